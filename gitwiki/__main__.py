@@ -1,0 +1,5 @@
+import sys
+
+from gitwiki.cli import main
+
+sys.exit(main())

@@ -1,0 +1,50 @@
+"""`gitwiki` command line: parse arguments, call one function in gitwiki.commands, map errors to exit codes.
+
+Exit codes: 0 success; 1 findings (lint errors, a fixer changed files) or a general failure;
+2 usage or configuration error; 3 not found (repo, corpus, page, revision); 4 index unusable or busy;
+5 embedding model unavailable where it is required; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from gitwiki import __version__
+from gitwiki.errors import GitwikiError
+
+# Each name is a module in gitwiki.commands with `register(subparsers)`; keep their imports light.
+COMMANDS = ("init", "index", "ground", "status", "config")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gitwiki",
+        description="A git-keyed, searchable markdown wiki for people and coding agents.",
+    )
+    parser.add_argument("--version", action="version", version=f"gitwiki {__version__}")
+    parser.add_argument("-C", dest="chdir", metavar="DIR", default=".", help="run as if gitwiki was started in DIR")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"gitwiki.commands.{name.replace('-', '_')}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except GitwikiError as e:
+        print(f"gitwiki: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("gitwiki: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `gitwiki ground … | head`
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per subcommand: `register(subparsers)` adds it, and its function returns an exit code."""

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub) -> None:
+    p = sub.add_parser("config", help="show, validate or create the configuration", description="Show, validate or create the configuration.")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    show = actions.add_parser("show", help="print the effective configuration (all layers merged)")
+    show.set_defaults(func=show_config)
+    validate = actions.add_parser("validate", help="check the config files; exit 2 with the first problem")
+    validate.set_defaults(func=validate_config)
+    init = actions.add_parser("init", help="write .gitwiki.toml (same as `gitwiki init`)")
+    init.add_argument("--path", default="wiki", help="the corpus folder (default: wiki)")
+    init.add_argument("--name", default="wiki", help="the corpus name (default: wiki)")
+    init.add_argument("--force", action="store_true", help="overwrite an existing .gitwiki.toml")
+    from gitwiki.commands.init import init as init_command
+
+    init.set_defaults(func=init_command)
+
+
+def _load(args):
+    from gitwiki import config
+    from gitwiki.gitrepo import GitRepo
+
+    return config.load(GitRepo.discover(args.chdir).root)
+
+
+def show_config(args: argparse.Namespace) -> int:
+    from gitwiki.config import to_toml
+
+    cfg = _load(args)
+    print("# files read: " + (", ".join(cfg.files) or "none (defaults)"))
+    print(to_toml(cfg), end="")
+    return 0
+
+
+def validate_config(args: argparse.Namespace) -> int:
+    cfg = _load(args)
+    print(f"ok: {len(cfg.corpora)} corpus(es) from {', '.join(cfg.files) or 'defaults'}")
+    return 0

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "ground",
+        help="search the wiki (hybrid BM25 + embeddings), results per page",
+        description="Search the wiki as you see it: HEAD plus uncommitted and untracked pages, "
+        "or the corpus as of --at REV. Results are rolled up per page, best first.",
+    )
+    p.add_argument("query", nargs="+", help="what to look for")
+    p.add_argument("--mode", choices=("hybrid", "lexical", "dense"), help="ranking (default from [search] mode: hybrid)")
+    p.add_argument("--corpus", help="the corpus to search (default: the first)")
+    p.add_argument("--top-files", type=int, metavar="N", help="pages to return (default 5)")
+    p.add_argument("--chunks-per-file", type=int, metavar="M", help="best chunks shown per page (default 3)")
+    p.add_argument("--limit", type=int, metavar="N", help="cap on chunks returned in all (default 50)")
+    p.add_argument("--format", choices=("outline", "json", "json-pretty"), default="outline", help="output format (default outline)")
+    p.add_argument("--json", dest="format", action="store_const", const="json", help="shorthand for --format json")
+    p.add_argument("--full", action="store_true", help="whole chunk bodies instead of snippets")
+    p.add_argument("--snippet-chars", type=int, metavar="N", help="snippet length (default 240)")
+    p.add_argument("--fusion", choices=("rrf", "score"), help="how lexical and dense rankings combine (default rrf)")
+    p.add_argument("--at", metavar="REV", help="search the corpus as of a commit, branch or tag")
+    p.add_argument("--committed", action="store_true", help="ignore uncommitted and untracked pages")
+    p.set_defaults(func=ground)
+
+
+def ground(args: argparse.Namespace) -> int:
+    from gitwiki.outline import outline
+    from gitwiki.wiki import Wiki
+
+    wiki = Wiki.open(args.chdir)
+    result = wiki.search(
+        " ".join(args.query),
+        args.corpus,
+        mode=args.mode,
+        top_files=args.top_files,
+        chunks_per_file=args.chunks_per_file,
+        limit=args.limit,
+        snippet_chars=args.snippet_chars,
+        full=args.full,
+        fusion=args.fusion,
+        at=args.at,
+        worktree=not args.committed,
+    )
+    if args.format == "outline":
+        sys.stdout.write(outline(result, color=sys.stdout.isatty()))
+    else:
+        print(json.dumps(result.to_json(), indent=2 if args.format == "json-pretty" else None, ensure_ascii=False))
+    return 0

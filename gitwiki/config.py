@@ -1,0 +1,283 @@
+"""Configuration: a user baseline plus the repo's `.gitwiki.toml`, validated into dataclasses.
+
+Layers: `$XDG_CONFIG_HOME/gitwiki/config.toml` first, then `<repo>/.gitwiki.toml`. Tables merge key by
+key (the repo wins); `[[corpus]]` entries append, and a corpus name defined twice is an error that
+names both files. Environment variables override the model: `GITWIKI_MODEL`, `GITWIKI_MODEL_PATH`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitwiki.errors import UsageError
+
+REPO_CONFIG_NAME = ".gitwiki.toml"
+DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
+FUSIONS = ("rrf", "score")
+MODES = ("hybrid", "lexical", "dense")
+
+
+@dataclass(frozen=True)
+class CorpusConfig:
+    name: str
+    path: str = ""  # relative to the repo root; "" is the whole repo
+    include: tuple[str, ...] = ("**/*.md",)
+    exclude: tuple[str, ...] = ()
+    lint_disable: tuple[str, ...] = ()
+    source: str = "defaults"  # the file that defined it, for error messages
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    mode: str = "hybrid"
+    fusion: str = "rrf"
+    top_files: int = 5
+    chunks_per_file: int = 3
+    limit: int = 50
+    snippet_chars: int = 240
+    auto_index: bool = True  # catch up with HEAD before answering
+
+
+@dataclass(frozen=True)
+class EmbeddingsConfig:
+    enabled: bool = True
+    model: str = DEFAULT_MODEL
+    model_path: str | None = None
+    threads: int | None = None
+    batch_size: int = 32
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    index_dir: str | None = None  # default: <git common dir>/gitwiki
+    uri: str | None = None  # a LanceDB URI (e.g. s3://bucket/wiki) for the scale-out path
+
+
+@dataclass(frozen=True)
+class LintConfig:
+    disable: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class IndexBlocksConfig:
+    filename: str = "index.md"
+    template: str | None = None  # a jinja2 template path relative to the repo root
+
+
+@dataclass(frozen=True)
+class McpConfig:
+    commit_writes: bool = False
+    max_page_bytes: int = 1_000_000
+
+
+@dataclass(frozen=True)
+class Config:
+    corpora: tuple[CorpusConfig, ...]
+    search: SearchConfig = SearchConfig()
+    embeddings: EmbeddingsConfig = EmbeddingsConfig()
+    storage: StorageConfig = StorageConfig()
+    lint: LintConfig = LintConfig()
+    index_blocks: IndexBlocksConfig = IndexBlocksConfig()
+    mcp: McpConfig = McpConfig()
+    files: tuple[str, ...] = ()  # the config files that were read, in order
+
+    def corpus(self, name: str | None = None) -> CorpusConfig:
+        """The named corpus, or the default (the first) when `name` is None."""
+        if name is None:
+            return self.corpora[0]
+        for corpus in self.corpora:
+            if corpus.name == name:
+                return corpus
+        choices = ", ".join(c.name for c in self.corpora)
+        raise UsageError(f"no corpus named {name!r}; choose one of: {choices}")
+
+
+SECTIONS: dict[str, type] = {
+    "search": SearchConfig,
+    "embeddings": EmbeddingsConfig,
+    "storage": StorageConfig,
+    "lint": LintConfig,
+    "index_blocks": IndexBlocksConfig,
+    "mcp": McpConfig,
+}
+
+
+def user_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "gitwiki" / "config.toml"
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path}: invalid TOML ({e}); fix the file or run `gitwiki config validate`") from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read config ({e.strerror})") from None
+
+
+def _check_type(value, annotation, where: str):
+    """Coerce TOML values to the dataclass field type, or raise naming the key."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Union or origin is type(int | None):
+        if value is None:
+            return None
+        annotation = next(a for a in args if a is not type(None))
+        return _check_type(value, annotation, where)
+    if origin is tuple:
+        if isinstance(value, str) or not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise UsageError(f"{where} must be a list of strings")
+        return tuple(value)
+    if annotation is bool:
+        if not isinstance(value, bool):
+            raise UsageError(f"{where} must be true or false")
+        return value
+    if annotation is int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise UsageError(f"{where} must be a whole number ≥ 0")
+        return value
+    if annotation is str:
+        if not isinstance(value, str):
+            raise UsageError(f"{where} must be a string")
+        return value
+    raise AssertionError(f"unsupported config type {annotation}")  # a bug in this module, not user input
+
+
+def _fields(cls, table: dict, where: str) -> dict:
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls) if f.name != "source"}
+    out = {}
+    for key, value in table.items():
+        if key not in known:
+            raise UsageError(f"{where}: unknown key {key!r}; known keys: {', '.join(sorted(known))}")
+        out[key] = _check_type(value, hints[key], f"{where}: {key}")
+    return out
+
+
+def _corpus(table, path: Path) -> CorpusConfig:
+    if not isinstance(table, dict):
+        raise UsageError(f"{path}: [[corpus]] entries must be tables")
+    values = _fields(CorpusConfig, table, f"{path} [[corpus]]")
+    if "name" not in values or not values["name"]:
+        raise UsageError(f"{path}: every [[corpus]] needs a name")
+    values["path"] = normalize_corpus_path(values.get("path", ""), path)
+    return CorpusConfig(**values, source=str(path))
+
+
+def normalize_corpus_path(raw: str, where) -> str:
+    parts = [p for p in raw.replace("\\", "/").split("/") if p not in ("", ".")]
+    if raw.startswith("/") or ".." in parts:
+        raise UsageError(f"{where}: corpus path {raw!r} must be relative to the repo root, without '..'")
+    return "/".join(parts)
+
+
+def _merge_layer(state: dict, data: dict, path: Path) -> None:
+    for key, value in data.items():
+        if key == "corpus":
+            if not isinstance(value, list):
+                raise UsageError(f"{path}: use [[corpus]] (an array of tables) for corpora")
+            for table in value:
+                corpus = _corpus(table, path)
+                for existing in state["corpora"]:
+                    if existing.name == corpus.name:
+                        raise UsageError(
+                            f"corpus {corpus.name!r} is defined twice: in {existing.source} and in {path}; rename one"
+                        )
+                state["corpora"].append(corpus)
+        elif key in SECTIONS:
+            if not isinstance(value, dict):
+                raise UsageError(f"{path}: [{key}] must be a table")
+            state[key].update(_fields(SECTIONS[key], value, f"{path} [{key}]"))
+        else:
+            raise UsageError(f"{path}: unknown key {key!r}; known: corpus, {', '.join(SECTIONS)}")
+
+
+def _default_corpora(root: Path) -> tuple[CorpusConfig, ...]:
+    if (root / "wiki").is_dir():
+        return (CorpusConfig(name="wiki", path="wiki"),)
+    return (CorpusConfig(name="wiki", path=""),)
+
+
+def load(root: Path, *, user_file: Path | None = None) -> Config:
+    """Read the baseline and the repo layer for the repo at `root`, then apply env overrides."""
+    state: dict = {"corpora": [], **{name: {} for name in SECTIONS}}
+    files = []
+    for path in (user_file or user_config_path(), root / REPO_CONFIG_NAME):
+        if path.is_file():
+            _merge_layer(state, _read_toml(path), path)
+            files.append(str(path))
+    embeddings = state["embeddings"]
+    if os.environ.get("GITWIKI_MODEL"):
+        embeddings["model"] = os.environ["GITWIKI_MODEL"]
+    if os.environ.get("GITWIKI_MODEL_PATH"):
+        embeddings["model_path"] = os.environ["GITWIKI_MODEL_PATH"]
+    if embeddings.get("model_path"):
+        embeddings["model_path"] = str((root / os.path.expanduser(embeddings["model_path"])).resolve())
+    config = Config(
+        corpora=tuple(state["corpora"]) or _default_corpora(root),
+        files=tuple(files),
+        **{name: cls(**state[name]) for name, cls in SECTIONS.items()},
+    )
+    _validate(config)
+    return config
+
+
+def _validate(config: Config) -> None:
+    if config.search.mode not in MODES:
+        raise UsageError(f"[search] mode must be one of {', '.join(MODES)}, not {config.search.mode!r}")
+    if config.search.fusion not in FUSIONS:
+        raise UsageError(f"[search] fusion must be one of {', '.join(FUSIONS)}, not {config.search.fusion!r}")
+
+
+def to_toml(config: Config) -> str:
+    """The effective configuration as TOML (for `gitwiki config show`)."""
+    lines = []
+    for corpus in config.corpora:
+        lines.append(f"[[corpus]]  # from {corpus.source}")
+        for f in dataclasses.fields(corpus):
+            if f.name != "source":
+                lines.append(f"{f.name} = {_toml_value(getattr(corpus, f.name))}")
+        lines.append("")
+    for name in SECTIONS:
+        lines.append(f"[{name}]")
+        section = getattr(config, name)
+        for f in dataclasses.fields(section):
+            value = getattr(section, f.name)
+            lines.append(f"{f.name} = {_toml_value(value)}" if value is not None else f"# {f.name} = (unset)")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def init_text(path: str, name: str = "wiki") -> str:
+    """The `.gitwiki.toml` that `gitwiki init` writes."""
+    return (
+        "# gitwiki configuration: https://github.com/gitwiki/gitwiki/blob/main/docs/configuration.md\n"
+        "[[corpus]]\n"
+        f"name = {_toml_value(name)}\n"
+        f"path = {_toml_value(path)}\n"
+        'include = ["**/*.md"]\n'
+        "\n[search]\n"
+        'mode = "hybrid"\n'
+        "top_files = 5\n"
+        "chunks_per_file = 3\n"
+        "\n[embeddings]\n"
+        "enabled = true\n"
+        f'model = "{DEFAULT_MODEL}"\n'
+    )

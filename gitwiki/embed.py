@@ -1,0 +1,150 @@
+"""Text embedders behind one small Protocol. fastembed (ONNX on CPU) is the one we ship.
+
+Nothing heavy is imported at module import time: fastembed and onnxruntime load on first use, so the
+hook and lint paths never pay for them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from gitwiki.config import EmbeddingsConfig
+from gitwiki.errors import EmbeddingUnavailable
+
+
+class Embedder(Protocol):
+    model_id: str
+    dim: int
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray: ...  # (n, dim) float32, L2-normalized
+
+    def embed_query(self, text: str) -> np.ndarray: ...  # (dim,) float32, L2-normalized
+
+
+class FastembedEmbedder:
+    def __init__(self, config: EmbeddingsConfig):
+        self.model_id = config.model
+        self._config = config
+        self._model = self._load()
+        self.dim = int(self.embed_query("dimension probe").shape[0])
+
+    def _load(self):
+        config = self._config
+        if config.model_path:
+            # A local model directory must never reach out to the hub.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            if not Path(config.model_path, "model.onnx").is_file():
+                raise EmbeddingUnavailable(
+                    f"no model.onnx in {config.model_path}; point [embeddings] model_path or GITWIKI_MODEL_PATH at an ONNX model directory"
+                )
+        try:
+            from fastembed import TextEmbedding
+        except ImportError as e:
+            raise EmbeddingUnavailable(f"fastembed is not installed ({e}); run `pip install fastembed`") from None
+        _quiet_fastembed()
+        kwargs = {"model_name": config.model, "threads": config.threads}
+        if config.model_path:
+            kwargs["specific_model_path"] = config.model_path
+            _register_if_unknown(TextEmbedding, config)
+        else:
+            try:  # a model fastembed downloaded before loads without touching the network
+                return TextEmbedding(**kwargs, local_files_only=True)
+            except Exception:
+                pass
+            if not _hub_reachable():
+                raise EmbeddingUnavailable(
+                    f"model {config.model!r} is not downloaded and huggingface.co cannot be reached; "
+                    "connect once to download it, or set GITWIKI_MODEL_PATH to a local model directory"
+                )
+        try:
+            return TextEmbedding(**kwargs)
+        except Exception as e:  # fastembed raises plain ValueError/OSError/hub errors; all mean "no model"
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise EmbeddingUnavailable(
+                f"cannot load embedding model {config.model!r} ({first[:200]}); "
+                "set GITWIKI_MODEL_PATH to a local model directory, or [embeddings] enabled = false"
+            ) from None
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self._model.passage_embed(texts, batch_size=self._config.batch_size)
+        return _normalized(np.asarray(list(vectors), dtype=np.float32))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return _normalized(np.asarray(list(self._model.query_embed(text))[0], dtype=np.float32)[None, :])[0]
+
+
+def _quiet_fastembed() -> None:
+    # fastembed logs every download retry through loguru; our one warning says what matters.
+    try:
+        from loguru import logger
+
+        logger.disable("fastembed")
+    except ImportError:
+        pass
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """fastembed retries an unreachable hub for ~40 s; one connect attempt tells us up front."""
+    import socket
+
+    try:
+        socket.create_connection(("huggingface.co", 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def _normalized(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1, norms)
+
+
+def _register_if_unknown(TextEmbedding, config: EmbeddingsConfig) -> None:
+    """Let a local directory hold a model fastembed does not list (mean pooling, normalized)."""
+    known = {m["model"] for m in TextEmbedding.list_supported_models()}
+    if config.model in known:
+        return
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    try:
+        dim = json.loads(Path(config.model_path, "config.json").read_text())["hidden_size"]
+    except (OSError, ValueError, KeyError):
+        raise EmbeddingUnavailable(
+            f"{config.model_path}/config.json does not give hidden_size; fastembed cannot load {config.model!r} from there"
+        ) from None
+    TextEmbedding.add_custom_model(
+        model=config.model,
+        pooling=PoolingType.MEAN,
+        normalization=True,
+        sources=ModelSource(hf=config.model),
+        dim=dim,
+        model_file="model.onnx",
+    )
+
+
+_cache: dict[EmbeddingsConfig, Embedder] = {}
+_failed: dict[EmbeddingsConfig, str] = {}
+
+
+def load_embedder(config: EmbeddingsConfig) -> Embedder | None:
+    """The configured embedder, loaded once per process; None (after one warning) if it cannot load."""
+    if not config.enabled:
+        return None
+    if config in _cache:
+        return _cache[config]
+    if config not in _failed:
+        try:
+            _cache[config] = FastembedEmbedder(config)
+            return _cache[config]
+        except EmbeddingUnavailable as e:
+            _failed[config] = str(e)
+            print(f"gitwiki: warning: {e}; using lexical search only", file=sys.stderr)
+    return None

@@ -1,0 +1,31 @@
+"""The one error type. Every message ends with what the user can do next."""
+
+
+class GitwikiError(Exception):
+    """A user-facing failure; the CLI prints it on one line and exits with `exit_code`."""
+
+    exit_code = 1
+
+
+class UsageError(GitwikiError):
+    """Bad arguments, bad config or bad input (a path outside the wiki, an empty query)."""
+
+    exit_code = 2
+
+
+class NotFoundError(GitwikiError):
+    """Something named does not exist: a repository, a corpus, a page, a revision."""
+
+    exit_code = 3
+
+
+class StoreError(GitwikiError):
+    """The index cannot be used or written (busy, tampered, built with another model)."""
+
+    exit_code = 4
+
+
+class EmbeddingUnavailable(GitwikiError):
+    """The embedding model cannot be loaded; callers fall back to lexical search."""
+
+    exit_code = 5

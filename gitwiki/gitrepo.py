@@ -1,0 +1,174 @@
+"""Everything gitwiki asks of git, through pygit2: revisions, corpus trees, blobs, worktree status."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+import pygit2
+
+from gitwiki.config import CorpusConfig
+from gitwiki.errors import NotFoundError
+
+# A path → blob id listing of one corpus state, paths relative to the repo root.
+PageMap = dict[str, str]
+
+
+class Commit(NamedTuple):
+    id: str
+    tree: str  # the root tree id
+
+
+class HistoryEntry(NamedTuple):
+    commit: str
+    author: str
+    email: str
+    date: str  # ISO 8601
+    subject: str
+
+
+def matches(corpus: CorpusConfig, path: str) -> bool:
+    """Whether the repo-relative `path` belongs to `corpus` (under its path, included, not excluded)."""
+    prefix = corpus.path + "/" if corpus.path else ""
+    if not path.startswith(prefix):
+        return False
+    rel = path[len(prefix) :]
+    return _glob_any(rel, corpus.include) and not _glob_any(rel, corpus.exclude)
+
+
+def _glob_any(rel: str, patterns) -> bool:
+    # "**/*.md" must also match a top-level "a.md", as in gitignore-style globs.
+    return any(
+        fnmatch.fnmatchcase(rel, p) or (p.startswith("**/") and fnmatch.fnmatchcase(rel, p[3:])) for p in patterns
+    )
+
+
+class GitRepo:
+    def __init__(self, repo: pygit2.Repository):
+        self._repo = repo
+
+    @classmethod
+    def discover(cls, start: str | os.PathLike = ".") -> "GitRepo":
+        found = pygit2.discover_repository(str(start))
+        if found is None:
+            raise NotFoundError(f"{os.path.abspath(start)} is not inside a git repository; run `git init` or cd into your repo")
+        repo = pygit2.Repository(found)
+        if repo.is_bare:
+            raise NotFoundError(f"{found} is a bare repository; run gitwiki in a checkout")
+        return cls(repo)
+
+    @property
+    def raw(self) -> pygit2.Repository:
+        return self._repo
+
+    @property
+    def root(self) -> Path:
+        return Path(self._repo.workdir).resolve()
+
+    @property
+    def common_dir(self) -> Path:
+        """The .git dir shared by all worktrees (a linked worktree's own gitdir names it in `commondir`)."""
+        gitdir = Path(self._repo.path)
+        commondir = gitdir / "commondir"
+        if commondir.is_file():
+            return (gitdir / commondir.read_text().strip()).resolve()
+        return gitdir.resolve()
+
+    def head(self) -> Commit | None:
+        if self._repo.head_is_unborn:
+            return None
+        commit = self._repo.head.peel(pygit2.Commit)
+        return Commit(str(commit.id), str(commit.tree_id))
+
+    def resolve(self, rev: str) -> Commit:
+        try:
+            commit = self._repo.revparse_single(rev).peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            raise NotFoundError(f"unknown revision {rev!r}; try a commit id, branch or tag (see `git log`)") from None
+        return Commit(str(commit.id), str(commit.tree_id))
+
+    def subtree(self, tree_id: str, path: str) -> str | None:
+        """The id of the tree at `path` inside `tree_id` ("" is the tree itself), or None if absent."""
+        tree = self._repo[tree_id]
+        if not path:
+            return str(tree.id)
+        try:
+            entry = tree[path]
+        except KeyError:
+            return None
+        return str(entry.id) if entry.type_str == "tree" else None
+
+    def pages(self, corpus: CorpusConfig, tree_id: str | None) -> PageMap:
+        """Every page of `corpus` in the corpus tree `tree_id` (as returned by `subtree`)."""
+        if tree_id is None:
+            return {}
+        prefix = corpus.path + "/" if corpus.path else ""
+        out: PageMap = {}
+        stack = [(self._repo[tree_id], prefix)]
+        while stack:
+            tree, base = stack.pop()
+            for entry in tree:
+                path = base + entry.name
+                if entry.type_str == "tree":
+                    stack.append((self._repo[entry.id], path + "/"))
+                elif entry.type_str == "blob" and entry.filemode != pygit2.GIT_FILEMODE_LINK and matches(corpus, path):
+                    out[path] = str(entry.id)
+        return out
+
+    def read_blob(self, blob_id: str) -> bytes:
+        return self._repo[blob_id].data
+
+    def worktree_changes(self, corpus: CorpusConfig) -> dict[str, bool]:
+        """Pages whose worktree state differs from HEAD: path → whether the file exists on disk.
+
+        Untracked pages count; files git ignores never do.
+        """
+        prefix = corpus.path + "/" if corpus.path else ""
+        changed: dict[str, bool] = {}
+        for path, flags in self._repo.status(untracked_files="all").items():
+            if not path.startswith(prefix) or flags & pygit2.GIT_STATUS_IGNORED or not matches(corpus, path):
+                continue
+            full = self.root / path
+            changed[path] = full.is_file() and not full.is_symlink()
+        return changed
+
+    def history(self, path: str, limit: int = 20) -> list[HistoryEntry]:
+        """Commits on HEAD that changed `path`, newest first."""
+        head = self.head()
+        if head is None:
+            return []
+        out: list[HistoryEntry] = []
+        for commit in self._repo.walk(head.id, pygit2.enums.SortMode.TIME):
+            blob = _blob_at(commit.tree, path)
+            parents = commit.parents
+            if parents:
+                if all(_blob_at(p.tree, path) == blob for p in parents):
+                    continue
+            elif blob is None:
+                continue
+            out.append(_history_entry(commit))
+            if len(out) >= limit:
+                break
+        return out
+
+
+def _blob_at(tree: pygit2.Tree, path: str):
+    try:
+        return tree[path].id
+    except KeyError:
+        return None
+
+
+def _history_entry(commit: pygit2.Commit) -> HistoryEntry:
+    from datetime import datetime, timedelta, timezone
+
+    tz = timezone(timedelta(minutes=commit.author.offset))
+    return HistoryEntry(
+        commit=str(commit.id),
+        author=commit.author.name,
+        email=commit.author.email,
+        date=datetime.fromtimestamp(commit.author.time, tz).isoformat(),
+        subject=commit.message.splitlines()[0] if commit.message else "",
+    )

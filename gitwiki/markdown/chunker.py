@@ -1,0 +1,143 @@
+"""Split a page into search chunks on H1/H2/H3, with breadcrumbs and 1-based line ranges.
+
+Deeper headings stay inside their H3 chunk, code fences are never split, and a section longer than
+the embedding window is cut at block boundaries into pieces that repeat the section's breadcrumb.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import NamedTuple
+
+from markdown_it import MarkdownIt
+
+from gitwiki.markdown.frontmatter import meta_str, meta_tags, split_front_matter
+
+SPLIT_LEVELS = ("h1", "h2", "h3")
+# MiniLM-class models read 256 word pieces; leave room for the breadcrumb line.
+MAX_PIECES = 200
+_PIECE = re.compile(r"\w+|[^\w\s]")
+
+
+class Chunk(NamedTuple):
+    ord: int  # position in the page, from 0
+    breadcrumb: tuple[str, ...]  # H1 > H2 > H3 texts above (and including) this section
+    level: int  # heading level of the section (0 for text before the first heading)
+    start_line: int  # 1-based, inclusive, in the file (front matter counted)
+    end_line: int
+    text: str
+
+
+class ParsedPage(NamedTuple):
+    title: str
+    tags: tuple[str, ...]
+    description: str | None
+    chunks: tuple[Chunk, ...]
+    front_matter_error: str | None
+
+
+class Heading(NamedTuple):
+    level: int
+    text: str
+    line: int  # 0-based line in the body
+
+
+@functools.cache
+def parser() -> MarkdownIt:
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+def inline_text(token) -> str:
+    """The plain text of an inline token: markup dropped, code spans kept."""
+    if not token.children:
+        return token.content.strip()
+    return "".join(c.content for c in token.children if c.type in ("text", "code_inline", "softbreak")).strip()
+
+
+def estimate_pieces(text: str) -> int:
+    """A cheap upper-ish estimate of word pieces: words and punctuation marks."""
+    return len(_PIECE.findall(text))
+
+
+def parse_page(text: str, fallback_title: str = "") -> ParsedPage:
+    fm = split_front_matter(text.replace("\r\n", "\n"))
+    body_lines = fm.body.split("\n")
+    tokens = parser().parse(fm.body)
+    headings, blocks = _outline(tokens)
+    first_h1 = next((h.text for h in headings if h.level == 1 and h.text), None)
+    title = meta_str(fm.meta, "title") or first_h1 or fallback_title
+    chunks = []
+    offset = fm.body_line  # body line i (0-based) is file line i + offset
+    for level, crumb, start, end in _sections(headings, len(body_lines)):
+        section_blocks = [b for b in blocks if start <= b[0] < end]
+        for piece_start, piece_end in _pieces(body_lines, start, end, section_blocks):
+            lines = body_lines[piece_start:piece_end]
+            while lines and not lines[-1].strip():
+                lines.pop()
+            body = "\n".join(lines)
+            if not body.strip():
+                continue
+            chunks.append(Chunk(len(chunks), crumb, level, piece_start + offset, piece_start + len(lines) - 1 + offset, body))
+    chunks = _drop_bare_headings(chunks)
+    return ParsedPage(
+        title=title,
+        tags=meta_tags(fm.meta),
+        description=meta_str(fm.meta, "description"),
+        chunks=tuple(c._replace(ord=i) for i, c in enumerate(chunks)),
+        front_matter_error=fm.error,
+    )
+
+
+def _outline(tokens) -> tuple[list[Heading], list[tuple[int, int]]]:
+    """Top-level H1–H3 headings and the line spans of every top-level block."""
+    headings: list[Heading] = []
+    blocks: list[tuple[int, int]] = []
+    for i, tok in enumerate(tokens):
+        if tok.level != 0 or tok.map is None or tok.nesting == -1:
+            continue
+        blocks.append((tok.map[0], tok.map[1]))
+        if tok.type == "heading_open" and tok.tag in SPLIT_LEVELS:
+            headings.append(Heading(int(tok.tag[1]), inline_text(tokens[i + 1]), tok.map[0]))
+    return headings, blocks
+
+
+def _sections(headings: list[Heading], n_lines: int):
+    """(level, breadcrumb, start, end) per section; text before the first heading has level 0."""
+    first = headings[0].line if headings else n_lines
+    if first > 0:
+        yield 0, (), 0, first
+    trail: dict[int, str] = {}
+    for i, h in enumerate(headings):
+        trail = {lvl: t for lvl, t in trail.items() if lvl < h.level}
+        trail[h.level] = h.text
+        end = headings[i + 1].line if i + 1 < len(headings) else n_lines
+        yield h.level, tuple(t for _, t in sorted(trail.items()) if t), h.line, end
+
+
+def _pieces(lines: list[str], start: int, end: int, blocks: list[tuple[int, int]]):
+    """Cut [start, end) into runs of whole blocks that each fit MAX_PIECES (a lone big block stays whole)."""
+    if estimate_pieces("\n".join(lines[start:end])) <= MAX_PIECES or len(blocks) < 2:
+        yield start, end
+        return
+    piece_start, size = start, 0
+    for i, (b_start, b_end) in enumerate(blocks):
+        b_end = blocks[i + 1][0] if i + 1 < len(blocks) else end
+        cost = estimate_pieces("\n".join(lines[b_start:b_end]))
+        if size and size + cost > MAX_PIECES:
+            yield piece_start, b_start
+            piece_start, size = b_start, 0
+        size += cost
+    yield piece_start, end
+
+
+def _drop_bare_headings(chunks: list[Chunk]) -> list[Chunk]:
+    """A section that is only its heading adds nothing its children's breadcrumbs do not carry."""
+    out = []
+    for i, c in enumerate(chunks):
+        only_heading = c.start_line == c.end_line and c.level > 0
+        has_child = i + 1 < len(chunks) and chunks[i + 1].breadcrumb[: len(c.breadcrumb)] == c.breadcrumb
+        if only_heading and has_child:
+            continue
+        out.append(c)
+    return out

@@ -1,0 +1,51 @@
+"""YAML front matter between `---` lines at the top of a page: metadata, not text."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import yaml
+
+
+class FrontMatter(NamedTuple):
+    meta: dict  # empty when there is none or it is invalid
+    body: str  # the text after the closing `---`
+    body_line: int  # 1-based line number in the file where `body` starts
+    error: str | None  # why the YAML is invalid, with its line; None when fine or absent
+
+
+def split_front_matter(text: str) -> FrontMatter:
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip() != "---":
+        return FrontMatter({}, text, 1, None)
+    for i in range(1, len(lines)):
+        if lines[i].rstrip() in ("---", "..."):
+            break
+    else:
+        return FrontMatter({}, text, 1, None)  # an opening rule with no closing one is just a rule
+    raw = "\n".join(lines[1:i])
+    body = "\n".join(lines[i + 1 :])
+    try:
+        meta = yaml.safe_load(raw) if raw.strip() else {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 2}: " if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        return FrontMatter({}, body, i + 2, f"{where}{problem}")
+    if not isinstance(meta, dict):
+        return FrontMatter({}, body, i + 2, "line 2: front matter must be a mapping of keys to values")
+    return FrontMatter(meta, body, i + 2, None)
+
+
+def meta_str(meta: dict, key: str) -> str | None:
+    value = meta.get(key)
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def meta_tags(meta: dict) -> tuple[str, ...]:
+    tags = meta.get("tags")
+    if isinstance(tags, str):
+        tags = [t.strip() for t in tags.replace(",", " ").split()]
+    if not isinstance(tags, list):
+        return ()
+    return tuple(str(t) for t in tags if str(t).strip())

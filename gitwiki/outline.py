@@ -1,0 +1,28 @@
+"""The human-readable digest of a search: ripgrep-style `path:start-end  Title > Section`, then a snippet."""
+
+from __future__ import annotations
+
+import textwrap
+
+from gitwiki.search import SearchResult
+
+
+def outline(result: SearchResult, color: bool = False) -> str:
+    if not result.docs:
+        return f"no results for {result.query!r} in corpus {result.corpus!r} ({result.mode})\n"
+    bold, dim, cyan, reset = ("\033[1m", "\033[2m", "\033[36m", "\033[0m") if color else ("", "", "", "")
+    lines = []
+    for doc in result.docs:
+        lines.append(f"{bold}{doc.path}{reset}  {doc.title}  {dim}({doc.score:.4f}){reset}")
+        for chunk in doc.chunks:
+            crumb = " > ".join(chunk.breadcrumb) or doc.title
+            lines.append(f"  {cyan}{doc.path}:{chunk.start_line}-{chunk.end_line}{reset}  {crumb}")
+            # Full chunks keep their own lines (code!); one-line snippets are wrapped.
+            body = chunk.text.splitlines() if "\n" in chunk.text else textwrap.wrap(chunk.text, 100)
+            lines.extend("    " + line for line in body or [""])
+        lines.append("")
+    footer = f"{len(result.docs)} pages · mode {result.mode} · commit {result.commit[:12] or '(none)'}"
+    if result.dirty:
+        footer += f" · {len(result.dirty)} uncommitted page(s) included"
+    lines.append(f"{dim}{footer}{reset}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,87 @@
+"""Pure ranking: fuse lexical and dense chunk rankings, roll chunks up to pages, cut snippets."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+RRF_K = 60
+
+# (chunk id, score), best first
+Ranked = list[tuple[int, float]]
+
+
+class PageHit(NamedTuple):
+    path: str
+    score: float
+    chunks: list[tuple[int, float]]  # best first, at most chunks_per_file
+
+
+def rrf(rankings: list[Ranked], k: int = RRF_K) -> Ranked:
+    """Reciprocal rank fusion: each list adds 1 / (k + rank) for every chunk it ranks."""
+    fused: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, (cid, _) in enumerate(ranking, 1):
+            fused[cid] = fused.get(cid, 0.0) + 1.0 / (k + rank)
+    return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def score_fusion(rankings: list[Ranked], weights: list[float] | None = None) -> Ranked:
+    """Convex combination of min-max normalized scores (a chunk absent from a list gets 0 there)."""
+    weights = weights or [1.0 / len(rankings)] * len(rankings)
+    fused: dict[int, float] = {}
+    for ranking, weight in zip(rankings, weights):
+        if not ranking:
+            continue
+        scores = [s for _, s in ranking]
+        low, high = min(scores), max(scores)
+        span = high - low
+        for cid, s in ranking:
+            fused[cid] = fused.get(cid, 0.0) + weight * ((s - low) / span if span > 0 else 1.0)
+    return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+FUSERS = {"rrf": rrf, "score": score_fusion}
+
+
+def rollup(ranked: Ranked, page_of: dict[int, str], top_files: int, chunks_per_file: int, limit: int) -> list[PageHit]:
+    """Group chunks by page, best page first; a page scores as its best chunk.
+
+    `limit` caps the chunks returned in all; pages keep their order.
+    """
+    grouped: dict[str, list[tuple[int, float]]] = {}
+    for cid, score in ranked:
+        path = page_of.get(cid)
+        if path is not None:
+            grouped.setdefault(path, []).append((cid, score))
+    pages = sorted(grouped.items(), key=lambda kv: (-kv[1][0][1], kv[0]))[:top_files]
+    hits, budget = [], limit
+    for path, chunks in pages:
+        if budget <= 0:
+            break
+        kept = chunks[: min(chunks_per_file, budget)]
+        budget -= len(kept)
+        hits.append(PageHit(path, chunks[0][1], kept))
+    return hits
+
+
+def snippet(text: str, terms: set[str], max_chars: int) -> str:
+    """The `max_chars` window of `text` that holds the most query terms, on word boundaries."""
+    flat = re.sub(r"\s+", " ", text).strip()
+    if len(flat) <= max_chars:
+        return flat
+    lowered = flat.lower()
+    positions = sorted(m.start() for t in terms if t for m in re.finditer(re.escape(t), lowered))
+    best_start, best_count = 0, -1
+    for i, start in enumerate(positions):
+        count = sum(1 for p in positions[i:] if p < start + max_chars)
+        if count > best_count:
+            best_start, best_count = start, count
+    start = max(0, min(best_start - max_chars // 4, len(flat) - max_chars))
+    if start > 0:
+        space = flat.find(" ", start)
+        start = space + 1 if 0 <= space < start + 20 else start
+    window = flat[start : start + max_chars]
+    if start + max_chars < len(flat) and " " in window[-20:]:
+        window = window[: window.rfind(" ")]
+    return ("…" if start > 0 else "") + window + ("…" if start + len(window) < len(flat) else "")

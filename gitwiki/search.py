@@ -1,0 +1,169 @@
+"""Hybrid search over one corpus view: BM25 (FTS5) + exact dense search, fused, rolled up per page."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from pathlib import PurePosixPath
+from typing import NamedTuple
+
+import numpy as np
+
+from gitwiki.embed import Embedder
+from gitwiki.ranking import FUSERS, Ranked, rollup, snippet
+from gitwiki.store import Store
+from gitwiki.tokens import STOP_WORDS, fts_query, words
+
+CANDIDATES = 200  # chunks taken from each ranker before fusion
+
+
+class CorpusView(NamedTuple):
+    corpus: str
+    commit: str
+    pages: dict[str, str]  # path → blob id, as searched (worktree overlay applied when `dirty`)
+    dirty: tuple[str, ...]
+    key: str  # identifies this exact page set, for caches
+
+
+class SearchOptions(NamedTuple):
+    mode: str = "hybrid"
+    fusion: str = "rrf"
+    top_files: int = 5
+    chunks_per_file: int = 3
+    limit: int = 50
+    snippet_chars: int = 240
+    full: bool = False
+
+
+class ChunkResult(NamedTuple):
+    breadcrumb: list[str]
+    start_line: int
+    end_line: int
+    score: float
+    text: str
+
+
+class DocResult(NamedTuple):
+    path: str
+    title: str
+    score: float
+    chunks: list[ChunkResult]
+
+
+class SearchResult(NamedTuple):
+    query: str
+    corpus: str
+    commit: str
+    mode: str
+    docs: list[DocResult]
+    dirty: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        """The stable `gitwiki ground --json` contract (docs/json-contract.md)."""
+        return {
+            "query": self.query,
+            "corpus": self.corpus,
+            "commit": self.commit,
+            "mode": self.mode,
+            "docs": [
+                {
+                    "path": d.path,
+                    "title": d.title,
+                    "score": round(d.score, 6),
+                    "chunks": [
+                        {
+                            "breadcrumb": list(c.breadcrumb),
+                            "start_line": c.start_line,
+                            "end_line": c.end_line,
+                            "score": round(c.score, 6),
+                            "text": c.text,
+                        }
+                        for c in d.chunks
+                    ],
+                }
+                for d in self.docs
+            ],
+            "dirty": list(self.dirty),
+        }
+
+
+def fallback_title(path: str) -> str:
+    return PurePosixPath(path).stem
+
+
+class Searcher:
+    """Runs queries; keeps the dense matrix of recent views in memory for long-lived processes."""
+
+    def __init__(self, store: Store, cache_size: int = 4):
+        self.store = store
+        self._matrices: OrderedDict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._cache_size = cache_size
+
+    def search(self, view: CorpusView, query: str, options: SearchOptions, embedder: Embedder | None) -> SearchResult:
+        mode = options.mode if embedder is not None else "lexical"
+        blob_paths: dict[str, str] = {}
+        for path, blob in sorted(view.pages.items()):
+            blob_paths.setdefault(blob, path)
+        with self.store.read():
+            rankings: list[Ranked] = []
+            if mode in ("hybrid", "lexical"):
+                rankings.append(self._lexical(query, blob_paths))
+            if mode in ("hybrid", "dense"):
+                rankings.append(self._dense(view, query, embedder, blob_paths))
+            fused = rankings[0] if len(rankings) == 1 else FUSERS[options.fusion](rankings)
+            rows = self.store.chunks_by_id(cid for cid, _ in fused[: max(CANDIDATES, options.limit)])
+            page_of = {cid: blob_paths[row.blob] for cid, row in rows.items()}
+            hits = rollup(fused, page_of, options.top_files, options.chunks_per_file, options.limit)
+            infos = self.store.blob_info(view.pages[h.path] for h in hits)
+        terms = {w.lower() for w in words(query) if w.lower() not in STOP_WORDS}
+        docs = []
+        for hit in hits:
+            info = infos.get(view.pages[hit.path])
+            chunks = [
+                ChunkResult(
+                    list(rows[cid].breadcrumb),
+                    rows[cid].start_line,
+                    rows[cid].end_line,
+                    score,
+                    rows[cid].text if options.full else snippet(rows[cid].text, terms, options.snippet_chars),
+                )
+                for cid, score in hit.chunks
+            ]
+            title = (info.title if info else "") or fallback_title(hit.path)
+            docs.append(DocResult(hit.path, title, hit.score, chunks))
+        return SearchResult(query, view.corpus, view.commit, mode, docs, view.dirty)
+
+    def _lexical(self, query: str, blob_paths: dict[str, str]) -> Ranked:
+        match = fts_query(query)
+        if match is None:
+            return []
+        limit = CANDIDATES * 4
+        while True:
+            found = self.store.lexical(match, limit)
+            rows = self.store.chunks_by_id(cid for cid, _ in found)
+            live = [(cid, s) for cid, s in found if cid in rows and rows[cid].blob in blob_paths]
+            # Other corpora and old page versions share the table; look deeper if they crowded us out.
+            if len(live) >= CANDIDATES or len(found) < limit:
+                return live[:CANDIDATES]
+            limit *= 8
+
+    def _dense(self, view: CorpusView, query: str, embedder: Embedder, blob_paths: dict[str, str]) -> Ranked:
+        ids, matrix = self._matrix(view, embedder.model_id, blob_paths)
+        if not len(ids):
+            return []
+        scores = matrix @ embedder.embed_query(query)
+        top = np.argpartition(-scores, min(CANDIDATES, len(scores) - 1))[:CANDIDATES]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(int(ids[i]), float(scores[i])) for i in top]
+
+    def _matrix(self, view: CorpusView, model: str, blob_paths: dict[str, str]) -> tuple[np.ndarray, np.ndarray]:
+        key = (model, view.key)
+        if key in self._matrices:
+            self._matrices.move_to_end(key)
+            return self._matrices[key]
+        ids, raw, count = self.store.vectors(model, blob_paths)
+        matrix = np.frombuffer(raw, dtype="<f4").reshape(count, -1) if count else np.zeros((0, 0), "<f4")
+        entry = (np.asarray(ids, dtype=np.int64), matrix)
+        self._matrices[key] = entry
+        if len(self._matrices) > self._cache_size:
+            self._matrices.popitem(last=False)
+        return entry

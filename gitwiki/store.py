@@ -1,0 +1,372 @@
+"""The local index: one SQLite database in the index dir, content-addressed by git blob id.
+
+- `blobs`/`chunks`: a page version's chunks, keyed by its blob id (so renames and reverts cost nothing);
+- `fts`: an FTS5 table over pre-tokenized chunk text (BM25), rowid = chunk id;
+- `vectors`: the embedding cache, keyed by (model id, sha256 of the embedded text);
+- `pages`/`states`: per corpus, the indexed commit, corpus tree id, model and path → blob listing.
+
+SQLite gives atomic transactions and consistent reads for free: a crash mid-update leaves the last
+committed state, and readers in WAL mode never see a half-written one. Writers also take a file lock
+(`lock`) so that whole index runs, not only single transactions, are serialized.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable, NamedTuple
+
+import filelock
+
+from gitwiki.errors import StoreError
+from gitwiki.markdown.chunker import ParsedPage
+from gitwiki.tokens import fts_text
+
+SCHEMA_VERSION = 1
+DB_NAME = "index.sqlite"
+LOCK_NAME = "lock"
+LOCK_TIMEOUT = 120.0
+
+SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE blobs(blob TEXT PRIMARY KEY, title TEXT NOT NULL, tags TEXT NOT NULL, description TEXT);
+CREATE TABLE chunks(
+    id INTEGER PRIMARY KEY, blob TEXT NOT NULL, ord INTEGER NOT NULL, breadcrumb TEXT NOT NULL,
+    level INTEGER NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, text TEXT NOT NULL,
+    hash TEXT NOT NULL);
+CREATE INDEX chunks_blob ON chunks(blob);
+CREATE VIRTUAL TABLE fts USING fts5(head, body, tokenize='unicode61 remove_diacritics 0');
+CREATE TABLE vectors(model TEXT NOT NULL, hash TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY(model, hash)) WITHOUT ROWID;
+CREATE TABLE pages(corpus TEXT NOT NULL, path TEXT NOT NULL, blob TEXT NOT NULL, PRIMARY KEY(corpus, path)) WITHOUT ROWID;
+CREATE TABLE states(corpus TEXT PRIMARY KEY, commit_id TEXT NOT NULL, tree TEXT NOT NULL, model TEXT, indexed_at REAL NOT NULL);
+"""
+# BM25 column weights for (head, body): a word in a heading or title says more than one in the text.
+FTS_WEIGHTS = (2.0, 1.0)
+
+
+class State(NamedTuple):
+    corpus: str
+    commit: str
+    tree: str  # the corpus subtree id ("" for an empty corpus)
+    model: str | None  # None: indexed without vectors (lexical mode)
+    indexed_at: float
+
+
+class ChunkRow(NamedTuple):
+    id: int
+    blob: str
+    ord: int
+    breadcrumb: tuple[str, ...]
+    level: int
+    start_line: int
+    end_line: int
+    text: str
+
+
+class BlobInfo(NamedTuple):
+    title: str  # "" when the page has neither front-matter title nor H1
+    tags: tuple[str, ...]
+    description: str | None
+
+
+def embed_text(breadcrumb: tuple[str, ...], text: str, title: str) -> str:
+    """What the embedder reads for a chunk: where it sits, then what it says."""
+    context = " > ".join(breadcrumb) or title
+    return f"{context}\n{text}" if context else text
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class Store:
+    def __init__(self, index_dir: Path, conn: sqlite3.Connection):
+        self.index_dir = index_dir
+        self.conn = conn
+
+    # ---- opening -------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, index_dir: Path) -> "Store":
+        """Open (creating if needed) the index; a corrupt or foreign-schema one is rebuilt from scratch."""
+        try:
+            index_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot create index dir {index_dir} ({e.strerror}); set [storage] index_dir") from None
+        path = index_dir / DB_NAME
+        try:
+            return cls._open_checked(index_dir, path)
+        except sqlite3.DatabaseError as e:
+            with writer_lock(index_dir):
+                print(f"gitwiki: index at {path} is unreadable ({e}); rebuilding it from git", file=sys.stderr)
+                _remove_db(path)
+                return cls._open_checked(index_dir, path)
+
+    @classmethod
+    def _open_checked(cls, index_dir: Path, path: Path) -> "Store":
+        conn = _connect(path)
+        version = _schema_version(conn)
+        if version == SCHEMA_VERSION:
+            return cls(index_dir, conn)
+        with writer_lock(index_dir):
+            version = _schema_version(conn)  # another process may have created it meanwhile
+            if version not in (None, SCHEMA_VERSION):
+                print(f"gitwiki: index schema {version} is not {SCHEMA_VERSION}; rebuilding it from git", file=sys.stderr)
+                conn.close()
+                _remove_db(path)
+                conn = _connect(path)
+                version = None
+            if version is None:
+                with _transaction(conn):
+                    _create(conn)
+        return cls(index_dir, conn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def lock(self):
+        return writer_lock(self.index_dir)
+
+    def read(self):
+        """A consistent snapshot for several reads (one read transaction)."""
+        return _transaction(self.conn, "BEGIN DEFERRED")
+
+    def write(self):
+        return _transaction(self.conn, "BEGIN IMMEDIATE")
+
+    # ---- blobs and chunks ------------------------------------------------------------------------
+
+    def known_blobs(self, blobs: Iterable[str]) -> set[str]:
+        blobs = list(blobs)
+        found: set[str] = set()
+        for batch in _batches(blobs):
+            q = f"SELECT blob FROM blobs WHERE blob IN ({','.join('?' * len(batch))})"
+            found.update(r[0] for r in self.conn.execute(q, batch))
+        return found
+
+    def add_blob(self, blob: str, page: ParsedPage) -> None:
+        """Insert one page version's chunks (call inside `write()`)."""
+        self.conn.execute(
+            "INSERT OR REPLACE INTO blobs VALUES (?,?,?,?)", (blob, page.title, json.dumps(page.tags), page.description)
+        )
+        for chunk in page.chunks:
+            cur = self.conn.execute(
+                "INSERT INTO chunks(blob, ord, breadcrumb, level, start_line, end_line, text, hash) VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    blob,
+                    chunk.ord,
+                    json.dumps(chunk.breadcrumb),
+                    chunk.level,
+                    chunk.start_line,
+                    chunk.end_line,
+                    chunk.text,
+                    text_hash(embed_text(chunk.breadcrumb, chunk.text, page.title)),
+                ),
+            )
+            head = " ".join((page.title, *chunk.breadcrumb, *page.tags))
+            self.conn.execute(
+                "INSERT INTO fts(rowid, head, body) VALUES (?,?,?)", (cur.lastrowid, fts_text(head), fts_text(chunk.text))
+            )
+
+    def blob_info(self, blobs: Iterable[str]) -> dict[str, BlobInfo]:
+        out = {}
+        for batch in _batches(list(blobs)):
+            q = f"SELECT blob, title, tags, description FROM blobs WHERE blob IN ({','.join('?' * len(batch))})"
+            for blob, title, tags, description in self.conn.execute(q, batch):
+                out[blob] = BlobInfo(title, tuple(json.loads(tags)), description)
+        return out
+
+    def chunks_of(self, blobs: Iterable[str]) -> list[ChunkRow]:
+        out = []
+        for batch in _batches(list(blobs)):
+            q = f"SELECT {_CHUNK_COLS} FROM chunks WHERE blob IN ({','.join('?' * len(batch))}) ORDER BY id"
+            out.extend(_chunk_row(r) for r in self.conn.execute(q, batch))
+        return out
+
+    def chunks_by_id(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
+        out = {}
+        for batch in _batches(list(ids)):
+            q = f"SELECT {_CHUNK_COLS} FROM chunks WHERE id IN ({','.join('?' * len(batch))})"
+            out.update((r[0], _chunk_row(r)) for r in self.conn.execute(q, batch))
+        return out
+
+    # ---- vectors ---------------------------------------------------------------------------------
+
+    def missing_vectors(self, model: str, blobs: Iterable[str]) -> list[tuple[str, str]]:
+        """(hash, text to embed) for chunks of `blobs` that have no vector for `model`, deduplicated."""
+        need: dict[str, str] = {}
+        titles = {b: info.title for b, info in self.blob_info(blobs).items()}
+        for batch in _batches(list(titles)):
+            q = (
+                f"SELECT c.blob, c.hash, c.breadcrumb, c.text FROM chunks c WHERE c.blob IN ({','.join('?' * len(batch))}) "
+                "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model = ? AND v.hash = c.hash)"
+            )
+            for blob, h, crumb, text in self.conn.execute(q, [*batch, model]):
+                if h not in need:
+                    need[h] = embed_text(tuple(json.loads(crumb)), text, titles[blob])
+        return list(need.items())
+
+    def put_vectors(self, model: str, hashes: list[str], matrix) -> None:
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO vectors VALUES (?,?,?)",
+            [(model, h, row.astype("<f4").tobytes()) for h, row in zip(hashes, matrix)],
+        )
+
+    def vectors(self, model: str, blobs: Iterable[str]) -> tuple[list[int], bytes, int]:
+        """(chunk ids, concatenated float32 vectors, count) for the chunks of `blobs` that have one."""
+        ids: list[int] = []
+        parts: list[bytes] = []
+        for batch in _batches(list(blobs)):
+            q = (
+                "SELECT c.id, v.vec FROM chunks c JOIN vectors v ON v.model = ? AND v.hash = c.hash "
+                f"WHERE c.blob IN ({','.join('?' * len(batch))})"
+            )
+            for cid, vec in self.conn.execute(q, [model, *batch]):
+                ids.append(cid)
+                parts.append(vec)
+        return ids, b"".join(parts), len(ids)
+
+    # ---- lexical ---------------------------------------------------------------------------------
+
+    def lexical(self, match: str, limit: int) -> list[tuple[int, float]]:
+        """(chunk id, BM25 score, higher is better) for the best `limit` matches in the whole store."""
+        q = f"SELECT rowid, -bm25(fts, {FTS_WEIGHTS[0]}, {FTS_WEIGHTS[1]}) AS s FROM fts WHERE fts MATCH ? ORDER BY s DESC LIMIT ?"
+        try:
+            return list(self.conn.execute(q, (match, limit)))
+        except sqlite3.OperationalError as e:
+            raise StoreError(f"full-text query failed ({e}); rephrase the query") from None
+
+    # ---- corpus states ---------------------------------------------------------------------------
+
+    def state(self, corpus: str) -> State | None:
+        row = self.conn.execute(
+            "SELECT corpus, commit_id, tree, model, indexed_at FROM states WHERE corpus = ?", (corpus,)
+        ).fetchone()
+        return State(*row) if row else None
+
+    def states(self) -> list[State]:
+        return [State(*r) for r in self.conn.execute("SELECT corpus, commit_id, tree, model, indexed_at FROM states")]
+
+    def pages(self, corpus: str) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT path, blob FROM pages WHERE corpus = ?", (corpus,)))
+
+    def set_state(self, corpus: str, commit: str, tree: str, model: str | None, pages: dict[str, str]) -> None:
+        """Switch a corpus to a new state (call inside `write()`)."""
+        self.conn.execute("DELETE FROM pages WHERE corpus = ?", (corpus,))
+        self.conn.executemany("INSERT INTO pages VALUES (?,?,?)", [(corpus, p, b) for p, b in pages.items()])
+        self.conn.execute(
+            "INSERT OR REPLACE INTO states VALUES (?,?,?,?,?)", (corpus, commit, tree, model, time.time())
+        )
+
+    def set_commit(self, corpus: str, commit: str) -> None:
+        self.conn.execute("UPDATE states SET commit_id = ?, indexed_at = ? WHERE corpus = ?", (commit, time.time(), corpus))
+
+    def page_count(self, corpus: str) -> int:
+        return self.conn.execute("SELECT count(*) FROM pages WHERE corpus = ?", (corpus,)).fetchone()[0]
+
+    def drop_corpus(self, corpus: str) -> None:
+        self.conn.execute("DELETE FROM pages WHERE corpus = ?", (corpus,))
+        self.conn.execute("DELETE FROM states WHERE corpus = ?", (corpus,))
+
+    def gc(self, keep: Iterable[str] = ()) -> int:
+        """Drop chunks of blobs no corpus state references (their vectors stay cached). Returns blobs dropped."""
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS keep(blob TEXT PRIMARY KEY)")
+        self.conn.execute("DELETE FROM keep")
+        self.conn.executemany("INSERT OR IGNORE INTO keep VALUES (?)", [(b,) for b in keep])
+        dead = [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT blob FROM blobs WHERE blob NOT IN (SELECT blob FROM pages) AND blob NOT IN (SELECT blob FROM keep)"
+            )
+        ]
+        for batch in _batches(dead):
+            marks = ",".join("?" * len(batch))
+            self.conn.execute(f"DELETE FROM fts WHERE rowid IN (SELECT id FROM chunks WHERE blob IN ({marks}))", batch)
+            self.conn.execute(f"DELETE FROM chunks WHERE blob IN ({marks})", batch)
+            self.conn.execute(f"DELETE FROM blobs WHERE blob IN ({marks})", batch)
+        return len(dead)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            table: self.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("blobs", "chunks", "vectors", "pages")
+        }
+
+    def chunk_count(self, blobs: Iterable[str]) -> int:
+        total = 0
+        for batch in _batches(list(blobs)):
+            q = f"SELECT count(*) FROM chunks WHERE blob IN ({','.join('?' * len(batch))})"
+            total += self.conn.execute(q, batch).fetchone()[0]
+        return total
+
+    def size_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.index_dir.glob(DB_NAME + "*") if p.is_file())
+
+
+_CHUNK_COLS = "id, blob, ord, breadcrumb, level, start_line, end_line, text"
+
+
+def _chunk_row(r) -> ChunkRow:
+    return ChunkRow(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7])
+
+
+def _batches(items: list, size: int = 500):
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, timeout=30, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+def _schema_version(conn: sqlite3.Connection) -> int | None:
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+        return None
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else None
+
+
+def _create(conn: sqlite3.Connection) -> None:
+    for statement in SCHEMA.strip().split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+
+def _remove_db(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE"):
+    conn.execute(begin)
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+@contextmanager
+def writer_lock(index_dir: Path, timeout: float = LOCK_TIMEOUT):
+    lock = filelock.FileLock(str(index_dir / LOCK_NAME))
+    try:
+        lock.acquire(timeout=timeout)
+    except filelock.Timeout:
+        raise StoreError(
+            f"the index at {index_dir} is busy (another gitwiki is writing it); try again when it finishes"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()

@@ -1,0 +1,75 @@
+"""Lexical tokenization shared by indexing and queries: one function, so both sides always agree.
+
+Words are lower-cased, identifiers are split (`rotateSigningKey`, `rotate_signing_key` and
+`rotate-signing-key` all yield rotate, signing, key, plus the whole identifier), English stop words are
+dropped and the rest is Snowball-stemmed. The output feeds SQLite FTS5 with its plain unicode61
+tokenizer, which then only has to split on spaces.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import Stemmer
+
+_WORD = re.compile(r"[^\W_]+(?:[_\-.'][^\W_]+)*", re.UNICODE)
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+# The classic English stop list (Lucene/SMART core), kept short: rare words carry the meaning.
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over own
+    same she should so some such than that the their theirs them themselves then there these they
+    this those through to too under until up very was we were what when where which while who whom
+    why will with would you your yours yourself yourselves""".split()
+)
+
+
+@functools.cache
+def _stemmer():
+    return Stemmer.Stemmer("english")
+
+
+def _split_camel(chunk: str) -> list[str]:
+    # Camel case is an ASCII identifier convention; other scripts keep their words whole.
+    return _CAMEL.findall(chunk) if chunk.isascii() else [chunk]
+
+
+def words(text: str) -> list[str]:
+    """Surface tokens: whole identifiers, their parts, and CJK characters as single tokens."""
+    out: list[str] = []
+    for match in _WORD.finditer(text):
+        word = match.group()
+        parts = [p for chunk in re.split(r"[_\-.']", word) for p in _split_camel(chunk)]
+        if len(parts) > 1:
+            out.append(re.sub(r"[_\-.']", "", word).lower())
+        for part in parts or [word]:
+            if _CJK.search(part):
+                out.extend(ch for ch in part)
+            else:
+                out.append(part.lower())
+    return out
+
+
+def tokenize(text: str) -> list[str]:
+    """Index/query terms: surface words without stop words, stemmed."""
+    kept = [w for w in words(text) if w not in STOP_WORDS]
+    return _stemmer().stemWords(kept)
+
+
+def fts_text(text: str) -> str:
+    return " ".join(tokenize(text))
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 MATCH expression: any of the query terms (BM25 does the weighting), or None if empty."""
+    terms = dict.fromkeys(tokenize(text))
+    if not terms:
+        terms = dict.fromkeys(_stemmer().stemWords(words(text)))  # a query of only stop words
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

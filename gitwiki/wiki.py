@@ -1,0 +1,225 @@
+"""The library's front door: a `Wiki` is a git repo, its config, and its index.
+
+The CLI, the MCP server, the hooks and the Action are thin adapters over this class.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+from gitwiki import config as config_mod
+from gitwiki.config import Config, CorpusConfig
+from gitwiki.embed import Embedder, load_embedder
+from gitwiki.errors import NotFoundError, UsageError
+from gitwiki.gitrepo import GitRepo
+from gitwiki.indexer import (
+    IndexReport,
+    Progress,
+    corpus_tree,
+    ensure_blobs,
+    ensure_vectors,
+    git_sources,
+    is_current,
+    update,
+    worktree_overlay,
+)
+from gitwiki.search import CorpusView, SearchOptions, SearchResult, Searcher
+from gitwiki.store import Store
+
+
+class CorpusStatus(NamedTuple):
+    name: str
+    path: str
+    pages: int  # in the indexed state
+    chunks: int
+    indexed_commit: str | None
+    head_commit: str | None
+    fresh: bool  # the indexed corpus tree is HEAD's
+    dirty: tuple[str, ...]  # worktree pages that differ from HEAD
+    model: str | None
+    indexed_at: float | None
+
+
+class Wiki:
+    def __init__(self, repo: GitRepo, config: Config):
+        self.repo = repo
+        self.config = config
+
+    @classmethod
+    def open(cls, start: str | os.PathLike = ".") -> "Wiki":
+        repo = GitRepo.discover(start)
+        return cls(repo, config_mod.load(repo.root))
+
+    @property
+    def root(self) -> Path:
+        return self.repo.root
+
+    @property
+    def index_dir(self) -> Path:
+        configured = self.config.storage.index_dir or os.environ.get("GITWIKI_INDEX_DIR")
+        if configured:
+            return (self.root / os.path.expanduser(configured)).resolve()
+        return self.repo.common_dir / "gitwiki"
+
+    @functools.cached_property
+    def store(self) -> Store:
+        return Store.open(self.index_dir)
+
+    @functools.cached_property
+    def searcher(self) -> Searcher:
+        return Searcher(self.store)
+
+    def corpus(self, name: str | None = None) -> CorpusConfig:
+        return self.config.corpus(name)
+
+    def embedder(self) -> Embedder | None:
+        """The configured model, loaded once per process; None in lexical mode or if it cannot load."""
+        return load_embedder(self.config.embeddings)
+
+    def wanted_model(self) -> str | None:
+        return self.config.embeddings.model if self.config.embeddings.enabled else None
+
+    # ---- indexing --------------------------------------------------------------------------------
+
+    def index(self, corpus: str | None = None, progress: Progress | None = None, lexical: bool = False) -> list[IndexReport]:
+        """Bring each corpus (or the named one) up to HEAD; `lexical` skips embedding."""
+        corpora = [self.corpus(corpus)] if corpus else list(self.config.corpora)
+        head = self.repo.head()
+        reports = []
+        for c in corpora:
+            # The model loads only when something needs embedding: a fresh corpus costs a tree-id check.
+            embedder = None if lexical or self.is_fresh(c, vectors=True) else self.embedder()
+            reports.append(update(self.store, self.repo, c, head, embedder, progress))
+        return reports
+
+    def is_fresh(self, corpus: CorpusConfig, vectors: bool) -> bool:
+        """The cheap check: does the index already hold HEAD's corpus tree? (No model load, no parse.)"""
+        tree = corpus_tree(self.repo, corpus, self.repo.head())
+        return is_current(self.store.state(corpus.name), tree, self.wanted_model() if vectors else None)
+
+    # ---- views -----------------------------------------------------------------------------------
+
+    def view(self, corpus: str | None = None, at: str | None = None, worktree: bool = True, vectors: bool = False) -> CorpusView:
+        """The pages to search: HEAD's (caught up if stale) plus the worktree, or those of revision `at`."""
+        c = self.corpus(corpus)
+        embedder = self.embedder() if vectors else None
+        if at is not None:
+            return self._view_at(c, at, embedder)
+        state = self.store.state(c.name)
+        # With auto_index off, a stale index answers as it is (`gitwiki status` shows it stale).
+        if state is None or (self.config.search.auto_index and not self.is_fresh(c, vectors=embedder is not None)):
+            update(self.store, self.repo, c, self.repo.head(), embedder)
+            state = self.store.state(c.name)
+        committed = self.store.pages(c.name)
+        if not worktree:
+            return CorpusView(c.name, state.commit, committed, (), f"{c.name}:{state.tree}")
+        overlay = worktree_overlay(self.store, self.repo, c, committed)
+        if embedder is not None and overlay.dirty:
+            with self.store.lock():
+                ensure_vectors(self.store, embedder, set(overlay.pages.values()))
+        digest = hashlib.sha1(repr(sorted(overlay.pages.items())).encode()).hexdigest() if overlay.dirty else state.tree
+        return CorpusView(c.name, state.commit, overlay.pages, overlay.dirty, f"{c.name}:{digest}")
+
+    def _view_at(self, corpus: CorpusConfig, rev: str, embedder: Embedder | None) -> CorpusView:
+        commit = self.repo.resolve(rev)
+        tree = corpus_tree(self.repo, corpus, commit)
+        pages = self.repo.pages(corpus, tree or None)
+        with self.store.lock():
+            ensure_blobs(self.store, git_sources(self.repo, set(pages.values())))
+            if embedder is not None:
+                ensure_vectors(self.store, embedder, set(pages.values()))
+        return CorpusView(corpus.name, commit.id, pages, (), f"{corpus.name}:{tree}")
+
+    # ---- search ----------------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        corpus: str | None = None,
+        *,
+        mode: str | None = None,
+        top_files: int | None = None,
+        chunks_per_file: int | None = None,
+        limit: int | None = None,
+        snippet_chars: int | None = None,
+        full: bool = False,
+        fusion: str | None = None,
+        at: str | None = None,
+        worktree: bool = True,
+    ) -> SearchResult:
+        if not query or not query.strip():
+            raise UsageError("the query is empty; say what to look for, e.g. gitwiki ground \"how do we deploy\"")
+        s = self.config.search
+        mode = mode or s.mode
+        if mode not in config_mod.MODES:
+            raise UsageError(f"mode must be one of {', '.join(config_mod.MODES)}, not {mode!r}")
+        options = SearchOptions(
+            mode=mode,
+            fusion=fusion or s.fusion,
+            top_files=_positive(top_files, s.top_files, "top_files"),
+            chunks_per_file=_positive(chunks_per_file, s.chunks_per_file, "chunks_per_file"),
+            limit=_positive(limit, s.limit, "limit"),
+            snippet_chars=_positive(snippet_chars, s.snippet_chars, "snippet_chars"),
+            full=full,
+        )
+        view = self.view(corpus, at=at, worktree=worktree, vectors=mode != "lexical")
+        if not view.pages:
+            c = self.corpus(corpus)
+            where = f"{c.path}/" if c.path else "the repo root"
+            raise NotFoundError(
+                f"corpus {c.name!r} has no pages under {where} matching {', '.join(c.include)}; "
+                "add markdown there or fix [[corpus]] path in .gitwiki.toml"
+            )
+        embedder = self.embedder() if mode != "lexical" else None
+        return self.searcher.search(view, query.strip(), options, embedder)
+
+    # ---- status ----------------------------------------------------------------------------------
+
+    def status(self) -> list[CorpusStatus]:
+        head = self.repo.head()
+        out = []
+        for c in self.config.corpora:
+            state = self.store.state(c.name)
+            pages = self.store.pages(c.name) if state else {}
+            tree = corpus_tree(self.repo, c, head)
+            out.append(
+                CorpusStatus(
+                    name=c.name,
+                    path=c.path,
+                    pages=len(pages),
+                    chunks=self.store.chunk_count(set(pages.values())),
+                    indexed_commit=state.commit if state else None,
+                    head_commit=head.id if head else None,
+                    fresh=state is not None and state.tree == tree,
+                    dirty=tuple(sorted(self.repo.worktree_changes(c))),
+                    model=state.model if state else None,
+                    indexed_at=state.indexed_at if state else None,
+                )
+            )
+        return out
+
+    def close(self) -> None:
+        if "store" in self.__dict__:
+            self.store.close()
+
+
+def _positive(value: int | None, default: int, name: str) -> int:
+    value = default if value is None else value
+    if not isinstance(value, int) or value < 1:
+        raise UsageError(f"{name} must be a whole number ≥ 1, not {value!r}")
+    return value
+
+
+def age(seconds_since_epoch: float | None) -> str:
+    if seconds_since_epoch is None:
+        return "never"
+    delta = max(0, int(time.time() - seconds_since_epoch))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if delta >= size:
+            return f"{delta // size}{unit} ago"
+    return f"{delta}s ago"
