@@ -134,6 +134,37 @@ class GitRepo:
             changed[path] = full.is_file() and not full.is_symlink()
         return changed
 
+    def commit_paths(self, paths: list[str], message: str) -> str:
+        """Commit the worktree state of exactly `paths` (added, changed or deleted) on HEAD; returns the commit id.
+
+        Other staged or unstaged changes stay out of the commit and keep their state in the index.
+        """
+        repo = self._repo
+        head = self.head()
+        isolated = pygit2.Index()
+        if head is not None:
+            isolated.read_tree(repo[head.tree])
+        staging = repo.index
+        staging.read()
+        for path in paths:
+            full = self.root / path
+            if full.is_file():
+                entry = pygit2.IndexEntry(path, repo.create_blob_fromworkdir(path), pygit2.enums.FileMode.BLOB)
+                isolated.add(entry)
+                staging.add(entry)
+            else:
+                for index in (isolated, staging):
+                    if path in index:
+                        index.remove(path)
+        tree = isolated.write_tree(repo)
+        try:
+            signature = repo.default_signature
+        except (KeyError, pygit2.GitError):  # no user.name/user.email configured
+            signature = pygit2.Signature("gitwiki", "gitwiki@localhost")
+        commit = repo.create_commit("HEAD", signature, signature, message, tree, [head.id] if head else [])
+        staging.write()
+        return str(commit)
+
     def history(self, path: str, limit: int = 20) -> list[HistoryEntry]:
         """Commits on HEAD that changed `path`, newest first."""
         head = self.head()

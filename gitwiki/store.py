@@ -357,9 +357,15 @@ def _transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE"):
     conn.execute("COMMIT")
 
 
+_locks: dict[str, filelock.FileLock] = {}
+
+
 @contextmanager
 def writer_lock(index_dir: Path, timeout: float = LOCK_TIMEOUT):
-    lock = filelock.FileLock(str(index_dir / LOCK_NAME))
+    """The index's writer lock; re-entrant within a thread (one FileLock object per path), exclusive across
+    threads and processes."""
+    path = str(index_dir / LOCK_NAME)
+    lock = _locks.setdefault(path, filelock.FileLock(path))
     try:
         lock.acquire(timeout=timeout)
     except filelock.Timeout:

@@ -102,6 +102,11 @@ class Wiki:
         tree = corpus_tree(self.repo, corpus, self.repo.head())
         return is_current(self.store.state(corpus.name), tree, self.wanted_model() if vectors else None)
 
+    def prune(self, keep: set[str]) -> int:
+        """Drop index rows of page versions no corpus state and no blob in `keep` references."""
+        with self.store.lock(), self.store.write():
+            return self.store.gc(keep)
+
     # ---- views -----------------------------------------------------------------------------------
 
     def view(self, corpus: str | None = None, at: str | None = None, worktree: bool = True, vectors: bool = False) -> CorpusView:

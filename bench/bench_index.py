@@ -1,0 +1,209 @@
+"""Index and query costs of the core, each through the real path (git repo → Wiki / `gitwiki` CLI).
+
+Parts (default: speed, incremental, latency; `rss` is long — run it on its own, in the background):
+  speed        embed the same chunk texts with bare fastembed vs `Wiki.index` end to end (ratio)
+  incremental  1,000 tldr pages: no-change index and a one-page change, in-process
+  latency      the same wiki: warm p50/p95 of hybrid and lexical queries, cold `gitwiki ground` CLI
+  rss          index and query the first 20,000 tldr pages (all languages), report peak RSS
+
+    python bench/bench_index.py --parts speed,incremental,latency
+    python bench/bench_index.py --parts rss
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchlib import EVAL, WORK, corpus_config, git, open_wiki, timed_index, use_offline_model, write_repo
+
+TLDR = EVAL / "tldr"
+
+
+def tldr_pages(count: int, english_only: bool) -> list[tuple[str, str]]:
+    folders = [TLDR / "pages"] if english_only else sorted(TLDR.glob("pages*"))
+    paths = sorted(p for folder in folders for p in folder.rglob("*.md"))[:count]
+    return [(str(p.relative_to(TLDR)), p.read_text(encoding="utf-8")) for p in paths]
+
+
+def questions() -> list[str]:
+    lines = (TLDR / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["question"] for line in lines if line.strip()]
+
+
+def fresh_wiki(name: str, pages: list[tuple[str, str]], corpus_path: str):
+    """A committed repo of `pages` with an empty index dir (nothing cached)."""
+    work = WORK / name
+    repo = write_repo(work / "repo", pages, corpus_config(name, corpus_path))
+    shutil.rmtree(work / "index", ignore_errors=True)
+    return repo, open_wiki(repo, work / "index")
+
+
+def percentile(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000, 1)
+
+
+# ---- (a) index speed -------------------------------------------------------------------------------
+
+
+def speed(_args) -> dict:
+    """Bare fastembed on the exact texts `gitwiki index` embeds, then `Wiki.index` from an empty index."""
+    from beir_eval import load_beir, page_name, page_text
+    from fastembed import TextEmbedding
+
+    from gitwiki.embed import _register_if_unknown
+    from gitwiki.markdown.chunker import parse_page
+    from gitwiki.store import embed_text
+
+    corpus, _, _ = load_beir(EVAL / "cranfield")
+    pages = [(page_name(d), page_text(*corpus[d])) for d in corpus]
+    texts = list(
+        dict.fromkeys(
+            embed_text(c.breadcrumb, c.text, parsed.title) for parsed in (parse_page(t) for _, t in pages) for c in parsed.chunks
+        )
+    )
+    repo, wiki = fresh_wiki("speed", pages, "wiki")
+    config = wiki.config.embeddings
+
+    started = time.perf_counter()
+    _register_if_unknown(TextEmbedding, config)
+    model = TextEmbedding(model_name=config.model, specific_model_path=config.model_path, threads=config.threads)
+    vectors = list(model.passage_embed(texts))
+    bare = time.perf_counter() - started
+    del model
+
+    reports, end_to_end = timed_index(wiki)
+    assert reports[0].embedded == len(texts) == len(vectors), (reports[0].embedded, len(texts))
+    return {
+        "pages": len(pages),
+        "chunks_embedded": len(texts),
+        "bare_fastembed_s": round(bare, 1),
+        "gitwiki_index_s": round(end_to_end, 1),
+        "ratio": round(end_to_end / bare, 3),
+        "gitwiki_batch_size": config.batch_size,
+    }
+
+
+# ---- (b) incremental ---------------------------------------------------------------------------------
+
+
+def incremental(args) -> dict:
+    repo, wiki = fresh_wiki("incr", tldr_pages(1000, english_only=True), "pages")
+    _, full = timed_index(wiki)
+    no_change = []
+    for _ in range(20):
+        reports, seconds = timed_index(wiki)
+        assert reports[0].up_to_date
+        no_change.append(seconds)
+    edits = []
+    paths = sorted(wiki.store.pages("incr"))[:: 200][:5]
+    for i, path in enumerate(paths):
+        target = repo / path
+        target.write_text(target.read_text(encoding="utf-8") + f"\n- Benchmark edit {i}:\n\n`true {i}`\n", encoding="utf-8")
+        git(repo, "commit", "-q", "-am", f"edit {path}")
+        reports, seconds = timed_index(wiki)
+        assert reports[0].changed == 1 and reports[0].parsed == 1, reports[0]
+        edits.append((seconds, reports[0].embedded))
+    args.incr_repo = repo
+    return {
+        "pages": 1000,
+        "chunks": wiki.store.counts()["chunks"],
+        "full_index_s": round(full, 1),
+        "no_change_ms_median": ms(statistics.median(no_change)),
+        "no_change_ms_max": ms(max(no_change)),
+        "one_page_change_ms_median": ms(statistics.median(s for s, _ in edits)),
+        "one_page_change_ms_max": ms(max(s for s, _ in edits)),
+        "chunks_embedded_per_change": sorted({n for _, n in edits}),
+    }
+
+
+# ---- (c) query latency -------------------------------------------------------------------------------
+
+
+def latency(args) -> dict:
+    repo = getattr(args, "incr_repo", None) or WORK / "incr" / "repo"
+    if not (repo / ".git").is_dir():
+        raise SystemExit("run the incremental part first (it builds the 1,000-page wiki)")
+    wiki = open_wiki(repo, WORK / "incr" / "index")
+    qs = questions()
+    out = {}
+    for mode in ("lexical", "hybrid"):
+        wiki.search(qs[0], mode=mode)  # load the model and the vector matrix once
+        times = []
+        for _ in range(3):
+            for q in qs:
+                started = time.perf_counter()
+                wiki.search(q, mode=mode)
+                times.append(time.perf_counter() - started)
+        out[f"warm_{mode}_ms_p50"] = ms(statistics.median(times))
+        out[f"warm_{mode}_ms_p95"] = ms(percentile(times, 95))
+    exe = shutil.which("gitwiki") or sys.exit("the gitwiki console script is not on PATH; pip install -e .")
+    for mode in ("lexical", "hybrid"):
+        times = []
+        for q in qs[:7]:
+            started = time.perf_counter()
+            subprocess.run([exe, "-C", str(repo), "ground", q, "--mode", mode, "--json"], check=True, capture_output=True)
+            times.append(time.perf_counter() - started)
+        out[f"cold_cli_{mode}_s_median"] = round(statistics.median(times[1:]), 3)  # the first run warms the OS file cache
+        out[f"cold_cli_{mode}_s_max"] = round(max(times[1:]), 3)
+    return out
+
+
+# ---- (d) peak RSS at 20,000 pages -------------------------------------------------------------------
+
+
+def rss(args) -> dict:
+    pages = tldr_pages(args.rss_pages, english_only=False)
+    repo, wiki = fresh_wiki("rss", pages, "")
+    reports, seconds = timed_index(wiki)
+    after_index = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    times = []
+    for mode in ("hybrid", "lexical"):
+        for q in questions():
+            started = time.perf_counter()
+            wiki.search(q, mode=mode)
+            times.append(time.perf_counter() - started)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "pages": len(pages),
+        "chunks": wiki.store.counts()["chunks"],
+        "index_s": round(seconds, 1),
+        "embedded": reports[0].embedded,
+        "index_mb": round(wiki.store.size_bytes() / 2**20, 1),
+        "peak_rss_after_index_mib": round(after_index / 1024),
+        "peak_rss_mib": round(peak / 1024),
+        "query_ms_p50": ms(statistics.median(times)),
+    }
+
+
+PARTS = {"speed": speed, "incremental": incremental, "latency": latency, "rss": rss}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--parts", default="speed,incremental,latency", help=f"comma-separated: {', '.join(PARTS)}")
+    ap.add_argument("--rss-pages", type=int, default=20000)
+    args = ap.parse_args(argv)
+    use_offline_model()
+    os.environ.pop("GITWIKI_INDEX_DIR", None)
+    results = {}
+    for part in args.parts.split(","):
+        results[part] = PARTS[part](args)
+        print(json.dumps({part: results[part]}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

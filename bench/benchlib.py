@@ -1,0 +1,113 @@
+"""Shared plumbing for the benchmarks: data sets written as real git repos, and a Wiki over them.
+
+Every benchmark goes through the real git-keyed path (pages committed to a repo, `Wiki.index`,
+`Wiki.search`), never a shortcut into the store. Work dirs live under /tmp by default and are reused:
+a repo whose pages are unchanged is not rewritten, and the index dir keeps its embedding cache, so a
+second run only re-embeds chunk texts that changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterable
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+EVAL = SHARED / "eval"
+MODEL_DIR = SHARED / "models" / "all-MiniLM-L6-v2-onnx"
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+WORK = Path(os.environ.get("GITWIKI_BENCH_WORK", "/tmp/gitwiki-bench"))
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com",
+}
+
+sys.path.insert(0, str(ROOT))
+
+
+def use_offline_model() -> None:
+    """Point gitwiki at the offline MiniLM model unless the caller chose another one."""
+    if "GITWIKI_MODEL_PATH" not in os.environ and (MODEL_DIR / "model.onnx").is_file():
+        os.environ["GITWIKI_MODEL_PATH"] = str(MODEL_DIR)
+        os.environ["GITWIKI_MODEL"] = MODEL_NAME
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, **GIT_ENV}
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def write_repo(repo: Path, pages: Iterable[tuple[str, str]], config: str) -> Path:
+    """A git repo holding exactly `pages` (path, text) and `.gitwiki.toml`, committed; reused when identical."""
+    pages = list(pages)
+    digest = hashlib.sha256(json.dumps([config, pages]).encode()).hexdigest()
+    marker = repo / ".git" / "bench-digest"
+    if marker.is_file() and marker.read_text() == digest:
+        return repo
+    if repo.exists():
+        shutil.rmtree(repo)
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    (repo / ".gitwiki.toml").write_text(config, encoding="utf-8")
+    for rel, text in pages:
+        target = repo / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "benchmark corpus")
+    marker.write_text(digest)
+    return repo
+
+
+def corpus_config(name: str, path: str, embeddings: bool = True) -> str:
+    text = f'[[corpus]]\nname = "{name}"\npath = "{path}"\n'
+    return text if embeddings else text + "\n[embeddings]\nenabled = false\n"
+
+
+def open_wiki(repo: Path, index_dir: Path):
+    """A Wiki over `repo` whose index lives in `index_dir` (kept between runs for its vector cache)."""
+    from gitwiki.wiki import Wiki
+
+    os.environ["GITWIKI_INDEX_DIR"] = str(index_dir)
+    return Wiki.open(repo)
+
+
+def reset_text_index(wiki) -> None:
+    """Forget parsed pages, chunks and FTS rows but keep cached vectors.
+
+    Blobs are content-addressed, so an index built by an older chunker or tokenizer would otherwise be
+    reused as it is; a benchmark must measure the code as it stands now.
+    """
+    store = wiki.store
+    with store.lock(), store.write():
+        for table in ("fts", "chunks", "blobs", "pages", "states"):
+            store.conn.execute(f"DELETE FROM {table}")
+
+
+def timed_index(wiki, lexical: bool = False):
+    started = time.perf_counter()
+    reports = wiki.index(lexical=lexical)
+    return reports, time.perf_counter() - started
+
+
+def ranked_paths(wiki, query: str, mode: str, fusion: str | None, top: int) -> list[str]:
+    result = wiki.search(query, mode=mode, fusion=fusion, top_files=top, chunks_per_file=1, limit=top)
+    return [d.path for d in result.docs]
+
+
+def run_dict(ranked: list[str], key=lambda p: p) -> dict[str, float]:
+    """A ranx run entry scored by rank (ties impossible, order exactly as returned)."""
+    return {key(p): float(len(ranked) - i) for i, p in enumerate(ranked)}
+
+
+MODES = (("lexical", None), ("dense", None), ("hybrid", "rrf"), ("hybrid", "score"))

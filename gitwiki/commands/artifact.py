@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "artifact",
+        help="pack, verify or unpack an index archive (what CI publishes and `gitwiki pull` installs)",
+        description="An index archive is a tar.gz of the SQLite index with a manifest.json "
+        "(versions, model, per-corpus commit/tree/counts, sha256 of every file). See docs/ci.md.",
+    )
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    pack = actions.add_parser("pack", help="index HEAD (only what changed), then write the archive")
+    pack.add_argument("--out", type=Path, help="archive path (default: <index dir>/gitwiki-index.tar.gz)")
+    pack.add_argument("--lexical", action="store_true", help="skip embeddings when catching up before packing")
+    pack.add_argument("--json", action="store_true", help="print the manifest and the archive path as JSON")
+    pack.set_defaults(func=pack_command)
+
+    for name, func, text in (
+        ("verify", verify_command, "check an archive: layout, hashes, versions, counts (keeps nothing)"),
+        ("unpack", unpack_command, "verify an archive and install it as the local index, atomically"),
+    ):
+        a = actions.add_parser(name, help=text)
+        a.add_argument("file", type=Path, help="the archive")
+        a.add_argument("--max-bytes", type=int, default=None, help="refuse archives that unpack to more (default 4 GiB)")
+        a.add_argument("--json", action="store_true", help="print the manifest as JSON")
+        if name == "unpack":
+            a.add_argument("--accept-model", action="store_true", help="install even if built with another model")
+        a.set_defaults(func=func)
+
+    summary = actions.add_parser("summary", help="render the CI job summary (markdown) from an archive's manifest")
+    summary.add_argument("file", type=Path, help="the archive")
+    summary.add_argument("--index-json", type=Path, help="the output of `gitwiki index --json`")
+    summary.add_argument("--lint-output", type=Path, help="the output of `gitwiki lint`")
+    summary.add_argument("--lint-status", type=int, help="the exit code of `gitwiki lint`")
+    summary.add_argument("--publish", default="none", help="where the archive went (ref, artifact, release, s3, none)")
+    summary.add_argument("--ref", default="refs/gitwiki/index", help="the git ref it was published to")
+    summary.add_argument("--seconds", type=float, help="wall time of the build")
+    summary.set_defaults(func=summary_command)
+
+
+def _max_bytes(args: argparse.Namespace) -> int:
+    from gitwiki.artifact import MAX_BYTES
+    from gitwiki.errors import UsageError
+
+    if args.max_bytes is None:
+        return MAX_BYTES
+    if args.max_bytes < 1:
+        raise UsageError("--max-bytes must be a positive number of bytes")
+    return args.max_bytes
+
+
+def _path(args: argparse.Namespace, path: Path) -> Path:
+    return Path(args.chdir, path).resolve()
+
+
+def describe(manifest) -> str:
+    model = f"{manifest.model} ({manifest.dim} dims)" if manifest.model else "no vectors (lexical only)"
+    lines = [f"gitwiki {manifest.gitwiki_version}, schema {manifest.schema_version}, model {model}"]
+    lines += [f"  {c.name}: {c.pages} pages, {c.chunks} chunks at commit {c.commit[:12]} (tree {c.tree[:12]})" for c in manifest.corpora]
+    return "\n".join(lines)
+
+
+def pack_command(args: argparse.Namespace) -> int:
+    from gitwiki.artifact import ARCHIVE_NAME, pack
+    from gitwiki.wiki import Wiki
+
+    wiki = Wiki.open(args.chdir)
+    wiki.index(lexical=args.lexical)
+    out = _path(args, args.out) if args.out else wiki.index_dir / ARCHIVE_NAME
+    manifest = pack(wiki.index_dir, out)
+    if args.json:
+        print(json.dumps({"path": str(out), "bytes": out.stat().st_size, "manifest": manifest.to_json()}, indent=2))
+    else:
+        print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB): {describe(manifest)}")
+    return 0
+
+
+def verify_command(args: argparse.Namespace) -> int:
+    from gitwiki.artifact import verify
+
+    manifest = verify(_path(args, args.file), _max_bytes(args))
+    print(json.dumps(manifest.to_json(), indent=2) if args.json else f"{args.file}: OK, {describe(manifest)}")
+    return 0
+
+
+def unpack_command(args: argparse.Namespace) -> int:
+    from gitwiki.artifact import unpack
+    from gitwiki.wiki import Wiki
+
+    wiki = Wiki.open(args.chdir)
+    manifest = unpack(_path(args, args.file), wiki.index_dir, wiki.wanted_model(), args.accept_model, _max_bytes(args))
+    if args.json:
+        print(json.dumps(manifest.to_json(), indent=2))
+    else:
+        print(f"installed {args.file} as the index in {wiki.index_dir}: {describe(manifest)}")
+        print("next: `gitwiki index` catches up to HEAD (or use `gitwiki pull`, which does both)")
+    return 0
+
+
+def summary_command(args: argparse.Namespace) -> int:
+    from gitwiki.artifact import verify
+    from gitwiki.job_summary import SummaryInput, render
+
+    archive = _path(args, args.file)
+    manifest = verify(archive)
+    reports = json.loads(_path(args, args.index_json).read_text()) if args.index_json else []
+    lint = _path(args, args.lint_output).read_text() if args.lint_output else None
+    print(render(SummaryInput(manifest, archive.stat().st_size, reports, lint, args.lint_status, args.publish, args.ref, args.seconds)))
+    return 0

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "lint",
+        help="check pages: links, anchors, headings, mermaid, front matter, orphans",
+        description="Lint the given pages (default: every staged page). Links resolve against the whole "
+        "corpus as staged for commit. Prints path:line:col: CODE message; exits 1 when there are errors "
+        "(warnings alone exit 0). Disable a rule in [lint] disable, a corpus's lint_disable, or on a page "
+        "with <!-- gitwiki: disable=GW003 -->.",
+    )
+    p.add_argument("files", nargs="*", metavar="FILE", help="pages to lint (paths relative to the current directory)")
+    p.add_argument("--format", choices=("text", "json", "github"), default="text", help="output format (default: text)")
+    p.add_argument("--list-rules", action="store_true", help="print the rules and exit")
+    p.set_defaults(func=lint)
+
+
+def lint(args: argparse.Namespace) -> int:
+    from gitwiki.lint import RULES
+
+    if args.list_rules:
+        for code, rule in RULES.items():
+            print(f"{code} {rule.name} ({rule.severity}): {rule.summary}")
+        return 0
+
+    from gitwiki import config as config_mod
+    from gitwiki.gitrepo import GitRepo
+    from gitwiki.lint import lint_repo
+    from gitwiki.lint.output import FORMATS
+
+    repo = GitRepo.discover(args.chdir)
+    config = config_mod.load(repo.root)
+    files = repo_relative(repo.root, args.chdir, args.files) if args.files else None
+    run = lint_repo(repo, config, files)
+    sys.stdout.write(FORMATS[args.format](run.findings))
+    errors = sum(f.severity == "error" for f in run.findings)
+    if args.format == "text" and run.findings:
+        warnings = len(run.findings) - errors
+        print(f"gitwiki lint: {errors} error(s), {warnings} warning(s) in {run.files} page(s)", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def repo_relative(root, cwd: str, files: list[str]) -> list[str]:
+    """FILE arguments (relative to `cwd`) as repo-relative POSIX paths; files outside the repo are an error."""
+    from pathlib import Path
+
+    from gitwiki.errors import UsageError
+
+    out = []
+    for name in files:
+        full = Path(cwd, name).resolve()
+        try:
+            out.append(full.relative_to(root).as_posix())
+        except ValueError:
+            raise UsageError(f"{name} is outside the repository {root}; pass pages inside it") from None
+    return out

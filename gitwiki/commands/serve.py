@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="run the MCP server on stdio (for Claude Code and other MCP clients)",
+        description="Serve this repo's wiki to an MCP client over stdin/stdout: search, read, list, "
+        "safe writes. Logs go to stderr. Set it up with `claude mcp add gitwiki -- gitwiki serve` "
+        "or paste the output of `gitwiki mcp config` into your client's config.",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        default="WARNING",
+        help="what the server logs on stderr (default WARNING; DEBUG adds per-call timings)",
+    )
+    p.set_defaults(func=serve)
+
+
+def serve(args: argparse.Namespace) -> int:
+    from gitwiki.mcp_server import serve as run
+
+    run(args.chdir, args.log_level)
+    return 0

@@ -1,0 +1,74 @@
+"""One page parsed once for all lint rules: front matter, headings, fences, links and anchors with file positions."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from gitwiki.markdown.chunker import inline_text, parser
+from gitwiki.markdown.frontmatter import FrontMatter, split_front_matter
+from gitwiki.markdown.links import Link, extract_links, heading_slugs, html_anchors
+
+_DISABLE = re.compile(r"<!--\s*gitwiki:\s*disable\s*=\s*([A-Za-z0-9, ]+?)\s*-->", re.IGNORECASE)
+_CODE_TOKENS = ("fence", "code_block", "html_block")
+
+
+class Heading(NamedTuple):
+    level: int
+    text: str
+    line: int  # 1-based file line
+    col: int
+
+
+class Fence(NamedTuple):
+    lang: str  # first word of the info string, lower case
+    content: str
+    line: int
+    col: int
+
+
+@dataclass
+class Document:
+    path: str
+    text: str
+    front_matter: FrontMatter
+    headings: list[Heading] = field(default_factory=list)
+    fences: list[Fence] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+    disabled: set[str] = field(default_factory=set)  # codes turned off by inline comments
+
+    @functools.cached_property
+    def anchors(self) -> set[str]:
+        return set(heading_slugs(h.text for h in self.headings)) | html_anchors(self.text)
+
+
+def parse(path: str, text: str) -> Document:
+    text = text.replace("\r\n", "\n")
+    lines = text.split("\n")
+    fm = split_front_matter(text)
+    offset = fm.body_line - 1  # body line i is file line i + offset (0-based)
+    skip = set(range(offset))  # front matter is YAML, not markdown
+    doc = Document(path, text, fm, disabled={c.strip().upper() for m in _DISABLE.finditer(text) for c in m.group(1).split(",") if c.strip()})
+    tokens = parser().parse(fm.body)
+    for i, tok in enumerate(tokens):
+        if tok.map is None or tok.nesting == -1:
+            continue
+        first = tok.map[0] + offset
+        if tok.type == "heading_open":
+            marker = "#" if tok.markup.startswith("#") else None  # a setext heading starts at its text
+            doc.headings.append(Heading(int(tok.tag[1]), inline_text(tokens[i + 1]), first + 1, _col(lines[first], marker)))
+        elif tok.type in _CODE_TOKENS:
+            skip.update(range(first, tok.map[1] + offset))
+            if tok.type == "fence":
+                lang = tok.info.split()[0].lower() if tok.info.strip() else ""
+                doc.fences.append(Fence(lang, tok.content, first + 1, _col(lines[first], tok.markup[0])))
+    doc.links = extract_links(text, skip)
+    return doc
+
+
+def _col(line: str, marker: str | None) -> int:
+    """1-based column of `marker` in the line (a heading's '#', a fence's backtick), else of the first non-blank."""
+    at = line.find(marker) if marker else -1
+    return (at if at >= 0 else len(line) - len(line.lstrip())) + 1

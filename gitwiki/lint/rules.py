@@ -1,0 +1,164 @@
+"""The built-in lint rules, one small class per concept. docs/lint-rules.md shows each with an example."""
+
+from __future__ import annotations
+
+import difflib
+import posixpath
+import re
+from typing import Iterable
+
+from gitwiki.gitrepo import matches
+from gitwiki.lint.document import Document, parse
+from gitwiki.lint.registry import Context, Problem, register
+from gitwiki.markdown.links import resolve
+
+PAGE_SUFFIXES = (".md", ".markdown")
+_YAML_LINE = re.compile(r"^line (\d+): ")
+
+
+@register
+class EmptyLink:
+    code, name, severity = "GW001", "empty-link", "error"
+    summary = "a link or image with an empty destination, e.g. [text]()"
+    hint = "put the page path or URL between the parentheses, or drop the link markup"
+
+    def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
+        for link in doc.links:
+            if not link.target.strip():
+                yield Problem(link.line, link.col, f"{link.kind} [{link.text}] has an empty destination")
+
+
+@register
+class EmptyMermaid:
+    code, name, severity = "GW002", "empty-mermaid", "error"
+    summary = "a ```mermaid fence with no diagram in it"
+    hint = "write the diagram source inside the fence, or delete the fence"
+
+    def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
+        for fence in doc.fences:
+            if fence.lang == "mermaid" and not fence.content.strip():
+                yield Problem(fence.line, fence.col, "mermaid diagram is empty")
+
+
+@register
+class HeadingJump:
+    code, name, severity = "GW003", "heading-jump", "error"
+    summary = "a heading more than one level deeper than the one before it (H1 then H3)"
+    hint = "use the next level down, or add the missing level in between"
+
+    def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
+        for prev, h in zip(doc.headings, doc.headings[1:]):
+            if h.level > prev.level + 1:
+                yield Problem(
+                    h.line, h.col, f"heading level jumps from H{prev.level} to H{h.level}", f"make this an H{prev.level + 1}"
+                )
+
+
+@register
+class MultipleH1:
+    code, name, severity = "GW004", "multiple-h1", "error"
+    summary = "more than one H1 on a page (the H1 is the page title)"
+    hint = "keep one H1 as the title and make the others H2"
+
+    def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
+        h1s = [h for h in doc.headings if h.level == 1]
+        for h in h1s[1:]:
+            yield Problem(h.line, h.col, f"second H1 on the page (the first is on line {h1s[0].line})")
+
+
+@register
+class BrokenLink:
+    code, name, severity = "GW005", "broken-link", "error"
+    summary = "a relative link to a page that is not in the corpus (as staged for commit)"
+    hint = "fix the path, or create the page and `git add` it (links are checked against the staged tree)"
+
+    def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
+        for link in doc.links:
+            target = resolve(doc.path, link.target)
+            if target is None or target.path is None or not link.target.strip():
+                continue
+            if target.outside:
+                yield Problem(link.line, link.col, f"link {link.target!r} points above the repository root")
+            elif _missing(target.path, link.target, ctx):
+                yield Problem(link.line, link.col, f"link to missing page {link.target!r} (resolves to {target.path})", _suggest(doc.path, target.path, ctx.pages))
+
+
+def _missing(path: str, raw: str, ctx: Context) -> bool:
+    """Only pages and folders of a configured corpus can be checked: other files are not in `pages`."""
+    corpora = ctx.config.corpora
+    if path.endswith(PAGE_SUFFIXES):
+        return path not in ctx.pages and any(matches(c, path) for c in corpora)
+    if raw.partition("#")[0].partition("?")[0].endswith("/"):  # a folder link: GitHub lists the folder
+        prefix = path + "/" if path else ""
+        in_corpus = any(not c.path or prefix.startswith(c.path + "/") for c in corpora)
+        return in_corpus and not any(p.startswith(prefix) for p in ctx.pages)
+    return False
+
+
+def _suggest(source: str, missing: str, pages: set[str]) -> str | None:
+    close = difflib.get_close_matches(missing, sorted(pages), n=1, cutoff=0.75)
+    if not close:
+        return None
+    rel = posixpath.relpath(close[0], posixpath.dirname(source) or ".")
+    return f"did you mean {rel!r}? (or create {missing} and `git add` it)"
+
+
+@register
+class BrokenAnchor:
+    code, name, severity = "GW006", "broken-anchor", "error"
+    summary = "a #fragment that matches no heading (GitHub slug rules) or HTML id on the target page"
+    hint = "link to an existing heading: lower case, punctuation dropped, spaces as '-', repeats get -1, -2"
+
+    def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
+        others: dict[str, Document | None] = {}
+        for link in doc.links:
+            target = resolve(doc.path, link.target)
+            if target is None or not target.fragment:
+                continue
+            path = target.path if target.path is not None else doc.path
+            if path == doc.path:
+                page = doc
+            elif path in ctx.pages and ctx.read is not None:
+                if path not in others:
+                    text = ctx.read(path)
+                    others[path] = None if text is None else parse(path, text)
+                page = others[path]
+            else:
+                continue  # a missing page is GW005's finding
+            if page is not None and target.fragment.lower() not in {a.lower() for a in page.anchors}:
+                close = difflib.get_close_matches(target.fragment.lower(), sorted(page.anchors), n=1, cutoff=0.6)
+                where = "this page" if page is doc else path
+                yield Problem(
+                    link.line, link.col, f"no heading or anchor #{target.fragment} in {where}", f"did you mean #{close[0]}?" if close else None
+                )
+
+
+@register
+class Orphan:
+    code, name, severity = "GW007", "orphan-page", "warning"
+    summary = "a page that no index and no other page links to"
+    hint = "link it from an index.md (gitwiki index-blocks lists every page) or from a related page"
+
+    def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
+        if ctx.linked is None or doc.path in ctx.linked or is_entry_page(doc.path, ctx):
+            return
+        yield Problem(1, 1, "no page or index links to this page")
+
+
+def is_entry_page(path: str, ctx: Context) -> bool:
+    """The corpus's front page (its index file or README) is where readers start; nothing need link to it."""
+    base = ctx.corpus.path + "/" if ctx.corpus is not None and ctx.corpus.path else ""
+    return path in (base + ctx.config.index_blocks.filename, base + "README.md")
+
+
+@register
+class FrontMatterYaml:
+    code, name, severity = "GW008", "front-matter-yaml", "error"
+    summary = "front matter between --- lines that is not valid YAML (or not a mapping)"
+    hint = "fix the YAML between the --- lines; quote values that contain ': ' or start with '#', '@', '`'"
+
+    def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
+        error = doc.front_matter.error
+        if error:
+            m = _YAML_LINE.match(error)
+            yield Problem(int(m.group(1)) if m else 1, 1, f"front matter is not valid YAML: {error[m.end() if m else 0:]}")

@@ -1,0 +1,149 @@
+"""Links and anchors in markdown source: where they are (1-based line:col), GitHub heading slugs, and
+what a relative link points at. Pure functions over text; no git, no file system.
+
+The scanner is a masked regex pass rather than a full parse so that it can run over a whole corpus in
+a pre-commit budget: code blocks (given by the caller, or found by a line-based fence tracker),
+inline code spans and HTML comments are blanked out first, keeping offsets, so positions stay exact.
+"""
+
+from __future__ import annotations
+
+import bisect
+import posixpath
+import re
+from typing import Iterable, NamedTuple
+from urllib.parse import unquote
+
+
+class Link(NamedTuple):
+    target: str  # the raw destination as written ("" for `[x]()`), angle brackets removed
+    line: int  # 1-based line of the opening `[` (or `!` for an image)
+    col: int  # 1-based column of the same character
+    text: str  # the link text or image alt
+    kind: str  # "link", "image" or "definition" (a `[label]: target` reference definition)
+
+
+class Target(NamedTuple):
+    path: str | None  # repo-relative, normalized; None for a same-page `#fragment`
+    fragment: str | None  # decoded, without '#'; None when the link has no fragment
+    outside: bool  # the path climbs above the repo root
+
+
+# One level of nested brackets in the text is enough for real pages (`[a [b] c](x)`).
+_TEXT = r"(?:[^\[\]\\]|\\.|\[(?:[^\[\]\\]|\\.)*\])*"
+_DEST = r"<[^<>\n]*>|(?:[^\s()\\]|\\.|\((?:[^\s()\\]|\\.)*\))*"
+_INLINE = re.compile(r"(?<!\\)(!?)\[(" + _TEXT + r")\]\(\s*(" + _DEST + r")(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)")
+_DEFINITION = re.compile(r"^ {0,3}\[((?:[^\[\]\\]|\\.)+)\]:[ \t]*(<[^<>\n]*>|\S+)", re.MULTILINE)
+# A code span never crosses a blank line (the paragraph ends there).
+_CODE_SPAN = re.compile(r"(`+)(?!`)((?:(?!\n[ \t]*\n).)+?)(?<!`)\1(?!`)", re.DOTALL)
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_HTML_ID = re.compile(r"<[A-Za-z][^>]*?\s(?:id|name)\s*=\s*[\"']([^\"']+)[\"']")
+# github-slugger drops everything but letters, marks, numbers, connector punctuation, hyphens and spaces.
+_NOT_SLUG = re.compile(r"[^\w\- ]")
+
+
+def fenced_lines(lines: list[str]) -> set[int]:
+    """0-based indexes of lines inside (and including) fenced code blocks, by CommonMark fence rules."""
+    inside: set[int] = set()
+    fence = None  # (char, length) of the open fence
+    for i, line in enumerate(lines):
+        m = _FENCE.match(line)
+        if fence is None:
+            if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+                fence = (m.group(1)[0], len(m.group(1)))
+                inside.add(i)
+            continue
+        inside.add(i)
+        if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= fence[1] and not m.group(2).strip():
+            fence = None
+    return inside
+
+
+def _blank(match: re.Match) -> str:
+    return "".join(c if c == "\n" else " " for c in match.group(0))
+
+
+def masked(text: str, skip_lines: Iterable[int] | None = None) -> str:
+    """`text` with code blocks, code spans and HTML comments replaced by spaces (same length, same lines)."""
+    lines = text.split("\n")
+    skip = fenced_lines(lines) if skip_lines is None else set(skip_lines)
+    kept = "\n".join(" " * len(line) if i in skip else line for i, line in enumerate(lines))
+    return _CODE_SPAN.sub(_blank, _COMMENT.sub(_blank, kept))
+
+
+def extract_links(text: str, skip_lines: Iterable[int] | None = None) -> list[Link]:
+    """Inline links, images and reference definitions outside code, in source order.
+
+    `skip_lines` (0-based) are lines that are code according to a real parse; without it fenced
+    blocks are found line by line.
+    """
+    source = masked(text, skip_lines)
+    starts = [0] + [m.end() for m in re.finditer("\n", source)]
+
+    def position(offset: int) -> tuple[int, int]:
+        row = bisect.bisect_right(starts, offset) - 1
+        return row + 1, offset - starts[row] + 1
+
+    found = []
+    for m in _INLINE.finditer(source):
+        dest = m.group(3)
+        line, col = position(m.start())
+        found.append((m.start(), Link(_unwrap(dest), line, col, m.group(2), "image" if m.group(1) else "link")))
+    for m in _DEFINITION.finditer(source):
+        line, col = position(m.start(1) - 1)
+        found.append((m.start(1) - 1, Link(_unwrap(m.group(2)), line, col, m.group(1), "definition")))
+    return [link for _, link in sorted(found)]
+
+
+def _unwrap(dest: str) -> str:
+    return dest[1:-1] if dest.startswith("<") and dest.endswith(">") else dest
+
+
+def slugify(text: str) -> str:
+    """GitHub's heading id (without the duplicate counter): lower case, punctuation dropped, spaces to '-'."""
+    return _NOT_SLUG.sub("", text.lower()).replace(" ", "-")
+
+
+def heading_slugs(texts: Iterable[str]) -> list[str]:
+    """Slugs for headings in document order; repeats get -1, -2, … as on GitHub."""
+    seen: dict[str, int] = {}
+    out = []
+    for text in texts:
+        base = slug = slugify(text)
+        while slug in seen:
+            seen[base] += 1
+            slug = f"{base}-{seen[base]}"
+        seen.setdefault(slug, 0)
+        out.append(slug)
+    return out
+
+
+def html_anchors(text: str) -> set[str]:
+    """Explicit anchors: `id`/`name` attributes of inline HTML (`<a name="setup"></a>`)."""
+    return set(_HTML_ID.findall(text))
+
+
+def is_external(target: str) -> bool:
+    """URLs with a scheme (`https:`, `mailto:`) and protocol-relative `//host` links."""
+    return bool(_SCHEME.match(target)) or target.startswith("//")
+
+
+def resolve(source: str, target: str) -> Target | None:
+    """Where `target`, written in the page at repo-relative `source`, points; None for external links.
+
+    A leading '/' is the repo root, as on GitHub; `?query` is dropped; the path is percent-decoded.
+    """
+    if is_external(target):
+        return None
+    rest, hash_, fragment = target.partition("#")
+    rest = rest.partition("?")[0]
+    frag = unquote(fragment) if hash_ else None
+    if not rest:
+        return Target(None, frag, False)
+    rest = unquote(rest)
+    joined = rest.lstrip("/") if rest.startswith("/") else posixpath.join(posixpath.dirname(source), rest)
+    path = posixpath.normpath(joined)
+    outside = path == ".." or path.startswith("../")
+    return Target("" if path == "." else path, frag, outside)

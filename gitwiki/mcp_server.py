@@ -1,0 +1,337 @@
+"""The MCP server: the wiki's tools over stdio, a thin adapter over `Wiki` and `gitwiki.pages`.
+
+One `Wiki` per process, so the store connection, the dense matrices and the embedding model (loaded
+on the first hybrid search) stay warm between calls. Tool calls run one at a time on worker threads:
+they share that one SQLite connection. Refusals (`UsageError`, `NotFoundError`) become JSON-RPC
+-32602 with the message; anything unexpected becomes -32603 with a short message, the traceback goes
+to stderr. stdout carries the protocol only.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import threading
+import time
+from typing import Annotated, Any, Literal, TypedDict
+
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from gitwiki import __version__, pages
+from gitwiki.errors import GitwikiError, NotFoundError, UsageError
+from gitwiki.outline import outline
+from gitwiki.wiki import Wiki
+
+log = logging.getLogger("gitwiki.mcp")
+
+INSTRUCTIONS = """\
+gitwiki serves the markdown wiki of this git repository: search it, read it, and edit it safely.
+
+- Find things with `ground` (hybrid BM25 + embedding search). Results come per page, each with the
+  best sections: heading breadcrumb, line range (`path:start-end`) and a snippet.
+- Then read exactly those lines with `read_markdown` (start_line/end_line) instead of whole pages.
+- Page paths in tool arguments are relative to the corpus (see `list_corpora` for each corpus's
+  folder). `ground` reports repo-relative paths; the read tools accept those too.
+- Browse with `list_files` (optionally a glob) or `list_tree`. `get_footnote` resolves a `[^n]`
+  citation; `page_history` shows who changed a page, when and why (git log).
+- Change the wiki with `add_markdown` (pass overwrite: true to replace a page) and
+  `delete_markdown`. They keep the folders' index.md blocks current and return lint warnings:
+  fix those with another add_markdown. Writes land in the worktree (committed only if the repo
+  sets [mcp] commit_writes); searches see them at once.
+- Answers reflect HEAD plus uncommitted edits: `commit` names the commit, `dirty` lists the
+  uncommitted pages included. With several corpora, name one with `corpus`.
+"""
+
+READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+
+Corpus = Annotated[
+    str | None,
+    Field(description="Corpus name from list_corpora; omit for the repo's default corpus."),
+]
+PagePath = Annotated[
+    str,
+    Field(description="Page path relative to the corpus folder, e.g. 'guides/deploy.md' (.md or .markdown)."),
+]
+
+
+class GroundChunk(TypedDict):
+    breadcrumb: Annotated[list[str], Field(description="Headings above this section, outermost first.")]
+    start_line: Annotated[int, Field(description="First line of the section in the file (1-based).")]
+    end_line: Annotated[int, Field(description="Last line of the section (inclusive).")]
+    score: float
+    text: Annotated[str, Field(description="A snippet around the query terms, or the whole section.")]
+
+
+class GroundDoc(TypedDict):
+    path: Annotated[str, Field(description="Page path relative to the repository root.")]
+    title: str
+    score: float
+    chunks: list[GroundChunk]
+
+
+class GroundJson(TypedDict):
+    """The `gitwiki ground --json` contract."""
+
+    query: str
+    corpus: str
+    commit: Annotated[str, Field(description="The commit the answer reflects ('' before the first commit).")]
+    mode: Annotated[str, Field(description="hybrid, lexical or dense: the ranking actually used.")]
+    docs: list[GroundDoc]
+    dirty: Annotated[list[str], Field(description="Uncommitted pages (repo-relative) folded into the search.")]
+
+
+def result(text: str, data: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+class WikiTools:
+    """The tool bodies. Each returns a CallToolResult: a short text for the model, structured data for programs."""
+
+    def __init__(self, wiki: Wiki):
+        self.wiki = wiki
+
+    def _corpus_for_page(self, corpus: str | None) -> str:
+        """Page tools must not guess between corpora: a write to the wrong wiki is worse than an error."""
+        names = [c.name for c in self.wiki.config.corpora]
+        if corpus is None and len(names) > 1:
+            raise UsageError(f"this repo has {len(names)} corpora; pass corpus as one of: {', '.join(names)}")
+        return self.wiki.corpus(corpus).name
+
+    def list_corpora(self) -> CallToolResult:
+        """List every corpus (a folder of markdown pages): name, path, page count, indexed commit, fresh or stale."""
+        rows = []
+        for s in self.wiki.status():
+            rows.append(
+                {
+                    "name": s.name,
+                    "path": s.path,
+                    "absolute_path": str(pages.corpus_dir(self.wiki.root, self.wiki.corpus(s.name))),
+                    "pages": s.pages,
+                    "chunks": s.chunks,
+                    "indexed_commit": s.indexed_commit,
+                    "head_commit": s.head_commit,
+                    "state": "fresh" if s.fresh else ("not indexed" if s.indexed_commit is None else "stale"),
+                    "dirty": list(s.dirty),
+                    "model": s.model,
+                }
+            )
+        text = "\n".join(
+            f"{r['name']}  {r['path'] or '.'}/  {r['pages']} pages  indexed {(r['indexed_commit'] or '-')[:12]} ({r['state']})"
+            + (f"  {len(r['dirty'])} uncommitted" if r["dirty"] else "")
+            for r in rows
+        )
+        return result(text, {"corpora": rows})
+
+    def list_files(
+        self,
+        corpus: Corpus = None,
+        glob: Annotated[str | None, Field(description="fnmatch pattern on the corpus-relative path, e.g. 'guides/*.md' or '**/deploy*'.")] = None,
+    ) -> CallToolResult:
+        """List the corpus's pages as searched (HEAD plus uncommitted and untracked pages): [{path, absolute_path}]."""
+        view = self.wiki.view(corpus)
+        files = pages.list_files(self.wiki.root, self.wiki.corpus(view.corpus), view.pages, glob)
+        text = "\n".join(f.path for f in files) + "\n" + _footer(len(files), "pages", view)
+        return result(text, {**_freshness(view), "files": [f._asdict() for f in files]})
+
+    def list_tree(
+        self,
+        corpus: Corpus = None,
+        path: Annotated[str | None, Field(description="Folder relative to the corpus to start from; omit for the corpus root.")] = None,
+        depth: Annotated[int | None, Field(ge=1, description="Folder levels to expand; deeper folders show only their page count.")] = None,
+    ) -> CallToolResult:
+        """The corpus's pages as a folder tree {path, absolute_path, pages, files, subdirs}; folders without pages are left out."""
+        view = self.wiki.view(corpus)
+        c = self.wiki.corpus(view.corpus)
+        node = pages.tree(self.wiki.root, c, pages.list_files(self.wiki.root, c, view.pages), path or "", depth)
+        text = "\n".join(_tree_lines(node, 0)) + "\n" + _footer(node["pages"], "pages", view)
+        return result(text, {**_freshness(view), "tree": node})
+
+    def ground(
+        self,
+        query: Annotated[str, Field(description="What to look for, in words: a question or keywords.")],
+        corpus: Corpus = None,
+        top_files: Annotated[int | None, Field(ge=1, description="Pages to return (default 5).")] = None,
+        chunks_per_file: Annotated[int | None, Field(ge=1, description="Best sections shown per page (default 3).")] = None,
+        limit: Annotated[int | None, Field(ge=1, description="Cap on sections returned in all (default 50).")] = None,
+        snippet_chars: Annotated[int | None, Field(ge=1, description="Snippet length in characters (default 240).")] = None,
+        mode: Annotated[
+            Literal["hybrid", "lexical", "dense"] | None,
+            Field(description="Ranking: hybrid (default) fuses BM25 and embeddings; lexical is BM25 only; dense is embeddings only."),
+        ] = None,
+    ) -> Annotated[CallToolResult, GroundJson]:
+        """Search the wiki. Text: a ripgrep-style outline (path:start-end, heading breadcrumb, snippet) per page, best first.
+        Structured: the `gitwiki ground --json` document. Read the hits with read_markdown and their line ranges."""
+        found = self.wiki.search(
+            query, corpus, mode=mode, top_files=top_files, chunks_per_file=chunks_per_file, limit=limit, snippet_chars=snippet_chars
+        )
+        return result(outline(found), found.to_json())
+
+    def read_markdown(
+        self,
+        path: PagePath,
+        corpus: Corpus = None,
+        start_line: Annotated[int | None, Field(ge=1, description="First line to return (1-based); omit for the start.")] = None,
+        end_line: Annotated[int | None, Field(ge=1, description="Last line to return (inclusive); omit for the end.")] = None,
+    ) -> CallToolResult:
+        """Read a page (or a line range of it) verbatim, as it is on disk now, uncommitted edits included."""
+        c = self.wiki.corpus(self._corpus_for_page(corpus))
+        ref = pages.resolve(self.wiki.root, c, path)
+        page = pages.read_page(ref, start_line, end_line, self.wiki.config.mcp.max_page_bytes)
+        meta = {k: v for k, v in page._asdict().items() if k != "text"}
+        return result(page.text, {"corpus": c.name, **meta, **_page_state(self.wiki, ref)})
+
+    def add_markdown(
+        self,
+        path: PagePath,
+        content: Annotated[str, Field(description="The whole page as markdown (UTF-8); front matter allowed.")],
+        corpus: Corpus = None,
+        overwrite: Annotated[bool, Field(description="Replace the page if it exists (otherwise an existing page is refused).")] = False,
+    ) -> CallToolResult:
+        """Create or replace a page atomically, update the index.md blocks of its folders, index it, and return
+        lint findings as advisory warnings (the write is kept either way)."""
+        report = pages.add_page(self.wiki, self._corpus_for_page(corpus), path, content, overwrite)
+        return result(_write_text(report), report._asdict())
+
+    def delete_markdown(self, path: PagePath, corpus: Corpus = None) -> CallToolResult:
+        """Delete a page, update the index.md blocks of its folders and drop it from the index."""
+        report = pages.delete_page(self.wiki, self._corpus_for_page(corpus), path)
+        return result(_write_text(report), report._asdict())
+
+    def index(
+        self,
+        corpus: Annotated[str | None, Field(description="Only this corpus; omit for all.")] = None,
+    ) -> CallToolResult:
+        """Bring the search index up to HEAD incrementally (only changed pages are parsed and embedded).
+        Searches do this by themselves; call it to pay the cost up front. Returns counts and duration."""
+        from gitwiki.commands.index import summary
+
+        reports = self.wiki.index(corpus)
+        return result("\n".join(summary(r) for r in reports), {"reports": [{**r._asdict(), "up_to_date": r.up_to_date} for r in reports]})
+
+    def get_footnote(
+        self,
+        page: PagePath,
+        footnote_number: Annotated[int | str, Field(description="The footnote label: 3 for [^3], or a named label.")],
+        corpus: Corpus = None,
+    ) -> CallToolResult:
+        """The text of footnote [^n] in a page (its definition `[^n]: ...`, continuation lines included)."""
+        c = self.wiki.corpus(corpus)
+        ref = pages.resolve(self.wiki.root, c, page)
+        label = str(footnote_number).strip().removeprefix("[^").removesuffix("]")
+        line, text = pages.footnote(pages.read_page(ref).text, label, ref.path)
+        return result(text, {"corpus": c.name, "path": ref.path, "label": label, "line": line, "text": text})
+
+    def page_history(
+        self,
+        path: PagePath,
+        corpus: Corpus = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="Most recent commits to return (default 20).")] = 20,
+    ) -> CallToolResult:
+        """Commits on HEAD that changed a page, newest first: id, author, date, subject (from git log)."""
+        c = self.wiki.corpus(corpus)
+        ref = pages.resolve(self.wiki.root, c, path)
+        entries = self.wiki.repo.history(ref.repo_path, limit)
+        if not entries and not ref.file.exists():
+            raise NotFoundError(f"no page {ref.path!r} in corpus {c.name!r}, now or in the history of HEAD")
+        text = "\n".join(f"{e.commit[:12]}  {e.date[:10]}  {e.author}  {e.subject}" for e in entries) or (
+            f"{ref.path} has no commits yet (new, uncommitted page)"
+        )
+        return result(text, {"corpus": c.name, "path": ref.path, "commits": [e._asdict() for e in entries]})
+
+
+TOOLS: dict[str, ToolAnnotations] = {
+    "list_corpora": READ,
+    "list_files": READ,
+    "list_tree": READ,
+    "ground": READ,
+    "read_markdown": READ,
+    "get_footnote": READ,
+    "page_history": READ,
+    "add_markdown": ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False),
+    "delete_markdown": ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False),
+    "index": ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+}
+
+
+def build_server(wiki: Wiki) -> MCPServer:
+    app = MCPServer("gitwiki", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    tools = WikiTools(wiki)
+    serial = threading.Lock()
+    for name, annotations in TOOLS.items():
+        app.add_tool(_guarded(getattr(tools, name), serial), name=name, annotations=annotations)
+    return app
+
+
+def _guarded(method, serial: threading.Lock):
+    """Serialize calls and turn gitwiki errors into JSON-RPC errors the client can act on."""
+
+    @functools.wraps(method)
+    def call(*args, **kwargs):
+        name = method.__name__
+        with serial:
+            started = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            except (UsageError, NotFoundError) as e:
+                log.info("%s refused: %s", name, e)
+                raise MCPError(INVALID_PARAMS, str(e)) from None
+            except GitwikiError as e:  # the index is busy or unusable, the model cannot load: not the caller's fault
+                log.warning("%s failed: %s", name, e)
+                raise MCPError(INTERNAL_ERROR, str(e)) from None
+            except Exception as e:
+                log.exception("%s crashed", name)
+                raise MCPError(INTERNAL_ERROR, f"internal error in {name} ({type(e).__name__}); details are in the server log on stderr") from None
+            finally:
+                log.debug("%s took %.1f ms", name, (time.perf_counter() - started) * 1000)
+
+    return call
+
+
+def serve(start: str = ".", log_level: str = "WARNING") -> None:
+    """Run the server on stdin/stdout until the client hangs up."""
+    # Configured before the SDK's own basicConfig, which then leaves it alone: plain lines on stderr.
+    logging.basicConfig(level=log_level, stream=sys.stderr, format="gitwiki serve: %(levelname)s %(name)s: %(message)s")
+    wiki = Wiki.open(start)
+    log.info("serving %s (index %s)", wiki.root, wiki.index_dir)
+    try:
+        build_server(wiki).run("stdio")
+    finally:
+        wiki.close()
+
+
+def _freshness(view) -> dict[str, Any]:
+    return {"corpus": view.corpus, "commit": view.commit, "dirty": list(view.dirty)}
+
+
+def _footer(count: int, noun: str, view) -> str:
+    line = f"{count} {noun} · corpus {view.corpus} · commit {view.commit[:12] or '(none)'}"
+    return line + (f" · {len(view.dirty)} uncommitted page(s) included" if view.dirty else "")
+
+
+def _page_state(wiki: Wiki, ref: pages.PageRef) -> dict[str, Any]:
+    head = wiki.repo.head()
+    return {"commit": head.id if head else "", "dirty": pages.is_dirty(wiki.repo, ref)}
+
+
+def _tree_lines(node: dict, level: int) -> list[str]:
+    pad = "  " * level
+    lines = [f"{pad}{node['path'] or '.'}/  ({node['pages']} pages)"]
+    lines += [f"{pad}  {f['path'].rsplit('/', 1)[-1]}" for f in node["files"]]
+    for sub in node["subdirs"]:
+        lines += _tree_lines(sub, level + 1)
+    return lines
+
+
+def _write_text(report: pages.WriteReport) -> str:
+    lines = [f"{report.action} {report.path} in corpus {report.corpus}"]
+    if report.index_files:
+        lines.append("updated index blocks: " + ", ".join(report.index_files))
+    lines.append(f"committed as {report.commit[:12]}" if report.commit else "not committed (worktree change; [mcp] commit_writes is off)")
+    if report.findings:
+        lines.append(f"{len(report.findings)} lint finding(s), advisory:")
+        lines += [f"  {f['path']}:{f['line']}:{f['col']} {f['severity']} {f['code']} {f['message']}" for f in report.findings]
+    return "\n".join(lines)

@@ -1,0 +1,50 @@
+"""Publish an index archive as a commit on a git ref, so `gitwiki pull` works on any git host.
+
+Each publish is a parentless commit force-pushed to the ref: older archives become unreachable and the
+server's gc drops them, so the ref never grows a history of multi-megabyte blobs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from gitwiki import artifact
+from gitwiki.errors import UsageError
+
+COMMITTER = {"GIT_AUTHOR_NAME": "gitwiki", "GIT_AUTHOR_EMAIL": "gitwiki@users.noreply.github.com"}
+
+
+def commit_archive(root: Path, archive: Path, ref: str) -> str:
+    """Record `archive` (verified) and its manifest as a commit on the local `ref`; returns the commit id."""
+    if not ref.startswith("refs/"):
+        raise UsageError(f"{ref!r} is not a full ref name; use e.g. refs/gitwiki/index")
+    manifest = artifact.verify(archive)
+    blob = _git(root, "hash-object", "-w", "--", str(archive))
+    manifest_blob = _git(root, "hash-object", "-w", "--stdin", stdin=json.dumps(manifest.to_json(), indent=2) + "\n")
+    tree = _git(
+        root, "mktree",
+        stdin=f"100644 blob {blob}\t{artifact.ARCHIVE_NAME}\n100644 blob {manifest_blob}\t{artifact.MANIFEST_NAME}\n",
+    )
+    built = ", ".join(f"{c.name} at {c.commit[:12]}" for c in manifest.corpora)
+    env = {**COMMITTER, "GIT_COMMITTER_NAME": COMMITTER["GIT_AUTHOR_NAME"], "GIT_COMMITTER_EMAIL": COMMITTER["GIT_AUTHOR_EMAIL"]}
+    commit = _git(root, "commit-tree", tree, "-m", f"gitwiki index: {built}", env=env)
+    _git(root, "update-ref", ref, commit)
+    return commit
+
+
+def push(root: Path, remote: str, ref: str) -> None:
+    _git(root, "push", "--quiet", "--force", remote, f"{ref}:{ref}")
+
+
+def _git(root: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(root), *args], input=stdin, capture_output=True, text=True,
+        env={**os.environ, **(env or {})}, check=False,
+    )
+    if done.returncode != 0:
+        detail = done.stderr.strip().splitlines()
+        raise UsageError(f"git {args[0]} failed ({detail[-1] if detail else done.returncode}); check the repository and remote")
+    return done.stdout.strip()

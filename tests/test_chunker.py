@@ -1,0 +1,89 @@
+from gitwiki.markdown.chunker import MAX_PIECES, estimate_pieces, parse_page
+from gitwiki.markdown.frontmatter import split_front_matter
+
+PAGE = """---
+title: Signing keys
+tags: [ops, security]
+description: How we handle keys.
+---
+Intro before any heading.
+
+# Keys
+
+About keys.
+
+## Rotate
+### Steps
+```sh
+# a comment, not a heading
+vault rotate
+```
+#### Deeper heading stays inside
+still steps
+
+## Parent without text
+### Child
+child text
+"""
+
+
+def test_front_matter_is_metadata_not_text():
+    page = parse_page(PAGE, "fallback")
+    assert page.title == "Signing keys"
+    assert page.tags == ("ops", "security")
+    assert page.description == "How we handle keys."
+    assert all("tags:" not in c.text for c in page.chunks)
+
+
+def test_split_on_h1_h2_h3_with_breadcrumbs_and_file_lines():
+    chunks = parse_page(PAGE).chunks
+    got = [(c.breadcrumb, c.level, c.start_line, c.end_line) for c in chunks]
+    assert got == [
+        ((), 0, 6, 6),
+        (("Keys",), 1, 8, 10),
+        (("Keys", "Rotate", "Steps"), 3, 13, 19),
+        (("Keys", "Parent without text", "Child"), 3, 22, 23),
+    ]
+    lines = PAGE.split("\n")
+    for c in chunks:  # the line range points at exactly the chunk's text in the file
+        assert "\n".join(lines[c.start_line - 1 : c.end_line]) == c.text
+
+
+def test_headings_inside_code_fences_do_not_split():
+    steps = parse_page(PAGE).chunks[2]
+    assert "# a comment, not a heading" in steps.text and "#### Deeper heading" in steps.text
+
+
+def test_title_falls_back_to_h1_then_given_name():
+    assert parse_page("# Real title\n\ntext\n", "file").title == "Real title"
+    assert parse_page("no heading here\n", "file").title == "file"
+
+
+def test_long_sections_split_at_blocks_with_breadcrumb_repeated():
+    paragraphs = [f"Paragraph {i} " + "word " * 60 for i in range(12)]
+    text = "# Big\n\n## Part\n\n" + "\n\n".join(paragraphs) + "\n"
+    chunks = parse_page(text).chunks
+    assert len(chunks) > 3
+    assert all(c.breadcrumb == ("Big", "Part") for c in chunks)
+    assert all(estimate_pieces(c.text) <= MAX_PIECES for c in chunks)
+    body = "\n\n".join(c.text for c in chunks)
+    assert all(p.strip() in body for p in paragraphs)  # nothing lost
+
+
+def test_a_huge_code_fence_is_never_cut():
+    fence = "```\n" + "\n".join(f"line {i} with some words here" for i in range(200)) + "\n```"
+    chunks = parse_page(f"# Code\n\n{fence}\n").chunks
+    assert len(chunks) == 1 and chunks[0].text.endswith("```")
+
+
+def test_invalid_front_matter_reports_line_and_keeps_text():
+    fm = split_front_matter("---\ntitle: [unclosed\n---\nbody\n")
+    assert fm.meta == {} and fm.error and fm.error.startswith("line ") and fm.body == "body\n"
+    page = parse_page("---\ntitle: [unclosed\n---\n# Body\n\ntext\n")
+    assert page.front_matter_error and page.title == "Body"
+
+
+def test_crlf_and_empty_input():
+    assert parse_page("").chunks == ()
+    crlf = parse_page("# A\r\n\r\ntext\r\n")
+    assert crlf.chunks[0].text == "# A\n\ntext"

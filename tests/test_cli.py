@@ -1,0 +1,120 @@
+"""The CLI through its real entry point: output formats, the JSON contract, exit codes."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gitwiki.errors import NotFoundError, StoreError, UsageError
+
+PAGES = {
+    "wiki/keys.md": "# Keys\n\n## Rotate\n\nRotate the signing key every 90 days with vault.\n",
+    "wiki/deploy.md": "# Deploy\n\nWe deploy with argo to the kubernetes cluster.\n",
+    ".gitwiki.toml": "[[corpus]]\nname = \"wiki\"\npath = \"wiki\"\n[embeddings]\nenabled = false\n",
+}
+
+
+@pytest.fixture
+def wiki_repo(repo):
+    repo.commit("pages", PAGES)
+    return repo
+
+
+def test_index_then_ground_outline(cli, wiki_repo):
+    code, out, err = cli("index", cwd=wiki_repo.path)
+    assert code == 0 and "2 pages" in out and "2 added" in out
+    code, out, _ = cli("index", cwd=wiki_repo.path)
+    assert code == 0 and "up to date" in out
+    code, out, _ = cli("ground", "rotate", "signing", "key", cwd=wiki_repo.path)
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("wiki/keys.md  Keys")
+    assert lines[1].strip() == "wiki/keys.md:3-5  Keys > Rotate"
+    assert "Rotate the signing key" in lines[2]
+
+
+def test_json_contract(cli, wiki_repo):
+    code, out, _ = cli("ground", "signing key", "--json", cwd=wiki_repo.path)
+    data = json.loads(out)
+    assert code == 0
+    assert set(data) >= {"query", "corpus", "commit", "mode", "docs"}
+    assert (data["query"], data["corpus"], data["mode"]) == ("signing key", "wiki", "lexical")
+    assert data["commit"] == wiki_repo.git("rev-parse", "HEAD").strip()
+    doc = data["docs"][0]
+    assert set(doc) == {"path", "title", "score", "chunks"} and doc["path"] == "wiki/keys.md" and doc["title"] == "Keys"
+    chunk = doc["chunks"][0]
+    assert set(chunk) == {"breadcrumb", "start_line", "end_line", "score", "text"}
+    assert chunk["breadcrumb"] == ["Keys", "Rotate"] and (chunk["start_line"], chunk["end_line"]) == (3, 5)
+    assert isinstance(doc["score"], float) and isinstance(chunk["score"], float)
+    scores = [d["score"] for d in data["docs"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_json_pretty_and_full(cli, wiki_repo):
+    code, out, _ = cli("ground", "argo", "--format", "json-pretty", "--full", cwd=wiki_repo.path)
+    assert code == 0 and out.startswith("{\n  ")
+    assert json.loads(out)["docs"][0]["chunks"][0]["text"] == "# Deploy\n\nWe deploy with argo to the kubernetes cluster."
+
+
+def test_status_and_config(cli, wiki_repo):
+    cli("index", cwd=wiki_repo.path)
+    code, out, _ = cli("status", cwd=wiki_repo.path)
+    assert code == 0 and "pages 2" in out and "fresh" in out
+    code, out, _ = cli("status", "--json", cwd=wiki_repo.path)
+    assert json.loads(out)["corpora"][0]["fresh"] is True
+    code, out, _ = cli("config", "show", cwd=wiki_repo.path)
+    assert code == 0 and 'path = "wiki"' in out and "enabled = false" in out
+    code, out, _ = cli("config", "validate", cwd=wiki_repo.path)
+    assert code == 0 and out.startswith("ok: 1 corpus")
+
+
+def test_init_writes_config_once(cli, repo):
+    code, out, _ = cli("init", "--path", "docs", cwd=repo.path)
+    assert code == 0 and 'path = "docs"' in (repo.path / ".gitwiki.toml").read_text()
+    code, _, err = cli("init", cwd=repo.path)
+    assert code == UsageError.exit_code and "--force" in err
+
+
+@pytest.mark.parametrize(
+    "setup, args, code, message",
+    [
+        (None, ["ground", "x"], NotFoundError.exit_code, "not inside a git repository"),
+        ("pages", ["ground", "  "], UsageError.exit_code, "query is empty"),
+        ("pages", ["ground", "x", "--corpus", "nope"], UsageError.exit_code, "no corpus named 'nope'"),
+        ("pages", ["ground", "x", "--at", "nope"], NotFoundError.exit_code, "unknown revision"),
+        ("pages", ["ground", "x", "--top-files", "0"], UsageError.exit_code, "top_files"),
+        ("badconfig", ["index"], UsageError.exit_code, "unknown key 'nope'"),
+        ("empty", ["ground", "x"], NotFoundError.exit_code, "has no pages"),
+    ],
+)
+def test_errors_are_one_line_with_exit_code(cli, repo, tmp_path, setup, args, code, message):
+    if setup == "pages":
+        repo.commit("pages", PAGES)
+    elif setup == "badconfig":
+        repo.commit("bad", {".gitwiki.toml": "nope = 1\n"})
+    elif setup == "empty":
+        repo.commit("empty", {".gitwiki.toml": PAGES[".gitwiki.toml"]})
+    cwd = repo.path if setup else tmp_path / "elsewhere"
+    cwd.mkdir(exist_ok=True)
+    got, out, err = cli(*args, cwd=cwd)
+    assert got == code
+    assert message in err and err.count("\n") == 1 and err.startswith("gitwiki: error: ")
+
+
+def test_busy_index_exit_code(cli, wiki_repo, monkeypatch):
+    from gitwiki import store
+
+    def busy(*a, **k):
+        raise StoreError("the index is busy")
+
+    monkeypatch.setattr(store.Store, "lock", busy)
+    code, _, err = cli("index", cwd=wiki_repo.path)
+    assert code == StoreError.exit_code and "busy" in err
+
+
+def test_console_script_runs_as_a_process(wiki_repo):
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitwiki", "ground", "argo", "--json"], cwd=wiki_repo.path, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["docs"][0]["path"] == "wiki/deploy.md"

@@ -1,0 +1,109 @@
+"""The git-keyed index: work done is counted, and only what changed is parsed or embedded."""
+
+import pytest
+
+from conftest import needs_model
+from gitwiki.wiki import Wiki
+
+PAGES = {
+    "wiki/keys.md": "# Keys\n\n## Rotate\n\nRotate the signing key every 90 days with vault.\n\n## Revoke\n\nRevoke leaked keys at once.\n",
+    "wiki/deploy.md": "# Deploy\n\nWe deploy with argo to the kubernetes cluster.\n",
+    "wiki/team/onboarding.md": "# Onboarding\n\nNew hires get a laptop and a hardware token.\n",
+    "README.md": "# Not in the corpus\n",
+}
+
+pytestmark = needs_model
+
+
+@pytest.fixture
+def wiki(repo):
+    repo.commit("pages", PAGES)
+    return Wiki.open(repo.path)
+
+
+def only(reports):
+    assert len(reports) == 1
+    return reports[0]
+
+
+def test_first_index_parses_and_embeds_every_chunk(wiki):
+    r = only(wiki.index())
+    assert (r.pages, r.added, r.changed, r.deleted, r.parsed) == (3, 3, 0, 0, 3)
+    assert r.embedded == wiki.store.counts()["chunks"] == 4
+    assert r.model == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_unchanged_tree_does_no_work(wiki, repo):
+    wiki.index()
+    repo.commit("empty commit")  # new commit, same corpus tree
+    r = only(wiki.index())
+    assert r.up_to_date and (r.parsed, r.embedded) == (0, 0)
+    assert r.commit == repo.git("rev-parse", "HEAD").strip()
+
+
+def test_one_page_edit_reembeds_only_that_page(wiki, repo):
+    wiki.index()
+    repo.commit("edit", {"wiki/deploy.md": "# Deploy\n\nWe deploy with helm now.\n"})
+    r = only(wiki.index())
+    assert (r.added, r.changed, r.deleted, r.parsed, r.embedded) == (0, 1, 0, 1, 1)
+
+
+def test_rename_and_revert_embed_nothing(wiki, repo):
+    wiki.index()
+    repo.git("mv", "wiki/deploy.md", "wiki/shipping.md")
+    repo.commit("rename")
+    r = only(wiki.index())
+    assert (r.added, r.deleted, r.parsed, r.embedded) == (1, 1, 0, 0)
+    original = PAGES["wiki/keys.md"]
+    repo.commit("edit", {"wiki/keys.md": original + "\nMore text.\n"})
+    assert only(wiki.index()).embedded == 1
+    repo.commit("revert", {"wiki/keys.md": original})
+    r = only(wiki.index())
+    assert r.changed == 1 and r.embedded == 0  # vectors are cached by content hash
+
+
+def test_delete_removes_page_from_results(wiki, repo):
+    wiki.index()
+    assert wiki.search("argo kubernetes").docs[0].path == "wiki/deploy.md"
+    repo.git("rm", "-q", "wiki/deploy.md")
+    repo.commit("delete")
+    r = only(wiki.index())
+    assert r.deleted == 1
+    assert all(d.path != "wiki/deploy.md" for d in wiki.search("argo kubernetes").docs)
+
+
+def test_model_change_reembeds_without_mixing_vectors(wiki, repo, monkeypatch):
+    wiki.index()
+    before = wiki.store.counts()["vectors"]
+    # The same ONNX files under another model id stand in for a different model.
+    monkeypatch.setenv("GITWIKI_MODEL", "local/minilm-copy")
+    other = Wiki.open(repo.path)
+    r = only(other.index())
+    assert r.model == "local/minilm-copy" and r.embedded == 4
+    assert other.store.counts()["vectors"] == before + 4
+    result = other.search("rotate signing key", mode="dense")
+    assert result.mode == "dense" and result.docs[0].path == "wiki/keys.md"
+
+
+def test_lexical_index_then_hybrid_fills_vectors(wiki):
+    r = only(wiki.index(lexical=True))
+    assert (r.parsed, r.embedded, r.model) == (3, 0, None)
+    r = only(wiki.index())
+    assert (r.parsed, r.embedded) == (0, 4)
+
+
+def test_include_exclude_globs(repo):
+    repo.commit("pages", {**PAGES, "wiki/drafts/wip.md": "# WIP\n", "wiki/notes.txt": "not markdown"})
+    repo.write(".gitwiki.toml", '[[corpus]]\nname = "w"\npath = "wiki"\nexclude = ["drafts/*"]\n[embeddings]\nenabled = false\n')
+    wiki = Wiki.open(repo.path)
+    wiki.index()
+    assert sorted(wiki.store.pages("w")) == ["wiki/deploy.md", "wiki/keys.md", "wiki/team/onboarding.md"]
+
+
+def test_unborn_head_indexes_nothing_and_worktree_pages_are_found(repo):
+    repo.write("wiki/new.md", "# New\n\nAn uncommitted page about gardening.\n")
+    wiki = Wiki.open(repo.path)
+    r = only(wiki.index())
+    assert (r.pages, r.commit) == (0, "")
+    result = wiki.search("gardening")
+    assert result.docs[0].path == "wiki/new.md" and result.dirty == ("wiki/new.md",)

@@ -1,0 +1,33 @@
+from gitwiki.ranking import rollup, rrf, score_fusion, snippet
+
+
+def test_rrf_rewards_agreement():
+    fused = dict(rrf([[(1, 9.0), (2, 5.0)], [(2, 0.9), (3, 0.8)]], k=60))
+    assert fused[2] > fused[1] > fused[3] > 0
+    assert abs(fused[2] - (1 / 62 + 1 / 61)) < 1e-12
+
+
+def test_score_fusion_normalizes_each_list():
+    fused = score_fusion([[(1, 10.0), (2, 0.0)], [(2, 0.5), (1, 0.3)]])
+    assert dict(fused) == {1: 0.5, 2: 0.5}
+    assert score_fusion([[(7, 3.0)]]) == [(7, 1.0)]
+
+
+def test_rollup_groups_chunks_per_page_best_first():
+    ranked = [(1, 0.9), (2, 0.8), (3, 0.7), (4, 0.6), (5, 0.5)]
+    page_of = {1: "a.md", 2: "b.md", 3: "a.md", 4: "a.md", 5: "c.md"}
+    hits = rollup(ranked, page_of, top_files=2, chunks_per_file=2, limit=10)
+    assert [(h.path, h.score, [c for c, _ in h.chunks]) for h in hits] == [("a.md", 0.9, [1, 3]), ("b.md", 0.8, [2])]
+
+
+def test_rollup_limit_caps_chunks_in_all():
+    ranked = [(1, 0.9), (2, 0.8), (3, 0.7)]
+    hits = rollup(ranked, {1: "a", 2: "a", 3: "b"}, top_files=5, chunks_per_file=5, limit=2)
+    assert [h.path for h in hits] == ["a"] and len(hits[0].chunks) == 2
+
+
+def test_snippet_windows_on_query_terms():
+    text = "alpha " * 100 + "the signing key is rotated here " + "omega " * 100
+    s = snippet(text, {"signing", "key"}, 60)
+    assert "signing key" in s and s.startswith("…") and s.endswith("…") and len(s) <= 62
+    assert snippet("short text", {"x"}, 60) == "short text"

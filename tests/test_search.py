@@ -1,0 +1,117 @@
+"""Search reflects what the user sees: HEAD, the worktree on top, or any revision with --at."""
+
+import pytest
+
+from conftest import needs_model
+from gitwiki.errors import NotFoundError, UsageError
+from gitwiki.wiki import Wiki
+
+PAGES = {
+    "wiki/keys.md": "# Keys\n\n## Rotate\n\nRotate the signing key every 90 days with vault.\n\n## Revoke\n\nRevoke leaked keys at once.\n",
+    "wiki/deploy.md": "# Deploy\n\nWe deploy with argo to the kubernetes cluster.\n",
+}
+LEXICAL = "[embeddings]\nenabled = false\n"
+
+
+@pytest.fixture
+def lexical_repo(repo):
+    repo.commit("pages", {**PAGES, ".gitwiki.toml": LEXICAL})
+    return repo
+
+
+def paths(result):
+    return [d.path for d in result.docs]
+
+
+def test_uncommitted_edit_and_untracked_page_are_searched(lexical_repo):
+    wiki = Wiki.open(lexical_repo.path)
+    lexical_repo.write("wiki/deploy.md", "# Deploy\n\nWe now deploy with nomad.\n")
+    lexical_repo.write("wiki/new/garden.md", "# Garden\n\nWater the tomatoes daily.\n")
+    assert paths(wiki.search("nomad")) == ["wiki/deploy.md"]
+    result = wiki.search("tomatoes")
+    assert paths(result) == ["wiki/new/garden.md"]
+    assert result.dirty == ("wiki/deploy.md", "wiki/new/garden.md")
+    assert "argo" not in " ".join(c.text for d in wiki.search("argo kubernetes").docs for c in d.chunks)
+    assert paths(wiki.search("argo kubernetes", worktree=False)) == ["wiki/deploy.md"]
+
+
+def test_worktree_deletion_hides_page(lexical_repo):
+    wiki = Wiki.open(lexical_repo.path)
+    (lexical_repo.path / "wiki/deploy.md").unlink()
+    assert "wiki/deploy.md" not in paths(wiki.search("argo kubernetes deploy"))
+
+
+def test_git_ignored_pages_are_never_searched(lexical_repo):
+    lexical_repo.commit("ignore", {".gitignore": "wiki/private/\n"})
+    lexical_repo.write("wiki/private/secret.md", "# Secret\n\nThe launch codes are here.\n")
+    assert Wiki.open(lexical_repo.path).search("launch codes").docs == []
+
+
+def test_at_searches_an_old_commit(lexical_repo):
+    old = lexical_repo.git("rev-parse", "HEAD").strip()
+    lexical_repo.commit("v2", {"wiki/deploy.md": "# Deploy\n\nWe deploy with nomad.\n"})
+    lexical_repo.git("tag", "v2")
+    wiki = Wiki.open(lexical_repo.path)
+    assert paths(wiki.search("argo")) == []
+    old_result = wiki.search("argo", at=old)
+    assert paths(old_result) == ["wiki/deploy.md"] and old_result.commit == old
+    assert "argo" in old_result.docs[0].chunks[0].text
+    assert paths(wiki.search("nomad", at="v2")) == ["wiki/deploy.md"]
+    with pytest.raises(NotFoundError, match="unknown revision"):
+        wiki.search("argo", at="no-such-ref")
+
+
+def test_stale_index_catches_up_before_answering(lexical_repo):
+    wiki = Wiki.open(lexical_repo.path)
+    wiki.index()
+    lexical_repo.commit("new page", {"wiki/cooking.md": "# Cooking\n\nBake bread at 230 degrees.\n"})
+    assert paths(wiki.search("bread")) == ["wiki/cooking.md"]
+    assert wiki.status()[0].fresh
+
+
+def test_result_options_shape_output(lexical_repo):
+    wiki = Wiki.open(lexical_repo.path)
+    result = wiki.search("keys rotate revoke deploy", top_files=1, chunks_per_file=1)
+    assert len(result.docs) == 1 and len(result.docs[0].chunks) == 1
+    long = wiki.search("rotate", full=True).docs[0].chunks[0].text
+    short = wiki.search("rotate", snippet_chars=20).docs[0].chunks[0].text
+    assert long.startswith("## Rotate\n") and len(short) <= 22
+
+
+@pytest.mark.parametrize("kwargs", [{"top_files": 0}, {"mode": "fuzzy"}, {"limit": -1}])
+def test_bad_options_are_usage_errors(lexical_repo, kwargs):
+    with pytest.raises(UsageError):
+        Wiki.open(lexical_repo.path).search("x", **kwargs)
+
+
+def test_empty_corpus_is_a_clear_error(repo):
+    repo.commit("no pages", {"src/main.py": "print()\n", ".gitwiki.toml": LEXICAL})
+    with pytest.raises(NotFoundError, match="has no pages"):
+        Wiki.open(repo.path).search("anything")
+
+
+@needs_model
+@pytest.mark.parametrize("mode", ["hybrid", "dense", "lexical"])
+def test_modes_find_the_right_page(repo, mode):
+    repo.commit("pages", PAGES)
+    result = Wiki.open(repo.path).search("how often do we change the signing key", mode=mode)
+    assert result.mode == mode and paths(result)[0] == "wiki/keys.md"
+    assert result.docs[0].chunks[0].breadcrumb == ["Keys", "Rotate"]
+
+
+@needs_model
+def test_dense_finds_paraphrase_without_shared_words(repo):
+    repo.commit("pages", {**PAGES, "wiki/food.md": "# Lunch\n\nThe canteen serves pasta on Fridays.\n"})
+    result = Wiki.open(repo.path).search("where can I eat a meal", mode="dense")
+    assert paths(result)[0] == "wiki/food.md"
+
+
+def test_unloadable_model_falls_back_to_lexical_with_one_warning(repo, monkeypatch, tmp_path, capfd):
+    monkeypatch.setenv("GITWIKI_MODEL_PATH", str(tmp_path / "no-model-here"))
+    repo.commit("pages", PAGES)
+    wiki = Wiki.open(repo.path)
+    result = wiki.search("signing key")
+    wiki.search("argo")
+    assert result.mode == "lexical" and paths(result)[0] == "wiki/keys.md"
+    err = capfd.readouterr().err
+    assert err.count("warning") == 1 and "lexical" in err and "Traceback" not in err

@@ -1,0 +1,95 @@
+"""The index survives damage: a corrupt or foreign-schema database is rebuilt from git."""
+
+import sqlite3
+import threading
+
+import pytest
+
+from gitwiki import store as store_mod
+from gitwiki.errors import StoreError
+from gitwiki.wiki import Wiki
+
+PAGES = {"wiki/a.md": "# Alpha\n\nApples and apricots.\n", ".gitwiki.toml": "[embeddings]\nenabled = false\n"}
+
+
+def indexed(repo):
+    repo.commit("pages", PAGES)
+    wiki = Wiki.open(repo.path)
+    wiki.index()
+    return wiki
+
+
+def test_corrupt_database_is_rebuilt_from_git(repo, capfd):
+    wiki = indexed(repo)
+    db = wiki.index_dir / store_mod.DB_NAME
+    wiki.close()
+    for suffix in ("-wal", "-shm"):
+        (wiki.index_dir / (store_mod.DB_NAME + suffix)).unlink(missing_ok=True)
+    db.write_bytes(b"this is not a database" * 100)
+    again = Wiki.open(repo.path)
+    assert [d.path for d in again.search("apricots").docs] == ["wiki/a.md"]
+    assert "rebuilding it from git" in capfd.readouterr().err
+
+
+def test_deleted_index_dir_is_rebuilt(repo):
+    import shutil
+
+    wiki = indexed(repo)
+    wiki.close()
+    shutil.rmtree(wiki.index_dir)
+    assert [d.path for d in Wiki.open(repo.path).search("apples").docs] == ["wiki/a.md"]
+
+
+def test_other_schema_version_is_rebuilt(repo, capfd):
+    wiki = indexed(repo)
+    wiki.store.conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    wiki.close()
+    again = Wiki.open(repo.path)
+    assert again.store.states() == []  # nothing carried over from the foreign schema
+    assert [d.path for d in again.search("apples").docs] == ["wiki/a.md"]
+    assert "schema 999" in capfd.readouterr().err
+
+
+def test_index_dir_is_in_git_common_dir(repo):
+    wiki = indexed(repo)
+    assert wiki.index_dir == (repo.path / ".git" / "gitwiki").resolve()
+    assert not repo.git("status", "--porcelain")  # nothing the user could commit by accident
+
+
+def test_busy_writer_lock_is_a_clear_error(repo):
+    wiki = indexed(repo)
+    held, release = threading.Event(), threading.Event()
+
+    def holder():
+        with store_mod.writer_lock(wiki.index_dir):
+            held.set()
+            release.wait(10)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    held.wait(10)
+    try:
+        with pytest.raises(StoreError, match="busy"):
+            with store_mod.writer_lock(wiki.index_dir, timeout=0.1):
+                pass
+    finally:
+        release.set()
+        t.join()
+
+
+def test_failed_update_leaves_previous_state(repo, monkeypatch):
+    wiki = indexed(repo)
+    before = wiki.store.state("wiki")
+    repo.commit("more", {"wiki/b.md": "# Beta\n\nBananas.\n"})
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("crash mid-index")
+
+    monkeypatch.setattr(store_mod.Store, "set_state", explode)
+    with pytest.raises(RuntimeError):
+        wiki.index()
+    monkeypatch.undo()
+    assert wiki.store.state("wiki") == before
+    conn = sqlite3.connect(wiki.index_dir / store_mod.DB_NAME)
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert [d.path for d in Wiki.open(repo.path).search("bananas").docs] == ["wiki/b.md"]

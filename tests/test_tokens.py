@@ -1,0 +1,23 @@
+from gitwiki.tokens import fts_query, tokenize, words
+
+
+def test_identifiers_split_and_kept_whole():
+    assert words("rotateSigningKey") == ["rotatesigningkey", "rotate", "signing", "key"]
+    assert words("rotate_signing_key") == ["rotatesigningkey", "rotate", "signing", "key"]
+    assert words("kubectl-get") == ["kubectlget", "kubectl", "get"]
+    assert words("HTTPServer") == ["httpserver", "http", "server"]
+
+
+def test_stop_words_dropped_and_stemmed():
+    assert tokenize("How do we rotate the keys?") == ["rotat", "key"]
+
+
+def test_non_ascii_words_stay_whole_and_cjk_splits_per_character():
+    assert words("naïve Ärger") == ["naïve", "ärger"]
+    assert words("日本語") == ["日", "本", "語"]
+
+
+def test_query_is_an_or_of_quoted_terms():
+    assert fts_query('rotate "keys"') == '"rotat" OR "key"'
+    assert fts_query("the of") == '"the" OR "of"'  # all stop words: keep them rather than match nothing
+    assert fts_query("?!") is None
