@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from benchlib import EVAL, WORK, corpus_config, git, open_wiki, timed_index, use_offline_model, write_repo
+from tldr_eval import load_questions
 
 TLDR = EVAL / "tldr"
 
@@ -35,8 +36,7 @@ def tldr_pages(count: int, english_only: bool) -> list[tuple[str, str]]:
 
 
 def questions() -> list[str]:
-    lines = (TLDR / "questions.jsonl").read_text(encoding="utf-8").splitlines()
-    return [json.loads(line)["question"] for line in lines if line.strip()]
+    return [q["question"] for q in load_questions(TLDR)]
 
 
 def fresh_wiki(name: str, pages: list[tuple[str, str]], corpus_path: str):

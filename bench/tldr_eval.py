@@ -24,26 +24,36 @@ def english_pages(tldr: Path) -> list[tuple[str, str]]:
     return [(str(p.relative_to(tldr)), p.read_text(encoding="utf-8")) for p in sorted((tldr / "pages").rglob("*.md"))]
 
 
-def main(argv=None) -> int:
-    from ranx import Qrels, Run, evaluate
+def load_questions(tldr: Path) -> list[dict]:
+    lines = (tldr / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
 
+
+def evaluate(wiki, questions: list[dict]) -> dict:
+    from ranx import Qrels, Run, evaluate as ranx_evaluate
+
+    qrels = {q["id"]: {path: 1 for path in q["relevant"]} for q in questions}
+    scores = {}
+    for mode, fusion in MODES:
+        run = {q["id"]: run_dict(ranked_paths(wiki, q["question"], mode, fusion, 10)) for q in questions}
+        values = ranx_evaluate(Qrels(qrels), Run(run), list(METRICS), make_comparable=True)
+        scores[mode if fusion is None else f"{mode}-{fusion}"] = {LABELS[m]: round(float(values[m]), 4) for m in METRICS}
+    return scores
+
+
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tldr", type=Path, default=EVAL / "tldr")
     ap.add_argument("--work", type=Path, default=WORK / "tldr-en")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     use_offline_model()
-    questions = [json.loads(line) for line in (args.tldr / "questions.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
-    qrels = {q["id"]: {path: 1 for path in q["relevant"]} for q in questions}
+    questions = load_questions(args.tldr)
     repo = write_repo(args.work / "repo", english_pages(args.tldr), corpus_config("tldr", "pages"))
     wiki = open_wiki(repo, args.work / "index")
     reset_text_index(wiki)
     reports, seconds = timed_index(wiki)
-    scores = {}
-    for mode, fusion in MODES:
-        run = {q["id"]: run_dict(ranked_paths(wiki, q["question"], mode, fusion, 10)) for q in questions}
-        values = evaluate(Qrels(qrels), Run(run), list(METRICS), make_comparable=True)
-        scores[mode if fusion is None else f"{mode}-{fusion}"] = {LABELS[m]: round(float(values[m]), 4) for m in METRICS}
+    scores = evaluate(wiki, questions)
     result = {
         "pages": reports[0].pages,
         "chunks": wiki.store.counts()["chunks"],

@@ -17,6 +17,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import sqlite3
 import tarfile
@@ -197,6 +198,21 @@ def _sha256_file(path: Path) -> str:
         while block := f.read(COPY_CHUNK):
             digest.update(block)
     return digest.hexdigest()
+
+
+def cache_keys(wiki) -> tuple[str, str]:
+    """(exact key, restore prefix) for a CI cache of the index: schema, model, then every corpus tree.
+
+    An unchanged wiki hits the exact key and indexing is a no-op; a changed one restores the newest
+    index with the same schema and model and embeds only what changed.
+    """
+    from gitwiki.indexer import corpus_tree
+
+    head = wiki.repo.head()
+    trees = ",".join(f"{c.name}={corpus_tree(wiki.repo, c, head)}" for c in wiki.config.corpora)
+    model = re.sub(r"[^A-Za-z0-9._-]+", "_", wiki.wanted_model() or "lexical")
+    prefix = f"gitwiki-s{SCHEMA_VERSION}-{model}-"
+    return prefix + hashlib.sha256(trees.encode()).hexdigest()[:20], prefix
 
 
 # ---- extract and verify ------------------------------------------------------------------------------

@@ -46,6 +46,7 @@ class SearchConfig:
 @dataclass(frozen=True)
 class EmbeddingsConfig:
     enabled: bool = True
+    provider: str = "fastembed"  # a key of gitwiki.embed.EMBEDDERS
     model: str = DEFAULT_MODEL
     model_path: str | None = None
     threads: int | None = None

@@ -10,21 +10,22 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from gitwiki.config import EmbeddingsConfig
 from gitwiki.errors import EmbeddingUnavailable
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class Embedder(Protocol):
     model_id: str
     dim: int
 
-    def embed_documents(self, texts: list[str]) -> np.ndarray: ...  # (n, dim) float32, L2-normalized
+    def embed_documents(self, texts: list[str]) -> "np.ndarray": ...  # (n, dim) float32, L2-normalized
 
-    def embed_query(self, text: str) -> np.ndarray: ...  # (dim,) float32, L2-normalized
+    def embed_query(self, text: str) -> "np.ndarray": ...  # (dim,) float32, L2-normalized
 
 
 class FastembedEmbedder:
@@ -71,13 +72,17 @@ class FastembedEmbedder:
                 "set GITWIKI_MODEL_PATH to a local model directory, or [embeddings] enabled = false"
             ) from None
 
-    def embed_documents(self, texts: list[str]) -> np.ndarray:
+    def embed_documents(self, texts: list[str]) -> "np.ndarray":
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self._model.passage_embed(texts, batch_size=self._config.batch_size)
         return _normalized(np.asarray(list(vectors), dtype=np.float32))
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, text: str) -> "np.ndarray":
+        import numpy as np
+
         return _normalized(np.asarray(list(self._model.query_embed(text))[0], dtype=np.float32)[None, :])[0]
 
 
@@ -102,7 +107,9 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-def _normalized(matrix: np.ndarray) -> np.ndarray:
+def _normalized(matrix: "np.ndarray") -> "np.ndarray":
+    import numpy as np
+
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / np.where(norms == 0, 1, norms)
 
@@ -130,6 +137,9 @@ def _register_if_unknown(TextEmbedding, config: EmbeddingsConfig) -> None:
     )
 
 
+# Embedder plug-ins by `[embeddings] provider`; each takes the config and raises EmbeddingUnavailable.
+EMBEDDERS: dict[str, Callable[[EmbeddingsConfig], Embedder]] = {"fastembed": FastembedEmbedder}
+
 _cache: dict[EmbeddingsConfig, Embedder] = {}
 _failed: dict[EmbeddingsConfig, str] = {}
 
@@ -142,7 +152,9 @@ def load_embedder(config: EmbeddingsConfig) -> Embedder | None:
         return _cache[config]
     if config not in _failed:
         try:
-            _cache[config] = FastembedEmbedder(config)
+            if config.provider not in EMBEDDERS:
+                raise EmbeddingUnavailable(f"unknown [embeddings] provider {config.provider!r}; known: {', '.join(EMBEDDERS)}")
+            _cache[config] = EMBEDDERS[config.provider](config)
             return _cache[config]
         except EmbeddingUnavailable as e:
             _failed[config] = str(e)

@@ -14,12 +14,13 @@ import logging
 import sys
 import threading
 import time
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
+from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
 from gitwiki import __version__, pages
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
@@ -262,7 +263,9 @@ def build_server(wiki: Wiki) -> MCPServer:
     tools = WikiTools(wiki)
     serial = threading.Lock()
     for name, annotations in TOOLS.items():
-        app.add_tool(_guarded(getattr(tools, name), serial), name=name, annotations=annotations)
+        # ground declares its output schema; the other tools' structured content is described in docs/mcp.md.
+        structured = True if name == "ground" else None
+        app.add_tool(_guarded(getattr(tools, name), serial), name=name, annotations=annotations, structured_output=structured)
     return app
 
 

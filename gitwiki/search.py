@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from pathlib import PurePosixPath
-from typing import NamedTuple
-
-import numpy as np
+from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.embed import Embedder
 from gitwiki.ranking import FUSERS, Ranked, rollup, snippet
 from gitwiki.store import Store
 from gitwiki.tokens import STOP_WORDS, fts_query, words
+
+if TYPE_CHECKING:  # numpy loads on the first dense query: the lexical CLI path stays fast
+    import numpy as np
 
 CANDIDATES = 200  # chunks taken from each ranker before fusion
 
@@ -95,7 +96,7 @@ class Searcher:
 
     def __init__(self, store: Store, cache_size: int = 4):
         self.store = store
-        self._matrices: OrderedDict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._matrices: OrderedDict[tuple[str, str], tuple["np.ndarray", "np.ndarray"]] = OrderedDict()
         self._cache_size = cache_size
 
     def search(self, view: CorpusView, query: str, options: SearchOptions, embedder: Embedder | None) -> SearchResult:
@@ -147,6 +148,8 @@ class Searcher:
             limit *= 8
 
     def _dense(self, view: CorpusView, query: str, embedder: Embedder, blob_paths: dict[str, str]) -> Ranked:
+        import numpy as np
+
         ids, matrix = self._matrix(view, embedder.model_id, blob_paths)
         if not len(ids):
             return []
@@ -155,7 +158,9 @@ class Searcher:
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(int(ids[i]), float(scores[i])) for i in top]
 
-    def _matrix(self, view: CorpusView, model: str, blob_paths: dict[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    def _matrix(self, view: CorpusView, model: str, blob_paths: dict[str, str]) -> tuple["np.ndarray", "np.ndarray"]:
+        import numpy as np
+
         key = (model, view.key)
         if key in self._matrices:
             self._matrices.move_to_end(key)

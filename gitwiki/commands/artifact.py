@@ -16,6 +16,7 @@ def register(sub) -> None:
 
     pack = actions.add_parser("pack", help="index HEAD (only what changed), then write the archive")
     pack.add_argument("--out", type=Path, help="archive path (default: <index dir>/gitwiki-index.tar.gz)")
+    pack.add_argument("--corpus", help="catch up only this corpus before packing (default: all)")
     pack.add_argument("--lexical", action="store_true", help="skip embeddings when catching up before packing")
     pack.add_argument("--json", action="store_true", help="print the manifest and the archive path as JSON")
     pack.set_defaults(func=pack_command)
@@ -31,6 +32,9 @@ def register(sub) -> None:
         if name == "unpack":
             a.add_argument("--accept-model", action="store_true", help="install even if built with another model")
         a.set_defaults(func=func)
+
+    key = actions.add_parser("cache-key", help="print the CI cache key, restore prefix and index dir (name=value lines)")
+    key.set_defaults(func=cache_key_command)
 
     summary = actions.add_parser("summary", help="render the CI job summary (markdown) from an archive's manifest")
     summary.add_argument("file", type=Path, help="the archive")
@@ -70,7 +74,7 @@ def pack_command(args: argparse.Namespace) -> int:
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
-    wiki.index(lexical=args.lexical)
+    wiki.index(args.corpus, lexical=args.lexical)
     out = _path(args, args.out) if args.out else wiki.index_dir / ARCHIVE_NAME
     manifest = pack(wiki.index_dir, out)
     if args.json:
@@ -99,6 +103,16 @@ def unpack_command(args: argparse.Namespace) -> int:
     else:
         print(f"installed {args.file} as the index in {wiki.index_dir}: {describe(manifest)}")
         print("next: `gitwiki index` catches up to HEAD (or use `gitwiki pull`, which does both)")
+    return 0
+
+
+def cache_key_command(args: argparse.Namespace) -> int:
+    from gitwiki.artifact import cache_keys
+    from gitwiki.wiki import Wiki
+
+    wiki = Wiki.open(args.chdir)
+    key, prefix = cache_keys(wiki)
+    print(f"key={key}\nrestore-prefix={prefix}\nindex-dir={wiki.index_dir}")
     return 0
 
 

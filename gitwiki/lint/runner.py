@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import posixpath
 from pathlib import Path
 from typing import Callable, Iterable, NamedTuple
+from urllib.parse import quote
 
 import pygit2
 
@@ -75,42 +77,56 @@ def staged_pages(repo: GitRepo, config: Config) -> dict[str, str]:
     return out
 
 
-def linked_pages(pages: Iterable[str], read: Callable[[str], str | None], config: Config) -> set[str]:
-    """Every page that another page links to (a folder link counts for the folder's index and README)."""
+def linked_pages(pages: Iterable[str], read: Callable[[str], str | None], config: Config, wanted: set[str]) -> set[str]:
+    """The pages in `wanted` that another page links to (a folder link counts for the folder's index and README).
+
+    A link to X must spell X's file name (or, for an index or README, its folder's name), so only pages
+    whose text contains one of those are parsed: a commit's orphan check then costs a substring scan.
+    """
+    fronts = (config.index_blocks.filename, "README.md")
+    needles = set()
+    for path in wanted:
+        name = posixpath.basename(path)
+        needles.update((name, quote(name)))
+        if name in fronts:
+            needles.add(posixpath.basename(posixpath.dirname(path)) or "/")
     linked: set[str] = set()
     for source in pages:
-        text = read(source)
-        for link in extract_links(text or ""):
+        text = read(source) or ""
+        if not any(n in text for n in needles):
+            continue
+        for link in extract_links(text):
             target = resolve(source, link.target)
             if target is None or not target.path or target.path == source:
                 continue
-            linked.add(target.path)
-            linked.update(f"{target.path}/{name}" for name in (config.index_blocks.filename, "README.md"))
+            linked.update({target.path, *(f"{target.path}/{name}" for name in fronts)} & wanted)
     return linked
 
 
 def lint_repo(repo: GitRepo, config: Config, files: list[str] | None = None) -> LintRun:
     """Lint `files` (repo-relative; default: every staged page) from the worktree, resolving links against
     the staged pages plus `files`. Files outside every corpus are skipped."""
+    root = repo.root  # a property that resolves the path on each call
     blobs = staged_pages(repo, config)
     if files is None:
         targets = sorted(blobs)
     else:
-        targets = sorted({f for f in files if corpus_of(config, f) and (repo.root / f).is_file()})
+        targets = sorted({f for f in files if corpus_of(config, f) and (root / f).is_file()})
     pages = set(blobs) | set(targets)
-    texts: dict[str, str] = {}
+    on_disk = set(targets)
+    texts: dict[str, str | None] = {}
 
     def read(path: str) -> str | None:
         if path not in texts:
-            disk = repo.root / path
-            if path in targets or path not in blobs:
+            if path in on_disk or path not in blobs:
+                disk = root / path
                 texts[path] = _read_file(disk) if disk.is_file() else None
             else:
                 texts[path] = repo.read_blob(blobs[path]).decode("utf-8", errors="replace")
         return texts[path]
 
     orphans_wanted = any(ORPHAN not in disabled_codes(config, c) for c in config.corpora)
-    linked = linked_pages(sorted(pages), read, config) if orphans_wanted else None
+    linked = linked_pages(sorted(pages), read, config, set(targets)) if orphans_wanted else None
     findings = [f for path in targets for f in lint_text(path, read(path) or "", pages, config, read=read, linked=linked)]
     return LintRun(findings, len(targets))
 

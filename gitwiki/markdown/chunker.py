@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import NamedTuple
-
-from markdown_it import MarkdownIt
+from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.markdown.frontmatter import meta_str, meta_tags, split_front_matter
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 SPLIT_LEVELS = ("h1", "h2", "h3")
 # MiniLM-class models read 256 word pieces; leave room for the breadcrumb line.
@@ -44,7 +45,9 @@ class Heading(NamedTuple):
 
 
 @functools.cache
-def parser() -> MarkdownIt:
+def parser() -> "MarkdownIt":
+    from markdown_it import MarkdownIt  # 40 ms: paid only when a page is actually parsed
+
     return MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
 

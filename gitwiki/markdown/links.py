@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import posixpath
 import re
-from typing import Iterable, NamedTuple
+from typing import Iterable, Iterator, NamedTuple
 from urllib.parse import unquote
 
 
@@ -44,21 +44,26 @@ _HTML_ID = re.compile(r"<[A-Za-z][^>]*?\s(?:id|name)\s*=\s*[\"']([^\"']+)[\"']")
 _NOT_SLUG = re.compile(r"[^\w\- ]")
 
 
-def fenced_lines(lines: list[str]) -> set[int]:
-    """0-based indexes of lines inside (and including) fenced code blocks, by CommonMark fence rules."""
-    inside: set[int] = set()
+def code_flags(lines: Iterable[str]) -> Iterator[bool]:
+    """Per line, lazily: is it inside (or a fence of) a fenced code block, by CommonMark fence rules."""
     fence = None  # (char, length) of the open fence
-    for i, line in enumerate(lines):
+    for line in lines:
         m = _FENCE.match(line)
         if fence is None:
             if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
                 fence = (m.group(1)[0], len(m.group(1)))
-                inside.add(i)
+                yield True
+            else:
+                yield False
             continue
-        inside.add(i)
         if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= fence[1] and not m.group(2).strip():
             fence = None
-    return inside
+        yield True
+
+
+def fenced_lines(lines: list[str]) -> set[int]:
+    """0-based indexes of lines inside (and including) fenced code blocks."""
+    return {i for i, code in enumerate(code_flags(lines)) if code}
 
 
 def _blank(match: re.Match) -> str:

@@ -1,0 +1,104 @@
+"""MCP tool latencies, measured the way an agent pays them: `gitwiki serve` as a subprocess, the SDK's stdio client.
+
+The wiki is the first 1,000 English tldr pages (the same repo as bench_index.py), indexed beforehand
+with the offline MiniLM model, so the numbers are the server's own cost, not the first build.
+
+  start        spawn `python -m gitwiki serve` → initialize answered (median of --starts runs)
+  first call   the first `ground` after start (hybrid: freshness check + model load + query)
+  warm         p50/p95 of `ground` (hybrid and lexical) over the tldr questions, and of
+               read_markdown / list_files / add_markdown (overwrite) on the same server
+
+    python bench/bench_mcp.py [--queries 200] [--starts 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from bench_index import questions, tldr_pages
+from benchlib import WORK, corpus_config, git, open_wiki, timed_index, use_offline_model, write_repo
+
+
+def params(repo) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "gitwiki", "-C", str(repo), "serve"], env=dict(os.environ))
+
+
+async def timed(session, name: str, **arguments) -> float:
+    started = time.perf_counter()
+    result = await session.call_tool(name, arguments)
+    elapsed = (time.perf_counter() - started) * 1000
+    if result.is_error:
+        raise SystemExit(f"{name} failed: {result.content}")
+    return elapsed
+
+
+async def cold(repo) -> tuple[float, float]:
+    started = time.perf_counter()
+    async with stdio_client(params(repo)) as streams, ClientSession(*streams) as session:
+        await session.initialize()
+        start_ms = (time.perf_counter() - started) * 1000
+        first_ms = await timed(session, "ground", query="list files in a directory")
+    return start_ms, first_ms
+
+
+async def warm(repo, qs: list[str], page: str) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {k: [] for k in ("hybrid", "lexical", "read_markdown", "list_files", "add_markdown")}
+    async with stdio_client(params(repo)) as streams, ClientSession(*streams) as session:
+        await session.initialize()
+        await timed(session, "ground", query="warm up")
+        for q in qs:
+            out["hybrid"].append(await timed(session, "ground", query=q))
+            out["lexical"].append(await timed(session, "ground", query=q, mode="lexical"))
+        for i in range(20):
+            out["read_markdown"].append(await timed(session, "read_markdown", path=page))
+            out["list_files"].append(await timed(session, "list_files"))
+            out["add_markdown"].append(
+                await timed(session, "add_markdown", path="bench/scratch.md", content=f"# Scratch {i}\n\nbench write {i}\n", overwrite=True)
+            )
+        await session.call_tool("delete_markdown", {"path": "bench/scratch.md"})
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--starts", type=int, default=3)
+    args = parser.parse_args()
+    use_offline_model()
+    pages = tldr_pages(1000, english_only=True)
+    repo = write_repo(WORK / "mcp" / "repo", [(f"wiki/{p}", t) for p, t in pages], corpus_config("wiki", "wiki"))
+    wiki = open_wiki(repo, WORK / "mcp" / "index")
+    reports, seconds = timed_index(wiki)
+    wiki.close()
+    print(f"pre-index: {reports[0].pages} pages in {seconds:.1f} s (model {reports[0].model})", file=sys.stderr)
+
+    starts = [anyio.run(cold, repo) for _ in range(args.starts)]
+    samples = anyio.run(warm, repo, questions()[: args.queries], pages[0][0])
+    git(repo, "clean", "-fdq")  # the front index.md the writes scaffolded; the repo is reused next run
+    summary = {
+        "pages": reports[0].pages,
+        "start_ms_median": round(statistics.median(s for s, _ in starts), 1),
+        "first_ground_ms_median": round(statistics.median(f for _, f in starts), 1),
+        **{
+            f"{name}_ms": {"p50": round(pct(v, 0.5), 2), "p95": round(pct(v, 0.95), 2), "n": len(v)}
+            for name, v in samples.items()
+        },
+    }
+    print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "lance",
+        help="export the index to LanceDB (local dir or s3://) and search it there",
+        description="The scale-out path: one LanceDB table at [storage] uri (or --uri) that many readers "
+        "query, e.g. in S3. Credentials and endpoint come from the AWS_* environment variables.",
+    )
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    export = actions.add_parser("export", help="index HEAD, then replace the table with the current corpora")
+    export.add_argument("--uri", help="LanceDB URI (default: [storage] uri)")
+    export.add_argument("--json", action="store_true", help="print the report as JSON")
+    export.set_defaults(func=export_command)
+
+    search = actions.add_parser("search", help="search the table (no local index or checkout needed)")
+    search.add_argument("query", nargs="+", help="what to look for")
+    search.add_argument("--uri", help="LanceDB URI (default: [storage] uri)")
+    search.add_argument("--corpus", help="the corpus to search (default: the first configured)")
+    search.add_argument("--mode", choices=("hybrid", "lexical", "dense"), help="ranking (default from [search] mode)")
+    search.add_argument("--top-files", type=int, metavar="N", help="pages to return (default from [search])")
+    search.add_argument("--full", action="store_true", help="whole chunk bodies instead of snippets")
+    search.add_argument("--json", action="store_true", help="print the `ground --json` contract")
+    search.set_defaults(func=search_command)
+
+
+def _uri(args: argparse.Namespace, config) -> str:
+    from gitwiki.errors import UsageError
+
+    uri = args.uri or config.storage.uri
+    if not uri:
+        raise UsageError("no LanceDB location: set [storage] uri in .gitwiki.toml (e.g. s3://bucket/wiki) or pass --uri")
+    return uri
+
+
+def export_command(args: argparse.Namespace) -> int:
+    from gitwiki.lance_store import export
+    from gitwiki.wiki import Wiki
+
+    wiki = Wiki.open(args.chdir)
+    uri = _uri(args, wiki.config)
+    wiki.index()
+    report = export(wiki.store, uri)
+    if args.json:
+        print(json.dumps(report._asdict(), indent=2))
+    else:
+        print(f"exported {report.rows} chunks of {', '.join(report.corpora)} to {uri} "
+              f"({report.model or 'lexical only'}) in {report.seconds:.1f} s")
+    return 0
+
+
+def search_command(args: argparse.Namespace) -> int:
+    from gitwiki import config as config_mod
+    from gitwiki.embed import load_embedder
+    from gitwiki.lance_store import LanceReader
+    from gitwiki.outline import outline
+    from gitwiki.search import SearchOptions
+
+    config = config_mod.load(Path(args.chdir).resolve())
+    s = config.search
+    options = SearchOptions(
+        mode=args.mode or s.mode, fusion=s.fusion, top_files=args.top_files or s.top_files,
+        chunks_per_file=s.chunks_per_file, limit=s.limit, snippet_chars=s.snippet_chars, full=args.full,
+    )
+    embedder = load_embedder(config.embeddings) if options.mode != "lexical" else None
+    result = LanceReader(_uri(args, config)).search(" ".join(args.query), config.corpus(args.corpus).name, options, embedder)
+    if args.json:
+        print(json.dumps(result.to_json(), ensure_ascii=False))
+    else:
+        sys.stdout.write(outline(result, color=sys.stdout.isatty()))
+    return 0

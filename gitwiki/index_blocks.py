@@ -1,0 +1,342 @@
+"""Generated listings inside index pages, between `<!-- GITWIKI:INDEX-START … -->` and `<!-- GITWIKI:INDEX-END -->`.
+
+A block lists the pages in the index's folder and below, grouped by folder, rendered with jinja2
+(`templates/index_block.md.j2`, overridable per repo). Only the lines between the markers change;
+output is deterministic, so a second run is a no-op. Pages are read from the worktree.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+from urllib.parse import quote
+
+import gitwiki
+from gitwiki.config import Config, CorpusConfig
+from gitwiki.errors import GitwikiError, UsageError
+from gitwiki.fs import atomic_write
+from gitwiki.gitrepo import matches
+from gitwiki.markdown.frontmatter import meta_str, split_front_matter
+from gitwiki.markdown.links import code_flags, fenced_lines
+
+START_MARKER = "<!-- GITWIKI:INDEX-START -->"
+END_MARKER = "<!-- GITWIKI:INDEX-END -->"
+TEMPLATE_NAME = "index_block.md.j2"
+SUMMARY_CHARS = 160
+_START = re.compile(r"^\s*<!--\s*GITWIKI:INDEX-START\b(.*?)-->\s*$")
+_END = re.compile(r"^\s*<!--\s*GITWIKI:INDEX-END\s*-->\s*$")
+_ATX_H1 = re.compile(r"^ {0,3}#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_SETEXT_H1 = re.compile(r"^ {0,3}=+[ \t]*$")
+_NOT_PARAGRAPH = re.compile(r"^ {0,3}(?:#|>|<|\||[-*+][ \t]|\d+[.)][ \t]|!\[|---|\*\*\*|___|=+[ \t]*$)|^ {4}|^\t")
+_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
+_LINK = re.compile(r"\[([^\]]*)\](?:\([^)]*\)|\[[^\]]*\])")
+
+
+class BlockError(GitwikiError):
+    """A malformed block (no END, nested START, bad option): the file is left unchanged."""
+
+
+@dataclass(frozen=True)
+class BlockOptions:
+    depth: int | None = None  # 1: only the index's own folder; 2: one level of subfolders too; None: all
+    sort: str = "path"  # or "title"
+    summary: bool = True
+    heading: int = 2  # level of the per-folder headings
+
+
+class Block(NamedTuple):
+    start: int  # 0-based line of the START marker
+    end: int  # 0-based line of the END marker
+    options: BlockOptions
+
+
+class PageInfo(NamedTuple):
+    title: str
+    summary: str | None
+
+
+def parse_options(raw: str, where: str) -> BlockOptions:
+    """`depth=1 sort=title summary=false heading=3` from a START marker."""
+    values: dict = {}
+    try:
+        words = shlex.split(raw)
+    except ValueError as e:
+        raise BlockError(f"{where}: cannot read the START marker options ({e}); write key=value pairs") from None
+    for word in words:
+        key, eq, value = word.partition("=")
+        if not eq:
+            raise BlockError(f"{where}: marker option {word!r} needs a value, e.g. depth=1")
+        if key in ("depth", "heading") and value.isdigit() and int(value) >= 1 and (key == "depth" or int(value) <= 6):
+            values[key] = int(value)
+        elif key == "sort" and value in ("path", "title"):
+            values[key] = value
+        elif key == "summary" and value.lower() in ("true", "false", "yes", "no"):
+            values[key] = value.lower() in ("true", "yes")
+        else:
+            raise BlockError(
+                f"{where}: bad marker option {word!r}; use depth=N (N ≥ 1), sort=path|title, summary=true|false, heading=1..6"
+            )
+    return BlockOptions(**values)
+
+
+def find_blocks(text: str, path: str) -> list[Block]:
+    """The blocks in `text`, ignoring markers inside code fences; BlockError names the file and line."""
+    lines = text.split("\n")
+    code = fenced_lines(lines)
+    blocks: list[Block] = []
+    open_at: int | None = None
+    options = BlockOptions()
+    for i, line in enumerate(lines):
+        if i in code or "GITWIKI:INDEX-" not in line:
+            continue
+        start, end = _START.match(line), _END.match(line)
+        if start:
+            if open_at is not None:
+                raise BlockError(f"{path}:{i + 1}: INDEX-START inside the block opened on line {open_at + 1}; blocks cannot nest — add {END_MARKER} before it")
+            open_at, options = i, parse_options(start.group(1), f"{path}:{i + 1}")
+        elif end:
+            if open_at is None:
+                raise BlockError(f"{path}:{i + 1}: INDEX-END without an INDEX-START above it; add {START_MARKER} or remove this line")
+            blocks.append(Block(open_at, i, options))
+            open_at = None
+    if open_at is not None:
+        raise BlockError(f"{path}:{open_at + 1}: INDEX-START has no INDEX-END; add {END_MARKER} where the listing should end")
+    return blocks
+
+
+def page_info(text: str, fallback_title: str) -> PageInfo:
+    """Title (front matter `title`, else the first H1, else `fallback_title`) and a one-line summary
+    (front matter `description`, else the first paragraph), by a line scan that stops as soon as it has
+    both: cheap enough for every page of a big wiki on each commit. Generated blocks and code are skipped."""
+    fm = split_front_matter(text.replace("\r\n", "\n"))
+    lines = fm.body.split("\n")
+    title = meta_str(fm.meta, "title")
+    summary = meta_str(fm.meta, "description")
+    paragraph: list[str] = []
+    ended = in_block = False
+    for i, (line, code) in enumerate(zip(lines, code_flags(lines))):
+        if title is not None and (summary is not None or ended):
+            break
+        setext = False
+        if in_block or (not code and _START.match(line)):
+            in_block = not _END.match(line)
+            other = True
+        else:
+            heading = None if code else _ATX_H1.match(line)
+            setext = not code and bool(line.strip()) and not paragraph and i + 1 < len(lines) and bool(_SETEXT_H1.match(lines[i + 1]))
+            if title is None and (heading or setext):
+                title = (heading.group(1) if heading else line).strip()
+            other = code or setext or not line.strip() or bool(_NOT_PARAGRAPH.match(line))
+        if other:
+            ended = ended or bool(paragraph)
+        elif not ended:
+            paragraph.append(line.strip())
+    summary = summary or " ".join(paragraph)
+    return PageInfo(_plain(title) if title else fallback_title, _one_line(summary) if summary else None)
+
+
+def _plain(text: str) -> str:
+    """Links and images dropped to their text: relative links would point elsewhere from the index."""
+    return _LINK.sub(r"\1", _IMAGE.sub("", text)).strip()
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(_plain(text).split())
+    if len(text) <= SUMMARY_CHARS:
+        return text
+    return text[: SUMMARY_CHARS - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+
+
+class WorktreeCorpus:
+    """The pages of one corpus on disk (git-ignored files and dot-folders left out), with page info cached."""
+
+    def __init__(self, root: Path, corpus: CorpusConfig, config: Config):
+        self.root = root
+        self.corpus = corpus
+        self.config = config
+        self.pages = sorted(_walk(root, corpus))
+        self._info: dict[str, PageInfo] = {}
+
+    def info(self, path: str) -> PageInfo:
+        if path not in self._info:
+            text = (self.root / path).read_bytes().decode("utf-8", errors="replace")
+            self._info[path] = page_info(text, posixpath.splitext(posixpath.basename(path))[0])
+        return self._info[path]
+
+    def forget(self, path: str) -> None:
+        self._info.pop(path, None)
+
+    def index_files(self) -> list[str]:
+        """Every index file of the corpus, deepest first (a parent's listing may show a child's title)."""
+        name = self.config.index_blocks.filename
+        found = [p for p in self.pages if posixpath.basename(p) == name]
+        return sorted(found, key=lambda p: (-p.count("/"), p))
+
+
+def _walk(root: Path, corpus: CorpusConfig) -> list[str]:
+    import pygit2
+
+    base = root / corpus.path if corpus.path else root
+    found = pygit2.discover_repository(str(root))
+    repo = pygit2.Repository(found) if found else None
+    out = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        rel_dir = Path(dirpath).relative_to(root).as_posix()
+        prefix = "" if rel_dir == "." else rel_dir + "/"
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and not (repo and repo.path_is_ignored(prefix + d + "/")))
+        for name in filenames:
+            path = prefix + name
+            if matches(corpus, path) and not (repo and repo.path_is_ignored(path)) and not os.path.islink(root / path):
+                out.append(path)
+    return out
+
+
+def render_block(pages: WorktreeCorpus, index_path: str, options: BlockOptions) -> str:
+    """The text between the markers of the block in `index_path` (LF, ends with one newline, or empty)."""
+    folder = posixpath.dirname(index_path)
+    prefix = folder + "/" if folder else ""
+    name = pages.config.index_blocks.filename
+    groups: dict[str, list[dict]] = {}
+    for path in pages.pages:
+        if path == index_path or not path.startswith(prefix):
+            continue
+        rel = path[len(prefix) :]
+        sub = posixpath.dirname(rel)
+        if options.depth is not None and (sub.count("/") + 1 if sub else 0) >= options.depth:
+            continue
+        if sub and posixpath.basename(rel) == name:
+            continue  # the folder's own index is the group heading's link
+        info = pages.info(path)
+        groups.setdefault(sub, []).append({"path": path, "link": rel, "title": info.title, "summary": info.summary})
+    key = (lambda p: (p["title"].casefold(), p["link"])) if options.sort == "title" else (lambda p: p["link"])
+    context = [
+        {
+            "folder": sub,
+            "title": sub,
+            "link": f"{sub}/{name}" if sub and f"{prefix}{sub}/{name}" in pages.pages else None,
+            "pages": sorted(entries, key=key),
+        }
+        for sub, entries in sorted(groups.items())
+    ]
+    rendered = _render(pages.root, pages.config.index_blocks.template, groups=context, options=options, index=index_path)
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(line.rstrip() for line in rendered.split("\n"))).strip("\n")
+    return text + "\n" if text else ""
+
+
+def rewrite(text: str, path: str, pages: WorktreeCorpus) -> str:
+    """`text` with every block regenerated; lines outside the blocks are kept byte for byte."""
+    blocks = find_blocks(text.replace("\r\n", "\n"), path)
+    if not blocks:
+        return text
+    lines = text.split("\n")
+    out: list[str] = []
+    pos = 0
+    for block in blocks:
+        out.extend(lines[pos : block.start + 1])
+        out.extend(render_block(pages, path, block.options).split("\n")[:-1])
+        pos = block.end
+    out.extend(lines[pos:])
+    return "\n".join(out)
+
+
+def refresh_file(pages: WorktreeCorpus, index_path: str, check: bool = False) -> bool:
+    """Regenerate the blocks of one index file; True when its text changed (written unless `check`)."""
+    full = pages.root / index_path
+    text = full.read_bytes().decode("utf-8")
+    new = rewrite(text, index_path, pages)
+    if new == text:
+        return False
+    if not check:
+        atomic_write(full, new)
+        pages.forget(index_path)
+    return True
+
+
+def front_index(corpus: CorpusConfig, config: Config) -> str:
+    """The repo-relative path of the index file at the corpus root."""
+    return posixpath.join(corpus.path, config.index_blocks.filename)
+
+
+def create_front_index(pages: WorktreeCorpus, check: bool = False) -> str | None:
+    """Create the corpus's front index (a title and empty markers) if it is missing; its path when created."""
+    path = front_index(pages.corpus, pages.config)
+    if (pages.root / path).exists():
+        return None
+    if not check:
+        title = pages.corpus.name.replace("-", " ").replace("_", " ").title()
+        atomic_write(pages.root / path, f"# {title}\n\n{START_MARKER}\n{END_MARKER}\n")
+    return path
+
+
+def ancestor_indexes(corpus: CorpusConfig, config: Config, page_path: str) -> list[str]:
+    """Index file paths of every folder from `page_path`'s folder up to the corpus root, deepest first."""
+    base = corpus.path
+    if base and not (page_path == base or page_path.startswith(base + "/")):
+        raise UsageError(f"{page_path} is not in corpus {corpus.name!r} ({base}/); pass a page under it")
+    folder = posixpath.dirname(page_path)
+    out = []
+    while True:
+        out.append(posixpath.join(folder, config.index_blocks.filename) if folder else config.index_blocks.filename)
+        if folder == base or not folder:
+            return out
+        folder = posixpath.dirname(folder)
+
+
+def refresh_ancestors(root: Path, corpus: CorpusConfig, config: Config, page_path: str, scaffold: bool = True) -> list[str]:
+    """Regenerate the blocks of every index file above `page_path` (repo-relative) in the corpus; with
+    `scaffold`, create the corpus's front index (title and markers) when it is missing. Files without
+    markers are left alone. Returns the repo-relative paths that changed."""
+    pages = WorktreeCorpus(Path(root), corpus, config)
+    changed = [created] if scaffold and (created := create_front_index(pages)) else []
+    for index_path in ancestor_indexes(corpus, config, page_path):
+        if (pages.root / index_path).is_file() and refresh_file(pages, index_path) and index_path not in changed:
+            changed.append(index_path)
+    return changed
+
+
+@functools.cache
+def _environment(search: tuple[str, ...]):
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(list(search)),
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["md_text"] = lambda s: re.sub(r"([\[\]\\])", r"\\\1", str(s))
+    env.filters["md_link"] = lambda s: quote(str(s), safe="/#-._~!$&'*+,;=:@")
+    return env
+
+
+def template_dirs(root: Path) -> tuple[str, ...]:
+    """Where templates are looked up: the repo's `.gitwiki/templates/`, then gitwiki's own (installed
+    as gitwiki/templates/ in the wheel, the top-level templates/ in a source checkout)."""
+    package = Path(gitwiki.__file__).parent
+    shipped = package / "templates"
+    if not shipped.is_dir():
+        shipped = package.parent / "templates"
+    return (str(root / ".gitwiki" / "templates"), str(shipped))
+
+
+def _render(root: Path, configured: str | None, **context) -> str:
+    import jinja2
+
+    if configured and not (root / configured).is_file():
+        raise UsageError(f"[index_blocks] template {configured!r} not found under {root}; fix the path in .gitwiki.toml")
+    try:
+        if configured:
+            target = (root / configured).resolve()
+            return _environment((str(target.parent),)).get_template(target.name).render(**context)
+        return _environment(template_dirs(root)).get_template(TEMPLATE_NAME).render(**context)
+    except jinja2.TemplateError as e:
+        where = f"{getattr(e, 'filename', None) or configured or TEMPLATE_NAME}:{getattr(e, 'lineno', '?')}"
+        raise UsageError(f"index block template {where}: {e}; fix the template") from None

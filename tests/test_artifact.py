@@ -1,0 +1,240 @@
+"""Index archives: pack → verify → unpack round trip, and every refusal of a hostile archive."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+
+import pytest
+
+from gitwiki.artifact import ARCHIVE_NAME, MANIFEST_NAME, pack, verify
+from gitwiki.errors import StoreError
+from gitwiki.store import DB_NAME
+
+LEXICAL = "[embeddings]\nenabled = false\n"
+
+
+@pytest.fixture
+def wiki_repo(repo, cli):
+    repo.write(".gitwiki.toml", LEXICAL)
+    for i in range(4):
+        repo.write(f"wiki/page{i}.md", f"# Page {i}\n\nThe walrus number {i} sings.\n\n## Details\n\nKelp forest {i}.\n")
+    repo.commit("pages")
+    code, _, err = cli("index", "-q", cwd=repo.path)
+    assert code == 0, err
+    return repo
+
+
+@pytest.fixture
+def archive(wiki_repo, cli, tmp_path):
+    out = tmp_path / ARCHIVE_NAME
+    code, _, err = cli("artifact", "pack", "--out", str(out), cwd=wiki_repo.path)
+    assert code == 0, err
+    return out
+
+
+def index_db(repo):
+    return repo.path / ".git" / "gitwiki" / DB_NAME
+
+
+def digest(path):
+    """What the index holds and which file it is: equal means untouched (WAL checkpoints aside)."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        content = [list(conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2")) for table in ("states", "pages", "blobs")]
+    finally:
+        conn.close()
+    return path.stat().st_ino, hashlib.sha256(repr(content).encode()).hexdigest()
+
+
+def read_archive(path):
+    with tarfile.open(path, "r:gz") as tar:
+        manifest = json.loads(tar.extractfile(MANIFEST_NAME).read())
+        db = tar.extractfile(DB_NAME).read()
+    return manifest, db
+
+
+def write_archive(path, members):
+    """members: (TarInfo, bytes | None) in order; the caller decides every header field."""
+    with tarfile.open(path, "w:gz") as tar:
+        for info, data in members:
+            if data is not None:
+                info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return path
+
+
+def regular(name, data):
+    return tarfile.TarInfo(name), data
+
+
+def manifest_bytes(manifest):
+    return json.dumps(manifest).encode()
+
+
+def test_round_trip(wiki_repo, archive, cli, tmp_path):
+    manifest, _ = read_archive(archive)
+    assert manifest["format"] == "gitwiki-index" and manifest["format_version"] == 1
+    assert manifest["model"] is None and manifest["dim"] is None
+    (corpus,) = manifest["corpora"]
+    assert corpus["name"] == "wiki" and corpus["pages"] == 4 and corpus["chunks"] == 8
+    assert corpus["commit"] == wiki_repo.git("rev-parse", "HEAD").strip()
+    assert corpus["tree"] == wiki_repo.git("rev-parse", "HEAD:wiki").strip()
+    (entry,) = manifest["files"]
+    with tarfile.open(archive, "r:gz") as tar:
+        assert [m.name for m in tar.getmembers()] == [MANIFEST_NAME, DB_NAME]
+        data = tar.extractfile(DB_NAME).read()
+    assert entry == {"path": DB_NAME, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+    code, out, _ = cli("artifact", "verify", str(archive), cwd=tmp_path)
+    assert code == 0 and "OK" in out and "4 pages, 8 chunks" in out
+
+    # A fresh clone without any index gets it from the archive and searches at once.
+    clone = tmp_path / "clone"
+    wiki_repo.git("clone", "-q", str(wiki_repo.path), str(clone))
+    code, out, err = cli("artifact", "unpack", str(archive), cwd=clone)
+    assert code == 0, err
+    code, out, _ = cli("index", "--json", cwd=clone)
+    assert json.loads(out)[0]["up_to_date"] is True  # nothing to parse: the archive is HEAD's index
+    code, out, _ = cli("ground", "--json", "walrus number 2", cwd=clone)
+    assert json.loads(out)["docs"][0]["path"] == "wiki/page2.md"
+    assert not list((clone / ".git" / "gitwiki").glob(".unpack-*"))
+
+
+def test_pack_refuses_an_empty_index(repo, tmp_path):
+    from gitwiki.wiki import Wiki
+
+    repo.write(".gitwiki.toml", LEXICAL)
+    repo.commit("config only")
+    wiki = Wiki.open(repo.path)
+    with pytest.raises(StoreError, match="run `gitwiki index` first"):
+        pack(wiki.index_dir, tmp_path / "x.tar.gz")
+    wiki.close()
+
+
+def test_pack_json_reports_path_and_counts(wiki_repo, cli, tmp_path):
+    code, out, _ = cli("artifact", "pack", "--json", cwd=wiki_repo.path)
+    report = json.loads(out)
+    assert code == 0
+    assert report["path"] == str(wiki_repo.path / ".git" / "gitwiki" / ARCHIVE_NAME)
+    assert report["manifest"]["corpora"][0]["pages"] == 4
+    assert verify(wiki_repo.path / ".git" / "gitwiki" / ARCHIVE_NAME).corpora[0].chunks == 8
+
+
+def hostile_archives(genuine, tmp_path):
+    """name → (archive, expected message fragment); each breaks exactly one rule."""
+    manifest, db = read_archive(genuine)
+    good = manifest_bytes(manifest)
+
+    def build(name, *members):
+        return write_archive(tmp_path / f"{name}.tar.gz", [regular(MANIFEST_NAME, good), *members])
+
+    def with_manifest(name, changed, db_data=db):
+        return write_archive(tmp_path / f"{name}.tar.gz", [regular(MANIFEST_NAME, manifest_bytes(changed)), regular(DB_NAME, db_data)])
+
+    def link(kind, target):
+        info = tarfile.TarInfo(DB_NAME)
+        info.type, info.linkname = kind, target
+        return info, None
+
+    def device(kind):
+        info = tarfile.TarInfo(DB_NAME)
+        info.type, info.devmajor, info.devminor = kind, 1, 3
+        return info, None
+
+    cases = {
+        "absolute": (build("absolute", regular("/tmp/evil", b"x")), "absolute path"),
+        "dotdot": (build("dotdot", regular("../evil", b"x")), "parent references"),
+        "nested-dotdot": (build("nested", regular("a/../../evil", b"x")), "parent references"),
+        "symlink": (build("symlink", link(tarfile.SYMTYPE, "/etc/passwd")), "refusing link"),
+        "hardlink": (build("hardlink", link(tarfile.LNKTYPE, MANIFEST_NAME)), "refusing link"),
+        "chardev": (build("chardev", device(tarfile.CHRTYPE)), "device"),
+        "blockdev": (build("blockdev", device(tarfile.BLKTYPE)), "device"),
+        "fifo": (build("fifo", device(tarfile.FIFOTYPE)), "device"),
+        "unlisted": (build("unlisted", regular(DB_NAME, db), regular("extra.sh", b"#!/bin/sh\n")), "does not list"),
+        "sha256": (build("sha", regular(DB_NAME, db[:-1] + bytes([db[-1] ^ 1]))), "sha256"),
+        "format": (with_manifest("format", {**manifest, "format_version": 99}), "archive format 99"),
+        "schema": (with_manifest("schema", {**manifest, "schema_version": 99}), "schema 99"),
+        "not-gitwiki": (with_manifest("foreign", {**manifest, "format": "other"}), "does not describe"),
+        "size-lie": (
+            with_manifest("size", {**manifest, "files": [{**manifest["files"][0], "size": 10}]}),
+            "manifest says 10",
+        ),
+        "manifest-not-first": (
+            write_archive(tmp_path / "order.tar.gz", [regular(DB_NAME, db), regular(MANIFEST_NAME, good)]),
+            "first member must be manifest.json",
+        ),
+        "missing-db": (build("missing"), "truncated"),
+        "duplicate": (build("dup", regular(DB_NAME, db), regular(DB_NAME, db)), "second copy"),
+        "counts": (
+            with_manifest("counts", {**manifest, "corpora": [{**manifest["corpora"][0], "pages": 5}]}),
+            "does not match the manifest",
+        ),
+        "not-gzip": ((tmp_path / "plain.tar.gz"), "not a readable"),
+    }
+    (tmp_path / "plain.tar.gz").write_bytes(b"this is no archive at all")
+    return cases
+
+
+def test_every_refusal_leaves_the_local_index_untouched(wiki_repo, archive, cli, tmp_path):
+    before = digest(index_db(wiki_repo))
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    for name, (path, message) in hostile_archives(archive, evil).items():
+        code, out, err = cli("artifact", "unpack", str(path), cwd=wiki_repo.path)
+        assert code == 4, (name, code, err)
+        assert message in err, (name, err)
+        assert err.startswith("gitwiki: error: ") and "Traceback" not in err, name
+        code, _, err = cli("artifact", "verify", str(path), cwd=tmp_path)
+        assert code == 4 and message in err, (name, err)
+        assert digest(index_db(wiki_repo)) == before, name
+        assert not list(index_db(wiki_repo).parent.glob(".unpack-*")), name
+    assert not (tmp_path / "evil" / "tmp").exists() and not (tmp_path / "evil.sh").exists()
+    code, out, _ = cli("ground", "--json", "kelp forest 3", cwd=wiki_repo.path)
+    assert code == 0 and json.loads(out)["docs"][0]["path"] == "wiki/page3.md"
+
+
+def test_size_limit(wiki_repo, archive, cli):
+    before = digest(index_db(wiki_repo))
+    code, _, err = cli("artifact", "unpack", "--max-bytes", "1000", str(archive), cwd=wiki_repo.path)
+    assert code == 4 and "over the limit of 1000" in err
+    assert digest(index_db(wiki_repo)) == before
+    code, _, err = cli("artifact", "verify", "--max-bytes", "0", str(archive), cwd=wiki_repo.path)
+    assert code == 2 and "--max-bytes" in err
+
+
+def test_model_mismatch_needs_accept_model(wiki_repo, archive, cli, monkeypatch):
+    monkeypatch.delenv("GITWIKI_MODEL", raising=False)
+    monkeypatch.delenv("GITWIKI_MODEL_PATH", raising=False)
+    before = digest(index_db(wiki_repo))
+    wiki_repo.write(".gitwiki.toml", '[embeddings]\nenabled = true\nmodel = "example/other-model"\n')
+    code, _, err = cli("artifact", "unpack", str(archive), cwd=wiki_repo.path)
+    assert code == 2
+    assert "built with no model (lexical only)" in err and "example/other-model" in err and "--accept-model" in err
+    assert digest(index_db(wiki_repo)) == before
+    code, out, err = cli("artifact", "unpack", "--accept-model", str(archive), cwd=wiki_repo.path)
+    assert code == 0, err
+    assert "installed" in out
+
+
+def test_unpack_replaces_a_live_wal_index(wiki_repo, archive, cli):
+    """The old database's WAL must not be replayed onto the new one."""
+    import sqlite3
+
+    wiki_repo.commit("more", {"wiki/extra.md": "# Extra\n\nOtters hold hands.\n"})
+    assert cli("index", "-q", cwd=wiki_repo.path)[0] == 0
+    holder = sqlite3.connect(index_db(wiki_repo))  # keeps -wal/-shm alive like a running `gitwiki serve`
+    try:
+        code, _, err = cli("artifact", "unpack", str(archive), cwd=wiki_repo.path)
+        assert code == 0, err
+    finally:
+        holder.close()
+    code, out, _ = cli("status", "--json", cwd=wiki_repo.path)
+    (corpus,) = json.loads(out)["corpora"]
+    assert corpus["pages"] == 4 and corpus["fresh"] is False  # the archive's state, one commit behind HEAD
+    code, out, _ = cli("ground", "--json", "otters hold hands", cwd=wiki_repo.path)
+    assert json.loads(out)["docs"][0]["path"] == "wiki/extra.md"  # caught up on first use

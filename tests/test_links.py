@@ -1,0 +1,53 @@
+from gitwiki.markdown.links import Link, Target, extract_links, fenced_lines, heading_slugs, html_anchors, resolve, slugify
+
+
+def test_inline_links_images_and_definitions_with_positions():
+    text = "# T\nSee [a](b.md) and ![img](p.png \"title\")\n\n[ref]: ../r.md\n  [n [x] y](<d e.md#Frag>)\n"
+    assert extract_links(text) == [
+        Link("b.md", 2, 5, "a", "link"),
+        Link("p.png", 2, 19, "img", "image"),
+        Link("../r.md", 4, 1, "ref", "definition"),
+        Link("d e.md#Frag", 5, 3, "n [x] y", "link"),
+    ]
+
+
+def test_code_comments_and_escapes_are_not_links():
+    text = "`[a](x.md)` \\[b](y.md)\n```md\n[c](z.md)\n```\n<!-- [d](w.md) -->\n~~~\n[e](v.md)\n"
+    assert extract_links(text) == []
+
+
+def test_empty_destination_and_link_spanning_lines():
+    assert extract_links("x [e]() y") == [Link("", 1, 3, "e", "link")]
+    assert extract_links("a [long\ntext](p.md)") == [Link("p.md", 1, 3, "long\ntext", "link")]
+
+
+def test_caller_given_code_lines_replace_the_fence_tracker():
+    assert extract_links("    [a](x.md)\n[b](y.md)", skip_lines={0}) == [Link("y.md", 2, 1, "b", "link")]
+
+
+def test_fenced_lines_follow_commonmark_fence_rules():
+    # a shorter run does not close; a longer one does; the other fence char does not; a backtick info
+    # string makes it no fence at all
+    lines = ["```", "x", "``", "````", "y", "~~~~", "```", "~~~~", "``` a`b", "z"]
+    assert fenced_lines(lines) == {0, 1, 2, 3, 5, 6, 7}
+
+
+def test_github_slugs():
+    assert slugify("Hello, World!") == "hello-world"
+    assert slugify("Use `foo` — here") == "use-foo--here"
+    assert slugify("Ünïcode_x 2") == "ünïcode_x-2"
+    assert heading_slugs(["A", "A", "A-1", "A"]) == ["a", "a-1", "a-1-1", "a-2"]
+
+
+def test_html_anchors():
+    assert html_anchors('<a name="setup"></a> <span id=\'x-y\'>') == {"setup", "x-y"}
+
+
+def test_resolve_relative_absolute_fragment_and_external():
+    assert resolve("wiki/a/b.md", "../c.md#x%20y") == Target("wiki/c.md", "x y", False)
+    assert resolve("wiki/a.md", "/docs/x.md?raw=1") == Target("docs/x.md", None, False)
+    assert resolve("wiki/a.md", "#top") == Target(None, "top", False)
+    assert resolve("a.md", "../../x.md") == Target("../../x.md", None, True)
+    assert resolve("wiki/a.md", "./") == Target("wiki", None, False)
+    for external in ("https://example.com/a.md", "mailto:x@y", "//cdn/x.md"):
+        assert resolve("a.md", external) is None

@@ -1,0 +1,112 @@
+import json
+
+import pytest
+
+from gitwiki.config import Config, CorpusConfig, LintConfig
+from gitwiki.lint import RULES, Finding, lint_text
+
+CONFIG = Config(corpora=(CorpusConfig(name="wiki", path="wiki"),))
+PAGES = {"wiki/index.md", "wiki/a.md", "wiki/sub/b.md"}
+LEXICAL = "[embeddings]\nenabled = false\n"
+
+
+def found(text, path="wiki/a.md", pages=PAGES, config=CONFIG, **kw):
+    return [(f.code, f.line, f.col) for f in lint_text(path, text, pages, config, **kw)]
+
+
+@pytest.mark.parametrize(
+    "code, good, bad, where",
+    [
+        ("GW001", "# T\n\n[x](a.md) ![i](p.png)\n", "# T\n\nsee [x]() and ![i](<>)\n", [(3, 5), (3, 15)]),
+        ("GW002", "# T\n\n```mermaid\ngraph TD; A-->B\n```\n", "# T\n\n  ```mermaid\n\n  ```\n", [(3, 3)]),
+        ("GW003", "# T\n## A\n### B\n# C2\n", "# T\n\n### B\n#### C\n\n###### D\n", [(3, 1), (6, 1)]),
+        ("GW004", "# T\n## A\n", "# T\n\nOther\n======\n\n # U\n", [(3, 1), (6, 2)]),
+        ("GW005", "# T\n[b](sub/b.md) [i](./index.md) [u](https://x/y.md) [s](sub/) [o](../README.md)\n",
+         "# T\n\n[m](missing.md)\n[r]: sub/nope.md\n", [(3, 1), (4, 1)]),
+        ("GW006", "# T\n## Set up, again!\n[s](#set-up-again) [b](sub/b.md#intro) [h](#anchor)\n<a name=\"anchor\"></a>\n",
+         "# T\n## Real\n\n[s](#missing)   [b](sub/b.md#nope)\n", [(4, 1), (4, 17)]),
+        ("GW008", "---\ntitle: ok\n---\n# T\n", "---\ntitle: ok\nbad: [x\n---\n# T\n", [(3, 1)]),
+    ],
+)
+def test_rule_good_and_bad_with_exact_positions(code, good, bad, where):
+    read = {"wiki/sub/b.md": "# B\n\n## Intro\n"}.get
+    assert [f for f in found(good, read=read) if f[0] == code] == []
+    assert [(line, col) for c, line, col in found(bad, read=read) if c == code] == where
+
+
+def test_orphan_needs_the_corpus_and_spares_the_front_page():
+    assert "GW007" not in [c for c, *_ in found("# A\n")]  # no `linked`: not checked
+    assert found("# A\n", linked={"wiki/sub/b.md"}) == [("GW007", 1, 1)]
+    assert found("# A\n", linked={"wiki/a.md"}) == []
+    assert found("# Home\n", path="wiki/index.md", linked=set()) == []
+    finding = lint_text("wiki/a.md", "# A\n", PAGES, CONFIG, linked=set())[0]
+    assert finding.severity == "warning" and "index" in finding.hint
+
+
+def test_finding_record_and_suggestion():
+    (f,) = lint_text("wiki/a.md", "# A\n[b](sub/bb.md)\n", PAGES, CONFIG)
+    assert f == Finding("wiki/a.md", 2, 1, "GW005", "error", "link to missing page 'sub/bb.md' (resolves to wiki/sub/bb.md)", f.hint)
+    assert "'sub/b.md'" in f.hint
+
+
+def test_links_outside_corpora_and_above_the_root():
+    assert found("# A\n[x](../src/code.md)\n") == []  # not a corpus page: cannot be checked
+    assert found("# A\n[x](../../../x.md)\n") == [("GW005", 2, 1)]
+
+
+def test_disable_inline_in_config_and_per_corpus():
+    bad = "# A\n# B\n"
+    assert found(bad) == [("GW004", 2, 1)]
+    assert found("<!-- gitwiki: disable=GW004, gw003 -->\n" + bad) == []
+    assert found(bad, config=Config(corpora=CONFIG.corpora, lint=LintConfig(disable=("multiple-h1",)))) == []
+    per_corpus = Config(corpora=(CorpusConfig(name="wiki", path="wiki", lint_disable=("GW004",)),))
+    assert found(bad, config=per_corpus) == []
+    assert found(bad, path="other/a.md", config=per_corpus) == [("GW004", 2, 1)]
+
+
+def test_rules_registry_is_complete():
+    assert sorted(RULES) == [f"GW00{i}" for i in range(1, 9)]
+    assert all(r.severity in ("error", "warning") and r.hint and r.summary for r in RULES.values())
+
+
+def _wiki(repo):
+    repo.write(".gitwiki.toml", LEXICAL)
+    repo.commit("init", {
+        "wiki/index.md": "# Home\n\n[A](a.md)\n",
+        "wiki/a.md": "# A\n\n[B](b.md#intro)\n",
+        "wiki/b.md": "# B\n\n## Intro\n",
+    })
+
+
+def test_cli_checks_links_against_the_staged_tree(repo, cli):
+    _wiki(repo)
+    repo.write("wiki/c.md", "# C\n")  # on disk, not staged
+    repo.write("wiki/a.md", "# A\n\n[B](b.md#intro) [C](c.md)\n")
+    code, out, err = cli("lint", "wiki/a.md", cwd=repo.path)
+    assert code == 1
+    assert out.splitlines()[0] == "wiki/a.md:3:17: GW005 link to missing page 'c.md' (resolves to wiki/c.md)"
+    assert "1 error(s)" in err
+    repo.git("add", "wiki/c.md")
+    assert cli("lint", "wiki/a.md", cwd=repo.path)[0] == 0
+
+
+def test_cli_all_pages_json_warnings_and_subdirectory_paths(repo, cli):
+    _wiki(repo)
+    repo.write("wiki/lonely.md", "# Lonely\n")
+    repo.git("add", "-A")
+    code, out, _ = cli("lint", "--format", "json", cwd=repo.path)
+    data = json.loads(out)
+    assert code == 0  # a warning alone does not fail
+    assert [(f["path"], f["code"], f["severity"]) for f in data["findings"]] == [("wiki/lonely.md", "GW007", "warning")]
+    assert (data["errors"], data["warnings"]) == (0, 1)
+    repo.write("wiki/b.md", "# B\n### Deep\n")
+    code, out, _ = cli("lint", "b.md", "--format", "github", cwd=repo.path / "wiki")
+    assert code == 1
+    assert out.startswith("::error file=wiki/b.md,line=2,col=1,title=GW003::heading level jumps from H1 to H3")
+
+
+def test_cli_lists_rules_and_rejects_files_outside_the_repo(repo, cli, tmp_path):
+    code, out, _ = cli("lint", "--list-rules", cwd=repo.path)
+    assert code == 0 and len(out.splitlines()) == len(RULES)
+    code, _, err = cli("lint", str(tmp_path / "elsewhere.md"), cwd=repo.path)
+    assert code == 2 and "outside the repository" in err

@@ -1,0 +1,326 @@
+"""The MCP server driven as a real subprocess (`python -m gitwiki serve`) through the SDK's stdio client."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+
+from gitwiki.search import ChunkResult, DocResult, SearchResult
+from conftest import needs_model
+
+LEXICAL = "[embeddings]\nenabled = false\n"
+DEPLOY = "# Deploy\n\nWe roll out with kubectl.[^1]\n\n## Rollback\n\nUse helm rollback to undo a release.\n\n[^1]: The runbook, section 3.\n"
+TOOLS = {
+    "list_corpora", "list_files", "list_tree", "ground", "read_markdown", "add_markdown",
+    "delete_markdown", "index", "get_footnote", "page_history",
+}
+
+
+def server_params(repo_path: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "gitwiki", "-C", str(repo_path), "serve"], env=dict(os.environ)
+    )
+
+
+@asynccontextmanager
+async def connect(repo_path: Path, errlog=None):
+    async with stdio_client(server_params(repo_path), errlog=errlog or sys.stderr) as streams:
+        async with ClientSession(*streams) as session:
+            await session.initialize()
+            yield session
+
+
+def run(fn, *args):
+    return anyio.run(fn, *args)
+
+
+async def call(session, name: str, **arguments):
+    result = await session.call_tool(name, arguments)
+    assert not result.is_error, result.content
+    return result
+
+
+async def refused(session, name: str, **arguments) -> MCPError:
+    with pytest.raises(MCPError) as info:
+        await session.call_tool(name, arguments)
+    return info.value
+
+
+@pytest.fixture
+def wiki_repo(repo):
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/guides/deploy.md": DEPLOY, "wiki/faq.md": "# FAQ\n\nAsk the platform team.\n"})
+    return repo
+
+
+def _keys(value):
+    """The nested key structure of a JSON value (list items merged), for comparing shapes."""
+    if isinstance(value, dict):
+        return {k: _keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        merged: dict = {}
+        for item in value:
+            shape = _keys(item)
+            if isinstance(shape, dict):
+                merged.update(shape)
+        return [merged]
+    return None
+
+
+def _schema_keys(schema, defs):
+    if "$ref" in schema:
+        return _schema_keys(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+    if schema.get("type") == "object":
+        return {k: _schema_keys(v, defs) for k, v in schema["properties"].items()}
+    if schema.get("type") == "array":
+        return [_schema_keys(schema["items"], defs) or {}]
+    return None
+
+
+def test_tools_annotations_instructions_and_the_ground_schema(wiki_repo):
+    async def main():
+        async with connect(wiki_repo.path) as s:
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            return s.instructions, tools
+
+    instructions, tools = run(main)
+    assert set(tools) == TOOLS
+    assert "ground" in instructions and "read_markdown" in instructions
+    read_only = {n for n, t in tools.items() if t.annotations.read_only_hint}
+    assert read_only == {"list_corpora", "list_files", "list_tree", "ground", "read_markdown", "get_footnote", "page_history"}
+    assert tools["delete_markdown"].annotations.destructive_hint is True
+    assert tools["add_markdown"].annotations.destructive_hint is False
+    assert tools["index"].annotations.idempotent_hint is True
+    for tool in tools.values():
+        for name, prop in tool.input_schema["properties"].items():
+            assert prop.get("description"), f"{tool.name}.{name} has no description"
+    assert tools["add_markdown"].input_schema["required"] == ["path", "content"]
+    # The output schema has exactly the shape of the `gitwiki ground --json` contract.
+    sample = SearchResult("q", "wiki", "abc", "lexical", [DocResult("p.md", "T", 1.0, [ChunkResult(["T"], 1, 2, 1.0, "x")])], ("p.md",))
+    schema = tools["ground"].output_schema
+    assert _schema_keys(schema, schema.get("$defs", {})) == _keys(sample.to_json())
+
+
+def test_every_read_tool_answers_with_text_and_structured_content(wiki_repo):
+    head = wiki_repo.git("rev-parse", "HEAD").strip()
+
+    async def main():
+        async with connect(wiki_repo.path) as s:
+            out = {}
+            out["corpora"] = await call(s, "list_corpora")
+            out["files"] = await call(s, "list_files")
+            out["glob"] = await call(s, "list_files", glob="guides/*")
+            out["tree"] = await call(s, "list_tree", depth=1)
+            out["ground"] = await call(s, "ground", query="helm rollback", mode="lexical")
+            out["read"] = await call(s, "read_markdown", path="guides/deploy.md", start_line=5, end_line=7)
+            out["read_repo_relative"] = await call(s, "read_markdown", path="wiki/faq.md")
+            out["footnote"] = await call(s, "get_footnote", page="guides/deploy.md", footnote_number=1)
+            out["history"] = await call(s, "page_history", path="guides/deploy.md")
+            out["index"] = await call(s, "index")
+            return out
+
+    out = run(main)
+    corpus = out["corpora"].structured_content["corpora"][0]
+    assert (corpus["name"], corpus["path"], corpus["head_commit"]) == ("wiki", "wiki", head)
+    files = out["files"].structured_content
+    assert (files["commit"], files["dirty"]) == (head, [])
+    assert files["files"] == [
+        {"path": "faq.md", "absolute_path": str(wiki_repo.path / "wiki/faq.md")},
+        {"path": "guides/deploy.md", "absolute_path": str(wiki_repo.path / "wiki/guides/deploy.md")},
+    ]
+    assert [f["path"] for f in out["glob"].structured_content["files"]] == ["guides/deploy.md"]
+    tree = out["tree"].structured_content["tree"]
+    assert (tree["pages"], tree["subdirs"][0]["path"], tree["subdirs"][0]["pages"]) == (2, "guides", 1)
+    ground = out["ground"]
+    assert ground.structured_content["docs"][0]["path"] == "wiki/guides/deploy.md"
+    assert ground.structured_content["commit"] == head
+    assert "wiki/guides/deploy.md:5-" in ground.content[0].text and "Deploy > Rollback" in ground.content[0].text
+    assert out["read"].content[0].text == "## Rollback\n\nUse helm rollback to undo a release.\n"
+    assert out["read"].structured_content["dirty"] is False
+    assert out["read_repo_relative"].content[0].text == "# FAQ\n\nAsk the platform team.\n"
+    assert out["footnote"].content[0].text == "The runbook, section 3."
+    assert out["history"].structured_content["commits"][0]["subject"] == "init"
+    assert out["index"].structured_content["reports"][0]["up_to_date"] is True
+
+
+def test_refusals_are_invalid_params_with_the_reason(wiki_repo, tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere/secret.md").write_text("# Secret\n")
+    (wiki_repo.path / "wiki/escape").symlink_to(tmp_path / "elsewhere")
+
+    async def main():
+        async with connect(wiki_repo.path) as s:
+            return [
+                await refused(s, "read_markdown", path="../README.md"),
+                await refused(s, "read_markdown", path=str(wiki_repo.path / "wiki/faq.md")),
+                await refused(s, "read_markdown", path="escape/secret.md"),
+                await refused(s, "add_markdown", path="escape/new.md", content="# x\n"),
+                await refused(s, "add_markdown", path="notes.txt", content="x"),
+                await refused(s, "add_markdown", path="big.md", content="x" * 1_000_001),
+                await refused(s, "add_markdown", path="faq.md", content="# again\n"),
+                await refused(s, "delete_markdown", path="../../etc/passwd.md"),
+                await refused(s, "read_markdown", path="nope.md"),
+                await refused(s, "get_footnote", page="faq.md", footnote_number=7),
+                await refused(s, "ground", query="   "),
+                await refused(s, "list_files", corpus="other"),
+            ]
+
+    errors = run(main)
+    assert {e.code for e in errors} == {-32602}
+    reasons = ["contains '..'", "is absolute", "outside corpus", "outside corpus", "not a markdown page",
+               "over the 1000000-byte limit", "overwrite: true", "contains '..'", "no page 'nope.md'",
+               "no footnote [^7]", "query is empty", "no corpus named 'other'"]
+    for error, reason in zip(errors, reasons):
+        assert reason in error.message, (reason, error.message)
+    assert not (tmp_path / "elsewhere/new.md").exists() and not (wiki_repo.path / "wiki/big.md").exists()
+
+
+def test_several_corpora_require_one_for_page_tools(repo):
+    repo.commit("init", {
+        ".gitwiki.toml": LEXICAL + '[[corpus]]\nname = "eng"\npath = "eng"\n[[corpus]]\nname = "ops"\npath = "ops"\n',
+        "eng/a.md": "# A\n", "ops/b.md": "# B\n",
+    })
+
+    async def main():
+        async with connect(repo.path) as s:
+            error = await refused(s, "add_markdown", path="c.md", content="# C\n")
+            written = await call(s, "add_markdown", path="c.md", content="# C\n", corpus="ops")
+            return error, written
+
+    error, written = run(main)
+    assert error.code == -32602 and "eng, ops" in error.message
+    assert written.structured_content["absolute_path"] == str(repo.path / "ops/c.md")
+
+
+def test_writes_index_lint_and_delete_through_the_server(wiki_repo):
+    async def main():
+        async with connect(wiki_repo.path) as s:
+            added = await call(s, "add_markdown", path="runbooks/pager.md", content="# Pager\n\nThe wombat alarm. See [gone](gone.md).\n")
+            found = await call(s, "ground", query="wombat alarm", mode="lexical")
+            again = await call(s, "add_markdown", path="runbooks/pager.md", content="# Pager\n\nThe koala alarm.\n", overwrite=True)
+            deleted = await call(s, "delete_markdown", path="runbooks/pager.md")
+            gone = await call(s, "ground", query="koala alarm", mode="lexical")
+            return added, found, again, deleted, gone
+
+    added, found, again, deleted, gone = run(main)
+    data = added.structured_content
+    assert (data["action"], data["path"], data["commit"]) == ("created", "runbooks/pager.md", None)
+    assert any(f["path"] == "wiki/runbooks/pager.md" and "gone.md" in f["message"] for f in data["findings"])
+    assert "lint finding" in added.content[0].text
+    assert found.structured_content["docs"][0]["path"] == "wiki/runbooks/pager.md"
+    assert "wiki/runbooks/pager.md" in found.structured_content["dirty"]
+    assert again.structured_content["action"] == "overwritten"
+    assert deleted.structured_content["action"] == "deleted"
+    assert "wiki/runbooks/pager.md" not in {d["path"] for d in gone.structured_content["docs"]}
+    assert "[Pager]" not in (wiki_repo.path / "wiki/index.md").read_text()
+
+
+def test_a_page_edited_on_disk_between_calls_is_found_by_the_next_ground(wiki_repo):
+    async def main():
+        async with connect(wiki_repo.path) as s:
+            before = await call(s, "ground", query="capybara", mode="lexical")
+            (wiki_repo.path / "wiki/faq.md").write_text("# FAQ\n\nAsk the capybara.\n")
+            edited = await call(s, "ground", query="capybara", mode="lexical")
+            wiki_repo.commit("edit faq")
+            committed = await call(s, "ground", query="capybara", mode="lexical")
+            return before, edited, committed
+
+    before, edited, committed = run(main)
+    assert before.structured_content["docs"] == []
+    assert edited.structured_content["docs"][0]["path"] == "wiki/faq.md"
+    assert edited.structured_content["dirty"] == ["wiki/faq.md"]
+    assert committed.structured_content["dirty"] == []
+    assert committed.structured_content["commit"] == wiki_repo.git("rev-parse", "HEAD").strip()
+
+
+def test_two_servers_writing_and_indexing_at_once_are_serialized(wiki_repo):
+    wiki_repo.write(".gitwiki.toml", LEXICAL + "[mcp]\ncommit_writes = true\n")
+    wiki_repo.commit("commit writes")
+
+    async def writer(prefix: str, results: list):
+        async with connect(wiki_repo.path) as s:
+            for i in range(4):
+                await call(s, "add_markdown", path=f"{prefix}/page{i}.md", content=f"# {prefix} {i}\n\nnumbat {prefix}{i}\n")
+                results.append(await call(s, "index"))
+
+    async def main():
+        results: list = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(writer, "alpha", results)
+            tg.start_soon(writer, "beta", results)
+        async with connect(wiki_repo.path) as s:
+            files = await call(s, "list_files")
+            found = await call(s, "ground", query="numbat", mode="lexical", top_files=20)
+        return results, files, found
+
+    results, files, found = run(main)
+    assert len(results) == 8
+    expected = {f"{p}/page{i}.md" for p in ("alpha", "beta") for i in range(4)}
+    assert expected <= {f["path"] for f in files.structured_content["files"]}
+    assert {d["path"] for d in found.structured_content["docs"]} - {"wiki/index.md"} == {f"wiki/{p}" for p in expected}
+    log = wiki_repo.git("log", "--format=%s").splitlines()
+    assert sum(line.startswith("gitwiki: add_markdown") for line in log) == 8  # no commit lost to a race
+    index = (wiki_repo.path / "wiki/index.md").read_text()
+    assert all(f"({p})" in index for p in expected)
+    assert wiki_repo.git("status", "--porcelain") == ""
+
+
+def test_store_faults_are_internal_errors_and_stdout_stays_clean(wiki_repo, tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    monkeypatch.setenv("GITWIKI_INDEX_DIR", str(blocker / "index"))
+    errlog = (tmp_path / "stderr.txt").open("w+")
+
+    async def main():
+        async with connect(wiki_repo.path, errlog) as s:
+            return await refused(s, "ground", query="helm")
+
+    error = run(main)
+    assert error.code == -32603 and "cannot create index dir" in error.message
+    errlog.seek(0)
+    assert "cannot create index dir" in errlog.read()
+
+
+@needs_model
+def test_hybrid_ground_with_the_model(repo):
+    repo.commit("init", {"wiki/guides/deploy.md": DEPLOY, "wiki/faq.md": "# FAQ\n\nAsk the platform team.\n"})
+
+    async def main():
+        async with connect(repo.path) as s:
+            return await call(s, "ground", query="how do I undo a bad release?")
+
+    result = run(main).structured_content
+    assert result["mode"] == "hybrid"
+    assert result["docs"][0]["path"] == "wiki/guides/deploy.md"
+
+
+def test_mcp_config_prints_client_snippets(wiki_repo, cli):
+    code, out, _ = cli("mcp", "config", cwd=wiki_repo.path)
+    entry = json.loads(out)["mcpServers"]["gitwiki"]
+    assert code == 0 and entry["args"] == ["-C", str(wiki_repo.path.resolve()), "serve"]
+    code, out, _ = cli("mcp", "config", "--project", "--name", "docs", cwd=wiki_repo.path)
+    assert json.loads(out) == {"mcpServers": {"docs": {"command": "gitwiki", "args": ["serve"]}}}
+
+
+def test_mcp_inspector_cli_lists_the_tools(wiki_repo):
+    npx = shutil.which("npx")
+    if npx is None:
+        pytest.skip("node/npx is not installed")
+    probe = subprocess.run([npx, "--offline", "--yes", "@modelcontextprotocol/inspector", "--help"], capture_output=True, text=True, timeout=60)
+    if probe.returncode != 0:
+        pytest.skip("@modelcontextprotocol/inspector is not in the npm cache and tests run offline")
+    listed = subprocess.run(
+        [npx, "--offline", "--yes", "@modelcontextprotocol/inspector", "--cli", sys.executable, "-m", "gitwiki",
+         "-C", str(wiki_repo.path), "serve", "--method", "tools/list"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert {t["name"] for t in json.loads(listed.stdout)["tools"]} == TOOLS

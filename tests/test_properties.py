@@ -1,0 +1,54 @@
+"""Property tests on generated markdown: parsing, linting and index blocks never crash; blocks are idempotent."""
+
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gitwiki.config import Config, CorpusConfig
+from gitwiki.index_blocks import START_MARKER, END_MARKER, WorktreeCorpus, page_info, rewrite
+from gitwiki.lint import lint_text
+from gitwiki.markdown.chunker import parse_page
+from gitwiki.markdown.links import extract_links
+
+CONFIG = Config(corpora=(CorpusConfig(name="wiki", path=""),))
+WORDS = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+LINE = st.one_of(
+    WORDS,
+    st.builds(lambda n, w: "#" * n + " " + w, st.integers(1, 7), WORDS),
+    st.builds(lambda t, d: f"[{t}]({d})", WORDS, st.sampled_from(["", "a.md", "#x", "../b.md#y", "<c d.md>", "http://e"])),
+    st.sampled_from(["```", "```mermaid", "~~~", "---", "===", "> quote", "- item", "    code", "`x`", "<!-- c -->",
+                     "title: [x", "<!-- gitwiki: disable=GW003 -->", START_MARKER, END_MARKER, "\r", "\t", "\\"]),
+)
+MARKDOWN = st.lists(LINE, max_size=25).map("\n".join)
+FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@FAST
+@given(MARKDOWN)
+def test_chunker_links_and_lints_never_crash(text):
+    parsed = parse_page(text, "fallback")
+    assert all(c.start_line <= c.end_line for c in parsed.chunks)
+    lines = text.split("\n")
+    for link in extract_links(text):
+        assert 1 <= link.line <= len(lines)
+    for f in lint_text("a.md", text, {"a.md", "b.md"}, CONFIG, read=lambda p: text, linked=set()):
+        assert 1 <= f.line <= len(text.replace("\r\n", "\n").split("\n")) and f.col >= 1
+    assert page_info(text, "f").title
+
+
+@FAST
+@given(pages=st.dictionaries(st.sampled_from(["a.md", "sub/b.md", "sub/deep/c.md", "z.md"]), MARKDOWN, max_size=4),
+       prose=MARKDOWN, options=st.sampled_from(["", " depth=1", " sort=title summary=false heading=3"]))
+def test_index_blocks_render_and_are_idempotent(tmp_path_factory, pages, prose, options):
+    root = Path(tmp_path_factory.mktemp("wiki"))
+    for path, text in pages.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text, encoding="utf-8")
+    clean = "\n".join(line for line in prose.split("\n") if "GITWIKI:INDEX" not in line)
+    index = f"{clean}\n<!-- GITWIKI:INDEX-START{options} -->\n{END_MARKER}\n"
+    (root / "index.md").write_text(index, encoding="utf-8")
+    corpus = WorktreeCorpus(root, CONFIG.corpora[0], CONFIG)
+    once = rewrite(index, "index.md", corpus)
+    assert once.startswith(clean + "\n") and once.endswith(f"{END_MARKER}\n")
+    assert rewrite(once, "index.md", corpus) == once

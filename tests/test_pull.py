@@ -1,0 +1,312 @@
+"""`gitwiki pull` from every source, and the catch-up that embeds only what changed since the artifact."""
+
+from __future__ import annotations
+
+import http.server
+import io
+import json
+import ssl
+import subprocess
+import threading
+import zipfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from conftest import GitRepoFixture, needs_model
+from gitwiki.artifact import ARCHIVE_NAME
+from gitwiki.markdown.chunker import parse_page
+
+LEXICAL = "[embeddings]\nenabled = false\n"
+
+
+def page(i: int, word: str = "walrus") -> str:
+    return f"# Page {i}\n\nThe {word} number {i} sings at dawn.\n"
+
+
+@pytest.fixture
+def origin(repo, cli, tmp_path):
+    """A lexical wiki with a packed archive of its HEAD index."""
+    repo.write(".gitwiki.toml", LEXICAL)
+    for i in range(3):
+        repo.write(f"wiki/p{i}.md", page(i))
+    repo.commit("pages")
+    code, _, err = cli("artifact", "pack", "--out", str(tmp_path / ARCHIVE_NAME), cwd=repo.path)
+    assert code == 0, err
+    return repo
+
+
+def clone(origin: GitRepoFixture, where: Path) -> GitRepoFixture:
+    origin.git("clone", "-q", str(origin.path), str(where))
+    return _wrap(where)
+
+
+def _wrap(path: Path) -> GitRepoFixture:
+    """The fixture's helpers over an existing checkout (a clone)."""
+    fixture = object.__new__(GitRepoFixture)
+    fixture.path = path
+    return fixture
+
+
+def pull_json(cli, cwd, *args):
+    code, out, err = cli("pull", "--json", *args, cwd=cwd)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def top_path(cli, cwd, query):
+    code, out, err = cli("ground", "--json", "--committed", query, cwd=cwd)
+    assert code == 0, err
+    return json.loads(out)["docs"][0]["path"]
+
+
+def test_pull_from_file_then_catch_up_lexically(origin, cli, tmp_path):
+    local = clone(origin, tmp_path / "clone")
+    local.commit("ahead", {"wiki/p1.md": page(1, "narwhal")})
+    report = pull_json(cli, local.path, "--from", str(tmp_path / ARCHIVE_NAME))
+    (r,) = report["reports"]
+    assert (r["added"], r["changed"], r["deleted"], r["parsed"]) == (0, 1, 0, 1)
+    assert top_path(cli, local.path, "narwhal") == "wiki/p1.md"
+
+
+def test_unknown_file_and_plain_http_are_refused(origin, cli, tmp_path):
+    code, _, err = cli("pull", "--from", str(tmp_path / "nope.tar.gz"), cwd=origin.path)
+    assert code == 3 and "no archive at" in err
+    code, _, err = cli("pull", "--from", "http://127.0.0.1:9/x.tar.gz", cwd=origin.path)
+    assert code == 2 and "https" in err
+
+
+# ---- https ---------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def serve(handler_cls, tls: ssl.SSLContext | None = None):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler_cls)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class Quiet(http.server.BaseHTTPRequestHandler):
+    routes: dict = {}
+    seen: list = []
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self.seen.append((self.path, dict(self.headers)))
+        status, headers, body = self.routes.get(self.path.split("?")[0], (404, {}, b"not found"))
+        if callable(body):
+            status, headers, body = body(self)
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )
+    return cert, key
+
+
+def test_pull_over_https(origin, cli, tmp_path, monkeypatch):
+    try:
+        cert, key = self_signed(tmp_path)
+    except (OSError, subprocess.CalledProcessError) as e:
+        pytest.skip(f"openssl cannot make a test certificate here ({e})")
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the client trusts only our test CA
+    handler = type("H", (Quiet,), {"routes": {"/wiki.tar.gz": (200, {}, (tmp_path / ARCHIVE_NAME).read_bytes())}, "seen": []})
+    local = clone(origin, tmp_path / "clone")
+    with serve(handler, tls) as server:
+        url = f"https://127.0.0.1:{server.server_address[1]}/wiki.tar.gz"
+        report = pull_json(cli, local.path, "--from", url)
+        assert report["source"] == url and report["reports"][0]["parsed"] == 0
+        code, _, err = cli("pull", "--from", url.replace("wiki.tar", "missing.tar"), cwd=local.path)
+        assert code == 3 and "404" in err
+    assert top_path(cli, local.path, "walrus number 2") == "wiki/p2.md"
+
+
+# ---- git ref ---------------------------------------------------------------------------------------------
+
+
+def test_publish_to_a_ref_then_pull_with_git_auth(origin, cli, tmp_path):
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    origin.git("remote", "add", "origin", str(bare))
+    origin.git("push", "-q", "origin", "main")
+    code, out, err = cli("publish", str(tmp_path / ARCHIVE_NAME), cwd=origin.path)
+    assert code == 0, err
+    published = subprocess.run(["git", "-C", str(bare), "rev-parse", "refs/gitwiki/index"], capture_output=True, text=True).stdout.strip()
+    assert published and published in out
+    files = subprocess.run(["git", "-C", str(bare), "ls-tree", "--name-only", "refs/gitwiki/index"], capture_output=True, text=True).stdout.split()
+    assert sorted(files) == [ARCHIVE_NAME, "manifest.json"]
+    parents = subprocess.run(["git", "-C", str(bare), "rev-list", "--parents", "-n1", "refs/gitwiki/index"], capture_output=True, text=True).stdout.split()
+    assert parents == [published]  # parentless: old archives do not pile up in history
+
+    local = _wrap(tmp_path / "clone")
+    subprocess.run(["git", "clone", "-q", str(bare), str(local.path)], check=True)
+    local.write("wiki/new.md", "# New\n\nA dugong arrives.\n")
+    report = pull_json(cli, local.path)  # default source: refs/gitwiki/index on origin
+    assert report["source"] == "git refs/gitwiki/index"
+    assert report["reports"][0]["parsed"] == 0
+    code, out, _ = cli("ground", "--json", "dugong", cwd=local.path)
+    assert json.loads(out)["docs"][0]["path"] == "wiki/new.md"  # the worktree page is searchable too
+
+    code, _, err = cli("pull", "--from", "refs/gitwiki/absent", cwd=local.path)
+    assert code == 3 and "cannot fetch refs/gitwiki/absent" in err
+
+
+# ---- GitHub REST -----------------------------------------------------------------------------------------
+
+
+def test_pull_from_github_artifact_and_release(origin, cli, tmp_path, monkeypatch):
+    archive = (tmp_path / ARCHIVE_NAME).read_bytes()
+    zipped = io.BytesIO()
+    with zipfile.ZipFile(zipped, "w") as z:
+        z.writestr(ARCHIVE_NAME, archive)
+
+    def needs_token(then):
+        def handle(request):
+            if request.headers.get("Authorization") != "Bearer sekrit":
+                return 401, {}, b'{"message": "Bad credentials"}'
+            return then(request)
+        return handle
+
+    def to_storage(path):
+        return lambda request: (302, {"Location": f"http://127.0.0.1:{request.server.server_address[1]}{path}"}, b"")
+
+    def storage(body):
+        def handle(request):
+            assert "Authorization" not in request.headers  # the token never reaches the storage host
+            return 200, {}, body
+        return handle
+
+    def listing(request):
+        base = f"http://127.0.0.1:{request.server.server_address[1]}"
+        artifacts = [
+            {"name": "gitwiki-index", "expired": True, "created_at": "2026-11-22T00:00:00Z", "archive_download_url": f"{base}/gone"},
+            {"name": "gitwiki-index", "expired": False, "created_at": "2026-11-21T00:00:00Z", "archive_download_url": f"{base}/repos/o/r/actions/artifacts/1/zip"},
+        ]
+        return 200, {"Content-Type": "application/json"}, json.dumps({"total_count": 2, "artifacts": artifacts}).encode()
+
+    def release(request):
+        base = f"http://127.0.0.1:{request.server.server_address[1]}"
+        assets = [{"name": "other.txt", "url": f"{base}/nope"}, {"name": ARCHIVE_NAME, "url": f"{base}/repos/o/r/releases/assets/7"}]
+        return 200, {}, json.dumps({"tag_name": "gitwiki-index", "assets": assets}).encode()
+
+    def asset(request):
+        assert request.headers.get("Accept") == "application/octet-stream"
+        return to_storage("/storage/asset")(request)
+
+    routes = {
+        "/repos/o/r/actions/artifacts": (0, {}, needs_token(listing)),
+        "/repos/o/r/actions/artifacts/1/zip": (0, {}, needs_token(to_storage("/storage/artifact.zip"))),
+        "/storage/artifact.zip": (0, {}, storage(zipped.getvalue())),
+        "/repos/o/r/releases/tags/gitwiki-index": (0, {}, release),
+        "/repos/o/r/releases/assets/7": (0, {}, asset),
+        "/storage/asset": (0, {}, storage(archive)),
+    }
+    handler = type("H", (Quiet,), {"routes": routes, "seen": []})
+    local = clone(origin, tmp_path / "clone")
+    local.commit("ahead", {"wiki/p2.md": page(2, "manatee")})
+    monkeypatch.delenv("GH_TOKEN", raising=False)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no `gh` to ask for a token
+    with serve(handler) as server:
+        monkeypatch.setenv("GITHUB_API_URL", f"http://127.0.0.1:{server.server_address[1]}")
+        monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+        code, _, err = cli("pull", "--from", "github-artifact", "--github-repo", "o/r", cwd=local.path)
+        assert code == 2 and "GITHUB_TOKEN" in err
+        monkeypatch.setenv("GITHUB_TOKEN", "wrong")
+        code, _, err = cli("pull", "--from", "github-artifact", "--github-repo", "o/r", cwd=local.path)
+        assert code == 2 and "401" in err
+
+        monkeypatch.setenv("GITHUB_TOKEN", "sekrit")
+        report = pull_json(cli, local.path, "--from", "github-artifact", "--github-repo", "o/r")
+        assert report["source"] == "github-artifact gitwiki-index"
+        assert report["reports"][0]["changed"] == 1 and report["reports"][0]["parsed"] == 1
+        assert "/gone" not in [path for path, _ in handler.seen]  # the expired artifact is skipped
+
+        monkeypatch.setenv("GITHUB_REPOSITORY", "o/r")  # as on a runner; no --github-repo needed
+        report = pull_json(cli, local.path, "--from", "github-release")
+        assert report["source"] == "github-release gitwiki-index" and report["reports"][0]["parsed"] == 1
+        code, _, err = cli("pull", "--from", "github-release:v9", cwd=local.path)
+        assert code == 3 and "404" in err
+    assert top_path(cli, local.path, "manatee") == "wiki/p2.md"
+
+
+def test_github_repo_from_remote_url(origin, tmp_path, monkeypatch):
+    from gitwiki.pull import github_repo_of
+
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+    origin.git("remote", "add", "origin", "git@github.com:acme/handbook.git")
+    origin.git("remote", "add", "mirror", "https://github.com/acme/mirror")
+    origin.git("remote", "add", "elsewhere", "https://gitlab.example/acme/x.git")
+    assert github_repo_of(origin.path, "origin") == "acme/handbook"
+    assert github_repo_of(origin.path, "mirror") == "acme/mirror"
+    from gitwiki.errors import UsageError
+
+    with pytest.raises(UsageError, match="--github-repo"):
+        github_repo_of(origin.path, "elsewhere")
+
+
+# ---- the point of it all: catch-up embeds only what changed -------------------------------------------
+
+
+@needs_model
+def test_catch_up_embeds_only_changed_and_dirty_pages(repo, cli, tmp_path):
+    from gitwiki.pull import pull
+    from gitwiki.wiki import Wiki
+
+    topics = ["glaciers", "volcanoes", "coral reefs", "deserts", "rainforests", "tundra", "savannas", "mangroves"]
+    for i, topic in enumerate(topics):
+        repo.write(f"wiki/{i}.md", f"# {topic.title()}\n\nNotes on {topic} and their climate.\n\n## Visiting\n\nHow to visit {topic}.\n")
+    repo.commit("wiki")
+    archive = tmp_path / ARCHIVE_NAME
+    code, _, err = cli("artifact", "pack", "--out", str(archive), cwd=repo.path)
+    assert code == 0, err
+    full = Wiki.open(repo.path).status()[0].chunks
+
+    # Three commits past the artifact: one page changed, one added, one deleted; then a dirty page.
+    changed = "# Glaciers\n\nNotes on glaciers and their climate.\n\n## Calving\n\nIcebergs break off the glacier snout.\n"
+    added = "# Comets\n\nA comet's tail always points away from the sun.\n"
+    dirty = "# Deserts\n\nNotes on deserts and their climate.\n\n## Visiting\n\nCarry four litres of water per day.\n"
+    repo.commit("change", {"wiki/0.md": changed})
+    repo.commit("add", {"wiki/comets.md": added})
+    (repo.path / "wiki/5.md").unlink()
+    repo.commit("delete")
+    local = _wrap(tmp_path / "clone")
+    repo.git("clone", "-q", str(repo.path), str(local.path))
+    local.write("wiki/3.md", dirty)
+
+    report = pull(Wiki.open(local.path), str(archive))
+    (r,) = report.reports
+    assert (r.added, r.changed, r.deleted, r.parsed) == (1, 1, 1, 2)
+    # Only chunk texts the artifact lacks: the new section of 0.md and the whole of comets.md.
+    assert r.embedded == 1 + len(parse_page(added).chunks) == 2
+    assert report.worktree_embedded == 1  # the dirty page's changed section only
+    assert r.embedded + report.worktree_embedded < full
+
+    for query, path in (("icebergs breaking off", "wiki/0.md"), ("comet tail direction", "wiki/comets.md"),
+                        ("how much water to carry", "wiki/3.md")):
+        code, out, err = cli("ground", "--json", "--mode", "dense", query, cwd=local.path)
+        assert code == 0, err
+        assert json.loads(out)["docs"][0]["path"] == path, (query, out)
+    code, out, _ = cli("index", "--json", cwd=local.path)
+    assert json.loads(out)[0]["up_to_date"] is True
