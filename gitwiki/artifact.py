@@ -29,7 +29,7 @@ from typing import IO, NamedTuple
 
 from gitwiki import __version__
 from gitwiki.errors import StoreError, UsageError
-from gitwiki.store import DB_NAME, SCHEMA_VERSION, writer_lock
+from gitwiki.store import DB_NAME, SCHEMA_VERSION, Store, writer_lock
 
 FORMAT = "gitwiki-index"
 FORMAT_VERSION = 1
@@ -149,7 +149,7 @@ def pack(index_dir: Path, out: Path) -> Manifest:
 
 
 def _compact(snapshot: Path) -> tuple[str | None, int | None, tuple[CorpusEntry, ...]]:
-    """Drop what the receiver cannot use (vectors of other models or dropped chunks); read the counts."""
+    """Drop what the receiver must not or cannot use; read the counts."""
     conn = sqlite3.connect(snapshot, isolation_level=None)
     try:
         states = conn.execute("SELECT corpus, commit_id, tree, model FROM states ORDER BY corpus").fetchall()
@@ -159,6 +159,8 @@ def _compact(snapshot: Path) -> tuple[str | None, int | None, tuple[CorpusEntry,
         if len(models) > 1:
             raise StoreError(f"corpora were indexed with different models ({', '.join(sorted(models))}); run `gitwiki index`")
         model = next(iter(models), None)
+        # Pages parsed from the worktree (uncommitted drafts) are in the store but in no state: not shipped.
+        Store(snapshot.parent, conn).gc()
         conn.execute(
             "DELETE FROM vectors WHERE model IS NOT ? OR hash NOT IN (SELECT hash FROM chunks)", (model,)
         )

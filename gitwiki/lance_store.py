@@ -37,7 +37,7 @@ class ExportReport(NamedTuple):
 
 def _connect(uri: str):
     # lance logs routine events ("no existing dataset, it will be created") as warnings on stderr.
-    os.environ.setdefault("RUST_LOG", "error")
+    os.environ.setdefault("LANCEDB_LOG", "error")
     import lancedb
 
     try:

@@ -62,7 +62,7 @@ def parse_source(text: str | None) -> Source:
     if text.startswith("refs/"):
         return Source("git", text)
     if text.startswith("http://"):
-        raise UsageError(f"refusing {text}: an index is code for your agents, fetch it over https")
+        raise UsageError(f"refusing plain http ({text}): use https, so the archive cannot be altered in transit")
     if text.startswith("https://"):
         return Source("https", text)
     for kind, default in (("github-artifact", DEFAULT_ARTIFACT), ("github-release", DEFAULT_RELEASE_TAG)):
@@ -84,19 +84,22 @@ def pull(
     """Install the artifact from `source` as the index of `wiki` and bring it up to date."""
     started = time.perf_counter()
     src = parse_source(source)
-    wiki.close()  # the database file is about to be replaced
+    _forget_store(wiki)  # the database file is about to be replaced
     index_dir = wiki.index_dir
     index_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".pull-", dir=index_dir) as tmp:
         archive = fetch(wiki, src, Path(tmp), remote=remote, github_repo=github_repo, max_bytes=max_bytes)
         manifest = artifact.unpack(archive, index_dir, wiki.wanted_model(), accept_model, max_bytes)
-    caught_up = Wiki(wiki.repo, wiki.config)
-    try:
-        reports = caught_up.index(lexical=lexical)
-        embedded = 0 if lexical else catch_up_worktree(caught_up)
-    finally:
-        caught_up.close()
+    reports = wiki.index(lexical=lexical)
+    embedded = 0 if lexical else catch_up_worktree(wiki)
     return PullReport(str(src), manifest, reports, embedded, time.perf_counter() - started)
+
+
+def _forget_store(wiki: Wiki) -> None:
+    """Close the wiki's connection and drop its cached store and searcher; the next use reopens them."""
+    wiki.close()
+    for name in ("store", "searcher"):
+        wiki.__dict__.pop(name, None)
 
 
 def catch_up_worktree(wiki: Wiki) -> int:

@@ -105,6 +105,23 @@ def test_round_trip(wiki_repo, archive, cli, tmp_path):
     assert not list((clone / ".git" / "gitwiki").glob(".unpack-*"))
 
 
+def test_uncommitted_pages_are_not_shipped(wiki_repo, cli, tmp_path):
+    import sqlite3
+
+    wiki_repo.write("wiki/draft.md", "# Draft\n\nThe zanzibar merger is confidential.\n")
+    code, out, _ = cli("ground", "--json", "zanzibar merger", cwd=wiki_repo.path)
+    assert json.loads(out)["docs"][0]["path"] == "wiki/draft.md"  # parsed into the local store
+    out_path = tmp_path / "a.tar.gz"
+    assert cli("artifact", "pack", "--out", str(out_path), cwd=wiki_repo.path)[0] == 0
+    _, db = read_archive(out_path)
+    (tmp_path / "db.sqlite").write_bytes(db)
+    conn = sqlite3.connect(tmp_path / "db.sqlite")
+    assert conn.execute("SELECT count(*) FROM chunks WHERE text LIKE '%zanzibar%'").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM fts WHERE fts MATCH 'zanzibar'").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == 8
+    conn.close()
+
+
 def test_pack_refuses_an_empty_index(repo, tmp_path):
     from gitwiki.wiki import Wiki
 

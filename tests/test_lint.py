@@ -110,3 +110,18 @@ def test_cli_lists_rules_and_rejects_files_outside_the_repo(repo, cli, tmp_path)
     assert code == 0 and len(out.splitlines()) == len(RULES)
     code, _, err = cli("lint", str(tmp_path / "elsewhere.md"), cwd=repo.path)
     assert code == 2 and "outside the repository" in err
+
+
+def test_lint_and_index_blocks_do_not_import_heavy_modules(repo):
+    import subprocess
+    import sys
+
+    _wiki(repo)
+    probe = (
+        "import sys; from gitwiki.cli import main\n"
+        "main(['lint', 'wiki/a.md']); main(['index-blocks', 'wiki/index.md'])\n"
+        "heavy = [m for m in ('numpy', 'lancedb', 'fastembed', 'onnxruntime', 'mcp', 'gitwiki.wiki', 'gitwiki.search', 'gitwiki.embed') if m in sys.modules]\n"
+        "print('heavy:', heavy)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=repo.path, capture_output=True, text=True)
+    assert "heavy: []" in done.stdout, done.stdout + done.stderr

@@ -33,7 +33,7 @@ def test_chunker_links_and_lints_never_crash(text):
     for link in extract_links(text):
         assert 1 <= link.line <= len(lines)
     for f in lint_text("a.md", text, {"a.md", "b.md"}, CONFIG, read=lambda p: text, linked=set()):
-        assert 1 <= f.line <= len(text.replace("\r\n", "\n").split("\n")) and f.col >= 1
+        assert 1 <= f.line <= len(text.replace("\r\n", "\n").replace("\r", "\n").split("\n")) and f.col >= 1
     assert page_info(text, "f").title
 
 

@@ -70,6 +70,26 @@ def test_pull_from_file_then_catch_up_lexically(origin, cli, tmp_path):
     assert top_path(cli, local.path, "narwhal") == "wiki/p1.md"
 
 
+def test_a_wiki_that_already_searched_keeps_working_after_pull(origin, tmp_path):
+    from gitwiki.pull import pull
+    from gitwiki.wiki import Wiki
+
+    local = clone(origin, tmp_path / "clone")
+    wiki = Wiki.open(local.path)
+    assert wiki.search("walrus number 1").docs[0].path == "wiki/p1.md"  # builds and opens a local index
+    local.commit("ahead", {"wiki/p0.md": page(0, "beluga")})
+    report = pull(wiki, str(tmp_path / ARCHIVE_NAME))
+    assert report.reports[0].parsed == 1
+    assert wiki.search("beluga").docs[0].path == "wiki/p0.md"
+    wiki.close()
+
+
+def test_relative_file_source_follows_dash_c(origin, cli, tmp_path):
+    local = clone(origin, tmp_path / "clone")
+    (local.path.parent / "copy.tar.gz").write_bytes((tmp_path / ARCHIVE_NAME).read_bytes())
+    assert pull_json(cli, local.path, "--from", "../copy.tar.gz")["source"] == str(tmp_path / "copy.tar.gz")
+
+
 def test_unknown_file_and_plain_http_are_refused(origin, cli, tmp_path):
     code, _, err = cli("pull", "--from", str(tmp_path / "nope.tar.gz"), cwd=origin.path)
     assert code == 3 and "no archive at" in err

@@ -47,7 +47,7 @@ def register(sub) -> None:
     summary.set_defaults(func=summary_command)
 
 
-def _max_bytes(args: argparse.Namespace) -> int:
+def max_bytes_arg(args: argparse.Namespace) -> int:
     from gitwiki.artifact import MAX_BYTES
     from gitwiki.errors import UsageError
 
@@ -87,7 +87,7 @@ def pack_command(args: argparse.Namespace) -> int:
 def verify_command(args: argparse.Namespace) -> int:
     from gitwiki.artifact import verify
 
-    manifest = verify(_path(args, args.file), _max_bytes(args))
+    manifest = verify(_path(args, args.file), max_bytes_arg(args))
     print(json.dumps(manifest.to_json(), indent=2) if args.json else f"{args.file}: OK, {describe(manifest)}")
     return 0
 
@@ -97,7 +97,7 @@ def unpack_command(args: argparse.Namespace) -> int:
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
-    manifest = unpack(_path(args, args.file), wiki.index_dir, wiki.wanted_model(), args.accept_model, _max_bytes(args))
+    manifest = unpack(_path(args, args.file), wiki.index_dir, wiki.wanted_model(), args.accept_model, max_bytes_arg(args))
     if args.json:
         print(json.dumps(manifest.to_json(), indent=2))
     else:

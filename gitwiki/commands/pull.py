@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 
 def register(sub) -> None:
@@ -24,15 +25,18 @@ def register(sub) -> None:
 
 
 def pull_command(args: argparse.Namespace) -> int:
-    from gitwiki.commands.artifact import _max_bytes, describe
+    from gitwiki.commands.artifact import describe, max_bytes_arg
     from gitwiki.commands.index import summary
-    from gitwiki.pull import pull
+    from gitwiki.pull import parse_source, pull
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
+    source = args.source
+    if source and parse_source(source).kind == "file":  # relative to -C DIR, like every path argument
+        source = str(Path(args.chdir, source).resolve())
     report = pull(
-        wiki, args.source, remote=args.remote, github_repo=args.github_repo,
-        accept_model=args.accept_model, max_bytes=_max_bytes(args), lexical=args.lexical,
+        wiki, source, remote=args.remote, github_repo=args.github_repo,
+        accept_model=args.accept_model, max_bytes=max_bytes_arg(args), lexical=args.lexical,
     )
     if args.json:
         print(json.dumps({

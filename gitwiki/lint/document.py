@@ -45,7 +45,7 @@ class Document:
 
 
 def parse(path: str, text: str) -> Document:
-    text = text.replace("\r\n", "\n")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # markdown-it ends lines at a lone CR too
     lines = text.split("\n")
     fm = split_front_matter(text)
     offset = fm.body_line - 1  # body line i is file line i + offset (0-based)
