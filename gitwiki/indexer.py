@@ -54,7 +54,8 @@ def is_current(state: State | None, tree: str, model: str | None) -> bool:
 
 def ensure_blobs(store: Store, sources: dict[str, Callable[[], bytes]], progress: Progress | None = None) -> int:
     """Parse and store every blob in `sources` the store lacks; returns how many were parsed."""
-    missing = [b for b in sources if b not in store.known_blobs(sources)]
+    known = store.known_blobs(sources)  # one query for all, not one per blob
+    missing = [b for b in sources if b not in known]
     with store.write():
         for i, blob in enumerate(missing, 1):
             text = sources[blob]().decode("utf-8", errors="replace")

@@ -195,6 +195,13 @@ class Store:
             out.update((r[0], _chunk_row(r)) for r in self.conn.execute(q, batch))
         return out
 
+    def chunk_blobs(self, ids: Iterable[int]) -> dict[int, str]:
+        """chunk id → blob id: what ranking needs, without loading chunk texts."""
+        out = {}
+        for batch in _batches(list(ids)):
+            out.update(self.conn.execute(f"SELECT id, blob FROM chunks WHERE id IN ({','.join('?' * len(batch))})", batch))
+        return out
+
     # ---- vectors ---------------------------------------------------------------------------------
 
     def missing_vectors(self, model: str, blobs: Iterable[str]) -> list[tuple[str, str]]:

@@ -209,8 +209,9 @@ def test_pull_request_builds_and_verifies_but_does_not_publish(workspace, tmp_pa
 
 
 def test_artifact_and_release_publishing(workspace, tmp_path):
-    runner = Runner(tmp_path / "artifact", workspace.path, {"publish": "artifact"}, event="push")
+    runner = Runner(tmp_path / "artifact", workspace.path, {"publish": "artifact", "cache": "false"}, event="push")
     outputs = runner.run()
+    assert "actions/cache@v5" not in dict(runner.used)
     upload = dict(runner.used)["actions/upload-artifact@v5"]
     assert upload["name"] == "gitwiki-index" and upload["path"] == outputs["artifact-path"]
     assert "github-artifact" in runner.summary

@@ -330,3 +330,21 @@ def test_catch_up_embeds_only_changed_and_dirty_pages(repo, cli, tmp_path):
         assert json.loads(out)["docs"][0]["path"] == path, (query, out)
     code, out, _ = cli("index", "--json", cwd=local.path)
     assert json.loads(out)[0]["up_to_date"] is True
+
+
+def test_token_comes_from_the_environment_or_gh(tmp_path, monkeypatch):
+    from gitwiki.pull import github_token
+
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    gh = shims / "gh"
+    gh.write_text('#!/bin/sh\n[ "$1 $2" = "auth token" ] && echo gho_from_gh\n')
+    gh.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shims}:/usr/bin:/bin")
+    monkeypatch.delenv("GH_TOKEN", raising=False)
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_env")
+    assert github_token() == "ghp_env"
+    monkeypatch.delenv("GITHUB_TOKEN")
+    assert github_token() == "gho_from_gh"
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert github_token() is None

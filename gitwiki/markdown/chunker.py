@@ -1,8 +1,7 @@
 """Split a page into search chunks on H1/H2/H3, with breadcrumbs and 1-based line ranges.
 
 Deeper headings stay inside their H3 chunk, code fences are never split, and a section longer than
-the embedding window is cut at block boundaries into pieces that repeat the section's breadcrumb; a
-lone paragraph longer than the window is cut at sentence ends, so the embedder reads all of it.
+the embedding window is cut at block boundaries into pieces that repeat the section's breadcrumb.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ SPLIT_LEVELS = ("h1", "h2", "h3")
 # MiniLM-class models read 256 word pieces; leave room for the breadcrumb line.
 MAX_PIECES = 200
 _PIECE = re.compile(r"\w+|[^\w\s]")
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=\S)")
 
 
 class Chunk(NamedTuple):
@@ -69,7 +67,7 @@ def parse_page(text: str, fallback_title: str = "") -> ParsedPage:
     fm = split_front_matter(text.replace("\r\n", "\n"))
     body_lines = fm.body.split("\n")
     tokens = parser().parse(fm.body)
-    headings, blocks, paragraphs = _outline(tokens)
+    headings, blocks = _outline(tokens)
     first_h1 = next((h.text for h in headings if h.level == 1 and h.text), None)
     title = meta_str(fm.meta, "title") or first_h1 or fallback_title
     chunks = []
@@ -83,10 +81,7 @@ def parse_page(text: str, fallback_title: str = "") -> ParsedPage:
             body = "\n".join(lines)
             if not body.strip():
                 continue
-            lone_paragraph = piece_start in paragraphs and not any(piece_start < b[0] < piece_end for b in section_blocks)
-            for a, b in _sentence_runs(body) if lone_paragraph else [(0, len(body))]:
-                first = piece_start + offset + body.count("\n", 0, a)
-                chunks.append(Chunk(len(chunks), crumb, level, first, first + body.count("\n", a, b), body[a:b]))
+            chunks.append(Chunk(len(chunks), crumb, level, piece_start + offset, piece_start + len(lines) - 1 + offset, body))
     chunks = _drop_bare_headings(chunks)
     return ParsedPage(
         title=title,
@@ -97,20 +92,17 @@ def parse_page(text: str, fallback_title: str = "") -> ParsedPage:
     )
 
 
-def _outline(tokens) -> tuple[list[Heading], list[tuple[int, int]], set[int]]:
-    """Top-level H1–H3 headings, the line spans of every top-level block, and where paragraphs start."""
+def _outline(tokens) -> tuple[list[Heading], list[tuple[int, int]]]:
+    """Top-level H1–H3 headings and the line spans of every top-level block."""
     headings: list[Heading] = []
     blocks: list[tuple[int, int]] = []
-    paragraphs: set[int] = set()
     for i, tok in enumerate(tokens):
         if tok.level != 0 or tok.map is None or tok.nesting == -1:
             continue
         blocks.append((tok.map[0], tok.map[1]))
-        if tok.type == "paragraph_open":
-            paragraphs.add(tok.map[0])
         if tok.type == "heading_open" and tok.tag in SPLIT_LEVELS:
             headings.append(Heading(int(tok.tag[1]), inline_text(tokens[i + 1]), tok.map[0]))
-    return headings, blocks, paragraphs
+    return headings, blocks
 
 
 def _sections(headings: list[Heading], n_lines: int):
@@ -140,29 +132,6 @@ def _pieces(lines: list[str], start: int, end: int, blocks: list[tuple[int, int]
             piece_start, size = b_start, 0
         size += cost
     yield piece_start, end
-
-
-def _sentence_runs(text: str) -> list[tuple[int, int]]:
-    """Character spans of `text` cut at sentence ends into runs of similar size that fit MAX_PIECES.
-
-    Even runs (two halves rather than a full window and a scrap) give the embedder and BM25 chunks
-    of comparable weight; a single sentence longer than the window stays whole (the model truncates).
-    """
-    total = estimate_pieces(text)
-    if total <= MAX_PIECES:
-        return [(0, len(text))]
-    target = total / -(-total // MAX_PIECES)
-    ends = [m.start() for m in _SENTENCE_END.finditer(text)] + [len(text)]
-    runs, start, size, prev = [], 0, 0, 0
-    for end in ends:
-        cost = estimate_pieces(text[prev:end])
-        if size and (size + cost > MAX_PIECES or size >= target):
-            runs.append((start, prev))
-            start, size = prev + len(text[prev:end]) - len(text[prev:end].lstrip()), 0
-        size += cost
-        prev = end
-    runs.append((start, len(text)))
-    return runs
 
 
 def _drop_bare_headings(chunks: list[Chunk]) -> list[Chunk]:
