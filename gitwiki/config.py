@@ -35,7 +35,7 @@ class CorpusConfig:
 @dataclass(frozen=True)
 class SearchConfig:
     mode: str = "hybrid"
-    fusion: str = "rrf"
+    fusion: str = "score"  # min-max score fusion beat RRF on Cranfield and tldr (docs/benchmarks.md)
     top_files: int = 5
     chunks_per_file: int = 3
     limit: int = 50

@@ -15,9 +15,10 @@ from beir_eval import load_beir, page_name, page_text  # noqa: E402
 CRANFIELD = ROOT.parent / "shared" / "eval" / "cranfield"
 QUERIES = 40
 DISTRACTORS = 160
-# Measured on this slice (2026-11-23, MiniLM, default hybrid fusion): nDCG@10 = see NDCG_MEASURED.
-NDCG_MEASURED = None
-NDCG_FLOOR = 0.0
+# Measured on this slice: 0.647 (2026-11-23, offline MiniLM, hybrid with the default score fusion);
+# the floor leaves room for another CPU's float noise, not for a ranking regression.
+NDCG_MEASURED = 0.647
+NDCG_FLOOR = 0.60
 
 
 @pytest.fixture(scope="module")

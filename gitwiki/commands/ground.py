@@ -22,7 +22,7 @@ def register(sub) -> None:
     p.add_argument("--json", dest="format", action="store_const", const="json", help="shorthand for --format json")
     p.add_argument("--full", action="store_true", help="whole chunk bodies instead of snippets")
     p.add_argument("--snippet-chars", type=int, metavar="N", help="snippet length (default 240)")
-    p.add_argument("--fusion", choices=("rrf", "score"), help="how lexical and dense rankings combine (default rrf)")
+    p.add_argument("--fusion", choices=("rrf", "score"), help="how lexical and dense rankings combine (default from [search] fusion: score)")
     p.add_argument("--at", metavar="REV", help="search the corpus as of a commit, branch or tag")
     p.add_argument("--committed", action="store_true", help="ignore uncommitted and untracked pages")
     p.set_defaults(func=ground)
