@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import subprocess
 from pathlib import Path
 from typing import NamedTuple
 
 import pygit2
 
 from gitwiki.config import CorpusConfig
-from gitwiki.errors import NotFoundError
+from gitwiki.errors import NotFoundError, UsageError
 
 # A path → blob id listing of one corpus state, paths relative to the repo root.
 PageMap = dict[str, str]
@@ -27,6 +28,33 @@ class HistoryEntry(NamedTuple):
     email: str
     date: str  # ISO 8601
     subject: str
+
+
+class GitRun(NamedTuple):
+    ok: bool
+    out: str  # stdout as text ("" when it was sent to a file)
+    error: str  # the last line git wrote to stderr, or its exit status
+
+
+def run_git(root: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None, stdout=subprocess.PIPE) -> GitRun:
+    """Run the git CLI where pygit2 is the wrong tool: fetch and push must use the user's own auth set-up.
+
+    Callers turn a failed run into the error that fits them.
+    """
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args],
+            input=stdin.encode() if stdin is not None else None,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **(env or {})},
+            check=False,
+        )
+    except FileNotFoundError:
+        raise UsageError("the git command is not installed; install git to fetch, publish or pull index refs") from None
+    lines = done.stderr.decode(errors="replace").strip().splitlines()
+    out = done.stdout.decode() if isinstance(done.stdout, bytes) else ""
+    return GitRun(done.returncode == 0, out, lines[-1] if lines else f"git exit {done.returncode}")
 
 
 def matches(corpus: CorpusConfig, path: str) -> bool:

@@ -7,12 +7,11 @@ server's gc drops them, so the ref never grows a history of multi-megabyte blobs
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 from gitwiki import artifact
 from gitwiki.errors import UsageError
+from gitwiki.gitrepo import run_git
 
 COMMITTER = {"GIT_AUTHOR_NAME": "gitwiki", "GIT_AUTHOR_EMAIL": "gitwiki@users.noreply.github.com"}
 
@@ -40,11 +39,7 @@ def push(root: Path, remote: str, ref: str) -> None:
 
 
 def _git(root: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(root), *args], input=stdin, capture_output=True, text=True,
-        env={**os.environ, **(env or {})}, check=False,
-    )
-    if done.returncode != 0:
-        detail = done.stderr.strip().splitlines()
-        raise UsageError(f"git {args[0]} failed ({detail[-1] if detail else done.returncode}); check the repository and remote")
-    return done.stdout.strip()
+    run = run_git(root, *args, stdin=stdin, env=env)
+    if not run.ok:
+        raise UsageError(f"git {args[0]} failed ({run.error}); check the repository and remote")
+    return run.out.strip()

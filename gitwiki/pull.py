@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 from gitwiki import artifact
 from gitwiki.errors import NotFoundError, StoreError, UsageError
+from gitwiki.gitrepo import run_git
 from gitwiki.indexer import IndexReport, ensure_vectors, worktree_overlay
 from gitwiki.wiki import Wiki
 
@@ -150,15 +151,10 @@ def fetch_git_ref(root: Path, remote: str, ref: str, out: Path) -> None:
 
 
 def _git(root: Path, *args: str, failure: str, stdout=subprocess.PIPE) -> str:
-    try:
-        done = subprocess.run(["git", "-C", str(root), *args], stdout=stdout, stderr=subprocess.PIPE, text=False, check=False)
-    except FileNotFoundError:
-        raise UsageError("the git command is not installed; install git to pull from a ref") from None
-    if done.returncode != 0:
-        detail = done.stderr.decode(errors="replace").strip().splitlines()
-        raise NotFoundError(f"{failure} ({detail[-1] if detail else f'git exit {done.returncode}'}); "
-                            "check the remote and that CI published the index, or pass --from")
-    return done.stdout.decode() if isinstance(done.stdout, bytes) else ""
+    run = run_git(root, *args, stdout=stdout)
+    if not run.ok:
+        raise NotFoundError(f"{failure} ({run.error}); check the remote and that CI published the index, or pass --from")
+    return run.out
 
 
 def github_repo_of(root: Path, remote: str) -> str:

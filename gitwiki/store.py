@@ -141,13 +141,13 @@ class Store:
 
     # ---- blobs and chunks ------------------------------------------------------------------------
 
+    def _select_in(self, sql: str, keys: Iterable, before: tuple = (), after: tuple = ()):
+        """Rows of `sql`, whose `{marks}` is an IN list over `keys`, in batches (SQLite caps bound parameters)."""
+        for batch in _batches(list(keys)):
+            yield from self.conn.execute(sql.format(marks=_marks(batch)), [*before, *batch, *after])
+
     def known_blobs(self, blobs: Iterable[str]) -> set[str]:
-        blobs = list(blobs)
-        found: set[str] = set()
-        for batch in _batches(blobs):
-            q = f"SELECT blob FROM blobs WHERE blob IN ({','.join('?' * len(batch))})"
-            found.update(r[0] for r in self.conn.execute(q, batch))
-        return found
+        return {r[0] for r in self._select_in("SELECT blob FROM blobs WHERE blob IN ({marks})", blobs)}
 
     def add_blob(self, blob: str, page: ParsedPage) -> None:
         """Insert one page version's chunks (call inside `write()`)."""
@@ -174,33 +174,19 @@ class Store:
             )
 
     def blob_info(self, blobs: Iterable[str]) -> dict[str, BlobInfo]:
-        out = {}
-        for batch in _batches(list(blobs)):
-            q = f"SELECT blob, title, tags, description FROM blobs WHERE blob IN ({','.join('?' * len(batch))})"
-            for blob, title, tags, description in self.conn.execute(q, batch):
-                out[blob] = BlobInfo(title, tuple(json.loads(tags)), description)
-        return out
+        rows = self._select_in("SELECT blob, title, tags, description FROM blobs WHERE blob IN ({marks})", blobs)
+        return {blob: BlobInfo(title, tuple(json.loads(tags)), description) for blob, title, tags, description in rows}
 
     def chunks_of(self, blobs: Iterable[str]) -> list[ChunkRow]:
-        out = []
-        for batch in _batches(list(blobs)):
-            q = f"SELECT {_CHUNK_COLS} FROM chunks WHERE blob IN ({','.join('?' * len(batch))}) ORDER BY id"
-            out.extend(_chunk_row(r) for r in self.conn.execute(q, batch))
-        return out
+        rows = self._select_in(f"SELECT {_CHUNK_COLS} FROM chunks WHERE blob IN ({{marks}})", blobs)
+        return sorted((_chunk_row(r) for r in rows), key=lambda row: row.id)
 
     def chunks_by_id(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
-        out = {}
-        for batch in _batches(list(ids)):
-            q = f"SELECT {_CHUNK_COLS} FROM chunks WHERE id IN ({','.join('?' * len(batch))})"
-            out.update((r[0], _chunk_row(r)) for r in self.conn.execute(q, batch))
-        return out
+        return {r[0]: _chunk_row(r) for r in self._select_in(f"SELECT {_CHUNK_COLS} FROM chunks WHERE id IN ({{marks}})", ids)}
 
     def chunk_blobs(self, ids: Iterable[int]) -> dict[int, str]:
         """chunk id → blob id: what ranking needs, without loading chunk texts."""
-        out = {}
-        for batch in _batches(list(ids)):
-            out.update(self.conn.execute(f"SELECT id, blob FROM chunks WHERE id IN ({','.join('?' * len(batch))})", batch))
-        return out
+        return dict(self._select_in("SELECT id, blob FROM chunks WHERE id IN ({marks})", ids))
 
     # ---- vectors ---------------------------------------------------------------------------------
 
@@ -208,14 +194,13 @@ class Store:
         """(hash, text to embed) for chunks of `blobs` that have no vector for `model`, deduplicated."""
         need: dict[str, str] = {}
         titles = {b: info.title for b, info in self.blob_info(blobs).items()}
-        for batch in _batches(list(titles)):
-            q = (
-                f"SELECT c.blob, c.hash, c.breadcrumb, c.text FROM chunks c WHERE c.blob IN ({','.join('?' * len(batch))}) "
-                "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model = ? AND v.hash = c.hash)"
-            )
-            for blob, h, crumb, text in self.conn.execute(q, [*batch, model]):
-                if h not in need:
-                    need[h] = embed_text(tuple(json.loads(crumb)), text, titles[blob])
+        q = (
+            "SELECT c.blob, c.hash, c.breadcrumb, c.text FROM chunks c WHERE c.blob IN ({marks}) "
+            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model = ? AND v.hash = c.hash)"
+        )
+        for blob, h, crumb, text in self._select_in(q, titles, after=(model,)):
+            if h not in need:
+                need[h] = embed_text(tuple(json.loads(crumb)), text, titles[blob])
         return list(need.items())
 
     def put_vectors(self, model: str, hashes: list[str], matrix) -> None:
@@ -228,14 +213,10 @@ class Store:
         """(chunk ids, concatenated float32 vectors, count) for the chunks of `blobs` that have one."""
         ids: list[int] = []
         parts: list[bytes] = []
-        for batch in _batches(list(blobs)):
-            q = (
-                "SELECT c.id, v.vec FROM chunks c JOIN vectors v ON v.model = ? AND v.hash = c.hash "
-                f"WHERE c.blob IN ({','.join('?' * len(batch))})"
-            )
-            for cid, vec in self.conn.execute(q, [model, *batch]):
-                ids.append(cid)
-                parts.append(vec)
+        q = "SELECT c.id, v.vec FROM chunks c JOIN vectors v ON v.model = ? AND v.hash = c.hash WHERE c.blob IN ({marks})"
+        for cid, vec in self._select_in(q, blobs, before=(model,)):
+            ids.append(cid)
+            parts.append(vec)
         return ids, b"".join(parts), len(ids)
 
     # ---- lexical ---------------------------------------------------------------------------------
@@ -276,10 +257,6 @@ class Store:
     def page_count(self, corpus: str) -> int:
         return self.conn.execute("SELECT count(*) FROM pages WHERE corpus = ?", (corpus,)).fetchone()[0]
 
-    def drop_corpus(self, corpus: str) -> None:
-        self.conn.execute("DELETE FROM pages WHERE corpus = ?", (corpus,))
-        self.conn.execute("DELETE FROM states WHERE corpus = ?", (corpus,))
-
     def gc(self, keep: Iterable[str] = ()) -> int:
         """Drop chunks of blobs no corpus state references (their vectors stay cached). Returns blobs dropped."""
         self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS keep(blob TEXT PRIMARY KEY)")
@@ -292,7 +269,7 @@ class Store:
             )
         ]
         for batch in _batches(dead):
-            marks = ",".join("?" * len(batch))
+            marks = _marks(batch)
             self.conn.execute(f"DELETE FROM fts WHERE rowid IN (SELECT id FROM chunks WHERE blob IN ({marks}))", batch)
             self.conn.execute(f"DELETE FROM chunks WHERE blob IN ({marks})", batch)
             self.conn.execute(f"DELETE FROM blobs WHERE blob IN ({marks})", batch)
@@ -305,11 +282,7 @@ class Store:
         }
 
     def chunk_count(self, blobs: Iterable[str]) -> int:
-        total = 0
-        for batch in _batches(list(blobs)):
-            q = f"SELECT count(*) FROM chunks WHERE blob IN ({','.join('?' * len(batch))})"
-            total += self.conn.execute(q, batch).fetchone()[0]
-        return total
+        return sum(r[0] for r in self._select_in("SELECT count(*) FROM chunks WHERE blob IN ({marks})", blobs))
 
     def size_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.index_dir.glob(DB_NAME + "*") if p.is_file())
@@ -325,6 +298,10 @@ def _chunk_row(r) -> ChunkRow:
 def _batches(items: list, size: int = 500):
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+def _marks(batch: list) -> str:
+    return ",".join("?" * len(batch))
 
 
 def _connect(path: Path) -> sqlite3.Connection:
