@@ -67,7 +67,8 @@ def ensure_blobs(store: Store, sources: dict[str, Callable[[], bytes]], progress
 
 def ensure_vectors(store: Store, embedder: Embedder, blobs: Iterable[str], progress: Progress | None = None) -> int:
     """Embed the chunk texts of `blobs` that have no cached vector; returns how many were embedded."""
-    need = store.missing_vectors(embedder.model_id, blobs)
+    # Shortest first: a batch is padded to its longest text, so similar lengths waste the least compute.
+    need = sorted(store.missing_vectors(embedder.model_id, blobs), key=lambda item: len(item[1]))
     for start in range(0, len(need), EMBED_BATCH):
         batch = need[start : start + EMBED_BATCH]
         matrix = embedder.embed_documents([text for _, text in batch])

@@ -21,7 +21,7 @@ from gitwiki.embed import Embedder
 from gitwiki.errors import NotFoundError, StoreError, UsageError
 from gitwiki.ranking import rollup, snippet
 from gitwiki.search import CANDIDATES, ChunkResult, DocResult, SearchOptions, SearchResult, fallback_title
-from gitwiki.store import Store
+from gitwiki.store import Store, vector_matrix
 from gitwiki.tokens import STOP_WORDS, words
 
 TABLE = "chunks"
@@ -68,10 +68,10 @@ def export(store: Store, uri: str) -> ExportReport:
             chunks = store.chunks_of(blobs)
             vectors = {}
             if model:
-                ids, raw, n = store.vectors(model, blobs)
-                matrix = np.frombuffer(raw, dtype="<f4").reshape(n, -1) if n else np.zeros((0, 0), "<f4")
-                vectors = dict(zip(ids, matrix))
-                dim = matrix.shape[1] if n else dim
+                rows_of, raw = store.vectors(model, blobs)
+                matrix = vector_matrix(raw, len(rows_of))
+                vectors = dict(zip((cid for cid, _ in rows_of), matrix))
+                dim = matrix.shape[1] if rows_of else dim
             by_blob: dict[str, list] = {}
             for chunk in chunks:
                 by_blob.setdefault(chunk.blob, []).append(chunk)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.embed import Embedder
 from gitwiki.ranking import FUSERS, Ranked, rollup, snippet
-from gitwiki.store import Store
+from gitwiki.store import Store, vector_matrix
 from gitwiki.tokens import STOP_WORDS, fts_query, words
 
 if TYPE_CHECKING:  # numpy loads on the first dense query: the lexical CLI path stays fast
@@ -98,7 +98,7 @@ class Searcher:
 
     def __init__(self, store: Store, cache_size: int = 4):
         self.store = store
-        self._matrices: OrderedDict[tuple[str, str], tuple["np.ndarray", "np.ndarray"]] = OrderedDict()
+        self._matrices: OrderedDict[tuple[str, str], DenseMatrix] = OrderedDict()
         self._cache_size = cache_size
 
     def search(self, view: CorpusView, query: str, options: SearchOptions, embedder: Embedder | None) -> SearchResult:
@@ -106,15 +106,16 @@ class Searcher:
         blob_paths: dict[str, str] = {}
         for path, blob in sorted(view.pages.items()):
             blob_paths.setdefault(blob, path)
+        blob_of: dict[int, str] = {}  # chunk id → blob, filled by the rankers
         with self.store.read():
             rankings: list[Ranked] = []
             if mode in ("hybrid", "lexical"):
-                rankings.append(self._lexical(query, blob_paths))
+                rankings.append(self._lexical(query, blob_paths, blob_of))
             if mode in ("hybrid", "dense"):
-                rankings.append(self._dense(view, query, embedder, blob_paths))
+                # Last: onnxruntime's threads spin for a while after a run and slow whatever follows.
+                rankings.append(self._dense(view, query, embedder, blob_paths, blob_of))
             fused = rankings[0] if len(rankings) == 1 else FUSERS[options.fusion](rankings)
-            blobs = self.store.chunk_blobs(cid for cid, _ in fused[: max(CANDIDATES, options.limit)])
-            page_of = {cid: blob_paths[blob] for cid, blob in blobs.items()}
+            page_of = {cid: blob_paths[blob_of[cid]] for cid, _ in fused}
             hits = rollup(fused, page_of, options.top_files, options.chunks_per_file, options.limit)
             rows = self.store.chunks_by_id(cid for hit in hits for cid, _ in hit.chunks)
             infos = self.store.blob_info(view.pages[h.path] for h in hits)
@@ -136,43 +137,50 @@ class Searcher:
             docs.append(DocResult(hit.path, title, hit.score, chunks))
         return SearchResult(query, view.corpus, view.commit, mode, docs, view.dirty)
 
-    def _lexical(self, query: str, blob_paths: dict[str, str]) -> Ranked:
+    def _lexical(self, query: str, blob_paths: dict[str, str], blob_of: dict[int, str]) -> Ranked:
         match = fts_query(query)
         if match is None:
             return []
         limit = CANDIDATES * 4
         while True:
             found = self.store.lexical(match, limit)
-            blobs = self.store.chunk_blobs(cid for cid, _ in found)
-            live = [(cid, s) for cid, s in found if blobs.get(cid) in blob_paths]
+            live = [(cid, blob, s) for cid, blob, s in found if blob in blob_paths]
             # Other corpora and old page versions share the table; look deeper if they crowded us out.
             if len(live) >= CANDIDATES or len(found) < limit:
-                return live[:CANDIDATES]
+                blob_of.update((cid, blob) for cid, blob, _ in live[:CANDIDATES])
+                return [(cid, s) for cid, _, s in live[:CANDIDATES]]
             limit *= 8
 
-    def _dense(self, view: CorpusView, query: str, embedder: Embedder, blob_paths: dict[str, str]) -> Ranked:
+    def _dense(
+        self, view: CorpusView, query: str, embedder: Embedder, blob_paths: dict[str, str], blob_of: dict[int, str]
+    ) -> Ranked:
         import numpy as np
 
-        ids, matrix = self._matrix(view, embedder.model_id, blob_paths)
-        if not len(ids):
+        dense = self._matrix(view, embedder.model_id, blob_paths)
+        if not dense.ids:
             return []
-        scores = matrix @ embedder.embed_query(query)
+        # einsum, not BLAS: one matrix-vector product is faster on one core than on a thread pool that
+        # has to wait for onnxruntime's spinning threads to let go of the CPU.
+        scores = np.einsum("ij,j->i", dense.matrix, embedder.embed_query(query))
         top = np.argpartition(-scores, min(CANDIDATES, len(scores) - 1))[:CANDIDATES]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(ids[i]), float(scores[i])) for i in top]
+        blob_of.update((dense.ids[i], dense.blobs[i]) for i in top)
+        return [(dense.ids[i], float(scores[i])) for i in top]
 
-    def _matrix(self, view: CorpusView, model: str, blob_paths: dict[str, str]) -> tuple["np.ndarray", "np.ndarray"]:
-        import numpy as np
-
+    def _matrix(self, view: CorpusView, model: str, blob_paths: dict[str, str]) -> "DenseMatrix":
         key = (model, view.key)
         if key in self._matrices:
             self._matrices.move_to_end(key)
             return self._matrices[key]
-        ids, raw, count = self.store.vectors(model, blob_paths)
-        # A writable, owned copy: matmul over the read-only view of `raw` measured ~20x slower.
-        matrix = np.frombuffer(raw, dtype="<f4").reshape(count, -1).astype(np.float32) if count else np.zeros((0, 0), np.float32)
-        entry = (np.asarray(ids, dtype=np.int64), matrix)
+        rows, raw = self.store.vectors(model, blob_paths)
+        entry = DenseMatrix([cid for cid, _ in rows], [blob for _, blob in rows], vector_matrix(raw, len(rows)))
         self._matrices[key] = entry
         if len(self._matrices) > self._cache_size:
             self._matrices.popitem(last=False)
         return entry
+
+
+class DenseMatrix(NamedTuple):
+    ids: list[int]  # chunk id per row
+    blobs: list[str]  # blob per row
+    matrix: "np.ndarray"

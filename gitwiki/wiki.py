@@ -49,6 +49,7 @@ class Wiki:
     def __init__(self, repo: GitRepo, config: Config):
         self.repo = repo
         self.config = config
+        self._pages: dict[str, tuple[str, dict[str, str]]] = {}  # corpus → (tree, indexed listing)
 
     @classmethod
     def open(cls, start: str | os.PathLike = ".") -> "Wiki":
@@ -120,7 +121,7 @@ class Wiki:
         if state is None or (self.config.search.auto_index and not self.is_fresh(c, vectors=embedder is not None)):
             update(self.store, self.repo, c, self.repo.head(), embedder)
             state = self.store.state(c.name)
-        committed = self.store.pages(c.name)
+        committed = self._committed_pages(c.name, state.tree)
         if not worktree:
             return CorpusView(c.name, state.commit, committed, (), f"{c.name}:{state.tree}")
         overlay = worktree_overlay(self.store, self.repo, c, committed)
@@ -129,6 +130,13 @@ class Wiki:
                 ensure_vectors(self.store, embedder, set(overlay.pages.values()))
         digest = hashlib.sha1(repr(sorted(overlay.pages.items())).encode()).hexdigest() if overlay.dirty else state.tree
         return CorpusView(c.name, state.commit, overlay.pages, overlay.dirty, f"{c.name}:{digest}")
+
+    def _committed_pages(self, corpus: str, tree: str) -> dict[str, str]:
+        """The indexed page listing, read once per corpus tree: a long-lived server asks on every query."""
+        cached = self._pages.get(corpus)
+        if cached is None or cached[0] != tree:
+            cached = self._pages[corpus] = (tree, self.store.pages(corpus))
+        return cached[1]
 
     def _view_at(self, corpus: CorpusConfig, rev: str, embedder: Embedder | None) -> CorpusView:
         commit = self.repo.resolve(rev)

@@ -87,3 +87,19 @@ def test_crlf_and_empty_input():
     assert parse_page("").chunks == ()
     crlf = parse_page("# A\r\n\r\ntext\r\n")
     assert crlf.chunks[0].text == "# A\n\ntext"
+
+
+def test_a_heading_alone_is_dropped_only_when_a_subsection_carries_it():
+    page = parse_page("# Guide\n## Install\n\nRun it.\n\n## Empty\n")
+    assert [(c.breadcrumb, c.text) for c in page.chunks] == [
+        (("Guide", "Install"), "## Install\n\nRun it."),
+        (("Guide", "Empty"), "## Empty"),  # nothing below it: the heading is all the page says there
+    ]
+
+
+def test_a_one_line_paragraph_under_a_heading_is_kept():
+    page = parse_page("# Guide\nOne line of intro.\n## Install\n\nRun it.\n")
+    assert [(c.breadcrumb, c.start_line, c.end_line, c.text) for c in page.chunks] == [
+        (("Guide",), 1, 2, "# Guide\nOne line of intro."),
+        (("Guide", "Install"), 3, 5, "## Install\n\nRun it."),
+    ]
