@@ -20,6 +20,7 @@ from pathlib import Path
 from benchlib import EVAL, MODES, WORK, corpus_config, open_wiki, ranked_paths, reset_text_index, run_dict, timed_index, use_offline_model, write_repo
 
 METRICS = ("ndcg@10", "recall@100")
+TOP = 100  # pages retrieved per query
 
 
 def load_beir(folder: Path, split: str = "test"):
@@ -53,18 +54,35 @@ def page_text(title: str, text: str) -> str:
     return f"# {title.strip()}\n\n{text.strip()}\n" if title.strip() else f"{text.strip()}\n"
 
 
-def evaluate(wiki, queries: dict[str, str], qrels: dict, doc_of: dict[str, str], top: int = 100) -> dict:
+def evaluate(ranked, methods, queries: dict[str, str], qrels: dict, doc_of: dict[str, str]) -> dict:
+    """nDCG@10 / Recall@100 per (mode, fusion) in `methods`; `ranked(query, mode, fusion)` gives page paths."""
     from ranx import Qrels, Run, evaluate as ranx_evaluate
 
     out = {}
-    for mode, fusion in MODES:
+    for mode, fusion in methods:
         started = time.perf_counter()
-        run = {qid: run_dict(ranked_paths(wiki, q, mode, fusion, top), doc_of.get) for qid, q in queries.items()}
+        run = {qid: run_dict(ranked(q, mode, fusion), doc_of.get) for qid, q in queries.items()}
         seconds = time.perf_counter() - started
         scores = ranx_evaluate(Qrels(qrels), Run(run), list(METRICS), make_comparable=True)
         label = mode if fusion is None else f"{mode}-{fusion}"
         out[label] = {**{m: round(float(scores[m]), 4) for m in METRICS}, "ms_per_query": round(1000 * seconds / len(queries), 1)}
     return out
+
+
+def lance_ranked(wiki, uri: str, top: int = TOP):
+    """The same index exported to LanceDB (`gitwiki lance export`), searched with LanceDB's own BM25,
+    vector search and hybrid (its default RRF reranker): the comparison behind keeping SQLite FTS5."""
+    from gitwiki.lance_store import LanceReader, export
+    from gitwiki.search import SearchOptions
+
+    export(wiki.store, uri)
+    reader, embedder = LanceReader(uri), wiki.embedder()
+
+    def ranked(query: str, mode: str, _fusion) -> list[str]:
+        options = SearchOptions(mode, "rrf", top, 1, top, 80, False)
+        return [d.path for d in reader.search(query, "beir", options, embedder).docs]
+
+    return ranked
 
 
 def main(argv=None) -> int:
@@ -73,6 +91,7 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path, help="work dir (default /tmp/gitwiki-bench/<folder name>)")
     ap.add_argument("--max-queries", type=int, help="evaluate only the first N judged queries")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--lance", action="store_true", help="also evaluate LanceDB's FTS / vector / hybrid over an export of the same index")
     args = ap.parse_args(argv)
     use_offline_model()
     work = args.work or WORK / args.folder.resolve().name
@@ -93,16 +112,20 @@ def main(argv=None) -> int:
         "chunks": wiki.store.counts()["chunks"],
         "index_seconds": round(seconds, 1),
         "embedded": sum(r.embedded for r in reports),
-        "scores": evaluate(wiki, queries, qrels, doc_of),
+        "scores": evaluate(lambda q, mode, fusion: ranked_paths(wiki, q, mode, fusion, TOP), MODES, queries, qrels, doc_of),
     }
+    if args.lance:
+        lance = lance_ranked(wiki, str(work / "lance"))
+        lance_modes = (("lexical", None), ("dense", None), ("hybrid", None))
+        result["scores"].update({f"lancedb-{k}": v for k, v in evaluate(lance, lance_modes, queries, qrels, doc_of).items()})
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         print(f"{result['set']}: {result['docs']} docs ({result['chunks']} chunks), {result['queries']} queries; "
               f"index {result['index_seconds']} s, embedded {result['embedded']}")
-        print(f"{'method':<14} {'nDCG@10':>8} {'R@100':>8} {'ms/q':>7}")
+        print(f"{'method':<16} {'nDCG@10':>8} {'R@100':>8} {'ms/q':>7}")
         for label, s in result["scores"].items():
-            print(f"{label:<14} {s['ndcg@10']:>8.4f} {s['recall@100']:>8.4f} {s['ms_per_query']:>7}")
+            print(f"{label:<16} {s['ndcg@10']:>8.4f} {s['recall@100']:>8.4f} {s['ms_per_query']:>7}")
     return 0
 
 
