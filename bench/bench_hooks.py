@@ -1,6 +1,9 @@
 """Hook timings on a generated 1,000-page wiki (docs/benchmarks.md, section "Hooks (issue 4)").
 
 Builds the wiki in a temp git repo, stages edits to 5 pages, then times (median of --runs):
+- the two hook commands on the 5 files with an empty page-facts cache (`.git/gitwiki/pagefacts.json`
+  deleted before each run): the first commit in a fresh clone;
+- then, after one untimed run of each that fills the cache as any earlier commit would:
 - `pre-commit run` with the gitwiki-lint and gitwiki-index-blocks hooks vs the same two hooks as no-ops
   (`true`), which is pre-commit's own overhead; both as `language: system` so no hook env is built;
 - the commands alone: `gitwiki lint` on the 5 files and on all pages, `gitwiki index-blocks` on the 5 files.
@@ -70,10 +73,12 @@ def build(root: Path, n_pages: int) -> list[str]:
     return paths
 
 
-def median_ms(cmd: list[str], cwd: Path, runs: int, expect: int | None = 0) -> tuple[float, float]:
-    """Median wall time and median CPU time (user + system of the process tree) in ms."""
+def median_ms(cmd: list[str], cwd: Path, runs: int, expect: int | None = 0, setup=lambda: None) -> tuple[float, float]:
+    """Median wall time and median CPU time (user + system of the process tree) in ms; `setup` runs
+    untimed before each run."""
     walls, cpus = [], []
     for _ in range(runs):
+        setup()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
@@ -103,7 +108,16 @@ def main() -> None:
         (root / "hooks.yaml").write_text(hooks_config({"gitwiki-lint": f"{entry} lint", "gitwiki-index-blocks": f"{entry} index-blocks"}))
         (root / "noop.yaml").write_text(hooks_config({"noop-1": "\"true\"", "noop-2": "\"true\""}))
         pre_commit = [sys.executable, "-m", "pre_commit", "run", "-c"]
+        cache = root / ".git" / "gitwiki" / "pagefacts.json"
+        forget = lambda: cache.unlink(missing_ok=True)  # noqa: E731
+        cold = {
+            "gitwiki lint, 5 files, empty page-facts cache": median_ms([*gitwiki, "lint", *staged], root, args.runs, setup=forget),
+            "gitwiki index-blocks, 5 files, empty page-facts cache": median_ms([*gitwiki, "index-blocks", *staged], root, args.runs, setup=forget),
+        }
+        for command in ("lint", "index-blocks"):
+            subprocess.run([*gitwiki, command, *staged], cwd=root, capture_output=True)
         rows = {
+            **cold,
             "pre-commit run, gitwiki-lint + gitwiki-index-blocks (5 staged)": median_ms([*pre_commit, "hooks.yaml"], root, args.runs),
             "pre-commit run, two no-op hooks (pre-commit's overhead)": median_ms([*pre_commit, "noop.yaml"], root, args.runs),
             "gitwiki lint, 5 files": median_ms([*gitwiki, "lint", *staged], root, args.runs),

@@ -1,4 +1,4 @@
-"""Configuration: a user baseline plus the repo's `.gitwiki.toml`, validated into dataclasses.
+"""Configuration: a user baseline plus the repo's `.gitwiki.toml`, validated into NamedTuple records.
 
 Layers: `$XDG_CONFIG_HOME/gitwiki/config.toml` first, then `<repo>/.gitwiki.toml`. Tables merge key by
 key (the repo wins); `[[corpus]]` entries append, and a corpus name defined twice is an error that
@@ -7,12 +7,14 @@ names both files. Environment variables override the model: `GITWIKI_MODEL`, `GI
 
 from __future__ import annotations
 
-import dataclasses
+import fnmatch
+import functools
 import os
+import re
 import tomllib
 import typing
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from gitwiki.errors import UsageError
 
@@ -22,8 +24,7 @@ FUSIONS = ("rrf", "score")
 MODES = ("hybrid", "lexical", "dense")
 
 
-@dataclass(frozen=True)
-class CorpusConfig:
+class CorpusConfig(NamedTuple):
     name: str
     path: str = ""  # relative to the repo root; "" is the whole repo
     include: tuple[str, ...] = ("**/*.md",)
@@ -32,8 +33,28 @@ class CorpusConfig:
     source: str = "defaults"  # the file that defined it, for error messages
 
 
-@dataclass(frozen=True)
-class SearchConfig:
+def matches(corpus: CorpusConfig, path: str) -> bool:
+    """Whether the repo-relative `path` belongs to `corpus` (under its path, included, not excluded)."""
+    prefix = corpus.path + "/" if corpus.path else ""
+    if not path.startswith(prefix):
+        return False
+    rel = path[len(prefix) :]
+    return _glob_any(rel, corpus.include) and not _glob_any(rel, corpus.exclude)
+
+
+def _glob_any(rel: str, patterns) -> bool:
+    return _globs(tuple(patterns))(rel) is not None
+
+
+@functools.cache
+def _globs(patterns: tuple[str, ...]):
+    """One compiled regex for a pattern list: the hooks test every page of a big wiki against it."""
+    # "**/*.md" must also match a top-level "a.md", as in gitignore-style globs.
+    variants = [v for p in patterns for v in ((p, p[3:]) if p.startswith("**/") else (p,))]
+    return re.compile("|".join(f"(?:{fnmatch.translate(v)})" for v in variants) or "(?!)").match
+
+
+class SearchConfig(NamedTuple):
     mode: str = "hybrid"
     fusion: str = "score"  # min-max score fusion beat RRF on Cranfield and tldr (docs/benchmarks.md)
     top_files: int = 5
@@ -43,8 +64,7 @@ class SearchConfig:
     auto_index: bool = True  # catch up with HEAD before answering
 
 
-@dataclass(frozen=True)
-class EmbeddingsConfig:
+class EmbeddingsConfig(NamedTuple):
     enabled: bool = True
     provider: str = "fastembed"  # a key of gitwiki.embed.EMBEDDERS
     model: str = DEFAULT_MODEL
@@ -53,31 +73,26 @@ class EmbeddingsConfig:
     batch_size: int = 32
 
 
-@dataclass(frozen=True)
-class StorageConfig:
+class StorageConfig(NamedTuple):
     index_dir: str | None = None  # default: <git common dir>/gitwiki
     uri: str | None = None  # a LanceDB URI (e.g. s3://bucket/wiki) for the scale-out path
 
 
-@dataclass(frozen=True)
-class LintConfig:
+class LintConfig(NamedTuple):
     disable: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class IndexBlocksConfig:
+class IndexBlocksConfig(NamedTuple):
     filename: str = "index.md"
     template: str | None = None  # a jinja2 template path relative to the repo root
 
 
-@dataclass(frozen=True)
-class McpConfig:
+class McpConfig(NamedTuple):
     commit_writes: bool = False
     max_page_bytes: int = 1_000_000
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     corpora: tuple[CorpusConfig, ...]
     search: SearchConfig = SearchConfig()
     embeddings: EmbeddingsConfig = EmbeddingsConfig()
@@ -96,6 +111,15 @@ class Config:
                 return corpus
         choices = ", ".join(c.name for c in self.corpora)
         raise UsageError(f"no corpus named {name!r}; choose one of: {choices}")
+
+
+def index_dir(config: Config, root: Path, common_dir: Path) -> Path:
+    """Where the index and the hooks' page-facts cache live: `[storage] index_dir`, else $GITWIKI_INDEX_DIR
+    (relative to the repo root), else `<git common dir>/gitwiki`, shared by all worktrees."""
+    configured = config.storage.index_dir or os.environ.get("GITWIKI_INDEX_DIR")
+    if configured:
+        return (root / os.path.expanduser(configured)).resolve()
+    return common_dir / "gitwiki"
 
 
 SECTIONS: dict[str, type] = {
@@ -153,7 +177,7 @@ def _check_type(value, annotation, where: str):
 
 def _fields(cls, table: dict, where: str) -> dict:
     hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls) if f.name != "source"}
+    known = {name for name in cls._fields if name != "source"}
     out = {}
     for key, value in table.items():
         if key not in known:
@@ -242,16 +266,15 @@ def to_toml(config: Config) -> str:
     lines = []
     for corpus in config.corpora:
         lines.append(f"[[corpus]]  # from {corpus.source}")
-        for f in dataclasses.fields(corpus):
-            if f.name != "source":
-                lines.append(f"{f.name} = {_toml_value(getattr(corpus, f.name))}")
+        for key, value in corpus._asdict().items():
+            if key != "source":
+                lines.append(f"{key} = {_toml_value(value)}")
         lines.append("")
     for name in SECTIONS:
         lines.append(f"[{name}]")
         section = getattr(config, name)
-        for f in dataclasses.fields(section):
-            value = getattr(section, f.name)
-            lines.append(f"{f.name} = {_toml_value(value)}" if value is not None else f"# {f.name} = (unset)")
+        for key, value in section._asdict().items():
+            lines.append(f"{key} = {_toml_value(value)}" if value is not None else f"# {key} = (unset)")
         lines.append("")
     return "\n".join(lines)
 

@@ -1,17 +1,17 @@
-"""Everything gitwiki asks of git, through pygit2: revisions, corpus trees, blobs, worktree status."""
+"""What gitwiki asks of git through pygit2: revisions, corpus trees, blobs, worktree status. (The
+pre-commit hooks, fetch and push use the git command instead: `gitwiki.gitcli`.)"""
 
 from __future__ import annotations
 
-import fnmatch
 import os
-import subprocess
 from pathlib import Path
 from typing import NamedTuple
 
 import pygit2
 
-from gitwiki.config import CorpusConfig
-from gitwiki.errors import NotFoundError, UsageError
+from gitwiki.config import CorpusConfig, matches
+from gitwiki.errors import NotFoundError
+from gitwiki.gitcli import bare_repo, not_a_repo
 
 # A path → blob id listing of one corpus state, paths relative to the repo root.
 PageMap = dict[str, str]
@@ -30,49 +30,6 @@ class HistoryEntry(NamedTuple):
     subject: str
 
 
-class GitRun(NamedTuple):
-    ok: bool
-    out: str  # stdout as text ("" when it was sent to a file)
-    error: str  # the last line git wrote to stderr, or its exit status
-
-
-def run_git(root: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None, stdout=subprocess.PIPE) -> GitRun:
-    """Run the git CLI where pygit2 is the wrong tool: fetch and push must use the user's own auth set-up.
-
-    Callers turn a failed run into the error that fits them.
-    """
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(root), *args],
-            input=stdin.encode() if stdin is not None else None,
-            stdout=stdout,
-            stderr=subprocess.PIPE,
-            env={**os.environ, **(env or {})},
-            check=False,
-        )
-    except FileNotFoundError:
-        raise UsageError("the git command is not installed; install git to fetch, publish or pull index refs") from None
-    lines = done.stderr.decode(errors="replace").strip().splitlines()
-    out = done.stdout.decode() if isinstance(done.stdout, bytes) else ""
-    return GitRun(done.returncode == 0, out, lines[-1] if lines else f"git exit {done.returncode}")
-
-
-def matches(corpus: CorpusConfig, path: str) -> bool:
-    """Whether the repo-relative `path` belongs to `corpus` (under its path, included, not excluded)."""
-    prefix = corpus.path + "/" if corpus.path else ""
-    if not path.startswith(prefix):
-        return False
-    rel = path[len(prefix) :]
-    return _glob_any(rel, corpus.include) and not _glob_any(rel, corpus.exclude)
-
-
-def _glob_any(rel: str, patterns) -> bool:
-    # "**/*.md" must also match a top-level "a.md", as in gitignore-style globs.
-    return any(
-        fnmatch.fnmatchcase(rel, p) or (p.startswith("**/") and fnmatch.fnmatchcase(rel, p[3:])) for p in patterns
-    )
-
-
 class GitRepo:
     def __init__(self, repo: pygit2.Repository):
         self._repo = repo
@@ -81,10 +38,10 @@ class GitRepo:
     def discover(cls, start: str | os.PathLike = ".") -> "GitRepo":
         found = pygit2.discover_repository(str(start))
         if found is None:
-            raise NotFoundError(f"{os.path.abspath(start)} is not inside a git repository; run `git init` or cd into your repo")
+            raise not_a_repo(start)
         repo = pygit2.Repository(found)
         if repo.is_bare:
-            raise NotFoundError(f"{found} is a bare repository; run gitwiki in a checkout")
+            raise bare_repo(found)
         return cls(repo)
 
     @property

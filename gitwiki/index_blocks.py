@@ -2,28 +2,31 @@
 
 A block lists the pages in the index's folder and below, grouped by folder, rendered with jinja2
 (`templates/index_block.md.j2`, overridable per repo). Only the lines between the markers change;
-output is deterministic, so a second run is a no-op. Pages are read from the worktree.
+output is deterministic, so a second run is a no-op. Pages are read from the worktree; their titles and
+summaries come from the page-facts cache (`gitwiki.pagefacts`), so unchanged pages are not re-read for them.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import posixpath
 import re
 import shlex
-from dataclasses import dataclass
+import stat
 from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import quote
 
 import gitwiki
-from gitwiki.config import Config, CorpusConfig
+from gitwiki import gitcli
+from gitwiki.config import Config, CorpusConfig, matches
 from gitwiki.errors import GitwikiError, UsageError
 from gitwiki.fs import atomic_write
-from gitwiki.gitrepo import matches
-from gitwiki.markdown.frontmatter import meta_str, split_front_matter
+from gitwiki.markdown.frontmatter import YamlReader, meta_str, split_front_matter
 from gitwiki.markdown.links import code_flags, fenced_lines
+from gitwiki.pagefacts import FactsCache, blob_id, decode
 
 START_MARKER = "<!-- GITWIKI:INDEX-START -->"
 END_MARKER = "<!-- GITWIKI:INDEX-END -->"
@@ -36,14 +39,14 @@ _SETEXT_H1 = re.compile(r"^ {0,3}=+[ \t]*$")
 _NOT_PARAGRAPH = re.compile(r"^ {0,3}(?:#|>|<|\||[-*+][ \t]|\d+[.)][ \t]|!\[|---|\*\*\*|___|=+[ \t]*$)|^ {4}|^\t")
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]*)\](?:\([^)]*\)|\[[^\]]*\])")
+_INCLUDES = re.compile(r"\{%[-+]?\s*(?:include|import|from|extends)\b")
 
 
 class BlockError(GitwikiError):
     """A malformed block (no END, nested START, bad option): the file is left unchanged."""
 
 
-@dataclass(frozen=True)
-class BlockOptions:
+class BlockOptions(NamedTuple):
     depth: int | None = None  # 1: only the index's own folder; 2: one level of subfolders too; None: all
     sort: str = "path"  # or "title"
     summary: bool = True
@@ -59,6 +62,13 @@ class Block(NamedTuple):
 class PageInfo(NamedTuple):
     title: str
     summary: str | None
+
+
+class Template(NamedTuple):
+    search: tuple[str, ...]  # jinja2's search path
+    name: str  # what jinja2 is asked for
+    file: Path  # what that finds
+    shown: str  # how errors name it
 
 
 def parse_options(raw: str, where: str) -> BlockOptions:
@@ -112,9 +122,15 @@ def find_blocks(text: str, path: str) -> list[Block]:
 
 def page_info(text: str, fallback_title: str) -> PageInfo:
     """Title (front matter `title`, else the first H1, else `fallback_title`) and a one-line summary
-    (front matter `description`, else the first paragraph), by a line scan that stops as soon as it has
-    both: cheap enough for every page of a big wiki on each commit. Generated blocks and code are skipped."""
-    fm = split_front_matter(text.replace("\r\n", "\n"))
+    (front matter `description`, else the first paragraph)."""
+    title, summary = title_and_summary(text)
+    return PageInfo(fallback_title if title is None else title, summary)
+
+
+def title_and_summary(text: str, read_yaml: YamlReader | None = None) -> tuple[str | None, str | None]:
+    """A page's title (None when it has none) and one-line summary, by a line scan that stops as soon as
+    it has both: cheap enough for every page of a big wiki. Generated blocks and code are skipped."""
+    fm = split_front_matter(text.replace("\r\n", "\n"), read_yaml)
     lines = fm.body.split("\n")
     title = meta_str(fm.meta, "title")
     summary = meta_str(fm.meta, "description")
@@ -138,7 +154,8 @@ def page_info(text: str, fallback_title: str) -> PageInfo:
         elif not ended:
             paragraph.append(line.strip())
     summary = summary or " ".join(paragraph)
-    return PageInfo(_plain(title) if title else fallback_title, _one_line(summary) if summary else None)
+    title = _plain(title) if title else None
+    return title or None, _one_line(summary) if summary else None  # a title of only an image has no text
 
 
 def _plain(text: str) -> str:
@@ -154,23 +171,47 @@ def _one_line(text: str) -> str:
 
 
 class WorktreeCorpus:
-    """The pages of one corpus on disk (git-ignored files and dot-folders left out), with page info cached."""
+    """The pages of one corpus on disk (git-ignored files, symlinks and dot-folders left out), with their
+    blob ids and page info from `facts` (by default a cache that lives as long as this object)."""
 
-    def __init__(self, root: Path, corpus: CorpusConfig, config: Config):
+    def __init__(self, root: Path, corpus: CorpusConfig, config: Config, facts: FactsCache | None = None):
         self.root = root
         self.corpus = corpus
         self.config = config
-        self.pages = sorted(_walk(root, corpus))
+        self.facts = facts if facts is not None else FactsCache()
+        self._top = os.path.join(root, "")  # paths are joined to it in loops over every page
+        self._stats = _listing(self._top, corpus)
+        self.pages = sorted(self._stats)
+        self._blobs: dict[str, str] = {}
         self._info: dict[str, PageInfo] = {}
+
+    def blob(self, path: str) -> str:
+        """The page's blob id, from the stat cache while its `lstat` is unchanged, else by hashing it."""
+        if path not in self._blobs:
+            full = self._top + path
+            blob = self.facts.blob_of(full, self._stats[path])
+            if blob is None:
+                blob = blob_id(_read(full))
+                self.facts.remember_blob(full, self._stats[path], blob)
+            self._blobs[path] = blob
+        return self._blobs[path]
 
     def info(self, path: str) -> PageInfo:
         if path not in self._info:
-            text = (self.root / path).read_bytes().decode("utf-8", errors="replace")
-            self._info[path] = page_info(text, posixpath.splitext(posixpath.basename(path))[0])
+            blob, data = self.blob(path), b""
+            if self.facts.missing("info", [blob]):
+                # extract from exactly the bytes the key is computed from (the file may have changed since)
+                data = _read(self._top + path)
+                blob = self._blobs[path] = blob_id(data)
+            title, summary = self.facts.get("info", blob, lambda: decode(data))
+            self._info[path] = PageInfo(posixpath.splitext(posixpath.basename(path))[0] if title is None else title, summary)
         return self._info[path]
 
     def forget(self, path: str) -> None:
+        """`path` was rewritten: what is known about it is stale."""
+        self._blobs.pop(path, None)
         self._info.pop(path, None)
+        self._stats[path] = os.lstat(self._top + path)
 
     def index_files(self) -> list[str]:
         """Every index file of the corpus, deepest first (a parent's listing may show a child's title)."""
@@ -179,29 +220,46 @@ class WorktreeCorpus:
         return sorted(found, key=lambda p: (-p.count("/"), p))
 
 
-def _walk(root: Path, corpus: CorpusConfig) -> list[str]:
-    import pygit2
-
-    base = root / corpus.path if corpus.path else root
-    found = pygit2.discover_repository(str(root))
-    repo = pygit2.Repository(found) if found else None
-    out = []
-    for dirpath, dirnames, filenames in os.walk(base):
-        rel_dir = Path(dirpath).relative_to(root).as_posix()
-        prefix = "" if rel_dir == "." else rel_dir + "/"
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and not (repo and repo.path_is_ignored(prefix + d + "/")))
-        for name in filenames:
-            path = prefix + name
-            if matches(corpus, path) and not (repo and repo.path_is_ignored(path)) and not os.path.islink(root / path):
-                out.append(path)
+def _listing(top: str, corpus: CorpusConfig) -> dict[str, os.stat_result]:
+    """Page path → its `lstat`, for the regular files among the corpus files git lists under `top`."""
+    prefix = corpus.path + "/" if corpus.path else ""
+    out = {}
+    for path in gitcli.worktree_files(top, corpus.path):
+        folders = "/" + path[len(prefix) : path.rfind("/") + 1]
+        if "/." not in folders and matches(corpus, path):
+            try:
+                st = os.lstat(top + path)
+            except OSError:  # a tracked file deleted from disk
+                continue
+            if stat.S_ISREG(st.st_mode):
+                out[path] = st
     return out
 
 
-def render_block(pages: WorktreeCorpus, index_path: str, options: BlockOptions) -> str:
-    """The text between the markers of the block in `index_path` (LF, ends with one newline, or empty)."""
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def render_block(pages: WorktreeCorpus, index_path: str, options: BlockOptions, current: list[str]) -> list[str]:
+    """The lines between the markers of the block in `index_path`, whose lines are now `current`.
+
+    Rendering needs jinja2 and every listed page's title, which cost more than the rest of a hook run, so
+    the page-facts cache remembers a digest of each output by a digest of its inputs (the template, the
+    options and the blob id of each page under the index's folder): when the inputs were rendered before
+    into exactly `current`, `current` is the answer. A template that pulls in other files is always rendered.
+    """
     folder = posixpath.dirname(index_path)
     prefix = folder + "/" if folder else ""
     name = pages.config.index_blocks.filename
+    template = _template(pages.root, pages.config.index_blocks.template)
+    source = template.file.read_text(encoding="utf-8")
+    memo = None
+    if not _INCLUDES.search(source):
+        listed = [(p, pages.blob(p)) for p in pages.pages if p.startswith(prefix) and p != index_path]
+        memo = _digest(repr((source, options, index_path, name, listed)))
+        if pages.facts.rendered(memo) == _digest("\n".join(current)):
+            return current
     groups: dict[str, list[dict]] = {}
     for path in pages.pages:
         if path == index_path or not path.startswith(prefix):
@@ -224,9 +282,16 @@ def render_block(pages: WorktreeCorpus, index_path: str, options: BlockOptions) 
         }
         for sub, entries in sorted(groups.items())
     ]
-    rendered = _render(pages.root, pages.config.index_blocks.template, groups=context, options=options, index=index_path)
+    rendered = _render(template, groups=context, options=options, index=index_path)
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(line.rstrip() for line in rendered.split("\n"))).strip("\n")
-    return text + "\n" if text else ""
+    lines = text.split("\n") if text else []
+    if memo is not None:
+        pages.facts.remember_render(memo, _digest("\n".join(lines)))
+    return lines
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()
 
 
 def rewrite(text: str, path: str, pages: WorktreeCorpus) -> str:
@@ -239,7 +304,7 @@ def rewrite(text: str, path: str, pages: WorktreeCorpus) -> str:
     pos = 0
     for block in blocks:
         out.extend(lines[pos : block.start + 1])
-        out.extend(render_block(pages, path, block.options).split("\n")[:-1])
+        out.extend(render_block(pages, path, block.options, lines[block.start + 1 : block.end]))
         pos = block.end
     out.extend(lines[pos:])
     return "\n".join(out)
@@ -288,11 +353,13 @@ def ancestor_indexes(corpus: CorpusConfig, config: Config, page_path: str) -> li
         folder = posixpath.dirname(folder)
 
 
-def refresh_ancestors(root: Path, corpus: CorpusConfig, config: Config, page_path: str, scaffold: bool = True) -> list[str]:
+def refresh_ancestors(
+    root: Path, corpus: CorpusConfig, config: Config, page_path: str, scaffold: bool = True, facts: FactsCache | None = None
+) -> list[str]:
     """Regenerate the blocks of every index file above `page_path` (repo-relative) in the corpus; with
     `scaffold`, create the corpus's front index (title and markers) when it is missing. Files without
     markers are left alone. Returns the repo-relative paths that changed."""
-    pages = WorktreeCorpus(Path(root), corpus, config)
+    pages = WorktreeCorpus(Path(root), corpus, config, facts)
     changed = [created] if scaffold and (created := create_front_index(pages)) else []
     for index_path in ancestor_indexes(corpus, config, page_path):
         if (pages.root / index_path).is_file() and refresh_file(pages, index_path) and index_path not in changed:
@@ -327,16 +394,22 @@ def template_dirs(root: Path) -> tuple[str, ...]:
     return (str(root / ".gitwiki" / "templates"), str(shipped))
 
 
-def _render(root: Path, configured: str | None, **context) -> str:
+def _template(root: Path, configured: str | None) -> Template:
+    if configured:
+        if not (root / configured).is_file():
+            raise UsageError(f"[index_blocks] template {configured!r} not found under {root}; fix the path in .gitwiki.toml")
+        target = (root / configured).resolve()
+        return Template((str(target.parent),), target.name, target, configured)
+    search = template_dirs(root)
+    found = next(f for d in search if (f := Path(d, TEMPLATE_NAME)).is_file())  # jinja2's order; the shipped one exists
+    return Template(search, TEMPLATE_NAME, found, TEMPLATE_NAME)
+
+
+def _render(template: Template, **context) -> str:
     import jinja2
 
-    if configured and not (root / configured).is_file():
-        raise UsageError(f"[index_blocks] template {configured!r} not found under {root}; fix the path in .gitwiki.toml")
     try:
-        if configured:
-            target = (root / configured).resolve()
-            return _environment((str(target.parent),)).get_template(target.name).render(**context)
-        return _environment(template_dirs(root)).get_template(TEMPLATE_NAME).render(**context)
+        return _environment(template.search).get_template(template.name).render(**context)
     except jinja2.TemplateError as e:
-        where = f"{getattr(e, 'filename', None) or configured or TEMPLATE_NAME}:{getattr(e, 'lineno', '?')}"
+        where = f"{getattr(e, 'filename', None) or template.shown}:{getattr(e, 'lineno', '?')}"
         raise UsageError(f"index block template {where}: {e}; fix the template") from None

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import pygit2
 
-from gitwiki.config import CorpusConfig
+from gitwiki.config import CorpusConfig, matches
 from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.fs import atomic_write
-from gitwiki.gitrepo import GitRepo, matches
+from gitwiki.gitrepo import GitRepo
 
 if TYPE_CHECKING:
     from gitwiki.wiki import Wiki
@@ -289,8 +289,12 @@ def delete_page(wiki: "Wiki", corpus: str | None, path: str) -> WriteReport:
 
 def _refresh_ancestors(wiki: "Wiki", corpus: CorpusConfig, ref: PageRef, scaffold: bool) -> list[str]:
     from gitwiki.index_blocks import refresh_ancestors
+    from gitwiki.pagefacts import FactsCache
 
-    return refresh_ancestors(wiki.root, corpus, wiki.config, ref.repo_path, scaffold=scaffold)
+    facts = FactsCache.load(wiki.index_dir)
+    changed = refresh_ancestors(wiki.root, corpus, wiki.config, ref.repo_path, scaffold=scaffold, facts=facts)
+    facts.save()
+    return changed
 
 
 def _lint(wiki: "Wiki", ref: PageRef, content: str, pages: set[str]) -> list[dict]:

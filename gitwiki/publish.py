@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gitwiki import artifact
 from gitwiki.errors import UsageError
-from gitwiki.gitrepo import run_git
+from gitwiki.gitcli import run_git
 
 COMMITTER = {"GIT_AUTHOR_NAME": "gitwiki", "GIT_AUTHOR_EMAIL": "gitwiki@users.noreply.github.com"}
 

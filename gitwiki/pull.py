@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from gitwiki import artifact
 from gitwiki.errors import NotFoundError, StoreError, UsageError
-from gitwiki.gitrepo import run_git
+from gitwiki.gitcli import run_git
 from gitwiki.indexer import IndexReport, ensure_vectors, worktree_overlay
 from gitwiki.wiki import Wiki
 

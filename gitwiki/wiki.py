@@ -62,10 +62,7 @@ class Wiki:
 
     @property
     def index_dir(self) -> Path:
-        configured = self.config.storage.index_dir or os.environ.get("GITWIKI_INDEX_DIR")
-        if configured:
-            return (self.root / os.path.expanduser(configured)).resolve()
-        return self.repo.common_dir / "gitwiki"
+        return config_mod.index_dir(self.config, self.root, self.repo.common_dir)
 
     @functools.cached_property
     def store(self) -> Store:

@@ -118,3 +118,16 @@ def test_console_script_runs_as_a_process(wiki_repo):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["docs"][0]["path"] == "wiki/deploy.md"
+
+
+def test_only_the_requested_command_is_built(capsys):
+    from gitwiki.cli import COMMANDS, build_parser, main, requested_command
+
+    assert requested_command(["-C", "lint", "index-blocks", "x.md"]) == "index-blocks"  # -C's folder is not the command
+    assert requested_command(["--help", "lint"]) is None and requested_command(["nope"]) is None
+    assert requested_command(["-Cdocs", "lint"]) == "lint"
+    assert build_parser("lint").parse_args(["lint", "a.md"]).files == ["a.md"]
+    with pytest.raises(SystemExit):
+        main(["nope"])
+    err = capsys.readouterr().err
+    assert all(f"'{name}'" in err for name in COMMANDS), err  # an unknown command lists them all

@@ -134,7 +134,7 @@ def test_page_info_and_options():
     assert page_info(f"# T\n{START}\n- listed\n{END}\n\nReal para.\n", "f") == ("T", "Real para.")
     long = page_info("# T\n\n" + "word " * 60, "f").summary
     assert len(long) <= 160 and long.endswith("…")
-    assert parse_options(' sort=title depth=2 summary=no heading="3"', "x").__dict__ == {"depth": 2, "sort": "title", "summary": False, "heading": 3}
+    assert parse_options(' sort=title depth=2 summary=no heading="3"', "x")._asdict() == {"depth": 2, "sort": "title", "summary": False, "heading": 3}
 
 
 def test_shipped_template_is_found():

@@ -1,5 +1,6 @@
 """Property tests on generated markdown: parsing, linting and index blocks never crash; blocks are idempotent."""
 
+import subprocess
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -42,13 +43,14 @@ def test_chunker_links_and_lints_never_crash(text):
        prose=MARKDOWN, options=st.sampled_from(["", " depth=1", " sort=title summary=false heading=3"]))
 def test_index_blocks_render_and_are_idempotent(tmp_path_factory, pages, prose, options):
     root = Path(tmp_path_factory.mktemp("wiki"))
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)  # pages are listed by git (ignore rules apply)
     for path, text in pages.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text, encoding="utf-8")
     clean = "\n".join(line for line in prose.split("\n") if "GITWIKI:INDEX" not in line)
     index = f"{clean}\n<!-- GITWIKI:INDEX-START{options} -->\n{END_MARKER}\n"
     (root / "index.md").write_text(index, encoding="utf-8")
-    corpus = WorktreeCorpus(root, CONFIG.corpora[0], CONFIG)
-    once = rewrite(index, "index.md", corpus)
+    once = rewrite(index, "index.md", WorktreeCorpus(root, CONFIG.corpora[0], CONFIG))
     assert once.startswith(clean + "\n") and once.endswith(f"{END_MARKER}\n")
-    assert rewrite(once, "index.md", corpus) == once
+    # A fresh corpus has an empty render memo: the second pass really renders again.
+    assert rewrite(once, "index.md", WorktreeCorpus(root, CONFIG.corpora[0], CONFIG)) == once

@@ -20,21 +20,23 @@ def register(sub) -> None:
 
 def index_blocks(args: argparse.Namespace) -> int:
     from gitwiki import config as config_mod
+    from gitwiki import gitcli
     from gitwiki.commands.lint import repo_relative
-    from gitwiki.gitrepo import GitRepo
     from gitwiki.index_blocks import BlockError, WorktreeCorpus, ancestor_indexes, create_front_index, refresh_file
+    from gitwiki.pagefacts import FactsCache
 
-    repo = GitRepo.discover(args.chdir)
-    config = config_mod.load(repo.root)
-    files = repo_relative(repo.root, args.chdir, args.files) if args.files else None
+    root, common_dir = gitcli.discover(args.chdir)
+    config = config_mod.load(root)
+    files = repo_relative(root, args.chdir, args.files) if args.files else None
+    facts = FactsCache.load(config_mod.index_dir(config, root, common_dir))
     changed, failed = [], False
     for corpus in config.corpora:
-        pages = WorktreeCorpus(repo.root, corpus, config)
+        pages = WorktreeCorpus(root, corpus, config, facts)
         if files is None:
             targets = pages.index_files()
         else:
             wanted = {i for f in files if _in_corpus(corpus, f) for i in ancestor_indexes(corpus, config, f)}
-            targets = sorted((i for i in wanted if (repo.root / i).is_file()), key=lambda p: (-p.count("/"), p))
+            targets = sorted((i for i in wanted if (root / i).is_file()), key=lambda p: (-p.count("/"), p))
         created = create_front_index(pages, check=args.check) if args.scaffold else None
         if created:
             changed.append(created)
@@ -46,6 +48,7 @@ def index_blocks(args: argparse.Namespace) -> int:
             except BlockError as e:  # report every malformed file, leave each unchanged
                 print(f"gitwiki: error: {e}", file=sys.stderr)
                 failed = True
+    facts.save()
     verb = "would update" if args.check else "updated"
     for path in changed:
         print(f"{verb} {path}")

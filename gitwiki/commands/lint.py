@@ -28,14 +28,14 @@ def lint(args: argparse.Namespace) -> int:
         return 0
 
     from gitwiki import config as config_mod
-    from gitwiki.gitrepo import GitRepo
+    from gitwiki import gitcli
     from gitwiki.lint import lint_repo
     from gitwiki.lint.output import FORMATS
 
-    repo = GitRepo.discover(args.chdir)
-    config = config_mod.load(repo.root)
-    files = repo_relative(repo.root, args.chdir, args.files) if args.files else None
-    run = lint_repo(repo, config, files)
+    checkout = gitcli.discover(args.chdir)
+    config = config_mod.load(checkout.root)
+    files = repo_relative(checkout.root, args.chdir, args.files) if args.files else None
+    run = lint_repo(checkout, config, files)
     sys.stdout.write(FORMATS[args.format](run.findings))
     errors = sum(f.severity == "error" for f in run.findings)
     if args.format == "text" and run.findings:

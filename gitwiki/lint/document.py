@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from gitwiki.markdown.chunker import inline_text, parser
-from gitwiki.markdown.frontmatter import FrontMatter, split_front_matter
+from gitwiki.markdown.frontmatter import FrontMatter, YamlReader, split_front_matter
 from gitwiki.markdown.links import Link, extract_links, heading_slugs, html_anchors
 
 _DISABLE = re.compile(r"<!--\s*gitwiki:\s*disable\s*=\s*([A-Za-z0-9, ]+?)\s*-->", re.IGNORECASE)
@@ -44,10 +44,10 @@ class Document:
         return set(heading_slugs(h.text for h in self.headings)) | html_anchors(self.text)
 
 
-def parse(path: str, text: str) -> Document:
+def parse(path: str, text: str, read_yaml: YamlReader | None = None) -> Document:
     text = text.replace("\r\n", "\n").replace("\r", "\n")  # markdown-it ends lines at a lone CR too
     lines = text.split("\n")
-    fm = split_front_matter(text)
+    fm = split_front_matter(text, read_yaml)
     offset = fm.body_line - 1  # body line i is file line i + offset (0-based)
     skip = set(range(offset))  # front matter is YAML, not markdown
     doc = Document(path, text, fm, disabled={c.strip().upper() for m in _DISABLE.finditer(text) for c in m.group(1).split(",") if c.strip()})

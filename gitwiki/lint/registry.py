@@ -34,7 +34,7 @@ class Context(NamedTuple):
     pages: set[str]  # repo-relative pages that links resolve against (the staged tree)
     config: Config
     corpus: CorpusConfig | None  # the corpus the linted page belongs to
-    read: Callable[[str], str | None] | None  # text of another page (for its anchors); None: not checked
+    anchors: Callable[[str], Iterable[str] | None] | None  # another page's anchors (None: unreadable); None: not checked
     linked: set[str] | None  # pages that some other page links to; None: orphans are not checked
 
 

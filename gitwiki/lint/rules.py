@@ -7,8 +7,8 @@ import posixpath
 import re
 from typing import Iterable
 
-from gitwiki.gitrepo import matches
-from gitwiki.lint.document import Document, parse
+from gitwiki.config import matches
+from gitwiki.lint.document import Document
 from gitwiki.lint.registry import Context, Problem, register
 from gitwiki.markdown.links import resolve
 
@@ -110,24 +110,24 @@ class BrokenAnchor:
     hint = "link to an existing heading: lower case, punctuation dropped, spaces as '-', repeats get -1, -2"
 
     def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
-        others: dict[str, Document | None] = {}
+        others: dict[str, set[str] | None] = {}
         for link in doc.links:
             target = resolve(doc.path, link.target)
             if target is None or not target.fragment:
                 continue
             path = target.path if target.path is not None else doc.path
             if path == doc.path:
-                page = doc
-            elif path in ctx.pages and ctx.read is not None:
+                anchors = doc.anchors
+            elif path in ctx.pages and ctx.anchors is not None:
                 if path not in others:
-                    text = ctx.read(path)
-                    others[path] = None if text is None else parse(path, text)
-                page = others[path]
+                    found = ctx.anchors(path)
+                    others[path] = None if found is None else set(found)
+                anchors = others[path]
             else:
                 continue  # a missing page is GW005's finding
-            if page is not None and target.fragment.lower() not in {a.lower() for a in page.anchors}:
-                close = difflib.get_close_matches(target.fragment.lower(), sorted(page.anchors), n=1, cutoff=0.6)
-                where = "this page" if page is doc else path
+            if anchors is not None and target.fragment.lower() not in {a.lower() for a in anchors}:
+                close = difflib.get_close_matches(target.fragment.lower(), sorted(anchors), n=1, cutoff=0.6)
+                where = "this page" if path == doc.path else path
                 yield Problem(
                     link.line, link.col, f"no heading or anchor #{target.fragment} in {where}", f"did you mean #{close[0]}?" if close else None
                 )

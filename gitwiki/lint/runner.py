@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import posixpath
 from pathlib import Path
 from typing import Callable, Iterable, NamedTuple
 from urllib.parse import quote
 
-import pygit2
-
-from gitwiki.config import Config, CorpusConfig
-from gitwiki.gitrepo import GitRepo, matches
+from gitwiki import config as config_mod
+from gitwiki import gitcli, pagefacts
+from gitwiki.config import Config, CorpusConfig, matches
+from gitwiki.gitcli import Checkout
 from gitwiki.lint.document import parse
 from gitwiki.lint.registry import RULES, Context, Finding
-from gitwiki.markdown.links import extract_links, resolve
+from gitwiki.markdown.frontmatter import YamlReader
+from gitwiki.markdown.links import resolve
+from gitwiki.pagefacts import FactsCache
 
 ORPHAN = "GW007"
 
@@ -42,17 +43,22 @@ def lint_text(
     config: Config,
     *,
     read: Callable[[str], str | None] | None = None,
+    anchors: Callable[[str], Iterable[str] | None] | None = None,
     linked: set[str] | None = None,
+    read_yaml: YamlReader | None = None,
 ) -> list[Finding]:
     """Findings for one page at repo-relative `path`, its links resolved against `pages`.
 
-    `read` gives other pages' text so `other.md#anchor` links can be checked; `linked` (the pages some
-    other page links to) enables the orphan check, which needs the whole corpus.
+    `read` gives other pages' text, or `anchors` their anchors, so `other.md#anchor` links can be
+    checked; `linked` (the pages some other page links to) enables the orphan check, which needs the
+    whole corpus. `read_yaml` reads the front matter (see `split_front_matter`).
     """
     corpus = corpus_of(config, path)
-    doc = parse(path, text)
+    doc = parse(path, text, read_yaml)
     skip = disabled_codes(config, corpus) | doc.disabled
-    ctx = Context(pages, config, corpus, read, linked)
+    if anchors is None and read is not None:
+        anchors = _anchors_from(read)
+    ctx = Context(pages, config, corpus, anchors, linked)
     out = [
         Finding(path, p.line, p.col, code, rule.severity, p.message, p.hint or rule.hint)
         for code, rule in RULES.items()
@@ -62,26 +68,24 @@ def lint_text(
     return sorted(out, key=lambda f: (f.line, f.col, f.code))
 
 
-def staged_index(repo: GitRepo) -> pygit2.Index:
-    """The index git is committing: `git commit -a` and `git commit FILE` hand hooks a temporary one."""
-    alt = os.environ.get("GIT_INDEX_FILE")
-    return pygit2.Index(os.path.abspath(alt)) if alt else repo.raw.index
+def _anchors_from(read: Callable[[str], str | None]) -> Callable[[str], list[str] | None]:
+    def anchors(path: str) -> list[str] | None:
+        text = read(path)
+        return None if text is None else pagefacts.anchors(text)
+
+    return anchors
 
 
-def staged_pages(repo: GitRepo, config: Config) -> dict[str, str]:
+def staged_pages(root: Path, config: Config) -> dict[str, str]:
     """Repo-relative path → staged blob id for every page of every corpus (symlinks and submodules left out)."""
-    out = {}
-    for entry in staged_index(repo):
-        if entry.mode in (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE) and corpus_of(config, entry.path):
-            out[entry.path] = str(entry.id)
-    return out
+    return {path: blob for path, blob in gitcli.staged_files(root).items() if corpus_of(config, path)}
 
 
-def linked_pages(pages: Iterable[str], read: Callable[[str], str | None], config: Config, wanted: set[str]) -> set[str]:
+def linked_pages(pages: Iterable[str], links: Callable[[str], list[str]], config: Config, wanted: set[str]) -> set[str]:
     """The pages in `wanted` that another page links to (a folder link counts for the folder's index and README).
 
-    A link to X must spell X's file name (or, for an index or README, its folder's name), so only pages
-    whose text contains one of those are parsed: a commit's orphan check then costs a substring scan.
+    `links` gives a page's relative link targets as written. A link to X must spell X's file name (or,
+    for an index or README, its folder's name), so only targets containing one of those are resolved.
     """
     fronts = (config.index_blocks.filename, "README.md")
     needles = set()
@@ -92,44 +96,56 @@ def linked_pages(pages: Iterable[str], read: Callable[[str], str | None], config
             needles.add(posixpath.basename(posixpath.dirname(path)) or "/")
     linked: set[str] = set()
     for source in pages:
-        text = read(source) or ""
-        if not any(n in text for n in needles):
+        targets = links(source)
+        joined = "\n".join(targets)
+        if not any(n in joined for n in needles):  # one scan per page first: most pages link elsewhere
             continue
-        for link in extract_links(text):
-            target = resolve(source, link.target)
+        for raw in targets:
+            target = resolve(source, raw) if any(n in raw for n in needles) else None
             if target is None or not target.path or target.path == source:
                 continue
             linked.update({target.path, *(f"{target.path}/{name}" for name in fronts)} & wanted)
     return linked
 
 
-def lint_repo(repo: GitRepo, config: Config, files: list[str] | None = None) -> LintRun:
+def lint_repo(checkout: Checkout, config: Config, files: list[str] | None = None) -> LintRun:
     """Lint `files` (repo-relative; default: every staged page) from the worktree, resolving links against
-    the staged pages plus `files`. Files outside every corpus are skipped."""
-    root = repo.root  # a property that resolves the path on each call
-    blobs = staged_pages(repo, config)
+    the staged pages plus `files`. Files outside every corpus are skipped.
+
+    Other pages are seen through their cached facts (`gitwiki.pagefacts`): only versions not seen before
+    are read, the staged ones in one `git cat-file --batch`.
+    """
+    root = checkout.root
+    blobs = staged_pages(root, config)
     if files is None:
         targets = sorted(blobs)
     else:
         targets = sorted({f for f in files if corpus_of(config, f) and (root / f).is_file()})
-    pages = set(blobs) | set(targets)
-    on_disk = set(targets)
-    texts: dict[str, str | None] = {}
+    data = {path: (root / path).read_bytes() for path in targets}
+    keys = {**blobs, **{path: pagefacts.blob_id(raw) for path, raw in data.items()}}  # a linted page is read from disk
+    texts = {keys[path]: pagefacts.decode(raw) for path, raw in data.items()}
+    facts = FactsCache.load(config_mod.index_dir(config, root, checkout.common_dir))
 
-    def read(path: str) -> str | None:
-        if path not in texts:
-            if path in on_disk or path not in blobs:
-                disk = root / path
-                texts[path] = _read_file(disk) if disk.is_file() else None
-            else:
-                texts[path] = repo.read_blob(blobs[path]).decode("utf-8", errors="replace")
-        return texts[path]
+    def text(blob: str) -> str:
+        if blob not in texts:
+            texts[blob] = pagefacts.decode(gitcli.read_blobs(root, [blob])[blob])
+        return texts[blob]
 
-    orphans_wanted = any(ORPHAN not in disabled_codes(config, c) for c in config.corpora)
-    linked = linked_pages(sorted(pages), read, config, set(targets)) if orphans_wanted else None
-    findings = [f for path in targets for f in lint_text(path, read(path) or "", pages, config, read=read, linked=linked)]
+    def fact(field: str, path: str) -> list:
+        return facts.get(field, keys[path], lambda: text(keys[path]))
+
+    linked = None
+    if any(ORPHAN not in disabled_codes(config, c) for c in config.corpora):
+        wanted = facts.missing("links", set(keys.values()) - texts.keys())
+        texts.update((blob, pagefacts.decode(raw)) for blob, raw in gitcli.read_blobs(root, wanted).items())
+        linked = linked_pages(sorted(keys), lambda path: fact("links", path), config, set(targets))
+    pages = set(keys)
+    findings = [
+        f
+        for path in targets
+        for f in lint_text(
+            path, texts[keys[path]], pages, config, anchors=lambda other: fact("anchors", other), linked=linked, read_yaml=facts.read_yaml
+        )
+    ]
+    facts.save()
     return LintRun(findings, len(targets))
-
-
-def _read_file(path: Path) -> str:
-    return path.read_bytes().decode("utf-8", errors="replace")

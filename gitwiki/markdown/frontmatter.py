@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
+
+# Reads the YAML between the --- lines: (mapping, None) or ({}, why it is not one). `read_yaml` by default;
+# the hooks pass a cached one (gitwiki.pagefacts), since importing PyYAML costs more than a lint run's parsing.
+YamlReader = Callable[[str], tuple[dict, str | None]]
 
 
 class FrontMatter(NamedTuple):
@@ -12,7 +16,7 @@ class FrontMatter(NamedTuple):
     error: str | None  # why the YAML is invalid, with its line; None when fine or absent
 
 
-def split_front_matter(text: str) -> FrontMatter:
+def split_front_matter(text: str, read: YamlReader | None = None) -> FrontMatter:
     lines = text.split("\n")
     if not lines or lines[0].rstrip() != "---":
         return FrontMatter({}, text, 1, None)
@@ -21,20 +25,26 @@ def split_front_matter(text: str) -> FrontMatter:
             break
     else:
         return FrontMatter({}, text, 1, None)  # an opening rule with no closing one is just a rule
+    meta, error = (read or read_yaml)("\n".join(lines[1:i]))
+    return FrontMatter(meta, "\n".join(lines[i + 1 :]), i + 2, error)
+
+
+def read_yaml(raw: str) -> tuple[dict, str | None]:
+    """The mapping in the front matter `raw` (which starts on file line 2), or {} and why it is not one."""
+    if not raw.strip():
+        return {}, None
     import yaml  # only pages with front matter pay for it
 
-    raw = "\n".join(lines[1:i])
-    body = "\n".join(lines[i + 1 :])
     try:
-        meta = _load(yaml, raw) if raw.strip() else {}
+        meta = _load(yaml, raw)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 2}: " if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        return FrontMatter({}, body, i + 2, f"{where}{problem}")
+        return {}, f"{where}{problem}"
     if not isinstance(meta, dict):
-        return FrontMatter({}, body, i + 2, "line 2: front matter must be a mapping of keys to values")
-    return FrontMatter(meta, body, i + 2, None)
+        return {}, "line 2: front matter must be a mapping of keys to values"
+    return meta, None
 
 
 def _load(yaml, raw: str):

@@ -1,0 +1,128 @@
+"""The git CLI, for the paths where importing pygit2 would cost more than the work: the pre-commit hooks
+(`gitwiki lint`, `gitwiki index-blocks`), and fetch and push, which must use the user's own auth set-up.
+
+One subprocess per question: where the checkout is, what the index git is committing holds, which files
+the worktree has, the text of a batch of blobs.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Iterable, NamedTuple
+
+from gitwiki.errors import GitwikiError, NotFoundError, UsageError
+
+# Regular files in a `git ls-files -s` listing; symlinks (120000) and submodules (160000) are not pages.
+FILE_MODES = ("100644", "100755")
+# Paths git reads from the environment. Relative ones mean relative to our cwd, but `git -C root` would
+# read them relative to root; hooks get GIT_INDEX_FILE this way for `git commit -a` and `git commit FILE`.
+_PATH_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
+
+
+class GitRun(NamedTuple):
+    ok: bool
+    data: bytes  # stdout (b"" when it was sent to a file)
+    error: str  # the last line git wrote to stderr, or its exit status
+
+    @property
+    def out(self) -> str:
+        return self.data.decode()
+
+
+class Checkout(NamedTuple):
+    root: Path  # the worktree's top folder
+    common_dir: Path  # the .git dir shared by all worktrees
+
+
+def run_git(
+    root: str | os.PathLike, *args: str, stdin: str | bytes | None = None, env: dict[str, str] | None = None, stdout=subprocess.PIPE
+) -> GitRun:
+    """Run `git -C root ARGS`. Callers turn a failed run into the error that fits them."""
+    base = dict(os.environ)
+    for name in _PATH_VARS:
+        if base.get(name):
+            base[name] = os.path.abspath(base[name])
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args],
+            input=stdin.encode() if isinstance(stdin, str) else stdin,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env={**base, **(env or {})},
+            check=False,
+        )
+    except FileNotFoundError:
+        raise UsageError("the git command is not installed; install git (gitwiki runs it for the hooks, pull and publish)") from None
+    lines = done.stderr.decode(errors="replace").strip().splitlines()
+    return GitRun(done.returncode == 0, done.stdout if isinstance(done.stdout, bytes) else b"", lines[-1] if lines else f"git exit {done.returncode}")
+
+
+def not_a_repo(start: str | os.PathLike) -> NotFoundError:
+    return NotFoundError(f"{os.path.abspath(start)} is not inside a git repository; run `git init` or cd into your repo")
+
+
+def bare_repo(where: str | os.PathLike) -> NotFoundError:
+    return NotFoundError(f"{where} is a bare repository; run gitwiki in a checkout")
+
+
+def discover(start: str | os.PathLike = ".") -> Checkout:
+    """The checkout containing `start`."""
+    run = run_git(start, "rev-parse", "--is-bare-repository", "--git-common-dir", "--show-toplevel")
+    lines = run.data.decode(errors="surrogateescape").splitlines()
+    if run.ok and len(lines) == 3:
+        return Checkout(Path(lines[2]).resolve(), (Path(start) / lines[1]).resolve())
+    if lines[:1] == ["true"]:
+        raise bare_repo((Path(start) / lines[1]).resolve() if len(lines) > 1 else os.path.abspath(start))
+    if lines:  # a repository, but `start` is not in its worktree (inside .git, say)
+        raise NotFoundError(f"{os.path.abspath(start)} is not in a git worktree ({run.error}); cd into your checkout")
+    raise not_a_repo(start)
+
+
+def staged_files(root: str | os.PathLike) -> dict[str, str]:
+    """Path → blob id of every regular file in the index git is committing (GIT_INDEX_FILE, when a hook
+    runs for `git commit -a` or `git commit FILE`)."""
+    out = {}
+    for record in _paths(root, "ls-files", "-s", "-z"):
+        meta, _, path = record.partition("\t")
+        mode, blob, _stage = meta.split(" ")
+        if mode in FILE_MODES:
+            out[path] = blob
+    return out
+
+
+def worktree_files(root: str | os.PathLike, folder: str) -> list[str]:
+    """Repo-relative paths under `folder` ("" is the whole worktree) that are tracked or untracked and not
+    ignored. Tracked files deleted from disk are still listed: callers check the file itself."""
+    where = ("--", f":(literal){folder}") if folder else ()
+    return sorted(set(_paths(root, "ls-files", "--cached", "--others", "--exclude-standard", "-z", *where)))
+
+
+def read_blobs(root: str | os.PathLike, blobs: Iterable[str]) -> dict[str, bytes]:
+    """The content of each blob, in one `git cat-file --batch`; a missing one is an error."""
+    wanted = list(dict.fromkeys(blobs))
+    if not wanted:
+        return {}
+    run = _checked(run_git(root, "cat-file", "--batch", "--buffer", stdin="".join(f"{b}\n" for b in wanted)))
+    data, pos, out = run.data, 0, {}
+    for blob in wanted:
+        end = data.index(b"\n", pos)
+        header = data[pos:end].split(b" ")
+        if len(header) != 3:
+            raise GitwikiError(f"git cannot read blob {blob} ({data[pos:end].decode(errors='replace')}); run `git fsck`")
+        size = int(header[2])
+        out[blob] = data[end + 1 : end + 1 + size]
+        pos = end + 1 + size + 1  # the content is followed by a newline
+    return out
+
+
+def _paths(root: str | os.PathLike, *args: str) -> list[str]:
+    data = _checked(run_git(root, *args)).data
+    return [p for p in data.decode(errors="surrogateescape").split("\0") if p]
+
+
+def _checked(run: GitRun) -> GitRun:
+    if not run.ok:
+        raise GitwikiError(f"git failed ({run.error}); check that the repository is readable, e.g. with `git status`")
+    return run

@@ -1,0 +1,216 @@
+"""The page-facts cache behind `gitwiki lint` and `gitwiki index-blocks`, and the git CLI those hooks use.
+
+Extractions are counted by wrapping `pagefacts.EXTRACT` (never by timing): a run that finds a page
+version in the cache must not extract anything for it.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gitwiki import gitcli, pagefacts
+from gitwiki.errors import NotFoundError, UsageError
+from gitwiki.pagefacts import FactsCache
+
+LEXICAL = "[embeddings]\nenabled = false\n"
+START, END = "<!-- GITWIKI:INDEX-START -->", "<!-- GITWIKI:INDEX-END -->"
+
+
+@pytest.fixture
+def extracted(monkeypatch):
+    """field → the texts extracted for it during the test."""
+    seen: dict[str, list[str]] = {field: [] for field in pagefacts.EXTRACT}
+    for field, extract in list(pagefacts.EXTRACT.items()):
+        def counting(text, read_yaml, field=field, extract=extract):
+            seen[field].append(text)
+            return extract(text, read_yaml)
+
+        monkeypatch.setitem(pagefacts.EXTRACT, field, counting)
+    return seen
+
+
+def _wiki(repo):
+    repo.commit("init", {
+        ".gitwiki.toml": LEXICAL,
+        "wiki/index.md": f"# Home\n\n{START}\n{END}\n",
+        "wiki/a.md": "# A\n\nAbout A. [B](b.md#intro)\n",
+        "wiki/b.md": "# B\n\nAbout B.\n\n## Intro\n",
+        "wiki/c.md": "# C\n\nAbout C. [A](a.md)\n",
+    })
+
+
+def _cache(repo):
+    return repo.path / ".git" / "gitwiki" / pagefacts.CACHE_NAME
+
+
+def test_second_run_extracts_nothing_for_unchanged_pages(repo, cli, extracted):
+    _wiki(repo)
+    assert cli("index-blocks", "wiki/a.md", cwd=repo.path)[0] == 1  # the block was empty
+    assert len(extracted["info"]) == 3  # a, b, c (the index itself is not listed)
+    assert cli("lint", "wiki/a.md", cwd=repo.path)[0] == 0
+    assert len(extracted["links"]) == 4 and len(extracted["anchors"]) == 1  # every staged page; b.md for #intro
+    assert _cache(repo).is_file()
+    for field in extracted:
+        extracted[field].clear()
+    assert cli("index-blocks", "wiki/a.md", cwd=repo.path)[:2] == (0, "")
+    assert cli("lint", "wiki/a.md", cwd=repo.path)[0] == 0
+    assert extracted == {"info": [], "links": [], "anchors": []}
+
+
+def test_an_unchanged_block_is_not_rendered_again(repo, cli, monkeypatch):
+    _wiki(repo)
+    cli("index-blocks", cwd=repo.path)
+    rendered = []
+    from gitwiki import index_blocks
+
+    real = index_blocks._render
+    monkeypatch.setattr(index_blocks, "_render", lambda *a, **kw: rendered.append(a) or real(*a, **kw))
+    assert cli("index-blocks", cwd=repo.path)[:2] == (0, "")
+    assert rendered == []
+    (repo.path / "wiki/index.md").write_text(f"# Home\n\n{START}\nhand-edited\n{END}\n")
+    assert cli("index-blocks", cwd=repo.path)[:2] == (1, "updated wiki/index.md\n")  # same inputs, other text
+    assert len(rendered) == 1 and "- [A](a.md) — About A." in (repo.path / "wiki/index.md").read_text()
+
+
+@pytest.mark.parametrize("garbage", [b"{not json", b'{"version": 0, "facts": {}}', b'{"version": 1, "facts": {"x": 5}}', b"[]"])
+def test_a_corrupt_or_foreign_cache_is_ignored_and_rebuilt(repo, cli, garbage):
+    _wiki(repo)
+    repo.write("wiki/lonely.md", "# Lonely\n\n[missing](nope.md) [b](b.md#nope)\n")
+    repo.git("add", "-A")
+    first = cli("lint", "--format", "json", cwd=repo.path)
+    cli("index-blocks", cwd=repo.path)
+    block = (repo.path / "wiki/index.md").read_text()
+    _cache(repo).write_bytes(garbage)
+    (repo.path / "wiki/index.md").write_text(f"# Home\n\n{START}\n{END}\n")
+    assert cli("lint", "--format", "json", cwd=repo.path) == first
+    found = [(f["path"], f["code"]) for f in json.loads(first[1])["findings"]]
+    assert found == [("wiki/c.md", "GW007"), *(("wiki/lonely.md", code) for code in ("GW007", "GW005", "GW006"))]
+    cli("index-blocks", cwd=repo.path)
+    assert (repo.path / "wiki/index.md").read_text() == block
+    assert json.loads(_cache(repo).read_bytes())["version"] == pagefacts.VERSION
+
+
+def test_an_edited_page_gets_fresh_facts(repo, cli, monkeypatch):
+    monkeypatch.setattr(pagefacts, "RACY_NS", -10**18)  # trust fresh stats too, to show they are checked
+    _wiki(repo)
+    cli("index-blocks", cwd=repo.path)
+    assert "- [B](b.md) — About B." in (repo.path / "wiki/index.md").read_text()
+    page = repo.path / "wiki/b.md"
+    before = page.stat()
+    page.write_text("# X\n\nAbout X.\n\n## Intro\n")  # same size; mtime set back below, ctime cannot be
+    os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert cli("index-blocks", cwd=repo.path)[0] == 1
+    assert "- [X](b.md) — About X." in (repo.path / "wiki/index.md").read_text()
+    # Lint: a page that starts linking to c.md makes it no orphan any more.
+    code, out, _ = cli("lint", "--format", "json", "wiki/c.md", cwd=repo.path)
+    assert [f["code"] for f in json.loads(out)["findings"]] == ["GW007"]
+    repo.write("wiki/a.md", "# A\n\nAbout A. [B](b.md#intro) [C](c.md)\n")
+    repo.git("add", "wiki/a.md")
+    assert json.loads(cli("lint", "--format", "json", "wiki/c.md", cwd=repo.path)[1])["findings"] == []
+
+
+def test_other_pages_are_seen_as_staged_not_as_in_the_worktree(repo, cli):
+    _wiki(repo)
+    cli("lint", cwd=repo.path)  # fill the cache with the committed versions
+    repo.write("wiki/b.md", "# B\n\n## Renamed\n")  # unstaged: lint must still see ## Intro
+    repo.write("wiki/c.md", "# C\n")  # unstaged: c.md still links to a.md as staged
+    assert cli("lint", "wiki/a.md", cwd=repo.path)[:2] == (0, "")
+    repo.git("add", "wiki/b.md", "wiki/c.md")
+    code, out, _ = cli("lint", "wiki/a.md", cwd=repo.path)
+    assert code == 1 and "GW006 no heading or anchor #intro in wiki/b.md" in out and "GW007" in out
+
+
+def test_lint_reads_the_index_a_hook_is_given(repo, cli, monkeypatch):
+    _wiki(repo)
+    repo.write("wiki/a.md", "# A\n\n[D](d.md)\n")
+    repo.write("wiki/d.md", "# D\n\n[A](a.md)\n")
+    assert cli("lint", "wiki/a.md", cwd=repo.path)[0] == 1  # d.md is not staged
+    alt = repo.path / ".git" / "other-index"
+    env = {**os.environ, "GIT_INDEX_FILE": str(alt)}
+    subprocess.run(["git", "read-tree", "HEAD"], cwd=repo.path, env=env, check=True)
+    subprocess.run(["git", "add", "wiki/d.md"], cwd=repo.path, env=env, check=True)
+    monkeypatch.chdir(repo.path)
+    monkeypatch.setenv("GIT_INDEX_FILE", os.path.relpath(alt))  # relative, as git may pass it
+    assert cli("lint", "wiki/a.md", cwd=repo.path)[:2] == (0, "")
+
+
+def test_front_matter_read_before_costs_no_yaml_import(repo):
+    """A commit that leaves a page's front matter alone is linted without importing PyYAML; findings are
+    the same. Front matter JSON cannot hold as YAML gave it (a date) is read by YAML each time."""
+    _wiki(repo)
+    pages = {"wiki/a.md": "---\ntitle: A\ntags: [x, y]\n---\n# A\n", "wiki/b.md": "---\nbad: [x\n---\n# B\n\n## Intro\n"}
+    for path, text in pages.items():
+        repo.write(path, text)
+    repo.git("add", "-A")
+
+    def lint(path: str) -> tuple[str, bool]:
+        probe = f"import sys; from gitwiki.cli import main\nmain(['lint', {path!r}])\nprint('yaml' in sys.modules)\n"
+        done = subprocess.run([sys.executable, "-c", probe], cwd=repo.path, capture_output=True, text=True)
+        *findings, imported = done.stdout.splitlines()
+        return "\n".join(findings), imported == "True"
+
+    for path in pages:
+        first = lint(path)
+        assert first[1]
+        repo.write(path, pages[path] + "\nMore text.\n")  # a new blob, the same front matter
+        assert lint(path) == (first[0], False)
+    assert "wiki/b.md:2:1: GW008 front matter is not valid YAML" in lint("wiki/b.md")[0]
+    repo.write("wiki/a.md", "---\ndate: 2024-01-01\n---\n# A\n")
+    assert lint("wiki/a.md") == ("", True) and lint("wiki/a.md") == ("", True)
+
+
+def test_git_cli_listings_skip_symlinks_submodules_and_ignored_files(repo):
+    repo.write(".gitignore", "drafts/\n")
+    repo.commit("init", {"a.md": "# A\n", "drafts/x.md": "# X\n"})
+    (repo.path / "link.md").symlink_to("a.md")
+    blob = repo.git("rev-parse", "HEAD:a.md").strip()
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{repo.git('rev-parse', 'HEAD').strip()},mod")  # a submodule
+    repo.git("add", "link.md")
+    assert gitcli.staged_files(repo.path) == {".gitignore": repo.git("rev-parse", "HEAD:.gitignore").strip(), "a.md": blob}
+    assert gitcli.worktree_files(repo.path, "") == [".gitignore", "a.md", "link.md", "mod"]
+    assert gitcli.read_blobs(repo.path, [blob]) == {blob: b"# A\n"}
+    assert pagefacts.blob_id(b"# A\n") == blob
+
+
+def test_git_cli_errors_say_what_to_do(repo, tmp_path, monkeypatch):
+    with pytest.raises(NotFoundError, match="not inside a git repository; run `git init`"):
+        gitcli.discover(tmp_path / "nowhere")
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    with pytest.raises(NotFoundError, match="bare repository"):
+        gitcli.discover(bare)
+    checkout = gitcli.discover(repo.path)
+    assert checkout == (repo.path.resolve(), (repo.path / ".git").resolve())
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(UsageError, match="git command is not installed"):
+        gitcli.discover(repo.path)
+
+
+def test_cache_file_round_trip_and_pruning(tmp_path):
+    cache = FactsCache.load(tmp_path)
+    assert cache.get("links", "b1", lambda: "[x](x.md) [w](https://w) [s](#s) [q](?q)") == ["x.md"]
+    assert cache.get("info", "b1", lambda: "") == [None, None]
+    cache.remember_render("k", "d")
+    cache.save()
+    again = FactsCache.load(tmp_path)
+    assert again.missing("links", ["b1", "b2"]) == ["b2"]
+    assert again.get("links", "b1", lambda: pytest.fail("must come from the file")) == ["x.md"]
+    for blob in ("b2", "b3"):
+        again.get("links", blob, lambda: "")
+    again.save()  # b1 unused, but not outnumbering the used; the unused render memo is kept whole
+    data = json.loads((tmp_path / pagefacts.CACHE_NAME).read_text())
+    assert set(data["facts"]) == {"b1", "b2", "b3"} and data["renders"] == {"k": "d"}
+    third = FactsCache.load(tmp_path)
+    third.get("links", "b4", lambda: "")
+    third.save()  # three unused entries outnumber the one used: they go
+    assert set(json.loads((tmp_path / pagefacts.CACHE_NAME).read_text())["facts"]) == {"b4"}
+
+
+def test_a_read_only_index_dir_costs_speed_not_a_failure(tmp_path):
+    cache = FactsCache.load(tmp_path / "missing")
+    cache.get("links", "b", lambda: "")
+    (tmp_path / "missing").write_text("a file where the dir should be")
+    cache.save()
