@@ -5,6 +5,7 @@ Parts (default: speed, incremental, latency; `rss` is long — run it on its own
   incremental  1,000 tldr pages: no-change index and a one-page change, in-process
   latency      the same wiki: warm p50/p95 of hybrid and lexical queries, cold `gitwiki ground` CLI
   rss          index and query the first 20,000 tldr pages (all languages), report peak RSS
+  mixed        100 pages in wiki/ of a 20,000-file repo: warm lexical query (the worktree check's cost)
 
     python bench/bench_index.py --parts speed,incremental,latency
     python bench/bench_index.py --parts rss
@@ -198,7 +199,26 @@ def rss(args) -> dict:
     }
 
 
-PARTS = {"speed": speed, "incremental": incremental, "latency": latency, "rss": rss}
+# ---- (e) a small wiki in a big code repo --------------------------------------------------------------
+
+
+def mixed(_args) -> dict:
+    """100 tldr pages under wiki/ beside 20,000 source files: the worktree check must not cost the whole repo."""
+    code = [(f"src/m{i % 200}/f{i}.py", f"x = {i}\n") for i in range(20000)]
+    pages = [(f"wiki/{Path(p).name}", text) for p, text in tldr_pages(100, english_only=True)]
+    work = WORK / "mixed"
+    repo = write_repo(work / "repo", code + pages, corpus_config("mixed", "wiki", embeddings=False))
+    wiki = open_wiki(repo, work / "index")
+    wiki.index()
+    times = []
+    for q in questions() * 2:
+        started = time.perf_counter()
+        wiki.search(q, mode="lexical")
+        times.append(time.perf_counter() - started)
+    return {"tracked_files": len(code) + len(pages) + 1, "pages": len(pages), "warm_lexical_ms_p50": ms(statistics.median(times))}
+
+
+PARTS = {"speed": speed, "incremental": incremental, "latency": latency, "rss": rss, "mixed": mixed}
 
 
 def main(argv=None) -> int:

@@ -1,0 +1,35 @@
+import os
+
+import pytest
+
+from gitwiki import gitrepo
+from gitwiki.config import CorpusConfig
+from gitwiki.gitrepo import GitRepo
+
+
+@pytest.mark.parametrize("folder_status_from", [0, 10**9], ids=["git-status-of-the-folder", "pygit2-whole-worktree"])
+def test_worktree_changes_list_what_differs_from_head_in_the_corpus(repo, monkeypatch, folder_status_from):
+    monkeypatch.setattr(gitrepo, "FOLDER_STATUS_FROM", folder_status_from)
+    repo.commit(files={
+        "wiki/kept.md": "# Kept\n", "wiki/edited.md": "# Edited\n", "wiki/staged.md": "# Staged\n",
+        "wiki/gone.md": "# Gone\n", "src/code.md": "# Not in the corpus\n", ".gitignore": "wiki/private/\n",
+    })
+    repo.write("wiki/edited.md", "# Edited, not staged\n")
+    repo.write("wiki/staged.md", "# Staged edit\n")
+    repo.git("add", "wiki/staged.md")
+    (repo.path / "wiki/gone.md").unlink()
+    repo.write("wiki/new/deep/page.md", "# Untracked, in an untracked folder\n")
+    repo.write("wiki/private/secret.md", "# Ignored\n")
+    repo.write("wiki/notes.txt", "not a page\n")
+    repo.write("src/code.md", "# Changed outside the corpus\n")
+    os.symlink("kept.md", repo.path / "wiki/link.md")
+
+    changes = GitRepo.discover(repo.path).worktree_changes(CorpusConfig("wiki", "wiki"))
+
+    assert changes == {
+        "wiki/edited.md": True,
+        "wiki/staged.md": True,
+        "wiki/gone.md": False,
+        "wiki/new/deep/page.md": True,
+        "wiki/link.md": False,  # a symlink is never a page: it counts as absent
+    }
