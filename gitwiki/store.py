@@ -21,13 +21,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
-import filelock
-
 from gitwiki.errors import StoreError
 from gitwiki.markdown.chunker import ParsedPage
 from gitwiki.tokens import fts_text
 
 if TYPE_CHECKING:
+    import filelock
     import numpy as np
 
 SCHEMA_VERSION = 1
@@ -355,13 +354,15 @@ def _transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE"):
     conn.execute("COMMIT")
 
 
-_locks: dict[str, filelock.FileLock] = {}
+_locks: dict[str, "filelock.FileLock"] = {}
 
 
 @contextmanager
 def writer_lock(index_dir: Path, timeout: float = LOCK_TIMEOUT):
     """The index's writer lock; re-entrant within a thread (one FileLock object per path), exclusive across
     threads and processes."""
+    import filelock  # 10–15 ms to import; a query against a current index never writes
+
     path = str(index_dir / LOCK_NAME)
     lock = _locks.setdefault(path, filelock.FileLock(path))
     try:
