@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 from benchlib import EVAL, MODES, WORK, corpus_config, open_wiki, ranked_paths, reset_text_index, run_dict, timed_index, use_offline_model, write_repo

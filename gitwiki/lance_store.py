@@ -15,7 +15,6 @@ import time
 import warnings
 from typing import NamedTuple
 
-import numpy as np
 
 from gitwiki.embed import Embedder
 from gitwiki.errors import NotFoundError, StoreError, UsageError

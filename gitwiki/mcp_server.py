@@ -262,10 +262,10 @@ def build_server(wiki: Wiki) -> MCPServer:
     app = MCPServer("gitwiki", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     tools = WikiTools(wiki)
     serial = threading.Lock()
-    for name, annotations in TOOLS.items():
+    for name, hints in TOOLS.items():
         # ground declares its output schema; the other tools' structured content is described in docs/mcp.md.
         structured = True if name == "ground" else None
-        app.add_tool(_guarded(getattr(tools, name), serial), name=name, annotations=annotations, structured_output=structured)
+        app.add_tool(_guarded(getattr(tools, name), serial), name=name, annotations=hints, structured_output=structured)
     return app
 
 

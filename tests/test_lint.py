@@ -136,3 +136,24 @@ def test_lint_and_index_blocks_do_not_import_heavy_modules(repo):
     assert imported("lint wiki/a.md") == "[]"
     assert imported("index-blocks wiki/a.md", "markdown_it") == "[]"  # renders the block: jinja2 is fine
     assert imported("index-blocks wiki/a.md", "markdown_it", "jinja2") == "[]"  # nothing changed: no render
+
+
+def test_linked_pages_resolves_every_way_a_link_can_name_a_page():
+    from gitwiki.lint.runner import linked_pages
+
+    links = {
+        "wiki/a.md": ["sub/b%20c.md#intro", "sub/?tab=1", "a.md", "https://example.com/other/d.md"],
+        "wiki/sub/b c.md": ["../", "./d.md?x"],
+        "wiki/other/d.md": ["../sub/e.md", "."],
+    }
+    wanted = {
+        "wiki/sub/b c.md", "wiki/sub/index.md", "wiki/index.md", "wiki/sub/d.md",
+        "wiki/other/d.md", "wiki/other/README.md", "wiki/a.md",
+    }
+    assert linked_pages(sorted(links), links.get, CONFIG, wanted) == {
+        "wiki/sub/b c.md",  # percent-encoded name, with a fragment
+        "wiki/sub/index.md",  # a folder link, with a query
+        "wiki/index.md",  # `../` from a subfolder
+        "wiki/sub/d.md",  # same file name as wiki/other/d.md: only the one the link resolves to counts
+        "wiki/other/README.md",  # `.`: the page's own folder
+    }  # a.md links only to itself and d.md in other/ only from an external URL: neither counts

@@ -10,7 +10,6 @@ import shutil
 import socket
 import subprocess
 import sys
-from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest

@@ -5,7 +5,7 @@ from __future__ import annotations
 import posixpath
 from pathlib import Path
 from typing import Callable, Iterable, NamedTuple
-from urllib.parse import quote
+from urllib.parse import unquote
 
 from gitwiki import config as config_mod
 from gitwiki import gitcli, pagefacts
@@ -84,24 +84,24 @@ def staged_pages(root: Path, config: Config) -> dict[str, str]:
 def linked_pages(pages: Iterable[str], links: Callable[[str], list[str]], config: Config, wanted: set[str]) -> set[str]:
     """The pages in `wanted` that another page links to (a folder link counts for the folder's index and README).
 
-    `links` gives a page's relative link targets as written. A link to X must spell X's file name (or,
-    for an index or README, its folder's name), so only targets containing one of those are resolved.
+    `links` gives a page's relative link targets as written. A link can only reach a wanted page if its last
+    path segment is that page's file name (or, for an index or README, its folder's name), so only those
+    links, and the ones ending in `.`, `..` or `/`, are resolved: one set lookup per link, whatever the
+    number of wanted pages.
     """
     fronts = (config.index_blocks.filename, "README.md")
-    needles = set()
+    names = set()
     for path in wanted:
-        name = posixpath.basename(path)
-        needles.update((name, quote(name)))
-        if name in fronts:
-            needles.add(posixpath.basename(posixpath.dirname(path)) or "/")
+        names.add(posixpath.basename(path))
+        if posixpath.basename(path) in fronts:
+            names.add(posixpath.basename(posixpath.dirname(path)))
     linked: set[str] = set()
     for source in pages:
-        targets = links(source)
-        joined = "\n".join(targets)
-        if not any(n in joined for n in needles):  # one scan per page first: most pages link elsewhere
-            continue
-        for raw in targets:
-            target = resolve(source, raw) if any(n in raw for n in needles) else None
+        for raw in links(source):
+            last = unquote(raw.partition("#")[0].partition("?")[0].rstrip("/").rpartition("/")[2])
+            if last not in names and last not in ("", ".", ".."):
+                continue
+            target = resolve(source, raw)
             if target is None or not target.path or target.path == source:
                 continue
             linked.update({target.path, *(f"{target.path}/{name}" for name in fronts)} & wanted)
