@@ -24,6 +24,7 @@ from gitwiki import gitcli
 from gitwiki.config import Config, CorpusConfig, matches
 from gitwiki.errors import GitwikiError, UsageError
 from gitwiki.fs import atomic_write
+from gitwiki.markdown.chunker import fallback_title
 from gitwiki.markdown.frontmatter import YamlReader, meta_str, split_front_matter
 from gitwiki.markdown.links import code_flags, fenced_lines
 from gitwiki.pagefacts import FactsCache, blob_id, decode
@@ -120,11 +121,11 @@ def find_blocks(text: str, path: str) -> list[Block]:
     return blocks
 
 
-def page_info(text: str, fallback_title: str) -> PageInfo:
-    """Title (front matter `title`, else the first H1, else `fallback_title`) and a one-line summary
+def page_info(text: str, fallback: str) -> PageInfo:
+    """Title (front matter `title`, else the first H1, else `fallback`) and a one-line summary
     (front matter `description`, else the first paragraph)."""
     title, summary = title_and_summary(text)
-    return PageInfo(fallback_title if title is None else title, summary)
+    return PageInfo(fallback if title is None else title, summary)
 
 
 def title_and_summary(text: str, read_yaml: YamlReader | None = None) -> tuple[str | None, str | None]:
@@ -204,7 +205,7 @@ class WorktreeCorpus:
                 data = _read(self._top + path)
                 blob = self._blobs[path] = blob_id(data)
             title, summary = self.facts.get("info", blob, lambda: decode(data))
-            self._info[path] = PageInfo(posixpath.splitext(posixpath.basename(path))[0] if title is None else title, summary)
+            self._info[path] = PageInfo(fallback_title(path) if title is None else title, summary)
         return self._info[path]
 
     def forget(self, path: str) -> None:

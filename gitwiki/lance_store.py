@@ -19,7 +19,8 @@ from typing import NamedTuple
 from gitwiki.embed import Embedder
 from gitwiki.errors import NotFoundError, StoreError, UsageError
 from gitwiki.ranking import rollup, snippet
-from gitwiki.search import CANDIDATES, ChunkResult, DocResult, SearchOptions, SearchResult, fallback_title
+from gitwiki.markdown.chunker import fallback_title
+from gitwiki.search import CANDIDATES, ChunkResult, DocResult, SearchOptions, SearchResult
 from gitwiki.store import Store, vector_matrix
 from gitwiki.tokens import STOP_WORDS, words
 

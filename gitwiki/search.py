@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.embed import Embedder
+from gitwiki.markdown.chunker import fallback_title
 from gitwiki.ranking import FUSERS, Ranked, rollup, snippet
 from gitwiki.store import Store, vector_matrix
 from gitwiki.tokens import STOP_WORDS, fts_query, words
@@ -87,10 +87,6 @@ class SearchResult(NamedTuple):
             ],
             "dirty": list(self.dirty),
         }
-
-
-def fallback_title(path: str) -> str:
-    return PurePosixPath(path).stem
 
 
 class Searcher:

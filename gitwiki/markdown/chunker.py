@@ -7,6 +7,7 @@ the embedding window is cut at block boundaries into pieces that repeat the sect
 from __future__ import annotations
 
 import functools
+import posixpath
 import re
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -63,13 +64,18 @@ def estimate_pieces(text: str) -> int:
     return len(_PIECE.findall(text))
 
 
-def parse_page(text: str, fallback_title: str = "") -> ParsedPage:
+def fallback_title(path: str) -> str:
+    """What a page without a title is called: its file name without the extension."""
+    return posixpath.splitext(posixpath.basename(path))[0]
+
+
+def parse_page(text: str, fallback: str = "") -> ParsedPage:
     fm = split_front_matter(text.replace("\r\n", "\n"))
     body_lines = fm.body.split("\n")
     tokens = parser().parse(fm.body)
     headings, blocks = _outline(tokens)
     first_h1 = next((h.text for h in headings if h.level == 1 and h.text), None)
-    title = meta_str(fm.meta, "title") or first_h1 or fallback_title
+    title = meta_str(fm.meta, "title") or first_h1 or fallback
     chunks = []
     offset = fm.body_line  # body line i (0-based) is file line i + offset
     for level, crumb, start, end in _sections(headings, len(body_lines)):
