@@ -298,15 +298,16 @@ def _refresh_ancestors(wiki: "Wiki", corpus: CorpusConfig, ref: PageRef, scaffol
 
 
 def _lint(wiki: "Wiki", ref: PageRef, content: str, pages: set[str]) -> list[dict]:
+    from gitwiki import pagefacts
     from gitwiki.lint import lint_text
 
-    def read(repo_path: str) -> str | None:  # other pages' text, so `other.md#anchor` links are checked too
+    def anchors(repo_path: str) -> list[str] | None:  # other pages' anchors, so `other.md#anchor` links are checked too
         try:
-            return (wiki.root / repo_path).read_text(encoding="utf-8")
+            return pagefacts.anchors((wiki.root / repo_path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError):
             return None
 
-    return [f._asdict() for f in lint_text(ref.repo_path, content, pages, wiki.config, read=read)]
+    return [f._asdict() for f in lint_text(ref.repo_path, content, pages, wiki.config, anchors=anchors)]
 
 
 def _commit(wiki: "Wiki", tool: str, ref: PageRef, index_files: list[str]) -> str | None:

@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+from gitwiki import pagefacts
 from gitwiki.config import Config, CorpusConfig, LintConfig
 from gitwiki.lint import RULES, Finding, lint_text
 
@@ -29,9 +30,13 @@ def found(text, path="wiki/a.md", pages=PAGES, config=CONFIG, **kw):
     ],
 )
 def test_rule_good_and_bad_with_exact_positions(code, good, bad, where):
-    read = {"wiki/sub/b.md": "# B\n\n## Intro\n"}.get
-    assert [f for f in found(good, read=read) if f[0] == code] == []
-    assert [(line, col) for c, line, col in found(bad, read=read) if c == code] == where
+    texts = {"wiki/sub/b.md": "# B\n\n## Intro\n"}
+
+    def anchors(path):
+        return pagefacts.anchors(texts[path]) if path in texts else None
+
+    assert [f for f in found(good, anchors=anchors) if f[0] == code] == []
+    assert [(line, col) for c, line, col in found(bad, anchors=anchors) if c == code] == where
 
 
 def test_orphan_needs_the_corpus_and_spares_the_front_page():

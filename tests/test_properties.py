@@ -6,6 +6,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gitwiki import pagefacts
 from gitwiki.config import Config, CorpusConfig
 from gitwiki.index_blocks import START_MARKER, END_MARKER, WorktreeCorpus, page_info, rewrite
 from gitwiki.lint import lint_text
@@ -33,7 +34,7 @@ def test_chunker_links_and_lints_never_crash(text):
     lines = text.split("\n")
     for link in extract_links(text):
         assert 1 <= link.line <= len(lines)
-    for f in lint_text("a.md", text, {"a.md", "b.md"}, CONFIG, read=lambda p: text, linked=set()):
+    for f in lint_text("a.md", text, {"a.md", "b.md"}, CONFIG, anchors=lambda p: pagefacts.anchors(text), linked=set()):
         assert 1 <= f.line <= len(text.replace("\r\n", "\n").replace("\r", "\n").split("\n")) and f.col >= 1
     assert page_info(text, "f").title
 

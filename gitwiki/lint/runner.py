@@ -42,22 +42,19 @@ def lint_text(
     pages: set[str],
     config: Config,
     *,
-    read: Callable[[str], str | None] | None = None,
     anchors: Callable[[str], Iterable[str] | None] | None = None,
     linked: set[str] | None = None,
     read_yaml: YamlReader | None = None,
 ) -> list[Finding]:
     """Findings for one page at repo-relative `path`, its links resolved against `pages`.
 
-    `read` gives other pages' text, or `anchors` their anchors, so `other.md#anchor` links can be
-    checked; `linked` (the pages some other page links to) enables the orphan check, which needs the
+    `anchors` gives another page's anchors (None when it cannot be read; `pagefacts.anchors` extracts
+    them from a text), so `other.md#anchor` links can be checked; `linked` (the pages some other page links to) enables the orphan check, which needs the
     whole corpus. `read_yaml` reads the front matter (see `split_front_matter`).
     """
     corpus = corpus_of(config, path)
     doc = parse(path, text, read_yaml)
     skip = disabled_codes(config, corpus) | doc.disabled
-    if anchors is None and read is not None:
-        anchors = _anchors_from(read)
     ctx = Context(pages, config, corpus, anchors, linked)
     out = [
         Finding(path, p.line, p.col, code, rule.severity, p.message, p.hint or rule.hint)
@@ -66,14 +63,6 @@ def lint_text(
         for p in rule.check(doc, ctx)
     ]
     return sorted(out, key=lambda f: (f.line, f.col, f.code))
-
-
-def _anchors_from(read: Callable[[str], str | None]) -> Callable[[str], list[str] | None]:
-    def anchors(path: str) -> list[str] | None:
-        text = read(path)
-        return None if text is None else pagefacts.anchors(text)
-
-    return anchors
 
 
 def staged_pages(root: Path, config: Config) -> dict[str, str]:
@@ -92,8 +81,9 @@ def linked_pages(pages: Iterable[str], links: Callable[[str], list[str]], config
     fronts = (config.index_blocks.filename, "README.md")
     names = set()
     for path in wanted:
-        names.add(posixpath.basename(path))
-        if posixpath.basename(path) in fronts:
+        name = posixpath.basename(path)
+        names.add(name)
+        if name in fronts:
             names.add(posixpath.basename(posixpath.dirname(path)))
     linked: set[str] = set()
     for source in pages:
