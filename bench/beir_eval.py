@@ -17,7 +17,19 @@ import sys
 import time
 from pathlib import Path
 
-from benchlib import EVAL, MODES, WORK, corpus_config, open_wiki, ranked_paths, reset_text_index, run_dict, timed_index, use_offline_model, write_repo
+from benchlib import (
+    EVAL,
+    MODES,
+    WORK,
+    corpus_config,
+    open_wiki,
+    ranked_paths,
+    reset_text_index,
+    run_dict,
+    timed_index,
+    use_offline_model,
+    write_repo,
+)
 
 METRICS = ("ndcg@10", "recall@100")
 TOP = 100  # pages retrieved per query
@@ -56,7 +68,8 @@ def page_text(title: str, text: str) -> str:
 
 def evaluate(ranked, methods, queries: dict[str, str], qrels: dict, doc_of: dict[str, str]) -> dict:
     """nDCG@10 / Recall@100 per (mode, fusion) in `methods`; `ranked(query, mode, fusion)` gives page paths."""
-    from ranx import Qrels, Run, evaluate as ranx_evaluate
+    from ranx import Qrels, Run
+    from ranx import evaluate as ranx_evaluate
 
     out = {}
     for mode, fusion in methods:
@@ -65,7 +78,10 @@ def evaluate(ranked, methods, queries: dict[str, str], qrels: dict, doc_of: dict
         seconds = time.perf_counter() - started
         scores = ranx_evaluate(Qrels(qrels), Run(run), list(METRICS), make_comparable=True)
         label = mode if fusion is None else f"{mode}-{fusion}"
-        out[label] = {**{m: round(float(scores[m]), 4) for m in METRICS}, "ms_per_query": round(1000 * seconds / len(queries), 1)}
+        out[label] = {
+            **{m: round(float(scores[m]), 4) for m in METRICS},
+            "ms_per_query": round(1000 * seconds / len(queries), 1),
+        }
     return out
 
 
@@ -91,7 +107,11 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path, help="work dir (default /tmp/gitwiki-bench/<folder name>)")
     ap.add_argument("--max-queries", type=int, help="evaluate only the first N judged queries")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--lance", action="store_true", help="also evaluate LanceDB's FTS / vector / hybrid over an export of the same index")
+    ap.add_argument(
+        "--lance",
+        action="store_true",
+        help="also evaluate LanceDB's FTS / vector / hybrid over an export of the same index",
+    )
     args = ap.parse_args(argv)
     use_offline_model()
     work = args.work or WORK / args.folder.resolve().name
@@ -112,17 +132,23 @@ def main(argv=None) -> int:
         "chunks": wiki.store.counts()["chunks"],
         "index_seconds": round(seconds, 1),
         "embedded": sum(r.embedded for r in reports),
-        "scores": evaluate(lambda q, mode, fusion: ranked_paths(wiki, q, mode, fusion, TOP), MODES, queries, qrels, doc_of),
+        "scores": evaluate(
+            lambda q, mode, fusion: ranked_paths(wiki, q, mode, fusion, TOP), MODES, queries, qrels, doc_of
+        ),
     }
     if args.lance:
         lance = lance_ranked(wiki, str(work / "lance"))
         lance_modes = (("lexical", None), ("dense", None), ("hybrid", None))
-        result["scores"].update({f"lancedb-{k}": v for k, v in evaluate(lance, lance_modes, queries, qrels, doc_of).items()})
+        result["scores"].update(
+            {f"lancedb-{k}": v for k, v in evaluate(lance, lance_modes, queries, qrels, doc_of).items()}
+        )
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"{result['set']}: {result['docs']} docs ({result['chunks']} chunks), {result['queries']} queries; "
-              f"index {result['index_seconds']} s, embedded {result['embedded']}")
+        print(
+            f"{result['set']}: {result['docs']} docs ({result['chunks']} chunks), {result['queries']} queries; "
+            f"index {result['index_seconds']} s, embedded {result['embedded']}"
+        )
         print(f"{'method':<16} {'nDCG@10':>8} {'R@100':>8} {'ms/q':>7}")
         for label, s in result["scores"].items():
             print(f"{label:<16} {s['ndcg@10']:>8.4f} {s['recall@100']:>8.4f} {s['ms_per_query']:>7}")

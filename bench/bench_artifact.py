@@ -76,7 +76,7 @@ def main(argv=None) -> int:
         for i, (rel, text) in enumerate(pages[:: max(1, len(pages) // 5)][:5]):
             (clone / rel).write_text(text + f"\n## Note {run}-{i}\n\nA local change number {i} in run {run}.\n")
             git(clone, "commit", "-q", "-am", f"change {i}")
-        report, seconds = timed(lambda: pull(Wiki.open(clone), str(archive)))
+        report, seconds = timed(lambda clone=clone: pull(Wiki.open(clone), str(archive)))
         catch_ups.append(seconds)
         embedded.append(sum(r.embedded for r in report.reports))
         assert sum(r.changed for r in report.reports) == 5, report.reports

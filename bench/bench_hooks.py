@@ -26,8 +26,10 @@ from pathlib import Path
 
 ENV = {
     **os.environ,
-    "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-    "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
+    "GIT_AUTHOR_NAME": "Bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "Bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com",
 }
 START, END = "<!-- GITWIKI:INDEX-START -->", "<!-- GITWIKI:INDEX-END -->"
 
@@ -44,7 +46,8 @@ def hooks_config(entries: dict[str, str]) -> str:
 def page(rng: random.Random, title: str, siblings: list[str]) -> str:
     links = " ".join(f"[{s}]({s}.md)" for s in rng.sample(siblings, min(3, len(siblings))))
     body = "\n\n".join(
-        f"## Section {i}\n\n" + " ".join(rng.choice(("deploy", "service", "cache", "token", "queue", "retry", "schema")) for _ in range(60))
+        f"## Section {i}\n\n"
+        + " ".join(rng.choice(("deploy", "service", "cache", "token", "queue", "retry", "schema")) for _ in range(60))
         for i in range(1, 5)
     )
     return f"---\ndescription: About {title}.\n---\n# {title}\n\nSee {links}.\n\n{body}\n\n```sh\nmake {title}\n```\n"
@@ -105,31 +108,50 @@ def main() -> None:
         subprocess.run(["git", "add", *staged], cwd=root, check=True)
         gitwiki = [sys.executable, "-m", "gitwiki"]
         entry = f"{sys.executable} -m gitwiki"
-        (root / "hooks.yaml").write_text(hooks_config({"gitwiki-lint": f"{entry} lint", "gitwiki-index-blocks": f"{entry} index-blocks"}))
-        (root / "noop.yaml").write_text(hooks_config({"noop-1": "\"true\"", "noop-2": "\"true\""}))
+        (root / "hooks.yaml").write_text(
+            hooks_config({"gitwiki-lint": f"{entry} lint", "gitwiki-index-blocks": f"{entry} index-blocks"})
+        )
+        (root / "noop.yaml").write_text(hooks_config({"noop-1": '"true"', "noop-2": '"true"'}))
         pre_commit = [sys.executable, "-m", "pre_commit", "run", "-c"]
         cache = root / ".git" / "gitwiki" / "pagefacts.json"
         forget = lambda: cache.unlink(missing_ok=True)  # noqa: E731
         cold = {
-            "gitwiki lint, 5 files, empty page-facts cache": median_ms([*gitwiki, "lint", *staged], root, args.runs, setup=forget),
-            "gitwiki index-blocks, 5 files, empty page-facts cache": median_ms([*gitwiki, "index-blocks", *staged], root, args.runs, setup=forget),
+            "gitwiki lint, 5 files, empty page-facts cache": median_ms(
+                [*gitwiki, "lint", *staged], root, args.runs, setup=forget
+            ),
+            "gitwiki index-blocks, 5 files, empty page-facts cache": median_ms(
+                [*gitwiki, "index-blocks", *staged], root, args.runs, setup=forget
+            ),
         }
         for command in ("lint", "index-blocks"):
             subprocess.run([*gitwiki, command, *staged], cwd=root, capture_output=True)
         rows = {
             **cold,
-            "pre-commit run, gitwiki-lint + gitwiki-index-blocks (5 staged)": median_ms([*pre_commit, "hooks.yaml"], root, args.runs),
-            "pre-commit run, two no-op hooks (pre-commit's overhead)": median_ms([*pre_commit, "noop.yaml"], root, args.runs),
+            "pre-commit run, gitwiki-lint + gitwiki-index-blocks (5 staged)": median_ms(
+                [*pre_commit, "hooks.yaml"], root, args.runs
+            ),
+            "pre-commit run, two no-op hooks (pre-commit's overhead)": median_ms(
+                [*pre_commit, "noop.yaml"], root, args.runs
+            ),
             "gitwiki lint, 5 files": median_ms([*gitwiki, "lint", *staged], root, args.runs),
             "gitwiki index-blocks, 5 files": median_ms([*gitwiki, "index-blocks", *staged], root, args.runs),
             f"gitwiki lint, all {len(paths)} pages": median_ms([*gitwiki, "lint"], root, args.runs, expect=None),
-            "python -m gitwiki --version (interpreter + CLI start)": median_ms([*gitwiki, "--version"], root, args.runs),
+            "python -m gitwiki --version (interpreter + CLI start)": median_ms(
+                [*gitwiki, "--version"], root, args.runs
+            ),
         }
         print("| measurement | wall (median) | CPU (median) |\n|---|---|---|")
         for name, (wall, cpu) in rows.items():
             print(f"| {name} | {wall:.0f} ms | {cpu:.0f} ms |")
-        ours, base = rows["pre-commit run, gitwiki-lint + gitwiki-index-blocks (5 staged)"], rows["pre-commit run, two no-op hooks (pre-commit's overhead)"]
-        print(f"| gitwiki's share of the pre-commit run (difference) | {ours[0] - base[0]:.0f} ms | {ours[1] - base[1]:.0f} ms |")
+        ours, base = (
+            rows["pre-commit run, gitwiki-lint + gitwiki-index-blocks (5 staged)"],
+            rows["pre-commit run, two no-op hooks (pre-commit's overhead)"],
+        )
+        print(
+            f"| gitwiki's share of the pre-commit run (difference) | {ours[0] - base[0]:.0f} ms | "
+            f"{ours[1] - base[1]:.0f} ms |"
+        )
+
 
 if __name__ == "__main__":
     main()

@@ -72,7 +72,9 @@ def speed(_args) -> dict:
     pages = [(page_name(d), page_text(*corpus[d])) for d in corpus]
     texts = list(
         dict.fromkeys(
-            embed_text(c.breadcrumb, c.text, parsed.title) for parsed in (parse_page(t) for _, t in pages) for c in parsed.chunks
+            embed_text(c.breadcrumb, c.text, parsed.title)
+            for parsed in (parse_page(t) for _, t in pages)
+            for c in parsed.chunks
         )
     )
     repo, wiki = fresh_wiki("speed", pages, "wiki")
@@ -82,7 +84,9 @@ def speed(_args) -> dict:
         started = time.perf_counter()
         _register_if_unknown(TextEmbedding, config)
         model = TextEmbedding(model_name=config.model, specific_model_path=config.model_path, threads=config.threads)
-        vectors = list(model.passage_embed(ordered, batch_size=config.batch_size))  # fastembed's default 256 grew past 7 GiB
+        vectors = list(
+            model.passage_embed(ordered, batch_size=config.batch_size)
+        )  # fastembed's default 256 grew past 7 GiB
         assert len(vectors) == len(texts)
         return time.perf_counter() - started
 
@@ -116,10 +120,12 @@ def incremental(args) -> dict:
         assert reports[0].up_to_date
         no_change.append(seconds)
     edits = []
-    paths = sorted(wiki.store.pages("incr"))[:: 200][:5]
+    paths = sorted(wiki.store.pages("incr"))[::200][:5]
     for i, path in enumerate(paths):
         target = repo / path
-        target.write_text(target.read_text(encoding="utf-8") + f"\n- Benchmark edit {i}:\n\n`true {i}`\n", encoding="utf-8")
+        target.write_text(
+            target.read_text(encoding="utf-8") + f"\n- Benchmark edit {i}:\n\n`true {i}`\n", encoding="utf-8"
+        )
         git(repo, "commit", "-q", "-am", f"edit {path}")
         reports, seconds = timed_index(wiki)
         assert reports[0].changed == 1 and reports[0].parsed == 1, reports[0]
@@ -165,9 +171,13 @@ def latency(args) -> dict:
         times = []
         for q in qs[:7]:
             started = time.perf_counter()
-            subprocess.run([str(exe), "-C", str(repo), "ground", q, "--mode", mode, "--json"], check=True, capture_output=True)
+            subprocess.run(
+                [str(exe), "-C", str(repo), "ground", q, "--mode", mode, "--json"], check=True, capture_output=True
+            )
             times.append(time.perf_counter() - started)
-        out[f"cold_cli_{mode}_s_median"] = round(statistics.median(times[1:]), 3)  # the first run warms the OS file cache
+        out[f"cold_cli_{mode}_s_median"] = round(
+            statistics.median(times[1:]), 3
+        )  # the first run warms the OS file cache
         out[f"cold_cli_{mode}_s_max"] = round(max(times[1:]), 3)
     return out
 
@@ -215,7 +225,11 @@ def mixed(_args) -> dict:
         started = time.perf_counter()
         wiki.search(q, mode="lexical")
         times.append(time.perf_counter() - started)
-    return {"tracked_files": len(code) + len(pages) + 1, "pages": len(pages), "warm_lexical_ms_p50": ms(statistics.median(times))}
+    return {
+        "tracked_files": len(code) + len(pages) + 1,
+        "pages": len(pages),
+        "warm_lexical_ms_p50": ms(statistics.median(times)),
+    }
 
 
 PARTS = {"speed": speed, "incremental": incremental, "latency": latency, "rss": rss, "mixed": mixed}

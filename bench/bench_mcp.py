@@ -21,14 +21,15 @@ import sys
 import time
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, stdio_client
-
 from bench_index import questions, tldr_pages
 from benchlib import WORK, corpus_config, git, open_wiki, timed_index, use_offline_model, write_repo
+from mcp import ClientSession, StdioServerParameters, stdio_client
 
 
 def params(repo) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "gitwiki", "-C", str(repo), "serve"], env=dict(os.environ))
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "gitwiki", "-C", str(repo), "serve"], env=dict(os.environ)
+    )
 
 
 async def timed(session, name: str, **arguments) -> float:
@@ -61,7 +62,13 @@ async def warm(repo, qs: list[str], page: str) -> dict[str, list[float]]:
             out["read_markdown"].append(await timed(session, "read_markdown", path=page))
             out["list_files"].append(await timed(session, "list_files"))
             out["add_markdown"].append(
-                await timed(session, "add_markdown", path="bench/scratch.md", content=f"# Scratch {i}\n\nbench write {i}\n", overwrite=True)
+                await timed(
+                    session,
+                    "add_markdown",
+                    path="bench/scratch.md",
+                    content=f"# Scratch {i}\n\nbench write {i}\n",
+                    overwrite=True,
+                )
             )
         await session.call_tool("delete_markdown", {"path": "bench/scratch.md"})
     return out

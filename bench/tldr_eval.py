@@ -13,7 +13,19 @@ import json
 import sys
 from pathlib import Path
 
-from benchlib import EVAL, MODES, WORK, corpus_config, open_wiki, ranked_paths, reset_text_index, run_dict, timed_index, use_offline_model, write_repo
+from benchlib import (
+    EVAL,
+    MODES,
+    WORK,
+    corpus_config,
+    open_wiki,
+    ranked_paths,
+    reset_text_index,
+    run_dict,
+    timed_index,
+    use_offline_model,
+    write_repo,
+)
 
 METRICS = ("hit_rate@1", "hit_rate@5", "mrr@10")
 LABELS = {"hit_rate@1": "hit@1", "hit_rate@5": "hit@5", "mrr@10": "MRR@10"}
@@ -29,14 +41,17 @@ def load_questions(tldr: Path) -> list[dict]:
 
 
 def evaluate(wiki, questions: list[dict]) -> dict:
-    from ranx import Qrels, Run, evaluate as ranx_evaluate
+    from ranx import Qrels, Run
+    from ranx import evaluate as ranx_evaluate
 
-    qrels = {q["id"]: {path: 1 for path in q["relevant"]} for q in questions}
+    qrels = {q["id"]: dict.fromkeys(q["relevant"], 1) for q in questions}
     scores = {}
     for mode, fusion in MODES:
         run = {q["id"]: run_dict(ranked_paths(wiki, q["question"], mode, fusion, 10)) for q in questions}
         values = ranx_evaluate(Qrels(qrels), Run(run), list(METRICS), make_comparable=True)
-        scores[mode if fusion is None else f"{mode}-{fusion}"] = {LABELS[m]: round(float(values[m]), 4) for m in METRICS}
+        scores[mode if fusion is None else f"{mode}-{fusion}"] = {
+            LABELS[m]: round(float(values[m]), 4) for m in METRICS
+        }
     return scores
 
 
@@ -63,7 +78,10 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"tldr English: {result['pages']} pages ({result['chunks']} chunks); index {result['index_seconds']} s, embedded {result['embedded']}")
+        print(
+            f"tldr English: {result['pages']} pages ({result['chunks']} chunks); index "
+            f"{result['index_seconds']} s, embedded {result['embedded']}"
+        )
         print(f"{'method':<14} {'hit@1':>6} {'hit@5':>6} {'MRR@10':>7}")
         for label, s in scores.items():
             print(f"{label:<14} {s['hit@1']:>6.3f} {s['hit@5']:>6.3f} {s['MRR@10']:>7.3f}")

@@ -78,7 +78,7 @@ class Manifest(NamedTuple):
         }
 
     @classmethod
-    def from_json(cls, data) -> "Manifest":
+    def from_json(cls, data) -> Manifest:
         """Validate the manifest's shape; versions are checked by the caller, which names the archive."""
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise StoreError(f"{MANIFEST_NAME} does not describe a {FORMAT} archive")
@@ -90,8 +90,13 @@ class Manifest(NamedTuple):
                 model=_typed(data["model"], str, optional=True),
                 dim=_typed(data["dim"], int, optional=True),
                 corpora=tuple(
-                    CorpusEntry(_typed(c["name"], str), _typed(c["commit"], str), _typed(c["tree"], str),
-                                _typed(c["pages"], int), _typed(c["chunks"], int))
+                    CorpusEntry(
+                        _typed(c["name"], str),
+                        _typed(c["commit"], str),
+                        _typed(c["tree"], str),
+                        _typed(c["pages"], int),
+                        _typed(c["chunks"], int),
+                    )
                     for c in data["corpora"]
                 ),
                 files=tuple(
@@ -157,20 +162,18 @@ def _compact(snapshot: Path) -> tuple[str | None, int | None, tuple[CorpusEntry,
             raise StoreError("the index holds no corpus yet; run `gitwiki index` first")
         models = {m for *_, m in states if m is not None}
         if len(models) > 1:
-            raise StoreError(f"corpora were indexed with different models ({', '.join(sorted(models))}); run `gitwiki index`")
+            raise StoreError(
+                f"corpora were indexed with different models ({', '.join(sorted(models))}); run `gitwiki index`"
+            )
         model = next(iter(models), None)
         # Pages parsed from the worktree (uncommitted drafts) are in the store but in no state: not shipped.
         Store(snapshot.parent, conn).gc()
-        conn.execute(
-            "DELETE FROM vectors WHERE model IS NOT ? OR hash NOT IN (SELECT hash FROM chunks)", (model,)
-        )
+        conn.execute("DELETE FROM vectors WHERE model IS NOT ? OR hash NOT IN (SELECT hash FROM chunks)", (model,))
         conn.execute("PRAGMA journal_mode=DELETE")  # one self-contained file, no -wal beside it
         conn.execute("VACUUM")
         row = conn.execute("SELECT length(vec) FROM vectors LIMIT 1").fetchone()
         dim = row[0] // 4 if row else None
-        corpora = tuple(
-            CorpusEntry(name, commit, tree, *_counts(conn, name)) for name, commit, tree, _ in states
-        )
+        corpora = tuple(CorpusEntry(name, commit, tree, *_counts(conn, name)) for name, commit, tree, _ in states)
     finally:
         conn.close()
     return model, dim, corpora
@@ -268,7 +271,8 @@ def _read_manifest(tar: tarfile.TarFile, name: str, max_bytes: int) -> Manifest:
         )
     if manifest.size > max_bytes:
         raise StoreError(
-            f"{name} unpacks to {manifest.size} bytes, over the limit of {max_bytes}; raise it with --max-bytes if you trust it"
+            f"{name} unpacks to {manifest.size} bytes, over the limit of {max_bytes}; raise it with --max-bytes "
+            "if you trust it"
         )
     for entry in manifest.files:
         _check_path(entry.path, name)
@@ -286,7 +290,9 @@ def _check_path(path: str, name: str) -> None:
 def _check_member(member: tarfile.TarInfo, expected: dict[str, FileEntry], seen: set[str], name: str) -> FileEntry:
     _check_path(member.name, name)
     if member.issym() or member.islnk():
-        raise StoreError(f"{name}: refusing link {member.name!r} → {member.linkname!r}; an index archive holds only files")
+        raise StoreError(
+            f"{name}: refusing link {member.name!r} → {member.linkname!r}; an index archive holds only files"
+        )
     if member.isdev():
         raise StoreError(f"{name}: refusing device or fifo {member.name!r}; an index archive holds only files")
     if not member.isreg():
@@ -309,7 +315,9 @@ def _copy_checked(source: IO[bytes], target: Path, entry: FileEntry, name: str) 
             digest.update(block)
             out.write(block)
     if digest.hexdigest() != entry.sha256:
-        raise StoreError(f"{name}: sha256 of {entry.path!r} does not match the manifest; the archive is corrupt or altered")
+        raise StoreError(
+            f"{name}: sha256 of {entry.path!r} does not match the manifest; the archive is corrupt or altered"
+        )
 
 
 def _check_database(db: Path, manifest: Manifest, name: str) -> None:
@@ -321,17 +329,27 @@ def _check_database(db: Path, manifest: Manifest, name: str) -> None:
     try:
         schema = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         if schema is None or int(schema[0]) != manifest.schema_version:
-            raise StoreError(f"{name}: {DB_NAME} has schema {schema and schema[0]}, the manifest says {manifest.schema_version}")
+            raise StoreError(
+                f"{name}: {DB_NAME} has schema {schema and schema[0]}, the manifest says {manifest.schema_version}"
+            )
         states = {r[0]: r[1:] for r in conn.execute("SELECT corpus, commit_id, tree, model FROM states")}
         for c in manifest.corpora:
-            if c.name not in states or states[c.name][:2] != (c.commit, c.tree) or (c.pages, c.chunks) != _counts(conn, c.name):
+            if (
+                c.name not in states
+                or states[c.name][:2] != (c.commit, c.tree)
+                or (c.pages, c.chunks) != _counts(conn, c.name)
+            ):
                 raise StoreError(f"{name}: corpus {c.name!r} in {DB_NAME} does not match the manifest")
         if set(states) != {c.name for c in manifest.corpora}:
             raise StoreError(f"{name}: the corpora in {DB_NAME} do not match the manifest")
         if manifest.dim is not None:
-            row = conn.execute("SELECT count(*), min(length(vec)), max(length(vec)) FROM vectors WHERE model = ?", (manifest.model,)).fetchone()
+            row = conn.execute(
+                "SELECT count(*), min(length(vec)), max(length(vec)) FROM vectors WHERE model = ?", (manifest.model,)
+            ).fetchone()
             if row[0] == 0 or row[1] != row[2] or row[1] != 4 * (manifest.dim or 0):
-                raise StoreError(f"{name}: the vectors in {DB_NAME} are not {manifest.dim}-dimensional {manifest.model} vectors")
+                raise StoreError(
+                    f"{name}: the vectors in {DB_NAME} are not {manifest.dim}-dimensional {manifest.model} vectors"
+                )
     except sqlite3.DatabaseError as e:
         raise StoreError(f"{name}: {DB_NAME} is not a readable gitwiki index ({e})") from None
     finally:
@@ -376,4 +394,3 @@ def unpack(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return manifest
-

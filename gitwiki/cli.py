@@ -15,7 +15,22 @@ from gitwiki import __version__
 from gitwiki.errors import GitwikiError
 
 # Each name is a module in gitwiki.commands with `register(subparsers)`; keep their imports light.
-COMMANDS = ("init", "index", "ground", "status", "config", "lint", "index-blocks", "git-hooks", "serve", "mcp", "artifact", "pull", "publish", "lance")
+COMMANDS = (
+    "init",
+    "index",
+    "ground",
+    "status",
+    "config",
+    "lint",
+    "index-blocks",
+    "git-hooks",
+    "serve",
+    "mcp",
+    "artifact",
+    "pull",
+    "publish",
+    "lance",
+)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

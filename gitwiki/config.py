@@ -32,13 +32,21 @@ class CorpusConfig(NamedTuple):
     lint_disable: tuple[str, ...] = ()
     source: str = "defaults"  # the file that defined it, for error messages
 
+    @property
+    def prefix(self) -> str:
+        """The corpus folder as a repo-relative path prefix: "docs/", or "" for the whole repo."""
+        return self.path + "/" if self.path else ""
+
+    def contains(self, path: str) -> bool:
+        """Whether the repo-relative `path` lies under the corpus folder (include/exclude not applied)."""
+        return path.startswith(self.prefix)
+
 
 def matches(corpus: CorpusConfig, path: str) -> bool:
     """Whether the repo-relative `path` belongs to `corpus` (under its path, included, not excluded)."""
-    prefix = corpus.path + "/" if corpus.path else ""
-    if not path.startswith(prefix):
+    if not corpus.contains(path):
         return False
-    rel = path[len(prefix) :]
+    rel = path[len(corpus.prefix) :]
     return _glob_any(rel, corpus.include) and not _glob_any(rel, corpus.exclude)
 
 

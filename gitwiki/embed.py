@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gitwiki.config import EmbeddingsConfig
 from gitwiki.errors import EmbeddingUnavailable
@@ -23,9 +24,9 @@ class Embedder(Protocol):
     model_id: str
     dim: int
 
-    def embed_documents(self, texts: list[str]) -> "np.ndarray": ...  # (n, dim) float32, L2-normalized
+    def embed_documents(self, texts: list[str]) -> np.ndarray: ...  # (n, dim) float32, L2-normalized
 
-    def embed_query(self, text: str) -> "np.ndarray": ...  # (dim,) float32, L2-normalized
+    def embed_query(self, text: str) -> np.ndarray: ...  # (dim,) float32, L2-normalized
 
 
 class FastembedEmbedder:
@@ -42,7 +43,8 @@ class FastembedEmbedder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             if not Path(config.model_path, "model.onnx").is_file():
                 raise EmbeddingUnavailable(
-                    f"no model.onnx in {config.model_path}; point [embeddings] model_path or GITWIKI_MODEL_PATH at an ONNX model directory"
+                    f"no model.onnx in {config.model_path}; point [embeddings] model_path or GITWIKI_MODEL_PATH "
+                    "at an ONNX model directory"
                 )
         try:
             from fastembed import TextEmbedding
@@ -72,7 +74,7 @@ class FastembedEmbedder:
                 "set GITWIKI_MODEL_PATH to a local model directory, or [embeddings] enabled = false"
             ) from None
 
-    def embed_documents(self, texts: list[str]) -> "np.ndarray":
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
         import numpy as np
 
         if not texts:
@@ -80,7 +82,7 @@ class FastembedEmbedder:
         vectors = self._model.passage_embed(texts, batch_size=self._config.batch_size)
         return _normalized(np.asarray(list(vectors), dtype=np.float32))
 
-    def embed_query(self, text: str) -> "np.ndarray":
+    def embed_query(self, text: str) -> np.ndarray:
         import numpy as np
 
         return _normalized(np.asarray(list(self._model.query_embed(text))[0], dtype=np.float32)[None, :])[0]
@@ -107,7 +109,7 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-def _normalized(matrix: "np.ndarray") -> "np.ndarray":
+def _normalized(matrix: np.ndarray) -> np.ndarray:
     import numpy as np
 
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
@@ -125,7 +127,8 @@ def _register_if_unknown(TextEmbedding, config: EmbeddingsConfig) -> None:
         dim = json.loads(Path(config.model_path, "config.json").read_text())["hidden_size"]
     except (OSError, ValueError, KeyError):
         raise EmbeddingUnavailable(
-            f"{config.model_path}/config.json does not give hidden_size; fastembed cannot load {config.model!r} from there"
+            f"{config.model_path}/config.json does not give hidden_size; fastembed cannot load {config.model!r} "
+            "from there"
         ) from None
     TextEmbedding.add_custom_model(
         model=config.model,
@@ -153,7 +156,9 @@ def load_embedder(config: EmbeddingsConfig) -> Embedder | None:
     if config not in _failed:
         try:
             if config.provider not in EMBEDDERS:
-                raise EmbeddingUnavailable(f"unknown [embeddings] provider {config.provider!r}; known: {', '.join(EMBEDDERS)}")
+                raise EmbeddingUnavailable(
+                    f"unknown [embeddings] provider {config.provider!r}; known: {', '.join(EMBEDDERS)}"
+                )
             _cache[config] = EMBEDDERS[config.provider](config)
             return _cache[config]
         except EmbeddingUnavailable as e:

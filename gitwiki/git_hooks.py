@@ -30,7 +30,8 @@ class HookState(NamedTuple):
 
 
 def hooks_dir(repo: GitRepo) -> Path:
-    """`core.hooksPath` (relative paths are relative to the worktree root, as git reads them), else <common dir>/hooks."""
+    """`core.hooksPath` (relative paths are relative to the worktree root, as git reads them), else <common "
+    "dir>/hooks."""
     try:
         configured = repo.raw.config["core.hooksPath"]
     except KeyError:

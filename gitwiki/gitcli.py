@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
 
@@ -37,7 +38,11 @@ class Checkout(NamedTuple):
 
 
 def run_git(
-    root: str | os.PathLike, *args: str, stdin: str | bytes | None = None, env: dict[str, str] | None = None, stdout=subprocess.PIPE
+    root: str | os.PathLike,
+    *args: str,
+    stdin: str | bytes | None = None,
+    env: dict[str, str] | None = None,
+    stdout=subprocess.PIPE,
 ) -> GitRun:
     """Run `git -C root ARGS`. Callers turn a failed run into the error that fits them."""
     base = dict(os.environ)
@@ -54,13 +59,21 @@ def run_git(
             check=False,
         )
     except FileNotFoundError:
-        raise UsageError("the git command is not installed; install git (gitwiki runs it for the hooks, pull and publish)") from None
+        raise UsageError(
+            "the git command is not installed; install git (gitwiki runs it for the hooks, pull and publish)"
+        ) from None
     lines = done.stderr.decode(errors="replace").strip().splitlines()
-    return GitRun(done.returncode == 0, done.stdout if isinstance(done.stdout, bytes) else b"", lines[-1] if lines else f"git exit {done.returncode}")
+    return GitRun(
+        done.returncode == 0,
+        done.stdout if isinstance(done.stdout, bytes) else b"",
+        lines[-1] if lines else f"git exit {done.returncode}",
+    )
 
 
 def not_a_repo(start: str | os.PathLike) -> NotFoundError:
-    return NotFoundError(f"{os.path.abspath(start)} is not inside a git repository; run `git init` or cd into your repo")
+    return NotFoundError(
+        f"{os.path.abspath(start)} is not inside a git repository; run `git init` or cd into your repo"
+    )
 
 
 def bare_repo(where: str | os.PathLike) -> NotFoundError:
@@ -105,7 +118,9 @@ def changed_files(root: str | os.PathLike, folder: str) -> list[str]:
     20,000-file repo: 9 ms against 58 ms for a status of the whole worktree), and `--no-optional-locks`
     keeps git from writing its index while it looks."""
     where = ("--", f":(literal){folder}") if folder else ()
-    records = _paths(root, "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", *where)
+    records = _paths(
+        root, "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", *where
+    )
     return [record[3:] for record in records]
 
 
@@ -120,7 +135,9 @@ def read_blobs(root: str | os.PathLike, blobs: Iterable[str]) -> dict[str, bytes
         end = data.index(b"\n", pos)
         header = data[pos:end].split(b" ")
         if len(header) != 3:
-            raise GitwikiError(f"git cannot read blob {blob} ({data[pos:end].decode(errors='replace')}); run `git fsck`")
+            raise GitwikiError(
+                f"git cannot read blob {blob} ({data[pos:end].decode(errors='replace')}); run `git fsck`"
+            )
         size = int(header[2])
         out[blob] = data[end + 1 : end + 1 + size]
         pos = end + 1 + size + 1  # the content is followed by a newline

@@ -9,9 +9,9 @@ from typing import NamedTuple
 
 import pygit2
 
+from gitwiki import gitcli
 from gitwiki.config import CorpusConfig, matches
 from gitwiki.errors import NotFoundError
-from gitwiki import gitcli
 from gitwiki.gitcli import bare_repo, not_a_repo
 
 # pygit2 can only check the whole worktree (about 3 ms per 1,000 tracked files); `git status -- FOLDER`
@@ -41,7 +41,7 @@ class GitRepo:
         self._repo = repo
 
     @classmethod
-    def discover(cls, start: str | os.PathLike = ".") -> "GitRepo":
+    def discover(cls, start: str | os.PathLike = ".") -> GitRepo:
         found = pygit2.discover_repository(str(start))
         if found is None:
             raise not_a_repo(start)
@@ -119,7 +119,11 @@ class GitRepo:
         if corpus.path and len(self._repo.index) > FOLDER_STATUS_FROM:
             paths = gitcli.changed_files(self.root, corpus.path)
         else:
-            paths = [p for p, flags in self._repo.status(untracked_files="all").items() if not flags & pygit2.GIT_STATUS_IGNORED]
+            paths = [
+                p
+                for p, flags in self._repo.status(untracked_files="all").items()
+                if not flags & pygit2.GIT_STATUS_IGNORED
+            ]
         changed: dict[str, bool] = {}
         for path in paths:
             if matches(corpus, path):

@@ -91,7 +91,8 @@ def parse_options(raw: str, where: str) -> BlockOptions:
             values[key] = value.lower() in ("true", "yes")
         else:
             raise BlockError(
-                f"{where}: bad marker option {word!r}; use depth=N (N ≥ 1), sort=path|title, summary=true|false, heading=1..6"
+                f"{where}: bad marker option {word!r}; use depth=N (N ≥ 1), sort=path|title, "
+                "summary=true|false, heading=1..6"
             )
     return BlockOptions(**values)
 
@@ -109,15 +110,22 @@ def find_blocks(text: str, path: str) -> list[Block]:
         start, end = _START.match(line), _END.match(line)
         if start:
             if open_at is not None:
-                raise BlockError(f"{path}:{i + 1}: INDEX-START inside the block opened on line {open_at + 1}; blocks cannot nest — add {END_MARKER} before it")
+                raise BlockError(
+                    f"{path}:{i + 1}: INDEX-START inside the block opened on line {open_at + 1}; blocks cannot "
+                    f"nest — add {END_MARKER} before it"
+                )
             open_at, options = i, parse_options(start.group(1), f"{path}:{i + 1}")
         elif end:
             if open_at is None:
-                raise BlockError(f"{path}:{i + 1}: INDEX-END without an INDEX-START above it; add {START_MARKER} or remove this line")
+                raise BlockError(
+                    f"{path}:{i + 1}: INDEX-END without an INDEX-START above it; add {START_MARKER} or remove this line"
+                )
             blocks.append(Block(open_at, i, options))
             open_at = None
     if open_at is not None:
-        raise BlockError(f"{path}:{open_at + 1}: INDEX-START has no INDEX-END; add {END_MARKER} where the listing should end")
+        raise BlockError(
+            f"{path}:{open_at + 1}: INDEX-START has no INDEX-END; add {END_MARKER} where the listing should end"
+        )
     return blocks
 
 
@@ -137,7 +145,7 @@ def title_and_summary(text: str, read_yaml: YamlReader | None = None) -> tuple[s
     summary = meta_str(fm.meta, "description")
     paragraph: list[str] = []
     ended = in_block = False
-    for i, (line, code) in enumerate(zip(lines, code_flags(lines))):
+    for i, (line, code) in enumerate(zip(lines, code_flags(lines), strict=False)):
         if title is not None and (summary is not None or ended):
             break
         setext = False
@@ -146,7 +154,13 @@ def title_and_summary(text: str, read_yaml: YamlReader | None = None) -> tuple[s
             other = True
         else:
             heading = None if code else _ATX_H1.match(line)
-            setext = not code and bool(line.strip()) and not paragraph and i + 1 < len(lines) and bool(_SETEXT_H1.match(lines[i + 1]))
+            setext = (
+                not code
+                and bool(line.strip())
+                and not paragraph
+                and i + 1 < len(lines)
+                and bool(_SETEXT_H1.match(lines[i + 1]))
+            )
             if title is None and (heading or setext):
                 title = (heading.group(1) if heading else line).strip()
             other = code or setext or not line.strip() or bool(_NOT_PARAGRAPH.match(line))
@@ -355,7 +369,12 @@ def ancestor_indexes(corpus: CorpusConfig, config: Config, page_path: str) -> li
 
 
 def refresh_ancestors(
-    root: Path, corpus: CorpusConfig, config: Config, page_path: str, scaffold: bool = True, facts: FactsCache | None = None
+    root: Path,
+    corpus: CorpusConfig,
+    config: Config,
+    page_path: str,
+    scaffold: bool = True,
+    facts: FactsCache | None = None,
 ) -> list[str]:
     """Regenerate the blocks of every index file above `page_path` (repo-relative) in the corpus; with
     `scaffold`, create the corpus's front index (title and markers) when it is missing. Files without
@@ -398,7 +417,9 @@ def template_dirs(root: Path) -> tuple[str, ...]:
 def _template(root: Path, configured: str | None) -> Template:
     if configured:
         if not (root / configured).is_file():
-            raise UsageError(f"[index_blocks] template {configured!r} not found under {root}; fix the path in .gitwiki.toml")
+            raise UsageError(
+                f"[index_blocks] template {configured!r} not found under {root}; fix the path in .gitwiki.toml"
+            )
         target = (root / configured).resolve()
         return Template((str(target.parent),), target.name, target, configured)
     search = template_dirs(root)

@@ -8,7 +8,8 @@ blob listing, commit, tree, model) is switched in one transaction at the end.
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 import pygit2
 
@@ -103,7 +104,16 @@ def update(
                 with store.write():
                     store.set_commit(corpus.name, commit_id)
             return IndexReport(
-                corpus.name, commit_id, tree, store.page_count(corpus.name), 0, 0, 0, 0, 0, state.model,
+                corpus.name,
+                commit_id,
+                tree,
+                store.page_count(corpus.name),
+                0,
+                0,
+                0,
+                0,
+                0,
+                state.model,
                 time.perf_counter() - started,
             )
         old = store.pages(corpus.name) if state else {}
@@ -115,7 +125,16 @@ def update(
             store.gc()
     added, changed, deleted = diff_counts(old, new)
     return IndexReport(
-        corpus.name, commit_id, tree, len(new), added, changed, deleted, parsed, embedded, model,
+        corpus.name,
+        commit_id,
+        tree,
+        len(new),
+        added,
+        changed,
+        deleted,
+        parsed,
+        embedded,
+        model,
         time.perf_counter() - started,
     )
 

@@ -15,11 +15,10 @@ import time
 import warnings
 from typing import NamedTuple
 
-
 from gitwiki.embed import Embedder
 from gitwiki.errors import NotFoundError, StoreError, UsageError
-from gitwiki.ranking import rollup, snippet
 from gitwiki.markdown.chunker import fallback_title
+from gitwiki.ranking import rollup, snippet
 from gitwiki.search import CANDIDATES, ChunkResult, DocResult, SearchOptions, SearchResult
 from gitwiki.store import Store, vector_matrix
 from gitwiki.tokens import STOP_WORDS, words
@@ -70,7 +69,7 @@ def export(store: Store, uri: str) -> ExportReport:
             if model:
                 rows_of, raw = store.vectors(model, blobs)
                 matrix = vector_matrix(raw, len(rows_of))
-                vectors = dict(zip((cid for cid, _ in rows_of), matrix))
+                vectors = dict(zip((cid for cid, _ in rows_of), matrix, strict=False))
                 dim = matrix.shape[1] if rows_of else dim
             by_blob: dict[str, list] = {}
             for chunk in chunks:
@@ -79,19 +78,35 @@ def export(store: Store, uri: str) -> ExportReport:
                 title = infos[blob].title if blob in infos else ""
                 for chunk in by_blob.get(blob, ()):
                     row = {
-                        "corpus": state.corpus, "commit": state.commit, "path": path, "blob": blob, "title": title,
-                        "breadcrumb": list(chunk.breadcrumb), "start_line": chunk.start_line, "end_line": chunk.end_line,
-                        "text": chunk.text, "fts": " ".join((title, *chunk.breadcrumb, chunk.text)),
+                        "corpus": state.corpus,
+                        "commit": state.commit,
+                        "path": path,
+                        "blob": blob,
+                        "title": title,
+                        "breadcrumb": list(chunk.breadcrumb),
+                        "start_line": chunk.start_line,
+                        "end_line": chunk.end_line,
+                        "text": chunk.text,
+                        "fts": " ".join((title, *chunk.breadcrumb, chunk.text)),
                     }
                     if model:
                         if chunk.id not in vectors:
-                            raise StoreError(f"chunk {chunk.id} of {path} has no {model} vector; run `gitwiki index` first")
+                            raise StoreError(
+                                f"chunk {chunk.id} of {path} has no {model} vector; run `gitwiki index` first"
+                            )
                         row["vector"] = vectors[chunk.id]
                     rows.append(row)
     fields = [
-        ("corpus", pa.string()), ("commit", pa.string()), ("path", pa.string()), ("blob", pa.string()),
-        ("title", pa.string()), ("breadcrumb", pa.list_(pa.string())), ("start_line", pa.int32()),
-        ("end_line", pa.int32()), ("text", pa.string()), ("fts", pa.string()),
+        ("corpus", pa.string()),
+        ("commit", pa.string()),
+        ("path", pa.string()),
+        ("blob", pa.string()),
+        ("title", pa.string()),
+        ("breadcrumb", pa.list_(pa.string())),
+        ("start_line", pa.int32()),
+        ("end_line", pa.int32()),
+        ("text", pa.string()),
+        ("fts", pa.string()),
     ]
     if model and dim:
         fields.append(("vector", pa.list_(pa.float32(), dim)))
@@ -112,7 +127,9 @@ class LanceReader:
         try:
             self.table = db.open_table(TABLE)
         except Exception:  # lancedb raises ValueError or FileNotFoundError for a missing table
-            raise NotFoundError(f"no gitwiki table at {uri}; run `gitwiki lance export` (or the Action with publish: s3)") from None
+            raise NotFoundError(
+                f"no gitwiki table at {uri}; run `gitwiki lance export` (or the Action with publish: s3)"
+            ) from None
         self.uri = uri
         schema = self.table.schema
         self.model = (schema.metadata or {}).get(b"gitwiki.model", b"").decode() or None
@@ -129,7 +146,9 @@ class LanceReader:
             search = self.table.search(query, query_type="fts", fts_columns="fts")
             score = "_score"
         elif mode == "dense":
-            search = self.table.search(embedder.embed_query(query), query_type="vector", vector_column_name="vector").distance_type("cosine")
+            search = self.table.search(
+                embedder.embed_query(query), query_type="vector", vector_column_name="vector"
+            ).distance_type("cosine")
             score = "_distance"
         else:
             search = (
@@ -143,14 +162,23 @@ class LanceReader:
             for row in rows:
                 row[score] = 1.0 - row[score]
         ranked = [(i, float(row[score])) for i, row in enumerate(rows)]
-        hits = rollup(ranked, {i: row["path"] for i, row in enumerate(rows)}, options.top_files, options.chunks_per_file, options.limit)
+        hits = rollup(
+            ranked,
+            {i: row["path"] for i, row in enumerate(rows)},
+            options.top_files,
+            options.chunks_per_file,
+            options.limit,
+        )
         terms = {w.lower() for w in words(query) if w.lower() not in STOP_WORDS}
         docs = []
         for hit in hits:
             first = rows[hit.chunks[0][0]]
             chunks = [
                 ChunkResult(
-                    list(rows[i]["breadcrumb"]), rows[i]["start_line"], rows[i]["end_line"], s,
+                    list(rows[i]["breadcrumb"]),
+                    rows[i]["start_line"],
+                    rows[i]["end_line"],
+                    s,
                     rows[i]["text"] if options.full else snippet(rows[i]["text"], terms, options.snippet_chars),
                 )
                 for i, s in hit.chunks

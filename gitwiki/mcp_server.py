@@ -121,8 +121,8 @@ class WikiTools:
                 }
             )
         text = "\n".join(
-            f"{r['name']}  {r['path'] or '.'}/  {r['pages']} pages  indexed {(r['indexed_commit'] or '-')[:12]} ({r['state']})"
-            + (f"  {len(r['dirty'])} uncommitted" if r["dirty"] else "")
+            f"{r['name']}  {r['path'] or '.'}/  {r['pages']} pages  indexed {(r['indexed_commit'] or '-')[:12]} "
+            f"({r['state']})" + (f"  {len(r['dirty'])} uncommitted" if r["dirty"] else "")
             for r in rows
         )
         return result(text, {"corpora": rows})
@@ -130,7 +130,10 @@ class WikiTools:
     def list_files(
         self,
         corpus: Corpus = None,
-        glob: Annotated[str | None, Field(description="fnmatch pattern on the corpus-relative path, e.g. 'guides/*.md' or '**/deploy*'.")] = None,
+        glob: Annotated[
+            str | None,
+            Field(description="fnmatch pattern on the corpus-relative path, e.g. 'guides/*.md' or '**/deploy*'."),
+        ] = None,
     ) -> CallToolResult:
         """List the corpus's pages as searched (HEAD plus uncommitted and untracked pages): [{path, absolute_path}]."""
         view = self.wiki.view(corpus)
@@ -141,10 +144,15 @@ class WikiTools:
     def list_tree(
         self,
         corpus: Corpus = None,
-        path: Annotated[str | None, Field(description="Folder relative to the corpus to start from; omit for the corpus root.")] = None,
-        depth: Annotated[int | None, Field(ge=1, description="Folder levels to expand; deeper folders show only their page count.")] = None,
+        path: Annotated[
+            str | None, Field(description="Folder relative to the corpus to start from; omit for the corpus root.")
+        ] = None,
+        depth: Annotated[
+            int | None, Field(ge=1, description="Folder levels to expand; deeper folders show only their page count.")
+        ] = None,
     ) -> CallToolResult:
-        """The corpus's pages as a folder tree {path, absolute_path, pages, files, subdirs}; folders without pages are left out."""
+        """The corpus's pages as a folder tree {path, absolute_path, pages, files, subdirs}; folders without "
+        "pages are left out."""
         view = self.wiki.view(corpus)
         c = self.wiki.corpus(view.corpus)
         node = pages.tree(self.wiki.root, c, pages.list_files(self.wiki.root, c, view.pages), path or "", depth)
@@ -156,18 +164,32 @@ class WikiTools:
         query: Annotated[str, Field(description="What to look for, in words: a question or keywords.")],
         corpus: Corpus = None,
         top_files: Annotated[int | None, Field(ge=1, description="Pages to return (default 5).")] = None,
-        chunks_per_file: Annotated[int | None, Field(ge=1, description="Best sections shown per page (default 3).")] = None,
+        chunks_per_file: Annotated[
+            int | None, Field(ge=1, description="Best sections shown per page (default 3).")
+        ] = None,
         limit: Annotated[int | None, Field(ge=1, description="Cap on sections returned in all (default 50).")] = None,
-        snippet_chars: Annotated[int | None, Field(ge=1, description="Snippet length in characters (default 240).")] = None,
+        snippet_chars: Annotated[
+            int | None, Field(ge=1, description="Snippet length in characters (default 240).")
+        ] = None,
         mode: Annotated[
             Literal["hybrid", "lexical", "dense"] | None,
-            Field(description="Ranking: hybrid (default) fuses BM25 and embeddings; lexical is BM25 only; dense is embeddings only."),
+            Field(
+                description="Ranking: hybrid (default) fuses BM25 and embeddings; lexical is BM25 only;"
+                " dense is embeddings only."
+            ),
         ] = None,
     ) -> Annotated[CallToolResult, GroundJson]:
-        """Search the wiki. Text: a ripgrep-style outline (path:start-end, heading breadcrumb, snippet) per page, best first.
-        Structured: the `gitwiki ground --json` document. Read the hits with read_markdown and their line ranges."""
+        """Search the wiki. Text: a ripgrep-style outline (path:start-end, heading breadcrumb, snippet) per page,
+        best first. Structured: the `gitwiki ground --json` document. Read the hits with read_markdown and their
+        line ranges."""
         found = self.wiki.search(
-            query, corpus, mode=mode, top_files=top_files, chunks_per_file=chunks_per_file, limit=limit, snippet_chars=snippet_chars
+            query,
+            corpus,
+            mode=mode,
+            top_files=top_files,
+            chunks_per_file=chunks_per_file,
+            limit=limit,
+            snippet_chars=snippet_chars,
         )
         return result(outline(found), found.to_json())
 
@@ -175,8 +197,12 @@ class WikiTools:
         self,
         path: PagePath,
         corpus: Corpus = None,
-        start_line: Annotated[int | None, Field(ge=1, description="First line to return (1-based); omit for the start.")] = None,
-        end_line: Annotated[int | None, Field(ge=1, description="Last line to return (inclusive); omit for the end.")] = None,
+        start_line: Annotated[
+            int | None, Field(ge=1, description="First line to return (1-based); omit for the start.")
+        ] = None,
+        end_line: Annotated[
+            int | None, Field(ge=1, description="Last line to return (inclusive); omit for the end.")
+        ] = None,
     ) -> CallToolResult:
         """Read a page (or a line range of it) verbatim, as it is on disk now, uncommitted edits included."""
         c = self.wiki.corpus(self._corpus_for_page(corpus))
@@ -190,7 +216,9 @@ class WikiTools:
         path: PagePath,
         content: Annotated[str, Field(description="The whole page as markdown (UTF-8); front matter allowed.")],
         corpus: Corpus = None,
-        overwrite: Annotated[bool, Field(description="Replace the page if it exists (otherwise an existing page is refused).")] = False,
+        overwrite: Annotated[
+            bool, Field(description="Replace the page if it exists (otherwise an existing page is refused).")
+        ] = False,
     ) -> CallToolResult:
         """Create or replace a page atomically, update the index.md blocks of its folders, index it, and return
         lint findings as advisory warnings (the write is kept either way)."""
@@ -211,7 +239,10 @@ class WikiTools:
         from gitwiki.commands.index import summary
 
         reports = self.wiki.index(corpus)
-        return result("\n".join(summary(r) for r in reports), {"reports": [{**r._asdict(), "up_to_date": r.up_to_date} for r in reports]})
+        return result(
+            "\n".join(summary(r) for r in reports),
+            {"reports": [{**r._asdict(), "up_to_date": r.up_to_date} for r in reports]},
+        )
 
     def get_footnote(
         self,
@@ -252,8 +283,12 @@ TOOLS: dict[str, ToolAnnotations] = {
     "read_markdown": READ,
     "get_footnote": READ,
     "page_history": READ,
-    "add_markdown": ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False),
-    "delete_markdown": ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False),
+    "add_markdown": ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    ),
+    "delete_markdown": ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+    ),
     "index": ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
 }
 
@@ -287,7 +322,10 @@ def _guarded(method, serial: threading.Lock):
                 raise MCPError(INTERNAL_ERROR, str(e)) from None
             except Exception as e:
                 log.exception("%s crashed", name)
-                raise MCPError(INTERNAL_ERROR, f"internal error in {name} ({type(e).__name__}); details are in the server log on stderr") from None
+                raise MCPError(
+                    INTERNAL_ERROR,
+                    f"internal error in {name} ({type(e).__name__}); details are in the server log on stderr",
+                ) from None
             finally:
                 log.debug("%s took %.1f ms", name, (time.perf_counter() - started) * 1000)
 
@@ -333,8 +371,14 @@ def _write_text(report: pages.WriteReport) -> str:
     lines = [f"{report.action} {report.path} in corpus {report.corpus}"]
     if report.index_files:
         lines.append("updated index blocks: " + ", ".join(report.index_files))
-    lines.append(f"committed as {report.commit[:12]}" if report.commit else "not committed (worktree change; [mcp] commit_writes is off)")
+    lines.append(
+        f"committed as {report.commit[:12]}"
+        if report.commit
+        else "not committed (worktree change; [mcp] commit_writes is off)"
+    )
     if report.findings:
         lines.append(f"{len(report.findings)} lint finding(s), advisory:")
-        lines += [f"  {f['path']}:{f['line']}:{f['col']} {f['severity']} {f['code']} {f['message']}" for f in report.findings]
+        lines += [
+            f"  {f['path']}:{f['line']}:{f['col']} {f['severity']} {f['code']} {f['message']}" for f in report.findings
+        ]
     return "\n".join(lines)

@@ -14,8 +14,8 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 from gitwiki.fs import atomic_write
 from gitwiki.markdown import frontmatter
@@ -75,7 +75,12 @@ def _info(value) -> bool:
 
 
 def _yaml(value) -> bool:
-    return isinstance(value, list) and len(value) == 2 and isinstance(value[0], dict) and (value[1] is None or isinstance(value[1], str))
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and isinstance(value[0], dict)
+        and (value[1] is None or isinstance(value[1], str))
+    )
 
 
 def _plain(value) -> bool:
@@ -120,7 +125,7 @@ class FactsCache:
         self._changed = False
 
     @classmethod
-    def load(cls, index_dir: Path) -> "FactsCache":
+    def load(cls, index_dir: Path) -> FactsCache:
         path = index_dir / CACHE_NAME
         try:
             data = json.loads(path.read_bytes())

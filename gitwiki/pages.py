@@ -87,13 +87,14 @@ def resolve(root: Path, corpus: CorpusConfig, path: str, *, for_write: bool = Fa
         if for_write:
             raise UsageError(
                 f"{path!r} starts with the corpus folder {corpus.path!r}; paths are relative to the corpus, "
-                f"use {rel[len(corpus.path) + 1:]!r}"
+                f"use {rel[len(corpus.path) + 1 :]!r}"
             )
         rel = rel[len(corpus.path) + 1 :]
     repo_path = f"{corpus.path}/{rel}" if corpus.path else rel
     if not matches(corpus, repo_path):
         raise UsageError(
-            f"{path!r} is not part of corpus {corpus.name!r} (include {list(corpus.include)}, exclude {list(corpus.exclude)})"
+            f"{path!r} is not part of corpus {corpus.name!r} (include {list(corpus.include)}, exclude "
+            f"{list(corpus.exclude)})"
         )
     file = base / rel
     _check_inside(base, file, path, corpus.name)
@@ -150,7 +151,9 @@ def write_page(ref: PageRef, content: str, *, overwrite: bool = False, max_bytes
     """Write `content` atomically; returns whether the page was created (False: overwritten)."""
     size = len(content.encode("utf-8"))
     if max_bytes and size > max_bytes:
-        raise UsageError(f"content is {size} bytes, over the {max_bytes}-byte limit ([mcp] max_page_bytes); split the page")
+        raise UsageError(
+            f"content is {size} bytes, over the {max_bytes}-byte limit ([mcp] max_page_bytes); split the page"
+        )
     exists = ref.file.exists()
     if exists and not overwrite:
         raise UsageError(f"{ref.path!r} already exists in corpus {ref.corpus!r}; pass overwrite: true to replace it")
@@ -216,7 +219,9 @@ def list_files(root: Path, corpus: CorpusConfig, repo_paths, glob: str | None = 
     out = []
     for repo_path in sorted(repo_paths):
         rel = repo_path[len(prefix) :]
-        if glob and not (fnmatch.fnmatchcase(rel, glob) or (glob.startswith("**/") and fnmatch.fnmatchcase(rel, glob[3:]))):
+        if glob and not (
+            fnmatch.fnmatchcase(rel, glob) or (glob.startswith("**/") and fnmatch.fnmatchcase(rel, glob[3:]))
+        ):
             continue
         out.append(FileEntry(rel, str(base / rel)))
     return out
@@ -233,7 +238,9 @@ def tree(root: Path, corpus: CorpusConfig, files: list[FileEntry], under: str = 
     base = corpus_dir(root, corpus)
     chosen = [f for f in files if not under or f.path.startswith(under + "/")]
     if under and not chosen:
-        raise NotFoundError(f"no pages under {under!r} in corpus {corpus.name!r}; list_tree without path shows the folders")
+        raise NotFoundError(
+            f"no pages under {under!r} in corpus {corpus.name!r}; list_tree without path shows the folders"
+        )
     node = _node(base, under)
     for f in chosen:
         rel_parts = f.path[len(under) + 1 if under else 0 :].split("/")
@@ -261,7 +268,7 @@ def _node(base: Path, rel: str) -> dict:
 # ---- the write path ----------------------------------------------------------------------------
 
 
-def add_page(wiki: "Wiki", corpus: str | None, path: str, content: str, overwrite: bool = False) -> WriteReport:
+def add_page(wiki: Wiki, corpus: str | None, path: str, content: str, overwrite: bool = False) -> WriteReport:
     """Write a page, refresh its ancestor index blocks, commit if configured, fold it into the index, lint it."""
     c = wiki.corpus(corpus)
     ref = resolve(wiki.root, c, path, for_write=True)
@@ -274,7 +281,7 @@ def add_page(wiki: "Wiki", corpus: str | None, path: str, content: str, overwrit
     return _report(ref, "created" if created else "overwritten", index_files, findings, commit, view)
 
 
-def delete_page(wiki: "Wiki", corpus: str | None, path: str) -> WriteReport:
+def delete_page(wiki: Wiki, corpus: str | None, path: str) -> WriteReport:
     """Delete a page, refresh its ancestor index blocks, commit if configured, prune its index rows."""
     c = wiki.corpus(corpus)
     ref = resolve(wiki.root, c, path, for_write=True)
@@ -287,7 +294,7 @@ def delete_page(wiki: "Wiki", corpus: str | None, path: str) -> WriteReport:
     return _report(ref, "deleted", index_files, [], commit, view)
 
 
-def _refresh_ancestors(wiki: "Wiki", corpus: CorpusConfig, ref: PageRef, scaffold: bool) -> list[str]:
+def _refresh_ancestors(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, scaffold: bool) -> list[str]:
     from gitwiki.index_blocks import refresh_ancestors
     from gitwiki.pagefacts import FactsCache
 
@@ -297,7 +304,7 @@ def _refresh_ancestors(wiki: "Wiki", corpus: CorpusConfig, ref: PageRef, scaffol
     return changed
 
 
-def _lint(wiki: "Wiki", ref: PageRef, content: str, pages: set[str]) -> list[dict]:
+def _lint(wiki: Wiki, ref: PageRef, content: str, pages: set[str]) -> list[dict]:
     from gitwiki import pagefacts
     from gitwiki.lint import lint_text
 
@@ -310,13 +317,15 @@ def _lint(wiki: "Wiki", ref: PageRef, content: str, pages: set[str]) -> list[dic
     return [f._asdict() for f in lint_text(ref.repo_path, content, pages, wiki.config, anchors=anchors)]
 
 
-def _commit(wiki: "Wiki", tool: str, ref: PageRef, index_files: list[str]) -> str | None:
+def _commit(wiki: Wiki, tool: str, ref: PageRef, index_files: list[str]) -> str | None:
     if not wiki.config.mcp.commit_writes:
         return None
     return wiki.repo.commit_paths([ref.repo_path, *index_files], f"gitwiki: {tool} {ref.repo_path}")
 
 
-def _report(ref: PageRef, action: str, index_files: list[str], findings: list[dict], commit: str | None, view) -> WriteReport:
+def _report(
+    ref: PageRef, action: str, index_files: list[str], findings: list[dict], commit: str | None, view
+) -> WriteReport:
     return WriteReport(
         ref.corpus, ref.path, str(ref.file), action, index_files, findings, commit, view.commit, list(view.dirty)
     )
@@ -337,4 +346,3 @@ def is_dirty(repo: GitRepo, ref: PageRef) -> bool:
     """Whether the page on disk differs from HEAD (untracked, modified or deleted)."""
     on_disk = str(pygit2.hash(ref.file.read_bytes())) if ref.file.is_file() else None
     return on_disk != committed_blob(repo, ref.repo_path)
-

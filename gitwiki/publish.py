@@ -24,11 +24,16 @@ def commit_archive(root: Path, archive: Path, ref: str) -> str:
     blob = _git(root, "hash-object", "-w", "--", str(archive))
     manifest_blob = _git(root, "hash-object", "-w", "--stdin", stdin=json.dumps(manifest.to_json(), indent=2) + "\n")
     tree = _git(
-        root, "mktree",
+        root,
+        "mktree",
         stdin=f"100644 blob {blob}\t{artifact.ARCHIVE_NAME}\n100644 blob {manifest_blob}\t{artifact.MANIFEST_NAME}\n",
     )
     built = ", ".join(f"{c.name} at {c.commit[:12]}" for c in manifest.corpora)
-    env = {**COMMITTER, "GIT_COMMITTER_NAME": COMMITTER["GIT_AUTHOR_NAME"], "GIT_COMMITTER_EMAIL": COMMITTER["GIT_AUTHOR_EMAIL"]}
+    env = {
+        **COMMITTER,
+        "GIT_COMMITTER_NAME": COMMITTER["GIT_AUTHOR_NAME"],
+        "GIT_COMMITTER_EMAIL": COMMITTER["GIT_AUTHOR_EMAIL"],
+    }
     commit = _git(root, "commit-tree", tree, "-m", f"gitwiki index: {built}", env=env)
     _git(root, "update-ref", ref, commit)
     return commit

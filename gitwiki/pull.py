@@ -143,17 +143,33 @@ def fetch(wiki: Wiki, src: Source, tmp: Path, *, remote: str, github_repo: str |
 
 def fetch_git_ref(root: Path, remote: str, ref: str, out: Path) -> None:
     """Fetch `ref` from `remote` into the same local ref and write its archive blob to `out`."""
-    _git(root, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, f"+{ref}:{ref}",
-         failure=f"cannot fetch {ref} from {remote}")
+    _git(
+        root,
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        remote,
+        f"+{ref}:{ref}",
+        failure=f"cannot fetch {ref} from {remote}",
+    )
     with out.open("wb") as f:
-        _git(root, "cat-file", "blob", f"{ref}:{artifact.ARCHIVE_NAME}", stdout=f,
-             failure=f"{ref} holds no {artifact.ARCHIVE_NAME}; was it published by `gitwiki publish`?")
+        _git(
+            root,
+            "cat-file",
+            "blob",
+            f"{ref}:{artifact.ARCHIVE_NAME}",
+            stdout=f,
+            failure=f"{ref} holds no {artifact.ARCHIVE_NAME}; was it published by `gitwiki publish`?",
+        )
 
 
 def _git(root: Path, *args: str, failure: str, stdout=subprocess.PIPE) -> str:
     run = run_git(root, *args, stdout=stdout)
     if not run.ok:
-        raise NotFoundError(f"{failure} ({run.error}); check the remote and that CI published the index, or pass --from")
+        raise NotFoundError(
+            f"{failure} ({run.error}); check the remote and that CI published the index, or pass --from"
+        )
     return run.out
 
 
@@ -210,7 +226,9 @@ class GitHubApi:
                 return urllib.request.Request(response.geturl(), headers={"User-Agent": "gitwiki"})
         except urllib.error.HTTPError as e:
             if e.code in (301, 302, 303, 307, 308) and e.headers.get("Location"):
-                return urllib.request.Request(urllib.parse.urljoin(url, e.headers["Location"]), headers={"User-Agent": "gitwiki"})
+                return urllib.request.Request(
+                    urllib.parse.urljoin(url, e.headers["Location"]), headers={"User-Agent": "gitwiki"}
+                )
             raise _http_error(url, e) from None
         except urllib.error.URLError as e:
             raise StoreError(f"cannot reach {url} ({e.reason}); check the network or GITHUB_API_URL") from None
@@ -221,7 +239,9 @@ class GitHubApi:
         listing = self.get_json(f"/repos/{self.repo}/actions/artifacts?name={urllib.parse.quote(name)}&per_page=100")
         live = [a for a in listing.get("artifacts", []) if a.get("name") == name and not a.get("expired")]
         if not live:
-            raise NotFoundError(f"no unexpired artifact {name!r} in {self.repo}; run the workflow with publish: artifact")
+            raise NotFoundError(
+                f"no unexpired artifact {name!r} in {self.repo}; run the workflow with publish: artifact"
+            )
         newest = max(live, key=lambda a: a.get("created_at") or "")
         zipped = tmp / f"{name}.zip"
         _download(self._redirected(newest["archive_download_url"], "application/vnd.github+json"), zipped, max_bytes)
@@ -231,7 +251,9 @@ class GitHubApi:
         release = self.get_json(f"/repos/{self.repo}/releases/tags/{urllib.parse.quote(tag)}")
         assets = [a for a in release.get("assets", []) if a.get("name") == asset_name]
         if not assets:
-            raise NotFoundError(f"release {tag} of {self.repo} has no asset {asset_name}; run the workflow with publish: release")
+            raise NotFoundError(
+                f"release {tag} of {self.repo} has no asset {asset_name}; run the workflow with publish: release"
+            )
         _download(self._redirected(assets[0]["url"], "application/octet-stream"), out, max_bytes)
 
 
@@ -246,7 +268,10 @@ def _open(request: urllib.request.Request):
 
 def _http_error(url: str, e: urllib.error.HTTPError) -> Exception:
     if e.code in (401, 403):
-        return UsageError(f"{url} answered {e.code}: the token lacks access; set GITHUB_TOKEN (actions:read, contents:read) or `gh auth login`")
+        return UsageError(
+            f"{url} answered {e.code}: the token lacks access; set GITHUB_TOKEN (actions:read, contents:read) "
+            "or `gh auth login`"
+        )
     if e.code == 404:
         return NotFoundError(f"{url} answered 404; check the repository, the artifact name or the tag")
     return StoreError(f"{url} answered HTTP {e.code} {e.reason}; try again later")
@@ -263,7 +288,9 @@ def _download(request: urllib.request.Request, out: Path, max_bytes: int) -> Non
         while block := response.read(artifact.COPY_CHUNK):
             total += len(block)
             if total > max_bytes:
-                raise StoreError(f"{request.full_url} is larger than {max_bytes} bytes; raise --max-bytes if you trust it")
+                raise StoreError(
+                    f"{request.full_url} is larger than {max_bytes} bytes; raise --max-bytes if you trust it"
+                )
             f.write(block)
 
 
@@ -273,10 +300,14 @@ def _unzip_member(zipped: Path, member: str, out: Path, max_bytes: int) -> None:
         with zipfile.ZipFile(zipped) as z:
             info = z.getinfo(member)
             if info.file_size > max_bytes:
-                raise StoreError(f"{member} in the artifact unpacks to {info.file_size} bytes, over --max-bytes {max_bytes}")
+                raise StoreError(
+                    f"{member} in the artifact unpacks to {info.file_size} bytes, over --max-bytes {max_bytes}"
+                )
             with z.open(info) as source, out.open("wb") as f:
                 shutil.copyfileobj(source, f, artifact.COPY_CHUNK)
     except KeyError:
-        raise NotFoundError(f"the downloaded artifact holds no {member}; was it uploaded by the gitwiki Action?") from None
+        raise NotFoundError(
+            f"the downloaded artifact holds no {member}; was it uploaded by the gitwiki Action?"
+        ) from None
     except zipfile.BadZipFile as e:
         raise StoreError(f"the downloaded artifact is not a zip ({e}); download it again") from None

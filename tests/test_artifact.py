@@ -20,7 +20,9 @@ LEXICAL = "[embeddings]\nenabled = false\n"
 def wiki_repo(repo, cli):
     repo.write(".gitwiki.toml", LEXICAL)
     for i in range(4):
-        repo.write(f"wiki/page{i}.md", f"# Page {i}\n\nThe walrus number {i} sings.\n\n## Details\n\nKelp forest {i}.\n")
+        repo.write(
+            f"wiki/page{i}.md", f"# Page {i}\n\nThe walrus number {i} sings.\n\n## Details\n\nKelp forest {i}.\n"
+        )
     repo.commit("pages")
     code, _, err = cli("index", "-q", cwd=repo.path)
     assert code == 0, err
@@ -151,7 +153,9 @@ def hostile_archives(genuine, tmp_path):
         return write_archive(tmp_path / f"{name}.tar.gz", [regular(MANIFEST_NAME, good), *members])
 
     def with_manifest(name, changed, db_data=db):
-        return write_archive(tmp_path / f"{name}.tar.gz", [regular(MANIFEST_NAME, manifest_bytes(changed)), regular(DB_NAME, db_data)])
+        return write_archive(
+            tmp_path / f"{name}.tar.gz", [regular(MANIFEST_NAME, manifest_bytes(changed)), regular(DB_NAME, db_data)]
+        )
 
     def link(kind, target):
         info = tarfile.TarInfo(DB_NAME)

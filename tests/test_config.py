@@ -26,7 +26,10 @@ def test_defaults_use_whole_repo_without_wiki_folder(tmp_path):
 
 
 def test_repo_layer_overrides_baseline_and_corpora_append(tmp_path):
-    user = write(tmp_path / "user.toml", '[[corpus]]\nname = "notes"\npath = "notes"\n[search]\ntop_files = 9\nmode = "lexical"\n')
+    user = write(
+        tmp_path / "user.toml",
+        '[[corpus]]\nname = "notes"\npath = "notes"\n[search]\ntop_files = 9\nmode = "lexical"\n',
+    )
     write(tmp_path / "repo/.gitwiki.toml", '[[corpus]]\nname = "docs"\npath = "./docs/"\n[search]\ntop_files = 3\n')
     cfg = config.load(tmp_path / "repo", user_file=user)
     assert [(c.name, c.path) for c in cfg.corpora] == [("notes", "notes"), ("docs", "docs")]
@@ -47,12 +50,12 @@ def test_duplicate_corpus_names_both_files(tmp_path):
     [
         ("[search]\ntop_filez = 3\n", "unknown key 'top_filez'"),
         ("colour = 1\n", "unknown key 'colour'"),
-        ("[[corpus]]\nname = \"w\"\nglobs = []\n", "unknown key 'globs'"),
-        ("[search]\ntop_files = \"five\"\n", "top_files must be a whole number"),
-        ("[search]\nmode = \"fuzzy\"\n", "mode must be one of"),
+        ('[[corpus]]\nname = "w"\nglobs = []\n', "unknown key 'globs'"),
+        ('[search]\ntop_files = "five"\n', "top_files must be a whole number"),
+        ('[search]\nmode = "fuzzy"\n', "mode must be one of"),
         ("[embeddings]\nenabled = 1\n", "enabled must be true or false"),
-        ("[[corpus]]\npath = \"docs\"\n", "needs a name"),
-        ("[[corpus]]\nname = \"w\"\npath = \"../outside\"\n", "without '..'"),
+        ('[[corpus]]\npath = "docs"\n', "needs a name"),
+        ('[[corpus]]\nname = "w"\npath = "../outside"\n', "without '..'"),
         ("[search\n", "invalid TOML"),
     ],
 )

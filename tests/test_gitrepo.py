@@ -10,10 +10,16 @@ from gitwiki.gitrepo import GitRepo
 @pytest.mark.parametrize("folder_status_from", [0, 10**9], ids=["git-status-of-the-folder", "pygit2-whole-worktree"])
 def test_worktree_changes_list_what_differs_from_head_in_the_corpus(repo, monkeypatch, folder_status_from):
     monkeypatch.setattr(gitrepo, "FOLDER_STATUS_FROM", folder_status_from)
-    repo.commit(files={
-        "wiki/kept.md": "# Kept\n", "wiki/edited.md": "# Edited\n", "wiki/staged.md": "# Staged\n",
-        "wiki/gone.md": "# Gone\n", "src/code.md": "# Not in the corpus\n", ".gitignore": "wiki/private/\n",
-    })
+    repo.commit(
+        files={
+            "wiki/kept.md": "# Kept\n",
+            "wiki/edited.md": "# Edited\n",
+            "wiki/staged.md": "# Staged\n",
+            "wiki/gone.md": "# Gone\n",
+            "src/code.md": "# Not in the corpus\n",
+            ".gitignore": "wiki/private/\n",
+        }
+    )
     repo.write("wiki/edited.md", "# Edited, not staged\n")
     repo.write("wiki/staged.md", "# Staged edit\n")
     repo.git("add", "wiki/staged.md")

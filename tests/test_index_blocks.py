@@ -13,8 +13,13 @@ INDEX = f"# Home\n\nHand-written intro.\n\n{START}\nstale\n{END}\n\nFooter prose
 def _wiki(repo, index=INDEX):
     repo.write(".gitwiki.toml", LEXICAL)
     repo.write("wiki/index.md", index)
-    repo.write("wiki/zeta.md", "---\ntitle: Alpha by front matter\ndescription: Set in the front matter.\n---\n# Ignored\n")
-    repo.write("wiki/beta.md", "# Beta [link](x.md)\n\nFirst paragraph with a [relative link](zeta.md)\nover two lines.\n\nSecond.\n")
+    repo.write(
+        "wiki/zeta.md", "---\ntitle: Alpha by front matter\ndescription: Set in the front matter.\n---\n# Ignored\n"
+    )
+    repo.write(
+        "wiki/beta.md",
+        "# Beta [link](x.md)\n\nFirst paragraph with a [relative link](zeta.md)\nover two lines.\n\nSecond.\n",
+    )
     repo.write("wiki/guides/index.md", f"# Guides\n\n{START}\n{END}\n")
     repo.write("wiki/guides/deploy.md", "Deploy\n======\n\n```\ncode first\n```\n\nHow we ship.\n")
     repo.write("wiki/guides/deep/x.md", "no heading here\n")
@@ -40,7 +45,10 @@ def test_cli_regenerates_every_block_then_is_idempotent(repo, cli):
     assert out.splitlines() == ["updated wiki/guides/index.md", "updated wiki/index.md"]
     assert (repo.path / "wiki/index.md").read_text() == EXPECTED
     guides = (repo.path / "wiki/guides/index.md").read_text()
-    assert guides == f"# Guides\n\n{START}\n- [Deploy](deploy.md) — How we ship.\n\n## deep\n\n- [x](deep/x.md) — no heading here\n{END}\n"
+    assert (
+        guides
+        == f"# Guides\n\n{START}\n- [Deploy](deploy.md) — How we ship.\n\n## deep\n\n- [x](deep/x.md) — no heading here\n{END}\n"
+    )
     assert cli("index-blocks", cwd=repo.path)[:2] == (0, "")
     assert cli("index-blocks", "--check", cwd=repo.path)[0] == 0
 
@@ -92,9 +100,15 @@ def test_markers_in_code_fences_and_crlf_outside_are_kept(repo, cli):
 
 def test_repo_template_override_and_config_template(repo, cli):
     _wiki(repo)
-    repo.write(".gitwiki/templates/index_block.md.j2", "{% for g in groups %}{% for p in g.pages %}* {{ p.path }}\n{% endfor %}{% endfor %}")
+    repo.write(
+        ".gitwiki/templates/index_block.md.j2",
+        "{% for g in groups %}{% for p in g.pages %}* {{ p.path }}\n{% endfor %}{% endfor %}",
+    )
     cli("index-blocks", cwd=repo.path)
-    assert f"{START}\n* wiki/beta.md\n* wiki/zeta.md\n* wiki/guides/deploy.md\n" in (repo.path / "wiki/index.md").read_text()
+    assert (
+        f"{START}\n* wiki/beta.md\n* wiki/zeta.md\n* wiki/guides/deploy.md\n"
+        in (repo.path / "wiki/index.md").read_text()
+    )
     repo.write("custom.j2", "{{ groups | length }} groups\n")
     repo.write(".gitwiki.toml", LEXICAL + '[index_blocks]\ntemplate = "custom.j2"\n')
     cli("index-blocks", cwd=repo.path)
@@ -134,7 +148,12 @@ def test_page_info_and_options():
     assert page_info(f"# T\n{START}\n- listed\n{END}\n\nReal para.\n", "f") == ("T", "Real para.")
     long = page_info("# T\n\n" + "word " * 60, "f").summary
     assert len(long) <= 160 and long.endswith("…")
-    assert parse_options(' sort=title depth=2 summary=no heading="3"', "x")._asdict() == {"depth": 2, "sort": "title", "summary": False, "heading": 3}
+    assert parse_options(' sort=title depth=2 summary=no heading="3"', "x")._asdict() == {
+        "depth": 2,
+        "sort": "title",
+        "summary": False,
+        "heading": 3,
+    }
 
 
 def test_shipped_template_is_found():

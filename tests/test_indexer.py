@@ -2,11 +2,12 @@
 
 import pytest
 
-from conftest import needs_model
 from gitwiki.wiki import Wiki
+from tests.helpers import needs_model
 
 PAGES = {
-    "wiki/keys.md": "# Keys\n\n## Rotate\n\nRotate the signing key every 90 days with vault.\n\n## Revoke\n\nRevoke leaked keys at once.\n",
+    "wiki/keys.md": "# Keys\n\n## Rotate\n\nRotate the signing key every 90 days with vault.\n\n## "
+    "Revoke\n\nRevoke leaked keys at once.\n",
     "wiki/deploy.md": "# Deploy\n\nWe deploy with argo to the kubernetes cluster.\n",
     "wiki/team/onboarding.md": "# Onboarding\n\nNew hires get a laptop and a hardware token.\n",
     "README.md": "# Not in the corpus\n",
@@ -94,7 +95,10 @@ def test_lexical_index_then_hybrid_fills_vectors(wiki):
 
 def test_include_exclude_globs(repo):
     repo.commit("pages", {**PAGES, "wiki/drafts/wip.md": "# WIP\n", "wiki/notes.txt": "not markdown"})
-    repo.write(".gitwiki.toml", '[[corpus]]\nname = "w"\npath = "wiki"\nexclude = ["drafts/*"]\n[embeddings]\nenabled = false\n')
+    repo.write(
+        ".gitwiki.toml",
+        '[[corpus]]\nname = "w"\npath = "wiki"\nexclude = ["drafts/*"]\n[embeddings]\nenabled = false\n',
+    )
     wiki = Wiki.open(repo.path)
     wiki.index()
     assert sorted(wiki.store.pages("w")) == ["wiki/deploy.md", "wiki/keys.md", "wiki/team/onboarding.md"]

@@ -6,11 +6,12 @@ import json
 
 import pytest
 
-from conftest import needs_model
+from tests.helpers import needs_model
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 PAGES = {
-    "wiki/deploy.md": "# Deploy\n\nThe release train leaves on Tuesdays.\n\n## Rollback\n\nRevert the tag and redeploy.\n",
+    "wiki/deploy.md": "# Deploy\n\nThe release train leaves on Tuesdays.\n\n## Rollback\n\nRevert the tag and "
+    "redeploy.\n",
     "wiki/oncall.md": "# On-call\n\nPage the secondary after fifteen minutes.\n",
     "wiki/style.md": "# Style\n\nWrite short sentences. Prefer tables for comparisons.\n",
 }
@@ -74,8 +75,11 @@ def s3(monkeypatch):
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
     for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1",
-        "AWS_ENDPOINT": endpoint, "AWS_ALLOW_HTTP": "true",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT": endpoint,
+        "AWS_ALLOW_HTTP": "true",
     }.items():
         monkeypatch.setenv(key, value)
     boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket="wiki-index")
@@ -83,6 +87,7 @@ def s3(monkeypatch):
     server.stop()
 
 
+@pytest.mark.slow  # a moto S3 server
 def test_s3_export_and_search_without_a_checkout(wiki, cli, tmp_path, s3):
     repo = wiki(LEXICAL + '[storage]\nuri = "s3://wiki-index/handbook"\n')
     code, _, err = cli("lance", "export", cwd=repo.path)

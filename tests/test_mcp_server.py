@@ -15,13 +15,21 @@ import pytest
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 
 from gitwiki.search import ChunkResult, DocResult, SearchResult
-from conftest import needs_model
+from tests.helpers import needs_model
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 DEPLOY = "# Deploy\n\nWe roll out with kubectl.[^1]\n\n## Rollback\n\nUse helm rollback to undo a release.\n\n[^1]: The runbook, section 3.\n"
 TOOLS = {
-    "list_corpora", "list_files", "list_tree", "ground", "read_markdown", "add_markdown",
-    "delete_markdown", "index", "get_footnote", "page_history",
+    "list_corpora",
+    "list_files",
+    "list_tree",
+    "ground",
+    "read_markdown",
+    "add_markdown",
+    "delete_markdown",
+    "index",
+    "get_footnote",
+    "page_history",
 }
 
 
@@ -57,7 +65,10 @@ async def refused(session, name: str, **arguments) -> MCPError:
 
 @pytest.fixture
 def wiki_repo(repo):
-    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/guides/deploy.md": DEPLOY, "wiki/faq.md": "# FAQ\n\nAsk the platform team.\n"})
+    repo.commit(
+        "init",
+        {".gitwiki.toml": LEXICAL, "wiki/guides/deploy.md": DEPLOY, "wiki/faq.md": "# FAQ\n\nAsk the platform team.\n"},
+    )
     return repo
 
 
@@ -95,7 +106,15 @@ def test_tools_annotations_instructions_and_the_ground_schema(wiki_repo):
     assert set(tools) == TOOLS
     assert "ground" in instructions and "read_markdown" in instructions
     read_only = {n for n, t in tools.items() if t.annotations.read_only_hint}
-    assert read_only == {"list_corpora", "list_files", "list_tree", "ground", "read_markdown", "get_footnote", "page_history"}
+    assert read_only == {
+        "list_corpora",
+        "list_files",
+        "list_tree",
+        "ground",
+        "read_markdown",
+        "get_footnote",
+        "page_history",
+    }
     assert tools["delete_markdown"].annotations.destructive_hint is True
     assert tools["add_markdown"].annotations.destructive_hint is False
     assert tools["index"].annotations.idempotent_hint is True
@@ -104,7 +123,9 @@ def test_tools_annotations_instructions_and_the_ground_schema(wiki_repo):
             assert prop.get("description"), f"{tool.name}.{name} has no description"
     assert tools["add_markdown"].input_schema["required"] == ["path", "content"]
     # The output schema has exactly the shape of the `gitwiki ground --json` contract.
-    sample = SearchResult("q", "wiki", "abc", "lexical", [DocResult("p.md", "T", 1.0, [ChunkResult(["T"], 1, 2, 1.0, "x")])], ("p.md",))
+    sample = SearchResult(
+        "q", "wiki", "abc", "lexical", [DocResult("p.md", "T", 1.0, [ChunkResult(["T"], 1, 2, 1.0, "x")])], ("p.md",)
+    )
     schema = tools["ground"].output_schema
     assert _schema_keys(schema, schema.get("$defs", {})) == _keys(sample.to_json())
 
@@ -175,19 +196,35 @@ def test_refusals_are_invalid_params_with_the_reason(wiki_repo, tmp_path):
 
     errors = run(main)
     assert {e.code for e in errors} == {-32602}
-    reasons = ["contains '..'", "is absolute", "outside corpus", "outside corpus", "not a markdown page",
-               "over the 1000000-byte limit", "overwrite: true", "contains '..'", "no page 'nope.md'",
-               "no footnote [^7]", "query is empty", "no corpus named 'other'"]
-    for error, reason in zip(errors, reasons):
+    reasons = [
+        "contains '..'",
+        "is absolute",
+        "outside corpus",
+        "outside corpus",
+        "not a markdown page",
+        "over the 1000000-byte limit",
+        "overwrite: true",
+        "contains '..'",
+        "no page 'nope.md'",
+        "no footnote [^7]",
+        "query is empty",
+        "no corpus named 'other'",
+    ]
+    for error, reason in zip(errors, reasons, strict=False):
         assert reason in error.message, (reason, error.message)
     assert not (tmp_path / "elsewhere/new.md").exists() and not (wiki_repo.path / "wiki/big.md").exists()
 
 
 def test_several_corpora_require_one_for_page_tools(repo):
-    repo.commit("init", {
-        ".gitwiki.toml": LEXICAL + '[[corpus]]\nname = "eng"\npath = "eng"\n[[corpus]]\nname = "ops"\npath = "ops"\n',
-        "eng/a.md": "# A\n", "ops/b.md": "# B\n",
-    })
+    repo.commit(
+        "init",
+        {
+            ".gitwiki.toml": LEXICAL
+            + '[[corpus]]\nname = "eng"\npath = "eng"\n[[corpus]]\nname = "ops"\npath = "ops"\n',
+            "eng/a.md": "# A\n",
+            "ops/b.md": "# B\n",
+        },
+    )
 
     async def main():
         async with connect(repo.path) as s:
@@ -203,9 +240,16 @@ def test_several_corpora_require_one_for_page_tools(repo):
 def test_writes_index_lint_and_delete_through_the_server(wiki_repo):
     async def main():
         async with connect(wiki_repo.path) as s:
-            added = await call(s, "add_markdown", path="runbooks/pager.md", content="# Pager\n\nThe wombat alarm. See [gone](gone.md).\n")
+            added = await call(
+                s,
+                "add_markdown",
+                path="runbooks/pager.md",
+                content="# Pager\n\nThe wombat alarm. See [gone](gone.md).\n",
+            )
             found = await call(s, "ground", query="wombat alarm", mode="lexical")
-            again = await call(s, "add_markdown", path="runbooks/pager.md", content="# Pager\n\nThe koala alarm.\n", overwrite=True)
+            again = await call(
+                s, "add_markdown", path="runbooks/pager.md", content="# Pager\n\nThe koala alarm.\n", overwrite=True
+            )
             deleted = await call(s, "delete_markdown", path="runbooks/pager.md")
             gone = await call(s, "ground", query="koala alarm", mode="lexical")
             return added, found, again, deleted, gone
@@ -248,7 +292,9 @@ def test_two_servers_writing_and_indexing_at_once_are_serialized(wiki_repo):
     async def writer(prefix: str, results: list):
         async with connect(wiki_repo.path) as s:
             for i in range(4):
-                await call(s, "add_markdown", path=f"{prefix}/page{i}.md", content=f"# {prefix} {i}\n\nnumbat {prefix}{i}\n")
+                await call(
+                    s, "add_markdown", path=f"{prefix}/page{i}.md", content=f"# {prefix} {i}\n\nnumbat {prefix}{i}\n"
+                )
                 results.append(await call(s, "index"))
 
     async def main():
@@ -314,13 +360,33 @@ def test_mcp_inspector_cli_lists_the_tools(wiki_repo):
     npx = shutil.which("npx")
     if npx is None:
         pytest.skip("node/npx is not installed")
-    probe = subprocess.run([npx, "--offline", "--yes", "@modelcontextprotocol/inspector", "--help"], capture_output=True, text=True, timeout=60)
+    probe = subprocess.run(
+        [npx, "--offline", "--yes", "@modelcontextprotocol/inspector", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if probe.returncode != 0:
         pytest.skip("@modelcontextprotocol/inspector is not in the npm cache and tests run offline")
     listed = subprocess.run(
-        [npx, "--offline", "--yes", "@modelcontextprotocol/inspector", "--cli", sys.executable, "-m", "gitwiki",
-         "-C", str(wiki_repo.path), "serve", "--method", "tools/list"],
-        capture_output=True, text=True, timeout=120,
+        [
+            npx,
+            "--offline",
+            "--yes",
+            "@modelcontextprotocol/inspector",
+            "--cli",
+            sys.executable,
+            "-m",
+            "gitwiki",
+            "-C",
+            str(wiki_repo.path),
+            "serve",
+            "--method",
+            "tools/list",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert listed.returncode == 0, listed.stderr
     assert {t["name"] for t in json.loads(listed.stdout)["tools"]} == TOOLS

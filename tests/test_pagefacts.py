@@ -24,6 +24,7 @@ def extracted(monkeypatch):
     """field → the texts extracted for it during the test."""
     seen: dict[str, list[str]] = {field: [] for field in pagefacts.EXTRACT}
     for field, extract in list(pagefacts.EXTRACT.items()):
+
         def counting(text, read_yaml, field=field, extract=extract):
             seen[field].append(text)
             return extract(text, read_yaml)
@@ -33,13 +34,16 @@ def extracted(monkeypatch):
 
 
 def _wiki(repo):
-    repo.commit("init", {
-        ".gitwiki.toml": LEXICAL,
-        "wiki/index.md": f"# Home\n\n{START}\n{END}\n",
-        "wiki/a.md": "# A\n\nAbout A. [B](b.md#intro)\n",
-        "wiki/b.md": "# B\n\nAbout B.\n\n## Intro\n",
-        "wiki/c.md": "# C\n\nAbout C. [A](a.md)\n",
-    })
+    repo.commit(
+        "init",
+        {
+            ".gitwiki.toml": LEXICAL,
+            "wiki/index.md": f"# Home\n\n{START}\n{END}\n",
+            "wiki/a.md": "# A\n\nAbout A. [B](b.md#intro)\n",
+            "wiki/b.md": "# B\n\nAbout B.\n\n## Intro\n",
+            "wiki/c.md": "# C\n\nAbout C. [A](a.md)\n",
+        },
+    )
 
 
 def _cache(repo):
@@ -75,7 +79,9 @@ def test_an_unchanged_block_is_not_rendered_again(repo, cli, monkeypatch):
     assert len(rendered) == 1 and "- [A](a.md) — About A." in (repo.path / "wiki/index.md").read_text()
 
 
-@pytest.mark.parametrize("garbage", [b"{not json", b'{"version": 0, "facts": {}}', b'{"version": 1, "facts": {"x": 5}}', b"[]"])
+@pytest.mark.parametrize(
+    "garbage", [b"{not json", b'{"version": 0, "facts": {}}', b'{"version": 1, "facts": {"x": 5}}', b"[]"]
+)
 def test_a_corrupt_or_foreign_cache_is_ignored_and_rebuilt(repo, cli, garbage):
     _wiki(repo)
     repo.write("wiki/lonely.md", "# Lonely\n\n[missing](nope.md) [b](b.md#nope)\n")
@@ -94,7 +100,7 @@ def test_a_corrupt_or_foreign_cache_is_ignored_and_rebuilt(repo, cli, garbage):
 
 
 def test_an_edited_page_gets_fresh_facts(repo, cli, monkeypatch):
-    monkeypatch.setattr(pagefacts, "RACY_NS", -10**18)  # trust fresh stats too, to show they are checked
+    monkeypatch.setattr(pagefacts, "RACY_NS", -(10**18))  # trust fresh stats too, to show they are checked
     _wiki(repo)
     cli("index-blocks", cwd=repo.path)
     assert "- [B](b.md) — About B." in (repo.path / "wiki/index.md").read_text()
@@ -141,7 +147,10 @@ def test_front_matter_read_before_costs_no_yaml_import(repo):
     """A commit that leaves a page's front matter alone is linted without importing PyYAML; findings are
     the same. Front matter JSON cannot hold as YAML gave it (a date) is read by YAML each time."""
     _wiki(repo)
-    pages = {"wiki/a.md": "---\ntitle: A\ntags: [x, y]\n---\n# A\n", "wiki/b.md": "---\nbad: [x\n---\n# B\n\n## Intro\n"}
+    pages = {
+        "wiki/a.md": "---\ntitle: A\ntags: [x, y]\n---\n# A\n",
+        "wiki/b.md": "---\nbad: [x\n---\n# B\n\n## Intro\n",
+    }
     for path, text in pages.items():
         repo.write(path, text)
     repo.git("add", "-A")
@@ -167,9 +176,14 @@ def test_git_cli_listings_skip_symlinks_submodules_and_ignored_files(repo):
     repo.commit("init", {"a.md": "# A\n", "drafts/x.md": "# X\n"})
     (repo.path / "link.md").symlink_to("a.md")
     blob = repo.git("rev-parse", "HEAD:a.md").strip()
-    repo.git("update-index", "--add", "--cacheinfo", f"160000,{repo.git('rev-parse', 'HEAD').strip()},mod")  # a submodule
+    repo.git(
+        "update-index", "--add", "--cacheinfo", f"160000,{repo.git('rev-parse', 'HEAD').strip()},mod"
+    )  # a submodule
     repo.git("add", "link.md")
-    assert gitcli.staged_files(repo.path) == {".gitignore": repo.git("rev-parse", "HEAD:.gitignore").strip(), "a.md": blob}
+    assert gitcli.staged_files(repo.path) == {
+        ".gitignore": repo.git("rev-parse", "HEAD:.gitignore").strip(),
+        "a.md": blob,
+    }
     assert gitcli.worktree_files(repo.path, "") == [".gitignore", "a.md", "link.md", "mod"]
     assert gitcli.read_blobs(repo.path, [blob]) == {blob: b"# A\n"}
     assert pagefacts.blob_id(b"# A\n") == blob

@@ -62,7 +62,11 @@ def test_resolve_refuses_writing_through_a_symlink_inside_the_corpus(tree):
 
 def test_resolve_normalizes_and_accepts_repo_relative_paths_for_reads_only(tree):
     ref = pages.resolve(tree, WIKI, "./guides//deploy.md")
-    assert (ref.path, ref.repo_path, ref.file) == ("guides/deploy.md", "wiki/guides/deploy.md", tree / "wiki/guides/deploy.md")
+    assert (ref.path, ref.repo_path, ref.file) == (
+        "guides/deploy.md",
+        "wiki/guides/deploy.md",
+        tree / "wiki/guides/deploy.md",
+    )
     assert pages.resolve(tree, WIKI, "wiki/guides/deploy.md").path == "guides/deploy.md"
     with pytest.raises(UsageError, match="use 'guides/new.md'"):
         pages.resolve(tree, WIKI, "wiki/guides/new.md", for_write=True)
@@ -123,14 +127,19 @@ def test_list_files_and_tree(tree):
     files = pages.list_files(tree, WIKI, repo_paths)
     assert [f.path for f in files] == ["guides/deploy.md", "guides/ops/oncall.md", "index.md", "ref/api.md"]
     assert files[0].absolute_path == str(tree / "wiki/guides/deploy.md")
-    assert [f.path for f in pages.list_files(tree, WIKI, repo_paths, "guides/*")] == ["guides/deploy.md", "guides/ops/oncall.md"]
+    assert [f.path for f in pages.list_files(tree, WIKI, repo_paths, "guides/*")] == [
+        "guides/deploy.md",
+        "guides/ops/oncall.md",
+    ]
     assert [f.path for f in pages.list_files(tree, WIKI, repo_paths, "**/oncall.md")] == ["guides/ops/oncall.md"]
 
     root = pages.tree(tree, WIKI, files)
     assert (root["path"], root["pages"], [f["path"] for f in root["files"]]) == ("", 4, ["index.md"])
     guides = root["subdirs"][0]
     assert (guides["path"], guides["pages"], guides["absolute_path"]) == ("guides", 2, str(tree / "wiki/guides"))
-    assert guides["subdirs"][0]["files"] == [{"path": "guides/ops/oncall.md", "absolute_path": str(tree / "wiki/guides/ops/oncall.md")}]
+    assert guides["subdirs"][0]["files"] == [
+        {"path": "guides/ops/oncall.md", "absolute_path": str(tree / "wiki/guides/ops/oncall.md")}
+    ]
     shallow = pages.tree(tree, WIKI, files, depth=1)
     assert shallow["subdirs"][0]["pages"] == 2 and shallow["subdirs"][0]["files"] == []
     sub = pages.tree(tree, WIKI, files, "guides")

@@ -14,9 +14,9 @@ from urllib.parse import urlparse
 
 import pytest
 
-from conftest import GIT_ENV, ROOT
+from tests.helpers import GIT_ENV, ROOT
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")]
 LEXICAL = "[embeddings]\nenabled = false\n"
 
 
@@ -31,7 +31,9 @@ def _index_reachable() -> bool:
 
 
 def _git(cwd, *args):
-    return subprocess.run(["git", *args], cwd=cwd, env={**os.environ, **GIT_ENV}, check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env={**os.environ, **GIT_ENV}, check=True, capture_output=True, text=True
+    ).stdout
 
 
 @pytest.fixture(scope="module")
@@ -59,16 +61,23 @@ def env(tmp_path_factory, monkeypatch):
 
 
 def _pre_commit(cwd, env, *args):
-    return subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def _commit(cwd, env):
     """`git commit` with the hooks' output (git prints it on stderr) as the result's stdout."""
-    return subprocess.run(["git", "commit", "-m", "pages"], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.run(
+        ["git", "commit", "-m", "pages"], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
 
 
 def test_try_repo_lint_all_files_reports_file_line_col(repo, hooks_repo, env):
-    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n\n[A](a.md)\n", "wiki/a.md": "# A\n\n[gone](gone.md)\n"})
+    repo.commit(
+        "init",
+        {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n\n[A](a.md)\n", "wiki/a.md": "# A\n\n[gone](gone.md)\n"},
+    )
     done = _pre_commit(repo.path, env, "try-repo", str(hooks_repo), "gitwiki-lint", "--all-files")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "wiki/a.md:3:1: GW005 link to missing page 'gone.md'" in done.stdout

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from gitwiki import pagefacts
 from gitwiki.config import Config, CorpusConfig
-from gitwiki.index_blocks import START_MARKER, END_MARKER, WorktreeCorpus, page_info, rewrite
+from gitwiki.index_blocks import END_MARKER, START_MARKER, WorktreeCorpus, page_info, rewrite
 from gitwiki.lint import lint_text
 from gitwiki.markdown.chunker import parse_page
 from gitwiki.markdown.links import extract_links
@@ -18,9 +18,30 @@ WORDS = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)
 LINE = st.one_of(
     WORDS,
     st.builds(lambda n, w: "#" * n + " " + w, st.integers(1, 7), WORDS),
-    st.builds(lambda t, d: f"[{t}]({d})", WORDS, st.sampled_from(["", "a.md", "#x", "../b.md#y", "<c d.md>", "http://e"])),
-    st.sampled_from(["```", "```mermaid", "~~~", "---", "===", "> quote", "- item", "    code", "`x`", "<!-- c -->",
-                     "title: [x", "<!-- gitwiki: disable=GW003 -->", START_MARKER, END_MARKER, "\r", "\t", "\\"]),
+    st.builds(
+        lambda t, d: f"[{t}]({d})", WORDS, st.sampled_from(["", "a.md", "#x", "../b.md#y", "<c d.md>", "http://e"])
+    ),
+    st.sampled_from(
+        [
+            "```",
+            "```mermaid",
+            "~~~",
+            "---",
+            "===",
+            "> quote",
+            "- item",
+            "    code",
+            "`x`",
+            "<!-- c -->",
+            "title: [x",
+            "<!-- gitwiki: disable=GW003 -->",
+            START_MARKER,
+            END_MARKER,
+            "\r",
+            "\t",
+            "\\",
+        ]
+    ),
 )
 MARKDOWN = st.lists(LINE, max_size=25).map("\n".join)
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -40,8 +61,11 @@ def test_chunker_links_and_lints_never_crash(text):
 
 
 @FAST
-@given(pages=st.dictionaries(st.sampled_from(["a.md", "sub/b.md", "sub/deep/c.md", "z.md"]), MARKDOWN, max_size=4),
-       prose=MARKDOWN, options=st.sampled_from(["", " depth=1", " sort=title summary=false heading=3"]))
+@given(
+    pages=st.dictionaries(st.sampled_from(["a.md", "sub/b.md", "sub/deep/c.md", "z.md"]), MARKDOWN, max_size=4),
+    prose=MARKDOWN,
+    options=st.sampled_from(["", " depth=1", " sort=title summary=false heading=3"]),
+)
 def test_index_blocks_render_and_are_idempotent(tmp_path_factory, pages, prose, options):
     root = Path(tmp_path_factory.mktemp("wiki"))
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)  # pages are listed by git (ignore rules apply)

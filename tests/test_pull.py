@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GitRepoFixture, needs_model
 from gitwiki.artifact import ARCHIVE_NAME
 from gitwiki.markdown.chunker import parse_page
+from tests.helpers import GitRepoFixture, needs_model
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 
@@ -137,9 +137,26 @@ class Quiet(http.server.BaseHTTPRequestHandler):
 def self_signed(tmp_path: Path) -> tuple[Path, Path]:
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True,
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
     )
     return cert, key
 
@@ -152,7 +169,9 @@ def test_pull_over_https(origin, cli, tmp_path, monkeypatch):
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(cert, key)
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the client trusts only our test CA
-    handler = type("H", (Quiet,), {"routes": {"/wiki.tar.gz": (200, {}, (tmp_path / ARCHIVE_NAME).read_bytes())}, "seen": []})
+    handler = type(
+        "H", (Quiet,), {"routes": {"/wiki.tar.gz": (200, {}, (tmp_path / ARCHIVE_NAME).read_bytes())}, "seen": []}
+    )
     local = clone(origin, tmp_path / "clone")
     with serve(handler, tls) as server:
         url = f"https://127.0.0.1:{server.server_address[1]}/wiki.tar.gz"
@@ -173,11 +192,17 @@ def test_publish_to_a_ref_then_pull_with_git_auth(origin, cli, tmp_path):
     origin.git("push", "-q", "origin", "main")
     code, out, err = cli("publish", str(tmp_path / ARCHIVE_NAME), cwd=origin.path)
     assert code == 0, err
-    published = subprocess.run(["git", "-C", str(bare), "rev-parse", "refs/gitwiki/index"], capture_output=True, text=True).stdout.strip()
+    published = subprocess.run(
+        ["git", "-C", str(bare), "rev-parse", "refs/gitwiki/index"], capture_output=True, text=True
+    ).stdout.strip()
     assert published and published in out
-    files = subprocess.run(["git", "-C", str(bare), "ls-tree", "--name-only", "refs/gitwiki/index"], capture_output=True, text=True).stdout.split()
+    files = subprocess.run(
+        ["git", "-C", str(bare), "ls-tree", "--name-only", "refs/gitwiki/index"], capture_output=True, text=True
+    ).stdout.split()
     assert sorted(files) == [ARCHIVE_NAME, "manifest.json"]
-    parents = subprocess.run(["git", "-C", str(bare), "rev-list", "--parents", "-n1", "refs/gitwiki/index"], capture_output=True, text=True).stdout.split()
+    parents = subprocess.run(
+        ["git", "-C", str(bare), "rev-list", "--parents", "-n1", "refs/gitwiki/index"], capture_output=True, text=True
+    ).stdout.split()
     assert parents == [published]  # parentless: old archives do not pile up in history
 
     local = _wrap(tmp_path / "clone")
@@ -207,6 +232,7 @@ def test_pull_from_github_artifact_and_release(origin, cli, tmp_path, monkeypatc
             if request.headers.get("Authorization") != "Bearer sekrit":
                 return 401, {}, b'{"message": "Bad credentials"}'
             return then(request)
+
         return handle
 
     def to_storage(path):
@@ -216,19 +242,37 @@ def test_pull_from_github_artifact_and_release(origin, cli, tmp_path, monkeypatc
         def handle(request):
             assert "Authorization" not in request.headers  # the token never reaches the storage host
             return 200, {}, body
+
         return handle
 
     def listing(request):
         base = f"http://127.0.0.1:{request.server.server_address[1]}"
         artifacts = [
-            {"name": "gitwiki-index", "expired": True, "created_at": "2026-11-22T00:00:00Z", "archive_download_url": f"{base}/gone"},
-            {"name": "gitwiki-index", "expired": False, "created_at": "2026-11-21T00:00:00Z", "archive_download_url": f"{base}/repos/o/r/actions/artifacts/1/zip"},
+            {
+                "name": "gitwiki-index",
+                "expired": True,
+                "created_at": "2026-11-22T00:00:00Z",
+                "archive_download_url": f"{base}/gone",
+            },
+            {
+                "name": "gitwiki-index",
+                "expired": False,
+                "created_at": "2026-11-21T00:00:00Z",
+                "archive_download_url": f"{base}/repos/o/r/actions/artifacts/1/zip",
+            },
         ]
-        return 200, {"Content-Type": "application/json"}, json.dumps({"total_count": 2, "artifacts": artifacts}).encode()
+        return (
+            200,
+            {"Content-Type": "application/json"},
+            json.dumps({"total_count": 2, "artifacts": artifacts}).encode(),
+        )
 
     def release(request):
         base = f"http://127.0.0.1:{request.server.server_address[1]}"
-        assets = [{"name": "other.txt", "url": f"{base}/nope"}, {"name": ARCHIVE_NAME, "url": f"{base}/repos/o/r/releases/assets/7"}]
+        assets = [
+            {"name": "other.txt", "url": f"{base}/nope"},
+            {"name": ARCHIVE_NAME, "url": f"{base}/repos/o/r/releases/assets/7"},
+        ]
         return 200, {}, json.dumps({"tag_name": "gitwiki-index", "assets": assets}).encode()
 
     def asset(request):
@@ -296,7 +340,10 @@ def test_catch_up_embeds_only_changed_and_dirty_pages(repo, cli, tmp_path):
 
     topics = ["glaciers", "volcanoes", "coral reefs", "deserts", "rainforests", "tundra", "savannas", "mangroves"]
     for i, topic in enumerate(topics):
-        repo.write(f"wiki/{i}.md", f"# {topic.title()}\n\nNotes on {topic} and their climate.\n\n## Visiting\n\nHow to visit {topic}.\n")
+        repo.write(
+            f"wiki/{i}.md",
+            f"# {topic.title()}\n\nNotes on {topic} and their climate.\n\n## Visiting\n\nHow to visit {topic}.\n",
+        )
     repo.commit("wiki")
     archive = tmp_path / ARCHIVE_NAME
     code, _, err = cli("artifact", "pack", "--out", str(archive), cwd=repo.path)
@@ -304,7 +351,9 @@ def test_catch_up_embeds_only_changed_and_dirty_pages(repo, cli, tmp_path):
     full = Wiki.open(repo.path).status()[0].chunks
 
     # Three commits past the artifact: one page changed, one added, one deleted; then a dirty page.
-    changed = "# Glaciers\n\nNotes on glaciers and their climate.\n\n## Calving\n\nIcebergs break off the glacier snout.\n"
+    changed = (
+        "# Glaciers\n\nNotes on glaciers and their climate.\n\n## Calving\n\nIcebergs break off the glacier snout.\n"
+    )
     added = "# Comets\n\nA comet's tail always points away from the sun.\n"
     dirty = "# Deserts\n\nNotes on deserts and their climate.\n\n## Visiting\n\nCarry four litres of water per day.\n"
     repo.commit("change", {"wiki/0.md": changed})
@@ -323,8 +372,11 @@ def test_catch_up_embeds_only_changed_and_dirty_pages(repo, cli, tmp_path):
     assert report.worktree_embedded == 1  # the dirty page's changed section only
     assert r.embedded + report.worktree_embedded < full
 
-    for query, path in (("icebergs breaking off", "wiki/0.md"), ("comet tail direction", "wiki/comets.md"),
-                        ("how much water to carry", "wiki/3.md")):
+    for query, path in (
+        ("icebergs breaking off", "wiki/0.md"),
+        ("comet tail direction", "wiki/comets.md"),
+        ("how much water to carry", "wiki/3.md"),
+    ):
         code, out, err = cli("ground", "--json", "--mode", "dense", query, cwd=local.path)
         assert code == 0, err
         assert json.loads(out)["docs"][0]["path"] == path, (query, out)

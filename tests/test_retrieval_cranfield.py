@@ -7,10 +7,12 @@ import sys
 
 import pytest
 
-from conftest import ROOT, needs_model
+from tests.helpers import ROOT, needs_model
 
 sys.path.insert(0, str(ROOT / "bench"))
-from beir_eval import load_beir, page_name, page_text  # noqa: E402
+from beir_eval import load_beir, page_name, page_text
+
+pytestmark = pytest.mark.slow  # embeds a Cranfield slice and scores it
 
 CRANFIELD = ROOT.parent / "shared" / "eval" / "cranfield"
 QUERIES = 40

@@ -2,12 +2,13 @@
 
 import pytest
 
-from conftest import needs_model
 from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.wiki import Wiki
+from tests.helpers import needs_model
 
 PAGES = {
-    "wiki/keys.md": "# Keys\n\n## Rotate\n\nRotate the signing key every 90 days with vault.\n\n## Revoke\n\nRevoke leaked keys at once.\n",
+    "wiki/keys.md": "# Keys\n\n## Rotate\n\nRotate the signing key every 90 days with vault.\n\n## "
+    "Revoke\n\nRevoke leaked keys at once.\n",
     "wiki/deploy.md": "# Deploy\n\nWe deploy with argo to the kubernetes cluster.\n",
 }
 LEXICAL = "[embeddings]\nenabled = false\n"

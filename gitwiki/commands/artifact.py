@@ -27,13 +27,17 @@ def register(sub) -> None:
     ):
         a = actions.add_parser(name, help=text)
         a.add_argument("file", type=Path, help="the archive")
-        a.add_argument("--max-bytes", type=int, default=None, help="refuse archives that unpack to more (default 4 GiB)")
+        a.add_argument(
+            "--max-bytes", type=int, default=None, help="refuse archives that unpack to more (default 4 GiB)"
+        )
         a.add_argument("--json", action="store_true", help="print the manifest as JSON")
         if name == "unpack":
             a.add_argument("--accept-model", action="store_true", help="install even if built with another model")
         a.set_defaults(func=func)
 
-    key = actions.add_parser("cache-key", help="print the CI cache key, restore prefix and index dir (name=value lines)")
+    key = actions.add_parser(
+        "cache-key", help="print the CI cache key, restore prefix and index dir (name=value lines)"
+    )
     key.set_defaults(func=cache_key_command)
 
     summary = actions.add_parser("summary", help="render the CI job summary (markdown) from an archive's manifest")
@@ -65,7 +69,10 @@ def _path(args: argparse.Namespace, path: Path) -> Path:
 def describe(manifest) -> str:
     model = f"{manifest.model} ({manifest.dim} dims)" if manifest.model else "no vectors (lexical only)"
     lines = [f"gitwiki {manifest.gitwiki_version}, schema {manifest.schema_version}, model {model}"]
-    lines += [f"  {c.name}: {c.pages} pages, {c.chunks} chunks at commit {c.commit[:12]} (tree {c.tree[:12]})" for c in manifest.corpora]
+    lines += [
+        f"  {c.name}: {c.pages} pages, {c.chunks} chunks at commit {c.commit[:12]} (tree {c.tree[:12]})"
+        for c in manifest.corpora
+    ]
     return "\n".join(lines)
 
 
@@ -97,7 +104,9 @@ def unpack_command(args: argparse.Namespace) -> int:
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
-    manifest = unpack(_path(args, args.file), wiki.index_dir, wiki.wanted_model(), args.accept_model, max_bytes_arg(args))
+    manifest = unpack(
+        _path(args, args.file), wiki.index_dir, wiki.wanted_model(), args.accept_model, max_bytes_arg(args)
+    )
     if args.json:
         print(json.dumps(manifest.to_json(), indent=2))
     else:
@@ -124,5 +133,11 @@ def summary_command(args: argparse.Namespace) -> int:
     manifest = verify(archive)
     reports = json.loads(_path(args, args.index_json).read_text()) if args.index_json else []
     lint = _path(args, args.lint_output).read_text() if args.lint_output else None
-    print(render(SummaryInput(manifest, archive.stat().st_size, reports, lint, args.lint_status, args.publish, args.ref, args.seconds)))
+    print(
+        render(
+            SummaryInput(
+                manifest, archive.stat().st_size, reports, lint, args.lint_status, args.publish, args.ref, args.seconds
+            )
+        )
+    )
     return 0

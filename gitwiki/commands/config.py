@@ -4,7 +4,11 @@ import argparse
 
 
 def register(sub) -> None:
-    p = sub.add_parser("config", help="show, validate or create the configuration", description="Show, validate or create the configuration.")
+    p = sub.add_parser(
+        "config",
+        help="show, validate or create the configuration",
+        description="Show, validate or create the configuration.",
+    )
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     show = actions.add_parser("show", help="print the effective configuration (all layers merged)")
     show.set_defaults(func=show_config)

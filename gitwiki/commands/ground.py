@@ -13,16 +13,27 @@ def register(sub) -> None:
         "or the corpus as of --at REV. Results are rolled up per page, best first.",
     )
     p.add_argument("query", nargs="+", help="what to look for")
-    p.add_argument("--mode", choices=("hybrid", "lexical", "dense"), help="ranking (default from [search] mode: hybrid)")
+    p.add_argument(
+        "--mode", choices=("hybrid", "lexical", "dense"), help="ranking (default from [search] mode: hybrid)"
+    )
     p.add_argument("--corpus", help="the corpus to search (default: the first)")
     p.add_argument("--top-files", type=int, metavar="N", help="pages to return (default 5)")
     p.add_argument("--chunks-per-file", type=int, metavar="M", help="best chunks shown per page (default 3)")
     p.add_argument("--limit", type=int, metavar="N", help="cap on chunks returned in all (default 50)")
-    p.add_argument("--format", choices=("outline", "json", "json-pretty"), default="outline", help="output format (default outline)")
+    p.add_argument(
+        "--format",
+        choices=("outline", "json", "json-pretty"),
+        default="outline",
+        help="output format (default outline)",
+    )
     p.add_argument("--json", dest="format", action="store_const", const="json", help="shorthand for --format json")
     p.add_argument("--full", action="store_true", help="whole chunk bodies instead of snippets")
     p.add_argument("--snippet-chars", type=int, metavar="N", help="snippet length (default 240)")
-    p.add_argument("--fusion", choices=("rrf", "score"), help="how lexical and dense rankings combine (default from [search] fusion: score)")
+    p.add_argument(
+        "--fusion",
+        choices=("rrf", "score"),
+        help="how lexical and dense rankings combine (default from [search] fusion: score)",
+    )
     p.add_argument("--at", metavar="REV", help="search the corpus as of a commit, branch or tag")
     p.add_argument("--committed", action="store_true", help="ignore uncommitted and untracked pages")
     p.set_defaults(func=ground)

@@ -14,7 +14,9 @@ def register(sub) -> None:
     )
     p.add_argument("files", nargs="*", metavar="FILE", help="changed pages; their folders' index files are refreshed")
     p.add_argument("--check", action="store_true", help="report stale blocks without writing")
-    p.add_argument("--scaffold", action="store_true", help="create a missing index file (title and markers) at each corpus root")
+    p.add_argument(
+        "--scaffold", action="store_true", help="create a missing index file (title and markers) at each corpus root"
+    )
     p.set_defaults(func=index_blocks)
 
 

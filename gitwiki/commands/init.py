@@ -4,7 +4,9 @@ import argparse
 
 
 def register(sub) -> None:
-    p = sub.add_parser("init", help="write .gitwiki.toml with one corpus", description="Write .gitwiki.toml with one [[corpus]].")
+    p = sub.add_parser(
+        "init", help="write .gitwiki.toml with one corpus", description="Write .gitwiki.toml with one [[corpus]]."
+    )
     p.add_argument("--path", default="wiki", help="the corpus folder, relative to the repo root (default: wiki)")
     p.add_argument("--name", default="wiki", help="the corpus name (default: wiki)")
     p.add_argument("--force", action="store_true", help="overwrite an existing .gitwiki.toml")

@@ -35,7 +35,9 @@ def _uri(args: argparse.Namespace, config) -> str:
 
     uri = args.uri or config.storage.uri
     if not uri:
-        raise UsageError("no LanceDB location: set [storage] uri in .gitwiki.toml (e.g. s3://bucket/wiki) or pass --uri")
+        raise UsageError(
+            "no LanceDB location: set [storage] uri in .gitwiki.toml (e.g. s3://bucket/wiki) or pass --uri"
+        )
     return uri
 
 
@@ -50,8 +52,10 @@ def export_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report._asdict(), indent=2))
     else:
-        print(f"exported {report.rows} chunks of {', '.join(report.corpora)} to {uri} "
-              f"({report.model or 'lexical only'}) in {report.seconds:.1f} s")
+        print(
+            f"exported {report.rows} chunks of {', '.join(report.corpora)} to {uri} "
+            f"({report.model or 'lexical only'}) in {report.seconds:.1f} s"
+        )
     return 0
 
 
@@ -65,11 +69,18 @@ def search_command(args: argparse.Namespace) -> int:
     config = config_mod.load(Path(args.chdir).resolve())
     s = config.search
     options = SearchOptions(
-        mode=args.mode or s.mode, fusion=s.fusion, top_files=args.top_files or s.top_files,
-        chunks_per_file=s.chunks_per_file, limit=s.limit, snippet_chars=s.snippet_chars, full=args.full,
+        mode=args.mode or s.mode,
+        fusion=s.fusion,
+        top_files=args.top_files or s.top_files,
+        chunks_per_file=s.chunks_per_file,
+        limit=s.limit,
+        snippet_chars=s.snippet_chars,
+        full=args.full,
     )
     embedder = load_embedder(config.embeddings) if options.mode != "lexical" else None
-    result = LanceReader(_uri(args, config)).search(" ".join(args.query), config.corpus(args.corpus).name, options, embedder)
+    result = LanceReader(_uri(args, config)).search(
+        " ".join(args.query), config.corpus(args.corpus).name, options, embedder
+    )
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
     else:

@@ -6,7 +6,9 @@ import shutil
 
 
 def register(sub) -> None:
-    p = sub.add_parser("mcp", help="MCP client set-up", description="Helpers for connecting MCP clients to `gitwiki serve`.")
+    p = sub.add_parser(
+        "mcp", help="MCP client set-up", description="Helpers for connecting MCP clients to `gitwiki serve`."
+    )
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     config = actions.add_parser(
         "config",

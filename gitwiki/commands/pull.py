@@ -35,17 +35,27 @@ def pull_command(args: argparse.Namespace) -> int:
     if source and parse_source(source).kind == "file":  # relative to -C DIR, like every path argument
         source = str(Path(args.chdir, source).resolve())
     report = pull(
-        wiki, source, remote=args.remote, github_repo=args.github_repo,
-        accept_model=args.accept_model, max_bytes=max_bytes_arg(args), lexical=args.lexical,
+        wiki,
+        source,
+        remote=args.remote,
+        github_repo=args.github_repo,
+        accept_model=args.accept_model,
+        max_bytes=max_bytes_arg(args),
+        lexical=args.lexical,
     )
     if args.json:
-        print(json.dumps({
-            "source": report.source,
-            "manifest": report.manifest.to_json(),
-            "reports": [r._asdict() for r in report.reports],
-            "worktree_embedded": report.worktree_embedded,
-            "seconds": report.seconds,
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "source": report.source,
+                    "manifest": report.manifest.to_json(),
+                    "reports": [r._asdict() for r in report.reports],
+                    "worktree_embedded": report.worktree_embedded,
+                    "seconds": report.seconds,
+                },
+                indent=2,
+            )
+        )
         return 0
     print(f"installed the index from {report.source}: {describe(report.manifest)}")
     for r in report.reports:

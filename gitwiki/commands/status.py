@@ -22,13 +22,21 @@ def status(args: argparse.Namespace) -> int:
     rows = wiki.status()
     size = wiki.store.size_bytes()
     if args.json:
-        print(json.dumps({"index_dir": str(wiki.index_dir), "index_bytes": size, "corpora": [r._asdict() for r in rows]}, indent=2))
+        print(
+            json.dumps(
+                {"index_dir": str(wiki.index_dir), "index_bytes": size, "corpora": [r._asdict() for r in rows]},
+                indent=2,
+            )
+        )
         return 0
     for r in rows:
         state = "fresh" if r.fresh else ("not indexed" if r.indexed_commit is None else "stale (run gitwiki index)")
         print(f"corpus {r.name}  path {r.path or '.'}/")
         print(f"  pages {r.pages}, chunks {r.chunks}, model {r.model or 'none (lexical)'}")
-        print(f"  indexed {(r.indexed_commit or '-')[:12]} {age(r.indexed_at)}; HEAD {(r.head_commit or '-')[:12]}: {state}")
+        print(
+            f"  indexed {(r.indexed_commit or '-')[:12]} {age(r.indexed_at)}; HEAD "
+            f"{(r.head_commit or '-')[:12]}: {state}"
+        )
         if r.dirty:
             shown = ", ".join(r.dirty[:5]) + (f" and {len(r.dirty) - 5} more" if len(r.dirty) > 5 else "")
             print(f"  uncommitted pages ({len(r.dirty)}, searched too): {shown}")

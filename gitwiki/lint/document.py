@@ -50,7 +50,12 @@ def parse(path: str, text: str, read_yaml: YamlReader | None = None) -> Document
     fm = split_front_matter(text, read_yaml)
     offset = fm.body_line - 1  # body line i is file line i + offset (0-based)
     skip = set(range(offset))  # front matter is YAML, not markdown
-    doc = Document(path, text, fm, disabled={c.strip().upper() for m in _DISABLE.finditer(text) for c in m.group(1).split(",") if c.strip()})
+    doc = Document(
+        path,
+        text,
+        fm,
+        disabled={c.strip().upper() for m in _DISABLE.finditer(text) for c in m.group(1).split(",") if c.strip()},
+    )
     tokens = parser().parse(fm.body)
     for i, tok in enumerate(tokens):
         if tok.map is None or tok.nesting == -1:
@@ -58,7 +63,9 @@ def parse(path: str, text: str, read_yaml: YamlReader | None = None) -> Document
         first = tok.map[0] + offset
         if tok.type == "heading_open":
             marker = "#" if tok.markup.startswith("#") else None  # a setext heading starts at its text
-            doc.headings.append(Heading(int(tok.tag[1]), inline_text(tokens[i + 1]), first + 1, _col(lines[first], marker)))
+            doc.headings.append(
+                Heading(int(tok.tag[1]), inline_text(tokens[i + 1]), first + 1, _col(lines[first], marker))
+            )
         elif tok.type in _CODE_TOKENS:
             skip.update(range(first, tok.map[1] + offset))
             if tok.type == "fence":

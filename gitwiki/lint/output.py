@@ -14,7 +14,13 @@ def text(findings: list[Finding]) -> str:
 
 def as_json(findings: list[Finding]) -> str:
     counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning")}
-    return json.dumps({"findings": [f._asdict() for f in findings], "errors": counts["error"], "warnings": counts["warning"]}, indent=2) + "\n"
+    return (
+        json.dumps(
+            {"findings": [f._asdict() for f in findings], "errors": counts["error"], "warnings": counts["warning"]},
+            indent=2,
+        )
+        + "\n"
+    )
 
 
 def github(findings: list[Finding]) -> str:
@@ -22,7 +28,8 @@ def github(findings: list[Finding]) -> str:
         return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
     return "".join(
-        f"::{f.severity} file={f.path},line={f.line},col={f.col},title={f.code}::{esc(f.message)} (fix: {esc(f.hint)})\n"
+        f"::{f.severity} file={f.path},line={f.line},col={f.col},title={f.code}::{esc(f.message)} (fix: "
+        f"{esc(f.hint)})\n"
         for f in findings
     )
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, Protocol
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from gitwiki.config import Config, CorpusConfig
@@ -34,7 +35,9 @@ class Context(NamedTuple):
     pages: set[str]  # repo-relative pages that links resolve against (the staged tree)
     config: Config
     corpus: CorpusConfig | None  # the corpus the linted page belongs to
-    anchors: Callable[[str], Iterable[str] | None] | None  # another page's anchors (None: unreadable); None: not checked
+    anchors: (
+        Callable[[str], Iterable[str] | None] | None
+    )  # another page's anchors (None: unreadable); None: not checked
     linked: set[str] | None  # pages that some other page links to; None: orphans are not checked
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import posixpath
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from gitwiki.config import matches
 from gitwiki.lint.document import Document
@@ -47,10 +47,13 @@ class HeadingJump:
     hint = "use the next level down, or add the missing level in between"
 
     def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
-        for prev, h in zip(doc.headings, doc.headings[1:]):
+        for prev, h in zip(doc.headings, doc.headings[1:], strict=False):
             if h.level > prev.level + 1:
                 yield Problem(
-                    h.line, h.col, f"heading level jumps from H{prev.level} to H{h.level}", f"make this an H{prev.level + 1}"
+                    h.line,
+                    h.col,
+                    f"heading level jumps from H{prev.level} to H{h.level}",
+                    f"make this an H{prev.level + 1}",
                 )
 
 
@@ -80,7 +83,12 @@ class BrokenLink:
             if target.outside:
                 yield Problem(link.line, link.col, f"link {link.target!r} points above the repository root")
             elif _missing(target.path, link.target, ctx):
-                yield Problem(link.line, link.col, f"link to missing page {link.target!r} (resolves to {target.path})", _suggest(doc.path, target.path, ctx.pages))
+                yield Problem(
+                    link.line,
+                    link.col,
+                    f"link to missing page {link.target!r} (resolves to {target.path})",
+                    _suggest(doc.path, target.path, ctx.pages),
+                )
 
 
 def _missing(path: str, raw: str, ctx: Context) -> bool:
@@ -129,7 +137,10 @@ class BrokenAnchor:
                 close = difflib.get_close_matches(target.fragment.lower(), sorted(anchors), n=1, cutoff=0.6)
                 where = "this page" if path == doc.path else path
                 yield Problem(
-                    link.line, link.col, f"no heading or anchor #{target.fragment} in {where}", f"did you mean #{close[0]}?" if close else None
+                    link.line,
+                    link.col,
+                    f"no heading or anchor #{target.fragment} in {where}",
+                    f"did you mean #{close[0]}?" if close else None,
                 )
 
 
@@ -161,4 +172,6 @@ class FrontMatterYaml:
         error = doc.front_matter.error
         if error:
             m = _YAML_LINE.match(error)
-            yield Problem(int(m.group(1)) if m else 1, 1, f"front matter is not valid YAML: {error[m.end() if m else 0:]}")
+            yield Problem(
+                int(m.group(1)) if m else 1, 1, f"front matter is not valid YAML: {error[m.end() if m else 0 :]}"
+            )

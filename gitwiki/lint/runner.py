@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable, NamedTuple
+from typing import NamedTuple
 from urllib.parse import unquote
 
 from gitwiki import config as config_mod
@@ -49,8 +50,9 @@ def lint_text(
     """Findings for one page at repo-relative `path`, its links resolved against `pages`.
 
     `anchors` gives another page's anchors (None when it cannot be read; `pagefacts.anchors` extracts
-    them from a text), so `other.md#anchor` links can be checked; `linked` (the pages some other page links to) enables the orphan check, which needs the
-    whole corpus. `read_yaml` reads the front matter (see `split_front_matter`).
+    them from a text), so `other.md#anchor` links can be checked; `linked` (the pages some other page links
+    to) enables the orphan check, which needs the whole corpus. `read_yaml` reads the front matter (see
+    `split_front_matter`).
     """
     corpus = corpus_of(config, path)
     doc = parse(path, text, read_yaml)
@@ -134,7 +136,13 @@ def lint_repo(checkout: Checkout, config: Config, files: list[str] | None = None
         f
         for path in targets
         for f in lint_text(
-            path, texts[keys[path]], pages, config, anchors=lambda other: fact("anchors", other), linked=linked, read_yaml=facts.read_yaml
+            path,
+            texts[keys[path]],
+            pages,
+            config,
+            anchors=lambda other: fact("anchors", other),
+            linked=linked,
+            read_yaml=facts.read_yaml,
         )
     ]
     facts.save()

@@ -46,7 +46,7 @@ class Heading(NamedTuple):
 
 
 @functools.cache
-def parser() -> "MarkdownIt":
+def parser() -> MarkdownIt:
     from markdown_it import MarkdownIt  # 40 ms: paid only when a page is actually parsed
 
     return MarkdownIt("commonmark").enable(["table", "strikethrough"])
@@ -87,7 +87,9 @@ def parse_page(text: str, fallback: str = "") -> ParsedPage:
             body = "\n".join(lines)
             if not body.strip():
                 continue
-            chunks.append(Chunk(len(chunks), crumb, level, piece_start + offset, piece_start + len(lines) - 1 + offset, body))
+            chunks.append(
+                Chunk(len(chunks), crumb, level, piece_start + offset, piece_start + len(lines) - 1 + offset, body)
+            )
     chunks = _drop_bare_headings(chunks)
     return ParsedPage(
         title=title,

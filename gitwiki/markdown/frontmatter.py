@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 # Reads the YAML between the --- lines: (mapping, None) or ({}, why it is not one). `read_yaml` by default;
 # the hooks pass a cached one (gitwiki.pagefacts), since importing PyYAML costs more than a lint run's parsing.

@@ -11,7 +11,8 @@ from __future__ import annotations
 import bisect
 import posixpath
 import re
-from typing import Iterable, Iterator, NamedTuple
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 from urllib.parse import unquote
 
 
@@ -32,7 +33,9 @@ class Target(NamedTuple):
 # One level of nested brackets in the text is enough for real pages (`[a [b] c](x)`).
 _TEXT = r"(?:[^\[\]\\]|\\.|\[(?:[^\[\]\\]|\\.)*\])*"
 _DEST = r"<[^<>\n]*>|(?:[^\s()\\]|\\.|\((?:[^\s()\\]|\\.)*\))*"
-_INLINE = re.compile(r"(?<!\\)(!?)\[(" + _TEXT + r")\]\(\s*(" + _DEST + r")(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)")
+_INLINE = re.compile(
+    r"(?<!\\)(!?)\[(" + _TEXT + r")\]\(\s*(" + _DEST + r")(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)"
+)
 _DEFINITION = re.compile(r"^ {0,3}\[((?:[^\[\]\\]|\\.)+)\]:[ \t]*(<[^<>\n]*>|\S+)", re.MULTILINE)
 # A code span never crosses a blank line (the paragraph ends there).
 _CODE_SPAN = re.compile(r"(`+)(?!`)((?:(?!\n[ \t]*\n).)+?)(?<!`)\1(?!`)", re.DOTALL)

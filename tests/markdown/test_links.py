@@ -1,8 +1,17 @@
-from gitwiki.markdown.links import Link, Target, extract_links, fenced_lines, heading_slugs, html_anchors, resolve, slugify
+from gitwiki.markdown.links import (
+    Link,
+    Target,
+    extract_links,
+    fenced_lines,
+    heading_slugs,
+    html_anchors,
+    resolve,
+    slugify,
+)
 
 
 def test_inline_links_images_and_definitions_with_positions():
-    text = "# T\nSee [a](b.md) and ![img](p.png \"title\")\n\n[ref]: ../r.md\n  [n [x] y](<d e.md#Frag>)\n"
+    text = '# T\nSee [a](b.md) and ![img](p.png "title")\n\n[ref]: ../r.md\n  [n [x] y](<d e.md#Frag>)\n'
     assert extract_links(text) == [
         Link("b.md", 2, 5, "a", "link"),
         Link("p.png", 2, 19, "img", "image"),
@@ -40,7 +49,7 @@ def test_github_slugs():
 
 
 def test_html_anchors():
-    assert html_anchors('<a name="setup"></a> <span id=\'x-y\'>') == {"setup", "x-y"}
+    assert html_anchors("<a name=\"setup\"></a> <span id='x-y'>") == {"setup", "x-y"}
 
 
 def test_resolve_relative_absolute_fragment_and_external():

@@ -11,7 +11,7 @@ from gitwiki.errors import NotFoundError, StoreError, UsageError
 PAGES = {
     "wiki/keys.md": "# Keys\n\n## Rotate\n\nRotate the signing key every 90 days with vault.\n",
     "wiki/deploy.md": "# Deploy\n\nWe deploy with argo to the kubernetes cluster.\n",
-    ".gitwiki.toml": "[[corpus]]\nname = \"wiki\"\npath = \"wiki\"\n[embeddings]\nenabled = false\n",
+    ".gitwiki.toml": '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n',
 }
 
 
@@ -53,7 +53,9 @@ def test_json_contract(cli, wiki_repo):
 def test_json_pretty_and_full(cli, wiki_repo):
     code, out, _ = cli("ground", "argo", "--format", "json-pretty", "--full", cwd=wiki_repo.path)
     assert code == 0 and out.startswith("{\n  ")
-    assert json.loads(out)["docs"][0]["chunks"][0]["text"] == "# Deploy\n\nWe deploy with argo to the kubernetes cluster."
+    assert (
+        json.loads(out)["docs"][0]["chunks"][0]["text"] == "# Deploy\n\nWe deploy with argo to the kubernetes cluster."
+    )
 
 
 def test_status_and_config(cli, wiki_repo):
@@ -114,7 +116,10 @@ def test_busy_index_exit_code(cli, wiki_repo, monkeypatch):
 
 def test_console_script_runs_as_a_process(wiki_repo):
     proc = subprocess.run(
-        [sys.executable, "-m", "gitwiki", "ground", "argo", "--json"], cwd=wiki_repo.path, capture_output=True, text=True
+        [sys.executable, "-m", "gitwiki", "ground", "argo", "--json"],
+        cwd=wiki_repo.path,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["docs"][0]["path"] == "wiki/deploy.md"

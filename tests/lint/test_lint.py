@@ -22,10 +22,18 @@ def found(text, path="wiki/a.md", pages=PAGES, config=CONFIG, **kw):
         ("GW002", "# T\n\n```mermaid\ngraph TD; A-->B\n```\n", "# T\n\n  ```mermaid\n\n  ```\n", [(3, 3)]),
         ("GW003", "# T\n## A\n### B\n# C2\n", "# T\n\n### B\n#### C\n\n###### D\n", [(3, 1), (6, 1)]),
         ("GW004", "# T\n## A\n", "# T\n\nOther\n======\n\n # U\n", [(3, 1), (6, 2)]),
-        ("GW005", "# T\n[b](sub/b.md) [i](./index.md) [u](https://x/y.md) [s](sub/) [o](../README.md)\n",
-         "# T\n\n[m](missing.md)\n[r]: sub/nope.md\n", [(3, 1), (4, 1)]),
-        ("GW006", "# T\n## Set up, again!\n[s](#set-up-again) [b](sub/b.md#intro) [h](#anchor)\n<a name=\"anchor\"></a>\n",
-         "# T\n## Real\n\n[s](#missing)   [b](sub/b.md#nope)\n", [(4, 1), (4, 17)]),
+        (
+            "GW005",
+            "# T\n[b](sub/b.md) [i](./index.md) [u](https://x/y.md) [s](sub/) [o](../README.md)\n",
+            "# T\n\n[m](missing.md)\n[r]: sub/nope.md\n",
+            [(3, 1), (4, 1)],
+        ),
+        (
+            "GW006",
+            '# T\n## Set up, again!\n[s](#set-up-again) [b](sub/b.md#intro) [h](#anchor)\n<a name="anchor"></a>\n',
+            "# T\n## Real\n\n[s](#missing)   [b](sub/b.md#nope)\n",
+            [(4, 1), (4, 17)],
+        ),
         ("GW008", "---\ntitle: ok\n---\n# T\n", "---\ntitle: ok\nbad: [x\n---\n# T\n", [(3, 1)]),
     ],
 )
@@ -50,7 +58,9 @@ def test_orphan_needs_the_corpus_and_spares_the_front_page():
 
 def test_finding_record_and_suggestion():
     (f,) = lint_text("wiki/a.md", "# A\n[b](sub/bb.md)\n", PAGES, CONFIG)
-    assert f == Finding("wiki/a.md", 2, 1, "GW005", "error", "link to missing page 'sub/bb.md' (resolves to wiki/sub/bb.md)", f.hint)
+    assert f == Finding(
+        "wiki/a.md", 2, 1, "GW005", "error", "link to missing page 'sub/bb.md' (resolves to wiki/sub/bb.md)", f.hint
+    )
     assert "'sub/b.md'" in f.hint
 
 
@@ -76,11 +86,14 @@ def test_rules_registry_is_complete():
 
 def _wiki(repo):
     repo.write(".gitwiki.toml", LEXICAL)
-    repo.commit("init", {
-        "wiki/index.md": "# Home\n\n[A](a.md)\n",
-        "wiki/a.md": "# A\n\n[B](b.md#intro)\n",
-        "wiki/b.md": "# B\n\n## Intro\n",
-    })
+    repo.commit(
+        "init",
+        {
+            "wiki/index.md": "# Home\n\n[A](a.md)\n",
+            "wiki/a.md": "# A\n\n[B](b.md#intro)\n",
+            "wiki/b.md": "# B\n\n## Intro\n",
+        },
+    )
 
 
 def test_cli_checks_links_against_the_staged_tree(repo, cli):
@@ -126,7 +139,18 @@ def test_lint_and_index_blocks_do_not_import_heavy_modules(repo):
 
     _wiki(repo)
     repo.write("wiki/index.md", "# Home\n\n[A](a.md)\n\n<!-- GITWIKI:INDEX-START -->\n<!-- GITWIKI:INDEX-END -->\n")
-    heavy = ("pygit2", "yaml", "numpy", "lancedb", "fastembed", "onnxruntime", "mcp", "gitwiki.wiki", "gitwiki.search", "gitwiki.embed")
+    heavy = (
+        "pygit2",
+        "yaml",
+        "numpy",
+        "lancedb",
+        "fastembed",
+        "onnxruntime",
+        "mcp",
+        "gitwiki.wiki",
+        "gitwiki.search",
+        "gitwiki.embed",
+    )
 
     def imported(command: str, *also: str) -> list[str]:
         probe = (
@@ -152,8 +176,13 @@ def test_linked_pages_resolves_every_way_a_link_can_name_a_page():
         "wiki/other/d.md": ["../sub/e.md", "."],
     }
     wanted = {
-        "wiki/sub/b c.md", "wiki/sub/index.md", "wiki/index.md", "wiki/sub/d.md",
-        "wiki/other/d.md", "wiki/other/README.md", "wiki/a.md",
+        "wiki/sub/b c.md",
+        "wiki/sub/index.md",
+        "wiki/index.md",
+        "wiki/sub/d.md",
+        "wiki/other/d.md",
+        "wiki/other/README.md",
+        "wiki/a.md",
     }
     assert linked_pages(sorted(links), links.get, CONFIG, wanted) == {
         "wiki/sub/b c.md",  # percent-encoded name, with a fragment

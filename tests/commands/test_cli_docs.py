@@ -1,6 +1,6 @@
 """docs/cli.md is every command's real --help; this test fails when they drift.
 
-Regenerate after changing the CLI: python tests/test_cli_docs.py
+Regenerate after changing the CLI: python tests/commands/test_cli_docs.py
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 HEADER = """---
 title: Command line reference
 description: Every gitwiki command and its options, generated from the real --help.
@@ -44,7 +44,7 @@ def render() -> str:
 
 def test_cli_doc_matches_help(monkeypatch):
     monkeypatch.setenv("COLUMNS", "100")
-    assert DOC.read_text() == render(), "docs/cli.md is stale: run python tests/test_cli_docs.py"
+    assert DOC.read_text() == render(), "docs/cli.md is stale: run python tests/commands/test_cli_docs.py"
 
 
 if __name__ == "__main__":
