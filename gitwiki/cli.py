@@ -30,6 +30,8 @@ COMMANDS = (
     "pull",
     "publish",
     "lance",
+    "hooks",
+    "hook",
 )
 
 

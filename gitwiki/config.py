@@ -100,6 +100,16 @@ class McpConfig(NamedTuple):
     max_page_bytes: int = 1_000_000
 
 
+class AgentHooksConfig(NamedTuple):
+    """`gitwiki hook`: what one injection into a Claude Code session may hold."""
+
+    max_chars: int = 4000  # cap on the context one hook adds (Claude Code caps hook output at 10,000)
+    results: int = 3  # sections per search (prompt, errors, each ambient layer shares it)
+    snippet_chars: int = 360
+    min_coverage: int = 50  # percent of the prompt's terms a section must hold to be injected
+    memory_dir: str = "memory"  # memory topic pages, relative to the default corpus folder
+
+
 class Config(NamedTuple):
     corpora: tuple[CorpusConfig, ...]
     search: SearchConfig = SearchConfig()
@@ -108,6 +118,7 @@ class Config(NamedTuple):
     lint: LintConfig = LintConfig()
     index_blocks: IndexBlocksConfig = IndexBlocksConfig()
     mcp: McpConfig = McpConfig()
+    agent_hooks: AgentHooksConfig = AgentHooksConfig()
     files: tuple[str, ...] = ()  # the config files that were read, in order
 
     def corpus(self, name: str | None = None) -> CorpusConfig:
@@ -137,6 +148,7 @@ SECTIONS: dict[str, type] = {
     "lint": LintConfig,
     "index_blocks": IndexBlocksConfig,
     "mcp": McpConfig,
+    "agent_hooks": AgentHooksConfig,
 }
 
 

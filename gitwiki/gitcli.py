@@ -124,6 +124,22 @@ def changed_files(root: str | os.PathLike, folder: str) -> list[str]:
     return [record[3:] for record in records]
 
 
+def head_trees(root: str | os.PathLike, folders: Iterable[str]) -> tuple[str | None, dict[str, str]]:
+    """HEAD's commit id and, per folder ("" is the whole tree), its tree id at HEAD ("" when absent), in one
+    `git rev-parse`; (None, {}) before the first commit. What the agent hooks compare with the index."""
+    folders = list(dict.fromkeys(folders))
+    run = run_git(root, "rev-parse", "HEAD", *(f"HEAD:{f}" if f else "HEAD^{tree}" for f in folders))
+    lines = run.out.splitlines()
+    if not lines or not _is_object_id(lines[0]):
+        return None, {}
+    trees = {f: line if _is_object_id(line) else "" for f, line in zip(folders, lines[1:], strict=False)}
+    return lines[0], trees
+
+
+def _is_object_id(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
+
+
 def read_blobs(root: str | os.PathLike, blobs: Iterable[str]) -> dict[str, bytes]:
     """The content of each blob, in one `git cat-file --batch`; a missing one is an error."""
     wanted = list(dict.fromkeys(blobs))

@@ -114,6 +114,22 @@ class Store:
                 return cls._open_checked(index_dir, path)
 
     @classmethod
+    def open_existing(cls, index_dir: Path) -> Store | None:
+        """The index as it is, for a reader that must neither create, repair nor wait on it (the agent hooks):
+        None when there is no usable one."""
+        path = index_dir / DB_NAME
+        if not path.is_file():
+            return None
+        conn = sqlite3.connect(path, isolation_level=None, timeout=1.0, check_same_thread=False)
+        try:
+            if _schema_version(conn) == SCHEMA_VERSION:
+                return cls(index_dir, conn)
+        except sqlite3.DatabaseError:
+            pass
+        conn.close()
+        return None
+
+    @classmethod
     def _open_checked(cls, index_dir: Path, path: Path) -> Store:
         conn = _connect(path)
         version = _schema_version(conn)

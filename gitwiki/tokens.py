@@ -65,6 +65,12 @@ def fts_text(text: str) -> str:
     return " ".join(tokenize(text))
 
 
+def fts_phrase(text: str) -> str | None:
+    """An FTS5 MATCH expression for `text`'s terms in a row (a path, a symbol), or None if it has none."""
+    terms = tokenize(text)  # as the index saw it: stop words are gone from both sides
+    return '"' + " ".join(terms).replace('"', '""') + '"' if terms else None
+
+
 def fts_query(text: str) -> str | None:
     """An FTS5 MATCH expression: any of the query terms (BM25 does the weighting), or None if empty."""
     terms = dict.fromkeys(tokenize(text))

@@ -1,0 +1,149 @@
+"""The hooks' search path: the index as it is, read with sqlite3 (BM25 over FTS5), in a few milliseconds.
+
+Nothing here catches the index up, loads a model or opens the repository with pygit2: a hook that had to
+would blow its budget on every tool call. It searches the committed pages the index holds for each corpus,
+with the memory folder overlaid from disk (a topic page stored during this session counts as soon as its
+new version is in the index), and leaves freshness to the session briefing, which reports it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import NamedTuple
+
+from gitwiki import config as config_mod
+from gitwiki import gitcli
+from gitwiki.config import Config
+from gitwiki.ranking import snippet
+from gitwiki.store import Store
+from gitwiki.tokens import STOP_WORDS, fts_phrase, fts_query, tokenize, words
+
+CANDIDATES = 400  # FTS rows read per query: other corpora and old page versions share the table
+KEPT = 100  # of those, the best live sections whose text is read
+
+
+class Note(NamedTuple):
+    key: str  # stable across re-indexing: the page and the section's heading path
+    path: str  # repo-relative
+    breadcrumb: tuple[str, ...]
+    start_line: int
+    end_line: int
+    text: str
+    score: float
+
+    @property
+    def topic(self) -> str:
+        return Path(self.path).stem
+
+
+class Lookup:
+    def __init__(self, root: Path, config: Config, index_dir: Path, store: Store | None):
+        self.root = root
+        self.config = config
+        self.settings = config.agent_hooks
+        self.index_dir = index_dir
+        self.store = store
+
+    @classmethod
+    def from_checkout(cls, checkout: gitcli.Checkout) -> Lookup:
+        config = config_mod.load(checkout.root)
+        index_dir = config_mod.index_dir(config, checkout.root, checkout.common_dir)
+        return cls(checkout.root, config, index_dir, Store.open_existing(index_dir))
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+    # ---- what is searched ------------------------------------------------------------------------
+
+    @property
+    def memory_prefix(self) -> str:
+        """The memory folder, repo-relative, with a trailing slash."""
+        return self.config.corpora[0].prefix + self.settings.memory_dir.strip("/") + "/"
+
+    def is_memory(self, path: str) -> bool:
+        return path.startswith(self.memory_prefix)
+
+    def memory_files(self) -> list[Path]:
+        folder = self.root / self.memory_prefix
+        return sorted(folder.rglob("*.md")) if folder.is_dir() else []
+
+    @functools.cached_property
+    def paths(self) -> dict[str, str]:
+        """Blob id → repo-relative path of every page searched."""
+        if self.store is None:
+            return {}
+        pages: dict[str, str] = {}
+        for corpus in self.config.corpora:
+            pages.update(self.store.pages(corpus.name))
+        on_disk = {}
+        for file in self.memory_files():
+            try:
+                on_disk[file.relative_to(self.root).as_posix()] = _blob_id(file.read_bytes())
+            except OSError:
+                continue
+        known = self.store.known_blobs(on_disk.values())
+        pages.update((path, blob) for path, blob in on_disk.items() if blob in known)
+        return {blob: path for path, blob in sorted(pages.items(), reverse=True)}
+
+    # ---- queries ---------------------------------------------------------------------------------
+
+    def ranked(self, match: str | None) -> list[Note]:
+        """Sections matching an FTS5 expression, best first."""
+        if self.store is None or match is None or not self.paths:
+            return []
+        with self.store.read():
+            found = [(cid, s) for cid, blob, s in self.store.lexical(match, CANDIDATES) if blob in self.paths][:KEPT]
+            rows = self.store.chunks_by_id(cid for cid, _ in found)
+        notes = []
+        for cid, score in found:
+            row = rows[cid]
+            path = self.paths[row.blob]
+            key = hashlib.sha1(f"{path}\0{' > '.join(row.breadcrumb)}".encode()).hexdigest()[:16]
+            notes.append(Note(key, path, row.breadcrumb, row.start_line, row.end_line, row.text, score))
+        return notes
+
+    def search(self, query: str) -> list[Note]:
+        """Sections holding enough of `query`'s terms ([agent_hooks] min_coverage), best first."""
+        terms = set(tokenize(query))
+        need = max(1, round(self.settings.min_coverage / 100 * min(len(terms), 6)))
+        return [n for n in self.ranked(fts_query(query)) if len(terms & set(tokenize(_searchable(n)))) >= need]
+
+    def mentions(self, text: str) -> list[Note]:
+        """Sections whose text holds `text` as it is (a path, a name), best first."""
+        return [n for n in self.ranked(fts_phrase(text)) if text in n.text]
+
+    def pick(self, notes: Iterable[Note], seen: Callable[[str], bool], n: int | None = None) -> list[Note]:
+        """The first `n` ([agent_hooks] results) notes not `seen`, one section per page."""
+        out: list[Note] = []
+        pages = set()
+        for note in notes:
+            if not seen(note.key) and note.path not in pages and note.key not in {o.key for o in out}:
+                out.append(note)
+                pages.add(note.path)
+                if len(out) == (n or self.settings.results):
+                    break
+        return out
+
+    def render(self, notes: list[Note], query: str = "") -> str:
+        """Notes as markdown: where each one is, then a snippet around the query's words."""
+        terms = {w.lower() for w in words(query) if w.lower() not in STOP_WORDS}
+        lines = []
+        for note in notes:
+            where = " › ".join(note.breadcrumb) or note.topic
+            kind = "memory" if self.is_memory(note.path) else "wiki"
+            lines.append(f"- [{kind}] {note.path}:{note.start_line}-{note.end_line} {where}")
+            lines.append("  " + snippet(note.text, terms, self.settings.snippet_chars))
+        return "\n".join(lines)
+
+
+def _searchable(note: Note) -> str:
+    return " ".join((*note.breadcrumb, note.text))
+
+
+def _blob_id(data: bytes) -> str:
+    """Git's id for a file with this content (SHA-1 object format)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()

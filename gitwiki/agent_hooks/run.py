@@ -1,0 +1,84 @@
+"""`gitwiki hook TYPE`: one event in, one answer out, and never a failure the agent would see.
+
+Any error is logged to `agent-hooks.log` in the index dir and the hook answers nothing with exit 0;
+stdin that is not a JSON object gets no answer either. Outside a git repository the hooks stay silent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import traceback
+from pathlib import Path
+
+from gitwiki import gitcli
+from gitwiki.agent_hooks import handlers
+from gitwiki.agent_hooks.ambient import ambient
+from gitwiki.agent_hooks.lookup import Lookup
+from gitwiki.agent_hooks.protocol import parse_event
+from gitwiki.agent_hooks.state import Session, open_session
+from gitwiki.errors import NotFoundError
+
+LOG_NAME = "agent-hooks.log"
+LOG_MAX = 256 * 1024  # bytes before the log is rotated to agent-hooks.log.1
+
+HANDLERS = {
+    "session": handlers.session_start,
+    "prompt": handlers.prompt,
+    "ambient": ambient,
+    "post-build": handlers.post_build,
+    "error-context": handlers.error_context,
+    "pre-compact": handlers.pre_compact,
+    "stop": handlers.stop,
+    "subagent": handlers.subagent,
+}
+
+
+def run(name: str, raw: bytes, cwd: str) -> str:
+    """The hook's stdout: a JSON answer, or "" for none."""
+    event = parse_event(raw)
+    if event is None:
+        return ""
+    if name == "approve-mcp":  # needs no repository: the tool name decides
+        return _dump(handlers.approve_mcp(event))
+    where = event.get("cwd") if isinstance(event.get("cwd"), str) else cwd
+    try:
+        checkout = gitcli.discover(where)
+    except (NotFoundError, OSError):
+        return ""
+    log_dir = checkout.common_dir / "gitwiki"
+    lookup = None
+    try:
+        lookup = Lookup.from_checkout(checkout)
+        log_dir = lookup.index_dir
+        session_id = event.get("session_id") if lookup.store is not None else None
+        states = open_session(lookup.index_dir, session_id) if isinstance(session_id, str) else _no_state()
+        with states as session:
+            return _dump(HANDLERS[name](handlers.Call(event, lookup, session)))
+    except Exception:
+        _log(log_dir, name, traceback.format_exc())
+        return ""
+    finally:
+        if lookup is not None:
+            lookup.close()
+
+
+@contextlib.contextmanager
+def _no_state():
+    yield Session({})
+
+
+def _dump(answer: dict | None) -> str:
+    return json.dumps(answer, ensure_ascii=False) if answer else ""
+
+
+def _log(folder: Path, name: str, trace: str) -> None:
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True)
+        log = folder / LOG_NAME
+        if log.is_file() and log.stat().st_size > LOG_MAX:
+            log.replace(log.with_name(LOG_NAME + ".1"))
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        with log.open("a", encoding="utf-8") as f:
+            f.write(f"{stamp} gitwiki hook {name}: {trace.rstrip()}\n")
