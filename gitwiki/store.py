@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import StoreError
-from gitwiki.markdown.chunker import ParsedPage
 from gitwiki.tokens import fts_text
 
 if TYPE_CHECKING:
     import filelock
     import numpy as np
+
+    from gitwiki.markdown.chunker import ParsedPage
 
 SCHEMA_VERSION = 1
 DB_NAME = "index.sqlite"
@@ -207,6 +208,11 @@ class Store:
         rows = self._select_in(f"SELECT {_CHUNK_COLS} FROM chunks WHERE blob IN ({{marks}})", blobs)
         return sorted((_chunk_row(r) for r in rows), key=lambda row: row.id)
 
+    def headings(self, blobs: Iterable[str], level: int) -> list[tuple[str, tuple[str, ...]]]:
+        """(blob, breadcrumb) of every section of `blobs` at heading `level`, without their text."""
+        q = "SELECT blob, breadcrumb FROM chunks WHERE level = ? AND blob IN ({marks})"
+        return [(blob, tuple(json.loads(crumb))) for blob, crumb in self._select_in(q, blobs, before=(level,))]
+
     def chunks_by_id(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         return {
             r[0]: _chunk_row(r)
@@ -259,6 +265,11 @@ class Store:
             return list(self.conn.execute(q, (match, limit)))
         except sqlite3.OperationalError as e:
             raise StoreError(f"full-text query failed ({e}); rephrase the query") from None
+
+    def indexed_terms(self, ids: Iterable[int]) -> dict[int, set[str]]:
+        """The terms the full-text index holds for each chunk (title, headings, tags and text), as tokenized."""
+        rows = self._select_in("SELECT rowid, head, body FROM fts WHERE rowid IN ({marks})", ids)
+        return {rowid: {*head.split(), *body.split()} for rowid, head, body in rows}
 
     # ---- corpus states ---------------------------------------------------------------------------
 

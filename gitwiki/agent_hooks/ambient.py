@@ -20,7 +20,6 @@ from gitwiki.agent_hooks.handlers import Call
 from gitwiki.agent_hooks.lookup import Lookup, Note
 from gitwiki.agent_hooks.memory import is_source_entry
 from gitwiki.agent_hooks.protocol import context
-from gitwiki.tokens import fts_query, words
 
 MAX_READ = 256 * 1024  # bytes of a file read for its symbols; 500 lines of code fit well inside
 
@@ -57,10 +56,10 @@ def file_layers(lookup: Lookup, path: str, text: str, removed: list[str]) -> lis
     stem = Path(path).stem
     return [
         (f"memory entries with [source: {path}]:", [n for n in naming_path if is_source_entry(n, path, lookup)]),
-        (f"sections naming symbols of {path} ({', '.join(defined[:6])}):", _naming(lookup, defined)),
-        (f"sections about {stem!r}:", [n for n in lookup.ranked(fts_query(stem)) if _about(n, stem)]),
+        (f"sections naming symbols of {path} ({', '.join(defined[:6])}):", lookup.naming(defined)),
+        (f"sections about {stem!r}:", lookup.headed(stem)),
         (f"notes that name {path}:", [n for n in naming_path if not is_source_entry(n, path, lookup)]),
-        (f"this edit removes {', '.join(removed[:6])}; sections that name them:", _naming(lookup, removed)),
+        (f"this edit removes {', '.join(removed[:6])}; sections that name them:", lookup.naming(removed)),
     ]
 
 
@@ -77,18 +76,6 @@ def _answer(call: Call, layers: list[tuple[str, list[Note]]], query: str) -> dic
     if not parts:
         return None
     return context("PreToolUse", "\n".join(parts), call.limit)
-
-
-def _naming(lookup: Lookup, names: list[str]) -> list[Note]:
-    if not names:
-        return []
-    pattern = re.compile(r"(?<![\w$])(?:" + "|".join(map(re.escape, names)) + r")(?![\w$])")
-    return [n for n in lookup.ranked(fts_query(" ".join(names))) if pattern.search(n.text)]
-
-
-def _about(note: Note, stem: str) -> bool:
-    lowered = stem.lower()
-    return note.topic.lower() == lowered or lowered in (w.lower() for w in words(" ".join(note.breadcrumb)))
 
 
 def _either(a: Callable[[str], bool], b: Callable[[str], bool]) -> Callable[[str], bool]:

@@ -1,21 +1,18 @@
-"""One function per hook type (the ambient one lives in ambient.py): an event in, Claude Code's answer out."""
+"""One function per hook type: an event in, Claude Code's answer out (ambient.py and failures.py hold the
+ones that parse source files and error output)."""
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
 from gitwiki import gitcli
-from gitwiki.agent_hooks import MCP_PREFIXES, memory
-from gitwiki.agent_hooks.extract import BUILD_COMMAND, error_lines
+from gitwiki.agent_hooks import memory
 from gitwiki.agent_hooks.lookup import Lookup, Note
-from gitwiki.agent_hooks.protocol import allow_permission, context, keep_going
+from gitwiki.agent_hooks.protocol import context, keep_going
 from gitwiki.agent_hooks.state import Session
 from gitwiki.config import matches
 
 ASK = "search them with the gitwiki MCP tools or `gitwiki ground QUERY`"
-# Lines that say a build or test run failed, in the output of a command that did not report its exit status.
-_FAILED = re.compile(r"\bFAILED\b|\bFAIL\b|\bERROR\b|\berror(?:\[\w+\])?:|Traceback|panic:|fatal:|\bfailed\b")
 
 
 class Call(NamedTuple):
@@ -99,46 +96,6 @@ def prompt(call: Call) -> dict | None:
     )
 
 
-def post_build(call: Call) -> dict | None:
-    tool_input = call.event.get("tool_input") or {}
-    command = tool_input.get("command") if isinstance(tool_input, dict) else None
-    if not isinstance(command, str) or not BUILD_COMMAND.search(command):
-        return None
-    call.session.phase = "Verify"
-    response = call.event.get("tool_response")
-    output, status = _output(response)
-    if not (status not in (None, 0) or (status is None and _FAILED.search(output))):
-        return None
-    return _error_notes(call, "PostToolUse", output)
-
-
-def error_context(call: Call) -> dict | None:
-    error = call.event.get("error")
-    if not isinstance(error, str) or call.event.get("is_interrupt"):
-        return None
-    return _error_notes(call, "PostToolUseFailure", error)
-
-
-def _error_notes(call: Call, event: str, output: str) -> dict | None:
-    call.session.phase = "Debug"
-    lines = error_lines(output)
-    if not lines:
-        return None
-    query = " ".join(lines)
-    return call.answer(event, f"gitwiki notes on this error ({lines[0][:80]}):", call.search(query), query)
-
-
-def _output(response) -> tuple[str, int | None]:
-    """A Bash tool response's text and exit status (None when it does not say)."""
-    if not isinstance(response, dict):
-        return (response if isinstance(response, str) else ""), None
-    text = "\n".join(str(response.get(k) or "") for k in ("stdout", "stderr", "output"))
-    for key in ("exit_code", "exitCode", "returncode", "code"):
-        if isinstance(response.get(key), int):
-            return text, response[key]
-    return text, None
-
-
 def pre_compact(call: Call) -> dict | None:
     """Claude Code adds no hook output to the context at PreCompact; the SessionStart that follows (source
     "compact") does. So: let this session's notes be injected again, and leave the re-injection to it."""
@@ -166,17 +123,6 @@ def subagent(call: Call) -> dict | None:
     if not topics:
         return None
     return context("SubagentStart", f"gitwiki {memory.render_topics(topics, 30)}; {ASK} before answering.", call.limit)
-
-
-def approve_mcp(event: dict) -> dict | None:
-    """Allow a tool of gitwiki's own MCP server; any other tool gets no answer (Claude Code asks as usual)."""
-    tool = event.get("tool_name")
-    if not isinstance(tool, str):
-        return None
-    for prefix in MCP_PREFIXES:
-        if tool.startswith(prefix) and re.fullmatch(r"[A-Za-z0-9_]+", tool[len(prefix) :]):
-            return allow_permission()
-    return None
 
 
 def _age(seconds: float) -> str:

@@ -15,6 +15,9 @@ _STAMP = re.compile(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d)?)?")
 _ENTRY = re.compile(r"^## ", re.MULTILINE)
 
 
+CHECKPOINT = "checkpoint"  # the file name prefix of checkpoint pages
+
+
 class Topic(NamedTuple):
     name: str
     path: str
@@ -29,15 +32,18 @@ class Checkpoint(NamedTuple):
 
 
 def topics(lookup: Lookup) -> list[Topic]:
-    """Memory topics, most recently written first."""
+    """Memory topics, most recently written first (checkpoint pages are not topics: they are shown apart)."""
     if lookup.store is None:
         return []
-    blobs = {blob: path for blob, path in lookup.paths.items() if lookup.is_memory(path)}
+    blobs = {
+        blob: path
+        for blob, path in lookup.paths.items()
+        if lookup.is_memory(path) and not path.rpartition("/")[2].startswith(CHECKPOINT)
+    }
     counts: dict[str, list[str]] = {blob: [] for blob in blobs}
-    for row in lookup.store.chunks_of(blobs):
-        if row.level == 2:
-            stamp = _STAMP.match(row.breadcrumb[-1])
-            counts[row.blob].append(stamp.group() if stamp else "")
+    for blob, breadcrumb in lookup.store.headings(blobs, 2):
+        stamp = _STAMP.match(breadcrumb[-1])
+        counts[blob].append(stamp.group() if stamp else "")
     out = [
         Topic(
             blobs[blob][len(lookup.memory_prefix) :].removesuffix(".md"),
@@ -52,7 +58,7 @@ def topics(lookup: Lookup) -> list[Topic]:
 
 def checkpoint(lookup: Lookup) -> Checkpoint | None:
     """The newest checkpoint page's last entry, read from the worktree."""
-    pages = [f for f in lookup.memory_files() if f.name.startswith("checkpoint")]
+    pages = [f for f in lookup.memory_files() if f.name.startswith(CHECKPOINT)]
     if not pages:
         return None
     newest = max(pages, key=lambda f: f.stat().st_mtime)

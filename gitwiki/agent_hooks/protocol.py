@@ -10,6 +10,9 @@ hook keeps the agent going with `{"decision": "block", "reason": …}`. No outpu
 from __future__ import annotations
 
 import json
+import re
+
+from gitwiki.agent_hooks import MCP_PREFIXES
 
 CUT = "\n… (cut to {limit} characters: [agent_hooks] max_chars)"
 
@@ -47,3 +50,14 @@ def allow_permission() -> dict:
 def keep_going(reason: str) -> dict:
     """A Stop hook's answer that keeps the agent working, with `reason` as its next instruction."""
     return {"decision": "block", "reason": reason}
+
+
+def approve_mcp(event: dict) -> dict | None:
+    """Allow a tool of gitwiki's own MCP server; any other tool gets no answer (Claude Code asks as usual)."""
+    tool = event.get("tool_name")
+    if not isinstance(tool, str):
+        return None
+    for prefix in MCP_PREFIXES:
+        if tool.startswith(prefix) and re.fullmatch(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*", tool[len(prefix) :]):
+            return allow_permission()
+    return None

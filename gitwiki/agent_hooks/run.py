@@ -7,31 +7,29 @@ stdin that is not a JSON object gets no answer either. Outside a git repository 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import time
 import traceback
 from pathlib import Path
 
-from gitwiki import gitcli
-from gitwiki.agent_hooks import handlers
-from gitwiki.agent_hooks.ambient import ambient
-from gitwiki.agent_hooks.lookup import Lookup
-from gitwiki.agent_hooks.protocol import parse_event
-from gitwiki.agent_hooks.state import Session, open_session
-from gitwiki.errors import NotFoundError
+from gitwiki.agent_hooks.protocol import approve_mcp, parse_event
+from gitwiki.errors import GitwikiError
 
 LOG_NAME = "agent-hooks.log"
 LOG_MAX = 256 * 1024  # bytes before the log is rotated to agent-hooks.log.1
 
+# Hook type → (module in gitwiki.agent_hooks, function). Imported on demand: a hook loads only its own code
+# (approve-mcp none of the index code, the others not the source and error parsers they do not use).
 HANDLERS = {
-    "session": handlers.session_start,
-    "prompt": handlers.prompt,
-    "ambient": ambient,
-    "post-build": handlers.post_build,
-    "error-context": handlers.error_context,
-    "pre-compact": handlers.pre_compact,
-    "stop": handlers.stop,
-    "subagent": handlers.subagent,
+    "session": ("handlers", "session_start"),
+    "prompt": ("handlers", "prompt"),
+    "ambient": ("ambient", "ambient"),
+    "post-build": ("failures", "post_build"),
+    "error-context": ("failures", "error_context"),
+    "pre-compact": ("handlers", "pre_compact"),
+    "stop": ("handlers", "stop"),
+    "subagent": ("handlers", "subagent"),
 }
 
 
@@ -41,32 +39,34 @@ def run(name: str, raw: bytes, cwd: str) -> str:
     if event is None:
         return ""
     if name == "approve-mcp":  # needs no repository: the tool name decides
-        return _dump(handlers.approve_mcp(event))
+        return _dump(approve_mcp(event))
+    # The index code loads only past this point: approve-mcp answers without it.
+    from gitwiki import gitcli
+    from gitwiki.agent_hooks.handlers import Call
+    from gitwiki.agent_hooks.lookup import Lookup
+    from gitwiki.agent_hooks.state import open_session
+
     where = event.get("cwd") if isinstance(event.get("cwd"), str) else cwd
     try:
         checkout = gitcli.discover(where)
-    except (NotFoundError, OSError):
+    except (GitwikiError, OSError):  # not in a git repository
         return ""
     log_dir = checkout.common_dir / "gitwiki"
     lookup = None
     try:
+        module, function = HANDLERS[name]
+        handler = getattr(importlib.import_module(f"gitwiki.agent_hooks.{module}"), function)
         lookup = Lookup.from_checkout(checkout)
         log_dir = lookup.index_dir
         session_id = event.get("session_id") if lookup.store is not None else None
-        states = open_session(lookup.index_dir, session_id) if isinstance(session_id, str) else _no_state()
-        with states as session:
-            return _dump(HANDLERS[name](handlers.Call(event, lookup, session)))
+        with open_session(lookup.index_dir, session_id if isinstance(session_id, str) else "") as session:
+            return _dump(handler(Call(event, lookup, session)))
     except Exception:
         _log(log_dir, name, traceback.format_exc())
         return ""
     finally:
         if lookup is not None:
             lookup.close()
-
-
-@contextlib.contextmanager
-def _no_state():
-    yield Session({})
 
 
 def _dump(answer: dict | None) -> str:

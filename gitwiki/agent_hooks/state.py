@@ -88,7 +88,7 @@ def open_session(index_dir: Path, session_id: str):
         fcntl.flock(lock, fcntl.LOCK_EX)
         session = Session(_load(path))
         yield session
-        atomic_write(path, json.dumps(session.data))
+        atomic_write(path, json.dumps(session.data), sync=False)
 
 
 def _load(path: Path) -> dict:
