@@ -38,7 +38,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
 BUILD_COMMAND = re.compile(
     r"(?:^|[\s;&|(])(?:python3?\s+-m\s+)?(?:pytest|tox|nox|make|cmake|ninja|meson|cargo|go\s+(?:test|build|vet)|"
     r"npm|pnpm|yarn|bun|npx|jest|vitest|mocha|mvn|gradle|\./gradlew|dotnet|tsc|mypy|ruff|flake8|eslint|gcc|g\+\+|"
-    r"clang|javac|rspec|rake|bundle\s+exec|mix|swift|phpunit|bazel|deno)\b"
+    r"clang|javac|rspec|rake|bundle\s+exec|mix|swift|phpunit|bazel|deno)(?=$|[\s;&|)])"
 )
 _ERROR_LINE = re.compile(
     r"error|exception|fail|fatal|panic|traceback|undefined|cannot|can't|could not|not found|no such|denied|"
