@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -117,28 +118,39 @@ def main() -> None:
         for name, event in payloads.items():
             commands[f"gitwiki hook {name}"] = ([*gitwiki_command(), "hook", name], event)
         walls: dict[str, list[float]] = {name: [] for name in commands}
+        cpus: dict[str, list[float]] = {name: [] for name in commands}
         sizes: dict[str, int] = {}
         for i in range(args.runs + 1):  # the first round warms the page cache and is not counted
             for name, (cmd, event) in commands.items():
                 data = json.dumps({**event, "session_id": f"bench-{i}"}).encode() if event else b""
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t = time.perf_counter()
                 done = subprocess.run(cmd, cwd=root, input=data, capture_output=True)
                 wall = (time.perf_counter() - t) * 1000
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
                 if done.returncode != 0 or done.stderr:
                     raise SystemExit(f"{name} exited {done.returncode}: {done.stderr.decode()}")
                 if i:
                     walls[name].append(wall)
+                    cpus[name].append(cpu)
                 sizes[name] = len(done.stdout)
         log = root / ".git" / "gitwiki" / "agent-hooks.log"
         if log.exists():
             raise SystemExit(f"a hook logged an error:\n{log.read_text()}")
-        floor = statistics.median(walls["python -c pass"])
-        print(f"{args.pages} pages + 50 memory topics, {args.runs} rounds\n")
-        print("| command | min | median | median − python -c pass | answer bytes |\n|---|---|---|---|---|")
+        floor, cpu_floor = statistics.median(walls["python -c pass"]), statistics.median(cpus["python -c pass"])
+        print(f"{args.pages} pages + 50 memory topics, {args.runs} rounds; wall and CPU (user + sys) in ms\n")
+        print(
+            "| command | wall min | wall median | CPU min | CPU median | median − python -c pass, wall / CPU | bytes |"
+        )
+        print("|---|---|---|---|---|---|---|")
         for name, times in walls.items():
-            med = statistics.median(times)
-            extra = f"{med - floor:.0f} ms" if name != "python -c pass" else "—"
-            print(f"| {name} | {min(times):.0f} ms | {med:.0f} ms | {extra} | {sizes[name]} |")
+            med, cpu_med = statistics.median(times), statistics.median(cpus[name])
+            extra = f"{med - floor:.0f} / {cpu_med - cpu_floor:.0f}" if name != "python -c pass" else "—"
+            print(
+                f"| {name} | {min(times):.0f} | {med:.0f} | {min(cpus[name]):.0f} | {cpu_med:.0f} | {extra} | "
+                f"{sizes[name]} |"
+            )
 
 
 if __name__ == "__main__":

@@ -93,6 +93,28 @@ def discover(start: str | os.PathLike = ".") -> Checkout:
     raise not_a_repo(start)
 
 
+def find_checkout(start: str | os.PathLike) -> Checkout | None:
+    """What `discover` answers, read from the filesystem without starting git (a hook's budget), or None when
+    git must be asked: GIT_DIR and friends are set, or the layout is not a plain `.git` folder or file."""
+    if any(os.environ.get(name) for name in (*_PATH_VARS, "GIT_CEILING_DIRECTORIES")):
+        return None
+    here = Path(start).resolve()
+    for folder in (here, *here.parents):
+        dot = folder / ".git"
+        if dot.is_dir():
+            return Checkout(folder, dot) if (dot / "HEAD").is_file() else None
+        if dot.is_file():  # a linked worktree or submodule: "gitdir: <path>"
+            text = dot.read_text(encoding="utf-8", errors="replace").strip()
+            if not text.startswith("gitdir:"):
+                return None
+            git_dir = (folder / text[len("gitdir:") :].strip()).resolve()
+            common = git_dir / "commondir"
+            if common.is_file():
+                return Checkout(folder, (git_dir / common.read_text(encoding="utf-8").strip()).resolve())
+            return Checkout(folder, git_dir)
+    return None
+
+
 def staged_files(root: str | os.PathLike) -> dict[str, str]:
     """Path → blob id of every regular file in the index git is committing (GIT_INDEX_FILE, when a hook
     runs for `git commit -a` or `git commit FILE`)."""

@@ -54,10 +54,11 @@ def session_start(call: Call) -> dict | None:
         if state is None:
             lines.append(f"- corpus {corpus.name} ({corpus.prefix or './'}): not indexed; run `gitwiki index`")
             continue
-        fresh = head is None or state.tree == trees.get(corpus.path, "")
         changed = [p for p in gitcli.changed_files(lookup.root, corpus.path) if matches(corpus, p)]
         line = f"- corpus {corpus.name} ({corpus.prefix or './'}): {lookup.store.page_count(corpus.name)} pages, "
-        line += f"indexed at {state.commit[:12]}" + ("" if fresh else f", behind HEAD {head[:12]}: run `gitwiki index`")
+        line += f"indexed at {state.commit[:12]}"
+        if head is not None and state.tree != trees.get(corpus.path, ""):
+            line += f", behind HEAD {head[:12]}: run `gitwiki index`"
         if changed:
             line += f"; {len(changed)} pages changed in the worktree are not in the hooks' answers until committed"
         lines.append(line)

@@ -10,7 +10,6 @@ import contextlib
 import importlib
 import json
 import time
-import traceback
 from pathlib import Path
 
 from gitwiki.agent_hooks.protocol import approve_mcp, parse_event
@@ -46,9 +45,11 @@ def run(name: str, raw: bytes, cwd: str) -> str:
     from gitwiki.agent_hooks.lookup import Lookup
     from gitwiki.agent_hooks.state import open_session
 
-    where = event.get("cwd") if isinstance(event.get("cwd"), str) else cwd
+    where = event.get("cwd")
+    if not isinstance(where, str):
+        where = cwd
     try:
-        checkout = gitcli.discover(where)
+        checkout = gitcli.find_checkout(where) or gitcli.discover(where)
     except (GitwikiError, OSError):  # not in a git repository
         return ""
     log_dir = checkout.common_dir / "gitwiki"
@@ -62,6 +63,8 @@ def run(name: str, raw: bytes, cwd: str) -> str:
         with open_session(lookup.index_dir, session_id if isinstance(session_id, str) else "") as session:
             return _dump(handler(Call(event, lookup, session)))
     except Exception:
+        import traceback  # 1.5 ms with linecache and tokenize, paid only when something went wrong
+
         _log(log_dir, name, traceback.format_exc())
         return ""
     finally:

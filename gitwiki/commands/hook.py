@@ -15,7 +15,10 @@ def register(sub) -> None:
         "agent-hooks.log in the index dir.",
     )
     p.add_argument(
-        "type", choices=[h.name for h in HOOK_TYPES], help="the hook: " + ", ".join(h.name for h in HOOK_TYPES)
+        "type",
+        metavar="TYPE",
+        choices=[h.name for h in HOOK_TYPES],
+        help="one of: " + ", ".join(h.name for h in HOOK_TYPES),
     )
     p.set_defaults(func=hook)
 
