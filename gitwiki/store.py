@@ -266,6 +266,14 @@ class Store:
         except sqlite3.OperationalError as e:
             raise StoreError(f"full-text query failed ({e}); rephrase the query") from None
 
+    def term_chunks(self, terms: Iterable[str]) -> dict[str, int]:
+        """How many chunks hold each term (every indexed page version counts), from FTS5's vocabulary."""
+        self.conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_vocab USING fts5vocab(main, fts, 'row')")
+        return dict(self._select_in("SELECT term, doc FROM temp.fts_vocab WHERE term IN ({marks})", terms))
+
+    def chunk_total(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+
     def indexed_terms(self, ids: Iterable[int]) -> dict[int, set[str]]:
         """The terms the full-text index holds for each chunk (title, headings, tags and text), as tokenized."""
         rows = self._select_in("SELECT rowid, head, body FROM fts WHERE rowid IN ({marks})", ids)

@@ -76,6 +76,9 @@ def fts_query(text: str) -> str | None:
     terms = dict.fromkeys(tokenize(text))
     if not terms:
         terms = dict.fromkeys(_stemmer().stemWords(words(text)))  # a query of only stop words
-    if not terms:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return fts_any(terms)
+
+
+def fts_any(terms) -> str | None:
+    """An FTS5 MATCH expression for any of `terms` (already tokenized), or None if there are none."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) or None

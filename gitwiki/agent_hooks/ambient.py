@@ -50,17 +50,19 @@ def ambient(call: Call) -> dict | None:
 
 
 def file_layers(lookup: Lookup, path: str, text: str, removed: list[str]) -> list[tuple[str, list[Note]]]:
-    """(title, notes) per layer, best first within each."""
+    """(title, notes) per layer, best first within each; the file's own sections (a wiki page being read) are
+    not notes on it."""
     naming_path = lookup.mentions(path)
     defined = symbols(text)
     stem = Path(path).stem
-    return [
+    layers = [
         (f"memory entries with [source: {path}]:", [n for n in naming_path if is_source_entry(n, path, lookup)]),
         (f"sections naming symbols of {path} ({', '.join(defined[:6])}):", lookup.naming(defined)),
         (f"sections about {stem!r}:", lookup.headed(stem)),
         (f"notes that name {path}:", [n for n in naming_path if not is_source_entry(n, path, lookup)]),
         (f"this edit removes {', '.join(removed[:6])}; sections that name them:", lookup.naming(removed)),
     ]
+    return [(title, [n for n in notes if n.path != path]) for title, notes in layers]
 
 
 def _answer(call: Call, layers: list[tuple[str, list[Note]]], query: str) -> dict | None:

@@ -5,6 +5,7 @@ latest checkpoint. Read from the index (topics) and the worktree (checkpoint, wh
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from typing import NamedTuple
@@ -58,19 +59,24 @@ def topics(lookup: Lookup) -> list[Topic]:
 
 def checkpoint(lookup: Lookup) -> Checkpoint | None:
     """The newest checkpoint page's last entry, read from the worktree."""
-    pages = [f for f in lookup.memory_files() if f.name.startswith(CHECKPOINT)]
+    pages = {
+        os.path.getmtime(full): path
+        for path, full in lookup.memory_files().items()
+        if path.rpartition("/")[2].startswith(CHECKPOINT)
+    }
     if not pages:
         return None
-    newest = max(pages, key=lambda f: f.stat().st_mtime)
-    text = newest.read_text(encoding="utf-8", errors="replace")
+    mtime = max(pages)
+    with open(lookup.root / pages[mtime], encoding="utf-8", errors="replace") as f:
+        text = f.read()
     starts = [m.start() for m in _ENTRY.finditer(text)]
     last = text[starts[-1] :] if starts else text
-    return Checkpoint(newest.relative_to(lookup.root).as_posix(), last.strip(), time.time() - newest.stat().st_mtime)
+    return Checkpoint(pages[mtime], last.strip(), time.time() - mtime)
 
 
 def stored_since(lookup: Lookup, since: float) -> bool:
     """Whether any memory page was written after `since` (a store, committed or not)."""
-    return any(f.stat().st_mtime > since for f in lookup.memory_files())
+    return any(os.path.getmtime(full) > since for full in lookup.memory_files().values())
 
 
 def is_source_entry(note: Note, path: str, lookup: Lookup) -> bool:

@@ -59,3 +59,10 @@ def test_write_reads_symbols_from_the_new_content(wiki, hook):
     event["tool_input"] = {"file_path": str(wiki.path / "src" / "ring.py"), "content": "class KeyRing:\n    pass\n"}
     layers = _layers(context_of(hook("ambient", event, wiki.path)[1]))
     assert layers == {"sections naming symbols of src/ring.py (KeyRing):": ["wiki/crypto.md"]}
+
+
+def test_reading_a_wiki_page_does_not_inject_the_page_itself(wiki, hook):
+    event = load("pre_tool_use_read", wiki.path)
+    event["tool_input"] = {"file_path": str(wiki.path / "wiki" / "keys.md")}
+    layers = _layers(context_of(hook("ambient", event, wiki.path)[1]))
+    assert layers == {"sections about 'keys':": ["wiki/memory/keys.md"]}
