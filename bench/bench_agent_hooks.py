@@ -54,8 +54,9 @@ def memory_pages(root: Path, topics: int = 50, entries: int = 20) -> None:
         path = root / "wiki" / "memory" / f"topic-{t:02d}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("\n".join(lines))
-    (root / "wiki" / "memory" / "checkpoint.md").write_text(
-        "# checkpoint\n\n## 2026-01-05T10:00:00Z — task: retry tokens\n\ntask: retry tokens\nnext: the cache\n"
+    (root / "wiki" / "memory" / "checkpoints").mkdir()
+    (root / "wiki" / "memory" / "checkpoints" / "default.md").write_text(
+        "# Checkpoint default\n\nSaved 2026-01-05T10:00:00Z.\n\n## Task\n\nretry tokens\n\n## Next\n\n- the cache\n"
     )
 
 

@@ -107,7 +107,6 @@ class AgentHooksConfig(NamedTuple):
     results: int = 3  # sections per search (prompt, errors, each ambient layer shares it)
     snippet_chars: int = 360
     min_coverage: int = 50  # percent of the prompt's terms a section must hold to be injected
-    memory_dir: str = "memory"  # memory topic pages, relative to the default corpus folder
 
 
 class Config(NamedTuple):

@@ -29,6 +29,7 @@ KEPT = 40  # of those, the best live sections whose text is read (a hook shows 3
 # A prompt term in more than this share of all chunks is left out of the MATCH (the rarest one always stays):
 # BM25 weighs it little, and scoring every row that holds it cost 6.4 of 7 ms per query on the bench wiki.
 COMMON = 0.25
+MEMORY_DIR = "memory"  # issue 12's [memory] dir default, in the first corpus; read from its config once it lands
 
 
 class Note(NamedTuple):
@@ -69,7 +70,7 @@ class Lookup:
     @property
     def memory_prefix(self) -> str:
         """The memory folder, repo-relative, with a trailing slash."""
-        return self.config.corpora[0].prefix + self.settings.memory_dir.strip("/") + "/"
+        return self.config.corpora[0].prefix + MEMORY_DIR + "/"
 
     def is_memory(self, path: str) -> bool:
         return path.startswith(self.memory_prefix)
@@ -159,17 +160,15 @@ class Lookup:
             if n.topic.lower() == lowered or lowered in (w.lower() for w in words(" ".join(n.breadcrumb)))
         ]
 
-    def pick(self, notes: Iterable[Note], seen: Callable[[str], bool], n: int | None = None) -> list[Note]:
-        """The first `n` ([agent_hooks] results) notes not `seen`, one section per page."""
-        out: list[Note] = []
-        pages = set()
+    def pick(self, notes: Iterable[Note], seen: Callable[[str], bool]) -> list[Note]:
+        """The first [agent_hooks] results notes not `seen`, one section per page."""
+        out: dict[str, Note] = {}
         for note in notes:
-            if not seen(note.key) and note.path not in pages and note.key not in {o.key for o in out}:
-                out.append(note)
-                pages.add(note.path)
-                if len(out) == (n or self.settings.results):
-                    break
-        return out
+            if len(out) >= self.settings.results:
+                break
+            if not seen(note.key) and note.path not in out:
+                out[note.path] = note
+        return list(out.values())
 
     def render(self, notes: list[Note], query: str = "") -> str:
         """Notes as markdown: where each one is, then a snippet around the query's words."""

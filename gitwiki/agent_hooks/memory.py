@@ -1,6 +1,7 @@
-"""The memory the hooks read: topic pages under the memory folder, one `## <ISO timestamp> — text` section per
-entry, with `[source: path:line@blob]` lines, and checkpoint pages (`checkpoint*.md`) whose last entry is the
-latest checkpoint. Read from the index (topics) and the worktree (checkpoint, what changed this session).
+"""The memory the hooks read (issue 12's format): topic pages under the memory folder, one
+`## <ISO timestamp> — text` section per entry with `[source: path:line@blob]` lines, and checkpoint pages in
+its `checkpoints/` folder. Topics come from the index, checkpoints and what changed this session from the
+worktree. The one module to switch to issue 12's library once it lands.
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ from typing import NamedTuple
 from gitwiki.agent_hooks.lookup import Lookup, Note
 
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d)?)?")
-_ENTRY = re.compile(r"^## ", re.MULTILINE)
 
 
-CHECKPOINT = "checkpoint"  # the file name prefix of checkpoint pages
+CHECKPOINTS = "checkpoints/"  # the memory folder's subfolder of checkpoint pages
 
 
 class Topic(NamedTuple):
@@ -28,18 +28,18 @@ class Topic(NamedTuple):
 
 class Checkpoint(NamedTuple):
     path: str
-    text: str  # the last entry, heading included
+    text: str  # the page without its title
     age_s: float
 
 
 def topics(lookup: Lookup) -> list[Topic]:
-    """Memory topics, most recently written first (checkpoint pages are not topics: they are shown apart)."""
+    """Memory topics, most recently written first (checkpoints are not topics: they are shown apart)."""
     if lookup.store is None:
         return []
     blobs = {
         blob: path
         for blob, path in lookup.paths.items()
-        if lookup.is_memory(path) and not path.rpartition("/")[2].startswith(CHECKPOINT)
+        if lookup.is_memory(path) and not path.startswith(lookup.memory_prefix + CHECKPOINTS)
     }
     counts: dict[str, list[str]] = {blob: [] for blob in blobs}
     for blob, breadcrumb in lookup.store.headings(blobs, 2):
@@ -58,20 +58,19 @@ def topics(lookup: Lookup) -> list[Topic]:
 
 
 def checkpoint(lookup: Lookup) -> Checkpoint | None:
-    """The newest checkpoint page's last entry, read from the worktree."""
+    """The newest checkpoint page, read from the worktree."""
     pages = {
         os.path.getmtime(full): path
         for path, full in lookup.memory_files().items()
-        if path.rpartition("/")[2].startswith(CHECKPOINT)
+        if path.startswith(lookup.memory_prefix + CHECKPOINTS)
     }
     if not pages:
         return None
     mtime = max(pages)
     with open(lookup.root / pages[mtime], encoding="utf-8", errors="replace") as f:
         text = f.read()
-    starts = [m.start() for m in _ENTRY.finditer(text)]
-    last = text[starts[-1] :] if starts else text
-    return Checkpoint(pages[mtime], last.strip(), time.time() - mtime)
+    body = text.split("\n", 1)[1] if text.startswith("# ") else text
+    return Checkpoint(pages[mtime], body.strip(), time.time() - mtime)
 
 
 def stored_since(lookup: Lookup, since: float) -> bool:

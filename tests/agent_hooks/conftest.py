@@ -24,9 +24,9 @@ PAGES = {
         "# keys\n\n## 2026-01-02T10:00:00Z — gotcha: rotation order\n\n"
         "gotcha: rotation must flush the cache first.\n[tags: gotcha]\n[source: src/keys.py:3@0123abc]\n"
     ),
-    "wiki/memory/checkpoint.md": (
-        "# checkpoint\n\n## 2026-01-03T09:00:00Z — task: fix key rotation\n\n"
-        "task: fix key rotation\nnext: write the rotation test\n"
+    "wiki/memory/checkpoints/default.md": (
+        "# Checkpoint default\n\nSaved 2026-01-03T09:00:00Z.\n\n## Task\n\nfix key rotation\n\n"
+        "## Next\n\n- write the rotation test\n"
     ),
     "src/keys.py": (
         "import os\n\n\ndef rotate_signing_key(ring):\n    return legacy_unwrap(ring)\n\n\nclass KeyRing:\n    pass\n"

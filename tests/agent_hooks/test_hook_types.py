@@ -18,7 +18,8 @@ def test_session_briefing_reports_corpora_freshness_memory_and_checkpoint(wiki, 
     assert f"corpus wiki (wiki/): 8 pages, indexed at {head[:12]}" in text
     assert "behind HEAD" not in text
     assert "memory topics, newest first: keys (1)\n" in text
-    assert "task: fix key rotation" in text and "next: write the rotation test" in text
+    assert "Checkpoint (" in text and "wiki/memory/checkpoints/default.md):\nSaved 2026-01-03T09:00:00Z." in text
+    assert "## Task\n\nfix key rotation\n\n## Next\n\n- write the rotation test" in text
 
     wiki.commit("more", {"wiki/new.md": "# New\n\nText.\n"})
     wiki.write("wiki/draft.md", "# Draft\n")
@@ -94,7 +95,7 @@ def test_pre_compact_then_session_compact_reinjects_focus_and_checkpoint(wiki, h
     assert text.startswith("gitwiki (after compaction): phase Build.")
     assert "Focus topics this session: keys, deploy, crypto, architecture, legacy (" in text
     assert "Files edited this session: src/keys.py." in text
-    assert "task: fix key rotation" in text
+    assert "## Task\n\nfix key rotation" in text
     # The compaction summarized the injected sections away: they may come again.
     assert "wiki/deploy.md" in context_of(hook("prompt", load("user_prompt_submit", wiki.path), wiki.path)[1])
 
