@@ -8,10 +8,9 @@ the worktree has, the text of a batch of blobs.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
 
@@ -42,9 +41,12 @@ def run_git(
     *args: str,
     stdin: str | bytes | None = None,
     env: dict[str, str] | None = None,
-    stdout=subprocess.PIPE,
+    stdout: IO[bytes] | int | None = None,
 ) -> GitRun:
-    """Run `git -C root ARGS`. Callers turn a failed run into the error that fits them."""
+    """Run `git -C root ARGS`, its output captured (or written to `stdout`). Callers turn a failed run into
+    the error that fits them."""
+    import subprocess  # 3-8 ms to import, and most agent hooks never start git (find_checkout)
+
     base = dict(os.environ)
     for name in _PATH_VARS:
         if base.get(name):
@@ -53,7 +55,7 @@ def run_git(
         done = subprocess.run(
             ["git", "-C", str(root), *args],
             input=stdin.encode() if isinstance(stdin, str) else stdin,
-            stdout=stdout,
+            stdout=subprocess.PIPE if stdout is None else stdout,
             stderr=subprocess.PIPE,
             env={**base, **(env or {})},
             check=False,
