@@ -208,10 +208,15 @@ class Store:
         rows = self._select_in(f"SELECT {_CHUNK_COLS} FROM chunks WHERE blob IN ({{marks}})", blobs)
         return sorted((_chunk_row(r) for r in rows), key=lambda row: row.id)
 
-    def headings(self, blobs: Iterable[str], level: int) -> list[tuple[str, tuple[str, ...]]]:
-        """(blob, breadcrumb) of every section of `blobs` at heading `level`, without their text."""
-        q = "SELECT blob, breadcrumb FROM chunks WHERE level = ? AND blob IN ({marks})"
-        return [(blob, tuple(json.loads(crumb))) for blob, crumb in self._select_in(q, blobs, before=(level,))]
+    def last_sections(self, blobs: Iterable[str], level: int) -> dict[str, tuple[int, tuple[str, ...]]]:
+        """Per blob: how many sections it has at heading `level`, and the breadcrumb of the last one."""
+        # SQLite takes the bare column `breadcrumb` from the row that holds max(ord).
+        q = (
+            "SELECT blob, count(*), breadcrumb, max(ord) FROM chunks WHERE level = ? AND blob IN ({marks}) "
+            "GROUP BY blob"
+        )
+        rows = self._select_in(q, blobs, before=(level,))
+        return {blob: (count, tuple(json.loads(crumb))) for blob, count, crumb, _ in rows}
 
     def chunks_by_id(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         return {

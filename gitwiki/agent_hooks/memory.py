@@ -41,19 +41,11 @@ def topics(lookup: Lookup) -> list[Topic]:
         for blob, path in lookup.paths.items()
         if lookup.is_memory(path) and not path.startswith(lookup.memory_prefix + CHECKPOINTS)
     }
-    counts: dict[str, list[str]] = {blob: [] for blob in blobs}
-    for blob, breadcrumb in lookup.store.headings(blobs, 2):
-        stamp = _STAMP.match(breadcrumb[-1])
-        counts[blob].append(stamp.group() if stamp else "")
-    out = [
-        Topic(
-            blobs[blob][len(lookup.memory_prefix) :].removesuffix(".md"),
-            blobs[blob],
-            len(stamps),
-            max(stamps, default=""),
-        )
-        for blob, stamps in counts.items()
-    ]
+    out = []
+    for blob, (count, breadcrumb) in lookup.store.last_sections(blobs, 2).items():
+        stamp = _STAMP.match(breadcrumb[-1])  # entries are appended: the last is the newest
+        name = blobs[blob][len(lookup.memory_prefix) :].removesuffix(".md")
+        out.append(Topic(name, blobs[blob], count, stamp.group() if stamp else ""))
     return sorted(out, key=lambda t: (t.latest, t.entries), reverse=True)
 
 
