@@ -148,6 +148,28 @@ def changed_files(root: str | os.PathLike, folder: str) -> list[str]:
     return [record[3:] for record in records]
 
 
+def worktree_status(root: str | os.PathLike, folders: Iterable[str]) -> tuple[str | None, list[str]]:
+    """HEAD's commit id (None before the first commit) and what `changed_files` lists, for several folders in
+    one `git status` (porcelain v2 names HEAD too): the agent hooks' session briefing starts no other git
+    when the index is current."""
+    folders = list(dict.fromkeys(folders))
+    where = ("--", *(f":(literal){f}" for f in folders)) if "" not in folders else ()
+    args = ("--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all")
+    head, changed = None, []
+    for record in _paths(root, *args, "--no-renames", *where):
+        kind = record[:2]
+        if record.startswith("# branch.oid "):
+            oid = record[len("# branch.oid ") :]
+            head = oid if _is_object_id(oid) else None
+        elif kind == "1 ":
+            changed.append(record.split(" ", 8)[8])
+        elif kind == "u ":
+            changed.append(record.split(" ", 10)[10])
+        elif kind == "? ":
+            changed.append(record[2:])
+    return head, changed
+
+
 def head_trees(root: str | os.PathLike, folders: Iterable[str]) -> tuple[str | None, dict[str, str]]:
     """HEAD's commit id and, per folder ("" is the whole tree), its tree id at HEAD ("" when absent), in one
     `git rev-parse`; (None, {}) before the first commit. What the agent hooks compare with the index."""

@@ -48,16 +48,19 @@ def session_start(call: Call) -> dict | None:
         lines.append("There is no gitwiki index yet: run `gitwiki index`.")
         return context("SessionStart", "\n".join(lines), call.limit)
     corpora = lookup.config.corpora
-    head, trees = gitcli.head_trees(lookup.root, [c.path for c in corpora])
+    head, changed_all = gitcli.worktree_status(lookup.root, [c.path for c in corpora])
+    states = {c.name: lookup.store.state(c.name) for c in corpora}
+    moved = head is not None and any(s is not None and s.commit != head for s in states.values())
+    trees = gitcli.head_trees(lookup.root, [c.path for c in corpora])[1] if moved else {}
     for corpus in corpora:
-        state = lookup.store.state(corpus.name)
+        state = states[corpus.name]
         if state is None:
             lines.append(f"- corpus {corpus.name} ({corpus.prefix or './'}): not indexed; run `gitwiki index`")
             continue
-        changed = [p for p in gitcli.changed_files(lookup.root, corpus.path) if matches(corpus, p)]
+        changed = [p for p in changed_all if matches(corpus, p)]
         line = f"- corpus {corpus.name} ({corpus.prefix or './'}): {lookup.store.page_count(corpus.name)} pages, "
         line += f"indexed at {state.commit[:12]}"
-        if head is not None and state.tree != trees.get(corpus.path, ""):
+        if head is not None and state.commit != head and state.tree != trees.get(corpus.path, ""):
             line += f", behind HEAD {head[:12]}: run `gitwiki index`"
         if changed:
             line += f"; {len(changed)} pages changed in the worktree are not in the hooks' answers until committed"
