@@ -121,7 +121,9 @@ class Store:
         path = index_dir / DB_NAME
         if not path.is_file():
             return None
-        conn = sqlite3.connect(path, isolation_level=None, timeout=1.0, check_same_thread=False)
+        # Read-only: a read-write connection that is the last to close checkpoints the WAL, a write a hook
+        # must not do (nor wait for).
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, isolation_level=None, timeout=1.0)
         try:
             if _schema_version(conn) == SCHEMA_VERSION:
                 return cls(index_dir, conn)
