@@ -11,10 +11,9 @@ import time
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-import pygit2
-
 from gitwiki.config import CorpusConfig
 from gitwiki.embed import Embedder
+from gitwiki.gitcli import blob_id
 from gitwiki.gitrepo import Commit, GitRepo, PageMap
 from gitwiki.markdown.chunker import parse_page
 from gitwiki.store import State, Store
@@ -168,7 +167,7 @@ def worktree_overlay(store: Store, repo: GitRepo, corpus: CorpusConfig, committe
         except OSError:  # deleted between the status call and now
             pages.pop(path, None)
             continue
-        blob = str(pygit2.hash(data))
+        blob = blob_id(data)
         pages[path] = blob
         sources[blob] = lambda data=data: data
     if sources:

@@ -22,8 +22,9 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextConten
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
-from gitwiki import __version__, pages
+from gitwiki import __version__, pages, writes
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
+from gitwiki.markdown.footnotes import footnote
 from gitwiki.outline import outline
 from gitwiki.wiki import Wiki
 
@@ -206,7 +207,7 @@ class WikiTools:
     ) -> CallToolResult:
         """Read a page (or a line range of it) verbatim, as it is on disk now, uncommitted edits included."""
         c = self.wiki.corpus(self._corpus_for_page(corpus))
-        ref = pages.resolve(self.wiki.root, c, path)
+        ref = pages.locate(self.wiki.root, c, path)
         page = pages.read_page(ref, start_line, end_line, self.wiki.config.mcp.max_page_bytes)
         meta = {k: v for k, v in page._asdict().items() if k != "text"}
         return result(page.text, {"corpus": c.name, **meta, **_page_state(self.wiki, ref)})
@@ -222,12 +223,12 @@ class WikiTools:
     ) -> CallToolResult:
         """Create or replace a page atomically, update the index.md blocks of its folders, index it, and return
         lint findings as advisory warnings (the write is kept either way)."""
-        report = pages.add_page(self.wiki, self._corpus_for_page(corpus), path, content, overwrite)
+        report = writes.add_page(self.wiki, self._corpus_for_page(corpus), path, content, overwrite)
         return result(_write_text(report), report._asdict())
 
     def delete_markdown(self, path: PagePath, corpus: Corpus = None) -> CallToolResult:
         """Delete a page, update the index.md blocks of its folders and drop it from the index."""
-        report = pages.delete_page(self.wiki, self._corpus_for_page(corpus), path)
+        report = writes.delete_page(self.wiki, self._corpus_for_page(corpus), path)
         return result(_write_text(report), report._asdict())
 
     def index(
@@ -252,9 +253,9 @@ class WikiTools:
     ) -> CallToolResult:
         """The text of footnote [^n] in a page (its definition `[^n]: ...`, continuation lines included)."""
         c = self.wiki.corpus(corpus)
-        ref = pages.resolve(self.wiki.root, c, page)
+        ref = pages.locate(self.wiki.root, c, page)
         label = str(footnote_number).strip().removeprefix("[^").removesuffix("]")
-        line, text = pages.footnote(pages.read_page(ref).text, label, ref.path)
+        line, text = footnote(pages.read_page(ref).text, label, ref.path)
         return result(text, {"corpus": c.name, "path": ref.path, "label": label, "line": line, "text": text})
 
     def page_history(
@@ -265,7 +266,7 @@ class WikiTools:
     ) -> CallToolResult:
         """Commits on HEAD that changed a page, newest first: id, author, date, subject (from git log)."""
         c = self.wiki.corpus(corpus)
-        ref = pages.resolve(self.wiki.root, c, path)
+        ref = pages.locate(self.wiki.root, c, path)
         entries = self.wiki.repo.history(ref.repo_path, limit)
         if not entries and not ref.file.exists():
             raise NotFoundError(f"no page {ref.path!r} in corpus {c.name!r}, now or in the history of HEAD")
@@ -355,7 +356,7 @@ def _footer(count: int, noun: str, view) -> str:
 
 def _page_state(wiki: Wiki, ref: pages.PageRef) -> dict[str, Any]:
     head = wiki.repo.head()
-    return {"commit": head.id if head else "", "dirty": pages.is_dirty(wiki.repo, ref)}
+    return {"commit": head.id if head else "", "dirty": wiki.repo.is_dirty(ref.repo_path)}
 
 
 def _tree_lines(node: dict, level: int) -> list[str]:
@@ -367,7 +368,7 @@ def _tree_lines(node: dict, level: int) -> list[str]:
     return lines
 
 
-def _write_text(report: pages.WriteReport) -> str:
+def _write_text(report: writes.WriteReport) -> str:
     lines = [f"{report.action} {report.path} in corpus {report.corpus}"]
     if report.index_files:
         lines.append("updated index blocks: " + ", ".join(report.index_files))

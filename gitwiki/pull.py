@@ -166,11 +166,7 @@ def fetch_git_ref(root: Path, remote: str, ref: str, out: Path) -> None:
 
 def _git(root: Path, *args: str, failure: str, stdout=subprocess.PIPE) -> str:
     run = run_git(root, *args, stdout=stdout)
-    if not run.ok:
-        raise NotFoundError(
-            f"{failure} ({run.error}); check the remote and that CI published the index, or pass --from"
-        )
-    return run.out
+    return run.checked(failure, "check the remote and that CI published the index, or pass --from", NotFoundError).out
 
 
 def github_repo_of(root: Path, remote: str) -> str:

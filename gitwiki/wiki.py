@@ -140,7 +140,7 @@ class Wiki:
         return cached[1]
 
     def _view_at(self, corpus: CorpusConfig, rev: str, embedder: Embedder | None) -> CorpusView:
-        commit = self.repo.resolve(rev)
+        commit = self.repo.rev_parse(rev)
         tree = corpus_tree(self.repo, corpus, commit)
         pages = self.repo.pages(corpus, tree or None)
         with self.store.lock():
