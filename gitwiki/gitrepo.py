@@ -4,6 +4,7 @@ pre-commit hooks, fetch, push and the status of a folder in a big repo use the g
 from __future__ import annotations
 
 import os
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import NamedTuple
 
@@ -78,7 +79,7 @@ class GitRepo:
         if head is None:
             return None
         try:
-            return str(self._repo[head.tree][path].id)
+            return str(self._tree(head.tree)[path].id)
         except KeyError:
             return None
 
@@ -97,7 +98,7 @@ class GitRepo:
 
     def subtree(self, tree_id: str, path: str) -> str | None:
         """The id of the tree at `path` inside `tree_id` ("" is the tree itself), or None if absent."""
-        tree = self._repo[tree_id]
+        tree = self._tree(tree_id)
         if not path:
             return str(tree.id)
         try:
@@ -110,21 +111,20 @@ class GitRepo:
         """Every page of `corpus` in the corpus tree `tree_id` (as returned by `subtree`)."""
         if tree_id is None:
             return {}
-        prefix = corpus.path + "/" if corpus.path else ""
         out: PageMap = {}
-        stack = [(self._repo[tree_id], prefix)]
+        stack = [(self._tree(tree_id), corpus.prefix)]
         while stack:
             tree, base = stack.pop()
             for entry in tree:
-                path = base + entry.name
+                path = f"{base}{entry.name}"  # a tree entry always has a name (pygit2's stubs allow None)
                 if entry.type_str == "tree":
-                    stack.append((self._repo[entry.id], path + "/"))
+                    stack.append((self._tree(entry.id), path + "/"))
                 elif entry.type_str == "blob" and entry.filemode != pygit2.GIT_FILEMODE_LINK and matches(corpus, path):
                     out[path] = str(entry.id)
         return out
 
-    def read_blob(self, blob_id: str) -> bytes:
-        return self._repo[blob_id].data
+    def read_blob(self, blob: str) -> bytes:
+        return self._repo[blob].peel(pygit2.Blob).data
 
     def worktree_changes(self, corpus: CorpusConfig) -> dict[str, bool]:
         """Pages whose worktree state differs from HEAD: path → whether the file exists on disk.
@@ -155,7 +155,7 @@ class GitRepo:
         head = self.head()
         isolated = pygit2.Index()
         if head is not None:
-            isolated.read_tree(repo[head.tree])
+            isolated.read_tree(self._tree(head.tree))
         staging = repo.index
         staging.read()
         for path in paths:
@@ -176,6 +176,9 @@ class GitRepo:
         commit = repo.create_commit("HEAD", signature, signature, message, tree, [head.id] if head else [])
         staging.write()
         return str(commit)
+
+    def _tree(self, oid: str | pygit2.Oid) -> pygit2.Tree:
+        return self._repo[oid].peel(pygit2.Tree)
 
     def history(self, path: str, limit: int = 20) -> list[HistoryEntry]:
         """Commits on HEAD that changed `path`, newest first."""
@@ -205,8 +208,6 @@ def _blob_at(tree: pygit2.Tree, path: str):
 
 
 def _history_entry(commit: pygit2.Commit) -> HistoryEntry:
-    from datetime import datetime, timedelta, timezone
-
     tz = timezone(timedelta(minutes=commit.author.offset))
     return HistoryEntry(
         commit=str(commit.id),

@@ -16,6 +16,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeGuard
 
 from gitwiki.fs import atomic_write
 from gitwiki.markdown import frontmatter
@@ -59,11 +60,11 @@ def anchors(text: str, read_yaml: YamlReader | None = None) -> list[str]:
 EXTRACT: dict[str, Callable[[str, YamlReader], list]] = {"info": info, "links": links, "anchors": anchors}
 
 
-def _strings(value) -> bool:
+def _strings(value: object) -> TypeGuard[list]:
     return isinstance(value, list) and all(isinstance(s, str) for s in value)
 
 
-def _info(value) -> bool:
+def _info(value: object) -> TypeGuard[list]:
     return isinstance(value, list) and len(value) == 2 and all(s is None or isinstance(s, str) for s in value)
 
 
@@ -86,7 +87,7 @@ def _json_safe(value) -> bool:
 
 
 # A hand-edited or half-foreign file must not crash a hook: a value of the wrong shape is re-extracted.
-_VALID: dict[str, Callable[[object], bool]] = {"info": _info, "links": _strings, "anchors": _strings}
+_VALID: dict[str, Callable[[object], TypeGuard[list]]] = {"info": _info, "links": _strings, "anchors": _strings}
 
 
 # ---- the cache file ---------------------------------------------------------------------------------

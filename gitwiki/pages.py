@@ -62,7 +62,7 @@ def locate(root: Path, corpus: CorpusConfig, path: str, *, for_write: bool = Fal
     if PurePosixPath(rel).suffix.lower() not in PAGE_SUFFIXES:
         raise UsageError(f"{path!r} is not a markdown page; use a {' or '.join(PAGE_SUFFIXES)} file")
     base = corpus_dir(root, corpus)
-    if corpus.path and rel.startswith(corpus.path + "/") and not (base / corpus.path).is_dir():
+    if corpus.path and corpus.contains(rel) and not (base / corpus.path).is_dir():
         # `ground` answers with repo-relative paths. Reading one back is unambiguous here; writing it
         # verbatim would nest the corpus inside itself, so that is refused with the path to use.
         if for_write:

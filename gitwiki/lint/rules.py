@@ -124,6 +124,7 @@ class BrokenAnchor:
             if target is None or not target.fragment:
                 continue
             path = target.path if target.path is not None else doc.path
+            anchors: set[str] | None
             if path == doc.path:
                 anchors = doc.anchors
             elif path in ctx.pages and ctx.anchors is not None:

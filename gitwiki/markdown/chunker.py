@@ -78,7 +78,7 @@ def parse_page(text: str, fallback: str = "") -> ParsedPage:
     headings, blocks = _outline(tokens)
     first_h1 = next((h.text for h in headings if h.level == 1 and h.text), None)
     title = meta_str(fm.meta, "title") or first_h1 or fallback
-    chunks = []
+    chunks: list[Chunk] = []
     offset = fm.body_line  # body line i (0-based) is file line i + offset
     for level, crumb, start, end in _sections(headings, len(body_lines)):
         section_blocks = [b for b in blocks if start <= b[0] < end]
