@@ -40,7 +40,7 @@ class Refresh(NamedTuple):
     errors: list[BlockError]  # malformed files, each left unchanged
 
 
-def render_block(pages: WorktreeCorpus, index_path: str, options: BlockOptions, current: list[str]) -> list[str]:
+def render_block(listing: WorktreeCorpus, index_path: str, options: BlockOptions, current: list[str]) -> list[str]:
     """The lines between the markers of the block in `index_path`, whose lines are now `current`.
 
     Rendering needs jinja2 and every listed page's title, which cost more than the rest of a hook run, so
@@ -50,17 +50,17 @@ def render_block(pages: WorktreeCorpus, index_path: str, options: BlockOptions, 
     """
     folder = posixpath.dirname(index_path)
     prefix = folder + "/" if folder else ""
-    name = pages.config.index_blocks.filename
-    template = _template(pages.root, pages.config.index_blocks.template)
+    name = listing.config.index_blocks.filename
+    template = _template(listing.root, listing.config.index_blocks.template)
     source = template.file.read_text(encoding="utf-8")
     memo = None
     if not _INCLUDES.search(source):
-        listed = [(p, pages.blob(p)) for p in pages.pages if p.startswith(prefix) and p != index_path]
+        listed = [(p, listing.blob(p)) for p in listing.pages if p.startswith(prefix) and p != index_path]
         memo = _digest(repr((source, options, index_path, name, listed)))
-        if pages.facts.rendered(memo) == _digest("\n".join(current)):
+        if listing.facts.rendered(memo) == _digest("\n".join(current)):
             return current
     groups: dict[str, list[dict]] = {}
-    for path in pages.pages:
+    for path in listing.pages:
         if path == index_path or not path.startswith(prefix):
             continue
         rel = path[len(prefix) :]
@@ -69,14 +69,14 @@ def render_block(pages: WorktreeCorpus, index_path: str, options: BlockOptions, 
             continue
         if sub and posixpath.basename(rel) == name:
             continue  # the folder's own index is the group heading's link
-        info = pages.info(path)
+        info = listing.info(path)
         groups.setdefault(sub, []).append({"path": path, "link": rel, "title": info.title, "summary": info.summary})
     key = (lambda p: (p["title"].casefold(), p["link"])) if options.sort == "title" else (lambda p: p["link"])
     context = [
         {
             "folder": sub,
             "title": sub,
-            "link": f"{sub}/{name}" if sub and f"{prefix}{sub}/{name}" in pages.pages else None,
+            "link": f"{sub}/{name}" if sub and f"{prefix}{sub}/{name}" in listing.pages else None,
             "pages": sorted(entries, key=key),
         }
         for sub, entries in sorted(groups.items())
@@ -85,7 +85,7 @@ def render_block(pages: WorktreeCorpus, index_path: str, options: BlockOptions, 
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(line.rstrip() for line in rendered.split("\n"))).strip("\n")
     lines = text.split("\n") if text else []
     if memo is not None:
-        pages.facts.remember_render(memo, _digest("\n".join(lines)))
+        listing.facts.remember_render(memo, _digest("\n".join(lines)))
     return lines
 
 
@@ -93,7 +93,7 @@ def _digest(text: str) -> str:
     return hashlib.sha1(text.encode()).hexdigest()
 
 
-def rewrite(text: str, path: str, pages: WorktreeCorpus) -> str:
+def rewrite(text: str, path: str, listing: WorktreeCorpus) -> str:
     """`text` with every block regenerated; lines outside the blocks are kept byte for byte."""
     blocks = find_blocks(text.replace("\r\n", "\n"), path)
     if not blocks:
@@ -103,22 +103,22 @@ def rewrite(text: str, path: str, pages: WorktreeCorpus) -> str:
     pos = 0
     for block in blocks:
         out.extend(lines[pos : block.start + 1])
-        out.extend(render_block(pages, path, block.options, lines[block.start + 1 : block.end]))
+        out.extend(render_block(listing, path, block.options, lines[block.start + 1 : block.end]))
         pos = block.end
     out.extend(lines[pos:])
     return "\n".join(out)
 
 
-def refresh_file(pages: WorktreeCorpus, index_path: str, check: bool = False) -> bool:
+def refresh_file(listing: WorktreeCorpus, index_path: str, check: bool = False) -> bool:
     """Regenerate the blocks of one index file; True when its text changed (written unless `check`)."""
-    full = pages.root / index_path
+    full = listing.root / index_path
     text = full.read_bytes().decode("utf-8")
-    new = rewrite(text, index_path, pages)
+    new = rewrite(text, index_path, listing)
     if new == text:
         return False
     if not check:
         atomic_write(full, new)
-        pages.forget(index_path)
+        listing.forget(index_path)
     return True
 
 
@@ -127,14 +127,14 @@ def front_index(corpus: CorpusConfig, config: Config) -> str:
     return posixpath.join(corpus.path, config.index_blocks.filename)
 
 
-def create_front_index(pages: WorktreeCorpus, check: bool = False) -> str | None:
+def create_front_index(listing: WorktreeCorpus, check: bool = False) -> str | None:
     """Create the corpus's front index (a title and empty markers) if it is missing; its path when created."""
-    path = front_index(pages.corpus, pages.config)
-    if (pages.root / path).exists():
+    path = front_index(listing.corpus, listing.config)
+    if (listing.root / path).exists():
         return None
     if not check:
-        title = pages.corpus.name.replace("-", " ").replace("_", " ").title()
-        atomic_write(pages.root / path, f"# {title}\n\n{START_MARKER}\n{END_MARKER}\n")
+        title = listing.corpus.name.replace("-", " ").replace("_", " ").title()
+        atomic_write(listing.root / path, f"# {title}\n\n{START_MARKER}\n{END_MARKER}\n")
     return path
 
 

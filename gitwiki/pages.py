@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
@@ -35,7 +36,7 @@ class PageText(NamedTuple):
     total_lines: int
 
 
-class FileEntry(NamedTuple):
+class ListedPage(NamedTuple):
     path: str  # relative to the corpus root
     absolute_path: str
 
@@ -153,7 +154,9 @@ def remove_page(ref: PageRef) -> None:
 # ---- listings ----------------------------------------------------------------------------------
 
 
-def list_files(root: Path, corpus: CorpusConfig, repo_paths, glob: str | None = None) -> list[FileEntry]:
+def list_files(
+    root: Path, corpus: CorpusConfig, repo_paths: Iterable[str], glob: str | None = None
+) -> list[ListedPage]:
     """The corpus pages among `repo_paths` (e.g. a search view's pages), corpus-relative, sorted."""
     base = corpus_dir(root, corpus)
     out = []
@@ -163,11 +166,11 @@ def list_files(root: Path, corpus: CorpusConfig, repo_paths, glob: str | None = 
             fnmatch.fnmatchcase(rel, glob) or (glob.startswith("**/") and fnmatch.fnmatchcase(rel, glob[3:]))
         ):
             continue
-        out.append(FileEntry(rel, str(base / rel)))
+        out.append(ListedPage(rel, str(base / rel)))
     return out
 
 
-def tree(root: Path, corpus: CorpusConfig, files: list[FileEntry], under: str = "", depth: int | None = None) -> dict:
+def tree(root: Path, corpus: CorpusConfig, files: list[ListedPage], under: str = "", depth: int | None = None) -> dict:
     """`files` as nested `{path, absolute_path, pages, files, subdirs}` nodes; only folders holding pages appear.
 
     `pages` counts the pages below a node; folders deeper than `depth` are listed without their contents.
