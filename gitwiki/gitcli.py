@@ -68,7 +68,8 @@ def run_git(
         )
     except FileNotFoundError:
         raise UsageError(
-            "the git command is not installed; install git (gitwiki runs it for the hooks, pull and publish)"
+            "the git command is not installed; install git (gitwiki runs it to find the repository, for the hooks, "
+            "pull and publish)"
         ) from None
     lines = done.stderr.decode(errors="replace").strip().splitlines()
     return GitRun(

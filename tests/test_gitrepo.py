@@ -1,9 +1,11 @@
 import os
+import subprocess
 
 import pytest
 
 from gitwiki import gitrepo
 from gitwiki.config import CorpusConfig
+from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.gitrepo import GitRepo
 
 
@@ -69,3 +71,15 @@ def test_discover_finds_the_checkout_from_a_subfolder_and_rev_parse(repo):
     assert git.config_value("core.hooksPath") is None
     repo.git("config", "core.hooksPath", "hooks")
     assert GitRepo.discover(repo.path).config_value("core.hooksPath") == "hooks"
+
+
+def test_discover_says_what_to_do_outside_a_checkout(tmp_path, monkeypatch):
+    with pytest.raises(NotFoundError, match="not inside a git repository; run `git init`"):
+        GitRepo.discover(tmp_path)
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    with pytest.raises(NotFoundError, match="bare repository; run gitwiki in a checkout"):
+        GitRepo.discover(bare)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(UsageError, match="git command is not installed; install git"):
+        GitRepo.discover(tmp_path)
