@@ -209,7 +209,7 @@ def _template(root: Path, configured: str | None) -> Template:
 
 
 def _render(template: Template, **context) -> str:
-    import jinja2
+    import jinja2  # only when a block is really rendered: most hook runs find the render memoized
 
     try:
         return environment(template.search).get_template(template.name).render(**context)

@@ -21,6 +21,7 @@ def register(sub) -> None:
 
 
 def index_blocks(args: argparse.Namespace) -> int:
+    # Imported when the command runs: cli.py imports every command module to build its parser.
     from gitwiki import config as config_mod
     from gitwiki import gitcli
     from gitwiki.commands.lint import repo_relative
