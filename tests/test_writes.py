@@ -4,6 +4,7 @@ import pytest
 
 from gitwiki import writes
 from gitwiki.errors import UsageError
+from gitwiki.markdown.index_block import BlockError
 from gitwiki.wiki import Wiki
 from tests.test_pages import DEPLOY
 
@@ -61,3 +62,14 @@ def test_commit_writes_commits_only_that_page_and_its_index_blocks(repo):
     report = writes.delete_page(wiki, None, "guides/new.md")
     assert repo.git("log", "-1", "--format=%s").strip() == "gitwiki: delete_markdown wiki/guides/new.md"
     assert "wiki/guides/new.md" not in repo.git("ls-files")
+
+
+def test_a_malformed_ancestor_index_is_named_and_the_others_are_still_refreshed(repo):
+    wiki = _wiki(repo)
+    repo.write("wiki/index.md", "# Home\n\n<!-- GITWIKI:INDEX-START -->\n")  # no END marker
+    repo.write("wiki/guides/index.md", "# Guides\n\n<!-- GITWIKI:INDEX-START -->\n<!-- GITWIKI:INDEX-END -->\n")
+    with pytest.raises(BlockError, match="wiki/index.md:3: INDEX-START has no INDEX-END"):
+        writes.add_page(wiki, None, "guides/new.md", "# New\n")
+    assert (repo.path / "wiki/guides/new.md").read_text() == "# New\n"  # the write itself is kept
+    assert "[New](new.md)" in (repo.path / "wiki/guides/index.md").read_text()
+    assert (repo.path / "wiki/index.md").read_text() == "# Home\n\n<!-- GITWIKI:INDEX-START -->\n"
