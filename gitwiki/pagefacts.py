@@ -20,7 +20,6 @@ from typing import TypeGuard
 
 from gitwiki.fs import atomic_write
 from gitwiki.markdown import frontmatter
-from gitwiki.markdown.document import parse
 from gitwiki.markdown.frontmatter import YamlReader
 from gitwiki.markdown.links import extract_links, is_external
 from gitwiki.markdown.summary import title_and_summary
@@ -53,6 +52,9 @@ def links(text: str, read_yaml: YamlReader | None = None) -> list[str]:
 
 def anchors(text: str, read_yaml: YamlReader | None = None) -> list[str]:
     """Heading slugs and HTML ids a `page.md#fragment` link can name, by the same parse lint uses."""
+    # The full parse (8 ms of imports: dataclasses, inspect) only for anchors; the index-blocks hook never needs it.
+    from gitwiki.markdown.document import parse
+
     return sorted(parse("", text, read_yaml).anchors)
 
 
