@@ -122,14 +122,9 @@ def refresh_file(listing: WorktreeCorpus, index_path: str, check: bool = False) 
     return True
 
 
-def front_index(corpus: CorpusConfig, config: Config) -> str:
-    """The repo-relative path of the index file at the corpus root."""
-    return posixpath.join(corpus.path, config.index_blocks.filename)
-
-
 def create_front_index(listing: WorktreeCorpus, check: bool = False) -> str | None:
     """Create the corpus's front index (a title and empty markers) if it is missing; its path when created."""
-    path = front_index(listing.corpus, listing.config)
+    path = posixpath.join(listing.corpus.path, listing.config.index_blocks.filename)
     if (listing.root / path).exists():
         return None
     if not check:
@@ -138,16 +133,14 @@ def create_front_index(listing: WorktreeCorpus, check: bool = False) -> str | No
     return path
 
 
-def ancestor_indexes(corpus: CorpusConfig, config: Config, page_path: str) -> list[str]:
-    """Index file paths of every folder from `page_path`'s folder up to the corpus root, deepest first."""
-    base = corpus.path
-    if base and not (page_path == base or page_path.startswith(base + "/")):
-        raise UsageError(f"{page_path} is not in corpus {corpus.name!r} ({base}/); pass a page under it")
+def _ancestor_indexes(corpus: CorpusConfig, config: Config, page_path: str) -> list[str]:
+    """Index file paths of every folder from `page_path`'s folder up to the corpus root, deepest first
+    (`page_path` is under the corpus folder)."""
     folder = posixpath.dirname(page_path)
     out = []
     while True:
-        out.append(posixpath.join(folder, config.index_blocks.filename) if folder else config.index_blocks.filename)
-        if folder == base or not folder:
+        out.append(posixpath.join(folder, config.index_blocks.filename))
+        if folder == corpus.path or not folder:
             return out
         folder = posixpath.dirname(folder)
 
@@ -175,7 +168,7 @@ def refresh(
         if wanted_pages is None:
             targets = listing.index_files()
         else:
-            wanted = {i for p in wanted_pages if corpus.contains(p) for i in ancestor_indexes(corpus, config, p)}
+            wanted = {i for p in wanted_pages if corpus.contains(p) for i in _ancestor_indexes(corpus, config, p)}
             targets = sorted((i for i in wanted if (listing.root / i).is_file()), key=lambda p: (-p.count("/"), p))
         created = create_front_index(listing, check=check) if scaffold else None
         if created:
