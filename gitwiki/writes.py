@@ -5,17 +5,15 @@ other feature that writes pages, so that every write leaves the wiki consistent.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from gitwiki import index_blocks, pagefacts
 from gitwiki.config import CorpusConfig
 from gitwiki.lint import lint_text
 from gitwiki.pagefacts import FactsCache
 from gitwiki.pages import PageRef, locate, remove_page, write_page
-
-if TYPE_CHECKING:
-    from gitwiki.search import CorpusView
-    from gitwiki.wiki import Wiki
+from gitwiki.search import CorpusView
+from gitwiki.wiki import Wiki
 
 
 class WriteReport(NamedTuple):
