@@ -13,6 +13,7 @@ local tree, so only pages whose blob differs are parsed and embedded.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -24,11 +25,12 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 from gitwiki import artifact
-from gitwiki.errors import NotFoundError, StoreError, UsageError
+from gitwiki.errors import FetchError, NotFoundError, StoreError, UsageError
 from gitwiki.gitcli import run_git
 from gitwiki.indexer import IndexReport, ensure_vectors, worktree_overlay
 from gitwiki.wiki import Wiki
@@ -231,7 +233,7 @@ class GitHubApi:
                 )
             raise _http_error(url, e) from None
         except urllib.error.URLError as e:
-            raise StoreError(f"cannot reach {url} ({e.reason}); check the network or GITHUB_API_URL") from None
+            raise FetchError(f"cannot reach {url} ({e.reason}); check the network or GITHUB_API_URL") from None
 
     def download_artifact(self, name: str, out: Path, max_bytes: int, tmp: Path) -> None:
         if not self.token:
@@ -263,7 +265,7 @@ def _open(request: urllib.request.Request):
     except urllib.error.HTTPError as e:
         raise _http_error(request.full_url, e) from None
     except urllib.error.URLError as e:
-        raise StoreError(f"cannot reach {request.full_url} ({e.reason}); check the URL and the network") from None
+        raise FetchError(f"cannot reach {request.full_url} ({e.reason}); check the URL and the network") from None
 
 
 def _http_error(url: str, e: urllib.error.HTTPError) -> Exception:
@@ -274,7 +276,7 @@ def _http_error(url: str, e: urllib.error.HTTPError) -> Exception:
         )
     if e.code == 404:
         return NotFoundError(f"{url} answered 404; check the repository, the artifact name or the tag")
-    return StoreError(f"{url} answered HTTP {e.code} {e.reason}; try again later")
+    return FetchError(f"{url} answered HTTP {e.code} {e.reason}; try again later")
 
 
 def _request(url: str) -> urllib.request.Request:
@@ -285,13 +287,28 @@ def _download(request: urllib.request.Request, out: Path, max_bytes: int) -> Non
     """Stream a response to `out`, refusing to store more than `max_bytes`."""
     with _open(request) as response, out.open("wb") as f:
         total = 0
-        while block := response.read(artifact.COPY_CHUNK):
+        for block in _blocks(response, request.full_url):
             total += len(block)
             if total > max_bytes:
                 raise StoreError(
                     f"{request.full_url} is larger than {max_bytes} bytes; raise --max-bytes if you trust it"
                 )
             f.write(block)
+
+
+def _blocks(response: http.client.HTTPResponse, url: str) -> Iterator[bytes]:
+    """The body in blocks; a connection lost or timed out midway is a FetchError, not a traceback or a
+    truncated archive (http.client's sized reads return b"" at an early close without raising)."""
+    while True:
+        try:
+            block = response.read(artifact.COPY_CHUNK)
+        except (OSError, http.client.HTTPException) as e:
+            raise FetchError(f"the download of {url} broke off ({e!r}); try again") from None
+        if not block:
+            break
+        yield block
+    if response.length:  # bytes the Content-Length promised that never came
+        raise FetchError(f"the download of {url} broke off {response.length} bytes short; try again")
 
 
 def _unzip_member(zipped: Path, member: str, out: Path, max_bytes: int) -> None:
