@@ -113,6 +113,16 @@ class Manifest(NamedTuple):
     def size(self) -> int:
         return sum(f.size for f in self.files)
 
+    def describe(self) -> str:
+        """For people: versions and model, then one line per corpus."""
+        model = f"{self.model} ({self.dim} dims)" if self.model else "no vectors (lexical only)"
+        lines = [f"gitwiki {self.gitwiki_version}, schema {self.schema_version}, model {model}"]
+        lines += [
+            f"  {c.name}: {c.pages} pages, {c.chunks} chunks at commit {c.commit[:12]} (tree {c.tree[:12]})"
+            for c in self.corpora
+        ]
+        return "\n".join(lines)
+
 
 def _typed(value, kind, optional: bool = False):
     if (value is None and optional) or (isinstance(value, kind) and not isinstance(value, bool)):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from gitwiki.errors import UsageError
+from gitwiki.fs import atomic_write
 
 REPO_CONFIG_NAME = ".gitwiki.toml"
 DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
@@ -295,6 +296,25 @@ def _toml_value(value) -> str:
     if isinstance(value, tuple):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class InitReport(NamedTuple):
+    file: Path
+    corpus: str
+    path: str
+
+    def describe(self) -> str:
+        return f"wrote {self.file} (corpus {self.corpus!r} at {self.path or '.'}/); next: gitwiki index"
+
+
+def write_init(root: Path, path: str, name: str, force: bool = False) -> InitReport:
+    """Write `.gitwiki.toml` with one corpus at the repo `root` (`gitwiki init`); an existing one only if `force`."""
+    target = root / REPO_CONFIG_NAME
+    if target.exists() and not force:
+        raise UsageError(f"{target} exists; edit it, or pass --force to overwrite it")
+    path = normalize_corpus_path(path, "--path")
+    atomic_write(target, init_text(path, name))
+    return InitReport(target, name, path)
 
 
 def init_text(path: str, name: str = "wiki") -> str:

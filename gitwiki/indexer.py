@@ -41,6 +41,21 @@ class IndexReport(NamedTuple):
     def up_to_date(self) -> bool:
         return self.added == self.changed == self.deleted == self.parsed == self.embedded == 0
 
+    def to_json(self) -> dict[str, object]:
+        """The `gitwiki index --json` record (also the MCP `index` tool's)."""
+        return {**self._asdict(), "up_to_date": self.up_to_date}
+
+    def summary(self) -> str:
+        """One line for people: what changed and what it cost."""
+        where = f"commit {self.commit[:12]}" if self.commit else "no commits yet"
+        if self.up_to_date:
+            return f"{self.corpus}: up to date, {self.pages} pages at {where} ({self.seconds * 1000:.0f} ms)"
+        return (
+            f"{self.corpus}: {self.pages} pages at {where}: {self.added} added, {self.changed} changed, "
+            f"{self.deleted} deleted; parsed {self.parsed} page versions, embedded {self.embedded} chunks "
+            f"({self.model or 'lexical only'}) in {self.seconds:.2f} s"
+        )
+
 
 def corpus_tree(repo: GitRepo, corpus: CorpusConfig, commit: Commit | None) -> str:
     if commit is None:

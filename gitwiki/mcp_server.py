@@ -236,13 +236,8 @@ class WikiTools:
     ) -> CallToolResult:
         """Bring the search index up to HEAD incrementally (only changed pages are parsed and embedded).
         Searches do this by themselves; call it to pay the cost up front. Returns counts and duration."""
-        from gitwiki.commands.index import summary
-
         reports = self.wiki.index(corpus)
-        return result(
-            "\n".join(summary(r) for r in reports),
-            {"reports": [{**r._asdict(), "up_to_date": r.up_to_date} for r in reports]},
-        )
+        return result("\n".join(r.summary() for r in reports), {"reports": [r.to_json() for r in reports]})
 
     def get_footnote(
         self,

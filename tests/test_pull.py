@@ -71,6 +71,18 @@ def test_pull_from_file_then_catch_up_lexically(origin, cli, tmp_path):
     assert top_path(cli, local.path, "narwhal") == "wiki/p1.md"
 
 
+def test_pull_text_report(origin, cli, tmp_path):
+    local = clone(origin, tmp_path / "clone")
+    local.commit("ahead", {"wiki/p1.md": page(1, "narwhal")})
+    code, out, err = cli("pull", "--from", str(tmp_path / ARCHIVE_NAME), cwd=local.path)
+    lines = out.splitlines()
+    assert code == 0, err
+    assert lines[0].startswith(f"installed the index from {tmp_path / ARCHIVE_NAME}: gitwiki ")
+    assert "model no vectors (lexical only)" in lines[0] and lines[1].startswith("  wiki: 3 pages, 3 chunks at commit")
+    assert lines[2].startswith("caught up wiki: 3 pages at commit ") and "0 added, 1 changed, 0 deleted" in lines[2]
+    assert lines[-1].startswith("done in ")
+
+
 def test_a_wiki_that_already_searched_keeps_working_after_pull(origin, tmp_path):
     from gitwiki.pull import pull
     from gitwiki.wiki import Wiki

@@ -18,9 +18,15 @@ def register(sub) -> None:
     init.add_argument("--path", default="wiki", help="the corpus folder (default: wiki)")
     init.add_argument("--name", default="wiki", help="the corpus name (default: wiki)")
     init.add_argument("--force", action="store_true", help="overwrite an existing .gitwiki.toml")
-    from gitwiki.commands.init import init as init_command
+    init.set_defaults(func=init_config)
 
-    init.set_defaults(func=init_command)
+
+def init_config(args: argparse.Namespace) -> int:
+    from gitwiki.config import write_init
+    from gitwiki.gitrepo import GitRepo
+
+    print(write_init(GitRepo.discover(args.chdir).root, args.path, args.name, args.force).describe())
+    return 0
 
 
 def _load(args):

@@ -26,22 +26,11 @@ def index(args: argparse.Namespace) -> int:
     with _progress(enabled=not args.quiet and not args.json and sys.stderr.isatty()) as progress:
         reports = wiki.index(args.corpus, progress=progress, lexical=args.lexical)
     if args.json:
-        print(json.dumps([{**r._asdict(), "up_to_date": r.up_to_date} for r in reports], indent=2))
+        print(json.dumps([r.to_json() for r in reports], indent=2))
     elif not args.quiet:
         for r in reports:
-            print(summary(r))
+            print(r.summary())
     return 0
-
-
-def summary(r) -> str:
-    where = f"commit {r.commit[:12]}" if r.commit else "no commits yet"
-    if r.up_to_date:
-        return f"{r.corpus}: up to date, {r.pages} pages at {where} ({r.seconds * 1000:.0f} ms)"
-    return (
-        f"{r.corpus}: {r.pages} pages at {where}: {r.added} added, {r.changed} changed, {r.deleted} deleted; "
-        f"parsed {r.parsed} page versions, embedded {r.embedded} chunks "
-        f"({r.model or 'lexical only'}) in {r.seconds:.2f} s"
-    )
 
 
 class _progress:

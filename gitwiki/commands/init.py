@@ -14,16 +14,8 @@ def register(sub) -> None:
 
 
 def init(args: argparse.Namespace) -> int:
-    from gitwiki.config import REPO_CONFIG_NAME, init_text, normalize_corpus_path
-    from gitwiki.errors import UsageError
-    from gitwiki.fs import atomic_write
+    from gitwiki.config import write_init
     from gitwiki.gitrepo import GitRepo
 
-    repo = GitRepo.discover(args.chdir)
-    target = repo.root / REPO_CONFIG_NAME
-    if target.exists() and not args.force:
-        raise UsageError(f"{target} exists; edit it, or pass --force to overwrite it")
-    path = normalize_corpus_path(args.path, "--path")
-    atomic_write(target, init_text(path, args.name))
-    print(f"wrote {target} (corpus {args.name!r} at {path or '.'}/); next: gitwiki index")
+    print(write_init(GitRepo.discover(args.chdir).root, args.path, args.name, args.force).describe())
     return 0
