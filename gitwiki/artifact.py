@@ -27,9 +27,9 @@ import zlib
 from pathlib import Path, PurePosixPath
 from typing import IO, NamedTuple
 
-from gitwiki import __version__
+from gitwiki import __version__, store
 from gitwiki.errors import StoreError, UsageError
-from gitwiki.store import DB_NAME, SCHEMA_VERSION, Store, writer_lock
+from gitwiki.store import DB_NAME, SCHEMA_VERSION, Store
 
 FORMAT = "gitwiki-index"
 FORMAT_VERSION = 1
@@ -140,12 +140,7 @@ def pack(index_dir: Path, out: Path) -> Manifest:
         raise StoreError(f"no index at {index_dir}; run `gitwiki index` first")
     with tempfile.TemporaryDirectory(prefix=".pack-", dir=index_dir) as tmp:
         snapshot = Path(tmp) / DB_NAME
-        with writer_lock(index_dir):
-            conn = sqlite3.connect(db)
-            try:
-                conn.execute("VACUUM INTO ?", (str(snapshot),))
-            finally:
-                conn.close()
+        store.snapshot(index_dir, snapshot)
         model, dim, corpora = _compact(snapshot)
         files = (FileEntry(DB_NAME, snapshot.stat().st_size, _sha256_file(snapshot)),)
         manifest = Manifest(FORMAT_VERSION, __version__, SCHEMA_VERSION, model, dim, corpora, files, time.time())
@@ -165,36 +160,24 @@ def pack(index_dir: Path, out: Path) -> Manifest:
 
 def _compact(snapshot: Path) -> tuple[str | None, int | None, tuple[CorpusEntry, ...]]:
     """Drop what the receiver must not or cannot use; read the counts."""
-    conn = sqlite3.connect(snapshot, isolation_level=None)
+    db = Store.open_file(snapshot)
     try:
-        states = conn.execute("SELECT corpus, commit_id, tree, model FROM states ORDER BY corpus").fetchall()
+        states = sorted(db.states())
         if not states:
             raise StoreError("the index holds no corpus yet; run `gitwiki index` first")
-        models = {m for *_, m in states if m is not None}
+        models = {s.model for s in states if s.model is not None}
         if len(models) > 1:
             raise StoreError(
                 f"corpora were indexed with different models ({', '.join(sorted(models))}); run `gitwiki index`"
             )
         model = next(iter(models), None)
-        # Pages parsed from the worktree (uncommitted drafts) are in the store but in no state: not shipped.
-        Store(snapshot.parent, conn).gc()
-        conn.execute("DELETE FROM vectors WHERE model IS NOT ? OR hash NOT IN (SELECT hash FROM chunks)", (model,))
-        conn.execute("PRAGMA journal_mode=DELETE")  # one self-contained file, no -wal beside it
-        conn.execute("VACUUM")
-        row = conn.execute("SELECT length(vec) FROM vectors LIMIT 1").fetchone()
-        dim = row[0] // 4 if row else None
-        corpora = tuple(CorpusEntry(name, commit, tree, *_counts(conn, name)) for name, commit, tree, _ in states)
+        db.strip_for_export(model)
+        count, width, _ = db.vector_bytes(model)
+        dim = width // 4 if count and width else None
+        corpora = tuple(CorpusEntry(s.corpus, s.commit, s.tree, *db.corpus_counts(s.corpus)) for s in states)
     finally:
-        conn.close()
+        db.close()
     return model, dim, corpora
-
-
-def _counts(conn: sqlite3.Connection, corpus: str) -> tuple[int, int]:
-    pages = conn.execute("SELECT count(*) FROM pages WHERE corpus = ?", (corpus,)).fetchone()[0]
-    chunks = conn.execute(
-        "SELECT count(*) FROM pages p JOIN chunks c ON c.blob = p.blob WHERE p.corpus = ?", (corpus,)
-    ).fetchone()[0]
-    return pages, chunks
 
 
 def _member(name: str, size: int) -> tarfile.TarInfo:
@@ -333,37 +316,33 @@ def _copy_checked(source: IO[bytes], target: Path, entry: FileEntry, name: str) 
 def _check_database(db: Path, manifest: Manifest, name: str) -> None:
     """The database must be the index the manifest describes: same schema, states and counts."""
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        index = Store.open_file(db, readonly=True)
     except sqlite3.Error as e:
         raise StoreError(f"{name}: {DB_NAME} cannot be opened ({e})") from None
     try:
-        schema = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        if schema is None or int(schema[0]) != manifest.schema_version:
-            raise StoreError(
-                f"{name}: {DB_NAME} has schema {schema and schema[0]}, the manifest says {manifest.schema_version}"
-            )
-        states = {r[0]: r[1:] for r in conn.execute("SELECT corpus, commit_id, tree, model FROM states")}
+        schema = index.schema_version()
+        if schema != manifest.schema_version:
+            raise StoreError(f"{name}: {DB_NAME} has schema {schema}, the manifest says {manifest.schema_version}")
+        states = {s.corpus: s for s in index.states()}
         for c in manifest.corpora:
             if (
                 c.name not in states
-                or states[c.name][:2] != (c.commit, c.tree)
-                or (c.pages, c.chunks) != _counts(conn, c.name)
+                or (states[c.name].commit, states[c.name].tree) != (c.commit, c.tree)
+                or (c.pages, c.chunks) != index.corpus_counts(c.name)
             ):
                 raise StoreError(f"{name}: corpus {c.name!r} in {DB_NAME} does not match the manifest")
         if set(states) != {c.name for c in manifest.corpora}:
             raise StoreError(f"{name}: the corpora in {DB_NAME} do not match the manifest")
         if manifest.dim is not None:
-            row = conn.execute(
-                "SELECT count(*), min(length(vec)), max(length(vec)) FROM vectors WHERE model = ?", (manifest.model,)
-            ).fetchone()
-            if row[0] == 0 or row[1] != row[2] or row[1] != 4 * (manifest.dim or 0):
+            count, shortest, longest = index.vector_bytes(manifest.model)
+            if count == 0 or shortest != longest or shortest != 4 * manifest.dim:
                 raise StoreError(
                     f"{name}: the vectors in {DB_NAME} are not {manifest.dim}-dimensional {manifest.model} vectors"
                 )
     except sqlite3.DatabaseError as e:
         raise StoreError(f"{name}: {DB_NAME} is not a readable gitwiki index ({e})") from None
     finally:
-        conn.close()
+        index.close()
 
 
 def verify(archive: Path, max_bytes: int = MAX_BYTES) -> Manifest:
@@ -395,12 +374,7 @@ def unpack(
     try:
         manifest = extract(archive, tmp, max_bytes)
         check_model(manifest, wanted_model, accept_model, archive.name)
-        with writer_lock(index_dir):
-            target = index_dir / DB_NAME
-            # A leftover WAL would be replayed onto the new database: drop it with the old one.
-            for suffix in ("-wal", "-shm"):
-                Path(str(target) + suffix).unlink(missing_ok=True)
-            os.replace(tmp / DB_NAME, target)
+        store.install(index_dir, tmp / DB_NAME)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return manifest

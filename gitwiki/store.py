@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import sys
 import time
@@ -134,8 +135,19 @@ class Store:
                     _create(conn)
         return cls(index_dir, conn)
 
+    @classmethod
+    def open_file(cls, path: Path, readonly: bool = False) -> Store:
+        """A database file outside the live index (a snapshot being packed, an archive being checked) as it
+        is: no schema check, no rebuild, no WAL."""
+        if readonly:
+            return cls(path.parent, sqlite3.connect(f"file:{path}?mode=ro", uri=True))
+        return cls(path.parent, sqlite3.connect(path, isolation_level=None))
+
     def close(self) -> None:
         self.conn.close()
+
+    def schema_version(self) -> int | None:
+        return _schema_version(self.conn)
 
     def lock(self):
         return writer_lock(self.index_dir)
@@ -299,6 +311,29 @@ class Store:
             for table in ("blobs", "chunks", "vectors", "pages")
         }
 
+    def corpus_counts(self, corpus: str) -> tuple[int, int]:
+        """(pages, chunks) in the corpus's indexed state."""
+        pages = self.page_count(corpus)
+        chunks = self.conn.execute(
+            "SELECT count(*) FROM pages p JOIN chunks c ON c.blob = p.blob WHERE p.corpus = ?", (corpus,)
+        ).fetchone()[0]
+        return pages, chunks
+
+    def vector_bytes(self, model: str | None) -> tuple[int, int | None, int | None]:
+        """(count, shortest, longest) of the vectors stored for `model`, lengths in bytes."""
+        row = self.conn.execute(
+            "SELECT count(*), min(length(vec)), max(length(vec)) FROM vectors WHERE model = ?", (model,)
+        ).fetchone()
+        return row[0], row[1], row[2]
+
+    def strip_for_export(self, model: str | None) -> None:
+        """Reduce a snapshot to what another machine can use: the chunks of indexed states (drafts parsed from
+        a worktree are in no state) and `model`'s vectors of those chunks; then one self-contained file."""
+        self.gc()
+        self.conn.execute("DELETE FROM vectors WHERE model IS NOT ? OR hash NOT IN (SELECT hash FROM chunks)", (model,))
+        self.conn.execute("PRAGMA journal_mode=DELETE")  # no -wal beside it
+        self.conn.execute("VACUUM")
+
     def chunk_count(self, blobs: Iterable[str]) -> int:
         return sum(r[0] for r in self._select_in("SELECT count(*) FROM chunks WHERE blob IN ({marks})", blobs))
 
@@ -353,6 +388,27 @@ def _create(conn: sqlite3.Connection) -> None:
         if statement.strip():
             conn.execute(statement)
     conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+
+def snapshot(index_dir: Path, target: Path) -> None:
+    """A consistent copy of the index at `target`: VACUUM INTO under the writer lock, so a live WAL
+    database is never copied raw."""
+    with writer_lock(index_dir):
+        conn = sqlite3.connect(index_dir / DB_NAME)
+        try:
+            conn.execute("VACUUM INTO ?", (str(target),))
+        finally:
+            conn.close()
+
+
+def install(index_dir: Path, database: Path) -> None:
+    """Make the database file `database` (on the same filesystem) the index, atomically, under the writer lock."""
+    with writer_lock(index_dir):
+        target = index_dir / DB_NAME
+        # A leftover WAL would be replayed onto the new database: drop it with the old one.
+        for suffix in ("-wal", "-shm"):
+            Path(str(target) + suffix).unlink(missing_ok=True)
+        os.replace(database, target)
 
 
 def _remove_db(path: Path) -> None:
