@@ -32,7 +32,7 @@ from typing import NamedTuple
 from gitwiki import artifact
 from gitwiki.errors import FetchError, NotFoundError, StoreError, UsageError
 from gitwiki.gitcli import run_git
-from gitwiki.indexer import IndexReport, ensure_vectors, worktree_overlay
+from gitwiki.indexer import IndexReport
 from gitwiki.wiki import Wiki
 
 DEFAULT_REF = "refs/gitwiki/index"
@@ -87,34 +87,15 @@ def pull(
     """Install the artifact from `source` as the index of `wiki` and bring it up to date."""
     started = time.perf_counter()
     src = parse_source(source)
-    _forget_store(wiki)  # the database file is about to be replaced
+    wiki.reopen()  # the database file is about to be replaced
     index_dir = wiki.index_dir
     index_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".pull-", dir=index_dir) as tmp:
         archive = fetch(wiki, src, Path(tmp), remote=remote, github_repo=github_repo, max_bytes=max_bytes)
         manifest = artifact.unpack(archive, index_dir, wiki.wanted_model(), accept_model, max_bytes)
     reports = wiki.index(lexical=lexical)
-    embedded = 0 if lexical else catch_up_worktree(wiki)
+    embedded = 0 if lexical else wiki.embed_worktree()
     return PullReport(str(src), manifest, reports, embedded, time.perf_counter() - started)
-
-
-def _forget_store(wiki: Wiki) -> None:
-    """Close the wiki's connection and drop its cached store and searcher; the next use reopens them."""
-    wiki.close()
-    for name in ("store", "searcher"):
-        wiki.__dict__.pop(name, None)
-
-
-def catch_up_worktree(wiki: Wiki) -> int:
-    """Parse and embed the uncommitted pages now, so the first search after pull is fast."""
-    embedded = 0
-    for corpus in wiki.config.corpora:
-        overlay = worktree_overlay(wiki.store, wiki.repo, corpus, wiki.store.pages(corpus.name))
-        embedder = wiki.embedder() if overlay.dirty else None
-        if embedder is not None:
-            with wiki.store.lock():
-                embedded += ensure_vectors(wiki.store, embedder, set(overlay.pages.values()))
-    return embedded
 
 
 # ---- fetching ----------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.gitrepo import GitRepo
 from gitwiki.indexer import (
     IndexReport,
+    Overlay,
     Progress,
     corpus_tree,
     ensure_blobs,
@@ -125,12 +126,29 @@ class Wiki:
         committed = self._committed_pages(c.name, state.tree)
         if not worktree:
             return CorpusView(c.name, state.commit, committed, (), f"{c.name}:{state.tree}")
-        overlay = worktree_overlay(self.store, self.repo, c, committed)
-        if embedder is not None and overlay.dirty:
-            with self.store.lock():
-                ensure_vectors(self.store, embedder, set(overlay.pages.values()))
+        overlay, _ = self._overlay(c, committed, vectors=embedder is not None)
         digest = hashlib.sha1(repr(sorted(overlay.pages.items())).encode()).hexdigest() if overlay.dirty else state.tree
         return CorpusView(c.name, state.commit, overlay.pages, overlay.dirty, f"{c.name}:{digest}")
+
+    def _overlay(self, corpus: CorpusConfig, committed: dict[str, str], vectors: bool) -> tuple[Overlay, int]:
+        """Fold the worktree into `committed`; with `vectors`, embed what that changed (loading the model only
+        then). Returns the overlay and the chunks embedded."""
+        overlay = worktree_overlay(self.store, self.repo, corpus, committed)
+        embedder = self.embedder() if vectors and overlay.dirty else None
+        if embedder is None:
+            return overlay, 0
+        with self.store.lock():
+            return overlay, ensure_vectors(self.store, embedder, set(overlay.pages.values()))
+
+    def embed_worktree(self) -> int:
+        """Parse and embed every corpus's uncommitted pages now, so the next search pays nothing for them;
+        returns the chunks embedded. Corpora not indexed yet are skipped (indexing comes first)."""
+        embedded = 0
+        for c in self.config.corpora:
+            state = self.store.state(c.name)
+            if state is not None:
+                embedded += self._overlay(c, self._committed_pages(c.name, state.tree), vectors=True)[1]
+        return embedded
 
     def _committed_pages(self, corpus: str, tree: str) -> dict[str, str]:
         """The indexed page listing, read once per corpus tree: a long-lived server asks on every query."""
@@ -220,6 +238,14 @@ class Wiki:
     def close(self) -> None:
         if "store" in self.__dict__:
             self.store.close()
+
+    def reopen(self) -> None:
+        """Close the index and forget everything read from it (its file is about to be replaced, e.g. by
+        `gitwiki pull`); the next use opens it again."""
+        self.close()
+        for name in ("store", "searcher"):  # the cached_property values
+            self.__dict__.pop(name, None)
+        self._pages.clear()
 
 
 def _positive(value: int | None, default: int, name: str) -> int:
