@@ -95,7 +95,9 @@ def lance_ranked(wiki, uri: str, top: int = TOP):
     reader, embedder = LanceReader(uri), wiki.embedder()
 
     def ranked(query: str, mode: str, _fusion) -> list[str]:
-        options = SearchOptions(mode, "rrf", top, 1, top, 80, False)
+        options = SearchOptions.build(
+            wiki.config.search, mode=mode, fusion="rrf", top_files=top, chunks_per_file=1, limit=top, snippet_chars=80
+        )
         return [d.path for d in reader.search(query, "beir", options, embedder).docs]
 
     return ranked

@@ -186,28 +186,25 @@ class Wiki:
     ) -> SearchResult:
         if not query or not query.strip():
             raise UsageError('the query is empty; say what to look for, e.g. gitwiki ground "how do we deploy"')
-        s = self.config.search
-        mode = mode or s.mode
-        if mode not in config_mod.MODES:
-            raise UsageError(f"mode must be one of {', '.join(config_mod.MODES)}, not {mode!r}")
-        options = SearchOptions(
+        options = SearchOptions.build(
+            self.config.search,
             mode=mode,
-            fusion=fusion or s.fusion,
-            top_files=_positive(top_files, s.top_files, "top_files"),
-            chunks_per_file=_positive(chunks_per_file, s.chunks_per_file, "chunks_per_file"),
-            limit=_positive(limit, s.limit, "limit"),
-            snippet_chars=_positive(snippet_chars, s.snippet_chars, "snippet_chars"),
+            fusion=fusion,
+            top_files=top_files,
+            chunks_per_file=chunks_per_file,
+            limit=limit,
+            snippet_chars=snippet_chars,
             full=full,
         )
-        view = self.view(corpus, at=at, worktree=worktree, vectors=mode != "lexical")
+        view = self.view(corpus, at=at, worktree=worktree, vectors=options.mode != "lexical")
         if not view.pages:
             c = self.corpus(corpus)
-            where = f"{c.path}/" if c.path else "the repo root"
+            where = c.prefix or "the repo root"
             raise NotFoundError(
                 f"corpus {c.name!r} has no pages under {where} matching {', '.join(c.include)}; "
                 "add markdown there or fix [[corpus]] path in .gitwiki.toml"
             )
-        embedder = self.embedder() if mode != "lexical" else None
+        embedder = self.embedder() if options.mode != "lexical" else None
         return self.searcher.search(view, query.strip(), options, embedder)
 
     # ---- status ----------------------------------------------------------------------------------
@@ -246,13 +243,6 @@ class Wiki:
         for name in ("store", "searcher"):  # the cached_property values
             self.__dict__.pop(name, None)
         self._pages.clear()
-
-
-def _positive(value: int | None, default: int, name: str) -> int:
-    value = default if value is None else value
-    if not isinstance(value, int) or value < 1:
-        raise UsageError(f"{name} must be a whole number ≥ 1, not {value!r}")
-    return value
 
 
 def age(seconds_since_epoch: float | None) -> str:

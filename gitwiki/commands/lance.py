@@ -67,16 +67,7 @@ def search_command(args: argparse.Namespace) -> int:
     from gitwiki.search import SearchOptions
 
     config = config_mod.load(Path(args.chdir).resolve())
-    s = config.search
-    options = SearchOptions(
-        mode=args.mode or s.mode,
-        fusion=s.fusion,
-        top_files=args.top_files or s.top_files,
-        chunks_per_file=s.chunks_per_file,
-        limit=s.limit,
-        snippet_chars=s.snippet_chars,
-        full=args.full,
-    )
+    options = SearchOptions.build(config.search, mode=args.mode, top_files=args.top_files, full=args.full)
     embedder = load_embedder(config.embeddings) if options.mode != "lexical" else None
     result = LanceReader(_uri(args, config)).search(
         " ".join(args.query), config.corpus(args.corpus).name, options, embedder
