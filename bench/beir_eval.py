@@ -88,7 +88,7 @@ def evaluate(ranked, methods, queries: dict[str, str], qrels: dict, doc_of: dict
 def lance_ranked(wiki, uri: str, top: int = TOP):
     """The same index exported to LanceDB (`gitwiki lance export`), searched with LanceDB's own BM25,
     vector search and hybrid (its default RRF reranker): the comparison behind keeping SQLite FTS5."""
-    from gitwiki.lance_store import LanceReader, export
+    from gitwiki.lance_index import LanceReader, export
     from gitwiki.search import SearchOptions
 
     export(wiki.store, uri)

@@ -48,7 +48,7 @@ class CorpusEntry(NamedTuple):
     chunks: int
 
 
-class FileEntry(NamedTuple):
+class ArchiveMember(NamedTuple):
     path: str
     size: int
     sha256: str
@@ -61,7 +61,7 @@ class Manifest(NamedTuple):
     model: str | None  # None: a lexical-only index
     dim: int | None
     corpora: tuple[CorpusEntry, ...]
-    files: tuple[FileEntry, ...]
+    files: tuple[ArchiveMember, ...]
     created_at: float
 
     def to_json(self) -> dict:
@@ -100,7 +100,7 @@ class Manifest(NamedTuple):
                     for c in data["corpora"]
                 ),
                 files=tuple(
-                    FileEntry(_typed(f["path"], str), _typed(f["size"], int), _typed(f["sha256"], str))
+                    ArchiveMember(_typed(f["path"], str), _typed(f["size"], int), _typed(f["sha256"], str))
                     for f in data["files"]
                 ),
                 created_at=float(_typed(data["created_at"], (int, float))),
@@ -142,7 +142,7 @@ def pack(index_dir: Path, out: Path) -> Manifest:
         snapshot = Path(tmp) / DB_NAME
         store.snapshot(index_dir, snapshot)
         model, dim, corpora = _compact(snapshot)
-        files = (FileEntry(DB_NAME, snapshot.stat().st_size, _sha256_file(snapshot)),)
+        files = (ArchiveMember(DB_NAME, snapshot.stat().st_size, _sha256_file(snapshot)),)
         manifest = Manifest(FORMAT_VERSION, __version__, SCHEMA_VERSION, model, dim, corpora, files, time.time())
         out.parent.mkdir(parents=True, exist_ok=True)
         fd, partial = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
@@ -280,7 +280,9 @@ def _check_path(path: str, name: str) -> None:
         raise StoreError(f"{name}: refusing path {path!r} (parent references and unnormalized paths are not allowed)")
 
 
-def _check_member(member: tarfile.TarInfo, expected: dict[str, FileEntry], seen: set[str], name: str) -> FileEntry:
+def _check_member(
+    member: tarfile.TarInfo, expected: dict[str, ArchiveMember], seen: set[str], name: str
+) -> ArchiveMember:
     _check_path(member.name, name)
     if member.issym() or member.islnk():
         raise StoreError(
@@ -300,7 +302,7 @@ def _check_member(member: tarfile.TarInfo, expected: dict[str, FileEntry], seen:
     return entry
 
 
-def _copy_checked(source: IO[bytes], target: Path, entry: FileEntry, name: str) -> None:
+def _copy_checked(source: IO[bytes], target: Path, entry: ArchiveMember, name: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     with target.open("xb") as out:

@@ -42,7 +42,7 @@ def _uri(args: argparse.Namespace, config) -> str:
 
 
 def export_command(args: argparse.Namespace) -> int:
-    from gitwiki.lance_store import export
+    from gitwiki.lance_index import export
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
@@ -62,7 +62,7 @@ def export_command(args: argparse.Namespace) -> int:
 def search_command(args: argparse.Namespace) -> int:
     from gitwiki import config as config_mod
     from gitwiki.embed import load_embedder
-    from gitwiki.lance_store import LanceReader
+    from gitwiki.lance_index import LanceReader
     from gitwiki.outline import outline
     from gitwiki.search import SearchOptions
 
