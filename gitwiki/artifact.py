@@ -25,11 +25,14 @@ import tempfile
 import time
 import zlib
 from pathlib import Path, PurePosixPath
-from typing import IO, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki import __version__, store
 from gitwiki.errors import StoreError, UsageError
 from gitwiki.store import DB_NAME, SCHEMA_VERSION, Store
+
+if TYPE_CHECKING:
+    from gitwiki.wiki import Wiki
 
 FORMAT = "gitwiki-index"
 FORMAT_VERSION = 1
@@ -64,7 +67,7 @@ class Manifest(NamedTuple):
     files: tuple[ArchiveMember, ...]
     created_at: float
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
             "format_version": self.format_version,
@@ -78,7 +81,7 @@ class Manifest(NamedTuple):
         }
 
     @classmethod
-    def from_json(cls, data) -> Manifest:
+    def from_json(cls, data: object) -> Manifest:
         """Validate the manifest's shape; versions are checked by the caller, which names the archive."""
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise StoreError(f"{MANIFEST_NAME} does not describe a {FORMAT} archive")
@@ -124,7 +127,7 @@ class Manifest(NamedTuple):
         return "\n".join(lines)
 
 
-def _typed(value, kind, optional: bool = False):
+def _typed(value: Any, kind: type | tuple[type, ...], optional: bool = False) -> Any:
     if (value is None and optional) or (isinstance(value, kind) and not isinstance(value, bool)):
         return value
     raise TypeError(f"unexpected value {value!r}")
@@ -198,7 +201,7 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def cache_keys(wiki) -> tuple[str, str]:
+def cache_keys(wiki: Wiki) -> tuple[str, str]:
     """(exact key, restore prefix) for a CI cache of the index: schema, model, then every corpus tree.
 
     An unchanged wiki hits the exact key and indexing is a no-op; a changed one restores the newest
@@ -230,7 +233,7 @@ def extract(archive: Path, dest: Path, max_bytes: int = MAX_BYTES) -> Manifest:
             while (member := tar.next()) is not None:
                 entry = _check_member(member, expected, seen, name)
                 seen.add(member.name)
-                _copy_checked(tar.extractfile(member), dest / member.name, entry, name)
+                _copy_checked(_reader(tar, member, name), dest / member.name, entry, name)
     except FileNotFoundError:
         raise StoreError(f"{archive}: no such file") from None
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as e:
@@ -249,7 +252,7 @@ def _read_manifest(tar: tarfile.TarFile, name: str, max_bytes: int) -> Manifest:
     if first.size > MAX_MANIFEST_BYTES:
         raise StoreError(f"{name}: {MANIFEST_NAME} is {first.size} bytes, more than a manifest can be")
     try:
-        manifest = Manifest.from_json(json.loads(tar.extractfile(first).read()))
+        manifest = Manifest.from_json(json.loads(_reader(tar, first, name).read()))
     except ValueError as e:
         raise StoreError(f"{name}: {MANIFEST_NAME} is not valid JSON ({e})") from None
     if manifest.format_version != FORMAT_VERSION:
@@ -270,6 +273,13 @@ def _read_manifest(tar: tarfile.TarFile, name: str, max_bytes: int) -> Manifest:
     for entry in manifest.files:
         _check_path(entry.path, name)
     return manifest
+
+
+def _reader(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str) -> IO[bytes]:
+    reader = tar.extractfile(member)
+    if reader is None:  # tarfile has no reader for links and devices; the callers let only regular files here
+        raise StoreError(f"{name}: refusing {member.name!r}, which is not a regular file")
+    return reader
 
 
 def _check_path(path: str, name: str) -> None:

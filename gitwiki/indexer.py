@@ -7,9 +7,10 @@ blob listing, commit, tree, model) is switched in one transaction at the end.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from typing import NamedTuple, TypeGuard
 
 import pygit2
 
@@ -63,7 +64,7 @@ def corpus_tree(repo: GitRepo, corpus: CorpusConfig, commit: Commit | None) -> s
     return repo.subtree(commit.tree, corpus.path) or ""
 
 
-def is_current(state: State | None, tree: str, model: str | None) -> bool:
+def is_current(state: State | None, tree: str, model: str | None) -> TypeGuard[State]:
     """Whether a state already covers `tree` with vectors for `model` (None: lexical is enough)."""
     return state is not None and state.tree == tree and (model is None or state.model == model)
 
@@ -96,7 +97,7 @@ def ensure_vectors(store: Store, embedder: Embedder, blobs: Iterable[str], progr
 
 
 def git_sources(repo: GitRepo, blobs: Iterable[str]) -> dict[str, Callable[[], bytes]]:
-    return {b: (lambda b=b: repo.read_blob(b)) for b in blobs}
+    return {b: functools.partial(repo.read_blob, b) for b in blobs}
 
 
 def update(
@@ -185,7 +186,7 @@ def worktree_overlay(store: Store, repo: GitRepo, corpus: CorpusConfig, committe
             continue
         blob = str(pygit2.hash(data))
         pages[path] = blob
-        sources[blob] = lambda data=data: data
+        sources[blob] = functools.partial(bytes, data)  # bytes(b) is b itself: no copy
     if sources:
         with store.lock():
             ensure_blobs(store, sources)

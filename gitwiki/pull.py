@@ -27,7 +27,7 @@ import urllib.request
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, Any, NamedTuple
 
 from gitwiki import artifact
 from gitwiki.errors import FetchError, NotFoundError, StoreError, UsageError
@@ -147,7 +147,7 @@ def fetch_git_ref(root: Path, remote: str, ref: str, out: Path) -> None:
         )
 
 
-def _git(root: Path, *args: str, failure: str, stdout=subprocess.PIPE) -> str:
+def _git(root: Path, *args: str, failure: str, stdout: int | IO[bytes] = subprocess.PIPE) -> str:
     run = run_git(root, *args, stdout=stdout)
     if not run.ok:
         raise NotFoundError(
@@ -179,14 +179,22 @@ def github_token() -> str | None:
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: http.client.HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
         return None  # surfaces the 302 as an HTTPError so the token is not sent to the storage host
 
 
 class GitHubApi:
     """The three REST calls pull needs; the base URL follows $GITHUB_API_URL as GitHub's own tools do."""
 
-    def __init__(self, repo: str, token: str | None):
+    def __init__(self, repo: str, token: str | None) -> None:
         self.repo = repo
         self.token = token
         self.base = os.environ.get("GITHUB_API_URL", GITHUB_API).rstrip("/")
@@ -197,7 +205,7 @@ class GitHubApi:
             headers["Authorization"] = f"Bearer {self.token}"
         return headers
 
-    def get_json(self, path: str):
+    def get_json(self, path: str) -> Any:
         with _open(urllib.request.Request(f"{self.base}{path}", headers=self._headers())) as response:
             return json.load(response)
 
@@ -240,7 +248,7 @@ class GitHubApi:
         _download(self._redirected(assets[0]["url"], "application/octet-stream"), out, max_bytes)
 
 
-def _open(request: urllib.request.Request):
+def _open(request: urllib.request.Request) -> http.client.HTTPResponse:
     try:
         return urllib.request.urlopen(request, timeout=TIMEOUT)
     except urllib.error.HTTPError as e:

@@ -133,7 +133,7 @@ class SearchResult(NamedTuple):
 class Searcher:
     """Runs queries; keeps the dense matrix of recent views in memory for long-lived processes."""
 
-    def __init__(self, store: Store, cache_size: int = 4):
+    def __init__(self, store: Store, cache_size: int = 4) -> None:
         self.store = store
         self._matrices: OrderedDict[tuple[str, str], DenseMatrix] = OrderedDict()
         self._cache_size = cache_size
@@ -148,7 +148,7 @@ class Searcher:
             rankings: list[Ranked] = []
             if mode in ("hybrid", "lexical"):
                 rankings.append(self._lexical(query, blob_paths, blob_of))
-            if mode in ("hybrid", "dense"):
+            if embedder is not None and mode in ("hybrid", "dense"):
                 # Last: onnxruntime's threads spin for a while after a run and slow whatever follows.
                 rankings.append(self._dense(view, query, embedder, blob_paths, blob_of))
             fused = rankings[0] if len(rankings) == 1 else FUSERS[options.fusion](rankings)

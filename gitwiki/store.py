@@ -18,10 +18,10 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Iterable
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Sized
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from gitwiki.errors import StoreError
 from gitwiki.markdown.chunker import ParsedPage
@@ -30,6 +30,8 @@ from gitwiki.tokens import fts_text
 if TYPE_CHECKING:
     import filelock
     import numpy as np
+
+T = TypeVar("T")
 
 SCHEMA_VERSION = 1
 DB_NAME = "index.sqlite"
@@ -92,7 +94,7 @@ def text_hash(text: str) -> str:
 
 
 class Store:
-    def __init__(self, index_dir: Path, conn: sqlite3.Connection):
+    def __init__(self, index_dir: Path, conn: sqlite3.Connection) -> None:
         self.index_dir = index_dir
         self.conn = conn
 
@@ -149,19 +151,21 @@ class Store:
     def schema_version(self) -> int | None:
         return _schema_version(self.conn)
 
-    def lock(self):
+    def lock(self) -> AbstractContextManager[None]:
         return writer_lock(self.index_dir)
 
-    def read(self):
+    def read(self) -> AbstractContextManager[None]:
         """A consistent snapshot for several reads (one read transaction)."""
         return _transaction(self.conn, "BEGIN DEFERRED")
 
-    def write(self):
+    def write(self) -> AbstractContextManager[None]:
         return _transaction(self.conn, "BEGIN IMMEDIATE")
 
     # ---- blobs and chunks ------------------------------------------------------------------------
 
-    def _select_in(self, sql: str, keys: Iterable, before: tuple = (), after: tuple = ()):
+    def _select_in(
+        self, sql: str, keys: Iterable[str | int], before: tuple[str, ...] = (), after: tuple[str, ...] = ()
+    ) -> Iterator[tuple[Any, ...]]:
         """Rows of `sql`, whose `{marks}` is an IN list over `keys`, in batches (SQLite caps bound parameters)."""
         for batch in _batches(list(keys)):
             yield from self.conn.execute(sql.format(marks=_marks(batch)), [*before, *batch, *after])
@@ -224,7 +228,7 @@ class Store:
                 need[h] = embed_text(tuple(json.loads(crumb)), text, titles[blob])
         return list(need.items())
 
-    def put_vectors(self, model: str, hashes: list[str], matrix) -> None:
+    def put_vectors(self, model: str, hashes: list[str], matrix: np.ndarray) -> None:
         self.conn.executemany(
             "INSERT OR REPLACE INTO vectors VALUES (?,?,?)",
             [(model, h, row.astype("<f4").tobytes()) for h, row in zip(hashes, matrix, strict=False)],
@@ -356,16 +360,16 @@ def vector_matrix(raw: bytes, count: int) -> np.ndarray:
     return np.frombuffer(raw, dtype="<f4").reshape(count, -1).astype(np.float32)
 
 
-def _chunk_row(r) -> ChunkRow:
+def _chunk_row(r: tuple[Any, ...]) -> ChunkRow:
     return ChunkRow(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7])
 
 
-def _batches(items: list, size: int = 500):
+def _batches(items: list[T], size: int = 500) -> Iterator[list[T]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
 
 
-def _marks(batch: list) -> str:
+def _marks(batch: Sized) -> str:
     return ",".join("?" * len(batch))
 
 
@@ -417,7 +421,7 @@ def _remove_db(path: Path) -> None:
 
 
 @contextmanager
-def _transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE"):
+def _transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> Iterator[None]:
     conn.execute(begin)
     try:
         yield
@@ -431,7 +435,7 @@ _locks: dict[str, filelock.FileLock] = {}
 
 
 @contextmanager
-def writer_lock(index_dir: Path, timeout: float = LOCK_TIMEOUT):
+def writer_lock(index_dir: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     """The index's writer lock; re-entrant within a thread (one FileLock object per path), exclusive across
     threads and processes."""
     import filelock  # 10–15 ms to import; a query against a current index never writes

@@ -47,7 +47,7 @@ class CorpusStatus(NamedTuple):
 
 
 class Wiki:
-    def __init__(self, repo: GitRepo, config: Config):
+    def __init__(self, repo: GitRepo, config: Config) -> None:
         self.repo = repo
         self.config = config
         self._pages: dict[str, tuple[str, dict[str, str]]] = {}  # corpus → (tree, indexed listing)
@@ -121,14 +121,16 @@ class Wiki:
         state = self.store.state(c.name)
         # With auto_index off, a stale index answers as it is (`gitwiki status` shows it stale).
         if state is None or (self.config.search.auto_index and not self.is_fresh(c, vectors=embedder is not None)):
-            update(self.store, self.repo, c, self.repo.head(), embedder)
-            state = self.store.state(c.name)
-        committed = self._committed_pages(c.name, state.tree)
+            report = update(self.store, self.repo, c, self.repo.head(), embedder)
+            commit, tree = report.commit, report.tree  # the state update() just wrote
+        else:
+            commit, tree = state.commit, state.tree
+        committed = self._committed_pages(c.name, tree)
         if not worktree:
-            return CorpusView(c.name, state.commit, committed, (), f"{c.name}:{state.tree}")
+            return CorpusView(c.name, commit, committed, (), f"{c.name}:{tree}")
         overlay, _ = self._overlay(c, committed, vectors=embedder is not None)
-        digest = hashlib.sha1(repr(sorted(overlay.pages.items())).encode()).hexdigest() if overlay.dirty else state.tree
-        return CorpusView(c.name, state.commit, overlay.pages, overlay.dirty, f"{c.name}:{digest}")
+        digest = hashlib.sha1(repr(sorted(overlay.pages.items())).encode()).hexdigest() if overlay.dirty else tree
+        return CorpusView(c.name, commit, overlay.pages, overlay.dirty, f"{c.name}:{digest}")
 
     def _overlay(self, corpus: CorpusConfig, committed: dict[str, str], vectors: bool) -> tuple[Overlay, int]:
         """Fold the worktree into `committed`; with `vectors`, embed what that changed (loading the model only

@@ -7,7 +7,7 @@ from pathlib import Path
 from gitwiki.commands.options import max_bytes_arg, path_arg
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "artifact",
         help="pack, verify or unpack an index archive (what CI publishes and `gitwiki pull` installs)",

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitwiki.config import Config
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "config",
         help="show, validate or create the configuration",
@@ -29,7 +33,7 @@ def init_config(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load(args):
+def _load(args: argparse.Namespace) -> Config:
     from gitwiki import config
     from gitwiki.gitrepo import GitRepo
 

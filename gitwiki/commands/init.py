@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "init", help="write .gitwiki.toml with one corpus", description="Write .gitwiki.toml with one [[corpus]]."
     )

@@ -4,9 +4,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitwiki.config import Config
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "lance",
         help="export the index to LanceDB (local dir or s3://) and search it there",
@@ -30,7 +34,7 @@ def register(sub) -> None:
     search.set_defaults(func=search_command)
 
 
-def _uri(args: argparse.Namespace, config) -> str:
+def _uri(args: argparse.Namespace, config: Config) -> str:
     from gitwiki.errors import UsageError
 
     uri = args.uri or config.storage.uri

@@ -6,7 +6,7 @@ from pathlib import Path
 from gitwiki.commands.options import path_arg
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "publish",
         help="commit an index archive to a git ref (and push it) for `gitwiki pull`",

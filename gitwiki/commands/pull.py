@@ -6,7 +6,7 @@ import json
 from gitwiki.commands.options import max_bytes_arg, path_arg
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "pull",
         help="install the index CI built, then embed only what changed since",
