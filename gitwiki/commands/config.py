@@ -3,6 +3,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from gitwiki.commands.options import add_init_arguments
+
 if TYPE_CHECKING:
     from gitwiki.config import Config
 
@@ -19,18 +21,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     validate = actions.add_parser("validate", help="check the config files; exit 2 with the first problem")
     validate.set_defaults(func=validate_config)
     init = actions.add_parser("init", help="write .gitwiki.toml (same as `gitwiki init`)")
-    init.add_argument("--path", default="wiki", help="the corpus folder (default: wiki)")
-    init.add_argument("--name", default="wiki", help="the corpus name (default: wiki)")
-    init.add_argument("--force", action="store_true", help="overwrite an existing .gitwiki.toml")
-    init.set_defaults(func=init_config)
-
-
-def init_config(args: argparse.Namespace) -> int:
-    from gitwiki.config import write_init
-    from gitwiki.gitrepo import GitRepo
-
-    print(write_init(GitRepo.discover(args.chdir).root, args.path, args.name, args.force).describe())
-    return 0
+    add_init_arguments(init)
 
 
 def _load(args: argparse.Namespace) -> Config:

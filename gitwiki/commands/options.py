@@ -1,4 +1,4 @@
-"""Argument helpers several commands share (commands never import each other)."""
+"""Argument helpers several commands share (commands never import each other, so they import this)."""
 
 from __future__ import annotations
 
@@ -21,3 +21,19 @@ def max_bytes_arg(args: argparse.Namespace) -> int:
 def path_arg(args: argparse.Namespace, path: str | Path) -> Path:
     """A path argument, relative to -C DIR like every path argument."""
     return Path(args.chdir, path).resolve()
+
+
+def add_init_arguments(parser: argparse.ArgumentParser) -> None:
+    """`gitwiki init` and `gitwiki config init` are one command under two names: the same options, the same run."""
+    parser.add_argument("--path", default="wiki", help="the corpus folder, relative to the repo root (default: wiki)")
+    parser.add_argument("--name", default="wiki", help="the corpus name (default: wiki)")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing .gitwiki.toml")
+    parser.set_defaults(func=_init)
+
+
+def _init(args: argparse.Namespace) -> int:
+    from gitwiki.config import write_init
+    from gitwiki.gitrepo import GitRepo
+
+    print(write_init(GitRepo.discover(args.chdir).root, args.path, args.name, args.force).describe())
+    return 0
