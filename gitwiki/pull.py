@@ -206,8 +206,15 @@ class GitHubApi:
         return headers
 
     def get_json(self, path: str) -> Any:
-        with _open(urllib.request.Request(f"{self.base}{path}", headers=self._headers())) as response:
-            return json.load(response)
+        url = f"{self.base}{path}"
+        with _open(urllib.request.Request(url, headers=self._headers())) as response:
+            body = b"".join(_blocks(response, url))
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise FetchError(
+                f"{url} did not answer JSON (a proxy or captive portal?); check the network and GITHUB_API_URL"
+            ) from None
 
     def _redirected(self, url: str, accept: str) -> urllib.request.Request:
         """Follow the API's redirect to the storage host ourselves, without the Authorization header."""

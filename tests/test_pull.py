@@ -221,6 +221,11 @@ def test_network_failures_exit_6_and_leave_the_index(origin, cli, tmp_path, monk
     with serve(BrokenOff, tls) as server:
         code, _, err = cli("pull", "--from", f"https://127.0.0.1:{server.server_address[1]}/a.tar.gz", cwd=local.path)
         assert code == 6 and "broke off" in err and "Traceback" not in err
+    portal = type("H", (Quiet,), {"routes": {"/repos/o/r/releases/tags/t": (200, {}, b"<html>Log in")}, "seen": []})
+    with serve(portal) as server:
+        monkeypatch.setenv("GITHUB_API_URL", f"http://127.0.0.1:{server.server_address[1]}")
+        code, _, err = cli("pull", "--from", "github-release:t", "--github-repo", "o/r", cwd=local.path)
+        assert code == 6 and "did not answer JSON" in err
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
