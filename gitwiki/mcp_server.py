@@ -14,7 +14,8 @@ import logging
 import sys
 import threading
 import time
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, ParamSpec
 
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
@@ -26,9 +27,11 @@ from gitwiki import __version__, pages, writes
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
 from gitwiki.markdown.footnotes import footnote
 from gitwiki.outline import outline
+from gitwiki.search import CorpusView
 from gitwiki.wiki import Wiki
 
 log = logging.getLogger("gitwiki.mcp")
+P = ParamSpec("P")
 
 INSTRUCTIONS = """\
 gitwiki serves the markdown wiki of this git repository: search it, read it, and edit it safely.
@@ -93,7 +96,7 @@ def result(text: str, data: dict[str, Any]) -> CallToolResult:
 class WikiTools:
     """The tool bodies. Each returns a CallToolResult: a short text for the model, structured data for programs."""
 
-    def __init__(self, wiki: Wiki):
+    def __init__(self, wiki: Wiki) -> None:
         self.wiki = wiki
 
     def _corpus_for_page(self, corpus: str | None) -> str:
@@ -105,7 +108,7 @@ class WikiTools:
 
     def list_corpora(self) -> CallToolResult:
         """List every corpus (a folder of markdown pages): name, path, page count, indexed commit, fresh or stale."""
-        rows = []
+        rows: list[dict[str, Any]] = []
         for s in self.wiki.status():
             rows.append(
                 {
@@ -237,13 +240,8 @@ class WikiTools:
     ) -> CallToolResult:
         """Bring the search index up to HEAD incrementally (only changed pages are parsed and embedded).
         Searches do this by themselves; call it to pay the cost up front. Returns counts and duration."""
-        from gitwiki.commands.index import summary
-
         reports = self.wiki.index(corpus)
-        return result(
-            "\n".join(summary(r) for r in reports),
-            {"reports": [{**r._asdict(), "up_to_date": r.up_to_date} for r in reports]},
-        )
+        return result("\n".join(r.summary() for r in reports), {"reports": [r.to_json() for r in reports]})
 
     def get_footnote(
         self,
@@ -305,11 +303,11 @@ def build_server(wiki: Wiki) -> MCPServer:
     return app
 
 
-def _guarded(method, serial: threading.Lock):
+def _guarded(method: Callable[P, CallToolResult], serial: threading.Lock) -> Callable[P, CallToolResult]:
     """Serialize calls and turn gitwiki errors into JSON-RPC errors the client can act on."""
 
     @functools.wraps(method)
-    def call(*args, **kwargs):
+    def call(*args: P.args, **kwargs: P.kwargs) -> CallToolResult:
         name = method.__name__
         with serial:
             started = time.perf_counter()
@@ -345,11 +343,11 @@ def serve(start: str = ".", log_level: str = "WARNING") -> None:
         wiki.close()
 
 
-def _freshness(view) -> dict[str, Any]:
+def _freshness(view: CorpusView) -> dict[str, Any]:
     return {"corpus": view.corpus, "commit": view.commit, "dirty": list(view.dirty)}
 
 
-def _footer(count: int, noun: str, view) -> str:
+def _footer(count: int, noun: str, view: CorpusView) -> str:
     line = f"{count} {noun} · corpus {view.corpus} · commit {view.commit[:12] or '(none)'}"
     return line + (f" · {len(view.dirty)} uncommitted page(s) included" if view.dirty else "")
 
@@ -359,7 +357,7 @@ def _page_state(wiki: Wiki, ref: pages.PageRef) -> dict[str, Any]:
     return {"commit": head.id if head else "", "dirty": wiki.repo.is_dirty(ref.repo_path)}
 
 
-def _tree_lines(node: dict, level: int) -> list[str]:
+def _tree_lines(node: dict[str, Any], level: int) -> list[str]:
     pad = "  " * level
     lines = [f"{pad}{node['path'] or '.'}/  ({node['pages']} pages)"]
     lines += [f"{pad}  {f['path'].rsplit('/', 1)[-1]}" for f in node["files"]]
