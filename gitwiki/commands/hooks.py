@@ -35,4 +35,14 @@ def hooks(args: argparse.Namespace) -> int:
     print(f"settings: {path}")
     for s in states:
         print(f"  {s.name} ({s.event}): {s.state}")
+    if args.action == "install" and not _has_index(args.chdir):
+        print("next: gitwiki index (the hooks read the index and never build it)")
     return 0
+
+
+def _has_index(start: str) -> bool:
+    from gitwiki import config, gitcli
+    from gitwiki.store import DB_NAME
+
+    checkout = gitcli.discover(start)
+    return (config.index_dir(config.load(checkout.root), checkout.root, checkout.common_dir) / DB_NAME).is_file()

@@ -47,6 +47,10 @@ def test_install_then_uninstall_restores_the_other_hooks(repo, cli):
     cli("hooks", "install", cwd=repo.path)
     assert _settings(repo) == installed  # idempotent
 
+    assert out.splitlines()[-1] == "next: gitwiki index (the hooks read the index and never build it)"
+    cli("index", cwd=repo.path)
+    assert "next:" not in cli("hooks", "install", cwd=repo.path)[1]
+
     code, out, _ = cli("hooks", "uninstall", cwd=repo.path)
     assert code == 0 and "  prompt (UserPromptSubmit): missing" in out
     assert _settings(repo) == OTHER
@@ -96,3 +100,22 @@ def test_user_settings_honour_claude_config_dir(repo, cli, tmp_path, monkeypatch
 def test_the_plugin_registers_the_same_hooks():
     plugin = json.loads((ROOT / "plugins" / "gitwiki" / "hooks" / "hooks.json").read_text())
     assert plugin == {"description": plugin["description"], "hooks": hooks_table()}
+
+
+def test_the_plugin_registers_the_mcp_server_as_mcp_config_prints_it(repo, cli):
+    repo.commit("start")
+    code, out, _ = cli("mcp", "config", "--project", cwd=repo.path)
+    assert code == 0
+    assert json.loads((ROOT / "plugins" / "gitwiki" / ".mcp.json").read_text()) == json.loads(out)
+
+
+def test_the_marketplace_lists_the_plugin_at_this_version():
+    from gitwiki import __version__
+
+    market = json.loads((ROOT / ".claude-plugin" / "marketplace.json").read_text())
+    entry = market["plugins"][0]
+    manifest = json.loads((ROOT / entry["source"] / ".claude-plugin" / "plugin.json").read_text())
+    assert entry["name"] == manifest["name"] == "gitwiki"
+    assert entry["version"] == manifest["version"] == __version__
+    skill = (ROOT / entry["source"] / "skills" / "gitwiki" / "SKILL.md").read_text()
+    assert skill.startswith("---\nname: gitwiki\ndescription: ")
