@@ -108,7 +108,7 @@ class AgentHooksConfig(NamedTuple):
     max_chars: int = 4000  # cap on the context one hook adds (Claude Code caps hook output at 10,000)
     results: int = 3  # sections per search (prompt, errors, each ambient layer shares it)
     snippet_chars: int = 360
-    min_coverage: int = 50  # percent of the prompt's terms a section must hold to be injected
+    min_coverage: int = 50  # percent of the prompt's IDF weight (its 6 weightiest terms) a section must hold
 
 
 class Config(NamedTuple):

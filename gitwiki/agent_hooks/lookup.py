@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import os
 import posixpath
 import re
@@ -124,19 +125,21 @@ class Lookup:
         return notes
 
     def search(self, query: str) -> list[Note]:
-        """Sections holding enough of `query`'s terms ([agent_hooks] min_coverage of up to 6), best first."""
+        """Sections holding enough of what `query` says, best first: the query's terms the index knows, each
+        weighted by its IDF, must be covered to [agent_hooks] min_coverage percent of the weight of the six
+        weightiest. Matching only common words ("make", "index") is not enough where rare ones ("CI") exist."""
         if self.store is None:
             return []
-        terms = set(tokenize(query))
-        need = max(1, round(self.settings.min_coverage / 100 * min(len(terms), 6)))
-        rows = self.store.term_chunks(terms)
-        by_rarity = sorted(rows, key=lambda t: (rows[t], t))
-        limit = COMMON * self.store.chunk_total()
-        notes = self.ranked(fts_any(by_rarity[:1] + [t for t in by_rarity[1:] if rows[t] <= limit]))
-        if not notes:
+        rows = self.store.term_chunks(set(tokenize(query)))
+        if not rows:
             return []
-        held = self.store.indexed_terms(n.chunk for n in notes)
-        return [n for n in notes if len(terms & held.get(n.chunk, set())) >= need]
+        total = self.store.chunk_total()
+        weight = {t: math.log((total + 1) / (n + 0.5)) for t, n in rows.items()}
+        need = self.settings.min_coverage / 100 * sum(sorted(weight.values(), reverse=True)[:6])
+        by_rarity = sorted(rows, key=lambda t: (rows[t], t))
+        notes = self.ranked(fts_any(by_rarity[:1] + [t for t in by_rarity[1:] if rows[t] <= COMMON * total]))
+        held = self.store.indexed_terms(n.chunk for n in notes) if notes else {}
+        return [n for n in notes if sum(weight[t] for t in held.get(n.chunk, set()) & weight.keys()) >= need]
 
     def mentions(self, text: str) -> list[Note]:
         """Sections whose text holds `text` as it is (a path), best first."""
