@@ -100,7 +100,7 @@ class Lookup:
         for path, full in self.memory_files().items():
             try:
                 with open(full, "rb") as f:
-                    on_disk[path] = _blob_id(f.read())
+                    on_disk[path] = gitcli.blob_id(f.read())
             except OSError:
                 continue
         known = self.store.known_blobs(on_disk.values())
@@ -198,8 +198,3 @@ _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 
 def _whole_words(names: list[str]) -> re.Pattern[str] | None:
     return re.compile(r"(?<![\w$])(?:" + "|".join(map(re.escape, names)) + r")(?![\w$])") if names else None
-
-
-def _blob_id(data: bytes) -> str:
-    """Git's id for a file with this content (SHA-1 object format)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
