@@ -55,6 +55,11 @@ def words(text: str) -> list[str]:
     return out
 
 
+def code_like(name: str) -> bool:
+    """Whether an identifier reads as code rather than a word: snake_case, camelCase, CamelCase (two humps)."""
+    return "_" in name.strip("_") or (any(c.isupper() for c in name[1:]) and any(c.islower() for c in name))
+
+
 def tokenize(text: str) -> list[str]:
     """Index/query terms: surface words without stop words, stemmed."""
     kept = [w for w in words(text) if w not in STOP_WORDS]

@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from gitwiki.agent_hooks.extract import removed_names, symbols
 from gitwiki.agent_hooks.handlers import Call
@@ -32,8 +33,7 @@ def ambient(call: Call) -> dict | None:
     if tool in ("Glob", "Grep"):
         names = re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", str(tool_input.get("pattern", "")))
         query = " ".join(names)
-        layers = [(f"gitwiki sections on {query!r}:", call.lookup.search(query))] if names else []
-        return _answer(call, layers, query)
+        return _answer(call, [Layer(f"gitwiki sections on {query!r}:", call.lookup.search(query), query)])
     if tool not in ("Read", "Edit", "Write"):
         return None
     path = _relative(call.lookup.root, tool_input.get("file_path"))
@@ -46,33 +46,48 @@ def ambient(call: Call) -> dict | None:
     removed = []
     if tool == "Edit":
         removed = removed_names(str(tool_input.get("old_string", "")), str(tool_input.get("new_string", "")))
-    return _answer(call, file_layers(call.lookup, path, text if isinstance(text, str) else "", removed), path)
+    return _answer(call, file_layers(call.lookup, path, text if isinstance(text, str) else "", removed))
 
 
-def file_layers(lookup: Lookup, path: str, text: str, removed: list[str]) -> list[tuple[str, list[Note]]]:
-    """(title, notes) per layer, best first within each; the file's own sections (a wiki page being read) are
-    not notes on it."""
+class Layer(NamedTuple):
+    title: str
+    notes: list[Note]  # best first
+    query: str  # the words its snippets are cut around
+
+
+def file_layers(lookup: Lookup, path: str, text: str, removed: list[str]) -> list[Layer]:
+    """The five layers; the file's own sections (a wiki page being read) are not notes on it."""
     naming_path = lookup.mentions(path)
     defined = symbols(text)
     stem = Path(path).stem
     layers = [
-        (f"memory entries with [source: {path}]:", [n for n in naming_path if is_source_entry(n, path, lookup)]),
-        (f"sections naming symbols of {path} ({', '.join(defined[:6])}):", lookup.naming(defined)),
-        (f"sections about {stem!r}:", lookup.headed(stem)),
-        (f"notes that name {path}:", [n for n in naming_path if not is_source_entry(n, path, lookup)]),
-        (f"this edit removes {', '.join(removed[:6])}; sections that name them:", lookup.naming(removed)),
+        Layer(
+            f"memory entries with [source: {path}]:",
+            [n for n in naming_path if is_source_entry(n, path, lookup)],
+            path,
+        ),
+        Layer(
+            f"sections naming symbols of {path} ({', '.join(defined[:6])}):", lookup.naming(defined), " ".join(defined)
+        ),
+        Layer(f"sections about {stem!r}:", lookup.headed(stem), stem),
+        Layer(f"notes that name {path}:", [n for n in naming_path if not is_source_entry(n, path, lookup)], path),
+        Layer(
+            f"this edit removes {', '.join(removed[:6])}; sections that name them:",
+            lookup.naming(removed),
+            " ".join(removed),
+        ),
     ]
-    return [(title, [n for n in notes if n.path != path]) for title, notes in layers]
+    return [layer._replace(notes=[n for n in layer.notes if n.path != path]) for layer in layers]
 
 
-def _answer(call: Call, layers: list[tuple[str, list[Note]]], query: str) -> dict | None:
+def _answer(call: Call, layers: list[Layer]) -> dict | None:
     picked: set[str] = set()
     parts = []
-    for title, notes in layers:
-        chosen = call.lookup.pick(notes, _either(call.session.seen, picked.__contains__))
+    for layer in layers:
+        chosen = call.lookup.pick(layer.notes, _either(call.session.seen, picked.__contains__))
         if chosen:
             picked.update(n.key for n in chosen)
-            parts.append(f"{title}\n{call.lookup.render(chosen, query)}")
+            parts.append(f"{layer.title}\n{call.lookup.render(chosen, layer.query)}")
             for note in chosen:
                 call.session.injected(note.key, note.topic)
     if not parts:

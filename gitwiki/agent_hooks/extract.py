@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from gitwiki.tokens import code_like
+
 MAX_LINES = 500
 MAX_SYMBOLS = 20
 
@@ -23,10 +25,12 @@ _DEFINITION = re.compile(
     )""",
     re.MULTILINE | re.VERBOSE,
 )
-# C-family method and function definitions: a return type, a name, parameters, then `{` or a line end.
+# C-family method and function definitions: a return type, a name, parameters, then `{` or a line end (not a
+# statement such as `return f(x)` that has the same shape).
 _C_FUNCTION = re.compile(
-    r"^[ \t]*(?:(?:public|private|protected|internal|static|final|virtual|override|inline|extern|abstract|"
-    r"synchronized|const|unsafe)[ \t]+)*[\w<>\[\],:*& ]+?[ \t*&]+(?P<name>[A-Za-z_]\w*)[ \t]*\([^;{}]*\)[ \t]*"
+    r"^(?![ \t]*(?:return|else|new|throw|yield|await|delete|case|goto|echo|print|raise|assert|not)\b)[ \t]*"
+    r"(?:(?:public|private|protected|internal|static|final|virtual|override|inline|extern|abstract|"
+    r"synchronized|const|unsafe)[ \t]+)*[\w<>\[\],:*& ]+?[ \t*&]+(?P<name>[A-Za-z_]\w*)[ \t]*\([^;{}\n]*\)[ \t]*"
     r"(?:const[ \t]*)?(?:throws[ \t][\w, .]+)?\{?[ \t]*$",
     re.MULTILINE,
 )
@@ -64,7 +68,7 @@ def removed_names(old: str, new: str) -> list[str]:
     """Names an edit takes out: the symbols `old` defines, then its other identifiers, that `new` lacks."""
     kept = set(_IDENTIFIER.findall(new))
     defined = [n for n in symbols(old) if n not in kept]
-    others = [n for n in _IDENTIFIER.findall(old) if n not in kept and _meaningful(n) and _looks_like_code(n)]
+    others = [n for n in _IDENTIFIER.findall(old) if n not in kept and _meaningful(n) and code_like(n)]
     return list(dict.fromkeys(defined + others))[:MAX_SYMBOLS]
 
 
@@ -84,8 +88,3 @@ def error_lines(output: str, limit: int = 3) -> list[str]:
 
 def _meaningful(name: str) -> bool:
     return len(name) >= 3 and not name.startswith("__") and name.lower() not in _NOT_SYMBOLS
-
-
-def _looks_like_code(name: str) -> bool:
-    """An identifier people would search for: snake_case, camelCase or CamelCase, not a plain word."""
-    return "_" in name.strip("_") or (any(c.isupper() for c in name[1:]) and any(c.islower() for c in name))

@@ -23,7 +23,7 @@ from gitwiki import gitcli
 from gitwiki.config import Config
 from gitwiki.ranking import snippet
 from gitwiki.store import Store
-from gitwiki.tokens import STOP_WORDS, fts_any, fts_phrase, tokenize, words
+from gitwiki.tokens import STOP_WORDS, code_like, fts_any, fts_phrase, tokenize, words
 
 CANDIDATES = 400  # FTS rows read per query: other corpora and old page versions share the table
 KEPT = 40  # of those, the best live sections whose text is read (a hook shows 3 per search)
@@ -100,7 +100,7 @@ class Lookup:
         for path, full in self.memory_files().items():
             try:
                 with open(full, "rb") as f:
-                    on_disk[path] = _blob_id(f.read())
+                    on_disk[path] = gitcli.blob_id(f.read())
             except OSError:
                 continue
         known = self.store.known_blobs(on_disk.values())
@@ -146,12 +146,20 @@ class Lookup:
         return [n for n in self.ranked(fts_phrase(text)) if text in n.text]
 
     def naming(self, names: list[str]) -> list[Note]:
-        """Sections whose text holds one of `names` as a whole identifier, best first."""
+        """Sections that name one of `names`: a code-like one (`rotate_key`, `KeyRing`) as a whole identifier
+        anywhere, a plain word (`close`, `Store`) only inside a `code span`, where it means the symbol."""
         phrases = [p for p in map(fts_phrase, names) if p]
         if not phrases:
             return []
-        pattern = re.compile(r"(?<![\w$])(?:" + "|".join(map(re.escape, names)) + r")(?![\w$])")
-        return [n for n in self.ranked(" OR ".join(phrases)) if pattern.search(n.text)]
+        code = _whole_words([n for n in names if code_like(n)])
+        plain = _whole_words([n for n in names if not code_like(n)])
+
+        def names_one(text: str) -> bool:
+            return bool(code and code.search(text)) or bool(
+                plain and any(plain.search(span) for span in _CODE_SPAN.findall(text))
+            )
+
+        return [n for n in self.ranked(" OR ".join(phrases)) if names_one(n.text)]
 
     def headed(self, name: str) -> list[Note]:
         """Sections of a page called `name`, or under a heading with `name` as a word, best first."""
@@ -185,6 +193,8 @@ class Lookup:
         return "\n".join(lines)
 
 
-def _blob_id(data: bytes) -> str:
-    """Git's id for a file with this content (SHA-1 object format)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def _whole_words(names: list[str]) -> re.Pattern[str] | None:
+    return re.compile(r"(?<![\w$])(?:" + "|".join(map(re.escape, names)) + r")(?![\w$])") if names else None

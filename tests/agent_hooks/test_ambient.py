@@ -66,3 +66,18 @@ def test_reading_a_wiki_page_does_not_inject_the_page_itself(wiki, hook):
     event["tool_input"] = {"file_path": str(wiki.path / "wiki" / "keys.md")}
     layers = _layers(context_of(hook("ambient", event, wiki.path)[1]))
     assert layers == {"sections about 'keys':": ["wiki/memory/keys.md"]}
+
+
+def test_a_plain_word_symbol_counts_only_in_a_code_span(wiki, hook, cli):
+    wiki.commit(
+        "more",
+        {
+            "wiki/prose.md": "# Prose\n\n## Evenings\n\nWe close the shop at night.\n",
+            "wiki/api.md": "# API\n\n## Shutdown\n\nCall `ring.close()` when done.\n",
+        },
+    )
+    cli("index", cwd=wiki.path)
+    event = load("pre_tool_use_read", wiki.path, tool_name="Write")
+    event["tool_input"] = {"file_path": str(wiki.path / "src" / "shop.py"), "content": "def close(self):\n    pass\n"}
+    layers = _layers(context_of(hook("ambient", event, wiki.path)[1]))
+    assert layers == {"sections naming symbols of src/shop.py (close):": ["wiki/api.md"]}
