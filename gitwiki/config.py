@@ -100,6 +100,12 @@ class McpConfig(NamedTuple):
     max_page_bytes: int = 1_000_000
 
 
+class MemoryConfig(NamedTuple):
+    corpus: str | None = None  # default: the repo's default corpus
+    dir: str = "memory"  # folder of topic pages, relative to the corpus
+    commit: bool = False  # commit each memory write (default: leave it in the worktree for review)
+
+
 class Config(NamedTuple):
     corpora: tuple[CorpusConfig, ...]
     search: SearchConfig = SearchConfig()
@@ -108,6 +114,7 @@ class Config(NamedTuple):
     lint: LintConfig = LintConfig()
     index_blocks: IndexBlocksConfig = IndexBlocksConfig()
     mcp: McpConfig = McpConfig()
+    memory: MemoryConfig = MemoryConfig()
     files: tuple[str, ...] = ()  # the config files that were read, in order
 
     def corpus(self, name: str | None = None) -> CorpusConfig:
@@ -137,6 +144,7 @@ SECTIONS: dict[str, type] = {
     "lint": LintConfig,
     "index_blocks": IndexBlocksConfig,
     "mcp": McpConfig,
+    "memory": MemoryConfig,
 }
 
 

@@ -1,0 +1,155 @@
+"""`Memory`: where the topic pages live in the wiki, and reading them (parsed once per file version).
+
+One `Memory` per process: the MCP server keeps it, so a query stats the topic files and re-parses only
+those that changed. Nothing heavy is imported here; the `Wiki` it wraps is the caller's.
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import functools
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from gitwiki.config import normalize_corpus_path
+from gitwiki.errors import NotFoundError
+from gitwiki.memory.entry import Entry, TopicPage, now_iso, parse_page, topic_name
+
+if TYPE_CHECKING:
+    from gitwiki.wiki import Wiki
+
+CHECKPOINTS = "checkpoints"
+
+
+class TopicFile(NamedTuple):
+    name: str
+    repo_path: str
+    blob: str  # git blob id of the file on disk
+    page: TopicPage
+    data: bytes  # the file as read, the version `blob` names
+
+
+def blob_id(data: bytes) -> str:
+    """The git blob id of `data`, as `git hash-object` computes it (no pygit2 needed)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+class Memory:
+    def __init__(self, wiki: Wiki):
+        self.wiki = wiki
+        self.config = wiki.config.memory
+        self.corpus = wiki.corpus(self.config.corpus)
+        self.dir = normalize_corpus_path(self.config.dir, "[memory] dir")
+        base = wiki.root / self.corpus.path if self.corpus.path else wiki.root
+        self.folder = base / self.dir if self.dir else base
+        self.started = now_iso()  # the session: what this process stored since it started
+        self._pages: dict[Path, tuple[tuple[int, int, int], TopicFile]] = {}
+        self._files: dict[Path, tuple[int, int, str | None]] = {}
+        self.indexed: set[tuple[str, str | None]] = set()  # (blob, model) known parsed and embedded
+
+    @classmethod
+    def open(cls, start: str = ".") -> Memory:
+        from gitwiki.wiki import Wiki
+
+        return cls(Wiki.open(start))
+
+    # ---- paths -------------------------------------------------------------------------------------
+
+    def rel_path(self, topic: str, folder: str = "") -> str:
+        """The page path relative to the corpus (what the page write path takes)."""
+        parts = [p for p in (self.dir, folder, f"{topic}.md") if p]
+        return "/".join(parts)
+
+    def repo_path(self, rel: str) -> str:
+        return f"{self.corpus.path}/{rel}" if self.corpus.path else rel
+
+    @functools.cached_property
+    def page_wiki(self) -> Wiki:
+        """The wiki the page write path sees: the same repo, store and model, with [memory] commit in
+        place of [mcp] commit_writes (that is the one switch the write path reads)."""
+        self.wiki.store  # noqa: B018 (open it first, so the copy shares the connection)
+        clone = copy.copy(self.wiki)
+        mcp = self.wiki.config.mcp._replace(commit_writes=self.config.commit)
+        clone.config = self.wiki.config._replace(mcp=mcp)
+        return clone
+
+    # ---- reading -----------------------------------------------------------------------------------
+
+    def topics(self, pattern: str | None = None, fresh: bool = False) -> dict[str, TopicFile]:
+        """Topic pages on disk (uncommitted ones included), by name; `pattern` is a name or an fnmatch glob.
+
+        `fresh` re-reads every page: writers do, under the lock, because a file rewritten within one
+        filesystem timestamp tick can keep its size and mtime."""
+        skip = self.wiki.config.index_blocks.filename
+        out: dict[str, TopicFile] = {}
+        try:
+            files = sorted(self.folder.glob("*.md"))
+        except OSError:
+            files = []
+        for file in files:
+            if file.name == skip or not file.is_file():
+                continue
+            name = file.stem
+            if pattern and not fnmatch.fnmatchcase(name, pattern):
+                continue
+            loaded = self._load(file, name, fresh)
+            if loaded is not None:
+                out[name] = loaded
+        return out
+
+    def topic(self, name: str) -> TopicFile:
+        name = topic_name(name)
+        found = self.topics().get(name)
+        if found is None:
+            known = ", ".join(self.topics()) or "none yet"
+            raise NotFoundError(f"no memory topic {name!r}; topics: {known} (memory_store creates one)")
+        return found
+
+    def entries(self, pattern: str | None = None) -> list[Entry]:
+        return [e for t in self.topics(pattern).values() for e in t.page.entries]
+
+    def entry(self, topic: str, index: int) -> Entry:
+        entries = self.topic(topic).page.entries
+        if not isinstance(index, int) or not 1 <= index <= len(entries):
+            raise NotFoundError(
+                f"topic {topic!r} has {len(entries)} entries; index {index!r} is not one of 1..{len(entries)}"
+            )
+        return entries[index - 1]
+
+    def _load(self, file: Path, name: str, fresh: bool = False) -> TopicFile | None:
+        try:
+            st = file.stat()
+        except OSError:
+            return None
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)  # atomic writes rename a new inode into place
+        cached = self._pages.get(file)
+        if cached and cached[0] == key and not fresh:
+            return cached[1]
+        try:
+            data = file.read_bytes()
+        except OSError:
+            return None
+        page = parse_page(data.decode("utf-8", errors="replace"), name)
+        rel = file.relative_to(self.wiki.root).as_posix()
+        loaded = TopicFile(name, rel, blob_id(data), page, data)
+        self._pages[file] = (key, loaded)
+        return loaded
+
+    def file_blob(self, repo_path: str) -> str | None:
+        """The git blob id of a repo file as it is on disk now (None when missing), cached by its stat."""
+        file = self.wiki.root / repo_path
+        try:
+            st = file.stat()
+        except OSError:
+            return None
+        cached = self._files.get(file)
+        if cached and cached[:2] == (st.st_mtime_ns, st.st_size):
+            return cached[2]
+        try:
+            blob: str | None = blob_id(file.read_bytes())
+        except OSError:
+            blob = None
+        self._files[file] = (st.st_mtime_ns, st.st_size, blob)
+        return blob
