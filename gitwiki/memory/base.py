@@ -10,6 +10,8 @@ import copy
 import fnmatch
 import functools
 import hashlib
+import os
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -48,6 +50,7 @@ class Memory:
         self._pages: dict[Path, tuple[tuple[int, int, int], TopicFile]] = {}
         self._files: dict[Path, tuple[int, int, str | None]] = {}
         self.indexed: set[tuple[str, str | None]] = set()  # (blob, model) known parsed and embedded
+        self.chunk_entries: dict[str, dict[int, tuple[str, int]]] = {}  # blob → chunk id → (topic, entry line)
 
     @classmethod
     def open(cls, start: str = ".") -> Memory:
@@ -77,24 +80,24 @@ class Memory:
 
     # ---- reading -----------------------------------------------------------------------------------
 
-    def topics(self, pattern: str | None = None, fresh: bool = False) -> dict[str, TopicFile]:
+    def topics(self, pattern: str | None = None, fresh: bool | Collection[str] = ()) -> dict[str, TopicFile]:
         """Topic pages on disk (uncommitted ones included), by name; `pattern` is a name or an fnmatch glob.
 
-        `fresh` re-reads every page: writers do, under the lock, because a file rewritten within one
-        filesystem timestamp tick can keep its size and mtime."""
+        `fresh` (True, or topic names) re-reads those pages whatever their stat says: writers do, under the
+        lock, for the pages they rewrite, because a page replaced within one filesystem timestamp tick can
+        keep its size and mtime, and even its inode number."""
         skip = self.wiki.config.index_blocks.filename
         out: dict[str, TopicFile] = {}
         try:
-            files = sorted(self.folder.glob("*.md"))
+            with os.scandir(self.folder) as it:
+                files = sorted(e.name for e in it if e.name.endswith(".md") and e.name != skip and e.is_file())
         except OSError:
             files = []
-        for file in files:
-            if file.name == skip or not file.is_file():
-                continue
-            name = file.stem
+        for filename in files:
+            name = filename[:-3]
             if pattern and not fnmatch.fnmatchcase(name, pattern):
                 continue
-            loaded = self._load(file, name, fresh)
+            loaded = self._load(self.folder / filename, name, fresh is True or (fresh is not False and name in fresh))
             if loaded is not None:
                 out[name] = loaded
         return out

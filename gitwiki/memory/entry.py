@@ -168,6 +168,7 @@ def now_iso(now: datetime | None = None) -> str:
     return (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@functools.lru_cache(maxsize=65536)  # searches and briefs date every entry
 def parse_iso(stamp: str) -> datetime | None:
     try:
         value = datetime.fromisoformat(stamp)

@@ -79,6 +79,8 @@ def window(after=None, before=None, days=None, hours=None, now: datetime | None 
 
 
 def in_window(entry: Entry, lo, hi) -> bool:
+    if lo is None and hi is None:
+        return True
     when = parse_iso(entry.when) if entry.when else None
     if when is None:
         return lo is None and hi is None
@@ -188,27 +190,45 @@ def _key(entry: Entry) -> tuple[str, int]:
 
 
 def _relevance(mem: Memory, files: dict[str, TopicFile], words: str) -> tuple[dict[tuple[str, int], float], str]:
-    """Each entry's best section score from the wiki's hybrid search over just these pages."""
+    """Each entry's best section score in the wiki's hybrid ranking of just these pages, relative to the best."""
     if not files:
         return {}, "lexical"
-    from gitwiki.search import SearchOptions
-
     s = mem.wiki.config.search
     embedder = mem.wiki.embedder() if s.mode != "lexical" else None
     view = memory_view(mem, files, embedder)
-    options = SearchOptions(s.mode, s.fusion, len(files), CANDIDATES, CANDIDATES, 1, True)
-    found = mem.wiki.searcher.search(view, words, options, embedder)
-    starts = {tf.repo_path: (tf.name, [(e.start_line, e.end_line) for e in tf.page.entries]) for tf in files.values()}
+    with mem.wiki.store.read():
+        fused, blob_of, ranking = mem.wiki.searcher.rank(view, words, s.mode, s.fusion, embedder)
+        entry_of = _entry_of_chunk(mem, files, set(blob_of.values()))
     out: dict[tuple[str, int], float] = {}
-    for doc in found.docs:
-        name, spans = starts[doc.path]
-        for chunk in doc.chunks:
-            start = next((a for a, b in spans if a <= chunk.start_line <= b), None)
-            if start is not None:
-                out[(name, start)] = max(out.get((name, start), 0.0), chunk.score)
+    for cid, score in fused:
+        key = entry_of.get(cid)
+        if key is not None and score > out.get(key, 0.0):
+            out[key] = score
     top = max(out.values(), default=0.0)
     # BM25 alone scores in arbitrary units: relevance is relative to the best hit, in (0, 1].
-    return ({k: v / top for k, v in out.items()} if top > 0 else out), found.mode
+    return ({k: v / top for k, v in out.items()} if top > 0 else out), ranking
+
+
+def _entry_of_chunk(mem: Memory, files: dict[str, TopicFile], blobs: set[str]) -> dict[int, tuple[str, int]]:
+    """chunk id → (topic, first line of its entry), read once per page version."""
+    out: dict[int, tuple[str, int]] = {}
+    if len(mem.chunk_entries) > 4 * len(files):  # a long-lived server: forget replaced page versions
+        live = {tf.blob for tf in files.values()}
+        mem.chunk_entries = {b: v for b, v in mem.chunk_entries.items() if b in live}
+    for tf in files.values():
+        if tf.blob not in blobs:
+            continue
+        cached = mem.chunk_entries.get(tf.blob)
+        if cached is None:
+            starts = [(e.start_line, e.end_line) for e in tf.page.entries]
+            cached = {}
+            for row in mem.wiki.store.chunks_of([tf.blob]):
+                start = next((a for a, b in starts if a <= row.start_line <= b), None)
+                if start is not None:
+                    cached[row.id] = (tf.name, start)
+            mem.chunk_entries[tf.blob] = cached
+        out.update(cached)
+    return out
 
 
 def memory_view(mem: Memory, files: dict[str, TopicFile], embedder) -> CorpusView:

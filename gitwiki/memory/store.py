@@ -93,8 +93,9 @@ def batch(mem: Memory, items: list[dict[str, Any]], force: bool = False) -> Stor
                 f"entry {n} must be an object with topic and text (optional: tags, source, confidence, links, force)"
             )
     with mem.wiki.store.lock():
-        current = {name: list(t.page.entries) for name, t in mem.topics(fresh=True).items()}
-        preambles = {name: t.page.preamble for name, t in mem.topics().items()}
+        pages = mem.topics(fresh={topic_name(item["topic"]) for item in items})
+        current = {name: list(t.page.entries) for name, t in pages.items()}
+        preambles = {name: t.page.preamble for name, t in pages.items()}
         results: list[StoreResult] = []
         touched: set[str] = set()
         for item in items:
@@ -174,7 +175,7 @@ def _as_read(mem: Memory, result: StoreResult) -> StoreResult:
     """The stored entry with the line range it got in the page."""
     if result.entry is None:
         return result
-    entries = mem.topics()[result.topic].page.entries
+    entries = mem.topics(result.topic)[result.topic].page.entries
     return result._replace(entry=entries[result.entry.index - 1])
 
 
@@ -230,8 +231,8 @@ def edit(
     if action not in EDIT_ACTIONS:
         raise UsageError(f"edit action must be one of {', '.join(EDIT_ACTIONS)}, not {action!r}")
     with mem.wiki.store.lock():
-        pages = mem.topics(fresh=True)
         name = topic_name(topic)
+        pages = mem.topics(fresh=True if action in ("rename", "merge") else {name})
         if name not in pages:
             raise NotFoundError(f"no memory topic {name!r}; topics: {', '.join(pages) or 'none yet'}")
         page = pages[name].page
@@ -259,7 +260,7 @@ def edit(
             changed = old._replace(tags=normalize_tags([*kept_tags, *normalize_tags(add or ())]), modified=now_iso())
         entries[index - 1] = changed
         writes = write_pages(mem, {name: render_page(name, entries, page.preamble)})
-        return Edited(action, name, [mem.topics()[name].page.entries[index - 1]], 0, name, writes)
+        return Edited(action, name, [mem.topics(name)[name].page.entries[index - 1]], 0, name, writes)
 
 
 def _pick(entries: list[Entry], index, topic: str) -> Entry:
