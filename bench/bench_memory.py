@@ -124,6 +124,7 @@ def main() -> None:
     repo = write_repo(WORK / "memory" / "repo", pages, corpus_config("wiki", "wiki"))
     wiki = open_wiki(repo, WORK / "memory" / "index")
     reports, seconds = timed_index(wiki)
+    wiki.prune(keep=set())  # page versions left by earlier runs' stores
     wiki.close()
     print(f"pre-index: {reports[0].pages} pages in {seconds:.1f} s (model {reports[0].model})", file=sys.stderr)
     try:

@@ -6,6 +6,7 @@ time, gitwiki errors as JSON-RPC errors). One `Memory` per server keeps the pars
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal
 
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -54,7 +55,12 @@ def _result(reply: replies.Reply) -> CallToolResult:
 
 class MemoryTools:
     def __init__(self, wiki: Wiki):
-        self.mem = Memory(wiki)
+        self.wiki = wiki
+
+    @functools.cached_property
+    def mem(self) -> Memory:
+        """Made on the first call, so a bad [memory] section is that call's error, not a server that will not start."""
+        return Memory(self.wiki)
 
     def memory_store(
         self,

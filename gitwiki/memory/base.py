@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.config import normalize_corpus_path
 from gitwiki.errors import NotFoundError
-from gitwiki.memory.entry import Entry, TopicPage, now_iso, parse_page, topic_name
+from gitwiki.memory.entry import Entry, TopicPage, entry_terms, now_iso, parse_page, topic_name
 
 if TYPE_CHECKING:
     from gitwiki.wiki import Wiki
@@ -31,6 +31,7 @@ class TopicFile(NamedTuple):
     blob: str  # git blob id of the file on disk
     page: TopicPage
     data: bytes  # the file as read, the version `blob` names
+    terms: tuple[frozenset[str], ...]  # per entry, what a search word must match (see entry_terms)
 
 
 def blob_id(data: bytes) -> str:
@@ -136,7 +137,7 @@ class Memory:
             return None
         page = parse_page(data.decode("utf-8", errors="replace"), name)
         rel = file.relative_to(self.wiki.root).as_posix()
-        loaded = TopicFile(name, rel, blob_id(data), page, data)
+        loaded = TopicFile(name, rel, blob_id(data), page, data, tuple(entry_terms(e) for e in page.entries))
         self._pages[file] = (key, loaded)
         return loaded
 

@@ -10,13 +10,14 @@ rendered as a tier: `summary` (about 15 lines), `scan` (one line per entry) or `
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import UsageError
 from gitwiki.memory.entry import Entry, first_line, jaccard, parse_iso, terms
-from gitwiki.memory.search import in_window, parse_day, search
+from gitwiki.memory.search import in_window, parse_day, search, topic_pattern
 from gitwiki.memory.topics import VELOCITY_DAYS, TopicActivity, activity
 
 if TYPE_CHECKING:
@@ -87,8 +88,7 @@ def brief(
     query = (query or "").strip()
     if not query:
         return _meta(mem, lo, compact, now, detail)
-    pattern = query.lower()
-    files = mem.topics(pattern)
+    files = mem.topics(topic_pattern(query)) if _is_name(query) else {}
     if files:
         entries, kind = [e for tf in files.values() for e in tf.page.entries], "topic"
     else:
@@ -101,6 +101,11 @@ def brief(
     topics = activity(files.values() if files else [], now)
     markdown = _render(query, kind, detail, items, chains, topics)
     return Brief(query, kind, detail, topics, [], items, chains, markdown)
+
+
+def _is_name(query: str) -> bool:
+    """A topic name or glob, not search words: one token of name characters and glob marks."""
+    return bool(re.fullmatch(r"[\w*?\[\]-]+", query))
 
 
 def _focus(focus) -> set[str]:

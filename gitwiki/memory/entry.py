@@ -151,6 +151,11 @@ def terms(text: str) -> frozenset[str]:
     return frozenset(tokenize(text))
 
 
+def entry_terms(entry: Entry) -> frozenset[str]:
+    """What search words are matched against: the topic, tags, heading and text."""
+    return terms(f"{entry.topic} {' '.join(entry.tags)} {entry.title} {entry.text}")
+
+
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 

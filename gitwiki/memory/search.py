@@ -110,10 +110,6 @@ def query_terms(text: str) -> frozenset[str]:
     return terms(spaced)
 
 
-def entry_terms(entry: Entry) -> frozenset[str]:
-    return terms(f"{entry.topic} {' '.join(entry.tags)} {entry.title} {entry.text}")
-
-
 def search(
     mem: Memory,
     query: str | None = None,
@@ -139,29 +135,29 @@ def search(
     topic_glob = topic or inline.get("topic")
     source = source or inline.get("source")
     lo, hi = window(after, before, days, hours, now)
-    files = mem.topics(_topic_pattern(topic_glob))
+    files = mem.topics(topic_pattern(topic_glob))
     candidates = [
-        e
+        (e, t)
         for tf in files.values()
-        for e in tf.page.entries
+        for e, t in zip(tf.page.entries, tf.terms, strict=True)
         if (not wanted or wanted[0] in e.tags) and (not source or source in e.source) and in_window(e, lo, hi)
     ]
     filters = {"tag": wanted[0] if wanted else None, "topic": topic_glob, "source": source}
     filters |= {"after": lo.isoformat() if lo else None, "before": hi.isoformat() if hi else None}
     ranking = "recency"
     if not words:
-        scored = [(e, 1.0) for e in candidates]
+        scored = [(e, 1.0) for e, _ in candidates]
         matched = "recent"
     else:
         relevance, ranking = _relevance(mem, files, words)
         needed = query_terms(words)
-        chosen = [e for e in candidates if needed and needed <= entry_terms(e)] if mode == "and" else []
+        chosen = [e for e, t in candidates if needed and needed <= t] if mode == "and" else []
         matched = "and"
         if not chosen:
-            chosen = [e for e in candidates if needed & entry_terms(e)]
+            chosen = [e for e, t in candidates if needed & t]
             matched = "or"
         if not chosen:
-            chosen = [e for e in candidates if relevance.get(_key(e), 0.0) > 0]
+            chosen = [e for e, _ in candidates if relevance.get(_key(e), 0.0) > 0]
             matched = "semantic"
         floor = min(relevance.values(), default=1.0) / 2  # lexical matches the hybrid ranking cut off
         scored = [(e, relevance.get(_key(e), floor)) for e in chosen]
@@ -179,7 +175,7 @@ def search(
     return Found(words, filters, matched, ranking, len(hits), capped[:limit])
 
 
-def _topic_pattern(raw: str | None) -> str | None:
+def topic_pattern(raw: str | None) -> str | None:
     if not raw:
         return None
     return raw.lower() if any(ch in raw for ch in "*?[") else topic_name(raw)

@@ -187,14 +187,22 @@ def write_pages(mem: Memory, contents: dict[str, str | None], folder: str = "") 
 
     The caller holds the writer lock (it is re-entrant), so its read of the pages and these writes are one
     critical section."""
-    reports = []
+    reports, replaced = [], set()
     for name, content in contents.items():
         rel = mem.rel_path(name, folder)
+        old = mem.wiki.root / mem.repo_path(rel)
+        if old.is_file():
+            replaced.add(blob_id(old.read_bytes()))
         if content is None:
             reports.append(page_writes.delete_page(mem.page_wiki, mem.corpus.name, rel))
         else:
             reports.append(page_writes.add_page(mem.page_wiki, mem.corpus.name, rel, content, overwrite=True))
-    _embed(mem, [c.encode("utf-8") for c in contents.values() if c is not None])
+    versions = [c.encode("utf-8") for c in contents.values() if c is not None]
+    _embed(mem, versions)
+    # The replaced versions would stay in the full-text table, and every later query would rank them
+    # only to filter them out (measured: 2,000 such chunks after 100 stores doubled search time).
+    with mem.wiki.store.write():
+        mem.wiki.store.drop(replaced - {blob_id(v) for v in versions})
     return reports
 
 
