@@ -78,7 +78,7 @@ class Entry(NamedTuple):
     confidence: float = DEFAULT_CONFIDENCE
     links: tuple[str, ...] = ()  # topic or topic:index
     modified: str = ""
-    title: str = ""  # the heading after the dash; derived from the text when empty
+    title: str = ""  # the heading of a section without a timestamp (a dated entry's heading is its first line)
     index: int = 0  # type: ignore[assignment]  # shadows tuple.index on purpose: the tools call it index
     start_line: int = 0
     end_line: int = 0
@@ -161,7 +161,8 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def first_line(text: str) -> str:
-    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    """The heading's title: the first line that says something (not blank, not a code fence), cut at 80."""
+    line = next((s.strip() for s in text.splitlines() if s.strip() and not _FENCE.match(s)), "")
     line = line.lstrip("#").strip()
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
 
@@ -201,7 +202,19 @@ def clean_text(text: str) -> str:
             elif _META.match(line):
                 line = "\\" + line
         out.append(line.rstrip())
+    if len(out) > 1 and out[1] and not _FENCE.match(out[0]):
+        out.insert(1, "")  # the first line is the title: the rest starts a paragraph of its own
     return "\n".join(out)
+
+
+def _rest(text: str) -> str | None:
+    """The text after its first line when the heading carries that line whole (else None: the section
+    repeats the whole text under a shortened title)."""
+    first, _, rest = text.partition("\n")
+    rest = rest.lstrip("\n") if rest.startswith("\n") else None if rest else ""
+    if rest is None or first != first_line(text) or (rest and first_line(rest) == first):
+        return None  # (the last case would read back as a whole text repeated under its heading)
+    return rest
 
 
 def parse_page(text: str, fallback_name: str) -> TopicPage:
@@ -239,11 +252,14 @@ def _entry(topic: str, index: int, heading: re.Match, body: list[str], start: in
         meta[m.group(1)] = m.group(2).strip()
         body.pop()
     text = "\n".join(body).strip()
+    created, title = heading.group(1) or "", heading.group(2).strip()
+    if created:  # the heading is the text's first line, unless the body repeats the whole text
+        whole = bool(text) and first_line(text) == title
+        text, title = (text if whole else f"{title}\n\n{text}".strip()), ""
     try:
         confidence = float(meta.get("confidence", DEFAULT_CONFIDENCE))
     except ValueError:
         confidence = DEFAULT_CONFIDENCE
-    created, title = heading.group(1) or "", heading.group(2).strip()
     return Entry(
         topic=topic,
         created=created,
@@ -253,7 +269,7 @@ def _entry(topic: str, index: int, heading: re.Match, body: list[str], start: in
         confidence=confidence,
         links=tuple(meta.get("links", "").split()),
         modified=meta.get("modified", ""),
-        title=title if title != first_line(text) else "",
+        title=title,
         index=index,
         start_line=start,
         end_line=end,
@@ -272,7 +288,9 @@ def render_entry(entry: Entry) -> str:
         meta.append(f"[links: {' '.join(entry.links)}]")
     if entry.modified:
         meta.append(f"[modified: {entry.modified}]")
-    parts = [entry.heading] + ([entry.text] if entry.text else [])
+    body = _rest(entry.text) if entry.created else entry.text
+    body = entry.text if body is None else body
+    parts = [entry.heading] + ([body] if body else [])
     if meta:
         parts.append("\n".join(meta))
     return "\n\n".join(parts) + "\n"

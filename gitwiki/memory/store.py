@@ -21,7 +21,6 @@ from gitwiki.memory.entry import (
     Entry,
     auto_tags,
     clean_text,
-    first_line,
     jaccard,
     normalize_tags,
     now_iso,
@@ -375,11 +374,11 @@ def _from_json(topic: str, raw: dict) -> Entry:
     return Entry(
         topic=topic,
         created=str(raw.get("created", "")),
-        text=str(raw["text"]),
+        text=clean_text(str(raw["text"])),
         tags=normalize_tags(raw.get("tags") or ()),
         source=str(raw.get("source") or ""),
         confidence=float(raw.get("confidence", DEFAULT_CONFIDENCE)),
         links=tuple(raw.get("links") or ()),
         modified=str(raw.get("modified") or ""),
-        title=str(raw.get("title") or "") if raw.get("title") != first_line(str(raw["text"])) else "",
+        title="" if raw.get("created") else str(raw.get("title") or ""),
     )

@@ -96,3 +96,34 @@ def test_memory_errors_map_to_exit_codes(cli, wiki_repo):
     assert code == 3
     code, _, err = cli("memory", "store", "t", "x", "--confidence", "2", cwd=wiki_repo.path)
     assert code == 2 and "confidence" in err
+
+
+def test_every_topics_action_from_the_cli(cli, wiki_repo):
+    path = wiki_repo.path
+    cli("memory", "store", "auth", "gotcha: tokens expire hourly in staging", "--source", "src/app.py:1", cwd=path)
+    cli("memory", "store", "web", "the web app refreshes auth tokens", "--link", "auth:1", cwd=path)
+    cli("memory", "store", "web", "a weak guess about caching", "--confidence", "0.1", cwd=path)
+    wiki_repo.write("src/app.py", "x = 2\n")
+    expected = {
+        ("recent", "--limit", "1"): "web:2  ",
+        ("entries", "--topic", "web"): "web:1  ",
+        ("stats",): "3 entries in 2 topics; 1 tagged, 1 with a source, 1 stale",
+        ("xref",): "web:1 → auth:1  (link)",
+        ("graph", "--focus", "auth"): "web → auth  (2)",
+        ("stale",): "auth:1  src/app.py@",
+        ("refresh", "--topic", "auth"): "auth:1  gotcha: tokens expire hourly in staging\n--- src/app.py@",
+        ("prune",): "prune: 1 change(s) would apply (dry run; pass apply to write)",
+        ("compact",): "compact: 0 change(s)",
+        ("reindex",): "memory index: 2 pages, 3 chunks, model (lexical)",
+        ("session",): "auth:1  ",
+    }
+    for args, start in expected.items():
+        code, out, err = cli("memory", "topics", *args, cwd=path)
+        assert code == 0 and out.startswith(start), (args, out, err)
+    code, out, _ = cli("memory", "topics", "prune", "--apply", cwd=path)
+    assert code == 0 and out.startswith("prune: 1 change(s) applied")
+    cli("memory", "topics", "checkpoint", "--task", "t", cwd=path)
+    code, out, _ = cli("memory", "topics", "clear_checkpoint", cwd=path)
+    assert code == 0 and out.startswith("checkpoint default cleared")
+    code, _, err = cli("memory", "topics", "resume", cwd=path)
+    assert code == 3 and "no checkpoint 'default'" in err

@@ -21,7 +21,6 @@ Things that bit us.
 
 ## 2026-11-20T10:00:00Z — gotcha: the lock is re-entrant per thread only
 
-gotcha: the lock is re-entrant per thread only
 Two threads of one process still wait for each other.
 
 [tags: gotcha, locking]
@@ -52,7 +51,7 @@ def test_parse_reads_every_field_and_the_line_ranges():
     assert first == Entry(
         topic="gotchas",
         created="2026-11-20T10:00:00Z",
-        text="gotcha: the lock is re-entrant per thread only\nTwo threads of one process still wait for each other.",
+        text="gotcha: the lock is re-entrant per thread only\n\nTwo threads of one process still wait for each other.",
         tags=("gotcha", "locking"),
         source="gitwiki/store.py:380@0123456789ab",
         confidence=0.85,
@@ -61,7 +60,7 @@ def test_parse_reads_every_field_and_the_line_ranges():
         title="",
         index=1,
         start_line=5,
-        end_line=14,
+        end_line=13,
     )
     assert (first.ref, first.when) == ("gotchas:1", "2026-11-21T09:30:00Z")
     assert (notes.created, notes.title, notes.text, notes.index) == (
@@ -70,7 +69,8 @@ def test_parse_reads_every_field_and_the_line_ranges():
         "A section a person added by hand.",
         2,
     )
-    assert fenced.title == "A short heading" and "## not a heading\n[tags: not metadata]" in fenced.text
+    assert fenced.title == "" and fenced.text.startswith("A short heading\n\nThe text, with a fence:\n\n```\n")
+    assert "## not a heading\n[tags: not metadata]" in fenced.text
     assert fenced.tags == () and fenced.end_line == len(PAGE.splitlines())
 
 
@@ -79,9 +79,33 @@ def test_render_of_parse_is_the_page():
     assert render_page(page.name, page.entries, page.preamble) == PAGE
 
 
+@pytest.mark.parametrize(
+    ("text", "whole"),
+    [
+        ("one line", False),
+        ("first line\n\nmore text\nand more", False),
+        ("x" * 100 + "\n\nafter a long first line", True),
+        ("```\n## code first\n```\nthen prose", True),
+        ("### Demoted heading\n\nbody", True),
+        ("same\n\nsame", True),
+    ],
+)
+def test_an_entry_reads_back_as_written(text, whole):
+    text = clean_text(text)
+    entry = Entry("t", "2026-11-20T10:00:00Z", text, ("a",))
+    page = render_page("t", [entry])
+    (parsed,) = parse_page(page, "t").entries
+    assert parsed.text == text and parsed.tags == ("a",)
+    # The heading carries the first line; the body repeats the whole text only when the heading had to
+    # shorten or clean that line.
+    body = page.split("\n\n", 2)[2]
+    rest = text.partition("\n")[2].lstrip("\n")
+    assert body.startswith(text if whole else (rest + "\n\n" if rest else "") + "[tags: a]")
+
+
 def test_clean_text_keeps_an_entry_one_section():
     text = clean_text("  # Big\n## Mid\n[tags: x]\n```\n## fenced\n```\n")
-    assert text == "### Big\n### Mid\n\\[tags: x]\n```\n## fenced\n```"
+    assert text == "### Big\n\n### Mid\n\\[tags: x]\n```\n## fenced\n```"
     entry = Entry("t", "2026-11-20T10:00:00Z", text)
     parsed = parse_page(render_page("t", [entry]), "t").entries
     assert len(parsed) == 1 and parsed[0].text == text and parsed[0].tags == ()
