@@ -210,11 +210,12 @@ def clean_text(text: str) -> str:
 def _rest(text: str) -> str | None:
     """The text after its first line when the heading carries that line whole (else None: the section
     repeats the whole text under a shortened title)."""
-    first, _, rest = text.partition("\n")
-    rest = rest.lstrip("\n") if rest.startswith("\n") else None if rest else ""
-    if rest is None or first != first_line(text) or (rest and first_line(rest) == first):
-        return None  # (the last case would read back as a whole text repeated under its heading)
-    return rest
+    first, _, after = text.partition("\n")
+    if (after and not after.startswith("\n")) or first != first_line(text):
+        return None
+    rest = after.lstrip("\n")
+    # A rest that starts with the same line would read back as a whole text repeated under its heading.
+    return None if rest and first_line(rest) == first else rest
 
 
 def parse_page(text: str, fallback_name: str) -> TopicPage:
