@@ -198,6 +198,9 @@ class MemoryTools:
         detail: Annotated[str | None, Field(description="stats: tags or index.")] = None,
         focus: Annotated[str | None, Field(description="graph: a glob of topics to centre on.")] = None,
         limit: Annotated[int | None, Field(ge=1, description="recent: how many entries.")] = None,
+        since: Annotated[
+            str | None, Field(description="session: its start (YYYY-MM-DD, today, …); default the server's start.")
+        ] = None,
         apply: Annotated[bool, Field(description="prune, compact: write the changes (default: dry run).")] = False,
         min_confidence: Annotated[float | None, Field(ge=0, le=1, description="prune: threshold (0.3).")] = None,
         data: Annotated[dict[str, Any] | str | None, Field(description="import: an export document.")] = None,
@@ -219,6 +222,7 @@ class MemoryTools:
             "detail": detail,
             "focus": focus,
             "limit": limit,
+            "since": since,
             "apply": apply,
         }
         options |= {

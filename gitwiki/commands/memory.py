@@ -80,6 +80,7 @@ def register(sub) -> None:
     topics.add_argument("--detail", choices=("tags", "index"), help="stats: all tags, or the index state")
     topics.add_argument("--focus", metavar="GLOB", help="graph: topics to centre on")
     topics.add_argument("--limit", type=int, help="recent: how many")
+    topics.add_argument("--since", metavar="DATE", help="session: its start (a command is its own session)")
     topics.add_argument("--apply", action="store_true", help="prune, compact: write (default: dry run)")
     topics.add_argument("--min-confidence", type=float, help="prune: threshold (default 0.3)")
     topics.add_argument("--file", help="import: the export JSON file, or - for stdin")
@@ -153,6 +154,7 @@ def _dispatch(replies, mem, args: argparse.Namespace):
         "detail": args.detail,
         "focus": args.focus,
         "limit": args.limit,
+        "since": args.since,
     }
     options |= {"apply": args.apply, "min_confidence": args.min_confidence, "name": args.name, "task": args.task}
     options |= {k: getattr(args, k) for k in ("done", "next", "hypotheses", "blocked", "files")}

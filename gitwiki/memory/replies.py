@@ -245,10 +245,10 @@ def _entries(mem: Memory, topic: str) -> Reply:
     )
 
 
-def _session(mem: Memory) -> Reply:
-    rows = topics_mod.session(mem)
-    text = "\n".join(_line(e) for e in rows) or f"nothing stored since this session started ({mem.started})"
-    return Reply(text, {"started": mem.started, "entries": [e.json() for e in rows]})
+def _session(mem: Memory, since: str | None = None) -> Reply:
+    start, rows = topics_mod.session(mem, since)
+    text = "\n".join(_line(e) for e in rows) or f"nothing stored since this session started ({start})"
+    return Reply(text, {"started": start, "entries": [e.json() for e in rows]})
 
 
 def _stats(mem: Memory, detail: str | None = None) -> Reply:

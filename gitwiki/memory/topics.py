@@ -87,9 +87,13 @@ def recent(mem: Memory, limit: int = 10) -> list[Entry]:
     return sorted(mem.entries(), key=lambda e: (e.when, e.ref), reverse=True)[:limit]
 
 
-def session(mem: Memory) -> list[Entry]:
-    """Entries stored or changed since this process started (the server's session)."""
-    return sorted((e for e in mem.entries() if e.when >= mem.started), key=lambda e: (e.when, e.ref))
+def session(mem: Memory, since: str | None = None) -> tuple[str, list[Entry]]:
+    """When the session started and the entries stored or changed since: by default the session is this
+    process (a server's lifetime); a CLI command, its own process, names the start (`since`)."""
+    from gitwiki.memory.search import parse_day
+
+    start = now_iso(parse_day(since)) if since else mem.started
+    return start, sorted((e for e in mem.entries() if e.when >= start), key=lambda e: (e.when, e.ref))
 
 
 def stats(mem: Memory, detail: str | None = None) -> Stats:

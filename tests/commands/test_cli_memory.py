@@ -115,7 +115,7 @@ def test_every_topics_action_from_the_cli(cli, wiki_repo):
         ("prune",): "prune: 1 change(s) would apply (dry run; pass apply to write)",
         ("compact",): "compact: 0 change(s)",
         ("reindex",): "memory index: 2 pages, 3 chunks, model (lexical)",
-        ("session",): "auth:1  ",
+        ("session", "--since", "today"): "auth:1  ",
     }
     for args, start in expected.items():
         code, out, err = cli("memory", "topics", *args, cwd=path)

@@ -347,7 +347,8 @@ def test_topic_listing_stats_xref_graph(repo_mem):
     store_mod.store(mem, "web", "the web app refreshes auth tokens", links=["auth:1", "ghost:2"])
     assert [a.topic for a in topics_mod.list_topics(mem)] == ["auth", "web"]
     assert [e.ref for e in topics_mod.recent(mem, 1)] == ["web:1"]
-    assert [e.ref for e in topics_mod.session(mem)] == ["auth:1", "web:1"]
+    assert [e.ref for e in topics_mod.session(mem)[1]] == ["auth:1", "web:1"]
+    assert topics_mod.session(mem, since="2999-01-01") == ("2999-01-01T00:00:00Z", [])
     s = topics_mod.stats(mem, "tags")
     assert (s.topics, s.entries, s.tagged, s.tags) == (2, 2, 1, [("gotcha", 1)])
     assert topics_mod.xref(mem) == [
