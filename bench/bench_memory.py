@@ -4,7 +4,8 @@ The repo holds 1,000 entries over 50 topic pages (committed, indexed beforehand 
 model) and a 3-page wiki. On one server, after a warm-up call of each tool:
 
   floor    p50/p95 of an MCP ping and of memory_read of a one-entry topic: the protocol and tool-call
-           round trip every figure below includes
+           round trip every figure below includes; and `embed`: embedding one entry's text with the same
+           model in the bench process (what store pays the model, without the server)
   store    memory_store of a new entry (dedup check, page write, index blocks, re-index, embedding
            the entry) into a random topic
   search   memory_search of 2–3 words (hybrid relevance × confidence × recency)
@@ -103,6 +104,23 @@ async def run(repo, args) -> dict[str, list[float]]:
     return out
 
 
+def embed_floor(n: int) -> list[float]:
+    from gitwiki.embed import load_embedder
+    from gitwiki.wiki import Wiki
+
+    embedder = load_embedder(Wiki.open(WORK / "memory" / "repo").config.embeddings)
+    assert embedder is not None
+    rng = random.Random(11)
+    embedder.embed_documents(["warm up"])
+    out = []
+    for i in range(n):
+        text = entry_text(rng, 20_000 + i)
+        started = time.perf_counter()
+        embedder.embed_documents([f"area-00 > 2026-11-23T00:00:00Z — {text}\n{text}"])
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -129,6 +147,7 @@ def main() -> None:
     print(f"pre-index: {reports[0].pages} pages in {seconds:.1f} s (model {reports[0].model})", file=sys.stderr)
     try:
         samples = anyio.run(run, repo, args)
+        samples["embed"] = embed_floor(args.stores)
     finally:
         git(repo, "checkout", "-q", "--", ".")  # the repo is reused by the next run: drop the stored entries
         git(repo, "clean", "-fdq")
