@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.config import normalize_corpus_path
-from gitwiki.errors import NotFoundError
+from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.memory.entry import Entry, TopicPage, entry_terms, now_iso, parse_page, topic_name
 
 if TYPE_CHECKING:
@@ -45,6 +45,8 @@ class Memory:
         self.config = wiki.config.memory
         self.corpus = wiki.corpus(self.config.corpus)
         self.dir = normalize_corpus_path(self.config.dir, "[memory] dir")
+        if not self.dir:
+            raise UsageError('[memory] dir must name a folder inside the corpus, e.g. dir = "memory"')
         base = wiki.root / self.corpus.path if self.corpus.path else wiki.root
         self.folder = base / self.dir if self.dir else base
         self.started = now_iso()  # the session: what this process stored since it started
@@ -65,6 +67,13 @@ class Memory:
         """The page path relative to the corpus (what the page write path takes)."""
         parts = [p for p in (self.dir, folder, f"{topic}.md") if p]
         return "/".join(parts)
+
+    def writable_topic(self, raw: str) -> str:
+        """A sanitized topic name that can be written: not the folder's index page."""
+        name = topic_name(raw)
+        if f"{name}.md" == self.wiki.config.index_blocks.filename:
+            raise UsageError(f"topic {name!r} would be the folder's {name}.md index page; choose another name")
+        return name
 
     def repo_path(self, rel: str) -> str:
         return f"{self.corpus.path}/{rel}" if self.corpus.path else rel

@@ -67,6 +67,8 @@ def pin(mem: Memory, raw: str | None) -> tuple[str, list[str]]:
     if ref.blob:
         return f"{ref.path}{lines}@{ref.blob}", []
     file = mem.wiki.root / ref.path
+    if file.is_file() and mem.wiki.root.resolve() not in file.resolve().parents:
+        raise UsageError(f"source {ref.path!r} leads outside the repository through a symlink; refusing it")
     if not file.is_file():
         return f"{ref.path}{lines}", [
             f"source {ref.path} is not a file in the repo; stored without a blob id (no staleness check)"

@@ -92,13 +92,13 @@ def batch(mem: Memory, items: list[dict[str, Any]], force: bool = False) -> Stor
                 f"entry {n} must be an object with topic and text (optional: tags, source, confidence, links, force)"
             )
     with mem.wiki.store.lock():
-        pages = mem.topics(fresh={topic_name(item["topic"]) for item in items})
+        pages = mem.topics(fresh={mem.writable_topic(item["topic"]) for item in items})
         current = {name: list(t.page.entries) for name, t in pages.items()}
         preambles = {name: t.page.preamble for name, t in pages.items()}
         results: list[StoreResult] = []
         touched: set[str] = set()
         for item in items:
-            name = topic_name(item["topic"])
+            name = mem.writable_topic(item["topic"])
             entries = current.setdefault(name, [])
             entry, warnings = _new_entry(mem, name, item, current, entries)
             duplicate = None if force or item.get("force") else _duplicate(entry, entries)
@@ -298,7 +298,7 @@ def _move(mem: Memory, action: str, name: str, pages, target_raw: str | None) ->
     """rename (to a new topic) or merge (append into an existing one), rewriting links that pointed here."""
     if not target_raw:
         raise UsageError(f"{action} needs {'to' if action == 'rename' else 'into'}: the other topic's name")
-    target = topic_name(target_raw)
+    target = mem.writable_topic(target_raw)
     if target == name:
         raise UsageError(f"{action}: {name!r} is already that topic")
     if action == "rename" and target in pages:
@@ -349,7 +349,7 @@ def import_topics(mem: Memory, data: dict) -> dict[str, int]:
         contents: dict[str, str | None] = {}
         added: dict[str, int] = {}
         for topic in data["topics"]:
-            name = topic_name(topic.get("name", ""))
+            name = mem.writable_topic(topic.get("name", ""))
             existing = list(pages[name].page.entries) if name in pages else []
             seen = {(e.created, e.text) for e in existing}
             incoming = sorted((_from_json(name, raw) for raw in topic.get("entries", [])), key=lambda e: e.created)

@@ -435,3 +435,17 @@ def test_the_new_entry_is_embedded_in_the_write(repo):
     assert mem.wiki.store.missing_vectors(embedder.model_id, [blob]) == [] and done.results[0].stored
     found = search_mod.search(mem, "how do releases reach prod")
     assert found.ranking == "hybrid" and found.matched == "semantic" and found.hits[0].entry.ref == "t:1"
+
+
+def test_refusals_name_the_fix(repo_mem, tmp_path):
+    repo, mem = repo_mem
+    with pytest.raises(UsageError, match="index page"):
+        store_mod.store(mem, "Index", "x")
+    outside = tmp_path / "secret.txt"
+    outside.write_text("s")
+    (repo.path / "link.txt").symlink_to(outside)
+    with pytest.raises(UsageError, match="symlink"):
+        store_mod.store(mem, "t", "x", source="link.txt")
+    repo.write(".gitwiki.toml", LEXICAL + '[memory]\ndir = ""\n')
+    with pytest.raises(UsageError, match=r"\[memory\] dir"):
+        Memory.open(repo.path)
