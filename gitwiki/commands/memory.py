@@ -107,7 +107,7 @@ def memory(args: argparse.Namespace) -> int:
     try:
         reply = _dispatch(replies, mem, args)
     finally:
-        mem.wiki.close()
+        mem.close()
     if args.json:
         print(json.dumps(reply.data, ensure_ascii=False))
     else:

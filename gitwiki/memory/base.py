@@ -15,7 +15,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from gitwiki.config import normalize_corpus_path
+from gitwiki.config import Config, normalize_corpus_path
 from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.memory.entry import Entry, TopicPage, entry_terms, now_iso, parse_page, topic_name
 
@@ -40,15 +40,22 @@ def blob_id(data: bytes) -> str:
 
 
 class Memory:
-    def __init__(self, wiki: Wiki):
-        self.wiki = wiki
-        self.config = wiki.config.memory
-        self.corpus = wiki.corpus(self.config.corpus)
+    """The memory of one checkout. Reading topic pages needs only the root and the config; the `Wiki`
+    (git, the index, the model) is opened on first use, so an agent hook that lists topics or resumes a
+    checkpoint does not load pygit2 (importing gitwiki.wiki: ~400 ms on the loaded 2-core reference
+    machine, pygit2 ~190 ms of it)."""
+
+    def __init__(self, wiki: Wiki | None = None, *, root: Path | None = None, settings: Config | None = None):
+        self._wiki = wiki
+        self.root: Path = wiki.root if wiki is not None else root  # type: ignore[assignment]
+        self.settings: Config = wiki.config if wiki is not None else settings  # type: ignore[assignment]
+        self.config = self.settings.memory
+        self.corpus = self.settings.corpus(self.config.corpus)
         self.dir = normalize_corpus_path(self.config.dir, "[memory] dir")
         if not self.dir:
             raise UsageError('[memory] dir must name a folder inside the corpus, e.g. dir = "memory"')
-        base = wiki.root / self.corpus.path if self.corpus.path else wiki.root
-        self.folder = base / self.dir if self.dir else base
+        base = self.root / self.corpus.path if self.corpus.path else self.root
+        self.folder = base / self.dir
         self.started = now_iso()  # the session: what this process stored since it started
         self._pages: dict[Path, tuple[tuple[int, int, int], TopicFile]] = {}
         self._files: dict[Path, tuple[int, int, str | None]] = {}
@@ -56,10 +63,25 @@ class Memory:
         self.chunk_entries: dict[str, dict[int, tuple[str, int]]] = {}  # blob → chunk id → (topic, entry line)
 
     @classmethod
-    def open(cls, start: str = ".") -> Memory:
-        from gitwiki.wiki import Wiki
+    def open(cls, start: str | os.PathLike = ".") -> Memory:
+        from gitwiki import config as config_mod
+        from gitwiki import gitcli
 
-        return cls(Wiki.open(start))
+        root = gitcli.discover(start).root
+        return cls(root=root, settings=config_mod.load(root))
+
+    @property
+    def wiki(self) -> Wiki:
+        if self._wiki is None:
+            from gitwiki.gitrepo import GitRepo
+            from gitwiki.wiki import Wiki
+
+            self._wiki = Wiki(GitRepo.discover(self.root), self.settings)
+        return self._wiki
+
+    def close(self) -> None:
+        if self._wiki is not None:
+            self._wiki.close()
 
     # ---- paths -------------------------------------------------------------------------------------
 
@@ -71,7 +93,7 @@ class Memory:
     def writable_topic(self, raw: str) -> str:
         """A sanitized topic name that can be written: not the folder's index page."""
         name = topic_name(raw)
-        if f"{name}.md" == self.wiki.config.index_blocks.filename:
+        if f"{name}.md" == self.settings.index_blocks.filename:
             raise UsageError(f"topic {name!r} would be the folder's {name}.md index page; choose another name")
         return name
 
@@ -96,7 +118,7 @@ class Memory:
         `fresh` (True, or topic names) re-reads those pages whatever their stat says: writers do, under the
         lock, for the pages they rewrite, because a page replaced within one filesystem timestamp tick can
         keep its size and mtime, and even its inode number."""
-        skip = self.wiki.config.index_blocks.filename
+        skip = self.settings.index_blocks.filename
         out: dict[str, TopicFile] = {}
         try:
             with os.scandir(self.folder) as it:
@@ -145,14 +167,14 @@ class Memory:
         except OSError:
             return None
         page = parse_page(data.decode("utf-8", errors="replace"), name)
-        rel = file.relative_to(self.wiki.root).as_posix()
+        rel = file.relative_to(self.root).as_posix()
         loaded = TopicFile(name, rel, blob_id(data), page, data, tuple(entry_terms(e) for e in page.entries))
         self._pages[file] = (key, loaded)
         return loaded
 
     def file_blob(self, repo_path: str) -> str | None:
         """The git blob id of a repo file as it is on disk now (None when missing), cached by its stat."""
-        file = self.wiki.root / repo_path
+        file = self.root / repo_path
         try:
             st = file.stat()
         except OSError:

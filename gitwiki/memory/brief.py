@@ -94,7 +94,7 @@ def brief(
     else:
         entries, kind = [h.entry for h in search(mem, query, limit=200, now=now).hits], "search"
     entries = [e for e in entries if in_window(e, lo, None)]
-    items = _items(entries)
+    items = classify(entries)
     chains = _chains([i.entry for i in items if not i.superseded_by])
     if wanted:
         items = [i for i in items if i.category in wanted]
@@ -124,7 +124,7 @@ def _focus(focus) -> set[str]:
     return out
 
 
-def _items(entries: list[Entry]) -> list[Item]:
+def classify(entries: list[Entry]) -> list[Item]:
     """Dedup across topics, then supersession within a topic; sorted by category order, then time."""
     by_text: dict[str, list[Entry]] = {}
     for e in entries:

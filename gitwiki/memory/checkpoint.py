@@ -159,6 +159,8 @@ def _missing(name: str) -> NotFoundError:
 
 
 def _age(seconds: int) -> str:
+    # wiki.age says the same, but importing gitwiki.wiki loads pygit2 (~40 ms), and resume is what an
+    # agent hook calls at session start.
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
             return f"{seconds // size}{unit}"

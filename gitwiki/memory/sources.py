@@ -66,8 +66,8 @@ def pin(mem: Memory, raw: str | None) -> tuple[str, list[str]]:
     lines = f":{ref.start}" + (f"-{ref.end}" if ref.end and ref.end != ref.start else "") if ref.start else ""
     if ref.blob:
         return f"{ref.path}{lines}@{ref.blob}", []
-    file = mem.wiki.root / ref.path
-    if file.is_file() and mem.wiki.root.resolve() not in file.resolve().parents:
+    file = mem.root / ref.path
+    if file.is_file() and mem.root.resolve() not in file.resolve().parents:
         raise UsageError(f"source {ref.path!r} leads outside the repository through a symlink; refusing it")
     if not file.is_file():
         return f"{ref.path}{lines}", [
@@ -98,7 +98,7 @@ def refresh(mem: Memory, entry: Entry, context: int = 3) -> Refresh | None:
         old = mem.wiki.repo.read_blob(ref.blob).decode("utf-8", errors="replace").splitlines()
     except (KeyError, ValueError):
         old = []
-    file = mem.wiki.root / ref.path
+    file = mem.root / ref.path
     new = file.read_text(encoding="utf-8", errors="replace").splitlines() if file.is_file() else []
     hunks = []
     for group in difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(context):

@@ -182,9 +182,9 @@ def refresh_entries(mem: Memory, topic: str | None = None, index: int | None = N
 def prune(mem: Memory, min_confidence: float = PRUNE_CONFIDENCE, apply: bool = False) -> Maintenance:
     """Entries superseded by a newer one, or whose confidence (× 0.7 when the source is stale) fell
     below `min_confidence`, or whose source file is gone."""
-    from gitwiki.memory.brief import _items
+    from gitwiki.memory.brief import classify
 
-    superseded = {i.entry.ref: i.superseded_by for i in _items(mem.entries()) if i.superseded_by}
+    superseded = {i.entry.ref: i.superseded_by for i in classify(mem.entries()) if i.superseded_by}
     changes = []
     for e in mem.entries():
         gone = stale(mem, e)

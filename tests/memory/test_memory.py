@@ -449,3 +449,19 @@ def test_refusals_name_the_fix(repo_mem, tmp_path):
     repo.write(".gitwiki.toml", LEXICAL + '[memory]\ndir = ""\n')
     with pytest.raises(UsageError, match=r"\[memory\] dir"):
         Memory.open(repo.path)
+
+
+def test_hook_reads_load_no_git_bindings_index_or_model(repo_mem):
+    repo, mem = repo_mem
+    store_mod.store(mem, "t", "gotcha: something worth keeping")
+    cp.checkpoint(mem, "a task")
+    script = (
+        "import sys\nfrom gitwiki.memory.base import Memory\nfrom gitwiki.memory import brief, checkpoint, topics\n"
+        "m = Memory.open(sys.argv[1])\n"
+        "assert checkpoint.resume(m).checkpoint.task == 'a task'\n"
+        "assert [a.topic for a in topics.list_topics(m)] == ['t'] and brief.brief(m).kind == 'meta'\n"
+        "assert brief.brief(m, 't').items[0].category == 'GOTCHAS'\n"
+        "print(sorted(x for x in ('pygit2', 'numpy', 'fastembed', 'sqlite3', 'gitwiki.wiki') if x in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(repo.path)], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
