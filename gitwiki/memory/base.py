@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import fnmatch
 import functools
-import hashlib
 import os
 from collections.abc import Collection
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.config import Config, normalize_corpus_path
 from gitwiki.errors import NotFoundError, UsageError
+from gitwiki.gitcli import blob_id
 from gitwiki.memory.entry import Entry, TopicPage, entry_terms, now_iso, parse_page, topic_name
 
 if TYPE_CHECKING:
@@ -32,11 +32,6 @@ class TopicFile(NamedTuple):
     page: TopicPage
     data: bytes  # the file as read, the version `blob` names
     terms: tuple[frozenset[str], ...]  # per entry, what a search word must match (see entry_terms)
-
-
-def blob_id(data: bytes) -> str:
-    """The git blob id of `data`, as `git hash-object` computes it (no pygit2 needed)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 class Memory:
@@ -65,9 +60,9 @@ class Memory:
     @classmethod
     def open(cls, start: str | os.PathLike = ".") -> Memory:
         from gitwiki import config as config_mod
-        from gitwiki import gitcli
+        from gitwiki.gitcli import discover
 
-        root = gitcli.discover(start).root
+        root = discover(start).root
         return cls(root=root, settings=config_mod.load(root))
 
     @property

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, NamedTuple
 from gitwiki.errors import UsageError
 from gitwiki.memory.entry import Entry, first_line, jaccard, parse_iso, terms
 from gitwiki.memory.search import in_window, parse_day, search, topic_pattern
-from gitwiki.memory.topics import VELOCITY_DAYS, TopicActivity, activity
 
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory
@@ -40,6 +39,7 @@ SUPERSEDE_OVERLAP = 0.6
 SUPERSEDE_AFTER = timedelta(minutes=1)  # entries of one batch are not corrections of each other
 CHAIN_MIN = 3
 SUMMARY_LINES = 15
+VELOCITY_DAYS = 7
 
 
 class Item(NamedTuple):
@@ -52,6 +52,15 @@ class Item(NamedTuple):
 class Chain(NamedTuple):
     keyword: str
     refs: tuple[str, ...]  # oldest first
+
+
+class TopicActivity(NamedTuple):
+    topic: str
+    entries: int
+    last: str  # newest created/modified timestamp
+    recent: int  # entries created or changed in the last 7 days
+    velocity: float  # recent / 7, entries per day
+    tags: tuple[str, ...]  # most used first
 
 
 class Brief(NamedTuple):
@@ -171,6 +180,20 @@ def _chains(entries: list[Entry]) -> list[Chain]:
         if len(group) >= CHAIN_MIN
     ]
     return sorted(chains, key=lambda c: (-len(c.refs), c.keyword))
+
+
+def activity(files, now: datetime) -> list[TopicActivity]:
+    out = []
+    cutoff = now - timedelta(days=VELOCITY_DAYS)
+    for tf in files:
+        entries = tf.page.entries
+        stamps = [parse_iso(e.when) for e in entries if e.when]
+        recent = sum(1 for s in stamps if s and s >= cutoff)
+        tags = Counter(t for e in entries for t in e.tags)
+        last = max((e.when for e in entries if e.when), default="")
+        top = tuple(t for t, _ in sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))[:3])
+        out.append(TopicActivity(tf.name, len(entries), last, recent, round(recent / VELOCITY_DAYS, 2), top))
+    return sorted(out, key=lambda a: (a.last, a.entries), reverse=True)
 
 
 def _meta(mem: Memory, lo, compact: bool, now: datetime, detail: str) -> Brief:

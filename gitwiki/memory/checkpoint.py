@@ -29,7 +29,7 @@ from gitwiki.memory.base import CHECKPOINTS, Memory
 from gitwiki.memory.entry import now_iso, parse_iso, topic_name
 
 if TYPE_CHECKING:
-    from gitwiki.pages import WriteReport
+    from gitwiki.writes import WriteReport
 
 LISTS = ("done", "next", "hypotheses", "blocked", "files")
 _SAVED = re.compile(r"^Saved (\S+)\.$")
@@ -142,6 +142,19 @@ def resume(mem: Memory, name: str = "default", now: datetime | None = None) -> R
         if items:
             lines += [f"## {key.capitalize()}", "", *(f"- {item}" for item in items), ""]
     return Resumed(found, age, "\n".join(lines).rstrip() + "\n")
+
+
+def import_checkpoints(mem: Memory, exported: list[dict]) -> list[str]:
+    """Write exported checkpoints back as pages (a checkpoint is replaced, not merged); returns their names."""
+    from gitwiki.memory.store import write_pages
+
+    pages: dict[str, str | None] = {
+        topic_name(c["name"]): checkpoint_page(c) for c in exported if isinstance(c, dict) and c.get("name")
+    }
+    if pages:
+        with mem.wiki.store.lock():
+            write_pages(mem, pages, folder=CHECKPOINTS)
+    return list(pages)
 
 
 def clear_checkpoint(mem: Memory, name: str = "default") -> list[WriteReport]:

@@ -18,7 +18,7 @@ from gitwiki.memory.entry import Entry, first_line, render_entry
 
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory
-    from gitwiki.pages import WriteReport
+    from gitwiki.writes import WriteReport
 
 TOPIC_ACTIONS = (
     "list",
@@ -337,9 +337,10 @@ def _import(mem: Memory, data: dict | str) -> Reply:
             raise UsageError(
                 f"import data is not JSON ({e}); pass the document topics action=export returned"
             ) from None
-    added = store_mod.import_topics(mem, data)  # type: ignore[arg-type]
+    added, checkpoints = topics_mod.import_memory(mem, data)  # type: ignore[arg-type]
     text = ", ".join(f"{t} +{n}" for t, n in added.items()) or "nothing new"
-    return Reply(f"imported {sum(added.values())} entries: {text}", {"added": added})
+    more = f"; checkpoints: {', '.join(checkpoints)}" if checkpoints else ""
+    return Reply(f"imported {sum(added.values())} entries: {text}{more}", {"added": added, "checkpoints": checkpoints})
 
 
 def _reindex(mem: Memory) -> Reply:

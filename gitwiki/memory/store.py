@@ -13,9 +13,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gitwiki import pages as page_writes  # the safe, locked, atomic page path of the MCP page tools
+from gitwiki import writes as page_writes  # the safe, locked, atomic page path of the MCP page tools
 from gitwiki.errors import NotFoundError, UsageError
-from gitwiki.memory.base import CHECKPOINTS, Memory, blob_id
+from gitwiki.gitcli import blob_id
+from gitwiki.memory.base import Memory
 from gitwiki.memory.entry import (
     DEFAULT_CONFIDENCE,
     Entry,
@@ -32,7 +33,7 @@ from gitwiki.memory.entry import (
 from gitwiki.memory.sources import pin
 
 if TYPE_CHECKING:
-    from gitwiki.pages import WriteReport
+    from gitwiki.writes import WriteReport
 
 DUPLICATE_OVERLAP = 0.7  # Jaccard overlap of token sets above which a new entry is a duplicate
 DUPLICATE_MIN_TOKENS = 6  # shorter texts share words by chance ("fix the build" vs "build fix")
@@ -337,18 +338,14 @@ def _relink(links: tuple[str, ...], old: str, new: str, renumber: dict[int, int]
 # ---- import ----------------------------------------------------------------------------------------
 
 
-def import_topics(mem: Memory, data: dict) -> dict[str, int]:
-    """Merge an export (`topics export`) into the wiki: entries not already present (same time and text)
-    are appended in time order; existing entries keep their index. Returns added entries per topic."""
-    from gitwiki.memory.checkpoint import checkpoint_page
-
-    if not isinstance(data, dict) or not isinstance(data.get("topics"), list):
-        raise UsageError('import needs an export document: {"topics": [{"name": …, "entries": […]}]}')
+def import_topics(mem: Memory, topics: list[dict]) -> dict[str, int]:
+    """Merge exported topics into the wiki: entries not already present (same time and text) are appended
+    in time order; existing entries keep their index. Returns added entries per topic."""
     with mem.wiki.store.lock():
         pages = mem.topics(fresh=True)
         contents: dict[str, str | None] = {}
         added: dict[str, int] = {}
-        for topic in data["topics"]:
+        for topic in topics:
             name = mem.writable_topic(topic.get("name", ""))
             existing = list(pages[name].page.entries) if name in pages else []
             seen = {(e.created, e.text) for e in existing}
@@ -360,11 +357,6 @@ def import_topics(mem: Memory, data: dict) -> dict[str, int]:
                 added[name] = len(new)
         if contents:
             write_pages(mem, contents)
-        checkpoints: dict[str, str | None] = {
-            c["name"]: checkpoint_page(c) for c in data.get("checkpoints", []) if isinstance(c, dict) and c.get("name")
-        }
-        if checkpoints:
-            write_pages(mem, checkpoints, folder=CHECKPOINTS)
     return added
 
 

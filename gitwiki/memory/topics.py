@@ -5,29 +5,20 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import UsageError
-from gitwiki.memory.entry import Entry, jaccard, normalize_tags, now_iso, parse_iso, render_page, terms
+from gitwiki.memory.brief import TopicActivity, activity, classify
+from gitwiki.memory.entry import Entry, jaccard, normalize_tags, now_iso, render_page, terms
 from gitwiki.memory.sources import STALE_FACTOR, Refresh, Staleness, refresh, stale
 
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory
 
-VELOCITY_DAYS = 7
 EXPORT_FORMAT = "gitwiki-memory"
 EXPORT_VERSION = 1
 PRUNE_CONFIDENCE = 0.3
-
-
-class TopicActivity(NamedTuple):
-    topic: str
-    entries: int
-    last: str  # newest created/modified timestamp
-    recent: int  # entries created or changed in the last 7 days
-    velocity: float  # recent / 7, entries per day
-    tags: tuple[str, ...]  # most used first
 
 
 class Stats(NamedTuple):
@@ -63,20 +54,6 @@ class Maintenance(NamedTuple):
     action: str  # prune or compact
     changes: list[Change]
     applied: bool
-
-
-def activity(files, now: datetime) -> list[TopicActivity]:
-    out = []
-    cutoff = now - timedelta(days=VELOCITY_DAYS)
-    for tf in files:
-        entries = tf.page.entries
-        stamps = [parse_iso(e.when) for e in entries if e.when]
-        recent = sum(1 for s in stamps if s and s >= cutoff)
-        tags = Counter(t for e in entries for t in e.tags)
-        last = max((e.when for e in entries if e.when), default="")
-        top = tuple(t for t, _ in sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))[:3])
-        out.append(TopicActivity(tf.name, len(entries), last, recent, round(recent / VELOCITY_DAYS, 2), top))
-    return sorted(out, key=lambda a: (a.last, a.entries), reverse=True)
 
 
 def list_topics(mem: Memory, pattern: str | None = None) -> list[TopicActivity]:
@@ -182,8 +159,6 @@ def refresh_entries(mem: Memory, topic: str | None = None, index: int | None = N
 def prune(mem: Memory, min_confidence: float = PRUNE_CONFIDENCE, apply: bool = False) -> Maintenance:
     """Entries superseded by a newer one, or whose confidence (× 0.7 when the source is stale) fell
     below `min_confidence`, or whose source file is gone."""
-    from gitwiki.memory.brief import classify
-
     superseded = {i.entry.ref: i.superseded_by for i in classify(mem.entries()) if i.superseded_by}
     changes = []
     for e in mem.entries():
@@ -266,6 +241,16 @@ def export(mem: Memory) -> dict:
         "topics": topics,
         "checkpoints": [c.json() for c in checkpoints(mem)],
     }
+
+
+def import_memory(mem: Memory, data: dict) -> tuple[dict[str, int], list[str]]:
+    """Merge an export back: entries per topic added, and the checkpoints written."""
+    from gitwiki.memory.checkpoint import import_checkpoints
+    from gitwiki.memory.store import import_topics
+
+    if not isinstance(data, dict) or not isinstance(data.get("topics"), list):
+        raise UsageError('import needs an export document: {"topics": [{"name": …, "entries": […]}]}')
+    return import_topics(mem, data["topics"]), import_checkpoints(mem, data.get("checkpoints") or [])
 
 
 def _export_entry(e: Entry) -> dict:

@@ -417,10 +417,10 @@ def test_export_import_round_trip_loses_nothing(repo_mem, tmp_path):
     other = GitRepoFixture(other_path)
     other.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
     target = Memory.open(other.path)
-    assert store_mod.import_topics(target, json.loads(json.dumps(exported))) == {"a": 1, "b": 1}
+    assert topics_mod.import_memory(target, json.loads(json.dumps(exported))) == ({"a": 1, "b": 1}, ["default"])
     again = topics_mod.export(target)
     assert {k: v for k, v in again.items() if k != "exported"} == {k: v for k, v in exported.items() if k != "exported"}
-    assert store_mod.import_topics(target, exported) == {}  # merging twice adds nothing
+    assert topics_mod.import_memory(target, exported)[0] == {}  # merging twice adds nothing
     for name in ("a", "b"):
         assert (other.path / f"wiki/memory/{name}.md").read_text() == page(repo, name)
 
