@@ -32,7 +32,12 @@ def register(sub) -> None:
 
     search = _add(actions, "search", "search entries (relevance × confidence × recency)", read=True)
     search.add_argument("query", nargs="*", help="words; inline tag:x topic:y source:z filter")
-    search.add_argument("--detail", default="medium", choices=("full", "medium", "brief", "grouped", "topics", "count"))
+    search.add_argument(
+        "--detail",
+        default="medium",
+        choices=("full", "medium", "brief", "grouped", "topics", "count"),
+        help="how much of each hit (default medium: a line and 240 characters)",
+    )
     search.add_argument("--limit", type=int, default=10, help="most hits (default 10, at most 3 per topic)")
     search.add_argument("--after", metavar="DATE", help="YYYY-MM-DD, today, yesterday or this-week")
     search.add_argument("--before", metavar="DATE", help="YYYY-MM-DD, today, yesterday or this-week")
@@ -44,7 +49,12 @@ def register(sub) -> None:
 
     brief = _add(actions, "brief", "a briefing: all topics, or one topic/glob by category", read=True)
     brief.add_argument("query", nargs="?", help="a topic, a glob like 'iris-*', or words")
-    brief.add_argument("--detail", default="summary", choices=("summary", "scan", "full"))
+    brief.add_argument(
+        "--detail",
+        default="summary",
+        choices=("summary", "scan", "full"),
+        help="summary (about 15 lines, default), scan (a line per entry) or full (every text)",
+    )
     brief.add_argument("--since", metavar="DATE", help="only entries since DATE")
     brief.add_argument("--focus", action="append", metavar="CATEGORY", help="only this category (repeatable)")
     brief.add_argument("--compact", action="store_true", help="overview of the 5 most active topics")
