@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -392,9 +392,9 @@ def test_checkpoint_round_trip_and_clear(repo_mem):
     assert "checkpoints" not in mem.topics()
     loaded = cp.load_checkpoint(mem)
     assert loaded == saved and loaded.next == ("search", "brief") and loaded.hypotheses == ()
-    later = datetime.fromisoformat(saved.saved.replace("Z", "+00:00")).replace(tzinfo=UTC)
-    resumed = cp.resume(mem, now=later.replace(hour=(later.hour + 2) % 24) if later.hour < 22 else later)
-    assert resumed.markdown.startswith("# Resuming: ship memory\n\nCheckpoint `default` saved ")
+    resumed = cp.resume(mem, now=datetime.fromisoformat(saved.saved) + timedelta(hours=2, minutes=5))
+    assert resumed.age_seconds == 7500
+    assert resumed.markdown.startswith(f"# Resuming: ship memory\n\nCheckpoint `default` saved {saved.saved} (2h ago).")
     assert "## Done\n\n- format\n- store\n" in resumed.markdown and "## Files\n\n- a.py" in resumed.markdown
     cp.clear_checkpoint(mem)
     assert cp.load_checkpoint(mem) is None
