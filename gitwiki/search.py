@@ -214,8 +214,21 @@ class Searcher:
         if key in self._matrices:
             self._matrices.move_to_end(key)
             return self._matrices[key]
-        rows, raw = self.store.vectors(model, blob_paths)
-        entry = DenseMatrix([cid for cid, _ in rows], [blob for _, blob in rows], vector_matrix(raw, len(rows)))
+        # A view that differs from a cached one by a few page versions (an edit, a memory store) reuses the
+        # cached rows of the unchanged pages: reloading 1,000 vectors cost 30–76 ms on the loaded reference
+        # machine, the first search after every memory store.
+        base = next((m for (mdl, _), m in reversed(self._matrices.items()) if mdl == model), None)
+        kept = [i for i, blob in enumerate(base.blobs) if blob in blob_paths] if base else []
+        known = {base.blobs[i] for i in kept} if base else set()
+        rows, raw = self.store.vectors(model, [b for b in blob_paths if b not in known])
+        ids, blobs = [cid for cid, _ in rows], [blob for _, blob in rows]
+        matrix = vector_matrix(raw, len(rows))
+        if base is not None and kept:
+            import numpy as np
+
+            ids, blobs = [base.ids[i] for i in kept] + ids, [base.blobs[i] for i in kept] + blobs
+            matrix = np.vstack([base.matrix[kept], matrix]) if rows else base.matrix[kept]
+        entry = DenseMatrix(ids, blobs, matrix)
         self._matrices[key] = entry
         if len(self._matrices) > self._cache_size:
             self._matrices.popitem(last=False)
