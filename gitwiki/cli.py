@@ -30,6 +30,7 @@ COMMANDS = (
     "pull",
     "publish",
     "lance",
+    "eval",
 )
 
 

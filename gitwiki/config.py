@@ -95,6 +95,10 @@ class IndexBlocksConfig(NamedTuple):
     template: str | None = None  # a jinja2 template path relative to the repo root
 
 
+class EvalConfig(NamedTuple):
+    path: str | None = None  # the question file, relative to the repo root (default .gitwiki/eval.jsonl)
+
+
 class McpConfig(NamedTuple):
     commit_writes: bool = False
     max_page_bytes: int = 1_000_000
@@ -108,6 +112,7 @@ class Config(NamedTuple):
     lint: LintConfig = LintConfig()
     index_blocks: IndexBlocksConfig = IndexBlocksConfig()
     mcp: McpConfig = McpConfig()
+    eval: EvalConfig = EvalConfig()
     files: tuple[str, ...] = ()  # the config files that were read, in order
 
     def corpus(self, name: str | None = None) -> CorpusConfig:
@@ -137,6 +142,7 @@ SECTIONS: dict[str, type] = {
     "lint": LintConfig,
     "index_blocks": IndexBlocksConfig,
     "mcp": McpConfig,
+    "eval": EvalConfig,
 }
 
 
