@@ -70,6 +70,8 @@ class SearchConfig(NamedTuple):
     limit: int = 50
     snippet_chars: int = 240
     auto_index: bool = True  # catch up with HEAD before answering
+    reranker: str | None = None  # a fastembed cross-encoder model id; off by default (gitwiki.rerank)
+    rerank_depth: int = 20  # fused chunks the cross-encoder re-scores
 
 
 class EmbeddingsConfig(NamedTuple):

@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING, NamedTuple
 from gitwiki.embed import Embedder
 from gitwiki.markdown.chunker import fallback_title
 from gitwiki.ranking import FUSERS, Ranked, rollup, snippet
+from gitwiki.relevance import Background, is_weak
+from gitwiki.rerank import Reranker, rerank
 from gitwiki.store import Store, vector_matrix
-from gitwiki.tokens import STOP_WORDS, fts_query, words
+from gitwiki.tokens import STOP_WORDS, fts_query, tokenize, words
 
 if TYPE_CHECKING:  # numpy loads on the first dense query: the lexical CLI path stays fast
     import numpy as np
@@ -50,6 +52,7 @@ class DocResult(NamedTuple):
     title: str
     score: float
     chunks: list[ChunkResult]
+    weak: bool = False  # gitwiki.relevance: few query terms and no standout embedding match
 
 
 class SearchResult(NamedTuple):
@@ -59,6 +62,11 @@ class SearchResult(NamedTuple):
     mode: str
     docs: list[DocResult]
     dirty: tuple[str, ...] = ()
+
+    @property
+    def weak(self) -> bool:
+        """Nothing matched well: no page at all, or the best page is a weak match."""
+        return not self.docs or self.docs[0].weak
 
     def to_json(self) -> dict:
         """The stable `gitwiki ground --json` contract (docs/json-contract.md)."""
@@ -82,18 +90,22 @@ class SearchResult(NamedTuple):
                         }
                         for c in d.chunks
                     ],
+                    "weak": d.weak,
                 }
                 for d in self.docs
             ],
             "dirty": list(self.dirty),
+            "weak": self.weak,
         }
 
 
 class Searcher:
     """Runs queries; keeps the dense matrix of recent views in memory for long-lived processes."""
 
-    def __init__(self, store: Store, cache_size: int = 4):
+    def __init__(self, store: Store, cache_size: int = 4, reranker: Reranker | None = None, rerank_depth: int = 20):
         self.store = store
+        self.reranker = reranker
+        self.rerank_depth = rerank_depth
         self._matrices: OrderedDict[tuple[str, str], DenseMatrix] = OrderedDict()
         self._cache_size = cache_size
 
@@ -103,22 +115,32 @@ class Searcher:
         for path, blob in sorted(view.pages.items()):
             blob_paths.setdefault(blob, path)
         blob_of: dict[int, str] = {}  # chunk id → blob, filled by the rankers
+        background: Background | None = None
+        cosines: dict[int, float] = {}
         with self.store.read():
             rankings: list[Ranked] = []
             if mode in ("hybrid", "lexical"):
                 rankings.append(self._lexical(query, blob_paths, blob_of))
             if mode in ("hybrid", "dense"):
                 # Last: onnxruntime's threads spin for a while after a run and slow whatever follows.
-                rankings.append(self._dense(view, query, embedder, blob_paths, blob_of))
+                dense, background = self._dense(view, query, embedder, blob_paths, blob_of)
+                rankings.append(dense)
+                cosines = dict(dense)
             fused = rankings[0] if len(rankings) == 1 else FUSERS[options.fusion](rankings)
+            if self.reranker is not None:
+                head = self.store.chunks_by_id(cid for cid, _ in fused[: self.rerank_depth])
+                texts = {cid: "\n".join((" > ".join(r.breadcrumb), r.text)) for cid, r in head.items()}
+                fused = rerank(fused, texts, query, self.reranker, self.rerank_depth)
             page_of = {cid: blob_paths[blob_of[cid]] for cid, _ in fused}
             hits = rollup(fused, page_of, options.top_files, options.chunks_per_file, options.limit)
             rows = self.store.chunks_by_id(cid for hit in hits for cid, _ in hit.chunks)
             infos = self.store.blob_info(view.pages[h.path] for h in hits)
         terms = {w.lower() for w in words(query) if w.lower() not in STOP_WORDS}
+        content = set(tokenize(query))
         docs = []
         for hit in hits:
             info = infos.get(view.pages[hit.path])
+            best = rows[hit.chunks[0][0]]
             chunks = [
                 ChunkResult(
                     list(rows[cid].breadcrumb),
@@ -130,7 +152,9 @@ class Searcher:
                 for cid, score in hit.chunks
             ]
             title = (info.title if info else "") or fallback_title(hit.path)
-            docs.append(DocResult(hit.path, title, hit.score, chunks))
+            cosine = max((cosines[cid] for cid, _ in hit.chunks if cid in cosines), default=None)
+            weak = is_weak(content, " ".join((title, *best.breadcrumb, best.text)), cosine, background)
+            docs.append(DocResult(hit.path, title, hit.score, chunks, weak))
         return SearchResult(query, view.corpus, view.commit, mode, docs, view.dirty)
 
     def _lexical(self, query: str, blob_paths: dict[str, str], blob_of: dict[int, str]) -> Ranked:
@@ -149,19 +173,19 @@ class Searcher:
 
     def _dense(
         self, view: CorpusView, query: str, embedder: Embedder, blob_paths: dict[str, str], blob_of: dict[int, str]
-    ) -> Ranked:
+    ) -> tuple[Ranked, Background | None]:
         import numpy as np
 
         dense = self._matrix(view, embedder.model_id, blob_paths)
         if not dense.ids:
-            return []
+            return [], None
         # einsum, not BLAS: one matrix-vector product is faster on one core than on a thread pool that
         # has to wait for onnxruntime's spinning threads to let go of the CPU.
         scores = np.einsum("ij,j->i", dense.matrix, embedder.embed_query(query))
         top = np.argpartition(-scores, min(CANDIDATES, len(scores) - 1))[:CANDIDATES]
         top = top[np.argsort(-scores[top], kind="stable")]
         blob_of.update((dense.ids[i], dense.blobs[i]) for i in top)
-        return [(dense.ids[i], float(scores[i])) for i in top]
+        return [(dense.ids[i], float(scores[i])) for i in top], Background(float(scores.mean()), float(scores.std()))
 
     def _matrix(self, view: CorpusView, model: str, blob_paths: dict[str, str]) -> DenseMatrix:
         key = (model, view.key)
