@@ -157,7 +157,7 @@ def test_the_projects_own_docs_questions(repo, cli):
     shutil.copytree(ROOT / ".gitwiki", repo.path / ".gitwiki")
     shutil.copy(ROOT / ".gitwiki.toml", repo.path / ".gitwiki.toml")
     repo.commit("docs")
-    # Measured 2026-11-23 (offline MiniLM, hybrid): MRR@10 0.848; the floor leaves room for wording changes.
+    # Measured 2026-11-23 (offline MiniLM, hybrid): MRR@10 0.821; the floor leaves room for wording changes.
     code, out, err = cli("eval", "--mode", "hybrid", "--min-mrr", "0.75", cwd=repo.path)
     assert code == 0, out + err
     assert "22 questions from .gitwiki/eval.jsonl" in out
