@@ -8,8 +8,9 @@ deviations above the mean cosine of every chunk searched. The z-score, not the r
 cosines sit in different ranges per model (bge-small rarely scores below 0.5, MiniLM often does).
 
 Measured on the public sets with all-MiniLM-L6-v2 (docs/benchmarks.md, "Weak matches", bench/weak_eval.py):
-with each question's answer pages removed the flag is on for 16–44 % of questions, with them present for
-6–10 % (2.8–4.2 times less), and for every stop-word-only or punctuation query.
+on wiki-dev, Cranfield and SciFact the flag is on for 16–41 % of questions whose answer pages were removed and
+6–8 % with them present, and for every stop-word-only or punctuation query; short generic how-to questions
+(tldr) slip through.
 """
 
 from __future__ import annotations
