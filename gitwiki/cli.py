@@ -34,6 +34,7 @@ COMMANDS = (
     "hooks",
     "hook",
     "memory",
+    "eval",
 )
 
 

@@ -72,6 +72,8 @@ class SearchConfig(NamedTuple):
     limit: int = 50
     snippet_chars: int = 240
     auto_index: bool = True  # catch up with HEAD before answering
+    reranker: str | None = None  # a fastembed cross-encoder model id; off by default (gitwiki.rerank)
+    rerank_depth: int = 20  # fused chunks the cross-encoder re-scores
 
 
 class EmbeddingsConfig(NamedTuple):
@@ -95,6 +97,10 @@ class LintConfig(NamedTuple):
 class IndexBlocksConfig(NamedTuple):
     filename: str = "index.md"
     template: str | None = None  # a jinja2 template path relative to the repo root
+
+
+class EvalConfig(NamedTuple):
+    path: str | None = None  # the question file, relative to the repo root (default .gitwiki/eval.jsonl)
 
 
 class McpConfig(NamedTuple):
@@ -127,6 +133,7 @@ class Config(NamedTuple):
     mcp: McpConfig = McpConfig()
     agent_hooks: AgentHooksConfig = AgentHooksConfig()
     memory: MemoryConfig = MemoryConfig()
+    eval: EvalConfig = EvalConfig()
     files: tuple[str, ...] = ()  # the config files that were read, in order
 
     def corpus(self, name: str | None = None) -> CorpusConfig:
@@ -158,6 +165,7 @@ SECTIONS: dict[str, type] = {
     "mcp": McpConfig,
     "agent_hooks": AgentHooksConfig,
     "memory": MemoryConfig,
+    "eval": EvalConfig,
 }
 
 

@@ -77,6 +77,7 @@ class GroundDoc(TypedDict):
     title: str
     score: float
     chunks: list[GroundChunk]
+    weak: Annotated[bool, Field(description="A weak match: few of the query's terms and no standout meaning.")]
 
 
 class GroundJson(TypedDict):
@@ -88,6 +89,7 @@ class GroundJson(TypedDict):
     mode: Annotated[str, Field(description="hybrid, lexical or dense: the ranking actually used.")]
     docs: list[GroundDoc]
     dirty: Annotated[list[str], Field(description="Uncommitted pages (repo-relative) folded into the search.")]
+    weak: Annotated[bool, Field(description="True when nothing matched well (the best page is weak, or none).")]
 
 
 def result(text: str, data: dict[str, Any]) -> CallToolResult:

@@ -29,6 +29,7 @@ from gitwiki.indexer import (
     update,
     worktree_overlay,
 )
+from gitwiki.rerank import load_reranker
 from gitwiki.search import CorpusView, Searcher, SearchOptions, SearchResult
 from gitwiki.store import Store
 
@@ -71,7 +72,8 @@ class Wiki:
 
     @functools.cached_property
     def searcher(self) -> Searcher:
-        return Searcher(self.store)
+        s = self.config.search
+        return Searcher(self.store, reranker=load_reranker(s.reranker), rerank_depth=s.rerank_depth)
 
     def corpus(self, name: str | None = None) -> CorpusConfig:
         return self.config.corpus(name)
