@@ -29,6 +29,7 @@ COMMANDS = (
     "artifact",
     "pull",
     "publish",
+    "repo",
     "lance",
 )
 

@@ -28,6 +28,7 @@ from gitwiki.indexer import (
     update,
     worktree_overlay,
 )
+from gitwiki.repositories import Repositories, for_checkout
 from gitwiki.search import CorpusView, Searcher, SearchOptions, SearchResult
 from gitwiki.store import Store
 
@@ -46,15 +47,17 @@ class CorpusStatus(NamedTuple):
 
 
 class Wiki:
-    def __init__(self, repo: GitRepo, config: Config):
+    def __init__(self, repo: GitRepo, config: Config, default: str | None = None):
         self.repo = repo
         self.config = config
+        self.default = default  # the default corpus when not the first (see repositories.for_checkout)
+        self.repositories = Repositories(config.repositories)
         self._pages: dict[str, tuple[str, dict[str, str]]] = {}  # corpus → (tree, indexed listing)
 
     @classmethod
     def open(cls, start: str | os.PathLike = ".") -> Wiki:
         repo = GitRepo.discover(start)
-        return cls(repo, config_mod.load(repo.root))
+        return cls(repo, *for_checkout(config_mod.load(repo.root), repo.root, Path(start)))
 
     @property
     def root(self) -> Path:
@@ -73,6 +76,14 @@ class Wiki:
         return Searcher(self.store)
 
     def corpus(self, name: str | None = None) -> CorpusConfig:
+        """A local corpus, or a repository's `repo:NAME:wiki|corpus`; None is the default one."""
+        name = name or self.default
+        owner = self.repositories.owner(name)
+        if owner is not None:
+            return owner.corpus(name)
+        if name is not None and name not in (c.name for c in self.config.corpora):
+            choices = ", ".join([c.name for c in self.config.corpora] + self.repositories.corpus_names())
+            raise UsageError(f"no corpus named {name!r}; choose one of: {choices}")
         return self.config.corpus(name)
 
     def embedder(self) -> Embedder | None:
@@ -88,6 +99,8 @@ class Wiki:
         self, corpus: str | None = None, progress: Progress | None = None, lexical: bool = False
     ) -> list[IndexReport]:
         """Bring each corpus (or the named one) up to HEAD; `lexical` skips embedding."""
+        if self.repositories.owner(corpus) is not None:
+            raise UsageError(f"{corpus} is a [[repository]] corpus: `gitwiki repo sync` fetches and indexes it")
         corpora = [self.corpus(corpus)] if corpus else list(self.config.corpora)
         head = self.repo.head()
         reports = []
@@ -115,6 +128,11 @@ class Wiki:
         """The pages to search: HEAD's (caught up if stale) plus the worktree, or those of revision `at`."""
         c = self.corpus(corpus)
         embedder = self.embedder() if vectors else None
+        owner = self.repositories.owner(c.name)
+        if owner is not None:
+            if at is not None:
+                raise UsageError(f"--at reads this checkout's history; {c.name} is searched as last synced")
+            return owner.view(c.name, embedder, self.config.embeddings, self.config.search.auto_index)
         if at is not None:
             return self._view_at(c, at, embedder)
         state = self.store.state(c.name)
@@ -190,7 +208,9 @@ class Wiki:
                 "add markdown there or fix [[corpus]] path in .gitwiki.toml"
             )
         embedder = self.embedder() if mode != "lexical" else None
-        return self.searcher.search(view, query.strip(), options, embedder)
+        owner = self.repositories.owner(view.corpus)
+        searcher = owner.searcher if owner is not None else self.searcher
+        return searcher.search(view, query.strip(), options, embedder)
 
     # ---- status ----------------------------------------------------------------------------------
 
@@ -220,6 +240,7 @@ class Wiki:
     def close(self) -> None:
         if "store" in self.__dict__:
             self.store.close()
+        self.repositories.close()
 
 
 def _positive(value: int | None, default: int, name: str) -> int:

@@ -66,7 +66,7 @@ class _progress:
     def update(self, stage: str, done: int, total: int) -> None:
         if stage not in self._tasks:
             self._tasks[stage] = self._bar.add_task(
-                {"parse": "parsing pages", "embed": "embedding chunks"}[stage], total=total
+                {"fetch": "fetching objects", "parse": "parsing pages", "embed": "embedding chunks"}[stage], total=total
             )
         self._bar.update(self._tasks[stage], completed=done, total=total)
 
