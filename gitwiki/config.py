@@ -101,6 +101,7 @@ class StorageConfig(NamedTuple):
 
 class LintConfig(NamedTuple):
     disable: tuple[str, ...] = ()
+    max_page_bytes: int = 20_000  # GW011: a bigger page is probably more than one topic; 0 turns it off
 
 
 class IndexBlocksConfig(NamedTuple):

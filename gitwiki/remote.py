@@ -68,13 +68,14 @@ def fetch(
     callbacks = _Callbacks(progress)
     remote = repo.remotes.create_anonymous(url)
     heads = _list_heads(remote, callbacks, url)
-    name = _remote_ref(heads, ref, url)
+    commit_id = ref if ref and _COMMIT_ID.match(ref) else None
+    name = _remote_ref(heads, ref, url) if commit_id is None else commit_id
     try:
         held = repo.references.get(TIP)
         refspecs = []
-        if name is not None and (held is None or str(held.target) != heads[name]):
+        if commit_id is None and (held is None or str(held.target) != heads[name]):
             refspecs.append(f"+{name}:{TIP}")
-        elif name is None and ref not in repo:  # a commit id the cache does not hold yet: fetch every branch
+        elif commit_id is not None and commit_id not in repo:  # not held yet: fetch every branch, look again
             refspecs.append("+refs/heads/*:refs/gitwiki/heads/*")
         artifact = heads.get(ARTIFACT_REF) if want_artifact else None
         if artifact is not None:
@@ -83,35 +84,35 @@ def fetch(
             remote.fetch(refspecs, callbacks=callbacks)
     except pygit2.GitError as e:
         raise FetchError(f"cannot fetch {url}: {_first_line(e)}") from None
-    if name is None:  # a commit id
-        if ref not in repo:
-            raise NotFoundError(f"{url} has no commit {ref} on any branch; check [[repository]] ref")
-        repo.references.create(TIP, ref, force=True)
-    return Fetched(cache.resolve(TIP), name or str(ref), bool(refspecs), artifact)
+    if commit_id is not None:
+        if commit_id not in repo:
+            raise NotFoundError(f"{url} has no commit {commit_id} on any branch; check [[repository]] ref")
+        repo.references.create(TIP, commit_id, force=True)
+    return Fetched(cache.resolve(TIP), name, bool(refspecs), artifact)
 
 
 def advertised(cache: GitRepo, url: str, ref: str | None) -> str | None:
     """The commit `ref` points at on the remote now, asking for its refs only (None for a commit id)."""
+    if ref and _COMMIT_ID.match(ref):
+        return None
     heads = _list_heads(cache.raw.remotes.create_anonymous(url), _Callbacks(None), url)
     name = _remote_ref(heads, ref, url)
-    return None if name is None else heads.get(name + "^{}", heads[name])  # an annotated tag's commit
+    return heads.get(name + "^{}", heads[name])  # an annotated tag's commit
 
 
 def _list_heads(remote: pygit2.Remote, callbacks: _Callbacks, url: str) -> dict[str, str]:
     try:
-        return {h.name: str(h.oid) for h in remote.list_heads(callbacks=callbacks)}
+        return {str(h.name): str(h.oid) for h in remote.list_heads(callbacks=callbacks)}
     except pygit2.GitError as e:
         raise FetchError(f"cannot reach {url}: {_first_line(e)}") from None
 
 
-def _remote_ref(heads: dict[str, str], ref: str | None, url: str) -> str | None:
-    """The advertised ref that `ref` names (None for a bare commit id)."""
+def _remote_ref(heads: dict[str, str], ref: str | None, url: str) -> str:
+    """The advertised ref that `ref` (a branch or tag, not a commit id) names."""
     if ref is None:
         if "HEAD" not in heads:
             raise NotFoundError(f"{url} has no HEAD (an empty repository?); set ref in its [[repository]]")
         return "HEAD"
-    if _COMMIT_ID.match(ref):
-        return None
     for candidate in (ref, f"refs/heads/{ref}", f"refs/tags/{ref}"):
         if candidate.startswith("refs/") and candidate in heads:
             return candidate
@@ -131,7 +132,7 @@ def is_ancestor(repo: GitRepo, old: str, new: str) -> bool:
 def file_at(repo: GitRepo, commit: Commit, path: str) -> bytes | None:
     """The bytes of the file at `path` in `commit`, or None if there is none."""
     try:
-        entry = repo.raw[commit.tree][path]
+        entry = repo.raw[commit.tree].peel(pygit2.Tree)[path]
     except KeyError:
         return None
     return repo.read_blob(str(entry.id)) if entry.type_str == "blob" else None

@@ -267,13 +267,14 @@ class Repository:
         return CorpusView(name, state.commit, pages, (), f"{name}:{state.tree}")
 
     def read(self, name: str, path: str) -> tuple[str, str]:
-        """(repo-relative path, text) of a synced page, given corpus- or repo-relative."""
+        """(corpus-relative path, text) of a synced page, given corpus- or repo-relative."""
         pages = self.store.pages(name)
+        prefix = self.corpus(name).prefix
         rel = "/".join(p for p in path.replace("\\", "/").split("/") if p not in ("", "."))
-        found = next((p for p in (self.corpus(name).prefix + rel, rel) if p in pages), None)
+        found = next((p for p in (prefix + rel, rel) if p in pages and p.startswith(prefix)), None)
         if found is None:
             raise NotFoundError(f"no page {path!r} in corpus {name!r} (as synced); list_files shows its pages")
-        return found, self.git.read_blob(pages[found]).decode("utf-8", errors="replace")
+        return found[len(prefix) :], self.git.read_blob(pages[found]).decode("utf-8", errors="replace")
 
     def status(self, check: bool = False) -> RepositoryStatus:
         state = self.state()

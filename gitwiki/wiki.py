@@ -79,7 +79,7 @@ class Wiki:
         """A local corpus, or a repository's `repo:NAME:wiki|corpus`; None is the default one."""
         name = name or self.default
         owner = self.repositories.owner(name)
-        if owner is not None:
+        if owner is not None and name is not None:
             return owner.corpus(name)
         if name is not None and name not in (c.name for c in self.config.corpora):
             choices = ", ".join([c.name for c in self.config.corpora] + self.repositories.corpus_names())
@@ -203,9 +203,10 @@ class Wiki:
         if not view.pages:
             c = self.corpus(corpus)
             where = f"{c.path}/" if c.path else "the repo root"
+            owner = self.repositories.owner(c.name)
+            fix = "set wiki in its [[repository]]" if owner else "add markdown there or fix [[corpus]] path"
             raise NotFoundError(
-                f"corpus {c.name!r} has no pages under {where} matching {', '.join(c.include)}; "
-                "add markdown there or fix [[corpus]] path in .gitwiki.toml"
+                f"corpus {c.name!r} has no pages under {where} matching {', '.join(c.include)}; {fix} in .gitwiki.toml"
             )
         embedder = self.embedder() if mode != "lexical" else None
         owner = self.repositories.owner(view.corpus)

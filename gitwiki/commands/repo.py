@@ -39,7 +39,10 @@ def sync_command(args: argparse.Namespace) -> int:
     with _progress(enabled=not args.quiet and not args.json and sys.stderr.isatty()) as progress:
         reports = wiki.repositories.sync(args.name, wiki.config.embeddings, lexical=args.lexical, progress=progress)
     if args.json:
-        rows = [{**r._asdict(), "reports": [i._asdict() for i in r.reports]} for r in reports]
+        rows = [
+            {**r._asdict(), "reports": [{**i._asdict(), "up_to_date": i.up_to_date} for i in r.reports]}
+            for r in reports
+        ]
         print(json.dumps(rows, indent=2))
     for r in reports:
         if r.error is not None:
