@@ -107,6 +107,8 @@ class RepositoryStatus(NamedTuple):
     commit: str | None
     wiki: str
     corpora: dict[str, int]  # corpus name → pages indexed
+    chunks: dict[str, int]  # corpus name → chunks of those pages
+    model: str | None  # the embedding model of the indexed vectors (None: lexical only)
     synced_at: float | None
     error: str | None
     failed_at: float | None
@@ -279,7 +281,8 @@ class Repository:
     def status(self, check: bool = False) -> RepositoryStatus:
         state = self.state()
         corpora = self.corpora(state)
-        counts = {c.name: self.store.page_count(c.name) for c in corpora} if state.commit else {}
+        listings = {c.name: self.store.pages(c.name) for c in corpora} if state.commit else {}
+        indexed = self.store.state(corpora[0].name) if state.commit else None
         now = None
         if check:
             try:
@@ -292,7 +295,9 @@ class Repository:
             state.ref,
             state.commit,
             corpora[0].path,
-            counts,
+            {name: len(pages) for name, pages in listings.items()},
+            {name: self.store.chunk_count(set(pages.values())) for name, pages in listings.items()},
+            indexed.model if indexed else None,
             state.synced_at,
             state.error,
             state.failed_at,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gitwiki.artifact import ARCHIVE_NAME
-from tests.helpers import GitRepoFixture
+from tests.helpers import MODEL_NAME, GitRepoFixture, needs_model
 from tests.test_mcp_server import call, connect, refused, run
 
 LEXICAL = "[embeddings]\nenabled = false\n"
@@ -252,7 +252,8 @@ def test_mcp_lists_searches_and_reads_repository_corpora_until_removed(checkout,
             names = [c["name"] for c in listed]
             assert names == ["wiki", *(f"repo:{r}:{k}" for r in ("platform", "handbook") for k in ("wiki", "corpus"))]
             row = listed[1]
-            assert (row["state"], row["pages"], row["path"], row["location"]) == ("fresh", 2, "wiki", platform.url)
+            assert (row["state"], row["pages"], row["chunks"], row["path"]) == ("fresh", 2, 2, "wiki")
+            assert (row["location"], row["ref"], row["model"], row["absolute_path"]) == (platform.url, "HEAD", None, "")
             found = await call(s, "ground", query="kubernetes", corpus="repo:platform:wiki", mode="lexical")
             assert found.structured_content["docs"][0]["path"] == "wiki/deploy.md"
             page = await call(s, "read_markdown", path="deploy.md", corpus="repo:platform:wiki", start_line=3)
@@ -276,3 +277,49 @@ def test_mcp_lists_searches_and_reads_repository_corpora_until_removed(checkout,
 
     run(after)
     errlog.close()
+
+
+def test_a_tag_or_a_commit_id_pins_the_repository(checkout, platform, cli):
+    pinned = platform.work.git("rev-parse", "HEAD").strip()
+    platform.work.git("tag", "-a", "v1", "-m", "release 1")
+    platform.work.git("push", "-q", "origin", "v1")
+    platform.work.commit("later", {"wiki/deploy.md": "# Deploy\n\nNow with nomad.\n"})
+    platform.push()
+    for ref in ("v1", pinned):
+        checkout.write(
+            ".gitwiki.toml", f'[[repository]]\nname = "platform"\nurl = "{platform.url}"\nref = "{ref}"\n' + LEXICAL
+        )
+        (report,) = sync(cli, checkout.path)
+        assert report["commit"] == pinned and report["error"] is None
+        assert top(cli, checkout.path, "canaries", "--corpus", "repo:platform:wiki")["docs"]
+        code, out, _ = cli("repo", "list", "--check", cwd=checkout.path)
+        assert code == 0 and "synced:" in out  # a pin is never behind
+    checkout.write(".gitwiki.toml", f'[[repository]]\nname = "platform"\nurl = "{platform.url}"\nref = "nope"\n')
+    code, _, err = cli("repo", "sync", cwd=checkout.path)
+    assert code == 1 and "has no branch or tag 'nope'" in err and "searching the last sync" in err
+
+
+def test_https_credentials_come_from_the_git_credential_helper(monkeypatch):
+    from gitwiki.remote import credential_fill
+
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "credential.helper")
+    monkeypatch.setenv(
+        "GIT_CONFIG_VALUE_0", '!f() { test "$1" = get && echo username=alice && echo password=s3cret; }; f'
+    )
+    assert credential_fill("https://git.example.com/acme/platform.git", None) == ("alice", "s3cret")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "!f() { :; }; f")  # a helper that knows nothing: no prompt, None
+    assert credential_fill("https://git.example.com/acme/platform.git", "bob") is None
+
+
+@needs_model
+def test_hybrid_search_of_a_repository_embeds_at_sync_and_not_again(platform, repo, cli):
+    repo.commit("init", {".gitwiki.toml": declare(("platform", platform), extra="")})
+    (report,) = sync(cli, repo.path)
+    assert [r["model"] for r in report["reports"]] == [MODEL_NAME, MODEL_NAME]
+    assert sum(r["embedded"] for r in report["reports"]) == 3  # README.md's chunk once, the wiki's two once
+    code, out, err = cli(
+        "ground", "--json", "how do we release software", "--corpus", "repo:platform:wiki", cwd=repo.path
+    )
+    found = json.loads(out)
+    assert code == 0 and found["mode"] == "hybrid" and found["docs"][0]["path"] == "wiki/deploy.md", err
