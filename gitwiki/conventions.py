@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import NamedTuple
 
+from gitwiki.fs import atomic_write
+
+AGENTS_FILE = "AGENTS.md"
 START, END = "<!-- gitwiki:agents -->", "<!-- /gitwiki:agents -->"
 
 
@@ -35,3 +40,19 @@ def with_agents_section(existing: str, wiki_path: str) -> str:
     if not existing:
         return section
     return existing + ("" if existing.endswith("\n\n") else "\n" if existing.endswith("\n") else "\n\n") + section
+
+
+class AgentsReport(NamedTuple):
+    file: Path
+    updated: bool  # the file existed before
+
+    def describe(self) -> str:
+        return f"{'updated' if self.updated else 'wrote'} {self.file} (how to keep the wiki, for coding agents)"
+
+
+def write_agents(root: Path, wiki_path: str) -> AgentsReport:
+    """Write or refresh the gitwiki section of `root`/AGENTS.md."""
+    target = root / AGENTS_FILE
+    existing = target.read_text(encoding="utf-8") if target.is_file() else ""
+    atomic_write(target, with_agents_section(existing, wiki_path))
+    return AgentsReport(target, bool(existing))

@@ -7,6 +7,7 @@ the worktree has, the text of a batch of blobs.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from collections.abc import Iterable
@@ -30,6 +31,13 @@ class GitRun(NamedTuple):
     @property
     def out(self) -> str:
         return self.data.decode()
+
+    def checked(self, failure: str, hint: str, error: type[GitwikiError] = GitwikiError) -> GitRun:
+        """This run if git succeeded, else `error("<failure> (<git's last stderr line>); <hint>")`: the one
+        way a failed git command becomes a gitwiki error, each caller saying what failed and what to do."""
+        if not self.ok:
+            raise error(f"{failure} ({self.error}); {hint}")
+        return self
 
 
 class Checkout(NamedTuple):
@@ -60,7 +68,8 @@ def run_git(
         )
     except FileNotFoundError:
         raise UsageError(
-            "the git command is not installed; install git (gitwiki runs it for the hooks, pull and publish)"
+            "the git command is not installed; install git (gitwiki runs it to find the repository, for the hooks, "
+            "pull and publish)"
         ) from None
     lines = done.stderr.decode(errors="replace").strip().splitlines()
     return GitRun(
@@ -70,27 +79,34 @@ def run_git(
     )
 
 
-def not_a_repo(start: str | os.PathLike) -> NotFoundError:
+def blob_id(data: bytes) -> str:
+    """The id git gives a file with this content (`git hash-object`), computed here rather than by pygit2,
+    which the hooks must not import."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _not_a_repo(start: str | os.PathLike) -> NotFoundError:
     return NotFoundError(
         f"{os.path.abspath(start)} is not inside a git repository; run `git init` or cd into your repo"
     )
 
 
-def bare_repo(where: str | os.PathLike) -> NotFoundError:
+def _bare_repo(where: str | os.PathLike) -> NotFoundError:
     return NotFoundError(f"{where} is a bare repository; run gitwiki in a checkout")
 
 
 def discover(start: str | os.PathLike = ".") -> Checkout:
-    """The checkout containing `start`."""
+    """The checkout containing `start`, as git finds it (GIT_DIR and the other variables git reads count).
+    The one discovery: `GitRepo.discover` opens what this finds."""
     run = run_git(start, "rev-parse", "--is-bare-repository", "--git-common-dir", "--show-toplevel")
     lines = run.data.decode(errors="surrogateescape").splitlines()
     if run.ok and len(lines) == 3:
         return Checkout(Path(lines[2]).resolve(), (Path(start) / lines[1]).resolve())
     if lines[:1] == ["true"]:
-        raise bare_repo((Path(start) / lines[1]).resolve() if len(lines) > 1 else os.path.abspath(start))
+        raise _bare_repo((Path(start) / lines[1]).resolve() if len(lines) > 1 else os.path.abspath(start))
     if lines:  # a repository, but `start` is not in its worktree (inside .git, say)
         raise NotFoundError(f"{os.path.abspath(start)} is not in a git worktree ({run.error}); cd into your checkout")
-    raise not_a_repo(start)
+    raise _not_a_repo(start)
 
 
 def staged_files(root: str | os.PathLike) -> dict[str, str]:
@@ -150,6 +166,4 @@ def _paths(root: str | os.PathLike, *args: str) -> list[str]:
 
 
 def _checked(run: GitRun) -> GitRun:
-    if not run.ok:
-        raise GitwikiError(f"git failed ({run.error}); check that the repository is readable, e.g. with `git status`")
-    return run
+    return run.checked("git failed", "check that the repository is readable, e.g. with `git status`")

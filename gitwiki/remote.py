@@ -39,65 +39,88 @@ class Fetched(NamedTuple):
     artifact: str | None  # the commit of refs/gitwiki/index when fetched in this call
 
 
-def open_cache(path: Path) -> GitRepo:
-    """The bare cache at `path`, created empty on first use."""
-    if not (path / "HEAD").is_file():
-        path.mkdir(parents=True, exist_ok=True)
-        return GitRepo(pygit2.init_repository(str(path), bare=True))
-    return GitRepo(pygit2.Repository(str(path)))
+class Objects:
+    """Another repository's object database: a bare cache fetched with pygit2, or a local repo read in place.
 
+    `git` reads it as the indexer reads the checkout (trees, blobs, revisions); the rest is what syncing
+    needs on top: fetching a ref, ancestry, a file at a commit, a ref's commit.
+    """
 
-def open_local(path: str) -> GitRepo:
-    """A local repository (bare or not), read in place."""
-    found = pygit2.discover_repository(path)
-    if found is None:
-        raise NotFoundError(f"[[repository]] path {path} is not a git repository; fix path or clone it there")
-    return GitRepo(pygit2.Repository(found))
+    def __init__(self, repo: pygit2.Repository):
+        self._repo = repo
+        self.git = GitRepo(repo)
 
+    @classmethod
+    def cache(cls, path: Path) -> Objects:
+        """The bare cache at `path`, created empty on first use."""
+        if not (path / "HEAD").is_file():
+            path.mkdir(parents=True, exist_ok=True)
+            return cls(pygit2.init_repository(str(path), bare=True))
+        return cls(pygit2.Repository(str(path)))
 
-def fetch(
-    cache: GitRepo,
-    url: str,
-    ref: str | None,
-    *,
-    want_artifact: bool = False,
-    progress: FetchProgress | None = None,
-) -> Fetched:
-    """Bring `ref` (default: the remote's HEAD) of `url` into the cache's TIP ref, downloading only if it moved."""
-    repo = cache.raw
-    callbacks = _Callbacks(progress)
-    remote = repo.remotes.create_anonymous(url)
-    heads = _list_heads(remote, callbacks, url)
-    commit_id = ref if ref and _COMMIT_ID.match(ref) else None
-    name = _remote_ref(heads, ref, url) if commit_id is None else commit_id
-    try:
-        held = repo.references.get(TIP)
-        refspecs = []
-        if commit_id is None and (held is None or str(held.target) != heads[name]):
-            refspecs.append(f"+{name}:{TIP}")
-        elif commit_id is not None and commit_id not in repo:  # not held yet: fetch every branch, look again
-            refspecs.append("+refs/heads/*:refs/gitwiki/heads/*")
-        artifact = heads.get(ARTIFACT_REF) if want_artifact else None
-        if artifact is not None:
-            refspecs.append(f"+{ARTIFACT_REF}:{ARTIFACT_REF}")
-        if refspecs:
-            remote.fetch(refspecs, callbacks=callbacks)
-    except pygit2.GitError as e:
-        raise FetchError(f"cannot fetch {url}: {_first_line(e)}") from None
-    if commit_id is not None:
-        if commit_id not in repo:
-            raise NotFoundError(f"{url} has no commit {commit_id} on any branch; check [[repository]] ref")
-        repo.references.create(TIP, commit_id, force=True)
-    return Fetched(cache.resolve(TIP), name, bool(refspecs), artifact)
+    @classmethod
+    def local(cls, path: str) -> Objects:
+        """A local repository (bare or not), read in place."""
+        found = pygit2.discover_repository(path)
+        if found is None:
+            raise NotFoundError(f"[[repository]] path {path} is not a git repository; fix path or clone it there")
+        return cls(pygit2.Repository(found))
 
+    def fetch(
+        self, url: str, ref: str | None, *, want_artifact: bool = False, progress: FetchProgress | None = None
+    ) -> Fetched:
+        """Bring `ref` (default: the remote's HEAD) of `url` into TIP, downloading only if it moved."""
+        repo = self._repo
+        callbacks = _Callbacks(progress)
+        remote = repo.remotes.create_anonymous(url)
+        heads = _list_heads(remote, callbacks, url)
+        commit_id = ref if ref and _COMMIT_ID.match(ref) else None
+        name = _remote_ref(heads, ref, url) if commit_id is None else commit_id
+        try:
+            held = repo.references.get(TIP)
+            refspecs = []
+            if commit_id is None and (held is None or str(held.target) != heads[name]):
+                refspecs.append(f"+{name}:{TIP}")
+            elif commit_id is not None and commit_id not in repo:  # not held yet: fetch every branch, look again
+                refspecs.append("+refs/heads/*:refs/gitwiki/heads/*")
+            artifact = heads.get(ARTIFACT_REF) if want_artifact else None
+            if artifact is not None:
+                refspecs.append(f"+{ARTIFACT_REF}:{ARTIFACT_REF}")
+            if refspecs:
+                remote.fetch(refspecs, callbacks=callbacks)
+        except pygit2.GitError as e:
+            raise FetchError(f"cannot fetch {url}: {_first_line(e)}") from None
+        if commit_id is not None:
+            if commit_id not in repo:
+                raise NotFoundError(f"{url} has no commit {commit_id} on any branch; check [[repository]] ref")
+            repo.references.create(TIP, commit_id, force=True)
+        return Fetched(self.git.rev_parse(TIP), name, bool(refspecs), artifact)
 
-def advertised(cache: GitRepo, url: str, ref: str | None) -> str | None:
-    """The commit `ref` points at on the remote now, asking for its refs only (None for a commit id)."""
-    if ref and _COMMIT_ID.match(ref):
-        return None
-    heads = _list_heads(cache.raw.remotes.create_anonymous(url), _Callbacks(None), url)
-    name = _remote_ref(heads, ref, url)
-    return heads.get(name + "^{}", heads[name])  # an annotated tag's commit
+    def advertised(self, url: str, ref: str | None) -> str | None:
+        """The commit `ref` points at on the remote now, asking for its refs only (None for a commit id)."""
+        if ref and _COMMIT_ID.match(ref):
+            return None
+        heads = _list_heads(self._repo.remotes.create_anonymous(url), _Callbacks(None), url)
+        name = _remote_ref(heads, ref, url)
+        return heads.get(name + "^{}", heads[name])  # an annotated tag's commit
+
+    def is_ancestor(self, old: str, new: str) -> bool:
+        """Whether `old` is `new` or in its history: False after a force-push rewrote it away."""
+        if old == new:
+            return True
+        return old in self._repo and self._repo.descendant_of(new, old)
+
+    def file_at(self, commit: Commit, path: str) -> bytes | None:
+        """The bytes of the file at `path` in `commit`, or None if there is none."""
+        try:
+            entry = self._repo[commit.tree].peel(pygit2.Tree)[path]
+        except KeyError:
+            return None
+        return self.git.read_blob(str(entry.id)) if entry.type_str == "blob" else None
+
+    def ref_commit(self, ref: str) -> Commit | None:
+        """The commit `ref` points at, or None if it does not exist."""
+        return self.git.rev_parse(ref) if ref in self._repo.references else None
 
 
 def _list_heads(remote: pygit2.Remote, callbacks: _Callbacks, url: str) -> dict[str, str]:
@@ -117,30 +140,6 @@ def _remote_ref(heads: dict[str, str], ref: str | None, url: str) -> str:
         if candidate.startswith("refs/") and candidate in heads:
             return candidate
     raise NotFoundError(f"{url} has no branch or tag {ref!r}; fix ref in its [[repository]] (or drop it for HEAD)")
-
-
-def is_ancestor(repo: GitRepo, old: str, new: str) -> bool:
-    """Whether `old` is `new` or in its history: False after a force-push rewrote it away."""
-    raw = repo.raw
-    if old == new:
-        return True
-    if old not in raw:
-        return False
-    return raw.descendant_of(new, old)
-
-
-def file_at(repo: GitRepo, commit: Commit, path: str) -> bytes | None:
-    """The bytes of the file at `path` in `commit`, or None if there is none."""
-    try:
-        entry = repo.raw[commit.tree].peel(pygit2.Tree)[path]
-    except KeyError:
-        return None
-    return repo.read_blob(str(entry.id)) if entry.type_str == "blob" else None
-
-
-def ref_commit(repo: GitRepo, ref: str) -> Commit | None:
-    """The commit `ref` points at in `repo`, or None if it does not exist."""
-    return repo.resolve(ref) if ref in repo.raw.references else None
 
 
 def _first_line(e: Exception) -> str:

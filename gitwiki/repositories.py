@@ -140,10 +140,14 @@ class Repository:
         return self.config.url or self.config.path or ""
 
     @functools.cached_property
-    def git(self) -> GitRepo:
+    def objects(self) -> remote.Objects:
         if self.config.path:
-            return remote.open_local(self.config.path)
-        return remote.open_cache(self.cache_dir / "git")
+            return remote.Objects.local(self.config.path)
+        return remote.Objects.cache(self.cache_dir / "git")
+
+    @property
+    def git(self) -> GitRepo:
+        return self.objects.git
 
     @functools.cached_property
     def store(self) -> Store:
@@ -191,8 +195,8 @@ class Repository:
                 self.name, before.commit, before.commit, False, False, False, str(e), (), [], _since(started)
             )
         commit = fetched.commit
-        rewritten = before.commit is not None and not remote.is_ancestor(self.git, before.commit, commit.id)
-        wiki = self.config.wiki if self.config.wiki is not None else own_wiki(self.git, commit)
+        rewritten = before.commit is not None and not self.objects.is_ancestor(before.commit, commit.id)
+        wiki = self.config.wiki if self.config.wiki is not None else own_wiki(self.objects, commit)
         notes: list[str] = []
         installed = fetched.artifact is not None and self._install_artifact(embeddings, notes)
         model = embeddings.model if embeddings.enabled else None
@@ -223,17 +227,15 @@ class Repository:
     def _fetch(self, *, want_artifact: bool, progress: Progress | None) -> remote.Fetched:
         if self.config.path:
             rev = self.config.ref or "HEAD"
-            return remote.Fetched(self.git.resolve(rev), rev, False, None)
+            return remote.Fetched(self.git.rev_parse(rev), rev, False, None)
         assert self.config.url is not None  # config validation: exactly one of url and path
         on_objects = (lambda done, total: progress("fetch", done, total)) if progress else None
-        return remote.fetch(
-            self.git, self.config.url, self.config.ref, want_artifact=want_artifact, progress=on_objects
-        )
+        return self.objects.fetch(self.config.url, self.config.ref, want_artifact=want_artifact, progress=on_objects)
 
     def _install_artifact(self, embeddings: EmbeddingsConfig, notes: list[str]) -> bool:
         """Install the remote's published index (first sync only), so catching up embeds only what changed."""
-        tip = remote.ref_commit(self.git, remote.ARTIFACT_REF)
-        data = remote.file_at(self.git, tip, artifact.ARCHIVE_NAME) if tip else None
+        tip = self.objects.ref_commit(remote.ARTIFACT_REF)
+        data = self.objects.file_at(tip, artifact.ARCHIVE_NAME) if tip else None
         if data is None:
             notes.append(f"{remote.ARTIFACT_REF} holds no {artifact.ARCHIVE_NAME}; indexed from scratch")
             return False
@@ -306,9 +308,9 @@ class Repository:
 
     def _remote_commit(self) -> str:
         if self.config.path:
-            return self.git.resolve(self.config.ref or "HEAD").id
+            return self.git.rev_parse(self.config.ref or "HEAD").id
         assert self.config.url is not None
-        return remote.advertised(self.git, self.config.url, self.config.ref) or self.config.ref or ""
+        return self.objects.advertised(self.config.url, self.config.ref) or self.config.ref or ""
 
     def close(self) -> None:
         if "store" in self.__dict__:
@@ -317,9 +319,9 @@ class Repository:
             self.__dict__.pop(name, None)
 
 
-def own_wiki(git: GitRepo, commit: Commit) -> str:
+def own_wiki(objects: remote.Objects, commit: Commit) -> str:
     """The repo's own wiki folder: the path of the first [[corpus]] in its .gitwiki.toml at `commit`, else wiki/."""
-    data = remote.file_at(git, commit, REPO_CONFIG_NAME)
+    data = objects.file_at(commit, REPO_CONFIG_NAME)
     try:
         corpora = tomllib.loads(data.decode("utf-8")).get("corpus") if data else None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):

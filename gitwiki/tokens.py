@@ -30,7 +30,7 @@ STOP_WORDS = frozenset(
 
 
 @functools.cache
-def _stemmer():
+def _stemmer() -> Stemmer.Stemmer:
     return Stemmer.Stemmer("english")
 
 

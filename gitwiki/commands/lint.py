@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+from gitwiki.errors import UsageError
 
 
 def register(sub) -> None:
@@ -20,6 +23,7 @@ def register(sub) -> None:
 
 
 def lint(args: argparse.Namespace) -> int:
+    # Imported when the command runs: cli.py imports every command module to build its parser.
     from gitwiki.lint import RULES
 
     if args.list_rules:
@@ -44,12 +48,8 @@ def lint(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def repo_relative(root, cwd: str, files: list[str]) -> list[str]:
+def repo_relative(root: Path, cwd: str, files: list[str]) -> list[str]:
     """FILE arguments (relative to `cwd`) as repo-relative POSIX paths; files outside the repo are an error."""
-    from pathlib import Path
-
-    from gitwiki.errors import UsageError
-
     out = []
     for name in files:
         full = Path(cwd, name).resolve()

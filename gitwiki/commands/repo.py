@@ -32,11 +32,11 @@ def register(sub) -> None:
 
 
 def sync_command(args: argparse.Namespace) -> int:
-    from gitwiki.commands.index import _progress
+    from gitwiki.commands.options import progress_bar
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
-    with _progress(enabled=not args.quiet and not args.json and sys.stderr.isatty()) as progress:
+    with progress_bar(enabled=not args.quiet and not args.json and sys.stderr.isatty()) as progress:
         reports = wiki.repositories.sync(args.name, wiki.config.embeddings, lexical=args.lexical, progress=progress)
     if args.json:
         rows = [

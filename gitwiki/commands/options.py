@@ -1,0 +1,82 @@
+"""Argument helpers several commands share (commands never import each other, so they import this)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitwiki.indexer import Progress
+
+STAGES = {"fetch": "fetching objects", "parse": "parsing pages", "embed": "embedding chunks"}
+
+
+def max_bytes_arg(args: argparse.Namespace) -> int:
+    """`--max-bytes`, defaulting to the archive cap; a non-positive value is a usage error."""
+    from gitwiki.artifact import MAX_BYTES
+    from gitwiki.errors import UsageError
+
+    if args.max_bytes is None:
+        return MAX_BYTES
+    if args.max_bytes < 1:
+        raise UsageError("--max-bytes must be a positive number of bytes")
+    return args.max_bytes
+
+
+def path_arg(args: argparse.Namespace, path: str | Path) -> Path:
+    """A path argument, relative to -C DIR like every path argument."""
+    return Path(args.chdir, path).resolve()
+
+
+def add_init_arguments(parser: argparse.ArgumentParser) -> None:
+    """`gitwiki init` and `gitwiki config init` are one command under two names: the same options, the same run."""
+    parser.add_argument("--path", default="wiki", help="the corpus folder, relative to the repo root (default: wiki)")
+    parser.add_argument("--name", default="wiki", help="the corpus name (default: wiki)")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing .gitwiki.toml")
+    parser.add_argument(
+        "--agents",
+        action="store_true",
+        help="also write how to keep the wiki into AGENTS.md (replacing an earlier gitwiki section)",
+    )
+    parser.set_defaults(func=_init)
+
+
+def _init(args: argparse.Namespace) -> int:
+    from gitwiki.config import REPO_CONFIG_NAME, normalize_corpus_path, write_init
+    from gitwiki.gitrepo import GitRepo
+
+    root = GitRepo.discover(args.chdir).root
+    if args.agents and (root / REPO_CONFIG_NAME).exists() and not args.force:
+        print(f"kept {root / REPO_CONFIG_NAME} (pass --force to overwrite it)")
+    else:
+        print(write_init(root, args.path, args.name, args.force).describe())
+    if args.agents:
+        from gitwiki.conventions import write_agents
+
+        print(write_agents(root, normalize_corpus_path(args.path, "--path")).describe())
+    return 0
+
+
+@contextmanager
+def progress_bar(enabled: bool) -> Iterator[Progress | None]:
+    """A rich progress bar on a terminal; no callback elsewhere."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeRemainingColumn
+    from rich.progress import Progress as Bar
+
+    tasks: dict[str, TaskID] = {}
+    with Bar(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
+    ) as bar:
+
+        def update(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(STAGES[stage], total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        yield update
