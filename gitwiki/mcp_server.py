@@ -290,16 +290,18 @@ class WikiTools:
     ) -> CallToolResult:
         """Commits on HEAD that changed a page, newest first: id, author, date, subject (from git log)."""
         c = self.wiki.corpus(corpus)
-        if self.wiki.repositories.owner(c.name) is not None:
-            raise UsageError(f"page_history covers this checkout's pages; {c.name} is another repository")
-        ref = pages.locate(self.wiki.root, c, path)
-        entries = self.wiki.repo.history(ref.repo_path, limit)
-        if not entries and not ref.file.exists():
-            raise NotFoundError(f"no page {ref.path!r} in corpus {c.name!r}, now or in the history of HEAD")
+        owner = self.wiki.repositories.owner(c.name)
+        if owner is not None:  # up to the synced commit of that repository
+            shown, entries = owner.history(c.name, path, limit)
+        else:
+            ref = pages.locate(self.wiki.root, c, path)
+            shown, entries = ref.path, self.wiki.repo.history(ref.repo_path, limit)
+            if not entries and not ref.file.exists():
+                raise NotFoundError(f"no page {ref.path!r} in corpus {c.name!r}, now or in the history of HEAD")
         text = "\n".join(f"{e.commit[:12]}  {e.date[:10]}  {e.author}  {e.subject}" for e in entries) or (
-            f"{ref.path} has no commits yet (new, uncommitted page)"
+            f"{shown} has no commits yet (new, uncommitted page)"
         )
-        return result(text, {"corpus": c.name, "path": ref.path, "commits": [e._asdict() for e in entries]})
+        return result(text, {"corpus": c.name, "path": shown, "commits": [e._asdict() for e in entries]})
 
 
 TOOLS: dict[str, ToolAnnotations] = {

@@ -25,7 +25,7 @@ from gitwiki.config import REPO_CONFIG_NAME, Config, CorpusConfig, EmbeddingsCon
 from gitwiki.embed import Embedder, load_embedder
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
 from gitwiki.fs import atomic_write
-from gitwiki.gitrepo import Commit, GitRepo
+from gitwiki.gitrepo import Commit, GitRepo, HistoryEntry
 from gitwiki.indexer import IndexReport, Progress, corpus_tree, ensure_vectors, is_current, update
 from gitwiki.search import CorpusView, Searcher
 from gitwiki.store import Store
@@ -270,15 +270,27 @@ class Repository:
                 ensure_vectors(self.store, embedder, set(pages.values()))
         return CorpusView(name, state.commit, pages, (), f"{name}:{state.tree}")
 
-    def read(self, name: str, path: str) -> tuple[str, str]:
-        """(corpus-relative path, text) of a synced page, given corpus- or repo-relative."""
+    def _page(self, name: str, path: str) -> tuple[str, str]:
+        """(repo-relative path, blob) of a synced page of corpus `name`, given corpus- or repo-relative."""
         pages = self.store.pages(name)
         prefix = self.corpus(name).prefix
         rel = "/".join(p for p in path.replace("\\", "/").split("/") if p not in ("", "."))
         found = next((p for p in (prefix + rel, rel) if p in pages and p.startswith(prefix)), None)
         if found is None:
             raise NotFoundError(f"no page {path!r} in corpus {name!r} (as synced); list_files shows its pages")
-        return found[len(prefix) :], self.git.read_blob(pages[found]).decode("utf-8", errors="replace")
+        return found, pages[found]
+
+    def read(self, name: str, path: str) -> tuple[str, str]:
+        """(corpus-relative path, text) of a synced page."""
+        found, blob = self._page(name, path)
+        return found[len(self.corpus(name).prefix) :], self.git.read_blob(blob).decode("utf-8", errors="replace")
+
+    def history(self, name: str, path: str, limit: int) -> tuple[str, list[HistoryEntry]]:
+        """(corpus-relative path, commits that changed it up to the synced commit, newest first)."""
+        found, _ = self._page(name, path)
+        state = self.store.state(name)
+        commits = self.git.history(found, limit, start=state.commit) if state else []
+        return found[len(self.corpus(name).prefix) :], commits
 
     def status(self, check: bool = False) -> RepositoryStatus:
         state = self.state()

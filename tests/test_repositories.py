@@ -264,6 +264,9 @@ def test_mcp_lists_searches_and_reads_repository_corpora_until_removed(checkout,
             assert files == [
                 {"path": p, "absolute_path": ""} for p in ("README.md", "wiki/deploy.md", "wiki/oncall.md")
             ]
+            history = await call(s, "page_history", path="deploy.md", corpus="repo:platform:wiki")
+            (entry,) = history.structured_content["commits"]  # read from the cache, up to the synced commit
+            assert (entry["subject"], entry["author"]) == ("pages", "Test Author")
             error = await refused(s, "add_markdown", path="x.md", content="# X\n", corpus="repo:platform:wiki")
             assert "read-only" in str(error)
 
