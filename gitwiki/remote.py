@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import pygit2
 
-from gitwiki.errors import GitwikiError, NotFoundError, UsageError
+from gitwiki.errors import FetchError, NotFoundError, UsageError
 from gitwiki.gitcli import run_git
 from gitwiki.gitrepo import Commit, GitRepo
 
@@ -24,12 +24,6 @@ _COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
 
 # progress(done, total) while objects arrive
 FetchProgress = Callable[[int, int], None]
-
-
-class FetchError(GitwikiError):
-    """The remote could not be reached or refused us; callers keep the last index."""
-
-    exit_code = 4
 
 
 class Fetched(NamedTuple):

@@ -175,7 +175,7 @@ def test_first_sync_failure_is_an_error_naming_the_next_step(repo, tmp_path, cli
         "init", {".gitwiki.toml": f'[[repository]]\nname = "gone"\nurl = "{(tmp_path / "nope.git").as_uri()}"\n'}
     )
     code, _, err = cli("repo", "sync", cwd=repo.path)
-    assert code == 4 and "cannot reach" in err
+    assert code == 6 and "cannot reach" in err
     code, _, err = cli("repo", "sync", "other", cwd=repo.path)
     assert code == 3 and "gone" in err
 
