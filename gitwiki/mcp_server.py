@@ -1,4 +1,5 @@
-"""The MCP server: the wiki's tools over stdio, a thin adapter over `Wiki` and `gitwiki.pages`.
+"""The MCP server: the wiki's tools over stdio, a thin adapter over `Wiki`, `gitwiki.pages`
+and `gitwiki.writes`.
 
 One `Wiki` per process, so the store connection, the dense matrices and the embedding model (loaded
 on the first hybrid search) stay warm between calls. Tool calls run one at a time on worker threads:

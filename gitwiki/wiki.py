@@ -111,6 +111,11 @@ class Wiki:
             reports.append(update(self.store, self.repo, c, head, embedder, progress))
         return reports
 
+    def corpus_trees(self) -> dict[str, str]:
+        """Each local corpus's tree id at HEAD ("" before the first commit or without its folder)."""
+        head = self.repo.head()
+        return {c.name: corpus_tree(self.repo, c, head) for c in self.config.corpora}
+
     def is_fresh(self, corpus: CorpusConfig, vectors: bool) -> bool:
         """The cheap check: does the index already hold HEAD's corpus tree? (No model load, no parse.)"""
         tree = corpus_tree(self.repo, corpus, self.repo.head())

@@ -24,7 +24,7 @@ def index_blocks(args: argparse.Namespace) -> int:
     # Imported when the command runs: cli.py imports every command module to build its parser.
     from gitwiki import config as config_mod
     from gitwiki import gitcli
-    from gitwiki.commands.lint import repo_relative
+    from gitwiki.commands.options import repo_relative
     from gitwiki.index_blocks import refresh
     from gitwiki.pagefacts import FactsCache
 

@@ -60,6 +60,20 @@ def _init(args: argparse.Namespace) -> int:
     return 0
 
 
+def repo_relative(root: Path, cwd: str, files: list[str]) -> list[str]:
+    """FILE arguments (relative to `cwd`) as repo-relative POSIX paths; files outside the repo are an error."""
+    from gitwiki.errors import UsageError
+
+    out = []
+    for name in files:
+        full = Path(cwd, name).resolve()
+        try:
+            out.append(full.relative_to(root).as_posix())
+        except ValueError:
+            raise UsageError(f"{name} is outside the repository {root}; pass pages inside it") from None
+    return out
+
+
 @contextmanager
 def progress_bar(enabled: bool) -> Iterator[Progress | None]:
     """A rich progress bar on a terminal; no callback elsewhere."""
