@@ -326,3 +326,13 @@ def test_hybrid_search_of_a_repository_embeds_at_sync_and_not_again(platform, re
     )
     found = json.loads(out)
     assert code == 0 and found["mode"] == "hybrid" and found["docs"][0]["path"] == "wiki/deploy.md", err
+
+
+def test_a_repository_without_its_wiki_folder_says_how_to_point_at_one(platform, repo, cli):
+    repo.commit(
+        "init", {".gitwiki.toml": declare(("platform", platform)).replace("\n\n", '\nwiki = "handbook"\n\n', 1)}
+    )
+    (report,) = sync(cli, repo.path)
+    assert [r["pages"] for r in report["reports"]] == [0, 3]
+    code, _, err = cli("ground", "kubernetes", "--corpus", "repo:platform:wiki", cwd=repo.path)
+    assert code == 3 and "under handbook/" in err and "set wiki in its [[repository]]" in err
