@@ -11,7 +11,7 @@ from gitwiki.errors import UsageError
 from gitwiki.markdown.chunker import fallback_title
 from gitwiki.ranking import FUSERS, SECOND_CHUNK, Ranked, rollup, snippet
 from gitwiki.relevance import Background, is_weak
-from gitwiki.rerank import Reranker, rerank
+from gitwiki.rerank import Reranker, load_reranker, rerank
 from gitwiki.store import Store, vector_matrix
 from gitwiki.tokens import STOP_WORDS, fts_query, tokenize, words
 
@@ -160,6 +160,11 @@ class Searcher:
         self.rerank_depth = rerank_depth
         self._matrices: OrderedDict[tuple[str, str], DenseMatrix] = OrderedDict()
         self._cache_size = cache_size
+
+    @classmethod
+    def configured(cls, store: Store, config: SearchConfig) -> Searcher:
+        """A searcher with the [search] reranker, for the local index and each repository's alike."""
+        return cls(store, reranker=load_reranker(config.reranker), rerank_depth=config.rerank_depth)
 
     def rank(self, view: CorpusView, query: str, mode: str, fusion: str, embedder: Embedder | None) -> Ranking:
         """The fused chunk ranking, each chunk's blob, the mode actually used and the dense evidence."""
