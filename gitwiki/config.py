@@ -70,6 +70,7 @@ class SearchConfig(NamedTuple):
     limit: int = 50
     snippet_chars: int = 240
     auto_index: bool = True  # catch up with HEAD before answering
+    max_page_bytes: int = 1_000_000  # larger pages are not indexed (reported by gitwiki index)
 
 
 class EmbeddingsConfig(NamedTuple):

@@ -20,7 +20,7 @@ from typing import NamedTuple
 from urllib.parse import quote
 
 import gitwiki
-from gitwiki import gitcli
+from gitwiki import gitcli, pagetext
 from gitwiki.config import Config, CorpusConfig, matches
 from gitwiki.errors import GitwikiError, UsageError
 from gitwiki.fs import atomic_write
@@ -198,7 +198,7 @@ class WorktreeCorpus:
         self._stats = _listing(self._top, corpus)
         self.pages = sorted(self._stats)
         self._blobs: dict[str, str] = {}
-        self._info: dict[str, PageInfo] = {}
+        self._info: dict[str, PageInfo | None] = {}
 
     def blob(self, path: str) -> str:
         """The page's blob id, from the stat cache while its `lstat` is unchanged, else by hashing it."""
@@ -211,15 +211,16 @@ class WorktreeCorpus:
             self._blobs[path] = blob
         return self._blobs[path]
 
-    def info(self, path: str) -> PageInfo:
+    def info(self, path: str) -> PageInfo | None:
+        """The page's title and summary; None for a page that is not text (lint reports it, GW009)."""
         if path not in self._info:
             blob, data = self.blob(path), b""
             if self.facts.missing("info", [blob]):
                 # extract from exactly the bytes the key is computed from (the file may have changed since)
                 data = _read(self._top + path)
                 blob = self._blobs[path] = blob_id(data)
-            title, summary = self.facts.get("info", blob, lambda: decode(data))
-            self._info[path] = PageInfo(fallback_title(path) if title is None else title, summary)
+            found = self.facts.get("info", blob, lambda: decode(data))
+            self._info[path] = None if found is None else PageInfo(found[0] or fallback_title(path), found[1])
         return self._info[path]
 
     def forget(self, path: str) -> None:
@@ -286,6 +287,8 @@ def render_block(pages: WorktreeCorpus, index_path: str, options: BlockOptions, 
         if sub and posixpath.basename(rel) == name:
             continue  # the folder's own index is the group heading's link
         info = pages.info(path)
+        if info is None:
+            continue
         groups.setdefault(sub, []).append({"path": path, "link": rel, "title": info.title, "summary": info.summary})
     key = (lambda p: (p["title"].casefold(), p["link"])) if options.sort == "title" else (lambda p: p["link"])
     context = [
@@ -328,7 +331,10 @@ def rewrite(text: str, path: str, pages: WorktreeCorpus) -> str:
 def refresh_file(pages: WorktreeCorpus, index_path: str, check: bool = False) -> bool:
     """Regenerate the blocks of one index file; True when its text changed (written unless `check`)."""
     full = pages.root / index_path
-    text = full.read_bytes().decode("utf-8")
+    try:
+        text = pagetext.decode(full.read_bytes())
+    except pagetext.NotText as e:
+        raise BlockError(f"{index_path}: {e}; save it as UTF-8 text to have its blocks refreshed") from None
     new = rewrite(text, index_path, pages)
     if new == text:
         return False

@@ -13,15 +13,19 @@ from typing import NamedTuple
 
 import pygit2
 
-from gitwiki.config import CorpusConfig
+from gitwiki import pagetext
+from gitwiki.config import CorpusConfig, SearchConfig
 from gitwiki.embed import Embedder
 from gitwiki.gitrepo import Commit, GitRepo, PageMap
-from gitwiki.markdown.chunker import parse_page
+from gitwiki.markdown.chunker import ParsedPage, parse_page
 from gitwiki.store import State, Store
 
 # progress(stage, done, total): stage is "parse" or "embed"
 Progress = Callable[[str, int, int], None]
 EMBED_BATCH = 256
+MAX_PAGE_BYTES = SearchConfig().max_page_bytes
+# What a page that cannot be indexed is stored as: known (so it is not re-read on every run), no chunks.
+UNINDEXED = ParsedPage("", (), None, (), None)
 
 
 class IndexReport(NamedTuple):
@@ -36,6 +40,7 @@ class IndexReport(NamedTuple):
     embedded: int  # chunk texts embedded in this run (cache misses)
     model: str | None
     seconds: float
+    skipped: tuple[tuple[str, str], ...] = ()  # (path, why) of pages parsed in this run but not indexed
 
     @property
     def up_to_date(self) -> bool:
@@ -53,17 +58,39 @@ def is_current(state: State | None, tree: str, model: str | None) -> bool:
     return state is not None and state.tree == tree and (model is None or state.model == model)
 
 
-def ensure_blobs(store: Store, sources: dict[str, Callable[[], bytes]], progress: Progress | None = None) -> int:
-    """Parse and store every blob in `sources` the store lacks; returns how many were parsed."""
+class Parsed(NamedTuple):
+    parsed: int  # page versions parsed
+    skipped: dict[str, str]  # blob → why it is not indexed
+
+
+def ensure_blobs(
+    store: Store,
+    sources: dict[str, Callable[[], bytes]],
+    progress: Progress | None = None,
+    max_bytes: int = MAX_PAGE_BYTES,
+) -> Parsed:
+    """Parse and store every blob in `sources` the store lacks; a page that cannot be indexed is stored
+    without chunks, and said why in `skipped`."""
     known = store.known_blobs(sources)  # one query for all, not one per blob
     missing = [b for b in sources if b not in known]
+    skipped: dict[str, str] = {}
     with store.write():
         for i, blob in enumerate(missing, 1):
-            text = sources[blob]().decode("utf-8", errors="replace")
-            store.add_blob(blob, parse_page(text))
+            page, why = read_page(sources[blob](), max_bytes)
+            if why:
+                skipped[blob] = why
+            store.add_blob(blob, page)
             if progress:
                 progress("parse", i, len(missing))
-    return len(missing)
+    return Parsed(len(missing), skipped)
+
+
+def read_page(data: bytes, max_bytes: int) -> tuple[ParsedPage, str | None]:
+    """A page version's chunks, or UNINDEXED and why: one bad page costs that page, never the run."""
+    if len(data) > max_bytes:
+        return UNINDEXED, f"{len(data):,} bytes, over the {max_bytes:,}-byte limit ([search] max_page_bytes)"
+    page, why = pagetext.attempt(lambda: parse_page(pagetext.decode(data)))
+    return (UNINDEXED, why) if page is None else (page, None)
 
 
 def ensure_vectors(store: Store, embedder: Embedder, blobs: Iterable[str], progress: Progress | None = None) -> int:
@@ -91,6 +118,7 @@ def update(
     commit: Commit | None,
     embedder: Embedder | None,
     progress: Progress | None = None,
+    max_bytes: int = MAX_PAGE_BYTES,
 ) -> IndexReport:
     """Index `corpus` as of `commit` (None: an unborn HEAD, i.e. no pages) and make it the corpus state."""
     started = time.perf_counter()
@@ -118,7 +146,7 @@ def update(
             )
         old = store.pages(corpus.name) if state else {}
         new = repo.pages(corpus, tree or None)
-        parsed = ensure_blobs(store, git_sources(repo, set(new.values())), progress)
+        parsed = ensure_blobs(store, git_sources(repo, set(new.values())), progress, max_bytes)
         embedded = ensure_vectors(store, embedder, set(new.values()), progress) if embedder else 0
         with store.write():
             store.set_state(corpus.name, commit_id, tree, model, new)
@@ -132,10 +160,11 @@ def update(
         added,
         changed,
         deleted,
-        parsed,
+        parsed.parsed,
         embedded,
         model,
         time.perf_counter() - started,
+        tuple((path, parsed.skipped[blob]) for path, blob in sorted(new.items()) if blob in parsed.skipped),
     )
 
 
@@ -152,7 +181,9 @@ class Overlay(NamedTuple):
     dirty: tuple[str, ...]  # paths whose worktree state differs from HEAD (including deletions)
 
 
-def worktree_overlay(store: Store, repo: GitRepo, corpus: CorpusConfig, committed: PageMap) -> Overlay:
+def worktree_overlay(
+    store: Store, repo: GitRepo, corpus: CorpusConfig, committed: PageMap, max_bytes: int = MAX_PAGE_BYTES
+) -> Overlay:
     """Fold uncommitted and untracked pages into `committed`, parsing (not embedding) new versions."""
     changes = repo.worktree_changes(corpus)
     if not changes:
@@ -173,5 +204,5 @@ def worktree_overlay(store: Store, repo: GitRepo, corpus: CorpusConfig, committe
         sources[blob] = lambda data=data: data
     if sources:
         with store.lock():
-            ensure_blobs(store, sources)
+            ensure_blobs(store, sources, max_bytes=max_bytes)
     return Overlay(pages, tuple(sorted(changes)))

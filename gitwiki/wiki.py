@@ -72,6 +72,10 @@ class Wiki:
     def searcher(self) -> Searcher:
         return Searcher(self.store)
 
+    @property
+    def _max_bytes(self) -> int:
+        return self.config.search.max_page_bytes
+
     def corpus(self, name: str | None = None) -> CorpusConfig:
         return self.config.corpus(name)
 
@@ -94,7 +98,7 @@ class Wiki:
         for c in corpora:
             # The model loads only when something needs embedding: a fresh corpus costs a tree-id check.
             embedder = None if lexical or self.is_fresh(c, vectors=True) else self.embedder()
-            reports.append(update(self.store, self.repo, c, head, embedder, progress))
+            reports.append(update(self.store, self.repo, c, head, embedder, progress, self._max_bytes))
         return reports
 
     def is_fresh(self, corpus: CorpusConfig, vectors: bool) -> bool:
@@ -120,12 +124,12 @@ class Wiki:
         state = self.store.state(c.name)
         # With auto_index off, a stale index answers as it is (`gitwiki status` shows it stale).
         if state is None or (self.config.search.auto_index and not self.is_fresh(c, vectors=embedder is not None)):
-            update(self.store, self.repo, c, self.repo.head(), embedder)
+            update(self.store, self.repo, c, self.repo.head(), embedder, max_bytes=self._max_bytes)
             state = self.store.state(c.name)
         committed = self._committed_pages(c.name, state.tree)
         if not worktree:
             return CorpusView(c.name, state.commit, committed, (), f"{c.name}:{state.tree}")
-        overlay = worktree_overlay(self.store, self.repo, c, committed)
+        overlay = worktree_overlay(self.store, self.repo, c, committed, self._max_bytes)
         if embedder is not None and overlay.dirty:
             with self.store.lock():
                 ensure_vectors(self.store, embedder, set(overlay.pages.values()))
@@ -144,7 +148,7 @@ class Wiki:
         tree = corpus_tree(self.repo, corpus, commit)
         pages = self.repo.pages(corpus, tree or None)
         with self.store.lock():
-            ensure_blobs(self.store, git_sources(self.repo, set(pages.values())))
+            ensure_blobs(self.store, git_sources(self.repo, set(pages.values())), max_bytes=self._max_bytes)
             if embedder is not None:
                 ensure_vectors(self.store, embedder, set(pages.values()))
         return CorpusView(corpus.name, commit.id, pages, (), f"{corpus.name}:{tree}")

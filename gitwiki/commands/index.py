@@ -26,10 +26,17 @@ def index(args: argparse.Namespace) -> int:
     with _progress(enabled=not args.quiet and not args.json and sys.stderr.isatty()) as progress:
         reports = wiki.index(args.corpus, progress=progress, lexical=args.lexical)
     if args.json:
-        print(json.dumps([{**r._asdict(), "up_to_date": r.up_to_date} for r in reports], indent=2))
+        print(
+            json.dumps(
+                [{**r._asdict(), "skipped": dict(r.skipped), "up_to_date": r.up_to_date} for r in reports], indent=2
+            )
+        )
     elif not args.quiet:
         for r in reports:
             print(summary(r))
+    for r in reports:
+        for path, why in r.skipped:
+            print(f"gitwiki: warning: {path} is not indexed: {why}", file=sys.stderr)
     return 0
 
 

@@ -175,3 +175,13 @@ class FrontMatterYaml:
             yield Problem(
                 int(m.group(1)) if m else 1, 1, f"front matter is not valid YAML: {error[m.end() if m else 0 :]}"
             )
+
+
+@register
+class UnreadablePage:
+    code, name, severity = "GW009", "unreadable-page", "error"
+    summary = "a page that is not UTF-8 text (NUL or control bytes, invalid UTF-8) or cannot be parsed"
+    hint = "save the page as UTF-8 text, or move the file out of the corpus (the index and index blocks skip it)"
+
+    def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
+        return ()  # such a page never becomes a Document: the runner reports it (`runner.unreadable`)
