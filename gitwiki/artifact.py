@@ -29,7 +29,7 @@ from typing import IO, NamedTuple
 
 from gitwiki import __version__
 from gitwiki.errors import StoreError, UsageError
-from gitwiki.store import DB_NAME, SCHEMA_VERSION, Store, writer_lock
+from gitwiki.store import DB_NAME, SCHEMA_VERSION, IndexDamaged, Store, integrity_problem, writer_lock
 
 FORMAT = "gitwiki-index"
 FORMAT_VERSION = 1
@@ -133,6 +133,9 @@ def pack(index_dir: Path, out: Path) -> Manifest:
         with writer_lock(index_dir):
             conn = sqlite3.connect(db)
             try:
+                problem = integrity_problem(conn, full=True)  # never ship damage to every CI job that pulls
+                if problem:
+                    raise IndexDamaged(index_dir, problem)
                 conn.execute("VACUUM INTO ?", (str(snapshot),))
             finally:
                 conn.close()

@@ -14,6 +14,9 @@ def register(sub) -> None:
     )
     p.add_argument("--corpus", help="only this corpus (default: all)")
     p.add_argument("--lexical", action="store_true", help="skip embeddings (BM25 only)")
+    p.add_argument(
+        "--rebuild", action="store_true", help="move the index aside and build it again from git (after damage)"
+    )
     p.add_argument("--json", action="store_true", help="print the reports as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     p.set_defaults(func=index)
@@ -24,7 +27,7 @@ def index(args: argparse.Namespace) -> int:
 
     wiki = Wiki.open(args.chdir)
     with _progress(enabled=not args.quiet and not args.json and sys.stderr.isatty()) as progress:
-        reports = wiki.index(args.corpus, progress=progress, lexical=args.lexical)
+        reports = wiki.index(args.corpus, progress=progress, lexical=args.lexical, rebuild=args.rebuild)
     if args.json:
         print(
             json.dumps(

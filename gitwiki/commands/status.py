@@ -12,6 +12,9 @@ def register(sub) -> None:
         "uncommitted pages, the embedding model, and where the index lives.",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--check", action="store_true", help="also check the index file for damage (reads all of it); exit 4 if damaged"
+    )
     p.set_defaults(func=status)
 
 
@@ -21,14 +24,22 @@ def status(args: argparse.Namespace) -> int:
     wiki = Wiki.open(args.chdir)
     rows = wiki.status()
     size = wiki.store.size_bytes()
+    damage = wiki.store.check(full=True) if args.check else None
+    code = 4 if damage else 0  # StoreError's exit code: the index is unusable
     if args.json:
+        extra = {"check": damage or "ok"} if args.check else {}
         print(
             json.dumps(
-                {"index_dir": str(wiki.index_dir), "index_bytes": size, "corpora": [r._asdict() for r in rows]},
+                {
+                    "index_dir": str(wiki.index_dir),
+                    "index_bytes": size,
+                    "corpora": [r._asdict() for r in rows],
+                    **extra,
+                },
                 indent=2,
             )
         )
-        return 0
+        return code
     for r in rows:
         state = "fresh" if r.fresh else ("not indexed" if r.indexed_commit is None else "stale (run gitwiki index)")
         print(f"corpus {r.name}  path {r.path or '.'}/")
@@ -41,4 +52,6 @@ def status(args: argparse.Namespace) -> int:
             shown = ", ".join(r.dirty[:5]) + (f" and {len(r.dirty) - 5} more" if len(r.dirty) > 5 else "")
             print(f"  uncommitted pages ({len(r.dirty)}, searched too): {shown}")
     print(f"index {wiki.index_dir} ({size / 1e6:.1f} MB)")
-    return 0
+    if args.check:
+        print(f"index check: damaged ({damage}); run `gitwiki index --rebuild`" if damage else "index check: ok")
+    return code
