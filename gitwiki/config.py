@@ -71,6 +71,7 @@ class SearchConfig(NamedTuple):
     snippet_chars: int = 240
     auto_index: bool = True  # catch up with HEAD before answering
     max_page_bytes: int = 1_000_000  # larger pages are not indexed (reported by gitwiki index)
+    embed_budget: int = 256  # chunks of uncommitted pages a query may embed; pages past it are searched lexically
 
 
 class EmbeddingsConfig(NamedTuple):

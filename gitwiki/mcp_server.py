@@ -83,6 +83,9 @@ class GroundJson(TypedDict):
     mode: Annotated[str, Field(description="hybrid, lexical or dense: the ranking actually used.")]
     docs: list[GroundDoc]
     dirty: Annotated[list[str], Field(description="Uncommitted pages (repo-relative) folded into the search.")]
+    lexical_only: Annotated[
+        list[str], Field(description="Uncommitted pages searched without vectors (query-time embedding budget).")
+    ]
 
 
 def result(text: str, data: dict[str, Any]) -> CallToolResult:

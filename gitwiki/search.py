@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.embed import Embedder
@@ -23,6 +25,7 @@ class CorpusView(NamedTuple):
     pages: dict[str, str]  # path → blob id, as searched (worktree overlay applied when `dirty`)
     dirty: tuple[str, ...]
     key: str  # identifies this exact page set, for caches
+    lexical_only: tuple[str, ...] = ()  # uncommitted pages past the query-time embedding budget
 
 
 class SearchOptions(NamedTuple):
@@ -59,6 +62,7 @@ class SearchResult(NamedTuple):
     mode: str
     docs: list[DocResult]
     dirty: tuple[str, ...] = ()
+    lexical_only: tuple[str, ...] = ()  # pages searched without vectors (query-time embedding budget spent)
 
     def to_json(self) -> dict:
         """The stable `gitwiki ground --json` contract (docs/json-contract.md)."""
@@ -86,6 +90,7 @@ class SearchResult(NamedTuple):
                 for d in self.docs
             ],
             "dirty": list(self.dirty),
+            "lexical_only": list(self.lexical_only),
         }
 
 
@@ -106,10 +111,10 @@ class Searcher:
         with self.store.read():
             rankings: list[Ranked] = []
             if mode in ("hybrid", "lexical"):
-                rankings.append(self._lexical(query, blob_paths, blob_of))
+                rankings.append(self._lexical(query, blob_paths, blob_of, options.top_files))
             if mode in ("hybrid", "dense"):
                 # Last: onnxruntime's threads spin for a while after a run and slow whatever follows.
-                rankings.append(self._dense(view, query, embedder, blob_paths, blob_of))
+                rankings.append(self._dense(view, query, embedder, blob_paths, blob_of, options.top_files))
             fused = rankings[0] if len(rankings) == 1 else FUSERS[options.fusion](rankings)
             page_of = {cid: blob_paths[blob_of[cid]] for cid, _ in fused}
             hits = rollup(fused, page_of, options.top_files, options.chunks_per_file, options.limit)
@@ -131,24 +136,32 @@ class Searcher:
             ]
             title = (info.title if info else "") or fallback_title(hit.path)
             docs.append(DocResult(hit.path, title, hit.score, chunks))
-        return SearchResult(query, view.corpus, view.commit, mode, docs, view.dirty)
+        lexical_only = view.lexical_only if mode != "lexical" else ()
+        return SearchResult(query, view.corpus, view.commit, mode, docs, view.dirty, lexical_only)
 
-    def _lexical(self, query: str, blob_paths: dict[str, str], blob_of: dict[int, str]) -> Ranked:
+    def _lexical(self, query: str, blob_paths: dict[str, str], blob_of: dict[int, str], pages: int) -> Ranked:
         match = fts_query(query)
         if match is None:
             return []
         limit = CANDIDATES * 4
         while True:
             found = self.store.lexical(match, limit)
-            live = [(cid, blob, s) for cid, blob, s in found if blob in blob_paths]
-            # Other corpora and old page versions share the table; look deeper if they crowded us out.
-            if len(live) >= CANDIDATES or len(found) < limit:
-                blob_of.update((cid, blob) for cid, blob, _ in live[:CANDIDATES])
-                return [(cid, s) for cid, _, s in live[:CANDIDATES]]
+            pool = candidates([(cid, blob, s) for cid, blob, s in found if blob in blob_paths], pages)
+            # Other corpora and old page versions share the table, and one page can own most matches: look
+            # deeper while they crowd out the pages asked for.
+            if (len(pool) >= CANDIDATES and len({blob for _, blob, _ in pool}) >= pages) or len(found) < limit:
+                blob_of.update((cid, blob) for cid, blob, _ in pool)
+                return [(cid, s) for cid, _, s in pool]
             limit *= 8
 
     def _dense(
-        self, view: CorpusView, query: str, embedder: Embedder, blob_paths: dict[str, str], blob_of: dict[int, str]
+        self,
+        view: CorpusView,
+        query: str,
+        embedder: Embedder,
+        blob_paths: dict[str, str],
+        blob_of: dict[int, str],
+        pages: int,
     ) -> Ranked:
         import numpy as np
 
@@ -160,8 +173,11 @@ class Searcher:
         scores = np.einsum("ij,j->i", dense.matrix, embedder.embed_query(query))
         top = np.argpartition(-scores, min(CANDIDATES, len(scores) - 1))[:CANDIDATES]
         top = top[np.argsort(-scores[top], kind="stable")]
-        blob_of.update((dense.ids[i], dense.blobs[i]) for i in top)
-        return [(dense.ids[i], float(scores[i])) for i in top]
+        if len({dense.blobs[i] for i in top}) < pages < len(set(dense.blobs)):  # one page owns the top
+            top = np.argsort(-scores, kind="stable")
+        pool = candidates(((dense.ids[i], dense.blobs[i], float(scores[i])) for i in top), pages)
+        blob_of.update((cid, blob) for cid, blob, _ in pool)
+        return [(cid, score) for cid, _, score in pool]
 
     def _matrix(self, view: CorpusView, model: str, blob_paths: dict[str, str]) -> DenseMatrix:
         key = (model, view.key)
@@ -174,6 +190,21 @@ class Searcher:
         if len(self._matrices) > self._cache_size:
             self._matrices.popitem(last=False)
         return entry
+
+
+def candidates(ranked: Iterable[tuple[int, str, float]], pages: int) -> list[tuple[int, str, float]]:
+    """The best CANDIDATES of (chunk id, blob, score), best first, then the best chunk of each further page
+    until `pages` pages are in: one page owning most matches must not leave `--top-files 5` with two."""
+    rest = iter(ranked)
+    pool = list(itertools.islice(rest, CANDIDATES))
+    seen = {blob for _, blob, _ in pool}
+    for item in rest:
+        if len(seen) >= pages:
+            break
+        if item[1] not in seen:
+            seen.add(item[1])
+            pool.append(item)
+    return pool
 
 
 class DenseMatrix(NamedTuple):
