@@ -16,7 +16,7 @@ import typing
 from pathlib import Path
 from typing import NamedTuple
 
-from gitwiki.errors import UsageError
+from gitwiki.errors import UnknownCorpus, UsageError
 
 REPO_CONFIG_NAME = ".gitwiki.toml"
 DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
@@ -120,7 +120,7 @@ class Config(NamedTuple):
             if corpus.name == name:
                 return corpus
         choices = ", ".join(c.name for c in self.corpora)
-        raise UsageError(f"no corpus named {name!r}; choose one of: {choices}")
+        raise UnknownCorpus(f"no corpus named {name!r}; choose one of: {choices}")
 
 
 def index_dir(config: Config, root: Path, common_dir: Path) -> Path:
@@ -255,6 +255,9 @@ def load(root: Path, *, user_file: Path | None = None) -> Config:
         embeddings["model_path"] = os.environ["GITWIKI_MODEL_PATH"]
     if embeddings.get("model_path"):
         embeddings["model_path"] = str((root / os.path.expanduser(embeddings["model_path"])).resolve())
+        # A model directory without a model name would load as the default model, whose files are not
+        # there: name it after the directory instead.
+        embeddings.setdefault("model", model_from_path(embeddings["model_path"]))
     config = Config(
         corpora=tuple(state["corpora"]) or _default_corpora(root),
         files=tuple(files),
@@ -262,6 +265,19 @@ def load(root: Path, *, user_file: Path | None = None) -> Config:
     )
     _validate(config)
     return config
+
+
+def model_from_path(path: str) -> str:
+    """The model a local directory holds, by its name: `…/all-MiniLM-L6-v2-onnx` → `all-MiniLM-L6-v2`, and a
+    Hugging Face cache snapshot `…/models--org--name/snapshots/<hash>` → `org/name`."""
+    parts = Path(path).parts
+    for part in reversed(parts):
+        if part.startswith("models--"):
+            return part.removeprefix("models--").replace("--", "/")
+    name = parts[-1] if parts else path
+    for suffix in ("-onnx", "_onnx", ".onnx"):
+        name = name.removesuffix(suffix)
+    return name
 
 
 def _validate(config: Config) -> None:

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gitwiki.config import EmbeddingsConfig
 from gitwiki.errors import EmbeddingUnavailable
@@ -51,7 +51,7 @@ class FastembedEmbedder:
         except ImportError as e:
             raise EmbeddingUnavailable(f"fastembed is not installed ({e}); run `pip install fastembed`") from None
         _quiet_fastembed()
-        kwargs = {"model_name": config.model, "threads": config.threads}
+        kwargs: dict[str, Any] = {"model_name": config.model, "threads": config.threads}
         if config.model_path:
             kwargs["specific_model_path"] = config.model_path
             _register_if_unknown(TextEmbedding, config)
@@ -69,9 +69,13 @@ class FastembedEmbedder:
             return TextEmbedding(**kwargs)
         except Exception as e:  # fastembed raises plain ValueError/OSError/hub errors; all mean "no model"
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            hint = (
+                f"set GITWIKI_MODEL (or [embeddings] model) to the name of the model in {config.model_path}"
+                if config.model_path
+                else "set GITWIKI_MODEL_PATH to a local model directory"
+            )
             raise EmbeddingUnavailable(
-                f"cannot load embedding model {config.model!r} ({first[:200]}); "
-                "set GITWIKI_MODEL_PATH to a local model directory, or [embeddings] enabled = false"
+                f"cannot load embedding model {config.model!r} ({first}); {hint}, or [embeddings] enabled = false"
             ) from None
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:

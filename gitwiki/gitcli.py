@@ -71,6 +71,8 @@ def run_git(
 
 
 def not_a_repo(start: str | os.PathLike) -> NotFoundError:
+    if not os.path.isdir(start):  # `-C /typo`: git would only say it is not a repository
+        return NotFoundError(f"the directory {os.path.abspath(start)} does not exist; check the path given to -C")
     return NotFoundError(
         f"{os.path.abspath(start)} is not inside a git repository; run `git init` or cd into your repo"
     )

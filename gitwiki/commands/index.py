@@ -3,6 +3,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from typing import Any
 
 
 def register(sub) -> None:
@@ -26,7 +28,7 @@ def index(args: argparse.Namespace) -> int:
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
-    with _progress(enabled=not args.quiet and not args.json and sys.stderr.isatty()) as progress:
+    with _progress(enabled=not args.quiet and not args.json, terminal=sys.stderr.isatty()) as progress:
         reports = wiki.index(args.corpus, progress=progress, lexical=args.lexical, rebuild=args.rebuild)
     if args.json:
         print(
@@ -54,17 +56,25 @@ def summary(r) -> str:
     )
 
 
-class _progress:
-    """A rich progress bar on a terminal; a no-op callback elsewhere."""
+# Without a terminal (CI logs, hooks' output files) a line this often shows a long run is alive.
+LINE_EVERY = 5.0
 
-    def __init__(self, enabled: bool):
+
+class _progress:
+    """A rich progress bar on a terminal; elsewhere a line on stderr every LINE_EVERY seconds of a long run."""
+
+    def __init__(self, enabled: bool, terminal: bool = True):
         self.enabled = enabled
-        self._bar = None
-        self._tasks: dict[str, int] = {}
+        self.terminal = terminal
+        self._bar: Any = None
+        self._tasks: dict[str, Any] = {}
+        self._last = time.monotonic()
 
     def __enter__(self):
         if not self.enabled:
             return None
+        if not self.terminal:
+            return self.line
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         self._bar = Progress(
@@ -75,12 +85,19 @@ class _progress:
 
     def update(self, stage: str, done: int, total: int) -> None:
         if stage not in self._tasks:
-            self._tasks[stage] = self._bar.add_task(
-                {"parse": "parsing pages", "embed": "embedding chunks"}[stage], total=total
-            )
+            self._tasks[stage] = self._bar.add_task(STAGES[stage], total=total)
         self._bar.update(self._tasks[stage], completed=done, total=total)
+
+    def line(self, stage: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self._last >= LINE_EVERY:
+            self._last = now
+            print(f"gitwiki: {STAGES[stage]} {done}/{total}", file=sys.stderr, flush=True)
 
     def __exit__(self, *exc):
         if self._bar is not None:
             self._bar.__exit__(*exc)
         return False
+
+
+STAGES = {"parse": "parsing pages", "embed": "embedding chunks"}
