@@ -374,10 +374,14 @@ _FULL = 13  # SQLITE_FULL
 _READONLY = 8  # SQLITE_READONLY
 
 
-def _translated(e: sqlite3.DatabaseError, index_dir: Path) -> Exception:
+def _translated(e: sqlite3.DatabaseError | UnicodeDecodeError, index_dir: Path) -> Exception:
     """SQLite's error as the one the user can act on; other errors (busy, misuse) stay as they are."""
+    if isinstance(e, UnicodeDecodeError):  # damaged text: in a row, or in the schema SQLite quotes in its error
+        return IndexDamaged(index_dir, f"text that is not UTF-8 ({e.reason})")
     code = (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF
     if code in _DAMAGED or (type(e) is sqlite3.DatabaseError and "malformed" in str(e)):
+        return IndexDamaged(index_dir, str(e))
+    if "Could not decode to UTF-8" in str(e):
         return IndexDamaged(index_dir, str(e))
     if code == _FULL:
         return StoreError(f"the disk holding the index at {index_dir} is full ({e}); free space and retry")
@@ -393,38 +397,38 @@ class _Cursor(sqlite3.Cursor):
     """Every statement and every row fetched raises a damaged file, a full disk or a read-only index as
     StoreError with the next step, on whatever read or write path it is met."""
 
-    def _fail(self, e: sqlite3.DatabaseError):
+    def _fail(self, e: sqlite3.DatabaseError | UnicodeDecodeError):
         conn = self.connection
         return _translated(e, conn.index_dir if isinstance(conn, _Connection) else Path("."))
 
     def execute(self, *args):
         try:
             return super().execute(*args)
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             raise self._fail(e) from e
 
     def executemany(self, *args):
         try:
             return super().executemany(*args)
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             raise self._fail(e) from e
 
     def fetchone(self):
         try:
             return super().fetchone()
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             raise self._fail(e) from e
 
     def fetchall(self):
         try:
             return super().fetchall()
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             raise self._fail(e) from e
 
     def __next__(self):
         try:
             return super().__next__()
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             raise self._fail(e) from e
 
 
