@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from gitwiki.embed import Embedder
 from gitwiki.markdown.chunker import fallback_title
 from gitwiki.ranking import FUSERS, Ranked, rollup, snippet
-from gitwiki.store import Store, vector_matrix
+from gitwiki.store import IndexDamaged, Store, vector_matrix
 from gitwiki.tokens import STOP_WORDS, fts_query, words
 
 if TYPE_CHECKING:  # numpy loads on the first dense query: the lexical CLI path stays fast
@@ -119,6 +119,11 @@ class Searcher:
             page_of = {cid: blob_paths[blob_of[cid]] for cid, _ in fused}
             hits = rollup(fused, page_of, options.top_files, options.chunks_per_file, options.limit)
             rows = self.store.chunks_by_id(cid for hit in hits for cid, _ in hit.chunks)
+            missing = {cid for hit in hits for cid, _ in hit.chunks} - rows.keys()
+            if missing:  # the rankers saw chunks the table does not hold: only a damaged file does that
+                raise IndexDamaged(
+                    self.store.index_dir, f"{len(missing)} ranked chunk(s) missing from the chunks table"
+                )
             infos = self.store.blob_info(view.pages[h.path] for h in hits)
         terms = {w.lower() for w in words(query) if w.lower() not in STOP_WORDS}
         docs = []

@@ -381,8 +381,12 @@ def _translated(e: sqlite3.DatabaseError | UnicodeDecodeError, index_dir: Path) 
     code = (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF
     if code in _DAMAGED or (type(e) is sqlite3.DatabaseError and "malformed" in str(e)):
         return IndexDamaged(index_dir, str(e))
-    if "Could not decode to UTF-8" in str(e):
+    # The schema version matched (or the file is new), so missing tables, or a table that is there but not
+    # listed, mean a damaged schema.
+    if "Could not decode to UTF-8" in str(e) or str(e).startswith(("no such table", "no such column")):
         return IndexDamaged(index_dir, str(e))
+    if str(e).startswith("table") and str(e).endswith("already exists"):
+        return IndexDamaged(index_dir, f"damaged schema ({e})")
     if code == _FULL:
         return StoreError(f"the disk holding the index at {index_dir} is full ({e}); free space and retry")
     if code == _READONLY:

@@ -138,3 +138,23 @@ def test_yaml_values_python_cannot_build_are_errors_with_a_line():
 )
 def test_what_counts_as_a_text_page(data, why):
     assert problem(data) == why
+
+
+def test_mcp_list_files_and_ground_survive_uncommitted_bad_pages(hostile):
+    import anyio
+
+    from tests.test_mcp_server import call, connect
+
+    hostile.write("wiki/fresh.md", "---\ndate: 2024-13-45\n---\n# Fresh\n\nAn uncommitted deploy page.\n")
+    (hostile.path / "wiki/fresh-binary.md").write_bytes(b"\x00\x01 deploy")
+
+    async def main():
+        async with connect(hostile.path) as s:
+            files = (await call(s, "list_files")).structured_content
+            found = (await call(s, "ground", query="deploy", top_files=30)).structured_content
+            return files, found
+
+    files, found = anyio.run(main)
+    assert "wiki/fresh.md" in files["dirty"]
+    assert "wiki/fresh.md" in {d["path"] for d in found["docs"]}
+    assert not {d["path"] for d in found["docs"]} & {"wiki/fresh-binary.md", *BINARY}
