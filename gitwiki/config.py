@@ -13,10 +13,12 @@ import os
 import re
 import tomllib
 import typing
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitwiki.errors import UnknownCorpus, UsageError
+from gitwiki.fs import atomic_write
 
 REPO_CONFIG_NAME = ".gitwiki.toml"
 DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
@@ -50,12 +52,12 @@ def matches(corpus: CorpusConfig, path: str) -> bool:
     return _glob_any(rel, corpus.include) and not _glob_any(rel, corpus.exclude)
 
 
-def _glob_any(rel: str, patterns) -> bool:
+def _glob_any(rel: str, patterns: Iterable[str]) -> bool:
     return _globs(tuple(patterns))(rel) is not None
 
 
 @functools.cache
-def _globs(patterns: tuple[str, ...]):
+def _globs(patterns: tuple[str, ...]) -> Callable[[str], re.Match[str] | None]:
     """One compiled regex for a pattern list: the hooks test every page of a big wiki against it."""
     # "**/*.md" must also match a top-level "a.md", as in gitignore-style globs.
     variants = [v for p in patterns for v in ((p, p[3:]) if p.startswith("**/") else (p,))]
@@ -102,6 +104,15 @@ class McpConfig(NamedTuple):
     max_page_bytes: int = 1_000_000
 
 
+class AgentHooksConfig(NamedTuple):
+    """`gitwiki hook`: what one injection into a Claude Code session may hold."""
+
+    max_chars: int = 4000  # cap on the context one hook adds (Claude Code caps hook output at 10,000)
+    results: int = 3  # sections per search (prompt, errors, each ambient layer shares it)
+    snippet_chars: int = 360
+    min_coverage: int = 50  # percent of the prompt's IDF weight (its 6 weightiest terms) a section must hold
+
+
 class Config(NamedTuple):
     corpora: tuple[CorpusConfig, ...]
     search: SearchConfig = SearchConfig()
@@ -110,6 +121,7 @@ class Config(NamedTuple):
     lint: LintConfig = LintConfig()
     index_blocks: IndexBlocksConfig = IndexBlocksConfig()
     mcp: McpConfig = McpConfig()
+    agent_hooks: AgentHooksConfig = AgentHooksConfig()
     files: tuple[str, ...] = ()  # the config files that were read, in order
 
     def corpus(self, name: str | None = None) -> CorpusConfig:
@@ -139,6 +151,7 @@ SECTIONS: dict[str, type] = {
     "lint": LintConfig,
     "index_blocks": IndexBlocksConfig,
     "mcp": McpConfig,
+    "agent_hooks": AgentHooksConfig,
 }
 
 
@@ -147,7 +160,7 @@ def user_config_path() -> Path:
     return Path(base) / "gitwiki" / "config.toml"
 
 
-def _read_toml(path: Path) -> dict:
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as f:
             return tomllib.load(f)
@@ -157,7 +170,7 @@ def _read_toml(path: Path) -> dict:
         raise UsageError(f"{path}: cannot read config ({e.strerror})") from None
 
 
-def _check_type(value, annotation, where: str):
+def _check_type(value: object, annotation: Any, where: str) -> Any:
     """Coerce TOML values to the dataclass field type, or raise naming the key."""
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
@@ -185,9 +198,9 @@ def _check_type(value, annotation, where: str):
     raise AssertionError(f"unsupported config type {annotation}")  # a bug in this module, not user input
 
 
-def _fields(cls, table: dict, where: str) -> dict:
-    hints = typing.get_type_hints(cls)
-    known = {name for name in cls._fields if name != "source"}
+def _fields(cls: type, table: dict[str, Any], where: str) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)  # a NamedTuple's annotations are its fields
+    known = {name for name in hints if name != "source"}
     out = {}
     for key, value in table.items():
         if key not in known:
@@ -196,7 +209,7 @@ def _fields(cls, table: dict, where: str) -> dict:
     return out
 
 
-def _corpus(table, path: Path) -> CorpusConfig:
+def _corpus(table: object, path: Path) -> CorpusConfig:
     if not isinstance(table, dict):
         raise UsageError(f"{path}: [[corpus]] entries must be tables")
     values = _fields(CorpusConfig, table, f"{path} [[corpus]]")
@@ -206,14 +219,14 @@ def _corpus(table, path: Path) -> CorpusConfig:
     return CorpusConfig(**values, source=str(path))
 
 
-def normalize_corpus_path(raw: str, where) -> str:
+def normalize_corpus_path(raw: str, where: str | Path) -> str:
     parts = [p for p in raw.replace("\\", "/").split("/") if p not in ("", ".")]
     if raw.startswith("/") or ".." in parts:
         raise UsageError(f"{where}: corpus path {raw!r} must be relative to the repo root, without '..'")
     return "/".join(parts)
 
 
-def _merge_layer(state: dict, data: dict, path: Path) -> None:
+def _merge_layer(state: dict[str, Any], data: dict[str, Any], path: Path) -> None:
     for key, value in data.items():
         if key == "corpus":
             if not isinstance(value, list):
@@ -242,7 +255,7 @@ def _default_corpora(root: Path) -> tuple[CorpusConfig, ...]:
 
 def load(root: Path, *, user_file: Path | None = None) -> Config:
     """Read the baseline and the repo layer for the repo at `root`, then apply env overrides."""
-    state: dict = {"corpora": [], **{name: {} for name in SECTIONS}}
+    state: dict[str, Any] = {"corpora": [], **{name: {} for name in SECTIONS}}
     files = []
     for path in (user_file or user_config_path(), root / REPO_CONFIG_NAME):
         if path.is_file():
@@ -305,7 +318,7 @@ def to_toml(config: Config) -> str:
     return "\n".join(lines)
 
 
-def _toml_value(value) -> str:
+def _toml_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
@@ -313,6 +326,25 @@ def _toml_value(value) -> str:
     if isinstance(value, tuple):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class InitReport(NamedTuple):
+    file: Path
+    corpus: str
+    path: str
+
+    def describe(self) -> str:
+        return f"wrote {self.file} (corpus {self.corpus!r} at {self.path or '.'}/); next: gitwiki index"
+
+
+def write_init(root: Path, path: str, name: str, force: bool = False) -> InitReport:
+    """Write `.gitwiki.toml` with one corpus at the repo `root` (`gitwiki init`); an existing one only if `force`."""
+    target = root / REPO_CONFIG_NAME
+    if target.exists() and not force:
+        raise UsageError(f"{target} exists; edit it, or pass --force to overwrite it")
+    path = normalize_corpus_path(path, "--path")
+    atomic_write(target, init_text(path, name))
+    return InitReport(target, name, path)
 
 
 def init_text(path: str, name: str = "wiki") -> str:

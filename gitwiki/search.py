@@ -7,7 +7,9 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
+from gitwiki.config import FUSIONS, MODES, SearchConfig
 from gitwiki.embed import Embedder
+from gitwiki.errors import UsageError
 from gitwiki.markdown.chunker import fallback_title
 from gitwiki.ranking import FUSERS, Ranked, rollup, snippet
 from gitwiki.store import IndexDamaged, Store, vector_matrix
@@ -29,7 +31,8 @@ class CorpusView(NamedTuple):
 
 
 class SearchOptions(NamedTuple):
-    """One query's settings; callers fill every field (defaults live in config.SearchConfig)."""
+    """One query's settings. Build them with `SearchOptions.build`, which checks what the caller gave and
+    takes the rest from config.SearchConfig."""
 
     mode: str
     fusion: str
@@ -38,6 +41,44 @@ class SearchOptions(NamedTuple):
     limit: int
     snippet_chars: int
     full: bool
+
+    @classmethod
+    def build(
+        cls,
+        defaults: SearchConfig,
+        *,
+        mode: str | None = None,
+        fusion: str | None = None,
+        top_files: int | None = None,
+        chunks_per_file: int | None = None,
+        limit: int | None = None,
+        snippet_chars: int | None = None,
+        full: bool = False,
+    ) -> SearchOptions:
+        """The options for one query (the CLI, MCP, the LanceDB reader and `Wiki.search` all come here):
+        None takes the [search] default; a bad value is a UsageError naming it."""
+        mode = mode or defaults.mode
+        if mode not in MODES:
+            raise UsageError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        fusion = fusion or defaults.fusion
+        if fusion not in FUSIONS:
+            raise UsageError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
+        return cls(
+            mode=mode,
+            fusion=fusion,
+            top_files=_positive(top_files, defaults.top_files, "top_files"),
+            chunks_per_file=_positive(chunks_per_file, defaults.chunks_per_file, "chunks_per_file"),
+            limit=_positive(limit, defaults.limit, "limit"),
+            snippet_chars=_positive(snippet_chars, defaults.snippet_chars, "snippet_chars"),
+            full=full,
+        )
+
+
+def _positive(value: int | None, default: int, name: str) -> int:
+    value = default if value is None else value
+    if not isinstance(value, int) or value < 1:
+        raise UsageError(f"{name} must be a whole number ≥ 1, not {value!r}")
+    return value
 
 
 class ChunkResult(NamedTuple):
@@ -97,7 +138,7 @@ class SearchResult(NamedTuple):
 class Searcher:
     """Runs queries; keeps the dense matrix of recent views in memory for long-lived processes."""
 
-    def __init__(self, store: Store, cache_size: int = 4):
+    def __init__(self, store: Store, cache_size: int = 4) -> None:
         self.store = store
         self._matrices: OrderedDict[tuple[str, str], DenseMatrix] = OrderedDict()
         self._cache_size = cache_size
@@ -112,7 +153,7 @@ class Searcher:
             rankings: list[Ranked] = []
             if mode in ("hybrid", "lexical"):
                 rankings.append(self._lexical(query, blob_paths, blob_of, options.top_files))
-            if mode in ("hybrid", "dense"):
+            if embedder is not None and mode in ("hybrid", "dense"):
                 # Last: onnxruntime's threads spin for a while after a run and slow whatever follows.
                 rankings.append(self._dense(view, query, embedder, blob_paths, blob_of, options.top_files))
             fused = rankings[0] if len(rankings) == 1 else FUSERS[options.fusion](rankings)

@@ -20,6 +20,7 @@ from gitwiki.errors import NotFoundError, StoreError, UsageError
 from gitwiki.gitrepo import GitRepo
 from gitwiki.indexer import (
     IndexReport,
+    Overlay,
     Progress,
     corpus_tree,
     ensure_blobs,
@@ -47,7 +48,7 @@ class CorpusStatus(NamedTuple):
 
 
 class Wiki:
-    def __init__(self, repo: GitRepo, config: Config):
+    def __init__(self, repo: GitRepo, config: Config) -> None:
         self.repo = repo
         self.config = config
         self._pages: dict[str, tuple[str, dict[str, str]]] = {}  # corpus → (tree, indexed listing)
@@ -100,10 +101,8 @@ class Wiki:
         if problem is None and (damage := self.store.check()):
             problem = f"it is damaged ({damage})"
         if problem:
-            self.close()
-            self.__dict__.pop("searcher", None)
+            self.reopen()
             self.__dict__["store"] = Store.open(self.index_dir, rebuild=problem)
-            self._pages.clear()
         head = self.repo.head()
         reports = []
         for c in corpora:
@@ -138,47 +137,63 @@ class Wiki:
             try:
                 # A reader never waits for another writer when there is a committed state to answer from.
                 with self.store.lock(LOCK_TIMEOUT if state is None else 0):
-                    update(self.store, self.repo, c, self.repo.head(), embedder, max_bytes=self._max_bytes)
+                    report = update(self.store, self.repo, c, self.repo.head(), embedder, max_bytes=self._max_bytes)
+                commit, tree = report.commit, report.tree  # the state update() just wrote
             except StoreError as e:
                 if state is None or isinstance(e, IndexDamaged):
                     raise
                 _warn(f"answering from the index as of commit {state.commit[:12]}, not HEAD: {e}")
-            state = self.store.state(c.name)
-            if state is None:  # update() records one; only a concurrent `index --rebuild` takes it away
-                raise StoreError("the index was rebuilt while this query ran; run it again")
-        committed = self._committed_pages(c.name, state.tree)
+                commit, tree = state.commit, state.tree
+        else:
+            commit, tree = state.commit, state.tree
+        committed = self._committed_pages(c.name, tree)
         if not worktree:
-            return CorpusView(c.name, state.commit, committed, (), f"{c.name}:{state.tree}")
-        lexical_only: tuple[str, ...] = ()
+            return CorpusView(c.name, commit, committed, (), f"{c.name}:{tree}")
         try:
-            overlay = worktree_overlay(self.store, self.repo, c, committed, self._max_bytes)
-            if embedder is not None and overlay.dirty:
-                lexical_only = self._embed_worktree(embedder, overlay.pages, overlay.dirty)
+            overlay, _, lexical_only = self._overlay(
+                c, committed, embedder is not None, self.config.search.embed_budget
+            )
         except StoreError as e:
             if isinstance(e, IndexDamaged):
                 raise
-            _warn(f"answering from commit {state.commit[:12]} without uncommitted pages: {e}")
-            return CorpusView(c.name, state.commit, committed, (), f"{c.name}:{state.tree}")
-        digest = hashlib.sha1(repr(sorted(overlay.pages.items())).encode()).hexdigest() if overlay.dirty else state.tree
-        return CorpusView(c.name, state.commit, overlay.pages, overlay.dirty, f"{c.name}:{digest}", lexical_only)
+            _warn(f"answering from commit {commit[:12]} without uncommitted pages: {e}")
+            return CorpusView(c.name, commit, committed, (), f"{c.name}:{tree}")
+        digest = hashlib.sha1(repr(sorted(overlay.pages.items())).encode()).hexdigest() if overlay.dirty else tree
+        return CorpusView(c.name, commit, overlay.pages, overlay.dirty, f"{c.name}:{digest}", lexical_only)
 
-    def _embed_worktree(self, embedder: Embedder, pages: dict[str, str], dirty: tuple[str, ...]) -> tuple[str, ...]:
-        """Embed what the searched pages lack, uncommitted pages whole, in path order, until [search]
-        embed_budget chunks; returns the pages left past it, which are searched lexically only. (One untracked
+    def _overlay(
+        self, corpus: CorpusConfig, committed: dict[str, str], vectors: bool, budget: int | None = None
+    ) -> tuple[Overlay, int, tuple[str, ...]]:
+        """Fold the worktree into `committed`; with `vectors`, embed what that changed (loading the model only
+        then), uncommitted pages whole and in path order until `budget` chunks. Returns the overlay, the
+        chunks embedded and the pages left past the budget, which are searched lexically only. (One untracked
         5 MB page used to make a query embed 10,000 sections: over 9.5 minutes without a word.)"""
-        budget = self.config.search.embed_budget
+        overlay = worktree_overlay(self.store, self.repo, corpus, committed, self._max_bytes)
+        embedder = self.embedder() if vectors and overlay.dirty else None
+        if embedder is None:
+            return overlay, 0, ()
         over = []
-        for path in dirty:
-            if path in pages:
-                need = len(self.store.missing_vectors(embedder.model_id, [pages[path]]))
+        for path in overlay.dirty:
+            if budget is not None and path in overlay.pages:
+                need = len(self.store.missing_vectors(embedder.model_id, [overlay.pages[path]]))
                 if need > budget:
                     over.append(path)
                 else:
                     budget -= need
-        skip = {pages[p] for p in over}
+        skip = {overlay.pages[p] for p in over}
         with self.store.lock():
-            ensure_vectors(self.store, embedder, {b for b in pages.values() if b not in skip})
-        return tuple(over)
+            embedded = ensure_vectors(self.store, embedder, {b for b in overlay.pages.values() if b not in skip})
+        return overlay, embedded, tuple(over)
+
+    def embed_worktree(self) -> int:
+        """Parse and embed every corpus's uncommitted pages now, so the next search pays nothing for them;
+        returns the chunks embedded. Corpora not indexed yet are skipped (indexing comes first)."""
+        embedded = 0
+        for c in self.config.corpora:
+            state = self.store.state(c.name)
+            if state is not None:
+                embedded += self._overlay(c, self._committed_pages(c.name, state.tree), vectors=True)[1]
+        return embedded
 
     def _committed_pages(self, corpus: str, tree: str) -> dict[str, str]:
         """The indexed page listing, read once per corpus tree: a long-lived server asks on every query."""
@@ -188,7 +203,7 @@ class Wiki:
         return cached[1]
 
     def _view_at(self, corpus: CorpusConfig, rev: str, embedder: Embedder | None) -> CorpusView:
-        commit = self.repo.resolve(rev)
+        commit = self.repo.rev_parse(rev)
         tree = corpus_tree(self.repo, corpus, commit)
         pages = self.repo.pages(corpus, tree or None)
         with self.store.lock():
@@ -216,28 +231,25 @@ class Wiki:
     ) -> SearchResult:
         if not query or not query.strip():
             raise UsageError('the query is empty; say what to look for, e.g. gitwiki ground "how do we deploy"')
-        s = self.config.search
-        mode = mode or s.mode
-        if mode not in config_mod.MODES:
-            raise UsageError(f"mode must be one of {', '.join(config_mod.MODES)}, not {mode!r}")
-        options = SearchOptions(
+        options = SearchOptions.build(
+            self.config.search,
             mode=mode,
-            fusion=fusion or s.fusion,
-            top_files=_positive(top_files, s.top_files, "top_files"),
-            chunks_per_file=_positive(chunks_per_file, s.chunks_per_file, "chunks_per_file"),
-            limit=_positive(limit, s.limit, "limit"),
-            snippet_chars=_positive(snippet_chars, s.snippet_chars, "snippet_chars"),
+            fusion=fusion,
+            top_files=top_files,
+            chunks_per_file=chunks_per_file,
+            limit=limit,
+            snippet_chars=snippet_chars,
             full=full,
         )
-        view = self.view(corpus, at=at, worktree=worktree, vectors=mode != "lexical")
+        view = self.view(corpus, at=at, worktree=worktree, vectors=options.mode != "lexical")
         if not view.pages:
             c = self.corpus(corpus)
-            where = f"{c.path}/" if c.path else "the repo root"
+            where = c.prefix or "the repo root"
             raise NotFoundError(
                 f"corpus {c.name!r} has no pages under {where} matching {', '.join(c.include)}; "
                 "add markdown there or fix [[corpus]] path in .gitwiki.toml"
             )
-        embedder = self.embedder() if mode != "lexical" else None
+        embedder = self.embedder() if options.mode != "lexical" else None
         return self.searcher.search(view, query.strip(), options, embedder)
 
     # ---- status ----------------------------------------------------------------------------------
@@ -269,16 +281,17 @@ class Wiki:
         if "store" in self.__dict__:
             self.store.close()
 
+    def reopen(self) -> None:
+        """Close the index and forget everything read from it (its file is about to be replaced, e.g. by
+        `gitwiki pull`); the next use opens it again."""
+        self.close()
+        for name in ("store", "searcher"):  # the cached_property values
+            self.__dict__.pop(name, None)
+        self._pages.clear()
+
 
 def _warn(message: str) -> None:
     print(f"gitwiki: warning: {message}", file=sys.stderr)
-
-
-def _positive(value: int | None, default: int, name: str) -> int:
-    value = default if value is None else value
-    if not isinstance(value, int) or value < 1:
-        raise UsageError(f"{name} must be a whole number ≥ 1, not {value!r}")
-    return value
 
 
 def age(seconds_since_epoch: float | None) -> str:

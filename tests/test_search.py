@@ -1,8 +1,12 @@
 """Search reflects what the user sees: HEAD, the worktree on top, or any revision with --at."""
 
+import re
+
 import pytest
 
+from gitwiki.config import SearchConfig
 from gitwiki.errors import NotFoundError, UsageError
+from gitwiki.search import SearchOptions
 from gitwiki.wiki import Wiki
 from tests.helpers import needs_model
 
@@ -83,6 +87,21 @@ def test_result_options_shape_output(lexical_repo):
 def test_bad_options_are_usage_errors(lexical_repo, kwargs):
     with pytest.raises(UsageError):
         Wiki.open(lexical_repo.path).search("x", **kwargs)
+
+
+def test_search_options_take_config_defaults_and_check_what_is_given():
+    defaults = SearchConfig(mode="lexical", fusion="rrf", top_files=7, chunks_per_file=2, limit=9, snippet_chars=30)
+    assert SearchOptions.build(defaults) == SearchOptions("lexical", "rrf", 7, 2, 9, 30, False)
+    given = SearchOptions.build(defaults, mode="dense", fusion="score", top_files=1, limit=3, full=True)
+    assert given == SearchOptions("dense", "score", 1, 2, 3, 30, True)
+    for kwargs, message in [
+        ({"mode": "fuzzy"}, "mode must be one of hybrid, lexical, dense, not 'fuzzy'"),
+        ({"fusion": "max"}, "fusion must be one of rrf, score, not 'max'"),
+        ({"top_files": 0}, "top_files must be a whole number ≥ 1, not 0"),
+        ({"snippet_chars": -5}, "snippet_chars must be a whole number ≥ 1, not -5"),
+    ]:
+        with pytest.raises(UsageError, match=re.escape(message)):
+            SearchOptions.build(defaults, **kwargs)
 
 
 def test_empty_corpus_is_a_clear_error(repo):

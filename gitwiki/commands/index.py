@@ -4,10 +4,15 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitwiki.indexer import Progress
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "index",
         help="build or update the search index (only what changed)",
@@ -31,73 +36,50 @@ def index(args: argparse.Namespace) -> int:
     with _progress(enabled=not args.quiet and not args.json, terminal=sys.stderr.isatty()) as progress:
         reports = wiki.index(args.corpus, progress=progress, lexical=args.lexical, rebuild=args.rebuild)
     if args.json:
-        print(
-            json.dumps(
-                [{**r._asdict(), "skipped": dict(r.skipped), "up_to_date": r.up_to_date} for r in reports], indent=2
-            )
-        )
+        print(json.dumps([r.to_json() for r in reports], indent=2))
     elif not args.quiet:
         for r in reports:
-            print(summary(r))
+            print(r.summary())
     for r in reports:
         for path, why in r.skipped:
             print(f"gitwiki: warning: {path} is not indexed: {why}", file=sys.stderr)
     return 0
 
 
-def summary(r) -> str:
-    where = f"commit {r.commit[:12]}" if r.commit else "no commits yet"
-    if r.up_to_date:
-        return f"{r.corpus}: up to date, {r.pages} pages at {where} ({r.seconds * 1000:.0f} ms)"
-    return (
-        f"{r.corpus}: {r.pages} pages at {where}: {r.added} added, {r.changed} changed, {r.deleted} deleted; "
-        f"parsed {r.parsed} page versions, embedded {r.embedded} chunks "
-        f"({r.model or 'lexical only'}) in {r.seconds:.2f} s"
-    )
-
-
 # Without a terminal (CI logs, hooks' output files) a line this often shows a long run is alive.
 LINE_EVERY = 5.0
-
-
-class _progress:
-    """A rich progress bar on a terminal; elsewhere a line on stderr every LINE_EVERY seconds of a long run."""
-
-    def __init__(self, enabled: bool, terminal: bool = True):
-        self.enabled = enabled
-        self.terminal = terminal
-        self._bar: Any = None
-        self._tasks: dict[str, Any] = {}
-        self._last = time.monotonic()
-
-    def __enter__(self):
-        if not self.enabled:
-            return None
-        if not self.terminal:
-            return self.line
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self._bar = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
-        )
-        self._bar.__enter__()
-        return self.update
-
-    def update(self, stage: str, done: int, total: int) -> None:
-        if stage not in self._tasks:
-            self._tasks[stage] = self._bar.add_task(STAGES[stage], total=total)
-        self._bar.update(self._tasks[stage], completed=done, total=total)
-
-    def line(self, stage: str, done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - self._last >= LINE_EVERY:
-            self._last = now
-            print(f"gitwiki: {STAGES[stage]} {done}/{total}", file=sys.stderr, flush=True)
-
-    def __exit__(self, *exc):
-        if self._bar is not None:
-            self._bar.__exit__(*exc)
-        return False
-
-
 STAGES = {"parse": "parsing pages", "embed": "embedding chunks"}
+
+
+@contextmanager
+def _progress(enabled: bool, terminal: bool = True) -> Iterator[Progress | None]:
+    """A rich progress bar on a terminal; elsewhere a line on stderr every LINE_EVERY seconds of a long run."""
+    if not enabled:
+        yield None
+        return
+    if not terminal:
+        last = time.monotonic()
+
+        def line(stage: str, done: int, total: int) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if now - last >= LINE_EVERY:
+                last = now
+                print(f"gitwiki: {STAGES[stage]} {done}/{total}", file=sys.stderr, flush=True)
+
+        yield line
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeRemainingColumn
+    from rich.progress import Progress as Bar
+
+    tasks: dict[str, TaskID] = {}
+    with Bar(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
+    ) as bar:
+
+        def update(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(STAGES[stage], total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        yield update

@@ -9,7 +9,7 @@ import shutil
 ENV = ("GITWIKI_MODEL", "GITWIKI_MODEL_PATH", "GITWIKI_INDEX_DIR", "HF_HUB_OFFLINE")
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "mcp", help="MCP client set-up", description="Helpers for connecting MCP clients to `gitwiki serve`."
     )
