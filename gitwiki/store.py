@@ -142,11 +142,14 @@ class Store:
             return None
         # Read-only: a read-write connection that is the last to close checkpoints the WAL, a write a hook
         # must not do (nor wait for).
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, isolation_level=None, timeout=1.0)
+        conn = sqlite3.connect(
+            f"{path.as_uri()}?mode=ro", uri=True, isolation_level=None, timeout=1.0, factory=_Connection
+        )
+        conn.index_dir = index_dir
         try:
             if _schema_version(conn) == SCHEMA_VERSION:
                 return cls(index_dir, conn)
-        except sqlite3.DatabaseError:
+        except (sqlite3.DatabaseError, StoreError):
             pass
         conn.close()
         return None
