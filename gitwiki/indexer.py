@@ -7,6 +7,7 @@ blob listing, commit, tree, model) is switched in one transaction at the end.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable, Iterable
@@ -142,7 +143,11 @@ def update(
     tree = corpus_tree(repo, corpus, commit)
     model = embedder.model_id if embedder else None
     commit_id = commit.id if commit else ""
-    with store.lock():
+    # Only a change takes the writer lock: an index that is current says so without waiting for another
+    # writer, and in a read-only index dir, where the lock cannot be taken at all.
+    state = store.state(corpus.name)
+    current = is_current(state, tree, model) and state.commit == commit_id
+    with contextlib.nullcontext() if current else store.lock():
         state = store.state(corpus.name)
         if is_current(state, tree, model):
             if state.commit != commit_id:  # same tree, new commit: record which commit the index answers for
