@@ -19,7 +19,7 @@ from gitwiki.embed import Embedder
 from gitwiki.gitcli import blob_id
 from gitwiki.gitrepo import Commit, GitRepo, PageMap
 from gitwiki.markdown.chunker import ParsedPage, parse_page
-from gitwiki.store import State, Store
+from gitwiki.store import LOCK_TIMEOUT, State, Store
 
 # progress(stage, done, total): stage is "parse" or "embed"
 Progress = Callable[[str, int, int], None]
@@ -204,7 +204,12 @@ class Overlay(NamedTuple):
 
 
 def worktree_overlay(
-    store: Store, repo: GitRepo, corpus: CorpusConfig, committed: PageMap, max_bytes: int = MAX_PAGE_BYTES
+    store: Store,
+    repo: GitRepo,
+    corpus: CorpusConfig,
+    committed: PageMap,
+    max_bytes: int = MAX_PAGE_BYTES,
+    lock_timeout: float = LOCK_TIMEOUT,
 ) -> Overlay:
     """Fold uncommitted and untracked pages into `committed`, parsing (not embedding) new versions."""
     changes = repo.worktree_changes(corpus)
@@ -225,6 +230,6 @@ def worktree_overlay(
         pages[path] = blob
         sources[blob] = functools.partial(bytes, data)  # bytes(b) is b itself: no copy
     if sources:
-        with store.lock():
+        with store.lock(lock_timeout):
             ensure_blobs(store, sources, max_bytes=max_bytes)
     return Overlay(pages, tuple(sorted(changes)))

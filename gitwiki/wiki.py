@@ -33,6 +33,11 @@ from gitwiki.indexer import (
 from gitwiki.search import CorpusView, Searcher, SearchOptions, SearchResult
 from gitwiki.store import LOCK_TIMEOUT, IndexDamaged, Store
 
+# How long a query waits for the writer lock to fold in uncommitted pages: enough for another query doing
+# the same (milliseconds), far less than an index run (which used to hold a query for 45 s); past it the
+# query answers without them and says so.
+OVERLAY_WAIT = 2.0
+
 
 class CorpusStatus(NamedTuple):
     name: str
@@ -151,7 +156,7 @@ class Wiki:
             return CorpusView(c.name, commit, committed, (), f"{c.name}:{tree}")
         try:
             overlay, _, lexical_only = self._overlay(
-                c, committed, embedder is not None, self.config.search.embed_budget
+                c, committed, embedder is not None, self.config.search.embed_budget, lock_timeout=OVERLAY_WAIT
             )
         except StoreError as e:
             if isinstance(e, IndexDamaged):
@@ -162,13 +167,18 @@ class Wiki:
         return CorpusView(c.name, commit, overlay.pages, overlay.dirty, f"{c.name}:{digest}", lexical_only)
 
     def _overlay(
-        self, corpus: CorpusConfig, committed: dict[str, str], vectors: bool, budget: int | None = None
+        self,
+        corpus: CorpusConfig,
+        committed: dict[str, str],
+        vectors: bool,
+        budget: int | None = None,
+        lock_timeout: float = LOCK_TIMEOUT,
     ) -> tuple[Overlay, int, tuple[str, ...]]:
         """Fold the worktree into `committed`; with `vectors`, embed what that changed (loading the model only
         then), uncommitted pages whole and in path order until `budget` chunks. Returns the overlay, the
         chunks embedded and the pages left past the budget, which are searched lexically only. (One untracked
         5 MB page used to make a query embed 10,000 sections: over 9.5 minutes without a word.)"""
-        overlay = worktree_overlay(self.store, self.repo, corpus, committed, self._max_bytes)
+        overlay = worktree_overlay(self.store, self.repo, corpus, committed, self._max_bytes, lock_timeout)
         embedder = self.embedder() if vectors and overlay.dirty else None
         if embedder is None:
             return overlay, 0, ()
@@ -181,7 +191,7 @@ class Wiki:
                 else:
                     budget -= need
         skip = {overlay.pages[p] for p in over}
-        with self.store.lock():
+        with self.store.lock(lock_timeout):
             embedded = ensure_vectors(self.store, embedder, {b for b in overlay.pages.values() if b not in skip})
         return overlay, embedded, tuple(over)
 

@@ -151,6 +151,20 @@ def test_readers_do_not_wait_for_a_writer_and_writers_say_for_whom(indexed):
     assert not (index_dir / HOLDER_NAME).exists()
 
 
+def test_uncommitted_pages_do_not_make_a_reader_wait_for_a_writer(indexed):
+    indexed.write("draft.md", "# Draft\n\nAn uncommitted deploy runbook.\n")
+    holder = _hold_lock(db(indexed).parent, 15)
+    try:
+        started = time.monotonic()
+        code, out, err = cli("ground", "deploy", "--json", "--top-files", "100", cwd=indexed.path)
+        assert code == 0 and time.monotonic() - started < 8  # OVERLAY_WAIT (2 s) plus start-up, not 15 s
+        assert "draft.md" not in {d["path"] for d in json.loads(out)["docs"]}
+        assert "without uncommitted pages" in err and f"gitwiki (pid {holder.pid})" in err
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_a_writer_killed_holding_the_lock_gets_its_index_checked(indexed):
     index_dir = db(indexed).parent
     holder = _hold_lock(index_dir, 60)
