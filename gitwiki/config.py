@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gitwiki.errors import UsageError
+from gitwiki.errors import UnknownCorpus, UsageError
 from gitwiki.fs import atomic_write
 
 REPO_CONFIG_NAME = ".gitwiki.toml"
@@ -87,6 +87,8 @@ class SearchConfig(NamedTuple):
     auto_index: bool = True  # catch up with HEAD before answering
     reranker: str | None = None  # a fastembed cross-encoder model id; off by default (gitwiki.rerank)
     rerank_depth: int = 20  # fused chunks the cross-encoder re-scores
+    max_page_bytes: int = 1_000_000  # larger pages are not indexed (reported by gitwiki index)
+    embed_budget: int = 256  # chunks of uncommitted pages a query may embed; pages past it are searched lexically
 
 
 class EmbeddingsConfig(NamedTuple):
@@ -159,7 +161,7 @@ class Config(NamedTuple):
             if corpus.name == name:
                 return corpus
         choices = ", ".join(c.name for c in self.corpora)
-        raise UsageError(f"no corpus named {name!r}; choose one of: {choices}")
+        raise UnknownCorpus(f"no corpus named {name!r}; choose one of: {choices}")
 
 
 def index_dir(config: Config, root: Path, common_dir: Path) -> Path:
@@ -320,6 +322,9 @@ def load(root: Path, *, user_file: Path | None = None) -> Config:
         embeddings["model_path"] = os.environ["GITWIKI_MODEL_PATH"]
     if embeddings.get("model_path"):
         embeddings["model_path"] = str((root / os.path.expanduser(embeddings["model_path"])).resolve())
+        # A model directory without a model name would load as the default model, whose files are not
+        # there: name it after the directory instead.
+        embeddings.setdefault("model", model_from_path(embeddings["model_path"]))
     config = Config(
         corpora=tuple(state["corpora"]) or _default_corpora(root),
         files=tuple(files),
@@ -328,6 +333,19 @@ def load(root: Path, *, user_file: Path | None = None) -> Config:
     )
     _validate(config)
     return config
+
+
+def model_from_path(path: str) -> str:
+    """The model a local directory holds, by its name: `…/all-MiniLM-L6-v2-onnx` → `all-MiniLM-L6-v2`, and a
+    Hugging Face cache snapshot `…/models--org--name/snapshots/<hash>` → `org/name`."""
+    parts = Path(path).parts
+    for part in reversed(parts):
+        if part.startswith("models--"):
+            return part.removeprefix("models--").replace("--", "/")
+    name = parts[-1] if parts else path
+    for suffix in ("-onnx", "_onnx", ".onnx"):
+        name = name.removesuffix(suffix)
+    return name
 
 
 def _validate(config: Config) -> None:

@@ -72,9 +72,13 @@ class FastembedEmbedder:
             return TextEmbedding(**kwargs)
         except Exception as e:  # fastembed raises plain ValueError/OSError/hub errors; all mean "no model"
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            hint = (
+                f"set GITWIKI_MODEL (or [embeddings] model) to the name of the model in {config.model_path}"
+                if config.model_path
+                else "set GITWIKI_MODEL_PATH to a local model directory"
+            )
             raise EmbeddingUnavailable(
-                f"cannot load embedding model {config.model!r} ({first[:200]}); "
-                "set GITWIKI_MODEL_PATH to a local model directory, or [embeddings] enabled = false"
+                f"cannot load embedding model {config.model!r} ({first}); {hint}, or [embeddings] enabled = false"
             ) from None
 
     @property

@@ -19,6 +19,10 @@ class NotFoundError(GitwikiError):
     exit_code = 3
 
 
+class UnknownCorpus(NotFoundError, UsageError):
+    """A corpus name that is not configured: a bad argument, reported as "not found" (exit 3)."""
+
+
 class StoreError(GitwikiError):
     """The index cannot be used or written (busy, tampered, built with another model)."""
 

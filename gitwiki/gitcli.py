@@ -88,6 +88,11 @@ def blob_id(data: bytes) -> str:
 
 
 def _not_a_repo(start: str | os.PathLike) -> NotFoundError:
+    if not os.path.isdir(start):  # `-C /typo`: git would only say it is not a repository
+        return NotFoundError(
+            f"{os.path.abspath(start)} does not exist, so it is not inside a git repository; run `git init` or "
+            "cd into your repo, and check the path given to -C"
+        )
     return NotFoundError(
         f"{os.path.abspath(start)} is not inside a git repository; run `git init` or cd into your repo"
     )

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+from gitwiki import pagetext
 from gitwiki.config import Config, CorpusConfig
 from gitwiki.errors import UsageError
 from gitwiki.fs import atomic_write
@@ -70,6 +71,8 @@ def render_block(listing: WorktreeCorpus, index_path: str, options: BlockOptions
         if sub and posixpath.basename(rel) == name:
             continue  # the folder's own index is the group heading's link
         info = listing.info(path)
+        if info is None:
+            continue
         groups.setdefault(sub, []).append({"path": path, "link": rel, "title": info.title, "summary": info.summary})
     key = (lambda p: (p["title"].casefold(), p["link"])) if options.sort == "title" else (lambda p: p["link"])
     context = [
@@ -112,7 +115,10 @@ def rewrite(text: str, path: str, listing: WorktreeCorpus) -> str:
 def refresh_file(listing: WorktreeCorpus, index_path: str, check: bool = False) -> bool:
     """Regenerate the blocks of one index file; True when its text changed (written unless `check`)."""
     full = listing.root / index_path
-    text = full.read_bytes().decode("utf-8")
+    try:
+        text = pagetext.decode(full.read_bytes())
+    except pagetext.NotText as e:
+        raise BlockError(f"{index_path}: {e}; save it as UTF-8 text to have its blocks refreshed") from None
     new = rewrite(text, index_path, listing)
     if new == text:
         return False

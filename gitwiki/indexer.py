@@ -7,21 +7,28 @@ blob listing, commit, tree, model) is switched in one transaction at the end.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable, Iterable
 from typing import NamedTuple, TypeGuard
 
-from gitwiki.config import CorpusConfig
+from gitwiki import pagetext
+from gitwiki.config import CorpusConfig, SearchConfig
 from gitwiki.embed import Embedder
 from gitwiki.gitcli import blob_id
 from gitwiki.gitrepo import Commit, GitRepo, PageMap
-from gitwiki.markdown.chunker import parse_page
-from gitwiki.store import State, Store
+from gitwiki.markdown.chunker import ParsedPage, parse_page
+from gitwiki.store import LOCK_TIMEOUT, State, Store
 
 # progress(stage, done, total): stage is "parse" or "embed"
 Progress = Callable[[str, int, int], None]
-EMBED_BATCH = 256
+# Chunks embedded per committed transaction. A commit costs ~2 ms and 64 MiniLM chunks ~6 s on one core, so
+# Ctrl-C or a kill loses at most a few seconds of embedding (with 256 it lost the first 25 s of every run).
+EMBED_BATCH = 64
+MAX_PAGE_BYTES = SearchConfig().max_page_bytes
+# What a page that cannot be indexed is stored as: known (so it is not re-read on every run), no chunks.
+UNINDEXED = ParsedPage("", (), None, (), None)
 
 
 class IndexReport(NamedTuple):
@@ -36,6 +43,7 @@ class IndexReport(NamedTuple):
     embedded: int  # chunk texts embedded in this run (cache misses)
     model: str | None
     seconds: float
+    skipped: tuple[tuple[str, str], ...] = ()  # (path, why) of pages parsed in this run but not indexed
 
     @property
     def up_to_date(self) -> bool:
@@ -43,7 +51,7 @@ class IndexReport(NamedTuple):
 
     def to_json(self) -> dict[str, object]:
         """The `gitwiki index --json` record (also the MCP `index` tool's)."""
-        return {**self._asdict(), "up_to_date": self.up_to_date}
+        return {**self._asdict(), "skipped": dict(self.skipped), "up_to_date": self.up_to_date}
 
     def summary(self) -> str:
         """One line for people: what changed and what it cost."""
@@ -68,17 +76,39 @@ def is_current(state: State | None, tree: str, model: str | None) -> TypeGuard[S
     return state is not None and state.tree == tree and (model is None or state.model == model)
 
 
-def ensure_blobs(store: Store, sources: dict[str, Callable[[], bytes]], progress: Progress | None = None) -> int:
-    """Parse and store every blob in `sources` the store lacks; returns how many were parsed."""
+class Parsed(NamedTuple):
+    parsed: int  # page versions parsed
+    skipped: dict[str, str]  # blob → why it is not indexed
+
+
+def ensure_blobs(
+    store: Store,
+    sources: dict[str, Callable[[], bytes]],
+    progress: Progress | None = None,
+    max_bytes: int = MAX_PAGE_BYTES,
+) -> Parsed:
+    """Parse and store every blob in `sources` the store lacks; a page that cannot be indexed is stored
+    without chunks, and said why in `skipped`."""
     known = store.known_blobs(sources)  # one query for all, not one per blob
     missing = [b for b in sources if b not in known]
+    skipped: dict[str, str] = {}
     with store.write():
         for i, blob in enumerate(missing, 1):
-            text = sources[blob]().decode("utf-8", errors="replace")
-            store.add_blob(blob, parse_page(text))
+            page, why = read_page(sources[blob](), max_bytes)
+            if why:
+                skipped[blob] = why
+            store.add_blob(blob, page)
             if progress:
                 progress("parse", i, len(missing))
-    return len(missing)
+    return Parsed(len(missing), skipped)
+
+
+def read_page(data: bytes, max_bytes: int) -> tuple[ParsedPage, str | None]:
+    """A page version's chunks, or UNINDEXED and why: one bad page costs that page, never the run."""
+    if len(data) > max_bytes:
+        return UNINDEXED, f"{len(data):,} bytes, over the {max_bytes:,}-byte limit ([search] max_page_bytes)"
+    page, why = pagetext.attempt(lambda: parse_page(pagetext.decode(data)))
+    return (UNINDEXED, why) if page is None else (page, None)
 
 
 def ensure_vectors(store: Store, embedder: Embedder, blobs: Iterable[str], progress: Progress | None = None) -> int:
@@ -106,13 +136,18 @@ def update(
     commit: Commit | None,
     embedder: Embedder | None,
     progress: Progress | None = None,
+    max_bytes: int = MAX_PAGE_BYTES,
 ) -> IndexReport:
     """Index `corpus` as of `commit` (None: an unborn HEAD, i.e. no pages) and make it the corpus state."""
     started = time.perf_counter()
     tree = corpus_tree(repo, corpus, commit)
     model = embedder.model_id if embedder else None
     commit_id = commit.id if commit else ""
-    with store.lock():
+    # Only a change takes the writer lock: an index that is current says so without waiting for another
+    # writer, and in a read-only index dir, where the lock cannot be taken at all.
+    state = store.state(corpus.name)
+    current = is_current(state, tree, model) and state.commit == commit_id
+    with contextlib.nullcontext() if current else store.lock():
         state = store.state(corpus.name)
         if is_current(state, tree, model):
             if state.commit != commit_id:  # same tree, new commit: record which commit the index answers for
@@ -133,7 +168,7 @@ def update(
             )
         old = store.pages(corpus.name) if state else {}
         new = repo.pages(corpus, tree or None)
-        parsed = ensure_blobs(store, git_sources(repo, set(new.values())), progress)
+        parsed = ensure_blobs(store, git_sources(repo, set(new.values())), progress, max_bytes)
         # A state's model had vectors for all its pages: only blobs new to the listing can lack them
         # (a 1,000-page corpus with one changed page: 58 ms of vector lookups saved per corpus).
         need = set(new.values()) - (set(old.values()) if state is not None and state.model == model else set())
@@ -150,10 +185,11 @@ def update(
         added,
         changed,
         deleted,
-        parsed,
+        parsed.parsed,
         embedded,
         model,
         time.perf_counter() - started,
+        tuple((path, parsed.skipped[blob]) for path, blob in sorted(new.items()) if blob in parsed.skipped),
     )
 
 
@@ -170,7 +206,14 @@ class Overlay(NamedTuple):
     dirty: tuple[str, ...]  # paths whose worktree state differs from HEAD (including deletions)
 
 
-def worktree_overlay(store: Store, repo: GitRepo, corpus: CorpusConfig, committed: PageMap) -> Overlay:
+def worktree_overlay(
+    store: Store,
+    repo: GitRepo,
+    corpus: CorpusConfig,
+    committed: PageMap,
+    max_bytes: int = MAX_PAGE_BYTES,
+    lock_timeout: float = LOCK_TIMEOUT,
+) -> Overlay:
     """Fold uncommitted and untracked pages into `committed`, parsing (not embedding) new versions."""
     changes = repo.worktree_changes(corpus)
     if not changes:
@@ -190,6 +233,6 @@ def worktree_overlay(store: Store, repo: GitRepo, corpus: CorpusConfig, committe
         pages[path] = blob
         sources[blob] = functools.partial(bytes, data)  # bytes(b) is b itself: no copy
     if sources:
-        with store.lock():
-            ensure_blobs(store, sources)
+        with store.lock(lock_timeout):
+            ensure_blobs(store, sources, max_bytes=max_bytes)
     return Overlay(pages, tuple(sorted(changes)))

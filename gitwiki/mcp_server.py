@@ -93,6 +93,9 @@ class GroundJson(TypedDict):
     docs: list[GroundDoc]
     dirty: Annotated[list[str], Field(description="Uncommitted pages (repo-relative) folded into the search.")]
     weak: Annotated[bool, Field(description="True when nothing matched well (the best page is weak, or none).")]
+    lexical_only: Annotated[
+        list[str], Field(description="Uncommitted pages searched without vectors (query-time embedding budget).")
+    ]
 
 
 def result(text: str, data: dict[str, Any]) -> CallToolResult:

@@ -31,5 +31,8 @@ def outline(result: SearchResult, color: bool = False) -> str:
     footer = f"{len(result.docs)} pages · mode {result.mode} · commit {result.commit[:12] or '(none)'}"
     if result.dirty:
         footer += f" · {len(result.dirty)} uncommitted page(s) included"
+    if result.lexical_only:
+        footer += f" · {len(result.lexical_only)} searched lexically only (embedding budget): "
+        footer += ", ".join(result.lexical_only[:3]) + (" …" if len(result.lexical_only) > 3 else "")
     lines.append(f"{dim}{footer}{reset}")
     return "\n".join(lines) + "\n"

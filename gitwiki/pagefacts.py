@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeGuard
 
+from gitwiki import pagetext
 from gitwiki.fs import atomic_write
 from gitwiki.markdown import frontmatter
 from gitwiki.markdown.frontmatter import YamlReader
@@ -27,11 +28,12 @@ from gitwiki.markdown.summary import title_and_summary
 CACHE_NAME = "pagefacts.json"
 # Bump when an extraction below or the rendering of index blocks changes its output: the whole file is
 # then ignored and rebuilt.
-VERSION = 1
+VERSION = 2
 
 
 def decode(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
+    """The page text; `pagetext.NotText` for a file that is not one (`FactsCache.get` remembers why)."""
+    return pagetext.decode(data)
 
 
 # ---- extraction: pure functions of the page text ----------------------------------------------------
@@ -88,6 +90,8 @@ def _json_safe(value) -> bool:
     return isinstance(value, dict) and all(isinstance(k, str) and _json_safe(v) for k, v in value.items())
 
 
+UNREADABLE = "unreadable"  # the facts entry key saying why a page has no facts
+
 # A hand-edited or half-foreign file must not crash a hook: a value of the wrong shape is re-extracted.
 _VALID: dict[str, Callable[[object], TypeGuard[list]]] = {"info": _info, "links": _strings, "anchors": _strings}
 
@@ -130,17 +134,30 @@ class FactsCache:
             tables = None
         return cls(path, tables)
 
-    def get(self, field: str, blob: str, text: Callable[[], str]) -> list:
+    def get(self, field: str, blob: str, text: Callable[[], str]) -> list | None:
         """The fact `field` ("info", "links" or "anchors") of page version `blob`; on a miss it is
-        extracted from `text()`."""
+        extracted from `text()`. None for a page that is not text or that extraction fails on: the
+        reason is remembered (`unreadable`), so the page is read once, not on every run."""
         entry = self._entry("facts", blob)
         if not isinstance(entry, dict):
             entry = self._tables["facts"][blob] = {}
+        if isinstance(entry.get(UNREADABLE), str):
+            return None
         value = entry.get(field)
         if not _VALID[field](value):
-            value = entry[field] = EXTRACT[field](text(), self.read_yaml)
             self._changed = True
+            value, why = pagetext.attempt(lambda: EXTRACT[field](text(), self.read_yaml))
+            if why is not None:
+                entry[UNREADABLE] = why
+                return None
+            entry[field] = value
         return value
+
+    def unreadable(self, blob: str) -> str | None:
+        """Why page version `blob` has no facts (not text, or extraction failed), when `get` found that."""
+        entry = self._tables["facts"].get(blob)
+        why = entry.get(UNREADABLE) if isinstance(entry, dict) else None
+        return why if isinstance(why, str) else None
 
     def read_yaml(self, raw: str) -> tuple[dict, str | None]:
         """`frontmatter.read_yaml`, remembered by the digest of `raw` when JSON keeps its result intact."""
@@ -157,7 +174,11 @@ class FactsCache:
     def missing(self, field: str, blobs: Iterable[str]) -> list[str]:
         """The blobs whose `field` would have to be extracted (so callers can fetch their text in one go)."""
         facts = self._tables["facts"]
-        return [b for b in blobs if not (isinstance(e := facts.get(b), dict) and _VALID[field](e.get(field)))]
+        return [
+            b
+            for b in blobs
+            if not (isinstance(e := facts.get(b), dict) and (_VALID[field](e.get(field)) or UNREADABLE in e))
+        ]
 
     def rendered(self, key: str) -> str | None:
         """The digest of what the render inputs with digest `key` produced, if they were rendered before."""

@@ -206,7 +206,9 @@ class Repository:
         for c in corpora:
             fresh = is_current(self.store.state(c.name), corpus_tree(self.git, c, commit), model)
             embedder = None if lexical or fresh else load_embedder(embeddings)
-            reports.append(update(self.store, self.git, c, commit, embedder, progress))
+            reports.append(
+                update(self.store, self.git, c, commit, embedder, progress, self.search_config.max_page_bytes)
+            )
         if installed:  # the artifact's own corpora served to seed the blob and vector caches
             with self.store.lock(), self.store.write():
                 self.store.drop_states(keep={c.name for c in corpora})

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.config import FUSIONS, MODES, SearchConfig
@@ -12,7 +14,7 @@ from gitwiki.markdown.chunker import fallback_title
 from gitwiki.ranking import FUSERS, SECOND_CHUNK, Ranked, rollup, snippet
 from gitwiki.relevance import Background, is_weak
 from gitwiki.rerank import Reranker, load_reranker, rerank
-from gitwiki.store import Store, vector_matrix
+from gitwiki.store import IndexDamaged, Store, vector_matrix
 from gitwiki.tokens import STOP_WORDS, fts_query, tokenize, words
 
 if TYPE_CHECKING:  # numpy loads on the first dense query: the lexical CLI path stays fast
@@ -27,6 +29,7 @@ class CorpusView(NamedTuple):
     pages: dict[str, str]  # path → blob id, as searched (worktree overlay applied when `dirty`)
     dirty: tuple[str, ...]
     key: str  # identifies this exact page set, for caches
+    lexical_only: tuple[str, ...] = ()  # uncommitted pages past the query-time embedding budget
 
 
 class SearchOptions(NamedTuple):
@@ -103,6 +106,7 @@ class SearchResult(NamedTuple):
     mode: str
     docs: list[DocResult]
     dirty: tuple[str, ...] = ()
+    lexical_only: tuple[str, ...] = ()  # pages searched without vectors (query-time embedding budget spent)
 
     @property
     def weak(self) -> bool:
@@ -137,6 +141,7 @@ class SearchResult(NamedTuple):
             ],
             "dirty": list(self.dirty),
             "weak": self.weak,
+            "lexical_only": list(self.lexical_only),
         }
 
 
@@ -144,7 +149,6 @@ class Ranking(NamedTuple):
     fused: Ranked  # (chunk id, score), best first
     blob_of: dict[int, str]  # chunk id → blob
     mode: str  # the mode actually used (lexical when there is no embedder)
-    rankers: int  # how many rankings were fused
     cosines: dict[int, float]  # chunk id → cosine, for the chunks the dense ranker returned
     background: Background | None  # the cosine distribution over every chunk searched; None without dense
 
@@ -166,39 +170,54 @@ class Searcher:
         """A searcher with the [search] reranker, for the local index and each repository's alike."""
         return cls(store, reranker=load_reranker(config.reranker), rerank_depth=config.rerank_depth)
 
-    def rank(self, view: CorpusView, query: str, mode: str, fusion: str, embedder: Embedder | None) -> Ranking:
-        """The fused chunk ranking, each chunk's blob, the mode actually used and the dense evidence."""
+    def rank(
+        self, view: CorpusView, query: str, mode: str, fusion: str, embedder: Embedder | None
+    ) -> tuple[Ranked, dict[int, str], str]:
+        """The fused chunk ranking (chunk id, score), each chunk's blob, and the mode actually used."""
+        ranking = self._rank(view, query, mode, fusion, embedder)
+        return ranking.fused, ranking.blob_of, ranking.mode
+
+    def _rank(
+        self, view: CorpusView, query: str, mode: str, fusion: str, embedder: Embedder | None, pages: int = 1
+    ) -> Ranking:
+        """`pages`: how many distinct pages the candidate pools must hold (`--top-files`)."""
         mode = mode if embedder is not None else "lexical"
         blob_paths = _blob_paths(view)
         blob_of: dict[int, str] = {}  # chunk id → blob, filled by the rankers
+        rankings: list[Ranked] = []
         background: Background | None = None
         cosines: dict[int, float] = {}
-        rankings: list[Ranked] = []
         if mode in ("hybrid", "lexical"):
-            rankings.append(self._lexical(query, blob_paths, blob_of))
+            rankings.append(self._lexical(query, blob_paths, blob_of, pages))
         if embedder is not None and mode in ("hybrid", "dense"):
             # Last: onnxruntime's threads spin for a while after a run and slow whatever follows.
-            dense, background = self._dense(view, query, embedder, blob_paths, blob_of)
+            dense, background = self._dense(view, query, embedder, blob_paths, blob_of, pages)
             rankings.append(dense)
             cosines = dict(dense)
         fused = rankings[0] if len(rankings) == 1 else FUSERS[fusion](rankings)
-        return Ranking(fused, blob_of, mode, len(rankings), cosines, background)
+        return Ranking(fused, blob_of, mode, cosines, background)
 
     def search(self, view: CorpusView, query: str, options: SearchOptions, embedder: Embedder | None) -> SearchResult:
         with self.store.read():
-            ranking = self.rank(view, query, options.mode, options.fusion, embedder)
-            fused, blob_of, cosines = ranking.fused, ranking.blob_of, ranking.cosines
+            fused, blob_of, mode, cosines, background = self._rank(
+                view, query, options.mode, options.fusion, embedder, options.top_files
+            )
+            blob_paths = _blob_paths(view)
             if self.reranker is not None:
                 head = self.store.chunks_by_id(cid for cid, _ in fused[: self.rerank_depth])
                 texts = {cid: "\n".join((" > ".join(r.breadcrumb), r.text)) for cid, r in head.items()}
                 fused = rerank(fused, texts, query, self.reranker, self.rerank_depth)
-            blob_paths = _blob_paths(view)
             page_of = {cid: blob_paths[blob_of[cid]] for cid, _ in fused}
             # Measured only on min-max fused scores: raw cosines and RRF scores lie close together, and there a
             # second chunk outweighs the first (wiki-dev MRR dense 0.818 → 0.763, RRF 0.873 → 0.845).
-            second = SECOND_CHUNK if ranking.rankers > 1 and options.fusion == "score" else 0.0
+            second = SECOND_CHUNK if mode == "hybrid" and options.fusion == "score" else 0.0
             hits = rollup(fused, page_of, options.top_files, options.chunks_per_file, options.limit, second)
             rows = self.store.chunks_by_id(cid for hit in hits for cid, _ in hit.chunks)
+            missing = {cid for hit in hits for cid, _ in hit.chunks} - rows.keys()
+            if missing:  # the rankers saw chunks the table does not hold: only a damaged file does that
+                raise IndexDamaged(
+                    self.store.index_dir, f"{len(missing)} ranked chunk(s) missing from the chunks table"
+                )
             infos = self.store.blob_info(view.pages[h.path] for h in hits)
         terms = {w.lower() for w in words(query) if w.lower() not in STOP_WORDS}
         content = set(tokenize(query))
@@ -218,26 +237,34 @@ class Searcher:
             ]
             title = (info.title if info else "") or fallback_title(hit.path)
             cosine = max((cosines[cid] for cid, _ in hit.chunks if cid in cosines), default=None)
-            weak = is_weak(content, " ".join((title, *best.breadcrumb, best.text)), cosine, ranking.background)
+            weak = is_weak(content, " ".join((title, *best.breadcrumb, best.text)), cosine, background)
             docs.append(DocResult(hit.path, title, hit.score, chunks, weak))
-        return SearchResult(query, view.corpus, view.commit, ranking.mode, docs, view.dirty)
+        lexical_only = view.lexical_only if mode != "lexical" else ()
+        return SearchResult(query, view.corpus, view.commit, mode, docs, view.dirty, lexical_only)
 
-    def _lexical(self, query: str, blob_paths: dict[str, str], blob_of: dict[int, str]) -> Ranked:
+    def _lexical(self, query: str, blob_paths: dict[str, str], blob_of: dict[int, str], pages: int) -> Ranked:
         match = fts_query(query)
         if match is None:
             return []
         limit = CANDIDATES * 4
         while True:
             found = self.store.lexical(match, limit)
-            live = [(cid, blob, s) for cid, blob, s in found if blob in blob_paths]
-            # Other corpora and old page versions share the table; look deeper if they crowded us out.
-            if len(live) >= CANDIDATES or len(found) < limit:
-                blob_of.update((cid, blob) for cid, blob, _ in live[:CANDIDATES])
-                return [(cid, s) for cid, _, s in live[:CANDIDATES]]
+            pool = candidates([(cid, blob, s) for cid, blob, s in found if blob in blob_paths], pages)
+            # Other corpora and old page versions share the table, and one page can own most matches: look
+            # deeper while they crowd out the pages asked for.
+            if (len(pool) >= CANDIDATES and len({blob for _, blob, _ in pool}) >= pages) or len(found) < limit:
+                blob_of.update((cid, blob) for cid, blob, _ in pool)
+                return [(cid, s) for cid, _, s in pool]
             limit *= 8
 
     def _dense(
-        self, view: CorpusView, query: str, embedder: Embedder, blob_paths: dict[str, str], blob_of: dict[int, str]
+        self,
+        view: CorpusView,
+        query: str,
+        embedder: Embedder,
+        blob_paths: dict[str, str],
+        blob_of: dict[int, str],
+        pages: int,
     ) -> tuple[Ranked, Background | None]:
         import numpy as np
 
@@ -249,8 +276,11 @@ class Searcher:
         scores = np.einsum("ij,j->i", dense.matrix, embedder.embed_query(query))
         top = np.argpartition(-scores, min(CANDIDATES, len(scores) - 1))[:CANDIDATES]
         top = top[np.argsort(-scores[top], kind="stable")]
-        blob_of.update((dense.ids[i], dense.blobs[i]) for i in top)
-        return [(dense.ids[i], float(scores[i])) for i in top], Background(float(scores.mean()), float(scores.std()))
+        if len({dense.blobs[i] for i in top}) < pages < len(set(dense.blobs)):  # one page owns the top
+            top = np.argsort(-scores, kind="stable")
+        pool = candidates(((dense.ids[i], dense.blobs[i], float(scores[i])) for i in top), pages)
+        blob_of.update((cid, blob) for cid, blob, _ in pool)
+        return [(cid, score) for cid, _, score in pool], Background(float(scores.mean()), float(scores.std()))
 
     def _matrix(self, view: CorpusView, model: str, blob_paths: dict[str, str]) -> DenseMatrix:
         key = (model, view.key)
@@ -284,6 +314,21 @@ def _blob_paths(view: CorpusView) -> dict[str, str]:
     for path, blob in sorted(view.pages.items()):
         out.setdefault(blob, path)
     return out
+
+
+def candidates(ranked: Iterable[tuple[int, str, float]], pages: int) -> list[tuple[int, str, float]]:
+    """The best CANDIDATES of (chunk id, blob, score), best first, then the best chunk of each further page
+    until `pages` pages are in: one page owning most matches must not leave `--top-files 5` with two."""
+    rest = iter(ranked)
+    pool = list(itertools.islice(rest, CANDIDATES))
+    seen = {blob for _, blob, _ in pool}
+    for item in rest:
+        if len(seen) >= pages:
+            break
+        if item[1] not in seen:
+            seen.add(item[1])
+            pool.append(item)
+    return pool
 
 
 class DenseMatrix(NamedTuple):

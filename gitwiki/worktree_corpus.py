@@ -37,7 +37,7 @@ class WorktreeCorpus:
         self._stats = _listing(self._top, corpus)
         self.pages = sorted(self._stats)
         self._blobs: dict[str, str] = {}
-        self._info: dict[str, PageInfo] = {}
+        self._info: dict[str, PageInfo | None] = {}
 
     def blob(self, path: str) -> str:
         """The page's blob id, from the stat cache while its `lstat` is unchanged, else by hashing it."""
@@ -50,15 +50,16 @@ class WorktreeCorpus:
             self._blobs[path] = blob
         return self._blobs[path]
 
-    def info(self, path: str) -> PageInfo:
+    def info(self, path: str) -> PageInfo | None:
+        """The page's title and summary; None for a page that is not text (lint reports it, GW012)."""
         if path not in self._info:
             blob, data = self.blob(path), b""
             if self.facts.missing("info", [blob]):
                 # extract from exactly the bytes the key is computed from (the file may have changed since)
                 data = _read(self._top + path)
                 blob = self._blobs[path] = blob_id(data)
-            title, summary = self.facts.get("info", blob, lambda: decode(data))
-            self._info[path] = PageInfo(fallback_title(path) if title is None else title, summary)
+            found = self.facts.get("info", blob, lambda: decode(data))
+            self._info[path] = None if found is None else PageInfo(found[0] or fallback_title(path), found[1])
         return self._info[path]
 
     def forget(self, path: str) -> None:

@@ -14,6 +14,7 @@ def write(path: Path, text: str) -> Path:
 
 def test_defaults_use_wiki_folder_when_present(tmp_path, monkeypatch):
     monkeypatch.delenv("GITWIKI_MODEL", raising=False)
+    monkeypatch.delenv("GITWIKI_MODEL_PATH", raising=False)  # a model directory alone names its model
     (tmp_path / "wiki").mkdir()
     cfg = config.load(tmp_path)
     assert [(c.name, c.path) for c in cfg.corpora] == [("wiki", "wiki")]

@@ -364,10 +364,15 @@ def test_ground_says_when_nothing_matches(wiki_repo):
     assert strong.structured_content["weak"] is False and "weak match" not in strong.content[0].text
 
 
-def test_mcp_config_prints_client_snippets(wiki_repo, cli):
+def test_mcp_config_prints_client_snippets(wiki_repo, cli, monkeypatch):
     code, out, _ = cli("mcp", "config", cwd=wiki_repo.path)
     entry = json.loads(out)["mcpServers"]["gitwiki"]
     assert code == 0 and entry["args"] == ["-C", str(wiki_repo.path.resolve()), "serve"]
+    monkeypatch.setenv("GITWIKI_MODEL", "some/model")
+    monkeypatch.setenv("GITWIKI_MODEL_PATH", "relative/models")
+    code, out, _ = cli("mcp", "config", cwd=wiki_repo.path)
+    env = json.loads(out)["mcpServers"]["gitwiki"]["env"]
+    assert env["GITWIKI_MODEL"] == "some/model" and env["GITWIKI_MODEL_PATH"] == os.path.abspath("relative/models")
     code, out, _ = cli("mcp", "config", "--project", "--name", "docs", cwd=wiki_repo.path)
     assert json.loads(out) == {"mcpServers": {"docs": {"command": "gitwiki", "args": ["serve"]}}}
 

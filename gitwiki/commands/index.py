@@ -14,6 +14,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--corpus", help="only this corpus (default: all)")
     p.add_argument("--lexical", action="store_true", help="skip embeddings (BM25 only)")
+    p.add_argument(
+        "--rebuild", action="store_true", help="move the index aside and build it again from git (after damage)"
+    )
     p.add_argument("--json", action="store_true", help="print the reports as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     p.set_defaults(func=index)
@@ -24,11 +27,14 @@ def index(args: argparse.Namespace) -> int:
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
-    with progress_bar(enabled=not args.quiet and not args.json and sys.stderr.isatty()) as progress:
-        reports = wiki.index(args.corpus, progress=progress, lexical=args.lexical)
+    with progress_bar(enabled=not args.quiet and not args.json, terminal=sys.stderr.isatty()) as progress:
+        reports = wiki.index(args.corpus, progress=progress, lexical=args.lexical, rebuild=args.rebuild)
     if args.json:
         print(json.dumps([r.to_json() for r in reports], indent=2))
     elif not args.quiet:
         for r in reports:
             print(r.summary())
+    for r in reports:
+        for path, why in r.skipped:
+            print(f"gitwiki: warning: {path} is not indexed: {why}", file=sys.stderr)
     return 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,11 +76,27 @@ def repo_relative(root: Path, cwd: str, files: list[str]) -> list[str]:
     return out
 
 
+# Without a terminal (CI logs, hooks' output files) a line this often shows a long run is alive.
+LINE_EVERY = 5.0
+
+
 @contextmanager
-def progress_bar(enabled: bool) -> Iterator[Progress | None]:
-    """A rich progress bar on a terminal; no callback elsewhere."""
+def progress_bar(enabled: bool, terminal: bool = True) -> Iterator[Progress | None]:
+    """A rich progress bar on a terminal; elsewhere a line on stderr every LINE_EVERY seconds of a long run."""
     if not enabled:
         yield None
+        return
+    if not terminal:
+        last = time.monotonic()
+
+        def line(stage: str, done: int, total: int) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if now - last >= LINE_EVERY:
+                last = now
+                print(f"gitwiki: {STAGES[stage]} {done}/{total}", file=sys.stderr, flush=True)
+
+        yield line
         return
     from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeRemainingColumn
     from rich.progress import Progress as Bar

@@ -36,7 +36,7 @@ def sync_command(args: argparse.Namespace) -> int:
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
-    with progress_bar(enabled=not args.quiet and not args.json and sys.stderr.isatty()) as progress:
+    with progress_bar(enabled=not args.quiet and not args.json, terminal=sys.stderr.isatty()) as progress:
         reports = wiki.repositories.sync(args.name, wiki.config.embeddings, lexical=args.lexical, progress=progress)
     if args.json:
         rows = [

@@ -12,6 +12,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "uncommitted pages, the embedding model, and where the index lives.",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--check", action="store_true", help="also check the index file for damage (reads all of it); exit 4 if damaged"
+    )
     p.set_defaults(func=status)
 
 
@@ -22,7 +25,10 @@ def status(args: argparse.Namespace) -> int:
     rows = wiki.status()
     size = wiki.store.size_bytes()
     repositories = [r.status() for r in wiki.repositories]
+    damage = wiki.store.check(full=True) if args.check else None
+    code = 4 if damage else 0  # StoreError's exit code: the index is unusable
     if args.json:
+        extra = {"check": damage or "ok"} if args.check else {}
         print(
             json.dumps(
                 {
@@ -30,11 +36,12 @@ def status(args: argparse.Namespace) -> int:
                     "index_bytes": size,
                     "corpora": [r._asdict() for r in rows],
                     "repositories": [{**r._asdict(), "state": r.state} for r in repositories],
+                    **extra,
                 },
                 indent=2,
             )
         )
-        return 0
+        return code
     for r in rows:
         state = "fresh" if r.fresh else ("not indexed" if r.indexed_commit is None else "stale (run gitwiki index)")
         print(f"corpus {r.name}  path {r.path or '.'}/")
@@ -50,4 +57,6 @@ def status(args: argparse.Namespace) -> int:
         synced = f"commit {(repo.commit or '-')[:12]}, synced {age(repo.synced_at)}"
         print(f"repository {repo.name}  {repo.location}: {repo.state}, {synced}")
     print(f"index {wiki.index_dir} ({size / 1e6:.1f} MB)")
-    return 0
+    if args.check:
+        print(f"index check: damaged ({damage}); run `gitwiki index --rebuild`" if damage else "index check: ok")
+    return code

@@ -225,3 +225,13 @@ class PageSize:
         size = len(doc.text.encode("utf-8"))
         if limit and size > limit:
             yield Problem(1, 1, f"the page is {size} bytes, over the {limit}-byte limit for one topic")
+
+
+@register
+class UnreadablePage:
+    code, name, severity = "GW012", "unreadable-page", "error"
+    summary = "a page that is not UTF-8 text (NUL or control bytes, invalid UTF-8) or cannot be parsed"
+    hint = "save the page as UTF-8 text, or move the file out of the corpus (the index and index blocks skip it)"
+
+    def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
+        return ()  # such a page never becomes a Document: the runner reports it (`runner.unreadable`)

@@ -9,7 +9,7 @@ from typing import NamedTuple
 from urllib.parse import unquote
 
 from gitwiki import config as config_mod
-from gitwiki import gitcli, pagefacts
+from gitwiki import gitcli, pagefacts, pagetext
 from gitwiki.config import Config, CorpusConfig, matches
 from gitwiki.gitcli import Checkout
 from gitwiki.lint.registry import RULES, Context, Finding
@@ -19,6 +19,7 @@ from gitwiki.markdown.links import link_target
 from gitwiki.pagefacts import FactsCache
 
 ORPHAN = "GW007"
+UNREADABLE = "GW012"
 
 
 class LintRun(NamedTuple):
@@ -65,6 +66,21 @@ def lint_text(
         for p in rule.check(doc, ctx)
     ]
     return sorted(out, key=lambda f: (f.line, f.col, f.code))
+
+
+def unreadable(path: str, why: str, config: Config) -> list[Finding]:
+    """The one finding for a page that cannot be linted (not text, or a parser failure), unless disabled."""
+    if UNREADABLE in disabled_codes(config, corpus_of(config, path)):
+        return []
+    rule = RULES[UNREADABLE]
+    return [Finding(path, 1, 1, UNREADABLE, rule.severity, f"page is not linted: {why}", rule.hint)]
+
+
+def lint_page(path: str, data: bytes, pages: set[str], config: Config, **context) -> list[Finding]:
+    """`lint_text` of a page's bytes; a page that is not text, or that a parser fails on, is one GW012 finding
+    (one bad page costs that page, never the run)."""
+    findings, why = pagetext.attempt(lambda: lint_text(path, pagetext.decode(data), pages, config, **context))
+    return findings if findings is not None else unreadable(path, why or "", config)
 
 
 def staged_pages(root: Path, config: Config) -> dict[str, str]:
@@ -115,29 +131,28 @@ def lint_repo(checkout: Checkout, config: Config, files: list[str] | None = None
         targets = sorted({f for f in files if corpus_of(config, f) and (root / f).is_file()})
     data = {path: (root / path).read_bytes() for path in targets}
     keys = {**blobs, **{path: gitcli.blob_id(raw) for path, raw in data.items()}}  # a linted page is read from disk
-    texts = {keys[path]: pagefacts.decode(raw) for path, raw in data.items()}
+    raws = {keys[path]: raw for path, raw in data.items()}
     facts = FactsCache.load(config_mod.index_dir(config, root, checkout.common_dir))
 
-    def text(blob: str) -> str:
-        if blob not in texts:
-            texts[blob] = pagefacts.decode(gitcli.read_blobs(root, [blob])[blob])
-        return texts[blob]
+    def text(blob: str) -> str:  # pagetext.NotText for a page that is not text: its facts say so
+        if blob not in raws:
+            raws.update(gitcli.read_blobs(root, [blob]))
+        return pagefacts.decode(raws[blob])
 
-    def fact(field: str, path: str) -> list:
+    def fact(field: str, path: str) -> list | None:
         return facts.get(field, keys[path], lambda: text(keys[path]))
 
     linked = None
     if any(ORPHAN not in disabled_codes(config, c) for c in config.corpora):
-        wanted = facts.missing("links", set(keys.values()) - texts.keys())
-        texts.update((blob, pagefacts.decode(raw)) for blob, raw in gitcli.read_blobs(root, wanted).items())
-        linked = linked_pages(sorted(keys), lambda path: fact("links", path), config, set(targets))
+        raws.update(gitcli.read_blobs(root, facts.missing("links", set(keys.values()) - raws.keys())))
+        linked = linked_pages(sorted(keys), lambda path: fact("links", path) or [], config, set(targets))
     pages = set(keys)
     findings = [
         f
         for path in targets
-        for f in lint_text(
+        for f in lint_page(
             path,
-            texts[keys[path]],
+            data[path],
             pages,
             config,
             anchors=lambda other: fact("anchors", other),

@@ -6,6 +6,7 @@ the embedding window is cut at block boundaries into pieces that repeat the sect
 
 from __future__ import annotations
 
+import bisect
 import functools
 import posixpath
 import re
@@ -80,8 +81,9 @@ def parse_page(text: str, fallback: str = "") -> ParsedPage:
     title = meta_str(fm.meta, "title") or first_h1 or fallback
     chunks: list[Chunk] = []
     offset = fm.body_line  # body line i (0-based) is file line i + offset
+    block_starts = [b[0] for b in blocks]  # in document order, so each section's blocks are one slice
     for level, crumb, start, end in _sections(headings, len(body_lines)):
-        section_blocks = [b for b in blocks if start <= b[0] < end]
+        section_blocks = blocks[bisect.bisect_left(block_starts, start) : bisect.bisect_left(block_starts, end)]
         for piece_start, piece_end in _pieces(body_lines, start, end, section_blocks):
             lines = body_lines[piece_start:piece_end]
             while lines and not lines[-1].strip():

@@ -5,6 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+# A front matter holds a few keys. YAML aliases let 452 bytes stand for billions of values (that page cost
+# 87 s and 4.1 GB to index and left a 356 MB index), so a mapping counting more values than this, every use
+# of an alias counted, is refused as invalid.
+MAX_VALUES = 10_000
+
 # Reads the YAML between the --- lines: (mapping, None) or ({}, why it is not one). `read_yaml` by default;
 # the hooks pass a cached one (gitwiki.pagefacts), since importing PyYAML costs more than a lint run's parsing.
 YamlReader = Callable[[str], tuple[dict, str | None]]
@@ -37,12 +42,18 @@ def read_yaml(raw: str) -> tuple[dict, str | None]:
     import yaml  # only pages with front matter pay for it
 
     try:
-        meta = _load(yaml, raw)
+        meta = _plain_copy(_load(yaml, raw), [MAX_VALUES])
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 2}: " if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         return {}, f"{where}{problem}"
+    except _TooBig:
+        return {}, f"line 2: front matter expands to more than {MAX_VALUES:,} values (nested aliases); write it out"
+    except RecursionError:
+        return {}, "line 2: front matter is nested too deeply"
+    except (ValueError, TypeError, OverflowError) as e:  # a value YAML recognises but cannot build: 2024-13-45
+        return {}, f"line 2: {e}"
     if not isinstance(meta, dict):
         return {}, "line 2: front matter must be a mapping of keys to values"
     return meta, None
@@ -55,6 +66,25 @@ def _load(yaml, raw: str):
         return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError:
         return yaml.safe_load(raw)
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _plain_copy(value, budget: list[int]):
+    """`value` rebuilt with its strings made encodable (the pure-Python loader turns "\\uD800" into a lone
+    surrogate, which SQLite and JSON output refuse), counting every value against `budget`."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooBig
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_plain_copy(k, budget): _plain_copy(v, budget) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_plain_copy(v, budget) for v in value]
+    return value
 
 
 def meta_str(meta: dict, key: str) -> str | None:

@@ -43,6 +43,8 @@ _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _HTML_ID = re.compile(r"<[A-Za-z][^>]*?\s(?:id|name)\s*=\s*[\"']([^\"']+)[\"']")
+_HEADING_ATTRS = re.compile(r"\s*\{([^{}]*)\}\s*$")  # a trailing {…} attribute block
+_ATTR_ID = re.compile(r"(?:^|\s)#([\w:.-]+)(?=\s|$)")
 # github-slugger drops everything but letters, marks, numbers, connector punctuation, hyphens and spaces.
 _NOT_SLUG = re.compile(r"[^\w\- ]")
 
@@ -115,16 +117,24 @@ def slugify(text: str) -> str:
 
 
 def heading_slugs(texts: Iterable[str]) -> list[str]:
-    """Slugs for headings in document order; repeats get -1, -2, … as on GitHub."""
+    """Slugs for headings in document order; repeats get -1, -2, … as on GitHub. A heading that ends in an
+    explicit id, `## Setup {#install}` or `{ #install .class }` (mkdocs attr_list, pandoc), also answers to
+    that id, listed after its slug; the slug is of the text before the braces."""
     seen: dict[str, int] = {}
     out = []
     for text in texts:
+        attrs = _HEADING_ATTRS.search(text)
+        explicit = _ATTR_ID.search(attrs.group(1)) if attrs else None
+        if explicit and attrs:
+            text = text[: attrs.start()]
         base = slug = slugify(text)
         while slug in seen:
             seen[base] += 1
             slug = f"{base}-{seen[base]}"
         seen.setdefault(slug, 0)
         out.append(slug)
+        if explicit:
+            out.append(explicit.group(1))
     return out
 
 

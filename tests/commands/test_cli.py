@@ -95,8 +95,9 @@ def test_config_init_is_init(cli, repo):
     "setup, args, code, message",
     [
         (None, ["ground", "x"], NotFoundError.exit_code, "not inside a git repository"),
+        ("nodir", ["ground", "x"], NotFoundError.exit_code, "does not exist"),
         ("pages", ["ground", "  "], UsageError.exit_code, "query is empty"),
-        ("pages", ["ground", "x", "--corpus", "nope"], UsageError.exit_code, "no corpus named 'nope'"),
+        ("pages", ["ground", "x", "--corpus", "nope"], NotFoundError.exit_code, "no corpus named 'nope'"),  # README
         ("pages", ["ground", "x", "--at", "nope"], NotFoundError.exit_code, "unknown revision"),
         ("pages", ["ground", "x", "--top-files", "0"], UsageError.exit_code, "top_files"),
         ("badconfig", ["index"], UsageError.exit_code, "unknown key 'nope'"),
@@ -111,7 +112,10 @@ def test_errors_are_one_line_with_exit_code(cli, repo, tmp_path, setup, args, co
     elif setup == "empty":
         repo.commit("empty", {".gitwiki.toml": PAGES[".gitwiki.toml"]})
     cwd = repo.path if setup else tmp_path / "elsewhere"
-    cwd.mkdir(exist_ok=True)
+    if setup == "nodir":
+        cwd = tmp_path / "no" / "such" / "dir"
+    else:
+        cwd.mkdir(exist_ok=True)
     got, out, err = cli(*args, cwd=cwd)
     assert got == code
     assert message in err and err.count("\n") == 1 and err.startswith("gitwiki: error: ")

@@ -82,7 +82,7 @@ def test_disable_inline_in_config_and_per_corpus():
 
 
 def test_rules_registry_is_complete():
-    assert sorted(RULES) == [f"GW{i:03d}" for i in range(1, 12)]
+    assert sorted(RULES) == [f"GW{i:03d}" for i in range(1, 13)]
     assert all(r.severity in ("error", "warning") and r.hint and r.summary for r in RULES.values())
 
 

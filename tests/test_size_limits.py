@@ -1,0 +1,118 @@
+"""Big pages and interrupted runs (issue 11, items 11 and 15): chunking is linear in sections, oversized pages
+are skipped and named, queries embed within a budget, one page cannot crowd out the others, and Ctrl-C keeps
+the embedding already done."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from gitwiki.indexer import EMBED_BATCH
+from gitwiki.markdown.chunker import parse_page
+from gitwiki.wiki import Wiki
+from tests.helpers import needs_model
+
+LEXICAL = "[embeddings]\nenabled = false\n"
+
+
+def _sections(n: int) -> str:
+    return "".join(f"## Section {i}\n\nSome words about section {i}.\n\n" for i in range(n))
+
+
+def _best_of(runs: int, fn) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        started = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def test_chunking_is_linear_in_sections():
+    small, big = _sections(1_000), _sections(10_000)
+    assert len(parse_page(big).chunks) == 10_000
+    ratio = _best_of(3, lambda: parse_page(big)) / _best_of(3, lambda: parse_page(small))
+    assert ratio < 25  # 10x the sections: ~12x measured; the quadratic block lookup measured 52x
+
+
+def test_one_page_owning_most_matches_leaves_room_for_the_others(repo, cli):
+    repo.write(".gitwiki.toml", LEXICAL)
+    repo.write(
+        "big.md", "# Big\n\n" + "".join(f"## Deploy {i}\n\ndeploy deploy deploy step {i}\n\n" for i in range(600))
+    )
+    for i in range(6):
+        repo.write(f"small{i}.md", f"# Small {i}\n\nOnce we deploy, page {i} applies.\n")
+    repo.commit("pages")
+    code, out, err = cli("ground", "deploy", "--json", "--top-files", "5", cwd=repo.path)
+    assert code == 0, err
+    docs = json.loads(out)["docs"]
+    assert len(docs) == 5 and docs[0]["path"] == "big.md"  # 2 pages before the candidate pool grew
+
+
+def test_pages_over_the_size_limit_are_skipped_and_named(repo, cli):
+    repo.write(".gitwiki.toml", LEXICAL + "[search]\nmax_page_bytes = 2000\n")
+    repo.write("huge.md", "# Huge\n\n" + "deploy notes\n" * 400)
+    repo.write("fine.md", "# Fine\n\ndeploy notes\n")
+    repo.commit("pages")
+    code, out, err = cli("index", cwd=repo.path)
+    assert code == 0 and "huge.md is not indexed: 5,208 bytes, over the 2,000-byte limit" in err
+    code, out, err = cli("ground", "deploy", "--json", cwd=repo.path)
+    assert [d["path"] for d in json.loads(out)["docs"]] == ["fine.md"]
+
+
+@needs_model
+def test_query_time_embedding_has_a_budget_and_the_answer_says_so(repo, cli):
+    repo.write(".gitwiki.toml", "[search]\nembed_budget = 8\n")
+    repo.commit("config", {"kept.md": "# Kept\n\nThe committed deploy guide.\n"})
+    assert cli("index", cwd=repo.path)[0] == 0
+    repo.write(
+        "draft.md", "# Draft\n\n" + "".join(f"## Part {i}\n\nDeploy step {i} of the draft.\n\n" for i in range(30))
+    )
+    repo.write("note.md", "# Note\n\nA short deploy note.\n")
+    code, out, err = cli("ground", "deploy", "--json", "--top-files", "5", cwd=repo.path)
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["mode"] == "hybrid" and result["lexical_only"] == ["draft.md"]
+    assert {"draft.md", "note.md", "kept.md"} <= {d["path"] for d in result["docs"]}
+    code, out, err = cli("ground", "deploy", cwd=repo.path)
+    assert "1 searched lexically only (embedding budget): draft.md" in out
+
+
+class _InterruptedEmbedder:
+    """Embeds like a model (unit vectors) until `stop_after` texts, then the user presses Ctrl-C."""
+
+    model_id, dim = "test/interrupted", 4
+
+    def __init__(self, stop_after: int | None):
+        self.stop_after = stop_after
+        self.embedded = 0
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        for start in range(0, len(texts), 32):  # as fastembed works: batches of 32 inside one call
+            self.embedded += len(texts[start : start + 32])
+            if self.stop_after is not None and self.embedded > self.stop_after:
+                raise KeyboardInterrupt
+        return np.tile(np.array([1, 0, 0, 0], np.float32), (len(texts), 1))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return np.array([1, 0, 0, 0], np.float32)
+
+
+def test_ctrl_c_keeps_the_embedding_done_so_far(repo, monkeypatch):
+    repo.commit(
+        "pages",
+        {f"p{i}.md": f"# P{i}\n\n" + "".join(f"## S{j}\n\nText {i} {j}.\n\n" for j in range(10)) for i in range(30)},
+    )
+    wiki = Wiki.open(repo.path)
+    monkeypatch.setattr(wiki, "embedder", lambda: _InterruptedEmbedder(stop_after=100))
+    with pytest.raises(KeyboardInterrupt):
+        wiki.index()
+    kept = wiki.store.counts()["vectors"]
+    assert kept == 100 // EMBED_BATCH * EMBED_BATCH and kept >= 60  # at most one small batch lost (main: all 100)
+    monkeypatch.setattr(wiki, "embedder", lambda: _InterruptedEmbedder(stop_after=None))
+    (report,) = wiki.index()
+    assert report.embedded == 300 - kept and wiki.store.counts()["vectors"] == 300
+    wiki.close()
