@@ -32,6 +32,8 @@ COMMANDS = (
     "publish",
     "lance",
     "memory",
+    "hooks",
+    "hook",
 )
 
 

@@ -108,6 +108,15 @@ class MemoryConfig(NamedTuple):
     commit: bool = False  # commit each memory write (default: leave it in the worktree for review)
 
 
+class AgentHooksConfig(NamedTuple):
+    """`gitwiki hook`: what one injection into a Claude Code session may hold."""
+
+    max_chars: int = 4000  # cap on the context one hook adds (Claude Code caps hook output at 10,000)
+    results: int = 3  # sections per search (prompt, errors, each ambient layer shares it)
+    snippet_chars: int = 360
+    min_coverage: int = 50  # percent of the prompt's IDF weight (its 6 weightiest terms) a section must hold
+
+
 class Config(NamedTuple):
     corpora: tuple[CorpusConfig, ...]
     search: SearchConfig = SearchConfig()
@@ -117,6 +126,7 @@ class Config(NamedTuple):
     index_blocks: IndexBlocksConfig = IndexBlocksConfig()
     mcp: McpConfig = McpConfig()
     memory: MemoryConfig = MemoryConfig()
+    agent_hooks: AgentHooksConfig = AgentHooksConfig()
     files: tuple[str, ...] = ()  # the config files that were read, in order
 
     def corpus(self, name: str | None = None) -> CorpusConfig:
@@ -147,6 +157,7 @@ SECTIONS: dict[str, type] = {
     "index_blocks": IndexBlocksConfig,
     "mcp": McpConfig,
     "memory": MemoryConfig,
+    "agent_hooks": AgentHooksConfig,
 }
 
 
