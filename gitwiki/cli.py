@@ -31,9 +31,9 @@ COMMANDS = (
     "pull",
     "publish",
     "lance",
-    "memory",
     "hooks",
     "hook",
+    "memory",
 )
 
 

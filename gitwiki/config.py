@@ -102,12 +102,6 @@ class McpConfig(NamedTuple):
     max_page_bytes: int = 1_000_000
 
 
-class MemoryConfig(NamedTuple):
-    corpus: str | None = None  # default: the repo's default corpus
-    dir: str = "memory"  # folder of topic pages, relative to the corpus
-    commit: bool = False  # commit each memory write (default: leave it in the worktree for review)
-
-
 class AgentHooksConfig(NamedTuple):
     """`gitwiki hook`: what one injection into a Claude Code session may hold."""
 
@@ -115,6 +109,12 @@ class AgentHooksConfig(NamedTuple):
     results: int = 3  # sections per search (prompt, errors, each ambient layer shares it)
     snippet_chars: int = 360
     min_coverage: int = 50  # percent of the prompt's IDF weight (its 6 weightiest terms) a section must hold
+
+
+class MemoryConfig(NamedTuple):
+    corpus: str | None = None  # default: the repo's default corpus
+    dir: str = "memory"  # folder of topic pages, relative to the corpus
+    commit: bool = False  # commit each memory write (default: leave it in the worktree for review)
 
 
 class Config(NamedTuple):
@@ -125,8 +125,8 @@ class Config(NamedTuple):
     lint: LintConfig = LintConfig()
     index_blocks: IndexBlocksConfig = IndexBlocksConfig()
     mcp: McpConfig = McpConfig()
-    memory: MemoryConfig = MemoryConfig()
     agent_hooks: AgentHooksConfig = AgentHooksConfig()
+    memory: MemoryConfig = MemoryConfig()
     files: tuple[str, ...] = ()  # the config files that were read, in order
 
     def corpus(self, name: str | None = None) -> CorpusConfig:
@@ -156,8 +156,8 @@ SECTIONS: dict[str, type] = {
     "lint": LintConfig,
     "index_blocks": IndexBlocksConfig,
     "mcp": McpConfig,
-    "memory": MemoryConfig,
     "agent_hooks": AgentHooksConfig,
+    "memory": MemoryConfig,
 }
 
 
