@@ -30,7 +30,6 @@ KEPT = 40  # of those, the best live sections whose text is read (a hook shows 3
 # A prompt term in more than this share of all chunks is left out of the MATCH (the rarest one always stays):
 # BM25 weighs it little, and scoring every row that holds it cost 6.4 of 7 ms per query on the bench wiki.
 COMMON = 0.25
-MEMORY_DIR = "memory"  # issue 12's [memory] dir default, in the first corpus; read from its config once it lands
 
 
 class Note(NamedTuple):
@@ -70,8 +69,9 @@ class Lookup:
 
     @property
     def memory_prefix(self) -> str:
-        """The memory folder, repo-relative, with a trailing slash."""
-        return self.config.corpora[0].prefix + MEMORY_DIR + "/"
+        """The memory folder ([memory] corpus and dir), repo-relative, with a trailing slash."""
+        memory = self.config.memory
+        return self.config.corpus(memory.corpus).prefix + memory.dir.strip("/") + "/"
 
     def is_memory(self, path: str) -> bool:
         return path.startswith(self.memory_prefix)
