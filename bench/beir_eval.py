@@ -34,14 +34,16 @@ from gitwiki.evaluation import DEPTH, evaluate, load_beir, wiki_ranker
 def lance_ranked(wiki, uri: str, top: int = DEPTH):
     """The same index exported to LanceDB (`gitwiki lance export`), searched with LanceDB's own BM25,
     vector search and hybrid (its default RRF reranker): the comparison behind keeping SQLite FTS5."""
-    from gitwiki.lance_store import LanceReader, export
+    from gitwiki.lance_index import LanceReader, export
     from gitwiki.search import SearchOptions
 
     export(wiki.store, uri)
     reader, embedder = LanceReader(uri), wiki.embedder()
 
     def ranked(query: str, mode: str, _fusion) -> list[str]:
-        options = SearchOptions(mode, "rrf", top, 1, top, 80, False)
+        options = SearchOptions.build(
+            wiki.config.search, mode=mode, fusion="rrf", top_files=top, chunks_per_file=1, limit=top, snippet_chars=80
+        )
         return [d.path for d in reader.search(query, "beir", options, embedder).docs]
 
     return ranked

@@ -25,11 +25,14 @@ import tempfile
 import time
 import zlib
 from pathlib import Path, PurePosixPath
-from typing import IO, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from gitwiki import __version__
+from gitwiki import __version__, store
 from gitwiki.errors import StoreError, UsageError
-from gitwiki.store import DB_NAME, SCHEMA_VERSION, Store, writer_lock
+from gitwiki.store import DB_NAME, SCHEMA_VERSION, Store
+
+if TYPE_CHECKING:
+    from gitwiki.wiki import Wiki
 
 FORMAT = "gitwiki-index"
 FORMAT_VERSION = 1
@@ -48,7 +51,7 @@ class CorpusEntry(NamedTuple):
     chunks: int
 
 
-class FileEntry(NamedTuple):
+class ArchiveMember(NamedTuple):
     path: str
     size: int
     sha256: str
@@ -61,10 +64,10 @@ class Manifest(NamedTuple):
     model: str | None  # None: a lexical-only index
     dim: int | None
     corpora: tuple[CorpusEntry, ...]
-    files: tuple[FileEntry, ...]
+    files: tuple[ArchiveMember, ...]
     created_at: float
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
             "format_version": self.format_version,
@@ -78,7 +81,7 @@ class Manifest(NamedTuple):
         }
 
     @classmethod
-    def from_json(cls, data) -> Manifest:
+    def from_json(cls, data: object) -> Manifest:
         """Validate the manifest's shape; versions are checked by the caller, which names the archive."""
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise StoreError(f"{MANIFEST_NAME} does not describe a {FORMAT} archive")
@@ -100,7 +103,7 @@ class Manifest(NamedTuple):
                     for c in data["corpora"]
                 ),
                 files=tuple(
-                    FileEntry(_typed(f["path"], str), _typed(f["size"], int), _typed(f["sha256"], str))
+                    ArchiveMember(_typed(f["path"], str), _typed(f["size"], int), _typed(f["sha256"], str))
                     for f in data["files"]
                 ),
                 created_at=float(_typed(data["created_at"], (int, float))),
@@ -113,8 +116,18 @@ class Manifest(NamedTuple):
     def size(self) -> int:
         return sum(f.size for f in self.files)
 
+    def describe(self) -> str:
+        """For people: versions and model, then one line per corpus."""
+        model = f"{self.model} ({self.dim} dims)" if self.model else "no vectors (lexical only)"
+        lines = [f"gitwiki {self.gitwiki_version}, schema {self.schema_version}, model {model}"]
+        lines += [
+            f"  {c.name}: {c.pages} pages, {c.chunks} chunks at commit {c.commit[:12]} (tree {c.tree[:12]})"
+            for c in self.corpora
+        ]
+        return "\n".join(lines)
 
-def _typed(value, kind, optional: bool = False):
+
+def _typed(value: Any, kind: type | tuple[type, ...], optional: bool = False) -> Any:
     if (value is None and optional) or (isinstance(value, kind) and not isinstance(value, bool)):
         return value
     raise TypeError(f"unexpected value {value!r}")
@@ -130,14 +143,9 @@ def pack(index_dir: Path, out: Path) -> Manifest:
         raise StoreError(f"no index at {index_dir}; run `gitwiki index` first")
     with tempfile.TemporaryDirectory(prefix=".pack-", dir=index_dir) as tmp:
         snapshot = Path(tmp) / DB_NAME
-        with writer_lock(index_dir):
-            conn = sqlite3.connect(db)
-            try:
-                conn.execute("VACUUM INTO ?", (str(snapshot),))
-            finally:
-                conn.close()
+        store.snapshot(index_dir, snapshot)
         model, dim, corpora = _compact(snapshot)
-        files = (FileEntry(DB_NAME, snapshot.stat().st_size, _sha256_file(snapshot)),)
+        files = (ArchiveMember(DB_NAME, snapshot.stat().st_size, _sha256_file(snapshot)),)
         manifest = Manifest(FORMAT_VERSION, __version__, SCHEMA_VERSION, model, dim, corpora, files, time.time())
         out.parent.mkdir(parents=True, exist_ok=True)
         fd, partial = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
@@ -155,36 +163,24 @@ def pack(index_dir: Path, out: Path) -> Manifest:
 
 def _compact(snapshot: Path) -> tuple[str | None, int | None, tuple[CorpusEntry, ...]]:
     """Drop what the receiver must not or cannot use; read the counts."""
-    conn = sqlite3.connect(snapshot, isolation_level=None)
+    db = Store.open_file(snapshot)
     try:
-        states = conn.execute("SELECT corpus, commit_id, tree, model FROM states ORDER BY corpus").fetchall()
+        states = sorted(db.states())
         if not states:
             raise StoreError("the index holds no corpus yet; run `gitwiki index` first")
-        models = {m for *_, m in states if m is not None}
+        models = {s.model for s in states if s.model is not None}
         if len(models) > 1:
             raise StoreError(
                 f"corpora were indexed with different models ({', '.join(sorted(models))}); run `gitwiki index`"
             )
         model = next(iter(models), None)
-        # Pages parsed from the worktree (uncommitted drafts) are in the store but in no state: not shipped.
-        Store(snapshot.parent, conn).gc()
-        conn.execute("DELETE FROM vectors WHERE model IS NOT ? OR hash NOT IN (SELECT hash FROM chunks)", (model,))
-        conn.execute("PRAGMA journal_mode=DELETE")  # one self-contained file, no -wal beside it
-        conn.execute("VACUUM")
-        row = conn.execute("SELECT length(vec) FROM vectors LIMIT 1").fetchone()
-        dim = row[0] // 4 if row else None
-        corpora = tuple(CorpusEntry(name, commit, tree, *_counts(conn, name)) for name, commit, tree, _ in states)
+        db.strip_for_export(model)
+        count, width, _ = db.vector_bytes(model)
+        dim = width // 4 if count and width else None
+        corpora = tuple(CorpusEntry(s.corpus, s.commit, s.tree, *db.corpus_counts(s.corpus)) for s in states)
     finally:
-        conn.close()
+        db.close()
     return model, dim, corpora
-
-
-def _counts(conn: sqlite3.Connection, corpus: str) -> tuple[int, int]:
-    pages = conn.execute("SELECT count(*) FROM pages WHERE corpus = ?", (corpus,)).fetchone()[0]
-    chunks = conn.execute(
-        "SELECT count(*) FROM pages p JOIN chunks c ON c.blob = p.blob WHERE p.corpus = ?", (corpus,)
-    ).fetchone()[0]
-    return pages, chunks
 
 
 def _member(name: str, size: int) -> tarfile.TarInfo:
@@ -205,7 +201,7 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def cache_keys(wiki) -> tuple[str, str]:
+def cache_keys(wiki: Wiki) -> tuple[str, str]:
     """(exact key, restore prefix) for a CI cache of the index: schema, model, then every corpus tree.
 
     An unchanged wiki hits the exact key and indexing is a no-op; a changed one restores the newest
@@ -237,7 +233,7 @@ def extract(archive: Path, dest: Path, max_bytes: int = MAX_BYTES) -> Manifest:
             while (member := tar.next()) is not None:
                 entry = _check_member(member, expected, seen, name)
                 seen.add(member.name)
-                _copy_checked(tar.extractfile(member), dest / member.name, entry, name)
+                _copy_checked(_reader(tar, member, name), dest / member.name, entry, name)
     except FileNotFoundError:
         raise StoreError(f"{archive}: no such file") from None
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as e:
@@ -256,7 +252,7 @@ def _read_manifest(tar: tarfile.TarFile, name: str, max_bytes: int) -> Manifest:
     if first.size > MAX_MANIFEST_BYTES:
         raise StoreError(f"{name}: {MANIFEST_NAME} is {first.size} bytes, more than a manifest can be")
     try:
-        manifest = Manifest.from_json(json.loads(tar.extractfile(first).read()))
+        manifest = Manifest.from_json(json.loads(_reader(tar, first, name).read()))
     except ValueError as e:
         raise StoreError(f"{name}: {MANIFEST_NAME} is not valid JSON ({e})") from None
     if manifest.format_version != FORMAT_VERSION:
@@ -279,6 +275,13 @@ def _read_manifest(tar: tarfile.TarFile, name: str, max_bytes: int) -> Manifest:
     return manifest
 
 
+def _reader(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str) -> IO[bytes]:
+    reader = tar.extractfile(member)
+    if reader is None:  # tarfile has no reader for links and devices; the callers let only regular files here
+        raise StoreError(f"{name}: refusing {member.name!r}, which is not a regular file")
+    return reader
+
+
 def _check_path(path: str, name: str) -> None:
     pure = PurePosixPath(path)
     if pure.is_absolute() or "\\" in path or (pure.parts and ":" in pure.parts[0]):
@@ -287,7 +290,9 @@ def _check_path(path: str, name: str) -> None:
         raise StoreError(f"{name}: refusing path {path!r} (parent references and unnormalized paths are not allowed)")
 
 
-def _check_member(member: tarfile.TarInfo, expected: dict[str, FileEntry], seen: set[str], name: str) -> FileEntry:
+def _check_member(
+    member: tarfile.TarInfo, expected: dict[str, ArchiveMember], seen: set[str], name: str
+) -> ArchiveMember:
     _check_path(member.name, name)
     if member.issym() or member.islnk():
         raise StoreError(
@@ -307,7 +312,7 @@ def _check_member(member: tarfile.TarInfo, expected: dict[str, FileEntry], seen:
     return entry
 
 
-def _copy_checked(source: IO[bytes], target: Path, entry: FileEntry, name: str) -> None:
+def _copy_checked(source: IO[bytes], target: Path, entry: ArchiveMember, name: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     with target.open("xb") as out:
@@ -323,37 +328,33 @@ def _copy_checked(source: IO[bytes], target: Path, entry: FileEntry, name: str) 
 def _check_database(db: Path, manifest: Manifest, name: str) -> None:
     """The database must be the index the manifest describes: same schema, states and counts."""
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        index = Store.open_file(db, readonly=True)
     except sqlite3.Error as e:
         raise StoreError(f"{name}: {DB_NAME} cannot be opened ({e})") from None
     try:
-        schema = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        if schema is None or int(schema[0]) != manifest.schema_version:
-            raise StoreError(
-                f"{name}: {DB_NAME} has schema {schema and schema[0]}, the manifest says {manifest.schema_version}"
-            )
-        states = {r[0]: r[1:] for r in conn.execute("SELECT corpus, commit_id, tree, model FROM states")}
+        schema = index.schema_version()
+        if schema != manifest.schema_version:
+            raise StoreError(f"{name}: {DB_NAME} has schema {schema}, the manifest says {manifest.schema_version}")
+        states = {s.corpus: s for s in index.states()}
         for c in manifest.corpora:
             if (
                 c.name not in states
-                or states[c.name][:2] != (c.commit, c.tree)
-                or (c.pages, c.chunks) != _counts(conn, c.name)
+                or (states[c.name].commit, states[c.name].tree) != (c.commit, c.tree)
+                or (c.pages, c.chunks) != index.corpus_counts(c.name)
             ):
                 raise StoreError(f"{name}: corpus {c.name!r} in {DB_NAME} does not match the manifest")
         if set(states) != {c.name for c in manifest.corpora}:
             raise StoreError(f"{name}: the corpora in {DB_NAME} do not match the manifest")
         if manifest.dim is not None:
-            row = conn.execute(
-                "SELECT count(*), min(length(vec)), max(length(vec)) FROM vectors WHERE model = ?", (manifest.model,)
-            ).fetchone()
-            if row[0] == 0 or row[1] != row[2] or row[1] != 4 * (manifest.dim or 0):
+            count, shortest, longest = index.vector_bytes(manifest.model)
+            if count == 0 or shortest != longest or shortest != 4 * manifest.dim:
                 raise StoreError(
                     f"{name}: the vectors in {DB_NAME} are not {manifest.dim}-dimensional {manifest.model} vectors"
                 )
     except sqlite3.DatabaseError as e:
         raise StoreError(f"{name}: {DB_NAME} is not a readable gitwiki index ({e})") from None
     finally:
-        conn.close()
+        index.close()
 
 
 def verify(archive: Path, max_bytes: int = MAX_BYTES) -> Manifest:
@@ -385,12 +386,7 @@ def unpack(
     try:
         manifest = extract(archive, tmp, max_bytes)
         check_model(manifest, wanted_model, accept_model, archive.name)
-        with writer_lock(index_dir):
-            target = index_dir / DB_NAME
-            # A leftover WAL would be replayed onto the new database: drop it with the old one.
-            for suffix in ("-wal", "-shm"):
-                Path(str(target) + suffix).unlink(missing_ok=True)
-            os.replace(tmp / DB_NAME, target)
+        store.install(index_dir, tmp / DB_NAME)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return manifest

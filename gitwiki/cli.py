@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 findings (lint errors, a fixer changed files) or a general failure;
 2 usage or configuration error; 3 not found (repo, corpus, page, revision); 4 index unusable or busy;
-5 embedding model unavailable where it is required; 130 interrupted.
+5 embedding model unavailable where it is required; 6 a download failed (network, server error);
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ COMMANDS = (
     "pull",
     "publish",
     "lance",
+    "hooks",
+    "hook",
+    "memory",
     "eval",
 )
 

@@ -13,10 +13,12 @@ import os
 import re
 import tomllib
 import typing
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitwiki.errors import UsageError
+from gitwiki.fs import atomic_write
 
 REPO_CONFIG_NAME = ".gitwiki.toml"
 DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
@@ -50,12 +52,12 @@ def matches(corpus: CorpusConfig, path: str) -> bool:
     return _glob_any(rel, corpus.include) and not _glob_any(rel, corpus.exclude)
 
 
-def _glob_any(rel: str, patterns) -> bool:
+def _glob_any(rel: str, patterns: Iterable[str]) -> bool:
     return _globs(tuple(patterns))(rel) is not None
 
 
 @functools.cache
-def _globs(patterns: tuple[str, ...]):
+def _globs(patterns: tuple[str, ...]) -> Callable[[str], re.Match[str] | None]:
     """One compiled regex for a pattern list: the hooks test every page of a big wiki against it."""
     # "**/*.md" must also match a top-level "a.md", as in gitignore-style globs.
     variants = [v for p in patterns for v in ((p, p[3:]) if p.startswith("**/") else (p,))]
@@ -106,6 +108,21 @@ class McpConfig(NamedTuple):
     max_page_bytes: int = 1_000_000
 
 
+class AgentHooksConfig(NamedTuple):
+    """`gitwiki hook`: what one injection into a Claude Code session may hold."""
+
+    max_chars: int = 4000  # cap on the context one hook adds (Claude Code caps hook output at 10,000)
+    results: int = 3  # sections per search (prompt, errors, each ambient layer shares it)
+    snippet_chars: int = 360
+    min_coverage: int = 50  # percent of the prompt's IDF weight (its 6 weightiest terms) a section must hold
+
+
+class MemoryConfig(NamedTuple):
+    corpus: str | None = None  # default: the repo's default corpus
+    dir: str = "memory"  # folder of topic pages, relative to the corpus
+    commit: bool = False  # commit each memory write (default: leave it in the worktree for review)
+
+
 class Config(NamedTuple):
     corpora: tuple[CorpusConfig, ...]
     search: SearchConfig = SearchConfig()
@@ -114,6 +131,8 @@ class Config(NamedTuple):
     lint: LintConfig = LintConfig()
     index_blocks: IndexBlocksConfig = IndexBlocksConfig()
     mcp: McpConfig = McpConfig()
+    agent_hooks: AgentHooksConfig = AgentHooksConfig()
+    memory: MemoryConfig = MemoryConfig()
     eval: EvalConfig = EvalConfig()
     files: tuple[str, ...] = ()  # the config files that were read, in order
 
@@ -144,6 +163,8 @@ SECTIONS: dict[str, type] = {
     "lint": LintConfig,
     "index_blocks": IndexBlocksConfig,
     "mcp": McpConfig,
+    "agent_hooks": AgentHooksConfig,
+    "memory": MemoryConfig,
     "eval": EvalConfig,
 }
 
@@ -153,7 +174,7 @@ def user_config_path() -> Path:
     return Path(base) / "gitwiki" / "config.toml"
 
 
-def _read_toml(path: Path) -> dict:
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as f:
             return tomllib.load(f)
@@ -163,7 +184,7 @@ def _read_toml(path: Path) -> dict:
         raise UsageError(f"{path}: cannot read config ({e.strerror})") from None
 
 
-def _check_type(value, annotation, where: str):
+def _check_type(value: object, annotation: Any, where: str) -> Any:
     """Coerce TOML values to the dataclass field type, or raise naming the key."""
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
@@ -191,9 +212,9 @@ def _check_type(value, annotation, where: str):
     raise AssertionError(f"unsupported config type {annotation}")  # a bug in this module, not user input
 
 
-def _fields(cls, table: dict, where: str) -> dict:
-    hints = typing.get_type_hints(cls)
-    known = {name for name in cls._fields if name != "source"}
+def _fields(cls: type, table: dict[str, Any], where: str) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)  # a NamedTuple's annotations are its fields
+    known = {name for name in hints if name != "source"}
     out = {}
     for key, value in table.items():
         if key not in known:
@@ -202,7 +223,7 @@ def _fields(cls, table: dict, where: str) -> dict:
     return out
 
 
-def _corpus(table, path: Path) -> CorpusConfig:
+def _corpus(table: object, path: Path) -> CorpusConfig:
     if not isinstance(table, dict):
         raise UsageError(f"{path}: [[corpus]] entries must be tables")
     values = _fields(CorpusConfig, table, f"{path} [[corpus]]")
@@ -212,14 +233,14 @@ def _corpus(table, path: Path) -> CorpusConfig:
     return CorpusConfig(**values, source=str(path))
 
 
-def normalize_corpus_path(raw: str, where) -> str:
+def normalize_corpus_path(raw: str, where: str | Path) -> str:
     parts = [p for p in raw.replace("\\", "/").split("/") if p not in ("", ".")]
     if raw.startswith("/") or ".." in parts:
         raise UsageError(f"{where}: corpus path {raw!r} must be relative to the repo root, without '..'")
     return "/".join(parts)
 
 
-def _merge_layer(state: dict, data: dict, path: Path) -> None:
+def _merge_layer(state: dict[str, Any], data: dict[str, Any], path: Path) -> None:
     for key, value in data.items():
         if key == "corpus":
             if not isinstance(value, list):
@@ -248,7 +269,7 @@ def _default_corpora(root: Path) -> tuple[CorpusConfig, ...]:
 
 def load(root: Path, *, user_file: Path | None = None) -> Config:
     """Read the baseline and the repo layer for the repo at `root`, then apply env overrides."""
-    state: dict = {"corpora": [], **{name: {} for name in SECTIONS}}
+    state: dict[str, Any] = {"corpora": [], **{name: {} for name in SECTIONS}}
     files = []
     for path in (user_file or user_config_path(), root / REPO_CONFIG_NAME):
         if path.is_file():
@@ -295,7 +316,7 @@ def to_toml(config: Config) -> str:
     return "\n".join(lines)
 
 
-def _toml_value(value) -> str:
+def _toml_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
@@ -303,6 +324,25 @@ def _toml_value(value) -> str:
     if isinstance(value, tuple):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class InitReport(NamedTuple):
+    file: Path
+    corpus: str
+    path: str
+
+    def describe(self) -> str:
+        return f"wrote {self.file} (corpus {self.corpus!r} at {self.path or '.'}/); next: gitwiki index"
+
+
+def write_init(root: Path, path: str, name: str, force: bool = False) -> InitReport:
+    """Write `.gitwiki.toml` with one corpus at the repo `root` (`gitwiki init`); an existing one only if `force`."""
+    target = root / REPO_CONFIG_NAME
+    if target.exists() and not force:
+        raise UsageError(f"{target} exists; edit it, or pass --force to overwrite it")
+    path = normalize_corpus_path(path, "--path")
+    atomic_write(target, init_text(path, name))
+    return InitReport(target, name, path)
 
 
 def init_text(path: str, name: str = "wiki") -> str:

@@ -11,13 +11,14 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gitwiki.config import EmbeddingsConfig
 from gitwiki.errors import EmbeddingUnavailable
 
 if TYPE_CHECKING:
     import numpy as np
+    from fastembed import TextEmbedding
 
 
 class Embedder(Protocol):
@@ -30,13 +31,13 @@ class Embedder(Protocol):
 
 
 class FastembedEmbedder:
-    def __init__(self, config: EmbeddingsConfig):
+    def __init__(self, config: EmbeddingsConfig) -> None:
         self.model_id = config.model
         self._config = config
         self._model = self._load()
         self.dim = int(self.embed_query("dimension probe").shape[0])
 
-    def _load(self):
+    def _load(self) -> TextEmbedding:
         config = self._config
         if config.model_path:
             # A local model directory must never reach out to the hub.
@@ -51,10 +52,10 @@ class FastembedEmbedder:
         except ImportError as e:
             raise EmbeddingUnavailable(f"fastembed is not installed ({e}); run `pip install fastembed`") from None
         _quiet_fastembed()
-        kwargs = {"model_name": config.model, "threads": config.threads}
+        kwargs: dict[str, Any] = {"model_name": config.model, "threads": config.threads}
         if config.model_path:
             kwargs["specific_model_path"] = config.model_path
-            _register_if_unknown(TextEmbedding, config)
+            _register_if_unknown(config.model, config.model_path)
         else:
             try:  # a model fastembed downloaded before loads without touching the network
                 return TextEmbedding(**kwargs, local_files_only=True)
@@ -116,25 +117,25 @@ def _normalized(matrix: np.ndarray) -> np.ndarray:
     return matrix / np.where(norms == 0, 1, norms)
 
 
-def _register_if_unknown(TextEmbedding, config: EmbeddingsConfig) -> None:
+def _register_if_unknown(model: str, model_path: str) -> None:
     """Let a local directory hold a model fastembed does not list (mean pooling, normalized)."""
-    known = {m["model"] for m in TextEmbedding.list_supported_models()}
-    if config.model in known:
-        return
+    from fastembed import TextEmbedding
     from fastembed.common.model_description import ModelSource, PoolingType
 
+    if model in {m["model"] for m in TextEmbedding.list_supported_models()}:
+        return
+
     try:
-        dim = json.loads(Path(config.model_path, "config.json").read_text())["hidden_size"]
+        dim = json.loads(Path(model_path, "config.json").read_text())["hidden_size"]
     except (OSError, ValueError, KeyError):
         raise EmbeddingUnavailable(
-            f"{config.model_path}/config.json does not give hidden_size; fastembed cannot load {config.model!r} "
-            "from there"
+            f"{model_path}/config.json does not give hidden_size; fastembed cannot load {model!r} from there"
         ) from None
     TextEmbedding.add_custom_model(
-        model=config.model,
+        model=model,
         pooling=PoolingType.MEAN,
         normalization=True,
-        sources=ModelSource(hf=config.model),
+        sources=ModelSource(hf=model),
         dim=dim,
         model_file="model.onnx",
     )

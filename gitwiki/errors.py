@@ -29,3 +29,10 @@ class EmbeddingUnavailable(GitwikiError):
     """The embedding model cannot be loaded; callers fall back to lexical search."""
 
     exit_code = 5
+
+
+class FetchError(GitwikiError):
+    """A download failed on the way (host unreachable, timeout, a server error): retrying may help, the
+    local index is untouched."""
+
+    exit_code = 6

@@ -30,11 +30,10 @@ class HookState(NamedTuple):
 
 
 def hooks_dir(repo: GitRepo) -> Path:
-    """`core.hooksPath` (relative paths are relative to the worktree root, as git reads them), else <common "
-    "dir>/hooks."""
-    try:
-        configured = repo.raw.config["core.hooksPath"]
-    except KeyError:
+    """`core.hooksPath` (relative paths are relative to the worktree root, as git reads them), else
+    <common dir>/hooks."""
+    configured = repo.config_value("core.hooksPath")
+    if configured is None:
         return repo.common_dir / "hooks"
     return (repo.root / os.path.expanduser(configured)).resolve()
 

@@ -4,6 +4,7 @@ pre-commit hooks, fetch, push and the status of a folder in a big repo use the g
 from __future__ import annotations
 
 import os
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import NamedTuple
 
@@ -12,7 +13,7 @@ import pygit2
 from gitwiki import gitcli
 from gitwiki.config import CorpusConfig, matches
 from gitwiki.errors import NotFoundError
-from gitwiki.gitcli import bare_repo, not_a_repo
+from gitwiki.gitcli import blob_id
 
 # pygit2 can only check the whole worktree (about 3 ms per 1,000 tracked files); `git status -- FOLDER`
 # costs a subprocess (4–5 ms) but only the folder's share. Past this many tracked files, a corpus in a folder
@@ -42,17 +43,9 @@ class GitRepo:
 
     @classmethod
     def discover(cls, start: str | os.PathLike = ".") -> GitRepo:
-        found = pygit2.discover_repository(str(start))
-        if found is None:
-            raise not_a_repo(start)
-        repo = pygit2.Repository(found)
-        if repo.is_bare:
-            raise bare_repo(found)
-        return cls(repo)
-
-    @property
-    def raw(self) -> pygit2.Repository:
-        return self._repo
+        """The checkout containing `start`. Found by `gitcli.discover` (the hooks cannot import pygit2), so
+        both agree on every set-up git itself understands; the subprocess costs about 3.5 ms once per command."""
+        return cls(pygit2.Repository(str(gitcli.discover(start).root)))
 
     @property
     def root(self) -> Path:
@@ -73,16 +66,39 @@ class GitRepo:
         commit = self._repo.head.peel(pygit2.Commit)
         return Commit(str(commit.id), str(commit.tree_id))
 
-    def resolve(self, rev: str) -> Commit:
+    def rev_parse(self, rev: str) -> Commit:
         try:
             commit = self._repo.revparse_single(rev).peel(pygit2.Commit)
         except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
             raise NotFoundError(f"unknown revision {rev!r}; try a commit id, branch or tag (see `git log`)") from None
         return Commit(str(commit.id), str(commit.tree_id))
 
+    def committed_blob(self, path: str) -> str | None:
+        """The blob id of the repo-relative `path` at HEAD, or None (unborn HEAD, or not committed)."""
+        head = self.head()
+        if head is None:
+            return None
+        try:
+            return str(self._tree(head.tree)[path].id)
+        except KeyError:
+            return None
+
+    def is_dirty(self, path: str) -> bool:
+        """Whether the file at the repo-relative `path` differs from HEAD (untracked, modified or deleted)."""
+        file = self.root / path
+        on_disk = blob_id(file.read_bytes()) if file.is_file() else None
+        return on_disk != self.committed_blob(path)
+
+    def config_value(self, key: str) -> str | None:
+        """A git config value (`core.hooksPath`), or None when it is not set."""
+        try:
+            return self._repo.config[key]
+        except KeyError:
+            return None
+
     def subtree(self, tree_id: str, path: str) -> str | None:
         """The id of the tree at `path` inside `tree_id` ("" is the tree itself), or None if absent."""
-        tree = self._repo[tree_id]
+        tree = self._tree(tree_id)
         if not path:
             return str(tree.id)
         try:
@@ -95,21 +111,24 @@ class GitRepo:
         """Every page of `corpus` in the corpus tree `tree_id` (as returned by `subtree`)."""
         if tree_id is None:
             return {}
-        prefix = corpus.path + "/" if corpus.path else ""
         out: PageMap = {}
-        stack = [(self._repo[tree_id], prefix)]
+        stack = [(self._tree(tree_id), corpus.prefix)]
         while stack:
             tree, base = stack.pop()
             for entry in tree:
-                path = base + entry.name
+                path = f"{base}{entry.name}"  # a tree entry always has a name (pygit2's stubs allow None)
                 if entry.type_str == "tree":
-                    stack.append((self._repo[entry.id], path + "/"))
+                    stack.append((self._tree(entry.id), path + "/"))
                 elif entry.type_str == "blob" and entry.filemode != pygit2.GIT_FILEMODE_LINK and matches(corpus, path):
                     out[path] = str(entry.id)
         return out
 
-    def read_blob(self, blob_id: str) -> bytes:
-        return self._repo[blob_id].data
+    def read_blob(self, blob: str) -> bytes:
+        return self._repo[blob].peel(pygit2.Blob).data  # a unique prefix of the id works too
+
+    def write_blob(self, data: bytes) -> str:
+        """Put `data` in the object database (loose, unreferenced until committed) and return its id."""
+        return str(self._repo.create_blob(data))
 
     def worktree_changes(self, corpus: CorpusConfig) -> dict[str, bool]:
         """Pages whose worktree state differs from HEAD: path → whether the file exists on disk.
@@ -140,7 +159,7 @@ class GitRepo:
         head = self.head()
         isolated = pygit2.Index()
         if head is not None:
-            isolated.read_tree(repo[head.tree])
+            isolated.read_tree(self._tree(head.tree))
         staging = repo.index
         staging.read()
         for path in paths:
@@ -161,6 +180,9 @@ class GitRepo:
         commit = repo.create_commit("HEAD", signature, signature, message, tree, [head.id] if head else [])
         staging.write()
         return str(commit)
+
+    def _tree(self, oid: str | pygit2.Oid) -> pygit2.Tree:
+        return self._repo[oid].peel(pygit2.Tree)
 
     def history(self, path: str, limit: int = 20) -> list[HistoryEntry]:
         """Commits on HEAD that changed `path`, newest first."""
@@ -190,8 +212,6 @@ def _blob_at(tree: pygit2.Tree, path: str):
 
 
 def _history_entry(commit: pygit2.Commit) -> HistoryEntry:
-    from datetime import datetime, timedelta, timezone
-
     tz = timezone(timedelta(minutes=commit.author.offset))
     return HistoryEntry(
         commit=str(commit.id),

@@ -7,14 +7,14 @@ blob listing, commit, tree, model) is switched in one transaction at the end.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
-
-import pygit2
+from typing import NamedTuple, TypeGuard
 
 from gitwiki.config import CorpusConfig
 from gitwiki.embed import Embedder
+from gitwiki.gitcli import blob_id
 from gitwiki.gitrepo import Commit, GitRepo, PageMap
 from gitwiki.markdown.chunker import parse_page
 from gitwiki.store import State, Store
@@ -41,6 +41,21 @@ class IndexReport(NamedTuple):
     def up_to_date(self) -> bool:
         return self.added == self.changed == self.deleted == self.parsed == self.embedded == 0
 
+    def to_json(self) -> dict[str, object]:
+        """The `gitwiki index --json` record (also the MCP `index` tool's)."""
+        return {**self._asdict(), "up_to_date": self.up_to_date}
+
+    def summary(self) -> str:
+        """One line for people: what changed and what it cost."""
+        where = f"commit {self.commit[:12]}" if self.commit else "no commits yet"
+        if self.up_to_date:
+            return f"{self.corpus}: up to date, {self.pages} pages at {where} ({self.seconds * 1000:.0f} ms)"
+        return (
+            f"{self.corpus}: {self.pages} pages at {where}: {self.added} added, {self.changed} changed, "
+            f"{self.deleted} deleted; parsed {self.parsed} page versions, embedded {self.embedded} chunks "
+            f"({self.model or 'lexical only'}) in {self.seconds:.2f} s"
+        )
+
 
 def corpus_tree(repo: GitRepo, corpus: CorpusConfig, commit: Commit | None) -> str:
     if commit is None:
@@ -48,7 +63,7 @@ def corpus_tree(repo: GitRepo, corpus: CorpusConfig, commit: Commit | None) -> s
     return repo.subtree(commit.tree, corpus.path) or ""
 
 
-def is_current(state: State | None, tree: str, model: str | None) -> bool:
+def is_current(state: State | None, tree: str, model: str | None) -> TypeGuard[State]:
     """Whether a state already covers `tree` with vectors for `model` (None: lexical is enough)."""
     return state is not None and state.tree == tree and (model is None or state.model == model)
 
@@ -81,7 +96,7 @@ def ensure_vectors(store: Store, embedder: Embedder, blobs: Iterable[str], progr
 
 
 def git_sources(repo: GitRepo, blobs: Iterable[str]) -> dict[str, Callable[[], bytes]]:
-    return {b: (lambda b=b: repo.read_blob(b)) for b in blobs}
+    return {b: functools.partial(repo.read_blob, b) for b in blobs}
 
 
 def update(
@@ -168,9 +183,9 @@ def worktree_overlay(store: Store, repo: GitRepo, corpus: CorpusConfig, committe
         except OSError:  # deleted between the status call and now
             pages.pop(path, None)
             continue
-        blob = str(pygit2.hash(data))
+        blob = blob_id(data)
         pages[path] = blob
-        sources[blob] = lambda data=data: data
+        sources[blob] = functools.partial(bytes, data)  # bytes(b) is b itself: no copy
     if sources:
         with store.lock():
             ensure_blobs(store, sources)

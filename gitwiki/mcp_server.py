@@ -1,4 +1,5 @@
-"""The MCP server: the wiki's tools over stdio, a thin adapter over `Wiki` and `gitwiki.pages`.
+"""The MCP server: the wiki's tools over stdio, a thin adapter over `Wiki`, `gitwiki.pages`
+and `gitwiki.writes`.
 
 One `Wiki` per process, so the store connection, the dense matrices and the embedding model (loaded
 on the first hybrid search) stay warm between calls. Tool calls run one at a time on worker threads:
@@ -14,7 +15,8 @@ import logging
 import sys
 import threading
 import time
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, ParamSpec
 
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
@@ -22,12 +24,15 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextConten
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
-from gitwiki import __version__, pages
+from gitwiki import __version__, pages, writes
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
+from gitwiki.markdown.footnotes import footnote
 from gitwiki.outline import outline
+from gitwiki.search import CorpusView
 from gitwiki.wiki import Wiki
 
 log = logging.getLogger("gitwiki.mcp")
+P = ParamSpec("P")
 
 INSTRUCTIONS = """\
 gitwiki serves the markdown wiki of this git repository: search it, read it, and edit it safely.
@@ -94,7 +99,7 @@ def result(text: str, data: dict[str, Any]) -> CallToolResult:
 class WikiTools:
     """The tool bodies. Each returns a CallToolResult: a short text for the model, structured data for programs."""
 
-    def __init__(self, wiki: Wiki):
+    def __init__(self, wiki: Wiki) -> None:
         self.wiki = wiki
 
     def _corpus_for_page(self, corpus: str | None) -> str:
@@ -106,7 +111,7 @@ class WikiTools:
 
     def list_corpora(self) -> CallToolResult:
         """List every corpus (a folder of markdown pages): name, path, page count, indexed commit, fresh or stale."""
-        rows = []
+        rows: list[dict[str, Any]] = []
         for s in self.wiki.status():
             rows.append(
                 {
@@ -208,7 +213,7 @@ class WikiTools:
     ) -> CallToolResult:
         """Read a page (or a line range of it) verbatim, as it is on disk now, uncommitted edits included."""
         c = self.wiki.corpus(self._corpus_for_page(corpus))
-        ref = pages.resolve(self.wiki.root, c, path)
+        ref = pages.locate(self.wiki.root, c, path)
         page = pages.read_page(ref, start_line, end_line, self.wiki.config.mcp.max_page_bytes)
         meta = {k: v for k, v in page._asdict().items() if k != "text"}
         return result(page.text, {"corpus": c.name, **meta, **_page_state(self.wiki, ref)})
@@ -224,12 +229,12 @@ class WikiTools:
     ) -> CallToolResult:
         """Create or replace a page atomically, update the index.md blocks of its folders, index it, and return
         lint findings as advisory warnings (the write is kept either way)."""
-        report = pages.add_page(self.wiki, self._corpus_for_page(corpus), path, content, overwrite)
+        report = writes.add_page(self.wiki, self._corpus_for_page(corpus), path, content, overwrite)
         return result(_write_text(report), report._asdict())
 
     def delete_markdown(self, path: PagePath, corpus: Corpus = None) -> CallToolResult:
         """Delete a page, update the index.md blocks of its folders and drop it from the index."""
-        report = pages.delete_page(self.wiki, self._corpus_for_page(corpus), path)
+        report = writes.delete_page(self.wiki, self._corpus_for_page(corpus), path)
         return result(_write_text(report), report._asdict())
 
     def index(
@@ -238,13 +243,8 @@ class WikiTools:
     ) -> CallToolResult:
         """Bring the search index up to HEAD incrementally (only changed pages are parsed and embedded).
         Searches do this by themselves; call it to pay the cost up front. Returns counts and duration."""
-        from gitwiki.commands.index import summary
-
         reports = self.wiki.index(corpus)
-        return result(
-            "\n".join(summary(r) for r in reports),
-            {"reports": [{**r._asdict(), "up_to_date": r.up_to_date} for r in reports]},
-        )
+        return result("\n".join(r.summary() for r in reports), {"reports": [r.to_json() for r in reports]})
 
     def get_footnote(
         self,
@@ -254,9 +254,9 @@ class WikiTools:
     ) -> CallToolResult:
         """The text of footnote [^n] in a page (its definition `[^n]: ...`, continuation lines included)."""
         c = self.wiki.corpus(corpus)
-        ref = pages.resolve(self.wiki.root, c, page)
+        ref = pages.locate(self.wiki.root, c, page)
         label = str(footnote_number).strip().removeprefix("[^").removesuffix("]")
-        line, text = pages.footnote(pages.read_page(ref).text, label, ref.path)
+        line, text = footnote(pages.read_page(ref).text, label, ref.path)
         return result(text, {"corpus": c.name, "path": ref.path, "label": label, "line": line, "text": text})
 
     def page_history(
@@ -267,7 +267,7 @@ class WikiTools:
     ) -> CallToolResult:
         """Commits on HEAD that changed a page, newest first: id, author, date, subject (from git log)."""
         c = self.wiki.corpus(corpus)
-        ref = pages.resolve(self.wiki.root, c, path)
+        ref = pages.locate(self.wiki.root, c, path)
         entries = self.wiki.repo.history(ref.repo_path, limit)
         if not entries and not ref.file.exists():
             raise NotFoundError(f"no page {ref.path!r} in corpus {c.name!r}, now or in the history of HEAD")
@@ -296,21 +296,26 @@ TOOLS: dict[str, ToolAnnotations] = {
 
 
 def build_server(wiki: Wiki) -> MCPServer:
-    app = MCPServer("gitwiki", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    from gitwiki import mcp_memory
+
+    app = MCPServer(
+        "gitwiki", instructions=INSTRUCTIONS + mcp_memory.INSTRUCTIONS, version=__version__, log_level="WARNING"
+    )
     tools = WikiTools(wiki)
     serial = threading.Lock()
     for name, hints in TOOLS.items():
         # ground declares its output schema; the other tools' structured content is described in docs/mcp.md.
         structured = True if name == "ground" else None
         app.add_tool(_guarded(getattr(tools, name), serial), name=name, annotations=hints, structured_output=structured)
+    mcp_memory.register(app, wiki, lambda method: _guarded(method, serial))  # memory_* tools, docs/memory.md
     return app
 
 
-def _guarded(method, serial: threading.Lock):
+def _guarded(method: Callable[P, CallToolResult], serial: threading.Lock) -> Callable[P, CallToolResult]:
     """Serialize calls and turn gitwiki errors into JSON-RPC errors the client can act on."""
 
     @functools.wraps(method)
-    def call(*args, **kwargs):
+    def call(*args: P.args, **kwargs: P.kwargs) -> CallToolResult:
         name = method.__name__
         with serial:
             started = time.perf_counter()
@@ -346,21 +351,21 @@ def serve(start: str = ".", log_level: str = "WARNING") -> None:
         wiki.close()
 
 
-def _freshness(view) -> dict[str, Any]:
+def _freshness(view: CorpusView) -> dict[str, Any]:
     return {"corpus": view.corpus, "commit": view.commit, "dirty": list(view.dirty)}
 
 
-def _footer(count: int, noun: str, view) -> str:
+def _footer(count: int, noun: str, view: CorpusView) -> str:
     line = f"{count} {noun} · corpus {view.corpus} · commit {view.commit[:12] or '(none)'}"
     return line + (f" · {len(view.dirty)} uncommitted page(s) included" if view.dirty else "")
 
 
 def _page_state(wiki: Wiki, ref: pages.PageRef) -> dict[str, Any]:
     head = wiki.repo.head()
-    return {"commit": head.id if head else "", "dirty": pages.is_dirty(wiki.repo, ref)}
+    return {"commit": head.id if head else "", "dirty": wiki.repo.is_dirty(ref.repo_path)}
 
 
-def _tree_lines(node: dict, level: int) -> list[str]:
+def _tree_lines(node: dict[str, Any], level: int) -> list[str]:
     pad = "  " * level
     lines = [f"{pad}{node['path'] or '.'}/  ({node['pages']} pages)"]
     lines += [f"{pad}  {f['path'].rsplit('/', 1)[-1]}" for f in node["files"]]
@@ -369,7 +374,7 @@ def _tree_lines(node: dict, level: int) -> list[str]:
     return lines
 
 
-def _write_text(report: pages.WriteReport) -> str:
+def _write_text(report: writes.WriteReport) -> str:
     lines = [f"{report.action} {report.path} in corpus {report.corpus}"]
     if report.index_files:
         lines.append("updated index blocks: " + ", ".join(report.index_files))

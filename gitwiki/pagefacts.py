@@ -3,7 +3,7 @@
 `gitwiki lint` needs every page's outgoing links (the orphan check) and some pages' anchors (`other.md#x`
 links); `gitwiki index-blocks` needs every page's title and summary. On a big wiki, extracting those
 on each commit would be most of the hooks' time. A page version is a git blob, so facts are cached by
-blob id in one file in the index dir; a worktree file is keyed by the id git would give it (`blob_id`), so
+blob id in one file in the index dir; a worktree file is keyed by the id git would give it (`gitcli.blob_id`), so
 one entry serves the staged and the worktree copy. Each fact is extracted on first use only: lint never
 pays for titles, index-blocks never for links.
 """
@@ -16,21 +16,18 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeGuard
 
 from gitwiki.fs import atomic_write
 from gitwiki.markdown import frontmatter
 from gitwiki.markdown.frontmatter import YamlReader
 from gitwiki.markdown.links import extract_links, is_external
+from gitwiki.markdown.summary import title_and_summary
 
 CACHE_NAME = "pagefacts.json"
 # Bump when an extraction below or the rendering of index blocks changes its output: the whole file is
 # then ignored and rebuilt.
 VERSION = 1
-
-
-def blob_id(data: bytes) -> str:
-    """The id git gives a file with this content (`git hash-object`)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def decode(data: bytes) -> str:
@@ -43,8 +40,6 @@ def decode(data: bytes) -> str:
 def info(text: str, read_yaml: YamlReader | None = None) -> list:
     """[title, summary] as an index block shows them; the title is None when the page has none (the
     block then shows the file name, which is not part of the blob)."""
-    from gitwiki.index_blocks import title_and_summary  # index_blocks uses this module: import at call time
-
     return list(title_and_summary(text, read_yaml))
 
 
@@ -57,7 +52,8 @@ def links(text: str, read_yaml: YamlReader | None = None) -> list[str]:
 
 def anchors(text: str, read_yaml: YamlReader | None = None) -> list[str]:
     """Heading slugs and HTML ids a `page.md#fragment` link can name, by the same parse lint uses."""
-    from gitwiki.lint.document import parse
+    # The full parse (8 ms of imports: dataclasses, inspect) only for anchors; the index-blocks hook never needs it.
+    from gitwiki.markdown.document import parse
 
     return sorted(parse("", text, read_yaml).anchors)
 
@@ -66,11 +62,11 @@ def anchors(text: str, read_yaml: YamlReader | None = None) -> list[str]:
 EXTRACT: dict[str, Callable[[str, YamlReader], list]] = {"info": info, "links": links, "anchors": anchors}
 
 
-def _strings(value) -> bool:
+def _strings(value: object) -> TypeGuard[list]:
     return isinstance(value, list) and all(isinstance(s, str) for s in value)
 
 
-def _info(value) -> bool:
+def _info(value: object) -> TypeGuard[list]:
     return isinstance(value, list) and len(value) == 2 and all(s is None or isinstance(s, str) for s in value)
 
 
@@ -83,17 +79,17 @@ def _yaml(value) -> bool:
     )
 
 
-def _plain(value) -> bool:
+def _json_safe(value) -> bool:
     """Whether JSON gives `value` back as it is (YAML can also give dates, sets, non-string keys)."""
     if value is None or isinstance(value, (str, bool, int, float)):
         return True
     if isinstance(value, list):
-        return all(_plain(v) for v in value)
-    return isinstance(value, dict) and all(isinstance(k, str) and _plain(v) for k, v in value.items())
+        return all(_json_safe(v) for v in value)
+    return isinstance(value, dict) and all(isinstance(k, str) and _json_safe(v) for k, v in value.items())
 
 
 # A hand-edited or half-foreign file must not crash a hook: a value of the wrong shape is re-extracted.
-_VALID: dict[str, Callable[[object], bool]] = {"info": _info, "links": _strings, "anchors": _strings}
+_VALID: dict[str, Callable[[object], TypeGuard[list]]] = {"info": _info, "links": _strings, "anchors": _strings}
 
 
 # ---- the cache file ---------------------------------------------------------------------------------
@@ -154,7 +150,7 @@ class FactsCache:
             self._tables["yaml"][key] = hit
             return hit[0], hit[1]
         meta, error = frontmatter.read_yaml(raw)
-        if _plain(meta):
+        if _json_safe(meta):
             self._put("yaml", key, [meta, error])
         return meta, error
 

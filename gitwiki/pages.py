@@ -1,29 +1,23 @@
-"""Pages on disk, addressed relative to their corpus: safe path resolution, reads, writes, footnotes, listings.
+"""Pages on disk, addressed relative to their corpus: safe path resolution, reads, writes and listings.
 
-Every path an agent or a user hands in goes through `resolve`, which refuses anything that could reach
+Every path an agent or a user hands in goes through `locate`, which refuses anything that could reach
 outside the corpus (`..`, absolute paths, symlinks pointing elsewhere, `.git`) or that is not a page of
-the corpus (other extensions, excluded by its globs). `add_page` and `delete_page` are the whole write
-path the MCP server offers: the file, the ancestor index blocks, the index and the optional commit.
+the corpus (other extensions, excluded by its globs). Writing a page together with its index blocks,
+commit and index update is `gitwiki.writes`.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, NamedTuple
-
-import pygit2
+from typing import NamedTuple
 
 from gitwiki.config import CorpusConfig, matches
 from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.fs import atomic_write
-from gitwiki.gitrepo import GitRepo
-
-if TYPE_CHECKING:
-    from gitwiki.wiki import Wiki
-
-MARKDOWN_SUFFIXES = (".md", ".markdown")
+from gitwiki.markdown import PAGE_SUFFIXES
 
 
 class PageRef(NamedTuple):
@@ -42,28 +36,16 @@ class PageText(NamedTuple):
     total_lines: int
 
 
-class FileEntry(NamedTuple):
+class ListedPage(NamedTuple):
     path: str  # relative to the corpus root
     absolute_path: str
-
-
-class WriteReport(NamedTuple):
-    corpus: str
-    path: str
-    absolute_path: str
-    action: str  # "created", "overwritten" or "deleted"
-    index_files: list[str]  # ancestor index.md files regenerated or scaffolded (repo-relative)
-    findings: list[dict]  # advisory lint findings for the written page
-    commit: str | None  # the commit made when [mcp] commit_writes is on
-    indexed_commit: str  # the commit the index answers for after the write
-    dirty: list[str]  # uncommitted pages now folded into search
 
 
 def corpus_dir(root: Path, corpus: CorpusConfig) -> Path:
     return root / corpus.path if corpus.path else root
 
 
-def resolve(root: Path, corpus: CorpusConfig, path: str, *, for_write: bool = False) -> PageRef:
+def locate(root: Path, corpus: CorpusConfig, path: str, *, for_write: bool = False) -> PageRef:
     """Check a corpus-relative page path and locate it; raise UsageError saying why it is refused."""
     if not isinstance(path, str) or not path.strip():
         raise UsageError("the page path is empty; give a path relative to the corpus, e.g. guides/deploy.md")
@@ -78,10 +60,10 @@ def resolve(root: Path, corpus: CorpusConfig, path: str, *, for_write: bool = Fa
     if ".git" in parts:
         raise UsageError(f"{path!r} points into .git; gitwiki only touches wiki pages")
     rel = "/".join(parts)
-    if PurePosixPath(rel).suffix.lower() not in MARKDOWN_SUFFIXES:
-        raise UsageError(f"{path!r} is not a markdown page; use a {' or '.join(MARKDOWN_SUFFIXES)} file")
+    if PurePosixPath(rel).suffix.lower() not in PAGE_SUFFIXES:
+        raise UsageError(f"{path!r} is not a markdown page; use a {' or '.join(PAGE_SUFFIXES)} file")
     base = corpus_dir(root, corpus)
-    if corpus.path and rel.startswith(corpus.path + "/") and not (base / corpus.path).is_dir():
+    if corpus.path and corpus.contains(rel) and not (base / corpus.path).is_dir():
         # `ground` answers with repo-relative paths. Reading one back is unambiguous here; writing it
         # verbatim would nest the corpus inside itself, so that is refused with the path to use.
         if for_write:
@@ -169,65 +151,26 @@ def remove_page(ref: PageRef) -> None:
     ref.file.unlink()
 
 
-# ---- footnotes ---------------------------------------------------------------------------------
-
-_FOOTNOTE_DEF = re.compile(r"^ {0,3}\[\^([^\]\s]+)\]:[ \t]?(.*)$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-
-
-def footnotes(text: str) -> dict[str, tuple[int, str]]:
-    """Footnote label → (1-based line of its definition, its text with continuation lines joined).
-
-    Definitions inside code fences do not count; the first definition of a label wins, as in CommonMark.
-    """
-    found: dict[str, tuple[int, list[str]]] = {}
-    fence: str | None = None
-    label: str | None = None
-    for i, line in enumerate(text.splitlines(), 1):
-        marker = _FENCE.match(line)
-        if marker and (fence is None or (marker.group(1)[0] == fence[0] and len(marker.group(1)) >= len(fence))):
-            fence = None if fence else marker.group(1)
-            label = None
-        elif fence:
-            continue
-        elif definition := _FOOTNOTE_DEF.match(line):
-            label = definition.group(1) if definition.group(1) not in found else None
-            if label:
-                found[label] = (i, [definition.group(2)])
-        elif label is not None and (line.startswith(("    ", "\t")) or not line.strip()):
-            found[label][1].append(line.strip())
-        else:
-            label = None
-    return {key: (line, "\n".join(body).strip()) for key, (line, body) in found.items()}
-
-
-def footnote(text: str, label: str, page: str) -> tuple[int, str]:
-    notes = footnotes(text)
-    if label not in notes:
-        known = ", ".join(f"[^{k}]" for k in notes) or "none"
-        raise NotFoundError(f"{page!r} has no footnote [^{label}]; its footnotes: {known}")
-    return notes[label]
-
-
 # ---- listings ----------------------------------------------------------------------------------
 
 
-def list_files(root: Path, corpus: CorpusConfig, repo_paths, glob: str | None = None) -> list[FileEntry]:
+def list_files(
+    root: Path, corpus: CorpusConfig, repo_paths: Iterable[str], glob: str | None = None
+) -> list[ListedPage]:
     """The corpus pages among `repo_paths` (e.g. a search view's pages), corpus-relative, sorted."""
-    prefix = corpus.path + "/" if corpus.path else ""
     base = corpus_dir(root, corpus)
     out = []
     for repo_path in sorted(repo_paths):
-        rel = repo_path[len(prefix) :]
+        rel = repo_path[len(corpus.prefix) :]
         if glob and not (
             fnmatch.fnmatchcase(rel, glob) or (glob.startswith("**/") and fnmatch.fnmatchcase(rel, glob[3:]))
         ):
             continue
-        out.append(FileEntry(rel, str(base / rel)))
+        out.append(ListedPage(rel, str(base / rel)))
     return out
 
 
-def tree(root: Path, corpus: CorpusConfig, files: list[FileEntry], under: str = "", depth: int | None = None) -> dict:
+def tree(root: Path, corpus: CorpusConfig, files: list[ListedPage], under: str = "", depth: int | None = None) -> dict:
     """`files` as nested `{path, absolute_path, pages, files, subdirs}` nodes; only folders holding pages appear.
 
     `pages` counts the pages below a node; folders deeper than `depth` are listed without their contents.
@@ -263,86 +206,3 @@ def tree(root: Path, corpus: CorpusConfig, files: list[FileEntry], under: str = 
 
 def _node(base: Path, rel: str) -> dict:
     return {"path": rel, "absolute_path": str(base / rel if rel else base), "pages": 0, "files": [], "subdirs": []}
-
-
-# ---- the write path ----------------------------------------------------------------------------
-
-
-def add_page(wiki: Wiki, corpus: str | None, path: str, content: str, overwrite: bool = False) -> WriteReport:
-    """Write a page, refresh its ancestor index blocks, commit if configured, fold it into the index, lint it."""
-    c = wiki.corpus(corpus)
-    ref = resolve(wiki.root, c, path, for_write=True)
-    with wiki.store.lock():  # one writer at a time: ancestor index.md files are shared by every page below them
-        created = write_page(ref, content, overwrite=overwrite, max_bytes=wiki.config.mcp.max_page_bytes)
-        index_files = _refresh_ancestors(wiki, c, ref, scaffold=True)
-        commit = _commit(wiki, "add_markdown", ref, index_files)
-    view = wiki.view(c.name)  # parses just the new page versions (the worktree overlay)
-    findings = _lint(wiki, ref, content, set(view.pages))
-    return _report(ref, "created" if created else "overwritten", index_files, findings, commit, view)
-
-
-def delete_page(wiki: Wiki, corpus: str | None, path: str) -> WriteReport:
-    """Delete a page, refresh its ancestor index blocks, commit if configured, prune its index rows."""
-    c = wiki.corpus(corpus)
-    ref = resolve(wiki.root, c, path, for_write=True)
-    with wiki.store.lock():
-        remove_page(ref)
-        index_files = _refresh_ancestors(wiki, c, ref, scaffold=False)
-        commit = _commit(wiki, "delete_markdown", ref, index_files)
-    view = wiki.view(c.name)
-    wiki.prune(keep=set(view.pages.values()))
-    return _report(ref, "deleted", index_files, [], commit, view)
-
-
-def _refresh_ancestors(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, scaffold: bool) -> list[str]:
-    from gitwiki.index_blocks import refresh_ancestors
-    from gitwiki.pagefacts import FactsCache
-
-    facts = FactsCache.load(wiki.index_dir)
-    changed = refresh_ancestors(wiki.root, corpus, wiki.config, ref.repo_path, scaffold=scaffold, facts=facts)
-    facts.save()
-    return changed
-
-
-def _lint(wiki: Wiki, ref: PageRef, content: str, pages: set[str]) -> list[dict]:
-    from gitwiki import pagefacts
-    from gitwiki.lint import lint_text
-
-    def anchors(repo_path: str) -> list[str] | None:  # other pages' anchors, so `other.md#anchor` links are checked too
-        try:
-            return pagefacts.anchors((wiki.root / repo_path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError):
-            return None
-
-    return [f._asdict() for f in lint_text(ref.repo_path, content, pages, wiki.config, anchors=anchors)]
-
-
-def _commit(wiki: Wiki, tool: str, ref: PageRef, index_files: list[str]) -> str | None:
-    if not wiki.config.mcp.commit_writes:
-        return None
-    return wiki.repo.commit_paths([ref.repo_path, *index_files], f"gitwiki: {tool} {ref.repo_path}")
-
-
-def _report(
-    ref: PageRef, action: str, index_files: list[str], findings: list[dict], commit: str | None, view
-) -> WriteReport:
-    return WriteReport(
-        ref.corpus, ref.path, str(ref.file), action, index_files, findings, commit, view.commit, list(view.dirty)
-    )
-
-
-def committed_blob(repo: GitRepo, repo_path: str) -> str | None:
-    """The blob id of `repo_path` at HEAD, or None (unborn HEAD, or not committed)."""
-    head = repo.head()
-    if head is None:
-        return None
-    try:
-        return str(repo.raw[head.tree][repo_path].id)
-    except KeyError:
-        return None
-
-
-def is_dirty(repo: GitRepo, ref: PageRef) -> bool:
-    """Whether the page on disk differs from HEAD (untracked, modified or deleted)."""
-    on_disk = str(pygit2.hash(ref.file.read_bytes())) if ref.file.is_file() else None
-    return on_disk != committed_blob(repo, ref.repo_path)

@@ -45,6 +45,4 @@ def push(root: Path, remote: str, ref: str) -> None:
 
 def _git(root: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
     run = run_git(root, *args, stdin=stdin, env=env)
-    if not run.ok:
-        raise UsageError(f"git {args[0]} failed ({run.error}); check the repository and remote")
-    return run.out.strip()
+    return run.checked(f"git {args[0]} failed", "check the repository and remote", UsageError).out.strip()

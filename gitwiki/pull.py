@@ -13,6 +13,7 @@ local tree, so only pages whose blob differs are parsed and embedded.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -24,13 +25,14 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, Any, NamedTuple
 
 from gitwiki import artifact
-from gitwiki.errors import NotFoundError, StoreError, UsageError
+from gitwiki.errors import FetchError, NotFoundError, StoreError, UsageError
 from gitwiki.gitcli import run_git
-from gitwiki.indexer import IndexReport, ensure_vectors, worktree_overlay
+from gitwiki.indexer import IndexReport
 from gitwiki.wiki import Wiki
 
 DEFAULT_REF = "refs/gitwiki/index"
@@ -85,34 +87,15 @@ def pull(
     """Install the artifact from `source` as the index of `wiki` and bring it up to date."""
     started = time.perf_counter()
     src = parse_source(source)
-    _forget_store(wiki)  # the database file is about to be replaced
+    wiki.reopen()  # the database file is about to be replaced
     index_dir = wiki.index_dir
     index_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".pull-", dir=index_dir) as tmp:
         archive = fetch(wiki, src, Path(tmp), remote=remote, github_repo=github_repo, max_bytes=max_bytes)
         manifest = artifact.unpack(archive, index_dir, wiki.wanted_model(), accept_model, max_bytes)
     reports = wiki.index(lexical=lexical)
-    embedded = 0 if lexical else catch_up_worktree(wiki)
+    embedded = 0 if lexical else wiki.embed_worktree()
     return PullReport(str(src), manifest, reports, embedded, time.perf_counter() - started)
-
-
-def _forget_store(wiki: Wiki) -> None:
-    """Close the wiki's connection and drop its cached store and searcher; the next use reopens them."""
-    wiki.close()
-    for name in ("store", "searcher"):
-        wiki.__dict__.pop(name, None)
-
-
-def catch_up_worktree(wiki: Wiki) -> int:
-    """Parse and embed the uncommitted pages now, so the first search after pull is fast."""
-    embedded = 0
-    for corpus in wiki.config.corpora:
-        overlay = worktree_overlay(wiki.store, wiki.repo, corpus, wiki.store.pages(corpus.name))
-        embedder = wiki.embedder() if overlay.dirty else None
-        if embedder is not None:
-            with wiki.store.lock():
-                embedded += ensure_vectors(wiki.store, embedder, set(overlay.pages.values()))
-    return embedded
 
 
 # ---- fetching ----------------------------------------------------------------------------------------
@@ -164,13 +147,9 @@ def fetch_git_ref(root: Path, remote: str, ref: str, out: Path) -> None:
         )
 
 
-def _git(root: Path, *args: str, failure: str, stdout=subprocess.PIPE) -> str:
+def _git(root: Path, *args: str, failure: str, stdout: int | IO[bytes] = subprocess.PIPE) -> str:
     run = run_git(root, *args, stdout=stdout)
-    if not run.ok:
-        raise NotFoundError(
-            f"{failure} ({run.error}); check the remote and that CI published the index, or pass --from"
-        )
-    return run.out
+    return run.checked(failure, "check the remote and that CI published the index, or pass --from", NotFoundError).out
 
 
 def github_repo_of(root: Path, remote: str) -> str:
@@ -196,14 +175,22 @@ def github_token() -> str | None:
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: http.client.HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
         return None  # surfaces the 302 as an HTTPError so the token is not sent to the storage host
 
 
 class GitHubApi:
     """The three REST calls pull needs; the base URL follows $GITHUB_API_URL as GitHub's own tools do."""
 
-    def __init__(self, repo: str, token: str | None):
+    def __init__(self, repo: str, token: str | None) -> None:
         self.repo = repo
         self.token = token
         self.base = os.environ.get("GITHUB_API_URL", GITHUB_API).rstrip("/")
@@ -214,9 +201,16 @@ class GitHubApi:
             headers["Authorization"] = f"Bearer {self.token}"
         return headers
 
-    def get_json(self, path: str):
-        with _open(urllib.request.Request(f"{self.base}{path}", headers=self._headers())) as response:
-            return json.load(response)
+    def get_json(self, path: str) -> Any:
+        url = f"{self.base}{path}"
+        with _open(urllib.request.Request(url, headers=self._headers())) as response:
+            body = b"".join(_blocks(response, url))
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise FetchError(
+                f"{url} did not answer JSON (a proxy or captive portal?); check the network and GITHUB_API_URL"
+            ) from None
 
     def _redirected(self, url: str, accept: str) -> urllib.request.Request:
         """Follow the API's redirect to the storage host ourselves, without the Authorization header."""
@@ -231,7 +225,7 @@ class GitHubApi:
                 )
             raise _http_error(url, e) from None
         except urllib.error.URLError as e:
-            raise StoreError(f"cannot reach {url} ({e.reason}); check the network or GITHUB_API_URL") from None
+            raise FetchError(f"cannot reach {url} ({e.reason}); check the network or GITHUB_API_URL") from None
 
     def download_artifact(self, name: str, out: Path, max_bytes: int, tmp: Path) -> None:
         if not self.token:
@@ -257,13 +251,13 @@ class GitHubApi:
         _download(self._redirected(assets[0]["url"], "application/octet-stream"), out, max_bytes)
 
 
-def _open(request: urllib.request.Request):
+def _open(request: urllib.request.Request) -> http.client.HTTPResponse:
     try:
         return urllib.request.urlopen(request, timeout=TIMEOUT)
     except urllib.error.HTTPError as e:
         raise _http_error(request.full_url, e) from None
     except urllib.error.URLError as e:
-        raise StoreError(f"cannot reach {request.full_url} ({e.reason}); check the URL and the network") from None
+        raise FetchError(f"cannot reach {request.full_url} ({e.reason}); check the URL and the network") from None
 
 
 def _http_error(url: str, e: urllib.error.HTTPError) -> Exception:
@@ -274,7 +268,7 @@ def _http_error(url: str, e: urllib.error.HTTPError) -> Exception:
         )
     if e.code == 404:
         return NotFoundError(f"{url} answered 404; check the repository, the artifact name or the tag")
-    return StoreError(f"{url} answered HTTP {e.code} {e.reason}; try again later")
+    return FetchError(f"{url} answered HTTP {e.code} {e.reason}; try again later")
 
 
 def _request(url: str) -> urllib.request.Request:
@@ -285,13 +279,28 @@ def _download(request: urllib.request.Request, out: Path, max_bytes: int) -> Non
     """Stream a response to `out`, refusing to store more than `max_bytes`."""
     with _open(request) as response, out.open("wb") as f:
         total = 0
-        while block := response.read(artifact.COPY_CHUNK):
+        for block in _blocks(response, request.full_url):
             total += len(block)
             if total > max_bytes:
                 raise StoreError(
                     f"{request.full_url} is larger than {max_bytes} bytes; raise --max-bytes if you trust it"
                 )
             f.write(block)
+
+
+def _blocks(response: http.client.HTTPResponse, url: str) -> Iterator[bytes]:
+    """The body in blocks; a connection lost or timed out midway is a FetchError, not a traceback or a
+    truncated archive (http.client's sized reads return b"" at an early close without raising)."""
+    while True:
+        try:
+            block = response.read(artifact.COPY_CHUNK)
+        except (OSError, http.client.HTTPException) as e:
+            raise FetchError(f"the download of {url} broke off ({e!r}); try again") from None
+        if not block:
+            break
+        yield block
+    if response.length:  # bytes the Content-Length promised that never came
+        raise FetchError(f"the download of {url} broke off {response.length} bytes short; try again")
 
 
 def _unzip_member(zipped: Path, member: str, out: Path, max_bytes: int) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import NamedTuple
 
 RRF_K = 60
@@ -48,7 +49,7 @@ def score_fusion(rankings: list[Ranked], weights: list[float] | None = None) -> 
     return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-FUSERS = {"rrf": rrf, "score": score_fusion}
+FUSERS: dict[str, Callable[[list[Ranked]], Ranked]] = {"rrf": rrf, "score": score_fusion}
 
 
 def rollup(

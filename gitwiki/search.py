@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, NamedTuple
 
+from gitwiki.config import FUSIONS, MODES, SearchConfig
 from gitwiki.embed import Embedder
+from gitwiki.errors import UsageError
 from gitwiki.markdown.chunker import fallback_title
 from gitwiki.ranking import FUSERS, SECOND_CHUNK, Ranked, rollup, snippet
 from gitwiki.relevance import Background, is_weak
@@ -28,7 +30,8 @@ class CorpusView(NamedTuple):
 
 
 class SearchOptions(NamedTuple):
-    """One query's settings; callers fill every field (defaults live in config.SearchConfig)."""
+    """One query's settings. Build them with `SearchOptions.build`, which checks what the caller gave and
+    takes the rest from config.SearchConfig."""
 
     mode: str
     fusion: str
@@ -37,6 +40,44 @@ class SearchOptions(NamedTuple):
     limit: int
     snippet_chars: int
     full: bool
+
+    @classmethod
+    def build(
+        cls,
+        defaults: SearchConfig,
+        *,
+        mode: str | None = None,
+        fusion: str | None = None,
+        top_files: int | None = None,
+        chunks_per_file: int | None = None,
+        limit: int | None = None,
+        snippet_chars: int | None = None,
+        full: bool = False,
+    ) -> SearchOptions:
+        """The options for one query (the CLI, MCP, the LanceDB reader and `Wiki.search` all come here):
+        None takes the [search] default; a bad value is a UsageError naming it."""
+        mode = mode or defaults.mode
+        if mode not in MODES:
+            raise UsageError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        fusion = fusion or defaults.fusion
+        if fusion not in FUSIONS:
+            raise UsageError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
+        return cls(
+            mode=mode,
+            fusion=fusion,
+            top_files=_positive(top_files, defaults.top_files, "top_files"),
+            chunks_per_file=_positive(chunks_per_file, defaults.chunks_per_file, "chunks_per_file"),
+            limit=_positive(limit, defaults.limit, "limit"),
+            snippet_chars=_positive(snippet_chars, defaults.snippet_chars, "snippet_chars"),
+            full=full,
+        )
+
+
+def _positive(value: int | None, default: int, name: str) -> int:
+    value = default if value is None else value
+    if not isinstance(value, int) or value < 1:
+        raise UsageError(f"{name} must be a whole number ≥ 1, not {value!r}")
+    return value
 
 
 class ChunkResult(NamedTuple):
@@ -102,31 +143,43 @@ class SearchResult(NamedTuple):
 class Searcher:
     """Runs queries; keeps the dense matrix of recent views in memory for long-lived processes."""
 
-    def __init__(self, store: Store, cache_size: int = 4, reranker: Reranker | None = None, rerank_depth: int = 20):
+    def __init__(
+        self, store: Store, cache_size: int = 4, reranker: Reranker | None = None, rerank_depth: int = 20
+    ) -> None:
         self.store = store
         self.reranker = reranker
         self.rerank_depth = rerank_depth
         self._matrices: OrderedDict[tuple[str, str], DenseMatrix] = OrderedDict()
         self._cache_size = cache_size
 
-    def search(self, view: CorpusView, query: str, options: SearchOptions, embedder: Embedder | None) -> SearchResult:
-        mode = options.mode if embedder is not None else "lexical"
-        blob_paths: dict[str, str] = {}
-        for path, blob in sorted(view.pages.items()):
-            blob_paths.setdefault(blob, path)
+    def rank(
+        self, view: CorpusView, query: str, mode: str, fusion: str, embedder: Embedder | None
+    ) -> tuple[Ranked, dict[int, str], str]:
+        """The fused chunk ranking (chunk id, score), each chunk's blob, and the mode actually used."""
+        ranking = self._rank(view, query, mode, fusion, embedder)
+        return ranking.fused, ranking.blob_of, ranking.mode
+
+    def _rank(self, view: CorpusView, query: str, mode: str, fusion: str, embedder: Embedder | None) -> Ranking:
+        mode = mode if embedder is not None else "lexical"
+        blob_paths = _blob_paths(view)
         blob_of: dict[int, str] = {}  # chunk id → blob, filled by the rankers
+        rankings: list[Ranked] = []
         background: Background | None = None
         cosines: dict[int, float] = {}
+        if mode in ("hybrid", "lexical"):
+            rankings.append(self._lexical(query, blob_paths, blob_of))
+        if embedder is not None and mode in ("hybrid", "dense"):
+            # Last: onnxruntime's threads spin for a while after a run and slow whatever follows.
+            dense, background = self._dense(view, query, embedder, blob_paths, blob_of)
+            rankings.append(dense)
+            cosines = dict(dense)
+        fused = rankings[0] if len(rankings) == 1 else FUSERS[fusion](rankings)
+        return Ranking(fused, blob_of, mode, cosines, background)
+
+    def search(self, view: CorpusView, query: str, options: SearchOptions, embedder: Embedder | None) -> SearchResult:
         with self.store.read():
-            rankings: list[Ranked] = []
-            if mode in ("hybrid", "lexical"):
-                rankings.append(self._lexical(query, blob_paths, blob_of))
-            if mode in ("hybrid", "dense"):
-                # Last: onnxruntime's threads spin for a while after a run and slow whatever follows.
-                dense, background = self._dense(view, query, embedder, blob_paths, blob_of)
-                rankings.append(dense)
-                cosines = dict(dense)
-            fused = rankings[0] if len(rankings) == 1 else FUSERS[options.fusion](rankings)
+            fused, blob_of, mode, cosines, background = self._rank(view, query, options.mode, options.fusion, embedder)
+            blob_paths = _blob_paths(view)
             if self.reranker is not None:
                 head = self.store.chunks_by_id(cid for cid, _ in fused[: self.rerank_depth])
                 texts = {cid: "\n".join((" > ".join(r.breadcrumb), r.text)) for cid, r in head.items()}
@@ -134,7 +187,7 @@ class Searcher:
             page_of = {cid: blob_paths[blob_of[cid]] for cid, _ in fused}
             # Measured only on min-max fused scores: raw cosines and RRF scores lie close together, and there a
             # second chunk outweighs the first (wiki-dev MRR dense 0.818 → 0.763, RRF 0.873 → 0.845).
-            second = SECOND_CHUNK if len(rankings) > 1 and options.fusion == "score" else 0.0
+            second = SECOND_CHUNK if mode == "hybrid" and options.fusion == "score" else 0.0
             hits = rollup(fused, page_of, options.top_files, options.chunks_per_file, options.limit, second)
             rows = self.store.chunks_by_id(cid for hit in hits for cid, _ in hit.chunks)
             infos = self.store.blob_info(view.pages[h.path] for h in hits)
@@ -195,12 +248,41 @@ class Searcher:
         if key in self._matrices:
             self._matrices.move_to_end(key)
             return self._matrices[key]
-        rows, raw = self.store.vectors(model, blob_paths)
-        entry = DenseMatrix([cid for cid, _ in rows], [blob for _, blob in rows], vector_matrix(raw, len(rows)))
+        # A view that differs from a cached one by a few page versions (an edit, a memory store) reuses the
+        # cached rows of the unchanged pages: reloading 1,000 vectors cost 30–76 ms on the loaded reference
+        # machine, the first search after every memory store.
+        base = next((m for (mdl, _), m in reversed(self._matrices.items()) if mdl == model), None)
+        kept = [i for i, blob in enumerate(base.blobs) if blob in blob_paths] if base else []
+        known = {base.blobs[i] for i in kept} if base else set()
+        rows, raw = self.store.vectors(model, [b for b in blob_paths if b not in known])
+        ids, blobs = [cid for cid, _ in rows], [blob for _, blob in rows]
+        matrix = vector_matrix(raw, len(rows))
+        if base is not None and kept:
+            import numpy as np
+
+            ids, blobs = [base.ids[i] for i in kept] + ids, [base.blobs[i] for i in kept] + blobs
+            matrix = np.vstack([base.matrix[kept], matrix]) if rows else base.matrix[kept]
+        entry = DenseMatrix(ids, blobs, matrix)
         self._matrices[key] = entry
         if len(self._matrices) > self._cache_size:
             self._matrices.popitem(last=False)
         return entry
+
+
+def _blob_paths(view: CorpusView) -> dict[str, str]:
+    """blob → the first path (sorted) holding it: identical pages are searched once."""
+    out: dict[str, str] = {}
+    for path, blob in sorted(view.pages.items()):
+        out.setdefault(blob, path)
+    return out
+
+
+class Ranking(NamedTuple):
+    fused: Ranked
+    blob_of: dict[int, str]  # chunk id → blob
+    mode: str  # the mode actually used
+    cosines: dict[int, float]  # chunk id → cosine, for the dense candidates
+    background: Background | None  # the query's cosines over every chunk searched; None without dense
 
 
 class DenseMatrix(NamedTuple):

@@ -14,21 +14,25 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import sys
 import time
-from collections.abc import Iterable
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Sized
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from gitwiki.errors import StoreError
-from gitwiki.markdown.chunker import ParsedPage
 from gitwiki.tokens import fts_text
 
 if TYPE_CHECKING:
     import filelock
     import numpy as np
+
+    from gitwiki.markdown.chunker import ParsedPage
+
+T = TypeVar("T")
 
 SCHEMA_VERSION = 1
 DB_NAME = "index.sqlite"
@@ -91,7 +95,7 @@ def text_hash(text: str) -> str:
 
 
 class Store:
-    def __init__(self, index_dir: Path, conn: sqlite3.Connection):
+    def __init__(self, index_dir: Path, conn: sqlite3.Connection) -> None:
         self.index_dir = index_dir
         self.conn = conn
 
@@ -114,6 +118,24 @@ class Store:
                 return cls._open_checked(index_dir, path)
 
     @classmethod
+    def open_existing(cls, index_dir: Path) -> Store | None:
+        """The index as it is, for a reader that must neither create, repair nor wait on it (the agent hooks):
+        None when there is no usable one."""
+        path = index_dir / DB_NAME
+        if not path.is_file():
+            return None
+        # Read-only: a read-write connection that is the last to close checkpoints the WAL, a write a hook
+        # must not do (nor wait for).
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, isolation_level=None, timeout=1.0)
+        try:
+            if _schema_version(conn) == SCHEMA_VERSION:
+                return cls(index_dir, conn)
+        except sqlite3.DatabaseError:
+            pass
+        conn.close()
+        return None
+
+    @classmethod
     def _open_checked(cls, index_dir: Path, path: Path) -> Store:
         conn = _connect(path)
         version = _schema_version(conn)
@@ -134,22 +156,39 @@ class Store:
                     _create(conn)
         return cls(index_dir, conn)
 
+    @classmethod
+    def open_file(cls, path: Path, readonly: bool = False) -> Store:
+        """A database file outside the live index (a snapshot being packed, an archive being checked) as it
+        is: no schema check, no rebuild, no WAL."""
+        if readonly:
+            return cls(path.parent, sqlite3.connect(f"file:{path}?mode=ro", uri=True))
+        return cls(path.parent, sqlite3.connect(path, isolation_level=None))
+
     def close(self) -> None:
         self.conn.close()
 
-    def lock(self):
+    def schema_version(self) -> int | None:
+        return _schema_version(self.conn)
+
+    def lock(self) -> AbstractContextManager[None]:
         return writer_lock(self.index_dir)
 
-    def read(self):
+    def read(self) -> AbstractContextManager[None]:
         """A consistent snapshot for several reads (one read transaction)."""
         return _transaction(self.conn, "BEGIN DEFERRED")
 
-    def write(self):
+    def write(self) -> AbstractContextManager[None]:
         return _transaction(self.conn, "BEGIN IMMEDIATE")
 
     # ---- blobs and chunks ------------------------------------------------------------------------
 
-    def _select_in(self, sql: str, keys: Iterable, before: tuple = (), after: tuple = ()):
+    def _select_in(
+        self,
+        sql: str,
+        keys: Iterable[str | int],
+        before: tuple[str | int, ...] = (),
+        after: tuple[str | int, ...] = (),
+    ) -> Iterator[tuple[Any, ...]]:
         """Rows of `sql`, whose `{marks}` is an IN list over `keys`, in batches (SQLite caps bound parameters)."""
         for batch in _batches(list(keys)):
             yield from self.conn.execute(sql.format(marks=_marks(batch)), [*before, *batch, *after])
@@ -191,6 +230,16 @@ class Store:
         rows = self._select_in(f"SELECT {_CHUNK_COLS} FROM chunks WHERE blob IN ({{marks}})", blobs)
         return sorted((_chunk_row(r) for r in rows), key=lambda row: row.id)
 
+    def last_sections(self, blobs: Iterable[str], level: int) -> dict[str, tuple[int, tuple[str, ...]]]:
+        """Per blob: how many sections it has at heading `level`, and the breadcrumb of the last one."""
+        # SQLite takes the bare column `breadcrumb` from the row that holds max(ord).
+        q = (
+            "SELECT blob, count(*), breadcrumb, max(ord) FROM chunks WHERE level = ? AND blob IN ({marks}) "
+            "GROUP BY blob"
+        )
+        rows = self._select_in(q, blobs, before=(level,))
+        return {blob: (count, tuple(json.loads(crumb))) for blob, count, crumb, _ in rows}
+
     def chunks_by_id(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         return {
             r[0]: _chunk_row(r)
@@ -212,7 +261,7 @@ class Store:
                 need[h] = embed_text(tuple(json.loads(crumb)), text, titles[blob])
         return list(need.items())
 
-    def put_vectors(self, model: str, hashes: list[str], matrix) -> None:
+    def put_vectors(self, model: str, hashes: list[str], matrix: np.ndarray) -> None:
         self.conn.executemany(
             "INSERT OR REPLACE INTO vectors VALUES (?,?,?)",
             [(model, h, row.astype("<f4").tobytes()) for h, row in zip(hashes, matrix, strict=False)],
@@ -243,6 +292,19 @@ class Store:
             return list(self.conn.execute(q, (match, limit)))
         except sqlite3.OperationalError as e:
             raise StoreError(f"full-text query failed ({e}); rephrase the query") from None
+
+    def term_chunks(self, terms: Iterable[str]) -> dict[str, int]:
+        """How many chunks hold each term (every indexed page version counts), from FTS5's vocabulary."""
+        self.conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_vocab USING fts5vocab(main, fts, 'row')")
+        return dict(self._select_in("SELECT term, doc FROM temp.fts_vocab WHERE term IN ({marks})", terms))
+
+    def chunk_total(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+
+    def indexed_terms(self, ids: Iterable[int]) -> dict[int, set[str]]:
+        """The terms the full-text index holds for each chunk (title, headings, tags and text), as tokenized."""
+        rows = self._select_in("SELECT rowid, head, body FROM fts WHERE rowid IN ({marks})", ids)
+        return {rowid: {*head.split(), *body.split()} for rowid, head, body in rows}
 
     # ---- corpus states ---------------------------------------------------------------------------
 
@@ -293,11 +355,47 @@ class Store:
             self.conn.execute(f"DELETE FROM blobs WHERE blob IN ({marks})", batch)
         return len(dead)
 
+    def drop(self, blobs: Iterable[str]) -> int:
+        """Drop the chunks of `blobs` unless a corpus state references them: a page version that a write
+        replaced in the worktree. Returns blobs dropped."""
+        dead = list(
+            set(blobs) - {r[0] for r in self._select_in("SELECT blob FROM pages WHERE blob IN ({marks})", blobs)}
+        )
+        for batch in _batches(dead):
+            marks = _marks(batch)
+            self.conn.execute(f"DELETE FROM fts WHERE rowid IN (SELECT id FROM chunks WHERE blob IN ({marks}))", batch)
+            self.conn.execute(f"DELETE FROM chunks WHERE blob IN ({marks})", batch)
+            self.conn.execute(f"DELETE FROM blobs WHERE blob IN ({marks})", batch)
+        return len(dead)
+
     def counts(self) -> dict[str, int]:
         return {
             table: self.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
             for table in ("blobs", "chunks", "vectors", "pages")
         }
+
+    def corpus_counts(self, corpus: str) -> tuple[int, int]:
+        """(pages, chunks) in the corpus's indexed state."""
+        pages = self.page_count(corpus)
+        chunks = self.conn.execute(
+            "SELECT count(*) FROM pages p JOIN chunks c ON c.blob = p.blob WHERE p.corpus = ?", (corpus,)
+        ).fetchone()[0]
+        return pages, chunks
+
+    def vector_bytes(self, model: str | None) -> tuple[int, int | None, int | None]:
+        """(count, shortest, longest) of the vectors stored for `model`, lengths in bytes."""
+        row = self.conn.execute(
+            "SELECT count(*), min(length(vec)), max(length(vec)) FROM vectors WHERE model = ?", (model,)
+        ).fetchone()
+        return row[0], row[1], row[2]
+
+    def strip_for_export(self, model: str | None) -> None:
+        """Reduce a snapshot to what another machine can use: the chunks of indexed states (drafts parsed from
+        a worktree are in no state) and `model`'s vectors of those chunks; then one self-contained file."""
+        self.gc()
+        self.conn.execute("DELETE FROM vectors WHERE model IS NOT ? OR hash NOT IN (SELECT hash FROM chunks)", (model,))
+        self.conn.execute("PRAGMA journal_mode=DELETE")  # no -wal beside it
+        self.conn.execute("VACUUM")
 
     def chunk_count(self, blobs: Iterable[str]) -> int:
         return sum(r[0] for r in self._select_in("SELECT count(*) FROM chunks WHERE blob IN ({marks})", blobs))
@@ -321,16 +419,16 @@ def vector_matrix(raw: bytes, count: int) -> np.ndarray:
     return np.frombuffer(raw, dtype="<f4").reshape(count, -1).astype(np.float32)
 
 
-def _chunk_row(r) -> ChunkRow:
+def _chunk_row(r: tuple[Any, ...]) -> ChunkRow:
     return ChunkRow(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7])
 
 
-def _batches(items: list, size: int = 500):
+def _batches(items: list[T], size: int = 500) -> Iterator[list[T]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
 
 
-def _marks(batch: list) -> str:
+def _marks(batch: Sized) -> str:
     return ",".join("?" * len(batch))
 
 
@@ -355,13 +453,34 @@ def _create(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
 
+def snapshot(index_dir: Path, target: Path) -> None:
+    """A consistent copy of the index at `target`: VACUUM INTO under the writer lock, so a live WAL
+    database is never copied raw."""
+    with writer_lock(index_dir):
+        conn = sqlite3.connect(index_dir / DB_NAME)
+        try:
+            conn.execute("VACUUM INTO ?", (str(target),))
+        finally:
+            conn.close()
+
+
+def install(index_dir: Path, database: Path) -> None:
+    """Make the database file `database` (on the same filesystem) the index, atomically, under the writer lock."""
+    with writer_lock(index_dir):
+        target = index_dir / DB_NAME
+        # A leftover WAL would be replayed onto the new database: drop it with the old one.
+        for suffix in ("-wal", "-shm"):
+            Path(str(target) + suffix).unlink(missing_ok=True)
+        os.replace(database, target)
+
+
 def _remove_db(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
 
 
 @contextmanager
-def _transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE"):
+def _transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> Iterator[None]:
     conn.execute(begin)
     try:
         yield
@@ -375,7 +494,7 @@ _locks: dict[str, filelock.FileLock] = {}
 
 
 @contextmanager
-def writer_lock(index_dir: Path, timeout: float = LOCK_TIMEOUT):
+def writer_lock(index_dir: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     """The index's writer lock; re-entrant within a thread (one FileLock object per path), exclusive across
     threads and processes."""
     import filelock  # 10–15 ms to import; a query against a current index never writes

@@ -19,6 +19,7 @@ from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.gitrepo import GitRepo
 from gitwiki.indexer import (
     IndexReport,
+    Overlay,
     Progress,
     corpus_tree,
     ensure_blobs,
@@ -47,7 +48,7 @@ class CorpusStatus(NamedTuple):
 
 
 class Wiki:
-    def __init__(self, repo: GitRepo, config: Config):
+    def __init__(self, repo: GitRepo, config: Config) -> None:
         self.repo = repo
         self.config = config
         self._pages: dict[str, tuple[str, dict[str, str]]] = {}  # corpus → (tree, indexed listing)
@@ -122,17 +123,36 @@ class Wiki:
         state = self.store.state(c.name)
         # With auto_index off, a stale index answers as it is (`gitwiki status` shows it stale).
         if state is None or (self.config.search.auto_index and not self.is_fresh(c, vectors=embedder is not None)):
-            update(self.store, self.repo, c, self.repo.head(), embedder)
-            state = self.store.state(c.name)
-        committed = self._committed_pages(c.name, state.tree)
+            report = update(self.store, self.repo, c, self.repo.head(), embedder)
+            commit, tree = report.commit, report.tree  # the state update() just wrote
+        else:
+            commit, tree = state.commit, state.tree
+        committed = self._committed_pages(c.name, tree)
         if not worktree:
-            return CorpusView(c.name, state.commit, committed, (), f"{c.name}:{state.tree}")
-        overlay = worktree_overlay(self.store, self.repo, c, committed)
-        if embedder is not None and overlay.dirty:
-            with self.store.lock():
-                ensure_vectors(self.store, embedder, set(overlay.pages.values()))
-        digest = hashlib.sha1(repr(sorted(overlay.pages.items())).encode()).hexdigest() if overlay.dirty else state.tree
-        return CorpusView(c.name, state.commit, overlay.pages, overlay.dirty, f"{c.name}:{digest}")
+            return CorpusView(c.name, commit, committed, (), f"{c.name}:{tree}")
+        overlay, _ = self._overlay(c, committed, vectors=embedder is not None)
+        digest = hashlib.sha1(repr(sorted(overlay.pages.items())).encode()).hexdigest() if overlay.dirty else tree
+        return CorpusView(c.name, commit, overlay.pages, overlay.dirty, f"{c.name}:{digest}")
+
+    def _overlay(self, corpus: CorpusConfig, committed: dict[str, str], vectors: bool) -> tuple[Overlay, int]:
+        """Fold the worktree into `committed`; with `vectors`, embed what that changed (loading the model only
+        then). Returns the overlay and the chunks embedded."""
+        overlay = worktree_overlay(self.store, self.repo, corpus, committed)
+        embedder = self.embedder() if vectors and overlay.dirty else None
+        if embedder is None:
+            return overlay, 0
+        with self.store.lock():
+            return overlay, ensure_vectors(self.store, embedder, set(overlay.pages.values()))
+
+    def embed_worktree(self) -> int:
+        """Parse and embed every corpus's uncommitted pages now, so the next search pays nothing for them;
+        returns the chunks embedded. Corpora not indexed yet are skipped (indexing comes first)."""
+        embedded = 0
+        for c in self.config.corpora:
+            state = self.store.state(c.name)
+            if state is not None:
+                embedded += self._overlay(c, self._committed_pages(c.name, state.tree), vectors=True)[1]
+        return embedded
 
     def _committed_pages(self, corpus: str, tree: str) -> dict[str, str]:
         """The indexed page listing, read once per corpus tree: a long-lived server asks on every query."""
@@ -142,7 +162,7 @@ class Wiki:
         return cached[1]
 
     def _view_at(self, corpus: CorpusConfig, rev: str, embedder: Embedder | None) -> CorpusView:
-        commit = self.repo.resolve(rev)
+        commit = self.repo.rev_parse(rev)
         tree = corpus_tree(self.repo, corpus, commit)
         pages = self.repo.pages(corpus, tree or None)
         with self.store.lock():
@@ -170,28 +190,25 @@ class Wiki:
     ) -> SearchResult:
         if not query or not query.strip():
             raise UsageError('the query is empty; say what to look for, e.g. gitwiki ground "how do we deploy"')
-        s = self.config.search
-        mode = mode or s.mode
-        if mode not in config_mod.MODES:
-            raise UsageError(f"mode must be one of {', '.join(config_mod.MODES)}, not {mode!r}")
-        options = SearchOptions(
+        options = SearchOptions.build(
+            self.config.search,
             mode=mode,
-            fusion=fusion or s.fusion,
-            top_files=_positive(top_files, s.top_files, "top_files"),
-            chunks_per_file=_positive(chunks_per_file, s.chunks_per_file, "chunks_per_file"),
-            limit=_positive(limit, s.limit, "limit"),
-            snippet_chars=_positive(snippet_chars, s.snippet_chars, "snippet_chars"),
+            fusion=fusion,
+            top_files=top_files,
+            chunks_per_file=chunks_per_file,
+            limit=limit,
+            snippet_chars=snippet_chars,
             full=full,
         )
-        view = self.view(corpus, at=at, worktree=worktree, vectors=mode != "lexical")
+        view = self.view(corpus, at=at, worktree=worktree, vectors=options.mode != "lexical")
         if not view.pages:
             c = self.corpus(corpus)
-            where = f"{c.path}/" if c.path else "the repo root"
+            where = c.prefix or "the repo root"
             raise NotFoundError(
                 f"corpus {c.name!r} has no pages under {where} matching {', '.join(c.include)}; "
                 "add markdown there or fix [[corpus]] path in .gitwiki.toml"
             )
-        embedder = self.embedder() if mode != "lexical" else None
+        embedder = self.embedder() if options.mode != "lexical" else None
         return self.searcher.search(view, query.strip(), options, embedder)
 
     # ---- status ----------------------------------------------------------------------------------
@@ -223,12 +240,13 @@ class Wiki:
         if "store" in self.__dict__:
             self.store.close()
 
-
-def _positive(value: int | None, default: int, name: str) -> int:
-    value = default if value is None else value
-    if not isinstance(value, int) or value < 1:
-        raise UsageError(f"{name} must be a whole number ≥ 1, not {value!r}")
-    return value
+    def reopen(self) -> None:
+        """Close the index and forget everything read from it (its file is about to be replaced, e.g. by
+        `gitwiki pull`); the next use opens it again."""
+        self.close()
+        for name in ("store", "searcher"):  # the cached_property values
+            self.__dict__.pop(name, None)
+        self._pages.clear()
 
 
 def age(seconds_since_epoch: float | None) -> str:

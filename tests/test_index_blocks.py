@@ -3,7 +3,8 @@ from pathlib import Path
 import pytest
 
 from gitwiki import config as config_mod
-from gitwiki.index_blocks import BlockError, find_blocks, page_info, parse_options, refresh_ancestors, template_dirs
+from gitwiki.index_blocks import refresh, template_dirs
+from gitwiki.markdown.index_block import BlockError, find_blocks
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 START, END = "<!-- GITWIKI:INDEX-START -->", "<!-- GITWIKI:INDEX-END -->"
@@ -124,15 +125,19 @@ def test_refresh_ancestors_scaffolds_the_front_index_and_skips_markerless(repo):
     repo.write("wiki/team/people.md", "# People\n")
     config = config_mod.load(repo.path)
     corpus = config.corpus()
-    changed = refresh_ancestors(repo.path, corpus, config, "wiki/team/people.md")
+
+    def refresh_ancestors(scaffold=True):  # what a page write runs
+        return refresh(repo.path, config, ["wiki/team/people.md"], corpora=[corpus], scaffold=scaffold).changed
+
+    changed = refresh_ancestors()
     assert changed == ["wiki/README.md"]
     assert (repo.path / "wiki/README.md").read_text() == (
         f"# Wiki\n\n{START}\n## [team](team/README.md)\n\n- [People](team/people.md)\n{END}\n"
     )
     assert (repo.path / "wiki/team/README.md").read_text() == "# Team (hand-written, no markers)\n"
-    assert refresh_ancestors(repo.path, corpus, config, "wiki/team/people.md") == []
+    assert refresh_ancestors() == []
     (repo.path / "wiki/team/people.md").unlink()  # a deleted page drops out of the listing
-    assert refresh_ancestors(repo.path, corpus, config, "wiki/team/people.md", scaffold=False) == ["wiki/README.md"]
+    assert refresh_ancestors(scaffold=False) == ["wiki/README.md"]
 
 
 def test_ignored_files_are_not_listed(repo, cli):
@@ -141,19 +146,6 @@ def test_ignored_files_are_not_listed(repo, cli):
     repo.write("wiki/drafts/secret.md", "# Secret\n")
     cli("index-blocks", cwd=repo.path)
     assert "Secret" not in (repo.path / "wiki/index.md").read_text()
-
-
-def test_page_info_and_options():
-    assert page_info("Title\n=====\nbody line\n", "f") == ("Title", "body line")
-    assert page_info(f"# T\n{START}\n- listed\n{END}\n\nReal para.\n", "f") == ("T", "Real para.")
-    long = page_info("# T\n\n" + "word " * 60, "f").summary
-    assert len(long) <= 160 and long.endswith("…")
-    assert parse_options(' sort=title depth=2 summary=no heading="3"', "x")._asdict() == {
-        "depth": 2,
-        "sort": "title",
-        "summary": False,
-        "heading": 3,
-    }
 
 
 def test_shipped_template_is_found():

@@ -186,7 +186,7 @@ def test_git_cli_listings_skip_symlinks_submodules_and_ignored_files(repo):
     }
     assert gitcli.worktree_files(repo.path, "") == [".gitignore", "a.md", "link.md", "mod"]
     assert gitcli.read_blobs(repo.path, [blob]) == {blob: b"# A\n"}
-    assert pagefacts.blob_id(b"# A\n") == blob
+    assert gitcli.blob_id(b"# A\n") == blob
 
 
 def test_git_cli_errors_say_what_to_do(repo, tmp_path, monkeypatch):

@@ -1,15 +1,12 @@
-"""gitwiki.pages: path safety, line-range reads, atomic writes, footnotes, listings, and the write path."""
+"""gitwiki.pages: path safety, line-range reads, atomic writes, listings."""
 
 from __future__ import annotations
-
-import os
 
 import pytest
 
 from gitwiki import pages
 from gitwiki.config import CorpusConfig
 from gitwiki.errors import NotFoundError, UsageError
-from gitwiki.wiki import Wiki
 
 WIKI = CorpusConfig(name="wiki", path="wiki", exclude=("drafts/**",))
 DEPLOY = "# Deploy\n\nWe roll out with kubectl.[^1]\n\n## Rollback\n\nUse helm.[^src]\n\n[^1]: The runbook, section 3.\n    Continued here.\n\n[^src]: Ops handbook.\n"
@@ -39,41 +36,41 @@ def tree(tmp_path):
         ("a\x00b.md", "NUL"),
     ],
 )
-def test_resolve_refuses_paths_that_leave_the_corpus_or_are_not_pages(tree, path, reason):
+def test_locate_refuses_paths_that_leave_the_corpus_or_are_not_pages(tree, path, reason):
     with pytest.raises(UsageError, match=reason):
-        pages.resolve(tree, WIKI, path)
+        pages.locate(tree, WIKI, path)
 
 
-def test_resolve_refuses_symlinks_that_lead_outside(tree):
+def test_locate_refuses_symlinks_that_lead_outside(tree):
     (tree / "wiki/escape").symlink_to(tree / "outside")
     (tree / "wiki/guides/link.md").symlink_to(tree / "outside/secret.md")
     (tree / "wiki/dangling.md").symlink_to(tree / "outside/new.md")
     for path in ("escape/secret.md", "escape/new.md", "guides/link.md", "dangling.md"):
         with pytest.raises(UsageError, match="outside corpus"):
-            pages.resolve(tree, WIKI, path)
+            pages.locate(tree, WIKI, path)
 
 
-def test_resolve_refuses_writing_through_a_symlink_inside_the_corpus(tree):
+def test_locate_refuses_writing_through_a_symlink_inside_the_corpus(tree):
     (tree / "wiki/alias.md").symlink_to(tree / "wiki/guides/deploy.md")
-    assert pages.resolve(tree, WIKI, "alias.md").path == "alias.md"  # reading is fine
+    assert pages.locate(tree, WIKI, "alias.md").path == "alias.md"  # reading is fine
     with pytest.raises(UsageError, match="symlink"):
-        pages.resolve(tree, WIKI, "alias.md", for_write=True)
+        pages.locate(tree, WIKI, "alias.md", for_write=True)
 
 
-def test_resolve_normalizes_and_accepts_repo_relative_paths_for_reads_only(tree):
-    ref = pages.resolve(tree, WIKI, "./guides//deploy.md")
+def test_locate_normalizes_and_accepts_repo_relative_paths_for_reads_only(tree):
+    ref = pages.locate(tree, WIKI, "./guides//deploy.md")
     assert (ref.path, ref.repo_path, ref.file) == (
         "guides/deploy.md",
         "wiki/guides/deploy.md",
         tree / "wiki/guides/deploy.md",
     )
-    assert pages.resolve(tree, WIKI, "wiki/guides/deploy.md").path == "guides/deploy.md"
+    assert pages.locate(tree, WIKI, "wiki/guides/deploy.md").path == "guides/deploy.md"
     with pytest.raises(UsageError, match="use 'guides/new.md'"):
-        pages.resolve(tree, WIKI, "wiki/guides/new.md", for_write=True)
+        pages.locate(tree, WIKI, "wiki/guides/new.md", for_write=True)
 
 
 def test_read_page_line_ranges_are_verbatim_and_checked(tree):
-    ref = pages.resolve(tree, WIKI, "guides/deploy.md")
+    ref = pages.locate(tree, WIKI, "guides/deploy.md")
     whole = pages.read_page(ref)
     assert whole.text == DEPLOY and (whole.start_line, whole.end_line, whole.total_lines) == (1, 12, 12)
     part = pages.read_page(ref, 5, 7)
@@ -90,14 +87,14 @@ def test_read_page_line_ranges_are_verbatim_and_checked(tree):
 
 def test_read_page_missing_or_not_utf8(tree):
     with pytest.raises(NotFoundError, match="list_files"):
-        pages.read_page(pages.resolve(tree, WIKI, "guides/nope.md"))
+        pages.read_page(pages.locate(tree, WIKI, "guides/nope.md"))
     (tree / "wiki/latin1.md").write_bytes("caf\xe9\n".encode("latin-1"))
     with pytest.raises(UsageError, match="not valid UTF-8"):
-        pages.read_page(pages.resolve(tree, WIKI, "latin1.md"))
+        pages.read_page(pages.locate(tree, WIKI, "latin1.md"))
 
 
 def test_write_page_creates_refuses_existing_overwrites_and_limits_size(tree):
-    ref = pages.resolve(tree, WIKI, "new/deep/page.md", for_write=True)
+    ref = pages.locate(tree, WIKI, "new/deep/page.md", for_write=True)
     assert pages.write_page(ref, "# New\n") is True
     assert ref.file.read_text() == "# New\n"
     with pytest.raises(UsageError, match="overwrite: true"):
@@ -111,15 +108,6 @@ def test_write_page_creates_refuses_existing_overwrites_and_limits_size(tree):
     pages.remove_page(ref)
     with pytest.raises(NotFoundError, match="nothing to delete"):
         pages.remove_page(ref)
-
-
-def test_footnotes_join_continuations_and_skip_code_fences():
-    text = DEPLOY + "\n```\n[^2]: not a definition\n```\n[^1]: a duplicate, ignored\n"
-    notes = pages.footnotes(text)
-    assert notes == {"1": (9, "The runbook, section 3.\nContinued here."), "src": (12, "Ops handbook.")}
-    assert pages.footnote(text, "src", "deploy.md") == (12, "Ops handbook.")
-    with pytest.raises(NotFoundError, match=r"its footnotes: \[\^1\], \[\^src\]"):
-        pages.footnote(text, "2", "deploy.md")
 
 
 def test_list_files_and_tree(tree):
@@ -148,71 +136,3 @@ def test_list_files_and_tree(tree):
         pages.tree(tree, WIKI, files, "nope")
     with pytest.raises(UsageError, match="without '..'"):
         pages.tree(tree, WIKI, files, "../outside")
-
-
-# ---- the write path against a real repo ---------------------------------------------------------
-
-LEXICAL = "[embeddings]\nenabled = false\n"
-
-
-def _wiki(repo, extra: str = "") -> Wiki:
-    repo.commit("init", {".gitwiki.toml": LEXICAL + extra, "wiki/guides/deploy.md": DEPLOY})
-    return Wiki.open(repo.path)
-
-
-def test_add_page_indexes_the_page_and_refreshes_ancestor_index_blocks(repo):
-    wiki = _wiki(repo)
-    report = pages.add_page(wiki, None, "guides/ops/oncall.md", "# On-call\n\nPage the zebra rota.\n")
-    assert (report.action, report.path, report.commit) == ("created", "guides/ops/oncall.md", None)
-    assert "wiki/guides/ops/oncall.md" in report.dirty
-    assert report.indexed_commit == repo.git("rev-parse", "HEAD").strip()
-    assert report.index_files == ["wiki/index.md"]  # the corpus's front index, scaffolded with its block
-    assert "[On-call](guides/ops/oncall.md)" in (repo.path / "wiki/index.md").read_text()
-    hits = wiki.search("zebra rota", mode="lexical")
-    assert hits.docs[0].path == "wiki/guides/ops/oncall.md"
-    with pytest.raises(UsageError, match="already exists"):
-        pages.add_page(wiki, None, "guides/ops/oncall.md", "# Other\n")
-
-
-def test_add_page_returns_lint_findings_without_blocking(repo):
-    wiki = _wiki(repo)
-    report = pages.add_page(wiki, None, "broken.md", "# Broken\n\nSee [missing](nowhere.md).\n")
-    assert (repo.path / "wiki/broken.md").is_file()
-    assert any("nowhere.md" in f["message"] for f in report.findings), report.findings
-
-
-def test_delete_page_prunes_it_from_search(repo):
-    wiki = _wiki(repo)
-    pages.add_page(wiki, None, "tmp.md", "# Temporary\n\nquokka sightings\n")
-    assert wiki.search("quokka", mode="lexical").docs
-    report = pages.delete_page(wiki, None, "tmp.md")
-    assert report.action == "deleted" and not (repo.path / "wiki/tmp.md").exists()
-    assert not wiki.search("quokka", mode="lexical").docs
-    blobs = {r[0] for r in wiki.store.conn.execute("SELECT title FROM blobs")}
-    assert "Temporary" not in blobs
-
-
-def test_commit_writes_commits_only_that_page_and_its_index_blocks(repo):
-    wiki = _wiki(repo, "[mcp]\ncommit_writes = true\n")
-    repo.write("unrelated.txt", "staged, not ours\n")
-    repo.git("add", "unrelated.txt")
-    report = pages.add_page(wiki, None, "guides/new.md", "# New page\n")
-    assert report.commit == repo.git("rev-parse", "HEAD").strip()
-    assert repo.git("log", "-1", "--format=%s").strip() == "gitwiki: add_markdown wiki/guides/new.md"
-    committed = set(repo.git("show", "--name-only", "--format=", "HEAD").split())
-    assert "wiki/guides/new.md" in committed and "unrelated.txt" not in committed
-    assert committed <= {"wiki/guides/new.md", *report.index_files}
-    assert "A  unrelated.txt" in repo.git("status", "--porcelain")  # still staged, still not committed
-    report = pages.delete_page(wiki, None, "guides/new.md")
-    assert repo.git("log", "-1", "--format=%s").strip() == "gitwiki: delete_markdown wiki/guides/new.md"
-    assert "wiki/guides/new.md" not in repo.git("ls-files")
-
-
-def test_dirty_and_committed_blob(repo):
-    wiki = _wiki(repo)
-    ref = pages.resolve(wiki.root, wiki.corpus(), "guides/deploy.md")
-    assert not pages.is_dirty(wiki.repo, ref)
-    ref.file.write_text(DEPLOY + "more\n")
-    assert pages.is_dirty(wiki.repo, ref)
-    os.remove(ref.file)
-    assert pages.is_dirty(wiki.repo, ref)

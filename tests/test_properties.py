@@ -8,10 +8,13 @@ from hypothesis import strategies as st
 
 from gitwiki import pagefacts
 from gitwiki.config import Config, CorpusConfig
-from gitwiki.index_blocks import END_MARKER, START_MARKER, WorktreeCorpus, page_info, rewrite
+from gitwiki.index_blocks import rewrite
 from gitwiki.lint import lint_text
 from gitwiki.markdown.chunker import parse_page
+from gitwiki.markdown.index_block import END_MARKER, START_MARKER
 from gitwiki.markdown.links import extract_links
+from gitwiki.markdown.summary import title_and_summary
+from gitwiki.worktree_corpus import WorktreeCorpus
 
 CONFIG = Config(corpora=(CorpusConfig(name="wiki", path=""),))
 WORDS = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
@@ -57,7 +60,7 @@ def test_chunker_links_and_lints_never_crash(text):
         assert 1 <= link.line <= len(lines)
     for f in lint_text("a.md", text, {"a.md", "b.md"}, CONFIG, anchors=lambda p: pagefacts.anchors(text), linked=set()):
         assert 1 <= f.line <= len(text.replace("\r\n", "\n").replace("\r", "\n").split("\n")) and f.col >= 1
-    assert page_info(text, "f").title
+    assert title_and_summary(text)[0] != ""  # no title is None (the file name is shown), never empty
 
 
 @FAST

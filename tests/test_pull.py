@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.server
 import io
 import json
+import socket
 import ssl
 import subprocess
 import threading
@@ -68,6 +69,18 @@ def test_pull_from_file_then_catch_up_lexically(origin, cli, tmp_path):
     (r,) = report["reports"]
     assert (r["added"], r["changed"], r["deleted"], r["parsed"]) == (0, 1, 0, 1)
     assert top_path(cli, local.path, "narwhal") == "wiki/p1.md"
+
+
+def test_pull_text_report(origin, cli, tmp_path):
+    local = clone(origin, tmp_path / "clone")
+    local.commit("ahead", {"wiki/p1.md": page(1, "narwhal")})
+    code, out, err = cli("pull", "--from", str(tmp_path / ARCHIVE_NAME), cwd=local.path)
+    lines = out.splitlines()
+    assert code == 0, err
+    assert lines[0].startswith(f"installed the index from {tmp_path / ARCHIVE_NAME}: gitwiki ")
+    assert "model no vectors (lexical only)" in lines[0] and lines[1].startswith("  wiki: 3 pages, 3 chunks at commit")
+    assert lines[2].startswith("caught up wiki: 3 pages at commit ") and "0 added, 1 changed, 0 deleted" in lines[2]
+    assert lines[-1].startswith("done in ")
 
 
 def test_a_wiki_that_already_searched_keeps_working_after_pull(origin, tmp_path):
@@ -180,6 +193,45 @@ def test_pull_over_https(origin, cli, tmp_path, monkeypatch):
         code, _, err = cli("pull", "--from", url.replace("wiki.tar", "missing.tar"), cwd=local.path)
         assert code == 3 and "404" in err
     assert top_path(cli, local.path, "walrus number 2") == "wiki/p2.md"
+
+
+class BrokenOff(Quiet):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(1 << 20))
+        self.end_headers()
+        self.wfile.write(b"x" * 1000)  # then the connection closes (HTTP/1.0)
+
+
+def test_network_failures_exit_6_and_leave_the_index(origin, cli, tmp_path, monkeypatch):
+    try:
+        cert, key = self_signed(tmp_path)
+    except (OSError, subprocess.CalledProcessError) as e:
+        pytest.skip(f"openssl cannot make a test certificate here ({e})")
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    local = clone(origin, tmp_path / "clone")
+    pull_json(cli, local.path, "--from", str(tmp_path / ARCHIVE_NAME))
+    index = next(local.path.joinpath(".git", "gitwiki").glob("**/index.sqlite")).read_bytes()
+    unavailable = type("H", (Quiet,), {"routes": {"/a.tar.gz": (503, {}, b"busy")}, "seen": []})
+    with serve(unavailable, tls) as server:
+        code, _, err = cli("pull", "--from", f"https://127.0.0.1:{server.server_address[1]}/a.tar.gz", cwd=local.path)
+        assert code == 6 and "answered HTTP 503" in err and "try again" in err
+    with serve(BrokenOff, tls) as server:
+        code, _, err = cli("pull", "--from", f"https://127.0.0.1:{server.server_address[1]}/a.tar.gz", cwd=local.path)
+        assert code == 6 and "broke off" in err and "Traceback" not in err
+    portal = type("H", (Quiet,), {"routes": {"/repos/o/r/releases/tags/t": (200, {}, b"<html>Log in")}, "seen": []})
+    with serve(portal) as server:
+        monkeypatch.setenv("GITHUB_API_URL", f"http://127.0.0.1:{server.server_address[1]}")
+        code, _, err = cli("pull", "--from", "github-release:t", "--github-repo", "o/r", cwd=local.path)
+        assert code == 6 and "did not answer JSON" in err
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code, _, err = cli("pull", "--from", f"https://127.0.0.1:{port}/a.tar.gz", cwd=local.path)
+    assert code == 6 and "cannot reach" in err
+    assert next(local.path.joinpath(".git", "gitwiki").glob("**/index.sqlite")).read_bytes() == index
 
 
 # ---- git ref ---------------------------------------------------------------------------------------------

@@ -1,10 +1,13 @@
 """Search reflects what the user sees: HEAD, the worktree on top, or any revision with --at."""
 
 import json
+import re
 
 import pytest
 
+from gitwiki.config import SearchConfig
 from gitwiki.errors import NotFoundError, UsageError
+from gitwiki.search import SearchOptions
 from gitwiki.wiki import Wiki
 from tests.helpers import needs_model
 
@@ -87,6 +90,21 @@ def test_bad_options_are_usage_errors(lexical_repo, kwargs):
         Wiki.open(lexical_repo.path).search("x", **kwargs)
 
 
+def test_search_options_take_config_defaults_and_check_what_is_given():
+    defaults = SearchConfig(mode="lexical", fusion="rrf", top_files=7, chunks_per_file=2, limit=9, snippet_chars=30)
+    assert SearchOptions.build(defaults) == SearchOptions("lexical", "rrf", 7, 2, 9, 30, False)
+    given = SearchOptions.build(defaults, mode="dense", fusion="score", top_files=1, limit=3, full=True)
+    assert given == SearchOptions("dense", "score", 1, 2, 3, 30, True)
+    for kwargs, message in [
+        ({"mode": "fuzzy"}, "mode must be one of hybrid, lexical, dense, not 'fuzzy'"),
+        ({"fusion": "max"}, "fusion must be one of rrf, score, not 'max'"),
+        ({"top_files": 0}, "top_files must be a whole number ≥ 1, not 0"),
+        ({"snippet_chars": -5}, "snippet_chars must be a whole number ≥ 1, not -5"),
+    ]:
+        with pytest.raises(UsageError, match=re.escape(message)):
+            SearchOptions.build(defaults, **kwargs)
+
+
 def test_empty_corpus_is_a_clear_error(repo):
     repo.commit("no pages", {"src/main.py": "print()\n", ".gitwiki.toml": LEXICAL})
     with pytest.raises(NotFoundError, match="has no pages"):
@@ -118,6 +136,19 @@ def test_unloadable_model_falls_back_to_lexical_with_one_warning(repo, monkeypat
     assert result.mode == "lexical" and paths(result)[0] == "wiki/keys.md"
     err = capfd.readouterr().err
     assert err.count("warning") == 1 and "lexical" in err and "Traceback" not in err
+
+
+@needs_model
+def test_a_view_one_edit_away_reuses_the_cached_vectors_and_ranks_the_same(repo):
+    repo.commit("pages", {**PAGES, "wiki/food.md": "# Lunch\n\nThe canteen serves pasta on Fridays.\n"})
+    wiki = Wiki.open(repo.path)
+    wiki.search("where can I eat a meal", mode="dense")
+    repo.write("wiki/food.md", "# Lunch\n\nThe canteen serves pasta and soup on Fridays.\n")
+    warm = wiki.search("where can I eat a meal", mode="dense")
+    (old, new) = list(wiki.searcher._matrices.values())
+    assert len(new.ids) == len(old.ids) and new.blobs[: len(old.ids) - 1] == [b for b in old.blobs if b in new.blobs]
+    cold = Wiki.open(repo.path).search("where can I eat a meal", mode="dense")
+    assert warm.docs == cold.docs and paths(warm)[0] == "wiki/food.md"
 
 
 class _FakeCrossEncoder:

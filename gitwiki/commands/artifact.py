@@ -4,8 +4,10 @@ import argparse
 import json
 from pathlib import Path
 
+from gitwiki.commands.options import max_bytes_arg, path_arg
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "artifact",
         help="pack, verify or unpack an index archive (what CI publishes and `gitwiki pull` installs)",
@@ -52,51 +54,26 @@ def register(sub) -> None:
     summary.set_defaults(func=summary_command)
 
 
-def max_bytes_arg(args: argparse.Namespace) -> int:
-    from gitwiki.artifact import MAX_BYTES
-    from gitwiki.errors import UsageError
-
-    if args.max_bytes is None:
-        return MAX_BYTES
-    if args.max_bytes < 1:
-        raise UsageError("--max-bytes must be a positive number of bytes")
-    return args.max_bytes
-
-
-def _path(args: argparse.Namespace, path: Path) -> Path:
-    return Path(args.chdir, path).resolve()
-
-
-def describe(manifest) -> str:
-    model = f"{manifest.model} ({manifest.dim} dims)" if manifest.model else "no vectors (lexical only)"
-    lines = [f"gitwiki {manifest.gitwiki_version}, schema {manifest.schema_version}, model {model}"]
-    lines += [
-        f"  {c.name}: {c.pages} pages, {c.chunks} chunks at commit {c.commit[:12]} (tree {c.tree[:12]})"
-        for c in manifest.corpora
-    ]
-    return "\n".join(lines)
-
-
 def pack_command(args: argparse.Namespace) -> int:
     from gitwiki.artifact import ARCHIVE_NAME, pack
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
     wiki.index(args.corpus, lexical=args.lexical)
-    out = _path(args, args.out) if args.out else wiki.index_dir / ARCHIVE_NAME
+    out = path_arg(args, args.out) if args.out else wiki.index_dir / ARCHIVE_NAME
     manifest = pack(wiki.index_dir, out)
     if args.json:
         print(json.dumps({"path": str(out), "bytes": out.stat().st_size, "manifest": manifest.to_json()}, indent=2))
     else:
-        print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB): {describe(manifest)}")
+        print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB): {manifest.describe()}")
     return 0
 
 
 def verify_command(args: argparse.Namespace) -> int:
     from gitwiki.artifact import verify
 
-    manifest = verify(_path(args, args.file), max_bytes_arg(args))
-    print(json.dumps(manifest.to_json(), indent=2) if args.json else f"{args.file}: OK, {describe(manifest)}")
+    manifest = verify(path_arg(args, args.file), max_bytes_arg(args))
+    print(json.dumps(manifest.to_json(), indent=2) if args.json else f"{args.file}: OK, {manifest.describe()}")
     return 0
 
 
@@ -106,12 +83,12 @@ def unpack_command(args: argparse.Namespace) -> int:
 
     wiki = Wiki.open(args.chdir)
     manifest = unpack(
-        _path(args, args.file), wiki.index_dir, wiki.wanted_model(), args.accept_model, max_bytes_arg(args)
+        path_arg(args, args.file), wiki.index_dir, wiki.wanted_model(), args.accept_model, max_bytes_arg(args)
     )
     if args.json:
         print(json.dumps(manifest.to_json(), indent=2))
     else:
-        print(f"installed {args.file} as the index in {wiki.index_dir}: {describe(manifest)}")
+        print(f"installed {args.file} as the index in {wiki.index_dir}: {manifest.describe()}")
         print("next: `gitwiki index` catches up to HEAD (or use `gitwiki pull`, which does both)")
     return 0
 
@@ -130,11 +107,11 @@ def summary_command(args: argparse.Namespace) -> int:
     from gitwiki.artifact import verify
     from gitwiki.job_summary import SummaryInput, render
 
-    archive = _path(args, args.file)
+    archive = path_arg(args, args.file)
     manifest = verify(archive)
-    reports = json.loads(_path(args, args.index_json).read_text()) if args.index_json else []
-    lint = _path(args, args.lint_output).read_text() if args.lint_output else None
-    evaluated = json.loads(_path(args, args.eval_json).read_text()) if args.eval_json else None
+    reports = json.loads(path_arg(args, args.index_json).read_text()) if args.index_json else []
+    lint = path_arg(args, args.lint_output).read_text() if args.lint_output else None
+    evaluated = json.loads(path_arg(args, args.eval_json).read_text()) if args.eval_json else None
     print(
         render(
             SummaryInput(

@@ -1,9 +1,15 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+from gitwiki.commands.options import add_init_arguments
+
+if TYPE_CHECKING:
+    from gitwiki.config import Config
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "config",
         help="show, validate or create the configuration",
@@ -15,15 +21,10 @@ def register(sub) -> None:
     validate = actions.add_parser("validate", help="check the config files; exit 2 with the first problem")
     validate.set_defaults(func=validate_config)
     init = actions.add_parser("init", help="write .gitwiki.toml (same as `gitwiki init`)")
-    init.add_argument("--path", default="wiki", help="the corpus folder (default: wiki)")
-    init.add_argument("--name", default="wiki", help="the corpus name (default: wiki)")
-    init.add_argument("--force", action="store_true", help="overwrite an existing .gitwiki.toml")
-    from gitwiki.commands.init import init as init_command
-
-    init.set_defaults(func=init_command)
+    add_init_arguments(init)
 
 
-def _load(args):
+def _load(args: argparse.Namespace) -> Config:
     from gitwiki import config
     from gitwiki.gitrepo import GitRepo
 

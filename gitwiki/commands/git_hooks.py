@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "git-hooks",
         help="install plain git hooks that refresh the index in the background (no pre-commit needed)",

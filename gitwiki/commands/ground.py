@@ -5,7 +5,7 @@ import json
 import sys
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "ground",
         help="search the wiki (hybrid BM25 + embeddings), results per page",

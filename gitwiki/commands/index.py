@@ -3,9 +3,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitwiki.indexer import Progress
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "index",
         help="build or update the search index (only what changed)",
@@ -26,51 +32,30 @@ def index(args: argparse.Namespace) -> int:
     with _progress(enabled=not args.quiet and not args.json and sys.stderr.isatty()) as progress:
         reports = wiki.index(args.corpus, progress=progress, lexical=args.lexical)
     if args.json:
-        print(json.dumps([{**r._asdict(), "up_to_date": r.up_to_date} for r in reports], indent=2))
+        print(json.dumps([r.to_json() for r in reports], indent=2))
     elif not args.quiet:
         for r in reports:
-            print(summary(r))
+            print(r.summary())
     return 0
 
 
-def summary(r) -> str:
-    where = f"commit {r.commit[:12]}" if r.commit else "no commits yet"
-    if r.up_to_date:
-        return f"{r.corpus}: up to date, {r.pages} pages at {where} ({r.seconds * 1000:.0f} ms)"
-    return (
-        f"{r.corpus}: {r.pages} pages at {where}: {r.added} added, {r.changed} changed, {r.deleted} deleted; "
-        f"parsed {r.parsed} page versions, embedded {r.embedded} chunks "
-        f"({r.model or 'lexical only'}) in {r.seconds:.2f} s"
-    )
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Progress | None]:
+    """A rich progress bar on a terminal; no callback elsewhere."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeRemainingColumn
+    from rich.progress import Progress as Bar
 
+    tasks: dict[str, TaskID] = {}
+    with Bar(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
+    ) as bar:
 
-class _progress:
-    """A rich progress bar on a terminal; a no-op callback elsewhere."""
+        def update(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task({"parse": "parsing pages", "embed": "embedding chunks"}[stage], total=total)
+            bar.update(tasks[stage], completed=done, total=total)
 
-    def __init__(self, enabled: bool):
-        self.enabled = enabled
-        self._bar = None
-        self._tasks: dict[str, int] = {}
-
-    def __enter__(self):
-        if not self.enabled:
-            return None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self._bar = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
-        )
-        self._bar.__enter__()
-        return self.update
-
-    def update(self, stage: str, done: int, total: int) -> None:
-        if stage not in self._tasks:
-            self._tasks[stage] = self._bar.add_task(
-                {"parse": "parsing pages", "embed": "embedding chunks"}[stage], total=total
-            )
-        self._bar.update(self._tasks[stage], completed=done, total=total)
-
-    def __exit__(self, *exc):
-        if self._bar is not None:
-            self._bar.__exit__(*exc)
-        return False
+        yield update

@@ -21,41 +21,22 @@ def register(sub) -> None:
 
 
 def index_blocks(args: argparse.Namespace) -> int:
+    # Imported when the command runs: cli.py imports every command module to build its parser.
     from gitwiki import config as config_mod
     from gitwiki import gitcli
-    from gitwiki.commands.lint import repo_relative
-    from gitwiki.index_blocks import BlockError, WorktreeCorpus, ancestor_indexes, create_front_index, refresh_file
+    from gitwiki.commands.options import repo_relative
+    from gitwiki.index_blocks import refresh
     from gitwiki.pagefacts import FactsCache
 
     root, common_dir = gitcli.discover(args.chdir)
     config = config_mod.load(root)
     files = repo_relative(root, args.chdir, args.files) if args.files else None
     facts = FactsCache.load(config_mod.index_dir(config, root, common_dir))
-    changed, failed = [], False
-    for corpus in config.corpora:
-        pages = WorktreeCorpus(root, corpus, config, facts)
-        if files is None:
-            targets = pages.index_files()
-        else:
-            wanted = {i for f in files if _in_corpus(corpus, f) for i in ancestor_indexes(corpus, config, f)}
-            targets = sorted((i for i in wanted if (root / i).is_file()), key=lambda p: (-p.count("/"), p))
-        created = create_front_index(pages, check=args.check) if args.scaffold else None
-        if created:
-            changed.append(created)
-            targets = targets if args.check else [*targets, created]
-        for index_path in targets:
-            try:
-                if refresh_file(pages, index_path, check=args.check) and index_path not in changed:
-                    changed.append(index_path)
-            except BlockError as e:  # report every malformed file, leave each unchanged
-                print(f"gitwiki: error: {e}", file=sys.stderr)
-                failed = True
+    result = refresh(root, config, files, facts=facts, check=args.check, scaffold=args.scaffold)
     facts.save()
+    for error in result.errors:  # every malformed file is reported, and left unchanged
+        print(f"gitwiki: error: {error}", file=sys.stderr)
     verb = "would update" if args.check else "updated"
-    for path in changed:
+    for path in result.changed:
         print(f"{verb} {path}")
-    return 1 if changed or failed else 0
-
-
-def _in_corpus(corpus, path: str) -> bool:
-    return not corpus.path or path.startswith(corpus.path + "/")
+    return 1 if result.changed or result.errors else 0

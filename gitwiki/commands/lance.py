@@ -4,9 +4,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitwiki.config import Config
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "lance",
         help="export the index to LanceDB (local dir or s3://) and search it there",
@@ -30,7 +34,7 @@ def register(sub) -> None:
     search.set_defaults(func=search_command)
 
 
-def _uri(args: argparse.Namespace, config) -> str:
+def _uri(args: argparse.Namespace, config: Config) -> str:
     from gitwiki.errors import UsageError
 
     uri = args.uri or config.storage.uri
@@ -42,7 +46,7 @@ def _uri(args: argparse.Namespace, config) -> str:
 
 
 def export_command(args: argparse.Namespace) -> int:
-    from gitwiki.lance_store import export
+    from gitwiki.lance_index import export
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
@@ -62,21 +66,12 @@ def export_command(args: argparse.Namespace) -> int:
 def search_command(args: argparse.Namespace) -> int:
     from gitwiki import config as config_mod
     from gitwiki.embed import load_embedder
-    from gitwiki.lance_store import LanceReader
+    from gitwiki.lance_index import LanceReader
     from gitwiki.outline import outline
     from gitwiki.search import SearchOptions
 
     config = config_mod.load(Path(args.chdir).resolve())
-    s = config.search
-    options = SearchOptions(
-        mode=args.mode or s.mode,
-        fusion=s.fusion,
-        top_files=args.top_files or s.top_files,
-        chunks_per_file=s.chunks_per_file,
-        limit=s.limit,
-        snippet_chars=s.snippet_chars,
-        full=args.full,
-    )
+    options = SearchOptions.build(config.search, mode=args.mode, top_files=args.top_files, full=args.full)
     embedder = load_embedder(config.embeddings) if options.mode != "lexical" else None
     result = LanceReader(_uri(args, config)).search(
         " ".join(args.query), config.corpus(args.corpus).name, options, embedder

@@ -20,6 +20,7 @@ def register(sub) -> None:
 
 
 def lint(args: argparse.Namespace) -> int:
+    # Imported when the command runs: cli.py imports every command module to build its parser.
     from gitwiki.lint import RULES
 
     if args.list_rules:
@@ -29,6 +30,7 @@ def lint(args: argparse.Namespace) -> int:
 
     from gitwiki import config as config_mod
     from gitwiki import gitcli
+    from gitwiki.commands.options import repo_relative
     from gitwiki.lint import lint_repo
     from gitwiki.lint.output import FORMATS
 
@@ -42,19 +44,3 @@ def lint(args: argparse.Namespace) -> int:
         warnings = len(run.findings) - errors
         print(f"gitwiki lint: {errors} error(s), {warnings} warning(s) in {run.files} page(s)", file=sys.stderr)
     return 1 if errors else 0
-
-
-def repo_relative(root, cwd: str, files: list[str]) -> list[str]:
-    """FILE arguments (relative to `cwd`) as repo-relative POSIX paths; files outside the repo are an error."""
-    from pathlib import Path
-
-    from gitwiki.errors import UsageError
-
-    out = []
-    for name in files:
-        full = Path(cwd, name).resolve()
-        try:
-            out.append(full.relative_to(root).as_posix())
-        except ValueError:
-            raise UsageError(f"{name} is outside the repository {root}; pass pages inside it") from None
-    return out

@@ -5,7 +5,7 @@ import json
 import shutil
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "mcp", help="MCP client set-up", description="Helpers for connecting MCP clients to `gitwiki serve`."
     )

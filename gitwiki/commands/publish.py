@@ -3,8 +3,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from gitwiki.commands.options import path_arg
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "publish",
         help="commit an index archive to a git ref (and push it) for `gitwiki pull`",
@@ -23,7 +25,7 @@ def publish_command(args: argparse.Namespace) -> int:
     from gitwiki.publish import commit_archive, push
 
     root = GitRepo.discover(args.chdir).root
-    commit = commit_archive(root, Path(args.chdir, args.file).resolve(), args.ref)
+    commit = commit_archive(root, path_arg(args, args.file), args.ref)
     if not args.no_push:
         push(root, args.remote, args.ref)
     where = "locally" if args.no_push else f"and pushed to {args.remote}"

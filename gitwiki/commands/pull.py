@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
+
+from gitwiki.commands.options import max_bytes_arg, path_arg
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "pull",
         help="install the index CI built, then embed only what changed since",
@@ -25,15 +26,13 @@ def register(sub) -> None:
 
 
 def pull_command(args: argparse.Namespace) -> int:
-    from gitwiki.commands.artifact import describe, max_bytes_arg
-    from gitwiki.commands.index import summary
     from gitwiki.pull import parse_source, pull
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
     source = args.source
     if source and parse_source(source).kind == "file":  # relative to -C DIR, like every path argument
-        source = str(Path(args.chdir, source).resolve())
+        source = str(path_arg(args, source))
     report = pull(
         wiki,
         source,
@@ -57,9 +56,9 @@ def pull_command(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    print(f"installed the index from {report.source}: {describe(report.manifest)}")
+    print(f"installed the index from {report.source}: {report.manifest.describe()}")
     for r in report.reports:
-        print("caught up " + summary(r))
+        print("caught up " + r.summary())
     if report.worktree_embedded:
         print(f"embedded {report.worktree_embedded} chunks of uncommitted pages")
     print(f"done in {report.seconds:.1f} s")

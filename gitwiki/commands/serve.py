@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve",
         help="run the MCP server on stdio (for Claude Code and other MCP clients)",

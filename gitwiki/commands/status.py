@@ -4,7 +4,7 @@ import argparse
 import json
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "status",
         help="corpora, indexed commit vs HEAD, dirty pages, model, index size",

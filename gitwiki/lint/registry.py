@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from gitwiki.config import Config, CorpusConfig
-    from gitwiki.lint.document import Document
+    from gitwiki.markdown.document import Document
 
 SEVERITIES = ("error", "warning")
 

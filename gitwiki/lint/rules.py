@@ -8,11 +8,11 @@ import re
 from collections.abc import Iterable
 
 from gitwiki.config import matches
-from gitwiki.lint.document import Document
 from gitwiki.lint.registry import Context, Problem, register
-from gitwiki.markdown.links import resolve
+from gitwiki.markdown import PAGE_SUFFIXES
+from gitwiki.markdown.document import Document
+from gitwiki.markdown.links import link_target
 
-PAGE_SUFFIXES = (".md", ".markdown")
 _YAML_LINE = re.compile(r"^line (\d+): ")
 
 
@@ -77,7 +77,7 @@ class BrokenLink:
 
     def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
         for link in doc.links:
-            target = resolve(doc.path, link.target)
+            target = link_target(doc.path, link.target)
             if target is None or target.path is None or not link.target.strip():
                 continue
             if target.outside:
@@ -98,7 +98,7 @@ def _missing(path: str, raw: str, ctx: Context) -> bool:
         return path not in ctx.pages and any(matches(c, path) for c in corpora)
     if raw.partition("#")[0].partition("?")[0].endswith("/"):  # a folder link: GitHub lists the folder
         prefix = path + "/" if path else ""
-        in_corpus = any(not c.path or prefix.startswith(c.path + "/") for c in corpora)
+        in_corpus = any(c.contains(prefix) for c in corpora)
         return in_corpus and not any(p.startswith(prefix) for p in ctx.pages)
     return False
 
@@ -120,10 +120,11 @@ class BrokenAnchor:
     def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
         others: dict[str, set[str] | None] = {}
         for link in doc.links:
-            target = resolve(doc.path, link.target)
+            target = link_target(doc.path, link.target)
             if target is None or not target.fragment:
                 continue
             path = target.path if target.path is not None else doc.path
+            anchors: set[str] | None
             if path == doc.path:
                 anchors = doc.anchors
             elif path in ctx.pages and ctx.anchors is not None:
@@ -158,7 +159,7 @@ class Orphan:
 
 def is_entry_page(path: str, ctx: Context) -> bool:
     """The corpus's front page (its index file or README) is where readers start; nothing need link to it."""
-    base = ctx.corpus.path + "/" if ctx.corpus is not None and ctx.corpus.path else ""
+    base = ctx.corpus.prefix if ctx.corpus is not None else ""
     return path in (base + ctx.config.index_blocks.filename, base + "README.md")
 
 

@@ -12,10 +12,10 @@ from gitwiki import config as config_mod
 from gitwiki import gitcli, pagefacts
 from gitwiki.config import Config, CorpusConfig, matches
 from gitwiki.gitcli import Checkout
-from gitwiki.lint.document import parse
 from gitwiki.lint.registry import RULES, Context, Finding
+from gitwiki.markdown.document import parse
 from gitwiki.markdown.frontmatter import YamlReader
-from gitwiki.markdown.links import resolve
+from gitwiki.markdown.links import link_target
 from gitwiki.pagefacts import FactsCache
 
 ORPHAN = "GW007"
@@ -93,7 +93,7 @@ def linked_pages(pages: Iterable[str], links: Callable[[str], list[str]], config
             last = unquote(raw.partition("#")[0].partition("?")[0].rstrip("/").rpartition("/")[2])
             if last not in names and last not in ("", ".", ".."):
                 continue
-            target = resolve(source, raw)
+            target = link_target(source, raw)
             if target is None or not target.path or target.path == source:
                 continue
             linked.update({target.path, *(f"{target.path}/{name}" for name in fronts)} & wanted)
@@ -114,7 +114,7 @@ def lint_repo(checkout: Checkout, config: Config, files: list[str] | None = None
     else:
         targets = sorted({f for f in files if corpus_of(config, f) and (root / f).is_file()})
     data = {path: (root / path).read_bytes() for path in targets}
-    keys = {**blobs, **{path: pagefacts.blob_id(raw) for path, raw in data.items()}}  # a linted page is read from disk
+    keys = {**blobs, **{path: gitcli.blob_id(raw) for path, raw in data.items()}}  # a linted page is read from disk
     texts = {keys[path]: pagefacts.decode(raw) for path, raw in data.items()}
     facts = FactsCache.load(config_mod.index_dir(config, root, checkout.common_dir))
 

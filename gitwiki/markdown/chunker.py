@@ -39,7 +39,9 @@ class ParsedPage(NamedTuple):
     front_matter_error: str | None
 
 
-class Heading(NamedTuple):
+class SectionHeading(NamedTuple):
+    """An H1–H3 a page is split at (`markdown.document.Heading` is any heading, by file line)."""
+
     level: int
     text: str
     line: int  # 0-based line in the body
@@ -76,7 +78,7 @@ def parse_page(text: str, fallback: str = "") -> ParsedPage:
     headings, blocks = _outline(tokens)
     first_h1 = next((h.text for h in headings if h.level == 1 and h.text), None)
     title = meta_str(fm.meta, "title") or first_h1 or fallback
-    chunks = []
+    chunks: list[Chunk] = []
     offset = fm.body_line  # body line i (0-based) is file line i + offset
     for level, crumb, start, end in _sections(headings, len(body_lines)):
         section_blocks = [b for b in blocks if start <= b[0] < end]
@@ -100,20 +102,20 @@ def parse_page(text: str, fallback: str = "") -> ParsedPage:
     )
 
 
-def _outline(tokens) -> tuple[list[Heading], list[tuple[int, int]]]:
+def _outline(tokens) -> tuple[list[SectionHeading], list[tuple[int, int]]]:
     """Top-level H1–H3 headings and the line spans of every top-level block."""
-    headings: list[Heading] = []
+    headings: list[SectionHeading] = []
     blocks: list[tuple[int, int]] = []
     for i, tok in enumerate(tokens):
         if tok.level != 0 or tok.map is None or tok.nesting == -1:
             continue
         blocks.append((tok.map[0], tok.map[1]))
         if tok.type == "heading_open" and tok.tag in SPLIT_LEVELS:
-            headings.append(Heading(int(tok.tag[1]), inline_text(tokens[i + 1]), tok.map[0]))
+            headings.append(SectionHeading(int(tok.tag[1]), inline_text(tokens[i + 1]), tok.map[0]))
     return headings, blocks
 
 
-def _sections(headings: list[Heading], n_lines: int):
+def _sections(headings: list[SectionHeading], n_lines: int):
     """(level, breadcrumb, start, end) per section; text before the first heading has level 0."""
     first = headings[0].line if headings else n_lines
     if first > 0:

@@ -138,7 +138,7 @@ def is_external(target: str) -> bool:
     return bool(_SCHEME.match(target)) or target.startswith("//")
 
 
-def resolve(source: str, target: str) -> Target | None:
+def link_target(source: str, target: str) -> Target | None:
     """Where `target`, written in the page at repo-relative `source`, points; None for external links.
 
     A leading '/' is the repo root, as on GitHub; `?query` is dropped; the path is percent-decoded.

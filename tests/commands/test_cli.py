@@ -78,6 +78,19 @@ def test_init_writes_config_once(cli, repo):
     assert code == UsageError.exit_code and "--force" in err
 
 
+def test_config_init_is_init(cli, repo):
+    code, out, _ = cli("config", "init", "--path", "./docs/", "--name", "handbook", cwd=repo.path)
+    assert code == 0 and out.startswith("wrote ") and "(corpus 'handbook' at docs/); next: gitwiki index" in out
+    first = (repo.path / ".gitwiki.toml").read_text()
+    assert 'name = "handbook"' in first and 'path = "docs"' in first
+    code, _, err = cli("config", "init", cwd=repo.path)
+    assert code == UsageError.exit_code and "--force" in err
+    code, out, _ = cli("init", "--force", "--path", "docs", "--name", "handbook", cwd=repo.path)
+    assert code == 0 and (repo.path / ".gitwiki.toml").read_text() == first
+    code, _, err = cli("config", "init", "--force", "--path", "../up", cwd=repo.path)
+    assert code == UsageError.exit_code and "without '..'" in err
+
+
 @pytest.mark.parametrize(
     "setup, args, code, message",
     [

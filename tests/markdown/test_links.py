@@ -5,7 +5,7 @@ from gitwiki.markdown.links import (
     fenced_lines,
     heading_slugs,
     html_anchors,
-    resolve,
+    link_target,
     slugify,
 )
 
@@ -52,11 +52,11 @@ def test_html_anchors():
     assert html_anchors("<a name=\"setup\"></a> <span id='x-y'>") == {"setup", "x-y"}
 
 
-def test_resolve_relative_absolute_fragment_and_external():
-    assert resolve("wiki/a/b.md", "../c.md#x%20y") == Target("wiki/c.md", "x y", False)
-    assert resolve("wiki/a.md", "/docs/x.md?raw=1") == Target("docs/x.md", None, False)
-    assert resolve("wiki/a.md", "#top") == Target(None, "top", False)
-    assert resolve("a.md", "../../x.md") == Target("../../x.md", None, True)
-    assert resolve("wiki/a.md", "./") == Target("wiki", None, False)
+def test_link_target_relative_absolute_fragment_and_external():
+    assert link_target("wiki/a/b.md", "../c.md#x%20y") == Target("wiki/c.md", "x y", False)
+    assert link_target("wiki/a.md", "/docs/x.md?raw=1") == Target("docs/x.md", None, False)
+    assert link_target("wiki/a.md", "#top") == Target(None, "top", False)
+    assert link_target("a.md", "../../x.md") == Target("../../x.md", None, True)
+    assert link_target("wiki/a.md", "./") == Target("wiki", None, False)
     for external in ("https://example.com/a.md", "mailto:x@y", "//cdn/x.md"):
-        assert resolve("a.md", external) is None
+        assert link_target("a.md", external) is None

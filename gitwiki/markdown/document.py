@@ -1,4 +1,5 @@
-"""One page parsed once for all lint rules: front matter, headings, fences, links and anchors with file positions."""
+"""A page parsed once: front matter, headings, fences, links and anchors with file positions (what lint
+rules check and what page facts extract anchors from)."""
 
 from __future__ import annotations
 

@@ -63,6 +63,8 @@ def test_missing_uri_and_missing_table(wiki, cli, tmp_path):
     assert code == 2 and "[storage] uri" in err
     code, _, err = cli("lance", "search", "--uri", str(tmp_path / "empty"), "anything", cwd=repo.path)
     assert code == 3 and "gitwiki lance export" in err
+    code, _, err = cli("lance", "search", "--uri", str(tmp_path / "empty"), "--top-files", "0", "x", cwd=repo.path)
+    assert code == 2 and "top_files must be a whole number ≥ 1, not 0" in err  # checked like `gitwiki ground`
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from gitwiki.embed import Embedder
 from gitwiki.errors import NotFoundError, StoreError, UsageError
@@ -22,6 +22,10 @@ from gitwiki.ranking import rollup, snippet
 from gitwiki.search import CANDIDATES, ChunkResult, DocResult, SearchOptions, SearchResult
 from gitwiki.store import Store, vector_matrix
 from gitwiki.tokens import STOP_WORDS, words
+
+if TYPE_CHECKING:
+    from lancedb import DBConnection
+    from lancedb.query import LanceQueryBuilder, LanceVectorQueryBuilder
 
 TABLE = "chunks"
 
@@ -34,7 +38,7 @@ class ExportReport(NamedTuple):
     seconds: float
 
 
-def _connect(uri: str):
+def _connect(uri: str) -> DBConnection:
     # lance logs routine events ("no existing dataset, it will be created") as warnings on stderr.
     os.environ.setdefault("LANCEDB_LOG", "error")
     import lancedb
@@ -139,21 +143,24 @@ class LanceReader:
         if not query.strip():
             raise UsageError("the query is empty; say what to look for")
         usable = embedder is not None and self.has_vectors and embedder.model_id == self.model
-        mode = options.mode if usable else "lexical"
+        vector = embedder.embed_query(query) if embedder is not None and usable and options.mode != "lexical" else None
+        mode = options.mode if vector is not None else "lexical"
         where = "corpus = '" + corpus.replace("'", "''") + "'"
         limit = max(CANDIDATES, options.limit)
-        if mode == "lexical":
+        search: LanceQueryBuilder
+        if vector is None:
             search = self.table.search(query, query_type="fts", fts_columns="fts")
             score = "_score"
         elif mode == "dense":
-            search = self.table.search(
-                embedder.embed_query(query), query_type="vector", vector_column_name="vector"
+            # lancedb annotates search() with the base builder; a vector query returns its vector builder.
+            search = cast(
+                "LanceVectorQueryBuilder", self.table.search(vector, query_type="vector", vector_column_name="vector")
             ).distance_type("cosine")
             score = "_distance"
         else:
             search = (
                 self.table.search(query_type="hybrid", vector_column_name="vector", fts_columns="fts")
-                .vector(embedder.embed_query(query))
+                .vector(vector)
                 .text(query)
             )
             score = "_relevance_score"

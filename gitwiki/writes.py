@@ -1,0 +1,89 @@
+"""Writing and deleting pages as one step: the file, the index blocks of the folders above it, the
+optional commit, the search index and advisory lint. The MCP page tools call this, and so should any
+other feature that writes pages, so that every write leaves the wiki consistent.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from gitwiki import index_blocks, pagefacts
+from gitwiki.config import CorpusConfig
+from gitwiki.lint import lint_text
+from gitwiki.pagefacts import FactsCache
+from gitwiki.pages import PageRef, locate, remove_page, write_page
+from gitwiki.search import CorpusView
+from gitwiki.wiki import Wiki
+
+
+class WriteReport(NamedTuple):
+    corpus: str
+    path: str
+    absolute_path: str
+    action: str  # "created", "overwritten" or "deleted"
+    index_files: list[str]  # ancestor index.md files regenerated or scaffolded (repo-relative)
+    findings: list[dict]  # advisory lint findings for the written page
+    commit: str | None  # the commit made when [mcp] commit_writes is on
+    indexed_commit: str  # the commit the index answers for after the write
+    dirty: list[str]  # uncommitted pages now folded into search
+
+
+def add_page(wiki: Wiki, corpus: str | None, path: str, content: str, overwrite: bool = False) -> WriteReport:
+    """Write a page, refresh its ancestor index blocks, commit if configured, fold it into the index, lint it."""
+    c = wiki.corpus(corpus)
+    ref = locate(wiki.root, c, path, for_write=True)
+    with wiki.store.lock():  # one writer at a time: ancestor index.md files are shared by every page below them
+        created = write_page(ref, content, overwrite=overwrite, max_bytes=wiki.config.mcp.max_page_bytes)
+        index_files = _refresh_ancestors(wiki, c, ref, scaffold=True)
+        commit = _commit(wiki, "add_markdown", ref, index_files)
+    view = wiki.view(c.name)  # parses just the new page versions (the worktree overlay)
+    findings = _lint(wiki, ref, content, set(view.pages))
+    return _report(ref, "created" if created else "overwritten", index_files, findings, commit, view)
+
+
+def delete_page(wiki: Wiki, corpus: str | None, path: str) -> WriteReport:
+    """Delete a page, refresh its ancestor index blocks, commit if configured, prune its index rows."""
+    c = wiki.corpus(corpus)
+    ref = locate(wiki.root, c, path, for_write=True)
+    with wiki.store.lock():
+        remove_page(ref)
+        index_files = _refresh_ancestors(wiki, c, ref, scaffold=False)
+        commit = _commit(wiki, "delete_markdown", ref, index_files)
+    view = wiki.view(c.name)
+    wiki.prune(keep=set(view.pages.values()))
+    return _report(ref, "deleted", index_files, [], commit, view)
+
+
+def _refresh_ancestors(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, scaffold: bool) -> list[str]:
+    facts = FactsCache.load(wiki.index_dir)
+    result = index_blocks.refresh(
+        wiki.root, wiki.config, [ref.repo_path], corpora=[corpus], facts=facts, scaffold=scaffold
+    )
+    facts.save()
+    if result.errors:  # a malformed index above the page: say which, as the index-blocks hook would
+        raise result.errors[0]
+    return result.changed
+
+
+def _lint(wiki: Wiki, ref: PageRef, content: str, pages: set[str]) -> list[dict]:
+    def anchors(repo_path: str) -> list[str] | None:  # other pages' anchors, so `other.md#anchor` links are checked too
+        try:
+            return pagefacts.anchors((wiki.root / repo_path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    return [f._asdict() for f in lint_text(ref.repo_path, content, pages, wiki.config, anchors=anchors)]
+
+
+def _commit(wiki: Wiki, tool: str, ref: PageRef, index_files: list[str]) -> str | None:
+    if not wiki.config.mcp.commit_writes:
+        return None
+    return wiki.repo.commit_paths([ref.repo_path, *index_files], f"gitwiki: {tool} {ref.repo_path}")
+
+
+def _report(
+    ref: PageRef, action: str, index_files: list[str], findings: list[dict], commit: str | None, view: CorpusView
+) -> WriteReport:
+    return WriteReport(
+        ref.corpus, ref.path, str(ref.file), action, index_files, findings, commit, view.commit, list(view.dirty)
+    )

@@ -1,0 +1,48 @@
+"""gitwiki.outline: the ripgrep-style digest `gitwiki ground` prints."""
+
+from gitwiki.outline import outline
+from gitwiki.search import ChunkResult, DocResult, SearchResult
+
+DOC = DocResult(
+    "wiki/deploy.md",
+    "Deploy",
+    0.51234,
+    [
+        ChunkResult(["Deploy", "Rollback"], 5, 7, 0.4, "Use helm rollback."),
+        ChunkResult([], 1, 2, 0.1, "```sh\nkubectl apply\n```"),
+    ],
+)
+
+
+def test_no_results_names_the_query_corpus_and_mode():
+    empty = SearchResult("zebra", "wiki", "abc", "lexical", [])
+    assert outline(empty) == "no results for 'zebra' in corpus 'wiki' (lexical)\n"
+
+
+def test_pages_chunks_breadcrumbs_and_footer():
+    result = SearchResult("helm", "wiki", "0123456789abcdef", "hybrid", [DOC], dirty=("wiki/deploy.md",))
+    assert outline(result).splitlines() == [
+        "wiki/deploy.md  Deploy  (0.5123)",
+        "  wiki/deploy.md:5-7  Deploy > Rollback",
+        "    Use helm rollback.",
+        "  wiki/deploy.md:1-2  Deploy",  # no breadcrumb: the page title
+        "    ```sh",  # full chunks keep their lines
+        "    kubectl apply",
+        "    ```",
+        "",
+        "1 pages · mode hybrid · commit 0123456789ab · 1 uncommitted page(s) included",
+    ]
+
+
+def test_long_snippets_wrap_and_an_empty_commit_shows_none():
+    doc = DOC._replace(chunks=[ChunkResult(["Deploy"], 1, 1, 0.1, "word " * 40)])
+    text = outline(SearchResult("q", "wiki", "", "lexical", [doc]))
+    body = [line for line in text.splitlines() if line.startswith("    ")]
+    assert len(body) == 2 and all(len(line) <= 104 for line in body)
+    assert text.endswith("1 pages · mode lexical · commit (none)\n")
+
+
+def test_color_wraps_paths_and_scores_in_ansi_codes():
+    text = outline(SearchResult("helm", "wiki", "abc", "hybrid", [DOC]), color=True)
+    assert text.startswith("\033[1mwiki/deploy.md\033[0m  Deploy  \033[2m(0.5123)\033[0m\n")
+    assert "  \033[36mwiki/deploy.md:5-7\033[0m  Deploy > Rollback\n" in text

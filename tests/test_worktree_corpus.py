@@ -1,0 +1,49 @@
+"""gitwiki.worktree_corpus: which files are a corpus's pages on disk, their blob ids and titles."""
+
+import os
+
+from gitwiki.config import Config, CorpusConfig
+from gitwiki.pagefacts import FactsCache
+from gitwiki.worktree_corpus import PageInfo, WorktreeCorpus
+
+WIKI = CorpusConfig("wiki", "wiki", exclude=("drafts/**",))
+CONFIG = Config(corpora=(WIKI,))
+
+
+def test_pages_are_what_git_lists_minus_ignored_dot_folders_symlinks_and_excluded(repo):
+    repo.write(".gitignore", "wiki/private/\n")
+    for path in ("wiki/index.md", "wiki/a/b.md", "wiki/private/p.md", "wiki/.hidden/h.md", "wiki/drafts/d.md"):
+        repo.write(path, "# x\n")
+    repo.write("wiki/notes.txt", "not a page\n")
+    repo.write("other/o.md", "# outside the corpus folder\n")
+    os.symlink("index.md", repo.path / "wiki/link.md")
+    repo.commit(files={"wiki/gone.md": "# tracked, then deleted from disk\n"})
+    (repo.path / "wiki/gone.md").unlink()
+    repo.write("wiki/untracked.md", "# not added yet\n")
+
+    listing = WorktreeCorpus(repo.path, WIKI, CONFIG)
+
+    assert listing.pages == ["wiki/a/b.md", "wiki/index.md", "wiki/untracked.md"]
+    assert listing.index_files() == ["wiki/index.md"]
+
+
+def test_blob_ids_are_gits_and_info_falls_back_to_the_file_name(repo):
+    repo.write("wiki/titled.md", "---\ndescription: Meta.\n---\n# Titled\n")
+    repo.write("wiki/plain-notes.md", "Just a paragraph.\n")
+    repo.commit()
+    listing = WorktreeCorpus(repo.path, WIKI, CONFIG)
+    assert listing.blob("wiki/titled.md") == repo.git("rev-parse", "HEAD:wiki/titled.md").strip()
+    assert listing.info("wiki/titled.md") == PageInfo("Titled", "Meta.")
+    assert listing.info("wiki/plain-notes.md") == PageInfo("plain-notes", "Just a paragraph.")
+
+
+def test_forget_drops_what_was_known_about_a_rewritten_page(repo):
+    repo.write("wiki/a.md", "# Before\n")
+    facts = FactsCache()
+    listing = WorktreeCorpus(repo.path, WIKI, CONFIG, facts)
+    assert listing.info("wiki/a.md").title == "Before"
+    repo.write("wiki/a.md", "# After, and longer\n")
+    assert listing.info("wiki/a.md").title == "Before"  # cached for the life of the listing
+    listing.forget("wiki/a.md")
+    assert listing.info("wiki/a.md").title == "After, and longer"
+    assert listing.blob("wiki/a.md") == repo.git("hash-object", "wiki/a.md").strip()
