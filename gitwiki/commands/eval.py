@@ -9,7 +9,7 @@ from pathlib import Path
 SHOWN_MISSES = 20
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "eval",
         help="measure retrieval on labelled questions (hit@1, hit@5, MRR@10 per mode)",
@@ -46,6 +46,7 @@ def register(sub) -> None:
 
 def eval_command(args: argparse.Namespace) -> int:
     from gitwiki import evaluation
+    from gitwiki.commands.options import path_arg
     from gitwiki.errors import UsageError
     from gitwiki.wiki import Wiki
 
@@ -54,9 +55,9 @@ def eval_command(args: argparse.Namespace) -> int:
     if args.beir is not None:
         if args.questions is not None:
             raise UsageError("give --questions or --beir, not both")
-        folder = Path(args.chdir, args.beir).resolve()
+        folder = path_arg(args, args.beir)
         beir = evaluation.load_beir(folder, args.split)
-        work = Path(args.chdir, args.work).resolve() if args.work else _cache_dir() / folder.name
+        work = path_arg(args, args.work) if args.work else _cache_dir() / folder.name
         # The index lives beside the repo, so rebuilding the repo for another set keeps the vector cache.
         config = '[[corpus]]\nname = "beir"\npath = "wiki"\n\n[storage]\nindex_dir = "../index"\n'
         if not args.json:
@@ -67,7 +68,7 @@ def eval_command(args: argparse.Namespace) -> int:
     else:
         wiki = Wiki.open(args.chdir)
         path = args.questions or Path(wiki.config.eval.path or evaluation.DEFAULT_PATH)
-        path = Path(args.chdir, path) if args.questions else wiki.root / path
+        path = path_arg(args, path) if args.questions else wiki.root / path
         corpus = wiki.corpus(args.corpus)
         pages = wiki.view(corpus.name).pages
         questions = evaluation.resolve_pages(evaluation.load_questions(path), pages, corpus.prefix)
