@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
@@ -107,6 +108,29 @@ def discover(start: str | os.PathLike = ".") -> Checkout:
     if lines:  # a repository, but `start` is not in its worktree (inside .git, say)
         raise NotFoundError(f"{os.path.abspath(start)} is not in a git worktree ({run.error}); cd into your checkout")
     raise _not_a_repo(start)
+
+
+def update_ref(root: str | os.PathLike, ref: str, new: str, old: str | None, message: str) -> GitRun:
+    """Move `ref` to `new` only if it still points at `old` (None: only if it does not exist yet), under
+    git's ref lock: a compare-and-swap that fails when someone else moved it first."""
+    return run_git(root, "update-ref", "-m", message, ref, new, old or "0" * len(new))
+
+
+def set_index_entries(root: str | os.PathLike, entries: dict[str, tuple[int, str] | None], wait: float) -> GitRun:
+    """Set path → (mode, blob) entries in the index git uses (None removes the path), leaving every other
+    entry as it is. `git update-index` reads the index after taking index.lock, so a concurrent `git add`
+    is never overwritten. A failure is retried for up to `wait` seconds: it is nearly always another git
+    holding index.lock (git's message for that ends in "remove the file manually to continue")."""
+    zero = "0" * 40
+    info = "".join(
+        f"{entry[0]:o} {entry[1]}\t{path}\0" if entry else f"0 {zero}\t{path}\0" for path, entry in entries.items()
+    )
+    deadline = time.monotonic() + wait
+    while True:
+        run = run_git(root, "update-index", "-z", "--index-info", stdin=info.encode(errors="surrogateescape"))
+        if run.ok or time.monotonic() > deadline:
+            return run
+        time.sleep(0.05)
 
 
 def staged_files(root: str | os.PathLike) -> dict[str, str]:

@@ -4,6 +4,8 @@ pre-commit hooks, fetch, push and the status of a folder in a big repo use the g
 from __future__ import annotations
 
 import os
+import sys
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import NamedTuple
@@ -12,13 +14,19 @@ import pygit2
 
 from gitwiki import gitcli
 from gitwiki.config import CorpusConfig, matches
-from gitwiki.errors import NotFoundError
+from gitwiki.errors import GitwikiError, NotFoundError
 from gitwiki.gitcli import blob_id
 
 # pygit2 can only check the whole worktree (about 3 ms per 1,000 tracked files); `git status -- FOLDER`
 # costs a subprocess (4–5 ms) but only the folder's share. Past this many tracked files, a corpus in a folder
 # of a bigger repo asks git: a 100-page wiki in a 20,000-file repo, 9 ms instead of 58 ms per query.
 FOLDER_STATUS_FROM = 2000
+
+# commit_paths rebuilds its commit on a HEAD that moved meanwhile (the user committed) this many times.
+COMMIT_ATTEMPTS = 8
+# git holds index.lock for one command (`git add`, `git commit`: milliseconds); a lock held longer is
+# stale (a killed git), and the user is told what to run once it is gone.
+INDEX_LOCK_WAIT = 5.0
 
 # A path → blob id listing of one corpus state, paths relative to the repo root.
 PageMap = dict[str, str]
@@ -149,33 +157,51 @@ class GitRepo:
     def commit_paths(self, paths: list[str], message: str) -> str:
         """Commit the worktree state of exactly `paths` (added, changed or deleted) on HEAD; returns the commit id.
 
-        Other staged or unstaged changes stay out of the commit and keep their state in the index.
+        Safe beside other git processes: the commit is built in a private index from HEAD's tree, so what
+        the user staged stays out of it; HEAD moves by compare-and-swap, so a commit made meanwhile is kept
+        and ours is rebuilt on it; the user's index then learns exactly `paths`, under git's own index.lock
+        (else git would show a new page as a staged deletion, and the user's next commit would delete it).
         """
         repo = self._repo
-        head = self.head()
-        isolated = pygit2.Index()
-        if head is not None:
-            isolated.read_tree(self._tree(head.tree))
-        staging = repo.index
-        staging.read()
-        for path in paths:
-            full = self.root / path
-            if full.is_file():
-                entry = pygit2.IndexEntry(path, repo.create_blob_fromworkdir(path), pygit2.enums.FileMode.BLOB)
-                isolated.add(entry)
-                staging.add(entry)
-            else:
-                for index in (isolated, staging):
-                    if path in index:
-                        index.remove(path)
-        tree = isolated.write_tree(repo)
+        blobs = {p: repo.create_blob_fromworkdir(p) if (self.root / p).is_file() else None for p in paths}
         try:
             signature = repo.default_signature
         except (KeyError, pygit2.GitError):  # no user.name/user.email configured
             signature = pygit2.Signature("gitwiki", "gitwiki@localhost")
-        commit = repo.create_commit("HEAD", signature, signature, message, tree, [head.id] if head else [])
-        staging.write()
-        return str(commit)
+        moved = ""
+        for attempt in range(COMMIT_ATTEMPTS):
+            head = self.head()
+            isolated = pygit2.Index()
+            if head is not None:
+                isolated.read_tree(self._tree(head.tree))
+            staged: dict[str, tuple[int, str] | None] = {}
+            for path, blob in blobs.items():
+                if blob is not None:
+                    mode = isolated[path].mode if path in isolated else pygit2.enums.FileMode.BLOB
+                    isolated.add(pygit2.IndexEntry(path, blob, mode))
+                    staged[path] = (mode, str(blob))
+                else:
+                    staged[path] = None
+                    if path in isolated:
+                        isolated.remove(path)
+            tree = isolated.write_tree(repo)
+            parents = [head.id] if head else []
+            commit = str(repo.create_commit(None, signature, signature, message, tree, parents))
+            run = gitcli.update_ref(self.root, "HEAD", commit, head.id if head else None, message)
+            if run.ok:
+                staging = gitcli.set_index_entries(self.root, staged, INDEX_LOCK_WAIT)
+                if not staging.ok:
+                    print(
+                        f"gitwiki: warning: committed {commit[:12]}, but could not update the git index "
+                        f"({staging.error}); once that is fixed run `git reset -q -- {' '.join(paths)}`",
+                        file=sys.stderr,
+                    )
+                return commit
+            moved = run.error
+            time.sleep(0.02 * (attempt + 1))  # a user's `git commit` holds the ref lock for milliseconds
+        raise GitwikiError(
+            f"HEAD kept moving while gitwiki committed ({moved}); the files are written: commit them with `git commit`"
+        )
 
     def _tree(self, oid: str | pygit2.Oid) -> pygit2.Tree:
         return self._repo[oid].peel(pygit2.Tree)
