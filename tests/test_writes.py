@@ -1,5 +1,6 @@
 """gitwiki.writes: a page write or delete with its index blocks, commit, index update and lint, on a real repo."""
 
+import os
 import subprocess
 import sys
 import threading
@@ -173,3 +174,24 @@ def test_commit_writes_never_drops_a_concurrent_git_add(repo):
     assert added and staged == set(added)  # every user add is still staged, nothing of ours is
     committed = repo.git("ls-tree", "-r", "--name-only", "HEAD").split()
     assert all(f"wiki/p{i}.md" in committed for i in range(6))
+
+
+def test_a_symlinked_index_pointing_outside_is_never_read_or_copied(repo, tmp_path):
+    wiki = _wiki(repo)
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Private\n\nsecret-token-123\n\n<!-- GITWIKI:INDEX-START -->\n<!-- GITWIKI:INDEX-END -->\n")
+    (repo.path / "wiki/guides/index.md").symlink_to(outside)
+    with pytest.raises(UsageError, match="wiki/guides/index.md' is a symlink"):
+        writes.add_page(wiki, None, "guides/new.md", "# New\n")
+    assert (repo.path / "wiki/guides/index.md").is_symlink()
+    assert "secret-token" not in (repo.path / "wiki/index.md").read_text()  # the other ancestor is still refreshed
+    assert "New" not in outside.read_text()
+
+
+def test_lint_refuses_a_hard_linked_page_by_name(repo, cli, tmp_path):
+    _wiki(repo)
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Private\n")
+    os.link(outside, repo.path / "wiki/linked.md")
+    code, _, err = cli("lint", "wiki/linked.md", cwd=repo.path)
+    assert code == 2 and "'wiki/linked.md' has 2 hard links" in err
