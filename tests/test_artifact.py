@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
+import sqlite3
 import tarfile
 
 import pytest
@@ -76,6 +78,52 @@ def regular(name, data):
 
 def manifest_bytes(manifest):
     return json.dumps(manifest).encode()
+
+
+def doctored(genuine, path, sql):
+    """A self-consistent archive (manifest size and sha256 match) whose database ran `sql`."""
+    manifest, db = read_archive(genuine)
+    scratch = path.with_suffix(".sqlite")
+    scratch.write_bytes(db)
+    conn = sqlite3.connect(scratch)
+    conn.executescript(sql)
+    conn.close()
+    data = scratch.read_bytes()
+    manifest["files"] = [{"path": DB_NAME, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}]
+    return write_archive(path, [regular(MANIFEST_NAME, manifest_bytes(manifest)), regular(DB_NAME, data)])
+
+
+def oversized_pax_header(genuine, path, declared=1 << 30):
+    """The manifest, then a pax header declaring `declared` bytes of which the archive holds 1 KiB."""
+    manifest, _ = read_archive(genuine)
+    data = manifest_bytes(manifest)
+    head = tarfile.TarInfo(MANIFEST_NAME)
+    head.size = len(data)
+    pax = tarfile.TarInfo("././@PaxHeader")
+    pax.type, pax.size = tarfile.XHDTYPE, declared
+    raw = head.tobuf(tarfile.USTAR_FORMAT) + data + b"\0" * (-len(data) % 512)
+    raw += pax.tobuf(tarfile.USTAR_FORMAT) + b"9 a=bcdef\n".ljust(1024, b"\0")
+    path.write_bytes(gzip.compress(raw))
+    return path
+
+
+def zeros_bomb(genuine, path, size):
+    """A manifest declaring a database of `size` bytes, all zeros: tiny compressed, huge unpacked."""
+    manifest, _ = read_archive(genuine)
+    manifest["files"] = [{"path": DB_NAME, "size": size, "sha256": "0" * 64}]
+    head = tarfile.TarInfo(DB_NAME)
+    head.size = size
+    with gzip.open(path, "wb", compresslevel=1) as out:
+        data = manifest_bytes(manifest)
+        info = tarfile.TarInfo(MANIFEST_NAME)
+        info.size = len(data)
+        out.write(info.tobuf(tarfile.USTAR_FORMAT) + data + b"\0" * (-len(data) % 512))
+        out.write(head.tobuf(tarfile.USTAR_FORMAT))
+        zeros = bytes(1 << 20)
+        for _ in range(size >> 20):
+            out.write(zeros)
+        out.write(bytes(1024))
+    return path
 
 
 def test_round_trip(wiki_repo, archive, cli, tmp_path):
@@ -196,6 +244,65 @@ def hostile_archives(genuine, tmp_path):
             "does not match the manifest",
         ),
         "not-gzip": ((tmp_path / "plain.tar.gz"), "not a readable"),
+        "trigger": (
+            doctored(
+                genuine,
+                tmp_path / "trigger.tar.gz",
+                "CREATE TRIGGER wipe AFTER INSERT ON blobs BEGIN DELETE FROM pages; END;",
+            ),
+            "trigger wipe",
+        ),
+        "view": (doctored(genuine, tmp_path / "view.tar.gz", "CREATE VIEW v AS SELECT 1;"), "view v"),
+        "extra-index": (
+            doctored(genuine, tmp_path / "xindex.tar.gz", "CREATE INDEX extra ON pages(blob);"),
+            "index extra",
+        ),
+        "changed-table": (
+            doctored(genuine, tmp_path / "alter.tar.gz", "ALTER TABLE meta ADD COLUMN x;"),
+            "changed definitions",
+        ),
+        "stored-dotdot": (
+            doctored(
+                genuine,
+                tmp_path / "passwd.tar.gz",
+                "UPDATE pages SET path = '../../../../etc/passwd.md' WHERE path = 'wiki/page0.md';",
+            ),
+            "parent references",
+        ),
+        "stored-absolute": (
+            doctored(
+                genuine,
+                tmp_path / "abs.tar.gz",
+                "UPDATE pages SET path = '/etc/passwd.md' WHERE path = 'wiki/page0.md';",
+            ),
+            "absolute path",
+        ),
+        "stored-nul": (
+            doctored(
+                genuine,
+                tmp_path / "nul.tar.gz",
+                "UPDATE pages SET path = 'wiki/a' || char(0) || '.md' WHERE path = 'wiki/page0.md';",
+            ),
+            "control characters",
+        ),
+        "stored-backslash": (
+            doctored(
+                genuine,
+                tmp_path / "bs.tar.gz",
+                "UPDATE pages SET path = 'wiki\\..\\..\\x.md' WHERE path = 'wiki/page0.md';",
+            ),
+            "absolute path",
+        ),
+        "stored-git": (
+            doctored(
+                genuine,
+                tmp_path / "git.tar.gz",
+                "UPDATE pages SET path = 'wiki/.git/hooks.md' WHERE path = 'wiki/page0.md';",
+            ),
+            "points into .git",
+        ),
+        "pax-header": (oversized_pax_header(genuine, tmp_path / "pax.tar.gz"), "1073741824-byte tar header"),
+        "zeros-bomb": (zeros_bomb(genuine, tmp_path / "bomb.tar.gz", 8 << 20), "is not a SQLite database"),
     }
     (tmp_path / "plain.tar.gz").write_bytes(b"this is no archive at all")
     return cases
