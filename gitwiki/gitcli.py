@@ -44,6 +44,7 @@ class GitRun(NamedTuple):
 class Checkout(NamedTuple):
     root: Path  # the worktree's top folder
     common_dir: Path  # the .git dir shared by all worktrees
+    git_dir: Path  # this worktree's own git dir (GIT_DIR when set; .git/worktrees/NAME in a linked worktree)
 
 
 def run_git(
@@ -99,10 +100,12 @@ def _bare_repo(where: str | os.PathLike) -> NotFoundError:
 def discover(start: str | os.PathLike = ".") -> Checkout:
     """The checkout containing `start`, as git finds it (GIT_DIR and the other variables git reads count).
     The one discovery: `GitRepo.discover` opens what this finds."""
-    run = run_git(start, "rev-parse", "--is-bare-repository", "--git-common-dir", "--show-toplevel")
+    run = run_git(
+        start, "rev-parse", "--is-bare-repository", "--git-common-dir", "--absolute-git-dir", "--show-toplevel"
+    )
     lines = run.data.decode(errors="surrogateescape").splitlines()
-    if run.ok and len(lines) == 3:
-        return Checkout(Path(lines[2]).resolve(), (Path(start) / lines[1]).resolve())
+    if run.ok and len(lines) == 4:
+        return Checkout(Path(lines[3]).resolve(), (Path(start) / lines[1]).resolve(), Path(lines[2]).resolve())
     if lines[:1] == ["true"]:
         raise _bare_repo((Path(start) / lines[1]).resolve() if len(lines) > 1 else os.path.abspath(start))
     if lines:  # a repository, but `start` is not in its worktree (inside .git, say)
@@ -162,6 +165,13 @@ def changed_files(root: str | os.PathLike, folder: str) -> list[str]:
         root, "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", *where
     )
     return [record[3:] for record in records]
+
+
+def skip_worktree(root: str | os.PathLike, paths: Iterable[str]) -> set[str]:
+    """Which of `paths` the index marks skip-worktree (outside a sparse checkout): absent from disk by
+    design, not deleted. pygit2 neither reports the flag nor honours it in its status."""
+    where = [f":(literal){p}" for p in paths]
+    return {r[2:] for r in _paths(root, "ls-files", "-t", "-z", "--", *where) if r.startswith("S ")} if where else set()
 
 
 def read_blobs(root: str | os.PathLike, blobs: Iterable[str]) -> dict[str, bytes]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import NamedTuple
@@ -52,8 +53,14 @@ class GitRepo:
     @classmethod
     def discover(cls, start: str | os.PathLike = ".") -> GitRepo:
         """The checkout containing `start`. Found by `gitcli.discover` (the hooks cannot import pygit2), so
-        both agree on every set-up git itself understands; the subprocess costs about 3.5 ms once per command."""
-        return cls(pygit2.Repository(str(gitcli.discover(start).root)))
+        both agree on every set-up git itself understands; the subprocess costs about 3.5 ms once per command.
+        pygit2 opens the git dir git found, not the worktree: its own discovery ignores GIT_DIR and
+        GIT_WORK_TREE (a checkout whose git dir lives elsewhere was a traceback, or another repo's pages)."""
+        checkout = gitcli.discover(start)
+        repo = pygit2.Repository(str(checkout.git_dir))
+        if repo.workdir is None or Path(repo.workdir).resolve() != checkout.root:
+            repo.workdir = str(checkout.root)
+        return cls(repo)
 
     @property
     def root(self) -> Path:
@@ -117,9 +124,20 @@ class GitRepo:
 
     def pages(self, corpus: CorpusConfig, tree_id: str | None) -> PageMap:
         """Every page of `corpus` in the corpus tree `tree_id` (as returned by `subtree`)."""
+        return {
+            path: str(entry.id)
+            for path, entry in self._entries(corpus, tree_id)
+            if entry.type_str == "blob" and entry.filemode != pygit2.GIT_FILEMODE_LINK and matches(corpus, path)
+        }
+
+    def submodules(self, corpus: CorpusConfig, tree_id: str | None) -> list[str]:
+        """The submodules inside the corpus tree `tree_id`: their pages are in another repository, not indexed."""
+        return sorted(path for path, entry in self._entries(corpus, tree_id) if entry.type_str == "commit")
+
+    def _entries(self, corpus: CorpusConfig, tree_id: str | None) -> Iterator[tuple[str, pygit2.Object]]:
+        """(repo-relative path, entry) of every non-tree entry below the corpus tree `tree_id`."""
         if tree_id is None:
-            return {}
-        out: PageMap = {}
+            return
         stack = [(self._tree(tree_id), corpus.prefix)]
         while stack:
             tree, base = stack.pop()
@@ -127,9 +145,8 @@ class GitRepo:
                 path = f"{base}{entry.name}"  # a tree entry always has a name (pygit2's stubs allow None)
                 if entry.type_str == "tree":
                     stack.append((self._tree(entry.id), path + "/"))
-                elif entry.type_str == "blob" and entry.filemode != pygit2.GIT_FILEMODE_LINK and matches(corpus, path):
-                    out[path] = str(entry.id)
-        return out
+                else:
+                    yield path, entry
 
     def read_blob(self, blob: str) -> bytes:
         return self._repo[blob].peel(pygit2.Blob).data
@@ -152,6 +169,9 @@ class GitRepo:
             if matches(corpus, path):
                 full = self.root / path
                 changed[path] = full.is_file() and not full.is_symlink()
+        gone = [path for path, present in changed.items() if not present]
+        for path in gitcli.skip_worktree(self.root, gone):
+            del changed[path]  # left out by a sparse checkout: the committed page is still the page
         return changed
 
     def commit_paths(self, paths: list[str], message: str) -> str:

@@ -40,5 +40,7 @@ def status(args: argparse.Namespace) -> int:
         if r.dirty:
             shown = ", ".join(r.dirty[:5]) + (f" and {len(r.dirty) - 5} more" if len(r.dirty) > 5 else "")
             print(f"  uncommitted pages ({len(r.dirty)}, searched too): {shown}")
+        if r.submodules:
+            print(f"  submodules skipped (their pages are not indexed): {', '.join(r.submodules)}")
     print(f"index {wiki.index_dir} ({size / 1e6:.1f} MB)")
     return 0
