@@ -11,7 +11,7 @@ import hashlib
 import os
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -119,7 +119,7 @@ def update_ref(root: str | os.PathLike, ref: str, new: str, old: str | None, mes
     return run_git(root, "update-ref", "-m", message, ref, new, old or "0" * len(new))
 
 
-def set_index_entries(root: str | os.PathLike, entries: dict[str, tuple[int, str] | None], wait: float) -> GitRun:
+def set_index_entries(root: str | os.PathLike, entries: Mapping[str, tuple[int, str] | None], wait: float) -> GitRun:
     """Set path → (mode, blob) entries in the index git uses (None removes the path), leaving every other
     entry as it is. `git update-index` reads the index after taking index.lock, so a concurrent `git add`
     is never overwritten. A failure is retried for up to `wait` seconds: it is nearly always another git

@@ -179,49 +179,63 @@ class GitRepo:
 
         Safe beside other git processes: the commit is built in a private index from HEAD's tree, so what
         the user staged stays out of it; HEAD moves by compare-and-swap, so a commit made meanwhile is kept
-        and ours is rebuilt on it; the user's index then learns exactly `paths`, under git's own index.lock
-        (else git would show a new page as a staged deletion, and the user's next commit would delete it).
+        and ours is rebuilt on it. The user's index learns exactly `paths` first, under git's own
+        index.lock: killed after that, the pages are merely staged; the other order can leave a committed
+        page the index lacks, which git shows as a staged deletion that the user's next commit makes.
         """
         repo = self._repo
-        blobs = {p: repo.create_blob_fromworkdir(p) if (self.root / p).is_file() else None for p in paths}
+        head = self.head()
+        staged: dict[str, tuple[pygit2.enums.FileMode, str] | None] = {}
+        for path in paths:
+            if (self.root / path).is_file():
+                known = self._entry(head, path)
+                mode = known.filemode if known is not None else pygit2.enums.FileMode.BLOB
+                staged[path] = (mode, str(repo.create_blob_fromworkdir(path)))
+            else:
+                staged[path] = None
+        staging = gitcli.set_index_entries(self.root, staged, INDEX_LOCK_WAIT)
+        if not staging.ok:
+            print(
+                f"gitwiki: warning: could not update the git index ({staging.error}); once that is fixed run "
+                f"`git reset -q -- {' '.join(paths)}`, or git will see them as deleted",
+                file=sys.stderr,
+            )
         try:
             signature = repo.default_signature
         except (KeyError, pygit2.GitError):  # no user.name/user.email configured
             signature = pygit2.Signature("gitwiki", "gitwiki@localhost")
         moved = ""
         for attempt in range(COMMIT_ATTEMPTS):
-            head = self.head()
             isolated = pygit2.Index()
             if head is not None:
                 isolated.read_tree(self._tree(head.tree))
-            staged: dict[str, tuple[int, str] | None] = {}
-            for path, blob in blobs.items():
-                if blob is not None:
-                    mode = isolated[path].mode if path in isolated else pygit2.enums.FileMode.BLOB
-                    isolated.add(pygit2.IndexEntry(path, blob, mode))
-                    staged[path] = (mode, str(blob))
-                else:
-                    staged[path] = None
-                    if path in isolated:
-                        isolated.remove(path)
+            for path, entry in staged.items():
+                if entry is not None:
+                    isolated.add(pygit2.IndexEntry(path, pygit2.Oid(hex=entry[1]), entry[0]))
+                elif path in isolated:
+                    isolated.remove(path)
             tree = isolated.write_tree(repo)
-            parents = [head.id] if head else []
-            commit = str(repo.create_commit(None, signature, signature, message, tree, parents))
+            if head is not None and str(tree) == head.tree:
+                return head.id  # HEAD holds these versions already (the user committed what was staged)
+            commit = str(repo.create_commit(None, signature, signature, message, tree, [head.id] if head else []))
             run = gitcli.update_ref(self.root, "HEAD", commit, head.id if head else None, message)
             if run.ok:
-                staging = gitcli.set_index_entries(self.root, staged, INDEX_LOCK_WAIT)
-                if not staging.ok:
-                    print(
-                        f"gitwiki: warning: committed {commit[:12]}, but could not update the git index "
-                        f"({staging.error}); once that is fixed run `git reset -q -- {' '.join(paths)}`",
-                        file=sys.stderr,
-                    )
                 return commit
             moved = run.error
             time.sleep(0.02 * (attempt + 1))  # a user's `git commit` holds the ref lock for milliseconds
+            head = self.head()
         raise GitwikiError(
-            f"HEAD kept moving while gitwiki committed ({moved}); the files are written: commit them with `git commit`"
+            f"HEAD kept moving while gitwiki committed ({moved}); the files are written and staged: commit them "
+            "with `git commit`"
         )
+
+    def _entry(self, head: Commit | None, path: str) -> pygit2.Object | None:
+        if head is None:
+            return None
+        try:
+            return self._tree(head.tree)[path]
+        except KeyError:
+            return None
 
     def _tree(self, oid: str | pygit2.Oid) -> pygit2.Tree:
         return self._repo[oid].peel(pygit2.Tree)

@@ -133,8 +133,10 @@ def test_commit_writes_rebuilds_on_a_head_the_user_moved(repo, monkeypatch):
 
     def user_commits_first(root, ref, new, old, message):
         calls.append(old)
-        if len(calls) == 1:  # between gitwiki reading HEAD and moving it, the user commits
-            repo.commit("user's commit", {"notes.txt": "mine\n"})
+        if len(calls) == 1:  # between gitwiki reading HEAD and moving it, the user commits one file
+            repo.write("notes.txt", "mine\n")
+            repo.git("add", "notes.txt")
+            repo.git("commit", "-qm", "user's commit", "--", "notes.txt")
         return real(root, ref, new, old, message)
 
     monkeypatch.setattr(gitcli, "update_ref", user_commits_first)
