@@ -111,6 +111,8 @@ def _folders(root: Path, rel: str, *, create: bool) -> Iterator[list[int]]:
                     pass
                 try:
                     fds.append(os.open(part, _DIR_FLAGS, dir_fd=fds[-1]))
+                except FileNotFoundError:
+                    raise UsageError(f"a folder on the way to {rel!r} was moved while writing; try again") from None
                 except OSError as e:
                     raise _refusal(e, rel) from None
             except OSError as e:

@@ -4,6 +4,7 @@ pre-commit hooks, fetch, push and the status of a folder in a big repo use the g
 from __future__ import annotations
 
 import os
+import random
 import sys
 import time
 from collections.abc import Iterator
@@ -23,8 +24,11 @@ from gitwiki.gitcli import blob_id
 # of a bigger repo asks git: a 100-page wiki in a 20,000-file repo, 9 ms instead of 58 ms per query.
 FOLDER_STATUS_FROM = 2000
 
-# commit_paths rebuilds its commit on a HEAD that moved meanwhile (the user committed) this many times.
-COMMIT_ATTEMPTS = 8
+# commit_paths rebuilds its commit on a HEAD that moved meanwhile (the user committed) this many times,
+# after a random pause growing by 20 ms each time (about 4 s at most): beside a script committing ~20
+# times a second, two writing servers had one write fail (written and staged, not committed) in 4 runs
+# with 8 attempts and fixed pauses.
+COMMIT_ATTEMPTS = 20
 # git holds index.lock for one command (`git add`, `git commit`: milliseconds); a lock held longer is
 # stale (a killed git), and the user is told what to run once it is gone.
 INDEX_LOCK_WAIT = 5.0
@@ -222,7 +226,7 @@ class GitRepo:
             if run.ok:
                 return commit
             moved = run.error
-            time.sleep(0.02 * (attempt + 1))  # a user's `git commit` holds the ref lock for milliseconds
+            time.sleep(random.uniform(0, 0.02 * (attempt + 1)))  # de-synchronise from the other committer
             head = self.head()
         raise GitwikiError(
             f"HEAD kept moving while gitwiki committed ({moved}); the files are written and staged: commit them "

@@ -96,12 +96,16 @@ def locate(root: Path, corpus: CorpusConfig, path: str, *, for_write: bool = Fal
 
 
 def _check_inside(base: Path, file: Path, shown: str, corpus: str) -> None:
-    """Refuse a path whose nearest existing ancestor (or itself) resolves outside the corpus (symlinks)."""
+    """Refuse a path whose nearest existing ancestor (or itself) resolves outside the corpus (symlinks).
+    An early, friendly refusal; what makes writes safe is gitwiki.fs opening each folder with O_NOFOLLOW."""
     real_base = base.resolve()
     probe = file
     while not probe.exists() and not probe.is_symlink() and probe != base:
         probe = probe.parent
-    real = probe.resolve()
+    try:
+        real = probe.resolve()
+    except OSError:  # a folder on the way replaced while resolving (realpath raced a swap)
+        raise UsageError(f"{shown!r}: a folder on the way changed while it was checked; try again") from None
     if real != real_base and real_base not in real.parents:
         raise UsageError(f"{shown!r} leads outside corpus {corpus!r} through a symlink; refusing it")
 
