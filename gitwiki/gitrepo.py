@@ -183,9 +183,9 @@ class GitRepo:
 
         Safe beside other git processes: the commit is built in a private index from HEAD's tree, so what
         the user staged stays out of it; HEAD moves by compare-and-swap, so a commit made meanwhile is kept
-        and ours is rebuilt on it. The user's index learns exactly `paths` first, under git's own
-        index.lock: killed after that, the pages are merely staged; the other order can leave a committed
-        page the index lacks, which git shows as a staged deletion that the user's next commit makes.
+        and ours is rebuilt on it. The user's index learns exactly `paths`, staged before HEAD moves and
+        under git's own index.lock held until it has (`gitcli.index_lock`): a committed page the index
+        lacked would show as a staged deletion that the user's next commit makes.
         """
         repo = self._repo
         head = self.head()
@@ -197,13 +197,22 @@ class GitRepo:
                 staged[path] = (mode, str(repo.create_blob_fromworkdir(path)))
             else:
                 staged[path] = None
-        staging = gitcli.set_index_entries(self.root, staged, INDEX_LOCK_WAIT)
-        if not staging.ok:
-            print(
-                f"gitwiki: warning: could not update the git index ({staging.error}); once that is fixed run "
-                f"`git reset -q -- {' '.join(paths)}`, or git will see them as deleted",
-                file=sys.stderr,
-            )
+        with gitcli.index_lock(self.root, INDEX_LOCK_WAIT) as held:
+            staging = held.stage(staged) if held is not None else None
+            if staging is None or not staging.ok:
+                why = staging.error if staging else f"index.lock taken for {INDEX_LOCK_WAIT:.0f} s by another git"
+                print(
+                    f"gitwiki: warning: could not update the git index ({why}); once that is fixed run "
+                    f"`git reset -q -- {' '.join(paths)}`, or git will see them as deleted",
+                    file=sys.stderr,
+                )
+            return self._advance_head(head, staged, message)
+
+    def _advance_head(
+        self, head: Commit | None, staged: dict[str, tuple[pygit2.enums.FileMode, str] | None], message: str
+    ) -> str:
+        """Commit `staged` on HEAD by compare-and-swap, rebuilt on a HEAD that moved meanwhile."""
+        repo = self._repo
         try:
             signature = repo.default_signature
         except (KeyError, pygit2.GitError):  # no user.name/user.email configured

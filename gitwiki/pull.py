@@ -93,7 +93,8 @@ def pull(
     wiki.reopen()  # the database file is about to be replaced
     index_dir = wiki.index_dir
     index_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".pull-", dir=index_dir) as tmp:
+    artifact.remove_orphans(index_dir)
+    with tempfile.TemporaryDirectory(prefix=artifact.temp_prefix("pull"), dir=index_dir) as tmp:
         archive = fetch(wiki, src, Path(tmp), remote=remote, github_repo=github_repo, max_bytes=max_bytes)
         manifest = artifact.unpack(archive, index_dir, wiki.wanted_model(), accept_model, max_bytes)
     reports = wiki.index(lexical=lexical)

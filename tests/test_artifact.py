@@ -6,7 +6,10 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 import tarfile
 
 import pytest
@@ -366,3 +369,17 @@ def test_unpack_replaces_a_live_wal_index(wiki_repo, archive, cli):
     assert corpus["pages"] == 4 and corpus["fresh"] is False  # the archive's state, one commit behind HEAD
     code, out, _ = cli("ground", "--json", "otters hold hands", cwd=wiki_repo.path)
     assert json.loads(out)["docs"][0]["path"] == "wiki/extra.md"  # caught up on first use
+
+
+def test_unpack_removes_what_killed_runs_left_in_the_index_dir(wiki_repo, archive, cli):
+    index_dir = index_db(wiki_repo).parent
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphans = [index_dir / f".{kind}-{dead.pid}-x1" for kind in ("pack", "unpack", "pull")]
+    live = index_dir / f".unpack-{os.getpid()}-x2"  # a run still going (this process)
+    for folder in (*orphans, live):
+        folder.mkdir()
+        (folder / DB_NAME).write_bytes(b"partial")
+    code, _, err = cli("artifact", "unpack", str(archive), cwd=wiki_repo.path)
+    assert code == 0, err
+    assert not any(o.exists() for o in orphans) and live.is_dir()

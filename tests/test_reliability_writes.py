@@ -91,6 +91,7 @@ class Server:
     """`gitwiki serve` spoken to in raw JSON-RPC lines, so that a test can kill -9 it mid-call."""
 
     def __init__(self, repo: Path):
+        self.calls: set[int] = set()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gitwiki", "-C", str(repo), "serve"],
             stdin=subprocess.PIPE,
@@ -110,6 +111,7 @@ class Server:
         self.proc.stdin.flush()
 
     def add(self, call_id: int, path: str, content: str) -> None:
+        self.calls.add(call_id)
         arguments = {"path": path, "content": content, "overwrite": True}
         self.send(
             {
@@ -123,15 +125,23 @@ class Server:
     def finish(self, kill_after: float | None = None) -> tuple[dict[int, dict], str]:
         """Kill -9 after `kill_after` seconds (None: let it answer everything and exit); the answers by
         call id (successful ones only), then the failed ones and what the server wrote to stderr."""
+        lines = []
         if kill_after is not None:
             time.sleep(kill_after)
             self.proc.kill()
+        else:  # read every answer before closing stdin (two went missing when it was closed early)
+            assert self.proc.stdout is not None
+            waiting = set(self.calls)
+            while waiting and (line := self.proc.stdout.readline()):
+                lines.append(line)
+                waiting.discard(json.loads(line).get("id"))
         out, err = self.proc.communicate(timeout=120)
         done, failed = {}, []
-        for line in out.splitlines():
+        for line in [*lines, *out.splitlines()]:
             try:
                 message = json.loads(line)
             except ValueError:  # the answer being written when the kill came
+                failed.append(line)
                 continue
             if "result" in message and not message["result"].get("isError"):
                 done[message["id"]] = message
@@ -214,6 +224,7 @@ def test_kill_9_at_random_points_of_pull(tmp_path):
         tally["temp dirs left in the index dir"] += len([*index_dir.glob(".pull-*"), *index_dir.glob(".unpack-*")])
         again = gitwiki("pull", "--from", str(archive), cwd=clone)
         assert again.returncode == 0, again.stderr
+        assert not [*index_dir.glob(".pull-*"), *index_dir.glob(".unpack-*")]  # removed: their process is gone
     print(f"\nkill -9 during pull: {dict(tally)}")
 
 
@@ -380,7 +391,14 @@ def test_two_committing_servers_beside_a_users_commit_loop(tmp_path):
                 continue
             tally["writes"] += 1
             assert call_id in done, (path, err[-500:])
-            assert f"wiki/{path}" in committed, path
+            assert f"wiki/{path}" in committed, (
+                path,
+                git(repo, "log", "--format=%h %p %s", "--name-status", "-12", "--", f"wiki/{path}"),
+                (repo / "wiki" / path).exists(),
+                git(repo, "status", "--porcelain"),
+                err[-800:],
+                done[call_id]["result"].get("structuredContent"),
+            )
             assert git(repo, "show", f"HEAD:wiki/{path}") == text
             tally["committed"] += 1
     user_files = {p for p in committed if p.startswith("src/")}
