@@ -37,6 +37,18 @@ ARCHIVE_NAME = "gitwiki-index.tar.gz"
 MANIFEST_NAME = "manifest.json"
 MAX_BYTES = 4 << 30  # default cap on the uncompressed size of an archive
 MAX_MANIFEST_BYTES = 1 << 20
+# pack writes no pax or GNU long-name headers (its two names are short); tarfile reads one whole into
+# memory before we see the member, so a 1 MB archive declaring a 1 GiB pax header cost 2-3 GB. This is
+# far above any real one and far below harm.
+MAX_HEADER_BYTES = 64 << 10
+_EXTENDED_HEADERS = (
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+)
+SQLITE_MAGIC = b"SQLite format 3\x00"
 COPY_CHUNK = 1 << 20
 
 
@@ -130,6 +142,33 @@ def _typed(value: Any, kind: type | tuple[type, ...], optional: bool = False) ->
     raise TypeError(f"unexpected value {value!r}")
 
 
+# ---- temp dirs in the index dir ------------------------------------------------------------------------
+
+
+def temp_prefix(kind: str) -> str:
+    """The name prefix of a pack, unpack or pull temp dir in the index dir: it carries our pid, so a later
+    run can tell what a killed one left (8 of 48 pulls killed at random left one, up to an index's size)."""
+    return f".{kind}-{os.getpid()}-"
+
+
+def remove_orphans(index_dir: Path) -> None:
+    """Remove the temp dirs of pack, unpack and pull runs whose process is gone."""
+    for entry in index_dir.glob(".*-*-*"):
+        match = re.fullmatch(r"\.(?:pack|unpack|pull)-(\d+)-.+", entry.name)
+        if match and entry.is_dir() and not _alive(int(match[1])):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # no such process (or no such pid at all)
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 # ---- pack ------------------------------------------------------------------------------------------
 
 
@@ -138,7 +177,8 @@ def pack(index_dir: Path, out: Path) -> Manifest:
     db = index_dir / DB_NAME
     if not db.is_file():
         raise StoreError(f"no index at {index_dir}; run `gitwiki index` first")
-    with tempfile.TemporaryDirectory(prefix=".pack-", dir=index_dir) as tmp:
+    remove_orphans(index_dir)
+    with tempfile.TemporaryDirectory(prefix=temp_prefix("pack"), dir=index_dir) as tmp:
         snapshot = Path(tmp) / DB_NAME
         store.snapshot(index_dir, snapshot)
         model, dim, corpora = _compact(snapshot)
@@ -221,7 +261,7 @@ def extract(archive: Path, dest: Path, max_bytes: int = MAX_BYTES) -> Manifest:
     """
     name = archive.name
     try:
-        with archive.open("rb") as raw, tarfile.open(fileobj=raw, mode="r|gz") as tar:
+        with archive.open("rb") as raw, tarfile.open(fileobj=raw, mode="r|gz", tarinfo=_BoundedTarInfo) as tar:
             manifest = _read_manifest(tar, name, max_bytes)
             expected = {f.path: f for f in manifest.files}
             seen: set[str] = set()
@@ -233,11 +273,29 @@ def extract(archive: Path, dest: Path, max_bytes: int = MAX_BYTES) -> Manifest:
         raise StoreError(f"{archive}: no such file") from None
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as e:
         raise StoreError(f"{name} is not a readable {FORMAT} archive ({e}); download it again") from None
+    except _HeaderTooLarge as e:
+        raise StoreError(f"{name}: refusing a {e.args[0]}-byte tar header; {FORMAT} archives have none") from None
     missing = sorted(set(expected) - seen)
     if missing:
         raise StoreError(f"{name} is truncated: {', '.join(missing)} listed in the manifest but absent")
     _check_database(dest / DB_NAME, manifest, name)
     return manifest
+
+
+class _HeaderTooLarge(Exception):
+    pass
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """Refuses a pax or GNU long-name header over MAX_HEADER_BYTES, and GNU sparse members, before
+    tarfile reads them."""
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            raise _HeaderTooLarge(self.size)
+        if self.type in _EXTENDED_HEADERS and self.size > MAX_HEADER_BYTES:
+            raise _HeaderTooLarge(self.size)
+        return super()._proc_member(tarfile_)  # type: ignore[misc]
 
 
 def _read_manifest(tar: tarfile.TarFile, name: str, max_bytes: int) -> Manifest:
@@ -278,6 +336,9 @@ def _reader(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str) -> IO[byte
 
 
 def _check_path(path: str, name: str) -> None:
+    """Refuse a path that could leave the folder it is joined to, or that is not written the one way."""
+    if "\x00" in path or any(ord(ch) < 32 for ch in path):
+        raise StoreError(f"{name}: refusing path {path!r} (control characters are not allowed)")
     pure = PurePosixPath(path)
     if pure.is_absolute() or "\\" in path or (pure.parts and ":" in pure.parts[0]):
         raise StoreError(f"{name}: refusing absolute path {path!r}")
@@ -308,10 +369,20 @@ def _check_member(
 
 
 def _copy_checked(source: IO[bytes], target: Path, entry: ArchiveMember, name: str) -> None:
+    """Stream one member to disk, refusing before the damage: a database that does not fit on the disk, or
+    whose first block is not a SQLite header declaring exactly the size the manifest does (a compressed
+    bomb of zeros stops after one block instead of filling the disk before the sha256 check)."""
     target.parent.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(target.parent).free
+    if entry.size > free:
+        raise StoreError(f"{name}: {entry.path!r} needs {entry.size} bytes, but only {free} are free there")
     digest = hashlib.sha256()
     with target.open("xb") as out:
+        first = True
         while block := source.read(COPY_CHUNK):
+            if first and entry.path == DB_NAME:
+                _check_sqlite_header(block, entry.size, name)
+            first = False
             digest.update(block)
             out.write(block)
     if digest.hexdigest() != entry.sha256:
@@ -320,13 +391,37 @@ def _copy_checked(source: IO[bytes], target: Path, entry: ArchiveMember, name: s
         )
 
 
+def _check_sqlite_header(block: bytes, size: int, name: str) -> None:
+    """SQLite's 100-byte header: the magic, then page size (offset 16; 1 means 65536) and page count
+    (offset 28), whose product is the file size for any database SQLite wrote, as VACUUM INTO does."""
+    if len(block) < 100 or not block.startswith(SQLITE_MAGIC):
+        raise StoreError(f"{name}: {DB_NAME} is not a SQLite database; the archive is corrupt or altered")
+    page_size = int.from_bytes(block[16:18], "big")
+    pages = int.from_bytes(block[28:32], "big")
+    if (65536 if page_size == 1 else page_size) * pages != size:
+        raise StoreError(f"{name}: {DB_NAME}'s header does not declare its {size} bytes; the archive is corrupt")
+
+
 def _check_database(db: Path, manifest: Manifest, name: str) -> None:
-    """The database must be the index the manifest describes: same schema, states and counts."""
+    """The database must be the index the manifest describes: exactly the schema objects this gitwiki
+    creates (a trigger or view would run our own statements against us), the same states and counts,
+    and page paths that stay inside the repo."""
     try:
         index = Store.open_file(db, readonly=True)
     except sqlite3.Error as e:
         raise StoreError(f"{name}: {DB_NAME} cannot be opened ({e})") from None
     try:
+        objects, expected = index.schema_objects(), store.expected_schema_objects()
+        if objects != expected:
+            extra = sorted({f"{o[0]} {o[1]}" for o in objects} - {f"{o[0]} {o[1]}" for o in expected})
+            raise StoreError(
+                f"{name}: {DB_NAME} defines other schema objects than a gitwiki index "
+                f"({', '.join(extra) or 'changed definitions'}); refusing it"
+            )
+        for path in index.page_paths():
+            _check_path(path, name)
+            if ".git" in PurePosixPath(path).parts:
+                raise StoreError(f"{name}: refusing page path {path!r}, which points into .git")
         schema = index.schema_version()
         if schema != manifest.schema_version:
             raise StoreError(f"{name}: {DB_NAME} has schema {schema}, the manifest says {manifest.schema_version}")
@@ -377,7 +472,8 @@ def unpack(
 ) -> Manifest:
     """Install `archive` as the index in `index_dir`; on any refusal the existing index is untouched."""
     index_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".unpack-", dir=index_dir))  # same filesystem: the rename is atomic
+    remove_orphans(index_dir)
+    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix("unpack"), dir=index_dir))  # same filesystem: atomic rename
     try:
         manifest = extract(archive, tmp, max_bytes)
         check_model(manifest, wanted_model, accept_model, archive.name)

@@ -4,6 +4,10 @@ pre-commit hooks, fetch, push and the status of a folder in a big repo use the g
 from __future__ import annotations
 
 import os
+import random
+import sys
+import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import NamedTuple
@@ -12,13 +16,22 @@ import pygit2
 
 from gitwiki import gitcli
 from gitwiki.config import CorpusConfig, matches
-from gitwiki.errors import NotFoundError
+from gitwiki.errors import GitwikiError, NotFoundError
 from gitwiki.gitcli import blob_id
 
 # pygit2 can only check the whole worktree (about 3 ms per 1,000 tracked files); `git status -- FOLDER`
 # costs a subprocess (4–5 ms) but only the folder's share. Past this many tracked files, a corpus in a folder
 # of a bigger repo asks git: a 100-page wiki in a 20,000-file repo, 9 ms instead of 58 ms per query.
 FOLDER_STATUS_FROM = 2000
+
+# commit_paths rebuilds its commit on a HEAD that moved meanwhile (the user committed) this many times,
+# after a random pause growing by 20 ms each time (about 4 s at most): beside a script committing ~20
+# times a second, two writing servers had one write fail (written and staged, not committed) in 4 runs
+# with 8 attempts and fixed pauses.
+COMMIT_ATTEMPTS = 20
+# git holds index.lock for one command (`git add`, `git commit`: milliseconds); a lock held longer is
+# stale (a killed git), and the user is told what to run once it is gone.
+INDEX_LOCK_WAIT = 5.0
 
 # A path → blob id listing of one corpus state, paths relative to the repo root.
 PageMap = dict[str, str]
@@ -44,8 +57,14 @@ class GitRepo:
     @classmethod
     def discover(cls, start: str | os.PathLike = ".") -> GitRepo:
         """The checkout containing `start`. Found by `gitcli.discover` (the hooks cannot import pygit2), so
-        both agree on every set-up git itself understands; the subprocess costs about 3.5 ms once per command."""
-        return cls(pygit2.Repository(str(gitcli.discover(start).root)))
+        both agree on every set-up git itself understands; the subprocess costs about 3.5 ms once per command.
+        pygit2 opens the git dir git found, not the worktree: its own discovery ignores GIT_DIR and
+        GIT_WORK_TREE (a checkout whose git dir lives elsewhere was a traceback, or another repo's pages)."""
+        checkout = gitcli.discover(start)
+        repo = pygit2.Repository(str(checkout.git_dir))
+        if repo.workdir is None or Path(repo.workdir).resolve() != checkout.root:
+            repo.workdir = str(checkout.root)
+        return cls(repo)
 
     @property
     def root(self) -> Path:
@@ -109,9 +128,20 @@ class GitRepo:
 
     def pages(self, corpus: CorpusConfig, tree_id: str | None) -> PageMap:
         """Every page of `corpus` in the corpus tree `tree_id` (as returned by `subtree`)."""
+        return {
+            path: str(entry.id)
+            for path, entry in self._entries(corpus, tree_id)
+            if entry.type_str == "blob" and entry.filemode != pygit2.GIT_FILEMODE_LINK and matches(corpus, path)
+        }
+
+    def submodules(self, corpus: CorpusConfig, tree_id: str | None) -> list[str]:
+        """The submodules inside the corpus tree `tree_id`: their pages are in another repository, not indexed."""
+        return sorted(path for path, entry in self._entries(corpus, tree_id) if entry.type_str == "commit")
+
+    def _entries(self, corpus: CorpusConfig, tree_id: str | None) -> Iterator[tuple[str, pygit2.Object]]:
+        """(repo-relative path, entry) of every non-tree entry below the corpus tree `tree_id`."""
         if tree_id is None:
-            return {}
-        out: PageMap = {}
+            return
         stack = [(self._tree(tree_id), corpus.prefix)]
         while stack:
             tree, base = stack.pop()
@@ -119,9 +149,8 @@ class GitRepo:
                 path = f"{base}{entry.name}"  # a tree entry always has a name (pygit2's stubs allow None)
                 if entry.type_str == "tree":
                     stack.append((self._tree(entry.id), path + "/"))
-                elif entry.type_str == "blob" and entry.filemode != pygit2.GIT_FILEMODE_LINK and matches(corpus, path):
-                    out[path] = str(entry.id)
-        return out
+                else:
+                    yield path, entry
 
     def read_blob(self, blob: str) -> bytes:
         return self._repo[blob].peel(pygit2.Blob).data  # a unique prefix of the id works too
@@ -148,38 +177,82 @@ class GitRepo:
             if matches(corpus, path):
                 full = self.root / path
                 changed[path] = full.is_file() and not full.is_symlink()
+        gone = [path for path, present in changed.items() if not present]
+        for path in gitcli.skip_worktree(self.root, gone):
+            del changed[path]  # left out by a sparse checkout: the committed page is still the page
         return changed
 
     def commit_paths(self, paths: list[str], message: str) -> str:
         """Commit the worktree state of exactly `paths` (added, changed or deleted) on HEAD; returns the commit id.
 
-        Other staged or unstaged changes stay out of the commit and keep their state in the index.
+        Safe beside other git processes: the commit is built in a private index from HEAD's tree, so what
+        the user staged stays out of it; HEAD moves by compare-and-swap, so a commit made meanwhile is kept
+        and ours is rebuilt on it. The user's index learns exactly `paths`, staged before HEAD moves and
+        under git's own index.lock held until it has (`gitcli.index_lock`): a committed page the index
+        lacked would show as a staged deletion that the user's next commit makes.
         """
         repo = self._repo
         head = self.head()
-        isolated = pygit2.Index()
-        if head is not None:
-            isolated.read_tree(self._tree(head.tree))
-        staging = repo.index
-        staging.read()
+        staged: dict[str, tuple[pygit2.enums.FileMode, str] | None] = {}
         for path in paths:
-            full = self.root / path
-            if full.is_file():
-                entry = pygit2.IndexEntry(path, repo.create_blob_fromworkdir(path), pygit2.enums.FileMode.BLOB)
-                isolated.add(entry)
-                staging.add(entry)
+            if (self.root / path).is_file():
+                known = self._entry(head, path)
+                mode = known.filemode if known is not None else pygit2.enums.FileMode.BLOB
+                staged[path] = (mode, str(repo.create_blob_fromworkdir(path)))
             else:
-                for index in (isolated, staging):
-                    if path in index:
-                        index.remove(path)
-        tree = isolated.write_tree(repo)
+                staged[path] = None
+        with gitcli.index_lock(self.root, INDEX_LOCK_WAIT) as held:
+            staging = held.stage(staged) if held is not None else None
+            if staging is None or not staging.ok:
+                why = staging.error if staging else f"index.lock taken for {INDEX_LOCK_WAIT:.0f} s by another git"
+                print(
+                    f"gitwiki: warning: could not update the git index ({why}); once that is fixed run "
+                    f"`git reset -q -- {' '.join(paths)}`, or git will see them as deleted",
+                    file=sys.stderr,
+                )
+            return self._advance_head(head, staged, message)
+
+    def _advance_head(
+        self, head: Commit | None, staged: dict[str, tuple[pygit2.enums.FileMode, str] | None], message: str
+    ) -> str:
+        """Commit `staged` on HEAD by compare-and-swap, rebuilt on a HEAD that moved meanwhile."""
+        repo = self._repo
         try:
             signature = repo.default_signature
         except (KeyError, pygit2.GitError):  # no user.name/user.email configured
             signature = pygit2.Signature("gitwiki", "gitwiki@localhost")
-        commit = repo.create_commit("HEAD", signature, signature, message, tree, [head.id] if head else [])
-        staging.write()
-        return str(commit)
+        moved = ""
+        for attempt in range(COMMIT_ATTEMPTS):
+            isolated = pygit2.Index()
+            if head is not None:
+                isolated.read_tree(self._tree(head.tree))
+            for path, entry in staged.items():
+                if entry is not None:
+                    isolated.add(pygit2.IndexEntry(path, pygit2.Oid(hex=entry[1]), entry[0]))
+                elif path in isolated:
+                    isolated.remove(path)
+            tree = isolated.write_tree(repo)
+            if head is not None and str(tree) == head.tree:
+                return head.id  # HEAD holds these versions already (the user committed what was staged)
+            commit = str(repo.create_commit(None, signature, signature, message, tree, [head.id] if head else []))
+            run = gitcli.update_ref(self.root, "HEAD", commit, head.id if head else None, message)
+            if run.ok:
+                return commit
+            moved = run.error
+            time.sleep(random.uniform(0, 0.02 * (attempt + 1)))  # de-synchronise from the other committer
+            head = self.head()
+        raise GitwikiError(
+            f"HEAD kept moving while gitwiki committed ({moved}); the files are written and staged: commit them "
+            "with `git commit`"
+        )
+
+    def _entry(self, head: Commit | None, path: str) -> pygit2.Object | None:
+        if head is None:
+            return None
+        try:
+            return self._tree(head.tree)[path]
+        except KeyError:
+            return None
 
     def _tree(self, oid: str | pygit2.Oid) -> pygit2.Tree:
         return self._repo[oid].peel(pygit2.Tree)

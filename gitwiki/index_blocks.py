@@ -10,6 +10,7 @@ The markers themselves are parsed by `gitwiki.markdown.index_block`.
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
 import re
 from collections.abc import Iterable
@@ -18,8 +19,8 @@ from typing import NamedTuple
 
 from gitwiki import pagetext
 from gitwiki.config import Config, CorpusConfig
-from gitwiki.errors import UsageError
-from gitwiki.fs import atomic_write
+from gitwiki.errors import GitwikiError, UsageError
+from gitwiki.fs import UnsafeFile, read_page_file, write_page_file
 from gitwiki.markdown.index_block import END_MARKER, START_MARKER, BlockError, BlockOptions, find_blocks
 from gitwiki.pagefacts import FactsCache
 from gitwiki.templating import environment, shipped_dir
@@ -38,7 +39,7 @@ class Template(NamedTuple):
 
 class Refresh(NamedTuple):
     changed: list[str]  # index files regenerated or created, repo-relative (written unless `check`)
-    errors: list[BlockError]  # malformed files, each left unchanged
+    errors: list[GitwikiError]  # malformed files (BlockError) and unsafe ones (UnsafeFile), each left unchanged
 
 
 def render_block(listing: WorktreeCorpus, index_path: str, options: BlockOptions, current: list[str]) -> list[str]:
@@ -114,16 +115,15 @@ def rewrite(text: str, path: str, listing: WorktreeCorpus) -> str:
 
 def refresh_file(listing: WorktreeCorpus, index_path: str, check: bool = False) -> bool:
     """Regenerate the blocks of one index file; True when its text changed (written unless `check`)."""
-    full = listing.root / index_path
     try:
-        text = pagetext.decode(full.read_bytes())
+        text = pagetext.decode(read_page_file(listing.root, index_path))  # a symlinked index.md is refused
     except pagetext.NotText as e:
         raise BlockError(f"{index_path}: {e}; save it as UTF-8 text to have its blocks refreshed") from None
     new = rewrite(text, index_path, listing)
     if new == text:
         return False
     if not check:
-        atomic_write(full, new)
+        write_page_file(listing.root, index_path, new, overwrite=True)
         listing.forget(index_path)
     return True
 
@@ -131,11 +131,11 @@ def refresh_file(listing: WorktreeCorpus, index_path: str, check: bool = False) 
 def create_front_index(listing: WorktreeCorpus, check: bool = False) -> str | None:
     """Create the corpus's front index (a title and empty markers) if it is missing; its path when created."""
     path = posixpath.join(listing.corpus.path, listing.config.index_blocks.filename)
-    if (listing.root / path).exists():
+    if os.path.lexists(listing.root / path):
         return None
     if not check:
         title = listing.corpus.name.replace("-", " ").replace("_", " ").title()
-        atomic_write(listing.root / path, f"# {title}\n\n{START_MARKER}\n{END_MARKER}\n")
+        write_page_file(listing.root, path, f"# {title}\n\n{START_MARKER}\n{END_MARKER}\n", overwrite=False)
     return path
 
 
@@ -168,14 +168,15 @@ def refresh(
     facts = facts if facts is not None else FactsCache()
     wanted_pages = None if pages is None else list(pages)
     changed: list[str] = []
-    errors: list[BlockError] = []
+    errors: list[GitwikiError] = []
     for corpus in config.corpora if corpora is None else corpora:
         listing = WorktreeCorpus(Path(root), corpus, config, facts)
         if wanted_pages is None:
             targets = listing.index_files()
         else:
             wanted = {i for p in wanted_pages if corpus.contains(p) for i in _ancestor_indexes(corpus, config, p)}
-            targets = sorted((i for i in wanted if (listing.root / i).is_file()), key=lambda p: (-p.count("/"), p))
+            present = (i for i in wanted if os.path.lexists(listing.root / i))  # a symlink is refused by name below
+            targets = sorted(present, key=lambda p: (-p.count("/"), p))
         created = create_front_index(listing, check=check) if scaffold else None
         if created:
             changed.append(created)
@@ -184,7 +185,7 @@ def refresh(
             try:
                 if refresh_file(listing, index_path, check=check) and index_path not in changed:
                     changed.append(index_path)
-            except BlockError as e:
+            except (BlockError, UnsafeFile) as e:
                 errors.append(e)
     return Refresh(changed, errors)
 

@@ -16,6 +16,7 @@ from typing import NamedTuple, TypeGuard
 from gitwiki import pagetext
 from gitwiki.config import CorpusConfig, SearchConfig
 from gitwiki.embed import Embedder
+from gitwiki.fs import UnsafeFile, read_page_file
 from gitwiki.gitcli import blob_id
 from gitwiki.gitrepo import Commit, GitRepo, PageMap
 from gitwiki.markdown.chunker import ParsedPage, parse_page
@@ -225,7 +226,9 @@ def worktree_overlay(
             pages.pop(path, None)
             continue
         try:
-            data = (repo.root / path).read_bytes()
+            data = read_page_file(repo.root, path)
+        except UnsafeFile:  # a hard link may be a file outside the wiki: search the committed version only
+            continue
         except OSError:  # deleted between the status call and now
             pages.pop(path, None)
             continue

@@ -16,8 +16,12 @@ from typing import NamedTuple
 
 from gitwiki.config import CorpusConfig, matches
 from gitwiki.errors import NotFoundError, UsageError
-from gitwiki.fs import atomic_write
+from gitwiki.fs import read_page_file, remove_page_file, write_page_file
 from gitwiki.markdown import PAGE_SUFFIXES
+
+# Linux's limits (NAME_MAX, PATH_MAX): past them the OS refuses the path with ENAMETOOLONG.
+NAME_MAX = 255
+PATH_MAX = 4096
 
 
 class PageRef(NamedTuple):
@@ -25,6 +29,7 @@ class PageRef(NamedTuple):
     path: str  # relative to the corpus root, POSIX separators
     repo_path: str  # relative to the repo root (the form git, the index and `ground` use)
     file: Path  # absolute
+    root: Path  # the repo root: pages are opened from it one folder at a time (gitwiki.fs)
 
 
 class PageText(NamedTuple):
@@ -60,6 +65,11 @@ def locate(root: Path, corpus: CorpusConfig, path: str, *, for_write: bool = Fal
     if ".git" in parts:
         raise UsageError(f"{path!r} points into .git; gitwiki only touches wiki pages")
     rel = "/".join(parts)
+    too_long = next((p for p in parts if len(p.encode("utf-8", "surrogatepass")) > NAME_MAX), None)
+    if too_long is not None:
+        raise UsageError(f"{too_long[:40]!r}… in {path[:80]!r} is over {NAME_MAX} bytes, the most a file name can have")
+    if len(rel.encode("utf-8", "surrogatepass")) + len(str(root).encode()) > PATH_MAX:
+        raise UsageError(f"{path[:80]!r}… is over {PATH_MAX} bytes with the repo folder; use a shorter path")
     if PurePosixPath(rel).suffix.lower() not in PAGE_SUFFIXES:
         raise UsageError(f"{path!r} is not a markdown page; use a {' or '.join(PAGE_SUFFIXES)} file")
     base = corpus_dir(root, corpus)
@@ -82,16 +92,20 @@ def locate(root: Path, corpus: CorpusConfig, path: str, *, for_write: bool = Fal
     _check_inside(base, file, path, corpus.name)
     if for_write and file.is_symlink():
         raise UsageError(f"{path!r} is a symlink; gitwiki writes regular files only")
-    return PageRef(corpus.name, rel, repo_path, file)
+    return PageRef(corpus.name, rel, repo_path, file, root)
 
 
 def _check_inside(base: Path, file: Path, shown: str, corpus: str) -> None:
-    """Refuse a path whose nearest existing ancestor (or itself) resolves outside the corpus (symlinks)."""
+    """Refuse a path whose nearest existing ancestor (or itself) resolves outside the corpus (symlinks).
+    An early, friendly refusal; what makes writes safe is gitwiki.fs opening each folder with O_NOFOLLOW."""
     real_base = base.resolve()
     probe = file
     while not probe.exists() and not probe.is_symlink() and probe != base:
         probe = probe.parent
-    real = probe.resolve()
+    try:
+        real = probe.resolve()
+    except OSError:  # a folder on the way replaced while resolving (realpath raced a swap)
+        raise UsageError(f"{shown!r}: a folder on the way changed while it was checked; try again") from None
     if real != real_base and real_base not in real.parents:
         raise UsageError(f"{shown!r} leads outside corpus {corpus!r} through a symlink; refusing it")
 
@@ -128,10 +142,12 @@ def page_lines(
 
 
 def _read_bytes(ref: PageRef) -> bytes:
-    if not ref.file.is_file():
-        raise NotFoundError(f"no page {ref.path!r} in corpus {ref.corpus!r}; list_files shows the pages there")
     try:
-        return ref.file.read_bytes()
+        return read_page_file(ref.root, ref.repo_path)
+    except FileNotFoundError:
+        raise NotFoundError(
+            f"no page {ref.path!r} in corpus {ref.corpus!r}; list_files shows the pages there"
+        ) from None
     except OSError as e:
         raise UsageError(f"cannot read {ref.path!r} ({e.strerror})") from None
 
@@ -143,19 +159,23 @@ def write_page(ref: PageRef, content: str, *, overwrite: bool = False, max_bytes
         raise UsageError(
             f"content is {size} bytes, over the {max_bytes}-byte limit ([mcp] max_page_bytes); split the page"
         )
-    exists = ref.file.exists()
-    if exists and not overwrite:
-        raise UsageError(f"{ref.path!r} already exists in corpus {ref.corpus!r}; pass overwrite: true to replace it")
-    if exists and not ref.file.is_file():
-        raise UsageError(f"{ref.path!r} exists and is not a regular file")
-    atomic_write(ref.file, content)
-    return not exists
+    try:
+        return write_page_file(ref.root, ref.repo_path, content, overwrite=overwrite)
+    except FileExistsError:
+        raise UsageError(
+            f"{ref.path!r} already exists in corpus {ref.corpus!r}; pass overwrite: true to replace it"
+        ) from None
 
 
 def remove_page(ref: PageRef) -> None:
-    if not ref.file.is_file():
+    """Delete the page and the folders it leaves empty inside the corpus (never the corpus folder)."""
+    corpus_folder = ref.repo_path[: len(ref.repo_path) - len(ref.path)].rstrip("/")
+    try:
+        removed = remove_page_file(ref.root, ref.repo_path, keep=corpus_folder)
+    except FileNotFoundError:
+        removed = False
+    if not removed:
         raise NotFoundError(f"no page {ref.path!r} in corpus {ref.corpus!r}; nothing to delete")
-    ref.file.unlink()
 
 
 # ---- listings ----------------------------------------------------------------------------------

@@ -36,6 +36,9 @@ from gitwiki.indexer import IndexReport
 from gitwiki.wiki import Wiki
 
 DEFAULT_REF = "refs/gitwiki/index"
+# Where a fetched ref lands locally: `--from refs/heads/main` fetched into `refs/heads/main` itself would
+# force-overwrite the user's branch (local commits then survive only in the reflog).
+FETCHED_NAMESPACE = "refs/gitwiki/fetched/"
 DEFAULT_REMOTE = "origin"
 DEFAULT_ARTIFACT = "gitwiki-index"  # the upload-artifact name the Action uses
 DEFAULT_RELEASE_TAG = "gitwiki-index"
@@ -90,7 +93,8 @@ def pull(
     wiki.reopen()  # the database file is about to be replaced
     index_dir = wiki.index_dir
     index_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".pull-", dir=index_dir) as tmp:
+    artifact.remove_orphans(index_dir)
+    with tempfile.TemporaryDirectory(prefix=artifact.temp_prefix("pull"), dir=index_dir) as tmp:
         archive = fetch(wiki, src, Path(tmp), remote=remote, github_repo=github_repo, max_bytes=max_bytes)
         manifest = artifact.unpack(archive, index_dir, wiki.wanted_model(), accept_model, max_bytes)
     reports = wiki.index(lexical=lexical)
@@ -125,7 +129,8 @@ def fetch(wiki: Wiki, src: Source, tmp: Path, *, remote: str, github_repo: str |
 
 
 def fetch_git_ref(root: Path, remote: str, ref: str, out: Path) -> None:
-    """Fetch `ref` from `remote` into the same local ref and write its archive blob to `out`."""
+    """Fetch `ref` from `remote` into gitwiki's private namespace and write its archive blob to `out`."""
+    local = f"{FETCHED_NAMESPACE}{remote}/{ref.removeprefix('refs/')}"
     _git(
         root,
         "fetch",
@@ -133,7 +138,7 @@ def fetch_git_ref(root: Path, remote: str, ref: str, out: Path) -> None:
         "--no-tags",
         "--no-write-fetch-head",
         remote,
-        f"+{ref}:{ref}",
+        f"+{ref}:{local}",
         failure=f"cannot fetch {ref} from {remote}",
     )
     with out.open("wb") as f:
@@ -141,7 +146,7 @@ def fetch_git_ref(root: Path, remote: str, ref: str, out: Path) -> None:
             root,
             "cat-file",
             "blob",
-            f"{ref}:{artifact.ARCHIVE_NAME}",
+            f"{local}:{artifact.ARCHIVE_NAME}",
             stdout=f,
             failure=f"{ref} holds no {artifact.ARCHIVE_NAME}; was it published by `gitwiki publish`?",
         )

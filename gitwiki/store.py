@@ -182,7 +182,9 @@ class Store:
         """A database file outside the live index (a snapshot being packed, an archive being checked) as it
         is: no schema check, no rebuild, no WAL."""
         if readonly:
-            return cls(path.parent, sqlite3.connect(f"file:{path}?mode=ro", uri=True))
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            conn.execute("PRAGMA trusted_schema=OFF")  # SQLite's advice for files from elsewhere
+            return cls(path.parent, conn)
         return cls(path.parent, sqlite3.connect(path, isolation_level=None))
 
     def close(self) -> None:
@@ -190,6 +192,13 @@ class Store:
 
     def schema_version(self) -> int | None:
         return _schema_version(self.conn)
+
+    def schema_objects(self) -> list[tuple[str, str, str, str | None]]:
+        """Every table, index, trigger and view the database defines, as (type, name, table, sql), sorted."""
+        return sorted(self.conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"), key=lambda r: r[:2])
+
+    def page_paths(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT DISTINCT path FROM pages")]
 
     def lock(self, timeout: float = LOCK_TIMEOUT) -> AbstractContextManager[None]:
         return writer_lock(self.index_dir, timeout)
@@ -613,6 +622,16 @@ def _create(conn: sqlite3.Connection) -> None:
         if statement.strip():
             conn.execute(statement)
     conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+
+def expected_schema_objects() -> list[tuple[str, str, str, str | None]]:
+    """`schema_objects` of a database this gitwiki creates: what an index from elsewhere must define, exactly."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        _create(conn)
+        return Store(Path(), conn).schema_objects()
+    finally:
+        conn.close()
 
 
 def snapshot(index_dir: Path, target: Path) -> None:

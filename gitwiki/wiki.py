@@ -51,6 +51,7 @@ class CorpusStatus(NamedTuple):
     dirty: tuple[str, ...]  # worktree pages that differ from HEAD
     model: str | None
     indexed_at: float | None
+    submodules: tuple[str, ...]  # inside the corpus at HEAD; their pages are not indexed
 
 
 class Wiki:
@@ -309,6 +310,7 @@ class Wiki:
                     dirty=tuple(sorted(self.repo.worktree_changes(c))),
                     model=state.model if state else None,
                     indexed_at=state.indexed_at if state else None,
+                    submodules=tuple(self.repo.submodules(c, tree)),
                 )
             )
         return out

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from gitwiki import gitcli
 from gitwiki.config import Config, CorpusConfig, matches
+from gitwiki.fs import read_page_file
 from gitwiki.gitcli import blob_id
 from gitwiki.markdown.chunker import fallback_title
 from gitwiki.pagefacts import FactsCache, decode
@@ -25,8 +26,8 @@ class PageInfo(NamedTuple):
 
 
 class WorktreeCorpus:
-    """The pages of one corpus on disk (git-ignored files, symlinks and dot-folders left out), with their
-    blob ids and page info from `facts` (by default a cache that lives as long as this object)."""
+    """The pages of one corpus on disk (git-ignored files, symlinks, hard-linked files and dot-folders left
+    out), with their blob ids and page info from `facts` (by default a cache that lives as long as this object)."""
 
     def __init__(self, root: Path, corpus: CorpusConfig, config: Config, facts: FactsCache | None = None):
         self.root = root
@@ -45,7 +46,7 @@ class WorktreeCorpus:
             full = self._top + path
             blob = self.facts.blob_of(full, self._stats[path])
             if blob is None:
-                blob = blob_id(_read(full))
+                blob = blob_id(read_page_file(self.root, path))
                 self.facts.remember_blob(full, self._stats[path], blob)
             self._blobs[path] = blob
         return self._blobs[path]
@@ -56,7 +57,7 @@ class WorktreeCorpus:
             blob, data = self.blob(path), b""
             if self.facts.missing("info", [blob]):
                 # extract from exactly the bytes the key is computed from (the file may have changed since)
-                data = _read(self._top + path)
+                data = read_page_file(self.root, path)
                 blob = self._blobs[path] = blob_id(data)
             found = self.facts.get("info", blob, lambda: decode(data))
             self._info[path] = None if found is None else PageInfo(found[0] or fallback_title(path), found[1])
@@ -85,11 +86,6 @@ def _listing(top: str, corpus: CorpusConfig) -> dict[str, os.stat_result]:
                 st = os.lstat(top + path)
             except OSError:  # a tracked file deleted from disk
                 continue
-            if stat.S_ISREG(st.st_mode):
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:  # a hard link may be a file outside the wiki
                 out[path] = st
     return out
-
-
-def _read(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()

@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 from gitwiki import index_blocks, pagefacts
 from gitwiki.config import CorpusConfig
+from gitwiki.fs import UnsafeFile, read_page_file
 from gitwiki.lint import lint_text
 from gitwiki.pagefacts import FactsCache
 from gitwiki.pages import PageRef, locate, remove_page, write_page
@@ -68,8 +69,8 @@ def _refresh_ancestors(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, scaffold:
 def _lint(wiki: Wiki, ref: PageRef, content: str, pages: set[str]) -> list[dict]:
     def anchors(repo_path: str) -> list[str] | None:  # other pages' anchors, so `other.md#anchor` links are checked too
         try:
-            return pagefacts.anchors((wiki.root / repo_path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError):
+            return pagefacts.anchors(read_page_file(wiki.root, repo_path).decode("utf-8"))
+        except (OSError, UnicodeDecodeError, UnsafeFile):
             return None
 
     return [f._asdict() for f in lint_text(ref.repo_path, content, pages, wiki.config, anchors=anchors)]

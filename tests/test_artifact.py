@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
+import os
+import sqlite3
+import subprocess
+import sys
 import tarfile
 
 import pytest
@@ -76,6 +81,52 @@ def regular(name, data):
 
 def manifest_bytes(manifest):
     return json.dumps(manifest).encode()
+
+
+def doctored(genuine, path, sql):
+    """A self-consistent archive (manifest size and sha256 match) whose database ran `sql`."""
+    manifest, db = read_archive(genuine)
+    scratch = path.with_suffix(".sqlite")
+    scratch.write_bytes(db)
+    conn = sqlite3.connect(scratch)
+    conn.executescript(sql)
+    conn.close()
+    data = scratch.read_bytes()
+    manifest["files"] = [{"path": DB_NAME, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}]
+    return write_archive(path, [regular(MANIFEST_NAME, manifest_bytes(manifest)), regular(DB_NAME, data)])
+
+
+def oversized_pax_header(genuine, path, declared=1 << 30):
+    """The manifest, then a pax header declaring `declared` bytes of which the archive holds 1 KiB."""
+    manifest, _ = read_archive(genuine)
+    data = manifest_bytes(manifest)
+    head = tarfile.TarInfo(MANIFEST_NAME)
+    head.size = len(data)
+    pax = tarfile.TarInfo("././@PaxHeader")
+    pax.type, pax.size = tarfile.XHDTYPE, declared
+    raw = head.tobuf(tarfile.USTAR_FORMAT) + data + b"\0" * (-len(data) % 512)
+    raw += pax.tobuf(tarfile.USTAR_FORMAT) + b"9 a=bcdef\n".ljust(1024, b"\0")
+    path.write_bytes(gzip.compress(raw))
+    return path
+
+
+def zeros_bomb(genuine, path, size):
+    """A manifest declaring a database of `size` bytes, all zeros: tiny compressed, huge unpacked."""
+    manifest, _ = read_archive(genuine)
+    manifest["files"] = [{"path": DB_NAME, "size": size, "sha256": "0" * 64}]
+    head = tarfile.TarInfo(DB_NAME)
+    head.size = size
+    with gzip.open(path, "wb", compresslevel=1) as out:
+        data = manifest_bytes(manifest)
+        info = tarfile.TarInfo(MANIFEST_NAME)
+        info.size = len(data)
+        out.write(info.tobuf(tarfile.USTAR_FORMAT) + data + b"\0" * (-len(data) % 512))
+        out.write(head.tobuf(tarfile.USTAR_FORMAT))
+        zeros = bytes(1 << 20)
+        for _ in range(size >> 20):
+            out.write(zeros)
+        out.write(bytes(1024))
+    return path
 
 
 def test_round_trip(wiki_repo, archive, cli, tmp_path):
@@ -196,6 +247,65 @@ def hostile_archives(genuine, tmp_path):
             "does not match the manifest",
         ),
         "not-gzip": ((tmp_path / "plain.tar.gz"), "not a readable"),
+        "trigger": (
+            doctored(
+                genuine,
+                tmp_path / "trigger.tar.gz",
+                "CREATE TRIGGER wipe AFTER INSERT ON blobs BEGIN DELETE FROM pages; END;",
+            ),
+            "trigger wipe",
+        ),
+        "view": (doctored(genuine, tmp_path / "view.tar.gz", "CREATE VIEW v AS SELECT 1;"), "view v"),
+        "extra-index": (
+            doctored(genuine, tmp_path / "xindex.tar.gz", "CREATE INDEX extra ON pages(blob);"),
+            "index extra",
+        ),
+        "changed-table": (
+            doctored(genuine, tmp_path / "alter.tar.gz", "ALTER TABLE meta ADD COLUMN x;"),
+            "changed definitions",
+        ),
+        "stored-dotdot": (
+            doctored(
+                genuine,
+                tmp_path / "passwd.tar.gz",
+                "UPDATE pages SET path = '../../../../etc/passwd.md' WHERE path = 'wiki/page0.md';",
+            ),
+            "parent references",
+        ),
+        "stored-absolute": (
+            doctored(
+                genuine,
+                tmp_path / "abs.tar.gz",
+                "UPDATE pages SET path = '/etc/passwd.md' WHERE path = 'wiki/page0.md';",
+            ),
+            "absolute path",
+        ),
+        "stored-nul": (
+            doctored(
+                genuine,
+                tmp_path / "nul.tar.gz",
+                "UPDATE pages SET path = 'wiki/a' || char(0) || '.md' WHERE path = 'wiki/page0.md';",
+            ),
+            "control characters",
+        ),
+        "stored-backslash": (
+            doctored(
+                genuine,
+                tmp_path / "bs.tar.gz",
+                "UPDATE pages SET path = 'wiki\\..\\..\\x.md' WHERE path = 'wiki/page0.md';",
+            ),
+            "absolute path",
+        ),
+        "stored-git": (
+            doctored(
+                genuine,
+                tmp_path / "git.tar.gz",
+                "UPDATE pages SET path = 'wiki/.git/hooks.md' WHERE path = 'wiki/page0.md';",
+            ),
+            "points into .git",
+        ),
+        "pax-header": (oversized_pax_header(genuine, tmp_path / "pax.tar.gz"), "1073741824-byte tar header"),
+        "zeros-bomb": (zeros_bomb(genuine, tmp_path / "bomb.tar.gz", 8 << 20), "is not a SQLite database"),
     }
     (tmp_path / "plain.tar.gz").write_bytes(b"this is no archive at all")
     return cases
@@ -259,3 +369,17 @@ def test_unpack_replaces_a_live_wal_index(wiki_repo, archive, cli):
     assert corpus["pages"] == 4 and corpus["fresh"] is False  # the archive's state, one commit behind HEAD
     code, out, _ = cli("ground", "--json", "otters hold hands", cwd=wiki_repo.path)
     assert json.loads(out)["docs"][0]["path"] == "wiki/extra.md"  # caught up on first use
+
+
+def test_unpack_removes_what_killed_runs_left_in_the_index_dir(wiki_repo, archive, cli):
+    index_dir = index_db(wiki_repo).parent
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphans = [index_dir / f".{kind}-{dead.pid}-x1" for kind in ("pack", "unpack", "pull")]
+    live = index_dir / f".unpack-{os.getpid()}-x2"  # a run still going (this process)
+    for folder in (*orphans, live):
+        folder.mkdir()
+        (folder / DB_NAME).write_bytes(b"partial")
+    code, _, err = cli("artifact", "unpack", str(archive), cwd=wiki_repo.path)
+    assert code == 0, err
+    assert not any(o.exists() for o in orphans) and live.is_dir()

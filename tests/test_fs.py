@@ -37,7 +37,7 @@ def test_a_failed_write_keeps_the_old_content_and_removes_the_temp_file(tmp_path
     target = tmp_path / "page.md"
     target.write_text("old\n")
 
-    def broken_replace(src, dst):
+    def broken_replace(src, dst, **dir_fds):
         raise OSError("disk full")
 
     monkeypatch.setattr(fs.os, "replace", broken_replace)
@@ -53,9 +53,11 @@ def test_replacing_through_a_rename_never_shows_a_partial_file(tmp_path, monkeyp
     seen = []
     real_replace = os.replace
 
-    def watching_replace(src, dst):
-        seen.append((open(src).read(), target.read_text()))  # the temp file is complete; the target is untouched
-        real_replace(src, dst)
+    def watching_replace(src, dst, **dir_fds):  # names inside the folder handle (src_dir_fd, dst_dir_fd)
+        seen.append(
+            ((tmp_path / src).read_text(), target.read_text())
+        )  # the temp file is complete; the target is untouched
+        real_replace(src, dst, **dir_fds)
 
     monkeypatch.setattr(fs.os, "replace", watching_replace)
     atomic_write(target, "new\n")

@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 
@@ -83,3 +84,55 @@ def test_discover_says_what_to_do_outside_a_checkout(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(UsageError, match="git command is not installed; install git"):
         GitRepo.discover(tmp_path)
+
+
+def test_git_dir_and_work_tree_from_the_environment_are_honoured(repo, tmp_path, monkeypatch, cli):
+    repo.commit(files={".gitwiki.toml": "[embeddings]\nenabled = false\n", "wiki/a.md": "# Gamma\n\nzebra gamma\n"})
+    elsewhere = tmp_path / "gitdir.git"
+    (repo.path / ".git").rename(elsewhere)  # a worktree whose git dir lives elsewhere, no .git in it
+    other = tmp_path / "other"
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    monkeypatch.setenv("GIT_DIR", str(elsewhere))
+    monkeypatch.setenv("GIT_WORK_TREE", str(repo.path))
+    git = GitRepo.discover(other)  # git would answer for GIT_DIR from anywhere, and so does gitwiki
+    assert git.root == repo.path.resolve() and git.common_dir == elsewhere.resolve()
+    code, out, err = cli("ground", "--json", "zebra", cwd=other)
+    assert code == 0, err
+    assert [d["path"] for d in json.loads(out)["docs"]] == ["wiki/a.md"]
+
+
+def test_pages_outside_a_sparse_checkout_are_still_searched(repo, cli):
+    repo.commit(
+        files={
+            ".gitwiki.toml": "[embeddings]\nenabled = false\n",
+            "wiki/a.md": "# Alpha\n\nzebra alpha\n",
+            "wiki/far/b.md": "# Beta\n\nzebra beta\n",
+        }
+    )
+    repo.git("sparse-checkout", "set", "--no-cone", "/*", "!/wiki/far/")
+    assert not (repo.path / "wiki/far/b.md").exists()
+    code, out, err = cli("ground", "--json", "zebra", cwd=repo.path)
+    assert code == 0, err
+    result = json.loads(out)
+    assert sorted(d["path"] for d in result["docs"]) == ["wiki/a.md", "wiki/far/b.md"] and result["dirty"] == []
+
+
+def test_status_says_that_submodules_in_a_corpus_are_skipped(repo, tmp_path, cli):
+    inner = tmp_path / "inner"
+    subprocess.run(["git", "init", "-q", str(inner)], check=True)
+    (inner / "page.md").write_text("# Inner\n")
+    subprocess.run(["git", "-C", str(inner), "add", "-A"], check=True)
+    subprocess.run(
+        ["git", "-C", str(inner), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "inner"], check=True
+    )
+    repo.commit(files={".gitwiki.toml": "[embeddings]\nenabled = false\n", "wiki/a.md": "# A\n"})
+    repo.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "wiki/ext")
+    repo.commit("add a submodule")
+    assert GitRepo.discover(repo.path).submodules(
+        CorpusConfig("wiki", "wiki"), repo.git("rev-parse", "HEAD:wiki").strip()
+    ) == ["wiki/ext"]
+    code, out, err = cli("status", cwd=repo.path)
+    assert code == 0, err
+    assert "submodules skipped (their pages are not indexed): wiki/ext" in out
+    code, out, _ = cli("status", "--json", cwd=repo.path)
+    assert json.loads(out)["corpora"][0]["submodules"] == ["wiki/ext"]

@@ -193,6 +193,8 @@ def test_refusals_are_invalid_params_with_the_reason(wiki_repo, tmp_path):
                 await refused(s, "get_footnote", page="faq.md", footnote_number=7),
                 await refused(s, "ground", query="   "),
                 await refused(s, "list_files", corpus="other"),
+                await refused(s, "add_markdown", path="a" * 300 + ".md", content="# long\n"),
+                await refused(s, "read_markdown", path="/".join(["folder"] * 700) + "/p.md"),
             ]
 
     errors = run(main)
@@ -210,6 +212,8 @@ def test_refusals_are_invalid_params_with_the_reason(wiki_repo, tmp_path):
         "no footnote [^7]",
         "query is empty",
         "no corpus named 'other'",
+        "over 255 bytes",
+        "over 4096 bytes",
     ]
     for error, reason in zip(errors, reasons, strict=False):
         assert reason in error.message, (reason, error.message)

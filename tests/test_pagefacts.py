@@ -197,7 +197,7 @@ def test_git_cli_errors_say_what_to_do(repo, tmp_path, monkeypatch):
     with pytest.raises(NotFoundError, match="bare repository"):
         gitcli.discover(bare)
     checkout = gitcli.discover(repo.path)
-    assert checkout == (repo.path.resolve(), (repo.path / ".git").resolve())
+    assert checkout == (repo.path.resolve(), (repo.path / ".git").resolve(), (repo.path / ".git").resolve())
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(UsageError, match="git command is not installed"):
         gitcli.discover(repo.path)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 
-from gitwiki import pages
+from gitwiki import fs, pages
 from gitwiki.config import CorpusConfig
 from gitwiki.errors import NotFoundError, UsageError
 
@@ -136,3 +139,66 @@ def test_list_files_and_tree(tree):
         pages.tree(tree, WIKI, files, "nope")
     with pytest.raises(UsageError, match="without '..'"):
         pages.tree(tree, WIKI, files, "../outside")
+
+
+@pytest.mark.parametrize(
+    "path, reason",
+    [("a" * 256 + ".md", "over 255 bytes"), ("é" * 130 + ".md", "over 255 bytes"), ("d/" * 2100 + "p.md", "over 4096")],
+    ids=["long name", "long multibyte name", "long path"],
+)
+def test_locate_refuses_over_long_paths_with_the_reason(tree, path, reason):
+    with pytest.raises(UsageError, match=reason):
+        pages.locate(tree, WIKI, path, for_write=True)
+
+
+def test_symlinked_and_hard_linked_pages_are_neither_read_nor_written(tree):
+    (tree / "wiki/alias.md").symlink_to(tree / "wiki/guides/deploy.md")
+    os.link(tree / "outside/secret.md", tree / "wiki/guides/hard.md")
+    with pytest.raises(UsageError, match="symlink"):
+        pages.read_page(pages.locate(tree, WIKI, "alias.md"))
+    hard = pages.locate(tree, WIKI, "guides/hard.md", for_write=True)
+    for attempt in (
+        lambda: pages.read_page(hard),
+        lambda: pages.write_page(hard, "# Changed\n", overwrite=True),
+        lambda: pages.remove_page(hard),
+    ):
+        with pytest.raises(UsageError, match="2 hard links"):
+            attempt()
+    assert (tree / "outside/secret.md").read_text() == "# Secret\n"
+    assert (tree / "wiki/guides/hard.md").exists()
+
+
+def test_a_folder_swapped_for_a_symlink_after_locate_is_refused_at_the_write(tree):
+    ref = pages.locate(tree, WIKI, "guides/new.md", for_write=True)
+    (tree / "wiki/guides").rename(tree / "wiki/moved")
+    (tree / "wiki/guides").symlink_to(tree / "outside")  # the swap, after the path was checked
+    with pytest.raises(UsageError, match="symlink"):
+        pages.write_page(ref, "# New\n")
+    assert sorted(os.listdir(tree / "outside")) == ["secret.md"]
+
+
+def test_delete_removes_the_folders_it_empties_but_never_the_corpus_root(tree):
+    for path in ("a/b/c/only.md", "top.md"):
+        pages.write_page(pages.locate(tree, WIKI, path, for_write=True), "# x\n")
+    (tree / "wiki/a/keep.txt").write_text("not a page, not ours\n")
+    pages.remove_page(pages.locate(tree, WIKI, "a/b/c/only.md", for_write=True))
+    assert not (tree / "wiki/a/b").exists() and (tree / "wiki/a/keep.txt").exists()
+    (tree / "wiki/guides/deploy.md").unlink()
+    (tree / "wiki/guides").rmdir()
+    (tree / "wiki/a/keep.txt").unlink()
+    (tree / "wiki/a").rmdir()
+    pages.remove_page(pages.locate(tree, WIKI, "top.md", for_write=True))
+    assert (tree / "wiki").is_dir() and os.listdir(tree / "wiki") == []
+
+
+def test_a_killed_writes_temp_file_is_never_a_page_and_is_cleaned_by_the_next_write(tree):
+    stale = tree / f"wiki/guides/{fs.TEMP_PREFIX}deploy.md.0123456789ab"
+    fresh = tree / f"wiki/guides/{fs.TEMP_PREFIX}other.md.ba9876543210"  # another writer's, in flight
+    stale.write_text("half a page")
+    fresh.write_text("half a page")
+    old = time.time() - fs.STALE_TEMP_SECONDS - 1
+    os.utime(stale, (old, old))
+    with pytest.raises(UsageError, match="not a markdown page"):
+        pages.locate(tree, WIKI, f"guides/{stale.name}")
+    pages.write_page(pages.locate(tree, WIKI, "guides/new.md", for_write=True), "# New\n")
+    assert not stale.exists() and fresh.exists()

@@ -270,6 +270,27 @@ def test_publish_to_a_ref_then_pull_with_git_auth(origin, cli, tmp_path):
     assert code == 3 and "cannot fetch refs/gitwiki/absent" in err
 
 
+def test_pull_from_a_branch_leaves_the_local_branch_alone(origin, cli, tmp_path):
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    origin.git("remote", "add", "origin", str(bare))
+    origin.git("push", "-q", "origin", "main")
+    local = _wrap(tmp_path / "clone")
+    subprocess.run(["git", "clone", "-q", str(bare), str(local.path)], check=True)
+    local.git("branch", "idx", "origin/main")
+    local.git("checkout", "-q", "idx")
+    local.commit("local work", {"wiki/mine.md": "# Mine\n\nOnly here.\n"})
+    mine = local.git("rev-parse", "refs/heads/idx").strip()
+    local.git("checkout", "-q", "main")
+    code, _, err = cli("publish", str(tmp_path / ARCHIVE_NAME), "--ref", "refs/heads/idx", cwd=origin.path)
+    assert code == 0, err
+
+    report = pull_json(cli, local.path, "--from", "refs/heads/idx")
+    assert report["source"] == "git refs/heads/idx"
+    assert local.git("rev-parse", "refs/heads/idx").strip() == mine  # not force-overwritten by the fetch
+    assert top_path(cli, local.path, "walrus number 2") == "wiki/p2.md"
+
+
 # ---- GitHub REST -----------------------------------------------------------------------------------------
 
 

@@ -1,8 +1,13 @@
 """gitwiki.writes: a page write or delete with its index blocks, commit, index update and lint, on a real repo."""
 
+import os
+import subprocess
+import sys
+import threading
+
 import pytest
 
-from gitwiki import writes
+from gitwiki import gitcli, gitrepo, writes
 from gitwiki.errors import UsageError
 from gitwiki.markdown.index_block import BlockError
 from gitwiki.wiki import Wiki
@@ -73,3 +78,123 @@ def test_a_malformed_ancestor_index_is_named_and_the_others_are_still_refreshed(
     assert (repo.path / "wiki/guides/new.md").read_text() == "# New\n"  # the write itself is kept
     assert "[New](new.md)" in (repo.path / "wiki/guides/index.md").read_text()
     assert (repo.path / "wiki/index.md").read_text() == "# Home\n\n<!-- GITWIKI:INDEX-START -->\n"
+
+
+def _holding_index_lock(repo, seconds: float) -> subprocess.Popen:
+    """Another process holding git's index.lock, as a running `git add` does."""
+    lock = repo.path / ".git/index.lock"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import os,time; open({str(lock)!r}, 'x'); print(flush=True); time.sleep({seconds}); os.remove({str(lock)!r})",
+        ],
+        stdout=subprocess.PIPE,
+    )
+    holder.stdout.readline()  # the lock exists from here on
+    return holder
+
+
+def test_commit_writes_beside_a_git_holding_index_lock(repo):
+    wiki = _wiki(repo, "[mcp]\ncommit_writes = true\n")
+    repo.write("unrelated.txt", "staged, not ours\n")
+    repo.git("add", "unrelated.txt")
+    holder = _holding_index_lock(repo, 1.0)
+    report = writes.add_page(wiki, None, "guides/new.md", "# New page\n")
+    holder.wait()
+    assert report.commit == repo.git("rev-parse", "HEAD").strip()
+    status = repo.git("status", "--porcelain", "--untracked-files=all").splitlines()
+    assert status == ["A  unrelated.txt"]  # the page is neither a staged deletion nor untracked
+    repo.git("commit", "-qm", "the user's next commit")
+    assert "wiki/guides/new.md" in repo.git("ls-files")
+
+
+def test_a_stale_index_lock_keeps_the_commit_and_the_users_index(repo, monkeypatch, capsys):
+    monkeypatch.setattr(gitrepo, "INDEX_LOCK_WAIT", 0.2)
+    wiki = _wiki(repo, "[mcp]\ncommit_writes = true\n")
+    repo.write("unrelated.txt", "staged, not ours\n")
+    repo.git("add", "unrelated.txt")
+    before = (repo.path / ".git/index").read_bytes()
+    holder = _holding_index_lock(repo, 30)
+    try:
+        report = writes.add_page(wiki, None, "guides/new.md", "# New page\n")
+        assert report.commit == repo.git("rev-parse", "HEAD").strip()
+        assert (repo.path / ".git/index").read_bytes() == before
+        assert "git reset -q -- wiki/guides/new.md" in capsys.readouterr().err
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_commit_writes_rebuilds_on_a_head_the_user_moved(repo, monkeypatch):
+    wiki = _wiki(repo, "[mcp]\ncommit_writes = true\n")
+    real = gitcli.update_ref
+    calls = []
+
+    def user_commits_first(root, ref, new, old, message):
+        calls.append(old)
+        if len(calls) == 1:  # between gitwiki reading HEAD and moving it, another process commits
+            other = {**os.environ, "GIT_INDEX_FILE": str(repo.path / ".git/other-index")}  # its own index
+            repo.write("notes.txt", "mine\n")
+            for args in (["read-tree", "HEAD"], ["add", "notes.txt"], ["commit", "-qm", "user's commit"]):
+                subprocess.run(["git", *args], cwd=repo.path, env=other, check=True)
+        return real(root, ref, new, old, message)
+
+    monkeypatch.setattr(gitcli, "update_ref", user_commits_first)
+    report = writes.add_page(wiki, None, "guides/new.md", "# New page\n")
+    assert len(calls) == 2 and calls[0] != calls[1]
+    assert report.commit == repo.git("rev-parse", "HEAD").strip()
+    assert repo.git("log", "-2", "--format=%s").splitlines() == [
+        "gitwiki: add_markdown wiki/guides/new.md",
+        "user's commit",
+    ]
+    files = repo.git("ls-tree", "-r", "--name-only", "HEAD").split()
+    assert "notes.txt" in files and "wiki/guides/new.md" in files
+    assert "wiki/" not in repo.git("status", "--porcelain")  # our pages: committed and staged alike
+
+
+def test_commit_writes_never_drops_a_concurrent_git_add(repo):
+    wiki = _wiki(repo, "[mcp]\ncommit_writes = true\n")
+    added: list[str] = []
+    done = threading.Event()
+
+    def user_adds():
+        while not done.is_set():
+            name = f"user{len(added)}.txt"
+            repo.write(name, "x\n")
+            if subprocess.run(["git", "-C", str(repo.path), "add", name], capture_output=True).returncode == 0:
+                added.append(name)
+
+    thread = threading.Thread(target=user_adds)
+    thread.start()
+    try:
+        for i in range(6):
+            writes.add_page(wiki, None, f"p{i}.md", f"# Page {i}\n")
+    finally:
+        done.set()
+        thread.join()
+    staged = set(repo.git("diff", "--cached", "--name-only").split())
+    assert added and staged == set(added)  # every user add is still staged, nothing of ours is
+    committed = repo.git("ls-tree", "-r", "--name-only", "HEAD").split()
+    assert all(f"wiki/p{i}.md" in committed for i in range(6))
+
+
+def test_a_symlinked_index_pointing_outside_is_never_read_or_copied(repo, tmp_path):
+    wiki = _wiki(repo)
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Private\n\nsecret-token-123\n\n<!-- GITWIKI:INDEX-START -->\n<!-- GITWIKI:INDEX-END -->\n")
+    (repo.path / "wiki/guides/index.md").symlink_to(outside)
+    with pytest.raises(UsageError, match="wiki/guides/index.md' is a symlink"):
+        writes.add_page(wiki, None, "guides/new.md", "# New\n")
+    assert (repo.path / "wiki/guides/index.md").is_symlink()
+    assert "secret-token" not in (repo.path / "wiki/index.md").read_text()  # the other ancestor is still refreshed
+    assert "New" not in outside.read_text()
+
+
+def test_lint_refuses_a_hard_linked_page_by_name(repo, cli, tmp_path):
+    _wiki(repo)
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Private\n")
+    os.link(outside, repo.path / "wiki/linked.md")
+    code, _, err = cli("lint", "wiki/linked.md", cwd=repo.path)
+    assert code == 2 and "'wiki/linked.md' has 2 hard links" in err

@@ -28,7 +28,7 @@ def index_blocks(args: argparse.Namespace) -> int:
     from gitwiki.index_blocks import refresh
     from gitwiki.pagefacts import FactsCache
 
-    root, common_dir = gitcli.discover(args.chdir)
+    root, common_dir, _ = gitcli.discover(args.chdir)
     config = config_mod.load(root)
     files = repo_relative(root, args.chdir, args.files) if args.files else None
     facts = FactsCache.load(config_mod.index_dir(config, root, common_dir))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -11,6 +12,7 @@ from urllib.parse import unquote
 from gitwiki import config as config_mod
 from gitwiki import gitcli, pagefacts, pagetext
 from gitwiki.config import Config, CorpusConfig, matches
+from gitwiki.fs import read_page_file
 from gitwiki.gitcli import Checkout
 from gitwiki.lint.registry import RULES, Context, Finding
 from gitwiki.markdown.document import parse
@@ -128,8 +130,8 @@ def lint_repo(checkout: Checkout, config: Config, files: list[str] | None = None
     if files is None:
         targets = sorted(blobs)
     else:
-        targets = sorted({f for f in files if corpus_of(config, f) and (root / f).is_file()})
-    data = {path: (root / path).read_bytes() for path in targets}
+        targets = sorted({f for f in files if corpus_of(config, f) and os.path.lexists(root / f)})
+    data = {path: read_page_file(root, path) for path in targets}  # a symlink or hard link is refused by name
     keys = {**blobs, **{path: gitcli.blob_id(raw) for path, raw in data.items()}}  # a linted page is read from disk
     raws = {keys[path]: raw for path, raw in data.items()}
     facts = FactsCache.load(config_mod.index_dir(config, root, checkout.common_dir))
