@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import os
+import threading
 import time
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki import config as config_mod
 from gitwiki.config import Config, CorpusConfig
 from gitwiki.embed import Embedder, load_embedder
-from gitwiki.errors import NotFoundError, UsageError
+from gitwiki.errors import GitwikiError, NotFoundError, UsageError
 from gitwiki.gitrepo import GitRepo
 from gitwiki.indexer import (
     IndexReport,
@@ -31,6 +33,11 @@ from gitwiki.indexer import (
 )
 from gitwiki.search import CorpusView, Searcher, SearchOptions, SearchResult
 from gitwiki.store import Store
+
+if TYPE_CHECKING:
+    from gitwiki.watch import Watcher
+
+log = logging.getLogger("gitwiki.wiki")
 
 
 class CorpusStatus(NamedTuple):
@@ -51,6 +58,8 @@ class Wiki:
         self.repo = repo
         self.config = config
         self._pages: dict[str, tuple[str, dict[str, str]]] = {}  # corpus → (tree, indexed listing)
+        self._watcher: Watcher | None = None
+        self._overlays: dict[str, tuple[tuple[object, ...], Overlay]] = {}  # corpus → (what it depends on, overlay)
 
     @classmethod
     def open(cls, start: str | os.PathLike = ".") -> Wiki:
@@ -72,6 +81,35 @@ class Wiki:
     @functools.cached_property
     def searcher(self) -> Searcher:
         return Searcher(self.store)
+
+    def watch(self) -> bool:
+        """For long-lived processes: watch the corpus folders, so a query asks git for the worktree status only
+        after something changed on disk. False when watching is not possible here (each query asks git)."""
+        if self._watcher is None:
+            from gitwiki.watch import Watcher
+
+            folders = [self.root / c.path for c in self.config.corpora]
+            self._watcher = Watcher.start(folders, self.index_dir, ignored=(self.repo.common_dir, self.repo.git_dir))
+        return self._watcher is not None
+
+    def warm_up(self, lock: threading.Lock) -> None:
+        """Pay the first query's costs before it comes (a long-lived process runs this on a background thread
+        from its start): open the index, watch the corpora, load the model, read each indexed corpus's view and
+        vector matrix. `lock` is the one the process's calls hold, as they share the index connection; the
+        model loads outside it, so calls that need no model are answered meanwhile."""
+        with lock:
+            self.store  # noqa: B018 - opens the index (a cached property)
+            self.watch()
+        embedder = self.embedder()
+        mode = "lexical" if embedder is None else "hybrid"
+        with lock:
+            for c in self.config.corpora:
+                if self.store.state(c.name) is None:  # a first build is the index command's job, not a warm-up's
+                    continue
+                try:
+                    self.search("warm up", c.name, mode=mode)
+                except GitwikiError as e:
+                    log.info("warm-up of corpus %s: %s", c.name, e)
 
     def corpus(self, name: str | None = None) -> CorpusConfig:
         return self.config.corpus(name)
@@ -116,6 +154,8 @@ class Wiki:
         """The pages to search: HEAD's (caught up if stale) plus the worktree, or those of revision `at`."""
         c = self.corpus(corpus)
         embedder = self.embedder() if vectors else None
+        if "store" in self.__dict__ and self.store.replaced():  # e.g. `gitwiki pull` in another process
+            self.reopen()
         if at is not None:
             return self._view_at(c, at, embedder)
         state = self.store.state(c.name)
@@ -128,19 +168,33 @@ class Wiki:
         committed = self._committed_pages(c.name, tree)
         if not worktree:
             return CorpusView(c.name, commit, committed, (), f"{c.name}:{tree}")
-        overlay, _ = self._overlay(c, committed, vectors=embedder is not None)
+        overlay, _ = self._overlay(c, tree, committed, vectors=embedder is not None)
         digest = hashlib.sha1(repr(sorted(overlay.pages.items())).encode()).hexdigest() if overlay.dirty else tree
         return CorpusView(c.name, commit, overlay.pages, overlay.dirty, f"{c.name}:{digest}")
 
-    def _overlay(self, corpus: CorpusConfig, committed: dict[str, str], vectors: bool) -> tuple[Overlay, int]:
-        """Fold the worktree into `committed`; with `vectors`, embed what that changed (loading the model only
-        then). Returns the overlay and the chunks embedded."""
-        overlay = worktree_overlay(self.store, self.repo, corpus, committed)
+    def _overlay(
+        self, corpus: CorpusConfig, tree: str, committed: dict[str, str], vectors: bool
+    ) -> tuple[Overlay, int]:
+        """Fold the worktree into `committed` (the indexed state of `tree`); with `vectors`, embed what that
+        changed (loading the model only then). Returns the overlay and the chunks embedded."""
+        overlay = self._worktree(corpus, tree, committed)
         embedder = self.embedder() if vectors and overlay.dirty else None
         if embedder is None:
             return overlay, 0
         with self.store.lock():
             return overlay, ensure_vectors(self.store, embedder, set(overlay.pages.values()))
+
+    def _worktree(self, corpus: CorpusConfig, tree: str, committed: dict[str, str]) -> Overlay:
+        """The worktree overlay, taken again only when something it depends on moved: a watched file, git's
+        index file, the indexed tree, or the database (another process's gc may drop the drafts' chunks)."""
+        generation = self._watcher.sync() if self._watcher else None
+        if generation is None:
+            return worktree_overlay(self.store, self.repo, corpus, committed)
+        key = (generation, tree, self.repo.status_stamp(), self.store.data_version())
+        cached = self._overlays.get(corpus.name)
+        if cached is None or cached[0] != key:
+            cached = self._overlays[corpus.name] = (key, worktree_overlay(self.store, self.repo, corpus, committed))
+        return cached[1]
 
     def embed_worktree(self) -> int:
         """Parse and embed every corpus's uncommitted pages now, so the next search pays nothing for them;
@@ -149,7 +203,7 @@ class Wiki:
         for c in self.config.corpora:
             state = self.store.state(c.name)
             if state is not None:
-                embedded += self._overlay(c, self._committed_pages(c.name, state.tree), vectors=True)[1]
+                embedded += self._overlay(c, state.tree, self._committed_pages(c.name, state.tree), vectors=True)[1]
         return embedded
 
     def _committed_pages(self, corpus: str, tree: str) -> dict[str, str]:
@@ -235,16 +289,23 @@ class Wiki:
         return out
 
     def close(self) -> None:
-        if "store" in self.__dict__:
-            self.store.close()
+        self._forget()
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = None
 
     def reopen(self) -> None:
         """Close the index and forget everything read from it (its file is about to be replaced, e.g. by
         `gitwiki pull`); the next use opens it again."""
-        self.close()
+        self._forget()
+
+    def _forget(self) -> None:
+        if "store" in self.__dict__:
+            self.store.close()
         for name in ("store", "searcher"):  # the cached_property values
             self.__dict__.pop(name, None)
         self._pages.clear()
+        self._overlays.clear()
 
 
 def age(seconds_since_epoch: float | None) -> str:

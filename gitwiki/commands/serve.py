@@ -21,7 +21,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
+    import threading
+
+    from gitwiki.wiki import Wiki
+
+    wiki = Wiki.open(args.chdir)
+    calls = threading.Lock()  # one tool call at a time, and the warm-up between them
+    # Started before the MCP SDK is imported (about 0.5 s): the model loads while the SDK does.
+    threading.Thread(target=wiki.warm_up, args=(calls,), name="gitwiki-warm-up", daemon=True).start()
     from gitwiki.mcp_server import serve as run
 
-    run(args.chdir, args.log_level)
+    run(wiki, calls, args.log_level)
     return 0

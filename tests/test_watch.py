@@ -1,0 +1,102 @@
+"""A watched Wiki (what `gitwiki serve` runs) asks git for the worktree status only after a change, yet every
+change on disk is in the very next query: in-place writes, new folders, deletions, staging and commits."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from gitwiki import gitrepo
+from gitwiki.watch import Watcher
+from gitwiki.wiki import Wiki
+
+LEXICAL = "[embeddings]\nenabled = false\n"
+
+
+@pytest.fixture
+def watched(repo):
+    repo.commit("pages", {".gitwiki.toml": LEXICAL, "wiki/deploy.md": "# Deploy\n\nWe deploy with argo.\n"})
+    wiki = Wiki.open(repo.path)
+    assert wiki.watch()
+    yield repo, wiki
+    wiki.close()
+
+
+def paths(result):
+    return [d.path for d in result.docs]
+
+
+@pytest.fixture
+def status_calls(monkeypatch):
+    calls = []
+    real = gitrepo.GitRepo.worktree_changes
+
+    def counting(self, corpus):
+        calls.append(corpus.name)
+        return real(self, corpus)
+
+    monkeypatch.setattr(gitrepo.GitRepo, "worktree_changes", counting)
+    return calls
+
+
+def test_unchanged_worktree_is_not_asked_again(watched, status_calls):
+    repo, wiki = watched
+    for _ in range(5):
+        assert paths(wiki.search("argo")) == ["wiki/deploy.md"]
+    assert len(status_calls) == 1
+    repo.write("README.txt", "outside the corpus folder\n")
+    wiki.search("argo")
+    assert len(status_calls) == 1  # only the corpus folder is watched
+
+
+def test_every_kind_of_change_is_in_the_next_query(watched, status_calls):
+    repo, wiki = watched
+    assert paths(wiki.search("nomad")) == []
+    # In place (the file's own mtime changes, its folder's does not), then queried at once.
+    with open(repo.path / "wiki/deploy.md", "a", encoding="utf-8") as f:
+        f.write("\nNow also nomad.\n")
+    assert paths(wiki.search("nomad")) == ["wiki/deploy.md"]
+    repo.write("wiki/new/deeper/garden.md", "# Garden\n\nWater the tomatoes.\n")  # folders made after the start
+    assert paths(wiki.search("tomatoes")) == ["wiki/new/deeper/garden.md"]
+    repo.write("wiki/new/deeper/garden.md", "# Garden\n\nWater the cucumbers.\n")
+    assert paths(wiki.search("cucumbers")) == ["wiki/new/deeper/garden.md"]
+    os.unlink(repo.path / "wiki/new/deeper/garden.md")
+    assert paths(wiki.search("cucumbers")) == []
+    repo.write("wiki/deploy.md", "# Deploy\n\nWe deploy with argo.\n")  # back to HEAD: no longer dirty
+    assert wiki.search("argo").dirty == ()
+    assert len(status_calls) == 6
+
+
+def test_a_commit_or_staging_without_file_changes_is_seen(watched):
+    repo, wiki = watched
+    repo.write("wiki/deploy.md", "# Deploy\n\nWe deploy with nomad.\n")
+    assert wiki.search("nomad").dirty == ("wiki/deploy.md",)
+    repo.git("add", "wiki/deploy.md")  # .git is not watched; git's index file is checked
+    assert wiki.search("nomad").dirty == ("wiki/deploy.md",)
+    repo.git("commit", "-q", "-m", "nomad")
+    result = wiki.search("nomad")
+    assert result.dirty == () and result.commit == repo.git("rev-parse", "HEAD").strip()
+
+
+def test_without_a_watch_each_query_asks_git(repo, status_calls, monkeypatch):
+    repo.commit("pages", {".gitwiki.toml": LEXICAL, "wiki/deploy.md": "# Deploy\n\nWe deploy with argo.\n"})
+    monkeypatch.setattr(Watcher, "start", classmethod(lambda cls, *a, **k: None))
+    wiki = Wiki.open(repo.path)
+    assert not wiki.watch()
+    for _ in range(3):
+        wiki.search("argo")
+    assert len(status_calls) == 3
+
+
+def test_a_broken_watch_falls_back_to_git(watched, status_calls):
+    repo, wiki = watched
+    wiki.search("argo")
+    fence = wiki._watcher._fence
+    fence.unlink()
+    fence.mkdir()  # the fence cannot be written (even by root): the watch is no longer trusted
+    repo.write("wiki/deploy.md", "# Deploy\n\nWe deploy with nomad.\n")
+    assert paths(wiki.search("nomad")) == ["wiki/deploy.md"]
+    wiki.search("nomad")
+    assert len(status_calls) == 3
+    fence.rmdir()
