@@ -88,6 +88,10 @@ class StorageConfig(NamedTuple):
     uri: str | None = None  # a LanceDB URI (e.g. s3://bucket/wiki) for the scale-out path
 
 
+class ArtifactConfig(NamedTuple):
+    auto_pull: bool = True  # no local index yet: install the one published at the remote's refs/gitwiki/index
+
+
 class LintConfig(NamedTuple):
     disable: tuple[str, ...] = ()
 
@@ -110,6 +114,7 @@ class Config(NamedTuple):
     lint: LintConfig = LintConfig()
     index_blocks: IndexBlocksConfig = IndexBlocksConfig()
     mcp: McpConfig = McpConfig()
+    artifact: ArtifactConfig = ArtifactConfig()
     files: tuple[str, ...] = ()  # the config files that were read, in order
 
     def corpus(self, name: str | None = None) -> CorpusConfig:
@@ -139,6 +144,7 @@ SECTIONS: dict[str, type] = {
     "lint": LintConfig,
     "index_blocks": IndexBlocksConfig,
     "mcp": McpConfig,
+    "artifact": ArtifactConfig,
 }
 
 

@@ -14,7 +14,8 @@ every write that returned before the query has arrived too. Cost: one small file
 hand-off, measured 0.05–0.2 ms.
 
 Where watching cannot start (no inotify, watch limit reached, folder missing, read-only index dir) or
-breaks later, `start` / `sync` return None and the caller falls back to a status per query.
+breaks later, `start` / `sync` return None and the caller falls back to a status per query; a fence that
+is late (a stalled machine) costs that one query a status.
 """
 
 from __future__ import annotations
@@ -34,16 +35,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("gitwiki.watch")
 
 FENCE_DIR = "watch"
-# A fence normally arrives within a millisecond; past this the machine is stalled or the watch is broken,
-# and a fresh status is the safe answer.
-FENCE_TIMEOUT = 0.5
+# A fence normally arrives within a millisecond; past this the machine is stalled, and a status is the safe
+# answer for this query.
+FENCE_TIMEOUT = 1.0
 _ids = itertools.count()
 
 
 class Watcher:
-    def __init__(self, notify: RustNotify, fence: Path, ignored: tuple[str, ...]) -> None:
+    def __init__(self, notify: RustNotify, fence_dir: Path, ignored: tuple[str, ...]) -> None:
         self._notify = notify
-        self._fence = fence
+        self._fence_dir = fence_dir
+        self._fence: Path | None = None  # the last fence written
         self._ignored = ignored  # path prefixes whose events say nothing about pages (.git, the fence dir)
         self._generation = 0
         self._lock = threading.Lock()
@@ -53,47 +55,51 @@ class Watcher:
     def start(cls, folders: list[Path], index_dir: Path, ignored: tuple[Path, ...] = ()) -> Watcher | None:
         """Watch `folders` recursively; None when that is not possible here (the caller then asks git)."""
         fence_dir = (index_dir / FENCE_DIR).resolve()
-        fence = fence_dir / f"{os.getpid()}-{next(_ids)}"
         try:
             from watchfiles._rust_notify import RustNotify
 
             fence_dir.mkdir(parents=True, exist_ok=True)
-            fence.write_bytes(b"")
             paths = [str(f.resolve()) for f in folders]
             notify = RustNotify([*paths, str(fence_dir)], False, False, 50, True, True)
         except (ImportError, OSError, RuntimeError) as e:  # RuntimeError: watchfiles' internal errors
             log.info("not watching %s (%s); each query asks git for the worktree status", folders, e)
             return None
         prefixes = tuple(f"{p.resolve()}{os.sep}" for p in (*ignored, fence_dir))
-        return cls(notify, fence, prefixes)
+        return cls(notify, fence_dir, prefixes)
 
     def sync(self) -> int | None:
-        """The current generation, counting every change that happened before this call; None once the watch
-        broke (it stays broken: ask git from then on)."""
+        """The current generation, counting every change that happened before this call. None when that is not
+        known now (the fence is late: a stalled machine) or any more (the watch broke): ask git this time."""
         with self._lock:
             if self._broken:
                 return None
-            mark = str(time.monotonic_ns()).encode()
+            # A new name per fence: a late one must not pass for the next.
+            fence = self._fence_dir / f"{os.getpid()}-{next(_ids)}"
             try:
-                self._fence.write_bytes(mark)
-                deadline = time.monotonic() + FENCE_TIMEOUT
-                fence = str(self._fence)
-                while True:
-                    # step 0, timeout 1 ms: returns at once with what has arrived, or after 1 ms with nothing.
-                    got = self._notify.watch(0, 0, 1, None)
-                    if isinstance(got, set):
-                        if any(not path.startswith(self._ignored) for _, path in got):
-                            self._generation += 1
-                        if any(path == fence for _, path in got):
-                            return self._generation
-                    if time.monotonic() > deadline:
-                        # A late fence would later pass for the next one: stop trusting the watch.
-                        raise RuntimeError(f"its fence took over {FENCE_TIMEOUT} s")
+                fence.write_bytes(b"")
+                if self._fence is not None:
+                    self._fence.unlink(missing_ok=True)
+                self._fence = fence
+                return self._await(str(fence))
             except (OSError, RuntimeError) as e:
                 log.warning("file watch failed (%s); each query asks git for the worktree status from now on", e)
                 self._broken = True
                 self._close()
                 return None
+
+    def _await(self, fence: str) -> int | None:
+        deadline = time.monotonic() + FENCE_TIMEOUT
+        while time.monotonic() < deadline:
+            # Returns what has arrived as soon as it stops growing, or after 1 ms with nothing; the 1 ms steps
+            # sleep, so the watcher's own thread gets the CPU on a busy machine.
+            got = self._notify.watch(0, 1, 1, None)
+            if isinstance(got, set):
+                if any(not path.startswith(self._ignored) for _, path in got):
+                    self._generation += 1
+                if any(path == fence for _, path in got):
+                    return self._generation
+        log.info("file watch fence took over %.1f s; asking git this time", FENCE_TIMEOUT)
+        return None
 
     def close(self) -> None:
         with self._lock:
@@ -102,5 +108,6 @@ class Watcher:
 
     def _close(self) -> None:
         self._notify.close()
-        with contextlib.suppress(OSError):
-            self._fence.unlink(missing_ok=True)
+        if self._fence is not None:
+            with contextlib.suppress(OSError):
+                self._fence.unlink(missing_ok=True)

@@ -98,7 +98,7 @@ class Wiki:
         vector matrix. `lock` is the one the process's calls hold, as they share the index connection; the
         model loads outside it, so calls that need no model are answered meanwhile."""
         with lock:
-            self.store  # noqa: B018 - opens the index (a cached property)
+            self.start_from_published()
             self.watch()
         embedder = self.embedder()
         mode = "lexical" if embedder is None else "hybrid"
@@ -135,6 +135,14 @@ class Wiki:
             embedder = None if lexical or self.is_fresh(c, vectors=True) else self.embedder()
             reports.append(update(self.store, self.repo, c, head, embedder, progress))
         return reports
+
+    def start_from_published(self, lexical: bool = False) -> None:
+        """Before the first index build of a clone: install the index CI published at the remote, if any
+        (`[artifact] auto_pull`); `gitwiki index`, `ground` and `serve` call this first."""
+        if self.config.artifact.auto_pull and not self.store.states():
+            from gitwiki.pull import install_published  # fetching and archives: only for a clone without an index
+
+            install_published(self, lexical)
 
     def is_fresh(self, corpus: CorpusConfig, vectors: bool) -> bool:
         """The cheap check: does the index already hold HEAD's corpus tree? (No model load, no parse.)"""

@@ -4,10 +4,11 @@ change on disk is in the very next query: in-place writes, new folders, deletion
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
-from gitwiki import gitrepo
+from gitwiki import gitrepo, watch
 from gitwiki.watch import Watcher
 from gitwiki.wiki import Wiki
 
@@ -92,11 +93,23 @@ def test_without_a_watch_each_query_asks_git(repo, status_calls, monkeypatch):
 def test_a_broken_watch_falls_back_to_git(watched, status_calls):
     repo, wiki = watched
     wiki.search("argo")
-    fence = wiki._watcher._fence
-    fence.unlink()
-    fence.mkdir()  # the fence cannot be written (even by root): the watch is no longer trusted
+    fences = wiki._watcher._fence_dir
+    shutil.rmtree(fences)
+    fences.write_text("")  # no fence can be written (even by root): the watch is no longer trusted
     repo.write("wiki/deploy.md", "# Deploy\n\nWe deploy with nomad.\n")
     assert paths(wiki.search("nomad")) == ["wiki/deploy.md"]
     wiki.search("nomad")
     assert len(status_calls) == 3
-    fence.rmdir()
+    fences.unlink()
+
+
+def test_a_late_fence_costs_one_status_and_the_watch_goes_on(watched, status_calls, monkeypatch):
+    repo, wiki = watched
+    wiki.search("argo")
+    monkeypatch.setattr(watch, "FENCE_TIMEOUT", 0.0)  # every fence is late
+    repo.write("wiki/deploy.md", "# Deploy\n\nWe deploy with nomad.\n")
+    assert paths(wiki.search("nomad")) == ["wiki/deploy.md"]
+    monkeypatch.setattr(watch, "FENCE_TIMEOUT", 1.0)
+    assert paths(wiki.search("nomad")) == ["wiki/deploy.md"]  # the late fence and the edit count as a change
+    wiki.search("nomad")
+    assert len(status_calls) == 3

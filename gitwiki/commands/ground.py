@@ -44,6 +44,8 @@ def ground(args: argparse.Namespace) -> int:
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
+    if args.at is None:
+        wiki.start_from_published(lexical=args.mode == "lexical")
     result = wiki.search(
         " ".join(args.query),
         args.corpus,
