@@ -60,6 +60,7 @@ class Wiki:
         self._pages: dict[str, tuple[str, dict[str, str]]] = {}  # corpus → (tree, indexed listing)
         self._watcher: Watcher | None = None
         self._overlays: dict[str, tuple[tuple[object, ...], Overlay]] = {}  # corpus → (what it depends on, overlay)
+        self._embedded: dict[str, tuple[tuple[object, ...], str]] = {}  # corpus → (overlay key, model) all embedded
 
     @classmethod
     def open(cls, start: str | os.PathLike = ".") -> Wiki:
@@ -185,24 +186,30 @@ class Wiki:
     ) -> tuple[Overlay, int]:
         """Fold the worktree into `committed` (the indexed state of `tree`); with `vectors`, embed what that
         changed (loading the model only then). Returns the overlay and the chunks embedded."""
-        overlay = self._worktree(corpus, tree, committed)
+        overlay, key = self._worktree(corpus, tree, committed)
         embedder = self.embedder() if vectors and overlay.dirty else None
-        if embedder is None:
+        if embedder is None or (key is not None and self._embedded.get(corpus.name) == (key, embedder.model_id)):
             return overlay, 0
         with self.store.lock():
-            return overlay, ensure_vectors(self.store, embedder, set(overlay.pages.values()))
+            embedded = ensure_vectors(self.store, embedder, set(overlay.pages.values()))
+        if key is not None:  # the next query over the same overlay need not look for missing vectors again
+            self._embedded[corpus.name] = (key, embedder.model_id)
+        return overlay, embedded
 
-    def _worktree(self, corpus: CorpusConfig, tree: str, committed: dict[str, str]) -> Overlay:
-        """The worktree overlay, taken again only when something it depends on moved: a watched file, git's
-        index file, the indexed tree, or the database (another process's gc may drop the drafts' chunks)."""
+    def _worktree(
+        self, corpus: CorpusConfig, tree: str, committed: dict[str, str]
+    ) -> tuple[Overlay, tuple[object, ...] | None]:
+        """The worktree overlay and what it depends on (None: not known, so not kept). It is taken again only
+        when one of those moved: a watched file, git's index file, the indexed tree, or the database (another
+        process's gc may drop the drafts' chunks)."""
         generation = self._watcher.sync() if self._watcher else None
         if generation is None:
-            return worktree_overlay(self.store, self.repo, corpus, committed)
+            return worktree_overlay(self.store, self.repo, corpus, committed), None
         key = (generation, tree, self.repo.status_stamp(), self.store.data_version())
         cached = self._overlays.get(corpus.name)
         if cached is None or cached[0] != key:
             cached = self._overlays[corpus.name] = (key, worktree_overlay(self.store, self.repo, corpus, committed))
-        return cached[1]
+        return cached[1], key
 
     def embed_worktree(self) -> int:
         """Parse and embed every corpus's uncommitted pages now, so the next search pays nothing for them;
@@ -314,6 +321,7 @@ class Wiki:
             self.__dict__.pop(name, None)
         self._pages.clear()
         self._overlays.clear()
+        self._embedded.clear()
 
 
 def age(seconds_since_epoch: float | None) -> str:

@@ -9,8 +9,10 @@ import shutil
 import pytest
 
 from gitwiki import gitrepo, watch
+from gitwiki import wiki as wiki_module
 from gitwiki.watch import Watcher
 from gitwiki.wiki import Wiki
+from tests.helpers import needs_model
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 
@@ -113,3 +115,21 @@ def test_a_late_fence_costs_one_status_and_the_watch_goes_on(watched, status_cal
     assert paths(wiki.search("nomad")) == ["wiki/deploy.md"]  # the late fence and the edit count as a change
     wiki.search("nomad")
     assert len(status_calls) == 3
+
+
+@needs_model
+def test_a_watched_hybrid_query_looks_for_missing_vectors_only_after_a_change(repo, monkeypatch):
+    repo.commit("pages", {"wiki/deploy.md": "# Deploy\n\nWe deploy with argo.\n"})
+    wiki = Wiki.open(repo.path)
+    assert wiki.watch()
+    calls = []
+    real = wiki_module.ensure_vectors
+    monkeypatch.setattr(wiki_module, "ensure_vectors", lambda *a, **k: calls.append(1) or real(*a, **k))
+    repo.write("wiki/garden.md", "# Garden\n\nWater the tomatoes.\n")
+    for _ in range(3):
+        assert wiki.search("watering vegetables").docs[0].path == "wiki/garden.md"
+    assert len(calls) == 1
+    repo.write("wiki/garden.md", "# Garden\n\nWater the cucumbers.\n")
+    assert "cucumbers" in wiki.search("watering vegetables").docs[0].chunks[0].text
+    assert len(calls) == 2
+    wiki.close()
