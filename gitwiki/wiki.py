@@ -6,7 +6,6 @@ The CLI, the MCP server, the hooks and the Action are thin adapters over this cl
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import os
 import threading
@@ -178,8 +177,7 @@ class Wiki:
         if not worktree:
             return CorpusView(c.name, commit, committed, (), f"{c.name}:{tree}")
         overlay, _ = self._overlay(c, tree, committed, vectors=embedder is not None)
-        digest = hashlib.sha1(repr(sorted(overlay.pages.items())).encode()).hexdigest() if overlay.dirty else tree
-        return CorpusView(c.name, commit, overlay.pages, overlay.dirty, f"{c.name}:{digest}")
+        return CorpusView(c.name, commit, overlay.pages, overlay.dirty, f"{c.name}:{overlay.digest}")
 
     def _overlay(
         self, corpus: CorpusConfig, tree: str, committed: dict[str, str], vectors: bool
@@ -204,11 +202,12 @@ class Wiki:
         process's gc may drop the drafts' chunks)."""
         generation = self._watcher.sync() if self._watcher else None
         if generation is None:
-            return worktree_overlay(self.store, self.repo, corpus, committed), None
+            return worktree_overlay(self.store, self.repo, corpus, committed, tree), None
         key = (generation, tree, self.repo.status_stamp(), self.store.data_version())
         cached = self._overlays.get(corpus.name)
         if cached is None or cached[0] != key:
-            cached = self._overlays[corpus.name] = (key, worktree_overlay(self.store, self.repo, corpus, committed))
+            overlay = worktree_overlay(self.store, self.repo, corpus, committed, tree)
+            cached = self._overlays[corpus.name] = (key, overlay)
         return cached[1], key
 
     def embed_worktree(self) -> int:
