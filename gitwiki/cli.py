@@ -31,6 +31,8 @@ COMMANDS = (
     "pull",
     "publish",
     "lance",
+    "hooks",
+    "hook",
 )
 
 

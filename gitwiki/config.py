@@ -106,6 +106,15 @@ class McpConfig(NamedTuple):
     max_page_bytes: int = 1_000_000
 
 
+class AgentHooksConfig(NamedTuple):
+    """`gitwiki hook`: what one injection into a Claude Code session may hold."""
+
+    max_chars: int = 4000  # cap on the context one hook adds (Claude Code caps hook output at 10,000)
+    results: int = 3  # sections per search (prompt, errors, each ambient layer shares it)
+    snippet_chars: int = 360
+    min_coverage: int = 50  # percent of the prompt's IDF weight (its 6 weightiest terms) a section must hold
+
+
 class Config(NamedTuple):
     corpora: tuple[CorpusConfig, ...]
     search: SearchConfig = SearchConfig()
@@ -114,6 +123,7 @@ class Config(NamedTuple):
     lint: LintConfig = LintConfig()
     index_blocks: IndexBlocksConfig = IndexBlocksConfig()
     mcp: McpConfig = McpConfig()
+    agent_hooks: AgentHooksConfig = AgentHooksConfig()
     artifact: ArtifactConfig = ArtifactConfig()
     files: tuple[str, ...] = ()  # the config files that were read, in order
 
@@ -144,6 +154,7 @@ SECTIONS: dict[str, type] = {
     "lint": LintConfig,
     "index_blocks": IndexBlocksConfig,
     "mcp": McpConfig,
+    "agent_hooks": AgentHooksConfig,
     "artifact": ArtifactConfig,
 }
 
