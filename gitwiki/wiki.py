@@ -6,9 +6,7 @@ The CLI, the MCP server, the hooks and the Action are thin adapters over this cl
 from __future__ import annotations
 
 import functools
-import logging
 import os
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -16,7 +14,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from gitwiki import config as config_mod
 from gitwiki.config import Config, CorpusConfig
 from gitwiki.embed import Embedder, load_embedder
-from gitwiki.errors import GitwikiError, NotFoundError, UsageError
+from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.gitrepo import GitRepo
 from gitwiki.indexer import (
     IndexReport,
@@ -35,8 +33,6 @@ from gitwiki.store import Store
 
 if TYPE_CHECKING:
     from gitwiki.watch import Watcher
-
-log = logging.getLogger("gitwiki.wiki")
 
 
 class CorpusStatus(NamedTuple):
@@ -92,25 +88,6 @@ class Wiki:
             self._watcher = Watcher.start(folders, self.index_dir, ignored=(self.repo.common_dir, self.repo.git_dir))
         return self._watcher is not None
 
-    def warm_up(self, lock: threading.Lock) -> None:
-        """Pay the first query's costs before it comes (a long-lived process runs this on a background thread
-        from its start): open the index, watch the corpora, load the model, read each indexed corpus's view and
-        vector matrix. `lock` is the one the process's calls hold, as they share the index connection; the
-        model loads outside it, so calls that need no model are answered meanwhile."""
-        with lock:
-            self.start_from_published()
-            self.watch()
-        embedder = self.embedder()
-        mode = "lexical" if embedder is None else "hybrid"
-        with lock:
-            for c in self.config.corpora:
-                if self.store.state(c.name) is None:  # a first build is the index command's job, not a warm-up's
-                    continue
-                try:
-                    self.search("warm up", c.name, mode=mode)
-                except GitwikiError as e:
-                    log.info("warm-up of corpus %s: %s", c.name, e)
-
     def corpus(self, name: str | None = None) -> CorpusConfig:
         return self.config.corpus(name)
 
@@ -136,13 +113,10 @@ class Wiki:
             reports.append(update(self.store, self.repo, c, head, embedder, progress))
         return reports
 
-    def start_from_published(self, lexical: bool = False) -> None:
-        """Before the first index build of a clone: install the index CI published at the remote, if any
-        (`[artifact] auto_pull`); `gitwiki index`, `ground` and `serve` call this first."""
-        if self.config.artifact.auto_pull and not self.store.states():
-            from gitwiki.pull import install_published  # fetching and archives: only for a clone without an index
-
-            install_published(self, lexical)
+    def has_no_index_to_start_from(self) -> bool:
+        """No corpus indexed here yet and `[artifact] auto_pull` on: the callers then install the published
+        index first (`pull.install_published`), as `gitwiki index`, `ground` and `serve` do."""
+        return self.config.artifact.auto_pull and not self.store.states()
 
     def is_fresh(self, corpus: CorpusConfig, vectors: bool) -> bool:
         """The cheap check: does the index already hold HEAD's corpus tree? (No model load, no parse.)"""

@@ -29,7 +29,10 @@ def index(args: argparse.Namespace) -> int:
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
-    wiki.start_from_published(lexical=args.lexical)
+    if wiki.has_no_index_to_start_from():
+        from gitwiki.pull import install_published
+
+        install_published(wiki, lexical=args.lexical)
     with _progress(enabled=not args.quiet and not args.json and sys.stderr.isatty()) as progress:
         reports = wiki.index(args.corpus, progress=progress, lexical=args.lexical)
     if args.json:
