@@ -133,3 +133,14 @@ def test_a_watched_hybrid_query_looks_for_missing_vectors_only_after_a_change(re
     assert "cucumbers" in wiki.search("watering vegetables").docs[0].chunks[0].text
     assert len(calls) == 2
     wiki.close()
+
+
+def test_a_write_right_before_a_query_is_never_missed(watched):
+    """The race the fence closes: each write returns and the very next query must hold it, 40 times over."""
+    repo, wiki = watched
+    page = repo.path / "wiki/deploy.md"
+    for i in range(40):
+        word = f"walrus{'abcdefghij'[i % 10]}{'klmnopqrst'[i // 10]}"  # letters only: one token each
+        with open(page, "a", encoding="utf-8") as f:
+            f.write(f"\n{word}\n")
+        assert paths(wiki.search(word)) == ["wiki/deploy.md"], i
