@@ -137,12 +137,11 @@ class Searcher:
         self.store = store
         self._matrices: OrderedDict[tuple[str, str], DenseMatrix] = OrderedDict()
         self._cache_size = cache_size
+        self._paths: tuple[str, dict[str, str]] | None = None  # (view key, blob → path)
 
     def search(self, view: CorpusView, query: str, options: SearchOptions, embedder: Embedder | None) -> SearchResult:
         mode = options.mode if embedder is not None else "lexical"
-        blob_paths: dict[str, str] = {}
-        for path, blob in sorted(view.pages.items()):
-            blob_paths.setdefault(blob, path)
+        blob_paths = self._blob_paths(view)
         blob_of: dict[int, str] = {}  # chunk id → blob, filled by the rankers
         with self.store.read():
             rankings: list[Ranked] = []
@@ -173,6 +172,16 @@ class Searcher:
             title = (info.title if info else "") or fallback_title(hit.path)
             docs.append(DocResult(hit.path, title, hit.score, chunks))
         return SearchResult(query, view.corpus, view.commit, mode, docs, view.dirty)
+
+    def _blob_paths(self, view: CorpusView) -> dict[str, str]:
+        """blob → its first path in the view, kept for the last view: at 20,000 pages building it took 10 of a
+        warm lexical query's 24 ms."""
+        if self._paths is None or self._paths[0] != view.key:
+            blob_paths: dict[str, str] = {}
+            for path, blob in sorted(view.pages.items()):
+                blob_paths.setdefault(blob, path)
+            self._paths = (view.key, blob_paths)
+        return self._paths[1]
 
     def _lexical(self, query: str, blob_paths: dict[str, str], blob_of: dict[int, str]) -> Ranked:
         match = fts_query(query)
