@@ -265,20 +265,21 @@ def watch(args) -> dict:
     watched = Wiki.open(repo)
     assert watched.watch()
     plain = Wiki.open(repo)
+    committed = Wiki.open(repo)  # its own Wiki: the floor must not share the status wiki's caches
     qs = questions()
     target = repo / sorted(p for p in wiki.store.pages("watch") if p.startswith("pages/common/"))[0]
     original = target.read_text(encoding="utf-8")
     samples: dict[str, list[float]] = {}
     try:
         for mode in ("lexical", "hybrid"):
-            for _, w, worktree in (("watched", watched, True), ("status", plain, True), ("floor", plain, False)):
+            for _, w, worktree in (("watched", watched, True), ("status", plain, True), ("floor", committed, False)):
                 w.search(qs[0], mode=mode, worktree=worktree)  # the model, the matrix, the first status
             for r in range(args.rounds):
                 for q in qs:
                     for name, w, worktree in (
                         ("watched", watched, True),
                         ("status", plain, True),
-                        ("floor", plain, False),
+                        ("floor", committed, False),
                     ):
                         started = time.perf_counter()
                         w.search(q, mode=mode, worktree=worktree)

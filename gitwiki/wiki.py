@@ -184,6 +184,15 @@ class Wiki:
             cached = self._overlays[corpus.name] = (key, overlay)
         return cached[1], key
 
+    def embed_blobs(self, blobs: set[str]) -> int:
+        """Embed the chunks of these page versions that have no vector yet (none in lexical mode); returns
+        how many were embedded."""
+        embedder = self.embedder()
+        if embedder is None:
+            return 0
+        with self.store.lock():
+            return ensure_vectors(self.store, embedder, blobs)
+
     def embed_worktree(self) -> int:
         """Parse and embed every corpus's uncommitted pages now, so the next search pays nothing for them;
         returns the chunks embedded. Corpora not indexed yet are skipped (indexing comes first)."""

@@ -36,8 +36,10 @@ def add_page(wiki: Wiki, corpus: str | None, path: str, content: str, overwrite:
         created = write_page(ref, content, overwrite=overwrite, max_bytes=wiki.config.mcp.max_page_bytes)
         index_files = _refresh_ancestors(wiki, c, ref, scaffold=True)
         commit = _commit(wiki, "add_markdown", ref, index_files)
-    # Parses and embeds just the new page versions (the worktree overlay), so the next search pays nothing.
-    view = wiki.view(c.name, vectors=wiki.wanted_model() is not None)
+    view = wiki.view(c.name)  # parses just the new page versions (the worktree overlay)
+    # The page itself is embedded now; the regenerated index.md above it (1,000 links on the front page of a
+    # 1,000-page wiki, many chunks) waits for the next hybrid search, as it did before.
+    wiki.embed_blobs({view.pages[ref.repo_path]})
     findings = _lint(wiki, ref, content, set(view.pages))
     return _report(ref, "created" if created else "overwritten", index_files, findings, commit, view)
 
