@@ -6,6 +6,9 @@ Parts (default: speed, incremental, latency; `rss` is long — run it on its own
   latency      the same wiki: warm p50/p95 of hybrid and lexical queries, cold `gitwiki ground` CLI
   rss          index and query the first 20,000 tldr pages (all languages), report peak RSS
   mixed        100 pages in wiki/ of a 20,000-file repo: warm lexical query (the worktree check's cost)
+  watch        20,000 tldr pages: warm query as `gitwiki serve` runs it (watched folders) vs a status per
+               query vs no worktree at all (the floor), interleaved; each query round also edits a page
+               on disk and checks the very next query finds it
 
     python bench/bench_index.py --parts speed,incremental,latency
     python bench/bench_index.py --parts rss
@@ -231,13 +234,82 @@ def mixed(_args) -> dict:
     }
 
 
-PARTS = {"speed": speed, "incremental": incremental, "latency": latency, "rss": rss, "mixed": mixed}
+# ---- (f) warm queries at 20,000 pages, watched ------------------------------------------------------
+
+
+def watch(args) -> dict:
+    """The serve path at 20,000 pages. Vectors: the chunks the embedding cache lacks get random unit vectors
+    (embedding 25,000 chunks takes 20 minutes; the dense scan costs the same whatever the values); the query
+    embedding is the real model's."""
+    import numpy as np
+
+    from gitwiki.wiki import Wiki
+
+    pages = tldr_pages(args.rss_pages, english_only=False)
+    work = WORK / "watch"
+    repo = write_repo(work / "repo", pages, corpus_config("watch", ""))
+    wiki = open_wiki(repo, work / "index")
+    wiki.index(lexical=True)
+    model = wiki.embedder()
+    store = wiki.store
+    blobs = set(store.pages("watch").values())
+    need = store.missing_vectors(model.model_id, blobs)
+    rng = np.random.default_rng(0)
+    for start in range(0, len(need), 2000):
+        batch = need[start : start + 2000]
+        matrix = rng.standard_normal((len(batch), model.dim)).astype(np.float32)
+        with store.lock(), store.write():
+            store.put_vectors(model.model_id, [h for h, _ in batch], matrix / np.linalg.norm(matrix, axis=1)[:, None])
+    assert wiki.index()[0].embedded == 0
+    watched = Wiki.open(repo)
+    assert watched.watch()
+    plain = Wiki.open(repo)
+    committed = Wiki.open(repo)  # its own Wiki: the floor must not share the status wiki's caches
+    qs = questions()
+    target = repo / sorted(p for p in wiki.store.pages("watch") if p.startswith("pages/common/"))[0]
+    original = target.read_text(encoding="utf-8")
+    samples: dict[str, list[float]] = {}
+    try:
+        for mode in ("lexical", "hybrid"):
+            for _, w, worktree in (("watched", watched, True), ("status", plain, True), ("floor", committed, False)):
+                w.search(qs[0], mode=mode, worktree=worktree)  # the model, the matrix, the first status
+            for r in range(args.rounds):
+                for q in qs:
+                    for name, w, worktree in (
+                        ("watched", watched, True),
+                        ("status", plain, True),
+                        ("floor", committed, False),
+                    ):
+                        started = time.perf_counter()
+                        w.search(q, mode=mode, worktree=worktree)
+                        samples.setdefault(f"{name}_{mode}", []).append(time.perf_counter() - started)
+                # An in-place edit, then at once a query: the watched wiki must see it.
+                word = f"zqxfresh{mode}{r}"
+                with open(target, "a", encoding="utf-8") as f:
+                    f.write(f"\n{word}\n")
+                started = time.perf_counter()
+                hit = watched.search(word, mode="lexical")
+                samples.setdefault("watched_after_edit", []).append(time.perf_counter() - started)
+                assert hit.docs[0].path == str(target.relative_to(repo)), (word, hit.docs[:1])
+    finally:
+        target.write_text(original, encoding="utf-8")
+        watched.close()
+    out = {"pages": len(pages), "chunks": store.counts()["chunks"], "rounds": args.rounds}
+    for key, values in samples.items():
+        out[f"{key}_ms_min"] = ms(min(values))
+        out[f"{key}_ms_p50"] = ms(statistics.median(values))
+        out[f"{key}_ms_p95"] = ms(percentile(values, 95))
+    return out
+
+
+PARTS = {"speed": speed, "incremental": incremental, "latency": latency, "rss": rss, "mixed": mixed, "watch": watch}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--parts", default="speed,incremental,latency", help=f"comma-separated: {', '.join(PARTS)}")
-    ap.add_argument("--rss-pages", type=int, default=20000)
+    ap.add_argument("--rss-pages", type=int, default=20000, help="pages for the rss and watch parts")
+    ap.add_argument("--rounds", type=int, default=3, help="query rounds over the 30 questions (watch part)")
     args = ap.parse_args(argv)
     use_offline_model()
     os.environ.pop("GITWIKI_INDEX_DIR", None)

@@ -105,6 +105,10 @@ class StorageConfig(NamedTuple):
     uri: str | None = None  # a LanceDB URI (e.g. s3://bucket/wiki) for the scale-out path
 
 
+class ArtifactConfig(NamedTuple):
+    auto_pull: bool = True  # no local index yet: install the one published at the remote's refs/gitwiki/index
+
+
 class LintConfig(NamedTuple):
     disable: tuple[str, ...] = ()
     max_page_bytes: int = 20_000  # GW011: a bigger page is probably more than one topic; 0 turns it off
@@ -150,6 +154,7 @@ class Config(NamedTuple):
     agent_hooks: AgentHooksConfig = AgentHooksConfig()
     memory: MemoryConfig = MemoryConfig()
     eval: EvalConfig = EvalConfig()
+    artifact: ArtifactConfig = ArtifactConfig()
     files: tuple[str, ...] = ()  # the config files that were read, in order
     repositories: tuple[RepositoryConfig, ...] = ()
 
@@ -183,6 +188,7 @@ SECTIONS: dict[str, type] = {
     "agent_hooks": AgentHooksConfig,
     "memory": MemoryConfig,
     "eval": EvalConfig,
+    "artifact": ArtifactConfig,
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -158,6 +159,7 @@ EMBEDDERS: dict[str, Callable[[EmbeddingsConfig], Embedder]] = {"fastembed": Fas
 
 _cache: dict[EmbeddingsConfig, Embedder] = {}
 _failed: dict[EmbeddingsConfig, str] = {}
+_loading = threading.Lock()  # `gitwiki serve` loads the model on a background thread while calls arrive
 
 
 def load_embedder(config: EmbeddingsConfig) -> Embedder | None:
@@ -166,15 +168,18 @@ def load_embedder(config: EmbeddingsConfig) -> Embedder | None:
         return None
     if config in _cache:
         return _cache[config]
-    if config not in _failed:
-        try:
-            if config.provider not in EMBEDDERS:
-                raise EmbeddingUnavailable(
-                    f"unknown [embeddings] provider {config.provider!r}; known: {', '.join(EMBEDDERS)}"
-                )
-            _cache[config] = EMBEDDERS[config.provider](config)
+    with _loading:
+        if config in _cache:  # loaded by the thread we waited for
             return _cache[config]
-        except EmbeddingUnavailable as e:
-            _failed[config] = str(e)
-            print(f"gitwiki: warning: {e}; using lexical search only", file=sys.stderr)
+        if config not in _failed:
+            try:
+                if config.provider not in EMBEDDERS:
+                    raise EmbeddingUnavailable(
+                        f"unknown [embeddings] provider {config.provider!r}; known: {', '.join(EMBEDDERS)}"
+                    )
+                _cache[config] = EMBEDDERS[config.provider](config)
+                return _cache[config]
+            except EmbeddingUnavailable as e:
+                _failed[config] = str(e)
+                print(f"gitwiki: warning: {e}; using lexical search only", file=sys.stderr)
     return None

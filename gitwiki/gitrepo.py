@@ -71,6 +71,11 @@ class GitRepo:
         return Path(self._repo.workdir).resolve()
 
     @property
+    def git_dir(self) -> Path:
+        """This worktree's own .git dir (for a linked worktree, not the shared one)."""
+        return Path(self._repo.path).resolve()
+
+    @property
     def common_dir(self) -> Path:
         """The .git dir shared by all worktrees (a linked worktree's own gitdir names it in `commondir`)."""
         gitdir = Path(self._repo.path)
@@ -107,6 +112,15 @@ class GitRepo:
         file = self.root / path
         on_disk = blob_id(file.read_bytes()) if file.is_file() else None
         return on_disk != self.committed_blob(path)
+
+    def status_stamp(self) -> tuple[int, int, int]:
+        """Identifies the state of git's index file (staging, its stat cache), which the worktree status
+        depends on besides the files: `git add`, a commit or a checkout change it."""
+        try:
+            st = os.stat(self.git_dir / "index")
+        except FileNotFoundError:
+            return (0, 0, 0)
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
 
     def config_value(self, key: str) -> str | None:
         """A git config value (`core.hooksPath`), or None when it is not set."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import time
 from collections.abc import Callable, Iterable
 from typing import NamedTuple, TypeGuard
@@ -205,6 +206,7 @@ def diff_counts(old: PageMap, new: PageMap) -> tuple[int, int, int]:
 class Overlay(NamedTuple):
     pages: PageMap  # the corpus as the user sees it: committed pages overridden by worktree files
     dirty: tuple[str, ...]  # paths whose worktree state differs from HEAD (including deletions)
+    digest: str  # identifies `pages` (the corpus tree id when nothing is dirty), for caches
 
 
 def worktree_overlay(
@@ -212,13 +214,15 @@ def worktree_overlay(
     repo: GitRepo,
     corpus: CorpusConfig,
     committed: PageMap,
+    tree: str,
     max_bytes: int = MAX_PAGE_BYTES,
     lock_timeout: float = LOCK_TIMEOUT,
 ) -> Overlay:
-    """Fold uncommitted and untracked pages into `committed`, parsing (not embedding) new versions."""
+    """Fold uncommitted and untracked pages into `committed` (the listing of corpus tree `tree`), parsing (not
+    embedding) new versions."""
     changes = repo.worktree_changes(corpus)
     if not changes:
-        return Overlay(committed, ())
+        return Overlay(committed, (), tree)
     pages = dict(committed)
     sources: dict[str, Callable[[], bytes]] = {}
     for path, present in changes.items():
@@ -238,4 +242,6 @@ def worktree_overlay(
     if sources:
         with store.lock(lock_timeout):
             ensure_blobs(store, sources, max_bytes=max_bytes)
-    return Overlay(pages, tuple(sorted(changes)))
+    # Computed once per overlay: at 20,000 pages this hash costs more than the whole query.
+    digest = hashlib.sha1(repr(sorted(pages.items())).encode()).hexdigest()
+    return Overlay(pages, tuple(sorted(changes)), digest)

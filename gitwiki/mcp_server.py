@@ -328,14 +328,13 @@ TOOLS: dict[str, ToolAnnotations] = {
 }
 
 
-def build_server(wiki: Wiki) -> MCPServer:
+def build_server(wiki: Wiki, serial: threading.Lock) -> MCPServer:
     from gitwiki import mcp_memory
 
     app = MCPServer(
         "gitwiki", instructions=INSTRUCTIONS + mcp_memory.INSTRUCTIONS, version=__version__, log_level="WARNING"
     )
     tools = WikiTools(wiki)
-    serial = threading.Lock()
     for name, hints in TOOLS.items():
         # ground declares its output schema; the other tools' structured content is described in docs/mcp.md.
         structured = True if name == "ground" else None
@@ -372,16 +371,16 @@ def _guarded(method: Callable[P, CallToolResult], serial: threading.Lock) -> Cal
     return call
 
 
-def serve(start: str = ".", log_level: str = "WARNING") -> None:
-    """Run the server on stdin/stdout until the client hangs up."""
+def serve(wiki: Wiki, serial: threading.Lock, log_level: str = "WARNING") -> None:
+    """Run the server on stdin/stdout until the client hangs up; `serial` is held by each tool call."""
     # Configured before the SDK's own basicConfig, which then leaves it alone: plain lines on stderr.
     logging.basicConfig(level=log_level, stream=sys.stderr, format="gitwiki serve: %(levelname)s %(name)s: %(message)s")
-    wiki = Wiki.open(start)
     log.info("serving %s (index %s)", wiki.root, wiki.index_dir)
     try:
-        build_server(wiki).run("stdio")
+        build_server(wiki, serial).run("stdio")
     finally:
-        wiki.close()
+        with serial:  # not under a running warm-up
+            wiki.close()
 
 
 def _freshness(view: CorpusView) -> dict[str, Any]:

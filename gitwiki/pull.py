@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from gitwiki import artifact
-from gitwiki.errors import FetchError, NotFoundError, StoreError, UsageError
+from gitwiki.errors import FetchError, GitwikiError, NotFoundError, StoreError, UsageError
 from gitwiki.gitcli import run_git
 from gitwiki.indexer import IndexReport
 from gitwiki.wiki import Wiki
@@ -100,6 +101,30 @@ def pull(
     reports = wiki.index(lexical=lexical)
     embedded = 0 if lexical else wiki.embed_worktree()
     return PullReport(str(src), manifest, reports, embedded, time.perf_counter() - started)
+
+
+def install_published(wiki: Wiki, lexical: bool = False) -> PullReport | None:
+    """A clone without a local index starts from the one CI published at the remote's refs/gitwiki/index, when
+    there is one: fetching an archive takes seconds where embedding every page takes minutes. None (and the
+    caller indexes from scratch) when there is no such ref, or it cannot be installed (said on stderr)."""
+    if not _git_ok(wiki.root, "remote", "get-url", DEFAULT_REMOTE):
+        return None
+    if not _git_ok(wiki.root, "ls-remote", "--exit-code", DEFAULT_REMOTE, DEFAULT_REF):
+        return None  # nothing published (exit 2), or the remote is unreachable: the normal build follows
+    print(
+        f"gitwiki: no local index; installing the one published at {DEFAULT_REMOTE} {DEFAULT_REF} "
+        "([artifact] auto_pull = false turns this off)",
+        file=sys.stderr,
+    )
+    try:
+        return pull(wiki, DEFAULT_REF, remote=DEFAULT_REMOTE, lexical=lexical)
+    except GitwikiError as e:
+        print(f"gitwiki: could not install the published index ({e}); indexing from scratch", file=sys.stderr)
+        return None
+
+
+def _git_ok(root: Path, *args: str) -> bool:
+    return run_git(root, *args, env={"GIT_TERMINAL_PROMPT": "0"}).ok
 
 
 # ---- fetching ----------------------------------------------------------------------------------------

@@ -101,6 +101,7 @@ class Store:
     def __init__(self, index_dir: Path, conn: sqlite3.Connection) -> None:
         self.index_dir = index_dir
         self.conn = conn
+        self._inode = _inode(index_dir / DB_NAME)
 
     # ---- opening -------------------------------------------------------------------------------
 
@@ -189,6 +190,15 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+
+    def replaced(self) -> bool:
+        """Whether the database file was replaced since this store opened it (`gitwiki pull`, an artifact
+        install or a rebuild in another process): this connection still reads the old, unlinked file."""
+        return _inode(self.index_dir / DB_NAME) != self._inode
+
+    def data_version(self) -> int:
+        """Changes whenever another connection commits to this database (SQLite's own counter)."""
+        return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
     def schema_version(self) -> int | None:
         return _schema_version(self.conn)
@@ -608,6 +618,13 @@ def integrity_problem(conn: sqlite3.Connection, full: bool = False) -> str | Non
         return None
     found = [r for r in rows if not r.startswith("***")] or rows  # "*** in database main ***" is a header
     return found[0] + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except OSError:
+        return None
 
 
 def _schema_version(conn: sqlite3.Connection) -> int | None:

@@ -6,12 +6,11 @@ The CLI, the MCP server, the hooks and the Action are thin adapters over this cl
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import sys
 import time
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki import config as config_mod
 from gitwiki.config import Config, CorpusConfig
@@ -39,6 +38,9 @@ from gitwiki.store import LOCK_TIMEOUT, IndexDamaged, Store
 # query answers without them and says so.
 OVERLAY_WAIT = 2.0
 
+if TYPE_CHECKING:
+    from gitwiki.watch import Watcher
+
 
 class CorpusStatus(NamedTuple):
     name: str
@@ -61,6 +63,10 @@ class Wiki:
         self.default = default  # the default corpus when not the first (see repositories.for_checkout)
         self.repositories = Repositories(config.repositories, config.search)
         self._pages: dict[str, tuple[str, dict[str, str]]] = {}  # corpus → (tree, indexed listing)
+        self._watcher: Watcher | None = None
+        self._overlays: dict[str, tuple[tuple[object, ...], Overlay]] = {}  # corpus → (what it depends on, overlay)
+        # corpus → ((overlay key, model, budget), pages past the budget): what the last embedding step left
+        self._embedded: dict[str, tuple[tuple[object, ...], tuple[str, ...]]] = {}
 
     @classmethod
     def open(cls, start: str | os.PathLike = ".") -> Wiki:
@@ -86,6 +92,16 @@ class Wiki:
     @property
     def _max_bytes(self) -> int:
         return self.config.search.max_page_bytes
+
+    def watch(self) -> bool:
+        """For long-lived processes: watch the corpus folders, so a query asks git for the worktree status only
+        after something changed on disk. False when watching is not possible here (each query asks git)."""
+        if self._watcher is None:
+            from gitwiki.watch import Watcher
+
+            folders = [self.root / c.path for c in self.config.corpora]
+            self._watcher = Watcher.start(folders, self.index_dir, ignored=(self.repo.common_dir, self.repo.git_dir))
+        return self._watcher is not None
 
     def corpus(self, name: str | None = None) -> CorpusConfig:
         """A local corpus, or a repository's `repo:NAME:wiki|corpus`; None is the default one."""
@@ -135,6 +151,11 @@ class Wiki:
         head = self.repo.head()
         return {c.name: corpus_tree(self.repo, c, head) for c in self.config.corpora}
 
+    def has_no_index_to_start_from(self) -> bool:
+        """No corpus indexed here yet and `[artifact] auto_pull` on: the callers then install the published
+        index first (`pull.install_published`), as `gitwiki index`, `ground` and `serve` do."""
+        return self.config.artifact.auto_pull and not self.store.states()
+
     def is_fresh(self, corpus: CorpusConfig, vectors: bool) -> bool:
         """The cheap check: does the index already hold HEAD's corpus tree? (No model load, no parse.)"""
         tree = corpus_tree(self.repo, corpus, self.repo.head())
@@ -153,6 +174,8 @@ class Wiki:
         """The pages to search: HEAD's (caught up if stale) plus the worktree, or those of revision `at`."""
         c = self.corpus(corpus)
         embedder = self.embedder() if vectors else None
+        if "store" in self.__dict__ and self.store.replaced():  # e.g. `gitwiki pull` in another process
+            self.reopen()
         owner = self.repositories.owner(c.name)
         if owner is not None:
             if at is not None:
@@ -180,32 +203,37 @@ class Wiki:
             return CorpusView(c.name, commit, committed, (), f"{c.name}:{tree}")
         try:
             overlay, _, lexical_only = self._overlay(
-                c, committed, embedder is not None, self.config.search.embed_budget, lock_timeout=OVERLAY_WAIT
+                c, tree, committed, embedder is not None, self.config.search.embed_budget, lock_timeout=OVERLAY_WAIT
             )
         except StoreError as e:
             if isinstance(e, IndexDamaged):
                 raise
             _warn(f"answering from commit {commit[:12]} without uncommitted pages: {e}")
             return CorpusView(c.name, commit, committed, (), f"{c.name}:{tree}")
-        digest = hashlib.sha1(repr(sorted(overlay.pages.items())).encode()).hexdigest() if overlay.dirty else tree
-        return CorpusView(c.name, commit, overlay.pages, overlay.dirty, f"{c.name}:{digest}", lexical_only)
+        return CorpusView(c.name, commit, overlay.pages, overlay.dirty, f"{c.name}:{overlay.digest}", lexical_only)
 
     def _overlay(
         self,
         corpus: CorpusConfig,
+        tree: str,
         committed: dict[str, str],
         vectors: bool,
         budget: int | None = None,
         lock_timeout: float = LOCK_TIMEOUT,
     ) -> tuple[Overlay, int, tuple[str, ...]]:
-        """Fold the worktree into `committed`; with `vectors`, embed what that changed (loading the model only
-        then), uncommitted pages whole and in path order until `budget` chunks. Returns the overlay, the
-        chunks embedded and the pages left past the budget, which are searched lexically only. (One untracked
-        5 MB page used to make a query embed 10,000 sections: over 9.5 minutes without a word.)"""
-        overlay = worktree_overlay(self.store, self.repo, corpus, committed, self._max_bytes, lock_timeout)
+        """Fold the worktree into `committed` (the indexed state of `tree`); with `vectors`, embed what that
+        changed (loading the model only then), uncommitted pages whole and in path order until `budget`
+        chunks. Returns the overlay, the chunks embedded and the pages left past the budget, which are
+        searched lexically only. (One untracked 5 MB page used to make a query embed 10,000 sections: over
+        9.5 minutes without a word.)"""
+        overlay, key = self._worktree(corpus, tree, committed, lock_timeout)
         embedder = self.embedder() if vectors and overlay.dirty else None
         if embedder is None:
             return overlay, 0, ()
+        asked = (key, embedder.model_id, budget)
+        done = self._embedded.get(corpus.name)
+        if key is not None and done is not None and done[0] == asked:
+            return overlay, 0, done[1]  # this overlay was embedded as far as the budget goes: nothing to look up
         over = []
         for path in overlay.dirty:
             if budget is not None and path in overlay.pages:
@@ -217,7 +245,34 @@ class Wiki:
         skip = {overlay.pages[p] for p in over}
         with self.store.lock(lock_timeout):
             embedded = ensure_vectors(self.store, embedder, {b for b in overlay.pages.values() if b not in skip})
+        if key is not None:  # the next query over the same overlay need not look for missing vectors again
+            self._embedded[corpus.name] = (asked, tuple(over))
         return overlay, embedded, tuple(over)
+
+    def _worktree(
+        self, corpus: CorpusConfig, tree: str, committed: dict[str, str], lock_timeout: float = LOCK_TIMEOUT
+    ) -> tuple[Overlay, tuple[object, ...] | None]:
+        """The worktree overlay and what it depends on (None: not known, so not kept). It is taken again only
+        when one of those moved: a watched file, git's index file, the indexed tree, or the database (another
+        process's gc may drop the drafts' chunks)."""
+        generation = self._watcher.sync() if self._watcher else None
+        if generation is None:
+            return worktree_overlay(self.store, self.repo, corpus, committed, tree, self._max_bytes, lock_timeout), None
+        key = (generation, tree, self.repo.status_stamp(), self.store.data_version())
+        cached = self._overlays.get(corpus.name)
+        if cached is None or cached[0] != key:
+            overlay = worktree_overlay(self.store, self.repo, corpus, committed, tree, self._max_bytes, lock_timeout)
+            cached = self._overlays[corpus.name] = (key, overlay)
+        return cached[1], key
+
+    def embed_blobs(self, blobs: set[str]) -> int:
+        """Embed the chunks of these page versions that have no vector yet (none in lexical mode); returns
+        how many were embedded."""
+        embedder = self.embedder()
+        if embedder is None:
+            return 0
+        with self.store.lock():
+            return ensure_vectors(self.store, embedder, blobs)
 
     def embed_worktree(self) -> int:
         """Parse and embed every corpus's uncommitted pages now, so the next search pays nothing for them;
@@ -226,7 +281,7 @@ class Wiki:
         for c in self.config.corpora:
             state = self.store.state(c.name)
             if state is not None:
-                embedded += self._overlay(c, self._committed_pages(c.name, state.tree), vectors=True)[1]
+                embedded += self._overlay(c, state.tree, self._committed_pages(c.name, state.tree), vectors=True)[1]
         return embedded
 
     def _committed_pages(self, corpus: str, tree: str) -> dict[str, str]:
@@ -316,17 +371,25 @@ class Wiki:
         return out
 
     def close(self) -> None:
-        if "store" in self.__dict__:
-            self.store.close()
+        self._forget()
         self.repositories.close()
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = None
 
     def reopen(self) -> None:
         """Close the index and forget everything read from it (its file is about to be replaced, e.g. by
         `gitwiki pull`); the next use opens it again."""
-        self.close()
+        self._forget()
+
+    def _forget(self) -> None:
+        if "store" in self.__dict__:
+            self.store.close()
         for name in ("store", "searcher"):  # the cached_property values
             self.__dict__.pop(name, None)
         self._pages.clear()
+        self._overlays.clear()
+        self._embedded.clear()
 
 
 def _warn(message: str) -> None:

@@ -38,6 +38,9 @@ def add_page(wiki: Wiki, corpus: str | None, path: str, content: str, overwrite:
         index_files = _refresh_ancestors(wiki, c, ref, scaffold=True)
         commit = _commit(wiki, "add_markdown", ref, index_files)
     view = wiki.view(c.name)  # parses just the new page versions (the worktree overlay)
+    # The page itself is embedded now; the regenerated index.md above it (1,000 links on the front page of a
+    # 1,000-page wiki, many chunks) waits for the next hybrid search, as it did before.
+    wiki.embed_blobs({view.pages[ref.repo_path]})
     findings = _lint(wiki, ref, content, set(view.pages))
     return _report(ref, "created" if created else "overwritten", index_files, findings, commit, view)
 

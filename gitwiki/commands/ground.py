@@ -44,6 +44,10 @@ def ground(args: argparse.Namespace) -> int:
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
+    if args.at is None and wiki.has_no_index_to_start_from():
+        from gitwiki.pull import install_published  # fetching and archives: only in a clone without an index
+
+        install_published(wiki, lexical=args.mode == "lexical")
     result = wiki.search(
         " ".join(args.query),
         args.corpus,

@@ -27,6 +27,10 @@ def index(args: argparse.Namespace) -> int:
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
+    if wiki.has_no_index_to_start_from():
+        from gitwiki.pull import install_published
+
+        install_published(wiki, lexical=args.lexical)
     with progress_bar(enabled=not args.quiet and not args.json, terminal=sys.stderr.isatty()) as progress:
         reports = wiki.index(args.corpus, progress=progress, lexical=args.lexical, rebuild=args.rebuild)
     if args.json:

@@ -21,7 +21,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
+    import threading
+
+    from gitwiki.warm import warm_up
+    from gitwiki.wiki import Wiki
+
+    wiki = Wiki.open(args.chdir)
     from gitwiki.mcp_server import serve as run
 
-    run(args.chdir, args.log_level)
+    calls = threading.Lock()  # one tool call at a time, and the warm-up between them
+    # Started after the MCP SDK is imported, not before: both imports hold the GIL, and started together the
+    # SDK's took twice as long, delaying `initialize` (measured 5.1–7.5 s against 2.2–3.8 s on a loaded host).
+    threading.Thread(target=warm_up, args=(wiki, calls), name="gitwiki-warm-up", daemon=True).start()
+    run(wiki, calls, args.log_level)
     return 0

@@ -1,0 +1,146 @@
+"""A watched Wiki (what `gitwiki serve` runs) asks git for the worktree status only after a change, yet every
+change on disk is in the very next query: in-place writes, new folders, deletions, staging and commits."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from gitwiki import gitrepo, watch
+from gitwiki import wiki as wiki_module
+from gitwiki.watch import Watcher
+from gitwiki.wiki import Wiki
+from tests.helpers import needs_model
+
+LEXICAL = "[embeddings]\nenabled = false\n"
+
+
+@pytest.fixture
+def watched(repo):
+    repo.commit("pages", {".gitwiki.toml": LEXICAL, "wiki/deploy.md": "# Deploy\n\nWe deploy with argo.\n"})
+    wiki = Wiki.open(repo.path)
+    assert wiki.watch()
+    yield repo, wiki
+    wiki.close()
+
+
+def paths(result):
+    return [d.path for d in result.docs]
+
+
+@pytest.fixture
+def status_calls(monkeypatch):
+    calls = []
+    real = gitrepo.GitRepo.worktree_changes
+
+    def counting(self, corpus):
+        calls.append(corpus.name)
+        return real(self, corpus)
+
+    monkeypatch.setattr(gitrepo.GitRepo, "worktree_changes", counting)
+    return calls
+
+
+def test_unchanged_worktree_is_not_asked_again(watched, status_calls):
+    repo, wiki = watched
+    for _ in range(5):
+        assert paths(wiki.search("argo")) == ["wiki/deploy.md"]
+    assert len(status_calls) == 1
+    repo.write("README.txt", "outside the corpus folder\n")
+    wiki.search("argo")
+    assert len(status_calls) == 1  # only the corpus folder is watched
+
+
+def test_every_kind_of_change_is_in_the_next_query(watched, status_calls):
+    repo, wiki = watched
+    assert paths(wiki.search("nomad")) == []
+    # In place (the file's own mtime changes, its folder's does not), then queried at once.
+    with open(repo.path / "wiki/deploy.md", "a", encoding="utf-8") as f:
+        f.write("\nNow also nomad.\n")
+    assert paths(wiki.search("nomad")) == ["wiki/deploy.md"]
+    repo.write("wiki/new/deeper/garden.md", "# Garden\n\nWater the tomatoes.\n")  # folders made after the start
+    assert paths(wiki.search("tomatoes")) == ["wiki/new/deeper/garden.md"]
+    repo.write("wiki/new/deeper/garden.md", "# Garden\n\nWater the cucumbers.\n")
+    assert paths(wiki.search("cucumbers")) == ["wiki/new/deeper/garden.md"]
+    os.unlink(repo.path / "wiki/new/deeper/garden.md")
+    assert paths(wiki.search("cucumbers")) == []
+    repo.write("wiki/deploy.md", "# Deploy\n\nWe deploy with argo.\n")  # back to HEAD: no longer dirty
+    assert wiki.search("argo").dirty == ()
+    assert len(status_calls) == 6
+
+
+def test_a_commit_or_staging_without_file_changes_is_seen(watched):
+    repo, wiki = watched
+    repo.write("wiki/deploy.md", "# Deploy\n\nWe deploy with nomad.\n")
+    assert wiki.search("nomad").dirty == ("wiki/deploy.md",)
+    repo.git("add", "wiki/deploy.md")  # .git is not watched; git's index file is checked
+    assert wiki.search("nomad").dirty == ("wiki/deploy.md",)
+    repo.git("commit", "-q", "-m", "nomad")
+    result = wiki.search("nomad")
+    assert result.dirty == () and result.commit == repo.git("rev-parse", "HEAD").strip()
+
+
+def test_without_a_watch_each_query_asks_git(repo, status_calls, monkeypatch):
+    repo.commit("pages", {".gitwiki.toml": LEXICAL, "wiki/deploy.md": "# Deploy\n\nWe deploy with argo.\n"})
+    monkeypatch.setattr(Watcher, "start", classmethod(lambda cls, *a, **k: None))
+    wiki = Wiki.open(repo.path)
+    assert not wiki.watch()
+    for _ in range(3):
+        wiki.search("argo")
+    assert len(status_calls) == 3
+
+
+def test_a_broken_watch_falls_back_to_git(watched, status_calls):
+    repo, wiki = watched
+    wiki.search("argo")
+    fences = wiki._watcher._fence_dir
+    shutil.rmtree(fences)
+    fences.write_text("")  # no fence can be written (even by root): the watch is no longer trusted
+    repo.write("wiki/deploy.md", "# Deploy\n\nWe deploy with nomad.\n")
+    assert paths(wiki.search("nomad")) == ["wiki/deploy.md"]
+    wiki.search("nomad")
+    assert len(status_calls) == 3
+    fences.unlink()
+
+
+def test_a_late_fence_costs_one_status_and_the_watch_goes_on(watched, status_calls, monkeypatch):
+    repo, wiki = watched
+    wiki.search("argo")
+    monkeypatch.setattr(watch, "FENCE_TIMEOUT", 0.0)  # every fence is late
+    repo.write("wiki/deploy.md", "# Deploy\n\nWe deploy with nomad.\n")
+    assert paths(wiki.search("nomad")) == ["wiki/deploy.md"]
+    monkeypatch.setattr(watch, "FENCE_TIMEOUT", 1.0)
+    assert paths(wiki.search("nomad")) == ["wiki/deploy.md"]  # the late fence and the edit count as a change
+    wiki.search("nomad")
+    assert len(status_calls) == 3
+
+
+@needs_model
+def test_a_watched_hybrid_query_looks_for_missing_vectors_only_after_a_change(repo, monkeypatch):
+    repo.commit("pages", {"wiki/deploy.md": "# Deploy\n\nWe deploy with argo.\n"})
+    wiki = Wiki.open(repo.path)
+    assert wiki.watch()
+    calls = []
+    real = wiki_module.ensure_vectors
+    monkeypatch.setattr(wiki_module, "ensure_vectors", lambda *a, **k: calls.append(1) or real(*a, **k))
+    repo.write("wiki/garden.md", "# Garden\n\nWater the tomatoes.\n")
+    for _ in range(3):
+        assert wiki.search("watering vegetables").docs[0].path == "wiki/garden.md"
+    assert len(calls) == 1
+    repo.write("wiki/garden.md", "# Garden\n\nWater the cucumbers.\n")
+    assert "cucumbers" in wiki.search("watering vegetables").docs[0].chunks[0].text
+    assert len(calls) == 2
+    wiki.close()
+
+
+def test_a_write_right_before_a_query_is_never_missed(watched):
+    """The race the fence closes: each write returns and the very next query must hold it, 40 times over."""
+    repo, wiki = watched
+    page = repo.path / "wiki/deploy.md"
+    for i in range(40):
+        word = f"walrus{'abcdefghij'[i % 10]}{'klmnopqrst'[i // 10]}"  # letters only: one token each
+        with open(page, "a", encoding="utf-8") as f:
+            f.write(f"\n{word}\n")
+        assert paths(wiki.search(word)) == ["wiki/deploy.md"], i
