@@ -109,7 +109,7 @@ def test_two_repositories_searchable_side_by_side_with_the_local_corpus(checkout
     code, out, _ = cli("config", "show", cwd=checkout.path)
     assert "corpora repo:platform:wiki, :corpus" in out and f'url = "{checkout.path.parent}' not in out
     code, _, err = cli("ground", "x", "--corpus", "repo:nope:wiki", cwd=checkout.path)
-    assert code == 2 and "repo:platform:wiki" in err  # the choices name the repository corpora
+    assert code == 3 and "repo:platform:wiki" in err  # not found (README); the choices name the repository corpora
 
 
 def test_unchanged_remote_costs_no_download_and_no_parse(checkout, cli):
