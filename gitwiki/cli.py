@@ -33,6 +33,7 @@ COMMANDS = (
     "lance",
     "hooks",
     "hook",
+    "memory",
 )
 
 

@@ -113,6 +113,12 @@ class AgentHooksConfig(NamedTuple):
     min_coverage: int = 50  # percent of the prompt's IDF weight (its 6 weightiest terms) a section must hold
 
 
+class MemoryConfig(NamedTuple):
+    corpus: str | None = None  # default: the repo's default corpus
+    dir: str = "memory"  # folder of topic pages, relative to the corpus
+    commit: bool = False  # commit each memory write (default: leave it in the worktree for review)
+
+
 class Config(NamedTuple):
     corpora: tuple[CorpusConfig, ...]
     search: SearchConfig = SearchConfig()
@@ -122,6 +128,7 @@ class Config(NamedTuple):
     index_blocks: IndexBlocksConfig = IndexBlocksConfig()
     mcp: McpConfig = McpConfig()
     agent_hooks: AgentHooksConfig = AgentHooksConfig()
+    memory: MemoryConfig = MemoryConfig()
     files: tuple[str, ...] = ()  # the config files that were read, in order
 
     def corpus(self, name: str | None = None) -> CorpusConfig:
@@ -152,6 +159,7 @@ SECTIONS: dict[str, type] = {
     "index_blocks": IndexBlocksConfig,
     "mcp": McpConfig,
     "agent_hooks": AgentHooksConfig,
+    "memory": MemoryConfig,
 }
 
 

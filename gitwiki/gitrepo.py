@@ -124,7 +124,11 @@ class GitRepo:
         return out
 
     def read_blob(self, blob: str) -> bytes:
-        return self._repo[blob].peel(pygit2.Blob).data
+        return self._repo[blob].peel(pygit2.Blob).data  # a unique prefix of the id works too
+
+    def write_blob(self, data: bytes) -> str:
+        """Put `data` in the object database (loose, unreferenced until committed) and return its id."""
+        return str(self._repo.create_blob(data))
 
     def worktree_changes(self, corpus: CorpusConfig) -> dict[str, bool]:
         """Pages whose worktree state differs from HEAD: path → whether the file exists on disk.

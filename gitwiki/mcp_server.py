@@ -297,13 +297,18 @@ TOOLS: dict[str, ToolAnnotations] = {
 
 
 def build_server(wiki: Wiki) -> MCPServer:
-    app = MCPServer("gitwiki", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    from gitwiki import mcp_memory
+
+    app = MCPServer(
+        "gitwiki", instructions=INSTRUCTIONS + mcp_memory.INSTRUCTIONS, version=__version__, log_level="WARNING"
+    )
     tools = WikiTools(wiki)
     serial = threading.Lock()
     for name, hints in TOOLS.items():
         # ground declares its output schema; the other tools' structured content is described in docs/mcp.md.
         structured = True if name == "ground" else None
         app.add_tool(_guarded(getattr(tools, name), serial), name=name, annotations=hints, structured_output=structured)
+    mcp_memory.register(app, wiki, lambda method: _guarded(method, serial))  # memory_* tools, docs/memory.md
     return app
 
 

@@ -143,20 +143,26 @@ class Searcher:
         self._matrices: OrderedDict[tuple[str, str], DenseMatrix] = OrderedDict()
         self._cache_size = cache_size
 
-    def search(self, view: CorpusView, query: str, options: SearchOptions, embedder: Embedder | None) -> SearchResult:
-        mode = options.mode if embedder is not None else "lexical"
-        blob_paths: dict[str, str] = {}
-        for path, blob in sorted(view.pages.items()):
-            blob_paths.setdefault(blob, path)
+    def rank(
+        self, view: CorpusView, query: str, mode: str, fusion: str, embedder: Embedder | None, pages: int = 1
+    ) -> tuple[Ranked, dict[int, str], str]:
+        """The fused chunk ranking (chunk id, score), each chunk's blob, and the mode actually used; each
+        ranker's candidates cover at least `pages` pages when the corpus has them."""
+        mode = mode if embedder is not None else "lexical"
+        blob_paths = _blob_paths(view)
         blob_of: dict[int, str] = {}  # chunk id → blob, filled by the rankers
+        rankings: list[Ranked] = []
+        if mode in ("hybrid", "lexical"):
+            rankings.append(self._lexical(query, blob_paths, blob_of, pages))
+        if embedder is not None and mode in ("hybrid", "dense"):
+            # Last: onnxruntime's threads spin for a while after a run and slow whatever follows.
+            rankings.append(self._dense(view, query, embedder, blob_paths, blob_of, pages))
+        return (rankings[0] if len(rankings) == 1 else FUSERS[fusion](rankings)), blob_of, mode
+
+    def search(self, view: CorpusView, query: str, options: SearchOptions, embedder: Embedder | None) -> SearchResult:
         with self.store.read():
-            rankings: list[Ranked] = []
-            if mode in ("hybrid", "lexical"):
-                rankings.append(self._lexical(query, blob_paths, blob_of, options.top_files))
-            if embedder is not None and mode in ("hybrid", "dense"):
-                # Last: onnxruntime's threads spin for a while after a run and slow whatever follows.
-                rankings.append(self._dense(view, query, embedder, blob_paths, blob_of, options.top_files))
-            fused = rankings[0] if len(rankings) == 1 else FUSERS[options.fusion](rankings)
+            fused, blob_of, mode = self.rank(view, query, options.mode, options.fusion, embedder, options.top_files)
+            blob_paths = _blob_paths(view)
             page_of = {cid: blob_paths[blob_of[cid]] for cid, _ in fused}
             hits = rollup(fused, page_of, options.top_files, options.chunks_per_file, options.limit)
             rows = self.store.chunks_by_id(cid for hit in hits for cid, _ in hit.chunks)
@@ -230,8 +236,21 @@ class Searcher:
         if key in self._matrices:
             self._matrices.move_to_end(key)
             return self._matrices[key]
-        rows, raw = self.store.vectors(model, blob_paths)
-        entry = DenseMatrix([cid for cid, _ in rows], [blob for _, blob in rows], vector_matrix(raw, len(rows)))
+        # A view that differs from a cached one by a few page versions (an edit, a memory store) reuses the
+        # cached rows of the unchanged pages: reloading 1,000 vectors cost 30–76 ms on the loaded reference
+        # machine, the first search after every memory store.
+        base = next((m for (mdl, _), m in reversed(self._matrices.items()) if mdl == model), None)
+        kept = [i for i, blob in enumerate(base.blobs) if blob in blob_paths] if base else []
+        known = {base.blobs[i] for i in kept} if base else set()
+        rows, raw = self.store.vectors(model, [b for b in blob_paths if b not in known])
+        ids, blobs = [cid for cid, _ in rows], [blob for _, blob in rows]
+        matrix = vector_matrix(raw, len(rows))
+        if base is not None and kept:
+            import numpy as np
+
+            ids, blobs = [base.ids[i] for i in kept] + ids, [base.blobs[i] for i in kept] + blobs
+            matrix = np.vstack([base.matrix[kept], matrix]) if rows else base.matrix[kept]
+        entry = DenseMatrix(ids, blobs, matrix)
         self._matrices[key] = entry
         if len(self._matrices) > self._cache_size:
             self._matrices.popitem(last=False)
@@ -251,6 +270,14 @@ def candidates(ranked: Iterable[tuple[int, str, float]], pages: int) -> list[tup
             seen.add(item[1])
             pool.append(item)
     return pool
+
+
+def _blob_paths(view: CorpusView) -> dict[str, str]:
+    """blob → the first path (sorted) holding it: identical pages are searched once."""
+    out: dict[str, str] = {}
+    for path, blob in sorted(view.pages.items()):
+        out.setdefault(blob, path)
+    return out
 
 
 class DenseMatrix(NamedTuple):

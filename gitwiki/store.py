@@ -376,6 +376,19 @@ class Store:
             self.conn.execute(f"DELETE FROM blobs WHERE blob IN ({marks})", batch)
         return len(dead)
 
+    def drop(self, blobs: Iterable[str]) -> int:
+        """Drop the chunks of `blobs` unless a corpus state references them: a page version that a write
+        replaced in the worktree. Returns blobs dropped."""
+        dead = list(
+            set(blobs) - {r[0] for r in self._select_in("SELECT blob FROM pages WHERE blob IN ({marks})", blobs)}
+        )
+        for batch in _batches(dead):
+            marks = _marks(batch)
+            self.conn.execute(f"DELETE FROM fts WHERE rowid IN (SELECT id FROM chunks WHERE blob IN ({marks}))", batch)
+            self.conn.execute(f"DELETE FROM chunks WHERE blob IN ({marks})", batch)
+            self.conn.execute(f"DELETE FROM blobs WHERE blob IN ({marks})", batch)
+        return len(dead)
+
     def counts(self) -> dict[str, int]:
         return {
             table: self.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]

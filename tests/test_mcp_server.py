@@ -14,6 +14,7 @@ import anyio
 import pytest
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 
+from gitwiki.mcp_memory import TOOLS as MEMORY_TOOLS
 from gitwiki.search import ChunkResult, DocResult, SearchResult
 from tests.helpers import needs_model
 
@@ -30,7 +31,7 @@ TOOLS = {
     "index",
     "get_footnote",
     "page_history",
-}
+} | set(MEMORY_TOOLS)
 
 
 def server_params(repo_path: Path) -> StdioServerParameters:
@@ -105,7 +106,7 @@ def test_tools_annotations_instructions_and_the_ground_schema(wiki_repo):
     instructions, tools = run(main)
     assert set(tools) == TOOLS
     assert "ground" in instructions and "read_markdown" in instructions
-    read_only = {n for n, t in tools.items() if t.annotations.read_only_hint}
+    read_only = {n for n, t in tools.items() if t.annotations.read_only_hint and n not in MEMORY_TOOLS}
     assert read_only == {
         "list_corpora",
         "list_files",

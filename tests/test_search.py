@@ -135,3 +135,16 @@ def test_unloadable_model_falls_back_to_lexical_with_one_warning(repo, monkeypat
     assert result.mode == "lexical" and paths(result)[0] == "wiki/keys.md"
     err = capfd.readouterr().err
     assert err.count("warning") == 1 and "lexical" in err and "Traceback" not in err
+
+
+@needs_model
+def test_a_view_one_edit_away_reuses_the_cached_vectors_and_ranks_the_same(repo):
+    repo.commit("pages", {**PAGES, "wiki/food.md": "# Lunch\n\nThe canteen serves pasta on Fridays.\n"})
+    wiki = Wiki.open(repo.path)
+    wiki.search("where can I eat a meal", mode="dense")
+    repo.write("wiki/food.md", "# Lunch\n\nThe canteen serves pasta and soup on Fridays.\n")
+    warm = wiki.search("where can I eat a meal", mode="dense")
+    (old, new) = list(wiki.searcher._matrices.values())
+    assert len(new.ids) == len(old.ids) and new.blobs[: len(old.ids) - 1] == [b for b in old.blobs if b in new.blobs]
+    cold = Wiki.open(repo.path).search("where can I eat a meal", mode="dense")
+    assert warm.docs == cold.docs and paths(warm)[0] == "wiki/food.md"
