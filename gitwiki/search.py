@@ -172,16 +172,16 @@ class Searcher:
         return cls(store, reranker=load_reranker(config.reranker), rerank_depth=config.rerank_depth)
 
     def rank(
-        self, view: CorpusView, query: str, mode: str, fusion: str, embedder: Embedder | None
+        self, view: CorpusView, query: str, mode: str, fusion: str, embedder: Embedder | None, pages: int = 1
     ) -> tuple[Ranked, dict[int, str], str]:
-        """The fused chunk ranking (chunk id, score), each chunk's blob, and the mode actually used."""
-        ranking = self._rank(view, query, mode, fusion, embedder)
+        """The fused chunk ranking (chunk id, score), each chunk's blob, and the mode actually used; each
+        ranker's candidates cover at least `pages` pages when the corpus has them."""
+        ranking = self._rank(view, query, mode, fusion, embedder, pages)
         return ranking.fused, ranking.blob_of, ranking.mode
 
     def _rank(
         self, view: CorpusView, query: str, mode: str, fusion: str, embedder: Embedder | None, pages: int = 1
     ) -> Ranking:
-        """`pages`: how many distinct pages the candidate pools must hold (`--top-files`)."""
         mode = mode if embedder is not None else "lexical"
         blob_paths = self._blob_paths(view)
         blob_of: dict[int, str] = {}  # chunk id → blob, filled by the rankers
