@@ -46,7 +46,9 @@ def load_set(name: str):
 def rates(wiki, questions: list[Question], mode: str, others: list[str]) -> dict:
     view = wiki.view(vectors=mode != "lexical")
     embedder = wiki.embedder() if mode != "lexical" else None
-    options = SearchOptions.build(wiki.config.search, mode=mode, top_files=10, chunks_per_file=1, limit=10)
+    options = SearchOptions.build(
+        wiki.config.search, mode=mode, top_files=10, chunks_per_file=1, limit=10, snippet_chars=1
+    )
     searcher = wiki.searcher
 
     def search(text: str, pages: dict[str, str], key: str):

@@ -30,6 +30,7 @@ COMMANDS = (
     "artifact",
     "pull",
     "publish",
+    "repo",
     "lance",
     "hooks",
     "hook",

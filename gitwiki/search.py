@@ -11,7 +11,7 @@ from gitwiki.errors import UsageError
 from gitwiki.markdown.chunker import fallback_title
 from gitwiki.ranking import FUSERS, SECOND_CHUNK, Ranked, rollup, snippet
 from gitwiki.relevance import Background, is_weak
-from gitwiki.rerank import Reranker, rerank
+from gitwiki.rerank import Reranker, load_reranker, rerank
 from gitwiki.store import Store, vector_matrix
 from gitwiki.tokens import STOP_WORDS, fts_query, tokenize, words
 
@@ -140,6 +140,15 @@ class SearchResult(NamedTuple):
         }
 
 
+class Ranking(NamedTuple):
+    fused: Ranked  # (chunk id, score), best first
+    blob_of: dict[int, str]  # chunk id → blob
+    mode: str  # the mode actually used (lexical when there is no embedder)
+    rankers: int  # how many rankings were fused
+    cosines: dict[int, float]  # chunk id → cosine, for the chunks the dense ranker returned
+    background: Background | None  # the cosine distribution over every chunk searched; None without dense
+
+
 class Searcher:
     """Runs queries; keeps the dense matrix of recent views in memory for long-lived processes."""
 
@@ -152,20 +161,19 @@ class Searcher:
         self._matrices: OrderedDict[tuple[str, str], DenseMatrix] = OrderedDict()
         self._cache_size = cache_size
 
-    def rank(
-        self, view: CorpusView, query: str, mode: str, fusion: str, embedder: Embedder | None
-    ) -> tuple[Ranked, dict[int, str], str]:
-        """The fused chunk ranking (chunk id, score), each chunk's blob, and the mode actually used."""
-        ranking = self._rank(view, query, mode, fusion, embedder)
-        return ranking.fused, ranking.blob_of, ranking.mode
+    @classmethod
+    def configured(cls, store: Store, config: SearchConfig) -> Searcher:
+        """A searcher with the [search] reranker, for the local index and each repository's alike."""
+        return cls(store, reranker=load_reranker(config.reranker), rerank_depth=config.rerank_depth)
 
-    def _rank(self, view: CorpusView, query: str, mode: str, fusion: str, embedder: Embedder | None) -> Ranking:
+    def rank(self, view: CorpusView, query: str, mode: str, fusion: str, embedder: Embedder | None) -> Ranking:
+        """The fused chunk ranking, each chunk's blob, the mode actually used and the dense evidence."""
         mode = mode if embedder is not None else "lexical"
         blob_paths = _blob_paths(view)
         blob_of: dict[int, str] = {}  # chunk id → blob, filled by the rankers
-        rankings: list[Ranked] = []
         background: Background | None = None
         cosines: dict[int, float] = {}
+        rankings: list[Ranked] = []
         if mode in ("hybrid", "lexical"):
             rankings.append(self._lexical(query, blob_paths, blob_of))
         if embedder is not None and mode in ("hybrid", "dense"):
@@ -174,20 +182,21 @@ class Searcher:
             rankings.append(dense)
             cosines = dict(dense)
         fused = rankings[0] if len(rankings) == 1 else FUSERS[fusion](rankings)
-        return Ranking(fused, blob_of, mode, cosines, background)
+        return Ranking(fused, blob_of, mode, len(rankings), cosines, background)
 
     def search(self, view: CorpusView, query: str, options: SearchOptions, embedder: Embedder | None) -> SearchResult:
         with self.store.read():
-            fused, blob_of, mode, cosines, background = self._rank(view, query, options.mode, options.fusion, embedder)
-            blob_paths = _blob_paths(view)
+            ranking = self.rank(view, query, options.mode, options.fusion, embedder)
+            fused, blob_of, cosines = ranking.fused, ranking.blob_of, ranking.cosines
             if self.reranker is not None:
                 head = self.store.chunks_by_id(cid for cid, _ in fused[: self.rerank_depth])
                 texts = {cid: "\n".join((" > ".join(r.breadcrumb), r.text)) for cid, r in head.items()}
                 fused = rerank(fused, texts, query, self.reranker, self.rerank_depth)
+            blob_paths = _blob_paths(view)
             page_of = {cid: blob_paths[blob_of[cid]] for cid, _ in fused}
             # Measured only on min-max fused scores: raw cosines and RRF scores lie close together, and there a
             # second chunk outweighs the first (wiki-dev MRR dense 0.818 → 0.763, RRF 0.873 → 0.845).
-            second = SECOND_CHUNK if mode == "hybrid" and options.fusion == "score" else 0.0
+            second = SECOND_CHUNK if ranking.rankers > 1 and options.fusion == "score" else 0.0
             hits = rollup(fused, page_of, options.top_files, options.chunks_per_file, options.limit, second)
             rows = self.store.chunks_by_id(cid for hit in hits for cid, _ in hit.chunks)
             infos = self.store.blob_info(view.pages[h.path] for h in hits)
@@ -209,9 +218,9 @@ class Searcher:
             ]
             title = (info.title if info else "") or fallback_title(hit.path)
             cosine = max((cosines[cid] for cid, _ in hit.chunks if cid in cosines), default=None)
-            weak = is_weak(content, " ".join((title, *best.breadcrumb, best.text)), cosine, background)
+            weak = is_weak(content, " ".join((title, *best.breadcrumb, best.text)), cosine, ranking.background)
             docs.append(DocResult(hit.path, title, hit.score, chunks, weak))
-        return SearchResult(query, view.corpus, view.commit, mode, docs, view.dirty)
+        return SearchResult(query, view.corpus, view.commit, ranking.mode, docs, view.dirty)
 
     def _lexical(self, query: str, blob_paths: dict[str, str], blob_of: dict[int, str]) -> Ranked:
         match = fts_query(query)
@@ -275,14 +284,6 @@ def _blob_paths(view: CorpusView) -> dict[str, str]:
     for path, blob in sorted(view.pages.items()):
         out.setdefault(blob, path)
     return out
-
-
-class Ranking(NamedTuple):
-    fused: Ranked
-    blob_of: dict[int, str]  # chunk id → blob
-    mode: str  # the mode actually used
-    cosines: dict[int, float]  # chunk id → cosine, for the dense candidates
-    background: Background | None  # the query's cosines over every chunk searched; None without dense
 
 
 class DenseMatrix(NamedTuple):

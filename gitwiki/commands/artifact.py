@@ -98,7 +98,7 @@ def cache_key_command(args: argparse.Namespace) -> int:
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
-    key, prefix = cache_keys(wiki)
+    key, prefix = cache_keys(wiki.corpus_trees(), wiki.wanted_model())
     print(f"key={key}\nrestore-prefix={prefix}\nindex-dir={wiki.index_dir}")
     return 0
 

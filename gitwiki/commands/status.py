@@ -21,10 +21,16 @@ def status(args: argparse.Namespace) -> int:
     wiki = Wiki.open(args.chdir)
     rows = wiki.status()
     size = wiki.store.size_bytes()
+    repositories = [r.status() for r in wiki.repositories]
     if args.json:
         print(
             json.dumps(
-                {"index_dir": str(wiki.index_dir), "index_bytes": size, "corpora": [r._asdict() for r in rows]},
+                {
+                    "index_dir": str(wiki.index_dir),
+                    "index_bytes": size,
+                    "corpora": [r._asdict() for r in rows],
+                    "repositories": [{**r._asdict(), "state": r.state} for r in repositories],
+                },
                 indent=2,
             )
         )
@@ -40,5 +46,8 @@ def status(args: argparse.Namespace) -> int:
         if r.dirty:
             shown = ", ".join(r.dirty[:5]) + (f" and {len(r.dirty) - 5} more" if len(r.dirty) > 5 else "")
             print(f"  uncommitted pages ({len(r.dirty)}, searched too): {shown}")
+    for repo in repositories:
+        synced = f"commit {(repo.commit or '-')[:12]}, synced {age(repo.synced_at)}"
+        print(f"repository {repo.name}  {repo.location}: {repo.state}, {synced}")
     print(f"index {wiki.index_dir} ({size / 1e6:.1f} MB)")
     return 0
