@@ -198,6 +198,17 @@ def head_trees(root: str | os.PathLike, folders: Iterable[str]) -> tuple[str | N
     return lines[0], trees
 
 
+def changed_together(root: str | os.PathLike, commits: int) -> list[list[str]]:
+    """The files each of HEAD's last `commits` commits changed (merges left out), newest first: what the
+    agent hooks' coupling notes count."""
+    run = run_git(root, "log", f"-n{commits}", "--no-merges", "--no-renames", "--name-only", "-z", "--format=%x01")
+    out = []
+    for record in run.out.split("\x01")[1:]:
+        files = [f.strip("\n") for f in record.split("\0")]
+        out.append([f for f in files if f])
+    return out
+
+
 def _is_object_id(text: str) -> bool:
     return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 

@@ -68,6 +68,7 @@ def session_start(call: Call) -> dict | None:
     topics = memory.topics(lookup)
     if topics:
         lines.append(memory.render_topics(topics))
+        lines.append(memory.meta_brief(lookup))
     lines.extend(_checkpoint(lookup))
     return context("SessionStart", "\n".join(lines), call.limit)
 

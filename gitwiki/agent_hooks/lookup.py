@@ -21,6 +21,7 @@ from typing import NamedTuple
 from gitwiki import config as config_mod
 from gitwiki import gitcli
 from gitwiki.config import Config
+from gitwiki.memory.base import Memory
 from gitwiki.ranking import snippet
 from gitwiki.store import Store
 from gitwiki.tokens import STOP_WORDS, code_like, fts_any, fts_phrase, tokenize, words
@@ -30,7 +31,6 @@ KEPT = 40  # of those, the best live sections whose text is read (a hook shows 3
 # A prompt term in more than this share of all chunks is left out of the MATCH (the rarest one always stays):
 # BM25 weighs it little, and scoring every row that holds it cost 6.4 of 7 ms per query on the bench wiki.
 COMMON = 0.25
-MEMORY_DIR = "memory"  # issue 12's [memory] dir default, in the first corpus; read from its config once it lands
 
 
 class Note(NamedTuple):
@@ -68,10 +68,16 @@ class Lookup:
 
     # ---- what is searched ------------------------------------------------------------------------
 
-    @property
+    @functools.cached_property
+    def memory(self) -> Memory:
+        """The memory library on this checkout, without a `Wiki`: it reads and parses the topic pages only."""
+        return Memory(root=self.root, settings=self.config)
+
+    @functools.cached_property
     def memory_prefix(self) -> str:
-        """The memory folder, repo-relative, with a trailing slash."""
-        return self.config.corpora[0].prefix + MEMORY_DIR + "/"
+        """The memory folder ([memory] corpus and dir, as the memory library resolves them), repo-relative, with
+        a trailing slash."""
+        return self.memory.repo_path(self.memory.dir) + "/"
 
     def is_memory(self, path: str) -> bool:
         return path.startswith(self.memory_prefix)

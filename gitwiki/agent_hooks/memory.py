@@ -1,81 +1,79 @@
-"""The memory the hooks read (issue 12's format): topic pages under the memory folder, one
-`## <ISO timestamp> — text` section per entry with `[source: path:line@blob]` lines, and checkpoint pages in
-its `checkpoints/` folder. Topics come from the index, checkpoints and what changed this session from the
-worktree. The one module to switch to issue 12's library once it lands.
+"""The memory the hooks read, through the memory library (gitwiki/memory, docs/memory.md): its `Memory` opened
+on the root and config alone (the topic pages on disk, parsed by its own parser; no `Wiki`, so no pygit2),
+its meta-brief, checkpoints and session notion.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import time
+from datetime import UTC, datetime
 from typing import NamedTuple
 
 from gitwiki.agent_hooks.lookup import Lookup, Note
-
-_STAMP = re.compile(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d)?)?")
-
-
-CHECKPOINTS = "checkpoints/"  # the memory folder's subfolder of checkpoint pages
-
-
-class Topic(NamedTuple):
-    name: str
-    path: str
-    entries: int
-    latest: str  # the newest entry's timestamp, "" if none has one
+from gitwiki.memory import topics as topics_mod
+from gitwiki.memory.brief import TopicActivity, activity, brief
+from gitwiki.memory.checkpoint import checkpoint_page, checkpoints
+from gitwiki.memory.entry import Entry, now_iso, parse_iso
+from gitwiki.memory.sources import parse_source
 
 
-class Checkpoint(NamedTuple):
+def topics(lookup: Lookup) -> list[TopicActivity]:
+    """Memory topics, most recently written first (checkpoints are not topics: they are shown apart)."""
+    return activity(lookup.memory.topics().values(), datetime.now(UTC))
+
+
+def meta_brief(lookup: Lookup) -> str:
+    """The memory library's compact meta-briefing: totals and the five most active topics."""
+    return brief(lookup.memory, compact=True).markdown.strip()
+
+
+class Found(NamedTuple):
     path: str
     text: str  # the page without its title
     age_s: float
 
 
-def topics(lookup: Lookup) -> list[Topic]:
-    """Memory topics, most recently written first (checkpoints are not topics: they are shown apart)."""
-    if lookup.store is None:
-        return []
-    blobs = {
-        blob: path
-        for blob, path in lookup.paths.items()
-        if lookup.is_memory(path) and not path.startswith(lookup.memory_prefix + CHECKPOINTS)
-    }
-    out = []
-    for blob, (count, breadcrumb) in lookup.store.last_sections(blobs, 2).items():
-        stamp = _STAMP.match(breadcrumb[-1])  # entries are appended: the last is the newest
-        name = blobs[blob][len(lookup.memory_prefix) :].removesuffix(".md")
-        out.append(Topic(name, blobs[blob], count, stamp.group() if stamp else ""))
-    return sorted(out, key=lambda t: (t.latest, t.entries), reverse=True)
-
-
-def checkpoint(lookup: Lookup) -> Checkpoint | None:
-    """The newest checkpoint page, read from the worktree."""
-    pages = {
-        os.path.getmtime(full): path
-        for path, full in lookup.memory_files().items()
-        if path.startswith(lookup.memory_prefix + CHECKPOINTS)
-    }
-    if not pages:
+def checkpoint(lookup: Lookup) -> Found | None:
+    """The newest checkpoint (by its Saved time), parsed by the library and shown as its page says it."""
+    found = max(checkpoints(lookup.memory), key=lambda c: c.saved, default=None)
+    if found is None:
         return None
-    mtime = max(pages)
-    with open(lookup.root / pages[mtime], encoding="utf-8", errors="replace") as f:
-        text = f.read()
-    body = text.split("\n", 1)[1] if text.startswith("# ") else text
-    return Checkpoint(pages[mtime], body.strip(), time.time() - mtime)
+    saved = parse_iso(found.saved)
+    age = (datetime.now(UTC) - saved).total_seconds() if saved else 0.0
+    return Found(found.path, checkpoint_page(found.json()).split("\n", 1)[1].strip(), max(age, 0.0))
 
 
 def stored_since(lookup: Lookup, since: float) -> bool:
-    """Whether any memory page was written after `since` (a store, committed or not)."""
-    return any(os.path.getmtime(full) > since for full in lookup.memory_files().values())
+    """Whether an entry was stored or changed in this session: the library's `session` action, with the
+    session starting when the hooks first saw it rather than when this process did."""
+    mem = lookup.memory
+    mem.started = now_iso(datetime.fromtimestamp(since, UTC))
+    return bool(topics_mod.session(mem)[1])
 
 
-def is_source_entry(note: Note, path: str, lookup: Lookup) -> bool:
-    """A memory entry whose `[source: …]` is `path`."""
-    return lookup.is_memory(note.path) and f"[source: {path}" in note.text
+def source_entries(lookup: Lookup, notes: list[Note], path: str) -> list[Note]:
+    """The memory entries among `notes` whose `[source: …]` names `path`, told by the entry's parsed source
+    field (not by the path appearing somewhere in its text)."""
+    out = []
+    for note in notes:
+        entry = _entry_at(lookup, note)
+        ref = parse_source(entry.source) if entry is not None else None
+        if ref is not None and ref.path == path:
+            out.append(note)
+    return out
 
 
-def render_topics(found: list[Topic], limit: int = 12) -> str:
-    shown = ", ".join(f"{t.name} ({t.entries})" for t in found[:limit])
+def _entry_at(lookup: Lookup, note: Note) -> Entry | None:
+    """The entry of a topic page whose section is `note` (a checkpoint or a wiki page has none)."""
+    name = note.path.removeprefix(lookup.memory_prefix)
+    if name == note.path or "/" in name or not name.endswith(".md"):
+        return None
+    page = lookup.memory.topics(name[:-3]).get(name[:-3])
+    if page is None:
+        return None
+    return next((e for e in page.page.entries if e.start_line <= note.start_line <= e.end_line), None)
+
+
+def render_topics(found: list[TopicActivity], limit: int = 12) -> str:
+    shown = ", ".join(f"{t.topic} ({t.entries})" for t in found[:limit])
     more = f" and {len(found) - limit} more" if len(found) > limit else ""
     return f"memory topics, newest first: {shown}{more}"

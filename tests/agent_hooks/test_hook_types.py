@@ -18,6 +18,11 @@ def test_session_briefing_reports_corpora_freshness_memory_and_checkpoint(wiki, 
     assert f"corpus wiki (wiki/): 8 pages, indexed at {head[:12]}" in text
     assert "behind HEAD" not in text
     assert "memory topics, newest first: keys (1)\n" in text
+    # the memory library's compact meta-brief
+    assert (
+        "# Memory: 1 entries in 1 topics, 0 in the last 7 days\n\n- keys: 1 entries, last 2026-01-02, 0/day  [gotcha]\n"
+        in text
+    )
     assert "Checkpoint (" in text and "wiki/memory/checkpoints/default.md):\nSaved 2026-01-03T09:00:00Z." in text
     assert "## Task\n\nfix key rotation\n\n## Next\n\n- write the rotation test" in text
 
@@ -109,14 +114,24 @@ def test_stop_reminds_once_when_files_were_edited_and_nothing_stored(wiki, hook)
     assert hook("stop", load("stop", wiki.path), wiki.path) == (0, None)  # once per session
 
 
-def test_stop_is_quiet_after_a_store_or_when_already_continuing(wiki, hook):
+def test_stop_is_quiet_after_a_store_or_when_already_continuing(wiki, hook, cli):
     hook("ambient", load("pre_tool_use_edit", wiki.path, session_id="s2"), wiki.path)
     assert hook("stop", load("stop", wiki.path, session_id="s2", stop_hook_active=True), wiki.path) == (0, None)
+    code, _, err = cli("memory", "store", "keys", "fix: flush the cache before rotating", cwd=wiki.path)
+    assert code == 0, err
+    assert hook("stop", load("stop", wiki.path, session_id="s2"), wiki.path) == (0, None)
+
+
+def test_stop_counts_only_entries_stored_in_this_session(wiki, hook):
+    """A topic page written this session without a new entry (an old entry's file touched, a person's
+    heading added) is not a store: the memory library's session lists entries by their timestamps."""
+    hook("ambient", load("pre_tool_use_edit", wiki.path, session_id="s3"), wiki.path)
     page = wiki.path / "wiki" / "memory" / "keys.md"
-    page.write_text(page.read_text() + "\n## 2026-01-04T10:00:00Z — fix: flush first\n\nfix: flush first.\n")
+    page.write_text(page.read_text() + "\n## Notes\n\nsee the rotation runbook.\n")
     later = time.time() + 5
     os.utime(page, (later, later))
-    assert hook("stop", load("stop", wiki.path, session_id="s2"), wiki.path) == (0, None)
+    answer = hook("stop", load("stop", wiki.path, session_id="s3"), wiki.path)[1]
+    assert answer["decision"] == "block" and "stored nothing in memory" in answer["reason"]
 
 
 def test_subagent_gets_the_topic_list(wiki, hook):
