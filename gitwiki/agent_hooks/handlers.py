@@ -65,10 +65,10 @@ def session_start(call: Call) -> dict | None:
         if changed:
             line += f"; {len(changed)} pages changed in the worktree are not in the hooks' answers until committed"
         lines.append(line)
-    topics = memory.topics(lookup)
-    if topics:
-        lines.append(memory.render_topics(topics))
-        lines.append(memory.meta_brief(lookup))
+    found = memory.load_topics(lookup)
+    if found:
+        lines.append(memory.render_topics(memory.topics(found)))
+        lines.append(memory.meta_brief(found))
     lines.extend(_checkpoint(lookup))
     return context("SessionStart", "\n".join(lines), call.limit)
 
@@ -124,7 +124,7 @@ def stop(call: Call) -> dict | None:
 
 
 def subagent(call: Call) -> dict | None:
-    topics = memory.topics(call.lookup)
+    topics = memory.topics(memory.load_topics(call.lookup))
     if not topics:
         return None
     return context("SubagentStart", f"gitwiki {memory.render_topics(topics, 30)}; {ASK} before answering.", call.limit)

@@ -1,35 +1,95 @@
 """The memory the hooks read, through the memory library (gitwiki/memory, docs/memory.md): its `Memory` opened
-on the root and config alone (the topic pages on disk, parsed by its own parser; no `Wiki`, so no pygit2),
-its meta-brief, checkpoints and session notion.
+on the root and config alone (no `Wiki`, so no pygit2) for where the topic pages are, its parser for them, its
+meta-brief, checkpoints and session notion.
+
+Parsing every topic page costs a hook too much: `Memory.topics()` took 40-55 ms for the benchmark's 1,000
+entries in 50 pages (load 10 on 2 cores; 57 % of it the search terms a hook never uses, 31 % `parse_page`).
+So the entries' metadata, without their text, is cached in the index dir per page, keyed by the page file's
+inode, mtime and size, as `Memory` keys its in-process cache: a hook re-parses only the pages that changed.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from datetime import UTC, datetime
 from typing import NamedTuple
 
 from gitwiki.agent_hooks.lookup import Lookup, Note
-from gitwiki.memory import topics as topics_mod
-from gitwiki.memory.brief import TopicActivity, activity, brief
+from gitwiki.fs import atomic_write
+from gitwiki.memory.brief import TopicActivity, activity, meta
 from gitwiki.memory.checkpoint import checkpoint_page, checkpoints
-from gitwiki.memory.entry import Entry, now_iso, parse_iso
+from gitwiki.memory.entry import Entry, TopicPage, now_iso, parse_iso, parse_page
 from gitwiki.memory.sources import parse_source
 
+CACHE = "agent-memory.json"
+CACHE_VERSION = 1
+_FIELDS = ("created", "modified", "tags", "source", "start_line", "end_line")  # what the hooks read of an entry
 
-def topics(lookup: Lookup) -> list[TopicActivity]:
-    """Memory topics, most recently written first (checkpoints are not topics: they are shown apart)."""
-    return activity(lookup.memory.topics().values(), datetime.now(UTC))
 
+class Topic(NamedTuple):
+    """A topic page as the library's brief functions take it (`.name`, `.page.entries`); entries without text."""
 
-def meta_brief(lookup: Lookup) -> str:
-    """The memory library's compact meta-briefing: totals and the five most active topics."""
-    return brief(lookup.memory, compact=True).markdown.strip()
+    name: str
+    path: str  # repo-relative
+    page: TopicPage
 
 
 class Found(NamedTuple):
     path: str
     text: str  # the page without its title
     age_s: float
+
+
+def load_topics(lookup: Lookup) -> dict[str, Topic]:
+    """Every topic page, by name, from the cache where the file is unchanged, else parsed by the library."""
+    mem = lookup.memory
+    cache_file = lookup.index_dir / CACHE
+    try:
+        cached = json.loads(cache_file.read_text(encoding="utf-8"))
+        if cached.get("version") != CACHE_VERSION:
+            cached = {}
+    except (OSError, ValueError, AttributeError):
+        cached = {}
+    pages = cached.get("pages", {})
+    out, fresh, changed = {}, {}, False
+    for name, file in mem.topic_files().items():
+        path = os.path.relpath(file, lookup.root).replace(os.sep, "/")
+        try:
+            st = file.stat()
+        except OSError:
+            continue
+        key = [st.st_ino, st.st_mtime_ns, st.st_size]
+        hit = pages.get(path)
+        if hit is None or hit[0] != key:
+            try:
+                text = file.read_bytes().decode("utf-8", errors="replace")
+            except OSError:
+                continue
+            hit = [key, [[getattr(e, f) for f in _FIELDS] for e in parse_page(text, name).entries]]
+            changed = True
+        fresh[path] = hit
+        entries = tuple(_entry(name, i, row) for i, row in enumerate(hit[1], 1))
+        out[name] = Topic(name, path, TopicPage(name, "", entries))
+    if changed or len(fresh) != len(pages):
+        lookup.index_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write(cache_file, json.dumps({"version": CACHE_VERSION, "pages": fresh}), sync=False)
+    return out
+
+
+def _entry(topic: str, index: int, row: list) -> Entry:
+    fields = dict(zip(_FIELDS, row, strict=True))
+    return Entry(topic=topic, text="", **{**fields, "tags": tuple(fields["tags"])}, index=index)
+
+
+def topics(found: dict[str, Topic]) -> list[TopicActivity]:
+    """Memory topics, most recently written first (checkpoints are not topics: they are shown apart)."""
+    return activity(found.values(), datetime.now(UTC))
+
+
+def meta_brief(found: dict[str, Topic]) -> str:
+    """The memory library's compact meta-briefing: totals and the five most active topics."""
+    return meta(found.values(), datetime.now(UTC), compact=True).markdown.strip()
 
 
 def checkpoint(lookup: Lookup) -> Found | None:
@@ -43,34 +103,28 @@ def checkpoint(lookup: Lookup) -> Found | None:
 
 
 def stored_since(lookup: Lookup, since: float) -> bool:
-    """Whether an entry was stored or changed in this session: the library's `session` action, with the
-    session starting when the hooks first saw it rather than when this process did."""
-    mem = lookup.memory
-    mem.started = now_iso(datetime.fromtimestamp(since, UTC))
-    return bool(topics_mod.session(mem)[1])
+    """Whether an entry was stored or changed in this session, as the library's `session` action counts
+    them (an entry's time of last change at or after the start), the session starting when the hooks
+    first saw it."""
+    start = now_iso(datetime.fromtimestamp(since, UTC))
+    return any(e.when >= start for t in load_topics(lookup).values() for e in t.page.entries)
 
 
 def source_entries(lookup: Lookup, notes: list[Note], path: str) -> list[Note]:
     """The memory entries among `notes` whose `[source: …]` names `path`, told by the entry's parsed source
     field (not by the path appearing somewhere in its text)."""
+    if not notes:
+        return []
+    by_path = {t.path: t for t in load_topics(lookup).values()}
     out = []
     for note in notes:
-        entry = _entry_at(lookup, note)
+        topic = by_path.get(note.path)
+        entries = topic.page.entries if topic is not None else ()
+        entry = next((e for e in entries if e.start_line <= note.start_line <= e.end_line), None)
         ref = parse_source(entry.source) if entry is not None else None
         if ref is not None and ref.path == path:
             out.append(note)
     return out
-
-
-def _entry_at(lookup: Lookup, note: Note) -> Entry | None:
-    """The entry of a topic page whose section is `note` (a checkpoint or a wiki page has none)."""
-    name = note.path.removeprefix(lookup.memory_prefix)
-    if name == note.path or "/" in name or not name.endswith(".md"):
-        return None
-    page = lookup.memory.topics(name[:-3]).get(name[:-3])
-    if page is None:
-        return None
-    return next((e for e in page.page.entries if e.start_line <= note.start_line <= e.end_line), None)
 
 
 def render_topics(found: list[TopicActivity], limit: int = 12) -> str:

@@ -6,7 +6,7 @@ import json
 import os
 import time
 
-from tests.agent_hooks.conftest import context_of, load
+from tests.agent_hooks.conftest import PAGES, context_of, load
 
 
 def test_session_briefing_reports_corpora_freshness_memory_and_checkpoint(wiki, hook):
@@ -149,3 +149,30 @@ def test_approve_mcp_allows_gitwiki_tools_only(repo, hook, tmp_path):
     for foreign in ("mcp__github__create_issue", "mcp__gitwiki_evil__ground", "mcp__gitwiki__evil__x", "Bash"):
         event = load("permission_request_foreign", repo.path, tool_name=foreign)
         assert hook("approve-mcp", event, tmp_path) == (0, None), foreign
+
+
+def test_memory_comes_from_the_memory_config_and_the_brief_is_compact(repo, cli, hook):
+    """[memory] corpus and dir decide where topics are read (one source of truth with gitwiki memory); the
+    session briefing carries the library's compact meta-brief, top 5 topics by activity."""
+    config = (
+        PAGES[".gitwiki.toml"] + '[[corpus]]\nname = "notes"\npath = "notes"\n[memory]\ncorpus = "notes"\ndir = "mem"\n'
+    )
+    topics = {
+        f"notes/mem/t{n}.md": f"# t{n}\n\n## 2026-01-0{n + 1}T10:00:00Z — perf: step {n}\n\nperf: step {n}\n[tags: perf]\n"
+        for n in range(6)
+    }
+    repo.commit("wiki", {**PAGES, ".gitwiki.toml": config, **topics, "notes/index.md": "# Notes\n"})
+    assert cli("index", cwd=repo.path)[0] == 0
+    text = context_of(hook("session", load("session_start", repo.path), repo.path)[1])
+    assert "memory topics, newest first: t5 (1), t4 (1), t3 (1), t2 (1), t1 (1), t0 (1)\n" in text
+    assert "# Memory: 6 entries in 6 topics, 0 in the last 7 days\n\n- t5: 1 entries, last 2026-01-06" in text
+    assert "- t1: 1 entries, last 2026-01-02, 0/day  [perf]\n- … 1 more topics (topics action=list)" in text
+    assert "keys" not in text.partition("memory topics")[2]  # wiki/memory is no longer the memory folder
+
+    # the hooks' parse cache follows the pages: a store shows up in the next briefing
+    assert (repo.path / ".git" / "gitwiki" / "agent-memory.json").is_file()
+    code, _, err = cli("memory", "store", "t0", "decision: keep the step order", cwd=repo.path)
+    assert code == 0, err
+    text = context_of(hook("session", load("session_start", repo.path, session_id="s2"), repo.path)[1])
+    assert "memory topics, newest first: t0 (2), t5 (1)" in text
+    assert "# Memory: 7 entries in 6 topics, 1 in the last 7 days" in text
