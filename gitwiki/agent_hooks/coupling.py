@@ -1,7 +1,7 @@
 """Ambient layer 4's coupling notes: the files that changed together with this one in recent history.
 
 `git log --name-only` over the last COMMITS commits runs once per HEAD; its file lists are cached as JSON in
-the index dir, so a hook on an unchanged HEAD pays one `git rev-parse HEAD` and a small JSON read.
+the index dir, so a hook on an unchanged HEAD reads HEAD from git's files (no git process) and a small JSON.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def render(path: str, found: list[tuple[str, int]]) -> str:
 
 
 def _history(root: Path, index_dir: Path) -> list[list[str]]:
-    head = gitcli.head_trees(root, [])[0]
+    head = gitcli.read_head(root) or gitcli.head_trees(root, [])[0]
     if head is None:
         return []
     cache = index_dir / CACHE

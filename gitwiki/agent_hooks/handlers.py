@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from gitwiki import gitcli
-from gitwiki.agent_hooks import memory
 from gitwiki.agent_hooks.lookup import Lookup, Note
 from gitwiki.agent_hooks.protocol import context, keep_going
 from gitwiki.agent_hooks.state import Session
@@ -37,6 +36,8 @@ class Call(NamedTuple):
 
 
 def session_start(call: Call) -> dict | None:
+    from gitwiki.agent_hooks import memory  # the memory library: ~7 ms of imports the prompt and error hooks do without
+
     if call.event.get("source") == "compact":
         return context("SessionStart", after_compaction(call), call.limit)
     lookup = call.lookup
@@ -86,6 +87,8 @@ def after_compaction(call: Call) -> str:
 
 
 def _checkpoint(lookup: Lookup) -> list[str]:
+    from gitwiki.agent_hooks import memory
+
     found = memory.checkpoint(lookup)
     if found is None:
         return []
@@ -112,6 +115,8 @@ def stop(call: Call) -> dict | None:
     s = call.session
     if call.event.get("stop_hook_active") or not s.edits or s.data["reminded"]:
         return None
+    from gitwiki.agent_hooks import memory
+
     if memory.stored_since(call.lookup, s.started):
         return None
     s.data["reminded"] = True
@@ -124,6 +129,8 @@ def stop(call: Call) -> dict | None:
 
 
 def subagent(call: Call) -> dict | None:
+    from gitwiki.agent_hooks import memory
+
     topics = memory.topics(memory.load_topics(call.lookup))
     if not topics:
         return None
