@@ -1,10 +1,11 @@
 """The ambient hook (PreToolUse on Read, Edit, Write, Glob, Grep): notes on what the tool is about to touch.
 
 Five layers, in this order, each at most [agent_hooks] results sections and none shown twice in a session:
-1. memory entries whose `[source: …]` is this file;
+1. memory entries whose `[source: …]` is this file (the entry's source field, as the memory library parses it);
 2. sections naming a symbol the file defines (first 500 lines, up to 20 symbols);
 3. sections about the file's stem (a page or heading named after it);
-4. structural notes: other sections that name the file's path;
+4. structural notes: other sections that name the file's path, and the files that changed together with it
+   in recent commits (coupling.py);
 5. on Edit, sections naming a symbol the edit removes.
 """
 
@@ -16,10 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from gitwiki.agent_hooks import coupling
 from gitwiki.agent_hooks.extract import removed_names, symbols
 from gitwiki.agent_hooks.handlers import Call
 from gitwiki.agent_hooks.lookup import Lookup, Note
-from gitwiki.agent_hooks.memory import is_source_entry
+from gitwiki.agent_hooks.memory import source_entries
 from gitwiki.agent_hooks.protocol import context
 
 MAX_READ = 256 * 1024  # bytes of a file read for its symbols; 500 lines of code fit well inside
@@ -46,7 +48,20 @@ def ambient(call: Call) -> dict | None:
     removed = []
     if tool == "Edit":
         removed = removed_names(str(tool_input.get("old_string", "")), str(tool_input.get("new_string", "")))
-    return _answer(call, file_layers(call.lookup, path, text if isinstance(text, str) else "", removed))
+    layers = file_layers(call.lookup, path, text if isinstance(text, str) else "", removed)
+    return _answer(call, layers, _coupling(call, path))
+
+
+def _coupling(call: Call, path: str) -> str:
+    """Layer 4's coupling note on `path`, once per session."""
+    key = f"coupling:{path}"
+    if call.session.seen(key):
+        return ""
+    found = coupling.coupled(call.lookup.root, call.lookup.index_dir, path)
+    if not found:
+        return ""
+    call.session.injected(key)
+    return coupling.render(path, found)
 
 
 class Layer(NamedTuple):
@@ -58,19 +73,20 @@ class Layer(NamedTuple):
 def file_layers(lookup: Lookup, path: str, text: str, removed: list[str]) -> list[Layer]:
     """The five layers; the file's own sections (a wiki page being read) are not notes on it."""
     naming_path = lookup.mentions(path)
+    sourced = source_entries(lookup, naming_path, path)
     defined = symbols(text)
     stem = Path(path).stem
     layers = [
         Layer(
             f"memory entries with [source: {path}]:",
-            [n for n in naming_path if is_source_entry(n, path, lookup)],
+            sourced,
             path,
         ),
         Layer(
             f"sections naming symbols of {path} ({', '.join(defined[:6])}):", lookup.naming(defined), " ".join(defined)
         ),
         Layer(f"sections about {stem!r}:", lookup.headed(stem), stem),
-        Layer(f"notes that name {path}:", [n for n in naming_path if not is_source_entry(n, path, lookup)], path),
+        Layer(f"notes that name {path}:", [n for n in naming_path if n not in sourced], path),
         Layer(
             f"this edit removes {', '.join(removed[:6])}; sections that name them:",
             lookup.naming(removed),
@@ -80,10 +96,13 @@ def file_layers(lookup: Lookup, path: str, text: str, removed: list[str]) -> lis
     return [layer._replace(notes=[n for n in layer.notes if n.path != path]) for layer in layers]
 
 
-def _answer(call: Call, layers: list[Layer]) -> dict | None:
+def _answer(call: Call, layers: list[Layer], coupled: str = "") -> dict | None:
+    """The layers' notes; `coupled` goes after the fourth layer's (both are structural notes)."""
     picked: set[str] = set()
     parts = []
-    for layer in layers:
+    for i, layer in enumerate(layers):
+        if i == 4 and coupled:
+            parts.append(coupled)
         chosen = call.lookup.pick(layer.notes, _either(call.session.seen, picked.__contains__))
         if chosen:
             picked.update(n.key for n in chosen)

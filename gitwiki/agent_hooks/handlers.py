@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from gitwiki import gitcli
-from gitwiki.agent_hooks import memory
 from gitwiki.agent_hooks.lookup import Lookup, Note
 from gitwiki.agent_hooks.protocol import context, keep_going
 from gitwiki.agent_hooks.state import Session
@@ -37,6 +36,8 @@ class Call(NamedTuple):
 
 
 def session_start(call: Call) -> dict | None:
+    from gitwiki.agent_hooks import memory  # the memory library: ~7 ms of imports the prompt and error hooks do without
+
     if call.event.get("source") == "compact":
         return context("SessionStart", after_compaction(call), call.limit)
     lookup = call.lookup
@@ -65,9 +66,10 @@ def session_start(call: Call) -> dict | None:
         if changed:
             line += f"; {len(changed)} pages changed in the worktree are not in the hooks' answers until committed"
         lines.append(line)
-    topics = memory.topics(lookup)
-    if topics:
-        lines.append(memory.render_topics(topics))
+    found = memory.load_topics(lookup)
+    if found:
+        lines.append(memory.render_topics(memory.topics(found)))
+        lines.append(memory.meta_brief(found))
     lines.extend(_checkpoint(lookup))
     return context("SessionStart", "\n".join(lines), call.limit)
 
@@ -85,6 +87,8 @@ def after_compaction(call: Call) -> str:
 
 
 def _checkpoint(lookup: Lookup) -> list[str]:
+    from gitwiki.agent_hooks import memory
+
     found = memory.checkpoint(lookup)
     if found is None:
         return []
@@ -111,6 +115,8 @@ def stop(call: Call) -> dict | None:
     s = call.session
     if call.event.get("stop_hook_active") or not s.edits or s.data["reminded"]:
         return None
+    from gitwiki.agent_hooks import memory
+
     if memory.stored_since(call.lookup, s.started):
         return None
     s.data["reminded"] = True
@@ -123,7 +129,9 @@ def stop(call: Call) -> dict | None:
 
 
 def subagent(call: Call) -> dict | None:
-    topics = memory.topics(call.lookup)
+    from gitwiki.agent_hooks import memory
+
+    topics = memory.topics(memory.load_topics(call.lookup))
     if not topics:
         return None
     return context("SubagentStart", f"gitwiki {memory.render_topics(topics, 30)}; {ASK} before answering.", call.limit)

@@ -16,14 +16,17 @@ import posixpath
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki import config as config_mod
 from gitwiki import gitcli
-from gitwiki.config import Config
+from gitwiki.config import Config, normalize_corpus_path
 from gitwiki.ranking import snippet
 from gitwiki.store import Store
 from gitwiki.tokens import STOP_WORDS, code_like, fts_any, fts_phrase, tokenize, words
+
+if TYPE_CHECKING:
+    from gitwiki.memory.base import Memory
 
 CANDIDATES = 400  # FTS rows read per query: other corpora and old page versions share the table
 KEPT = 40  # of those, the best live sections whose text is read (a hook shows 3 per search)
@@ -67,11 +70,19 @@ class Lookup:
 
     # ---- what is searched ------------------------------------------------------------------------
 
-    @property
+    @functools.cached_property
+    def memory(self) -> Memory:
+        """The memory library on this checkout, without a `Wiki`: it reads and parses the topic pages only."""
+        from gitwiki.memory.base import Memory  # only the hooks that read topics pay for it
+
+        return Memory(root=self.root, settings=self.config)
+
+    @functools.cached_property
     def memory_prefix(self) -> str:
-        """The memory folder ([memory] corpus and dir), repo-relative, with a trailing slash."""
+        """The memory folder ([memory] corpus and dir, normalized as the memory library does), repo-relative,
+        with a trailing slash: every search marks and overlays memory pages, and most need no `Memory`."""
         memory = self.config.memory
-        return self.config.corpus(memory.corpus).prefix + memory.dir.strip("/") + "/"
+        return self.config.corpus(memory.corpus).prefix + normalize_corpus_path(memory.dir, "[memory] dir") + "/"
 
     def is_memory(self, path: str) -> bool:
         return path.startswith(self.memory_prefix)

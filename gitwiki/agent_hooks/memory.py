@@ -1,81 +1,133 @@
-"""The memory the hooks read (issue 12's format): topic pages under the memory folder, one
-`## <ISO timestamp> — text` section per entry with `[source: path:line@blob]` lines, and checkpoint pages in
-its `checkpoints/` folder. Topics come from the index, checkpoints and what changed this session from the
-worktree. The one module to switch to issue 12's library once it lands.
+"""The memory the hooks read, through the memory library (gitwiki/memory, docs/memory.md): its `Memory` opened
+on the root and config alone (no `Wiki`, so no pygit2) for where the topic pages are, its parser for them, its
+meta-brief, checkpoints and session notion.
+
+Parsing every topic page costs a hook too much: `Memory.topics()` took 40-55 ms for the benchmark's 1,000
+entries in 50 pages (load 10 on 2 cores; 57 % of it the search terms a hook never uses, 31 % `parse_page`).
+So the entries' metadata, without their text, is cached in the index dir per page, keyed by the page file's
+inode, mtime and size, as `Memory` keys its in-process cache: a hook re-parses only the pages that changed.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import re
-import time
+from datetime import UTC, datetime
 from typing import NamedTuple
 
 from gitwiki.agent_hooks.lookup import Lookup, Note
+from gitwiki.fs import atomic_write
+from gitwiki.memory.brief import TopicActivity, activity, meta
+from gitwiki.memory.checkpoint import checkpoint_page, checkpoints
+from gitwiki.memory.entry import Entry, TopicPage, now_iso, parse_iso, parse_page
+from gitwiki.memory.sources import parse_source
 
-_STAMP = re.compile(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d)?)?")
-
-
-CHECKPOINTS = "checkpoints/"  # the memory folder's subfolder of checkpoint pages
+CACHE = "agent-memory.json"
+CACHE_VERSION = 1
+_FIELDS = ("created", "modified", "tags", "source", "start_line", "end_line")  # what the hooks read of an entry
 
 
 class Topic(NamedTuple):
+    """A topic page as the library's brief functions take it (`.name`, `.page.entries`); entries without text."""
+
     name: str
-    path: str
-    entries: int
-    latest: str  # the newest entry's timestamp, "" if none has one
+    path: str  # repo-relative
+    page: TopicPage
 
 
-class Checkpoint(NamedTuple):
+class Found(NamedTuple):
     path: str
     text: str  # the page without its title
     age_s: float
 
 
-def topics(lookup: Lookup) -> list[Topic]:
+def load_topics(lookup: Lookup) -> dict[str, Topic]:
+    """Every topic page, by name, from the cache where the file is unchanged, else parsed by the library."""
+    mem = lookup.memory
+    cache_file = lookup.index_dir / CACHE
+    try:
+        cached = json.loads(cache_file.read_text(encoding="utf-8"))
+        if cached.get("version") != CACHE_VERSION:
+            cached = {}
+    except (OSError, ValueError, AttributeError):
+        cached = {}
+    pages = cached.get("pages", {})
+    out, fresh, changed = {}, {}, False
+    for name, file in mem.topic_files().items():
+        path = os.path.relpath(file, lookup.root).replace(os.sep, "/")
+        try:
+            st = file.stat()
+        except OSError:
+            continue
+        key = [st.st_ino, st.st_mtime_ns, st.st_size]
+        hit = pages.get(path)
+        if hit is None or hit[0] != key:
+            try:
+                text = file.read_bytes().decode("utf-8", errors="replace")
+            except OSError:
+                continue
+            hit = [key, [[getattr(e, f) for f in _FIELDS] for e in parse_page(text, name).entries]]
+            changed = True
+        fresh[path] = hit
+        entries = tuple(_entry(name, i, row) for i, row in enumerate(hit[1], 1))
+        out[name] = Topic(name, path, TopicPage(name, "", entries))
+    if changed or len(fresh) != len(pages):
+        lookup.index_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write(cache_file, json.dumps({"version": CACHE_VERSION, "pages": fresh}), sync=False)
+    return out
+
+
+def _entry(topic: str, index: int, row: list) -> Entry:
+    fields = dict(zip(_FIELDS, row, strict=True))
+    return Entry(topic=topic, text="", **{**fields, "tags": tuple(fields["tags"])}, index=index)
+
+
+def topics(found: dict[str, Topic]) -> list[TopicActivity]:
     """Memory topics, most recently written first (checkpoints are not topics: they are shown apart)."""
-    if lookup.store is None:
-        return []
-    blobs = {
-        blob: path
-        for blob, path in lookup.paths.items()
-        if lookup.is_memory(path) and not path.startswith(lookup.memory_prefix + CHECKPOINTS)
-    }
-    out = []
-    for blob, (count, breadcrumb) in lookup.store.last_sections(blobs, 2).items():
-        stamp = _STAMP.match(breadcrumb[-1])  # entries are appended: the last is the newest
-        name = blobs[blob][len(lookup.memory_prefix) :].removesuffix(".md")
-        out.append(Topic(name, blobs[blob], count, stamp.group() if stamp else ""))
-    return sorted(out, key=lambda t: (t.latest, t.entries), reverse=True)
+    return activity(found.values(), datetime.now(UTC))
 
 
-def checkpoint(lookup: Lookup) -> Checkpoint | None:
-    """The newest checkpoint page, read from the worktree."""
-    pages = {
-        os.path.getmtime(full): path
-        for path, full in lookup.memory_files().items()
-        if path.startswith(lookup.memory_prefix + CHECKPOINTS)
-    }
-    if not pages:
+def meta_brief(found: dict[str, Topic]) -> str:
+    """The memory library's compact meta-briefing: totals and the five most active topics."""
+    return meta(found.values(), datetime.now(UTC), compact=True).markdown.strip()
+
+
+def checkpoint(lookup: Lookup) -> Found | None:
+    """The newest checkpoint (by its Saved time), parsed by the library and shown as its page says it."""
+    found = max(checkpoints(lookup.memory), key=lambda c: c.saved, default=None)
+    if found is None:
         return None
-    mtime = max(pages)
-    with open(lookup.root / pages[mtime], encoding="utf-8", errors="replace") as f:
-        text = f.read()
-    body = text.split("\n", 1)[1] if text.startswith("# ") else text
-    return Checkpoint(pages[mtime], body.strip(), time.time() - mtime)
+    saved = parse_iso(found.saved)
+    age = (datetime.now(UTC) - saved).total_seconds() if saved else 0.0
+    return Found(found.path, checkpoint_page(found.json()).split("\n", 1)[1].strip(), max(age, 0.0))
 
 
 def stored_since(lookup: Lookup, since: float) -> bool:
-    """Whether any memory page was written after `since` (a store, committed or not)."""
-    return any(os.path.getmtime(full) > since for full in lookup.memory_files().values())
+    """Whether an entry was stored or changed in this session, as the library's `session` action counts
+    them (an entry's time of last change at or after the start), the session starting when the hooks
+    first saw it."""
+    start = now_iso(datetime.fromtimestamp(since, UTC))
+    return any(e.when >= start for t in load_topics(lookup).values() for e in t.page.entries)
 
 
-def is_source_entry(note: Note, path: str, lookup: Lookup) -> bool:
-    """A memory entry whose `[source: …]` is `path`."""
-    return lookup.is_memory(note.path) and f"[source: {path}" in note.text
+def source_entries(lookup: Lookup, notes: list[Note], path: str) -> list[Note]:
+    """The memory entries among `notes` whose `[source: …]` names `path`, told by the entry's parsed source
+    field (not by the path appearing somewhere in its text)."""
+    if not notes:
+        return []
+    by_path = {t.path: t for t in load_topics(lookup).values()}
+    out = []
+    for note in notes:
+        topic = by_path.get(note.path)
+        entries = topic.page.entries if topic is not None else ()
+        entry = next((e for e in entries if e.start_line <= note.start_line <= e.end_line), None)
+        ref = parse_source(entry.source) if entry is not None else None
+        if ref is not None and ref.path == path:
+            out.append(note)
+    return out
 
 
-def render_topics(found: list[Topic], limit: int = 12) -> str:
-    shown = ", ".join(f"{t.name} ({t.entries})" for t in found[:limit])
+def render_topics(found: list[TopicActivity], limit: int = 12) -> str:
+    shown = ", ".join(f"{t.topic} ({t.entries})" for t in found[:limit])
     more = f" and {len(found) - limit} more" if len(found) > limit else ""
     return f"memory topics, newest first: {shown}{more}"

@@ -42,10 +42,12 @@ class Session:
     def seen(self, key: str) -> bool:
         return key in self.data["injected"]
 
-    def injected(self, key: str, topic: str) -> None:
+    def injected(self, key: str, topic: str = "") -> None:
+        """`key` was shown; `topic` (a page's name, none for a note that is no page's) counts towards focus."""
         if key not in self.data["injected"]:
             self.data["injected"].append(key)
-        self.data["focus"][topic] = self.data["focus"].get(topic, 0) + 1
+        if topic:
+            self.data["focus"][topic] = self.data["focus"].get(topic, 0) + 1
 
     def forget_injected(self) -> None:
         """After a compaction the injected text is gone from the context: it may be injected again."""

@@ -113,21 +113,24 @@ class Memory:
         `fresh` (True, or topic names) re-reads those pages whatever their stat says: writers do, under the
         lock, for the pages they rewrite, because a page replaced within one filesystem timestamp tick can
         keep its size and mtime, and even its inode number."""
-        skip = self.settings.index_blocks.filename
         out: dict[str, TopicFile] = {}
+        for name, file in self.topic_files(pattern).items():
+            loaded = self._load(file, name, fresh is True or (fresh is not False and name in fresh))
+            if loaded is not None:
+                out[name] = loaded
+        return out
+
+    def topic_files(self, pattern: str | None = None) -> dict[str, Path]:
+        """The topic page files by name, unread (the agent hooks keep their own parse cache across processes):
+        the folder's `.md` files but its index page; checkpoints live in a subfolder."""
+        skip = self.settings.index_blocks.filename
         try:
             with os.scandir(self.folder) as it:
                 files = sorted(e.name for e in it if e.name.endswith(".md") and e.name != skip and e.is_file())
         except OSError:
             files = []
-        for filename in files:
-            name = filename[:-3]
-            if pattern and not fnmatch.fnmatchcase(name, pattern):
-                continue
-            loaded = self._load(self.folder / filename, name, fresh is True or (fresh is not False and name in fresh))
-            if loaded is not None:
-                out[name] = loaded
-        return out
+        names = (f[:-3] for f in files)
+        return {n: self.folder / f"{n}.md" for n in names if not pattern or fnmatch.fnmatchcase(n, pattern)}
 
     def topic(self, name: str) -> TopicFile:
         name = topic_name(name)

@@ -204,6 +204,12 @@ def _meta(mem: Memory, lo, compact: bool, now: datetime, detail: str) -> Brief:
             for tf in files
         ]
         files = [tf for tf in files if tf.page.entries]
+    return meta(files, now, compact, detail)
+
+
+def meta(files, now: datetime, compact: bool = False, detail: str = "summary") -> Brief:
+    """The meta-briefing of topic files (anything with `.name` and `.page.entries`): pure, so the agent hooks
+    run it on pages they parsed themselves, without a `Memory`."""
     topics = activity(files, now)
     themes = Counter(t for tf in files for e in tf.page.entries for t in e.tags).most_common(8)
     shown = topics[:5] if compact else topics

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.agent_hooks.conftest import context_of, load
 
 
@@ -81,3 +83,44 @@ def test_a_plain_word_symbol_counts_only_in_a_code_span(wiki, hook, cli):
     event["tool_input"] = {"file_path": str(wiki.path / "src" / "shop.py"), "content": "def close(self):\n    pass\n"}
     layers = _layers(context_of(hook("ambient", event, wiki.path)[1]))
     assert layers == {"sections naming symbols of src/shop.py (close):": ["wiki/api.md"]}
+
+
+def test_layer_one_is_decided_by_the_entry_source_field(wiki, hook, cli):
+    """An entry that only mentions the path in its text is a structural note, not a sourced one; an entry
+    whose `[source:]` has no line or blob still counts."""
+    wiki.commit(
+        "memory",
+        {
+            "wiki/memory/ops.md": (
+                "# ops\n\n## 2026-01-05T10:00:00Z — deploy runbook\n\ndeploy runbook\n\nIt calls src/keys.py first.\n"
+                "[source: deploy/run.sh:4@89abcdef]\n\n"
+                "## 2026-01-06T10:00:00Z — invariant: ring order\n\ninvariant: ring order\n[source: src/keys.py]\n"
+            )
+        },
+    )
+    assert cli("index", cwd=wiki.path)[0] == 0
+    text = context_of(hook("ambient", load("pre_tool_use_read", wiki.path), wiki.path)[1])
+    sourced, _, rest = text.partition("\nsections naming symbols")
+    assert "wiki/memory/ops.md:10-13 ops › 2026-01-06T10:00:00Z — invariant: ring order" in sourced
+    assert "wiki/memory/keys.md:3-7" in sourced
+    assert "deploy runbook" not in sourced
+    structural = rest.partition("notes that name src/keys.py:\n")[2]
+    assert "wiki/memory/ops.md:3-8 ops › 2026-01-05T10:00:00Z — deploy runbook" in structural
+
+
+def test_coupling_notes_come_from_co_change_history_cached_per_head(wiki, hook):
+    for n in range(2):
+        wiki.commit(f"keys {n}", {"src/keys.py": f"# {n}\n", "src/ring.py": f"# {n}\n", "README": f"{n}\n"})
+    wiki.commit("ring alone", {"src/ring.py": "# 3\n"})
+    text = context_of(hook("ambient", load("pre_tool_use_read", wiki.path), wiki.path)[1])
+    assert (
+        "files that changed together with src/keys.py (commits, of the last 200): README (2), src/ring.py (2)" in text
+    )
+    cache = next(wiki.path.joinpath(".git").rglob("agent-cochange.json"))
+    assert json.loads(cache.read_text())["head"] == wiki.git("rev-parse", "HEAD").strip()
+    again = hook("ambient", load("pre_tool_use_read", wiki.path), wiki.path)[1]
+    assert again is None or "changed together" not in context_of(again)  # once per session
+
+    wiki.commit("third", {"src/keys.py": "# 3\n", "src/ring.py": "# 4\n"})  # a new HEAD: the history is read again
+    text = context_of(hook("ambient", load("pre_tool_use_read", wiki.path, session_id="s2"), wiki.path)[1])
+    assert "src/ring.py (3), README (2)" in text

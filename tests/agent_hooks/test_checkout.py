@@ -35,3 +35,19 @@ def test_worktree_status_names_head_and_the_changes_git_status_lists(repo):
     assert sorted(found[1]) == sorted(gitcli.changed_files(repo.path, "wiki") + gitcli.changed_files(repo.path, "docs"))
     assert sorted(found[1]) == ["docs/c.md", "wiki/a.md", "wiki/b.md", "wiki/new page.md"]
     assert sorted(gitcli.worktree_status(repo.path, [""])[1]) == sorted(gitcli.changed_files(repo.path, ""))
+
+
+def test_read_head_agrees_with_git_for_loose_packed_detached_and_linked_heads(repo, tmp_path, monkeypatch):
+    assert gitcli.read_head(repo.path) is None  # an unborn branch: the caller asks git
+    repo.commit("one", {"a.md": "# A\n"})
+    assert gitcli.read_head(repo.path) == repo.git("rev-parse", "HEAD").strip()  # a loose ref
+    repo.commit("two", {"a.md": "# A2\n"})
+    repo.git("pack-refs", "--all", "--prune")
+    assert not (repo.path / ".git" / "refs" / "heads").joinpath(repo.git("branch", "--show-current").strip()).exists()
+    assert gitcli.read_head(repo.path) == repo.git("rev-parse", "HEAD").strip()
+    repo.git("worktree", "add", "-q", str(tmp_path / "linked"), "-b", "linked", "HEAD~1")
+    assert gitcli.read_head(tmp_path / "linked") == repo.git("rev-parse", "HEAD~1").strip()
+    repo.git("checkout", "-q", "--detach", "HEAD~1")
+    assert gitcli.read_head(repo.path) == repo.git("rev-parse", "HEAD").strip()
+    monkeypatch.setenv("GIT_DIR", str(repo.path / ".git"))
+    assert gitcli.read_head(repo.path) is None

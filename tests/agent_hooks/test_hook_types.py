@@ -6,7 +6,7 @@ import json
 import os
 import time
 
-from tests.agent_hooks.conftest import context_of, load
+from tests.agent_hooks.conftest import PAGES, context_of, load
 
 
 def test_session_briefing_reports_corpora_freshness_memory_and_checkpoint(wiki, hook):
@@ -18,6 +18,11 @@ def test_session_briefing_reports_corpora_freshness_memory_and_checkpoint(wiki, 
     assert f"corpus wiki (wiki/): 8 pages, indexed at {head[:12]}" in text
     assert "behind HEAD" not in text
     assert "memory topics, newest first: keys (1)\n" in text
+    # the memory library's compact meta-brief
+    assert (
+        "# Memory: 1 entries in 1 topics, 0 in the last 7 days\n\n- keys: 1 entries, last 2026-01-02, 0/day  [gotcha]\n"
+        in text
+    )
     assert "Checkpoint (" in text and "wiki/memory/checkpoints/default.md):\nSaved 2026-01-03T09:00:00Z." in text
     assert "## Task\n\nfix key rotation\n\n## Next\n\n- write the rotation test" in text
 
@@ -109,14 +114,24 @@ def test_stop_reminds_once_when_files_were_edited_and_nothing_stored(wiki, hook)
     assert hook("stop", load("stop", wiki.path), wiki.path) == (0, None)  # once per session
 
 
-def test_stop_is_quiet_after_a_store_or_when_already_continuing(wiki, hook):
+def test_stop_is_quiet_after_a_store_or_when_already_continuing(wiki, hook, cli):
     hook("ambient", load("pre_tool_use_edit", wiki.path, session_id="s2"), wiki.path)
     assert hook("stop", load("stop", wiki.path, session_id="s2", stop_hook_active=True), wiki.path) == (0, None)
+    code, _, err = cli("memory", "store", "keys", "fix: flush the cache before rotating", cwd=wiki.path)
+    assert code == 0, err
+    assert hook("stop", load("stop", wiki.path, session_id="s2"), wiki.path) == (0, None)
+
+
+def test_stop_counts_only_entries_stored_in_this_session(wiki, hook):
+    """A topic page written this session without a new entry (an old entry's file touched, a person's
+    heading added) is not a store: the memory library's session lists entries by their timestamps."""
+    hook("ambient", load("pre_tool_use_edit", wiki.path, session_id="s3"), wiki.path)
     page = wiki.path / "wiki" / "memory" / "keys.md"
-    page.write_text(page.read_text() + "\n## 2026-01-04T10:00:00Z — fix: flush first\n\nfix: flush first.\n")
+    page.write_text(page.read_text() + "\n## Notes\n\nsee the rotation runbook.\n")
     later = time.time() + 5
     os.utime(page, (later, later))
-    assert hook("stop", load("stop", wiki.path, session_id="s2"), wiki.path) == (0, None)
+    answer = hook("stop", load("stop", wiki.path, session_id="s3"), wiki.path)[1]
+    assert answer["decision"] == "block" and "stored nothing in memory" in answer["reason"]
 
 
 def test_subagent_gets_the_topic_list(wiki, hook):
@@ -134,3 +149,30 @@ def test_approve_mcp_allows_gitwiki_tools_only(repo, hook, tmp_path):
     for foreign in ("mcp__github__create_issue", "mcp__gitwiki_evil__ground", "mcp__gitwiki__evil__x", "Bash"):
         event = load("permission_request_foreign", repo.path, tool_name=foreign)
         assert hook("approve-mcp", event, tmp_path) == (0, None), foreign
+
+
+def test_memory_comes_from_the_memory_config_and_the_brief_is_compact(repo, cli, hook):
+    """[memory] corpus and dir decide where topics are read (one source of truth with gitwiki memory); the
+    session briefing carries the library's compact meta-brief, top 5 topics by activity."""
+    config = (
+        PAGES[".gitwiki.toml"] + '[[corpus]]\nname = "notes"\npath = "notes"\n[memory]\ncorpus = "notes"\ndir = "mem"\n'
+    )
+    topics = {
+        f"notes/mem/t{n}.md": f"# t{n}\n\n## 2026-01-0{n + 1}T10:00:00Z — perf: step {n}\n\nperf: step {n}\n[tags: perf]\n"
+        for n in range(6)
+    }
+    repo.commit("wiki", {**PAGES, ".gitwiki.toml": config, **topics, "notes/index.md": "# Notes\n"})
+    assert cli("index", cwd=repo.path)[0] == 0
+    text = context_of(hook("session", load("session_start", repo.path), repo.path)[1])
+    assert "memory topics, newest first: t5 (1), t4 (1), t3 (1), t2 (1), t1 (1), t0 (1)\n" in text
+    assert "# Memory: 6 entries in 6 topics, 0 in the last 7 days\n\n- t5: 1 entries, last 2026-01-06" in text
+    assert "- t1: 1 entries, last 2026-01-02, 0/day  [perf]\n- … 1 more topics (topics action=list)" in text
+    assert "keys" not in text.partition("memory topics")[2]  # wiki/memory is no longer the memory folder
+
+    # the hooks' parse cache follows the pages: a store shows up in the next briefing
+    assert (repo.path / ".git" / "gitwiki" / "agent-memory.json").is_file()
+    code, _, err = cli("memory", "store", "t0", "decision: keep the step order", cwd=repo.path)
+    assert code == 0, err
+    text = context_of(hook("session", load("session_start", repo.path, session_id="s2"), repo.path)[1])
+    assert "memory topics, newest first: t0 (2), t5 (1)" in text
+    assert "# Memory: 7 entries in 6 topics, 1 in the last 7 days" in text

@@ -1,0 +1,50 @@
+"""Ambient layer 4's coupling notes: the files that changed together with this one in recent history.
+
+`git log --name-only` over the last COMMITS commits runs once per HEAD; its file lists are cached as JSON in
+the index dir, so a hook on an unchanged HEAD reads HEAD from git's files (no git process) and a small JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from gitwiki import gitcli
+from gitwiki.fs import atomic_write
+
+CACHE = "agent-cochange.json"
+COMMITS = 200
+WIDE = 30  # a commit changing more files is a sweep (a rename, a reformat), not a sign that two files belong together
+TOGETHER = 2  # times two files changed in one commit before that is called a coupling
+SHOWN = 5
+
+
+def coupled(root: Path, index_dir: Path, path: str) -> list[tuple[str, int]]:
+    """Up to SHOWN other files that changed in the same commits as `path`, most often first, with the count."""
+    counts: Counter[str] = Counter()
+    for files in _history(root, index_dir):
+        if path in files and len(files) <= WIDE:
+            counts.update(f for f in files if f != path)
+    return [(f, n) for f, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if n >= TOGETHER][:SHOWN]
+
+
+def render(path: str, found: list[tuple[str, int]]) -> str:
+    listed = ", ".join(f"{f} ({n})" for f, n in found)
+    return f"files that changed together with {path} (commits, of the last {COMMITS}): {listed}"
+
+
+def _history(root: Path, index_dir: Path) -> list[list[str]]:
+    head = gitcli.read_head(root) or gitcli.head_trees(root, [])[0]
+    if head is None:
+        return []
+    cache = index_dir / CACHE
+    try:
+        data = json.loads(cache.read_text(encoding="utf-8"))
+        if data.get("head") == head:
+            return data["commits"]
+    except (OSError, ValueError, AttributeError, KeyError):
+        pass
+    commits = gitcli.changed_together(root, COMMITS)
+    atomic_write(cache, json.dumps({"head": head, "commits": commits}), sync=False)
+    return commits
