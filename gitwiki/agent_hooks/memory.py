@@ -11,7 +11,7 @@ inode, mtime and size, as `Memory` keys its in-process cache: a hook re-parses o
 from __future__ import annotations
 
 import json
-import os
+from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import NamedTuple
 
@@ -41,8 +41,9 @@ class Found(NamedTuple):
     age_s: float
 
 
-def load_topics(lookup: Lookup) -> dict[str, Topic]:
-    """Every topic page, by name, from the cache where the file is unchanged, else parsed by the library."""
+def load_topics(lookup: Lookup, only: Collection[str] | None = None) -> dict[str, Topic]:
+    """Every topic page (or those at the repo paths `only`), by name, from the cache where the file is
+    unchanged, else parsed by the library."""
     mem = lookup.memory
     cache_file = lookup.index_dir / CACHE
     try:
@@ -52,9 +53,12 @@ def load_topics(lookup: Lookup) -> dict[str, Topic]:
     except (OSError, ValueError, AttributeError):
         cached = {}
     pages = cached.get("pages", {})
-    out, fresh, changed = {}, {}, False
+    out, changed = {}, False
+    fresh = {} if only is None else dict(pages)  # a partial read keeps the other pages' entries
     for name, file in mem.topic_files().items():
-        path = os.path.relpath(file, lookup.root).replace(os.sep, "/")
+        path = f"{lookup.memory_prefix}{name}.md"
+        if only is not None and path not in only:
+            continue
         try:
             st = file.stat()
         except OSError:
@@ -71,7 +75,7 @@ def load_topics(lookup: Lookup) -> dict[str, Topic]:
         fresh[path] = hit
         entries = tuple(_entry(name, i, row) for i, row in enumerate(hit[1], 1))
         out[name] = Topic(name, path, TopicPage(name, "", entries))
-    if changed or len(fresh) != len(pages):
+    if changed or len(fresh) != len(pages):  # a page parsed again, or one gone
         lookup.index_dir.mkdir(parents=True, exist_ok=True)
         atomic_write(cache_file, json.dumps({"version": CACHE_VERSION, "pages": fresh}), sync=False)
     return out
@@ -115,7 +119,7 @@ def source_entries(lookup: Lookup, notes: list[Note], path: str) -> list[Note]:
     field (not by the path appearing somewhere in its text)."""
     if not notes:
         return []
-    by_path = {t.path: t for t in load_topics(lookup).values()}
+    by_path = {t.path: t for t in load_topics(lookup, {n.path for n in notes}).values()}
     out = []
     for note in notes:
         topic = by_path.get(note.path)
