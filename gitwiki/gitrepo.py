@@ -184,9 +184,9 @@ class GitRepo:
     def _tree(self, oid: str | pygit2.Oid) -> pygit2.Tree:
         return self._repo[oid].peel(pygit2.Tree)
 
-    def history(self, path: str, limit: int = 20) -> list[HistoryEntry]:
-        """Commits on HEAD that changed `path`, newest first."""
-        head = self.head()
+    def history(self, path: str, limit: int = 20, start: str | None = None) -> list[HistoryEntry]:
+        """Commits on HEAD (or from the commit `start`) that changed `path`, newest first."""
+        head = self.head() if start is None else self.rev_parse(start)
         if head is None:
             return []
         out: list[HistoryEntry] = []

@@ -354,6 +354,12 @@ class Store:
             "UPDATE states SET commit_id = ?, indexed_at = ? WHERE corpus = ?", (commit, time.time(), corpus)
         )
 
+    def drop_states(self, keep: set[str]) -> None:
+        """Forget every corpus state not named in `keep` (their pages then count as unreferenced for gc)."""
+        gone = [(s.corpus,) for s in self.states() if s.corpus not in keep]
+        self.conn.executemany("DELETE FROM pages WHERE corpus = ?", gone)
+        self.conn.executemany("DELETE FROM states WHERE corpus = ?", gone)
+
     def page_count(self, corpus: str) -> int:
         return self.conn.execute("SELECT count(*) FROM pages WHERE corpus = ?", (corpus,)).fetchone()[0]
 

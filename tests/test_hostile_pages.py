@@ -82,9 +82,9 @@ def test_lint_reports_each_unreadable_page_once_and_lints_the_rest(hostile, cli)
     code, out, err = cli("lint", "--format", "json", cwd=hostile.path)
     assert code == 1 and "Traceback" not in err
     findings = json.loads(out)["findings"]
-    gw009 = {f["path"]: f["message"] for f in findings if f["code"] == "GW009"}
-    assert set(gw009) == set(BINARY)
-    assert "binary content" in gw009["wiki/binary.md"] and "not UTF-8" in gw009["wiki/latin1.md"]
+    gw012 = {f["path"]: f["message"] for f in findings if f["code"] == "GW012"}
+    assert set(gw012) == set(BINARY)
+    assert "binary content" in gw012["wiki/binary.md"] and "not UTF-8" in gw012["wiki/latin1.md"]
     by_path = {(f["path"], f["code"]) for f in findings}
     assert ("wiki/date.md", "GW008") in by_path and ("wiki/bomb.md", "GW008") in by_path
     assert not any(f["path"] == "wiki/good0.md" and f["severity"] == "error" for f in findings)

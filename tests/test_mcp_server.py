@@ -347,6 +347,21 @@ def test_hybrid_ground_with_the_model(repo):
     result = run(main).structured_content
     assert result["mode"] == "hybrid"
     assert result["docs"][0]["path"] == "wiki/guides/deploy.md"
+    assert result["weak"] is False and result["docs"][0]["weak"] is False
+
+
+def test_ground_says_when_nothing_matches(wiki_repo):
+    async def main():
+        async with connect(wiki_repo.path) as s:
+            return await call(s, "ground", query="helm quota billing invoices", mode="lexical"), await call(
+                s, "ground", query="helm rollback", mode="lexical"
+            )
+
+    weak, strong = run(main)
+    assert weak.structured_content["weak"] is True
+    assert weak.content[0].text.startswith("weak match: no page below holds most of the words of 'helm quota")
+    assert weak.structured_content["docs"][0]["path"] == "wiki/guides/deploy.md"  # a match, but a guess
+    assert strong.structured_content["weak"] is False and "weak match" not in strong.content[0].text
 
 
 def test_mcp_config_prints_client_snippets(wiki_repo, cli, monkeypatch):

@@ -3,13 +3,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from gitwiki.indexer import Progress
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,10 +23,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def index(args: argparse.Namespace) -> int:
+    from gitwiki.commands.options import progress_bar
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
-    with _progress(enabled=not args.quiet and not args.json, terminal=sys.stderr.isatty()) as progress:
+    with progress_bar(enabled=not args.quiet and not args.json, terminal=sys.stderr.isatty()) as progress:
         reports = wiki.index(args.corpus, progress=progress, lexical=args.lexical, rebuild=args.rebuild)
     if args.json:
         print(json.dumps([r.to_json() for r in reports], indent=2))
@@ -44,42 +38,3 @@ def index(args: argparse.Namespace) -> int:
         for path, why in r.skipped:
             print(f"gitwiki: warning: {path} is not indexed: {why}", file=sys.stderr)
     return 0
-
-
-# Without a terminal (CI logs, hooks' output files) a line this often shows a long run is alive.
-LINE_EVERY = 5.0
-STAGES = {"parse": "parsing pages", "embed": "embedding chunks"}
-
-
-@contextmanager
-def _progress(enabled: bool, terminal: bool = True) -> Iterator[Progress | None]:
-    """A rich progress bar on a terminal; elsewhere a line on stderr every LINE_EVERY seconds of a long run."""
-    if not enabled:
-        yield None
-        return
-    if not terminal:
-        last = time.monotonic()
-
-        def line(stage: str, done: int, total: int) -> None:
-            nonlocal last
-            now = time.monotonic()
-            if now - last >= LINE_EVERY:
-                last = now
-                print(f"gitwiki: {STAGES[stage]} {done}/{total}", file=sys.stderr, flush=True)
-
-        yield line
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeRemainingColumn
-    from rich.progress import Progress as Bar
-
-    tasks: dict[str, TaskID] = {}
-    with Bar(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
-    ) as bar:
-
-        def update(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(STAGES[stage], total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
-        yield update

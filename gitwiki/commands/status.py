@@ -26,6 +26,7 @@ def status(args: argparse.Namespace) -> int:
     size = wiki.store.size_bytes()
     damage = wiki.store.check(full=True) if args.check else None
     code = 4 if damage else 0  # StoreError's exit code: the index is unusable
+    repositories = [r.status() for r in wiki.repositories]
     if args.json:
         extra = {"check": damage or "ok"} if args.check else {}
         print(
@@ -34,6 +35,7 @@ def status(args: argparse.Namespace) -> int:
                     "index_dir": str(wiki.index_dir),
                     "index_bytes": size,
                     "corpora": [r._asdict() for r in rows],
+                    "repositories": [{**r._asdict(), "state": r.state} for r in repositories],
                     **extra,
                 },
                 indent=2,
@@ -51,6 +53,9 @@ def status(args: argparse.Namespace) -> int:
         if r.dirty:
             shown = ", ".join(r.dirty[:5]) + (f" and {len(r.dirty) - 5} more" if len(r.dirty) > 5 else "")
             print(f"  uncommitted pages ({len(r.dirty)}, searched too): {shown}")
+    for repo in repositories:
+        synced = f"commit {(repo.commit or '-')[:12]}, synced {age(repo.synced_at)}"
+        print(f"repository {repo.name}  {repo.location}: {repo.state}, {synced}")
     print(f"index {wiki.index_dir} ({size / 1e6:.1f} MB)")
     if args.check:
         print(f"index check: damaged ({damage}); run `gitwiki index --rebuild`" if damage else "index check: ok")

@@ -19,7 +19,7 @@ from gitwiki.markdown.links import link_target
 from gitwiki.pagefacts import FactsCache
 
 ORPHAN = "GW007"
-UNREADABLE = "GW009"
+UNREADABLE = "GW012"
 
 
 class LintRun(NamedTuple):
@@ -77,7 +77,7 @@ def unreadable(path: str, why: str, config: Config) -> list[Finding]:
 
 
 def lint_page(path: str, data: bytes, pages: set[str], config: Config, **context) -> list[Finding]:
-    """`lint_text` of a page's bytes; a page that is not text, or that a parser fails on, is one GW009 finding
+    """`lint_text` of a page's bytes; a page that is not text, or that a parser fails on, is one GW012 finding
     (one bad page costs that page, never the run)."""
     findings, why = pagetext.attempt(lambda: lint_text(path, pagetext.decode(data), pages, config, **context))
     return findings if findings is not None else unreadable(path, why or "", config)

@@ -193,16 +193,16 @@ def _relevance(mem: Memory, files: dict[str, TopicFile], words: str) -> tuple[di
     embedder = mem.wiki.embedder() if s.mode != "lexical" else None
     view = memory_view(mem, files, embedder)
     with mem.wiki.store.read():
-        fused, blob_of, ranking = mem.wiki.searcher.rank(view, words, s.mode, s.fusion, embedder)
-        entry_of = _entry_of_chunk(mem, files, set(blob_of.values()))
+        ranked = mem.wiki.searcher.rank(view, words, s.mode, s.fusion, embedder)
+        entry_of = _entry_of_chunk(mem, files, set(ranked.blob_of.values()))
     out: dict[tuple[str, int], float] = {}
-    for cid, score in fused:
+    for cid, score in ranked.fused:
         key = entry_of.get(cid)
         if key is not None and score > out.get(key, 0.0):
             out[key] = score
     top = max(out.values(), default=0.0)
     # BM25 alone scores in arbitrary units: relevance is relative to the best hit, in (0, 1].
-    return ({k: v / top for k, v in out.items()} if top > 0 else out), ranking
+    return ({k: v / top for k, v in out.items()} if top > 0 else out), ranked.mode
 
 
 def _entry_of_chunk(mem: Memory, files: dict[str, TopicFile], blobs: set[str]) -> dict[int, tuple[str, int]]:
