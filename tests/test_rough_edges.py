@@ -10,7 +10,7 @@ import pytest
 
 from gitwiki import config as config_mod
 from gitwiki import embed
-from gitwiki.commands import index as index_command
+from gitwiki.commands import options
 from gitwiki.config import EmbeddingsConfig
 from gitwiki.lint import lint_text
 from gitwiki.markdown.links import heading_slugs
@@ -61,8 +61,8 @@ def test_a_wrong_model_name_warning_is_whole_and_names_gitwiki_model(capsys):
 
 def test_without_a_terminal_long_runs_print_progress_lines(monkeypatch, capsys):
     clock = iter([0.0, 1.0, 6.0, 7.0, 12.5])
-    monkeypatch.setattr(index_command.time, "monotonic", lambda: next(clock))
-    with index_command._progress(enabled=True, terminal=False) as progress:
+    monkeypatch.setattr(options.time, "monotonic", lambda: next(clock))
+    with options.progress_bar(enabled=True, terminal=False) as progress:
         assert progress is not None
         for done in (64, 128, 192, 256):
             progress("embed", done, 300)

@@ -35,7 +35,7 @@ def test_chunking_is_linear_in_sections():
     small, big = _sections(1_000), _sections(10_000)
     assert len(parse_page(big).chunks) == 10_000
     ratio = _best_of(3, lambda: parse_page(big)) / _best_of(3, lambda: parse_page(small))
-    assert ratio < 25  # 10x the sections: ~12x measured; the quadratic block lookup measured 52x
+    assert ratio < 35  # 10x the sections: 12x measured (28x on a loaded host); the quadratic lookup: 50x and more
 
 
 def test_one_page_owning_most_matches_leaves_room_for_the_others(repo, cli):
