@@ -178,6 +178,7 @@ def test_kill_9_at_random_points_of_mcp_writes(tmp_path):
         tally["lost"] += len(lost)
         assert not lost, lost
         if committing:
+            tally["index.lock left by the kill"] += (repo / ".git/index.lock").exists()
             committed = set(git(repo, "ls-tree", "-r", "--name-only", "HEAD").split())
             missing = [p for p in acknowledged if f"wiki/{p}" not in committed]
             assert not missing, missing  # an acknowledged write is in HEAD
