@@ -16,15 +16,6 @@ from gitwiki.memory import replies
 from gitwiki.memory.base import Memory
 from gitwiki.wiki import Wiki
 
-INSTRUCTIONS = """
-Memory: notes that outlive the session, kept as markdown topic pages in the wiki (see docs/memory.md).
-- `memory_brief` first (no query: what memory holds; a topic or glob: its entries by category).
-- `memory_search` before you dig: `tag:x topic:y source:z` work inline. `memory_store` what you learn
-  (start with `gotcha:`, `decision:`, `invariant:`, `how-to:`, `perf:`, `gap:` to tag it; pass
-  `source: path:line` so it is flagged stale when that code changes). `memory_topics` action=checkpoint
-  before you stop, action=resume when you start.
-"""
-
 Topic = Annotated[str, Field(description="Topic name (one page per topic): lowercase letters, digits and dashes.")]
 Index = Annotated[
     int | None, Field(ge=1, description="Entry number within the topic (1-based, memory_read lists them).")

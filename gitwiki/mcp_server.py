@@ -27,6 +27,7 @@ from typing_extensions import TypedDict  # pydantic needs this one on Python < 3
 from gitwiki import __version__, pages, writes
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
 from gitwiki.markdown.footnotes import footnote
+from gitwiki.mcp_early import INSTRUCTIONS, SERVER_NAME, EarlyStdio
 from gitwiki.outline import outline
 from gitwiki.repositories import RepositoryStatus
 from gitwiki.search import CorpusView
@@ -35,25 +36,6 @@ from gitwiki.wiki import Wiki
 log = logging.getLogger("gitwiki.mcp")
 P = ParamSpec("P")
 
-INSTRUCTIONS = """\
-gitwiki serves the markdown wiki of this git repository: search it, read it, and edit it safely.
-
-- Find things with `ground` (hybrid BM25 + embedding search). Results come per page, each with the
-  best sections: heading breadcrumb, line range (`path:start-end`) and a snippet.
-- Then read exactly those lines with `read_markdown` (start_line/end_line) instead of whole pages.
-- Page paths in tool arguments are relative to the corpus (see `list_corpora` for each corpus's
-  folder). `ground` reports repo-relative paths; the read tools accept those too.
-- Browse with `list_files` (optionally a glob) or `list_tree`. `get_footnote` resolves a `[^n]`
-  citation; `page_history` shows who changed a page, when and why (git log).
-- Change the wiki with `add_markdown` (pass overwrite: true to replace a page) and
-  `delete_markdown`. They keep the folders' index.md blocks current and return lint warnings:
-  fix those with another add_markdown. Writes land in the worktree (committed only if the repo
-  sets [mcp] commit_writes); searches see them at once.
-- Answers reflect HEAD plus uncommitted edits: `commit` names the commit, `dirty` lists the
-  uncommitted pages included. With several corpora, name one with `corpus`.
-- Corpora named `repo:NAME:wiki` / `repo:NAME:corpus` are other repositories, read-only, as of
-  their last sync (`gitwiki repo sync`); their pages have no absolute_path.
-"""
 
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
@@ -331,9 +313,7 @@ TOOLS: dict[str, ToolAnnotations] = {
 def build_server(wiki: Wiki, serial: threading.Lock) -> MCPServer:
     from gitwiki import mcp_memory
 
-    app = MCPServer(
-        "gitwiki", instructions=INSTRUCTIONS + mcp_memory.INSTRUCTIONS, version=__version__, log_level="WARNING"
-    )
+    app = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     tools = WikiTools(wiki)
     for name, hints in TOOLS.items():
         # ground declares its output schema; the other tools' structured content is described in docs/mcp.md.
@@ -371,14 +351,16 @@ def _guarded(method: Callable[P, CallToolResult], serial: threading.Lock) -> Cal
     return call
 
 
-def serve(wiki: Wiki, serial: threading.Lock, log_level: str = "WARNING") -> None:
-    """Run the server on stdin/stdout until the client hangs up; `serial` is held by each tool call."""
+def serve(wiki: Wiki, serial: threading.Lock, stdio: EarlyStdio, log_level: str = "WARNING") -> None:
+    """Run the server on stdin/stdout until the client hangs up; `serial` is held by each tool call, `stdio`
+    is what `mcp_early.answer_initialize` made of stdin and stdout."""
     # Configured before the SDK's own basicConfig, which then leaves it alone: plain lines on stderr.
     logging.basicConfig(level=log_level, stream=sys.stderr, format="gitwiki serve: %(levelname)s %(name)s: %(message)s")
     log.info("serving %s (index %s)", wiki.root, wiki.index_dir)
     try:
         build_server(wiki, serial).run("stdio")
     finally:
+        stdio.close()
         with serial:  # not under a running warm-up
             wiki.close()
 
