@@ -53,11 +53,11 @@ def status(args: argparse.Namespace) -> int:
         if r.dirty:
             shown = ", ".join(r.dirty[:5]) + (f" and {len(r.dirty) - 5} more" if len(r.dirty) > 5 else "")
             print(f"  uncommitted pages ({len(r.dirty)}, searched too): {shown}")
+        if r.submodules:
+            print(f"  submodules skipped (their pages are not indexed): {', '.join(r.submodules)}")
     for repo in repositories:
         synced = f"commit {(repo.commit or '-')[:12]}, synced {age(repo.synced_at)}"
         print(f"repository {repo.name}  {repo.location}: {repo.state}, {synced}")
-        if r.submodules:
-            print(f"  submodules skipped (their pages are not indexed): {', '.join(r.submodules)}")
     print(f"index {wiki.index_dir} ({size / 1e6:.1f} MB)")
     if args.check:
         print(f"index check: damaged ({damage}); run `gitwiki index --rebuild`" if damage else "index check: ok")
