@@ -153,8 +153,14 @@ class Wiki:
 
     def has_no_index_to_start_from(self) -> bool:
         """No corpus indexed here yet and `[artifact] auto_pull` on: the callers then install the published
-        index first (`pull.install_published`), as `gitwiki index`, `ground` and `serve` do."""
-        return self.config.artifact.auto_pull and not self.store.states()
+        index first (`pull.install_published`), as `gitwiki index`, `ground` and `serve` do. A damaged index
+        is not "no index": `index` rebuilds it from git and a query names `--rebuild`, as without auto_pull."""
+        if not self.config.artifact.auto_pull:
+            return False
+        try:
+            return not self.store.states()
+        except IndexDamaged:
+            return False
 
     def is_fresh(self, corpus: CorpusConfig, vectors: bool) -> bool:
         """The cheap check: does the index already hold HEAD's corpus tree? (No model load, no parse.)"""
