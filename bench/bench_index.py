@@ -61,15 +61,14 @@ def ms(seconds: float) -> float:
 
 def speed(_args) -> dict:
     """Bare fastembed on the exact texts `gitwiki index` embeds, then `Wiki.index` from an empty index."""
-    from beir_eval import load_beir, page_name, page_text
     from fastembed import TextEmbedding
 
     from gitwiki.embed import _register_if_unknown
+    from gitwiki.evaluation import load_beir
     from gitwiki.markdown.chunker import parse_page
     from gitwiki.store import embed_text
 
-    corpus, _, _ = load_beir(EVAL / "cranfield")
-    pages = [(page_name(d), page_text(*corpus[d])) for d in corpus]
+    pages = load_beir(EVAL / "cranfield").pages
     texts = list(
         dict.fromkeys(
             embed_text(c.breadcrumb, c.text, parsed.title)

@@ -100,14 +100,14 @@ def timed_index(wiki, lexical: bool = False):
     return reports, time.perf_counter() - started
 
 
-def ranked_paths(wiki, query: str, mode: str, fusion: str | None, top: int) -> list[str]:
-    result = wiki.search(query, mode=mode, fusion=fusion, top_files=top, chunks_per_file=1, limit=top)
-    return [d.path for d in result.docs]
-
-
-def run_dict(ranked: list[str], key=lambda p: p) -> dict[str, float]:
-    """A ranx run entry scored by rank (ties impossible, order exactly as returned)."""
-    return {key(p): float(len(ranked) - i) for i, p in enumerate(ranked)}
+def print_scores(scores) -> None:
+    """The figures of `gitwiki.evaluation.ModeScore`s as a table."""
+    print(f"{'method':<18} {'hit@1':>6} {'hit@5':>6} {'MRR@10':>7} {'nDCG@10':>8} {'R@100':>6} {'ms/q':>7}")
+    for s in scores:
+        print(
+            f"{s.label:<18} {s.hit1:>6.3f} {s.hit5:>6.3f} {s.mrr10:>7.3f} {s.ndcg10:>8.4f} {s.recall100:>6.3f} "
+            f"{s.ms_per_query:>7.1f}"
+        )
 
 
 MODES = (("lexical", None), ("dense", None), ("hybrid", "rrf"), ("hybrid", "score"))

@@ -25,14 +25,11 @@ import tempfile
 import time
 import zlib
 from pathlib import Path, PurePosixPath
-from typing import IO, TYPE_CHECKING, Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from gitwiki import __version__, store
 from gitwiki.errors import StoreError, UsageError
 from gitwiki.store import DB_NAME, SCHEMA_VERSION, Store
-
-if TYPE_CHECKING:
-    from gitwiki.wiki import Wiki
 
 FORMAT = "gitwiki-index"
 FORMAT_VERSION = 1
@@ -241,19 +238,17 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def cache_keys(wiki: Wiki) -> tuple[str, str]:
-    """(exact key, restore prefix) for a CI cache of the index: schema, model, then every corpus tree.
+def cache_keys(trees: dict[str, str], model: str | None) -> tuple[str, str]:
+    """(exact key, restore prefix) for a CI cache of the index: schema, model, then every corpus tree
+    (`trees`: corpus name → tree id at HEAD, see `Wiki.corpus_trees`).
 
     An unchanged wiki hits the exact key and indexing is a no-op; a changed one restores the newest
     index with the same schema and model and embeds only what changed.
     """
-    from gitwiki.indexer import corpus_tree
-
-    head = wiki.repo.head()
-    trees = ",".join(f"{c.name}={corpus_tree(wiki.repo, c, head)}" for c in wiki.config.corpora)
-    model = re.sub(r"[^A-Za-z0-9._-]+", "_", wiki.wanted_model() or "lexical")
-    prefix = f"gitwiki-s{SCHEMA_VERSION}-{model}-"
-    return prefix + hashlib.sha256(trees.encode()).hexdigest()[:20], prefix
+    joined = ",".join(f"{name}={tree}" for name, tree in trees.items())
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model or "lexical")
+    prefix = f"gitwiki-s{SCHEMA_VERSION}-{safe}-"
+    return prefix + hashlib.sha256(joined.encode()).hexdigest()[:20], prefix
 
 
 # ---- extract and verify ------------------------------------------------------------------------------

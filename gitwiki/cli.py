@@ -30,7 +30,12 @@ COMMANDS = (
     "artifact",
     "pull",
     "publish",
+    "repo",
     "lance",
+    "hooks",
+    "hook",
+    "memory",
+    "eval",
 )
 
 

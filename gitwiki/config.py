@@ -1,7 +1,7 @@
 """Configuration: a user baseline plus the repo's `.gitwiki.toml`, validated into NamedTuple records.
 
 Layers: `$XDG_CONFIG_HOME/gitwiki/config.toml` first, then `<repo>/.gitwiki.toml`. Tables merge key by
-key (the repo wins); `[[corpus]]` entries append, and a corpus name defined twice is an error that
+key (the repo wins); `[[corpus]]` and `[[repository]]` entries append, and a name defined twice is an error that
 names both files. Environment variables override the model: `GITWIKI_MODEL`, `GITWIKI_MODEL_PATH`.
 """
 
@@ -64,6 +64,19 @@ def _globs(patterns: tuple[str, ...]) -> Callable[[str], re.Match[str] | None]:
     return re.compile("|".join(f"(?:{fnmatch.translate(v)})" for v in variants) or "(?!)").match
 
 
+class RepositoryConfig(NamedTuple):
+    """Another git repo searched as `repo:NAME:wiki` (its wiki folder) and `repo:NAME:corpus` (all its markdown)."""
+
+    name: str
+    url: str | None = None  # a git URL (https, ssh, file://), fetched into the user cache
+    path: str | None = None  # or a local repo, read in place; absolute once loaded
+    ref: str | None = None  # branch, tag or commit; default: the remote's HEAD
+    wiki: str | None = None  # default: the repo's own first [[corpus]] path, else "wiki"
+    include: tuple[str, ...] = ("**/*.md",)
+    exclude: tuple[str, ...] = ()
+    source: str = "defaults"
+
+
 class SearchConfig(NamedTuple):
     mode: str = "hybrid"
     fusion: str = "score"  # min-max score fusion beat RRF on Cranfield and tldr (docs/benchmarks.md)
@@ -72,6 +85,8 @@ class SearchConfig(NamedTuple):
     limit: int = 50
     snippet_chars: int = 240
     auto_index: bool = True  # catch up with HEAD before answering
+    reranker: str | None = None  # a fastembed cross-encoder model id; off by default (gitwiki.rerank)
+    rerank_depth: int = 20  # fused chunks the cross-encoder re-scores
 
 
 class EmbeddingsConfig(NamedTuple):
@@ -90,6 +105,7 @@ class StorageConfig(NamedTuple):
 
 class LintConfig(NamedTuple):
     disable: tuple[str, ...] = ()
+    max_page_bytes: int = 20_000  # GW011: a bigger page is probably more than one topic; 0 turns it off
 
 
 class IndexBlocksConfig(NamedTuple):
@@ -97,9 +113,28 @@ class IndexBlocksConfig(NamedTuple):
     template: str | None = None  # a jinja2 template path relative to the repo root
 
 
+class EvalConfig(NamedTuple):
+    path: str | None = None  # the question file, relative to the repo root (default .gitwiki/eval.jsonl)
+
+
 class McpConfig(NamedTuple):
     commit_writes: bool = False
     max_page_bytes: int = 1_000_000
+
+
+class AgentHooksConfig(NamedTuple):
+    """`gitwiki hook`: what one injection into a Claude Code session may hold."""
+
+    max_chars: int = 4000  # cap on the context one hook adds (Claude Code caps hook output at 10,000)
+    results: int = 3  # sections per search (prompt, errors, each ambient layer shares it)
+    snippet_chars: int = 360
+    min_coverage: int = 50  # percent of the prompt's IDF weight (its 6 weightiest terms) a section must hold
+
+
+class MemoryConfig(NamedTuple):
+    corpus: str | None = None  # default: the repo's default corpus
+    dir: str = "memory"  # folder of topic pages, relative to the corpus
+    commit: bool = False  # commit each memory write (default: leave it in the worktree for review)
 
 
 class Config(NamedTuple):
@@ -110,7 +145,11 @@ class Config(NamedTuple):
     lint: LintConfig = LintConfig()
     index_blocks: IndexBlocksConfig = IndexBlocksConfig()
     mcp: McpConfig = McpConfig()
+    agent_hooks: AgentHooksConfig = AgentHooksConfig()
+    memory: MemoryConfig = MemoryConfig()
+    eval: EvalConfig = EvalConfig()
     files: tuple[str, ...] = ()  # the config files that were read, in order
+    repositories: tuple[RepositoryConfig, ...] = ()
 
     def corpus(self, name: str | None = None) -> CorpusConfig:
         """The named corpus, or the default (the first) when `name` is None."""
@@ -139,6 +178,9 @@ SECTIONS: dict[str, type] = {
     "lint": LintConfig,
     "index_blocks": IndexBlocksConfig,
     "mcp": McpConfig,
+    "agent_hooks": AgentHooksConfig,
+    "memory": MemoryConfig,
+    "eval": EvalConfig,
 }
 
 
@@ -206,6 +248,30 @@ def _corpus(table: object, path: Path) -> CorpusConfig:
     return CorpusConfig(**values, source=str(path))
 
 
+def _repository(table: object, path: Path) -> RepositoryConfig:
+    if not isinstance(table, dict):
+        raise UsageError(f"{path}: [[repository]] entries must be tables")
+    values = _fields(RepositoryConfig, table, f"{path} [[repository]]")
+    name = values.get("name") or ""
+    if not name or ":" in name or "/" in name:
+        raise UsageError(f"{path}: every [[repository]] needs a name without ':' or '/' (it becomes repo:NAME:wiki)")
+    if bool(values.get("url")) == bool(values.get("path")):
+        raise UsageError(f"{path}: [[repository]] {name!r} needs exactly one of url or path")
+    if values.get("path"):  # relative to the file that says it, like git's includes
+        values["path"] = str((path.parent / os.path.expanduser(values["path"])).resolve())
+    if values.get("wiki") is not None:
+        values["wiki"] = normalize_corpus_path(values["wiki"], f"{path} [[repository]] {name!r}")
+    return RepositoryConfig(**values, source=str(path))
+
+
+def _append_unique(entries: list[Any], entry: Any, kind: str, path: Path) -> None:
+    """Array entries append; a name defined twice is an error naming both files."""
+    for existing in entries:
+        if existing.name == entry.name:
+            raise UsageError(f"{kind} {entry.name!r} is defined twice: in {existing.source} and in {path}; rename one")
+    entries.append(entry)
+
+
 def normalize_corpus_path(raw: str, where: str | Path) -> str:
     parts = [p for p in raw.replace("\\", "/").split("/") if p not in ("", ".")]
     if raw.startswith("/") or ".." in parts:
@@ -219,19 +285,18 @@ def _merge_layer(state: dict[str, Any], data: dict[str, Any], path: Path) -> Non
             if not isinstance(value, list):
                 raise UsageError(f"{path}: use [[corpus]] (an array of tables) for corpora")
             for table in value:
-                corpus = _corpus(table, path)
-                for existing in state["corpora"]:
-                    if existing.name == corpus.name:
-                        raise UsageError(
-                            f"corpus {corpus.name!r} is defined twice: in {existing.source} and in {path}; rename one"
-                        )
-                state["corpora"].append(corpus)
+                _append_unique(state["corpora"], _corpus(table, path), "corpus", path)
+        elif key == "repository":
+            if not isinstance(value, list):
+                raise UsageError(f"{path}: use [[repository]] (an array of tables) for repositories")
+            for table in value:
+                _append_unique(state["repositories"], _repository(table, path), "repository", path)
         elif key in SECTIONS:
             if not isinstance(value, dict):
                 raise UsageError(f"{path}: [{key}] must be a table")
             state[key].update(_fields(SECTIONS[key], value, f"{path} [{key}]"))
         else:
-            raise UsageError(f"{path}: unknown key {key!r}; known: corpus, {', '.join(SECTIONS)}")
+            raise UsageError(f"{path}: unknown key {key!r}; known: corpus, repository, {', '.join(SECTIONS)}")
 
 
 def _default_corpora(root: Path) -> tuple[CorpusConfig, ...]:
@@ -242,7 +307,7 @@ def _default_corpora(root: Path) -> tuple[CorpusConfig, ...]:
 
 def load(root: Path, *, user_file: Path | None = None) -> Config:
     """Read the baseline and the repo layer for the repo at `root`, then apply env overrides."""
-    state: dict[str, Any] = {"corpora": [], **{name: {} for name in SECTIONS}}
+    state: dict[str, Any] = {"corpora": [], "repositories": [], **{name: {} for name in SECTIONS}}
     files = []
     for path in (user_file or user_config_path(), root / REPO_CONFIG_NAME):
         if path.is_file():
@@ -258,6 +323,7 @@ def load(root: Path, *, user_file: Path | None = None) -> Config:
     config = Config(
         corpora=tuple(state["corpora"]) or _default_corpora(root),
         files=tuple(files),
+        repositories=tuple(state["repositories"]),
         **{name: cls(**state[name]) for name, cls in SECTIONS.items()},
     )
     _validate(config)
@@ -278,6 +344,12 @@ def to_toml(config: Config) -> str:
         lines.append(f"[[corpus]]  # from {corpus.source}")
         for key, value in corpus._asdict().items():
             if key != "source":
+                lines.append(f"{key} = {_toml_value(value)}")
+        lines.append("")
+    for repository in config.repositories:
+        lines.append(f"[[repository]]  # from {repository.source}; corpora repo:{repository.name}:wiki, :corpus")
+        for key, value in repository._asdict().items():
+            if key != "source" and value is not None:
                 lines.append(f"{key} = {_toml_value(value)}")
         lines.append("")
     for name in SECTIONS:

@@ -34,6 +34,7 @@ class FastembedEmbedder:
     def __init__(self, config: EmbeddingsConfig) -> None:
         self.model_id = config.model
         self._config = config
+        self.source = "model_path"  # or "cache" (downloaded before) or "download" (fetched now)
         self._model = self._load()
         self.dim = int(self.embed_query("dimension probe").shape[0])
 
@@ -58,9 +59,10 @@ class FastembedEmbedder:
             _register_if_unknown(config.model, config.model_path)
         else:
             try:  # a model fastembed downloaded before loads without touching the network
+                self.source = "cache"
                 return TextEmbedding(**kwargs, local_files_only=True)
             except Exception:
-                pass
+                self.source = "download"
             if not _hub_reachable():
                 raise EmbeddingUnavailable(
                     f"model {config.model!r} is not downloaded and huggingface.co cannot be reached; "
@@ -74,6 +76,12 @@ class FastembedEmbedder:
                 f"cannot load embedding model {config.model!r} ({first[:200]}); "
                 "set GITWIKI_MODEL_PATH to a local model directory, or [embeddings] enabled = false"
             ) from None
+
+    @property
+    def model_dir(self) -> str | None:
+        """Where the model's files are on disk."""
+        found = getattr(self._model.model, "_model_dir", None)
+        return str(found) if found else self._config.model_path
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         import numpy as np

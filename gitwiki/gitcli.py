@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
 
@@ -53,9 +52,12 @@ def run_git(
     *args: str,
     stdin: str | bytes | None = None,
     env: dict[str, str] | None = None,
-    stdout=subprocess.PIPE,
+    stdout: IO[bytes] | int | None = None,
 ) -> GitRun:
-    """Run `git -C root ARGS`. Callers turn a failed run into the error that fits them."""
+    """Run `git -C root ARGS`, its output captured (or written to `stdout`). Callers turn a failed run into
+    the error that fits them."""
+    import subprocess  # 3-8 ms to import, and most agent hooks never start git (find_checkout)
+
     base = dict(os.environ)
     for name in _PATH_VARS:
         if base.get(name):
@@ -64,7 +66,7 @@ def run_git(
         done = subprocess.run(
             ["git", "-C", str(root), *args],
             input=stdin.encode() if isinstance(stdin, str) else stdin,
-            stdout=stdout,
+            stdout=subprocess.PIPE if stdout is None else stdout,
             stderr=subprocess.PIPE,
             env={**base, **(env or {})},
             check=False,
@@ -183,6 +185,28 @@ def index_lock(root: str | os.PathLike, wait: float) -> Iterator[HeldIndex | Non
         held.lock.unlink(missing_ok=True)
 
 
+def find_checkout(start: str | os.PathLike) -> Checkout | None:
+    """What `discover` answers, read from the filesystem without starting git (a hook's budget), or None when
+    git must be asked: GIT_DIR and friends are set, or the layout is not a plain `.git` folder or file."""
+    if any(os.environ.get(name) for name in (*_PATH_VARS, "GIT_CEILING_DIRECTORIES")):
+        return None
+    here = Path(start).resolve()
+    for folder in (here, *here.parents):
+        dot = folder / ".git"
+        if dot.is_dir():
+            return Checkout(folder, dot, dot) if (dot / "HEAD").is_file() else None
+        if dot.is_file():  # a linked worktree or submodule: "gitdir: <path>"
+            text = dot.read_text(encoding="utf-8", errors="replace").strip()
+            if not text.startswith("gitdir:"):
+                return None
+            git_dir = (folder / text[len("gitdir:") :].strip()).resolve()
+            common = git_dir / "commondir"
+            if common.is_file():
+                return Checkout(folder, (git_dir / common.read_text(encoding="utf-8").strip()).resolve(), git_dir)
+            return Checkout(folder, git_dir, git_dir)
+    return None
+
+
 def staged_files(root: str | os.PathLike) -> dict[str, str]:
     """Path → blob id of every regular file in the index git is committing (GIT_INDEX_FILE, when a hook
     runs for `git commit -a` or `git commit FILE`)."""
@@ -219,6 +243,44 @@ def skip_worktree(root: str | os.PathLike, paths: Iterable[str]) -> set[str]:
     design, not deleted. pygit2 neither reports the flag nor honours it in its status."""
     where = [f":(literal){p}" for p in paths]
     return {r[2:] for r in _paths(root, "ls-files", "-t", "-z", "--", *where) if r.startswith("S ")} if where else set()
+
+
+def worktree_status(root: str | os.PathLike, folders: Iterable[str]) -> tuple[str | None, list[str]]:
+    """HEAD's commit id (None before the first commit) and what `changed_files` lists, for several folders in
+    one `git status` (porcelain v2 names HEAD too): the agent hooks' session briefing starts no other git
+    when the index is current."""
+    folders = list(dict.fromkeys(folders))
+    where = ("--", *(f":(literal){f}" for f in folders)) if "" not in folders else ()
+    args = ("--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all")
+    head, changed = None, []
+    for record in _paths(root, *args, "--no-renames", *where):
+        kind = record[:2]
+        if record.startswith("# branch.oid "):
+            oid = record[len("# branch.oid ") :]
+            head = oid if _is_object_id(oid) else None
+        elif kind == "1 ":
+            changed.append(record.split(" ", 8)[8])
+        elif kind == "u ":
+            changed.append(record.split(" ", 10)[10])
+        elif kind == "? ":
+            changed.append(record[2:])
+    return head, changed
+
+
+def head_trees(root: str | os.PathLike, folders: Iterable[str]) -> tuple[str | None, dict[str, str]]:
+    """HEAD's commit id and, per folder ("" is the whole tree), its tree id at HEAD ("" when absent), in one
+    `git rev-parse`; (None, {}) before the first commit. What the agent hooks compare with the index."""
+    folders = list(dict.fromkeys(folders))
+    run = run_git(root, "rev-parse", "HEAD", *(f"HEAD:{f}" if f else "HEAD^{tree}" for f in folders))
+    lines = run.out.splitlines()
+    if not lines or not _is_object_id(lines[0]):
+        return None, {}
+    trees = {f: line if _is_object_id(line) else "" for f, line in zip(folders, lines[1:], strict=False)}
+    return lines[0], trees
+
+
+def _is_object_id(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 
 
 def read_blobs(root: str | os.PathLike, blobs: Iterable[str]) -> dict[str, bytes]:

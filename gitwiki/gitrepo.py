@@ -153,7 +153,11 @@ class GitRepo:
                     yield path, entry
 
     def read_blob(self, blob: str) -> bytes:
-        return self._repo[blob].peel(pygit2.Blob).data
+        return self._repo[blob].peel(pygit2.Blob).data  # a unique prefix of the id works too
+
+    def write_blob(self, data: bytes) -> str:
+        """Put `data` in the object database (loose, unreferenced until committed) and return its id."""
+        return str(self._repo.create_blob(data))
 
     def worktree_changes(self, corpus: CorpusConfig) -> dict[str, bool]:
         """Pages whose worktree state differs from HEAD: path → whether the file exists on disk.
@@ -253,9 +257,9 @@ class GitRepo:
     def _tree(self, oid: str | pygit2.Oid) -> pygit2.Tree:
         return self._repo[oid].peel(pygit2.Tree)
 
-    def history(self, path: str, limit: int = 20) -> list[HistoryEntry]:
-        """Commits on HEAD that changed `path`, newest first."""
-        head = self.head()
+    def history(self, path: str, limit: int = 20, start: str | None = None) -> list[HistoryEntry]:
+        """Commits on HEAD (or from the commit `start`) that changed `path`, newest first."""
+        head = self.head() if start is None else self.rev_parse(start)
         if head is None:
             return []
         out: list[HistoryEntry] = []

@@ -20,6 +20,7 @@ class SummaryInput(NamedTuple):
     publish: str
     ref: str
     seconds: float | None
+    eval_report: dict | None = None  # `gitwiki eval --json` output; None: eval did not run
 
 
 def render(data: SummaryInput) -> str:
@@ -40,5 +41,7 @@ def render(data: SummaryInput) -> str:
             publish=data.publish,
             ref=data.ref,
             seconds=data.seconds,
+            eval=data.eval_report,
+            eval_figures=data.eval_report["scores"].get(data.eval_report["gated"]) if data.eval_report else None,
         )
     )

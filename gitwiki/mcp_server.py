@@ -28,6 +28,7 @@ from gitwiki import __version__, pages, writes
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
 from gitwiki.markdown.footnotes import footnote
 from gitwiki.outline import outline
+from gitwiki.repositories import RepositoryStatus
 from gitwiki.search import CorpusView
 from gitwiki.wiki import Wiki
 
@@ -50,6 +51,8 @@ gitwiki serves the markdown wiki of this git repository: search it, read it, and
   sets [mcp] commit_writes); searches see them at once.
 - Answers reflect HEAD plus uncommitted edits: `commit` names the commit, `dirty` lists the
   uncommitted pages included. With several corpora, name one with `corpus`.
+- Corpora named `repo:NAME:wiki` / `repo:NAME:corpus` are other repositories, read-only, as of
+  their last sync (`gitwiki repo sync`); their pages have no absolute_path.
 """
 
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
@@ -77,6 +80,7 @@ class GroundDoc(TypedDict):
     title: str
     score: float
     chunks: list[GroundChunk]
+    weak: Annotated[bool, Field(description="A weak match: few of the query's terms and no standout meaning.")]
 
 
 class GroundJson(TypedDict):
@@ -88,6 +92,7 @@ class GroundJson(TypedDict):
     mode: Annotated[str, Field(description="hybrid, lexical or dense: the ranking actually used.")]
     docs: list[GroundDoc]
     dirty: Annotated[list[str], Field(description="Uncommitted pages (repo-relative) folded into the search.")]
+    weak: Annotated[bool, Field(description="True when nothing matched well (the best page is weak, or none).")]
 
 
 def result(text: str, data: dict[str, Any]) -> CallToolResult:
@@ -103,9 +108,15 @@ class WikiTools:
     def _corpus_for_page(self, corpus: str | None) -> str:
         """Page tools must not guess between corpora: a write to the wrong wiki is worse than an error."""
         names = [c.name for c in self.wiki.config.corpora]
-        if corpus is None and len(names) > 1:
+        if corpus is None and self.wiki.default is None and len(names) > 1:
             raise UsageError(f"this repo has {len(names)} corpora; pass corpus as one of: {', '.join(names)}")
         return self.wiki.corpus(corpus).name
+
+    def _writable(self, corpus: str | None) -> str:
+        name = self._corpus_for_page(corpus)
+        if self.wiki.repositories.owner(name) is not None:
+            raise UsageError(f"{name} is another repository, synced read-only; change it in its own checkout")
+        return name
 
     def list_corpora(self) -> CallToolResult:
         """List every corpus (a folder of markdown pages): name, path, page count, indexed commit, fresh or stale."""
@@ -125,6 +136,8 @@ class WikiTools:
                     "model": s.model,
                 }
             )
+        for repository in self.wiki.repositories:
+            rows += _repository_rows(repository.status())
         text = "\n".join(
             f"{r['name']}  {r['path'] or '.'}/  {r['pages']} pages  indexed {(r['indexed_commit'] or '-')[:12]} "
             f"({r['state']})" + (f"  {len(r['dirty'])} uncommitted" if r["dirty"] else "")
@@ -143,6 +156,8 @@ class WikiTools:
         """List the corpus's pages as searched (HEAD plus uncommitted and untracked pages): [{path, absolute_path}]."""
         view = self.wiki.view(corpus)
         files = pages.list_files(self.wiki.root, self.wiki.corpus(view.corpus), view.pages, glob)
+        if self.wiki.repositories.owner(view.corpus) is not None:  # not on disk: no absolute paths
+            files = [f._replace(absolute_path="") for f in files]
         text = "\n".join(f.path for f in files) + "\n" + _footer(len(files), "pages", view)
         return result(text, {**_freshness(view), "files": [f._asdict() for f in files]})
 
@@ -161,6 +176,8 @@ class WikiTools:
         view = self.wiki.view(corpus)
         c = self.wiki.corpus(view.corpus)
         node = pages.tree(self.wiki.root, c, pages.list_files(self.wiki.root, c, view.pages), path or "", depth)
+        if self.wiki.repositories.owner(c.name) is not None:
+            _drop_absolute(node)
         text = "\n".join(_tree_lines(node, 0)) + "\n" + _footer(node["pages"], "pages", view)
         return result(text, {**_freshness(view), "tree": node})
 
@@ -211,6 +228,12 @@ class WikiTools:
     ) -> CallToolResult:
         """Read a page (or a line range of it) verbatim, as it is on disk now, uncommitted edits included."""
         c = self.wiki.corpus(self._corpus_for_page(corpus))
+        owner = self.wiki.repositories.owner(c.name)
+        if owner is not None:
+            repo_path, text = owner.read(c.name, path)
+            page = pages.page_lines(repo_path, "", text, start_line, end_line, self.wiki.config.mcp.max_page_bytes)
+            meta = {k: v for k, v in page._asdict().items() if k != "text"}
+            return result(page.text, {"corpus": c.name, **meta, "commit": owner.state().commit, "dirty": False})
         ref = pages.locate(self.wiki.root, c, path)
         page = pages.read_page(ref, start_line, end_line, self.wiki.config.mcp.max_page_bytes)
         meta = {k: v for k, v in page._asdict().items() if k != "text"}
@@ -227,12 +250,12 @@ class WikiTools:
     ) -> CallToolResult:
         """Create or replace a page atomically, update the index.md blocks of its folders, index it, and return
         lint findings as advisory warnings (the write is kept either way)."""
-        report = writes.add_page(self.wiki, self._corpus_for_page(corpus), path, content, overwrite)
+        report = writes.add_page(self.wiki, self._writable(corpus), path, content, overwrite)
         return result(_write_text(report), report._asdict())
 
     def delete_markdown(self, path: PagePath, corpus: Corpus = None) -> CallToolResult:
         """Delete a page, update the index.md blocks of its folders and drop it from the index."""
-        report = writes.delete_page(self.wiki, self._corpus_for_page(corpus), path)
+        report = writes.delete_page(self.wiki, self._writable(corpus), path)
         return result(_write_text(report), report._asdict())
 
     def index(
@@ -252,10 +275,15 @@ class WikiTools:
     ) -> CallToolResult:
         """The text of footnote [^n] in a page (its definition `[^n]: ...`, continuation lines included)."""
         c = self.wiki.corpus(corpus)
-        ref = pages.locate(self.wiki.root, c, page)
         label = str(footnote_number).strip().removeprefix("[^").removesuffix("]")
-        line, text = footnote(pages.read_page(ref).text, label, ref.path)
-        return result(text, {"corpus": c.name, "path": ref.path, "label": label, "line": line, "text": text})
+        owner = self.wiki.repositories.owner(c.name)
+        if owner is not None:
+            shown, whole = owner.read(c.name, page)
+        else:
+            ref = pages.locate(self.wiki.root, c, page)
+            shown, whole = ref.path, pages.read_page(ref).text
+        line, text = footnote(whole, label, shown)
+        return result(text, {"corpus": c.name, "path": shown, "label": label, "line": line, "text": text})
 
     def page_history(
         self,
@@ -265,14 +293,18 @@ class WikiTools:
     ) -> CallToolResult:
         """Commits on HEAD that changed a page, newest first: id, author, date, subject (from git log)."""
         c = self.wiki.corpus(corpus)
-        ref = pages.locate(self.wiki.root, c, path)
-        entries = self.wiki.repo.history(ref.repo_path, limit)
-        if not entries and not ref.file.exists():
-            raise NotFoundError(f"no page {ref.path!r} in corpus {c.name!r}, now or in the history of HEAD")
+        owner = self.wiki.repositories.owner(c.name)
+        if owner is not None:  # up to the synced commit of that repository
+            shown, entries = owner.history(c.name, path, limit)
+        else:
+            ref = pages.locate(self.wiki.root, c, path)
+            shown, entries = ref.path, self.wiki.repo.history(ref.repo_path, limit)
+            if not entries and not ref.file.exists():
+                raise NotFoundError(f"no page {ref.path!r} in corpus {c.name!r}, now or in the history of HEAD")
         text = "\n".join(f"{e.commit[:12]}  {e.date[:10]}  {e.author}  {e.subject}" for e in entries) or (
-            f"{ref.path} has no commits yet (new, uncommitted page)"
+            f"{shown} has no commits yet (new, uncommitted page)"
         )
-        return result(text, {"corpus": c.name, "path": ref.path, "commits": [e._asdict() for e in entries]})
+        return result(text, {"corpus": c.name, "path": shown, "commits": [e._asdict() for e in entries]})
 
 
 TOOLS: dict[str, ToolAnnotations] = {
@@ -294,13 +326,18 @@ TOOLS: dict[str, ToolAnnotations] = {
 
 
 def build_server(wiki: Wiki) -> MCPServer:
-    app = MCPServer("gitwiki", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    from gitwiki import mcp_memory
+
+    app = MCPServer(
+        "gitwiki", instructions=INSTRUCTIONS + mcp_memory.INSTRUCTIONS, version=__version__, log_level="WARNING"
+    )
     tools = WikiTools(wiki)
     serial = threading.Lock()
     for name, hints in TOOLS.items():
         # ground declares its output schema; the other tools' structured content is described in docs/mcp.md.
         structured = True if name == "ground" else None
         app.add_tool(_guarded(getattr(tools, name), serial), name=name, annotations=hints, structured_output=structured)
+    mcp_memory.register(app, wiki, lambda method: _guarded(method, serial))  # memory_* tools, docs/memory.md
     return app
 
 
@@ -356,6 +393,39 @@ def _footer(count: int, noun: str, view: CorpusView) -> str:
 def _page_state(wiki: Wiki, ref: pages.PageRef) -> dict[str, Any]:
     head = wiki.repo.head()
     return {"commit": head.id if head else "", "dirty": wiki.repo.is_dirty(ref.repo_path)}
+
+
+def _repository_rows(s: RepositoryStatus) -> list[dict[str, Any]]:
+    """list_corpora rows for one [[repository]]: its two corpora, as of the last sync."""
+    state = {"not synced": "not indexed", "synced": "fresh"}.get(s.state, s.state)
+    return [
+        {
+            "name": name,
+            "path": s.wiki if name.endswith(":wiki") else "",
+            "absolute_path": "",
+            "pages": s.corpora.get(name, 0),
+            "chunks": s.chunks.get(name, 0),
+            "indexed_commit": s.commit,
+            "head_commit": s.commit,
+            "state": state,
+            "dirty": [],
+            "model": s.model,
+            "repository": s.name,
+            "location": s.location,
+            "ref": s.ref,
+            "synced_at": s.synced_at,
+            "error": s.error,
+        }
+        for name in (f"repo:{s.name}:wiki", f"repo:{s.name}:corpus")
+    ]
+
+
+def _drop_absolute(node: dict[str, Any]) -> None:
+    node["absolute_path"] = ""
+    for f in node["files"]:
+        f["absolute_path"] = ""
+    for sub in node["subdirs"]:
+        _drop_absolute(sub)
 
 
 def _tree_lines(node: dict[str, Any], level: int) -> list[str]:

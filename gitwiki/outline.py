@@ -12,8 +12,15 @@ def outline(result: SearchResult, color: bool = False) -> str:
         return f"no results for {result.query!r} in corpus {result.corpus!r} ({result.mode})\n"
     bold, dim, cyan, reset = ("\033[1m", "\033[2m", "\033[36m", "\033[0m") if color else ("", "", "", "")
     lines = []
+    if result.weak:
+        lines += [
+            f"weak match: no page below holds most of the words of {result.query!r} or stands out in meaning; "
+            "the wiki may not cover it (rephrase, or read these as guesses)",
+            "",
+        ]
     for doc in result.docs:
-        lines.append(f"{bold}{doc.path}{reset}  {doc.title}  {dim}({doc.score:.4f}){reset}")
+        mark = ", weak" if doc.weak else ""
+        lines.append(f"{bold}{doc.path}{reset}  {doc.title}  {dim}({doc.score:.4f}{mark}){reset}")
         for chunk in doc.chunks:
             crumb = " > ".join(chunk.breadcrumb) or doc.title
             lines.append(f"  {cyan}{doc.path}:{chunk.start_line}-{chunk.end_line}{reset}  {crumb}")

@@ -117,6 +117,13 @@ def read_page(ref: PageRef, start_line: int | None = None, end_line: int | None 
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise UsageError(f"{ref.path!r} is not valid UTF-8 (byte {e.start}); fix its encoding") from None
+    return page_lines(ref.path, str(ref.file), text, start_line, end_line, max_bytes)
+
+
+def page_lines(
+    path: str, absolute: str, text: str, start_line: int | None, end_line: int | None, max_bytes: int = 0
+) -> PageText:
+    """Lines `start_line..end_line` of a page's `text` (also for pages read from git objects, not from disk)."""
     lines = text.splitlines(keepends=True)
     total = len(lines)
     start = 1 if start_line is None else start_line
@@ -124,14 +131,14 @@ def read_page(ref: PageRef, start_line: int | None = None, end_line: int | None 
     if start < 1 or (end_line is not None and end_line < start):
         raise UsageError(f"bad line range {start_line}..{end_line}; lines are 1-based and start_line ≤ end_line")
     if start > max(total, 1):
-        raise UsageError(f"{ref.path!r} has {total} lines; start_line {start} is past the end")
+        raise UsageError(f"{path!r} has {total} lines; start_line {start} is past the end")
     chosen = "".join(lines[start - 1 : end])
     if max_bytes and len(chosen.encode("utf-8")) > max_bytes:
         raise UsageError(
-            f"lines {start}-{end} of {ref.path!r} are over the {max_bytes}-byte limit ([mcp] max_page_bytes); "
+            f"lines {start}-{end} of {path!r} are over the {max_bytes}-byte limit ([mcp] max_page_bytes); "
             "ask for a smaller line range"
         )
-    return PageText(ref.path, str(ref.file), chosen, start, max(end, start - 1), total)
+    return PageText(path, absolute, chosen, start, max(end, start - 1), total)
 
 
 def _read_bytes(ref: PageRef) -> bytes:

@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from gitwiki.errors import StoreError
-from gitwiki.markdown.chunker import ParsedPage
 from gitwiki.tokens import fts_text
 
 if TYPE_CHECKING:
     import filelock
     import numpy as np
+
+    from gitwiki.markdown.chunker import ParsedPage
 
 T = TypeVar("T")
 
@@ -117,6 +118,24 @@ class Store:
                 return cls._open_checked(index_dir, path)
 
     @classmethod
+    def open_existing(cls, index_dir: Path) -> Store | None:
+        """The index as it is, for a reader that must neither create, repair nor wait on it (the agent hooks):
+        None when there is no usable one."""
+        path = index_dir / DB_NAME
+        if not path.is_file():
+            return None
+        # Read-only: a read-write connection that is the last to close checkpoints the WAL, a write a hook
+        # must not do (nor wait for).
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, isolation_level=None, timeout=1.0)
+        try:
+            if _schema_version(conn) == SCHEMA_VERSION:
+                return cls(index_dir, conn)
+        except sqlite3.DatabaseError:
+            pass
+        conn.close()
+        return None
+
+    @classmethod
     def _open_checked(cls, index_dir: Path, path: Path) -> Store:
         conn = _connect(path)
         version = _schema_version(conn)
@@ -173,7 +192,11 @@ class Store:
     # ---- blobs and chunks ------------------------------------------------------------------------
 
     def _select_in(
-        self, sql: str, keys: Iterable[str | int], before: tuple[str, ...] = (), after: tuple[str, ...] = ()
+        self,
+        sql: str,
+        keys: Iterable[str | int],
+        before: tuple[str | int, ...] = (),
+        after: tuple[str | int, ...] = (),
     ) -> Iterator[tuple[Any, ...]]:
         """Rows of `sql`, whose `{marks}` is an IN list over `keys`, in batches (SQLite caps bound parameters)."""
         for batch in _batches(list(keys)):
@@ -215,6 +238,16 @@ class Store:
     def chunks_of(self, blobs: Iterable[str]) -> list[ChunkRow]:
         rows = self._select_in(f"SELECT {_CHUNK_COLS} FROM chunks WHERE blob IN ({{marks}})", blobs)
         return sorted((_chunk_row(r) for r in rows), key=lambda row: row.id)
+
+    def last_sections(self, blobs: Iterable[str], level: int) -> dict[str, tuple[int, tuple[str, ...]]]:
+        """Per blob: how many sections it has at heading `level`, and the breadcrumb of the last one."""
+        # SQLite takes the bare column `breadcrumb` from the row that holds max(ord).
+        q = (
+            "SELECT blob, count(*), breadcrumb, max(ord) FROM chunks WHERE level = ? AND blob IN ({marks}) "
+            "GROUP BY blob"
+        )
+        rows = self._select_in(q, blobs, before=(level,))
+        return {blob: (count, tuple(json.loads(crumb))) for blob, count, crumb, _ in rows}
 
     def chunks_by_id(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         return {
@@ -269,6 +302,19 @@ class Store:
         except sqlite3.OperationalError as e:
             raise StoreError(f"full-text query failed ({e}); rephrase the query") from None
 
+    def term_chunks(self, terms: Iterable[str]) -> dict[str, int]:
+        """How many chunks hold each term (every indexed page version counts), from FTS5's vocabulary."""
+        self.conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_vocab USING fts5vocab(main, fts, 'row')")
+        return dict(self._select_in("SELECT term, doc FROM temp.fts_vocab WHERE term IN ({marks})", terms))
+
+    def chunk_total(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+
+    def indexed_terms(self, ids: Iterable[int]) -> dict[int, set[str]]:
+        """The terms the full-text index holds for each chunk (title, headings, tags and text), as tokenized."""
+        rows = self._select_in("SELECT rowid, head, body FROM fts WHERE rowid IN ({marks})", ids)
+        return {rowid: {*head.split(), *body.split()} for rowid, head, body in rows}
+
     # ---- corpus states ---------------------------------------------------------------------------
 
     def state(self, corpus: str) -> State | None:
@@ -296,6 +342,12 @@ class Store:
             "UPDATE states SET commit_id = ?, indexed_at = ? WHERE corpus = ?", (commit, time.time(), corpus)
         )
 
+    def drop_states(self, keep: set[str]) -> None:
+        """Forget every corpus state not named in `keep` (their pages then count as unreferenced for gc)."""
+        gone = [(s.corpus,) for s in self.states() if s.corpus not in keep]
+        self.conn.executemany("DELETE FROM pages WHERE corpus = ?", gone)
+        self.conn.executemany("DELETE FROM states WHERE corpus = ?", gone)
+
     def page_count(self, corpus: str) -> int:
         return self.conn.execute("SELECT count(*) FROM pages WHERE corpus = ?", (corpus,)).fetchone()[0]
 
@@ -311,6 +363,19 @@ class Store:
                 "blob FROM keep)"
             )
         ]
+        for batch in _batches(dead):
+            marks = _marks(batch)
+            self.conn.execute(f"DELETE FROM fts WHERE rowid IN (SELECT id FROM chunks WHERE blob IN ({marks}))", batch)
+            self.conn.execute(f"DELETE FROM chunks WHERE blob IN ({marks})", batch)
+            self.conn.execute(f"DELETE FROM blobs WHERE blob IN ({marks})", batch)
+        return len(dead)
+
+    def drop(self, blobs: Iterable[str]) -> int:
+        """Drop the chunks of `blobs` unless a corpus state references them: a page version that a write
+        replaced in the worktree. Returns blobs dropped."""
+        dead = list(
+            set(blobs) - {r[0] for r in self._select_in("SELECT blob FROM pages WHERE blob IN ({marks})", blobs)}
+        )
         for batch in _batches(dead):
             marks = _marks(batch)
             self.conn.execute(f"DELETE FROM fts WHERE rowid IN (SELECT id FROM chunks WHERE blob IN ({marks}))", batch)

@@ -55,6 +55,11 @@ def words(text: str) -> list[str]:
     return out
 
 
+def code_like(name: str) -> bool:
+    """Whether an identifier reads as code rather than a word: snake_case, camelCase, CamelCase (two humps)."""
+    return "_" in name.strip("_") or (any(c.isupper() for c in name[1:]) and any(c.islower() for c in name))
+
+
 def tokenize(text: str) -> list[str]:
     """Index/query terms: surface words without stop words, stemmed."""
     kept = [w for w in words(text) if w not in STOP_WORDS]
@@ -65,11 +70,20 @@ def fts_text(text: str) -> str:
     return " ".join(tokenize(text))
 
 
+def fts_phrase(text: str) -> str | None:
+    """An FTS5 MATCH expression for `text`'s terms in a row (a path, a symbol), or None if it has none."""
+    terms = tokenize(text)  # as the index saw it: stop words are gone from both sides
+    return '"' + " ".join(terms).replace('"', '""') + '"' if terms else None
+
+
 def fts_query(text: str) -> str | None:
     """An FTS5 MATCH expression: any of the query terms (BM25 does the weighting), or None if empty."""
     terms = dict.fromkeys(tokenize(text))
     if not terms:
         terms = dict.fromkeys(_stemmer().stemWords(words(text)))  # a query of only stop words
-    if not terms:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return fts_any(terms)
+
+
+def fts_any(terms) -> str | None:
+    """An FTS5 MATCH expression for any of `terms` (already tokenized), or None if there are none."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) or None

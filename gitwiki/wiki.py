@@ -29,6 +29,7 @@ from gitwiki.indexer import (
     update,
     worktree_overlay,
 )
+from gitwiki.repositories import Repositories, for_checkout
 from gitwiki.search import CorpusView, Searcher, SearchOptions, SearchResult
 from gitwiki.store import Store
 
@@ -48,15 +49,17 @@ class CorpusStatus(NamedTuple):
 
 
 class Wiki:
-    def __init__(self, repo: GitRepo, config: Config) -> None:
+    def __init__(self, repo: GitRepo, config: Config, default: str | None = None) -> None:
         self.repo = repo
         self.config = config
+        self.default = default  # the default corpus when not the first (see repositories.for_checkout)
+        self.repositories = Repositories(config.repositories, config.search)
         self._pages: dict[str, tuple[str, dict[str, str]]] = {}  # corpus → (tree, indexed listing)
 
     @classmethod
     def open(cls, start: str | os.PathLike = ".") -> Wiki:
         repo = GitRepo.discover(start)
-        return cls(repo, config_mod.load(repo.root))
+        return cls(repo, *for_checkout(config_mod.load(repo.root), repo.root, Path(start)))
 
     @property
     def root(self) -> Path:
@@ -72,9 +75,17 @@ class Wiki:
 
     @functools.cached_property
     def searcher(self) -> Searcher:
-        return Searcher(self.store)
+        return Searcher.configured(self.store, self.config.search)
 
     def corpus(self, name: str | None = None) -> CorpusConfig:
+        """A local corpus, or a repository's `repo:NAME:wiki|corpus`; None is the default one."""
+        name = name or self.default
+        owner = self.repositories.owner(name)
+        if owner is not None and name is not None:
+            return owner.corpus(name)
+        if name is not None and name not in (c.name for c in self.config.corpora):
+            choices = ", ".join([c.name for c in self.config.corpora] + self.repositories.corpus_names())
+            raise UsageError(f"no corpus named {name!r}; choose one of: {choices}")
         return self.config.corpus(name)
 
     def embedder(self) -> Embedder | None:
@@ -90,6 +101,8 @@ class Wiki:
         self, corpus: str | None = None, progress: Progress | None = None, lexical: bool = False
     ) -> list[IndexReport]:
         """Bring each corpus (or the named one) up to HEAD; `lexical` skips embedding."""
+        if self.repositories.owner(corpus) is not None:
+            raise UsageError(f"{corpus} is a [[repository]] corpus: `gitwiki repo sync` fetches and indexes it")
         corpora = [self.corpus(corpus)] if corpus else list(self.config.corpora)
         head = self.repo.head()
         reports = []
@@ -98,6 +111,11 @@ class Wiki:
             embedder = None if lexical or self.is_fresh(c, vectors=True) else self.embedder()
             reports.append(update(self.store, self.repo, c, head, embedder, progress))
         return reports
+
+    def corpus_trees(self) -> dict[str, str]:
+        """Each local corpus's tree id at HEAD ("" before the first commit or without its folder)."""
+        head = self.repo.head()
+        return {c.name: corpus_tree(self.repo, c, head) for c in self.config.corpora}
 
     def is_fresh(self, corpus: CorpusConfig, vectors: bool) -> bool:
         """The cheap check: does the index already hold HEAD's corpus tree? (No model load, no parse.)"""
@@ -117,6 +135,11 @@ class Wiki:
         """The pages to search: HEAD's (caught up if stale) plus the worktree, or those of revision `at`."""
         c = self.corpus(corpus)
         embedder = self.embedder() if vectors else None
+        owner = self.repositories.owner(c.name)
+        if owner is not None:
+            if at is not None:
+                raise UsageError(f"--at reads this checkout's history; {c.name} is searched as last synced")
+            return owner.view(c.name, embedder, self.config.embeddings, self.config.search.auto_index)
         if at is not None:
             return self._view_at(c, at, embedder)
         state = self.store.state(c.name)
@@ -203,12 +226,15 @@ class Wiki:
         if not view.pages:
             c = self.corpus(corpus)
             where = c.prefix or "the repo root"
+            owner = self.repositories.owner(c.name)
+            fix = "set wiki in its [[repository]]" if owner else "add markdown there or fix [[corpus]] path"
             raise NotFoundError(
-                f"corpus {c.name!r} has no pages under {where} matching {', '.join(c.include)}; "
-                "add markdown there or fix [[corpus]] path in .gitwiki.toml"
+                f"corpus {c.name!r} has no pages under {where} matching {', '.join(c.include)}; {fix} in .gitwiki.toml"
             )
         embedder = self.embedder() if options.mode != "lexical" else None
-        return self.searcher.search(view, query.strip(), options, embedder)
+        owner = self.repositories.owner(view.corpus)
+        searcher = owner.searcher if owner is not None else self.searcher
+        return searcher.search(view, query.strip(), options, embedder)
 
     # ---- status ----------------------------------------------------------------------------------
 
@@ -239,6 +265,7 @@ class Wiki:
     def close(self) -> None:
         if "store" in self.__dict__:
             self.store.close()
+        self.repositories.close()
 
     def reopen(self) -> None:
         """Close the index and forget everything read from it (its file is about to be replaced, e.g. by

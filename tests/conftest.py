@@ -11,8 +11,9 @@ from tests.helpers import MODEL_DIR, MODEL_NAME, GitRepoFixture
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path, monkeypatch):
-    """No user config, no real model download, no index dir leaking between tests."""
+    """No user config or cache, no real model download, no index dir leaking between tests."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # [[repository]] caches
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv("GITWIKI_INDEX_DIR", raising=False)
     if MODEL_DIR is not None:

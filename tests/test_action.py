@@ -264,10 +264,47 @@ def test_lint_findings_reach_the_summary_and_can_fail_the_job(workspace, tmp_pat
     assert runner.steps["pack"]["outcome"] == "skipped" and runner.steps["Job summary"]["outcome"] == "skipped"
 
 
+def test_eval_input_reports_in_the_summary_and_gates_the_job(workspace, tmp_path):
+    questions = [
+        {"question": "when does the release train ship", "relevant": ["wiki/deploy.md"]},
+        {"question": "handbook deploy", "relevant": ["wiki/deploy.md"]},  # the index page wins this one
+    ]
+    workspace.commit("eval", {".gitwiki/eval.jsonl": "".join(json.dumps(q) + "\n" for q in questions)})
+    runner = Runner(tmp_path / "report", workspace.path, {"publish": "none", "eval": "true"}, event="pull_request")
+    runner.run()
+    assert runner.steps["eval"]["outcome"] == "success", runner.steps["eval"].get("log")
+    report = json.loads((runner.temp / "gitwiki-eval.json").read_text())
+    assert [r["rank"] for r in report["results"]["lexical"]] == [1, 2]
+    assert "- Eval (lexical, 2 questions from `.gitwiki/eval.jsonl`): hit@1 0.500 · hit@5 1.000 · MRR@10 0.750" in (
+        runner.summary
+    )
+
+    inputs = {"publish": "none", "eval": ".gitwiki/eval.jsonl", "eval-min-mrr": "0.9"}
+    runner = Runner(tmp_path / "gate", workspace.path, inputs, event="pull_request")
+    runner.run()
+    assert runner.steps["eval"]["outcome"] == "failure" and "below --min-mrr 0.9" in runner.steps["eval"]["log"]
+    assert runner.steps["Job summary"]["outcome"] == "success"
+    assert "MRR@10 0.750 — **below** the minimum MRR@10 0.9" in runner.summary
+
+    runner = Runner(tmp_path / "off", workspace.path, {"publish": "none"}, event="pull_request")
+    runner.run()
+    assert runner.steps["eval"]["outcome"] == "skipped" and "- Eval" not in runner.summary
+
+
 def test_every_run_step_says_shell_bash_and_the_action_is_branded():
     action = yaml.safe_load((ROOT / "action.yml").read_text())
     assert action["runs"]["using"] == "composite" and action["branding"]["icon"]
-    assert set(action["inputs"]) == {"corpus", "config", "publish", "python-version", "model", "cache", "fail-on-lint"}
+    assert set(action["inputs"]) == {
+        "corpus",
+        "config",
+        "publish",
+        "python-version",
+        "model",
+        "cache",
+        "fail-on-lint",
+        "eval",
+        "eval-min-mrr",
+    }
     assert set(action["outputs"]) == {"artifact-path", "commit", "tree-id", "pages", "chunks"}
     assert all(step.get("shell") == "bash" for step in action["runs"]["steps"] if "run" in step)
 

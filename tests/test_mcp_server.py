@@ -14,6 +14,7 @@ import anyio
 import pytest
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 
+from gitwiki.mcp_memory import TOOLS as MEMORY_TOOLS
 from gitwiki.search import ChunkResult, DocResult, SearchResult
 from tests.helpers import needs_model
 
@@ -30,7 +31,7 @@ TOOLS = {
     "index",
     "get_footnote",
     "page_history",
-}
+} | set(MEMORY_TOOLS)
 
 
 def server_params(repo_path: Path) -> StdioServerParameters:
@@ -105,7 +106,7 @@ def test_tools_annotations_instructions_and_the_ground_schema(wiki_repo):
     instructions, tools = run(main)
     assert set(tools) == TOOLS
     assert "ground" in instructions and "read_markdown" in instructions
-    read_only = {n for n, t in tools.items() if t.annotations.read_only_hint}
+    read_only = {n for n, t in tools.items() if t.annotations.read_only_hint and n not in MEMORY_TOOLS}
     assert read_only == {
         "list_corpora",
         "list_files",
@@ -350,6 +351,21 @@ def test_hybrid_ground_with_the_model(repo):
     result = run(main).structured_content
     assert result["mode"] == "hybrid"
     assert result["docs"][0]["path"] == "wiki/guides/deploy.md"
+    assert result["weak"] is False and result["docs"][0]["weak"] is False
+
+
+def test_ground_says_when_nothing_matches(wiki_repo):
+    async def main():
+        async with connect(wiki_repo.path) as s:
+            return await call(s, "ground", query="helm quota billing invoices", mode="lexical"), await call(
+                s, "ground", query="helm rollback", mode="lexical"
+            )
+
+    weak, strong = run(main)
+    assert weak.structured_content["weak"] is True
+    assert weak.content[0].text.startswith("weak match: no page below holds most of the words of 'helm quota")
+    assert weak.structured_content["docs"][0]["path"] == "wiki/guides/deploy.md"  # a match, but a guess
+    assert strong.structured_content["weak"] is False and "weak match" not in strong.content[0].text
 
 
 def test_mcp_config_prints_client_snippets(wiki_repo, cli):

@@ -31,3 +31,15 @@ def test_snippet_windows_on_query_terms():
     s = snippet(text, {"signing", "key"}, 60)
     assert "signing key" in s and s.startswith("…") and s.endswith("…") and len(s) <= 62
     assert snippet("short text", {"x"}, 60) == "short text"
+
+
+def test_rollup_second_chunk_favours_the_page_several_chunks_match():
+    ranked = [(1, 1.0), (2, 0.9), (3, 0.8), (4, 0.1), (5, 0.1), (6, 0.1), (7, 0.1)]
+    page_of = {1: "mentions.md", 2: "explains.md", 3: "explains.md", 4: "long.md", 5: "long.md", 6: "long.md"}
+    page_of[7] = "long.md"
+    plain = rollup(ranked, page_of, top_files=3, chunks_per_file=1, limit=10)
+    assert [h.path for h in plain] == ["mentions.md", "explains.md", "long.md"]
+    boosted = rollup(ranked, page_of, top_files=3, chunks_per_file=1, limit=10, second=0.5)
+    assert [h.path for h in boosted] == ["explains.md", "mentions.md", "long.md"]
+    assert boosted[0].score == 0.9 + 0.5 / 2**0.5 * 0.8 and boosted[1].score == 1.0
+    assert boosted[2].score == 0.1 + 0.5 / 2 * 0.1  # four faint chunks: the root keeps length from winning

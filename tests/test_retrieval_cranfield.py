@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
+from gitwiki.evaluation import beir_page_name, load_beir
 from tests.helpers import ROOT, needs_model
-
-sys.path.insert(0, str(ROOT / "bench"))
-from beir_eval import load_beir, page_name, page_text
 
 pytestmark = pytest.mark.slow  # embeds a Cranfield slice and scores it
 
@@ -27,33 +24,33 @@ NDCG_FLOOR = 0.60
 def cranfield_slice():
     if not (CRANFIELD / "corpus.jsonl").is_file():
         pytest.skip("../shared/eval/cranfield not found")
-    corpus, queries, qrels = load_beir(CRANFIELD)
-    queries = dict(list(queries.items())[:QUERIES])
-    qrels = {q: qrels[q] for q in queries}
-    judged = {d for judgments in qrels.values() for d in judgments}
-    others = [d for d in corpus if d not in judged and corpus[d][1]]
-    docs = sorted(judged) + others[:: max(1, len(others) // DISTRACTORS)][:DISTRACTORS]
-    return {d: corpus[d] for d in docs}, queries, qrels
+    beir = load_beir(CRANFIELD)
+    questions = beir.questions[:QUERIES]
+    judged = {p for q in questions for p in q.relevant}
+    others = [beir_page_name(d) for d, (_, text) in beir.docs.items() if text]
+    others = [p for p in others if p not in judged]
+    keep = set(sorted(judged) + others[:: max(1, len(others) // DISTRACTORS)][:DISTRACTORS])
+    return [(p, text) for p, text in beir.pages if p in keep], questions
 
 
 @needs_model
 def test_hybrid_ndcg_floor_on_cranfield_slice(repo, cli, cranfield_slice):
     from ranx import Qrels, Run, evaluate
 
-    docs, queries, qrels = cranfield_slice
-    for did, (title, text) in docs.items():
-        repo.write(page_name(did), page_text(title, text))
+    pages, questions = cranfield_slice
+    for path, text in pages:
+        repo.write(path, text)
     repo.commit("cranfield slice")
     code, _, err = cli("index", "-q", cwd=repo.path)
     assert code == 0, err
-    doc_of = {page_name(d): d for d in docs}
     run = {}
-    for qid, text in queries.items():
-        code, out, err = cli("ground", text, "--json", "--top-files", "10", "--chunks-per-file", "1", cwd=repo.path)
+    for q in questions:
+        code, out, err = cli("ground", q.text, "--json", "--top-files", "10", "--chunks-per-file", "1", cwd=repo.path)
         assert code == 0, err
         result = json.loads(out)
         assert result["mode"] == "hybrid"
         paths = [d["path"] for d in result["docs"]]
-        run[qid] = {doc_of[p]: float(len(paths) - i) for i, p in enumerate(paths)}
+        run[q.id] = {p: float(len(paths) - i) for i, p in enumerate(paths)}
+    qrels = {q.id: q.relevant for q in questions}
     ndcg = evaluate(Qrels(qrels), Run(run), "ndcg@10", make_comparable=True)
     assert ndcg >= NDCG_FLOOR, f"nDCG@10 {ndcg:.3f} fell below {NDCG_FLOOR} (measured {NDCG_MEASURED})"

@@ -1,5 +1,6 @@
 """Search reflects what the user sees: HEAD, the worktree on top, or any revision with --at."""
 
+import json
 import re
 
 import pytest
@@ -135,3 +136,142 @@ def test_unloadable_model_falls_back_to_lexical_with_one_warning(repo, monkeypat
     assert result.mode == "lexical" and paths(result)[0] == "wiki/keys.md"
     err = capfd.readouterr().err
     assert err.count("warning") == 1 and "lexical" in err and "Traceback" not in err
+
+
+@needs_model
+def test_a_view_one_edit_away_reuses_the_cached_vectors_and_ranks_the_same(repo):
+    repo.commit("pages", {**PAGES, "wiki/food.md": "# Lunch\n\nThe canteen serves pasta on Fridays.\n"})
+    wiki = Wiki.open(repo.path)
+    wiki.search("where can I eat a meal", mode="dense")
+    repo.write("wiki/food.md", "# Lunch\n\nThe canteen serves pasta and soup on Fridays.\n")
+    warm = wiki.search("where can I eat a meal", mode="dense")
+    (old, new) = list(wiki.searcher._matrices.values())
+    assert len(new.ids) == len(old.ids) and new.blobs[: len(old.ids) - 1] == [b for b in old.blobs if b in new.blobs]
+    cold = Wiki.open(repo.path).search("where can I eat a meal", mode="dense")
+    assert warm.docs == cold.docs and paths(warm)[0] == "wiki/food.md"
+
+
+class _FakeCrossEncoder:
+    """Scores a chunk by how many times it says the magic word: a cross-encoder's interface, no model."""
+
+    model_id = "fake/cross-encoder"
+    calls: list[tuple[str, int]] = []
+
+    def __init__(self, model: str):
+        assert model == "fake/cross-encoder"
+
+    def scores(self, query: str, texts: list[str]) -> list[float]:
+        self.calls.append((query, len(texts)))
+        return [float(t.lower().count("zebra")) * 4 - 2 for t in texts]
+
+
+def test_configured_reranker_reorders_the_fused_head(repo, cli, monkeypatch):
+    from gitwiki import rerank
+
+    monkeypatch.setattr(rerank, "LOADER", _FakeCrossEncoder)
+    monkeypatch.setattr(rerank, "_cache", {})
+    pages = {
+        "wiki/a.md": "# Deploy\n\nDeploy the service with the deploy script, deploy often.\n",
+        "wiki/b.md": "# Notes\n\nHow to deploy: ask the zebra team, zebra approves.\n",
+        "wiki/c.md": "# Other\n\nNothing about it.\n",
+    }
+    repo.commit("pages", {".gitwiki.toml": "[embeddings]\nenabled = false\n", **pages})
+    code, out, _ = cli("ground", "deploy", "--json", cwd=repo.path)
+    assert code == 0 and [d["path"] for d in json.loads(out)["docs"]][:2] == ["wiki/a.md", "wiki/b.md"]
+
+    repo.commit(
+        "rerank", {".gitwiki.toml": '[embeddings]\nenabled = false\n\n[search]\nreranker = "fake/cross-encoder"\n'}
+    )
+    code, out, err = cli("ground", "deploy", "--json", cwd=repo.path)
+    assert code == 0, err
+    docs = json.loads(out)["docs"]
+    assert [d["path"] for d in docs][:2] == ["wiki/b.md", "wiki/a.md"]
+    assert 1 < docs[1]["score"] < docs[0]["score"] < 2  # 1 + sigmoid(logit)
+    assert _FakeCrossEncoder.calls[-1] == ("deploy", 2)  # only the fused candidates, at most rerank_depth
+
+
+def test_unavailable_reranker_warns_once_and_keeps_the_fused_order(repo, cli, monkeypatch):
+    from gitwiki import rerank
+    from gitwiki.errors import EmbeddingUnavailable
+
+    def broken(model):
+        raise EmbeddingUnavailable(f"cannot load reranker {model!r}")
+
+    monkeypatch.setattr(rerank, "LOADER", broken)
+    monkeypatch.setattr(rerank, "_cache", {})
+    repo.commit(
+        "pages",
+        {
+            ".gitwiki.toml": '[embeddings]\nenabled = false\n\n[search]\nreranker = "missing/model"\n',
+            "wiki/a.md": "# Deploy\n\nDeploy it.\n",
+        },
+    )
+    code, out, err = cli("ground", "deploy", "--json", cwd=repo.path)
+    assert code == 0 and json.loads(out)["docs"][0]["path"] == "wiki/a.md"
+    assert "cannot load reranker 'missing/model'" in err and "results keep the fused order" in err
+
+
+def test_weak_flag_lexical(repo, cli):
+    """Min-max fusion always puts something first; the weak flag says when that something is a guess."""
+    repo.commit("pages", {".gitwiki.toml": "[embeddings]\nenabled = false\n", **PAGES})
+    for query in ("the", "?!", "what is it"):  # no content word at all
+        code, out, err = cli("ground", query, "--json", cwd=repo.path)
+        assert code == 0, err
+        assert json.loads(out)["weak"] is True, query
+    code, out, _ = cli("ground", "rotate the signing key", "--json", cwd=repo.path)
+    found = json.loads(out)
+    assert found["weak"] is False and found["docs"][0] == {**found["docs"][0], "path": "wiki/keys.md", "weak": False}
+    # One word of four ("vault") is under half: a weak match, though it is a match.
+    code, out, _ = cli("ground", "vault quota billing invoices", "--json", cwd=repo.path)
+    assert json.loads(out)["docs"][0]["path"] == "wiki/keys.md" and json.loads(out)["weak"] is True
+    code, out, _ = cli("ground", "vault quota billing invoices", cwd=repo.path)
+    assert out.startswith("weak match: no page below holds most of the words of 'vault quota billing invoices'")
+    assert "(weak)" not in out and ", weak)" in out
+    code, out, _ = cli("ground", "rotate the signing key", cwd=repo.path)
+    assert "weak" not in out
+
+
+@needs_model
+def test_weak_flag_hybrid_tells_a_deleted_topic_from_a_paraphrase(repo, cli):
+    # The dense evidence is a z-score against every chunk searched, so the wiki needs more than a handful.
+    topics = (
+        "office plants and watering",
+        "the lunch menu on Fridays",
+        "parking permits for visitors",
+        "expense reports and receipts",
+        "holiday calendar for 2026",
+        "printer toner orders",
+        "fire drill assembly points",
+        "bike storage in the basement",
+        "new starter laptop set-up",
+        "meeting room booking rules",
+        "coffee machine descaling",
+        "travel insurance for conferences",
+        "the quarterly all-hands agenda",
+        "recycling bins and compost",
+        "parental leave policy",
+        "desk ergonomics checklist",
+        "guest wifi password changes",
+        "team offsite in the mountains",
+        "hiring interview rubric",
+        "mentoring programme sign-up",
+        "security badge replacement",
+        "cloud spend reviewed monthly by finance",
+        "argo deploys to the kubernetes cluster on Tuesdays",
+        "pager rotation and incident escalation",
+    )
+    pages = {f"wiki/topic{i}.md": f"# {t.capitalize()}\n\nNotes on {t}.\n" for i, t in enumerate(topics)}
+    pages["wiki/keys.md"] = (
+        "# Signing keys\n\nRotate the signing key every 90 days with vault. Old keys stay valid for a week so "
+        "that running deploys finish.\n"
+    )
+    repo.commit("pages", pages)
+    code, out, err = cli("ground", "how often do we change the key we sign releases with?", "--json", cwd=repo.path)
+    assert code == 0, err
+    found = json.loads(out)
+    assert found["mode"] == "hybrid" and found["docs"][0]["path"] == "wiki/keys.md"
+    assert found["weak"] is False  # few shared words, but the meaning stands out
+    repo.git("rm", "-q", "wiki/keys.md")
+    repo.commit("keys page deleted")
+    code, out, _ = cli("ground", "how often do we change the key we sign releases with?", "--json", cwd=repo.path)
+    assert json.loads(out)["weak"] is True

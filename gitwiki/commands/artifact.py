@@ -50,6 +50,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     summary.add_argument("--publish", default="none", help="where the archive went (ref, artifact, release, s3, none)")
     summary.add_argument("--ref", default="refs/gitwiki/index", help="the git ref it was published to")
     summary.add_argument("--seconds", type=float, help="wall time of the build")
+    summary.add_argument("--eval-json", type=Path, help="the output of `gitwiki eval --json`")
     summary.set_defaults(func=summary_command)
 
 
@@ -97,7 +98,7 @@ def cache_key_command(args: argparse.Namespace) -> int:
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
-    key, prefix = cache_keys(wiki)
+    key, prefix = cache_keys(wiki.corpus_trees(), wiki.wanted_model())
     print(f"key={key}\nrestore-prefix={prefix}\nindex-dir={wiki.index_dir}")
     return 0
 
@@ -110,10 +111,19 @@ def summary_command(args: argparse.Namespace) -> int:
     manifest = verify(archive)
     reports = json.loads(path_arg(args, args.index_json).read_text()) if args.index_json else []
     lint = path_arg(args, args.lint_output).read_text() if args.lint_output else None
+    evaluated = json.loads(path_arg(args, args.eval_json).read_text()) if args.eval_json else None
     print(
         render(
             SummaryInput(
-                manifest, archive.stat().st_size, reports, lint, args.lint_status, args.publish, args.ref, args.seconds
+                manifest,
+                archive.stat().st_size,
+                reports,
+                lint,
+                args.lint_status,
+                args.publish,
+                args.ref,
+                args.seconds,
+                evaluated,
             )
         )
     )

@@ -20,6 +20,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     show.set_defaults(func=show_config)
     validate = actions.add_parser("validate", help="check the config files; exit 2 with the first problem")
     validate.set_defaults(func=validate_config)
+    download = actions.add_parser(
+        "download",
+        help="fetch the configured embedding model now (or show the local model in use)",
+        description="Download the [embeddings] model into fastembed's cache, with a progress bar, so the first "
+        "index pays no download; with model_path (or GITWIKI_MODEL_PATH) set, check that model and print its path.",
+    )
+    download.set_defaults(func=download_model)
     init = actions.add_parser("init", help="write .gitwiki.toml (same as `gitwiki init`)")
     add_init_arguments(init)
 
@@ -43,4 +50,27 @@ def show_config(args: argparse.Namespace) -> int:
 def validate_config(args: argparse.Namespace) -> int:
     cfg = _load(args)
     print(f"ok: {len(cfg.corpora)} corpus(es) from {', '.join(cfg.files) or 'defaults'}")
+    return 0
+
+
+def download_model(args: argparse.Namespace) -> int:
+    from gitwiki.embed import EMBEDDERS
+    from gitwiki.errors import EmbeddingUnavailable
+
+    embeddings = _load(args).embeddings
+    if not embeddings.enabled:
+        print("embeddings are off ([embeddings] enabled = false): lexical search needs no model")
+        return 0
+    if embeddings.provider not in EMBEDDERS:
+        raise EmbeddingUnavailable(
+            f"unknown [embeddings] provider {embeddings.provider!r}; known: {', '.join(EMBEDDERS)}"
+        )
+    model = EMBEDDERS[embeddings.provider](embeddings)  # fastembed draws the download's progress bars on stderr
+    where = getattr(model, "model_dir", None) or "(the provider's cache)"
+    said = {
+        "model_path": "using the local model directory, nothing to download",
+        "cache": "already downloaded",
+        "download": "downloaded",
+    }.get(getattr(model, "source", ""), "ready")
+    print(f"{embeddings.model}: {said}; {model.dim} dimensions; files in {where}")
     return 0

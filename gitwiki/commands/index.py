@@ -3,12 +3,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from gitwiki.indexer import Progress
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,10 +20,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def index(args: argparse.Namespace) -> int:
+    from gitwiki.commands.options import progress_bar
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
-    with _progress(enabled=not args.quiet and not args.json and sys.stderr.isatty()) as progress:
+    with progress_bar(enabled=not args.quiet and not args.json and sys.stderr.isatty()) as progress:
         reports = wiki.index(args.corpus, progress=progress, lexical=args.lexical)
     if args.json:
         print(json.dumps([r.to_json() for r in reports], indent=2))
@@ -37,25 +32,3 @@ def index(args: argparse.Namespace) -> int:
         for r in reports:
             print(r.summary())
     return 0
-
-
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Progress | None]:
-    """A rich progress bar on a terminal; no callback elsewhere."""
-    if not enabled:
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeRemainingColumn
-    from rich.progress import Progress as Bar
-
-    tasks: dict[str, TaskID] = {}
-    with Bar(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
-    ) as bar:
-
-        def update(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task({"parse": "parsing pages", "embed": "embedding chunks"}[stage], total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
-        yield update

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitwiki.indexer import Progress
+
+STAGES = {"fetch": "fetching objects", "parse": "parsing pages", "embed": "embedding chunks"}
 
 
 def max_bytes_arg(args: argparse.Namespace) -> int:
@@ -28,14 +36,27 @@ def add_init_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--path", default="wiki", help="the corpus folder, relative to the repo root (default: wiki)")
     parser.add_argument("--name", default="wiki", help="the corpus name (default: wiki)")
     parser.add_argument("--force", action="store_true", help="overwrite an existing .gitwiki.toml")
+    parser.add_argument(
+        "--agents",
+        action="store_true",
+        help="also write how to keep the wiki into AGENTS.md (replacing an earlier gitwiki section)",
+    )
     parser.set_defaults(func=_init)
 
 
 def _init(args: argparse.Namespace) -> int:
-    from gitwiki.config import write_init
+    from gitwiki.config import REPO_CONFIG_NAME, normalize_corpus_path, write_init
     from gitwiki.gitrepo import GitRepo
 
-    print(write_init(GitRepo.discover(args.chdir).root, args.path, args.name, args.force).describe())
+    root = GitRepo.discover(args.chdir).root
+    if args.agents and (root / REPO_CONFIG_NAME).exists() and not args.force:
+        print(f"kept {root / REPO_CONFIG_NAME} (pass --force to overwrite it)")
+    else:
+        print(write_init(root, args.path, args.name, args.force).describe())
+    if args.agents:
+        from gitwiki.conventions import write_agents
+
+        print(write_agents(root, normalize_corpus_path(args.path, "--path")).describe())
     return 0
 
 
@@ -51,3 +72,25 @@ def repo_relative(root: Path, cwd: str, files: list[str]) -> list[str]:
         except ValueError:
             raise UsageError(f"{name} is outside the repository {root}; pass pages inside it") from None
     return out
+
+
+@contextmanager
+def progress_bar(enabled: bool) -> Iterator[Progress | None]:
+    """A rich progress bar on a terminal; no callback elsewhere."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeRemainingColumn
+    from rich.progress import Progress as Bar
+
+    tasks: dict[str, TaskID] = {}
+    with Bar(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
+    ) as bar:
+
+        def update(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(STAGES[stage], total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        yield update

@@ -21,10 +21,16 @@ def status(args: argparse.Namespace) -> int:
     wiki = Wiki.open(args.chdir)
     rows = wiki.status()
     size = wiki.store.size_bytes()
+    repositories = [r.status() for r in wiki.repositories]
     if args.json:
         print(
             json.dumps(
-                {"index_dir": str(wiki.index_dir), "index_bytes": size, "corpora": [r._asdict() for r in rows]},
+                {
+                    "index_dir": str(wiki.index_dir),
+                    "index_bytes": size,
+                    "corpora": [r._asdict() for r in rows],
+                    "repositories": [{**r._asdict(), "state": r.state} for r in repositories],
+                },
                 indent=2,
             )
         )
@@ -42,5 +48,8 @@ def status(args: argparse.Namespace) -> int:
             print(f"  uncommitted pages ({len(r.dirty)}, searched too): {shown}")
         if r.submodules:
             print(f"  submodules skipped (their pages are not indexed): {', '.join(r.submodules)}")
+    for repo in repositories:
+        synced = f"commit {(repo.commit or '-')[:12]}, synced {age(repo.synced_at)}"
+        print(f"repository {repo.name}  {repo.location}: {repo.state}, {synced}")
     print(f"index {wiki.index_dir} ({size / 1e6:.1f} MB)")
     return 0

@@ -176,3 +176,52 @@ class FrontMatterYaml:
             yield Problem(
                 int(m.group(1)) if m else 1, 1, f"front matter is not valid YAML: {error[m.end() if m else 0 :]}"
             )
+
+
+# ---- wiki conventions (docs/conventions.md): one titled topic per kebab-case file ---------------------------
+
+_SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
+
+
+@register
+class TitleFirst:
+    code, name, severity = "GW009", "title-first", "warning"
+    summary = "the first non-blank line (after front matter and one-line comments) is not a `# Title` heading"
+    hint = "start the page with `# Title`: search results, index blocks and agents take the title from it"
+
+    def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
+        body = doc.front_matter.body.split("\n")
+        # A one-line HTML comment may come first: `<!-- gitwiki: disable=… -->` usually sits on top.
+        first = next((i for i, line in enumerate(body) if line.strip() and not _COMMENT.match(line)), None)
+        if first is None:
+            yield Problem(1, 1, "the page is empty; give it a `# Title` line and some text")
+        elif not re.match(r"^ {0,3}# ", body[first]):
+            line = first + doc.front_matter.body_line
+            yield Problem(line, 1, f"the page starts with {body[first].strip()[:40]!r} instead of a `# Title` line")
+
+
+@register
+class KebabCaseName:
+    code, name, severity = "GW010", "kebab-case-name", "warning"
+    summary = "a file name that is not a lower-case kebab-case slug, e.g. `Deploy Guide.md` or `deploy_guide.md`"
+    hint = "rename it to lower-case words joined by '-' (git mv), e.g. deploy-guide.md, and fix the links to it"
+
+    def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
+        stem = posixpath.splitext(posixpath.basename(doc.path))[0]
+        if not _SLUG.match(stem) and not is_entry_page(doc.path, ctx):
+            slug = re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-") or "page"
+            yield Problem(1, 1, f"file name {stem!r} is not a kebab-case slug", f"rename it to {slug}.md (git mv)")
+
+
+@register
+class PageSize:
+    code, name, severity = "GW011", "page-size", "warning"
+    summary = "a page over [lint] max_page_bytes (default 20000): probably more than one topic"
+    hint = "split it into one page per topic and link them (raise [lint] max_page_bytes if it really is one)"
+
+    def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
+        limit = ctx.config.lint.max_page_bytes
+        size = len(doc.text.encode("utf-8"))
+        if limit and size > limit:
+            yield Problem(1, 1, f"the page is {size} bytes, over the {limit}-byte limit for one topic")

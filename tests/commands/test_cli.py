@@ -41,7 +41,8 @@ def test_json_contract(cli, wiki_repo):
     assert (data["query"], data["corpus"], data["mode"]) == ("signing key", "wiki", "lexical")
     assert data["commit"] == wiki_repo.git("rev-parse", "HEAD").strip()
     doc = data["docs"][0]
-    assert set(doc) == {"path", "title", "score", "chunks"} and doc["path"] == "wiki/keys.md" and doc["title"] == "Keys"
+    assert set(doc) == {"path", "title", "score", "chunks", "weak"} and doc["path"] == "wiki/keys.md"
+    assert doc["title"] == "Keys" and doc["weak"] is False and data["weak"] is False  # `weak`: issue 15, additive
     chunk = doc["chunks"][0]
     assert set(chunk) == {"breadcrumb", "start_line", "end_line", "score", "text"}
     assert chunk["breadcrumb"] == ["Keys", "Rotate"] and (chunk["start_line"], chunk["end_line"]) == (3, 5)

@@ -35,6 +35,8 @@ def found(text, path="wiki/a.md", pages=PAGES, config=CONFIG, **kw):
             [(4, 1), (4, 17)],
         ),
         ("GW008", "---\ntitle: ok\n---\n# T\n", "---\ntitle: ok\nbad: [x\n---\n# T\n", [(3, 1)]),
+        ("GW009", "---\ntitle: ok\n---\n\n# T\n\ntext\n", "---\ntitle: ok\n---\n\nIntro first.\n# T\n", [(5, 1)]),
+        ("GW009", "\n   # T\n", "Title\n=====\n", [(1, 1)]),
     ],
 )
 def test_rule_good_and_bad_with_exact_positions(code, good, bad, where):
@@ -80,7 +82,7 @@ def test_disable_inline_in_config_and_per_corpus():
 
 
 def test_rules_registry_is_complete():
-    assert sorted(RULES) == [f"GW00{i}" for i in range(1, 9)]
+    assert sorted(RULES) == [f"GW{i:03d}" for i in range(1, 12)]
     assert all(r.severity in ("error", "warning") and r.hint and r.summary for r in RULES.values())
 
 
@@ -191,3 +193,18 @@ def test_linked_pages_resolves_every_way_a_link_can_name_a_page():
         "wiki/sub/d.md",  # same file name as wiki/other/d.md: only the one the link resolves to counts
         "wiki/other/README.md",  # `.`: the page's own folder
     }  # a.md links only to itself and d.md in other/ only from an external URL: neither counts
+
+
+def test_conventions_file_name_title_and_size():
+    assert found("# T\n", path="wiki/deploy-guide-2.md") == []
+    assert found("# T\n", path="wiki/README.md") == []  # the corpus's front page keeps its name
+    for name in ("Deploy Guide", "deploy_guide", "DeployGuide", "deploy--guide"):
+        (f,) = lint_text(f"wiki/{name}.md", "# T\n", PAGES, CONFIG)
+        assert (f.code, f.severity) == ("GW010", "warning") and "deploy" in f.hint and ".md (git mv)" in f.hint
+    assert [c for c, *_ in found("")] == ["GW009"]  # an empty page has no title either
+    big = "# T\n\n" + "word " * 5000
+    (f,) = lint_text("wiki/a.md", big, PAGES, CONFIG)
+    assert (f.code, f.severity, f.line) == ("GW011", "warning", 1) and "25005 bytes" in f.message
+    small = CONFIG._replace(lint=LintConfig(max_page_bytes=10))
+    assert [c for c, *_ in found("# Title\n\nmore than ten\n", config=small)] == ["GW011"]
+    assert found(big, config=CONFIG._replace(lint=LintConfig(max_page_bytes=0))) == []

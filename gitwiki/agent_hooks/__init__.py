@@ -1,0 +1,39 @@
+"""Claude Code hooks: `gitwiki hook TYPE` reads one hook event (JSON on stdin) and answers with Claude Code's
+hook JSON, so wiki sections and memory entries reach the agent's context without it having to search.
+
+Every hook is a fresh process on every tool call, so this package stays on the standard library plus
+gitwiki's light modules (config, store read with sqlite3, tokens, gitcli): no pygit2, numpy, embedding model
+or MCP SDK. `gitwiki hooks install` writes the table below into `.claude/settings.json`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class HookType(NamedTuple):
+    name: str  # `gitwiki hook NAME`
+    event: str  # Claude Code's hook_event_name
+    matcher: str | None  # tool (or source, agent type) pattern; None: every one
+    does: str
+
+
+# The MCP tools Claude Code names after our server: `mcp__<server>__<tool>` from a settings or .mcp.json
+# registration, `mcp__plugin_<plugin>_<server>__<tool>` from the plugin.
+MCP_PREFIXES = ("mcp__gitwiki__", "mcp__plugin_gitwiki_gitwiki__")
+
+HOOK_TYPES = (
+    HookType("session", "SessionStart", None, "briefing: corpora, freshness, memory topics, the checkpoint"),
+    HookType("prompt", "UserPromptSubmit", None, "the wiki and memory sections that match the prompt"),
+    HookType("ambient", "PreToolUse", "Read|Edit|Write|Glob|Grep", "notes on the file a tool is about to touch"),
+    HookType("post-build", "PostToolUse", "Bash", "after a failed build or test command, notes on its error"),
+    HookType("error-context", "PostToolUseFailure", None, "notes on a failed tool call's error"),
+    HookType("pre-compact", "PreCompact", None, "keeps the checkpoint and focus topics for after the compaction"),
+    HookType("stop", "Stop", None, "a reminder to store findings when files were edited and nothing was stored"),
+    HookType("subagent", "SubagentStart", None, "the memory topic list for a subagent"),
+    HookType(
+        "approve-mcp", "PermissionRequest", "|".join(p + ".*" for p in MCP_PREFIXES), "allows gitwiki's own MCP tools"
+    ),
+)
+BY_NAME = {h.name: h for h in HOOK_TYPES}
+HOOK_TIMEOUT = 10  # seconds Claude Code gives one hook before it carries on without it

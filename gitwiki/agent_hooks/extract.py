@@ -1,0 +1,90 @@
+"""What the hooks search for: the symbols a source file defines, the names an edit removes, an error's key lines.
+
+Regular expressions, not parsers: a hook has milliseconds, and a definition keyword followed by a name
+finds the symbols of most languages (Python, JS/TS, Go, Rust, Java/Kotlin/C#, C/C++, Ruby, PHP, shell).
+"""
+
+from __future__ import annotations
+
+import re
+
+from gitwiki.tokens import code_like
+
+MAX_LINES = 500
+MAX_SYMBOLS = 20
+
+_DEFINITION = re.compile(
+    r"""^[ \t]*(?:export[ \t]+)?(?:default[ \t]+)?(?:pub(?:\([^)]*\))?[ \t]+)?(?:async[ \t]+)?(?:
+        (?:def|class|function\*?|func|fn|struct|enum|trait|interface|module|impl|record|union|object|protocol
+           |typedef[ \t]+struct|type|macro_rules!)
+        [ \t]+(?:\([^)]*\)[ \t]*)?(?P<name>[A-Za-z_$][\w$]*)
+      | (?:const|let|var)[ \t]+(?P<bound>[A-Za-z_$][\w$]*)[ \t]*(?::[^=]*)?=[ \t]*(?:async[ \t]*)?
+        (?:function|\(|[\w$]+[ \t]*=>)
+      | \#define[ \t]+(?P<macro>[A-Za-z_]\w*)
+      | (?P<shell>[A-Za-z_][\w-]*)[ \t]*\(\)[ \t]*\{
+    )""",
+    re.MULTILINE | re.VERBOSE,
+)
+# C-family method and function definitions: a return type, a name, parameters, then `{` or a line end (not a
+# statement such as `return f(x)` that has the same shape).
+_C_FUNCTION = re.compile(
+    r"^(?![ \t]*(?:return|else|new|throw|yield|await|delete|case|goto|echo|print|raise|assert|not)\b)[ \t]*"
+    r"(?:(?:public|private|protected|internal|static|final|virtual|override|inline|extern|abstract|"
+    r"synchronized|const|unsafe)[ \t]+)*[\w<>\[\],:*& ]+?[ \t*&]+(?P<name>[A-Za-z_]\w*)[ \t]*\([^;{}\n]*\)[ \t]*"
+    r"(?:const[ \t]*)?(?:throws[ \t][\w, .]+)?\{?[ \t]*$",
+    re.MULTILINE,
+)
+_NOT_SYMBOLS = frozenset(
+    "if for while switch catch return else elif main init self this new get set test setup run do end".split()
+)
+_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
+
+BUILD_COMMAND = re.compile(
+    r"(?:^|[\s;&|(])(?:python3?\s+-m\s+)?(?:pytest|tox|nox|make|cmake|ninja|meson|cargo|go\s+(?:test|build|vet)|"
+    r"npm|pnpm|yarn|bun|npx|jest|vitest|mocha|mvn|gradle|\./gradlew|dotnet|tsc|mypy|ruff|flake8|eslint|gcc|g\+\+|"
+    r"clang|javac|rspec|rake|bundle\s+exec|mix|swift|phpunit|bazel|deno)(?=$|[\s;&|)])"
+)
+_ERROR_LINE = re.compile(
+    r"error|exception|fail|fatal|panic|traceback|undefined|cannot|can't|could not|not found|no such|denied|"
+    r"refused|timed? ?out|assert|expected|unresolved|segmentation",
+    re.IGNORECASE,
+)
+_NOISE = re.compile(r"(?:[\w.~-]*/[\w./~-]+)|0x[0-9a-fA-F]+|\b\d+(?:\.\d+)*\b|[=_\-*#~^]{3,}|line \d+", re.IGNORECASE)
+
+
+def symbols(text: str) -> list[str]:
+    """Up to MAX_SYMBOLS names defined in the first MAX_LINES lines of a source file, in order."""
+    head = "\n".join(text.split("\n", MAX_LINES)[:MAX_LINES])
+    found: dict[int, str] = {}
+    for m in _DEFINITION.finditer(head):
+        found.setdefault(m.start(), next(g for g in m.groups() if g))
+    for m in _C_FUNCTION.finditer(head):
+        found.setdefault(m.start(), m.group("name"))
+    names = [n for _, n in sorted(found.items()) if _meaningful(n)]
+    return list(dict.fromkeys(names))[:MAX_SYMBOLS]
+
+
+def removed_names(old: str, new: str) -> list[str]:
+    """Names an edit takes out: the symbols `old` defines, then its other identifiers, that `new` lacks."""
+    kept = set(_IDENTIFIER.findall(new))
+    defined = [n for n in symbols(old) if n not in kept]
+    others = [n for n in _IDENTIFIER.findall(old) if n not in kept and _meaningful(n) and code_like(n)]
+    return list(dict.fromkeys(defined + others))[:MAX_SYMBOLS]
+
+
+def error_lines(output: str, limit: int = 3) -> list[str]:
+    """The last `limit` distinct lines of `output` that read like an error, without paths and numbers."""
+    out: list[str] = []
+    for line in reversed(output.splitlines()[-400:]):
+        if not _ERROR_LINE.search(line) or line.strip().startswith("Traceback (most recent call last)"):
+            continue
+        clean = re.sub(r"\s+", " ", _NOISE.sub(" ", line)).strip(" :-|>")[:200]
+        if len(clean) > 8 and clean not in out:
+            out.append(clean)
+            if len(out) == limit:
+                break
+    return out
+
+
+def _meaningful(name: str) -> bool:
+    return len(name) >= 3 and not name.startswith("__") and name.lower() not in _NOT_SYMBOLS

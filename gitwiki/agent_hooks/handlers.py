@@ -1,0 +1,136 @@
+"""One function per hook type: an event in, Claude Code's answer out (ambient.py and failures.py hold the
+ones that parse source files and error output)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from gitwiki import gitcli
+from gitwiki.agent_hooks import memory
+from gitwiki.agent_hooks.lookup import Lookup, Note
+from gitwiki.agent_hooks.protocol import context, keep_going
+from gitwiki.agent_hooks.state import Session
+from gitwiki.config import matches
+
+ASK = "search them with the gitwiki MCP tools or `gitwiki ground QUERY`"
+
+
+class Call(NamedTuple):
+    event: dict
+    lookup: Lookup
+    session: Session
+
+    @property
+    def limit(self) -> int:
+        return self.lookup.settings.max_chars
+
+    def answer(self, event: str, title: str, notes: list[Note], query: str = "") -> dict | None:
+        """Context made of `notes` under `title`, which are then never injected again in this session."""
+        if not notes:
+            return None
+        for note in notes:
+            self.session.injected(note.key, note.topic)
+        return context(event, f"{title}\n{self.lookup.render(notes, query)}", self.limit)
+
+    def search(self, query: str) -> list[Note]:
+        return self.lookup.pick(self.lookup.search(query), self.session.seen)
+
+
+def session_start(call: Call) -> dict | None:
+    if call.event.get("source") == "compact":
+        return context("SessionStart", after_compaction(call), call.limit)
+    lookup = call.lookup
+    lines = [
+        "gitwiki: this repository keeps a wiki and an agent memory as markdown in git; "
+        f"{ASK} before answering, and store what you learn with the gitwiki memory tools."
+    ]
+    if lookup.store is None:
+        lines.append("There is no gitwiki index yet: run `gitwiki index`.")
+        return context("SessionStart", "\n".join(lines), call.limit)
+    corpora = lookup.config.corpora
+    head, changed_all = gitcli.worktree_status(lookup.root, [c.path for c in corpora])
+    states = {c.name: lookup.store.state(c.name) for c in corpora}
+    moved = head is not None and any(s is not None and s.commit != head for s in states.values())
+    trees = gitcli.head_trees(lookup.root, [c.path for c in corpora])[1] if moved else {}
+    for corpus in corpora:
+        state = states[corpus.name]
+        if state is None:
+            lines.append(f"- corpus {corpus.name} ({corpus.prefix or './'}): not indexed; run `gitwiki index`")
+            continue
+        changed = [p for p in changed_all if matches(corpus, p)]
+        line = f"- corpus {corpus.name} ({corpus.prefix or './'}): {lookup.store.page_count(corpus.name)} pages, "
+        line += f"indexed at {state.commit[:12]}"
+        if head is not None and state.commit != head and state.tree != trees.get(corpus.path, ""):
+            line += f", behind HEAD {head[:12]}: run `gitwiki index`"
+        if changed:
+            line += f"; {len(changed)} pages changed in the worktree are not in the hooks' answers until committed"
+        lines.append(line)
+    topics = memory.topics(lookup)
+    if topics:
+        lines.append(memory.render_topics(topics))
+    lines.extend(_checkpoint(lookup))
+    return context("SessionStart", "\n".join(lines), call.limit)
+
+
+def after_compaction(call: Call) -> str:
+    """What the compaction summary may have lost: the phase, the focus topics, edits and the checkpoint."""
+    s = call.session
+    lines = [f"gitwiki (after compaction): phase {s.phase}."]
+    if s.focus(8):
+        lines.append(f"Focus topics this session: {', '.join(s.focus(8))} ({ASK}).")
+    if s.edits:
+        lines.append(f"Files edited this session: {', '.join(s.edits[-10:])}.")
+    lines.extend(_checkpoint(call.lookup))
+    return "\n".join(lines)
+
+
+def _checkpoint(lookup: Lookup) -> list[str]:
+    found = memory.checkpoint(lookup)
+    if found is None:
+        return []
+    return [f"Checkpoint ({_age(found.age_s)} ago, {found.path}):", found.text]
+
+
+def prompt(call: Call) -> dict | None:
+    text = call.event.get("prompt")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    return call.answer(
+        "UserPromptSubmit", f"gitwiki sections for this prompt ({ASK} for more):", call.search(text), text
+    )
+
+
+def pre_compact(call: Call) -> dict | None:
+    """Claude Code adds no hook output to the context at PreCompact; the SessionStart that follows (source
+    "compact") does. So: let this session's notes be injected again, and leave the re-injection to it."""
+    call.session.forget_injected()
+    return None
+
+
+def stop(call: Call) -> dict | None:
+    s = call.session
+    if call.event.get("stop_hook_active") or not s.edits or s.data["reminded"]:
+        return None
+    if memory.stored_since(call.lookup, s.started):
+        return None
+    s.data["reminded"] = True
+    shown = ", ".join(s.edits[:5]) + (f" and {len(s.edits) - 5} more" if len(s.edits) > 5 else "")
+    return keep_going(
+        f"gitwiki: this session edited {shown} and stored nothing in memory. If you learned something worth "
+        "keeping (a gotcha, a decision and why, where the work stopped), store it now with the gitwiki memory "
+        "tools, with a [source: path:line] where it applies; if not, stop."
+    )
+
+
+def subagent(call: Call) -> dict | None:
+    topics = memory.topics(call.lookup)
+    if not topics:
+        return None
+    return context("SubagentStart", f"gitwiki {memory.render_topics(topics, 30)}; {ASK} before answering.", call.limit)
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"

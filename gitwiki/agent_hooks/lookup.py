@@ -1,0 +1,200 @@
+"""The hooks' search path: the index as it is, read with sqlite3 (BM25 over FTS5), in a few milliseconds.
+
+Nothing here catches the index up, loads a model or opens the repository with pygit2: a hook that had to
+would blow its budget on every tool call. It searches the committed pages the index holds for each corpus,
+with the memory folder overlaid from disk (a topic page stored during this session counts as soon as its
+new version is in the index), and leaves freshness to the session briefing, which reports it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import os
+import posixpath
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import NamedTuple
+
+from gitwiki import config as config_mod
+from gitwiki import gitcli
+from gitwiki.config import Config
+from gitwiki.ranking import snippet
+from gitwiki.store import Store
+from gitwiki.tokens import STOP_WORDS, code_like, fts_any, fts_phrase, tokenize, words
+
+CANDIDATES = 400  # FTS rows read per query: other corpora and old page versions share the table
+KEPT = 40  # of those, the best live sections whose text is read (a hook shows 3 per search)
+# A prompt term in more than this share of all chunks is left out of the MATCH (the rarest one always stays):
+# BM25 weighs it little, and scoring every row that holds it cost 6.4 of 7 ms per query on the bench wiki.
+COMMON = 0.25
+MEMORY_DIR = "memory"  # issue 12's [memory] dir default, in the first corpus; read from its config once it lands
+
+
+class Note(NamedTuple):
+    chunk: int  # the index's chunk id
+    key: str  # stable across re-indexing: the page and the section's heading path
+    path: str  # repo-relative
+    breadcrumb: tuple[str, ...]
+    start_line: int
+    end_line: int
+    text: str
+    score: float
+
+    @property
+    def topic(self) -> str:
+        return posixpath.splitext(posixpath.basename(self.path))[0]
+
+
+class Lookup:
+    def __init__(self, root: Path, config: Config, index_dir: Path, store: Store | None):
+        self.root = root
+        self.config = config
+        self.settings = config.agent_hooks
+        self.index_dir = index_dir
+        self.store = store
+
+    @classmethod
+    def from_checkout(cls, checkout: gitcli.Checkout) -> Lookup:
+        config = config_mod.load(checkout.root)
+        index_dir = config_mod.index_dir(config, checkout.root, checkout.common_dir)
+        return cls(checkout.root, config, index_dir, Store.open_existing(index_dir))
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+    # ---- what is searched ------------------------------------------------------------------------
+
+    @property
+    def memory_prefix(self) -> str:
+        """The memory folder, repo-relative, with a trailing slash."""
+        return self.config.corpora[0].prefix + MEMORY_DIR + "/"
+
+    def is_memory(self, path: str) -> bool:
+        return path.startswith(self.memory_prefix)
+
+    def memory_files(self) -> dict[str, str]:
+        """Repo-relative path → absolute path of the memory folder's pages on disk. Plain strings and os.walk:
+        pathlib (rglob, relative_to, read_bytes) took 7 of the 9 ms this costs for 50 pages."""
+        root = str(self.root)
+        found = {}
+        for folder, _, names in os.walk(os.path.join(root, self.memory_prefix)):
+            for name in names:
+                if name.endswith(".md"):
+                    full = os.path.join(folder, name)
+                    found[os.path.relpath(full, root).replace(os.sep, "/")] = full
+        return found
+
+    @functools.cached_property
+    def paths(self) -> dict[str, str]:
+        """Blob id → repo-relative path of every page searched."""
+        if self.store is None:
+            return {}
+        pages: dict[str, str] = {}
+        for corpus in self.config.corpora:
+            pages.update(self.store.pages(corpus.name))
+        on_disk = {}
+        for path, full in self.memory_files().items():
+            try:
+                with open(full, "rb") as f:
+                    on_disk[path] = gitcli.blob_id(f.read())
+            except OSError:
+                continue
+        known = self.store.known_blobs(on_disk.values())
+        pages.update((path, blob) for path, blob in on_disk.items() if blob in known)
+        return {blob: path for path, blob in sorted(pages.items(), reverse=True)}
+
+    # ---- queries ---------------------------------------------------------------------------------
+
+    def ranked(self, match: str | None) -> list[Note]:
+        """Sections matching an FTS5 expression, best first."""
+        if self.store is None or match is None or not self.paths:
+            return []
+        with self.store.read():
+            found = [(cid, s) for cid, blob, s in self.store.lexical(match, CANDIDATES) if blob in self.paths][:KEPT]
+            rows = self.store.chunks_by_id(cid for cid, _ in found)
+        notes = []
+        for cid, score in found:
+            row = rows[cid]
+            path = self.paths[row.blob]
+            key = hashlib.sha1(f"{path}\0{' > '.join(row.breadcrumb)}".encode()).hexdigest()[:16]
+            notes.append(Note(cid, key, path, row.breadcrumb, row.start_line, row.end_line, row.text, score))
+        return notes
+
+    def search(self, query: str) -> list[Note]:
+        """Sections holding enough of what `query` says, best first: the query's terms the index knows, each
+        weighted by its IDF, must be covered to [agent_hooks] min_coverage percent of the weight of the six
+        weightiest. Matching only common words ("make", "index") is not enough where rare ones ("CI") exist."""
+        if self.store is None:
+            return []
+        rows = self.store.term_chunks(set(tokenize(query)))
+        if not rows:
+            return []
+        total = self.store.chunk_total()
+        weight = {t: math.log((total + 1) / (n + 0.5)) for t, n in rows.items()}
+        need = self.settings.min_coverage / 100 * sum(sorted(weight.values(), reverse=True)[:6])
+        by_rarity = sorted(rows, key=lambda t: (rows[t], t))
+        notes = self.ranked(fts_any(by_rarity[:1] + [t for t in by_rarity[1:] if rows[t] <= COMMON * total]))
+        held = self.store.indexed_terms(n.chunk for n in notes) if notes else {}
+        return [n for n in notes if sum(weight[t] for t in held.get(n.chunk, set()) & weight.keys()) >= need]
+
+    def mentions(self, text: str) -> list[Note]:
+        """Sections whose text holds `text` as it is (a path), best first."""
+        return [n for n in self.ranked(fts_phrase(text)) if text in n.text]
+
+    def naming(self, names: list[str]) -> list[Note]:
+        """Sections that name one of `names`: a code-like one (`rotate_key`, `KeyRing`) as a whole identifier
+        anywhere, a plain word (`close`, `Store`) only inside a `code span`, where it means the symbol."""
+        phrases = [p for p in map(fts_phrase, names) if p]
+        if not phrases:
+            return []
+        code = _whole_words([n for n in names if code_like(n)])
+        plain = _whole_words([n for n in names if not code_like(n)])
+
+        def names_one(text: str) -> bool:
+            return bool(code and code.search(text)) or bool(
+                plain and any(plain.search(span) for span in _CODE_SPAN.findall(text))
+            )
+
+        return [n for n in self.ranked(" OR ".join(phrases)) if names_one(n.text)]
+
+    def headed(self, name: str) -> list[Note]:
+        """Sections of a page called `name`, or under a heading with `name` as a word, best first."""
+        phrase = fts_phrase(name)
+        lowered = name.lower()
+        return [
+            n
+            for n in self.ranked(f"head : {phrase}" if phrase else None)
+            if n.topic.lower() == lowered or lowered in (w.lower() for w in words(" ".join(n.breadcrumb)))
+        ]
+
+    def pick(self, notes: Iterable[Note], seen: Callable[[str], bool]) -> list[Note]:
+        """The first [agent_hooks] results notes not `seen`, one section per page."""
+        out: dict[str, Note] = {}
+        for note in notes:
+            if len(out) >= self.settings.results:
+                break
+            if not seen(note.key) and note.path not in out:
+                out[note.path] = note
+        return list(out.values())
+
+    def render(self, notes: list[Note], query: str = "") -> str:
+        """Notes as markdown: where each one is, then a snippet around the query's words."""
+        terms = {w.lower() for w in words(query) if w.lower() not in STOP_WORDS}
+        lines = []
+        for note in notes:
+            where = " › ".join(note.breadcrumb) or note.topic
+            kind = "memory" if self.is_memory(note.path) else "wiki"
+            lines.append(f"- [{kind}] {note.path}:{note.start_line}-{note.end_line} {where}")
+            lines.append("  " + snippet(note.text, terms, self.settings.snippet_chars))
+        return "\n".join(lines)
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def _whole_words(names: list[str]) -> re.Pattern[str] | None:
+    return re.compile(r"(?<![\w$])(?:" + "|".join(map(re.escape, names)) + r")(?![\w$])") if names else None

@@ -1,0 +1,63 @@
+"""Claude Code's hook protocol (code.claude.com/docs/en/hooks): the event a hook reads, the JSON it answers.
+
+Input: one JSON object on stdin with `session_id`, `transcript_path`, `cwd`, `hook_event_name` and the
+event's own fields. Output, on exit 0: a JSON object on stdout; context for the model goes in
+`hookSpecificOutput.additionalContext` (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse,
+PostToolUseFailure, SubagentStart), a PermissionRequest answers with `hookSpecificOutput.decision`, and a Stop
+hook keeps the agent going with `{"decision": "block", "reason": …}`. No output means no opinion.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from gitwiki.agent_hooks import MCP_PREFIXES
+
+CUT = "\n… (cut to {limit} characters: [agent_hooks] max_chars)"
+
+
+def parse_event(raw: bytes) -> dict | None:
+    """The event object, or None when stdin is not one (the hook then does nothing)."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def cap(text: str, limit: int) -> str:
+    """`text` cut at a line end so that it fits in `limit` characters, saying so."""
+    if len(text) <= limit:
+        return text
+    note = CUT.format(limit=limit)
+    head = text[: max(0, limit - len(note))]
+    cut = head.rfind("\n")
+    return (head[:cut] if cut > 0 else head) + note
+
+
+def context(event: str, text: str, limit: int) -> dict | None:
+    """Add `text` to the model's context, or None when there is nothing to add."""
+    if not text.strip():
+        return None
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": cap(text, limit)}}
+
+
+def allow_permission() -> dict:
+    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}
+
+
+def keep_going(reason: str) -> dict:
+    """A Stop hook's answer that keeps the agent working, with `reason` as its next instruction."""
+    return {"decision": "block", "reason": reason}
+
+
+def approve_mcp(event: dict) -> dict | None:
+    """Allow a tool of gitwiki's own MCP server; any other tool gets no answer (Claude Code asks as usual)."""
+    tool = event.get("tool_name")
+    if not isinstance(tool, str):
+        return None
+    for prefix in MCP_PREFIXES:
+        if tool.startswith(prefix) and re.fullmatch(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*", tool[len(prefix) :]):
+            return allow_permission()
+    return None

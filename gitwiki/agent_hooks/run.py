@@ -1,0 +1,87 @@
+"""`gitwiki hook TYPE`: one event in, one answer out, and never a failure the agent would see.
+
+Any error is logged to `agent-hooks.log` in the index dir and the hook answers nothing with exit 0;
+stdin that is not a JSON object gets no answer either. Outside a git repository the hooks stay silent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import time
+from pathlib import Path
+
+from gitwiki.agent_hooks.protocol import approve_mcp, parse_event
+from gitwiki.errors import GitwikiError
+
+LOG_NAME = "agent-hooks.log"
+LOG_MAX = 256 * 1024  # bytes before the log is rotated to agent-hooks.log.1
+
+# Hook type → (module in gitwiki.agent_hooks, function). Imported on demand: a hook loads only its own code
+# (approve-mcp none of the index code, the others not the source and error parsers they do not use).
+HANDLERS = {
+    "session": ("handlers", "session_start"),
+    "prompt": ("handlers", "prompt"),
+    "ambient": ("ambient", "ambient"),
+    "post-build": ("failures", "post_build"),
+    "error-context": ("failures", "error_context"),
+    "pre-compact": ("handlers", "pre_compact"),
+    "stop": ("handlers", "stop"),
+    "subagent": ("handlers", "subagent"),
+}
+
+
+def run(name: str, raw: bytes, cwd: str) -> str:
+    """The hook's stdout: a JSON answer, or "" for none."""
+    event = parse_event(raw)
+    if event is None:
+        return ""
+    if name == "approve-mcp":  # needs no repository: the tool name decides
+        return _dump(approve_mcp(event))
+    # The index code loads only past this point: approve-mcp answers without it.
+    from gitwiki import gitcli
+    from gitwiki.agent_hooks.handlers import Call
+    from gitwiki.agent_hooks.lookup import Lookup
+    from gitwiki.agent_hooks.state import open_session
+
+    where = event.get("cwd")
+    if not isinstance(where, str):
+        where = cwd
+    try:
+        checkout = gitcli.find_checkout(where) or gitcli.discover(where)
+    except (GitwikiError, OSError):  # not in a git repository
+        return ""
+    log_dir = checkout.common_dir / "gitwiki"
+    lookup = None
+    try:
+        module, function = HANDLERS[name]
+        handler = getattr(importlib.import_module(f"gitwiki.agent_hooks.{module}"), function)
+        lookup = Lookup.from_checkout(checkout)
+        log_dir = lookup.index_dir
+        session_id = event.get("session_id") if lookup.store is not None else None
+        with open_session(lookup.index_dir, session_id if isinstance(session_id, str) else "") as session:
+            return _dump(handler(Call(event, lookup, session)))
+    except Exception:
+        import traceback  # 1.5 ms with linecache and tokenize, paid only when something went wrong
+
+        _log(log_dir, name, traceback.format_exc())
+        return ""
+    finally:
+        if lookup is not None:
+            lookup.close()
+
+
+def _dump(answer: dict | None) -> str:
+    return json.dumps(answer, ensure_ascii=False) if answer else ""
+
+
+def _log(folder: Path, name: str, trace: str) -> None:
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True)
+        log = folder / LOG_NAME
+        if log.is_file() and log.stat().st_size > LOG_MAX:
+            log.replace(log.with_name(LOG_NAME + ".1"))
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        with log.open("a", encoding="utf-8") as f:
+            f.write(f"{stamp} gitwiki hook {name}: {trace.rstrip()}\n")

@@ -1,0 +1,111 @@
+"""Per-session state under the index dir: what was injected (never twice), focus topics, phase, edits.
+
+One JSON file per Claude Code `session_id` in `<index dir>/agent-sessions/`, read and written under an
+exclusive `flock` (Claude Code runs the hooks of parallel tool calls at once). A state untouched for
+`EXPIRY` seconds starts over, and expired files are removed when a new state is started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import re
+import time
+from pathlib import Path
+
+from gitwiki.fs import atomic_write
+
+SESSION_DIR = "agent-sessions"
+EXPIRY = 4 * 3600
+PHASES = ("Research", "Build", "Verify", "Debug")
+
+
+class Session:
+    def __init__(self, data: dict):
+        now = time.time()
+        self.data = {
+            "started": now,
+            "injected": [],  # note keys
+            "focus": {},  # topic → times a note of it was injected
+            "phase": "Research",
+            "edited": [],  # repo-relative paths an Edit or Write was about to change
+            "reminded": False,
+            **data,
+            "updated": now,
+        }
+
+    @property
+    def started(self) -> float:
+        return self.data["started"]
+
+    def seen(self, key: str) -> bool:
+        return key in self.data["injected"]
+
+    def injected(self, key: str, topic: str) -> None:
+        if key not in self.data["injected"]:
+            self.data["injected"].append(key)
+        self.data["focus"][topic] = self.data["focus"].get(topic, 0) + 1
+
+    def forget_injected(self) -> None:
+        """After a compaction the injected text is gone from the context: it may be injected again."""
+        self.data["injected"] = []
+
+    def focus(self, n: int) -> list[str]:
+        return sorted(self.data["focus"], key=lambda t: -self.data["focus"][t])[:n]
+
+    @property
+    def phase(self) -> str:
+        return self.data["phase"]
+
+    @phase.setter
+    def phase(self, value: str) -> None:
+        self.data["phase"] = value
+
+    def edited(self, path: str) -> None:
+        if path not in self.data["edited"]:
+            self.data["edited"].append(path)
+
+    @property
+    def edits(self) -> list[str]:
+        return self.data["edited"]
+
+
+def _file_name(session_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)[:120] + ".json"
+
+
+@contextlib.contextmanager
+def open_session(index_dir: Path, session_id: str):
+    """The session's state, saved on a clean exit; a fresh unsaved one when there is no session id."""
+    if not session_id:
+        yield Session({})
+        return
+    folder = index_dir / SESSION_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / _file_name(session_id)
+    with open(path.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        session = Session(_load(path))
+        yield session
+        atomic_write(path, json.dumps(session.data), sync=False)
+
+
+def _load(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and time.time() - data.get("updated", 0) < EXPIRY:
+            return data
+    except (OSError, ValueError):
+        pass
+    _prune(path)
+    return {}
+
+
+def _prune(current: Path) -> None:
+    """Remove other sessions' expired files (not this one's lock, which we hold)."""
+    cutoff = time.time() - EXPIRY
+    for entry in current.parent.iterdir():
+        with contextlib.suppress(OSError):
+            if entry.stem != current.stem and entry.stat().st_mtime < cutoff:
+                entry.unlink()

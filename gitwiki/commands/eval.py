@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+SHOWN_MISSES = 20
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "eval",
+        help="measure retrieval on labelled questions (hit@1, hit@5, MRR@10 per mode)",
+        description="Search each labelled question and score where its answer pages land: hit@1, hit@5, "
+        "MRR@10, nDCG@10 and Recall@100 per mode, and the misses with the rank they got. Questions come from "
+        ".gitwiki/eval.jsonl ([eval] path in the config, or --questions), one JSON object a line: "
+        '{"question": "...", "relevant": ["page.md"]}; or from a BEIR folder (--beir), whose documents are '
+        "written as pages into a git repo under --work and indexed there.",
+    )
+    p.add_argument("--questions", type=Path, metavar="FILE", help="the question file (default: [eval] path)")
+    p.add_argument("--beir", type=Path, metavar="DIR", help="a BEIR folder: corpus.jsonl, queries.jsonl, qrels/")
+    p.add_argument("--split", default="test", help="the BEIR qrels split (default test)")
+    p.add_argument(
+        "--work",
+        type=Path,
+        metavar="DIR",
+        help="where --beir builds its repo and index (default ~/.cache/gitwiki/eval)",
+    )
+    p.add_argument("--max-questions", type=int, metavar="N", help="only the first N questions")
+    p.add_argument("--corpus", help="the corpus to search (default: the first)")
+    p.add_argument(
+        "--mode", choices=("hybrid", "lexical", "dense"), help="score one mode (default: every mode available)"
+    )
+    p.add_argument("--fusion", choices=("rrf", "score"), help="hybrid fusion (default from [search] fusion)")
+    p.add_argument(
+        "--min-mrr",
+        type=float,
+        metavar="X",
+        help="exit 1 when MRR@10 of the gated mode (--mode, else [search] mode) is below X",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable report")
+    p.set_defaults(func=eval_command)
+
+
+def eval_command(args: argparse.Namespace) -> int:
+    from gitwiki import evaluation
+    from gitwiki.errors import UsageError
+    from gitwiki.wiki import Wiki
+
+    if args.max_questions is not None and args.max_questions < 1:
+        raise UsageError("--max-questions must be a whole number ≥ 1")
+    if args.beir is not None:
+        if args.questions is not None:
+            raise UsageError("give --questions or --beir, not both")
+        folder = Path(args.chdir, args.beir).resolve()
+        beir = evaluation.load_beir(folder, args.split)
+        work = Path(args.chdir, args.work).resolve() if args.work else _cache_dir() / folder.name
+        # The index lives beside the repo, so rebuilding the repo for another set keeps the vector cache.
+        config = '[[corpus]]\nname = "beir"\npath = "wiki"\n\n[storage]\nindex_dir = "../index"\n'
+        if not args.json:
+            print(f"indexing {len(beir.pages)} pages in {work} ...", file=sys.stderr)
+        wiki = Wiki.open(evaluation.write_corpus_repo(work / "repo", beir.pages, config))
+        wiki.index()
+        questions, source = beir.questions, str(folder)
+    else:
+        wiki = Wiki.open(args.chdir)
+        path = args.questions or Path(wiki.config.eval.path or evaluation.DEFAULT_PATH)
+        path = Path(args.chdir, path) if args.questions else wiki.root / path
+        corpus = wiki.corpus(args.corpus)
+        pages = wiki.view(corpus.name).pages
+        questions = evaluation.resolve_pages(evaluation.load_questions(path), pages, corpus.prefix)
+        source = os.path.relpath(path, wiki.root) if path.is_relative_to(wiki.root) else str(path)
+    questions = questions[: args.max_questions] if args.max_questions else questions
+    gated = args.mode or wiki.config.search.mode
+    if args.mode:
+        modes = [args.mode]
+    elif wiki.embedder() is not None:
+        modes = ["lexical", "dense", "hybrid"]
+    else:
+        modes = ["lexical"]
+        gated = "lexical"
+    fusion = args.fusion
+    scores = evaluation.evaluate(
+        evaluation.wiki_ranker(wiki, None if args.beir else args.corpus),
+        questions,
+        [(m, fusion if m == "hybrid" else None) for m in modes],
+    )
+    gate = next(s for s, m in zip(scores, modes, strict=True) if m == gated)
+    passed = args.min_mrr is None or gate.mrr10 >= args.min_mrr
+    report = evaluation.report_json(source, scores, gate.label, args.min_mrr, passed)
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        sys.stdout.write(_text(source, scores, gate))
+    if not passed:
+        print(
+            f"gitwiki: MRR@10 {gate.mrr10:.3f} ({gate.label}) is below --min-mrr {args.min_mrr}; "
+            "see the misses above and improve those pages (titles, descriptions, the words readers use)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "gitwiki" / "eval"
+
+
+def _text(source: str, scores, gate) -> str:
+    n = len(gate.outcomes)
+    lines = [
+        f"{n} questions from {source}",
+        f"{'mode':<12} {'hit@1':>6} {'hit@5':>6} {'MRR@10':>7} {'nDCG@10':>8} {'R@100':>6} {'ms/q':>7}",
+    ]
+    for s in scores:
+        lines.append(
+            f"{s.label:<12} {s.hit1:>6.3f} {s.hit5:>6.3f} {s.mrr10:>7.3f} {s.ndcg10:>8.3f} {s.recall100:>6.3f} "
+            f"{s.ms_per_query:>7.1f}"
+        )
+    misses = sorted((o for o in gate.outcomes if o.rank != 1), key=lambda o: (o.rank is None, o.rank or 0))
+    if misses:
+        lines.append(f"\nnot first ({gate.label}), {len(misses)} of {n}:")
+        for o in misses[:SHOWN_MISSES]:
+            rank = f"rank {o.rank}" if o.rank is not None else f"not in top {len(o.ranked)}"
+            got = o.ranked[0] if o.ranked else "nothing"
+            lines.append(f"  {rank:<14} {o.question.text}")
+            lines.append(f"  {'':<14} wants {', '.join(o.question.relevant)}; first was {got}")
+        if len(misses) > SHOWN_MISSES:
+            lines.append(f"  ... and {len(misses) - SHOWN_MISSES} more (--json lists every question)")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,183 @@
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "memory",
+        help="agent memory: topic pages of timestamped entries (store, search, brief, …)",
+        description="Memory that outlives a session, kept as markdown topic pages in the wiki "
+        "(<corpus>/memory/<topic>.md; see docs/memory.md). The same operations as the memory_* MCP tools.",
+    )
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    store = _add(actions, "store", "remember one entry in a topic")
+    store.add_argument("topic", help="topic name (one page per topic)")
+    store.add_argument("text", nargs="+", help="what to remember; a leading gotcha:/decision:/perf:… tags it")
+    store.add_argument("--tag", dest="tags", action="append", metavar="TAG", help="a tag (repeatable)")
+    store.add_argument("--source", metavar="PATH[:LINE]", help="the code it is about, pinned to its git blob")
+    store.add_argument("--confidence", type=float, metavar="X", help="0 to 1 (default 1)")
+    store.add_argument("--link", dest="links", action="append", metavar="TOPIC[:N]", help="a related entry")
+    store.add_argument("--force", action="store_true", help="store even if > 70%% like an entry of the topic")
+    store.add_argument("--terse", action="store_true", help="print only the new entry's ref")
+
+    batch = _add(actions, "batch", "store entries from a JSON list [{topic, text, …}]")
+    batch.add_argument("file", help="JSON file, or - for stdin")
+    batch.add_argument("--verbose", action="store_true", help="a line per entry")
+    batch.add_argument("--force", action="store_true", help="store duplicates too")
+
+    search = _add(actions, "search", "search entries (relevance × confidence × recency)", read=True)
+    search.add_argument("query", nargs="*", help="words; inline tag:x topic:y source:z filter")
+    search.add_argument(
+        "--detail",
+        default="medium",
+        choices=("full", "medium", "brief", "grouped", "topics", "count"),
+        help="how much of each hit (default medium: a line and 240 characters)",
+    )
+    search.add_argument("--limit", type=int, default=10, help="most hits (default 10, at most 3 per topic)")
+    search.add_argument("--after", metavar="DATE", help="YYYY-MM-DD, today, yesterday or this-week")
+    search.add_argument("--before", metavar="DATE", help="YYYY-MM-DD, today, yesterday or this-week")
+    search.add_argument("--days", type=float, help="only the last N days")
+    search.add_argument("--hours", type=float, help="only the last N hours")
+    search.add_argument("--tag", help="only entries with this tag")
+    search.add_argument("--topic", help="only this topic or glob")
+    search.add_argument("--mode", choices=("and", "or"), default="and", help="every word (default, falls back to any)")
+
+    brief = _add(actions, "brief", "a briefing: all topics, or one topic/glob by category", read=True)
+    brief.add_argument("query", nargs="?", help="a topic, a glob like 'iris-*', or words")
+    brief.add_argument(
+        "--detail",
+        default="summary",
+        choices=("summary", "scan", "full"),
+        help="summary (about 15 lines, default), scan (a line per entry) or full (every text)",
+    )
+    brief.add_argument("--since", metavar="DATE", help="only entries since DATE")
+    brief.add_argument("--focus", action="append", metavar="CATEGORY", help="only this category (repeatable)")
+    brief.add_argument("--compact", action="store_true", help="overview of the 5 most active topics")
+
+    read = _add(actions, "read", "print a topic page or one entry", read=True)
+    read.add_argument("topic")
+    read.add_argument("index", nargs="?", type=int, help="entry number (1-based)")
+
+    edit = _add(actions, "edit", "append, revise, delete, tag, rename or merge")
+    edit.add_argument("edit_action", metavar="EDIT", choices=("append", "revise", "delete", "tag", "rename", "merge"))
+    edit.add_argument("topic")
+    edit.add_argument("index", nargs="?", type=int, help="entry number (append, revise, delete, tag)")
+    edit.add_argument("--text", help="append, revise: the text")
+    edit.add_argument("--match", dest="match_str", metavar="TEXT", help="delete: entries containing TEXT")
+    edit.add_argument("--all", action="store_true", help="delete: the whole topic")
+    edit.add_argument("--add", action="append", metavar="TAG", help="tag: add TAG (repeatable)")
+    edit.add_argument("--remove", action="append", metavar="TAG", help="tag: remove TAG (repeatable)")
+    edit.add_argument("--to", help="rename: the new name")
+    edit.add_argument("--into", help="merge: the topic that takes the entries")
+
+    topics = _add(actions, "topics", "list topics and run upkeep actions", read=True)
+    topics.add_argument(
+        "topics_action",
+        nargs="?",
+        default="list",
+        metavar="ACTION",
+        help="list (default), recent, "
+        "entries, stats, xref, graph, stale, refresh, prune, compact, export, import, reindex, "
+        "session, checkpoint, resume, clear_checkpoint",
+    )
+    topics.add_argument("--topic", help="entries, xref, refresh, compact: the topic (list: a glob)")
+    topics.add_argument("--index", type=int, help="refresh: one entry")
+    topics.add_argument("--detail", choices=("tags", "index"), help="stats: all tags, or the index state")
+    topics.add_argument("--focus", metavar="GLOB", help="graph: topics to centre on")
+    topics.add_argument("--limit", type=int, help="recent: how many")
+    topics.add_argument("--since", metavar="DATE", help="session: its start (a command is its own session)")
+    topics.add_argument("--apply", action="store_true", help="prune, compact: write (default: dry run)")
+    topics.add_argument("--min-confidence", type=float, help="prune: threshold (default 0.3)")
+    topics.add_argument("--file", help="import: the export JSON file, or - for stdin")
+    topics.add_argument("--name", help="checkpoint, resume, clear_checkpoint: its name (default 'default')")
+    topics.add_argument("--task", help="checkpoint: the task in hand")
+    for key in ("done", "next", "hypotheses", "blocked", "files"):
+        topics.add_argument(f"--{key}", action="append", metavar="ITEM", help=f"checkpoint: {key} (repeatable)")
+
+
+def _add(actions, name: str, help_text: str, read: bool = False) -> argparse.ArgumentParser:
+    p = actions.add_parser(name, help=help_text, description=help_text[0].upper() + help_text[1:] + ".")
+    p.add_argument(
+        "--json", action="store_true", help="print the result as JSON" + (" (as the MCP tool)" if read else "")
+    )
+    p.set_defaults(func=memory)
+    return p
+
+
+def memory(args: argparse.Namespace) -> int:
+    from gitwiki.memory import replies
+    from gitwiki.memory.base import Memory
+
+    mem = Memory.open(args.chdir)
+    try:
+        reply = _dispatch(replies, mem, args)
+    finally:
+        mem.close()
+    if args.json:
+        print(json.dumps(reply.data, ensure_ascii=False))
+    else:
+        print(reply.text)
+    return 0
+
+
+def _dispatch(replies, mem, args: argparse.Namespace):
+    a = args.action
+    if a == "store":
+        options = {"tags": args.tags, "source": args.source, "confidence": args.confidence, "links": args.links}
+        return replies.store(mem, args.topic, " ".join(args.text), force=args.force, terse=args.terse, **options)
+    if a == "batch":
+        return replies.batch(mem, _load_json(args.file), verbose=args.verbose, force=args.force)
+    if a == "search":
+        options = {
+            "limit": args.limit,
+            "after": args.after,
+            "before": args.before,
+            "days": args.days,
+            "hours": args.hours,
+        }
+        options |= {"tag": args.tag, "topic": args.topic, "mode": args.mode}
+        return replies.search(mem, " ".join(args.query) or None, detail=args.detail, **options)
+    if a == "brief":
+        return replies.brief(
+            mem, args.query, detail=args.detail, since=args.since, focus=args.focus, compact=args.compact
+        )
+    if a == "read":
+        return replies.read(mem, args.topic, args.index)
+    if a == "edit":
+        options = {
+            "index": args.index,
+            "text": args.text,
+            "match_str": args.match_str,
+            "all": args.all,
+            "add": args.add,
+        }
+        options |= {"remove": args.remove, "to": args.to, "into": args.into}
+        return replies.edit(mem, args.edit_action, args.topic, **options)
+    options = {
+        "topic": args.topic,
+        "index": args.index,
+        "detail": args.detail,
+        "focus": args.focus,
+        "limit": args.limit,
+        "since": args.since,
+    }
+    options |= {"apply": args.apply, "min_confidence": args.min_confidence, "name": args.name, "task": args.task}
+    options |= {k: getattr(args, k) for k in ("done", "next", "hypotheses", "blocked", "files")}
+    options["data"] = _load_json(args.file) if args.file else None
+    return replies.topics(mem, args.topics_action, **options)
+
+
+def _load_json(path: str):
+    from gitwiki.errors import UsageError
+
+    try:
+        return json.loads(sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UsageError(f"cannot read {path} ({e.strerror})") from None
+    except ValueError as e:
+        raise UsageError(f"{path} is not JSON ({e})") from None

@@ -1,0 +1,243 @@
+"""The memory tools of `gitwiki serve` (docs/memory.md): thin wrappers over `gitwiki.memory.replies`.
+
+mcp_server.build_server registers them next to the page tools, behind the same guard (calls one at a
+time, gitwiki errors as JSON-RPC errors). One `Memory` per server keeps the parsed topic pages warm.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated, Any, Literal
+
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from gitwiki.memory import replies
+from gitwiki.memory.base import Memory
+from gitwiki.wiki import Wiki
+
+INSTRUCTIONS = """
+Memory: notes that outlive the session, kept as markdown topic pages in the wiki (see docs/memory.md).
+- `memory_brief` first (no query: what memory holds; a topic or glob: its entries by category).
+- `memory_search` before you dig: `tag:x topic:y source:z` work inline. `memory_store` what you learn
+  (start with `gotcha:`, `decision:`, `invariant:`, `how-to:`, `perf:`, `gap:` to tag it; pass
+  `source: path:line` so it is flagged stale when that code changes). `memory_topics` action=checkpoint
+  before you stop, action=resume when you start.
+"""
+
+Topic = Annotated[str, Field(description="Topic name (one page per topic): lowercase letters, digits and dashes.")]
+Index = Annotated[
+    int | None, Field(ge=1, description="Entry number within the topic (1-based, memory_read lists them).")
+]
+Tags = Annotated[list[str] | None, Field(description="Tags; lowercased, deduplicated and sorted.")]
+Date = Annotated[str | None, Field(description="YYYY-MM-DD, today, yesterday or this-week.")]
+
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+TOOLS: dict[str, ToolAnnotations] = {
+    "memory_store": WRITE,
+    "memory_batch": WRITE,
+    "memory_search": READ,
+    "memory_brief": READ,
+    "memory_read": READ,
+    "memory_edit": ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+    ),
+    "memory_topics": ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+    ),
+}
+
+
+def _result(reply: replies.Reply) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=reply.text)], structured_content=reply.data)
+
+
+class MemoryTools:
+    def __init__(self, wiki: Wiki):
+        self.wiki = wiki
+
+    @functools.cached_property
+    def mem(self) -> Memory:
+        """Made on the first call, so a bad [memory] section is that call's error, not a server that will not start."""
+        return Memory(self.wiki)
+
+    def memory_store(
+        self,
+        topic: Topic,
+        text: Annotated[str, Field(description="What to remember; the first line becomes the heading.")],
+        tags: Tags = None,
+        source: Annotated[
+            str | None, Field(description="The code it is about, repo-relative: 'src/app.py:42' or 'src/app.py:40-60'.")
+        ] = None,
+        confidence: Annotated[float | None, Field(ge=0, le=1, description="How sure you are (default 1).")] = None,
+        links: Annotated[list[str] | None, Field(description="Related entries: 'topic' or 'topic:3'.")] = None,
+        force: Annotated[bool, Field(description="Store even when it is > 70 % like an entry of the topic.")] = False,
+        terse: Annotated[bool, Field(description="Answer with just the new entry's ref.")] = False,
+    ) -> CallToolResult:
+        """Remember one entry in a topic page (created on first use). Tags come from a leading `gotcha:`,
+        `decision:`, `perf:`… too. A near-duplicate of an entry of the topic is refused unless force."""
+        reply = replies.store(
+            self.mem,
+            topic,
+            text,
+            tags=tags,
+            source=source,
+            confidence=confidence,
+            links=links,
+            force=force,
+            terse=terse,
+        )
+        return _result(reply)
+
+    def memory_batch(
+        self,
+        entries: Annotated[
+            list[dict[str, Any]],
+            Field(description="Entries: {topic, text, tags?, source?, confidence?, links?, force?}."),
+        ],
+        verbose: Annotated[bool, Field(description="One line per entry, not only refused or warned ones.")] = False,
+    ) -> CallToolResult:
+        """Store several entries at once: one lock, one write per topic; duplicates within the batch are refused too."""
+        return _result(replies.batch(self.mem, entries, verbose=verbose))
+
+    def memory_search(
+        self,
+        query: Annotated[
+            str | None, Field(description="Words to find; inline tag:x topic:y source:z filter. Omit for the newest.")
+        ] = None,
+        detail: Annotated[
+            Literal["full", "medium", "brief", "grouped", "topics", "count"],
+            Field(description="full text, medium (default), brief lines, grouped by topic, topics, or count."),
+        ] = "medium",
+        limit: Annotated[int, Field(ge=1, le=200, description="Most hits (default 10; at most 3 per topic).")] = 10,
+        after: Date = None,
+        before: Date = None,
+        days: Annotated[float | None, Field(gt=0, description="Only entries from the last N days.")] = None,
+        hours: Annotated[float | None, Field(gt=0, description="Only entries from the last N hours.")] = None,
+        tag: Annotated[str | None, Field(description="Only entries with this tag.")] = None,
+        topic: Annotated[str | None, Field(description="Only this topic, or a glob like 'iris-*'.")] = None,
+        mode: Annotated[
+            Literal["and", "or"], Field(description="and (default): every word, falling back to any; or: any word.")
+        ] = "and",
+    ) -> CallToolResult:
+        """Search memory entries: hybrid relevance × confidence × recency (stale sources count 0.7)."""
+        options = {
+            "limit": limit,
+            "after": after,
+            "before": before,
+            "days": days,
+            "hours": hours,
+            "tag": tag,
+            "topic": topic,
+            "mode": mode,
+        }
+        return _result(replies.search(self.mem, query, detail=detail, **options))
+
+    def memory_brief(
+        self,
+        query: Annotated[
+            str | None, Field(description="A topic, a glob ('iris-*') or words; omit for an overview of all topics.")
+        ] = None,
+        detail: Annotated[
+            Literal["summary", "scan", "full"],
+            Field(description="summary (~15 lines, default), scan (a line per entry) or full (every text)."),
+        ] = "summary",
+        since: Date = None,
+        focus: Annotated[
+            list[str] | None, Field(description="Only these categories, e.g. ['gotchas', 'decisions'].")
+        ] = None,
+        compact: Annotated[bool, Field(description="Overview: only the 5 most active topics.")] = False,
+    ) -> CallToolResult:
+        """A briefing: what memory holds, or a topic's entries deduplicated, superseded ones marked, by category."""
+        return _result(replies.brief(self.mem, query, detail=detail, since=since, focus=focus, compact=compact))
+
+    def memory_read(self, topic: Topic, index: Index = None) -> CallToolResult:
+        """A topic page as markdown, or one entry of it."""
+        return _result(replies.read(self.mem, topic, index))
+
+    def memory_edit(
+        self,
+        action: Annotated[
+            Literal["append", "revise", "delete", "tag", "rename", "merge"],
+            Field(description="append or revise text, delete entries, tag (add/remove), rename, merge into another."),
+        ],
+        topic: Topic,
+        index: Index = None,
+        text: Annotated[str | None, Field(description="append, revise: the text.")] = None,
+        match_str: Annotated[str | None, Field(description="delete: every entry containing this text.")] = None,
+        all: Annotated[bool, Field(description="delete: the whole topic.")] = False,
+        add: Annotated[list[str] | None, Field(description="tag: tags to add.")] = None,
+        remove: Annotated[list[str] | None, Field(description="tag: tags to remove.")] = None,
+        to: Annotated[str | None, Field(description="rename: the new topic name.")] = None,
+        into: Annotated[str | None, Field(description="merge: the topic that takes the entries.")] = None,
+    ) -> CallToolResult:
+        """Change memory: revise adds [modified: …]; rename and merge rewrite links that pointed at the topic."""
+        options = {
+            "index": index,
+            "text": text,
+            "match_str": match_str,
+            "all": all,
+            "add": add,
+            "remove": remove,
+            "to": to,
+            "into": into,
+        }
+        return _result(replies.edit(self.mem, action, topic, **options))
+
+    def memory_topics(
+        self,
+        action: Annotated[
+            Literal[replies.TOPIC_ACTIONS],  # type: ignore[valid-type]
+            Field(description="What to do; see docs/memory.md. Default list."),
+        ] = "list",
+        topic: Annotated[
+            str | None, Field(description="entries, xref, refresh, compact: the topic (list: a glob).")
+        ] = None,
+        index: Index = None,
+        detail: Annotated[str | None, Field(description="stats: tags or index.")] = None,
+        focus: Annotated[str | None, Field(description="graph: a glob of topics to centre on.")] = None,
+        limit: Annotated[int | None, Field(ge=1, description="recent: how many entries.")] = None,
+        since: Annotated[
+            str | None, Field(description="session: its start (YYYY-MM-DD, today, …); default the server's start.")
+        ] = None,
+        apply: Annotated[bool, Field(description="prune, compact: write the changes (default: dry run).")] = False,
+        min_confidence: Annotated[float | None, Field(ge=0, le=1, description="prune: threshold (0.3).")] = None,
+        data: Annotated[dict[str, Any] | str | None, Field(description="import: an export document.")] = None,
+        name: Annotated[
+            str | None, Field(description="checkpoint, resume, clear_checkpoint: its name (default).")
+        ] = None,
+        task: Annotated[str | None, Field(description="checkpoint: the task in hand.")] = None,
+        done: Annotated[list[str] | None, Field(description="checkpoint: what is done.")] = None,
+        next: Annotated[list[str] | None, Field(description="checkpoint: the next steps.")] = None,
+        hypotheses: Annotated[list[str] | None, Field(description="checkpoint: open hypotheses.")] = None,
+        blocked: Annotated[list[str] | None, Field(description="checkpoint: what blocks you.")] = None,
+        files: Annotated[list[str] | None, Field(description="checkpoint: files in play.")] = None,
+    ) -> CallToolResult:
+        """Topics and upkeep: list, recent, entries, stats, xref, graph, stale, refresh, prune, compact, export,
+        import, reindex, session, checkpoint, resume, clear_checkpoint."""
+        options: dict[str, Any] = {
+            "topic": topic,
+            "index": index,
+            "detail": detail,
+            "focus": focus,
+            "limit": limit,
+            "since": since,
+            "apply": apply,
+        }
+        options |= {
+            "min_confidence": min_confidence,
+            "data": data,
+            "name": name,
+            "task": task,
+            "done": done,
+            "next": next,
+        }
+        options |= {"hypotheses": hypotheses, "blocked": blocked, "files": files}
+        return _result(replies.topics(self.mem, action, **options))
+
+
+def register(app, wiki: Wiki, guard) -> None:
+    tools = MemoryTools(wiki)
+    for name, hints in TOOLS.items():
+        app.add_tool(guard(getattr(tools, name)), name=name, annotations=hints)

@@ -1,0 +1,185 @@
+"""`Memory`: where the topic pages live in the wiki, and reading them (parsed once per file version).
+
+One `Memory` per process: the MCP server keeps it, so a query stats the topic files and re-parses only
+those that changed. Nothing heavy is imported here; the `Wiki` it wraps is the caller's.
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import functools
+import os
+from collections.abc import Collection
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from gitwiki.config import Config, normalize_corpus_path
+from gitwiki.errors import NotFoundError, UsageError
+from gitwiki.gitcli import blob_id
+from gitwiki.memory.entry import Entry, TopicPage, entry_terms, now_iso, parse_page, topic_name
+
+if TYPE_CHECKING:
+    from gitwiki.wiki import Wiki
+
+CHECKPOINTS = "checkpoints"
+
+
+class TopicFile(NamedTuple):
+    name: str
+    repo_path: str
+    blob: str  # git blob id of the file on disk
+    page: TopicPage
+    data: bytes  # the file as read, the version `blob` names
+    terms: tuple[frozenset[str], ...]  # per entry, what a search word must match (see entry_terms)
+
+
+class Memory:
+    """The memory of one checkout. Reading topic pages needs only the root and the config; the `Wiki`
+    (git, the index, the model) is opened on first use, so an agent hook that lists topics or resumes a
+    checkpoint does not load pygit2 (importing gitwiki.wiki: ~400 ms on the loaded 2-core reference
+    machine, pygit2 ~190 ms of it)."""
+
+    def __init__(self, wiki: Wiki | None = None, *, root: Path | None = None, settings: Config | None = None):
+        self._wiki = wiki
+        self.root: Path = wiki.root if wiki is not None else root  # type: ignore[assignment]
+        self.settings: Config = wiki.config if wiki is not None else settings  # type: ignore[assignment]
+        self.config = self.settings.memory
+        self.corpus = self.settings.corpus(self.config.corpus)
+        self.dir = normalize_corpus_path(self.config.dir, "[memory] dir")
+        if not self.dir:
+            raise UsageError('[memory] dir must name a folder inside the corpus, e.g. dir = "memory"')
+        base = self.root / self.corpus.path if self.corpus.path else self.root
+        self.folder = base / self.dir
+        self.started = now_iso()  # the session: what this process stored since it started
+        self._pages: dict[Path, tuple[tuple[int, int, int], TopicFile]] = {}
+        self._files: dict[Path, tuple[int, int, str | None]] = {}
+        self.indexed: set[tuple[str, str | None]] = set()  # (blob, model) known parsed and embedded
+        self.chunk_entries: dict[str, dict[int, tuple[str, int]]] = {}  # blob → chunk id → (topic, entry line)
+
+    @classmethod
+    def open(cls, start: str | os.PathLike = ".") -> Memory:
+        from gitwiki import config as config_mod
+        from gitwiki.gitcli import discover
+
+        root = discover(start).root
+        return cls(root=root, settings=config_mod.load(root))
+
+    @property
+    def wiki(self) -> Wiki:
+        if self._wiki is None:
+            from gitwiki.gitrepo import GitRepo
+            from gitwiki.wiki import Wiki
+
+            self._wiki = Wiki(GitRepo.discover(self.root), self.settings)
+        return self._wiki
+
+    def close(self) -> None:
+        if self._wiki is not None:
+            self._wiki.close()
+
+    # ---- paths -------------------------------------------------------------------------------------
+
+    def rel_path(self, topic: str, folder: str = "") -> str:
+        """The page path relative to the corpus (what the page write path takes)."""
+        parts = [p for p in (self.dir, folder, f"{topic}.md") if p]
+        return "/".join(parts)
+
+    def writable_topic(self, raw: str) -> str:
+        """A sanitized topic name that can be written: not the folder's index page."""
+        name = topic_name(raw)
+        if f"{name}.md" == self.settings.index_blocks.filename:
+            raise UsageError(f"topic {name!r} would be the folder's {name}.md index page; choose another name")
+        return name
+
+    def repo_path(self, rel: str) -> str:
+        return f"{self.corpus.path}/{rel}" if self.corpus.path else rel
+
+    @functools.cached_property
+    def page_wiki(self) -> Wiki:
+        """The wiki the page write path sees: the same repo, store and model, with [memory] commit in
+        place of [mcp] commit_writes (that is the one switch the write path reads)."""
+        self.wiki.store  # noqa: B018 (open it first, so the copy shares the connection)
+        clone = copy.copy(self.wiki)
+        mcp = self.wiki.config.mcp._replace(commit_writes=self.config.commit)
+        clone.config = self.wiki.config._replace(mcp=mcp)
+        return clone
+
+    # ---- reading -----------------------------------------------------------------------------------
+
+    def topics(self, pattern: str | None = None, fresh: bool | Collection[str] = ()) -> dict[str, TopicFile]:
+        """Topic pages on disk (uncommitted ones included), by name; `pattern` is a name or an fnmatch glob.
+
+        `fresh` (True, or topic names) re-reads those pages whatever their stat says: writers do, under the
+        lock, for the pages they rewrite, because a page replaced within one filesystem timestamp tick can
+        keep its size and mtime, and even its inode number."""
+        skip = self.settings.index_blocks.filename
+        out: dict[str, TopicFile] = {}
+        try:
+            with os.scandir(self.folder) as it:
+                files = sorted(e.name for e in it if e.name.endswith(".md") and e.name != skip and e.is_file())
+        except OSError:
+            files = []
+        for filename in files:
+            name = filename[:-3]
+            if pattern and not fnmatch.fnmatchcase(name, pattern):
+                continue
+            loaded = self._load(self.folder / filename, name, fresh is True or (fresh is not False and name in fresh))
+            if loaded is not None:
+                out[name] = loaded
+        return out
+
+    def topic(self, name: str) -> TopicFile:
+        name = topic_name(name)
+        found = self.topics().get(name)
+        if found is None:
+            known = ", ".join(self.topics()) or "none yet"
+            raise NotFoundError(f"no memory topic {name!r}; topics: {known} (memory_store creates one)")
+        return found
+
+    def entries(self, pattern: str | None = None) -> list[Entry]:
+        return [e for t in self.topics(pattern).values() for e in t.page.entries]
+
+    def entry(self, topic: str, index: int) -> Entry:
+        entries = self.topic(topic).page.entries
+        if not isinstance(index, int) or not 1 <= index <= len(entries):
+            raise NotFoundError(
+                f"topic {topic!r} has {len(entries)} entries; index {index!r} is not one of 1..{len(entries)}"
+            )
+        return entries[index - 1]
+
+    def _load(self, file: Path, name: str, fresh: bool = False) -> TopicFile | None:
+        try:
+            st = file.stat()
+        except OSError:
+            return None
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)  # atomic writes rename a new inode into place
+        cached = self._pages.get(file)
+        if cached and cached[0] == key and not fresh:
+            return cached[1]
+        try:
+            data = file.read_bytes()
+        except OSError:
+            return None
+        page = parse_page(data.decode("utf-8", errors="replace"), name)
+        rel = file.relative_to(self.root).as_posix()
+        loaded = TopicFile(name, rel, blob_id(data), page, data, tuple(entry_terms(e) for e in page.entries))
+        self._pages[file] = (key, loaded)
+        return loaded
+
+    def file_blob(self, repo_path: str) -> str | None:
+        """The git blob id of a repo file as it is on disk now (None when missing), cached by its stat."""
+        file = self.root / repo_path
+        try:
+            st = file.stat()
+        except OSError:
+            return None
+        cached = self._files.get(file)
+        if cached and cached[:2] == (st.st_mtime_ns, st.st_size):
+            return cached[2]
+        try:
+            blob: str | None = blob_id(file.read_bytes())
+        except OSError:
+            blob = None
+        self._files[file] = (st.st_mtime_ns, st.st_size, blob)
+        return blob

@@ -1,0 +1,260 @@
+"""Briefings: what memory holds, condensed for a model's context.
+
+No query: a meta-briefing (topics by activity, velocity, themes). A topic or a glob (`iris-*`), or any
+other words (searched): its entries after a dedup pass (identical text in several topics → one entry,
+"also in"), a supersession pass (an entry > 60 % like a clearly newer one of the same topic is
+SUPERSEDED), temporal chains (entries whose dominant keyword is shared, in time order), classified by
+tag into ARCHITECTURE, DATA FLOW, INVARIANTS, GOTCHAS, DECISIONS, HOW-TO, PERFORMANCE, GAPS, UNTAGGED,
+rendered as a tier: `summary` (about 15 lines), `scan` (one line per entry) or `full`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, NamedTuple
+
+from gitwiki.errors import UsageError
+from gitwiki.memory.entry import Entry, first_line, jaccard, parse_iso, terms
+from gitwiki.memory.search import in_window, parse_day, search, topic_pattern
+
+if TYPE_CHECKING:
+    from gitwiki.memory.base import Memory
+
+TIERS = ("summary", "scan", "full")
+CATEGORIES = ("ARCHITECTURE", "DATA FLOW", "INVARIANTS", "GOTCHAS", "DECISIONS", "HOW-TO", "PERFORMANCE", "GAPS")
+UNTAGGED = "UNTAGGED"
+TAG_CATEGORY = {
+    **dict.fromkeys(("architecture", "arch", "design", "structure"), "ARCHITECTURE"),
+    **dict.fromkeys(("data-flow", "dataflow", "flow", "pipeline"), "DATA FLOW"),
+    **dict.fromkeys(("invariant", "invariants", "contract", "rule"), "INVARIANTS"),
+    **dict.fromkeys(("gotcha", "gotchas", "bug", "pitfall", "warning", "fix"), "GOTCHAS"),
+    **dict.fromkeys(("decision", "decisions", "why", "adr"), "DECISIONS"),
+    **dict.fromkeys(("how-to", "howto", "recipe", "usage"), "HOW-TO"),
+    **dict.fromkeys(("performance", "perf", "latency", "benchmark"), "PERFORMANCE"),
+    **dict.fromkeys(("gap", "gaps", "todo", "missing"), "GAPS"),
+}
+SUPERSEDE_OVERLAP = 0.6
+SUPERSEDE_AFTER = timedelta(minutes=1)  # entries of one batch are not corrections of each other
+CHAIN_MIN = 3
+SUMMARY_LINES = 15
+VELOCITY_DAYS = 7
+
+
+class Item(NamedTuple):
+    entry: Entry
+    category: str
+    also_in: tuple[str, ...]  # refs of identical entries in other topics
+    superseded_by: str  # ref of the newer entry, "" if current
+
+
+class Chain(NamedTuple):
+    keyword: str
+    refs: tuple[str, ...]  # oldest first
+
+
+class TopicActivity(NamedTuple):
+    topic: str
+    entries: int
+    last: str  # newest created/modified timestamp
+    recent: int  # entries created or changed in the last 7 days
+    velocity: float  # recent / 7, entries per day
+    tags: tuple[str, ...]  # most used first
+
+
+class Brief(NamedTuple):
+    query: str
+    kind: str  # "meta", "topic" (a name or glob) or "search"
+    tier: str
+    topics: list[TopicActivity]
+    themes: list[tuple[str, int]]  # tags by use, for the meta-briefing
+    items: list[Item]  # current and superseded entries, by category then time
+    chains: list[Chain]
+    markdown: str
+
+
+def category(entry: Entry) -> str:
+    found = {TAG_CATEGORY[t] for t in entry.tags if t in TAG_CATEGORY}
+    return next((c for c in CATEGORIES if c in found), UNTAGGED)
+
+
+def brief(
+    mem: Memory,
+    query: str | None = None,
+    *,
+    detail: str = "summary",
+    since: str | None = None,
+    focus=None,
+    compact: bool = False,
+    now: datetime | None = None,
+) -> Brief:
+    if detail not in TIERS:
+        raise UsageError(f"detail must be one of {', '.join(TIERS)}, not {detail!r}")
+    now = now or datetime.now(UTC)
+    lo = parse_day(since, now) if since else None
+    wanted = _focus(focus)
+    query = (query or "").strip()
+    if not query:
+        return _meta(mem, lo, compact, now, detail)
+    files = mem.topics(topic_pattern(query)) if _is_name(query) else {}
+    if files:
+        entries, kind = [e for tf in files.values() for e in tf.page.entries], "topic"
+    else:
+        entries, kind = [h.entry for h in search(mem, query, limit=200, now=now).hits], "search"
+    entries = [e for e in entries if in_window(e, lo, None)]
+    items = classify(entries)
+    chains = _chains([i.entry for i in items if not i.superseded_by])
+    if wanted:
+        items = [i for i in items if i.category in wanted]
+    topics = activity(files.values() if files else [], now)
+    markdown = _render(query, kind, detail, items, chains, topics)
+    return Brief(query, kind, detail, topics, [], items, chains, markdown)
+
+
+def _is_name(query: str) -> bool:
+    """A topic name or glob, not search words: one token of name characters and glob marks."""
+    return bool(re.fullmatch(r"[\w*?\[\]-]+", query))
+
+
+def _focus(focus) -> set[str]:
+    if not focus:
+        return set()
+    values = focus.split(",") if isinstance(focus, str) else focus
+    out = set()
+    for value in values:
+        key = str(value).strip()
+        name = TAG_CATEGORY.get(key.lower()) or key.upper().replace("_", " ")
+        if name == "DATA-FLOW":
+            name = "DATA FLOW"
+        if name not in (*CATEGORIES, UNTAGGED):
+            raise UsageError(f"focus {value!r} is not a category; use {', '.join((*CATEGORIES, UNTAGGED))}")
+        out.add(name)
+    return out
+
+
+def classify(entries: list[Entry]) -> list[Item]:
+    """Dedup across topics, then supersession within a topic; sorted by category order, then time."""
+    by_text: dict[str, list[Entry]] = {}
+    for e in entries:
+        by_text.setdefault(" ".join(e.text.lower().split()), []).append(e)
+    kept: list[tuple[Entry, tuple[str, ...]]] = []
+    for same in by_text.values():
+        same.sort(key=lambda e: e.created)
+        kept.append((same[0], tuple(e.ref for e in same[1:] if e.topic != same[0].topic)))
+    newer: dict[str, str] = {}
+    by_topic: dict[str, list[Entry]] = {}
+    for e, _ in kept:
+        by_topic.setdefault(e.topic, []).append(e)
+    for group in by_topic.values():
+        group.sort(key=lambda e: e.when)
+        for i, old in enumerate(group):
+            old_time = parse_iso(old.when)
+            for new in reversed(group[i + 1 :]):
+                new_time = parse_iso(new.when)
+                clearly_newer = old_time and new_time and new_time - old_time >= SUPERSEDE_AFTER
+                if clearly_newer and jaccard(terms(old.text), terms(new.text)) > SUPERSEDE_OVERLAP:
+                    newer[old.ref] = new.ref
+                    break
+    order = {c: n for n, c in enumerate((*CATEGORIES, UNTAGGED))}
+    items = [Item(e, category(e), also, newer.get(e.ref, "")) for e, also in kept]
+    items.sort(key=lambda i: (order[i.category], i.entry.when, i.entry.ref))
+    return items
+
+
+def _chains(entries: list[Entry]) -> list[Chain]:
+    """Entries whose dominant keyword (their most shared term that is not everywhere) is the same, in time order."""
+    if len(entries) < CHAIN_MIN:
+        return []
+    sets = [terms(e.text) for e in entries]
+    df = Counter(t for s in sets for t in s)
+    groups: dict[str, list[Entry]] = {}
+    for entry, s in zip(entries, sets, strict=True):
+        shared = [t for t in s if CHAIN_MIN <= df[t] < len(entries) and len(t) > 2]
+        if shared:
+            dominant = max(shared, key=lambda t: (df[t], t))
+            groups.setdefault(dominant, []).append(entry)
+    chains = [
+        Chain(word, tuple(e.ref for e in sorted(group, key=lambda e: e.created)))
+        for word, group in groups.items()
+        if len(group) >= CHAIN_MIN
+    ]
+    return sorted(chains, key=lambda c: (-len(c.refs), c.keyword))
+
+
+def activity(files, now: datetime) -> list[TopicActivity]:
+    out = []
+    cutoff = now - timedelta(days=VELOCITY_DAYS)
+    for tf in files:
+        entries = tf.page.entries
+        stamps = [parse_iso(e.when) for e in entries if e.when]
+        recent = sum(1 for s in stamps if s and s >= cutoff)
+        tags = Counter(t for e in entries for t in e.tags)
+        last = max((e.when for e in entries if e.when), default="")
+        top = tuple(t for t, _ in sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))[:3])
+        out.append(TopicActivity(tf.name, len(entries), last, recent, round(recent / VELOCITY_DAYS, 2), top))
+    return sorted(out, key=lambda a: (a.last, a.entries), reverse=True)
+
+
+def _meta(mem: Memory, lo, compact: bool, now: datetime, detail: str) -> Brief:
+    files = list(mem.topics().values())
+    if lo is not None:
+        files = [
+            tf._replace(page=tf.page._replace(entries=tuple(e for e in tf.page.entries if in_window(e, lo, None))))
+            for tf in files
+        ]
+        files = [tf for tf in files if tf.page.entries]
+    topics = activity(files, now)
+    themes = Counter(t for tf in files for e in tf.page.entries for t in e.tags).most_common(8)
+    shown = topics[:5] if compact else topics
+    total = sum(a.entries for a in topics)
+    recent = sum(a.recent for a in topics)
+    lines = [f"# Memory: {total} entries in {len(topics)} topics, {recent} in the last {VELOCITY_DAYS} days", ""]
+    if not topics:
+        lines.append("Nothing stored yet: memory_store(topic, text) adds the first entry.")
+    for a in shown:
+        tags = f"  [{', '.join(a.tags)}]" if a.tags else ""
+        lines.append(f"- {a.topic}: {a.entries} entries, last {a.last[:10] or '-'}, {a.velocity:g}/day{tags}")
+    if len(shown) < len(topics):
+        lines.append(f"- … {len(topics) - len(shown)} more topics (topics action=list)")
+    if themes and not compact:
+        lines += ["", "Themes: " + ", ".join(f"{t} ({n})" for t, n in themes)]
+    return Brief("", "meta", detail, topics, themes, [], [], "\n".join(lines) + "\n")
+
+
+def _render(query: str, kind: str, tier: str, items: list[Item], chains: list[Chain], topics) -> str:
+    current = [i for i in items if not i.superseded_by]
+    superseded = [i for i in items if i.superseded_by]
+    what = "topic" if kind == "topic" and len(topics) == 1 else ("topics" if kind == "topic" else "search")
+    lines = [f"# Brief: {query} ({what}) — {len(current)} current, {len(superseded)} superseded", ""]
+    groups: dict[str, list[Item]] = {}
+    for item in current:
+        groups.setdefault(item.category, []).append(item)
+    if tier == "summary":
+        for name, group in groups.items():
+            newest = max(group, key=lambda i: i.entry.when)
+            lines.append(f"{name} ({len(group)}): {newest.entry.ref} {first_line(newest.entry.text)}")
+        for chain in chains[:3]:
+            lines.append(f"chain '{chain.keyword}': {' → '.join(chain.refs)}")
+        lines = lines[: SUMMARY_LINES - 1]
+        if superseded:
+            lines.append(f"({len(superseded)} superseded; detail=scan lists them)")
+        return "\n".join(lines) + "\n"
+    for name, group in groups.items():
+        lines += [f"## {name}", ""]
+        for item in group:
+            e = item.entry
+            also = f" (also in {', '.join(item.also_in)})" if item.also_in else ""
+            if tier == "scan":
+                lines.append(f"- {e.ref} {e.when[:10]} {first_line(e.text)}{also}")
+            else:
+                meta = f"[tags: {', '.join(e.tags)}] " if e.tags else ""
+                meta += f"[source: {e.source}] " if e.source else ""
+                lines += [f"### {e.ref} · {e.when}{also}", "", e.text, ""] + ([meta.strip(), ""] if meta else [])
+        lines.append("")
+    if chains:
+        lines += ["## CHAINS", ""] + [f"- {c.keyword}: {' → '.join(c.refs)}" for c in chains] + [""]
+    if superseded:
+        lines += ["## SUPERSEDED", ""]
+        lines += [f"- {i.entry.ref} {first_line(i.entry.text)} → {i.superseded_by}" for i in superseded]
+    return "\n".join(lines).rstrip() + "\n"

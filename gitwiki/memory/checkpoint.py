@@ -1,0 +1,180 @@
+"""Checkpoints: where a task stopped, as a page `<memory dir>/checkpoints/<name>.md` that the next session
+resumes from. One page per name (default `default`); a new checkpoint replaces the old one.
+
+```
+# Checkpoint default
+
+Saved 2026-11-23T15:40:00Z.
+
+## Task
+
+Add memory search
+
+## Done
+
+- the page format
+```
+
+Sections: Task, Done, Next, Hypotheses, Blocked, Files (empty ones left out).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, NamedTuple
+
+from gitwiki.errors import NotFoundError, UsageError
+from gitwiki.memory.base import CHECKPOINTS, Memory
+from gitwiki.memory.entry import now_iso, parse_iso, topic_name
+
+if TYPE_CHECKING:
+    from gitwiki.writes import WriteReport
+
+LISTS = ("done", "next", "hypotheses", "blocked", "files")
+_SAVED = re.compile(r"^Saved (\S+)\.$")
+
+
+class Checkpoint(NamedTuple):
+    name: str
+    saved: str  # ISO-8601 UTC
+    task: str
+    done: tuple[str, ...] = ()
+    next: tuple[str, ...] = ()
+    hypotheses: tuple[str, ...] = ()
+    blocked: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    path: str = ""  # repo-relative page path
+
+    def json(self) -> dict:
+        return {**self._asdict(), **{k: list(getattr(self, k)) for k in LISTS}}
+
+
+class Resumed(NamedTuple):
+    checkpoint: Checkpoint
+    age_seconds: int
+    markdown: str  # the checkpoint with its age, ready to hand to the model
+
+
+def _items(value) -> tuple[str, ...]:
+    if not value:
+        return ()
+    values = value.splitlines() if isinstance(value, str) else value
+    return tuple(s for s in (str(v).strip().removeprefix("- ").strip() for v in values) if s)
+
+
+def checkpoint_page(data: dict) -> str:
+    """Render a checkpoint (a dict of Checkpoint's fields) as its page."""
+    lines = [f"# Checkpoint {data['name']}", "", f"Saved {data.get('saved') or now_iso()}.", "", "## Task", ""]
+    lines += [str(data.get("task", "")).strip() or "(none)", ""]
+    for key in LISTS:
+        items = _items(data.get(key))
+        if items:
+            lines += [f"## {key.capitalize()}", "", *(f"- {item}" for item in items), ""]
+    return "\n".join(lines)
+
+
+def parse_checkpoint(text: str, name: str, path: str = "") -> Checkpoint:
+    saved, task = "", []
+    lists: dict[str, list[str]] = {k: [] for k in LISTS}
+    section = ""
+    for line in text.splitlines():
+        if line.startswith("## "):
+            section = line[3:].strip().lower()
+        elif section == "" and (m := _SAVED.match(line.strip())):
+            saved = m.group(1)
+        elif section == "task" and line.strip():
+            task.append(line.strip())
+        elif section in lists and line.startswith("- "):
+            lists[section].append(line[2:].strip())
+    return Checkpoint(name, saved, "\n".join(task), **{k: tuple(v) for k, v in lists.items()}, path=path)
+
+
+def checkpoint(
+    mem: Memory,
+    task: str,
+    done=None,
+    next=None,
+    hypotheses=None,
+    blocked=None,
+    files=None,
+    name: str = "default",
+) -> tuple[Checkpoint, list[WriteReport]]:
+    from gitwiki.memory.store import write_pages
+
+    if not task or not str(task).strip():
+        raise UsageError("checkpoint needs task: what you are working on")
+    name = topic_name(name)
+    data = {"name": name, "saved": now_iso(), "task": task, "done": done, "next": next}
+    data |= {"hypotheses": hypotheses, "blocked": blocked, "files": files}
+    page = checkpoint_page(data)
+    with mem.wiki.store.lock():
+        writes = write_pages(mem, {name: page}, folder=CHECKPOINTS)
+    return parse_checkpoint(page, name, mem.repo_path(mem.rel_path(name, CHECKPOINTS))), writes
+
+
+def load_checkpoint(mem: Memory, name: str = "default") -> Checkpoint | None:
+    """The saved checkpoint, or None: the cheap read an agent hook makes at session start."""
+    name = topic_name(name)
+    try:
+        text = (mem.folder / CHECKPOINTS / f"{name}.md").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return parse_checkpoint(text, name, mem.repo_path(mem.rel_path(name, CHECKPOINTS)))
+
+
+def checkpoints(mem: Memory) -> list[Checkpoint]:
+    folder = mem.folder / CHECKPOINTS
+    names = sorted(f.stem for f in folder.glob("*.md")) if folder.is_dir() else []
+    return [c for c in (load_checkpoint(mem, n) for n in names) if c is not None]
+
+
+def resume(mem: Memory, name: str = "default", now: datetime | None = None) -> Resumed:
+    found = load_checkpoint(mem, name)
+    if found is None:
+        raise _missing(topic_name(name))
+    saved = parse_iso(found.saved)
+    age = int(((now or datetime.now(UTC)) - saved).total_seconds()) if saved else 0
+    lines = [f"# Resuming: {found.task.splitlines()[0] if found.task else found.name}", ""]
+    lines += [f"Checkpoint `{found.name}` saved {found.saved} ({_age(age)} ago).", "", "## Task", "", found.task, ""]
+    for key in LISTS:
+        items = getattr(found, key)
+        if items:
+            lines += [f"## {key.capitalize()}", "", *(f"- {item}" for item in items), ""]
+    return Resumed(found, age, "\n".join(lines).rstrip() + "\n")
+
+
+def import_checkpoints(mem: Memory, exported: list[dict]) -> list[str]:
+    """Write exported checkpoints back as pages (a checkpoint is replaced, not merged); returns their names."""
+    from gitwiki.memory.store import write_pages
+
+    pages: dict[str, str | None] = {
+        topic_name(c["name"]): checkpoint_page(c) for c in exported if isinstance(c, dict) and c.get("name")
+    }
+    if pages:
+        with mem.wiki.store.lock():
+            write_pages(mem, pages, folder=CHECKPOINTS)
+    return list(pages)
+
+
+def clear_checkpoint(mem: Memory, name: str = "default") -> list[WriteReport]:
+    from gitwiki.memory.store import write_pages
+
+    name = topic_name(name)
+    with mem.wiki.store.lock():
+        if load_checkpoint(mem, name) is None:
+            raise _missing(name)
+        return write_pages(mem, {name: None}, folder=CHECKPOINTS)
+
+
+def _missing(name: str) -> NotFoundError:
+    return NotFoundError(f"no checkpoint {name!r}; save one with topics action=checkpoint (task, done, next, …)")
+
+
+def _age(seconds: int) -> str:
+    # wiki.age says the same, but importing gitwiki.wiki loads pygit2 (~40 ms), and resume is what an
+    # agent hook calls at session start.
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"

@@ -1,0 +1,376 @@
+"""The memory tools as the MCP server and the CLI answer them: a short text for the model (or the
+terminal) and the data as JSON. Both adapters call these, so the two always say the same thing."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections import Counter
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from gitwiki.errors import UsageError
+from gitwiki.memory import brief as brief_mod
+from gitwiki.memory import checkpoint as checkpoint_mod
+from gitwiki.memory import search as search_mod
+from gitwiki.memory import store as store_mod
+from gitwiki.memory import topics as topics_mod
+from gitwiki.memory.entry import Entry, first_line, render_entry
+
+if TYPE_CHECKING:
+    from gitwiki.memory.base import Memory
+    from gitwiki.writes import WriteReport
+
+TOPIC_ACTIONS = (
+    "list",
+    "recent",
+    "entries",
+    "stats",
+    "xref",
+    "graph",
+    "stale",
+    "refresh",
+    "prune",
+    "compact",
+    "export",
+    "import",
+    "reindex",
+    "session",
+    "checkpoint",
+    "resume",
+    "clear_checkpoint",
+)
+MEDIUM_CHARS = 240
+
+
+class Reply(NamedTuple):
+    text: str
+    data: dict[str, Any]
+
+
+def _line(e: Entry) -> str:
+    tags = f"  [{', '.join(e.tags)}]" if e.tags else ""
+    return f"{e.ref}  {e.when[:16] or '-'}  {first_line(e.text) or e.title}{tags}"
+
+
+def _writes(writes: list[WriteReport]) -> dict[str, Any]:
+    commits = [w.commit for w in writes if w.commit]
+    return {
+        "pages": [w.path for w in writes],
+        "commit": commits[-1] if commits else None,
+        "index_files": sorted({f for w in writes for f in w.index_files}),
+        "findings": [f for w in writes for f in w.findings],
+    }
+
+
+def _commit_note(writes: list[WriteReport]) -> str:
+    commits = [w.commit for w in writes if w.commit]
+    return f"committed as {commits[-1][:12]}" if commits else "not committed (worktree change; [memory] commit is off)"
+
+
+# ---- store and batch -------------------------------------------------------------------------------
+
+
+def store(mem: Memory, topic: str, text: str, *, terse: bool = False, **options) -> Reply:
+    done = store_mod.store(mem, topic, text, **options)
+    result = done.results[0]
+    return Reply(_stored_text(result, terse, done.writes), {**_result_json(result), **_writes(done.writes)})
+
+
+def batch(mem: Memory, entries: list[dict], *, verbose: bool = False, force: bool = False) -> Reply:
+    done = store_mod.batch(mem, entries, force=force)
+    stored = [r for r in done.results if r.stored]
+    lines = [f"stored {len(stored)} of {len(done.results)} entries in {len({r.topic for r in stored})} topic(s)"]
+    for n, r in enumerate(done.results, 1):
+        if verbose or not r.stored or r.warnings:
+            lines.append(f"  {n}. " + _stored_text(r, True, []))
+    lines.append(_commit_note(done.writes))
+    data = {"stored": len(stored), "results": [_result_json(r) for r in done.results], **_writes(done.writes)}
+    return Reply("\n".join(lines), data)
+
+
+def _stored_text(r: store_mod.StoreResult, terse: bool, writes: list[WriteReport]) -> str:
+    if not r.stored:
+        assert r.duplicate_of is not None
+        text = (
+            f"not stored: {r.overlap:.0%} like {r.duplicate_of.ref} ({first_line(r.duplicate_of.text)}); "
+            "pass force to store it anyway, or edit that entry"
+        )
+    else:
+        assert r.entry is not None
+        text = f"stored {r.entry.ref}" + (f" [{', '.join(r.entry.tags)}]" if r.entry.tags else "")
+        if not terse:
+            text += f" (lines {r.entry.start_line}-{r.entry.end_line} of {r.topic}.md)\n{_commit_note(writes)}"
+    if r.warnings:
+        text += "".join(f"\nwarning: {w}" for w in r.warnings)
+    return text
+
+
+def _result_json(r: store_mod.StoreResult) -> dict[str, Any]:
+    return {
+        "stored": r.stored,
+        "topic": r.topic,
+        "entry": r.entry.json() if r.entry else None,
+        "duplicate_of": r.duplicate_of.ref if r.duplicate_of else None,
+        "overlap": round(r.overlap, 3),
+        "warnings": list(r.warnings),
+    }
+
+
+# ---- search, brief, read ---------------------------------------------------------------------------
+
+
+def search(mem: Memory, query: str | None = None, *, detail: str = "medium", **options) -> Reply:
+    if detail not in search_mod.DETAILS:
+        raise UsageError(f"detail must be one of {', '.join(search_mod.DETAILS)}, not {detail!r}")
+    found = search_mod.search(mem, query, **options)
+    head = {k: v for k, v in found._asdict().items() if k != "hits"}
+    summary = f"{len(found.hits)} of {found.total} entries ({found.matched} match, {found.ranking})"
+    if detail == "count":
+        return Reply(f"{found.total} entries match", head)
+    if detail == "topics":
+        counts = Counter(h.entry.topic for h in found.hits)
+        return Reply(
+            "\n".join(f"{t}  {n} hit(s)" for t, n in counts.most_common()) or "no matches",
+            {**head, "topics": dict(counts)},
+        )
+    hits = [
+        {**h.entry.json(), "score": round(h.score, 6), "relevance": round(h.relevance, 6), "stale": h.stale}
+        for h in found.hits
+    ]
+    lines = []
+    if detail == "grouped":
+        for topic in dict.fromkeys(h.entry.topic for h in found.hits):
+            lines.append(f"{topic}")
+            lines += [f"  {h.entry.index}. {first_line(h.entry.text)}" for h in found.hits if h.entry.topic == topic]
+    for h in found.hits if detail != "grouped" else ():
+        mark = "  (stale source)" if h.stale else ""
+        if detail == "brief":
+            lines.append(f"{h.entry.ref}  {first_line(h.entry.text)}{mark}")
+        elif detail == "medium":
+            text = " ".join(h.entry.text.split())
+            text = text if len(text) <= MEDIUM_CHARS else text[: MEDIUM_CHARS - 1] + "…"
+            lines += [f"{_line(h.entry)}  ({h.score:.3f}){mark}", f"    {text}"]
+        else:
+            lines += [f"{h.entry.ref} · score {h.score:.3f}{mark}", render_entry(h.entry).rstrip(), ""]
+    lines.append(summary if found.hits else f"no entries match ({found.matched} match)")
+    return Reply("\n".join(lines).rstrip(), {**head, "hits": hits})
+
+
+def brief(mem: Memory, query: str | None = None, **options) -> Reply:
+    b = brief_mod.brief(mem, query, **options)
+    items = [
+        {**i.entry.json(), "category": i.category, "also_in": list(i.also_in), "superseded_by": i.superseded_by or None}
+        for i in b.items
+    ]
+    data = {
+        "query": b.query,
+        "kind": b.kind,
+        "tier": b.tier,
+        "topics": [t._asdict() for t in b.topics],
+        "themes": [list(t) for t in b.themes],
+        "entries": items,
+        "chains": [c._asdict() for c in b.chains],
+        "markdown": b.markdown,
+    }
+    return Reply(b.markdown.rstrip(), data)
+
+
+def read(mem: Memory, topic: str, index: int | None = None) -> Reply:
+    tf = mem.topic(topic)
+    if index is not None:
+        e = mem.entry(tf.name, index)
+        return Reply(render_entry(e).rstrip(), {"topic": tf.name, "path": tf.repo_path, "entries": [e.json()]})
+    text = tf.data.decode("utf-8", errors="replace").rstrip()
+    return Reply(text, {"topic": tf.name, "path": tf.repo_path, "entries": [e.json() for e in tf.page.entries]})
+
+
+# ---- edit ------------------------------------------------------------------------------------------
+
+
+def edit(mem: Memory, action: str, topic: str, **options) -> Reply:
+    done = store_mod.edit(mem, action, topic, **options)
+    if action == "delete":
+        text = f"deleted {done.removed} entr{'y' if done.removed == 1 else 'ies'} from {done.topic}"
+    elif action in ("rename", "merge"):
+        verb = "renamed" if action == "rename" else "merged"
+        text = f"{verb} {done.topic} into {done.target} ({len(done.entries)} entries)"
+    else:
+        text = f"{action}: " + "; ".join(_line(e) for e in done.entries)
+    data = {
+        "action": action,
+        "topic": done.topic,
+        "target": done.target,
+        "removed": done.removed,
+        "entries": [e.json() for e in done.entries],
+        **_writes(done.writes),
+    }
+    return Reply(text + "\n" + _commit_note(done.writes), data)
+
+
+# ---- topics ----------------------------------------------------------------------------------------
+
+
+def topics(mem: Memory, action: str = "list", **options) -> Reply:
+    if action not in TOPIC_ACTIONS:
+        raise UsageError(f"topics action must be one of {', '.join(TOPIC_ACTIONS)}, not {action!r}")
+    handler = globals()["_" + action]
+    given = {k: v for k, v in options.items() if v is not None and v != [] and v is not False}
+    params = inspect.signature(handler).parameters
+    unknown = sorted(given.keys() - params.keys())
+    missing = [n for n, p in params.items() if n != "mem" and p.default is p.empty and n not in given]
+    takes = ", ".join(n for n in params if n != "mem") or "nothing"
+    if unknown or missing:
+        problem = f"does not take {', '.join(unknown)}" if unknown else f"needs {', '.join(missing)}"
+        raise UsageError(f"topics action={action} {problem}; it takes: {takes}")
+    return handler(mem, **given)
+
+
+def _list(mem: Memory, topic: str | None = None) -> Reply:
+    rows = topics_mod.list_topics(mem, topic)
+    lines = [f"{a.topic}  {a.entries} entries  last {a.last[:16] or '-'}  {a.velocity:g}/day" for a in rows]
+    return Reply("\n".join(lines) or "no topics yet", {"topics": [a._asdict() for a in rows]})
+
+
+def _recent(mem: Memory, limit: int = 10) -> Reply:
+    rows = topics_mod.recent(mem, limit)
+    return Reply("\n".join(_line(e) for e in rows) or "no entries yet", {"entries": [e.json() for e in rows]})
+
+
+def _entries(mem: Memory, topic: str) -> Reply:
+    tf = mem.topic(topic)
+    rows = list(tf.page.entries)
+    return Reply(
+        "\n".join(_line(e) for e in rows) or f"{tf.name} has no entries",
+        {"topic": tf.name, "entries": [e.json() for e in rows]},
+    )
+
+
+def _session(mem: Memory, since: str | None = None) -> Reply:
+    start, rows = topics_mod.session(mem, since)
+    text = "\n".join(_line(e) for e in rows) or f"nothing stored since this session started ({start})"
+    return Reply(text, {"started": start, "entries": [e.json() for e in rows]})
+
+
+def _stats(mem: Memory, detail: str | None = None) -> Reply:
+    s = topics_mod.stats(mem, detail)
+    lines = [
+        f"{s.entries} entries in {s.topics} topics; {s.tagged} tagged, {s.sourced} with a source, {s.stale} stale",
+        f"oldest {s.oldest or '-'}, newest {s.newest or '-'}",
+        "tags: " + (", ".join(f"{t} ({n})" for t, n in s.tags) or "none"),
+    ]
+    if s.index:
+        lines.append("index: " + ", ".join(f"{k} {v}" for k, v in s.index.items()))
+    return Reply("\n".join(lines), {**s._asdict(), "tags": [list(t) for t in s.tags]})
+
+
+def _xref(mem: Memory, topic: str | None = None) -> Reply:
+    rows = topics_mod.xref(mem, topic)
+    lines = [f"{x.source} → {x.target}  ({x.kind}{'' if x.valid else ', missing'})" for x in rows]
+    return Reply("\n".join(lines) or "no cross references", {"xrefs": [x._asdict() for x in rows]})
+
+
+def _graph(mem: Memory, focus: str | None = None) -> Reply:
+    g = topics_mod.graph(mem, focus)
+    lines = [f"{a} → {b}  ({w})" for a, b, w in g.edges] or ["no references between topics"]
+    lines.append(f"{len(g.nodes)} topics, {len(g.edges)} edges")
+    data = {
+        "nodes": [{"topic": t, "entries": n} for t, n in g.nodes],
+        "edges": [{"from": a, "to": b, "weight": w} for a, b, w in g.edges],
+    }
+    return Reply("\n".join(lines), data)
+
+
+def _stale(mem: Memory) -> Reply:
+    rows = topics_mod.stale_entries(mem)
+    lines = [
+        f"{s.entry.ref}  {s.path}@{s.pinned} → {(s.current or 'deleted')[:12]}  {first_line(s.entry.text)}"
+        for s in rows
+    ]
+    data = {"stale": [{"entry": s.entry.ref, "path": s.path, "pinned": s.pinned, "current": s.current} for s in rows]}
+    return Reply("\n".join(lines) or "no stale sources", data)
+
+
+def _refresh(mem: Memory, topic: str | None = None, index: int | None = None) -> Reply:
+    rows = topics_mod.refresh_entries(mem, topic, index)
+    parts = [
+        f"{r.entry.ref}  {first_line(r.entry.text)}\n{r.diff or '(no change near the referenced lines)'}" for r in rows
+    ]
+    data = {
+        "refresh": [
+            {"entry": r.entry.ref, "path": r.path, "pinned": r.pinned, "current": r.current, "diff": r.diff}
+            for r in rows
+        ]
+    }
+    return Reply("\n".join(parts).rstrip() or "no stale sources", data)
+
+
+def _maintenance(m: topics_mod.Maintenance) -> Reply:
+    verb = "applied" if m.applied else "would apply (dry run; pass apply to write)"
+    lines = [f"{m.action}: {len(m.changes)} change(s) {verb if m.changes else ''}".rstrip()]
+    lines += [f"  {c.entry.ref}  {c.reason}  {first_line(c.entry.text)}" for c in m.changes]
+    data = {
+        "action": m.action,
+        "applied": m.applied,
+        "changes": [{"entry": c.entry.ref, "reason": c.reason} for c in m.changes],
+    }
+    return Reply("\n".join(lines), data)
+
+
+def _prune(mem: Memory, apply: bool = False, min_confidence: float = topics_mod.PRUNE_CONFIDENCE) -> Reply:
+    return _maintenance(topics_mod.prune(mem, min_confidence, apply))
+
+
+def _compact(mem: Memory, topic: str | None = None, apply: bool = False) -> Reply:
+    return _maintenance(topics_mod.compact(mem, topic, apply))
+
+
+def _export(mem: Memory) -> Reply:
+    data = topics_mod.export(mem)
+    return Reply(json.dumps(data, ensure_ascii=False, indent=1), data)
+
+
+def _import(mem: Memory, data: dict | str) -> Reply:
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except ValueError as e:
+            raise UsageError(
+                f"import data is not JSON ({e}); pass the document topics action=export returned"
+            ) from None
+    added, checkpoints = topics_mod.import_memory(mem, data)  # type: ignore[arg-type]
+    text = ", ".join(f"{t} +{n}" for t, n in added.items()) or "nothing new"
+    more = f"; checkpoints: {', '.join(checkpoints)}" if checkpoints else ""
+    return Reply(f"imported {sum(added.values())} entries: {text}{more}", {"added": added, "checkpoints": checkpoints})
+
+
+def _reindex(mem: Memory) -> Reply:
+    info = topics_mod.reindex(mem)
+    return Reply(
+        f"memory index: {info['pages']} pages, {info['chunks']} chunks, model {info['model'] or '(lexical)'}", info
+    )
+
+
+def _checkpoint(
+    mem: Memory,
+    task: str,
+    done=None,
+    next=None,
+    hypotheses=None,
+    blocked=None,
+    files=None,
+    name: str = "default",
+) -> Reply:
+    saved, writes = checkpoint_mod.checkpoint(mem, task, done, next, hypotheses, blocked, files, name)
+    return Reply(
+        f"checkpoint {saved.name} saved to {saved.path}\n{_commit_note(writes)}", {**saved.json(), **_writes(writes)}
+    )
+
+
+def _resume(mem: Memory, name: str = "default") -> Reply:
+    r = checkpoint_mod.resume(mem, name)
+    return Reply(r.markdown.rstrip(), {**r.checkpoint.json(), "age_seconds": r.age_seconds, "markdown": r.markdown})
+
+
+def _clear_checkpoint(mem: Memory, name: str = "default") -> Reply:
+    writes = checkpoint_mod.clear_checkpoint(mem, name)
+    return Reply(f"checkpoint {name} cleared\n{_commit_note(writes)}", {"name": name, **_writes(writes)})

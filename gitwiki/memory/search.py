@@ -1,0 +1,248 @@
+"""Memory search: the wiki's hybrid index restricted to the topic pages, re-ranked per entry.
+
+score = relevance (fused BM25 + dense of the entry's section) × confidence × recency × (0.7 if its
+source is stale), recency = 1 / (1 + age_days / 30). Entries must contain every query term (AND);
+when none does, any term (OR); when none does, the dense neighbours alone. At most 3 hits per topic.
+Inline `tag:x topic:y source:z` in the query filter like the parameters of the same names.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, NamedTuple
+
+from gitwiki.errors import UsageError
+from gitwiki.memory.entry import Entry, normalize_tags, parse_iso, terms, topic_name
+from gitwiki.memory.sources import STALE_FACTOR, stale
+
+if TYPE_CHECKING:
+    from gitwiki.memory.base import Memory, TopicFile
+    from gitwiki.search import CorpusView
+
+PER_TOPIC = 3
+RECENCY_DAYS = 30.0
+CANDIDATES = 400  # sections taken from the hybrid ranking (a topic page holds many)
+MODES = ("and", "or")
+DETAILS = ("full", "medium", "brief", "grouped", "topics", "count")
+_INLINE = re.compile(r"(?<!\S)(tag|topic|source):(\S+)")
+
+
+class Hit(NamedTuple):
+    entry: Entry
+    score: float
+    relevance: float
+    stale: bool
+
+
+class Found(NamedTuple):
+    query: str  # the words searched, inline filters removed
+    filters: dict  # tag, topic, source, after, before as applied
+    matched: str  # "and", "or", "semantic" (dense neighbours only) or "recent" (no query words)
+    ranking: str  # hybrid, lexical or dense: what scored relevance
+    total: int  # matching entries before the per-topic cap and the limit
+    hits: list[Hit]
+
+
+# ---- dates -----------------------------------------------------------------------------------------
+
+
+def parse_day(value: str, now: datetime | None = None) -> datetime:
+    """`YYYY-MM-DD`, an ISO timestamp, `today`, `yesterday` or `this-week` → the moment it starts (UTC)."""
+    now = now or datetime.now(UTC)
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    named = {"today": midnight, "yesterday": midnight - timedelta(days=1)}
+    named["this-week"] = midnight - timedelta(days=midnight.weekday())
+    key = str(value).strip().lower()
+    if key in named:
+        return named[key]
+    parsed = parse_iso(key.upper() if "t" in key else key)
+    if parsed is None:
+        raise UsageError(f"date {value!r} must be YYYY-MM-DD, today, yesterday or this-week")
+    return parsed
+
+
+def window(after=None, before=None, days=None, hours=None, now: datetime | None = None):
+    """(earliest, latest) datetimes for the date filters; `before` is exclusive, a day's end for a date."""
+    now = now or datetime.now(UTC)
+    lo = parse_day(after, now) if after else None
+    for span in (timedelta(days=days) if days else None, timedelta(hours=hours) if hours else None):
+        if span is not None:
+            if span.total_seconds() <= 0:
+                raise UsageError("days and hours must be positive")
+            lo = max(lo, now - span) if lo else now - span
+    hi = parse_day(before, now) if before else None
+    return lo, hi
+
+
+def in_window(entry: Entry, lo, hi) -> bool:
+    if lo is None and hi is None:
+        return True
+    when = parse_iso(entry.when) if entry.when else None
+    if when is None:
+        return lo is None and hi is None
+    return (lo is None or when >= lo) and (hi is None or when < hi)
+
+
+def recency(entry: Entry, now: datetime) -> float:
+    when = parse_iso(entry.when) if entry.when else None
+    age_days = max(0.0, (now - when).total_seconds() / 86400) if when else 365.0
+    return 1.0 / (1.0 + age_days / RECENCY_DAYS)
+
+
+# ---- search ----------------------------------------------------------------------------------------
+
+
+def split_query(query: str | None) -> tuple[str, dict[str, str]]:
+    """Pull `tag:x topic:y source:z` out of the query text."""
+    inline: dict[str, str] = {}
+    text = _INLINE.sub(lambda m: inline.setdefault(m.group(1), m.group(2)) and "", query or "")
+    return " ".join(text.split()), inline
+
+
+def query_terms(text: str) -> frozenset[str]:
+    """The terms an AND match needs: identifiers split (`rotateKey`, `rotate_key` → rotate, key), stop
+    words dropped, stemmed; the joined identifier is not required."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.]", " ", text)
+    return terms(spaced)
+
+
+def search(
+    mem: Memory,
+    query: str | None = None,
+    *,
+    limit: int = 10,
+    after: str | None = None,
+    before: str | None = None,
+    days: float | None = None,
+    hours: float | None = None,
+    tag: str | None = None,
+    topic: str | None = None,
+    source: str | None = None,
+    mode: str = "and",
+    now: datetime | None = None,
+) -> Found:
+    if mode not in MODES:
+        raise UsageError(f"mode must be and or or, not {mode!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise UsageError(f"limit must be a whole number ≥ 1, not {limit!r}")
+    now = now or datetime.now(UTC)
+    words, inline = split_query(query)
+    wanted = normalize_tags([tag or inline.get("tag", "")])
+    topic_glob = topic or inline.get("topic")
+    source = source or inline.get("source")
+    lo, hi = window(after, before, days, hours, now)
+    files = mem.topics(topic_pattern(topic_glob))
+    candidates = [
+        (e, t)
+        for tf in files.values()
+        for e, t in zip(tf.page.entries, tf.terms, strict=True)
+        if (not wanted or wanted[0] in e.tags) and (not source or source in e.source) and in_window(e, lo, hi)
+    ]
+    filters = {"tag": wanted[0] if wanted else None, "topic": topic_glob, "source": source}
+    filters |= {"after": lo.isoformat() if lo else None, "before": hi.isoformat() if hi else None}
+    ranking = "recency"
+    if not words:
+        scored = [(e, 1.0) for e, _ in candidates]
+        matched = "recent"
+    else:
+        relevance, ranking = _relevance(mem, files, words)
+        needed = query_terms(words)
+        chosen = [e for e, t in candidates if needed and needed <= t] if mode == "and" else []
+        matched = "and"
+        if not chosen:
+            chosen = [e for e, t in candidates if needed & t]
+            matched = "or"
+        if not chosen:
+            chosen = [e for e, _ in candidates if relevance.get(_key(e), 0.0) > 0]
+            matched = "semantic"
+        floor = min(relevance.values(), default=1.0) / 2  # lexical matches the hybrid ranking cut off
+        scored = [(e, relevance.get(_key(e), floor)) for e in chosen]
+    hits = []
+    for entry, rel in scored:
+        is_stale = stale(mem, entry) is not None
+        score = rel * entry.confidence * recency(entry, now) * (STALE_FACTOR if is_stale else 1.0)
+        hits.append(Hit(entry, score, rel, is_stale))
+    hits.sort(key=lambda h: (-h.score, h.entry.topic, h.entry.index))
+    capped, per_topic = [], dict[str, int]()
+    for hit in hits:
+        if per_topic.get(hit.entry.topic, 0) < PER_TOPIC:
+            per_topic[hit.entry.topic] = per_topic.get(hit.entry.topic, 0) + 1
+            capped.append(hit)
+    return Found(words, filters, matched, ranking, len(hits), capped[:limit])
+
+
+def topic_pattern(raw: str | None) -> str | None:
+    if not raw:
+        return None
+    return raw.lower() if any(ch in raw for ch in "*?[") else topic_name(raw)
+
+
+def _key(entry: Entry) -> tuple[str, int]:
+    return entry.topic, entry.start_line
+
+
+def _relevance(mem: Memory, files: dict[str, TopicFile], words: str) -> tuple[dict[tuple[str, int], float], str]:
+    """Each entry's best section score in the wiki's hybrid ranking of just these pages, relative to the best."""
+    if not files:
+        return {}, "lexical"
+    s = mem.wiki.config.search
+    embedder = mem.wiki.embedder() if s.mode != "lexical" else None
+    view = memory_view(mem, files, embedder)
+    with mem.wiki.store.read():
+        ranked = mem.wiki.searcher.rank(view, words, s.mode, s.fusion, embedder)
+        entry_of = _entry_of_chunk(mem, files, set(ranked.blob_of.values()))
+    out: dict[tuple[str, int], float] = {}
+    for cid, score in ranked.fused:
+        key = entry_of.get(cid)
+        if key is not None and score > out.get(key, 0.0):
+            out[key] = score
+    top = max(out.values(), default=0.0)
+    # BM25 alone scores in arbitrary units: relevance is relative to the best hit, in (0, 1].
+    return ({k: v / top for k, v in out.items()} if top > 0 else out), ranked.mode
+
+
+def _entry_of_chunk(mem: Memory, files: dict[str, TopicFile], blobs: set[str]) -> dict[int, tuple[str, int]]:
+    """chunk id → (topic, first line of its entry), read once per page version."""
+    out: dict[int, tuple[str, int]] = {}
+    if len(mem.chunk_entries) > 4 * len(files):  # a long-lived server: forget replaced page versions
+        live = {tf.blob for tf in files.values()}
+        mem.chunk_entries = {b: v for b, v in mem.chunk_entries.items() if b in live}
+    for tf in files.values():
+        if tf.blob not in blobs:
+            continue
+        cached = mem.chunk_entries.get(tf.blob)
+        if cached is None:
+            starts = [(e.start_line, e.end_line) for e in tf.page.entries]
+            cached = {}
+            for row in mem.wiki.store.chunks_of([tf.blob]):
+                start = next((a for a, b in starts if a <= row.start_line <= b), None)
+                if start is not None:
+                    cached[row.id] = (tf.name, start)
+            mem.chunk_entries[tf.blob] = cached
+        out.update(cached)
+    return out
+
+
+def memory_view(mem: Memory, files: dict[str, TopicFile], embedder) -> CorpusView:
+    """The topic pages as they are on disk, as a search view; versions not yet indexed (edited by hand,
+    or by another process) are parsed and embedded first."""
+    from gitwiki.indexer import ensure_blobs, ensure_vectors
+    from gitwiki.search import CorpusView
+
+    pages = {tf.repo_path: tf.blob for tf in files.values()}
+    model = embedder.model_id if embedder is not None else None
+    todo = {tf.blob: tf for tf in files.values() if (tf.blob, model) not in mem.indexed}
+    if todo:
+        store = mem.wiki.store
+        with store.lock():
+            sources: dict[str, Callable[[], bytes]] = {b: functools.partial(bytes, tf.data) for b, tf in todo.items()}
+            ensure_blobs(store, sources)
+            if embedder is not None:
+                ensure_vectors(store, embedder, set(todo))
+        mem.indexed.update((b, model) for b in todo)
+    digest = hashlib.sha1(repr(sorted(pages.items())).encode()).hexdigest()
+    return CorpusView(mem.corpus.name, "", pages, (), f"memory:{digest}")

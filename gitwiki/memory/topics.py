@@ -1,0 +1,276 @@
+"""Topic-level views and maintenance: listings, stats, cross references, the link graph, stale sources,
+prune and compact (dry runs unless `apply`), export, reindex and the session's entries."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, NamedTuple
+
+from gitwiki.errors import UsageError
+from gitwiki.memory.brief import TopicActivity, activity, classify
+from gitwiki.memory.entry import Entry, jaccard, normalize_tags, now_iso, render_page, terms
+from gitwiki.memory.sources import STALE_FACTOR, Refresh, Staleness, refresh, stale
+
+if TYPE_CHECKING:
+    from gitwiki.memory.base import Memory
+
+EXPORT_FORMAT = "gitwiki-memory"
+EXPORT_VERSION = 1
+PRUNE_CONFIDENCE = 0.3
+
+
+class Stats(NamedTuple):
+    topics: int
+    entries: int
+    tagged: int
+    sourced: int
+    stale: int
+    oldest: str
+    newest: str
+    tags: list[tuple[str, int]]  # all of them with detail=tags, else the top 10
+    index: dict  # type: ignore[assignment]  # (shadows tuple.index) with detail=index: indexed pages, chunks and vectors of the topic pages
+
+
+class XRef(NamedTuple):
+    source: str  # the entry's ref
+    target: str  # topic or topic:index
+    kind: str  # "link" (its [links:]) or "mention" (another topic's name in its text)
+    valid: bool  # the target exists
+
+
+class Graph(NamedTuple):
+    nodes: list[tuple[str, int]]  # topic, entries
+    edges: list[tuple[str, str, int]]  # from topic, to topic, references
+
+
+class Change(NamedTuple):
+    entry: Entry
+    reason: str  # why prune would drop it, or the refs compact merges into it
+
+
+class Maintenance(NamedTuple):
+    action: str  # prune or compact
+    changes: list[Change]
+    applied: bool
+
+
+def list_topics(mem: Memory, pattern: str | None = None) -> list[TopicActivity]:
+    return sorted(activity(mem.topics(pattern).values(), datetime.now(UTC)), key=lambda a: a.topic)
+
+
+def recent(mem: Memory, limit: int = 10) -> list[Entry]:
+    return sorted(mem.entries(), key=lambda e: (e.when, e.ref), reverse=True)[:limit]
+
+
+def session(mem: Memory, since: str | None = None) -> tuple[str, list[Entry]]:
+    """When the session started and the entries stored or changed since: by default the session is this
+    process (a server's lifetime); a CLI command, its own process, names the start (`since`)."""
+    from gitwiki.memory.search import parse_day
+
+    start = now_iso(parse_day(since)) if since else mem.started
+    return start, sorted((e for e in mem.entries() if e.when >= start), key=lambda e: (e.when, e.ref))
+
+
+def stats(mem: Memory, detail: str | None = None) -> Stats:
+    if detail not in (None, "tags", "index"):
+        raise UsageError(f"stats detail must be tags or index, not {detail!r}")
+    files = mem.topics()
+    entries = [e for tf in files.values() for e in tf.page.entries]
+    tags = Counter(t for e in entries for t in e.tags)
+    stamps = sorted(e.created for e in entries if e.created)
+    index: dict = {}
+    if detail == "index":
+        store = mem.wiki.store
+        blobs = {tf.blob for tf in files.values()}
+        embedder = mem.wiki.embedder()
+        missing = store.missing_vectors(embedder.model_id, blobs) if embedder else []
+        index = {
+            "pages": len(files),
+            "parsed": len(store.known_blobs(blobs)),
+            "chunks": store.chunk_count(blobs),
+            "model": embedder.model_id if embedder else None,
+            "chunks_without_vectors": len(missing),
+        }
+    ordered = sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))
+    return Stats(
+        len(files),
+        len(entries),
+        sum(1 for e in entries if e.tags),
+        sum(1 for e in entries if e.source),
+        sum(1 for e in entries if stale(mem, e)),
+        stamps[0] if stamps else "",
+        stamps[-1] if stamps else "",
+        ordered if detail == "tags" else ordered[:10],
+        index,
+    )
+
+
+def xref(mem: Memory, topic: str | None = None) -> list[XRef]:
+    files = mem.topics()
+    sizes = {name: len(tf.page.entries) for name, tf in files.items()}
+    mention = (
+        re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(sizes, key=len, reverse=True)) + r")\b")
+        if sizes
+        else None
+    )
+    out = []
+    for tf in files.values():
+        if topic and tf.name != topic:
+            continue
+        for e in tf.page.entries:
+            for link in e.links:
+                name, _, index = link.partition(":")
+                valid = name in sizes and (not index or (index.isdigit() and 1 <= int(index) <= sizes[name]))
+                out.append(XRef(e.ref, link, "link", valid))
+            named = {m.group(1) for m in mention.finditer(e.text.lower())} if mention else set()
+            out += [XRef(e.ref, n, "mention", True) for n in sorted(named) if n != e.topic]
+    return out
+
+
+def graph(mem: Memory, focus: str | None = None) -> Graph:
+    """Topics and the references between them; `focus` (a glob) keeps those topics and their neighbours."""
+    import fnmatch
+
+    weights = Counter((x.source.split(":")[0], x.target.split(":")[0]) for x in xref(mem) if x.valid)
+    sizes = {name: len(tf.page.entries) for name, tf in mem.topics().items()}
+    if focus:
+        core = {n for n in sizes if fnmatch.fnmatchcase(n, focus)}
+        weights = Counter({k: w for k, w in weights.items() if k[0] in core or k[1] in core})
+        keep = core | {n for pair in weights for n in pair}
+        sizes = {n: c for n, c in sizes.items() if n in keep}
+    edges = sorted(((a, b, w) for (a, b), w in weights.items()), key=lambda e: (-e[2], e[0], e[1]))
+    return Graph(sorted(sizes.items()), edges)
+
+
+def stale_entries(mem: Memory) -> list[Staleness]:
+    return [s for s in (stale(mem, e) for e in mem.entries()) if s is not None]
+
+
+def refresh_entries(mem: Memory, topic: str | None = None, index: int | None = None) -> list[Refresh]:
+    if index is not None and topic:
+        entries = [mem.entry(topic, index)]
+    else:
+        entries = [e for e in mem.entries() if not topic or e.topic == topic]
+    return [r for r in (refresh(mem, e) for e in entries) if r is not None]
+
+
+def prune(mem: Memory, min_confidence: float = PRUNE_CONFIDENCE, apply: bool = False) -> Maintenance:
+    """Entries superseded by a newer one, or whose confidence (× 0.7 when the source is stale) fell
+    below `min_confidence`, or whose source file is gone."""
+    superseded = {i.entry.ref: i.superseded_by for i in classify(mem.entries()) if i.superseded_by}
+    changes = []
+    for e in mem.entries():
+        gone = stale(mem, e)
+        confidence = e.confidence * (STALE_FACTOR if gone else 1.0)
+        if e.ref in superseded:
+            changes.append(Change(e, f"superseded by {superseded[e.ref]}"))
+        elif gone and gone.current is None:
+            changes.append(Change(e, f"source {gone.path} was deleted"))
+        elif confidence < min_confidence:
+            changes.append(Change(e, f"confidence {confidence:.2f} < {min_confidence:g}"))
+    if apply and changes:
+        _rewrite(mem, {c.entry.ref for c in changes}, {})
+    return Maintenance("prune", changes, apply and bool(changes))
+
+
+def compact(mem: Memory, topic: str | None = None, apply: bool = False) -> Maintenance:
+    """Near-duplicates within a topic (> 70 % alike) folded into the newest: tags and links united."""
+    from gitwiki.memory.store import DUPLICATE_MIN_TOKENS, DUPLICATE_OVERLAP
+
+    changes, merged_into = [], {}
+    for tf in mem.topics(topic).values():
+        entries = sorted(tf.page.entries, key=lambda e: e.when, reverse=True)
+        absorbed: set[str] = set()
+        for keep in entries:
+            if keep.ref in absorbed:
+                continue
+            kt = terms(keep.text)
+            same = [
+                e
+                for e in entries
+                if e.ref != keep.ref
+                and e.ref not in absorbed
+                and len(kt) >= DUPLICATE_MIN_TOKENS
+                and len(terms(e.text)) >= DUPLICATE_MIN_TOKENS
+                and jaccard(kt, terms(e.text)) > DUPLICATE_OVERLAP
+            ]
+            if same:
+                absorbed |= {e.ref for e in same}
+                merged_into[keep.ref] = same
+                changes.append(Change(keep, "absorbs " + ", ".join(e.ref for e in same)))
+    if apply and changes:
+        _rewrite(mem, {e.ref for group in merged_into.values() for e in group}, merged_into)
+    return Maintenance("compact", changes, apply and bool(changes))
+
+
+def _rewrite(mem: Memory, drop: set[str], merged_into: dict[str, list[Entry]]) -> None:
+    from gitwiki.memory.store import write_pages
+
+    with mem.wiki.store.lock():
+        contents: dict[str, str | None] = {}
+        for name, tf in mem.topics(fresh=True).items():
+            entries = []
+            for e in tf.page.entries:
+                if e.ref in drop:
+                    continue
+                if e.ref in merged_into:
+                    group = merged_into[e.ref]
+                    tags = normalize_tags([*e.tags, *(t for g in group for t in g.tags)])
+                    links = tuple(dict.fromkeys([*e.links, *(link for g in group for link in g.links)]))
+                    e = e._replace(tags=tags, links=links, modified=now_iso())
+                entries.append(e)
+            if len(entries) != len(tf.page.entries) or any(e.ref in merged_into for e in tf.page.entries):
+                contents[name] = render_page(name, entries, tf.page.preamble) if entries else None
+        write_pages(mem, contents)
+
+
+def export(mem: Memory) -> dict:
+    """Every topic (entries with all their fields) and checkpoint as one JSON document; import reads it back."""
+    from gitwiki.memory.checkpoint import checkpoints
+
+    topics = [
+        {"name": name, "preamble": tf.page.preamble, "entries": [_export_entry(e) for e in tf.page.entries]}
+        for name, tf in mem.topics().items()
+    ]
+    return {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "exported": now_iso(),
+        "topics": topics,
+        "checkpoints": [c.json() for c in checkpoints(mem)],
+    }
+
+
+def import_memory(mem: Memory, data: dict) -> tuple[dict[str, int], list[str]]:
+    """Merge an export back: entries per topic added, and the checkpoints written."""
+    from gitwiki.memory.checkpoint import import_checkpoints
+    from gitwiki.memory.store import import_topics
+
+    if not isinstance(data, dict) or not isinstance(data.get("topics"), list):
+        raise UsageError('import needs an export document: {"topics": [{"name": …, "entries": […]}]}')
+    return import_topics(mem, data["topics"]), import_checkpoints(mem, data.get("checkpoints") or [])
+
+
+def _export_entry(e: Entry) -> dict:
+    data = e.json()
+    for key in ("topic", "index", "lines"):
+        data.pop(key)
+    return data
+
+
+def reindex(mem: Memory) -> dict:
+    """Parse and embed every topic page version again if the index lacks it (after a rebuilt index)."""
+    from gitwiki.memory.search import memory_view
+
+    mem.indexed.clear()
+    files = mem.topics(fresh=True)
+    embedder = mem.wiki.embedder() if mem.wiki.config.search.mode != "lexical" else None
+    view = memory_view(mem, files, embedder)
+    blobs = set(view.pages.values())
+    return {
+        "pages": len(blobs),
+        "chunks": mem.wiki.store.chunk_count(blobs),
+        "model": embedder.model_id if embedder else None,
+    }

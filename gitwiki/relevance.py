@@ -1,0 +1,50 @@
+"""An honest "weak match" signal: fused scores are min-max normalized per query, so something always scores
+near the top; these checks look at absolute evidence instead.
+
+A page is a weak match when the query has no content words at all ("the", "?!"), or when its best chunk
+holds under half of the query's content terms (stemmed, stop words dropped) *and* the chunk's embedding
+does not stand out from the whole corpus for this query: its cosine lies fewer than WEAK_Z standard
+deviations above the mean cosine of every chunk searched. The z-score, not the raw cosine, because raw
+cosines sit in different ranges per model (bge-small rarely scores below 0.5, MiniLM often does).
+
+Measured on the public sets with all-MiniLM-L6-v2 (docs/benchmarks.md, "Weak matches", bench/weak_eval.py):
+on wiki-dev, Cranfield and SciFact the flag is on for 16–41 % of questions whose answer pages were removed and
+6–8 % with them present, and for every stop-word-only or punctuation query; short generic how-to questions
+(tldr) slip through.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from gitwiki.tokens import tokenize
+
+WEAK_COVERAGE = 0.5
+WEAK_Z = 3.5
+
+
+class Background(NamedTuple):
+    """The query's cosine against every chunk searched: what a typical, unrelated chunk scores."""
+
+    mean: float
+    std: float
+
+
+def coverage(terms: set[str], text: str) -> float:
+    """The share of the query's content terms that `text` contains."""
+    return len(terms.intersection(tokenize(text))) / len(terms) if terms else 0.0
+
+
+def is_weak(terms: set[str], text: str, cosine: float | None, background: Background | None) -> bool:
+    """Whether a page whose best chunk reads `text` (title and breadcrumb included) is a weak answer.
+
+    `cosine` is the chunk's similarity to the query (None when it was not among the dense candidates),
+    `background` None in lexical mode, where only the term coverage can speak.
+    """
+    if not terms:
+        return True
+    if coverage(terms, text) >= WEAK_COVERAGE:
+        return False
+    if background is None:
+        return True
+    return cosine is None or background.std <= 0 or (cosine - background.mean) / background.std < WEAK_Z

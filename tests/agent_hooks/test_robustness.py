@@ -1,0 +1,74 @@
+"""Never break the agent: bad input, broken indexes and big answers end in exit 0 and a bounded answer or none;
+and the hook path stays free of the heavy libraries."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.agent_hooks.conftest import context_of, load
+from tests.helpers import ROOT
+
+HEAVY = ("lancedb", "fastembed", "onnxruntime", "numpy", "pygit2", "mcp", "pydantic", "rich")
+
+
+@pytest.mark.parametrize("raw", [b"", b"not json", b"[1, 2]", b"\xff\xfe", b'"text"'])
+def test_malformed_stdin_exits_0_without_output(wiki, hook, raw):
+    for hook_type in ("prompt", "ambient", "approve-mcp"):
+        assert hook(hook_type, raw, wiki.path) == (0, None)
+
+
+def test_odd_fields_are_ignored(wiki, hook):
+    assert hook("prompt", load("user_prompt_submit", wiki.path, prompt=["a list"]), wiki.path) == (0, None)
+    assert hook("ambient", load("pre_tool_use_read", wiki.path, tool_input="x"), wiki.path) == (0, None)
+    assert hook("post-build", load("post_tool_use_bash", wiki.path, tool_response=None), wiki.path) == (0, None)
+
+
+def test_outside_a_git_repository_the_hooks_are_silent(hook, tmp_path):
+    assert hook("session", load("session_start", tmp_path), tmp_path) == (0, None)
+
+
+def test_an_internal_error_is_logged_and_answered_with_nothing(wiki, hook):
+    db = wiki.path / ".git" / "gitwiki" / "index.sqlite"
+    for suffix in ("-wal", "-shm"):
+        (db.parent / (db.name + suffix)).unlink(missing_ok=True)
+    db.write_bytes(b"SQLite format 3\x00" + b"\x00" * 84 + b"garbage" * 200)
+    assert hook("prompt", load("user_prompt_submit", wiki.path), wiki.path) == (0, None)
+    (wiki.path / ".gitwiki.toml").write_text("[search]\nmode = 'telepathy'\n")
+    assert hook("prompt", load("user_prompt_submit", wiki.path), wiki.path) == (0, None)
+    log = (wiki.path / ".git" / "gitwiki" / "agent-hooks.log").read_text()
+    assert "gitwiki hook prompt: Traceback" in log
+    assert "UsageError: [search] mode must be one of" in log
+
+
+def test_answers_are_capped(wiki, hook):
+    config = wiki.path / ".gitwiki.toml"
+    config.write_text(config.read_text() + "[agent_hooks]\nmax_chars = 150\n")
+    text = context_of(hook("session", load("session_start", wiki.path), wiki.path)[1])
+    assert len(text) <= 150
+    assert text.endswith("… (cut to 150 characters: [agent_hooks] max_chars)")
+
+
+def test_the_hook_path_imports_no_heavy_library(wiki):
+    """A fresh interpreter, as Claude Code starts one per hook: which modules did `gitwiki hook` load?"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for hook_type, fixture in (
+        ("prompt", "user_prompt_submit"),
+        ("ambient", "pre_tool_use_edit"),
+        ("session", "session_start"),
+    ):
+        event = (ROOT / "tests/agent_hooks/fixtures" / f"{fixture}.json").read_text().replace("{root}", str(wiki.path))
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "gitwiki", "hook", hook_type],
+            input=event.encode(),
+            capture_output=True,
+            cwd=wiki.path,
+            env=env,
+        )
+        assert done.returncode == 0 and done.stdout.startswith(b'{"hookSpecificOutput"'), done.stderr[-500:]
+        loaded = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.decode().splitlines()[1:]}
+        assert "gitwiki" in loaded
+        assert not loaded & set(HEAVY), (hook_type, loaded & set(HEAVY))

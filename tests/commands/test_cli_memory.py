@@ -1,0 +1,129 @@
+"""`gitwiki memory …` through the real entry point: each command, --json on reads, exit codes."""
+
+import json
+
+import pytest
+
+DEPLOY = "how-to: deploy with argo from the release branch once the tests pass on main"
+LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
+
+
+@pytest.fixture
+def wiki_repo(repo):
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n", "src/app.py": "x = 1\n"})
+    return repo
+
+
+def test_memory_commands_round_trip(cli, wiki_repo, tmp_path):
+    path = wiki_repo.path
+    code, out, _ = cli(
+        "memory",
+        "store",
+        "ops",
+        DEPLOY,
+        "--tag",
+        "CI",
+        "--source",
+        "src/app.py:1",
+        "--confidence",
+        "0.9",
+        cwd=path,
+    )
+    assert code == 0 and out.startswith("stored ops:1 [ci, how-to] (lines 3-")
+    code, out, _ = cli("memory", "store", "ops", DEPLOY, "--terse", cwd=path)
+    assert code == 0 and out.startswith("not stored: 100% like ops:1")
+    batch = tmp_path / "batch.json"
+    batch.write_text(
+        json.dumps(
+            [
+                {"topic": "ops", "text": "gotcha: argo needs the image tag"},
+                {"topic": "dev", "text": "previews per branch"},
+            ]
+        )
+    )
+    code, out, _ = cli("memory", "batch", str(batch), cwd=path)
+    assert code == 0 and out.splitlines()[0] == "stored 2 of 2 entries in 2 topic(s)"
+
+    code, out, _ = cli("memory", "search", "argo", "deploy", "--json", cwd=path)
+    data = json.loads(out)
+    assert code == 0 and data["matched"] == "and" and [h["index"] for h in data["hits"]] == [1]
+    code, out, _ = cli("memory", "search", "argo", "--detail", "brief", cwd=path)
+    assert code == 0 and sorted(out.splitlines()[:2]) == ["ops:1  " + DEPLOY, "ops:2  gotcha: argo needs the image tag"]
+    code, out, _ = cli("memory", "search", "--tag", "gotcha", "--days", "1", "--detail", "count", cwd=path)
+    assert (code, out) == (0, "1 entries match\n")
+
+    code, out, _ = cli("memory", "brief", "--json", cwd=path)
+    assert code == 0 and json.loads(out)["kind"] == "meta"
+    code, out, _ = cli("memory", "brief", "ops", "--detail", "scan", "--focus", "how-to", cwd=path)
+    assert code == 0 and "## HOW-TO" in out and "GOTCHAS" not in out
+
+    code, out, _ = cli("memory", "read", "ops", "2", cwd=path)
+    assert code == 0 and out.startswith("## ") and "[tags: gotcha]" in out
+    code, out, _ = cli("memory", "edit", "append", "ops", "2", "--text", "and the digest", cwd=path)
+    assert code == 0 and out.startswith("append: ops:2")
+    code, out, _ = cli("memory", "edit", "tag", "ops", "2", "--add", "argo", "--remove", "gotcha", "--json", cwd=path)
+    assert code == 0 and json.loads(out)["entries"][0]["tags"] == ["argo"]
+
+    code, out, _ = cli("memory", "topics", cwd=path)
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == ["dev", "ops"]
+    code, out, _ = cli(
+        "memory", "topics", "checkpoint", "--task", "release", "--done", "tag", "--next", "deploy", cwd=path
+    )
+    assert code == 0 and out.startswith("checkpoint default saved to wiki/memory/checkpoints/default.md")
+    code, out, _ = cli("memory", "topics", "resume", cwd=path)
+    assert code == 0 and out.startswith("# Resuming: release") and "## Next\n\n- deploy" in out
+    code, out, _ = cli("memory", "topics", "export", "--json", cwd=path)
+    export = tmp_path / "export.json"
+    export.write_text(out)
+    code, out, _ = cli("memory", "edit", "delete", "ops", "--all", cwd=path)
+    assert code == 0 and out.startswith("deleted 2 entries from ops")
+    code, out, _ = cli("memory", "topics", "import", "--file", str(export), cwd=path)
+    assert code == 0 and out.startswith("imported 2 entries: ops +2")
+    code, out, _ = cli("memory", "topics", "stale", cwd=path)
+    assert (code, out) == (0, "no stale sources\n")
+    code, out, _ = cli("memory", "topics", "stats", "--detail", "index", "--json", cwd=path)
+    assert code == 0 and json.loads(out)["index"]["pages"] == 2
+
+
+def test_memory_errors_map_to_exit_codes(cli, wiki_repo):
+    code, _, err = cli("memory", "read", "nope", cwd=wiki_repo.path)
+    assert code == 3 and "no memory topic 'nope'" in err
+    code, _, err = cli("memory", "search", "x", "--after", "someday", cwd=wiki_repo.path)
+    assert code == 2 and "YYYY-MM-DD" in err
+    code, _, err = cli("memory", "topics", "frobnicate", cwd=wiki_repo.path)
+    assert code == 2 and "topics action must be one of" in err
+    code, _, err = cli("memory", "edit", "revise", "nope", "1", "--text", "x", cwd=wiki_repo.path)
+    assert code == 3
+    code, _, err = cli("memory", "store", "t", "x", "--confidence", "2", cwd=wiki_repo.path)
+    assert code == 2 and "confidence" in err
+
+
+def test_every_topics_action_from_the_cli(cli, wiki_repo):
+    path = wiki_repo.path
+    cli("memory", "store", "auth", "gotcha: tokens expire hourly in staging", "--source", "src/app.py:1", cwd=path)
+    cli("memory", "store", "web", "the web app refreshes auth tokens", "--link", "auth:1", cwd=path)
+    cli("memory", "store", "web", "a weak guess about caching", "--confidence", "0.1", cwd=path)
+    wiki_repo.write("src/app.py", "x = 2\n")
+    expected = {
+        ("recent", "--limit", "1"): "web:2  ",
+        ("entries", "--topic", "web"): "web:1  ",
+        ("stats",): "3 entries in 2 topics; 1 tagged, 1 with a source, 1 stale",
+        ("xref",): "web:1 → auth:1  (link)",
+        ("graph", "--focus", "auth"): "web → auth  (2)",
+        ("stale",): "auth:1  src/app.py@",
+        ("refresh", "--topic", "auth"): "auth:1  gotcha: tokens expire hourly in staging\n--- src/app.py@",
+        ("prune",): "prune: 1 change(s) would apply (dry run; pass apply to write)",
+        ("compact",): "compact: 0 change(s)",
+        ("reindex",): "memory index: 2 pages, 3 chunks, model (lexical)",
+        ("session", "--since", "today"): "auth:1  ",
+    }
+    for args, start in expected.items():
+        code, out, err = cli("memory", "topics", *args, cwd=path)
+        assert code == 0 and out.startswith(start), (args, out, err)
+    code, out, _ = cli("memory", "topics", "prune", "--apply", cwd=path)
+    assert code == 0 and out.startswith("prune: 1 change(s) applied")
+    cli("memory", "topics", "checkpoint", "--task", "t", cwd=path)
+    code, out, _ = cli("memory", "topics", "clear_checkpoint", cwd=path)
+    assert code == 0 and out.startswith("checkpoint default cleared")
+    code, _, err = cli("memory", "topics", "resume", cwd=path)
+    assert code == 3 and "no checkpoint 'default'" in err

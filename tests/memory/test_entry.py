@@ -1,0 +1,134 @@
+"""The topic page format: parse ∘ render is the identity, and the helpers that shape an entry."""
+
+import pytest
+
+from gitwiki.errors import UsageError
+from gitwiki.memory.entry import (
+    Entry,
+    auto_tags,
+    clean_text,
+    jaccard,
+    normalize_tags,
+    parse_page,
+    render_page,
+    terms,
+    topic_name,
+)
+
+PAGE = """# gotchas
+
+Things that bit us.
+
+## 2026-11-20T10:00:00Z — gotcha: the lock is re-entrant per thread only
+
+Two threads of one process still wait for each other.
+
+[tags: gotcha, locking]
+[source: gitwiki/store.py:380@0123456789ab]
+[confidence: 0.85]
+[links: decisions:2 perf]
+[modified: 2026-11-21T09:30:00Z]
+
+## Notes
+
+A section a person added by hand.
+
+## 2026-11-22T08:00:00Z — A short heading
+
+The text, with a fence:
+
+```
+## not a heading
+[tags: not metadata]
+```
+"""
+
+
+def test_parse_reads_every_field_and_the_line_ranges():
+    page = parse_page(PAGE, "gotchas")
+    assert (page.name, page.preamble) == ("gotchas", "Things that bit us.")
+    first, notes, fenced = page.entries
+    assert first == Entry(
+        topic="gotchas",
+        created="2026-11-20T10:00:00Z",
+        text="gotcha: the lock is re-entrant per thread only\n\nTwo threads of one process still wait for each other.",
+        tags=("gotcha", "locking"),
+        source="gitwiki/store.py:380@0123456789ab",
+        confidence=0.85,
+        links=("decisions:2", "perf"),
+        modified="2026-11-21T09:30:00Z",
+        title="",
+        index=1,
+        start_line=5,
+        end_line=13,
+    )
+    assert (first.ref, first.when) == ("gotchas:1", "2026-11-21T09:30:00Z")
+    assert (notes.created, notes.title, notes.text, notes.index) == (
+        "",
+        "Notes",
+        "A section a person added by hand.",
+        2,
+    )
+    assert fenced.title == "" and fenced.text.startswith("A short heading\n\nThe text, with a fence:\n\n```\n")
+    assert "## not a heading\n[tags: not metadata]" in fenced.text
+    assert fenced.tags == () and fenced.end_line == len(PAGE.splitlines())
+
+
+def test_render_of_parse_is_the_page():
+    page = parse_page(PAGE, "gotchas")
+    assert render_page(page.name, page.entries, page.preamble) == PAGE
+
+
+@pytest.mark.parametrize(
+    ("text", "whole"),
+    [
+        ("one line", False),
+        ("first line\n\nmore text\nand more", False),
+        ("x" * 100 + "\n\nafter a long first line", True),
+        ("```\n## code first\n```\nthen prose", True),
+        ("### Demoted heading\n\nbody", True),
+        ("same\n\nsame", True),
+    ],
+)
+def test_an_entry_reads_back_as_written(text, whole):
+    text = clean_text(text)
+    entry = Entry("t", "2026-11-20T10:00:00Z", text, ("a",))
+    page = render_page("t", [entry])
+    (parsed,) = parse_page(page, "t").entries
+    assert parsed.text == text and parsed.tags == ("a",)
+    # The heading carries the first line; the body repeats the whole text only when the heading had to
+    # shorten or clean that line.
+    body = page.split("\n\n", 2)[2]
+    rest = text.partition("\n")[2].lstrip("\n")
+    assert body.startswith(text if whole else (rest + "\n\n" if rest else "") + "[tags: a]")
+
+
+def test_clean_text_keeps_an_entry_one_section():
+    text = clean_text("  # Big\n## Mid\n[tags: x]\n```\n## fenced\n```\n")
+    assert text == "### Big\n\n### Mid\n\\[tags: x]\n```\n## fenced\n```"
+    entry = Entry("t", "2026-11-20T10:00:00Z", text)
+    parsed = parse_page(render_page("t", [entry]), "t").entries
+    assert len(parsed) == 1 and parsed[0].text == text and parsed[0].tags == ()
+    with pytest.raises(UsageError, match="empty"):
+        clean_text("  \n ")
+
+
+def test_names_tags_and_auto_tags():
+    assert topic_name(" Iris Auth/API ") == "iris-auth-api"
+    with pytest.raises(UsageError):
+        topic_name("//")
+    assert normalize_tags(["Perf", "#perf", " data flow ", "", "b"]) == ("b", "data-flow", "perf")
+    assert normalize_tags("x, Y") == ("x", "y")
+    assert auto_tags("Gotcha: x") == ("gotcha",)
+    assert auto_tags("how-to: run it") == ("how-to",)
+    assert auto_tags("perf: slow") == ("perf",)
+    assert auto_tags("decided: sqlite") == ("decision",)
+    assert auto_tags("nothing here: really") == ()
+    assert auto_tags("no prefix") == ()
+
+
+def test_jaccard_on_stemmed_terms():
+    a = terms("the index lock serializes writers")
+    assert a == frozenset({"index", "lock", "serial", "writer"})
+    assert jaccard(a, terms("writers are serialized by the index lock")) == 1.0
+    assert jaccard(a, frozenset()) == 0.0

@@ -1,0 +1,467 @@
+"""The memory library on real git repos: writes, dedup, search ranking and filters, briefs, topic actions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from gitwiki.errors import NotFoundError, UsageError
+from gitwiki.memory import brief as brief_mod
+from gitwiki.memory import checkpoint as cp
+from gitwiki.memory import search as search_mod
+from gitwiki.memory import store as store_mod
+from gitwiki.memory import topics as topics_mod
+from gitwiki.memory.base import Memory
+from gitwiki.memory.entry import parse_page
+from tests.helpers import needs_model
+
+LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def repo_mem(repo):
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n\nThe wiki.\n", "src/app.py": "a\nb\nc\n"})
+    return repo, Memory.open(repo.path)
+
+
+def page(repo, topic: str) -> str:
+    return (repo.path / f"wiki/memory/{topic}.md").read_text()
+
+
+def entry_md(stamp: str, text: str, meta: str = "") -> str:
+    return f"## {stamp} — {text.splitlines()[0]}\n\n{text}\n" + (f"\n{meta}\n" if meta else "") + "\n"
+
+
+def write_topic(repo, topic: str, *entries: str) -> None:
+    repo.write(f"wiki/memory/{topic}.md", f"# {topic}\n\n" + "".join(entries))
+
+
+# ---- store, dedup, tags, links ---------------------------------------------------------------------
+
+
+def test_store_writes_a_lint_clean_page_and_auto_tags(repo_mem):
+    repo, mem = repo_mem
+    done = store_mod.store(
+        mem, "Go Tchas", "gotcha: the lock is per thread", tags=["Locking", "#locking"], confidence=0.8
+    )
+    (result,) = done.results
+    assert result.stored and result.topic == "go-tchas" and result.entry.ref == "go-tchas:1"
+    assert result.entry.tags == ("gotcha", "locking") and result.entry.confidence == 0.8
+    text = page(repo, "go-tchas")
+    assert text.startswith("# go-tchas\n\n## 20") and "[tags: gotcha, locking]\n[confidence: 0.8]\n" in text
+    assert done.writes[0].findings == [] and done.writes[0].commit is None
+    assert repo.git("status", "--porcelain").strip() == "?? wiki/memory/"
+    lint = subprocess.run(
+        [sys.executable, "-m", "gitwiki", "lint", "wiki/memory/go-tchas.md"],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+    )
+    assert lint.returncode == 0, lint.stdout
+    # An entry is a normal chunk: `gitwiki ground` finds it.
+    found = mem.wiki.search("lock per thread", mode="lexical")
+    assert found.docs[0].path == "wiki/memory/go-tchas.md"
+    assert found.docs[0].chunks[0].breadcrumb[1].endswith("gotcha: the lock is per thread")
+
+
+def test_duplicates_above_70_percent_on_six_tokens_are_refused_unless_forced(repo_mem):
+    _, mem = repo_mem
+    base = "the writer lock guards every index update across worktrees and hooks"
+    store_mod.store(mem, "t", base)
+    # 8 of 9 terms shared (89 %): refused, with the entry it repeats.
+    dup = store_mod.store(mem, "t", base + " too").results[0]
+    assert not dup.stored and dup.duplicate_of.ref == "t:1" and dup.overlap > 0.7
+    # 7 shared of 10 (70 %) is not above the threshold.
+    near = store_mod.store(mem, "t", "the writer lock guards every index update across shards, queues and caches")
+    assert near.results[0].stored and near.results[0].overlap == 0.0
+    # Below 6 tokens nothing counts as a duplicate.
+    assert store_mod.store(mem, "t", "lock the index").results[0].stored
+    assert store_mod.store(mem, "t", "lock the index now").results[0].stored
+    forced = store_mod.store(mem, "t", base + " too", force=True).results[0]
+    assert forced.stored and forced.entry.index == 5
+    # Other topics are not compared.
+    assert store_mod.store(mem, "other", base).results[0].stored
+
+
+def test_links_are_validated_and_sources_pinned(repo_mem):
+    repo, mem = repo_mem
+    store_mod.store(mem, "decisions", "sqlite for the local index")
+    result = store_mod.store(
+        mem, "t", "see the decision", links=["decisions:1", "decisions:9", "nowhere"], source="src/app.py:2"
+    ).results[0]
+    assert result.warnings == (
+        "link decisions:9: topic 'decisions' has 1 entries",
+        "link nowhere: no topic 'nowhere' yet",
+    )
+    blob = repo.git("hash-object", "src/app.py").strip()
+    assert result.entry.source == f"src/app.py:2@{blob[:12]}"
+    missing = store_mod.store(mem, "t", "about a file that is not there", source="src/gone.py:3").results[0]
+    assert missing.entry.source == "src/gone.py:3" and "not a file" in missing.warnings[0]
+    with pytest.raises(UsageError, match="repo-relative"):
+        store_mod.store(mem, "t", "x", source="../etc/passwd")
+    with pytest.raises(UsageError, match="confidence"):
+        store_mod.store(mem, "t", "x", confidence=1.5)
+
+
+def test_batch_one_write_per_topic_and_intra_batch_dedup(repo_mem):
+    repo, mem = repo_mem
+    text = "decision: every memory write goes through the page write path of the wiki"
+    done = store_mod.batch(
+        mem,
+        [
+            {"topic": "a", "text": text},
+            {"topic": "a", "text": text + " always"},
+            {"topic": "b", "text": "how-to: run the benchmark with python bench/bench_memory.py"},
+            {"topic": "a", "text": "perf: fine"},
+        ],
+    )
+    assert [r.stored for r in done.results] == [True, False, True, True]
+    assert done.results[1].duplicate_of.ref == "a:1"
+    assert sorted(w.path for w in done.writes) == ["memory/a.md", "memory/b.md"]
+    assert [e.tags for e in parse_page(page(repo, "a"), "a").entries] == [("decision",), ("perf",)]
+    with pytest.raises(UsageError, match="entry 1"):
+        store_mod.batch(mem, [{"text": "no topic"}])
+
+
+def test_two_processes_storing_at_once_lose_nothing(repo_mem):
+    repo, _ = repo_mem
+    script = (
+        "import sys\nfrom gitwiki.memory.base import Memory\nfrom gitwiki.memory.store import store\n"
+        "m = Memory.open(sys.argv[1])\n"
+        "for i in range(15):\n    store(m, 'shared', f'process {sys.argv[2]} entry {i} alpha beta gamma delta', force=True)\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(repo.path), str(n)]) for n in (1, 2)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    entries = parse_page(page(repo, "shared"), "shared").entries
+    assert len(entries) == 30
+    assert {e.text for e in entries} == {
+        f"process {n} entry {i} alpha beta gamma delta" for n in (1, 2) for i in range(15)
+    }
+    assert len({e.heading for e in entries}) == 30
+
+
+def test_commit_option_commits_only_the_memory_page(repo):
+    repo.commit("init", {".gitwiki.toml": LEXICAL + "[memory]\ncommit = true\ndir = 'notes'\n", "wiki/a.md": "# A\n"})
+    repo.write("wiki/a.md", "# A\n\nunrelated edit\n")
+    mem = Memory.open(repo.path)
+    done = store_mod.store(mem, "t", "committed entry")
+    assert done.writes[0].commit == repo.git("rev-parse", "HEAD").strip()
+    assert repo.git("log", "-1", "--format=%s").strip() == "gitwiki: add_markdown wiki/notes/t.md"
+    # The page and the front index.md the write path scaffolded; not the unrelated edit.
+    assert set(repo.git("show", "--name-only", "--format=", "HEAD").split()) == {"wiki/notes/t.md", "wiki/index.md"}
+    assert repo.git("status", "--porcelain").strip() == "M wiki/a.md"
+
+
+# ---- search ----------------------------------------------------------------------------------------
+
+
+def test_search_and_first_then_or_fallback_and_identifier_splitting(repo_mem):
+    _, mem = repo_mem
+    store_mod.store(mem, "a", "rotateSigningKey runs every 90 days")
+    store_mod.store(mem, "a", "the signing service keeps its keys in vault")
+    store_mod.store(mem, "b", "rotation of passwords happens yearly")
+    both = search_mod.search(mem, "rotate_signing_key")
+    assert both.matched == "and" and [h.entry.ref for h in both.hits] == ["a:1"]
+    either = search_mod.search(mem, "signing passwords")
+    assert either.matched == "or" and {h.entry.ref for h in either.hits} == {"a:1", "a:2", "b:1"}
+    forced_or = search_mod.search(mem, "signing vault", mode="or")
+    assert forced_or.matched == "or" and forced_or.hits[0].entry.ref == "a:2" and len(forced_or.hits) == 2
+    assert search_mod.search(mem, "the of and").hits == []  # stop words only
+
+
+def test_search_ranks_by_confidence_and_recency_and_caps_three_per_topic(repo):
+    old = [entry_md(f"2026-0{m}-01T00:00:00Z", f"cache eviction note {m}") for m in range(1, 6)]
+    write_topic(repo, "many", *old)
+    write_topic(
+        repo,
+        "few",
+        entry_md("2026-11-22T00:00:00Z", "cache eviction is LRU", "[confidence: 0.5]"),
+        entry_md("2026-11-22T00:00:00Z", "cache eviction happens hourly"),
+    )
+    repo.commit("init", {".gitwiki.toml": LEXICAL})
+    mem = Memory.open(repo.path)
+    found = search_mod.search(mem, "cache eviction", now=NOW, limit=10)
+    assert found.total == 7 and len(found.hits) == 5
+    refs = [h.entry.ref for h in found.hits]
+    assert refs[:2] == ["few:2", "few:1"]  # recent; full confidence before 0.5
+    assert sum(r.startswith("many:") for r in refs) == 3 and refs[2:] == ["many:5", "many:4", "many:3"]
+    h = found.hits[0]
+    assert h.relevance == 1.0 and h.score == pytest.approx(1.0 / (1 + 1.5 / 30))
+
+
+def test_search_filters_inline_and_dates(repo):
+    write_topic(
+        repo,
+        "ops",
+        entry_md("2026-11-23T09:00:00Z", "deploy freeze on fridays", "[tags: decision]"),
+        entry_md("2026-11-22T09:00:00Z", "deploy with argo", "[tags: how-to]\n[source: ci/deploy.sh:3@abcdef012345]"),
+        entry_md("2026-11-16T09:00:00Z", "deploy used to be manual", "[tags: decision]"),
+    )
+    write_topic(repo, "dev", entry_md("2026-11-23T10:00:00Z", "deploy previews per branch"))
+    repo.commit("init", {".gitwiki.toml": LEXICAL})
+    mem = Memory.open(repo.path)
+
+    def refs(query=None, **kw):
+        return [h.entry.ref for h in search_mod.search(mem, query, now=NOW, **kw).hits]
+
+    def chosen(query=None, **kw):
+        return sorted(refs(query, **kw))
+
+    assert refs("deploy tag:decision") == ["ops:1", "ops:3"]
+    assert refs("deploy topic:dev") == ["dev:1"]
+    # ops:2 is newer than ops:3 but its source is gone (stale, × 0.7).
+    assert refs("deploy", topic="o*") == ["ops:1", "ops:3", "ops:2"]
+    assert refs("source:ci/deploy.sh") == ["ops:2"]
+    assert chosen("deploy", after="today") == ["dev:1", "ops:1"]
+    assert chosen("deploy", after="yesterday", before="today") == ["ops:2"]
+    assert chosen("deploy", after="this-week") == ["dev:1", "ops:1"]  # the week began on Monday 2026-11-23
+    assert chosen("deploy", before="2026-11-17") == ["ops:3"]
+    assert chosen("deploy", hours=6) == ["dev:1", "ops:1"]
+    assert chosen("deploy", days=2) == ["dev:1", "ops:1", "ops:2"]
+    assert refs(tag="decision") == ["ops:1", "ops:3"]  # no words: newest first
+    # ops:2's source file does not exist any more: stale, × 0.7.
+    stale_hit = next(h for h in search_mod.search(mem, "argo", now=NOW).hits)
+    assert stale_hit.stale and stale_hit.score == pytest.approx(stale_hit.relevance * 0.7 / (1 + 1.125 / 30))
+    with pytest.raises(UsageError, match="date"):
+        search_mod.search(mem, "x", after="last tuesday")
+
+
+def test_stale_after_a_commit_lowers_confidence_and_refresh_shows_the_diff(repo_mem):
+    repo, mem = repo_mem
+    store_mod.store(mem, "code", "b is the second line of app", source="src/app.py:2")
+    assert topics_mod.stale_entries(mem) == []
+    assert not search_mod.search(mem, "second line").hits[0].stale
+    repo.commit("change app", {"src/app.py": "a\nB changed\nc\n"})
+    (found,) = topics_mod.stale_entries(mem)
+    assert (found.entry.ref, found.path, found.current) == (
+        "code:1",
+        "src/app.py",
+        repo.git("hash-object", "src/app.py").strip(),
+    )
+    hit = search_mod.search(mem, "second line").hits[0]
+    assert hit.stale and hit.score == pytest.approx(
+        hit.relevance * 0.7 * search_mod.recency(hit.entry, datetime.now(UTC)), rel=1e-3
+    )
+    (fresh,) = topics_mod.refresh_entries(mem)
+    assert "-b\n+B changed\n" in fresh.diff and fresh.diff.startswith("--- src/app.py@")
+
+
+# ---- brief -----------------------------------------------------------------------------------------
+
+
+def test_brief_dedup_supersession_chains_categories_and_tiers(repo):
+    write_topic(
+        repo,
+        "iris-auth",
+        entry_md("2026-11-01T00:00:00Z", "gotcha: tokens expire after one hour in staging", "[tags: gotcha]"),
+        entry_md("2026-11-10T00:00:00Z", "gotcha: tokens expire after two hours in staging", "[tags: gotcha]"),
+        entry_md("2026-11-02T00:00:00Z", "decision: sessions live in redis", "[tags: decision]"),
+        entry_md("2026-11-03T00:00:00Z", "redis cluster needs three nodes"),
+        entry_md("2026-11-04T00:00:00Z", "redis failover takes a minute"),
+        entry_md("2026-11-05T00:00:00Z", "redis memory is capped at 2 GB", "[tags: perf]"),
+    )
+    write_topic(
+        repo, "iris-web", entry_md("2026-11-06T00:00:00Z", "decision: sessions live in redis", "[tags: decision]")
+    )
+    write_topic(repo, "other", entry_md("2026-11-06T00:00:00Z", "unrelated"))
+    repo.commit("init", {".gitwiki.toml": LEXICAL})
+    mem = Memory.open(repo.path)
+    b = brief_mod.brief(mem, "iris-*", detail="scan", now=NOW)
+    assert b.kind == "topic" and {t.topic for t in b.topics} == {"iris-auth", "iris-web"}
+    by_ref = {i.entry.ref: i for i in b.items}
+    assert "iris-web:1" not in by_ref and by_ref["iris-auth:3"].also_in == ("iris-web:1",)
+    assert by_ref["iris-auth:1"].superseded_by == "iris-auth:2" and by_ref["iris-auth:2"].superseded_by == ""
+    assert [(i.entry.ref, i.category) for i in b.items if not i.superseded_by] == [
+        ("iris-auth:2", "GOTCHAS"),
+        ("iris-auth:3", "DECISIONS"),
+        ("iris-auth:6", "PERFORMANCE"),
+        ("iris-auth:4", "UNTAGGED"),
+        ("iris-auth:5", "UNTAGGED"),
+    ]
+    assert b.chains == [brief_mod.Chain("redi", ("iris-auth:3", "iris-auth:4", "iris-auth:5", "iris-auth:6"))]
+    assert "## SUPERSEDED\n\n- iris-auth:1 gotcha: tokens expire after one hour in staging → iris-auth:2" in b.markdown
+    assert "- iris-auth:3 2026-11-02 decision: sessions live in redis (also in iris-web:1)" in b.markdown
+    summary = brief_mod.brief(mem, "iris-*", now=NOW).markdown.splitlines()
+    assert len(summary) <= 15 and summary[2].startswith("GOTCHAS (1): iris-auth:2")
+    full = brief_mod.brief(mem, "iris-auth", detail="full", focus=["gotchas"], now=NOW)
+    assert {i.category for i in full.items} == {"GOTCHAS"} and "### iris-auth:2 · 2026-11-10T00:00:00Z" in full.markdown
+    since = brief_mod.brief(mem, "iris-auth", detail="scan", since="2026-11-05", now=NOW)
+    assert {i.entry.ref for i in since.items} == {"iris-auth:2", "iris-auth:6"}
+    words = brief_mod.brief(mem, "failover", now=NOW)
+    assert words.kind == "search" and [i.entry.ref for i in words.items] == ["iris-auth:5"]
+    with pytest.raises(UsageError, match="focus"):
+        brief_mod.brief(mem, "iris-*", focus=["nope"])
+
+
+def test_meta_brief_ranks_topics_by_activity(repo):
+    write_topic(repo, "old", entry_md("2026-01-01T00:00:00Z", "x", "[tags: gap]"))
+    write_topic(repo, "busy", *[entry_md(f"2026-11-2{d}T00:00:00Z", f"note {d}", "[tags: perf]") for d in range(3)])
+    repo.commit("init", {".gitwiki.toml": LEXICAL})
+    b = brief_mod.brief(Memory.open(repo.path), now=NOW)
+    assert b.kind == "meta" and [t.topic for t in b.topics] == ["busy", "old"]
+    assert (b.topics[0].entries, b.topics[0].recent, b.topics[0].velocity) == (3, 3, 0.43)
+    assert b.themes == [("perf", 3), ("gap", 1)]
+    assert b.markdown.startswith("# Memory: 4 entries in 2 topics, 3 in the last 7 days")
+    assert "- busy: 3 entries, last 2026-11-22, 0.43/day  [perf]" in b.markdown
+
+
+# ---- edit and topic actions ------------------------------------------------------------------------
+
+
+def test_edit_actions(repo_mem):
+    repo, mem = repo_mem
+    for text in ("first note", "second note about redis", "third note about redis"):
+        store_mod.store(mem, "t", text)
+    store_mod.store(mem, "u", "links to t", links=["t:2", "t"])
+    appended = store_mod.edit(mem, "append", "t", index=1, text="gotcha: more")
+    assert appended.entries[0].text == "first note\n\ngotcha: more" and appended.entries[0].tags == ("gotcha",)
+    assert appended.entries[0].modified
+    revised = store_mod.edit(mem, "revise", "t", index=1, text="rewritten")
+    assert revised.entries[0].text == "rewritten" and "[modified: " in page(repo, "t")
+    tagged = store_mod.edit(mem, "tag", "t", index=1, add=["A", "b"], remove=["gotcha"])
+    assert tagged.entries[0].tags == ("a", "b")
+    assert store_mod.edit(mem, "delete", "t", match_str="THIRD").removed == 1
+    with pytest.raises(NotFoundError):
+        store_mod.edit(mem, "delete", "t", index=7)
+    with pytest.raises(UsageError, match="exactly one"):
+        store_mod.edit(mem, "delete", "t", index=1, all=True)
+    store_mod.store(mem, "v", "v one")
+    merged = store_mod.edit(mem, "merge", "t", into="v")
+    assert merged.target == "v" and [e.ref for e in merged.entries] == ["v:2", "v:3"]
+    assert not (repo.path / "wiki/memory/t.md").exists()
+    assert parse_page(page(repo, "u"), "u").entries[0].links == ("v:3", "v")
+    renamed = store_mod.edit(mem, "rename", "v", to="Vee")
+    assert renamed.target == "vee" and parse_page(page(repo, "u"), "u").entries[0].links == ("vee:3", "vee")
+    assert store_mod.edit(mem, "delete", "vee", all=True).removed == 3
+    assert set(mem.topics()) == {"u"}
+
+
+def test_topic_listing_stats_xref_graph(repo_mem):
+    _, mem = repo_mem
+    store_mod.store(mem, "auth", "tokens expire hourly", tags=["gotcha"])
+    store_mod.store(mem, "web", "the web app refreshes auth tokens", links=["auth:1", "ghost:2"])
+    assert [a.topic for a in topics_mod.list_topics(mem)] == ["auth", "web"]
+    assert [e.ref for e in topics_mod.recent(mem, 1)] == ["web:1"]
+    assert [e.ref for e in topics_mod.session(mem)[1]] == ["auth:1", "web:1"]
+    assert topics_mod.session(mem, since="2999-01-01") == ("2999-01-01T00:00:00Z", [])
+    s = topics_mod.stats(mem, "tags")
+    assert (s.topics, s.entries, s.tagged, s.tags) == (2, 2, 1, [("gotcha", 1)])
+    assert topics_mod.xref(mem) == [
+        topics_mod.XRef("web:1", "auth:1", "link", True),
+        topics_mod.XRef("web:1", "ghost:2", "link", False),
+        topics_mod.XRef("web:1", "auth", "mention", True),
+    ]
+    g = topics_mod.graph(mem)
+    assert g.nodes == [("auth", 1), ("web", 1)] and g.edges == [("web", "auth", 2)]
+    assert topics_mod.graph(mem, focus="auth").edges == [("web", "auth", 2)]
+    assert topics_mod.stats(mem, "index").index["pages"] == 2
+
+
+def test_prune_and_compact_dry_run_then_apply(repo):
+    text = "the build cache lives in the shared runner volume for all jobs"
+    write_topic(
+        repo,
+        "ci",
+        entry_md("2026-11-01T00:00:00Z", text, "[tags: a]"),
+        entry_md("2026-11-01T00:00:00Z", text + " today", "[tags: b]"),
+        entry_md("2026-11-02T00:00:00Z", "a weak guess", "[confidence: 0.2]"),
+    )
+    repo.commit("init", {".gitwiki.toml": LEXICAL})
+    mem = Memory.open(repo.path)
+    dry = topics_mod.compact(mem)
+    assert not dry.applied and [(c.entry.ref, c.reason) for c in dry.changes] == [("ci:1", "absorbs ci:2")]
+    assert len(mem.topic("ci").page.entries) == 3
+    assert topics_mod.compact(mem, apply=True).applied
+    (kept, weak) = mem.topic("ci").page.entries
+    assert kept.tags == ("a", "b") and kept.modified
+    pruned = topics_mod.prune(mem)
+    assert [(c.entry.ref, c.reason) for c in pruned.changes] == [("ci:2", "confidence 0.20 < 0.3")]
+    topics_mod.prune(mem, apply=True)
+    assert [e.text for e in mem.topic("ci").page.entries] == [text]
+
+
+def test_checkpoint_round_trip_and_clear(repo_mem):
+    repo, mem = repo_mem
+    saved, writes = cp.checkpoint(mem, "ship memory", done=["format", "store"], next="search\nbrief", files=["a.py"])
+    assert saved.path == "wiki/memory/checkpoints/default.md" and writes[0].path == "memory/checkpoints/default.md"
+    assert "checkpoints" not in mem.topics()
+    loaded = cp.load_checkpoint(mem)
+    assert loaded == saved and loaded.next == ("search", "brief") and loaded.hypotheses == ()
+    resumed = cp.resume(mem, now=datetime.fromisoformat(saved.saved) + timedelta(hours=2, minutes=5))
+    assert resumed.age_seconds == 7500
+    assert resumed.markdown.startswith(f"# Resuming: ship memory\n\nCheckpoint `default` saved {saved.saved} (2h ago).")
+    assert "## Done\n\n- format\n- store\n" in resumed.markdown and "## Files\n\n- a.py" in resumed.markdown
+    cp.clear_checkpoint(mem)
+    assert cp.load_checkpoint(mem) is None
+    with pytest.raises(NotFoundError, match="no checkpoint"):
+        cp.resume(mem)
+
+
+def test_export_import_round_trip_loses_nothing(repo_mem, tmp_path):
+    repo, mem = repo_mem
+    store_mod.store(mem, "a", "gotcha: first", source="src/app.py:1", confidence=0.6, links=["b"])
+    store_mod.store(mem, "b", "second\n\n### with a sub heading\n\n- and a list")
+    store_mod.edit(mem, "revise", "b", index=1, text="second, revised")
+    cp.checkpoint(mem, "task", next=["x"])
+    exported = topics_mod.export(mem)
+
+    from tests.helpers import GitRepoFixture
+
+    other_path = tmp_path / "other"
+    other_path.mkdir()
+    other = GitRepoFixture(other_path)
+    other.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
+    target = Memory.open(other.path)
+    assert topics_mod.import_memory(target, json.loads(json.dumps(exported))) == ({"a": 1, "b": 1}, ["default"])
+    again = topics_mod.export(target)
+    assert {k: v for k, v in again.items() if k != "exported"} == {k: v for k, v in exported.items() if k != "exported"}
+    assert topics_mod.import_memory(target, exported)[0] == {}  # merging twice adds nothing
+    for name in ("a", "b"):
+        assert (other.path / f"wiki/memory/{name}.md").read_text() == page(repo, name)
+
+
+@needs_model
+def test_the_new_entry_is_embedded_in_the_write(repo):
+    repo.commit("init", {"wiki/index.md": "# Home\n"})
+    mem = Memory.open(repo.path)
+    done = store_mod.store(mem, "t", "the deploy pipeline promotes images from staging to production")
+    embedder = mem.wiki.embedder()
+    blob = next(iter(mem.topics().values())).blob
+    assert mem.wiki.store.missing_vectors(embedder.model_id, [blob]) == [] and done.results[0].stored
+    found = search_mod.search(mem, "how do releases reach prod")
+    assert found.ranking == "hybrid" and found.matched == "semantic" and found.hits[0].entry.ref == "t:1"
+
+
+def test_refusals_name_the_fix(repo_mem, tmp_path):
+    repo, mem = repo_mem
+    with pytest.raises(UsageError, match="index page"):
+        store_mod.store(mem, "Index", "x")
+    outside = tmp_path / "secret.txt"
+    outside.write_text("s")
+    (repo.path / "link.txt").symlink_to(outside)
+    with pytest.raises(UsageError, match="symlink"):
+        store_mod.store(mem, "t", "x", source="link.txt")
+    repo.write(".gitwiki.toml", LEXICAL + '[memory]\ndir = ""\n')
+    with pytest.raises(UsageError, match=r"\[memory\] dir"):
+        Memory.open(repo.path)
+
+
+def test_hook_reads_load_no_git_bindings_index_or_model(repo_mem):
+    repo, mem = repo_mem
+    store_mod.store(mem, "t", "gotcha: something worth keeping")
+    cp.checkpoint(mem, "a task")
+    script = (
+        "import sys\nfrom gitwiki.memory.base import Memory\nfrom gitwiki.memory import brief, checkpoint, topics\n"
+        "m = Memory.open(sys.argv[1])\n"
+        "assert checkpoint.resume(m).checkpoint.task == 'a task'\n"
+        "assert [a.topic for a in topics.list_topics(m)] == ['t'] and brief.brief(m).kind == 'meta'\n"
+        "assert brief.brief(m, 't').items[0].category == 'GOTCHAS'\n"
+        "print(sorted(x for x in ('pygit2', 'numpy', 'fastembed', 'sqlite3', 'gitwiki.wiki') if x in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(repo.path)], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -1,0 +1,338 @@
+"""[[repository]] corpora against real repositories: a bare repo reached by a file:// URL is the remote."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gitwiki.artifact import ARCHIVE_NAME
+from tests.helpers import MODEL_NAME, GitRepoFixture, needs_model
+from tests.test_mcp_server import call, connect, refused, run
+
+LEXICAL = "[embeddings]\nenabled = false\n"
+
+
+class Upstream:
+    """A working repo that pushes to a bare one; the bare one is what gitwiki fetches."""
+
+    def __init__(self, where: Path, pages: dict[str, str]):
+        where.mkdir()
+        (where / "work").mkdir()
+        self.work = GitRepoFixture(where / "work")
+        self.bare = where / "remote.git"
+        self.work.commit("pages", pages)
+        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(self.bare)], check=True)
+        self.work.git("remote", "add", "origin", str(self.bare))
+        self.push()
+
+    @property
+    def url(self) -> str:
+        return self.bare.as_uri()
+
+    def push(self, *flags: str) -> None:
+        self.work.git("push", "-q", *flags, "origin", "main")
+
+
+def declare(*repos: tuple[str, Upstream], extra: str = LEXICAL) -> str:
+    entries = "".join(f'[[repository]]\nname = "{name}"\nurl = "{up.url}"\n\n' for name, up in repos)
+    return entries + extra
+
+
+@pytest.fixture
+def platform(tmp_path) -> Upstream:
+    return Upstream(
+        tmp_path / "platform",
+        {
+            "wiki/deploy.md": "# Deploy\n\nWe roll out with kubernetes canaries.\n",
+            "wiki/oncall.md": "# On call\n\nPage the platform team.[^1]\n\n[^1]: Rota in the HR tool.\n",
+            "README.md": "# Platform\n\nThe readme mentions kubernetes too.\n",
+        },
+    )
+
+
+@pytest.fixture
+def handbook(tmp_path) -> Upstream:
+    return Upstream(
+        tmp_path / "handbook",
+        {
+            ".gitwiki.toml": '[[corpus]]\nname = "hb"\npath = "docs"\n',
+            "docs/holidays.md": "# Holidays\n\nTwenty-five days of annual leave.\n",
+        },
+    )
+
+
+@pytest.fixture
+def checkout(repo, platform, handbook):
+    repo.commit(
+        "init",
+        {".gitwiki.toml": declare(("platform", platform), ("handbook", handbook)), "wiki/a.md": "# A\n\nlocal page\n"},
+    )
+    return repo
+
+
+def sync(cli, cwd: Path, *args: str) -> list[dict]:
+    code, out, err = cli("repo", "sync", "--json", *args, cwd=cwd)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def top(cli, cwd: Path, query: str, *args: str) -> dict:
+    code, out, err = cli("ground", "--json", "--mode", "lexical", *args, query, cwd=cwd)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_two_repositories_searchable_side_by_side_with_the_local_corpus(checkout, cli):
+    reports = sync(cli, checkout.path)
+    assert [r["repository"] for r in reports] == ["platform", "handbook"]
+    wiki, everything = reports[0]["reports"]
+    assert (wiki["corpus"], wiki["pages"], everything["corpus"], everything["pages"]) == (
+        "repo:platform:wiki",
+        2,
+        "repo:platform:corpus",
+        3,
+    )
+    # handbook declares its own [[corpus]] path docs/: that is its wiki folder
+    assert reports[1]["reports"][0]["pages"] == 1
+    hit = top(cli, checkout.path, "kubernetes", "--corpus", "repo:platform:wiki")
+    assert (hit["corpus"], [d["path"] for d in hit["docs"]]) == ("repo:platform:wiki", ["wiki/deploy.md"])
+    hit = top(cli, checkout.path, "kubernetes", "--corpus", "repo:platform:corpus")
+    assert sorted(d["path"] for d in hit["docs"]) == ["README.md", "wiki/deploy.md"]
+    assert top(cli, checkout.path, "annual leave", "--corpus", "repo:handbook:wiki")["docs"][0]["path"] == (
+        "docs/holidays.md"
+    )
+    assert top(cli, checkout.path, "local")["corpus"] == "wiki"  # the default stays the checkout's own
+    code, out, _ = cli("config", "show", cwd=checkout.path)
+    assert "corpora repo:platform:wiki, :corpus" in out and f'url = "{checkout.path.parent}' not in out
+    code, _, err = cli("ground", "x", "--corpus", "repo:nope:wiki", cwd=checkout.path)
+    assert code == 2 and "repo:platform:wiki" in err  # the choices name the repository corpora
+
+
+def test_unchanged_remote_costs_no_download_and_no_parse(checkout, cli):
+    sync(cli, checkout.path, "platform")
+    (again,) = sync(cli, checkout.path, "platform")
+    assert again["downloaded"] is False and again["previous"] == again["commit"]
+    assert all(r["parsed"] == r["added"] == r["changed"] == 0 for r in again["reports"])
+    code, out, _ = cli("repo", "sync", "platform", cwd=checkout.path)
+    assert code == 0 and "no download" in out and "unchanged" in out
+
+
+def test_moving_ref_indexes_only_what_changed_and_list_shows_staleness(checkout, platform, cli):
+    sync(cli, checkout.path)
+    platform.work.commit("edit", {"wiki/deploy.md": "# Deploy\n\nWe roll out with nomad now.\n"})
+    platform.push()
+    code, out, _ = cli("repo", "list", "--check", cwd=checkout.path)
+    assert code == 0 and "behind" in out and "refs/heads/main" not in out  # ref followed: the remote HEAD
+    (moved,) = sync(cli, checkout.path, "platform")
+    wiki = moved["reports"][0]
+    assert (moved["downloaded"], wiki["added"], wiki["changed"], wiki["deleted"], wiki["parsed"]) == (True, 0, 1, 0, 1)
+    assert top(cli, checkout.path, "nomad", "--corpus", "repo:platform:wiki")["docs"][0]["path"] == "wiki/deploy.md"
+    assert top(cli, checkout.path, "canaries", "--corpus", "repo:platform:wiki")["docs"] == []
+    code, out, _ = cli("repo", "list", "--json", "--check", cwd=checkout.path)
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert rows["platform"]["state"] == "synced" and rows["platform"]["commit"] == moved["commit"]
+    assert rows["platform"]["corpora"] == {"repo:platform:wiki": 2, "repo:platform:corpus": 3}
+    code, out, _ = cli("status", cwd=checkout.path)
+    assert f"repository platform  {platform.url}: synced, commit {moved['commit'][:12]}" in out
+    assert "repository handbook" in out
+
+
+def test_sync_after_force_push_follows_the_rewritten_history(checkout, platform, cli):
+    (first,) = sync(cli, checkout.path, "platform")
+    platform.work.git("reset", "-q", "--hard", "HEAD")
+    platform.work.git("commit", "-q", "--amend", "-m", "rewritten")
+    platform.work.commit("gone", {"wiki/oncall.md": "# On call\n\nEscalate to the SRE pager.\n"})
+    platform.push("--force")
+    (after,) = sync(cli, checkout.path, "platform")
+    assert after["rewritten"] is True and after["previous"] == first["commit"] != after["commit"]
+    assert top(cli, checkout.path, "pager", "--corpus", "repo:platform:wiki")["docs"][0]["path"] == "wiki/oncall.md"
+    code, out, _ = cli("repo", "sync", "platform", cwd=checkout.path)
+    assert code == 0 and "history rewritten" not in out  # said once, when it happened
+
+
+def test_offline_fetch_failure_keeps_the_last_index(checkout, platform, cli):
+    sync(cli, checkout.path)
+    shutil.move(platform.bare, platform.bare.with_name("moved.git"))
+    code, out, err = cli("repo", "sync", "platform", cwd=checkout.path)
+    assert code == 1 and out == ""
+    (line,) = err.strip().splitlines()
+    assert line.startswith("platform: cannot reach") and "searching the last sync" in line
+    assert top(cli, checkout.path, "kubernetes", "--corpus", "repo:platform:wiki")["docs"]  # still searchable
+    code, out, _ = cli("repo", "list", cwd=checkout.path)
+    assert "fetch failed" in out and "last fetch failed" in out
+    shutil.move(platform.bare.with_name("moved.git"), platform.bare)
+    assert sync(cli, checkout.path, "platform")[0]["error"] is None
+    code, out, _ = cli("repo", "list", cwd=checkout.path)
+    assert "fetch failed" not in out
+
+
+def test_first_sync_failure_is_an_error_naming_the_next_step(repo, tmp_path, cli):
+    repo.commit(
+        "init", {".gitwiki.toml": f'[[repository]]\nname = "gone"\nurl = "{(tmp_path / "nope.git").as_uri()}"\n'}
+    )
+    code, _, err = cli("repo", "sync", cwd=repo.path)
+    assert code == 6 and "cannot reach" in err
+    code, _, err = cli("repo", "sync", "other", cwd=repo.path)
+    assert code == 3 and "gone" in err
+
+
+def test_artifact_first_sync_installs_the_published_index(platform, repo, tmp_path, cli):
+    platform.work.commit("config", {".gitwiki.toml": LEXICAL})
+    platform.push()
+    archive = tmp_path / ARCHIVE_NAME
+    code, _, err = cli("artifact", "pack", "--out", str(archive), cwd=platform.work.path)
+    assert code == 0, err
+    code, _, err = cli("publish", str(archive), cwd=platform.work.path)
+    assert code == 0, err
+    repo.commit("init", {".gitwiki.toml": declare(("platform", platform))})
+    (first,) = sync(cli, repo.path)
+    assert first["artifact"] is True and any("installed the published index" in n for n in first["notes"])
+    # the wiki's page versions all came with the artifact; README.md lies outside the corpus it published
+    assert [r["parsed"] for r in first["reports"]] == [0, 1]
+    assert top(cli, repo.path, "canaries", "--corpus", "repo:platform:wiki")["docs"][0]["path"] == "wiki/deploy.md"
+    platform.work.commit("new", {"wiki/new.md": "# New\n\nA dugong arrives.\n"})
+    platform.push()
+    (caught_up,) = sync(cli, repo.path)
+    assert caught_up["artifact"] is False and caught_up["reports"][0]["parsed"] == 1
+
+
+def test_local_path_repository_and_the_default_corpus_of_the_deepest_one(tmp_path, repo, cli, monkeypatch):
+    (tmp_path / "outer").mkdir()
+    outer = GitRepoFixture(tmp_path / "outer")
+    outer.commit("init", {"wiki/zebra.md": "# Zebra\n\nStripes in the outer repo.\n"})
+    repo.commit("init", {"wiki/local.md": "# Local\n\nStripes in this checkout.\n"})
+    repo.write("wiki/draft.md", "# Draft\n\nUncommitted stripes.\n")
+    baseline = tmp_path / "xdg" / "gitwiki" / "config.toml"
+    baseline.parent.mkdir(parents=True)
+    baseline.write_text(
+        LEXICAL + f'\n[[repository]]\nname = "outer"\npath = "{outer.path}"\n\n'
+        f'[[repository]]\nname = "self"\npath = "{repo.path}"\n'
+    )
+    # this checkout declared as a repository: its corpora are local (worktree included) and the default
+    hit = top(cli, repo.path / "wiki", "stripes")
+    assert hit["corpus"] == "repo:self:wiki"
+    assert sorted(d["path"] for d in hit["docs"]) == ["wiki/draft.md", "wiki/local.md"]
+    # a path repository elsewhere is read from its objects at HEAD (no fetch, nothing checked out)
+    outer.write("wiki/zebra.md", "# Zebra\n\nuncommitted edit\n")
+    hit = top(cli, repo.path, "stripes", "--corpus", "repo:outer:wiki")
+    assert [d["path"] for d in hit["docs"]] == ["wiki/zebra.md"]
+    (report,) = sync(cli, repo.path, "outer")
+    assert report["downloaded"] is False and report["reports"][0]["up_to_date"]
+
+
+def test_duplicate_repository_names_name_both_files(repo, tmp_path, cli):
+    baseline = tmp_path / "xdg" / "gitwiki" / "config.toml"
+    baseline.parent.mkdir(parents=True)
+    baseline.write_text('[[repository]]\nname = "platform"\nurl = "https://example.com/p.git"\n')
+    repo.commit("init", {".gitwiki.toml": '[[repository]]\nname = "platform"\npath = "."\n'})
+    code, _, err = cli("config", "validate", cwd=repo.path)
+    assert code == 2 and str(baseline) in err and str(repo.path / ".gitwiki.toml") in err
+    for body, says in (
+        ('name = "a:b"\nurl = "x"', "without ':'"),
+        ('name = "a"', "exactly one of url or path"),
+        ('name = "a"\nurl = "x"\npath = "."', "exactly one of url or path"),
+        ('name = "a"\nurl = "x"\nbranch = "main"', "unknown key 'branch'"),
+    ):
+        repo.write(".gitwiki.toml", f"[[repository]]\n{body}\n")
+        code, _, err = cli("config", "validate", cwd=repo.path)
+        assert code == 2 and says in err, err
+
+
+def test_mcp_lists_searches_and_reads_repository_corpora_until_removed(checkout, platform, cli, tmp_path):
+    sync(cli, checkout.path)
+    errlog = (tmp_path / "server.log").open("w")  # capsys's stderr has no file descriptor for the subprocess
+
+    async def session():
+        async with connect(checkout.path, errlog) as s:
+            listed = (await call(s, "list_corpora")).structured_content["corpora"]
+            names = [c["name"] for c in listed]
+            assert names == ["wiki", *(f"repo:{r}:{k}" for r in ("platform", "handbook") for k in ("wiki", "corpus"))]
+            row = listed[1]
+            assert (row["state"], row["pages"], row["chunks"], row["path"]) == ("fresh", 2, 2, "wiki")
+            assert (row["location"], row["ref"], row["model"], row["absolute_path"]) == (platform.url, "HEAD", None, "")
+            found = await call(s, "ground", query="kubernetes", corpus="repo:platform:wiki", mode="lexical")
+            assert found.structured_content["docs"][0]["path"] == "wiki/deploy.md"
+            page = await call(s, "read_markdown", path="deploy.md", corpus="repo:platform:wiki", start_line=3)
+            assert page.content[0].text == "We roll out with kubernetes canaries.\n"
+            note = await call(s, "get_footnote", page="wiki/oncall.md", footnote_number=1, corpus="repo:platform:wiki")
+            assert note.structured_content["text"] == "Rota in the HR tool."
+            files = (await call(s, "list_files", corpus="repo:platform:corpus")).structured_content["files"]
+            assert files == [
+                {"path": p, "absolute_path": ""} for p in ("README.md", "wiki/deploy.md", "wiki/oncall.md")
+            ]
+            history = await call(s, "page_history", path="deploy.md", corpus="repo:platform:wiki")
+            (entry,) = history.structured_content["commits"]  # read from the cache, up to the synced commit
+            assert (entry["subject"], entry["author"]) == ("pages", "Test Author")
+            error = await refused(s, "add_markdown", path="x.md", content="# X\n", corpus="repo:platform:wiki")
+            assert "read-only" in str(error)
+
+    run(session)
+    checkout.write(".gitwiki.toml", declare(("platform", platform)))  # handbook removed from the config
+
+    async def after():
+        async with connect(checkout.path, errlog) as s:
+            listed = (await call(s, "list_corpora")).structured_content["corpora"]
+            assert [c["name"] for c in listed] == ["wiki", "repo:platform:wiki", "repo:platform:corpus"]
+
+    run(after)
+    errlog.close()
+
+
+def test_a_tag_or_a_commit_id_pins_the_repository(checkout, platform, cli):
+    pinned = platform.work.git("rev-parse", "HEAD").strip()
+    platform.work.git("tag", "-a", "v1", "-m", "release 1")
+    platform.work.git("push", "-q", "origin", "v1")
+    platform.work.commit("later", {"wiki/deploy.md": "# Deploy\n\nNow with nomad.\n"})
+    platform.push()
+    for ref in ("v1", pinned):
+        checkout.write(
+            ".gitwiki.toml", f'[[repository]]\nname = "platform"\nurl = "{platform.url}"\nref = "{ref}"\n' + LEXICAL
+        )
+        (report,) = sync(cli, checkout.path)
+        assert report["commit"] == pinned and report["error"] is None
+        assert top(cli, checkout.path, "canaries", "--corpus", "repo:platform:wiki")["docs"]
+        code, out, _ = cli("repo", "list", "--check", cwd=checkout.path)
+        assert code == 0 and "synced:" in out  # a pin is never behind
+    checkout.write(".gitwiki.toml", f'[[repository]]\nname = "platform"\nurl = "{platform.url}"\nref = "nope"\n')
+    code, _, err = cli("repo", "sync", cwd=checkout.path)
+    assert code == 1 and "has no branch or tag 'nope'" in err and "searching the last sync" in err
+
+
+def test_https_credentials_come_from_the_git_credential_helper(monkeypatch):
+    from gitwiki.remote import credential_fill
+
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "credential.helper")
+    monkeypatch.setenv(
+        "GIT_CONFIG_VALUE_0", '!f() { test "$1" = get && echo username=alice && echo password=s3cret; }; f'
+    )
+    assert credential_fill("https://git.example.com/acme/platform.git", None) == ("alice", "s3cret")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "!f() { :; }; f")  # a helper that knows nothing: no prompt, None
+    assert credential_fill("https://git.example.com/acme/platform.git", "bob") is None
+
+
+@needs_model
+def test_hybrid_search_of_a_repository_embeds_at_sync_and_not_again(platform, repo, cli):
+    repo.commit("init", {".gitwiki.toml": declare(("platform", platform), extra="")})
+    (report,) = sync(cli, repo.path)
+    assert [r["model"] for r in report["reports"]] == [MODEL_NAME, MODEL_NAME]
+    assert sum(r["embedded"] for r in report["reports"]) == 3  # README.md's chunk once, the wiki's two once
+    code, out, err = cli(
+        "ground", "--json", "how do we release software", "--corpus", "repo:platform:wiki", cwd=repo.path
+    )
+    found = json.loads(out)
+    assert code == 0 and found["mode"] == "hybrid" and found["docs"][0]["path"] == "wiki/deploy.md", err
+
+
+def test_a_repository_without_its_wiki_folder_says_how_to_point_at_one(platform, repo, cli):
+    repo.commit(
+        "init", {".gitwiki.toml": declare(("platform", platform)).replace("\n\n", '\nwiki = "handbook"\n\n', 1)}
+    )
+    (report,) = sync(cli, repo.path)
+    assert [r["pages"] for r in report["reports"]] == [0, 3]
+    code, _, err = cli("ground", "kubernetes", "--corpus", "repo:platform:wiki", cwd=repo.path)
+    assert code == 3 and "under handbook/" in err and "set wiki in its [[repository]]" in err
