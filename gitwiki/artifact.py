@@ -29,6 +29,7 @@ from typing import IO, Any, NamedTuple
 
 from gitwiki import __version__, store
 from gitwiki.errors import StoreError, UsageError
+from gitwiki.fs import pid_alive
 from gitwiki.store import DB_NAME, SCHEMA_VERSION, Store
 
 FORMAT = "gitwiki-index"
@@ -155,18 +156,8 @@ def remove_orphans(index_dir: Path) -> None:
     """Remove the temp dirs of pack, unpack and pull runs whose process is gone."""
     for entry in index_dir.glob(".*-*-*"):
         match = re.fullmatch(r"\.(?:pack|unpack|pull)-(\d+)-.+", entry.name)
-        if match and entry.is_dir() and not _alive(int(match[1])):
+        if match and entry.is_dir() and not pid_alive(int(match[1])):
             shutil.rmtree(entry, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):  # no such process (or no such pid at all)
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 # ---- pack ------------------------------------------------------------------------------------------

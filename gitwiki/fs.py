@@ -125,6 +125,17 @@ def _folders(root: Path, rel: str, *, create: bool) -> Iterator[list[int]]:
             os.close(fd)
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists: what tells a killed run's leftovers from a running one's."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # no such process (or no such pid at all)
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 def _refusal(e: OSError, rel: str) -> Exception:
     if e.errno in (errno.ELOOP, errno.ENOTDIR):
         return UnsafeFile(f"{rel!r} leads through a symlink or a file; gitwiki reads and writes regular files only")

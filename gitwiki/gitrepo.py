@@ -24,10 +24,9 @@ from gitwiki.gitcli import blob_id
 # of a bigger repo asks git: a 100-page wiki in a 20,000-file repo, 9 ms instead of 58 ms per query.
 FOLDER_STATUS_FROM = 2000
 
-# commit_paths rebuilds its commit on a HEAD that moved meanwhile (the user committed) this many times,
-# after a random pause growing by 20 ms each time (about 4 s at most): beside a script committing ~20
-# times a second, two writing servers had one write fail (written and staged, not committed) in 4 runs
-# with 8 attempts and fixed pauses.
+# commit_paths rebuilds its commit on a HEAD that moved meanwhile this many times, after a random pause
+# growing by 20 ms each time (about 4 s at most). While it holds index.lock no `git commit` of this
+# checkout can move HEAD; another worktree's index, `git update-ref` or a script can.
 COMMIT_ATTEMPTS = 20
 # git holds index.lock for one command (`git add`, `git commit`: milliseconds); a lock held longer is
 # stale (a killed git), and the user is told what to run once it is gone.

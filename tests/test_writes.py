@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -198,3 +199,15 @@ def test_lint_refuses_a_hard_linked_page_by_name(repo, cli, tmp_path):
     os.link(outside, repo.path / "wiki/linked.md")
     code, _, err = cli("lint", "wiki/linked.md", cwd=repo.path)
     assert code == 2 and "'wiki/linked.md' has 2 hard links" in err
+
+
+def test_an_index_lock_left_by_a_killed_gitwiki_is_taken_over_at_once(repo):
+    wiki = _wiki(repo, "[mcp]\ncommit_writes = true\n")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (repo.path / ".git/index.lock").write_text(f"{gitcli.LOCK_MARK}{dead.pid}\n")
+    started = time.monotonic()
+    report = writes.add_page(wiki, None, "guides/new.md", "# New page\n")
+    assert time.monotonic() - started < gitrepo.INDEX_LOCK_WAIT  # not waited for
+    assert report.commit == repo.git("rev-parse", "HEAD").strip()
+    assert not (repo.path / ".git/index.lock").exists() and repo.git("status", "--porcelain") == ""
