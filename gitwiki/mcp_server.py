@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, ParamSpec
+from typing import Annotated, Any, Literal, NamedTuple, ParamSpec
 
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
@@ -96,6 +96,14 @@ class GroundJson(TypedDict):
     docs: list[GroundDoc]
     dirty: Annotated[list[str], Field(description="Uncommitted pages (repo-relative) folded into the search.")]
     weak: Annotated[bool, Field(description="True when nothing matched well (the best page is weak, or none).")]
+
+
+class WholePage(NamedTuple):
+    corpus: str
+    path: str  # as shown: corpus-relative on disk, repo-relative in a synced repository
+    absolute_path: str  # '' for a synced repository's page
+    text: str
+    state: dict[str, Any]  # freshness: commit and dirty
 
 
 def result(text: str, data: dict[str, Any]) -> CallToolResult:
@@ -225,23 +233,23 @@ class WikiTools:
         )
         return result(outline(found), found.to_json())
 
-    def _page_text(self, corpus: str | None, path: str) -> tuple[str, str, str, dict[str, Any]]:
-        """(corpus, shown path, whole text, freshness) of one page, on disk or in a synced repository."""
+    def _page(self, corpus: str | None, path: str) -> WholePage:
+        """One page as it is now: on disk (uncommitted edits included) or in a synced repository."""
         c = self.wiki.corpus(self._corpus_for_page(corpus))
         owner = self.wiki.repositories.owner(c.name)
         if owner is not None:
             shown, text = owner.read(c.name, path)
-            return c.name, shown, text, {"commit": owner.state().commit, "dirty": False}
+            return WholePage(c.name, shown, "", text, {"commit": owner.state().commit, "dirty": False})
         ref = pages.locate(self.wiki.root, c, path)
-        return c.name, ref.path, pages.read_page(ref).text, _page_state(self.wiki, ref)
+        return WholePage(c.name, ref.path, str(ref.file), pages.read_page(ref).text, _page_state(self.wiki, ref))
 
     def outline_markdown(self, path: PagePath, corpus: Corpus = None) -> CallToolResult:
         """A page's map before the page: its H1–H3 sections with line ranges and sizes in bytes. Read one with
         read_markdown and 'page.md#section/subsection' or 'page.md:START-END'."""
-        name, shown, text, state = self._page_text(corpus, path)
-        entries = page_outline.outline(text)
-        data = {"corpus": name, "path": shown, "sections": [e._asdict() for e in entries], **state}
-        return result(page_outline.render(shown, entries), data)
+        page = self._page(corpus, path)
+        entries = page_outline.outline(page.text)
+        data = {"corpus": page.corpus, "path": page.path, "sections": [e._asdict() for e in entries], **page.state}
+        return result(page_outline.render(page.path, entries), data)
 
     def read_markdown(
         self,
@@ -263,24 +271,19 @@ class WikiTools:
         """Read a page (or a section or line range of it) verbatim, as it is on disk now, uncommitted edits
         included."""
         address = page_outline.parse_address(path)
+        if address.path != path and (start_line is not None or end_line is not None):
+            raise UsageError(f"{path!r} already names the lines to read; drop start_line/end_line or the address")
+        page = self._page(corpus, address.path)
         if address.section is not None:
-            _, shown, text, _ = self._page_text(corpus, address.path)
-            found = page_outline.find_section(shown, page_outline.outline(text), address.section)
+            found = page_outline.find_section(page.path, page_outline.outline(page.text), address.section)
             start_line, end_line = found.start_line, found.end_line
         elif address.start_line is not None:
             start_line, end_line = address.start_line, address.end_line
-        path = address.path
-        c = self.wiki.corpus(self._corpus_for_page(corpus))
-        owner = self.wiki.repositories.owner(c.name)
-        if owner is not None:
-            repo_path, text = owner.read(c.name, path)
-            page = pages.page_lines(repo_path, "", text, start_line, end_line, self.wiki.config.mcp.max_page_bytes)
-            meta = {k: v for k, v in page._asdict().items() if k != "text"}
-            return result(page.text, {"corpus": c.name, **meta, "commit": owner.state().commit, "dirty": False})
-        ref = pages.locate(self.wiki.root, c, path)
-        page = pages.read_page(ref, start_line, end_line, self.wiki.config.mcp.max_page_bytes)
-        meta = {k: v for k, v in page._asdict().items() if k != "text"}
-        return result(page.text, {"corpus": c.name, **meta, **_page_state(self.wiki, ref)})
+        lines = pages.page_lines(
+            page.path, page.absolute_path, page.text, start_line, end_line, self.wiki.config.mcp.max_page_bytes
+        )
+        meta = {k: v for k, v in lines._asdict().items() if k != "text"}
+        return result(lines.text, {"corpus": page.corpus, **meta, **page.state})
 
     def read_many(
         self,

@@ -205,6 +205,7 @@ def test_progressive_disclosure_outline_sections_read_many_and_folder_summaries(
                 "tree": await call(s, "list_tree"),
                 "unknown": await refused(s, "read_markdown", path="guides/install.md#windows"),
                 "no_glob": await refused(s, "read_many", paths=["nothing/*.md"]),
+                "both": await refused(s, "read_markdown", path="faq.md:1-2", start_line=1),
             }
 
     out = run(main)
@@ -239,6 +240,7 @@ def test_progressive_disclosure_outline_sections_read_many_and_folder_summaries(
     assert out["unknown"].code == -32602
     assert "no section 'windows'" in out["unknown"].message and "#install/linux, #install/mac" in out["unknown"].message
     assert out["no_glob"].code == -32602 and "no page matches 'nothing/*.md'" in out["no_glob"].message
+    assert out["both"].code == -32602 and "already names the lines" in out["both"].message
 
 
 def test_refusals_are_invalid_params_with_the_reason(wiki_repo, tmp_path):

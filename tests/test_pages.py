@@ -136,3 +136,19 @@ def test_list_files_and_tree(tree):
         pages.tree(tree, WIKI, files, "nope")
     with pytest.raises(UsageError, match="without '..'"):
         pages.tree(tree, WIKI, files, "../outside")
+
+
+def test_folder_summaries_come_from_index_md_description_or_first_paragraph(tmp_path):
+    files = [pages.ListedPage(p, "") for p in ("index.md", "a/index.md", "a/x.md", "a/b/y.md", "c/index.md")]
+    texts = {
+        "index.md": "# Home\n\nThe whole wiki.\n",
+        "a/index.md": "---\ndescription: Section A.\n---\n# A\n\nNot this.\n",
+        "c/index.md": "# C\n",
+    }
+    node = pages.tree(tmp_path, CorpusConfig(name="w", path=""), files)
+    read = []
+    pages.add_folder_summaries(node, {f.path for f in files}, lambda p: read.append(p) or texts[p])
+    summaries = {node["path"]: node["summary"]} | {s["path"]: s["summary"] for s in node["subdirs"]}
+    assert summaries == {"": "The whole wiki.", "a": "Section A.", "c": None}
+    assert node["subdirs"][0]["subdirs"][0]["summary"] is None  # a/b has no index.md and is not read
+    assert sorted(read) == ["a/index.md", "c/index.md", "index.md"]
