@@ -20,6 +20,7 @@ COMMANDS = (
     "init",
     "index",
     "ground",
+    "outline",
     "status",
     "config",
     "lint",

@@ -36,6 +36,9 @@ gitwiki serves the markdown wiki of this git repository: search it, read it, and
 - Find things with `ground` (hybrid BM25 + embedding search). Results come per page, each with the
   best sections: heading breadcrumb, line range (`path:start-end`) and a snippet.
 - Then read exactly those lines with `read_markdown` (start_line/end_line) instead of whole pages.
+- `outline_markdown` maps a page (sections, line ranges, bytes) before you read it; `read_markdown`
+  takes `page.md#section/subsection` or `page.md:START-END` too, and `read_many` reads several pages,
+  sections or globs in one call up to max_bytes.
 - Page paths in tool arguments are relative to the corpus (see `list_corpora` for each corpus's
   folder). `ground` reports repo-relative paths; the read tools accept those too.
 - Browse with `list_files` (optionally a glob) or `list_tree`. `get_footnote` resolves a `[^n]`

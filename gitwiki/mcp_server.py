@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, ParamSpec
+from typing import Annotated, Any, Literal, NamedTuple, ParamSpec
 
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
@@ -24,7 +24,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextConten
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
-from gitwiki import __version__, pages, writes
+from gitwiki import __version__, page_outline, pages, writes
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
 from gitwiki.markdown.footnotes import footnote
 from gitwiki.mcp_early import INSTRUCTIONS, SERVER_NAME, EarlyStdio
@@ -78,6 +78,14 @@ class GroundJson(TypedDict):
     lexical_only: Annotated[
         list[str], Field(description="Uncommitted pages searched without vectors (query-time embedding budget).")
     ]
+
+
+class WholePage(NamedTuple):
+    corpus: str
+    path: str  # as shown: corpus-relative on disk, repo-relative in a synced repository
+    absolute_path: str  # '' for a synced repository's page
+    text: str
+    state: dict[str, Any]  # freshness: commit and dirty
 
 
 def result(text: str, data: dict[str, Any]) -> CallToolResult:
@@ -156,13 +164,20 @@ class WikiTools:
             int | None, Field(ge=1, description="Folder levels to expand; deeper folders show only their page count.")
         ] = None,
     ) -> CallToolResult:
-        """The corpus's pages as a folder tree {path, absolute_path, pages, files, subdirs}; folders without "
-        "pages are left out."""
+        """The corpus's pages as a folder tree {path, absolute_path, pages, summary, files, subdirs}: summary is the
+        folder's index.md description or first paragraph. Folders without pages are left out."""
         view = self.wiki.view(corpus)
         c = self.wiki.corpus(view.corpus)
-        node = pages.tree(self.wiki.root, c, pages.list_files(self.wiki.root, c, view.pages), path or "", depth)
-        if self.wiki.repositories.owner(c.name) is not None:
+        files = pages.list_files(self.wiki.root, c, view.pages)
+        node = pages.tree(self.wiki.root, c, files, path or "", depth)
+        owner = self.wiki.repositories.owner(c.name)
+        if owner is not None:
             _drop_absolute(node)
+            pages.add_folder_summaries(node, {f.path for f in files}, lambda p: owner.read(c.name, p)[1])
+        else:
+            pages.add_folder_summaries(
+                node, {f.path for f in files}, lambda p: pages.read_page(pages.locate(self.wiki.root, c, p)).text
+            )
         text = "\n".join(_tree_lines(node, 0)) + "\n" + _footer(node["pages"], "pages", view)
         return result(text, {**_freshness(view), "tree": node})
 
@@ -200,9 +215,33 @@ class WikiTools:
         )
         return result(outline(found), found.to_json())
 
+    def _page(self, corpus: str | None, path: str) -> WholePage:
+        """One page as it is now: on disk (uncommitted edits included) or in a synced repository."""
+        c = self.wiki.corpus(self._corpus_for_page(corpus))
+        owner = self.wiki.repositories.owner(c.name)
+        if owner is not None:
+            shown, text = owner.read(c.name, path)
+            return WholePage(c.name, shown, "", text, {"commit": owner.state().commit, "dirty": False})
+        ref = pages.locate(self.wiki.root, c, path)
+        return WholePage(c.name, ref.path, str(ref.file), pages.read_page(ref).text, _page_state(self.wiki, ref))
+
+    def outline_markdown(self, path: PagePath, corpus: Corpus = None) -> CallToolResult:
+        """A page's map before the page: its H1–H3 sections with line ranges and sizes in bytes. Read one with
+        read_markdown and 'page.md#section/subsection' or 'page.md:START-END'."""
+        page = self._page(corpus, path)
+        entries = page_outline.outline(page.text)
+        data = {"corpus": page.corpus, "path": page.path, "sections": [e._asdict() for e in entries], **page.state}
+        return result(page_outline.render(page.path, entries), data)
+
     def read_markdown(
         self,
-        path: PagePath,
+        path: Annotated[
+            str,
+            Field(
+                description="Page path relative to the corpus folder, e.g. 'guides/deploy.md'; add '#setup/linux' "
+                "(heading slugs or texts, outermost first) for one section or ':10-40' for a line range."
+            ),
+        ],
         corpus: Corpus = None,
         start_line: Annotated[
             int | None, Field(ge=1, description="First line to return (1-based); omit for the start.")
@@ -211,18 +250,72 @@ class WikiTools:
             int | None, Field(ge=1, description="Last line to return (inclusive); omit for the end.")
         ] = None,
     ) -> CallToolResult:
-        """Read a page (or a line range of it) verbatim, as it is on disk now, uncommitted edits included."""
-        c = self.wiki.corpus(self._corpus_for_page(corpus))
-        owner = self.wiki.repositories.owner(c.name)
-        if owner is not None:
-            repo_path, text = owner.read(c.name, path)
-            page = pages.page_lines(repo_path, "", text, start_line, end_line, self.wiki.config.mcp.max_page_bytes)
-            meta = {k: v for k, v in page._asdict().items() if k != "text"}
-            return result(page.text, {"corpus": c.name, **meta, "commit": owner.state().commit, "dirty": False})
-        ref = pages.locate(self.wiki.root, c, path)
-        page = pages.read_page(ref, start_line, end_line, self.wiki.config.mcp.max_page_bytes)
-        meta = {k: v for k, v in page._asdict().items() if k != "text"}
-        return result(page.text, {"corpus": c.name, **meta, **_page_state(self.wiki, ref)})
+        """Read a page (or a section or line range of it) verbatim, as it is on disk now, uncommitted edits
+        included."""
+        address = page_outline.parse_address(path)
+        if address.path != path and (start_line is not None or end_line is not None):
+            raise UsageError(f"{path!r} already names the lines to read; drop start_line/end_line or the address")
+        page = self._page(corpus, address.path)
+        if address.section is not None:
+            found = page_outline.find_section(page.path, page_outline.outline(page.text), address.section)
+            start_line, end_line = found.start_line, found.end_line
+        elif address.start_line is not None:
+            start_line, end_line = address.start_line, address.end_line
+        lines = pages.page_lines(
+            page.path, page.absolute_path, page.text, start_line, end_line, self.wiki.config.mcp.max_page_bytes
+        )
+        meta = {k: v for k, v in lines._asdict().items() if k != "text"}
+        return result(lines.text, {"corpus": page.corpus, **meta, **page.state})
+
+    def read_many(
+        self,
+        paths: Annotated[
+            list[str],
+            Field(
+                description="Pages, sections ('page.md#setup', 'page.md:10-40') or globs ('guides/*.md'), "
+                "read in this order."
+            ),
+        ],
+        corpus: Corpus = None,
+        max_bytes: Annotated[
+            int, Field(ge=1, description="Stop before the part that would pass this many bytes in all (default 20000).")
+        ] = 20_000,
+    ) -> CallToolResult:
+        """Read several pages or sections in one call, in order, up to max_bytes in all; the parts left out are
+        listed with their sizes, to read by section or in another call."""
+        name = self.wiki.corpus(self._corpus_for_page(corpus)).name
+        parts: list[dict[str, Any]] = []
+        left_out: list[dict[str, Any]] = []
+        used = 0
+        for address in self._expand(name, paths):
+            read = self.read_markdown(address, name)
+            text = read.content[0].text  # type: ignore[union-attr]
+            size = len(text.encode("utf-8"))
+            if left_out or used + size > max_bytes:
+                left_out.append({"path": address, "bytes": size})
+                continue
+            used += size
+            parts.append({**(read.structured_content or {}), "text": text})
+        shown = [f"==> {p['path']}:{p['start_line']}-{p['end_line']} <==\n{p['text']}" for p in parts]
+        if left_out:
+            listed = ", ".join(f"{p['path']} ({p['bytes']} bytes)" for p in left_out)
+            shown.append(f"[left out past max_bytes {max_bytes}: {listed}; read them by section or in another call]")
+        data = {"corpus": name, "parts": parts, "bytes": used, "left_out": left_out}
+        return result("\n".join(shown), data)
+
+    def _expand(self, corpus: str, paths: list[str]) -> list[str]:
+        """Page addresses in order, each glob replaced by the pages it matches (sorted); an empty glob is refused."""
+        out: list[str] = []
+        for path in paths:
+            if not any(ch in path for ch in "*?["):
+                out.append(path)
+                continue
+            view = self.wiki.view(corpus)
+            found = pages.list_files(self.wiki.root, self.wiki.corpus(corpus), view.pages, path)
+            if not found:
+                raise NotFoundError(f"no page matches {path!r} in corpus {corpus!r}; list_files shows the pages there")
+            out += [f.path for f in found]
+        return out
 
     def add_markdown(
         self,
@@ -298,6 +391,8 @@ TOOLS: dict[str, ToolAnnotations] = {
     "list_tree": READ,
     "ground": READ,
     "read_markdown": READ,
+    "outline_markdown": READ,
+    "read_many": READ,
     "get_footnote": READ,
     "page_history": READ,
     "add_markdown": ToolAnnotations(
@@ -414,7 +509,8 @@ def _drop_absolute(node: dict[str, Any]) -> None:
 
 def _tree_lines(node: dict[str, Any], level: int) -> list[str]:
     pad = "  " * level
-    lines = [f"{pad}{node['path'] or '.'}/  ({node['pages']} pages)"]
+    gloss = f"  {node['summary']}" if node.get("summary") else ""
+    lines = [f"{pad}{node['path'] or '.'}/  ({node['pages']} pages){gloss}"]
     lines += [f"{pad}  {f['path'].rsplit('/', 1)[-1]}" for f in node["files"]]
     for sub in node["subdirs"]:
         lines += _tree_lines(sub, level + 1)

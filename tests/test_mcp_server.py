@@ -26,6 +26,8 @@ TOOLS = {
     "list_tree",
     "ground",
     "read_markdown",
+    "outline_markdown",
+    "read_many",
     "add_markdown",
     "delete_markdown",
     "index",
@@ -113,6 +115,8 @@ def test_tools_annotations_instructions_and_the_ground_schema(wiki_repo):
         "list_tree",
         "ground",
         "read_markdown",
+        "outline_markdown",
+        "read_many",
         "get_footnote",
         "page_history",
     }
@@ -171,6 +175,72 @@ def test_every_read_tool_answers_with_text_and_structured_content(wiki_repo):
     assert out["footnote"].content[0].text == "The runbook, section 3."
     assert out["history"].structured_content["commits"][0]["subject"] == "init"
     assert out["index"].structured_content["reports"][0]["up_to_date"] is True
+
+
+def test_progressive_disclosure_outline_sections_read_many_and_folder_summaries(repo):
+    install = "# Install\n\nPick one.\n\n## Linux\n\napt install x\n\n## Mac\n\nbrew install x\n"
+    index = "---\ndescription: How we ship.\n---\n# Guides\n\nAll the guides.\n"
+    repo.commit(
+        "init",
+        {
+            ".gitwiki.toml": LEXICAL,
+            "wiki/guides/deploy.md": DEPLOY,
+            "wiki/guides/install.md": install,
+            "wiki/guides/index.md": index,
+            "wiki/faq.md": "# FAQ\n\nAsk the platform team.\n",
+        },
+    )
+    head = repo.git("rev-parse", "HEAD").strip()
+    cap = len(DEPLOY) + 10  # deploy.md fits, index.md after it does not
+
+    async def main():
+        async with connect(repo.path) as s:
+            return {
+                "outline": await call(s, "outline_markdown", path="guides/install.md"),
+                "section": await call(s, "read_markdown", path="guides/install.md#install/linux"),
+                "by_text": await call(s, "read_markdown", path="wiki/guides/install.md#Mac"),
+                "lines": await call(s, "read_markdown", path="guides/deploy.md:5-7"),
+                "many": await call(s, "read_many", paths=["faq.md", "guides/install.md#linux", "guides/d*.md"]),
+                "capped": await call(s, "read_many", paths=["guides/*.md", "faq.md"], max_bytes=cap),
+                "tree": await call(s, "list_tree"),
+                "unknown": await refused(s, "read_markdown", path="guides/install.md#windows"),
+                "no_glob": await refused(s, "read_many", paths=["nothing/*.md"]),
+                "both": await refused(s, "read_markdown", path="faq.md:1-2", start_line=1),
+            }
+
+    out = run(main)
+    sections = out["outline"].structured_content["sections"]
+    assert [(e["slug_path"], e["start_line"], e["end_line"]) for e in sections] == [
+        ("install", 1, 11),
+        ("install/linux", 5, 8),
+        ("install/mac", 9, 11),
+    ]
+    assert sections[1]["bytes"] == len("## Linux\n\napt install x\n\n")
+    assert out["outline"].structured_content["commit"] == head
+    assert "guides/install.md:5-8  Linux" in out["outline"].content[0].text
+    assert out["section"].content[0].text == "## Linux\n\napt install x\n\n"
+    assert out["section"].structured_content["start_line"] == 5
+    assert out["by_text"].content[0].text == "## Mac\n\nbrew install x\n"
+    assert out["lines"].content[0].text == "## Rollback\n\nUse helm rollback to undo a release.\n"
+    many = out["many"].structured_content
+    assert [(p["path"], p["start_line"]) for p in many["parts"]] == [
+        ("faq.md", 1),
+        ("guides/install.md", 5),
+        ("guides/deploy.md", 1),
+    ]
+    assert many["left_out"] == [] and many["bytes"] == sum(len(p["text"].encode()) for p in many["parts"])
+    assert "==> guides/install.md:5-8 <==\n## Linux" in out["many"].content[0].text
+    capped = out["capped"].structured_content
+    assert [p["path"] for p in capped["parts"]] == ["guides/deploy.md"]
+    assert [p["path"] for p in capped["left_out"]] == ["guides/index.md", "guides/install.md", "faq.md"]
+    assert f"left out past max_bytes {cap}" in out["capped"].content[0].text
+    tree = out["tree"].structured_content["tree"]
+    assert tree["summary"] is None and tree["subdirs"][0]["summary"] == "How we ship."
+    assert "guides/  (3 pages)  How we ship." in out["tree"].content[0].text
+    assert out["unknown"].code == -32602
+    assert "no section 'windows'" in out["unknown"].message and "#install/linux, #install/mac" in out["unknown"].message
+    assert out["no_glob"].code == -32602 and "no page matches 'nothing/*.md'" in out["no_glob"].message
+    assert out["both"].code == -32602 and "already names the lines" in out["both"].message
 
 
 def test_refusals_are_invalid_params_with_the_reason(wiki_repo, tmp_path):

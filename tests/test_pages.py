@@ -202,3 +202,19 @@ def test_a_killed_writes_temp_file_is_never_a_page_and_is_cleaned_by_the_next_wr
         pages.locate(tree, WIKI, f"guides/{stale.name}")
     pages.write_page(pages.locate(tree, WIKI, "guides/new.md", for_write=True), "# New\n")
     assert not stale.exists() and fresh.exists()
+
+
+def test_folder_summaries_come_from_index_md_description_or_first_paragraph(tmp_path):
+    files = [pages.ListedPage(p, "") for p in ("index.md", "a/index.md", "a/x.md", "a/b/y.md", "c/index.md")]
+    texts = {
+        "index.md": "# Home\n\nThe whole wiki.\n",
+        "a/index.md": "---\ndescription: Section A.\n---\n# A\n\nNot this.\n",
+        "c/index.md": "# C\n",
+    }
+    node = pages.tree(tmp_path, CorpusConfig(name="w", path=""), files)
+    read = []
+    pages.add_folder_summaries(node, {f.path for f in files}, lambda p: read.append(p) or texts[p])
+    summaries = {node["path"]: node["summary"]} | {s["path"]: s["summary"] for s in node["subdirs"]}
+    assert summaries == {"": "The whole wiki.", "a": "Section A.", "c": None}
+    assert node["subdirs"][0]["subdirs"][0]["summary"] is None  # a/b has no index.md and is not read
+    assert sorted(read) == ["a/index.md", "c/index.md", "index.md"]

@@ -104,6 +104,26 @@ def parse_page(text: str, fallback: str = "") -> ParsedPage:
     )
 
 
+class Section(NamedTuple):
+    level: int  # 0 for text before the first heading
+    breadcrumb: tuple[str, ...]
+    start_line: int  # 1-based, inclusive, in the file (front matter counted)
+    end_line: int  # inclusive; trailing blank lines kept, so sections tile the body
+
+
+def page_sections(text: str) -> list[Section]:
+    """The H1–H3 sections a page is chunked at, as whole line ranges (the map `outline` shows)."""
+    fm = split_front_matter(text.replace("\r\n", "\n"))
+    # The empty string after a final newline (or of an empty body) is not a line.
+    n_lines = fm.body.count("\n") + (not fm.body.endswith("\n") and fm.body != "")
+    headings, _ = _outline(parser().parse(fm.body))
+    return [
+        Section(level, crumb, start + fm.body_line, end - 1 + fm.body_line)
+        for level, crumb, start, end in _sections(headings, n_lines)
+        if end > start
+    ]
+
+
 def _outline(tokens) -> tuple[list[SectionHeading], list[tuple[int, int]]]:
     """Top-level H1–H3 headings and the line spans of every top-level block."""
     headings: list[SectionHeading] = []
