@@ -40,7 +40,11 @@ def add_page(wiki: Wiki, corpus: str | None, path: str, content: str, overwrite:
     view = wiki.view(c.name)  # parses just the new page versions (the worktree overlay)
     # The page itself is embedded now; the regenerated index.md above it (1,000 links on the front page of a
     # 1,000-page wiki, many chunks) waits for the next hybrid search, as it did before.
-    wiki.embed_blobs({view.pages[ref.repo_path]})
+    # The page can be gone from the view already (another process deleted or moved it, or swapped its folder
+    # for a symlink): then there is nothing of it to embed.
+    written = view.pages.get(ref.repo_path)
+    if written is not None:
+        wiki.embed_blobs({written})
     findings = _lint(wiki, ref, content, set(view.pages))
     return _report(ref, "created" if created else "overwritten", index_files, findings, commit, view)
 
