@@ -11,7 +11,6 @@ and searched through `Wiki.index` / `Wiki.search`, and scored by `gitwiki.evalua
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -20,8 +19,9 @@ from benchlib import (
     MODES,
     WORK,
     corpus_config,
+    emit,
+    index_figures,
     open_wiki,
-    print_scores,
     reset_text_index,
     timed_index,
     use_offline_model,
@@ -79,19 +79,11 @@ def main(argv=None) -> int:
         "set": str(args.folder),
         "docs": len(beir.pages),
         "queries": len(questions),
-        "chunks": wiki.store.counts()["chunks"],
-        "index_seconds": round(seconds, 1),
-        "embedded": sum(r.embedded for r in reports),
+        **index_figures(wiki, reports, seconds),
         "scores": {s.label: s.figures() for s in scores},
     }
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(
-            f"{result['set']}: {result['docs']} docs ({result['chunks']} chunks), {result['queries']} queries; "
-            f"index {result['index_seconds']} s, embedded {result['embedded']}"
-        )
-        print_scores(scores)
+    headline = f"{result['set']}: {result['docs']} docs ({result['chunks']} chunks), {result['queries']} queries"
+    emit(result, headline, scores, args.json)
     return 0
 
 

@@ -100,6 +100,24 @@ def timed_index(wiki, lexical: bool = False):
     return reports, time.perf_counter() - started
 
 
+def index_figures(wiki, reports, seconds: float) -> dict:
+    """What every eval script reports about the index it built: chunks, time, chunks embedded."""
+    return {
+        "chunks": wiki.store.counts()["chunks"],
+        "index_seconds": round(seconds, 1),
+        "embedded": sum(r.embedded for r in reports),
+    }
+
+
+def emit(result: dict, headline: str, scores, as_json: bool) -> None:
+    """An eval script's result: the whole dict as JSON, or its headline and the score table."""
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{headline}; index {result['index_seconds']} s, embedded {result['embedded']}")
+        print_scores(scores)
+
+
 def print_scores(scores) -> None:
     """The figures of `gitwiki.evaluation.ModeScore`s as a table."""
     print(f"{'method':<18} {'hit@1':>6} {'hit@5':>6} {'MRR@10':>7} {'nDCG@10':>8} {'R@100':>6} {'ms/q':>7}")

@@ -10,7 +10,6 @@ through `Wiki.search`, so result paths are the question file's `relevant` paths 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -19,8 +18,9 @@ from benchlib import (
     MODES,
     WORK,
     corpus_config,
+    emit,
+    index_figures,
     open_wiki,
-    print_scores,
     reset_text_index,
     timed_index,
     use_offline_model,
@@ -49,19 +49,10 @@ def main(argv=None) -> int:
     scores = evaluate(wiki_ranker(wiki, depth=10), questions, MODES)
     result = {
         "pages": reports[0].pages,
-        "chunks": wiki.store.counts()["chunks"],
-        "index_seconds": round(seconds, 1),
-        "embedded": sum(r.embedded for r in reports),
+        **index_figures(wiki, reports, seconds),
         "scores": {s.label: s.figures() for s in scores},
     }
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(
-            f"tldr English: {result['pages']} pages ({result['chunks']} chunks); index "
-            f"{result['index_seconds']} s, embedded {result['embedded']}"
-        )
-        print_scores(scores)
+    emit(result, f"tldr English: {result['pages']} pages ({result['chunks']} chunks)", scores, args.json)
     return 0
 
 

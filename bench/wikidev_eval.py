@@ -10,7 +10,6 @@ question kind (lexical, paraphrase, conceptual) for the gated hybrid mode.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -19,8 +18,9 @@ from benchlib import (
     MODES,
     WORK,
     corpus_config,
+    emit,
+    index_figures,
     open_wiki,
-    print_scores,
     reset_text_index,
     timed_index,
     use_offline_model,
@@ -57,20 +57,11 @@ def main(argv=None) -> int:
             scores.append(score(f"{kind} ({len(outcomes)})", outcomes, 0.0))
     result = {
         "pages": reports[0].pages,
-        "chunks": wiki.store.counts()["chunks"],
-        "index_seconds": round(seconds, 1),
-        "embedded": sum(r.embedded for r in reports),
+        **index_figures(wiki, reports, seconds),
         "scores": {s.label: s.figures() for s in scores},
         "ranks": {s.label: {o.question.id: o.rank for o in s.outcomes} for s in scores},
     }
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(
-            f"wiki-dev: {result['pages']} pages ({result['chunks']} chunks); index {result['index_seconds']} s, "
-            f"embedded {result['embedded']}"
-        )
-        print_scores(scores)
+    emit(result, f"wiki-dev: {result['pages']} pages ({result['chunks']} chunks)", scores, args.json)
     return 0
 
 
