@@ -497,6 +497,7 @@ class IndexBusy(StoreError):
 _DAMAGED = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 _FULL = 13  # SQLITE_FULL
 _READONLY = 8  # SQLITE_READONLY
+_BUSY = 5  # SQLITE_BUSY
 
 
 def _translated(e: sqlite3.DatabaseError | UnicodeDecodeError, index_dir: Path) -> Exception:
@@ -583,13 +584,28 @@ def _connect(path: Path, read_only: bool = False) -> sqlite3.Connection:
     conn.index_dir = path.parent
     if not read_only:
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _set_wal(conn)
         except StoreError as e:
             if isinstance(e, IndexDamaged):
                 raise
             # a full disk or a read-only file: not damage; reads still work, writes say why
         conn.execute("PRAGMA synchronous=NORMAL")
     return conn
+
+
+def _set_wal(conn: sqlite3.Connection, patience: float = 30.0) -> None:
+    """Switching a new file to WAL needs it alone, and SQLite answers SQLITE_BUSY at once instead of
+    calling the busy handler: two processes opening a fresh index together failed one of them (seen in CI,
+    two `memory store` processes). So wait for it here, as the connection's timeout would elsewhere."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF != _BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def integrity_problem(conn: sqlite3.Connection, full: bool = False) -> str | None:
