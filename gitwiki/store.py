@@ -493,6 +493,10 @@ class IndexBusy(StoreError):
     """Another process holds the writer lock."""
 
 
+class IndexLocked(StoreError):
+    """SQLite waited out its timeout on another connection's lock."""
+
+
 # SQLite's primary result codes (the low byte of an extended code) that mean the file is damaged.
 _DAMAGED = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 _FULL = 13  # SQLITE_FULL
@@ -501,7 +505,7 @@ _BUSY = 5  # SQLITE_BUSY
 
 
 def _translated(e: sqlite3.DatabaseError | UnicodeDecodeError, index_dir: Path) -> Exception:
-    """SQLite's error as the one the user can act on; other errors (busy, misuse) stay as they are."""
+    """SQLite's error as the one the user can act on; other errors (misuse: a bug) stay as they are."""
     if isinstance(e, UnicodeDecodeError):  # damaged text: in a row, or in the schema SQLite quotes in its error
         return IndexDamaged(index_dir, f"text that is not UTF-8 ({e.reason})")
     code = (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF
@@ -515,6 +519,10 @@ def _translated(e: sqlite3.DatabaseError | UnicodeDecodeError, index_dir: Path) 
         return IndexDamaged(index_dir, f"damaged schema ({e})")
     if code == _FULL:
         return StoreError(f"the disk holding the index at {index_dir} is full ({e}); free space and retry")
+    if code == _BUSY:
+        return IndexLocked(
+            f"the index at {index_dir} stayed locked by another process ({e}); retry when it has finished"
+        )
     if code == _READONLY:
         return StoreError(
             f"the index at {index_dir} is read-only ({e}); it answers while it is current, "
@@ -594,16 +602,17 @@ def _connect(path: Path, read_only: bool = False) -> sqlite3.Connection:
 
 
 def _set_wal(conn: sqlite3.Connection, patience: float = 30.0) -> None:
-    """Switching a new file to WAL needs it alone, and SQLite answers SQLITE_BUSY at once instead of
-    calling the busy handler: two processes opening a fresh index together failed one of them (seen in CI,
-    two `memory store` processes). So wait for it here, as the connection's timeout would elsewhere."""
+    """The journal-mode statement can answer SQLITE_BUSY well inside the connection's 30 s timeout (in CI
+    one of two concurrent `memory store` processes failed with 'database is locked' within seconds; WAL
+    recovery and the last connection's close-time checkpoint take the file without the busy handler). So
+    retry it here for as long as the timeout would have waited."""
     deadline = time.monotonic() + patience
     while True:
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             return
-        except sqlite3.OperationalError as e:
-            if (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF != _BUSY or time.monotonic() > deadline:
+        except IndexLocked:
+            if time.monotonic() > deadline:
                 raise
             time.sleep(0.02)
 

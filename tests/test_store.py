@@ -93,3 +93,19 @@ def test_failed_update_leaves_previous_state(repo, monkeypatch):
     conn = sqlite3.connect(wiki.index_dir / store_mod.DB_NAME)
     assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     assert [d.path for d in Wiki.open(repo.path).search("bananas").docs] == ["wiki/b.md"]
+
+
+def test_switching_to_wal_waits_for_a_connection_that_holds_the_file(tmp_path):
+    """A busy answer to the journal-mode switch is retried until the holder lets go, and one that
+    outlasts the patience is an error with the next step (CI saw a concurrent `memory store` fail with
+    'database is locked')."""
+    path = tmp_path / "index.sqlite"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN EXCLUSIVE")
+    opener = sqlite3.connect(path, isolation_level=None, timeout=0.05, factory=store_mod._Connection)
+    with pytest.raises(store_mod.IndexLocked, match="retry when it has finished"):
+        store_mod._set_wal(opener, patience=0.2)
+    threading.Timer(0.3, holder.commit).start()
+    store_mod._set_wal(opener, patience=5)
+    assert opener.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
