@@ -1,44 +1,70 @@
 """The scale-out path: the indexed corpora as one LanceDB table, at a local path or in object storage.
 
-`export` writes every current corpus state (one row per page chunk: path, blob, breadcrumb, lines,
-text, vector) to the table `chunks` at `[storage] uri` (e.g. s3://bucket/wiki); a `LanceReader` answers
-queries from it with LanceDB's own full-text, vector or hybrid (RRF) search, so many readers share one
-index without a local copy. S3 credentials and endpoint come from the usual AWS_* variables.
+`export` brings the table `chunks` at `[storage] uri` (e.g. s3://bucket/wiki) to the current corpus states,
+one row per page chunk (key, corpus, path, blob, title, breadcrumb, lines, text, vector). It is incremental:
+rows are keyed by corpus, path, blob and chunk position, so one `merge_insert` adds the chunks of new or
+changed pages and deletes those of removed ones in a single commit; an unchanged tree writes nothing. Each
+export ends by tagging the version it produced `gitwiki-v<version>-<commit>`, after the indexes are updated;
+a `LanceReader` reads the newest tagged version, so it never sees a missing table, a half-updated index or
+rows of a commit whose state is not recorded yet. Above `[storage] ann_min_rows` rows the vectors get an
+IVF-PQ index. S3 credentials and endpoint come from the usual AWS_* variables.
 
 lancedb and pyarrow are imported inside functions: nothing on the hook or lint path pays for them.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
-import warnings
-from typing import TYPE_CHECKING, NamedTuple, cast
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from gitwiki.embed import Embedder
 from gitwiki.errors import NotFoundError, StoreError, UsageError
 from gitwiki.markdown.chunker import fallback_title
-from gitwiki.ranking import rollup, snippet
+from gitwiki.ranking import FUSERS, SECOND_CHUNK, Ranked, rollup, snippet
 from gitwiki.search import CANDIDATES, ChunkResult, DocResult, SearchOptions, SearchResult
-from gitwiki.store import Store, vector_matrix
+from gitwiki.store import ChunkRow, State, Store, vector_matrix
 from gitwiki.tokens import STOP_WORDS, words
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from lancedb import DBConnection
-    from lancedb.query import LanceQueryBuilder, LanceVectorQueryBuilder
+    from lancedb.query import LanceVectorQueryBuilder
+    from lancedb.table import Table
 
 TABLE = "chunks"
+TAG_PREFIX = "gitwiki-v"
+# The row layout. A table written with another one is rewritten whole (in one commit) by the next export.
+LAYOUT = "2"
+# Above this share of changed rows one overwrite commit is cheaper than a merge (and a long IN list).
+REWRITE_SHARE = 0.5
+TAGS_KEPT = 2  # the newest and the one before: a reader that just resolved the older one can still open it
 
 
 class ExportReport(NamedTuple):
     uri: str
     corpora: tuple[str, ...]
-    rows: int
+    rows: int  # rows in the table after the export
     model: str | None
     seconds: float
+    inserted: int  # rows written by this export (0: the table already held this state)
+    deleted: int
+    version: int  # the table version readers now see
+    tag: str
+    ann_index: bool  # the vectors have an ANN index
 
 
-def _connect(uri: str) -> DBConnection:
+class _Chunk(NamedTuple):
+    key: str
+    corpus: str
+    path: str
+    title: str
+    chunk: ChunkRow
+
+
+def connect(uri: str) -> DBConnection:
     # lance logs routine events ("no existing dataset, it will be created") as warnings on stderr.
     os.environ.setdefault("LANCEDB_LOG", "error")
     import lancedb
@@ -49,147 +75,291 @@ def _connect(uri: str) -> DBConnection:
         raise StoreError(f"cannot open LanceDB at {uri} ({e}); check [storage] uri and the AWS_* credentials") from None
 
 
-def export(store: Store, uri: str) -> ExportReport:
-    """Replace the table at `uri` with the current state of every indexed corpus."""
+def _open(db: DBConnection) -> Table | None:
+    try:
+        return db.open_table(TABLE)
+    except Exception:  # lancedb raises ValueError or FileNotFoundError for a missing table
+        return None
+
+
+def row_key(corpus: str, path: str, blob: str, ord: int) -> str:
+    """A chunk row's identity: the same page content at the same path is the same rows, whatever the commit."""
+    return f"{corpus}|{path}|{blob}|{ord}"
+
+
+def _state_of(states: list[State], model: str | None) -> dict[str, Any]:
+    """What an export records in the table: enough to tell that a later export has nothing to do."""
+    return {
+        "layout": LAYOUT,
+        "model": model or "",
+        "corpora": {s.corpus: {"commit": s.commit, "tree": s.tree} for s in states},
+    }
+
+
+def _recorded(table: Table) -> dict[str, Any]:
+    raw = (table.schema.field("key").metadata or {}).get(b"gitwiki.state") if "key" in table.schema.names else None
+    return json.loads(raw) if raw else {}
+
+
+def _current(store: Store, states: list[State]) -> dict[str, _Chunk]:
+    chunks: dict[str, _Chunk] = {}
+    for state in states:
+        pages = store.pages(state.corpus)
+        infos = store.blob_info(set(pages.values()))
+        by_blob: dict[str, list[ChunkRow]] = {}
+        for chunk in store.chunks_of(set(pages.values())):
+            by_blob.setdefault(chunk.blob, []).append(chunk)
+        for path, blob in sorted(pages.items()):
+            title = infos[blob].title if blob in infos else ""
+            for chunk in by_blob.get(blob, ()):
+                key = row_key(state.corpus, path, blob, chunk.ord)
+                chunks[key] = _Chunk(key, state.corpus, path, title, chunk)
+    return chunks
+
+
+def _rows(store: Store, model: str | None, chunks: Iterable[_Chunk]) -> Iterator[dict[str, Any]]:
+    chunks = list(chunks)
+    vectors: dict[int, Any] = {}
+    if model:
+        ids, raw = store.vectors(model, {c.chunk.blob for c in chunks})
+        vectors = dict(zip((cid for cid, _ in ids), vector_matrix(raw, len(ids)), strict=False))
+    for c in chunks:
+        row = {
+            "key": c.key,
+            "corpus": c.corpus,
+            "path": c.path,
+            "blob": c.chunk.blob,
+            "title": c.title,
+            "breadcrumb": list(c.chunk.breadcrumb),
+            "start_line": c.chunk.start_line,
+            "end_line": c.chunk.end_line,
+            "text": c.chunk.text,
+            "fts": " ".join((c.title, *c.chunk.breadcrumb, c.chunk.text)),
+        }
+        if model:
+            if c.chunk.id not in vectors:
+                raise StoreError(f"chunk {c.chunk.id} of {c.path} has no {model} vector; run `gitwiki index` first")
+            row["vector"] = vectors[c.chunk.id]
+        yield row
+
+
+def _schema(model: str | None, dim: int | None, state: dict[str, Any]) -> pa.Schema:
+    import pyarrow as pa
+
+    fields = [
+        pa.field("key", pa.string(), metadata={"gitwiki.state": json.dumps(state, sort_keys=True)}),
+        pa.field("corpus", pa.string()),
+        pa.field("path", pa.string()),
+        pa.field("blob", pa.string()),
+        pa.field("title", pa.string()),
+        pa.field("breadcrumb", pa.list_(pa.string())),
+        pa.field("start_line", pa.int32()),
+        pa.field("end_line", pa.int32()),
+        pa.field("text", pa.string()),
+        pa.field("fts", pa.string()),
+    ]
+    if model and dim:
+        fields.append(pa.field("vector", pa.list_(pa.float32(), dim)))
+    return pa.schema(fields, metadata={"gitwiki.model": model or ""})
+
+
+def _dimension(store: Store, model: str | None, chunks: dict[str, _Chunk]) -> int | None:
+    if not model or not chunks:
+        return None
+    first = next(iter(chunks.values())).chunk.blob
+    ids, raw = store.vectors(model, [first])
+    return len(raw) // 4 // len(ids) if ids else None
+
+
+def export(store: Store, uri: str, ann_min_rows: int = 100_000) -> ExportReport:
+    """Bring the table at `uri` to the current state of every indexed corpus, writing only what changed."""
     import pyarrow as pa
 
     started = time.perf_counter()
-    states = store.states()
+    states = sorted(store.states(), key=lambda s: s.corpus)
     if not states:
         raise StoreError("the index holds no corpus yet; run `gitwiki index` first")
     models = {s.model for s in states}
     if len(models) > 1:
         raise StoreError("corpora were indexed with different models; run `gitwiki index` first")
     model = models.pop()
-    rows: list[dict] = []
-    dim = None
-    with store.read():
-        for state in states:
-            pages = store.pages(state.corpus)
-            blobs = set(pages.values())
-            infos = store.blob_info(blobs)
-            chunks = store.chunks_of(blobs)
-            vectors = {}
-            if model:
-                rows_of, raw = store.vectors(model, blobs)
-                matrix = vector_matrix(raw, len(rows_of))
-                vectors = dict(zip((cid for cid, _ in rows_of), matrix, strict=False))
-                dim = matrix.shape[1] if rows_of else dim
-            by_blob: dict[str, list] = {}
-            for chunk in chunks:
-                by_blob.setdefault(chunk.blob, []).append(chunk)
-            for path, blob in sorted(pages.items()):
-                title = infos[blob].title if blob in infos else ""
-                for chunk in by_blob.get(blob, ()):
-                    row = {
-                        "corpus": state.corpus,
-                        "commit": state.commit,
-                        "path": path,
-                        "blob": blob,
-                        "title": title,
-                        "breadcrumb": list(chunk.breadcrumb),
-                        "start_line": chunk.start_line,
-                        "end_line": chunk.end_line,
-                        "text": chunk.text,
-                        "fts": " ".join((title, *chunk.breadcrumb, chunk.text)),
-                    }
-                    if model:
-                        if chunk.id not in vectors:
-                            raise StoreError(
-                                f"chunk {chunk.id} of {path} has no {model} vector; run `gitwiki index` first"
-                            )
-                        row["vector"] = vectors[chunk.id]
-                    rows.append(row)
-    fields = [
-        ("corpus", pa.string()),
-        ("commit", pa.string()),
-        ("path", pa.string()),
-        ("blob", pa.string()),
-        ("title", pa.string()),
-        ("breadcrumb", pa.list_(pa.string())),
-        ("start_line", pa.int32()),
-        ("end_line", pa.int32()),
-        ("text", pa.string()),
-        ("fts", pa.string()),
-    ]
-    if model and dim:
-        fields.append(("vector", pa.list_(pa.float32(), dim)))
-    schema = pa.schema(fields, metadata={"gitwiki.model": model or ""})
-    db = _connect(uri)
-    table = db.create_table(TABLE, data=pa.Table.from_pylist(rows, schema=schema), mode="overwrite")
-    with warnings.catch_warnings():  # create_fts_index is deprecated in name only; the native index is what we want
-        warnings.simplefilter("ignore")
-        table.create_fts_index("fts", use_tantivy=False, replace=True)
-    return ExportReport(uri, tuple(s.corpus for s in states), len(rows), model, time.perf_counter() - started)
+    state = _state_of(states, model)
+    db = connect(uri)
+    table = _open(db)
+    recorded = _recorded(table) if table is not None else {}
+    inserted = deleted = 0
+    if table is None or recorded != state:
+        with store.read():
+            chunks = _current(store, states)
+            rewrite = table is None or recorded.get("layout") != LAYOUT or recorded.get("model") != (model or "")
+            existing: set[str] = set()
+            if not rewrite:
+                assert table is not None
+                existing = set(table.search().select(["key"]).limit(None).to_arrow().column("key").to_pylist())
+            new = [c for key, c in chunks.items() if key not in existing]
+            gone = sorted(existing - chunks.keys())
+            rewrite = rewrite or len(new) + len(gone) > REWRITE_SHARE * max(len(existing), 1)
+            schema = _schema(model, _dimension(store, model, chunks), state)
+            if rewrite:
+                # All rows in one commit: `add(mode="overwrite")` keeps the table (and its tags) in place, so
+                # a reader never finds it missing, unlike dropping and creating it.
+                data = pa.Table.from_pylist(list(_rows(store, model, chunks.values())), schema=schema)
+                if table is None:
+                    table = db.create_table(TABLE, data=data)
+                else:
+                    table.add(data, mode="overwrite")
+                inserted, deleted = len(chunks), len(existing)
+            elif new or gone:
+                assert table is not None
+                merge = table.merge_insert("key").when_not_matched_insert_all()
+                if gone:
+                    merge = merge.when_not_matched_by_source_delete(
+                        "key IN (" + ",".join("'" + k.replace("'", "''") + "'" for k in gone) + ")"
+                    )
+                result = merge.execute(pa.Table.from_pylist(list(_rows(store, model, new)), schema=schema))
+                inserted, deleted = result.num_inserted_rows, result.num_deleted_rows
+        assert table is not None
+        _update_indexes(table, bool(inserted or deleted), rewrite, ann_min_rows)
+        if not rewrite:  # a rewrite wrote the state with its schema
+            table.update_field_metadata(
+                {"path": "key", "metadata": {"gitwiki.state": json.dumps(state, sort_keys=True)}}
+            )
+    assert table is not None
+    tag = _tag(table, states[0].commit)
+    return ExportReport(
+        uri,
+        tuple(s.corpus for s in states),
+        table.count_rows(),
+        model,
+        time.perf_counter() - started,
+        inserted,
+        deleted,
+        table.version,
+        tag,
+        _has_vector_index(table),
+    )
+
+
+def _has_vector_index(table: Table) -> bool:
+    return any(i.columns == ["vector"] for i in table.list_indices())
+
+
+def _update_indexes(table: Table, changed: bool, rewritten: bool, ann_min_rows: int) -> None:
+    from lancedb.index import FTS, IvfPq
+
+    indexed = {tuple(i.columns) for i in table.list_indices()}
+    if rewritten or ("fts",) not in indexed:
+        table.create_index("fts", config=FTS(), replace=True)
+    elif changed:
+        # Folds the new rows into the full-text and vector indexes and compacts small fragments; until then
+        # they are searched unindexed, so this is for speed only. Old versions stay 7 days (lancedb's default).
+        table.optimize()
+    if (
+        "vector" in table.schema.names
+        and table.count_rows() >= ann_min_rows
+        and (rewritten or ("vector",) not in indexed)
+    ):
+        # lancedb's defaults: about sqrt(rows) partitions, 16-dimension sub-vectors.
+        table.create_index("vector", config=IvfPq(distance_type="cosine"), replace=True)
+
+
+def _tag(table: Table, commit: str) -> str:
+    """Tag the table's version as the one readers use (unless it already is), and drop the older tags."""
+    ours = sorted(((t["version"], name) for name, t in table.tags.list().items() if name.startswith(TAG_PREFIX)))
+    if ours and ours[-1][0] == table.version:
+        return ours[-1][1]
+    name = f"{TAG_PREFIX}{table.version}-{commit or 'none'}"
+    table.tags.create(name, table.version)
+    for _, old in ours[: max(0, len(ours) + 1 - TAGS_KEPT)]:
+        table.tags.delete(old)
+    return name
 
 
 class LanceReader:
-    """Search a table written by `export`. Holds the open table: keep one per process."""
+    """Search a table written by `export`, as of its newest tagged version. Keep one per process: it checks
+    the tags before each query (one listing: ~1 ms on a local disk, one LIST request on S3) and moves to a
+    newer export when there is one."""
 
     def __init__(self, uri: str):
-        db = _connect(uri)
-        try:
-            self.table = db.open_table(TABLE)
-        except Exception:  # lancedb raises ValueError or FileNotFoundError for a missing table
+        table = _open(connect(uri))
+        if table is None:
             raise NotFoundError(
                 f"no gitwiki table at {uri}; run `gitwiki lance export` (or the Action with publish: s3)"
-            ) from None
+            )
+        self.table = table
         self.uri = uri
+        self.version = -1
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Move to the newest tagged version (the latest one for a table exported before tags)."""
+        tagged = [t["version"] for name, t in self.table.tags.list().items() if name.startswith(TAG_PREFIX)]
+        if not tagged:
+            self.table.checkout_latest()
+        elif max(tagged) != self.version:
+            self.table.checkout(max(tagged))
+        else:
+            return
+        self.version = self.table.version
         schema = self.table.schema
         self.model = (schema.metadata or {}).get(b"gitwiki.model", b"").decode() or None
         self.has_vectors = "vector" in schema.names
+        self.commits = {name: s["commit"] for name, s in _recorded(self.table).get("corpora", {}).items()}
+
+    def corpora(self) -> dict[str, str]:
+        """Corpus name → the commit its rows reflect."""
+        self.refresh()
+        return dict(self.commits)
 
     def search(self, query: str, corpus: str, options: SearchOptions, embedder: Embedder | None) -> SearchResult:
         if not query.strip():
             raise UsageError("the query is empty; say what to look for")
+        self.refresh()
         usable = embedder is not None and self.has_vectors and embedder.model_id == self.model
         vector = embedder.embed_query(query) if embedder is not None and usable and options.mode != "lexical" else None
         mode = options.mode if vector is not None else "lexical"
         where = "corpus = '" + corpus.replace("'", "''") + "'"
         limit = max(CANDIDATES, options.limit)
-        search: LanceQueryBuilder
-        if vector is None:
-            search = self.table.search(query, query_type="fts", fts_columns="fts")
-            score = "_score"
-        elif mode == "dense":
+        rows: dict[str, dict[str, Any]] = {}  # key → row, for every chunk either ranker returned
+        ids: dict[str, int] = {}
+        rankings: list[Ranked] = []
+
+        def ranked(found: list[dict[str, Any]], score: str) -> Ranked:
+            for row in found:
+                rows.setdefault(row["key"], row)
+            return [(ids.setdefault(row["key"], len(ids)), float(row[score])) for row in found]
+
+        columns = ["key", "path", "title", "breadcrumb", "start_line", "end_line", "text"]
+        if mode in ("hybrid", "lexical"):
+            fts = self.table.search(query, query_type="fts", fts_columns="fts")
+            rankings.append(ranked(fts.where(where, prefilter=True).select(columns).limit(limit).to_list(), "_score"))
+        if vector is not None:
             # lancedb annotates search() with the base builder; a vector query returns its vector builder.
-            search = cast(
+            dense = cast(
                 "LanceVectorQueryBuilder", self.table.search(vector, query_type="vector", vector_column_name="vector")
             ).distance_type("cosine")
-            score = "_distance"
-        else:
-            search = (
-                self.table.search(query_type="hybrid", vector_column_name="vector", fts_columns="fts")
-                .vector(vector)
-                .text(query)
-            )
-            score = "_relevance_score"
-        rows = search.where(where, prefilter=True).limit(limit).to_list()
-        if score == "_distance":  # cosine distance: turn into the cosine similarity so higher is better everywhere
-            for row in rows:
-                row[score] = 1.0 - row[score]
-        ranked = [(i, float(row[score])) for i, row in enumerate(rows)]
-        hits = rollup(
-            ranked,
-            {i: row["path"] for i, row in enumerate(rows)},
-            options.top_files,
-            options.chunks_per_file,
-            options.limit,
-        )
+            found = dense.where(where, prefilter=True).select(columns).limit(limit).to_list()
+            for row in found:  # cosine distance → cosine similarity, so higher is better everywhere
+                row["_distance"] = 1.0 - row["_distance"]
+            rankings.append(ranked(found, "_distance"))
+        fused = rankings[0] if len(rankings) == 1 else FUSERS[options.fusion](rankings)
+        by_id = {i: rows[key] for key, i in ids.items()}
+        second = SECOND_CHUNK if mode == "hybrid" and options.fusion == "score" else 0.0
+        page_of = {i: row["path"] for i, row in by_id.items()}
+        hits = rollup(fused, page_of, options.top_files, options.chunks_per_file, options.limit, second)
         terms = {w.lower() for w in words(query) if w.lower() not in STOP_WORDS}
         docs = []
         for hit in hits:
-            first = rows[hit.chunks[0][0]]
             chunks = [
                 ChunkResult(
-                    list(rows[i]["breadcrumb"]),
-                    rows[i]["start_line"],
-                    rows[i]["end_line"],
+                    list(by_id[i]["breadcrumb"]),
+                    by_id[i]["start_line"],
+                    by_id[i]["end_line"],
                     s,
-                    rows[i]["text"] if options.full else snippet(rows[i]["text"], terms, options.snippet_chars),
+                    by_id[i]["text"] if options.full else snippet(by_id[i]["text"], terms, options.snippet_chars),
                 )
                 for i, s in hit.chunks
             ]
-            docs.append(DocResult(hit.path, first["title"] or fallback_title(hit.path), hit.score, chunks))
-        commit = rows[0]["commit"] if rows else ""
-        return SearchResult(query, corpus, commit, mode, docs)
+            title = by_id[hit.chunks[0][0]]["title"]
+            docs.append(DocResult(hit.path, title or fallback_title(hit.path), hit.score, chunks))
+        return SearchResult(query, corpus, self.commits.get(corpus, ""), mode, docs)

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa
 import pytest
 
+from gitwiki.config import SearchConfig
+from gitwiki.lance_index import LanceReader, connect
+from gitwiki.search import SearchOptions
 from tests.helpers import needs_model
 
 LEXICAL = "[embeddings]\nenabled = false\n"
@@ -39,6 +43,7 @@ def test_local_dir_export_and_search(wiki, cli, tmp_path):
     assert code == 0, err
     report = json.loads(out)
     assert report["rows"] == 4 and report["corpora"] == ["wiki"] and report["model"] is None
+    assert report["inserted"] == 4 and report["deleted"] == 0 and report["tag"].startswith("gitwiki-v")
 
     result = search(cli, repo.path, "rollback", "tag")
     assert result["mode"] == "lexical" and result["commit"] == repo.git("rev-parse", "HEAD").strip()
@@ -50,7 +55,7 @@ def test_local_dir_export_and_search(wiki, cli, tmp_path):
     code, out, _ = cli("ground", "--json", "rollback tag", cwd=repo.path)
     assert json.loads(out)["docs"][0]["path"] == top["path"]
 
-    # A new commit re-exported replaces the table; readers see the new state.
+    # A new commit re-exported updates the table; readers see the new state.
     repo.commit("oncall", {"wiki/oncall.md": "# On-call\n\nEscalate to the incident commander.\n"})
     assert cli("lance", "export", cwd=repo.path)[0] == 0
     assert search(cli, repo.path, "incident commander")["docs"][0]["path"] == "wiki/oncall.md"
@@ -115,3 +120,123 @@ def test_hybrid_and_dense_search_use_the_exported_vectors(wiki, cli, tmp_path):
     dense = search(cli, repo.path, "--mode", "dense", "who do I escalate an outage to")
     assert dense["mode"] == "dense" and dense["docs"][0]["path"] == "wiki/oncall.md"
     assert all(-1.0 <= d["score"] <= 1.0 for d in dense["docs"])
+
+
+def export_json(cli, cwd, *args):
+    code, out, err = cli("lance", "export", "--json", *args, cwd=cwd)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_export_is_incremental_and_tagged(wiki, cli, tmp_path):
+
+    uri = str(tmp_path / "lance")
+    repo = wiki(LEXICAL + f'[storage]\nuri = "{uri}"\n')
+    repo.commit("more", {f"wiki/team{i}.md": f"# Team {i}\n\nTeam {i} owns service {i}.\n" for i in range(6)})
+    first = export_json(cli, repo.path)
+    assert first["rows"] == 10
+    reader = LanceReader(uri)  # opened now, queried after the next exports: it must follow them
+
+    # Nothing changed: nothing written, not even a new version.
+    again = export_json(cli, repo.path)
+    assert (again["inserted"], again["deleted"]) == (0, 0)
+    assert again["version"] == first["version"] and again["tag"] == first["tag"]
+
+    # One page changed, one added, one removed: only their chunks are written or deleted.
+    repo.git("rm", "-q", "wiki/style.md")
+    head = repo.commit(
+        "edit",
+        {
+            "wiki/oncall.md": "# On-call\n\nEscalate to the incident commander.\n",
+            "wiki/billing.md": "# Billing\n\nInvoices go out on the first working day.\n",
+        },
+    )
+    changed = export_json(cli, repo.path)
+    assert (changed["inserted"], changed["deleted"]) == (2, 2) and changed["rows"] == 10
+    assert changed["version"] > first["version"] and changed["tag"] == f"gitwiki-v{changed['version']}-{head}"
+    table = connect(uri).open_table("chunks")
+    paths = set(table.search().select(["path"]).limit(None).to_arrow().column("path").to_pylist())
+    assert {"wiki/billing.md", "wiki/oncall.md"} <= paths and "wiki/style.md" not in paths
+
+    options = SearchOptions.build(SearchConfig(), mode="lexical")
+    found = reader.search("incident commander", "wiki", options, None)
+    assert found.commit == head and [d.path for d in found.docs] == ["wiki/oncall.md"]
+    assert reader.search("secondary fifteen minutes", "wiki", options, None).docs == []
+    assert reader.search("short sentences", "wiki", options, None).docs == []  # the removed page
+
+    # A commit outside the corpus: no row written, but readers learn the new commit.
+    outside = repo.commit("code", {"src/app.py": "print('hi')\n"})
+    moved = export_json(cli, repo.path)
+    assert (moved["inserted"], moved["deleted"]) == (0, 0) and moved["tag"].endswith(outside)
+    assert reader.search("invoices", "wiki", options, None).commit == outside
+    assert len([t for t in table.tags.list() if t.startswith("gitwiki-v")]) == 2  # older tags are dropped
+
+
+def test_readers_see_only_tagged_versions(wiki, cli, tmp_path):
+    """A version an export has not tagged yet (rows merged, indexes or state not updated) stays invisible."""
+
+    uri = str(tmp_path / "lance")
+    repo = wiki(LEXICAL + f'[storage]\nuri = "{uri}"\n')
+    tagged = export_json(cli, repo.path)["version"]
+    table = connect(uri).open_table("chunks")
+    row = table.search().limit(1).to_arrow().to_pylist()[0]
+    row.update(key="half-written", path="wiki/ghost.md", text="phantom row", fts="phantom row")
+    table.merge_insert("key").when_not_matched_insert_all().execute(pa.Table.from_pylist([row], schema=table.schema))
+    assert table.version > tagged
+
+    options = SearchOptions.build(SearchConfig(), mode="lexical")
+    reader = LanceReader(uri)
+    assert reader.version == tagged and reader.search("phantom", "wiki", options, None).docs == []
+    assert search(cli, repo.path, "phantom")["docs"] == []
+
+
+class HashEmbedder:
+    """Unit vectors from a hash of the text: an ANN index needs vectors, not meaning."""
+
+    dim = 32
+
+    def __init__(self, config):
+        self.model_id = config.model
+
+    def embed_documents(self, texts):
+        return __import__("numpy").stack([self.embed_query(t) for t in texts])
+
+    def embed_query(self, text):
+        import hashlib
+
+        import numpy as np
+
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        v = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+        return v / np.linalg.norm(v)
+
+
+@pytest.mark.slow  # trains an IVF-PQ index on 300 rows
+def test_ann_index_above_the_configured_size(repo, cli, tmp_path, monkeypatch):
+    from gitwiki import embed
+
+    monkeypatch.setitem(embed.EMBEDDERS, "hash", HashEmbedder)
+    monkeypatch.delenv("GITWIKI_MODEL", raising=False)
+    monkeypatch.delenv("GITWIKI_MODEL_PATH", raising=False)
+    uri = tmp_path / "lance"
+    repo.write(
+        ".gitwiki.toml",
+        f'[embeddings]\nprovider = "hash"\nmodel = "hash-32"\n[storage]\nuri = "{uri}"\nann_min_rows = 300\n',
+    )
+    pages = {f"wiki/p{i:03}.md": f"# Page {i}\n\nTopic number {i} of the handbook.\n" for i in range(299)}
+    repo.commit("pages", pages)
+    below = export_json(cli, repo.path)
+    assert below["rows"] == 299 and below["model"] == "hash-32" and below["ann_index"] is False
+
+    repo.commit("one more", {"wiki/p299.md": "# Page 299\n\nThe last topic.\n"})
+    above = export_json(cli, repo.path)
+    assert above["rows"] == 300 and above["inserted"] == 1 and above["ann_index"] is True
+
+    # Dense search through the index still finds a page by its own vector.
+    dense = search(cli, repo.path, "--mode", "dense", "Page 7 > Page 7\nTopic number 7 of the handbook.")
+    assert dense["mode"] == "dense" and len(dense["docs"]) == 5
+
+    # Later changes are folded into the index by the next export; the index stays.
+    repo.commit("edit", {"wiki/p000.md": "# Page 0\n\nRewritten.\n"})
+    edited = export_json(cli, repo.path)
+    assert (edited["inserted"], edited["deleted"]) == (1, 1) and edited["ann_index"] is True

@@ -52,13 +52,16 @@ def export_command(args: argparse.Namespace) -> int:
     wiki = Wiki.open(args.chdir)
     uri = _uri(args, wiki.config)
     wiki.index()
-    report = export(wiki.store, uri)
+    report = export(wiki.store, uri, wiki.config.storage.ann_min_rows)
     if args.json:
         print(json.dumps(report._asdict(), indent=2))
     else:
+        change = (
+            f"{report.inserted} written, {report.deleted} deleted" if report.inserted or report.deleted else "unchanged"
+        )
         print(
-            f"exported {report.rows} chunks of {', '.join(report.corpora)} to {uri} "
-            f"({report.model or 'lexical only'}) in {report.seconds:.1f} s"
+            f"exported {report.rows} chunks of {', '.join(report.corpora)} to {uri} ({change}; "
+            f"{report.model or 'lexical only'}; version {report.version}) in {report.seconds:.1f} s"
         )
     return 0
 
