@@ -18,10 +18,11 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from gitwiki.embed import Embedder
-from gitwiki.errors import NotFoundError, StoreError, UsageError
+from gitwiki.embed import Embedder, load_embedder
+from gitwiki.errors import NotFoundError, StoreError, UnknownCorpus, UsageError
 from gitwiki.markdown.chunker import fallback_title
 from gitwiki.ranking import FUSERS, SECOND_CHUNK, Ranked, rollup, snippet
 from gitwiki.search import CANDIDATES, ChunkResult, DocResult, SearchOptions, SearchResult
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from lancedb import DBConnection
     from lancedb.query import LanceVectorQueryBuilder
     from lancedb.table import Table
+
+    from gitwiki.config import Config
 
 TABLE = "chunks"
 TAG_PREFIX = "gitwiki-v"
@@ -311,10 +314,34 @@ class LanceReader:
         self.refresh()
         return dict(self.commits)
 
-    def search(self, query: str, corpus: str, options: SearchOptions, embedder: Embedder | None) -> SearchResult:
+    def corpus(self, name: str | None, default: str) -> str:
+        """The corpus a query names, else `default` (the configured one) if the table holds it, else its first."""
+        names = sorted(self.commits)
+        if name is None:
+            name = default if default in self.commits or not names else names[0]
+        if names and name not in self.commits:
+            raise UnknownCorpus(f"the table at {self.uri} holds no corpus {name!r}; choose one of: {', '.join(names)}")
+        return name
+
+    def ground(self, config: Config, query: str, corpus: str | None, options: SearchOptions) -> SearchResult:
+        """What `gitwiki ground` answers from the table: the embedder is the table's model (a reader has no
+        index of its own to pick one), loaded only when the mode needs it."""
+        self.refresh()
+        embedder = None
+        if options.mode != "lexical" and self.has_vectors and self.model:
+            settings = config.embeddings
+            if settings.model != self.model:  # a model path configured for another model would not fit
+                settings = settings._replace(model=self.model, model_path=None)
+            embedder = load_embedder(settings) if settings.enabled else None
+        return self.search(query, self.corpus(corpus, config.corpus().name), options, embedder, refresh=False)
+
+    def search(
+        self, query: str, corpus: str, options: SearchOptions, embedder: Embedder | None, refresh: bool = True
+    ) -> SearchResult:
         if not query.strip():
             raise UsageError("the query is empty; say what to look for")
-        self.refresh()
+        if refresh:
+            self.refresh()
         usable = embedder is not None and self.has_vectors and embedder.model_id == self.model
         vector = embedder.embed_query(query) if embedder is not None and usable and options.mode != "lexical" else None
         mode = options.mode if vector is not None else "lexical"
@@ -363,3 +390,10 @@ class LanceReader:
             title = by_id[hit.chunks[0][0]]["title"]
             docs.append(DocResult(hit.path, title or fallback_title(hit.path), hit.score, chunks))
         return SearchResult(query, corpus, self.commits.get(corpus, ""), mode, docs)
+
+
+def storage_uri(start: str | os.PathLike) -> str | None:
+    """`[storage] uri` as seen from `start`, a folder in no checkout (the user config and a .gitwiki.toml there)."""
+    from gitwiki import config as config_mod
+
+    return config_mod.load(Path(start).resolve()).storage.uri

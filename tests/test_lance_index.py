@@ -108,6 +108,15 @@ def test_s3_export_and_search_without_a_checkout(wiki, cli, tmp_path, s3):
     result = search(cli, reader, "--uri", "s3://wiki-index/handbook", "--mode", "lexical", "release train")
     assert result["docs"][0]["path"] == "wiki/deploy.md"
 
+    # An incremental export to S3, then `gitwiki ground` there (no checkout) sees it.
+    repo.commit("oncall", {"wiki/oncall.md": "# On-call\n\nEscalate to the incident commander.\n"})
+    report = export_json(cli, repo.path)
+    assert (report["inserted"], report["deleted"]) == (1, 1)
+    code, out, err = cli("ground", "--json", "--uri", "s3://wiki-index/handbook", "incident commander", cwd=reader)
+    assert code == 0, err
+    assert json.loads(out)["docs"][0]["path"] == "wiki/oncall.md"
+    assert json.loads(out)["commit"] == repo.git("rev-parse", "HEAD").strip()
+
 
 @needs_model
 def test_hybrid_and_dense_search_use_the_exported_vectors(wiki, cli, tmp_path):
@@ -240,3 +249,75 @@ def test_ann_index_above_the_configured_size(repo, cli, tmp_path, monkeypatch):
     repo.commit("edit", {"wiki/p000.md": "# Page 0\n\nRewritten.\n"})
     edited = export_json(cli, repo.path)
     assert (edited["inserted"], edited["deleted"]) == (1, 1) and edited["ann_index"] is True
+
+
+def test_ground_answers_from_the_shared_index_without_a_checkout(wiki, cli, tmp_path):
+    uri = tmp_path / "lance"
+    repo = wiki(LEXICAL + f'[storage]\nuri = "{uri}"\n')
+    assert cli("lance", "export", cwd=repo.path)[0] == 0
+    local = json.loads(cli("ground", "--json", "rollback tag", cwd=repo.path)[1])
+
+    reader = tmp_path / "reader"  # no git repository here, only a config naming the table
+    reader.mkdir()
+    code, _, err = cli("ground", "rollback tag", cwd=reader)
+    assert code == 3 and "git" in err  # nothing configured: the checkout error as before
+    (reader / ".gitwiki.toml").write_text(LEXICAL + f'[storage]\nuri = "{uri}"\n')
+    code, out, err = cli("ground", "--json", "rollback tag", cwd=reader)
+    assert code == 0, err
+    shared = json.loads(out)
+    assert shared["commit"] == local["commit"] and shared["corpus"] == "wiki"
+    assert [d["path"] for d in shared["docs"]] == [d["path"] for d in local["docs"]]
+    assert shared["docs"][0]["chunks"][0]["breadcrumb"] == ["Deploy", "Rollback"]
+
+    # --uri asks the table even inside a checkout; --at needs the checkout's history.
+    code, out, err = cli("ground", "--uri", str(uri), "--format", "outline", "release train", cwd=repo.path)
+    assert code == 0 and "wiki/deploy.md" in out, err
+    code, _, err = cli("ground", "--uri", str(uri), "--at", "HEAD", "release", cwd=repo.path)
+    assert code == 2 and "--at needs a checkout" in err
+    code, _, err = cli("ground", "--uri", str(uri), "--corpus", "docs", "release", cwd=repo.path)
+    assert code == 3 and "choose one of: wiki" in err  # as an unknown corpus of a checkout
+
+
+@pytest.mark.slow  # starts `gitwiki serve` and the MCP SDK client
+def test_serve_answers_from_the_shared_index_and_follows_exports(wiki, cli, tmp_path):
+    import os
+    import sys
+
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    uri = tmp_path / "lance"
+    repo = wiki(LEXICAL + f'[storage]\nuri = "{uri}"\n')
+    assert cli("lance", "export", cwd=repo.path)[0] == 0
+    reader = tmp_path / "reader"
+    reader.mkdir()
+    (reader / ".gitwiki.toml").write_text(LEXICAL + f'[storage]\nuri = "{uri}"\n')
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "gitwiki", "-C", str(reader), "serve"], env=dict(os.environ)
+    )
+
+    log = tmp_path / "serve.log"  # the cli fixture captures sys.stderr, which has no file descriptor
+
+    async def main():
+        with log.open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as streams, ClientSession(*streams) as session:
+                await talk(session)
+
+    async def talk(session):
+        await session.initialize()
+        assert {t.name for t in (await session.list_tools()).tools} == {"ground", "list_corpora"}
+        found = await session.call_tool("ground", {"query": "release train"})
+        assert not found.is_error and found.structured_content["docs"][0]["path"] == "wiki/deploy.md"
+        assert "wiki/deploy.md" in found.content[0].text
+        corpora = await session.call_tool("list_corpora", {})
+        head = repo.git("rev-parse", "HEAD").strip()
+        assert corpora.structured_content["corpora"] == [{"name": "wiki", "indexed_commit": head}]
+
+        # A new export while the server runs: the next call answers from it.
+        repo.commit("oncall", {"wiki/oncall.md": "# On-call\n\nEscalate to the incident commander.\n"})
+        assert cli("lance", "export", cwd=repo.path)[0] == 0
+        found = await session.call_tool("ground", {"query": "incident commander"})
+        assert found.structured_content["docs"][0]["path"] == "wiki/oncall.md"
+        assert found.structured_content["commit"] == repo.git("rev-parse", "HEAD").strip()
+
+    anyio.run(main)

@@ -3,6 +3,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitwiki.search import SearchResult
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,14 +40,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--at", metavar="REV", help="search the corpus as of a commit, branch or tag")
     p.add_argument("--committed", action="store_true", help="ignore uncommitted and untracked pages")
+    p.add_argument(
+        "--uri",
+        help="answer from the LanceDB table at URI (`gitwiki lance export`), no checkout needed; outside a "
+        "checkout [storage] uri is used",
+    )
     p.set_defaults(func=ground)
 
 
 def ground(args: argparse.Namespace) -> int:
-    from gitwiki.outline import outline
+    from gitwiki.errors import NotFoundError
     from gitwiki.wiki import Wiki
 
-    wiki = Wiki.open(args.chdir)
+    if args.uri is not None:
+        return _ground_shared(args, args.uri)
+    try:
+        wiki = Wiki.open(args.chdir)
+    except NotFoundError:  # no checkout here: a reader of the shared index, if one is configured
+        from gitwiki.lance_index import storage_uri
+
+        uri = storage_uri(args.chdir)
+        if uri is None:
+            raise
+        return _ground_shared(args, uri)
     if args.at is None and wiki.has_no_index_to_start_from():
         from gitwiki.pull import install_published  # fetching and archives: only in a clone without an index
 
@@ -61,8 +80,39 @@ def ground(args: argparse.Namespace) -> int:
         at=args.at,
         worktree=not args.committed,
     )
-    if args.format == "outline":
+    return _print(result, args.format)
+
+
+def _ground_shared(args: argparse.Namespace, uri: str) -> int:
+    """The scale-out reader: the table at `uri` holds the last exported commit, nothing else."""
+    from pathlib import Path
+
+    from gitwiki import config as config_mod
+    from gitwiki.errors import UsageError
+    from gitwiki.lance_index import LanceReader
+    from gitwiki.search import SearchOptions
+
+    if args.at is not None:
+        raise UsageError("--at needs a checkout: the shared index holds only the last exported commit")
+    config = config_mod.load(Path(args.chdir).resolve())
+    options = SearchOptions.build(
+        config.search,
+        mode=args.mode,
+        fusion=args.fusion,
+        top_files=args.top_files,
+        chunks_per_file=args.chunks_per_file,
+        limit=args.limit,
+        snippet_chars=args.snippet_chars,
+        full=args.full,
+    )
+    return _print(LanceReader(uri).ground(config, " ".join(args.query), args.corpus, options), args.format)
+
+
+def _print(result: SearchResult, fmt: str) -> int:
+    from gitwiki.outline import outline
+
+    if fmt == "outline":
         sys.stdout.write(outline(result, color=sys.stdout.isatty()))
     else:
-        print(json.dumps(result.to_json(), indent=2 if args.format == "json-pretty" else None, ensure_ascii=False))
+        print(json.dumps(result.to_json(), indent=2 if fmt == "json-pretty" else None, ensure_ascii=False))
     return 0

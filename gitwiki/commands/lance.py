@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     search.add_argument("--uri", help="LanceDB URI (default: [storage] uri)")
     search.add_argument("--corpus", help="the corpus to search (default: the first configured)")
     search.add_argument("--mode", choices=("hybrid", "lexical", "dense"), help="ranking (default from [search] mode)")
+    search.add_argument(
+        "--fusion", choices=("rrf", "score"), help="how lexical and dense rankings combine (default from [search])"
+    )
     search.add_argument("--top-files", type=int, metavar="N", help="pages to return (default from [search])")
     search.add_argument("--full", action="store_true", help="whole chunk bodies instead of snippets")
     search.add_argument("--json", action="store_true", help="print the `ground --json` contract")
@@ -68,17 +71,15 @@ def export_command(args: argparse.Namespace) -> int:
 
 def search_command(args: argparse.Namespace) -> int:
     from gitwiki import config as config_mod
-    from gitwiki.embed import load_embedder
     from gitwiki.lance_index import LanceReader
     from gitwiki.outline import outline
     from gitwiki.search import SearchOptions
 
     config = config_mod.load(Path(args.chdir).resolve())
-    options = SearchOptions.build(config.search, mode=args.mode, top_files=args.top_files, full=args.full)
-    embedder = load_embedder(config.embeddings) if options.mode != "lexical" else None
-    result = LanceReader(_uri(args, config)).search(
-        " ".join(args.query), config.corpus(args.corpus).name, options, embedder
+    options = SearchOptions.build(
+        config.search, mode=args.mode, fusion=args.fusion, top_files=args.top_files, full=args.full
     )
+    result = LanceReader(_uri(args, config)).ground(config, " ".join(args.query), args.corpus, options)
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
     else:

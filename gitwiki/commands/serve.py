@@ -17,6 +17,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="WARNING",
         help="what the server logs on stderr (default WARNING; DEBUG adds per-call timings)",
     )
+    p.add_argument(
+        "--uri",
+        help="serve `ground` from the LanceDB table at URI (`gitwiki lance export`), no checkout needed; outside "
+        "a checkout [storage] uri is used",
+    )
     p.set_defaults(func=serve)
 
 
@@ -24,11 +29,22 @@ def serve(args: argparse.Namespace) -> int:
     import threading
 
     from gitwiki import __version__
+    from gitwiki.errors import NotFoundError
     from gitwiki.mcp_early import answer_initialize
     from gitwiki.warm import warm_up
     from gitwiki.wiki import Wiki
 
-    wiki = Wiki.open(args.chdir)
+    if args.uri is not None:
+        return _serve_shared(args, args.uri)
+    try:
+        wiki = Wiki.open(args.chdir)
+    except NotFoundError:  # no checkout here: serve the shared index, if one is configured
+        from gitwiki.lance_index import storage_uri
+
+        uri = storage_uri(args.chdir)
+        if uri is None:
+            raise
+        return _serve_shared(args, uri)
     stdio = answer_initialize(__version__)  # before the SDK import, which takes about 1 s
     if stdio is None:  # the client hung up before saying anything
         return 0
@@ -39,4 +55,14 @@ def serve(args: argparse.Namespace) -> int:
     # SDK's took twice as long, delaying `initialize` (measured 5.1–7.5 s against 2.2–3.8 s on a loaded host).
     threading.Thread(target=warm_up, args=(wiki, calls), name="gitwiki-warm-up", daemon=True).start()
     run(wiki, calls, stdio, args.log_level)
+    return 0
+
+
+def _serve_shared(args: argparse.Namespace, uri: str) -> int:
+    from pathlib import Path
+
+    from gitwiki import config as config_mod
+    from gitwiki.mcp_lance import serve as run
+
+    run(uri, config_mod.load(Path(args.chdir).resolve()), args.log_level)
     return 0
