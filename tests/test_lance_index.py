@@ -199,6 +199,22 @@ def test_readers_see_only_tagged_versions(wiki, cli, tmp_path):
     assert search(cli, repo.path, "phantom")["docs"] == []
 
 
+def test_a_reader_keeps_answering_when_the_tag_listing_fails(wiki, cli, tmp_path, monkeypatch):
+    """An export deletes old tags; a listing that catches one half-gone fails. The open version still answers."""
+    uri = str(tmp_path / "lance")
+    repo = wiki(LEXICAL + f'[storage]\nuri = "{uri}"\n')
+    export_json(cli, repo.path)
+    reader = LanceReader(uri)
+
+    class Vanishing:
+        def list(self):
+            raise RuntimeError("lance error: Not found: _refs/tags/gitwiki-v3-abc.json")
+
+    monkeypatch.setattr(type(reader.table), "tags", property(lambda _: Vanishing()))
+    found = reader.search("release train", "wiki", SearchOptions.build(SearchConfig(), mode="lexical"), None)
+    assert [d.path for d in found.docs] == ["wiki/deploy.md"]
+
+
 class HashEmbedder:
     """Unit vectors from a hash of the text: an ANN index needs vectors, not meaning."""
 
