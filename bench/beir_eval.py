@@ -33,7 +33,7 @@ from gitwiki.evaluation import DEPTH, evaluate, load_beir, wiki_ranker
 
 def lance_ranked(wiki, uri: str, top: int = DEPTH):
     """The same index exported to LanceDB (`gitwiki lance export`), searched with LanceDB's own BM25,
-    vector search and hybrid (its default RRF reranker): the comparison behind keeping SQLite FTS5."""
+    vector search, and hybrid (the two fused with gitwiki's own RRF): the comparison behind keeping SQLite FTS5."""
     from gitwiki.lance_index import LanceReader, export
     from gitwiki.search import SearchOptions
 
