@@ -10,19 +10,20 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Any, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult
-from pydantic import Field
 
 from gitwiki import __version__
 from gitwiki.config import Config
 from gitwiki.lance_index import LanceReader
 from gitwiki.mcp_early import SERVER_NAME
-from gitwiki.mcp_server import READ, Corpus, GroundJson, _guarded, result
-from gitwiki.outline import outline
-from gitwiki.search import SearchOptions
+from gitwiki.mcp_server import READ, WikiTools, _guarded, result
+from gitwiki.search import SearchOptions, SearchResult
+
+if TYPE_CHECKING:
+    from gitwiki.wiki import Wiki
 
 log = logging.getLogger("gitwiki.mcp")
 
@@ -30,17 +31,23 @@ INSTRUCTIONS = """\
 gitwiki serves a shared, read-only copy of a markdown wiki (the last exported commit).
 
 - Find things with `ground` (hybrid BM25 + embedding search). Results come per page, each with the
-  best sections: heading breadcrumb, line range (`path:start-end`) and a snippet; pass full: true
-  for whole sections instead of snippets.
+  best sections: heading breadcrumb, line range (`path:start-end`) and a snippet.
 - `list_corpora` names the corpora the index holds and the commit each reflects.
 - There is no checkout behind this server: pages cannot be read whole or changed here.
 """
 
 
-class SharedTools:
+class SharedWiki:
+    """What `WikiTools.ground` asks of a `Wiki`, answered from the shared table: the same tool, schema and
+    answer, without a checkout."""
+
     def __init__(self, reader: LanceReader, config: Config) -> None:
         self.reader = reader
         self.config = config
+
+    def search(self, query: str, corpus: str | None = None, **options: Any) -> SearchResult:
+        built = SearchOptions.build(self.config.search, **options)
+        return self.reader.ground(self.config, query, corpus, built)
 
     def list_corpora(self) -> CallToolResult:
         """List the corpora in the shared index and the commit each reflects."""
@@ -48,44 +55,13 @@ class SharedTools:
         text = "\n".join(f"{r['name']}  indexed {r['indexed_commit'][:12]}" for r in rows)
         return result(text, {"corpora": rows, "uri": self.reader.uri})
 
-    def ground(
-        self,
-        query: Annotated[str, Field(description="What to look for, in words: a question or keywords.")],
-        corpus: Corpus = None,
-        top_files: Annotated[int | None, Field(ge=1, description="Pages to return (default 5).")] = None,
-        chunks_per_file: Annotated[
-            int | None, Field(ge=1, description="Best sections shown per page (default 3).")
-        ] = None,
-        limit: Annotated[int | None, Field(ge=1, description="Cap on sections returned in all (default 50).")] = None,
-        snippet_chars: Annotated[
-            int | None, Field(ge=1, description="Snippet length in characters (default 240).")
-        ] = None,
-        mode: Annotated[
-            Literal["hybrid", "lexical", "dense"] | None,
-            Field(description="Ranking: hybrid (default) fuses BM25 and embeddings; lexical or dense alone."),
-        ] = None,
-        full: Annotated[bool, Field(description="Whole sections instead of snippets.")] = False,
-    ) -> Annotated[CallToolResult, GroundJson]:
-        """Search the shared wiki. Text: a ripgrep-style outline per page, best first. Structured: the
-        `gitwiki ground --json` document."""
-        options = SearchOptions.build(
-            self.config.search,
-            mode=mode,
-            top_files=top_files,
-            chunks_per_file=chunks_per_file,
-            limit=limit,
-            snippet_chars=snippet_chars,
-            full=full,
-        )
-        found = self.reader.ground(self.config, query, corpus, options)
-        return result(outline(found), found.to_json())
-
 
 def build_server(reader: LanceReader, config: Config, serial: threading.Lock) -> MCPServer:
     app = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
-    tools = SharedTools(reader, config)
-    app.add_tool(_guarded(tools.ground, serial), name="ground", annotations=READ, structured_output=True)
-    app.add_tool(_guarded(tools.list_corpora, serial), name="list_corpora", annotations=READ)
+    shared = SharedWiki(reader, config)
+    ground = WikiTools(cast("Wiki", shared)).ground  # it calls only wiki.search
+    app.add_tool(_guarded(ground, serial), name="ground", annotations=READ, structured_output=True)
+    app.add_tool(_guarded(shared.list_corpora, serial), name="list_corpora", annotations=READ)
     return app
 
 

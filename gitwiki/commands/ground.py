@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gitwiki.search import SearchResult
@@ -67,20 +67,21 @@ def ground(args: argparse.Namespace) -> int:
         from gitwiki.pull import install_published  # fetching and archives: only in a clone without an index
 
         install_published(wiki, lexical=args.mode == "lexical")
-    result = wiki.search(
-        " ".join(args.query),
-        args.corpus,
-        mode=args.mode,
-        top_files=args.top_files,
-        chunks_per_file=args.chunks_per_file,
-        limit=args.limit,
-        snippet_chars=args.snippet_chars,
-        full=args.full,
-        fusion=args.fusion,
-        at=args.at,
-        worktree=not args.committed,
-    )
+    result = wiki.search(" ".join(args.query), args.corpus, **_options(args), at=args.at, worktree=not args.committed)
     return _print(result, args.format)
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The search options both the checkout and the shared index take."""
+    return {
+        "mode": args.mode,
+        "top_files": args.top_files,
+        "chunks_per_file": args.chunks_per_file,
+        "limit": args.limit,
+        "snippet_chars": args.snippet_chars,
+        "full": args.full,
+        "fusion": args.fusion,
+    }
 
 
 def _ground_shared(args: argparse.Namespace, uri: str) -> int:
@@ -95,16 +96,7 @@ def _ground_shared(args: argparse.Namespace, uri: str) -> int:
     if args.at is not None:
         raise UsageError("--at needs a checkout: the shared index holds only the last exported commit")
     config = config_mod.load(Path(args.chdir).resolve())
-    options = SearchOptions.build(
-        config.search,
-        mode=args.mode,
-        fusion=args.fusion,
-        top_files=args.top_files,
-        chunks_per_file=args.chunks_per_file,
-        limit=args.limit,
-        snippet_chars=args.snippet_chars,
-        full=args.full,
-    )
+    options = SearchOptions.build(config.search, **_options(args))
     return _print(LanceReader(uri).ground(config, " ".join(args.query), args.corpus, options), args.format)
 
 
