@@ -14,6 +14,7 @@ lancedb and pyarrow are imported inside functions: nothing on the hook or lint p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -274,7 +275,8 @@ def _tag(table: Table, commit: str) -> str:
     name = f"{TAG_PREFIX}{table.version}-{commit or 'none'}"
     table.tags.create(name, table.version)
     for _, old in ours[: max(0, len(ours) + 1 - TAGS_KEPT)]:
-        table.tags.delete(old)
+        with contextlib.suppress(Exception):  # another export running at the same time deleted it first
+            table.tags.delete(old)
     return name
 
 
