@@ -211,8 +211,9 @@ def export(store: Store, uri: str, ann_min_rows: int = 100_000) -> ExportReport:
                 if table is None:
                     table = db.create_table(TABLE, data=data)
                 else:
+                    deleted = table.count_rows()
                     table.add(data, mode="overwrite")
-                inserted, deleted = len(chunks), len(existing)
+                inserted = len(chunks)
             elif new or gone:
                 assert table is not None
                 merge = table.merge_insert("key").when_not_matched_insert_all()
@@ -315,6 +316,11 @@ class LanceReader:
             return
         self.version = self.table.version
         schema = self.table.schema
+        if _recorded(self.table).get("layout") != LAYOUT:
+            raise StoreError(
+                f"the table at {self.uri} was written by another gitwiki version; run `gitwiki lance export` "
+                "(the export rewrites it in place)"
+            )
         self.model = (schema.metadata or {}).get(b"gitwiki.model", b"").decode() or None
         self.has_vectors = "vector" in schema.names
         self.commits = {name: s["commit"] for name, s in _recorded(self.table).get("corpora", {}).items()}

@@ -215,6 +215,18 @@ def test_a_reader_keeps_answering_when_the_tag_listing_fails(wiki, cli, tmp_path
     assert [d.path for d in found.docs] == ["wiki/deploy.md"]
 
 
+def test_a_table_of_the_old_layout_is_refused_by_readers_and_rewritten_by_the_next_export(wiki, cli, tmp_path):
+    uri = str(tmp_path / "lance")
+    repo = wiki(LEXICAL + f'[storage]\nuri = "{uri}"\n')
+    old = {"corpus": "wiki", "commit": "c0", "path": "wiki/deploy.md", "blob": "b0", "text": "release train"}
+    connect(uri).create_table("chunks", data=pa.Table.from_pylist([old]))  # the replace-only export's rows
+    code, _, err = cli("lance", "search", "release", cwd=repo.path)
+    assert code != 0 and "run `gitwiki lance export`" in err and "Traceback" not in err
+    report = export_json(cli, repo.path)
+    assert (report["inserted"], report["deleted"], report["rows"]) == (4, 1, 4)
+    assert search(cli, repo.path, "release train")["docs"][0]["path"] == "wiki/deploy.md"
+
+
 class HashEmbedder:
     """Unit vectors from a hash of the text: an ANN index needs vectors, not meaning."""
 
