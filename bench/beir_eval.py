@@ -37,7 +37,7 @@ def lance_ranked(wiki, uri: str, top: int = DEPTH):
     from gitwiki.lance_index import LanceReader, export
     from gitwiki.search import SearchOptions
 
-    export(wiki.store, uri)
+    export(wiki.store, uri, wiki.config.storage.ann_min_rows)
     reader, embedder = LanceReader(uri), wiki.embedder()
 
     def ranked(query: str, mode: str, _fusion) -> list[str]:

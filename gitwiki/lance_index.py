@@ -175,7 +175,7 @@ def _dimension(store: Store, model: str | None, chunks: dict[str, _Chunk]) -> in
     return len(raw) // 4 // len(ids) if ids else None
 
 
-def export(store: Store, uri: str, ann_min_rows: int = 100_000) -> ExportReport:
+def export(store: Store, uri: str, ann_min_rows: int) -> ExportReport:
     """Bring the table at `uri` to the current state of every indexed corpus, writing only what changed."""
     import pyarrow as pa
 
