@@ -44,6 +44,9 @@ TAG_PREFIX = "gitwiki-v"
 LAYOUT = "2"
 # Above this share of changed rows one overwrite commit is cheaper than a merge (and a long IN list).
 REWRITE_SHARE = 0.5
+# IVF-PQ ranks by compressed vectors; re-ranking REFINE x the asked rows by their full vectors takes recall@10
+# from 0.75 to 0.975 (bench_lance.py, 606 rows) for a few ms.
+REFINE = 10
 TAGS_KEPT = 2  # the newest and the one before: a reader that just resolved the older one can still open it
 
 
@@ -323,6 +326,7 @@ class LanceReader:
             )
         self.model = (schema.metadata or {}).get(b"gitwiki.model", b"").decode() or None
         self.has_vectors = "vector" in schema.names
+        self.ann = self.has_vectors and _has_vector_index(self.table)
         self.commits = {name: s["commit"] for name, s in _recorded(self.table).get("corpora", {}).items()}
 
     def corpora(self) -> dict[str, str]:
@@ -381,6 +385,8 @@ class LanceReader:
             dense = cast(
                 "LanceVectorQueryBuilder", self.table.search(vector, query_type="vector", vector_column_name="vector")
             ).distance_type("cosine")
+            if self.ann:
+                dense = dense.refine_factor(REFINE)
             found = dense.where(where, prefilter=True).select(columns).limit(limit).to_list()
             for row in found:  # cosine distance → cosine similarity, so higher is better everywhere
                 row["_distance"] = 1.0 - row["_distance"]
