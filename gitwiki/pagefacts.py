@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeGuard
+from urllib.parse import unquote
 
 from gitwiki import pagetext
 from gitwiki.markdown import frontmatter
@@ -30,7 +31,7 @@ CACHE_NAME = "pagefacts.sqlite"
 LEGACY_NAME = "pagefacts.json"  # the one-file cache before it; removed when the SQLite file is created
 # Bump when an extraction below or the rendering of index blocks changes its output: the file's tables
 # are then dropped and refilled.
-VERSION = 3
+VERSION = 4
 
 
 def decode(data: bytes) -> str:
@@ -106,6 +107,8 @@ _TABLES = ("facts", "renders", "stats", "yaml")
 RACY_NS = 2_000_000_000
 # Rows no run has used for this many days are dropped (old page versions, files deleted or moved).
 KEEP_DAYS = 30
+# Above this many keys a read scans the keys' range instead of looking each one up.
+BULK = 1000
 # How long a run waits for another hook's write to the file before it goes on without the cache.
 BUSY_TIMEOUT = 10.0
 _DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
@@ -131,8 +134,10 @@ class FactsCache:
     def __init__(self, path: Path | None = None):
         self.path = path
         self._conn: sqlite3.Connection | None = None
-        self._rows: dict[str, dict[str, object]] = {name: {} for name in _TABLES}  # None: not in the file
-        self._new: dict[str, dict[str, object]] = {name: {} for name in _TABLES}
+        # table → key → the stored text (JSON, except the digests of `renders` and the stamps of `stats`);
+        # None: not in the file
+        self._rows: dict[str, dict[str, str | None]] = {name: {} for name in _TABLES}
+        self._new: dict[str, dict[str, str]] = {name: {} for name in _TABLES}
         self._touch: dict[str, set[str]] = {name: set() for name in _TABLES}  # rows read, last used before today
         self._today = today()
         if path is not None:
@@ -146,99 +151,126 @@ class FactsCache:
         """The fact `field` ("info", "links" or "anchors") of page version `blob`; on a miss it is
         extracted from `text()`. None for a page that is not text or that extraction fails on: the
         reason is remembered (`unreadable`), so the page is read once, not on every run."""
-        self.prefetch(field, [blob])
-        if self.unreadable(blob) is not None:
+        key, why_key = _key(blob, field), _key(blob, UNREADABLE)
+        facts = self._rows["facts"]
+        if key not in facts or why_key not in facts:
+            self._fetch("facts", [key, why_key])
+        if isinstance(_decode(facts[why_key]), str):
             return None
-        value = self._rows["facts"][_key(blob, field)]
+        value = _decode(facts[key])
         if not _VALID[field](value):
             value, why = pagetext.attempt(lambda: EXTRACT[field](text(), self.read_yaml))
             if why is not None:
-                self._put("facts", _key(blob, UNREADABLE), why)
+                self._put("facts", why_key, json.dumps(why))
                 return None
-            self._put("facts", _key(blob, field), value)
+            self._put("facts", key, json.dumps(value, separators=(",", ":")))
         return value
 
     def unreadable(self, blob: str) -> str | None:
         """Why page version `blob` has no facts (not text, or extraction failed), when `get` found that."""
-        why = self._value("facts", _key(blob, UNREADABLE))
+        why = _decode(self._value("facts", _key(blob, UNREADABLE)))
         return why if isinstance(why, str) else None
 
     def read_yaml(self, raw: str) -> tuple[dict, str | None]:
         """`frontmatter.read_yaml`, remembered by the digest of `raw` when JSON keeps its result intact."""
         key = hashlib.sha1(raw.encode()).hexdigest()
-        hit = self._value("yaml", key)
+        hit = _decode(self._value("yaml", key))
         if _yaml(hit):
             return hit[0], hit[1]  # type: ignore[index]
         meta, error = frontmatter.read_yaml(raw)
         if _json_safe(meta):
-            self._put("yaml", key, [meta, error])
+            self._put("yaml", key, json.dumps([meta, error]))
         return meta, error
 
     def prefetch(self, field: str, blobs: Iterable[str]) -> None:
         """Read the `field` facts of many page versions in one query (a query per page costs 20,000 round
         trips on a wiki that size)."""
-        self._fetch("facts", [k for b in blobs for k in (_key(b, field), _key(b, UNREADABLE))])
+        blobs = list(blobs)
+        for name in (field, UNREADABLE):
+            self._fetch("facts", [_key(b, name) for b in blobs], prefix=_key("", name))
 
     def missing(self, field: str, blobs: Iterable[str]) -> list[str]:
-        """The blobs whose `field` would have to be extracted (so callers can fetch their text in one go)."""
+        """The blobs whose `field` would have to be extracted (so callers can fetch their text in one go).
+        A stored value is trusted to be of the right shape here; `get` checks it when it is used."""
         blobs = list(blobs)
         self.prefetch(field, blobs)
         facts = self._rows["facts"]
-        return [
-            b
-            for b in blobs
-            if not (_VALID[field](facts[_key(b, field)]) or isinstance(facts[_key(b, UNREADABLE)], str))
-        ]
+        return [b for b in blobs if facts[_key(b, field)] is None and facts[_key(b, UNREADABLE)] is None]
+
+    def linking(self, names: set[str]) -> set[str]:
+        """The page versions with a link whose `link_name` is in `names`, among those whose links are
+        cached: the orphan check reads the links of these pages only, not of all 20,000."""
+        found = set()
+        for key, raw in self._new["facts"].items():
+            field, _, blob = key.partition(":")
+            if field == "links" and any(link_name(t) in names for t in _links(raw)):
+                found.add(blob)
+        if self._conn is not None:
+            query = "SELECT DISTINCT blob FROM linknames WHERE name IN (SELECT value FROM json_each(?))"
+            try:
+                found.update(b for (b,) in self._conn.execute(query, (json.dumps(sorted(names)),)))
+            except sqlite3.Error as e:
+                self._failed(e)
+        return found
 
     def rendered(self, key: str) -> str | None:
         """The digest of what the render inputs with digest `key` produced, if they were rendered before."""
-        value = self._value("renders", key)
-        return value if isinstance(value, str) else None
+        return self._value("renders", key)
 
     def remember_render(self, key: str, digest: str) -> None:
         self._put("renders", key, digest)
 
-    def prefetch_stats(self, paths: Iterable[str]) -> None:
-        """Read the stat cache rows of many files (absolute paths) in one query."""
-        self._fetch("stats", list(paths))
+    def prefetch_stats(self, folder: str, paths: Iterable[str]) -> None:
+        """Read the stat cache rows of many files (absolute paths, all in `folder`) in one query."""
+        self._fetch("stats", list(paths), prefix=folder)
 
     def blob_of(self, path: str, st: os.stat_result) -> str | None:
         """The blob id of the file at `path` (absolute) if its `lstat` shows it unchanged since it was hashed."""
         entry = self._value("stats", path)
-        if isinstance(entry, list) and len(entry) == 5 and entry[:4] == _stamp(st) and isinstance(entry[4], str):
-            return entry[4]
-        return None
+        stamp, _, blob = (entry or "").rpartition(" ")
+        return blob if blob and stamp == _stamp(st) else None
 
     def remember_blob(self, path: str, st: os.stat_result, blob: str) -> None:
         if max(st.st_mtime_ns, st.st_ctime_ns) < time.time_ns() - RACY_NS:
-            self._put("stats", path, [*_stamp(st), blob])
+            self._put("stats", path, f"{_stamp(st)} {blob}")
 
-    def _value(self, table: str, key: str) -> object:
-        self._fetch(table, [key])
-        return self._rows[table][key]
+    def _value(self, table: str, key: str) -> str | None:
+        rows = self._rows[table]
+        if key not in rows:
+            self._fetch(table, [key])
+        return rows[key]
 
-    def _put(self, table: str, key: str, value: object) -> None:
+    def _put(self, table: str, key: str, value: str) -> None:
         self._rows[table][key] = self._new[table][key] = value
         self._touch[table].discard(key)
 
-    def _fetch(self, table: str, keys: list[str]) -> None:
+    def _fetch(self, table: str, keys: list[str], prefix: str = "") -> None:
+        """Read the rows of `keys` not read yet; many keys sharing `prefix` are read by scanning the prefix's
+        key range (at 20,000 pages: 30 ms, against 200 ms for as many key lookups)."""
         rows = self._rows[table]
         wanted = [k for k in dict.fromkeys(keys) if k not in rows]
         rows.update(dict.fromkeys(wanted))
         if not wanted or self._conn is None:
             return
-        query = f"SELECT key, value, day FROM {table} WHERE key IN (SELECT value FROM json_each(?))"
+        args: tuple[str, ...]
+        if len(wanted) > BULK and all(k.startswith(prefix) for k in wanted):
+            query, args = f"SELECT key, value, day FROM {table} WHERE key >= ? AND key < ?", (prefix, prefix + "\uffff")
+        else:
+            query, args = (
+                f"SELECT key, value, day FROM {table} WHERE key IN (SELECT value FROM json_each(?))",
+                (json.dumps(wanted),),
+            )
         try:
-            found = self._conn.execute(query, (json.dumps(wanted),)).fetchall()
+            found = self._conn.execute(query, args).fetchall()
         except sqlite3.Error as e:
             self._failed(e)
             return
-        old = self._today
+        touch, asked = self._touch[table], set(wanted)
         for key, value, day in found:
-            with contextlib.suppress(ValueError):  # a hand-edited row is a miss: re-extracted, replaced
-                rows[key] = json.loads(value)
-            if not isinstance(day, int) or day < old:
-                self._touch[table].add(key)
+            if key in asked:
+                rows[key] = value if isinstance(value, str) else None
+                if not isinstance(day, int) or day < self._today:
+                    touch.add(key)
 
     def save(self) -> None:
         """Write the rows this run added, mark the ones it used as used today, drop those unused for
@@ -249,19 +281,7 @@ class FactsCache:
         try:
             if any(self._new.values()) or any(self._touch.values()):
                 with _transaction(conn):
-                    for table in _TABLES:
-                        new = self._new[table]
-                        conn.executemany(
-                            f"INSERT OR REPLACE INTO {table} (key, value, day) VALUES (?,?,?)",
-                            [(k, json.dumps(v, separators=(",", ":")), self._today) for k, v in new.items()],
-                        )
-                        conn.execute(
-                            f"UPDATE {table} SET day = ? WHERE key IN (SELECT value FROM json_each(?))",
-                            (self._today, json.dumps(sorted(self._touch[table]))),
-                        )
-                    if any(self._touch.values()):  # so at most about once a day
-                        for table in _TABLES:
-                            conn.execute(f"DELETE FROM {table} WHERE day < ?", (self._today - KEEP_DAYS,))
+                    self._write(conn)
         except sqlite3.Error as e:
             if _damaged(e):
                 _discard(conn, self.path)
@@ -270,6 +290,28 @@ class FactsCache:
         for table in _TABLES:
             self._new[table].clear()
             self._touch[table].clear()
+
+    def _write(self, conn: sqlite3.Connection) -> None:
+        for table in _TABLES:
+            new = self._new[table]
+            conn.executemany(
+                f"INSERT OR REPLACE INTO {table} (key, value, day) VALUES (?,?,?)",
+                [(k, v, self._today) for k, v in new.items()],
+            )
+            conn.execute(
+                f"UPDATE {table} SET day = ? WHERE key IN (SELECT value FROM json_each(?))",
+                (self._today, json.dumps(sorted(self._touch[table]))),
+            )
+        names: set[tuple[str, str]] = set()
+        for key, raw in self._new["facts"].items():
+            field, _, blob = key.partition(":")
+            if field == "links":
+                names.update((link_name(t), blob) for t in _links(raw))
+        conn.executemany("INSERT OR IGNORE INTO linknames (name, blob) VALUES (?,?)", sorted(names))
+        if any(self._touch.values()):  # so at most about once a day
+            for table in _TABLES:
+                conn.execute(f"DELETE FROM {table} WHERE day < ?", (self._today - KEEP_DAYS,))
+            conn.execute("DELETE FROM linknames WHERE 'links:' || blob NOT IN (SELECT key FROM facts)")
 
     def _failed(self, error: sqlite3.Error) -> None:
         """A read failed: a damaged file is started afresh, otherwise (locked, unreadable) this run goes
@@ -283,7 +325,28 @@ class FactsCache:
 
 
 def _key(blob: str, field: str) -> str:
-    return f"{blob}:{field}"
+    return f"{field}:{blob}"  # field first: one field's rows are a key range, read in one scan
+
+
+def _decode(raw: str | None) -> object:
+    """A stored JSON value; None for a missing or hand-broken one (a miss: re-extracted and replaced)."""
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def _links(raw: str | None) -> list[str]:
+    value = _decode(raw)
+    return value if _strings(value) else []
+
+
+def link_name(target: str) -> str:
+    """The last path segment of a link target as written ("" for `dir/`): a link can only reach a page
+    whose file name (or, for an index or README, folder name) this is, or a folder for "", "." and ".."."""
+    return unquote(target.partition("#")[0].partition("?")[0].rstrip("/").rpartition("/")[2])
 
 
 def _damaged(error: sqlite3.Error) -> bool:
@@ -349,11 +412,13 @@ def _initialize(conn: sqlite3.Connection, path: Path) -> None:
         for table in _TABLES:
             conn.execute(f"DROP TABLE IF EXISTS {table}")
             conn.execute(f"CREATE TABLE {table} (key TEXT PRIMARY KEY, value TEXT NOT NULL, day INTEGER) WITHOUT ROWID")
+        conn.execute("DROP TABLE IF EXISTS linknames")  # the orphan check's index: link_name → page versions
+        conn.execute("CREATE TABLE linknames (name TEXT, blob TEXT, PRIMARY KEY (name, blob)) WITHOUT ROWID")
         conn.execute(f"PRAGMA user_version = {VERSION}")
     with contextlib.suppress(OSError):
         os.unlink(path.parent / LEGACY_NAME)
 
 
-def _stamp(st: os.stat_result) -> list[int]:
+def _stamp(st: os.stat_result) -> str:
     # ctime changes on every write and cannot be set back, so a content change never matches an old stamp
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+    return f"{st.st_size} {st.st_mtime_ns} {st.st_ctime_ns} {st.st_ino}"

@@ -44,7 +44,7 @@ class WorktreeCorpus:
     def blob(self, path: str) -> str:
         """The page's blob id, from the stat cache while its `lstat` is unchanged, else by hashing it."""
         if not self._blobs:  # a listing needs most pages' ids: their stat rows are read in one query
-            self.facts.prefetch_stats(self._top + p for p in self.pages)
+            self.facts.prefetch_stats(self._top, [self._top + p for p in self.pages])
         if path not in self._blobs:
             full = self._top + path
             blob = self.facts.blob_of(full, self._stats[path])

@@ -110,8 +110,8 @@ def _other_version(path):
 
 def _hand_edited(path):
     with contextlib.closing(sqlite3.connect(path)) as conn:
-        conn.execute("UPDATE facts SET value = '5' WHERE key LIKE '%:links'")  # the wrong shape
-        conn.execute("UPDATE facts SET value = '{bad' WHERE key LIKE '%:anchors'")  # not JSON
+        conn.execute("UPDATE facts SET value = '5' WHERE key LIKE 'links:%'")  # the wrong shape
+        conn.execute("UPDATE facts SET value = '{bad' WHERE key LIKE 'anchors:%'")  # not JSON
         conn.execute("UPDATE stats SET value = '[1]'")
         conn.commit()
 
@@ -142,7 +142,7 @@ def test_a_damaged_or_foreign_cache_is_ignored_and_rebuilt(repo, cli, damage):
     with contextlib.closing(sqlite3.connect(_cache(repo))) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == pagefacts.VERSION
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        assert conn.execute("SELECT count(*) FROM facts WHERE key LIKE '%:links'").fetchone()[0] == 5
+        assert conn.execute("SELECT count(*) FROM facts WHERE key LIKE 'links:%'").fetchone()[0] == 5
 
 
 def test_an_edited_page_gets_fresh_facts(repo, cli, monkeypatch):
@@ -262,7 +262,7 @@ def test_cache_file_round_trip_and_pruning(tmp_path, monkeypatch):
     for blob in ("b2", "b3"):
         again.get("links", blob, lambda: "")
     again.save()
-    assert _keys(tmp_path, "facts") == {"b1:links", "b1:info", "b2:links", "b3:links"}
+    assert _keys(tmp_path, "facts") == {"links:b1", "info:b1", "links:b2", "links:b3"}
     # A row is dropped once no run has used it for KEEP_DAYS; a run marks what it reads as used.
     later = pagefacts.today() + pagefacts.KEEP_DAYS
     monkeypatch.setattr(pagefacts, "today", lambda: later)
@@ -270,12 +270,12 @@ def test_cache_file_round_trip_and_pruning(tmp_path, monkeypatch):
     assert third.get("links", "b1", lambda: pytest.fail("still cached")) == ["x.md"]
     third.get("links", "b4", lambda: "")
     third.save()
-    assert _keys(tmp_path, "facts") == {"b1:links", "b1:info", "b2:links", "b3:links", "b4:links"}
+    assert _keys(tmp_path, "facts") == {"links:b1", "info:b1", "links:b2", "links:b3", "links:b4"}
     monkeypatch.setattr(pagefacts, "today", lambda: later + 1)
     fourth = FactsCache.load(tmp_path)
     assert fourth.get("links", "b1", lambda: pytest.fail("still cached")) == ["x.md"]
     fourth.save()  # b1's links were used the day before: kept; the rest last used KEEP_DAYS + 1 ago
-    assert _keys(tmp_path, "facts") == {"b1:links", "b4:links"} and _keys(tmp_path, "renders") == set()
+    assert _keys(tmp_path, "facts") == {"links:b1", "links:b4"} and _keys(tmp_path, "renders") == set()
 
 
 def _keys(index_dir, table) -> set[str]:
@@ -295,7 +295,7 @@ def test_a_version_bump_empties_the_cache_and_the_old_json_file_goes(tmp_path, m
     assert bumped.missing("links", ["b1"]) == ["b1"]
     assert bumped.get("links", "b1", lambda: "[y](y.md)") == ["y.md"]
     bumped.save()
-    assert _keys(tmp_path, "facts") == {"b1:links"}
+    assert _keys(tmp_path, "facts") == {"links:b1"}
     assert FactsCache.load(tmp_path).get("links", "b1", lambda: pytest.fail("cached")) == ["y.md"]
 
 
