@@ -194,8 +194,15 @@ class FactsCache:
         A stored value is trusted to be of the right shape here; `get` checks it when it is used."""
         blobs = list(blobs)
         self.prefetch(field, blobs)
+        return [b for b in blobs if not self.known(field, b)]
+
+    def known(self, field: str, blob: str) -> bool:
+        """Whether page version `blob` has its `field` (or why it has none) cached."""
+        key, why_key = _key(blob, field), _key(blob, UNREADABLE)
         facts = self._rows["facts"]
-        return [b for b in blobs if facts[_key(b, field)] is None and facts[_key(b, UNREADABLE)] is None]
+        if key not in facts or why_key not in facts:
+            self._fetch("facts", [key, why_key])
+        return facts[key] is not None or facts[why_key] is not None
 
     def linking(self, names: set[str]) -> set[str]:
         """The page versions with a link whose `link_name` is in `names`, among those whose links are
@@ -381,7 +388,9 @@ def _open(path: Path, retry: bool = True) -> sqlite3.Connection | None:
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
         if conn.execute("PRAGMA user_version").fetchone()[0] != VERSION:
             _initialize(conn, path)
-        conn.execute("PRAGMA synchronous=NORMAL")  # a crash may lose the last rows of a cache, never tear it
+        # No fsync, not even when the WAL is copied back on close (~10 ms of each page write): a power cut
+        # may damage the file, and a damaged file is discarded and rebuilt.
+        conn.execute("PRAGMA synchronous=OFF")
         return conn
     except sqlite3.Error as e:
         if conn is not None and _damaged(e) and retry:

@@ -66,6 +66,9 @@ def tokenize(text: str) -> list[str]:
     return _stemmer().stemWords(kept)
 
 
+# Remembered: a page write re-indexes the front index.md above it, whose unchanged sections (a 1,000-page
+# listing is one ~100 KB chunk) would be tokenized again on every write (~100 ms under load).
+@functools.lru_cache(maxsize=256)
 def fts_text(text: str) -> str:
     return " ".join(tokenize(text))
 

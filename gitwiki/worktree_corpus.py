@@ -62,7 +62,7 @@ class WorktreeCorpus:
         """The page's title and summary; None for a page that is not text (lint reports it, GW012)."""
         if path not in self._info:
             blob, data = self.blob(path), b""
-            if self.facts.missing("info", [blob]):
+            if not self.facts.known("info", blob):
                 # extract from exactly the bytes the key is computed from (the file may have changed since)
                 data = read_page_file(self.root, path)
                 blob = self._blobs[path] = blob_id(data)
