@@ -7,7 +7,9 @@ with the offline MiniLM model, so the numbers are the server's own cost, not the
   first call   the first `ground` (hybrid), sent --first-after seconds after the spawn (default 1 s: the
                server loads the model in the background from its start, so this should cost a warm query)
   warm         p50/p95 of `ground` (hybrid and lexical) over the tldr questions, and of
-               read_markdown / list_files / add_markdown (overwrite) on the same server
+               read_markdown / list_files / add_markdown (overwrite) on the same server, interleaved:
+               add_markdown with a new title each time (index.md re-rendered) and with the same title
+               and summary each time (index.md left as it is); read_markdown is the round-trip floor
 
     python bench/bench_mcp.py [--queries 200] [--starts 3]
 """
@@ -53,7 +55,8 @@ async def cold(repo, first_after: float) -> tuple[float, float]:
 
 
 async def warm(repo, qs: list[str], page: str) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {k: [] for k in ("hybrid", "lexical", "read_markdown", "list_files", "add_markdown")}
+    names = ("hybrid", "lexical", "read_markdown", "list_files", "add_markdown", "add_markdown_same_listing")
+    out: dict[str, list[float]] = {k: [] for k in names}
     async with stdio_client(params(repo)) as streams, ClientSession(*streams) as session:
         await session.initialize()
         await timed(session, "ground", query="warm up")
@@ -72,7 +75,18 @@ async def warm(repo, qs: list[str], page: str) -> dict[str, list[float]]:
                     overwrite=True,
                 )
             )
-        await session.call_tool("delete_markdown", {"path": "bench/scratch.md"})
+            # The same title and summary each time: what index.md shows does not change.
+            out["add_markdown_same_listing"].append(
+                await timed(
+                    session,
+                    "add_markdown",
+                    path="bench/steady.md",
+                    content=f"# Steady\n\nbench write.\n\nrun {i}\n",
+                    overwrite=True,
+                )
+            )
+        for path in ("bench/scratch.md", "bench/steady.md"):
+            await session.call_tool("delete_markdown", {"path": path})
     return out
 
 
