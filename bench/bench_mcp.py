@@ -63,6 +63,9 @@ async def warm(repo, qs: list[str], page: str) -> dict[str, list[float]]:
         for q in qs:
             out["hybrid"].append(await timed(session, "ground", query=q))
             out["lexical"].append(await timed(session, "ground", query=q, mode="lexical"))
+        # New page versions in every run: the index dir is kept between runs, and a version indexed before
+        # (the page, or index.md listing it) would not be parsed or embedded again.
+        run = os.urandom(4).hex()
         for i in range(20):
             out["read_markdown"].append(await timed(session, "read_markdown", path=page))
             out["list_files"].append(await timed(session, "list_files"))
@@ -71,7 +74,7 @@ async def warm(repo, qs: list[str], page: str) -> dict[str, list[float]]:
                     session,
                     "add_markdown",
                     path="bench/scratch.md",
-                    content=f"# Scratch {i}\n\nbench write {i}\n",
+                    content=f"# Scratch {i} {run}\n\nbench write {i}\n",
                     overwrite=True,
                 )
             )
@@ -81,7 +84,7 @@ async def warm(repo, qs: list[str], page: str) -> dict[str, list[float]]:
                     session,
                     "add_markdown",
                     path="bench/steady.md",
-                    content=f"# Steady\n\nbench write.\n\nrun {i}\n",
+                    content=f"# Steady {run}\n\nbench write.\n\nwrite {i}\n",
                     overwrite=True,
                 )
             )

@@ -139,6 +139,7 @@ class FactsCache:
         self._rows: dict[str, dict[str, str | None]] = {name: {} for name in _TABLES}
         self._new: dict[str, dict[str, str]] = {name: {} for name in _TABLES}
         self._touch: dict[str, set[str]] = {name: set() for name in _TABLES}  # rows read, last used before today
+        self._valid: dict[str, list] = {}  # facts key → its value, decoded and checked by `get`
         self._today = today()
         if path is not None:
             self._conn = _open(path)
@@ -155,15 +156,18 @@ class FactsCache:
         facts = self._rows["facts"]
         if key not in facts or why_key not in facts:
             self._fetch("facts", [key, why_key])
-        if isinstance(_decode(facts[why_key]), str):
+        if facts[why_key] is not None and isinstance(_decode(facts[why_key]), str):
             return None
+        if key in self._valid:
+            return self._valid[key]
         value = _decode(facts[key])
         if not _VALID[field](value):
             value, why = pagetext.attempt(lambda: EXTRACT[field](text(), self.read_yaml))
-            if why is not None:
+            if value is None:
                 self._put("facts", why_key, json.dumps(why))
                 return None
             self._put("facts", key, json.dumps(value, separators=(",", ":")))
+        self._valid[key] = value
         return value
 
     def unreadable(self, blob: str) -> str | None:
@@ -280,20 +284,20 @@ class FactsCache:
                     touch.add(key)
 
     def save(self) -> None:
-        """Write the rows this run added, mark the ones it used as used today, drop those unused for
-        `KEEP_DAYS` (on the first run of a day that uses an old row), and close the file."""
-        conn, self._conn = self._conn, None
+        """Write the rows this run added, mark the ones it used as used today, and drop those unused for
+        `KEEP_DAYS` (on the first run of a day that uses an old row). The cache stays open: a long-lived
+        process (`gitwiki serve`'s page writes) keeps what it read, since a row never goes stale (facts are
+        about immutable page versions; a stat row is checked against the file)."""
+        conn = self._conn
         if conn is None:
             return
+        self._today = today()
         try:
             if any(self._new.values()) or any(self._touch.values()):
                 with _transaction(conn):
                     self._write(conn)
         except sqlite3.Error as e:
-            if _damaged(e):
-                _discard(conn, self.path)
-        finally:
-            conn.close()
+            self._failed(e)
         for table in _TABLES:
             self._new[table].clear()
             self._touch[table].clear()
@@ -321,8 +325,8 @@ class FactsCache:
             conn.execute("DELETE FROM linknames WHERE 'links:' || blob NOT IN (SELECT key FROM facts)")
 
     def _failed(self, error: sqlite3.Error) -> None:
-        """A read failed: a damaged file is started afresh, otherwise (locked, unreadable) this run goes
-        on in memory. Either way a hook goes on: the cache costs speed, never a failure."""
+        """A read or write failed: a damaged file is started afresh, otherwise (locked, unreadable) this run
+        goes on in memory. Either way a hook goes on: the cache costs speed, never a failure."""
         conn, self._conn = self._conn, None
         if conn is not None and _damaged(error) and self.path is not None:
             _discard(conn, self.path)
