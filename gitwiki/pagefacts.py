@@ -231,6 +231,10 @@ class FactsCache:
     def remember_render(self, key: str, digest: str) -> None:
         self._put("renders", key, digest)
 
+    def preload(self, table: str) -> None:
+        """Read a whole table ("yaml": front matter by digest), for a run that will ask for most of it."""
+        self._fetch(table, [], scan=True)
+
     def prefetch_stats(self, folder: str, paths: Iterable[str]) -> None:
         """Read the stat cache rows of many files (absolute paths, all in `folder`) in one query."""
         self._fetch("stats", list(paths), prefix=folder)
@@ -255,16 +259,17 @@ class FactsCache:
         self._rows[table][key] = self._new[table][key] = value
         self._touch[table].discard(key)
 
-    def _fetch(self, table: str, keys: list[str], prefix: str = "") -> None:
-        """Read the rows of `keys` not read yet; many keys sharing `prefix` are read by scanning the prefix's
-        key range (at 20,000 pages: 30 ms, against 200 ms for as many key lookups)."""
+    def _fetch(self, table: str, keys: list[str], prefix: str = "", scan: bool = False) -> None:
+        """Read the rows of `keys` not read yet (with `scan`, every row of the table); many keys sharing
+        `prefix` are read by scanning the prefix's key range (at 20,000 pages: 30 ms, against 200 ms for as
+        many key lookups)."""
         rows = self._rows[table]
         wanted = [k for k in dict.fromkeys(keys) if k not in rows]
         rows.update(dict.fromkeys(wanted))
-        if not wanted or self._conn is None:
+        if not (wanted or scan) or self._conn is None:
             return
         args: tuple[str, ...]
-        if len(wanted) > BULK and all(k.startswith(prefix) for k in wanted):
+        if scan or (len(wanted) > BULK and all(k.startswith(prefix) for k in wanted)):
             query, args = f"SELECT key, value, day FROM {table} WHERE key >= ? AND key < ?", (prefix, prefix + "\uffff")
         else:
             query, args = (
@@ -278,7 +283,7 @@ class FactsCache:
             return
         touch, asked = self._touch[table], set(wanted)
         for key, value, day in found:
-            if key in asked:
+            if scan and key not in rows or key in asked:
                 rows[key] = value if isinstance(value, str) else None
                 if not isinstance(day, int) or day < self._today:
                     touch.add(key)

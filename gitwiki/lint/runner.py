@@ -151,9 +151,10 @@ def lint_repo(checkout: Checkout, config: Config, files: list[str] | None = None
 
     linked = None
     if any(ORPHAN not in disabled_codes(config, c) for c in config.corpora):
-        raws.update(gitcli.read_blobs(root, facts.missing("links", set(keys.values()) - raws.keys())))
+        absent = set(facts.missing("links", set(keys.values())))
+        raws.update(gitcli.read_blobs(root, absent - raws.keys()))
         for path in keys:  # pages new to the cache; the others' links are looked up by name below
-            if keys[path] in raws:
+            if keys[path] in absent:
                 fact("links", path)
         # Only pages with a link ending in a linted page's name can make it no orphan: at 20,000 pages
         # reading every page's links was most of a 5-file lint.
@@ -161,6 +162,8 @@ def lint_repo(checkout: Checkout, config: Config, files: list[str] | None = None
         linked = linked_pages(
             sorted(p for p, b in keys.items() if b in sources), lambda p: fact("links", p) or [], config, set(targets)
         )
+    if len(targets) > pagefacts.BULK:  # front matter read before, in one query rather than one a page
+        facts.preload("yaml")
     pages = set(keys)
     findings = [
         f
