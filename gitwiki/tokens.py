@@ -13,6 +13,8 @@ import re
 
 import Stemmer
 
+from gitwiki.pagetext import text_memo
+
 _WORD = re.compile(r"[^\W_]+(?:[_\-.'][^\W_]+)*", re.UNICODE)
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -68,7 +70,7 @@ def tokenize(text: str) -> list[str]:
 
 # Remembered: a page write re-indexes the front index.md above it, whose unchanged sections (a 1,000-page
 # listing is one ~100 KB chunk) would be tokenized again on every write (~100 ms under load).
-@functools.lru_cache(maxsize=256)
+@text_memo(16_000_000)
 def fts_text(text: str) -> str:
     return " ".join(tokenize(text))
 

@@ -13,6 +13,7 @@ import re
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.markdown.frontmatter import meta_str, meta_tags, split_front_matter
+from gitwiki.pagetext import text_memo
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -62,7 +63,7 @@ def inline_text(token) -> str:
     return "".join(c.content for c in token.children if c.type in ("text", "code_inline", "softbreak")).strip()
 
 
-@functools.lru_cache(maxsize=256)  # a long section unchanged since the last parse (see `outline_of`)
+@text_memo(16_000_000)  # a long section unchanged since the last parse (see `outline_of`)
 def estimate_pieces(text: str) -> int:
     """A cheap upper-ish estimate of word pieces: words and punctuation marks."""
     return len(_PIECE.findall(text))
@@ -156,7 +157,7 @@ def outline_of(body: str) -> tuple[list[SectionHeading], list[tuple[int, int]]]:
     line = 0
     for start, end in zip(cuts, [*cuts[1:], len(body)], strict=True):
         part = body[start:end]
-        part_headings, part_blocks, whole_only = _part_outline(part, last=end == len(body))
+        part_headings, part_blocks, whole_only = _part_outline(part) if end != len(body) else _last_outline(part)
         if whole_only:
             return _outline(parser().parse(body))
         headings.extend(h._replace(line=h.line + line) for h in part_headings)
@@ -165,10 +166,23 @@ def outline_of(body: str) -> tuple[list[SectionHeading], list[tuple[int, int]]]:
     return headings, blocks
 
 
-@functools.lru_cache(maxsize=512)
-def _part_outline(part: str, last: bool) -> tuple[tuple[SectionHeading, ...], tuple[tuple[int, int], ...], bool]:
+PartOutline = tuple[tuple[SectionHeading, ...], tuple[tuple[int, int], ...], bool]
+
+
+@text_memo(16_000_000)
+def _part_outline(part: str) -> PartOutline:
     """The outline of one part of a body, and whether the body must be parsed whole instead: the part
     defines a link reference (it applies to every part), or a block in it may run on past its end."""
+    return _outline_part(part, last=False)
+
+
+@text_memo(16_000_000)
+def _last_outline(part: str) -> PartOutline:
+    """`_part_outline` of the body's last part, where a block may run on to the end."""
+    return _outline_part(part, last=True)
+
+
+def _outline_part(part: str, last: bool) -> PartOutline:
     env: dict = {}
     tokens = parser().parse(part, env)
     headings, blocks = _outline(tokens)
