@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 
@@ -36,19 +35,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--at", metavar="REV", help="search the corpus as of a commit, branch or tag")
     p.add_argument("--committed", action="store_true", help="ignore uncommitted and untracked pages")
+    p.add_argument(
+        "--no-server",
+        action="store_true",
+        help="answer in this process even when a `gitwiki serve` of this checkout is running "
+        "(default: ask it over its socket; also GITWIKI_NO_SERVER=1)",
+    )
     p.set_defaults(func=ground)
 
 
 def ground(args: argparse.Namespace) -> int:
-    from gitwiki.outline import outline
-    from gitwiki.wiki import Wiki
+    from gitwiki.ground import GroundRequest
 
-    wiki = Wiki.open(args.chdir)
-    if args.at is None and wiki.has_no_index_to_start_from():
-        from gitwiki.pull import install_published  # fetching and archives: only in a clone without an index
-
-        install_published(wiki, lexical=args.mode == "lexical")
-    result = wiki.search(
+    request = GroundRequest(
         " ".join(args.query),
         args.corpus,
         mode=args.mode,
@@ -60,9 +59,19 @@ def ground(args: argparse.Namespace) -> int:
         fusion=args.fusion,
         at=args.at,
         worktree=not args.committed,
+        format=args.format,
+        color=args.format == "outline" and sys.stdout.isatty(),
     )
-    if args.format == "outline":
-        sys.stdout.write(outline(result, color=sys.stdout.isatty()))
-    else:
-        print(json.dumps(result.to_json(), indent=2 if args.format == "json-pretty" else None, ensure_ascii=False))
+    if not args.no_server:
+        from gitwiki.serve_client import ask
+
+        reply = ask(args.chdir, request)  # a running `gitwiki serve` of this checkout has everything warm
+        if reply is not None:
+            sys.stderr.write(reply.stderr)
+            sys.stdout.write(reply.stdout)
+            return 0
+    from gitwiki.ground import answer
+    from gitwiki.wiki import Wiki
+
+    sys.stdout.write(answer(Wiki.open(args.chdir), request))
     return 0
