@@ -42,19 +42,10 @@ def answer(wiki: Wiki, request: GroundRequest) -> str:
         from gitwiki.pull import install_published  # fetching and archives: only in a clone without an index
 
         install_published(wiki, lexical=request.mode == "lexical")
-    result = wiki.search(
-        request.query,
-        request.corpus,
-        mode=request.mode,
-        top_files=request.top_files,
-        chunks_per_file=request.chunks_per_file,
-        limit=request.limit,
-        snippet_chars=request.snippet_chars,
-        full=request.full,
-        fusion=request.fusion,
-        at=request.at,
-        worktree=request.worktree,
-    )
+    search = request._asdict()  # the fields between corpus and format are Wiki.search's keywords
+    for name in ("query", "corpus", "format", "color"):
+        del search[name]
+    result = wiki.search(request.query, request.corpus, **search)
     if request.format == "outline":
         return outline(result, color=request.color)
     indent = 2 if request.format == "json-pretty" else None

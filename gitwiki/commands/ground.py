@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,21 +48,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def ground(args: argparse.Namespace) -> int:
     from gitwiki.ground import GroundRequest
 
-    request = GroundRequest(
-        " ".join(args.query),
-        args.corpus,
-        mode=args.mode,
-        top_files=args.top_files,
-        chunks_per_file=args.chunks_per_file,
-        limit=args.limit,
-        snippet_chars=args.snippet_chars,
-        full=args.full,
-        fusion=args.fusion,
-        at=args.at,
-        worktree=not args.committed,
-        format=args.format,
-        color=args.format == "outline" and sys.stdout.isatty(),
-    )
+    computed: dict[str, Any] = {
+        "query": " ".join(args.query),
+        "worktree": not args.committed,
+        "color": args.format == "outline" and sys.stdout.isatty(),
+    }
+    request = GroundRequest(**computed, **{f: getattr(args, f) for f in GroundRequest._fields if f not in computed})
     if not args.no_server:
         from gitwiki.serve_client import ask
 
