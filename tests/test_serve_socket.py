@@ -83,14 +83,24 @@ def test_an_error_is_the_local_error(lexical_repo, server, cli):
 def test_the_server_declines_what_it_cannot_answer_for(lexical_repo, server, monkeypatch, cli):
     request = GroundRequest("rollback")
     assert serve_client.ask(str(lexical_repo.path), request) is not None
-    monkeypatch.setenv("GITWIKI_NO_SERVER", "1")
-    assert serve_client.ask(str(lexical_repo.path), request) is None
-    monkeypatch.delenv("GITWIKI_NO_SERVER")
-    monkeypatch.setenv("GITWIKI_MODEL", "another/model")  # another environment: another answer
-    assert serve_client.ask(str(lexical_repo.path), request) is None
-    monkeypatch.undo()
+    with monkeypatch.context() as m:
+        m.setenv("GITWIKI_NO_SERVER", "1")
+        assert serve_client.ask(str(lexical_repo.path), request) is None
+    with monkeypatch.context() as m:
+        m.setenv("GITWIKI_MODEL", "another/model")  # another environment: another answer
+        assert serve_client.ask(str(lexical_repo.path), request) is None
+    assert serve_client.ask(str(lexical_repo.path), request) is not None
     (lexical_repo.path / ".gitwiki.toml").write_text(LEXICAL + '\n[search]\nmode = "lexical"\n')
     assert serve_client.ask(str(lexical_repo.path), request) is None  # the config changed since the start
+    assert server.reply(
+        {
+            "protocol": serve_client.PROTOCOL,
+            "root": str(lexical_repo.path.resolve()),
+            "start": str(lexical_repo.path),
+            "env": serve_client.environment(),
+            "request": request._asdict(),
+        }
+    ) == {"declined": "the configuration changed since the server started, or another default corpus"}
     code, out, _ = cli("ground", "rollback", cwd=lexical_repo.path)  # the CLI answers by itself
     assert code == 0 and "wiki/deploy.md" in out
 
@@ -121,6 +131,32 @@ def test_the_socket_is_private_and_a_second_server_leaves_it_to_the_first(lexica
     assert SocketServer.listen(second, threading.Lock()) is None
     assert serve_client.ask(str(lexical_repo.path), GroundRequest("rollback")) is not None
     second.close()
+
+
+def raw_exchange(path: Path, line: bytes) -> bytes:
+    """What the server sends back to `line` before it closes the connection."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(WAIT)
+        sock.connect(str(path))
+        sock.sendall(line)
+        received = b""
+        try:
+            while chunk := sock.recv(65536):
+                received += chunk
+        except ConnectionResetError:  # closed before reading what was sent
+            pass
+        return received
+
+
+def test_garbage_and_other_users_get_nothing_and_the_server_keeps_serving(lexical_repo, server, monkeypatch):
+    assert raw_exchange(server.path, b"not json\n") == b""
+    assert raw_exchange(server.path, b'{"protocol": 99}\n') == b'{"declined": "another protocol"}\n'
+    with monkeypatch.context() as m:
+        m.setattr(serve_client, "peer_uid", lambda sock: os.getuid() + 1)  # both ends check the peer
+        assert raw_exchange(server.path, b'{"protocol": 1}\n') == b""
+        assert serve_client.ask(str(lexical_repo.path), GroundRequest("rollback")) is None
+    asked = serve_client.ask(str(lexical_repo.path), GroundRequest("rollback"))
+    assert asked is not None and "wiki/deploy.md" in asked.stdout
 
 
 def test_a_dead_servers_socket_is_replaced_and_a_closed_one_removed(lexical_repo):
