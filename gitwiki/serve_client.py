@@ -19,7 +19,6 @@ import os
 import socket
 import stat
 import struct
-import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -54,6 +53,13 @@ class ServerError(GitwikiError):
 class Reply(NamedTuple):
     stdout: str
     stderr: str
+    error: str | None = None  # a gitwiki error the server met, with its exit code
+    exit_code: int = 0
+
+    def check(self) -> None:
+        """Raise the error the server met, if any, as the local path would have (`ServerError`)."""
+        if self.error is not None:
+            raise ServerError(self.error, self.exit_code)
 
 
 def environment() -> dict[str, str]:
@@ -76,13 +82,15 @@ def runtime_dir() -> Path:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and os.path.isabs(runtime) and len(os.fsencode(runtime)) <= MAX_ADDRESS - 32 and os.path.isdir(runtime):
         return Path(runtime)
+    import tempfile  # 3 ms of imports (shutil, random), only for an index dir too deep for a socket path
+
     return Path(tempfile.gettempdir(), f"gitwiki-{os.getuid()}")
 
 
 def ask(start: str, request: GroundRequest) -> Reply | None:
     """The server's answer to `request` for the checkout containing `start`; None when no server of the same
-    user answers it (the caller then answers by itself). A `GitwikiError` the server met is raised as
-    `ServerError`, with its message and exit code."""
+    user answers it (the caller then answers by itself). A gitwiki error the server met comes in the reply
+    (`Reply.check` raises it)."""
     if os.environ.get(NO_SERVER) or not hasattr(socket, "AF_UNIX"):
         return None
     try:
@@ -98,15 +106,11 @@ def ask(start: str, request: GroundRequest) -> Reply | None:
             "request": request._asdict(),
         }
         reply = _exchange(path, json.dumps(message).encode() + b"\n")
-    except (OSError, ValueError, GitwikiError):  # no server, a bad reply; a bad config: the local path says so
-        return None
-    if reply is None or "declined" in reply:
-        return None
-    if "error" in reply:
-        if reply["stderr"]:
-            os.write(2, reply["stderr"].encode())
-        raise ServerError(reply["error"], reply["exit_code"])
-    return Reply(reply["stdout"], reply["stderr"])
+        if reply is None or "declined" in reply:
+            return None
+        return Reply(str(reply["stdout"]), str(reply["stderr"]), reply.get("error"), int(reply.get("exit_code", 0)))
+    except (OSError, ValueError, KeyError, TypeError, GitwikiError):
+        return None  # no server, a bad reply; a bad config: the local path says so
 
 
 def _exchange(path: Path, line: bytes) -> dict[str, Any] | None:

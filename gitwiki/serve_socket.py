@@ -112,7 +112,7 @@ class SocketServer:
             try:
                 return {"stdout": answer(self._wiki, request), "stderr": err.getvalue()}
             except GitwikiError as e:
-                return {"error": str(e), "exit_code": e.exit_code, "stderr": err.getvalue()}
+                return {"stdout": "", "stderr": err.getvalue(), "error": str(e), "exit_code": e.exit_code}
             except Exception as e:
                 log.exception("ground over the socket crashed")  # the client answers by itself, and shows it
                 return {"declined": f"internal error ({type(e).__name__})"}

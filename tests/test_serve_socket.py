@@ -75,9 +75,11 @@ def test_an_error_is_the_local_error(lexical_repo, server, cli):
     local_code, _, local_err = cli("ground", "deploy", "--corpus", "nope", "--no-server", cwd=lexical_repo.path)
     assert code == local_code == 3
     assert err == local_err and "no corpus named 'nope'" in err
+    asked = serve_client.ask(str(lexical_repo.path), GroundRequest("deploy", corpus="nope"))
+    assert asked is not None and asked.exit_code == 3
     with pytest.raises(serve_client.ServerError) as raised:
-        serve_client.ask(str(lexical_repo.path), GroundRequest("deploy", corpus="nope"))
-    assert raised.value.exit_code == 3
+        asked.check()
+    assert raised.value.exit_code == 3 and str(raised.value) in err
 
 
 def test_the_server_declines_what_it_cannot_answer_for(lexical_repo, server, monkeypatch, cli):

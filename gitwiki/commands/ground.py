@@ -61,6 +61,7 @@ def ground(args: argparse.Namespace) -> int:
         if reply is not None:
             sys.stderr.write(reply.stderr)
             sys.stdout.write(reply.stdout)
+            reply.check()  # an error the server met: the local path's message and exit code
             return 0
     from gitwiki.ground import answer
     from gitwiki.wiki import Wiki
