@@ -140,12 +140,12 @@ def raw_exchange(path: Path, line: bytes) -> bytes:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(WAIT)
         sock.connect(str(path))
-        sock.sendall(line)
         received = b""
         try:
+            sock.sendall(line)
             while chunk := sock.recv(65536):
                 received += chunk
-        except ConnectionResetError:  # closed before reading what was sent
+        except (BrokenPipeError, ConnectionResetError):  # closed before reading what was sent
             pass
         return received
 
