@@ -4,6 +4,7 @@ it would have printed by itself, and answers by itself whenever the server canno
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -227,3 +228,24 @@ def test_gitwiki_serve_answers_a_fresh_cli_process(repo):
         served.stdin.close()  # hung up before initialize: the server exits and removes its socket
         served.wait(timeout=WAIT)
     assert not Path(path).exists()
+
+
+def test_a_terminated_server_removes_its_socket(lexical_repo):
+    """MCP clients send SIGTERM to a server slow to exit; it dies of the signal as before, its socket file gone."""
+    served = subprocess.Popen(
+        [sys.executable, "-m", "gitwiki", "-C", str(lexical_repo.path), "serve"],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ),
+    )
+    wiki = Wiki.open(lexical_repo.path)
+    path = serve_client.socket_path(wiki.index_dir, wiki.root)
+    wiki.close()
+    try:
+        wait_for(path.exists, "the server's socket")
+        served.terminate()
+        assert served.wait(timeout=WAIT) == -signal.SIGTERM
+    finally:
+        served.kill()
+        served.wait(timeout=WAIT)
+    assert not path.exists()

@@ -33,6 +33,8 @@ def serve(args: argparse.Namespace) -> int:
     wiki = Wiki.open(args.chdir)
     calls = threading.Lock()  # one tool call (or CLI request) at a time, and the warm-up between them
     cli = SocketServer.listen(wiki, calls)  # `gitwiki ground` in this checkout asks this server from now on
+    if cli is not None:
+        cli.close_on_sigterm()
     try:
         stdio = answer_initialize(__version__)  # before the SDK import, which takes about 1 s
         if stdio is None:  # the client hung up before saying anything
