@@ -150,7 +150,9 @@ class SocketServer:
 
 
 def _private_dir(folder: Path) -> None:
-    """`folder` exists (the index dir, or the runtime dir, which must be the user's own and closed to others)."""
+    """`folder` exists (the index dir, or the runtime dir, which must be the user's own and closed to others). In
+    the runtime dir, the sockets of killed servers (SIGKILL leaves its file) are removed: their repos' next
+    servers may never come, and the folder is shared by every checkout with a deep index dir."""
     if folder != serve_client.runtime_dir():
         folder.mkdir(parents=True, exist_ok=True)
         return
@@ -158,6 +160,9 @@ def _private_dir(folder: Path) -> None:
     st = os.stat(folder)
     if st.st_uid != os.getuid() or st.st_mode & 0o077:
         raise OSError(f"{folder} is not private to this user")
+    for name in os.listdir(folder):
+        if name.startswith("gitwiki-") and name.endswith(".sock"):
+            _alive(folder / name)
 
 
 def _alive(path: Path) -> bool:

@@ -199,6 +199,12 @@ def test_an_index_dir_too_long_for_af_unix_uses_a_short_path(lexical_repo, tmp_p
     asked = serve_client.ask(str(lexical_repo.path), GroundRequest("rollback"))
     assert asked is not None and "wiki/deploy.md" in asked.stdout
     listening.close()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as dead:
+        dead.bind(str(runtime / "gitwiki-0123456789abcdef.sock"))  # a killed server's, for another checkout
+    listening = SocketServer.listen(wiki, threading.Lock())
+    assert listening is not None
+    assert [p.name for p in runtime.iterdir()] == [listening.path.name]  # the dead one swept
+    listening.close()
     wiki.close()
     runtime.rmdir()
 
