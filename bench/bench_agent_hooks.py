@@ -1,9 +1,10 @@
-"""Claude Code hook latency (`gitwiki hook TYPE`) on a generated 1,000-page wiki, against `python -c pass`.
+"""Claude Code hook latency (`gitwiki-hook TYPE`) on a generated 1,000-page wiki, against `python -c pass`.
 
 docs/benchmarks.md, section "Claude Code hooks (issue 13)". Builds the wiki of bench_hooks.py in a temp git
 repo plus 50 memory topics of 20 entries each (with `[source:]` lines) and a source file, indexes it
-lexically, then runs every hook type once per round, interleaved with `python -c pass` so that both see the
-same machine load, for --runs rounds. Each run uses a new session id, so dedup never shortens the work.
+lexically, installs the hooks (`gitwiki hooks install`), then runs every hook type's installed command
+once per round, interleaved with `python -c pass` so that both see the same machine load, for --runs
+rounds. Each run uses a new session id, so dedup never shortens the work.
 The gitwiki package is byte-compiled first, as an install would leave it: with PYTHONDONTWRITEBYTECODE set
 (this sandbox sets it) every hook process would otherwise compile gitwiki's modules again, 20-40 ms.
 Prints min and median wall time per hook and the median minus the `python -c pass` median.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
@@ -96,10 +98,43 @@ def events(root: Path) -> dict[str, dict]:
     }
 
 
-def gitwiki_command() -> list[str]:
-    """How Claude Code runs it: the console script beside this interpreter, else `python -m gitwiki`."""
-    script = Path(sys.executable).parent / "gitwiki"
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "gitwiki"]
+def installed_commands(root: Path, tmp: Path) -> dict[str, list[str]]:
+    """Hook type → the command `gitwiki hooks install` writes into .claude/settings.json, as Claude Code runs it.
+    The program is the console scripts' folder beside this interpreter; when this checkout's `gitwiki-hook`
+    is not installed there (a source checkout run with PYTHONPATH), the same wrapper pip would write is made
+    in a temp folder, with this interpreter in its shebang."""
+    folder = Path(sys.executable).parent
+    if not (folder / "gitwiki-hook").is_file():
+        folder = tmp / "bin"
+        folder.mkdir()
+        (folder / "gitwiki-hook").write_text(PIP_WRAPPER.format(python=sys.executable))
+        (folder / "gitwiki-hook").chmod(0o755)
+    subprocess.run(
+        [sys.executable, "-m", "gitwiki", "hooks", "install", "--command", str(folder / "gitwiki")],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    )
+    settings = json.loads((root / ".claude" / "settings.json").read_text())
+    out = {}
+    for groups in settings["hooks"].values():
+        for group in groups:
+            for entry in group["hooks"]:
+                words = shlex.split(entry["command"])
+                out[words[-1]] = words
+    return out
+
+
+# What pip writes for a [project.scripts] entry (pip's distlib launcher, on POSIX).
+PIP_WRAPPER = """#!{python}
+# -*- coding: utf-8 -*-
+import re
+import sys
+from gitwiki.agent_hooks.__main__ import main
+if __name__ == '__main__':
+    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
+    sys.exit(main())
+"""
 
 
 def main() -> None:
@@ -119,9 +154,10 @@ def main() -> None:
         subprocess.run(["git", "commit", "-q", "-m", "memory"], cwd=root, check=True, env=ENV)
         subprocess.run([sys.executable, "-m", "gitwiki", "index", "-q"], cwd=root, check=True)
         payloads = events(root)
+        installed = installed_commands(root, Path(tmp))
         commands = {"python -c pass": ([sys.executable, "-c", "pass"], b"")}
         for name, event in payloads.items():
-            commands[f"gitwiki hook {name}"] = ([*gitwiki_command(), "hook", name], event)
+            commands[f"gitwiki-hook {name}"] = (installed[name], event)
         walls: dict[str, list[float]] = {name: [] for name in commands}
         cpus: dict[str, list[float]] = {name: [] for name in commands}
         sizes: dict[str, int] = {}

@@ -13,6 +13,8 @@ from tests.agent_hooks.conftest import context_of, load
 from tests.helpers import ROOT
 
 HEAVY = ("lancedb", "fastembed", "onnxruntime", "numpy", "pygit2", "mcp", "pydantic", "rich")
+# What the lean entry point leaves out (docs/agent-hooks.md, "Speed"): the CLI's parser.
+LEAN_SKIPS = ("argparse", "gitwiki.cli")
 
 
 @pytest.mark.parametrize("raw", [b"", b"not json", b"[1, 2]", b"\xff\xfe", b'"text"'])
@@ -52,8 +54,10 @@ def test_answers_are_capped(wiki, hook):
     assert text.endswith("… (cut to 150 characters: [agent_hooks] max_chars)")
 
 
-def test_the_hook_path_imports_no_heavy_library(wiki):
-    """A fresh interpreter, as Claude Code starts one per hook: which modules did `gitwiki hook` load?"""
+@pytest.mark.parametrize("entry", [["-m", "gitwiki.agent_hooks"], ["-m", "gitwiki", "hook"]])
+def test_the_hook_path_imports_no_heavy_library(wiki, entry):
+    """A fresh interpreter, as Claude Code starts one per hook: which modules did `gitwiki-hook` (the entry
+    point `hooks install` writes, run here as `python -m gitwiki.agent_hooks`) and `gitwiki hook` load?"""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for hook_type, fixture in (
         ("prompt", "user_prompt_submit"),
@@ -62,13 +66,32 @@ def test_the_hook_path_imports_no_heavy_library(wiki):
     ):
         event = (ROOT / "tests/agent_hooks/fixtures" / f"{fixture}.json").read_text().replace("{root}", str(wiki.path))
         done = subprocess.run(
-            [sys.executable, "-X", "importtime", "-m", "gitwiki", "hook", hook_type],
+            [sys.executable, "-X", "importtime", *entry, hook_type],
             input=event.encode(),
             capture_output=True,
             cwd=wiki.path,
             env=env,
         )
         assert done.returncode == 0 and done.stdout.startswith(b'{"hookSpecificOutput"'), done.stderr[-500:]
-        loaded = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.decode().splitlines()[1:]}
-        assert "gitwiki" in loaded
-        assert not loaded & set(HEAVY), (hook_type, loaded & set(HEAVY))
+        loaded = {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()[1:]}
+        packages = {name.split(".")[0] for name in loaded}
+        assert "gitwiki" in packages
+        assert not packages & set(HEAVY), (hook_type, packages & set(HEAVY))
+        if entry[1] == "gitwiki.agent_hooks":
+            assert not loaded & set(LEAN_SKIPS), (hook_type, loaded & set(LEAN_SKIPS))
+
+
+def test_the_cli_form_answers_as_gitwiki_hook_does(wiki, hook):
+    for hook_type, fixture in (("prompt", "user_prompt_submit"), ("ambient", "pre_tool_use_read")):
+        event = load(fixture, wiki.path)
+        lean = hook(hook_type, {**event, "session_id": "lean"}, wiki.path)
+        assert lean[1] is not None
+        assert hook(hook_type, {**event, "session_id": "cli"}, wiki.path, cli=True) == lean
+
+
+def test_gitwiki_hook_with_an_unknown_type_says_how_to_call_it_and_does_not_block(capsys):
+    from gitwiki.agent_hooks.__main__ import main
+
+    assert main(["deploy"]) == 1  # Claude Code reads exit 2 as "block the tool call"
+    assert capsys.readouterr().err.startswith("usage: gitwiki-hook TYPE\n  TYPE: one of session, prompt, ambient")
+    assert main(["-h"]) == 0 and "usage: gitwiki-hook TYPE" in capsys.readouterr().out
