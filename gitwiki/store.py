@@ -12,7 +12,6 @@ committed state, and readers in WAL mode never see a half-written one. Writers a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -94,6 +93,8 @@ def embed_text(breadcrumb: tuple[str, ...], text: str, title: str) -> str:
 
 
 def text_hash(text: str) -> str:
+    import hashlib  # loading OpenSSL costs an agent hook ~2.5 ms, and the hooks only read (docs/agent-hooks.md)
+
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

@@ -3,6 +3,7 @@ and the hook path stays free of the heavy libraries."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -95,3 +96,19 @@ def test_gitwiki_hook_with_an_unknown_type_says_how_to_call_it_and_does_not_bloc
     assert main(["deploy"]) == 1  # Claude Code reads exit 2 as "block the tool call"
     assert capsys.readouterr().err.startswith("usage: gitwiki-hook TYPE\n  TYPE: one of session, prompt, ambient")
     assert main(["-h"]) == 0 and "usage: gitwiki-hook TYPE" in capsys.readouterr().out
+
+
+def test_a_config_change_reaches_the_next_hook(wiki, hook):
+    """The hooks keep the parsed config layers in agent-config.json; a changed file is read again."""
+    event = load("session_start", wiki.path)
+    assert len(context_of(hook("session", event, wiki.path)[1])) > 150
+    cached = json.loads((wiki.path / ".git" / "gitwiki" / "agent-config.json").read_text())
+    assert cached[str(wiki.path / ".gitwiki.toml")][1]["corpus"] == [{"name": "wiki", "path": "wiki"}]
+    config = wiki.path / ".gitwiki.toml"
+    config.write_text(config.read_text() + "[agent_hooks]\nmax_chars = 150\n")
+    assert len(context_of(hook("session", event, wiki.path)[1])) <= 150
+    config.write_text(config.read_text() + "[search]\nmode = 'telepathy'\n")
+    assert hook("session", event, wiki.path) == (0, None)
+    assert (
+        "UsageError: [search] mode must be one of" in (wiki.path / ".git" / "gitwiki" / "agent-hooks.log").read_text()
+    )
