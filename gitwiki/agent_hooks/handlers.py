@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from gitwiki import gitcli
+from gitwiki.agent_hooks import status
 from gitwiki.agent_hooks.lookup import Lookup, Note
 from gitwiki.agent_hooks.protocol import context, keep_going
 from gitwiki.agent_hooks.state import Session
@@ -49,7 +50,7 @@ def session_start(call: Call) -> dict | None:
         lines.append("There is no gitwiki index yet: run `gitwiki index`.")
         return context("SessionStart", "\n".join(lines), call.limit)
     corpora = lookup.config.corpora
-    head, changed_all = gitcli.worktree_status(lookup.root, [c.path for c in corpora])
+    head, changed_all = status.worktree_status(lookup.root, lookup.git_dir, lookup.index_dir, [c.path for c in corpora])
     states = {c.name: lookup.store.state(c.name) for c in corpora}
     moved = head is not None and any(s is not None and s.commit != head for s in states.values())
     trees = gitcli.head_trees(lookup.root, [c.path for c in corpora])[1] if moved else {}

@@ -54,8 +54,9 @@ class Note(NamedTuple):
 
 
 class Lookup:
-    def __init__(self, root: Path, config: Config, index_dir: Path, store: Store | None):
+    def __init__(self, root: Path, git_dir: Path, config: Config, index_dir: Path, store: Store | None):
         self.root = root
+        self.git_dir = git_dir  # this worktree's
         self.config = config
         self.settings = config.agent_hooks
         self.index_dir = index_dir
@@ -65,7 +66,7 @@ class Lookup:
     def from_checkout(cls, checkout: gitcli.Checkout) -> Lookup:
         config = config_mod.load(checkout.root, read=reader(checkout.common_dir / "gitwiki"))
         index_dir = config_mod.index_dir(config, checkout.root, checkout.common_dir)
-        return cls(checkout.root, config, index_dir, Store.open_existing(index_dir))
+        return cls(checkout.root, checkout.git_dir, config, index_dir, Store.open_existing(index_dir))
 
     def close(self) -> None:
         if self.store is not None:

@@ -51,7 +51,7 @@ def wiki(repo, cli):
 def hook(capsys, monkeypatch):
     """hook(type, event or raw bytes, cwd) -> (exit code, parsed answer or None), through `gitwiki-hook`, the
     entry point `gitwiki hooks install` writes (`cli=True`: through `gitwiki hook`, the CLI form)."""
-    from gitwiki.agent_hooks.__main__ import main as hook_main
+    from gitwiki.agent_hooks.__main__ import answer
     from gitwiki.cli import main
 
     def run(hook_type: str, event, cwd: Path, cli: bool = False):
@@ -61,7 +61,7 @@ def hook(capsys, monkeypatch):
             code = main(["-C", str(cwd), "hook", hook_type])
         else:
             monkeypatch.chdir(cwd)
-            code = hook_main([hook_type])
+            code = answer([hook_type])
         out = capsys.readouterr()
         assert out.err == ""
         return code, (json.loads(out.out) if out.out.strip() else None)

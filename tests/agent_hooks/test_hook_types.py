@@ -1,4 +1,4 @@
-"""Every hook type from a recorded event, through the real `gitwiki hook` entry point."""
+"""Every hook type from a recorded event, through `gitwiki-hook`, the entry point `gitwiki hooks install` writes."""
 
 from __future__ import annotations
 
@@ -64,6 +64,28 @@ def test_session_state_expires_after_four_hours(wiki, hook):
     data["updated"] = time.time() - 4 * 3600 - 1
     state_file.write_text(json.dumps(data))
     assert "wiki/deploy.md" in context_of(hook("prompt", load("user_prompt_submit", wiki.path), wiki.path)[1])
+
+
+def test_expired_session_files_are_removed_at_most_every_ten_minutes(wiki, hook):
+    folder = wiki.path / ".git" / "gitwiki" / "agent-sessions"
+    folder.mkdir(parents=True)
+    old = time.time() - 5 * 3600
+
+    def expired(name: str):
+        path = folder / f"{name}.json"
+        path.write_text("{}")
+        os.utime(path, (old, old))
+        return path
+
+    first = expired("gone")
+    hook("prompt", load("user_prompt_submit", wiki.path, session_id="new1"), wiki.path)
+    assert not first.exists() and (folder / "new1.json").is_file()
+    second = expired("gone-later")
+    hook("prompt", load("user_prompt_submit", wiki.path, session_id="new2"), wiki.path)
+    assert second.exists()  # pruned a moment ago
+    os.utime(folder / ".pruned", (old, old))
+    hook("prompt", load("user_prompt_submit", wiki.path, session_id="new3"), wiki.path)
+    assert not second.exists() and (folder / "new1.json").is_file()
 
 
 def test_post_build_searches_a_failed_test_run(wiki, hook):

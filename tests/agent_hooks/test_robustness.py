@@ -91,11 +91,11 @@ def test_the_cli_form_answers_as_gitwiki_hook_does(wiki, hook):
 
 
 def test_gitwiki_hook_with_an_unknown_type_says_how_to_call_it_and_does_not_block(capsys):
-    from gitwiki.agent_hooks.__main__ import main
+    from gitwiki.agent_hooks.__main__ import answer
 
-    assert main(["deploy"]) == 1  # Claude Code reads exit 2 as "block the tool call"
+    assert answer(["deploy"]) == 1  # Claude Code reads exit 2 as "block the tool call"
     assert capsys.readouterr().err.startswith("usage: gitwiki-hook TYPE\n  TYPE: one of session, prompt, ambient")
-    assert main(["-h"]) == 0 and "usage: gitwiki-hook TYPE" in capsys.readouterr().out
+    assert answer(["-h"]) == 0 and "usage: gitwiki-hook TYPE" in capsys.readouterr().out
 
 
 def test_a_config_change_reaches_the_next_hook(wiki, hook):
