@@ -67,10 +67,10 @@ def session_start(call: Call) -> dict | None:
         if changed:
             line += f"; {len(changed)} pages changed in the worktree are not in the hooks' answers until committed"
         lines.append(line)
-    found = memory.load_topics(lookup)
-    if found:
-        lines.append(memory.render_topics(memory.topics(found)))
-        lines.append(memory.meta_brief(found))
+    known = memory.overview(lookup)
+    if known.topics:
+        lines.append(memory.render_topics(known.topics))
+        lines.append(known.meta)
     lines.extend(_checkpoint(lookup))
     return context("SessionStart", "\n".join(lines), call.limit)
 
@@ -132,7 +132,7 @@ def stop(call: Call) -> dict | None:
 def subagent(call: Call) -> dict | None:
     from gitwiki.agent_hooks import memory
 
-    topics = memory.topics(memory.load_topics(call.lookup))
+    topics = memory.overview(call.lookup).topics
     if not topics:
         return None
     return context("SubagentStart", f"gitwiki {memory.render_topics(topics, 30)}; {ASK} before answering.", call.limit)

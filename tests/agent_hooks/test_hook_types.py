@@ -198,3 +198,31 @@ def test_memory_comes_from_the_memory_config_and_the_brief_is_compact(repo, cli,
     text = context_of(hook("session", load("session_start", repo.path, session_id="s2"), repo.path)[1])
     assert "memory topics, newest first: t0 (2), t5 (1)" in text
     assert "# Memory: 7 entries in 6 topics, 1 in the last 7 days" in text
+
+
+def test_the_cached_memory_overview_ends_when_an_entry_leaves_the_seven_day_window(wiki, hook, monkeypatch):
+    """The keys topic's entry is from 2026-01-02T10:00:00Z; the briefing's overview is cached until it is a
+    week old (the library's "last 7 days"), then made again."""
+    from datetime import UTC, datetime, timedelta
+
+    from gitwiki.agent_hooks import memory
+
+    written = datetime(2026, 1, 2, 10, tzinfo=UTC)
+
+    def briefing_at(now: datetime) -> str:
+        class Clock(datetime):
+            @classmethod
+            def now(cls, tz=None):
+                return now
+
+        monkeypatch.setattr(memory, "datetime", Clock)
+        text = context_of(hook("session", load("session_start", wiki.path, session_id=str(now)), wiki.path)[1])
+        return next(line for line in text.splitlines() if line.startswith("# Memory:"))
+
+    assert briefing_at(written + timedelta(days=6)) == "# Memory: 1 entries in 1 topics, 1 in the last 7 days"
+    cached = json.loads((wiki.path / ".git" / "gitwiki" / "agent-overview.json").read_text())
+    assert cached["until"] == (written + timedelta(days=7)).timestamp()
+    assert briefing_at(written + timedelta(days=6, hours=23)) == "# Memory: 1 entries in 1 topics, 1 in the last 7 days"
+    assert (
+        briefing_at(written + timedelta(days=7, seconds=1)) == "# Memory: 1 entries in 1 topics, 0 in the last 7 days"
+    )
