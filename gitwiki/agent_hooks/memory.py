@@ -11,18 +11,24 @@ inode, mtime and size, as `Memory` keys its in-process cache: a hook re-parses o
 from __future__ import annotations
 
 import json
+import os
+import posixpath
 from collections.abc import Collection
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.agent_hooks.lookup import Lookup, Note
 from gitwiki.fs import atomic_write
-from gitwiki.memory.entry import Entry, TopicPage, now_iso, parse_iso, parse_page
+
+if TYPE_CHECKING:
+    from gitwiki.memory.entry import Entry, TopicPage
 
 CACHE = "agent-memory.json"
 OVERVIEW = "agent-overview.json"
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 _FIELDS = ("created", "modified", "tags", "source", "start_line", "end_line")  # what the hooks read of an entry
+# A cached entry row is _FIELDS, then the path its [source: …] names ("" for none), parsed once by the library.
+_START, _END, _SOURCE_PATH = 4, 5, 6
 
 
 class Topic(NamedTuple):
@@ -42,15 +48,12 @@ class Found(NamedTuple):
 def load_topics(lookup: Lookup, only: Collection[str] | None = None) -> dict[str, Topic]:
     """Every topic page (or those at the repo paths `only`), by name, from the cache where the file is
     unchanged, else parsed by the library."""
+    from gitwiki.memory.entry import TopicPage, parse_page
+    from gitwiki.memory.sources import parse_source
+
     mem = lookup.memory
     cache_file = lookup.index_dir / CACHE
-    try:
-        cached = json.loads(cache_file.read_text(encoding="utf-8"))
-        if cached.get("version") != CACHE_VERSION:
-            cached = {}
-    except (OSError, ValueError, AttributeError):
-        cached = {}
-    pages = cached.get("pages", {})
+    pages = _cached_pages(lookup)
     out, changed = {}, False
     fresh = {} if only is None else dict(pages)  # a partial read keeps the other pages' entries
     for name, file in mem.topic_files().items():
@@ -68,7 +71,11 @@ def load_topics(lookup: Lookup, only: Collection[str] | None = None) -> dict[str
                 text = file.read_bytes().decode("utf-8", errors="replace")
             except OSError:
                 continue
-            hit = [key, [[getattr(e, f) for f in _FIELDS] for e in parse_page(text, name).entries]]
+            rows = []
+            for e in parse_page(text, name).entries:
+                ref = parse_source(e.source) if e.source else None
+                rows.append([*(getattr(e, f) for f in _FIELDS), ref.path if ref is not None else ""])
+            hit = [key, rows]
             changed = True
         fresh[path] = hit
         entries = tuple(_entry(name, i, row) for i, row in enumerate(hit[1], 1))
@@ -79,8 +86,21 @@ def load_topics(lookup: Lookup, only: Collection[str] | None = None) -> dict[str
     return out
 
 
+def _cached_pages(lookup: Lookup) -> dict[str, list]:
+    """Repo path → [file stamp, entry rows] as agent-memory.json holds them ({} for none or an old version)."""
+    try:
+        cached = json.loads((lookup.index_dir / CACHE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(cached, dict) or cached.get("version") != CACHE_VERSION:
+        return {}
+    return cached.get("pages", {})
+
+
 def _entry(topic: str, index: int, row: list) -> Entry:
-    fields = dict(zip(_FIELDS, row, strict=True))
+    from gitwiki.memory.entry import Entry
+
+    fields = dict(zip(_FIELDS, row[: len(_FIELDS)], strict=True))
     return Entry(topic=topic, text="", **{**fields, "tags": tuple(fields["tags"])}, index=index)
 
 
@@ -112,6 +132,7 @@ def overview(lookup: Lookup) -> Overview:
     except (OSError, ValueError, TypeError, KeyError):
         pass
     from gitwiki.memory.brief import VELOCITY_DAYS, meta  # with memory.search: ~2 ms a cache hit does without
+    from gitwiki.memory.entry import parse_iso
 
     found = load_topics(lookup)
     brief = meta(found.values(), now, compact=True)
@@ -128,6 +149,7 @@ def overview(lookup: Lookup) -> Overview:
 def checkpoint(lookup: Lookup) -> Found | None:
     """The newest checkpoint (by its Saved time), parsed by the library and shown as its page says it."""
     from gitwiki.memory.checkpoint import checkpoint_page, checkpoints
+    from gitwiki.memory.entry import parse_iso
 
     found = max(checkpoints(lookup.memory), key=lambda c: c.saved, default=None)
     if found is None:
@@ -141,25 +163,37 @@ def stored_since(lookup: Lookup, since: float) -> bool:
     """Whether an entry was stored or changed in this session, as the library's `session` action counts
     them (an entry's time of last change at or after the start), the session starting when the hooks
     first saw it."""
+    from gitwiki.memory.entry import now_iso
+
     start = now_iso(datetime.fromtimestamp(since, UTC))
     return any(e.when >= start for t in load_topics(lookup).values() for e in t.page.entries)
 
 
 def source_entries(lookup: Lookup, notes: list[Note], path: str) -> list[Note]:
     """The memory entries among `notes` whose `[source: …]` names `path`, told by the entry's parsed source
-    field (not by the path appearing somewhere in its text)."""
+    field (not by the path appearing somewhere in its text). Read from the cached rows while the pages are
+    unchanged: the memory library's parser, its Entry and the topic listing (~2.5 ms of imports) load only
+    to parse a changed page."""
     if not notes:
         return []
-    from gitwiki.memory.sources import parse_source
-
-    by_path = {t.path: t for t in load_topics(lookup, {n.path for n in notes}).values()}
+    wanted = {n.path for n in notes}
+    pages = _cached_pages(lookup)
+    for page in wanted:
+        try:
+            st = os.stat(lookup.root / page)
+        except OSError:
+            continue
+        hit = pages.get(page)
+        stale = hit is not None and hit[0] != [st.st_ino, st.st_mtime_ns, st.st_size]
+        if stale or (hit is None and posixpath.dirname(page) + "/" == lookup.memory_prefix):
+            load_topics(lookup, wanted)  # parses the changed pages into the cache
+            pages = _cached_pages(lookup)
+            break
     out = []
     for note in notes:
-        topic = by_path.get(note.path)
-        entries = topic.page.entries if topic is not None else ()
-        entry = next((e for e in entries if e.start_line <= note.start_line <= e.end_line), None)
-        ref = parse_source(entry.source) if entry is not None else None
-        if ref is not None and ref.path == path:
+        rows = pages.get(note.path, [[], []])[1]
+        row = next((r for r in rows if r[_START] <= note.start_line <= r[_END]), None)
+        if row is not None and row[_SOURCE_PATH] == path:
             out.append(note)
     return out
 

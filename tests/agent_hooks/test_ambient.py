@@ -109,6 +109,14 @@ def test_layer_one_is_decided_by_the_entry_source_field(wiki, hook, cli):
     structural = rest.partition("notes that name src/keys.py:\n")[2]
     assert "wiki/memory/ops.md:3-8 ops › 2026-01-05T10:00:00Z — deploy runbook" in structural
 
+    # the parsed fields are cached per page; a page written since is parsed again
+    ops = wiki.path / "wiki" / "memory" / "ops.md"
+    wiki.commit("resourced", {"wiki/memory/ops.md": ops.read_text().replace("deploy/run.sh", "src/keys.py")})
+    assert cli("index", cwd=wiki.path)[0] == 0
+    text = context_of(hook("ambient", load("pre_tool_use_read", wiki.path, session_id="s2"), wiki.path)[1])
+    sourced = text.partition("\nsections naming symbols")[0]
+    assert "wiki/memory/ops.md:3-8 ops › 2026-01-05T10:00:00Z — deploy runbook" in sourced
+
 
 def test_coupling_notes_come_from_co_change_history_cached_per_head(wiki, hook):
     for n in range(2):
