@@ -16,6 +16,15 @@ from tests.helpers import ROOT
 HEAVY = ("lancedb", "fastembed", "onnxruntime", "numpy", "pygit2", "mcp", "pydantic", "rich")
 # What the lean entry point leaves out (docs/agent-hooks.md, "Speed"): the CLI's parser.
 LEAN_SKIPS = ("argparse", "gitwiki.cli")
+CACHED_SKIPS = (
+    *LEAN_SKIPS,
+    "tomllib",
+    "hashlib",
+    "subprocess",
+    "difflib",
+    "gitwiki.memory.entry",
+    "gitwiki.memory.base",
+)
 
 
 @pytest.mark.parametrize("raw", [b"", b"not json", b"[1, 2]", b"\xff\xfe", b'"text"'])
@@ -55,31 +64,45 @@ def test_answers_are_capped(wiki, hook):
     assert text.endswith("… (cut to 150 characters: [agent_hooks] max_chars)")
 
 
+def _loaded(wiki, entry: list[str], hook_type: str, fixture: str, session: str = "abc123") -> set[str]:
+    """The modules a fresh interpreter, as Claude Code starts one per hook, loaded beyond `python -c pass`."""
+    event = load(fixture, wiki.path, session_id=session)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *entry, hook_type],
+        input=json.dumps(event).encode(),
+        capture_output=True,
+        cwd=wiki.path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0 and done.stdout.startswith(b'{"hookSpecificOutput"'), done.stderr[-500:]
+    return {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()[1:]}
+
+
+HOOKS = (("prompt", "user_prompt_submit"), ("ambient", "pre_tool_use_edit"), ("session", "session_start"))
+
+
 @pytest.mark.parametrize("entry", [["-m", "gitwiki.agent_hooks"], ["-m", "gitwiki", "hook"]])
 def test_the_hook_path_imports_no_heavy_library(wiki, entry):
-    """A fresh interpreter, as Claude Code starts one per hook: which modules did `gitwiki-hook` (the entry
-    point `hooks install` writes, run here as `python -m gitwiki.agent_hooks`) and `gitwiki hook` load?"""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for hook_type, fixture in (
-        ("prompt", "user_prompt_submit"),
-        ("ambient", "pre_tool_use_edit"),
-        ("session", "session_start"),
-    ):
-        event = (ROOT / "tests/agent_hooks/fixtures" / f"{fixture}.json").read_text().replace("{root}", str(wiki.path))
-        done = subprocess.run(
-            [sys.executable, "-X", "importtime", *entry, hook_type],
-            input=event.encode(),
-            capture_output=True,
-            cwd=wiki.path,
-            env=env,
-        )
-        assert done.returncode == 0 and done.stdout.startswith(b'{"hookSpecificOutput"'), done.stderr[-500:]
-        loaded = {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()[1:]}
+    """`gitwiki-hook` (the entry point `hooks install` writes, run here as `python -m gitwiki.agent_hooks`)
+    and `gitwiki hook`: no heavy library, and the lean entry point without the CLI's parser."""
+    for hook_type, fixture in HOOKS:
+        loaded = _loaded(wiki, entry, hook_type, fixture)
         packages = {name.split(".")[0] for name in loaded}
         assert "gitwiki" in packages
         assert not packages & set(HEAVY), (hook_type, packages & set(HEAVY))
         if entry[1] == "gitwiki.agent_hooks":
             assert not loaded & set(LEAN_SKIPS), (hook_type, loaded & set(LEAN_SKIPS))
+
+
+def test_a_hook_on_unchanged_files_loads_no_parser_hash_or_git_process_module(wiki):
+    """Once the caches in the index dir hold the config, the memory pages' blob ids and parsed entries and
+    the coupling history, a search hook loads neither tomllib, OpenSSL's hashes, subprocess nor the memory
+    library's parser (docs/agent-hooks.md, "Speed")."""
+    entry = ["-m", "gitwiki.agent_hooks"]
+    for hook_type, fixture in HOOKS[:2]:
+        _loaded(wiki, entry, hook_type, fixture, "first")  # fills the caches
+        loaded = _loaded(wiki, entry, hook_type, fixture, "second")
+        assert not loaded & set(CACHED_SKIPS), (hook_type, loaded & set(CACHED_SKIPS))
 
 
 def test_the_cli_form_answers_as_gitwiki_hook_does(wiki, hook):
