@@ -39,12 +39,6 @@ class Topic(NamedTuple):
     page: TopicPage
 
 
-class Found(NamedTuple):
-    path: str
-    text: str  # the page without its title
-    age_s: float
-
-
 def load_topics(lookup: Lookup, only: Collection[str] | None = None) -> dict[str, Topic]:
     """Every topic page (or those at the repo paths `only`), by name, from the cache where the file is
     unchanged, else parsed by the library."""
@@ -105,48 +99,52 @@ def _entry(topic: str, index: int, row: list) -> Entry:
 
 
 class Overview(NamedTuple):
-    """What the session and subagent hooks show of memory: the topics newest first and the meta-brief."""
+    """What the session and subagent hooks show of memory."""
 
     topics: list[tuple[str, int]]  # (topic, entries), most recently written first
     meta: str  # the library's compact meta-briefing: totals and the five most active topics
+    checkpoint: tuple[str, str, float | None] | None  # the newest: (path, text without title, saved at)
 
 
 def overview(lookup: Lookup) -> Overview:
-    """The memory overview, from agent-overview.json while no topic page changed and no entry has left the
-    library's "last 7 days" window since it was made: building it parses the entry cache (1,000 entries
-    in the bench) and loads the library's brief, ~5 ms of a session hook."""
-    files = lookup.memory.topic_files()
+    """The memory overview, from agent-overview.json while no file in the memory folder changed and no entry
+    has left the library's "last 7 days" window since it was made: building it parses the entry cache
+    (1,000 entries in the bench) and loads the library's brief and checkpoint modules, ~5 ms of a session
+    hook. The stamps are those of every page in the folder (topics, checkpoints, its index page): listing
+    only the topics takes the library's `Memory`, ~2 ms of imports."""
     stamps = {}
-    for name, file in files.items():
+    for path, full in lookup.memory_files().items():
         try:
-            st = file.stat()
+            st = os.stat(full)
         except OSError:
             continue
-        stamps[name] = [st.st_ino, st.st_mtime_ns, st.st_size]
+        stamps[path] = [st.st_ino, st.st_mtime_ns, st.st_size]
     cache = lookup.index_dir / OVERVIEW
     now = datetime.now(UTC)
     try:
         data = json.loads(cache.read_text(encoding="utf-8"))
         if data["stamps"] == stamps and now.timestamp() < data["until"]:
-            return Overview([(t, n) for t, n in data["topics"]], data["meta"])
+            found = data["checkpoint"]
+            return Overview([(t, n) for t, n in data["topics"]], data["meta"], tuple(found) if found else None)
     except (OSError, ValueError, TypeError, KeyError):
         pass
-    from gitwiki.memory.brief import VELOCITY_DAYS, meta  # with memory.search: ~2 ms a cache hit does without
+    from gitwiki.memory.brief import VELOCITY_DAYS, meta
     from gitwiki.memory.entry import parse_iso
 
-    found = load_topics(lookup)
-    brief = meta(found.values(), now, compact=True)
+    found_topics = load_topics(lookup)
+    brief = meta(found_topics.values(), now, compact=True)
     # The brief counts entries changed in the last VELOCITY_DAYS: it holds until the first of them leaves.
     window = VELOCITY_DAYS * 86400
-    recent = [s.timestamp() + window for t in found.values() for e in t.page.entries if (s := parse_iso(e.when))]
+    entries = (e for t in found_topics.values() for e in t.page.entries)
+    recent = [s.timestamp() + window for e in entries if (s := parse_iso(e.when))]
     until = min((u for u in recent if u > now.timestamp()), default=float("inf"))
-    made = Overview([(a.topic, a.entries) for a in brief.topics], brief.markdown.strip())
+    made = Overview([(a.topic, a.entries) for a in brief.topics], brief.markdown.strip(), _checkpoint(lookup))
     data = {"stamps": stamps, "until": until, **made._asdict()}  # Python's json writes inf as Infinity
     atomic_write(cache, json.dumps(data), sync=False)
     return made
 
 
-def checkpoint(lookup: Lookup) -> Found | None:
+def _checkpoint(lookup: Lookup) -> tuple[str, str, float | None] | None:
     """The newest checkpoint (by its Saved time), parsed by the library and shown as its page says it."""
     from gitwiki.memory.checkpoint import checkpoint_page, checkpoints
     from gitwiki.memory.entry import parse_iso
@@ -155,8 +153,7 @@ def checkpoint(lookup: Lookup) -> Found | None:
     if found is None:
         return None
     saved = parse_iso(found.saved)
-    age = (datetime.now(UTC) - saved).total_seconds() if saved else 0.0
-    return Found(found.path, checkpoint_page(found.json()).split("\n", 1)[1].strip(), max(age, 0.0))
+    return found.path, checkpoint_page(found.json()).split("\n", 1)[1].strip(), saved.timestamp() if saved else None
 
 
 def stored_since(lookup: Lookup, since: float) -> bool:

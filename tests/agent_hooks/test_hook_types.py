@@ -226,3 +226,13 @@ def test_the_cached_memory_overview_ends_when_an_entry_leaves_the_seven_day_wind
     assert (
         briefing_at(written + timedelta(days=7, seconds=1)) == "# Memory: 1 entries in 1 topics, 0 in the last 7 days"
     )
+
+
+def test_a_checkpoint_saved_after_the_overview_was_cached_is_the_one_shown(wiki, hook):
+    first = context_of(hook("session", load("session_start", wiki.path, session_id="c1"), wiki.path)[1])
+    assert ", wiki/memory/checkpoints/default.md):\nSaved 2026-01-03T09:00:00Z." in first
+    (wiki.path / "wiki" / "memory" / "checkpoints" / "later.md").write_text(
+        "# Checkpoint later\n\nSaved 2026-01-04T09:00:00Z.\n\n## Task\n\nship the rotation\n"
+    )
+    text = context_of(hook("session", load("session_start", wiki.path, session_id="c2"), wiki.path)[1])
+    assert ", wiki/memory/checkpoints/later.md):\nSaved 2026-01-04T09:00:00Z.\n\n## Task\n\nship the rotation" in text
