@@ -6,11 +6,13 @@ answer is cached in the index dir under a stamp: HEAD, git's index file, the ign
 and the path, inode, mtime and size of every file under the folders (os.scandir: ~2 ms for 1,050 files).
 A matching stamp answers from the cache; any change runs git again. Like git's "racily clean" rule, a
 stamp holding a file changed in the last SETTLED_NS is not trusted: that file may change again within the
-same mtime tick without the stamp seeing it.
+same mtime tick without the stamp seeing it. The user's global excludes file (core.excludesFile) is not in
+the stamp: a pattern added there shows in the briefing once anything else under the folders changes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -49,7 +51,10 @@ def _stamp(root: Path, git_dir: Path, folders: list[str]) -> int | None:
     files = _files(root, folders)
     if files is None:
         return None
-    ignores = [git_dir / "index", git_dir / "info" / "exclude"]
+    common = git_dir  # a linked worktree's own git dir names the shared one, which holds info/exclude
+    with contextlib.suppress(OSError):
+        common = (git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    ignores = [git_dir / "index", common / "info" / "exclude"]
     for folder in folders:  # the .gitignore files of the root and of each folder above this one
         steps = folder.split("/") if folder else []
         ignores += [root.joinpath(*steps[:i], ".gitignore") for i in range(len(steps))]

@@ -109,3 +109,31 @@ def test_the_session_briefing_starts_git_only_when_the_worktree_changed(wiki, ho
     page.write_text("# Deploy\n\nJust now.\n")  # changed this very moment: git runs, every time, until it settles
     assert "; 1 pages changed in the worktree" in briefing() and len(calls) == 7
     assert "; 1 pages changed in the worktree" in briefing() and len(calls) == 8
+
+
+def test_in_a_linked_worktree_the_shared_exclude_file_is_in_the_stamp(wiki, hook, monkeypatch, tmp_path):
+    linked = tmp_path / "linked"
+    wiki.git("worktree", "add", "-q", str(linked), "-b", "linked")
+    calls = []
+    real = gitcli.worktree_status
+    monkeypatch.setattr(gitcli, "worktree_status", lambda root, folders: calls.append(1) or real(root, folders))
+    (linked / "wiki" / "scratch.md").write_text("# Scratch\n")
+
+    def briefing() -> str:
+        event = load("session_start", linked, session_id=f"l{time.time_ns()}")
+        return next(
+            line for line in context_of(hook("session", event, linked)[1]).splitlines() if "corpus wiki" in line
+        )
+
+    def age() -> None:
+        past = time.time() - 30
+        for path in [*(p for p in linked.rglob("*") if p.is_file()), *(wiki.path / ".git").rglob("*")]:
+            if path.is_file():
+                os.utime(path, (past, past))
+
+    age()
+    assert "; 1 pages changed in the worktree" in briefing() and len(calls) == 1
+    assert "; 1 pages changed in the worktree" in briefing() and len(calls) == 1
+    (wiki.path / ".git" / "info" / "exclude").write_text("wiki/scratch.md\n")
+    age()
+    assert "changed in the worktree" not in briefing() and len(calls) == 2
