@@ -198,7 +198,7 @@ def user_config_path() -> Path:
 
 def read_toml(path: Path) -> dict[str, Any]:
     """One config layer's tables, as the file says them."""
-    import tomllib  # ~3 ms with datetime and string, which the agent hooks skip (agent_hooks/layers.py)
+    import tomllib  # ~3 ms with datetime and string, which the agent hooks skip (agent_hooks/cache.py)
 
     try:
         with path.open("rb") as f:

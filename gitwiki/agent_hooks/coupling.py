@@ -9,12 +9,11 @@ branch's older commits may take the place in the last COMMITS of commits a full 
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
 from gitwiki import gitcli
-from gitwiki.fs import atomic_write
+from gitwiki.agent_hooks import cache
 
 CACHE = "agent-cochange.json"
 COMMITS = 200
@@ -44,18 +43,14 @@ def _history(root: Path, index_dir: Path) -> list[list[str]]:
     head = gitcli.read_head(root) or gitcli.head_trees(root, [])[0]
     if head is None:
         return []
-    cache = index_dir / CACHE
-    try:
-        data = json.loads(cache.read_text(encoding="utf-8"))
-        if data.get("head") == head:
-            return data["commits"]
-        old, commits = data["head"], data["commits"]
-    except (OSError, ValueError, AttributeError, KeyError):
-        old, commits = None, None
+    data = cache.load(index_dir / CACHE)
+    if data.get("head") == head and isinstance(data.get("commits"), list):
+        return data["commits"]
+    old, commits = data.get("head"), data.get("commits")
     new = gitcli.changed_together_since(root, old, COMMITS) if isinstance(old, str) and commits else None
     if new is not None and isinstance(commits, list):
         commits = ([f if len(f) <= WIDE else [] for f in new] + commits)[:COMMITS]
     else:
         commits = [f if len(f) <= WIDE else [] for f in gitcli.changed_together(root, COMMITS)]
-    atomic_write(cache, json.dumps({"head": head, "commits": commits}), sync=False)
+    cache.save(index_dir / CACHE, {"head": head, "commits": commits})
     return commits

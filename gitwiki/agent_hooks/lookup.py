@@ -9,7 +9,6 @@ new version is in the index), and leaves freshness to the session briefing, whic
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
 import posixpath
@@ -20,9 +19,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki import config as config_mod
 from gitwiki import gitcli
-from gitwiki.agent_hooks.layers import reader
+from gitwiki.agent_hooks import cache
 from gitwiki.config import Config, normalize_corpus_path
-from gitwiki.fs import atomic_write
 from gitwiki.ranking import snippet
 from gitwiki.store import Store
 from gitwiki.tokens import STOP_WORDS, code_like, fts_any, fts_phrase, tokenize, words
@@ -64,7 +62,7 @@ class Lookup:
 
     @classmethod
     def from_checkout(cls, checkout: gitcli.Checkout) -> Lookup:
-        config = config_mod.load(checkout.root, read=reader(checkout.common_dir / "gitwiki"))
+        config = config_mod.load(checkout.root, read=cache.config_reader(checkout.common_dir / "gitwiki"))
         index_dir = config_mod.index_dir(config, checkout.root, checkout.common_dir)
         return cls(checkout.root, checkout.git_dir, config, index_dir, Store.open_existing(index_dir))
 
@@ -107,28 +105,21 @@ class Lookup:
         """Repo-relative path → blob id of the memory pages on disk. The ids are cached in the index dir by
         each file's inode, mtime and size (as agent-memory.json caches its entries): hashing 50 pages, and
         loading OpenSSL's sha1 for it, cost every search ~3 ms though memory pages rarely change."""
-        cache = self.index_dir / BLOB_CACHE
-        try:
-            known = json.loads(cache.read_text(encoding="utf-8"))
-            if not isinstance(known, dict):
-                known = {}
-        except (OSError, ValueError):
-            known = {}
+        known = cache.load(self.index_dir / BLOB_CACHE)
         found, fresh = {}, {}
         for path, full in self.memory_files().items():
             try:
-                st = os.stat(full)
-                stamp = [st.st_ino, st.st_mtime_ns, st.st_size]
+                now = cache.stamp(os.stat(full))
                 hit = known.get(path)
-                if not (isinstance(hit, list) and hit[:3] == stamp):
+                if not (isinstance(hit, list) and hit[:3] == now):
                     with open(full, "rb") as f:
-                        hit = [*stamp, gitcli.blob_id(f.read())]
+                        hit = [*now, gitcli.blob_id(f.read())]
             except OSError:
                 continue
             found[path] = hit[3]
             fresh[path] = hit
         if fresh != known:
-            atomic_write(cache, json.dumps(fresh), sync=False)
+            cache.save(self.index_dir / BLOB_CACHE, fresh)
         return found
 
     @functools.cached_property

@@ -13,15 +13,15 @@ inside the functions that parse).
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import posixpath
 from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NamedTuple
 
+from gitwiki.agent_hooks import cache
 from gitwiki.agent_hooks.lookup import Lookup, Note
-from gitwiki.fs import atomic_write
 
 if TYPE_CHECKING:
     from gitwiki.memory.entry import Entry, TopicPage
@@ -49,7 +49,6 @@ def load_topics(lookup: Lookup, only: Collection[str] | None = None) -> dict[str
     from gitwiki.memory.sources import parse_source
 
     mem = lookup.memory
-    cache_file = lookup.index_dir / CACHE
     pages = _cached_pages(lookup)
     out, changed = {}, False
     fresh = {} if only is None else dict(pages)  # a partial read keeps the other pages' entries
@@ -58,10 +57,9 @@ def load_topics(lookup: Lookup, only: Collection[str] | None = None) -> dict[str
         if only is not None and path not in only:
             continue
         try:
-            st = file.stat()
+            key = cache.stamp(file.stat())
         except OSError:
             continue
-        key = [st.st_ino, st.st_mtime_ns, st.st_size]
         hit = pages.get(path)
         if hit is None or hit[0] != key:
             try:
@@ -78,20 +76,15 @@ def load_topics(lookup: Lookup, only: Collection[str] | None = None) -> dict[str
         entries = tuple(_entry(name, i, row) for i, row in enumerate(hit[1], 1))
         out[name] = Topic(name, path, TopicPage(name, "", entries))
     if changed or len(fresh) != len(pages):  # a page parsed again, or one gone
-        lookup.index_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write(cache_file, json.dumps({"version": CACHE_VERSION, "pages": fresh}), sync=False)
+        cache.save(lookup.index_dir / CACHE, {"version": CACHE_VERSION, "pages": fresh})
     return out
 
 
 def _cached_pages(lookup: Lookup) -> dict[str, list]:
     """Repo path → [file stamp, entry rows] as agent-memory.json holds them ({} for none or an old version)."""
-    try:
-        cached = json.loads((lookup.index_dir / CACHE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(cached, dict) or cached.get("version") != CACHE_VERSION:
-        return {}
-    return cached.get("pages", {})
+    cached = cache.load(lookup.index_dir / CACHE)
+    pages = cached.get("pages") if cached.get("version") == CACHE_VERSION else None
+    return pages if isinstance(pages, dict) else {}
 
 
 def _entry(topic: str, index: int, row: list) -> Entry:
@@ -117,19 +110,15 @@ def overview(lookup: Lookup) -> Overview:
     only the topics takes the library's `Memory`, ~2 ms of imports."""
     stamps = {}
     for path, full in lookup.memory_files().items():
-        try:
-            st = os.stat(full)
-        except OSError:
-            continue
-        stamps[path] = [st.st_ino, st.st_mtime_ns, st.st_size]
-    cache = lookup.index_dir / OVERVIEW
+        with contextlib.suppress(OSError):
+            stamps[path] = cache.stamp(os.stat(full))
     now = datetime.now(UTC)
+    data = cache.load(lookup.index_dir / OVERVIEW)
     try:
-        data = json.loads(cache.read_text(encoding="utf-8"))
         if data["stamps"] == stamps and now.timestamp() < data["until"]:
             found = data["checkpoint"]
             return Overview([(t, n) for t, n in data["topics"]], data["meta"], tuple(found) if found else None)
-    except (OSError, ValueError, TypeError, KeyError):
+    except (KeyError, TypeError, ValueError):
         pass
     from gitwiki.memory.brief import VELOCITY_DAYS, meta
     from gitwiki.memory.entry import parse_iso
@@ -142,8 +131,7 @@ def overview(lookup: Lookup) -> Overview:
     recent = [s.timestamp() + window for e in entries if (s := parse_iso(e.when))]
     until = min((u for u in recent if u > now.timestamp()), default=float("inf"))
     made = Overview([(a.topic, a.entries) for a in brief.topics], brief.markdown.strip(), _checkpoint(lookup))
-    data = {"stamps": stamps, "until": until, **made._asdict()}  # Python's json writes inf as Infinity
-    atomic_write(cache, json.dumps(data), sync=False)
+    cache.save(lookup.index_dir / OVERVIEW, {"stamps": stamps, "until": until, **made._asdict()})  # inf: Infinity
     return made
 
 
@@ -180,11 +168,11 @@ def source_entries(lookup: Lookup, notes: list[Note], path: str) -> list[Note]:
     pages = _cached_pages(lookup)
     for page in wanted:
         try:
-            st = os.stat(lookup.root / page)
+            now = cache.stamp(os.stat(lookup.root / page))
         except OSError:
             continue
         hit = pages.get(page)
-        stale = hit is not None and hit[0] != [st.st_ino, st.st_mtime_ns, st.st_size]
+        stale = hit is not None and hit[0] != now
         if stale or (hit is None and posixpath.dirname(page) + "/" == lookup.memory_prefix):
             load_topics(lookup, wanted)  # parses the changed pages into the cache
             pages = _cached_pages(lookup)

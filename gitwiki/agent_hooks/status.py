@@ -13,14 +13,13 @@ the stamp: a pattern added there shows in the briefing once anything else under 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 import zlib
 from pathlib import Path
 
 from gitwiki import gitcli
-from gitwiki.fs import atomic_write
+from gitwiki.agent_hooks import cache
 
 CACHE = "agent-status.json"
 MAX_FILES = 20_000  # a bigger tree is left to git, which keeps its own stat cache in the index
@@ -31,18 +30,14 @@ def worktree_status(root: Path, git_dir: Path, index_dir: Path, folders: list[st
     """What `gitcli.worktree_status(root, folders)` answers, from the cache when the stamp still matches."""
     head = gitcli.read_head(root)
     stamp = _stamp(root, git_dir, folders) if head is not None else None
-    cache = index_dir / CACHE
     key = [head, folders, stamp]
     if stamp is not None:
-        try:
-            data = json.loads(cache.read_text(encoding="utf-8"))
-            if data["key"] == key:
-                return head, data["changed"]
-        except (OSError, ValueError, TypeError, KeyError):
-            pass
+        data = cache.load(index_dir / CACHE)
+        if data.get("key") == key and isinstance(data.get("changed"), list):
+            return head, data["changed"]
     found_head, changed = gitcli.worktree_status(root, folders)
     if stamp is not None and found_head == head:
-        atomic_write(cache, json.dumps({"key": key, "changed": changed}), sync=False)
+        cache.save(index_dir / CACHE, {"key": key, "changed": changed})
     return found_head, changed
 
 
