@@ -15,7 +15,6 @@ import Stemmer
 
 _WORD = re.compile(r"[^\W_]+(?:[_\-.'][^\W_]+)*", re.UNICODE)
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 # The classic English stop list (Lucene/SMART core), kept short: rare words carry the meaning.
 STOP_WORDS = frozenset(
@@ -27,6 +26,13 @@ STOP_WORDS = frozenset(
     this those through to too under until up very was we were what when where which while who whom
     why will with would you your yours yourself yourselves""".split()
 )
+
+
+@functools.cache
+def _cjk() -> re.Pattern[str]:
+    # Compiling this class takes ~2 ms (sre builds a bitmap over the ranges), every agent hook process's
+    # tokenize paid it at import; ASCII words, which cannot hold CJK, never compile it now.
+    return re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
 @functools.cache
@@ -53,7 +59,7 @@ def words(text: str) -> list[str]:
         if len(parts) > 1:
             out.append(re.sub(r"[_\-.']", "", word).lower())
         for part in parts or [word]:
-            if _CJK.search(part):
+            if not part.isascii() and _cjk().search(part):
                 out.extend(ch for ch in part)
             else:
                 out.append(part.lower())
