@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,33 +36,35 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--at", metavar="REV", help="search the corpus as of a commit, branch or tag")
     p.add_argument("--committed", action="store_true", help="ignore uncommitted and untracked pages")
+    p.add_argument(
+        "--no-server",
+        action="store_true",
+        help="answer in this process even when a `gitwiki serve` of this checkout is running "
+        "(default: ask it over its socket; also GITWIKI_NO_SERVER=1)",
+    )
     p.set_defaults(func=ground)
 
 
 def ground(args: argparse.Namespace) -> int:
-    from gitwiki.outline import outline
+    from gitwiki.ground import GroundRequest
+
+    computed: dict[str, Any] = {
+        "query": " ".join(args.query),
+        "worktree": not args.committed,
+        "color": args.format == "outline" and sys.stdout.isatty(),
+    }
+    request = GroundRequest(**computed, **{f: getattr(args, f) for f in GroundRequest._fields if f not in computed})
+    if not args.no_server:
+        from gitwiki.serve_client import ask
+
+        reply = ask(args.chdir, request)  # a running `gitwiki serve` of this checkout has everything warm
+        if reply is not None:
+            sys.stderr.write(reply.stderr)
+            sys.stdout.write(reply.stdout)
+            reply.check()  # an error the server met: the local path's message and exit code
+            return 0
+    from gitwiki.ground import answer
     from gitwiki.wiki import Wiki
 
-    wiki = Wiki.open(args.chdir)
-    if args.at is None and wiki.has_no_index_to_start_from():
-        from gitwiki.pull import install_published  # fetching and archives: only in a clone without an index
-
-        install_published(wiki, lexical=args.mode == "lexical")
-    result = wiki.search(
-        " ".join(args.query),
-        args.corpus,
-        mode=args.mode,
-        top_files=args.top_files,
-        chunks_per_file=args.chunks_per_file,
-        limit=args.limit,
-        snippet_chars=args.snippet_chars,
-        full=args.full,
-        fusion=args.fusion,
-        at=args.at,
-        worktree=not args.committed,
-    )
-    if args.format == "outline":
-        sys.stdout.write(outline(result, color=sys.stdout.isatty()))
-    else:
-        print(json.dumps(result.to_json(), indent=2 if args.format == "json-pretty" else None, ensure_ascii=False))
+    sys.stdout.write(answer(Wiki.open(args.chdir), request))
     return 0

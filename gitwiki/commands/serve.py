@@ -24,19 +24,28 @@ def serve(args: argparse.Namespace) -> int:
     import threading
 
     from gitwiki import __version__
-    from gitwiki.mcp_early import answer_initialize
+    from gitwiki.mcp_early import answer_initialize, log_to_stderr
+    from gitwiki.serve_socket import SocketServer
     from gitwiki.warm import warm_up
     from gitwiki.wiki import Wiki
 
+    log_to_stderr(args.log_level)
     wiki = Wiki.open(args.chdir)
-    stdio = answer_initialize(__version__)  # before the SDK import, which takes about 1 s
-    if stdio is None:  # the client hung up before saying anything
-        return 0
-    from gitwiki.mcp_server import serve as run
+    calls = threading.Lock()  # one tool call (or CLI request) at a time, and the warm-up between them
+    cli = SocketServer.listen(wiki, calls)  # `gitwiki ground` in this checkout asks this server from now on
+    if cli is not None:
+        cli.close_on_sigterm()
+    try:
+        stdio = answer_initialize(__version__)  # before the SDK import, which takes about 1 s
+        if stdio is None:  # the client hung up before saying anything
+            return 0
+        from gitwiki.mcp_server import serve as run
 
-    calls = threading.Lock()  # one tool call at a time, and the warm-up between them
-    # Started after the MCP SDK is imported, not before: both imports hold the GIL, and started together the
-    # SDK's took twice as long, delaying `initialize` (measured 5.1–7.5 s against 2.2–3.8 s on a loaded host).
-    threading.Thread(target=warm_up, args=(wiki, calls), name="gitwiki-warm-up", daemon=True).start()
-    run(wiki, calls, stdio, args.log_level)
+        # Started after the MCP SDK is imported, not before: both imports hold the GIL, and started together the
+        # SDK's took twice as long, delaying `initialize` (measured 5.1–7.5 s against 2.2–3.8 s on a loaded host).
+        threading.Thread(target=warm_up, args=(wiki, calls), name="gitwiki-warm-up", daemon=True).start()
+        run(wiki, calls, stdio)
+    finally:
+        if cli is not None:
+            cli.close()
     return 0
