@@ -107,6 +107,8 @@ class SearchResult(NamedTuple):
     docs: list[DocResult]
     dirty: tuple[str, ...] = ()
     lexical_only: tuple[str, ...] = ()  # pages searched without vectors (query-time embedding budget spent)
+    # (folder, summary) for the folders of `docs` that have an index.md gloss, in result order: where a hit sits
+    folders: tuple[tuple[str, str], ...] = ()
 
     @property
     def weak(self) -> bool:
@@ -142,6 +144,7 @@ class SearchResult(NamedTuple):
             "dirty": list(self.dirty),
             "weak": self.weak,
             "lexical_only": list(self.lexical_only),
+            "folders": dict(self.folders),
         }
 
 
