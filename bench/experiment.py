@@ -5,7 +5,11 @@
                    prefixed with the chunk's breadcrumb or title); window vectors cached in the work dir
 --phrase W         lexical proximity: W × the BM25 of the query's adjacent term pairs as FTS5 phrases,
                    added to each chunk's BM25 before fusion
+--query-stop       drop question boilerplate (QUESTION_WORDS) from the lexical query
+--no-prefix        embed each chunk's text alone, without its breadcrumb or title line (re-embeds every chunk)
 --query-cache      cache query vectors on disk (ms/q then leaves out the query embedding)
+
+Page-level fusion (gitwiki.ranking.PAGE_SHARE) was measured here before it became the default.
 
   python bench/experiment.py [options] wikidev_eval.py [its args]
 """
@@ -24,7 +28,12 @@ from benchlib import ROOT, use_offline_model
 
 from gitwiki import embed, search
 from gitwiki.store import embed_text
-from gitwiki.tokens import tokenize
+from gitwiki.tokens import fts_any, tokenize
+
+QUESTION_WORDS = (
+    "difference differ way ways possible need needs want wants make makes get gets use using used instead just still "
+    "also able else somewhere something anything thing things tell know find show work works"
+)
 
 
 class NpzCache:
@@ -67,7 +76,8 @@ def main() -> None:
     ap.add_argument("--stride", type=int, default=150)
     ap.add_argument("--phrase", type=float, default=0.0)
     ap.add_argument("--query-cache", action="store_true")
-    ap.add_argument("--page-fusion", type=float, default=0.0, help="share of the page-level fused score")
+    ap.add_argument("--no-prefix", action="store_true", help="embed chunks without their breadcrumb or title")
+    ap.add_argument("--query-stop", action="store_true", help="drop question boilerplate from the lexical query")
     ap.add_argument("--cache-dir", type=Path, required=True, help="where the window and query vectors are kept")
     ap.add_argument("script")
     args, rest = ap.parse_known_args()
@@ -149,40 +159,21 @@ def main() -> None:
     if args.phrase:
         search.Searcher._lexical = lexical
 
-    original_rank = search.Searcher._rank
+    if args.no_prefix:  # chunk text alone, without the breadcrumb (or title) line before it
+        from gitwiki import store
 
-    def rank(self, view, query, mode, fusion, embedder, pages=1):
-        got = original_rank(self, view, query, mode, fusion, embedder, pages)
-        if got.mode != "hybrid" or fusion != "score":
-            return got
-        lex = self._lexical(query, self._blob_paths(view), {}, pages)
-        dense_ranked = list(got.cosines.items())
-        by_page: dict[str, list[float]] = {}
-        for weight, ranking in ((0.5, lex), (0.5, dense_ranked)):
-            if not ranking:
-                continue
-            low, high = min(s for _, s in ranking), max(s for _, s in ranking)
-            best: dict[str, float] = {}
-            for cid, s in ranking:
-                blob = got.blob_of.get(cid)
-                if blob is not None:
-                    norm = (s - low) / (high - low) if high > low else 1.0
-                    best[blob] = max(best.get(blob, 0.0), norm)
-            for blob, v in best.items():
-                by_page.setdefault(blob, []).append(weight * v)
-        page_score = {blob: sum(v) for blob, v in by_page.items()}
-        fused, seen = [], set()
-        for cid, s in got.fused:
-            blob = got.blob_of[cid]
-            if blob not in seen:
-                seen.add(blob)
-                s = (1 - args.page_fusion) * s + args.page_fusion * page_score.get(blob, s)
-            fused.append((cid, s))
-        fused.sort(key=lambda kv: -kv[1])
-        return got._replace(fused=fused)
+        store.embed_text = lambda breadcrumb, text, title: text
 
-    if args.page_fusion:
-        search.Searcher._rank = rank
+    if args.query_stop:
+        # Question boilerplate: words that say how a question is asked, not what it is about.
+        boiler = set(tokenize(QUESTION_WORDS))
+        original_fts = search.fts_query
+
+        def fts_query(text):
+            terms = [t for t in dict.fromkeys(tokenize(text)) if t not in boiler]
+            return fts_any(terms) if terms else original_fts(text)
+
+        search.fts_query = fts_query
 
     sys.argv = [args.script, *rest]
     try:
