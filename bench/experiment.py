@@ -74,6 +74,7 @@ def main() -> None:
     ap.add_argument("--windows", action="store_true")
     ap.add_argument("--words", type=int, default=200)
     ap.add_argument("--stride", type=int, default=150)
+    ap.add_argument("--pool", choices=("max", "mean"), default="max", help="how a chunk's window cosines combine")
     ap.add_argument("--phrase", type=float, default=0.0)
     ap.add_argument("--query-cache", action="store_true")
     ap.add_argument("--no-prefix", action="store_true", help="embed chunks without their breadcrumb or title")
@@ -135,8 +136,13 @@ def main() -> None:
         q = embedder.embed_query(query)
         scores = np.einsum("ij,j->i", base.matrix, q)
         background = search.Background(float(scores.mean()), float(scores.std()))
-        if len(state["owner"]):
+        if len(state["owner"]) and args.pool == "max":
             np.maximum.at(scores, state["owner"], state["matrix"] @ q)
+        elif len(state["owner"]):  # mean of the chunk's own cosine and its windows'
+            counts = np.ones_like(scores)
+            np.add.at(scores, state["owner"], state["matrix"] @ q)
+            np.add.at(counts, state["owner"], 1.0)
+            scores = scores / counts
         order = np.argsort(-scores, kind="stable")
         pool = search.candidates(((base.ids[i], base.blobs[i], float(scores[i])) for i in order), pages)
         blob_of.update((cid, blob) for cid, blob, _ in pool)
