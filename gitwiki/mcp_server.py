@@ -77,6 +77,9 @@ class GroundJson(TypedDict):
     lexical_only: Annotated[
         list[str], Field(description="Uncommitted pages searched without vectors (query-time embedding budget).")
     ]
+    folders: Annotated[
+        dict[str, str], Field(description="Folder of a result (repo-relative) → its index.md summary, if it has one.")
+    ]
 
 
 class WholePage(NamedTuple):
