@@ -1,21 +1,26 @@
-"""Claude Code hook latency (`gitwiki hook TYPE`) on a generated 1,000-page wiki, against `python -c pass`.
+"""Claude Code hook latency (`gitwiki-hook TYPE`) on a generated 1,000-page wiki, against `python -c pass`.
 
 docs/benchmarks.md, section "Claude Code hooks (issue 13)". Builds the wiki of bench_hooks.py in a temp git
 repo plus 50 memory topics of 20 entries each (with `[source:]` lines) and a source file, indexes it
-lexically, then runs every hook type once per round, interleaved with `python -c pass` so that both see the
-same machine load, for --runs rounds. Each run uses a new session id, so dedup never shortens the work.
+lexically, installs the hooks (`gitwiki hooks install`), then runs every hook type's installed command
+once per round, interleaved with `python -c pass` so that both see the same machine load, for --runs
+rounds. Each run uses a new session id, so dedup never shortens the work.
 The gitwiki package is byte-compiled first, as an install would leave it: with PYTHONDONTWRITEBYTECODE set
 (this sandbox sets it) every hook process would otherwise compile gitwiki's modules again, 20-40 ms.
 Prints min and median wall time per hook and the median minus the `python -c pass` median.
 
-Usage: python bench/bench_agent_hooks.py [--pages 1000] [--runs 15]
+Usage: python bench/bench_agent_hooks.py [--pages 1000] [--runs 15] [--baseline SRC]
+  (SRC: an earlier gitwiki's source tree, e.g. `mkdir /tmp/main && git archive main | tar -x -C /tmp/main`)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -24,6 +29,8 @@ import time
 from pathlib import Path
 
 from bench_hooks import ENV, build
+
+from gitwiki.agent_hooks import BY_NAME
 
 SOURCE = '''"""The deploy queue."""
 
@@ -96,21 +103,71 @@ def events(root: Path) -> dict[str, dict]:
     }
 
 
-def gitwiki_command() -> list[str]:
-    """How Claude Code runs it: the console script beside this interpreter, else `python -m gitwiki`."""
-    script = Path(sys.executable).parent / "gitwiki"
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "gitwiki"]
+def installed_commands(root: Path, bin_dir: Path) -> dict[str, list[str]]:
+    """Hook type → the command `gitwiki hooks install` writes into .claude/settings.json, as Claude Code runs it.
+    The program is the console scripts' folder beside this interpreter; when this checkout's `gitwiki-hook`
+    is not installed there (a source checkout run with PYTHONPATH), the wrapper pip would write is made in
+    `bin_dir`, with this interpreter in its shebang."""
+    folder = Path(sys.executable).parent
+    if not (folder / "gitwiki-hook").is_file():
+        folder = bin_dir
+        script(folder / "gitwiki-hook", "gitwiki.agent_hooks.__main__")
+    subprocess.run(
+        [sys.executable, "-m", "gitwiki", "hooks", "install", "--command", str(folder / "gitwiki")],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    )
+    settings = json.loads((root / ".claude" / "settings.json").read_text())
+    out = {}
+    for groups in settings["hooks"].values():
+        for group in groups:
+            for entry in group["hooks"]:
+                words = shlex.split(entry["command"])
+                out[words[-1]] = words
+    return out
+
+
+def script(path: Path, module: str) -> None:
+    """What pip writes for a [project.scripts] entry `module:main` (its distlib launcher, on POSIX)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f"#!{sys.executable}\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom {module} import main\n"
+        "if __name__ == '__main__':\n"
+        "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
+        "    sys.exit(main())\n"
+    )
+    path.chmod(0o755)
+
+
+def baseline_commands(source: Path, root: Path, work: Path) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """The CLI form `gitwiki hook TYPE` of the gitwiki in `source` (a source tree, e.g. `git archive main`),
+    through a `gitwiki` console script, with that tree on PYTHONPATH and its own copy of the index (so the
+    two versions' caches in the index dir do not evict each other)."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(source / "gitwiki")], check=True)
+    script(work / "bin" / "gitwiki", "gitwiki.cli")
+    (work / "index").mkdir()
+    shutil.copy(root / ".git" / "gitwiki" / "index.sqlite", work / "index" / "index.sqlite")
+    env = {**os.environ, "PYTHONPATH": str(source), "GITWIKI_INDEX_DIR": str(work / "index")}
+    return {name: [str(work / "bin" / "gitwiki"), "hook", name] for name in BY_NAME}, env
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pages", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="SRC",
+        help="also time `gitwiki hook TYPE` of the gitwiki source tree SRC in the same rounds (before/after)",
+    )
     args = ap.parse_args()
     package = Path(__file__).resolve().parent.parent / "gitwiki"
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
+        root, work = Path(tmp) / "repo", Path(tmp) / "work"
+        root.mkdir()
         build(root, args.pages)
         memory_pages(root)
         (root / "src").mkdir()
@@ -119,18 +176,26 @@ def main() -> None:
         subprocess.run(["git", "commit", "-q", "-m", "memory"], cwd=root, check=True, env=ENV)
         subprocess.run([sys.executable, "-m", "gitwiki", "index", "-q"], cwd=root, check=True)
         payloads = events(root)
-        commands = {"python -c pass": ([sys.executable, "-c", "pass"], b"")}
+        installed = installed_commands(root, work / "bin")
+        commands: dict[str, tuple[list[str], dict, dict[str, str] | None]] = {
+            "python -c pass": ([sys.executable, "-c", "pass"], {}, None)
+        }
         for name, event in payloads.items():
-            commands[f"gitwiki hook {name}"] = ([*gitwiki_command(), "hook", name], event)
+            commands[f"gitwiki-hook {name}"] = (installed[name], event, None)
+        if args.baseline:
+            before_cmds, before_env = baseline_commands(args.baseline.resolve(), root, work / "baseline")
+            for name, event in payloads.items():
+                commands[f"baseline: gitwiki hook {name}"] = (before_cmds[name], event, before_env)
         walls: dict[str, list[float]] = {name: [] for name in commands}
         cpus: dict[str, list[float]] = {name: [] for name in commands}
         sizes: dict[str, int] = {}
+        loads = [os.getloadavg()[0]]
         for i in range(args.runs + 1):  # the first round warms the page cache and is not counted
-            for name, (cmd, event) in commands.items():
+            for name, (cmd, event, env) in commands.items():
                 data = json.dumps({**event, "session_id": f"bench-{i}"}).encode() if event else b""
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t = time.perf_counter()
-                done = subprocess.run(cmd, cwd=root, input=data, capture_output=True)
+                done = subprocess.run(cmd, cwd=root, input=data, capture_output=True, env=env)
                 wall = (time.perf_counter() - t) * 1000
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
@@ -140,11 +205,15 @@ def main() -> None:
                     walls[name].append(wall)
                     cpus[name].append(cpu)
                 sizes[name] = len(done.stdout)
-        log = root / ".git" / "gitwiki" / "agent-hooks.log"
-        if log.exists():
-            raise SystemExit(f"a hook logged an error:\n{log.read_text()}")
+            loads.append(os.getloadavg()[0])
+        for log in (root / ".git" / "gitwiki" / "agent-hooks.log", work / "baseline" / "index" / "agent-hooks.log"):
+            if log.exists():
+                raise SystemExit(f"a hook logged an error:\n{log.read_text()}")
         floor, cpu_floor = statistics.median(walls["python -c pass"]), statistics.median(cpus["python -c pass"])
-        print(f"{args.pages} pages + 50 memory topics, {args.runs} rounds; wall and CPU (user + sys) in ms\n")
+        print(
+            f"{args.pages} pages + 50 memory topics, {args.runs} rounds, 1-minute load average "
+            f"{min(loads):.1f}-{max(loads):.1f}; wall and CPU (user + sys) in ms\n"
+        )
         print(
             "| command | wall min | wall median | CPU min | CPU median | median − python -c pass, wall / CPU | bytes |"
         )

@@ -1,7 +1,7 @@
 """Hook timings on a generated 1,000-page wiki (docs/benchmarks.md, section "Hooks (issue 4)").
 
 Builds the wiki in a temp git repo, stages edits to 5 pages, then times (median of --runs):
-- the two hook commands on the 5 files with an empty page-facts cache (`.git/gitwiki/pagefacts.json`
+- the two hook commands on the 5 files with an empty page-facts cache (`.git/gitwiki/pagefacts.sqlite`
   deleted before each run): the first commit in a fresh clone;
 - then, after one untimed run of each that fills the cache as any earlier commit would:
 - `pre-commit run` with the gitwiki-lint and gitwiki-index-blocks hooks vs the same two hooks as no-ops
@@ -113,8 +113,12 @@ def main() -> None:
         )
         (root / "noop.yaml").write_text(hooks_config({"noop-1": '"true"', "noop-2": '"true"'}))
         pre_commit = [sys.executable, "-m", "pre_commit", "run", "-c"]
-        cache = root / ".git" / "gitwiki" / "pagefacts.json"
-        forget = lambda: cache.unlink(missing_ok=True)  # noqa: E731
+        index_dir = root / ".git" / "gitwiki"
+
+        def forget() -> None:  # pagefacts.json: the cache of older versions, so they can be timed too
+            for name in ("pagefacts.sqlite", "pagefacts.sqlite-wal", "pagefacts.sqlite-shm", "pagefacts.json"):
+                (index_dir / name).unlink(missing_ok=True)
+
         cold = {
             "gitwiki lint, 5 files, empty page-facts cache": median_ms(
                 [*gitwiki, "lint", *staged], root, args.runs, setup=forget

@@ -40,7 +40,7 @@ def tldr_pages(count: int, english_only: bool) -> list[tuple[str, str]]:
 
 
 def questions() -> list[str]:
-    return [q["question"] for q in load_questions(TLDR)]
+    return [q.text for q in load_questions(TLDR / "questions.jsonl")]
 
 
 def fresh_wiki(name: str, pages: list[tuple[str, str]], corpus_path: str):

@@ -7,9 +7,16 @@ with the offline MiniLM model, so the numbers are the server's own cost, not the
   first call   the first `ground` (hybrid), sent --first-after seconds after the spawn (default 1 s: the
                server loads the model in the background from its start, so this should cost a warm query)
   warm         p50/p95 of `ground` (hybrid and lexical) over the tldr questions, and of
-               read_markdown / list_files / add_markdown (overwrite) on the same server
+               read_markdown / list_files / add_markdown (overwrite) on the same server, interleaved:
+               add_markdown with a new title each time (index.md re-rendered) and with the same title
+               and summary each time (index.md left as it is); read_markdown is the round-trip floor;
+               beside them, interleaved, the SDK floor: a no-op tool on a bare MCPServer, the same SDK
+               over the same stdio
+  cold CLI     a fresh `gitwiki ground` process (hybrid) while a `gitwiki serve` of the repo is up (it asks the
+               server over its socket) and with --no-server, interleaved with `python -c pass` and
+               `gitwiki --version` (min and median of --cli-rounds)
 
-    python bench/bench_mcp.py [--queries 200] [--starts 3]
+    python bench/bench_mcp.py [--queries 200] [--starts 3] [--cli-rounds 10]
 """
 
 from __future__ import annotations
@@ -25,6 +32,19 @@ import anyio
 from bench_index import questions, tldr_pages
 from benchlib import WORK, corpus_config, git, open_wiki, timed_index, use_offline_model, write_repo
 from mcp import ClientSession, StdioServerParameters, stdio_client
+
+# The SDK's own cost per call: a server with one tool that does nothing.
+NOOP_SERVER = """
+from mcp.server.mcpserver import MCPServer
+
+def noop() -> str:
+    return "ok"
+
+app = MCPServer("noop", log_level="WARNING")
+app.add_tool(noop, name="noop")
+app.run("stdio")
+"""
+NOOP = StdioServerParameters(command=sys.executable, args=["-c", NOOP_SERVER], env=dict(os.environ))
 
 
 def params(repo) -> StdioServerParameters:
@@ -53,13 +73,32 @@ async def cold(repo, first_after: float) -> tuple[float, float]:
 
 
 async def warm(repo, qs: list[str], page: str) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {k: [] for k in ("hybrid", "lexical", "read_markdown", "list_files", "add_markdown")}
-    async with stdio_client(params(repo)) as streams, ClientSession(*streams) as session:
+    names = (
+        "sdk_noop",
+        "hybrid",
+        "lexical",
+        "read_markdown",
+        "list_files",
+        "add_markdown",
+        "add_markdown_same_listing",
+    )
+    out: dict[str, list[float]] = {k: [] for k in names}
+    async with (
+        stdio_client(params(repo)) as streams,
+        ClientSession(*streams) as session,
+        stdio_client(NOOP) as noop_streams,
+        ClientSession(*noop_streams) as noop,
+    ):
         await session.initialize()
+        await noop.initialize()
         await timed(session, "ground", query="warm up")
         for q in qs:
+            out["sdk_noop"].append(await timed(noop, "noop"))
             out["hybrid"].append(await timed(session, "ground", query=q))
             out["lexical"].append(await timed(session, "ground", query=q, mode="lexical"))
+        # New page versions in every run: the index dir is kept between runs, and a version indexed before
+        # (the page, or index.md listing it) would not be parsed or embedded again.
+        run = os.urandom(4).hex()
         for i in range(20):
             out["read_markdown"].append(await timed(session, "read_markdown", path=page))
             out["list_files"].append(await timed(session, "list_files"))
@@ -68,11 +107,50 @@ async def warm(repo, qs: list[str], page: str) -> dict[str, list[float]]:
                     session,
                     "add_markdown",
                     path="bench/scratch.md",
-                    content=f"# Scratch {i}\n\nbench write {i}\n",
+                    content=f"# Scratch {i} {run}\n\nbench write {i}\n",
                     overwrite=True,
                 )
             )
-        await session.call_tool("delete_markdown", {"path": "bench/scratch.md"})
+            # The same title and summary each time: what index.md shows does not change.
+            out["add_markdown_same_listing"].append(
+                await timed(
+                    session,
+                    "add_markdown",
+                    path="bench/steady.md",
+                    content=f"# Steady {run}\n\nbench write.\n\nwrite {i}\n",
+                    overwrite=True,
+                )
+            )
+        for path in ("bench/scratch.md", "bench/steady.md"):
+            await session.call_tool("delete_markdown", {"path": path})
+    return out
+
+
+async def cold_cli(repo, qs: list[str], rounds: int) -> dict[str, list[float]]:
+    """Fresh processes, interleaved, while a warm `gitwiki serve` of `repo` runs."""
+    from gitwiki.ground import GroundRequest
+    from gitwiki.serve_client import ask
+
+    gitwiki = [sys.executable, "-m", "gitwiki", "-C", str(repo)]
+    runs = {
+        "python_c_pass": lambda q: [sys.executable, "-c", "pass"],
+        "gitwiki_version": lambda q: [*gitwiki, "--version"],
+        "ground_server": lambda q: [*gitwiki, "ground", q],
+        "ground_no_server": lambda q: [*gitwiki, "ground", q, "--no-server"],
+    }
+    out: dict[str, list[float]] = {name: [] for name in runs}
+    async with stdio_client(params(repo)) as streams, ClientSession(*streams) as session:
+        await session.initialize()
+        await timed(session, "ground", query="warm up")  # the model and the index are loaded
+        served = ask(str(repo), GroundRequest(qs[0]))
+        local = await anyio.run_process(runs["ground_no_server"](qs[0]))
+        if served is None or served.stdout != local.stdout.decode():
+            raise SystemExit("the server did not answer the CLI, or answered differently")
+        for i in range(rounds):
+            for name, command in runs.items():
+                started = time.perf_counter()
+                await anyio.run_process(command(qs[i % len(qs)]))
+                out[name].append((time.perf_counter() - started) * 1000)
     return out
 
 
@@ -85,6 +163,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--starts", type=int, default=3)
+    parser.add_argument("--cli-rounds", type=int, default=10, help="fresh CLI processes of each kind")
     parser.add_argument("--first-after", type=float, default=1.0, help="seconds from spawn to the first ground")
     args = parser.parse_args()
     use_offline_model()
@@ -97,6 +176,7 @@ def main() -> None:
 
     starts = [anyio.run(cold, repo, args.first_after) for _ in range(args.starts)]
     samples = anyio.run(warm, repo, questions()[: args.queries], pages[0][0])
+    cli = anyio.run(cold_cli, repo, questions(), args.cli_rounds)
     git(repo, "clean", "-fdq")  # the front index.md the writes scaffolded; the repo is reused next run
     summary = {
         "pages": reports[0].pages,
@@ -107,6 +187,10 @@ def main() -> None:
             f"{name}_ms": {"p50": round(pct(v, 0.5), 2), "p95": round(pct(v, 0.95), 2), "n": len(v)}
             for name, v in samples.items()
         },
+        "cold_cli_ms": {
+            name: {"min": round(min(v)), "median": round(statistics.median(v)), "n": len(v)} for name, v in cli.items()
+        },
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(summary, indent=2))
 

@@ -61,9 +61,10 @@ def read_page_file(root: Path, rel: str) -> bytes:
             return f.read()
 
 
-def write_page_file(root: Path, rel: str, data: str | bytes, *, overwrite: bool) -> bool:
+def write_page_file(root: Path, rel: str, data: str | bytes, *, overwrite: bool, sync: bool = True) -> bool:
     """Write the page at repo-relative `rel` atomically, creating its folders; True when it was created.
-    Raises FileExistsError when it exists and not `overwrite`."""
+    Raises FileExistsError when it exists and not `overwrite`. `sync=False` skips the fsync, for text gitwiki
+    can generate again (see `atomic_write`)."""
     with _folders(root, rel, create=True) as fds:
         name = rel.rsplit("/", 1)[-1]
         existing = _lstat(name, fds[-1])
@@ -72,7 +73,7 @@ def write_page_file(root: Path, rel: str, data: str | bytes, *, overwrite: bool)
             if not overwrite:
                 raise FileExistsError(rel)
         _remove_stale_temps(fds[-1])
-        _replace_in(fds[-1], name, data, existing)
+        _replace_in(fds[-1], name, data, existing, sync=sync)
         return existing is None
 
 

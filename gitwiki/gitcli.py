@@ -7,7 +7,6 @@ the worktree has, the text of a batch of blobs.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -88,6 +87,8 @@ def run_git(
 def blob_id(data: bytes) -> str:
     """The id git gives a file with this content (`git hash-object`), computed here rather than by pygit2,
     which the hooks must not import."""
+    import hashlib  # loading OpenSSL: ~2.5 ms that an agent hook on unchanged pages does without
+
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
@@ -345,6 +346,28 @@ def changed_together(root: str | os.PathLike, commits: int) -> list[list[str]]:
         files = [f.strip("\n") for f in record.split("\0")]
         out.append([f for f in files if f])
     return out
+
+
+def changed_together_since(root: str | os.PathLike, old: str, commits: int) -> list[list[str]] | None:
+    """What `changed_together` lists for the commits HEAD has and `old` has not, newest first: the agent hooks
+    add them to the lists they cached at `old` instead of reading 200 commits again (31-42 ms). None when
+    that is not a continuation: `old` is not an ancestor of HEAD (history rewritten), or is gone, or more
+    than `commits` commits are new. `--boundary` names the excluded parents, so `old` is among them exactly
+    when it is an ancestor."""
+    run = run_git(
+        root, "log", "--boundary", "--no-renames", "--name-only", "-z", "--format=%x01%m%H%x00%P", f"{old}..HEAD"
+    )
+    if not run.ok:
+        return None
+    out, continues = [], False
+    for record in run.out.split("\x01")[1:]:
+        commit, _, rest = record.partition("\0")
+        parents, _, files = rest.partition("\0")
+        if commit.startswith("-"):  # a boundary commit: outside the range
+            continues = continues or commit[1:] == old
+        elif len(parents.split()) == 1:  # merges left out, as changed_together's --no-merges does
+            out.append([f for f in (f.strip("\n") for f in files.split("\0")) if f])
+    return out if continues and len(out) <= commits else None
 
 
 def _is_object_id(text: str) -> bool:

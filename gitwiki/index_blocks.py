@@ -46,35 +46,39 @@ def render_block(listing: WorktreeCorpus, index_path: str, options: BlockOptions
     """The lines between the markers of the block in `index_path`, whose lines are now `current`.
 
     Rendering needs jinja2 and every listed page's title, which cost more than the rest of a hook run, so
-    the page-facts cache remembers a digest of each output by a digest of its inputs (the template, the
-    options and the blob id of each page under the index's folder): when the inputs were rendered before
-    into exactly `current`, `current` is the answer. A template that pulls in other files is always rendered.
+    the page-facts cache remembers a digest of each output by two digests of its inputs: the template, the
+    options and the blob id of each page under the index's folder (no title needed), and failing that the
+    template, the options and what the block shows (titles, summaries, links; an edit below a page's first
+    paragraph changes its blob, not what the block shows). When either was rendered before into exactly
+    `current`, `current` is the answer. A template that pulls in other files is always rendered.
     """
     folder = posixpath.dirname(index_path)
     prefix = folder + "/" if folder else ""
     name = listing.config.index_blocks.filename
     template = _template(listing.root, listing.config.index_blocks.template)
     source = template.file.read_text(encoding="utf-8")
-    memo = None
-    if not _INCLUDES.search(source):
-        listed = [(p, listing.blob(p)) for p in listing.pages if p.startswith(prefix) and p != index_path]
-        memo = _digest(repr((source, options, index_path, name, listed)))
-        if listing.facts.rendered(memo) == _digest("\n".join(current)):
-            return current
-    groups: dict[str, list[dict]] = {}
-    for path in listing.pages:
-        if path == index_path or not path.startswith(prefix):
-            continue
-        rel = path[len(prefix) :]
-        sub = posixpath.dirname(rel)
+    memoized = not _INCLUDES.search(source)
+    now = _digest("\n".join(current))
+    listed = [p for p in listing.pages if p.startswith(prefix) and p != index_path]
+    by_blobs = _digest(repr((source, options, index_path, name, [(p, listing.blob(p)) for p in listed])))
+    if memoized and listing.facts.rendered(by_blobs) == now:
+        return current
+    shown = []
+    for path in listed:
+        sub = path[len(prefix) :].rpartition("/")[0]  # posixpath.dirname, at a third of the cost
         if options.depth is not None and (sub.count("/") + 1 if sub else 0) >= options.depth:
             continue
-        if sub and posixpath.basename(rel) == name:
+        if sub and posixpath.basename(path) == name:
             continue  # the folder's own index is the group heading's link
+        shown.append(path)
+    listing.prefetch_info(shown)
+    groups: dict[str, list[dict]] = {}
+    for path in shown:
         info = listing.info(path)
-        if info is None:
-            continue
-        groups.setdefault(sub, []).append({"path": path, "link": rel, "title": info.title, "summary": info.summary})
+        if info is not None:
+            rel = path[len(prefix) :]
+            entry = {"path": path, "link": rel, "title": info.title, "summary": info.summary}
+            groups.setdefault(rel.rpartition("/")[0], []).append(entry)
     key = (lambda p: (p["title"].casefold(), p["link"])) if options.sort == "title" else (lambda p: p["link"])
     context = [
         {
@@ -85,11 +89,16 @@ def render_block(listing: WorktreeCorpus, index_path: str, options: BlockOptions
         }
         for sub, entries in sorted(groups.items())
     ]
+    by_shown = _digest(repr((source, options, index_path, context)))
+    if memoized and listing.facts.rendered(by_shown) == now:
+        listing.facts.remember_render(by_blobs, now)
+        return current
     rendered = _render(template, groups=context, options=options, index=index_path)
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(line.rstrip() for line in rendered.split("\n"))).strip("\n")
     lines = text.split("\n") if text else []
-    if memo is not None:
-        listing.facts.remember_render(memo, _digest("\n".join(lines)))
+    if memoized:
+        for memo in (by_blobs, by_shown):
+            listing.facts.remember_render(memo, _digest("\n".join(lines)))
     return lines
 
 
@@ -123,7 +132,9 @@ def refresh_file(listing: WorktreeCorpus, index_path: str, check: bool = False) 
     if new == text:
         return False
     if not check:
-        write_page_file(listing.root, index_path, new, overwrite=True)
+        # No fsync (~10 ms of each page write): a crash leaves the old or the new listing, never a torn
+        # one, and `gitwiki index-blocks` regenerates it.
+        write_page_file(listing.root, index_path, new, overwrite=True, sync=False)
         listing.forget(index_path)
     return True
 

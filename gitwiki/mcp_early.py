@@ -120,6 +120,13 @@ class EarlyStdio:
         self._out.join(timeout=5)
 
 
+def log_to_stderr(level: str) -> None:
+    """Plain `gitwiki serve: LEVEL name: message` lines on stderr. Set before anything logs or prints: before
+    the SDK's own basicConfig, which then leaves it alone, and before the CLI socket may swap sys.stderr for a
+    request's warnings (a handler made then would keep writing into that request's buffer)."""
+    logging.basicConfig(level=level, stream=sys.stderr, format="gitwiki serve: %(levelname)s %(name)s: %(message)s")
+
+
 def answer_initialize(version: str) -> EarlyStdio | None:
     """Read the first message from stdin; answer it if it is a handshake `initialize`. Returns the rerouted
     stdio the SDK must then use (None when stdin is closed before any message)."""

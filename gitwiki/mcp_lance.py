@@ -8,7 +8,6 @@ reader moves to each newer export by itself (it checks the table's tags before e
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 from typing import TYPE_CHECKING, Any, cast
 
@@ -65,9 +64,8 @@ def build_server(reader: LanceReader, config: Config, serial: threading.Lock) ->
     return app
 
 
-def serve(uri: str, config: Config, log_level: str = "WARNING") -> None:
-    """Serve the table at `uri` on stdin/stdout until the client hangs up."""
-    logging.basicConfig(level=log_level, stream=sys.stderr, format="gitwiki serve: %(levelname)s %(name)s: %(message)s")
+def serve(uri: str, config: Config) -> None:
+    """Serve the table at `uri` on stdin/stdout until the client hangs up (logging set up by the caller)."""
     reader = LanceReader(uri)  # a missing table is the user's to fix before any client connects
     log.info("serving the shared index at %s", uri)
     build_server(reader, config, threading.Lock()).run("stdio")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -77,6 +76,9 @@ class GroundJson(TypedDict):
     weak: Annotated[bool, Field(description="True when nothing matched well (the best page is weak, or none).")]
     lexical_only: Annotated[
         list[str], Field(description="Uncommitted pages searched without vectors (query-time embedding budget).")
+    ]
+    folders: Annotated[
+        dict[str, str], Field(description="Folder of a result (repo-relative) → its index.md summary, if it has one.")
     ]
 
 
@@ -446,11 +448,10 @@ def _guarded(method: Callable[P, CallToolResult], serial: threading.Lock) -> Cal
     return call
 
 
-def serve(wiki: Wiki, serial: threading.Lock, stdio: EarlyStdio, log_level: str = "WARNING") -> None:
+def serve(wiki: Wiki, serial: threading.Lock, stdio: EarlyStdio) -> None:
     """Run the server on stdin/stdout until the client hangs up; `serial` is held by each tool call, `stdio`
-    is what `mcp_early.answer_initialize` made of stdin and stdout."""
-    # Configured before the SDK's own basicConfig, which then leaves it alone: plain lines on stderr.
-    logging.basicConfig(level=log_level, stream=sys.stderr, format="gitwiki serve: %(levelname)s %(name)s: %(message)s")
+    is what `mcp_early.answer_initialize` made of stdin and stdout. Logging is set up by then
+    (`mcp_early.log_to_stderr`)."""
     log.info("serving %s (index %s)", wiki.root, wiki.index_dir)
     try:
         build_server(wiki, serial).run("stdio")

@@ -18,7 +18,12 @@ def outline(result: SearchResult, color: bool = False) -> str:
             "the wiki may not cover it (rephrase, or read these as guesses)",
             "",
         ]
+    summaries, shown = dict(result.folders), set()
     for doc in result.docs:
+        folder = doc.path.rpartition("/")[0]
+        if folder in summaries and folder not in shown:  # once per folder, above its first page
+            shown.add(folder)
+            lines.append(f"{dim}{folder or '.'}/  {summaries[folder]}{reset}")
         mark = ", weak" if doc.weak else ""
         lines.append(f"{bold}{doc.path}{reset}  {doc.title}  {dim}({doc.score:.4f}{mark}){reset}")
         for chunk in doc.chunks:

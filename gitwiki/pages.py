@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
@@ -234,12 +234,18 @@ def tree(root: Path, corpus: CorpusConfig, files: list[ListedPage], under: str =
 def add_folder_summaries(node: dict, pages: set[str], read: Callable[[str], str]) -> None:
     """Give each folder node a `summary`: its index.md's front-matter description or first paragraph (None without
     an index.md). `pages` are the corpus-relative page paths, `read` returns one page's text."""
-    from gitwiki.markdown.summary import title_and_summary
-
-    index = f"{node['path']}/index.md" if node["path"] else "index.md"
-    node["summary"] = title_and_summary(read(index))[1] if index in pages else None
+    node["summary"] = folder_summary(node["path"], pages, read)
     for sub in node["subdirs"]:
         add_folder_summaries(sub, pages, read)
+
+
+def folder_summary(folder: str, pages: Container[str], read: Callable[[str], str]) -> str | None:
+    """A folder's summary: its index.md's front-matter description or first paragraph; None without an index.md.
+    `folder` and `pages` are relative to the same root (the corpus for list_tree, the repo for search results)."""
+    from gitwiki.markdown.summary import title_and_summary
+
+    index = f"{folder}/index.md" if folder else "index.md"
+    return title_and_summary(read(index))[1] if index in pages else None
 
 
 def _node(base: Path, rel: str) -> dict:

@@ -7,11 +7,14 @@ that need text (the index, index blocks, lint) skip such a file and say why, onc
 
 from __future__ import annotations
 
+import functools
 import re
+import threading
 from collections.abc import Callable
 from typing import TypeVar
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 # C0 controls other than tab, line feed, vertical tab, form feed, carriage return and escape (which
 # terminal-colour snippets in pages carry): git itself calls a file binary on the first NUL.
@@ -53,3 +56,35 @@ def attempt(read: Callable[[], T]) -> tuple[T, None] | tuple[None, str]:
         return None, "nested too deeply to parse"
     except Exception as e:  # hostile input reaching a parser bug still costs only its page
         return None, f"cannot be parsed ({type(e).__name__}: {e})"
+
+
+def text_memo(max_chars: int) -> Callable[[Callable[[str], R]], Callable[[str], R]]:
+    """`functools.lru_cache` for a function of one text, bounded by the total length of the texts it keeps
+    rather than their number: the texts remembered are page sections and chunks, from a few bytes to a
+    2 MB front index.md listing 20,000 pages, so a count bound could hold gigabytes."""
+
+    def wrap(function: Callable[[str], R]) -> Callable[[str], R]:
+        kept: dict[str, R] = {}  # oldest use first
+        size = 0
+        lock = threading.Lock()
+
+        @functools.wraps(function)
+        def call(text: str) -> R:
+            nonlocal size
+            with lock:
+                if text in kept:
+                    kept[text] = value = kept.pop(text)
+                    return value
+            value = function(text)
+            with lock:
+                if text not in kept and len(text) <= max_chars:
+                    kept[text] = value
+                    size += len(text)
+                    while size > max_chars:
+                        size -= len(oldest := next(iter(kept)))
+                        del kept[oldest]
+            return value
+
+        return call
+
+    return wrap

@@ -11,7 +11,7 @@ from gitwiki.config import FUSIONS, MODES, SearchConfig
 from gitwiki.embed import Embedder
 from gitwiki.errors import UsageError
 from gitwiki.markdown.chunker import fallback_title
-from gitwiki.ranking import FUSERS, SECOND_CHUNK, Ranked, rollup, snippet
+from gitwiki.ranking import FUSERS, SECOND_CHUNK, Ranked, page_fusion, rollup, snippet
 from gitwiki.relevance import Background, is_weak
 from gitwiki.rerank import Reranker, load_reranker, rerank
 from gitwiki.store import IndexDamaged, Store, vector_matrix
@@ -107,6 +107,8 @@ class SearchResult(NamedTuple):
     docs: list[DocResult]
     dirty: tuple[str, ...] = ()
     lexical_only: tuple[str, ...] = ()  # pages searched without vectors (query-time embedding budget spent)
+    # (folder, summary) for the folders of `docs` that have an index.md gloss, in result order: where a hit sits
+    folders: tuple[tuple[str, str], ...] = ()
 
     @property
     def weak(self) -> bool:
@@ -142,6 +144,7 @@ class SearchResult(NamedTuple):
             "dirty": list(self.dirty),
             "weak": self.weak,
             "lexical_only": list(self.lexical_only),
+            "folders": dict(self.folders),
         }
 
 
@@ -151,6 +154,7 @@ class Ranking(NamedTuple):
     mode: str  # the mode actually used (lexical when there is no embedder)
     cosines: dict[int, float]  # chunk id → cosine, for the chunks the dense ranker returned
     background: Background | None  # the cosine distribution over every chunk searched; None without dense
+    rankings: list[Ranked]  # each ranker's own (chunk id, score), best first, as fused
 
 
 class Searcher:
@@ -196,11 +200,11 @@ class Searcher:
             rankings.append(dense)
             cosines = dict(dense)
         fused = rankings[0] if len(rankings) == 1 else FUSERS[fusion](rankings)
-        return Ranking(fused, blob_of, mode, cosines, background)
+        return Ranking(fused, blob_of, mode, cosines, background, rankings)
 
     def search(self, view: CorpusView, query: str, options: SearchOptions, embedder: Embedder | None) -> SearchResult:
         with self.store.read():
-            fused, blob_of, mode, cosines, background = self._rank(
+            fused, blob_of, mode, cosines, background, rankings = self._rank(
                 view, query, options.mode, options.fusion, embedder, options.top_files
             )
             blob_paths = self._blob_paths(view)
@@ -211,8 +215,11 @@ class Searcher:
             page_of = {cid: blob_paths[blob_of[cid]] for cid, _ in fused}
             # Measured only on min-max fused scores: raw cosines and RRF scores lie close together, and there a
             # second chunk outweighs the first (wiki-dev MRR dense 0.818 → 0.763, RRF 0.873 → 0.845).
-            second = SECOND_CHUNK if mode == "hybrid" and options.fusion == "score" else 0.0
-            hits = rollup(fused, page_of, options.top_files, options.chunks_per_file, options.limit, second)
+            gated = mode == "hybrid" and options.fusion == "score"
+            second = SECOND_CHUNK if gated else 0.0
+            # Page-level fusion scores the rankers' own lists; a reranker's order replaces them.
+            by_page = page_fusion(rankings, page_of) if gated and self.reranker is None else None
+            hits = rollup(fused, page_of, options.top_files, options.chunks_per_file, options.limit, second, by_page)
             rows = self.store.chunks_by_id(cid for hit in hits for cid, _ in hit.chunks)
             missing = {cid for hit in hits for cid, _ in hit.chunks} - rows.keys()
             if missing:  # the rankers saw chunks the table does not hold: only a damaged file does that

@@ -12,7 +12,6 @@ committed state, and readers in WAL mode never see a half-written one. Writers a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -94,6 +93,8 @@ def embed_text(breadcrumb: tuple[str, ...], text: str, title: str) -> str:
 
 
 def text_hash(text: str) -> str:
+    import hashlib  # loading OpenSSL costs an agent hook ~2.5 ms, and the hooks only read (docs/agent-hooks.md)
+
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -329,7 +330,8 @@ class Store:
             "FROM fts WHERE fts MATCH ? ORDER BY s DESC LIMIT ?) m JOIN chunks c ON c.id = m.id ORDER BY m.s DESC"
         )
         try:
-            return list(self.conn.execute(q, (match, limit)))
+            # fetchall, not iteration: _Cursor.__next__ is a Python call per row (400 rows per agent hook query)
+            return self.conn.execute(q, (match, limit)).fetchall()
         except sqlite3.OperationalError as e:
             raise StoreError(f"full-text query failed ({e}); rephrase the query") from None
 
@@ -358,7 +360,7 @@ class Store:
         return [State(*r) for r in self.conn.execute("SELECT corpus, commit_id, tree, model, indexed_at FROM states")]
 
     def pages(self, corpus: str) -> dict[str, str]:
-        return dict(self.conn.execute("SELECT path, blob FROM pages WHERE corpus = ?", (corpus,)))
+        return dict(self.conn.execute("SELECT path, blob FROM pages WHERE corpus = ?", (corpus,)).fetchall())
 
     def set_state(self, corpus: str, commit: str, tree: str, model: str | None, pages: dict[str, str]) -> None:
         """Switch a corpus to a new state (call inside `write()`)."""
@@ -787,7 +789,8 @@ def writer_lock(index_dir: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None
     outermost = lock.lock_counter == 1
     if outermost and not holder.exists():
         try:
-            atomic_write(holder, f"{os.getpid()}\n")
+            # no fsync: the pid only names the holder in messages (an fsync here was ~8 ms of every page write)
+            atomic_write(holder, f"{os.getpid()}\n", sync=False)
         except OSError:
             pass  # the pid is for messages; a read-only or full dir must not stop the writer here
     try:

@@ -13,9 +13,10 @@ import re
 
 import Stemmer
 
+from gitwiki.pagetext import text_memo
+
 _WORD = re.compile(r"[^\W_]+(?:[_\-.'][^\W_]+)*", re.UNICODE)
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 # The classic English stop list (Lucene/SMART core), kept short: rare words carry the meaning.
 STOP_WORDS = frozenset(
@@ -27,6 +28,13 @@ STOP_WORDS = frozenset(
     this those through to too under until up very was we were what when where which while who whom
     why will with would you your yours yourself yourselves""".split()
 )
+
+
+@functools.cache
+def _cjk() -> re.Pattern[str]:
+    # Compiling this class takes ~2 ms (sre builds a bitmap over the ranges), every agent hook process's
+    # tokenize paid it at import; ASCII words, which cannot hold CJK, never compile it now.
+    return re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
 @functools.cache
@@ -44,11 +52,16 @@ def words(text: str) -> list[str]:
     out: list[str] = []
     for match in _WORD.finditer(text):
         word = match.group()
+        if word.isascii() and word.isalpha() and word[1:].islower():
+            # A plain word ("list", "List") has no parts and no CJK: what the general path gives, 3.3x faster
+            # over 1,000 tldr pages (0.40 → 0.12 s; a warm query tokenizes its best chunks for the weak flag).
+            out.append(word.lower())
+            continue
         parts = [p for chunk in re.split(r"[_\-.']", word) for p in _split_camel(chunk)]
         if len(parts) > 1:
             out.append(re.sub(r"[_\-.']", "", word).lower())
         for part in parts or [word]:
-            if _CJK.search(part):
+            if not part.isascii() and _cjk().search(part):
                 out.extend(ch for ch in part)
             else:
                 out.append(part.lower())
@@ -66,6 +79,9 @@ def tokenize(text: str) -> list[str]:
     return _stemmer().stemWords(kept)
 
 
+# Remembered: a page write re-indexes the front index.md above it, whose unchanged sections (a 1,000-page
+# listing is one ~100 KB chunk) would be tokenized again on every write (~100 ms under load).
+@text_memo(16_000_000)
 def fts_text(text: str) -> str:
     return " ".join(tokenize(text))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from gitwiki.errors import GitwikiError
 from gitwiki.pull import install_published
@@ -17,11 +18,13 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
     without one, open the index, watch the corpora, load the model, read each indexed corpus's view and
     vector matrix. `lock` is the one the process's calls hold, as they share the index connection; the model
     loads outside it, so calls that need no model are answered meanwhile."""
+    started = time.perf_counter()
     with lock:
         if wiki.has_no_index_to_start_from():
             install_published(wiki)
         wiki.watch()
     embedder = wiki.embedder()
+    loaded = time.perf_counter()
     mode = "lexical" if embedder is None else "hybrid"
     with lock:
         for c in wiki.config.corpora:
@@ -31,3 +34,5 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
                 wiki.search("warm up", c.name, mode=mode)
             except GitwikiError as e:
                 log.info("warm-up of corpus %s: %s", c.name, e)
+    # What a first call waits for, in the server's log (--log-level INFO): docs/benchmarks.md, issue 16.
+    log.info("warm: model %.2f s, corpora %.2f s", loaded - started, time.perf_counter() - loaded)

@@ -5,6 +5,7 @@ The CLI, the MCP server, the hooks and the Action are thin adapters over this cl
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -16,6 +17,7 @@ from gitwiki import config as config_mod
 from gitwiki.config import Config, CorpusConfig
 from gitwiki.embed import Embedder, load_embedder
 from gitwiki.errors import NotFoundError, StoreError, UnknownCorpus, UsageError
+from gitwiki.fs import UnsafeFile, read_page_file
 from gitwiki.gitrepo import GitRepo
 from gitwiki.indexer import (
     IndexReport,
@@ -29,6 +31,7 @@ from gitwiki.indexer import (
     update,
     worktree_overlay,
 )
+from gitwiki.pages import folder_summary
 from gitwiki.repositories import Repositories, for_checkout
 from gitwiki.search import CorpusView, Searcher, SearchOptions, SearchResult
 from gitwiki.store import LOCK_TIMEOUT, IndexDamaged, Store
@@ -348,7 +351,28 @@ class Wiki:
         embedder = self.embedder() if options.mode != "lexical" else None
         owner = self.repositories.owner(view.corpus)
         searcher = owner.searcher if owner is not None else self.searcher
-        return searcher.search(view, query.strip(), options, embedder)
+        found = searcher.search(view, query.strip(), options, embedder)
+        return found._replace(folders=self._folder_summaries(view, found))
+
+    def _folder_summaries(self, view: CorpusView, found: SearchResult) -> tuple[tuple[str, str], ...]:
+        """The index.md summary of each result's folder (list_tree's, as the view has the page), once per folder."""
+        c = self.corpus(view.corpus)
+        owner = self.repositories.owner(c.name)
+
+        def read(path: str) -> str:
+            if owner is not None:
+                return owner.read(c.name, path)[1]
+            if path in view.dirty:  # the worktree version has no git object
+                with contextlib.suppress(UnsafeFile, OSError):  # the view kept the committed one then
+                    return read_page_file(self.root, path).decode("utf-8", errors="replace")
+            return self.repo.read_blob(view.pages[path]).decode("utf-8", errors="replace")
+
+        out: dict[str, str] = {}
+        for folder in dict.fromkeys(d.path.rpartition("/")[0] for d in found.docs):
+            summary = folder_summary(folder, view.pages, read)
+            if summary:
+                out[folder] = summary
+        return tuple(out.items())
 
     # ---- status ----------------------------------------------------------------------------------
 

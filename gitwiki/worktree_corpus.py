@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import posixpath
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -42,6 +43,8 @@ class WorktreeCorpus:
 
     def blob(self, path: str) -> str:
         """The page's blob id, from the stat cache while its `lstat` is unchanged, else by hashing it."""
+        if not self._blobs:  # a listing needs most pages' ids: their stat rows are read in one query
+            self.facts.prefetch_stats(self._top, [self._top + p for p in self.pages])
         if path not in self._blobs:
             full = self._top + path
             blob = self.facts.blob_of(full, self._stats[path])
@@ -51,11 +54,15 @@ class WorktreeCorpus:
             self._blobs[path] = blob
         return self._blobs[path]
 
+    def prefetch_info(self, paths: Iterable[str]) -> None:
+        """Read the cached titles of many pages in one query, before `info` asks for them one by one."""
+        self.facts.prefetch("info", [self.blob(p) for p in paths])
+
     def info(self, path: str) -> PageInfo | None:
         """The page's title and summary; None for a page that is not text (lint reports it, GW012)."""
         if path not in self._info:
             blob, data = self.blob(path), b""
-            if self.facts.missing("info", [blob]):
+            if not self.facts.known("info", blob):
                 # extract from exactly the bytes the key is computed from (the file may have changed since)
                 data = read_page_file(self.root, path)
                 blob = self._blobs[path] = blob_id(data)

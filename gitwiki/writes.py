@@ -5,6 +5,8 @@ other feature that writes pages, so that every write leaves the wiki consistent.
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import NamedTuple
 
 from gitwiki import index_blocks, pagefacts
@@ -62,8 +64,16 @@ def delete_page(wiki: Wiki, corpus: str | None, path: str) -> WriteReport:
     return _report(ref, "deleted", index_files, [], commit, view)
 
 
+@functools.lru_cache(maxsize=8)
+def _facts(index_dir: Path) -> FactsCache:
+    """One page-facts cache per index dir for the life of the process, used under the writer lock: what it
+    has read stays in memory (every page's title for the front index.md's listing), sparing each write
+    ~1,000 row reads in a 1,000-page wiki."""
+    return FactsCache.load(index_dir)
+
+
 def _refresh_ancestors(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, scaffold: bool) -> list[str]:
-    facts = FactsCache.load(wiki.index_dir)
+    facts = _facts(wiki.index_dir)
     result = index_blocks.refresh(
         wiki.root, wiki.config, [ref.repo_path], corpora=[corpus], facts=facts, scaffold=scaffold
     )

@@ -93,7 +93,7 @@ def _schema_keys(schema, defs):
     if "$ref" in schema:
         return _schema_keys(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
     if schema.get("type") == "object":
-        return {k: _schema_keys(v, defs) for k, v in schema["properties"].items()}
+        return {k: _schema_keys(v, defs) for k, v in schema.get("properties", {}).items()}  # a map (folders) has none
     if schema.get("type") == "array":
         return [_schema_keys(schema["items"], defs) or {}]
     return None
@@ -203,6 +203,7 @@ def test_progressive_disclosure_outline_sections_read_many_and_folder_summaries(
                 "many": await call(s, "read_many", paths=["faq.md", "guides/install.md#linux", "guides/d*.md"]),
                 "capped": await call(s, "read_many", paths=["guides/*.md", "faq.md"], max_bytes=cap),
                 "tree": await call(s, "list_tree"),
+                "ground": await call(s, "ground", query="apt install rollback", mode="lexical"),
                 "unknown": await refused(s, "read_markdown", path="guides/install.md#windows"),
                 "no_glob": await refused(s, "read_many", paths=["nothing/*.md"]),
                 "both": await refused(s, "read_markdown", path="faq.md:1-2", start_line=1),
@@ -237,6 +238,12 @@ def test_progressive_disclosure_outline_sections_read_many_and_folder_summaries(
     tree = out["tree"].structured_content["tree"]
     assert tree["summary"] is None and tree["subdirs"][0]["summary"] == "How we ship."
     assert "guides/  (3 pages)  How we ship." in out["tree"].content[0].text
+    # Folder context: search results from guides/ carry its summary, once for the two pages found there.
+    ground = out["ground"]
+    assert {d["path"] for d in ground.structured_content["docs"]} == {"wiki/guides/install.md", "wiki/guides/deploy.md"}
+    assert ground.structured_content["folders"] == {"wiki/guides": "How we ship."}
+    assert "\n\nwiki/guides/  How we ship.\nwiki/guides/" in ground.content[0].text  # after the weak-match line
+    assert ground.content[0].text.count("How we ship.") == 1
     assert out["unknown"].code == -32602
     assert "no section 'windows'" in out["unknown"].message and "#install/linux, #install/mac" in out["unknown"].message
     assert out["no_glob"].code == -32602 and "no page matches 'nothing/*.md'" in out["no_glob"].message

@@ -46,3 +46,19 @@ def test_color_wraps_paths_and_scores_in_ansi_codes():
     text = outline(SearchResult("helm", "wiki", "abc", "hybrid", [DOC]), color=True)
     assert text.startswith("\033[1mwiki/deploy.md\033[0m  Deploy  \033[2m(0.5123)\033[0m\n")
     assert "  \033[36mwiki/deploy.md:5-7\033[0m  Deploy > Rollback\n" in text
+
+
+def test_a_folder_summary_shows_once_above_its_first_page():
+    other = DOC._replace(path="wiki/keys.md", title="Keys", chunks=DOC.chunks[:1])
+    root = DOC._replace(path="README.md", title="Readme", chunks=DOC.chunks[:1])
+    folders = (("wiki", "How the platform team works."), ("", "The repo."))
+    lines = outline(SearchResult("helm", "wiki", "abc", "hybrid", [DOC, other, root], folders=folders)).splitlines()
+    assert [line for line in lines if not line.startswith(" ")][:5] == [
+        "wiki/  How the platform team works.",
+        "wiki/deploy.md  Deploy  (0.5123)",
+        "",
+        "wiki/keys.md  Keys  (0.5123)",
+        "",
+    ]
+    assert lines.count("wiki/  How the platform team works.") == 1 and "./  The repo." in lines
+    assert lines[lines.index("./  The repo.") + 1].startswith("README.md  Readme")

@@ -4,8 +4,10 @@ Extractions are counted by wrapping `pagefacts.EXTRACT` (never by timing): a run
 version in the cache must not extract anything for it.
 """
 
+import contextlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 
@@ -79,24 +81,68 @@ def test_an_unchanged_block_is_not_rendered_again(repo, cli, monkeypatch):
     assert len(rendered) == 1 and "- [A](a.md) — About A." in (repo.path / "wiki/index.md").read_text()
 
 
-@pytest.mark.parametrize(
-    "garbage", [b"{not json", b'{"version": 0, "facts": {}}', b'{"version": 1, "facts": {"x": 5}}', b"[]"]
-)
-def test_a_corrupt_or_foreign_cache_is_ignored_and_rebuilt(repo, cli, garbage):
+def test_an_edit_the_block_does_not_show_renders_nothing(repo, cli, monkeypatch):
+    _wiki(repo)
+    cli("index-blocks", cwd=repo.path)
+    before = (repo.path / "wiki/index.md").read_bytes()
+    rendered = []
+    from gitwiki import index_blocks
+
+    real = index_blocks._render
+    monkeypatch.setattr(index_blocks, "_render", lambda *a, **kw: rendered.append(a) or real(*a, **kw))
+    repo.write("wiki/b.md", "# B\n\nAbout B.\n\n## Intro\n\nA new paragraph below the summary.\n")
+    assert cli("index-blocks", "wiki/b.md", cwd=repo.path)[:2] == (0, "")
+    assert rendered == [] and (repo.path / "wiki/index.md").read_bytes() == before
+    repo.write("wiki/b.md", "# Bee\n\nAbout B.\n")
+    assert cli("index-blocks", "wiki/b.md", cwd=repo.path)[:2] == (1, "updated wiki/index.md\n")
+    assert len(rendered) == 1 and "- [Bee](b.md) — About B." in (repo.path / "wiki/index.md").read_text()
+
+
+def _not_a_database(path):
+    path.write_bytes(b"{not json")
+
+
+def _other_version(path):
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA user_version = 1")
+        conn.commit()
+
+
+def _hand_edited(path):
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("UPDATE facts SET value = '5' WHERE key LIKE 'links:%'")  # the wrong shape
+        conn.execute("UPDATE facts SET value = '{bad' WHERE key LIKE 'anchors:%'")  # not JSON
+        conn.execute("UPDATE stats SET value = '[1]'")
+        conn.commit()
+
+
+def _torn(path):
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with open(path, "r+b") as f:  # every page after the first overwritten: SQLite reports a malformed file
+        f.seek(4096)
+        f.write(os.urandom(max(4096, path.stat().st_size - 4096)))
+
+
+@pytest.mark.parametrize("damage", [_not_a_database, _other_version, _hand_edited, _torn])
+def test_a_damaged_or_foreign_cache_is_ignored_and_rebuilt(repo, cli, damage):
     _wiki(repo)
     repo.write("wiki/lonely.md", "# Lonely\n\n[missing](nope.md) [b](b.md#nope)\n")
     repo.git("add", "-A")
     first = cli("lint", "--format", "json", cwd=repo.path)
     cli("index-blocks", cwd=repo.path)
     block = (repo.path / "wiki/index.md").read_text()
-    _cache(repo).write_bytes(garbage)
+    damage(_cache(repo))
     (repo.path / "wiki/index.md").write_text(f"# Home\n\n{START}\n{END}\n")
     assert cli("lint", "--format", "json", cwd=repo.path) == first
     found = [(f["path"], f["code"]) for f in json.loads(first[1])["findings"]]
     assert found == [("wiki/c.md", "GW007"), *(("wiki/lonely.md", code) for code in ("GW007", "GW005", "GW006"))]
-    cli("index-blocks", cwd=repo.path)
+    assert cli("index-blocks", cwd=repo.path)[:2] == (1, "updated wiki/index.md\n")
     assert (repo.path / "wiki/index.md").read_text() == block
-    assert json.loads(_cache(repo).read_bytes())["version"] == pagefacts.VERSION
+    with contextlib.closing(sqlite3.connect(_cache(repo))) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == pagefacts.VERSION
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert conn.execute("SELECT count(*) FROM facts WHERE key LIKE 'links:%'").fetchone()[0] == 5
 
 
 def test_an_edited_page_gets_fresh_facts(repo, cli, monkeypatch):
@@ -203,7 +249,7 @@ def test_git_cli_errors_say_what_to_do(repo, tmp_path, monkeypatch):
         gitcli.discover(repo.path)
 
 
-def test_cache_file_round_trip_and_pruning(tmp_path):
+def test_cache_file_round_trip_and_pruning(tmp_path, monkeypatch):
     cache = FactsCache.load(tmp_path)
     assert cache.get("links", "b1", lambda: "[x](x.md) [w](https://w) [s](#s) [q](?q)") == ["x.md"]
     assert cache.get("info", "b1", lambda: "") == [None, None]
@@ -212,19 +258,83 @@ def test_cache_file_round_trip_and_pruning(tmp_path):
     again = FactsCache.load(tmp_path)
     assert again.missing("links", ["b1", "b2"]) == ["b2"]
     assert again.get("links", "b1", lambda: pytest.fail("must come from the file")) == ["x.md"]
+    assert again.rendered("k") == "d"
     for blob in ("b2", "b3"):
         again.get("links", blob, lambda: "")
-    again.save()  # b1 unused, but not outnumbering the used; the unused render memo is kept whole
-    data = json.loads((tmp_path / pagefacts.CACHE_NAME).read_text())
-    assert set(data["facts"]) == {"b1", "b2", "b3"} and data["renders"] == {"k": "d"}
+    again.save()
+    assert _keys(tmp_path, "facts") == {"links:b1", "info:b1", "links:b2", "links:b3"}
+    # A row is dropped once no run has used it for KEEP_DAYS; a run marks what it reads as used.
+    later = pagefacts.today() + pagefacts.KEEP_DAYS
+    monkeypatch.setattr(pagefacts, "today", lambda: later)
     third = FactsCache.load(tmp_path)
+    assert third.get("links", "b1", lambda: pytest.fail("still cached")) == ["x.md"]
     third.get("links", "b4", lambda: "")
-    third.save()  # three unused entries outnumber the one used: they go
-    assert set(json.loads((tmp_path / pagefacts.CACHE_NAME).read_text())["facts"]) == {"b4"}
+    third.save()
+    assert _keys(tmp_path, "facts") == {"links:b1", "info:b1", "links:b2", "links:b3", "links:b4"}
+    monkeypatch.setattr(pagefacts, "today", lambda: later + 1)
+    fourth = FactsCache.load(tmp_path)
+    assert fourth.get("links", "b1", lambda: pytest.fail("still cached")) == ["x.md"]
+    fourth.save()  # b1's links were used the day before: kept; the rest last used KEEP_DAYS + 1 ago
+    assert _keys(tmp_path, "facts") == {"links:b1", "links:b4"} and _keys(tmp_path, "renders") == set()
+
+
+def _keys(index_dir, table) -> set[str]:
+    with contextlib.closing(sqlite3.connect(index_dir / pagefacts.CACHE_NAME)) as conn:
+        return {key for (key,) in conn.execute(f"SELECT key FROM {table}")}
+
+
+def test_a_version_bump_empties_the_cache_and_the_old_json_file_goes(tmp_path, monkeypatch):
+    (tmp_path / pagefacts.LEGACY_NAME).write_text('{"version": 2, "facts": {}}')
+    cache = FactsCache.load(tmp_path)
+    cache.get("links", "b1", lambda: "[x](x.md)")
+    cache.save()
+    assert not (tmp_path / pagefacts.LEGACY_NAME).exists()
+    assert FactsCache.load(tmp_path).missing("links", ["b1"]) == []
+    monkeypatch.setattr(pagefacts, "VERSION", pagefacts.VERSION + 1)
+    bumped = FactsCache.load(tmp_path)
+    assert bumped.missing("links", ["b1"]) == ["b1"]
+    assert bumped.get("links", "b1", lambda: "[y](y.md)") == ["y.md"]
+    bumped.save()
+    assert _keys(tmp_path, "facts") == {"links:b1"}
+    assert FactsCache.load(tmp_path).get("links", "b1", lambda: pytest.fail("cached")) == ["y.md"]
+
+
+_WRITER = """
+import sys, time
+from pathlib import Path
+from gitwiki.pagefacts import FactsCache
+index_dir, name, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+while not go.exists():
+    time.sleep(0.01)
+for round in range(20):
+    cache = FactsCache.load(index_dir)
+    for i in range(50):
+        cache.get("links", f"{name}-{round}-{i}", lambda: f"[p](p{i}.md)")
+    cache.remember_render(f"{name}-{round}", "digest")
+    cache.save()
+print("done")
+"""
+
+
+def test_two_processes_writing_at_once_lose_nothing(tmp_path):
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(tmp_path), name, str(go)], stdout=subprocess.PIPE, text=True
+        )
+        for name in ("one", "two")
+    ]
+    go.touch()
+    assert [p.communicate(timeout=300)[0] for p in procs] == ["done\n", "done\n"]
+    assert len(_keys(tmp_path, "facts")) == 2 * 20 * 50 and len(_keys(tmp_path, "renders")) == 40
+    cache = FactsCache.load(tmp_path)
+    assert cache.missing("links", [f"{n}-{r}-{i}" for n in ("one", "two") for r in range(20) for i in range(50)]) == []
+    assert cache.get("links", "two-19-7", lambda: pytest.fail("cached")) == ["p7.md"]
 
 
 def test_a_read_only_index_dir_costs_speed_not_a_failure(tmp_path):
-    cache = FactsCache.load(tmp_path / "missing")
-    cache.get("links", "b", lambda: "")
     (tmp_path / "missing").write_text("a file where the dir should be")
+    cache = FactsCache.load(tmp_path / "missing")
+    assert cache.get("links", "b", lambda: "[x](x.md)") == ["x.md"]
+    assert cache.get("links", "b", lambda: pytest.fail("kept in memory")) == ["x.md"]
     cache.save()

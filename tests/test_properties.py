@@ -10,6 +10,7 @@ from gitwiki import pagefacts
 from gitwiki.config import Config, CorpusConfig
 from gitwiki.index_blocks import rewrite
 from gitwiki.lint import lint_text
+from gitwiki.markdown import chunker
 from gitwiki.markdown.chunker import parse_page
 from gitwiki.markdown.index_block import END_MARKER, START_MARKER
 from gitwiki.markdown.links import extract_links
@@ -61,6 +62,50 @@ def test_chunker_links_and_lints_never_crash(text):
     for f in lint_text("a.md", text, {"a.md", "b.md"}, CONFIG, anchors=lambda p: pagefacts.anchors(text), linked=set()):
         assert 1 <= f.line <= len(text.replace("\r\n", "\n").replace("\r", "\n").split("\n")) and f.col >= 1
     assert title_and_summary(text)[0] != ""  # no title is None (the file name is shown), never empty
+
+
+# Lines that can make a part parse differently from the whole: blocks left open at a heading line,
+# containers, tables, HTML, reference definitions.
+TRICKY = st.sampled_from(
+    [
+        "```",
+        "~~~~",
+        "    ```",
+        "  ```",
+        "````",
+        "- ```",
+        "1.  ```",
+        "> ```",
+        "<div>",
+        "<pre>",
+        "<!--",
+        "-->",
+        "<!-- x -->",
+        "<?x",
+        "?>",
+        "</pre>",
+        "| a | b |",
+        "|---|---|",
+        "[ref]: https://x",
+        "see [ref]",
+        "## [ref]",
+        "- item",
+        "  continued",
+        "1. one",
+        "",
+        "text",
+        "===",
+    ]
+)
+SECTIONED = st.lists(st.one_of(LINE, TRICKY, st.builds(lambda n, w: "#" * n + " " + w, st.integers(1, 3), WORDS)))
+
+
+@settings(max_examples=400, deadline=None)
+@given(SECTIONED.map("\n".join), st.booleans())
+def test_the_outline_parsed_part_by_part_is_the_whole_parse(body, seen_before):
+    if seen_before:  # the parts' outlines come from the memo
+        chunker.outline_of(body)
+    assert chunker.outline_of(body) == chunker._outline(chunker.parser().parse(body))
 
 
 @FAST

@@ -1,4 +1,4 @@
-from gitwiki.ranking import rollup, rrf, score_fusion, snippet
+from gitwiki.ranking import PAGE_SHARE, page_fusion, rollup, rrf, score_fusion, snippet
 
 
 def test_rrf_rewards_agreement():
@@ -43,3 +43,20 @@ def test_rollup_second_chunk_favours_the_page_several_chunks_match():
     assert [h.path for h in boosted] == ["explains.md", "mentions.md", "long.md"]
     assert boosted[0].score == 0.9 + 0.5 / 2**0.5 * 0.8 and boosted[1].score == 1.0
     assert boosted[2].score == 0.1 + 0.5 / 2 * 0.1  # four faint chunks: the root keeps length from winning
+
+
+def test_page_fusion_adds_up_evidence_that_different_chunks_of_a_page_hold():
+    lexical = [(1, 8.0), (3, 6.0), (4, 0.0)]  # chunk 1: the page's words
+    dense = [(2, 0.9), (3, 0.8), (4, 0.5)]  # chunk 2, same page: its meaning
+    page_of = {1: "explains.md", 2: "explains.md", 3: "mentions.md", 4: "other.md"}
+    chunks = score_fusion([lexical, dense])
+    assert chunks[0][0] == 3  # chunk by chunk, the page that is second in both lists wins
+    pages = page_fusion([lexical, dense], page_of)
+    assert pages == {"explains.md": 1.0, "mentions.md": 0.5 * 0.75 + 0.5 * 0.75, "other.md": 0.0}
+    hits = rollup(chunks, page_of, top_files=3, chunks_per_file=2, limit=10, page_scores=pages)
+    assert [h.path for h in hits] == ["explains.md", "mentions.md", "other.md"]
+    best_chunk = dict(chunks)[1]
+    assert hits[0].score == (1 - PAGE_SHARE) * best_chunk + PAGE_SHARE * 1.0
+    assert [c for c, _ in hits[0].chunks] == [1, 2]  # the chunks keep their own order within the page
+    # Without page scores the order is the chunks' own.
+    assert [h.path for h in rollup(chunks, page_of, top_files=3, chunks_per_file=1, limit=10)][0] == "mentions.md"

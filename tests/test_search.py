@@ -275,3 +275,47 @@ def test_weak_flag_hybrid_tells_a_deleted_topic_from_a_paraphrase(repo, cli):
     repo.commit("keys page deleted")
     code, out, _ = cli("ground", "how often do we change the key we sign releases with?", "--json", cwd=repo.path)
     assert json.loads(out)["weak"] is True
+
+
+class _SynonymEmbedder:
+    """Reads 'kappa' in a page as the meaning of 'omega' in a query: dense evidence with no shared word."""
+
+    model_id = "synonyms"
+    dim = 2
+
+    def __init__(self, config) -> None:
+        pass
+
+    def _vector(self, meaning: int, other: int):
+        import numpy as np
+
+        v = np.array([meaning, other + 0.1], dtype=np.float32)
+        return v / np.linalg.norm(v)
+
+    def embed_documents(self, texts):
+        import numpy as np
+
+        return np.stack([self._vector(t.count("kappa"), t.count("filler")) for t in texts])
+
+    def embed_query(self, text):
+        return self._vector(text.count("omega"), 0)
+
+
+def test_hybrid_adds_up_a_pages_words_and_meaning_held_by_different_sections(repo, monkeypatch):
+    from gitwiki import embed, ranking
+
+    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", _SynonymEmbedder)
+    pages = {
+        # The words in one section, the meaning in another.
+        "wiki/explains.md": "# Explains\n\n## Words\n\nzeta zeta zeta\n\n## Sense\n\nkappa\n",
+        # Both in one section, each weaker.
+        "wiki/mentions.md": "# Mentions\n\nzeta kappa kappa kappa\n",
+        "wiki/other.md": "# Other\n\nzeta" + " filler" * 40 + "\n",
+        **{f"wiki/pad{i}.md": f"# Pad {i}\n\nnothing to see\n" for i in range(6)},  # zeta is a rare word
+    }
+    repo.commit("pages", {**pages, ".gitwiki.toml": '[embeddings]\nprovider = "synonyms"\n'})
+    wiki = Wiki.open(repo.path)
+    assert paths(wiki.search("zeta omega", mode="hybrid"))[:2] == ["wiki/explains.md", "wiki/mentions.md"]
+    # Chunk by chunk alone (no page share), the page with both in one section wins: what page fusion corrects.
+    monkeypatch.setattr(ranking, "PAGE_SHARE", 0.0)
+    assert paths(wiki.search("zeta omega", mode="hybrid"))[:2] == ["wiki/mentions.md", "wiki/explains.md"]

@@ -21,3 +21,24 @@ def test_query_is_an_or_of_quoted_terms():
     assert fts_query('rotate "keys"') == '"rotat" OR "key"'
     assert fts_query("the of") == '"the" OR "of"'  # all stop words: keep them rather than match nothing
     assert fts_query("?!") is None
+
+
+def test_plain_words_take_the_short_path_with_the_same_result():
+    # The short path (ASCII letters, at most a leading capital) must agree with the identifier splitting it skips.
+    assert words("List files Quickly a I x86 XMLHttp fooBar é") == [
+        "list",
+        "files",
+        "quickly",
+        "a",
+        "i",
+        "x86",
+        "x",
+        "86",
+        "xmlhttp",
+        "xml",
+        "http",
+        "foobar",
+        "foo",
+        "bar",
+        "é",
+    ]

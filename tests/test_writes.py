@@ -36,6 +36,29 @@ def test_add_page_indexes_the_page_and_refreshes_ancestor_index_blocks(repo):
         writes.add_page(wiki, None, "guides/ops/oncall.md", "# Other\n")
 
 
+def test_an_overwrite_that_changes_nothing_an_index_shows_leaves_it_alone(repo, monkeypatch):
+    """The index block is not rendered again (nor index.md written) when the page's title and summary stay;
+    a new title renders and rewrites it."""
+    from gitwiki import index_blocks
+
+    wiki = _wiki(repo)
+    writes.add_page(wiki, None, "guides/ops/oncall.md", "# On-call\n\nPage the zebra rota.\n")
+    front = repo.path / "wiki/index.md"
+    before, stamp = front.read_bytes(), front.stat().st_mtime_ns
+    rendered = []
+    real = index_blocks._render
+    monkeypatch.setattr(index_blocks, "_render", lambda *a, **kw: rendered.append(a) or real(*a, **kw))
+    body = "# On-call\n\nPage the zebra rota.\n\n## Escalation\n\nCall the lead.\n"
+    report = writes.add_page(wiki, None, "guides/ops/oncall.md", body, overwrite=True)
+    assert (report.action, report.index_files, rendered) == ("overwritten", [], [])
+    assert front.read_bytes() == before and front.stat().st_mtime_ns == stamp
+    assert wiki.search("escalation lead", mode="lexical").docs[0].path == "wiki/guides/ops/oncall.md"
+    report = writes.add_page(wiki, None, "guides/ops/oncall.md", "# Pager duty\n\nPage the zebra rota.\n", True)
+    assert report.index_files == ["wiki/index.md"] and len(rendered) == 1
+    assert "[Pager duty](guides/ops/oncall.md) — Page the zebra rota." in front.read_text()
+    assert "On-call" not in front.read_text()
+
+
 def test_add_page_returns_lint_findings_without_blocking(repo):
     wiki = _wiki(repo)
     report = writes.add_page(wiki, None, "broken.md", "# Broken\n\nSee [missing](nowhere.md).\n")

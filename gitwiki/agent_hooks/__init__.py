@@ -1,4 +1,4 @@
-"""Claude Code hooks: `gitwiki hook TYPE` reads one hook event (JSON on stdin) and answers with Claude Code's
+"""Claude Code hooks: `gitwiki-hook TYPE` reads one hook event (JSON on stdin) and answers with Claude Code's
 hook JSON, so wiki sections and memory entries reach the agent's context without it having to search.
 
 Every hook is a fresh process on every tool call, so this package stays on the standard library plus
@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 
 class HookType(NamedTuple):
-    name: str  # `gitwiki hook NAME`
+    name: str  # `gitwiki-hook NAME`
     event: str  # Claude Code's hook_event_name
     matcher: str | None  # tool (or source, agent type) pattern; None: every one
     does: str

@@ -1,17 +1,19 @@
 """Ambient layer 4's coupling notes: the files that changed together with this one in recent history.
 
-`git log --name-only` over the last COMMITS commits runs once per HEAD; its file lists are cached as JSON in
-the index dir, so a hook on an unchanged HEAD reads HEAD from git's files (no git process) and a small JSON.
+`git log --name-only` over the last COMMITS commits runs once; its file lists are cached as JSON in the index
+dir with the HEAD they were read at, so a hook on an unchanged HEAD reads HEAD from git's files (no git
+process) and a small JSON, and after HEAD moves on reads only the new commits (`git log OLD..HEAD`); a
+rewritten history (OLD no longer an ancestor) is read again in full. New commits go first, so a merged
+branch's older commits may take the place in the last COMMITS of commits a full read would keep.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
 from gitwiki import gitcli
-from gitwiki.fs import atomic_write
+from gitwiki.agent_hooks import cache
 
 CACHE = "agent-cochange.json"
 COMMITS = 200
@@ -35,16 +37,20 @@ def render(path: str, found: list[tuple[str, int]]) -> str:
 
 
 def _history(root: Path, index_dir: Path) -> list[list[str]]:
+    """The file lists of HEAD's last COMMITS commits, newest first, a sweep (over WIDE files) as an empty list:
+    it never counts, but keeps its place among the last COMMITS (and the cache small: a first commit of a
+    1,000-page wiki was 48 KB of JSON that every ambient hook parsed)."""
     head = gitcli.read_head(root) or gitcli.head_trees(root, [])[0]
     if head is None:
         return []
-    cache = index_dir / CACHE
-    try:
-        data = json.loads(cache.read_text(encoding="utf-8"))
-        if data.get("head") == head:
-            return data["commits"]
-    except (OSError, ValueError, AttributeError, KeyError):
-        pass
-    commits = gitcli.changed_together(root, COMMITS)
-    atomic_write(cache, json.dumps({"head": head, "commits": commits}), sync=False)
+    data = cache.load(index_dir / CACHE)
+    if data.get("head") == head and isinstance(data.get("commits"), list):
+        return data["commits"]
+    old, commits = data.get("head"), data.get("commits")
+    new = gitcli.changed_together_since(root, old, COMMITS) if isinstance(old, str) and commits else None
+    if new is not None and isinstance(commits, list):
+        commits = ([f if len(f) <= WIDE else [] for f in new] + commits)[:COMMITS]
+    else:
+        commits = [f if len(f) <= WIDE else [] for f in gitcli.changed_together(root, COMMITS)]
+    cache.save(index_dir / CACHE, {"head": head, "commits": commits})
     return commits

@@ -1,6 +1,7 @@
-"""What the hooks search for: the symbols a source file defines, the names an edit removes, an error's key lines.
+"""What the ambient hook searches for: the symbols a source file defines, the names an edit removes.
 
-Regular expressions, not parsers: a hook has milliseconds, and a definition keyword followed by a name
+Regular expressions, not parsers: a hook has milliseconds (compiling these two takes 1.2 ms, so the error
+hooks, whose patterns live in failures.py, do not load them), and a definition keyword followed by a name
 finds the symbols of most languages (Python, JS/TS, Go, Rust, Java/Kotlin/C#, C/C++, Ruby, PHP, shell).
 """
 
@@ -39,18 +40,6 @@ _NOT_SYMBOLS = frozenset(
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
 
-BUILD_COMMAND = re.compile(
-    r"(?:^|[\s;&|(])(?:python3?\s+-m\s+)?(?:pytest|tox|nox|make|cmake|ninja|meson|cargo|go\s+(?:test|build|vet)|"
-    r"npm|pnpm|yarn|bun|npx|jest|vitest|mocha|mvn|gradle|\./gradlew|dotnet|tsc|mypy|ruff|flake8|eslint|gcc|g\+\+|"
-    r"clang|javac|rspec|rake|bundle\s+exec|mix|swift|phpunit|bazel|deno)(?=$|[\s;&|)])"
-)
-_ERROR_LINE = re.compile(
-    r"error|exception|fail|fatal|panic|traceback|undefined|cannot|can't|could not|not found|no such|denied|"
-    r"refused|timed? ?out|assert|expected|unresolved|segmentation",
-    re.IGNORECASE,
-)
-_NOISE = re.compile(r"(?:[\w.~-]*/[\w./~-]+)|0x[0-9a-fA-F]+|\b\d+(?:\.\d+)*\b|[=_\-*#~^]{3,}|line \d+", re.IGNORECASE)
-
 
 def symbols(text: str) -> list[str]:
     """Up to MAX_SYMBOLS names defined in the first MAX_LINES lines of a source file, in order."""
@@ -70,20 +59,6 @@ def removed_names(old: str, new: str) -> list[str]:
     defined = [n for n in symbols(old) if n not in kept]
     others = [n for n in _IDENTIFIER.findall(old) if n not in kept and _meaningful(n) and code_like(n)]
     return list(dict.fromkeys(defined + others))[:MAX_SYMBOLS]
-
-
-def error_lines(output: str, limit: int = 3) -> list[str]:
-    """The last `limit` distinct lines of `output` that read like an error, without paths and numbers."""
-    out: list[str] = []
-    for line in reversed(output.splitlines()[-400:]):
-        if not _ERROR_LINE.search(line) or line.strip().startswith("Traceback (most recent call last)"):
-            continue
-        clean = re.sub(r"\s+", " ", _NOISE.sub(" ", line)).strip(" :-|>")[:200]
-        if len(clean) > 8 and clean not in out:
-            out.append(clean)
-            if len(out) == limit:
-                break
-    return out
 
 
 def _meaningful(name: str) -> bool:

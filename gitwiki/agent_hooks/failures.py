@@ -4,9 +4,20 @@ from __future__ import annotations
 
 import re
 
-from gitwiki.agent_hooks.extract import BUILD_COMMAND, error_lines
 from gitwiki.agent_hooks.handlers import Call
 
+# A build or test command: the post-build hook looks at no other Bash call.
+BUILD_COMMAND = re.compile(
+    r"(?:^|[\s;&|(])(?:python3?\s+-m\s+)?(?:pytest|tox|nox|make|cmake|ninja|meson|cargo|go\s+(?:test|build|vet)|"
+    r"npm|pnpm|yarn|bun|npx|jest|vitest|mocha|mvn|gradle|\./gradlew|dotnet|tsc|mypy|ruff|flake8|eslint|gcc|g\+\+|"
+    r"clang|javac|rspec|rake|bundle\s+exec|mix|swift|phpunit|bazel|deno)(?=$|[\s;&|)])"
+)
+_ERROR_LINE = re.compile(
+    r"error|exception|fail|fatal|panic|traceback|undefined|cannot|can't|could not|not found|no such|denied|"
+    r"refused|timed? ?out|assert|expected|unresolved|segmentation",
+    re.IGNORECASE,
+)
+_NOISE = re.compile(r"(?:[\w.~-]*/[\w./~-]+)|0x[0-9a-fA-F]+|\b\d+(?:\.\d+)*\b|[=_\-*#~^]{3,}|line \d+", re.IGNORECASE)
 # Lines that say a build or test run failed, in the output of a command that did not report its exit status.
 _FAILED = re.compile(r"\bFAILED\b|\bFAIL\b|\bERROR\b|\berror(?:\[\w+\])?:|Traceback|panic:|fatal:|\bfailed\b")
 
@@ -49,3 +60,17 @@ def _output(response) -> tuple[str, int | None]:
         if isinstance(response.get(key), int):
             return text, response[key]
     return text, None
+
+
+def error_lines(output: str, limit: int = 3) -> list[str]:
+    """The last `limit` distinct lines of `output` that read like an error, without paths and numbers."""
+    out: list[str] = []
+    for line in reversed(output.splitlines()[-400:]):
+        if not _ERROR_LINE.search(line) or line.strip().startswith("Traceback (most recent call last)"):
+            continue
+        clean = re.sub(r"\s+", " ", _NOISE.sub(" ", line)).strip(" :-|>")[:200]
+        if len(clean) > 8 and clean not in out:
+            out.append(clean)
+            if len(out) == limit:
+                break
+    return out

@@ -3,13 +3,18 @@ ones that parse source files and error output)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import time
+from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki import gitcli
+from gitwiki.agent_hooks import status
 from gitwiki.agent_hooks.lookup import Lookup, Note
 from gitwiki.agent_hooks.protocol import context, keep_going
 from gitwiki.agent_hooks.state import Session
 from gitwiki.config import matches
+
+if TYPE_CHECKING:
+    from gitwiki.agent_hooks.memory import Overview
 
 ASK = "search them with the gitwiki MCP tools or `gitwiki ground QUERY`"
 
@@ -36,7 +41,7 @@ class Call(NamedTuple):
 
 
 def session_start(call: Call) -> dict | None:
-    from gitwiki.agent_hooks import memory  # the memory library: ~7 ms of imports the prompt and error hooks do without
+    from gitwiki.agent_hooks import memory  # and, when a memory page changed, the library: ~7 ms of imports
 
     if call.event.get("source") == "compact":
         return context("SessionStart", after_compaction(call), call.limit)
@@ -49,7 +54,7 @@ def session_start(call: Call) -> dict | None:
         lines.append("There is no gitwiki index yet: run `gitwiki index`.")
         return context("SessionStart", "\n".join(lines), call.limit)
     corpora = lookup.config.corpora
-    head, changed_all = gitcli.worktree_status(lookup.root, [c.path for c in corpora])
+    head, changed_all = status.worktree_status(lookup.root, lookup.git_dir, lookup.index_dir, [c.path for c in corpora])
     states = {c.name: lookup.store.state(c.name) for c in corpora}
     moved = head is not None and any(s is not None and s.commit != head for s in states.values())
     trees = gitcli.head_trees(lookup.root, [c.path for c in corpora])[1] if moved else {}
@@ -66,11 +71,11 @@ def session_start(call: Call) -> dict | None:
         if changed:
             line += f"; {len(changed)} pages changed in the worktree are not in the hooks' answers until committed"
         lines.append(line)
-    found = memory.load_topics(lookup)
-    if found:
-        lines.append(memory.render_topics(memory.topics(found)))
-        lines.append(memory.meta_brief(found))
-    lines.extend(_checkpoint(lookup))
+    known = memory.overview(lookup)
+    if known.topics:
+        lines.append(memory.render_topics(known.topics))
+        lines.append(known.meta)
+    lines.extend(_checkpoint(known))
     return context("SessionStart", "\n".join(lines), call.limit)
 
 
@@ -82,17 +87,19 @@ def after_compaction(call: Call) -> str:
         lines.append(f"Focus topics this session: {', '.join(s.focus(8))} ({ASK}).")
     if s.edits:
         lines.append(f"Files edited this session: {', '.join(s.edits[-10:])}.")
-    lines.extend(_checkpoint(call.lookup))
+    from gitwiki.agent_hooks import memory
+
+    lines.extend(_checkpoint(memory.overview(call.lookup)))
     return "\n".join(lines)
 
 
-def _checkpoint(lookup: Lookup) -> list[str]:
-    from gitwiki.agent_hooks import memory
-
-    found = memory.checkpoint(lookup)
+def _checkpoint(known: Overview) -> list[str]:
+    found = known.checkpoint
     if found is None:
         return []
-    return [f"Checkpoint ({_age(found.age_s)} ago, {found.path}):", found.text]
+    path, text, saved = found
+    age = max(time.time() - saved, 0.0) if saved is not None else 0.0
+    return [f"Checkpoint ({_age(age)} ago, {path}):", text]
 
 
 def prompt(call: Call) -> dict | None:
@@ -131,7 +138,7 @@ def stop(call: Call) -> dict | None:
 def subagent(call: Call) -> dict | None:
     from gitwiki.agent_hooks import memory
 
-    topics = memory.topics(memory.load_topics(call.lookup))
+    topics = memory.overview(call.lookup).topics
     if not topics:
         return None
     return context("SubagentStart", f"gitwiki {memory.render_topics(topics, 30)}; {ASK} before answering.", call.limit)

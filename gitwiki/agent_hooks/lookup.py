@@ -9,7 +9,6 @@ new version is in the index), and leaves freshness to the session briefing, whic
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 import os
 import posixpath
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki import config as config_mod
 from gitwiki import gitcli
+from gitwiki.agent_hooks import cache
 from gitwiki.config import Config, normalize_corpus_path
 from gitwiki.ranking import snippet
 from gitwiki.store import Store
@@ -28,6 +28,7 @@ from gitwiki.tokens import STOP_WORDS, code_like, fts_any, fts_phrase, tokenize,
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory
 
+BLOB_CACHE = "agent-blobs.json"
 CANDIDATES = 400  # FTS rows read per query: other corpora and old page versions share the table
 KEPT = 40  # of those, the best live sections whose text is read (a hook shows 3 per search)
 # A prompt term in more than this share of all chunks is left out of the MATCH (the rarest one always stays):
@@ -37,7 +38,7 @@ COMMON = 0.25
 
 class Note(NamedTuple):
     chunk: int  # the index's chunk id
-    key: str  # stable across re-indexing: the page and the section's heading path
+    key: str  # stable across re-indexing: the page and the section's heading path (path#heading > path)
     path: str  # repo-relative
     breadcrumb: tuple[str, ...]
     start_line: int
@@ -51,8 +52,9 @@ class Note(NamedTuple):
 
 
 class Lookup:
-    def __init__(self, root: Path, config: Config, index_dir: Path, store: Store | None):
+    def __init__(self, root: Path, git_dir: Path, config: Config, index_dir: Path, store: Store | None):
         self.root = root
+        self.git_dir = git_dir  # this worktree's
         self.config = config
         self.settings = config.agent_hooks
         self.index_dir = index_dir
@@ -60,9 +62,9 @@ class Lookup:
 
     @classmethod
     def from_checkout(cls, checkout: gitcli.Checkout) -> Lookup:
-        config = config_mod.load(checkout.root)
+        config = config_mod.load(checkout.root, read=cache.config_reader(checkout.common_dir / "gitwiki"))
         index_dir = config_mod.index_dir(config, checkout.root, checkout.common_dir)
-        return cls(checkout.root, config, index_dir, Store.open_existing(index_dir))
+        return cls(checkout.root, checkout.git_dir, config, index_dir, Store.open_existing(index_dir))
 
     def close(self) -> None:
         if self.store is not None:
@@ -99,6 +101,27 @@ class Lookup:
                     found[os.path.relpath(full, root).replace(os.sep, "/")] = full
         return found
 
+    def memory_blobs(self) -> dict[str, str]:
+        """Repo-relative path → blob id of the memory pages on disk. The ids are cached in the index dir by
+        each file's inode, mtime and size (as agent-memory.json caches its entries): hashing 50 pages, and
+        loading OpenSSL's sha1 for it, cost every search ~3 ms though memory pages rarely change."""
+        known = cache.load(self.index_dir / BLOB_CACHE)
+        found, fresh = {}, {}
+        for path, full in self.memory_files().items():
+            try:
+                now = cache.stamp(os.stat(full))
+                hit = known.get(path)
+                if not (isinstance(hit, list) and hit[:3] == now):
+                    with open(full, "rb") as f:
+                        hit = [*now, gitcli.blob_id(f.read())]
+            except OSError:
+                continue
+            found[path] = hit[3]
+            fresh[path] = hit
+        if fresh != known:
+            cache.save(self.index_dir / BLOB_CACHE, fresh)
+        return found
+
     @functools.cached_property
     def paths(self) -> dict[str, str]:
         """Blob id → repo-relative path of every page searched."""
@@ -107,13 +130,7 @@ class Lookup:
         pages: dict[str, str] = {}
         for corpus in self.config.corpora:
             pages.update(self.store.pages(corpus.name))
-        on_disk = {}
-        for path, full in self.memory_files().items():
-            try:
-                with open(full, "rb") as f:
-                    on_disk[path] = gitcli.blob_id(f.read())
-            except OSError:
-                continue
+        on_disk = self.memory_blobs()
         known = self.store.known_blobs(on_disk.values())
         pages.update((path, blob) for path, blob in on_disk.items() if blob in known)
         return {blob: path for path, blob in sorted(pages.items(), reverse=True)}
@@ -131,7 +148,7 @@ class Lookup:
         for cid, score in found:
             row = rows[cid]
             path = self.paths[row.blob]
-            key = hashlib.sha1(f"{path}\0{' > '.join(row.breadcrumb)}".encode()).hexdigest()[:16]
+            key = f"{path}#{' > '.join(row.breadcrumb)}"
             notes.append(Note(cid, key, path, row.breadcrumb, row.start_line, row.end_line, row.text, score))
         return notes
 

@@ -6,25 +6,32 @@ Parsing every topic page costs a hook too much: `Memory.topics()` took 40-55 ms 
 entries in 50 pages (load 10 on 2 cores; 57 % of it the search terms a hook never uses, 31 % `parse_page`).
 So the entries' metadata, without their text, is cached in the index dir per page, keyed by the page file's
 inode, mtime and size, as `Memory` keys its in-process cache: a hook re-parses only the pages that changed.
+On top of it, the overview the session and subagent hooks show (agent-overview.json) and layer 1's reading
+of the cached rows let a hook on unchanged memory run without importing the library at all (it is imported
+inside the functions that parse).
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import os
+import posixpath
 from collections.abc import Collection
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+from gitwiki.agent_hooks import cache
 from gitwiki.agent_hooks.lookup import Lookup, Note
-from gitwiki.fs import atomic_write
-from gitwiki.memory.brief import TopicActivity, activity, meta
-from gitwiki.memory.checkpoint import checkpoint_page, checkpoints
-from gitwiki.memory.entry import Entry, TopicPage, now_iso, parse_iso, parse_page
-from gitwiki.memory.sources import parse_source
+
+if TYPE_CHECKING:
+    from gitwiki.memory.entry import Entry, TopicPage
 
 CACHE = "agent-memory.json"
-CACHE_VERSION = 1
+OVERVIEW = "agent-overview.json"
+CACHE_VERSION = 2
 _FIELDS = ("created", "modified", "tags", "source", "start_line", "end_line")  # what the hooks read of an entry
+# A cached entry row is _FIELDS, then the path its [source: …] names ("" for none), parsed once by the library.
+_START, _END, _SOURCE_PATH = 4, 5, 6
 
 
 class Topic(NamedTuple):
@@ -35,24 +42,14 @@ class Topic(NamedTuple):
     page: TopicPage
 
 
-class Found(NamedTuple):
-    path: str
-    text: str  # the page without its title
-    age_s: float
-
-
 def load_topics(lookup: Lookup, only: Collection[str] | None = None) -> dict[str, Topic]:
     """Every topic page (or those at the repo paths `only`), by name, from the cache where the file is
     unchanged, else parsed by the library."""
+    from gitwiki.memory.entry import TopicPage, parse_page
+    from gitwiki.memory.sources import parse_source
+
     mem = lookup.memory
-    cache_file = lookup.index_dir / CACHE
-    try:
-        cached = json.loads(cache_file.read_text(encoding="utf-8"))
-        if cached.get("version") != CACHE_VERSION:
-            cached = {}
-    except (OSError, ValueError, AttributeError):
-        cached = {}
-    pages = cached.get("pages", {})
+    pages = _cached_pages(lookup)
     out, changed = {}, False
     fresh = {} if only is None else dict(pages)  # a partial read keeps the other pages' entries
     for name, file in mem.topic_files().items():
@@ -60,78 +57,136 @@ def load_topics(lookup: Lookup, only: Collection[str] | None = None) -> dict[str
         if only is not None and path not in only:
             continue
         try:
-            st = file.stat()
+            key = cache.stamp(file.stat())
         except OSError:
             continue
-        key = [st.st_ino, st.st_mtime_ns, st.st_size]
         hit = pages.get(path)
         if hit is None or hit[0] != key:
             try:
                 text = file.read_bytes().decode("utf-8", errors="replace")
             except OSError:
                 continue
-            hit = [key, [[getattr(e, f) for f in _FIELDS] for e in parse_page(text, name).entries]]
+            rows = []
+            for e in parse_page(text, name).entries:
+                ref = parse_source(e.source) if e.source else None
+                rows.append([*(getattr(e, f) for f in _FIELDS), ref.path if ref is not None else ""])
+            hit = [key, rows]
             changed = True
         fresh[path] = hit
         entries = tuple(_entry(name, i, row) for i, row in enumerate(hit[1], 1))
         out[name] = Topic(name, path, TopicPage(name, "", entries))
     if changed or len(fresh) != len(pages):  # a page parsed again, or one gone
-        lookup.index_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write(cache_file, json.dumps({"version": CACHE_VERSION, "pages": fresh}), sync=False)
+        cache.save(lookup.index_dir / CACHE, {"version": CACHE_VERSION, "pages": fresh})
     return out
 
 
+def _cached_pages(lookup: Lookup) -> dict[str, list]:
+    """Repo path → [file stamp, entry rows] as agent-memory.json holds them ({} for none or an old version)."""
+    cached = cache.load(lookup.index_dir / CACHE)
+    pages = cached.get("pages") if cached.get("version") == CACHE_VERSION else None
+    return pages if isinstance(pages, dict) else {}
+
+
 def _entry(topic: str, index: int, row: list) -> Entry:
-    fields = dict(zip(_FIELDS, row, strict=True))
+    from gitwiki.memory.entry import Entry
+
+    fields = dict(zip(_FIELDS, row[: len(_FIELDS)], strict=True))
     return Entry(topic=topic, text="", **{**fields, "tags": tuple(fields["tags"])}, index=index)
 
 
-def topics(found: dict[str, Topic]) -> list[TopicActivity]:
-    """Memory topics, most recently written first (checkpoints are not topics: they are shown apart)."""
-    return activity(found.values(), datetime.now(UTC))
+class Overview(NamedTuple):
+    """What the session and subagent hooks show of memory."""
+
+    topics: list[tuple[str, int]]  # (topic, entries), most recently written first
+    meta: str  # the library's compact meta-briefing: totals and the five most active topics
+    checkpoint: tuple[str, str, float | None] | None  # the newest: (path, text without title, saved at)
 
 
-def meta_brief(found: dict[str, Topic]) -> str:
-    """The memory library's compact meta-briefing: totals and the five most active topics."""
-    return meta(found.values(), datetime.now(UTC), compact=True).markdown.strip()
+def overview(lookup: Lookup) -> Overview:
+    """The memory overview, from agent-overview.json while no file in the memory folder changed and no entry
+    has left the library's "last 7 days" window since it was made: building it parses the entry cache
+    (1,000 entries in the bench) and loads the library's brief and checkpoint modules, ~5 ms of a session
+    hook. The stamps are those of every page in the folder (topics, checkpoints, its index page): listing
+    only the topics takes the library's `Memory`, ~2 ms of imports."""
+    stamps = {}
+    for path, full in lookup.memory_files().items():
+        with contextlib.suppress(OSError):
+            stamps[path] = cache.stamp(os.stat(full))
+    now = datetime.now(UTC)
+    data = cache.load(lookup.index_dir / OVERVIEW)
+    try:
+        if data["stamps"] == stamps and now.timestamp() < data["until"]:
+            found = data["checkpoint"]
+            return Overview([(t, n) for t, n in data["topics"]], data["meta"], tuple(found) if found else None)
+    except (KeyError, TypeError, ValueError):
+        pass
+    from gitwiki.memory.brief import VELOCITY_DAYS, meta
+    from gitwiki.memory.entry import parse_iso
+
+    found_topics = load_topics(lookup)
+    brief = meta(found_topics.values(), now, compact=True)
+    # The brief counts entries changed in the last VELOCITY_DAYS: it holds until the first of them leaves.
+    window = VELOCITY_DAYS * 86400
+    entries = (e for t in found_topics.values() for e in t.page.entries)
+    recent = [s.timestamp() + window for e in entries if (s := parse_iso(e.when))]
+    until = min((u for u in recent if u > now.timestamp()), default=float("inf"))
+    made = Overview([(a.topic, a.entries) for a in brief.topics], brief.markdown.strip(), _checkpoint(lookup))
+    cache.save(lookup.index_dir / OVERVIEW, {"stamps": stamps, "until": until, **made._asdict()})  # inf: Infinity
+    return made
 
 
-def checkpoint(lookup: Lookup) -> Found | None:
+def _checkpoint(lookup: Lookup) -> tuple[str, str, float | None] | None:
     """The newest checkpoint (by its Saved time), parsed by the library and shown as its page says it."""
+    from gitwiki.memory.checkpoint import checkpoint_page, checkpoints
+    from gitwiki.memory.entry import parse_iso
+
     found = max(checkpoints(lookup.memory), key=lambda c: c.saved, default=None)
     if found is None:
         return None
     saved = parse_iso(found.saved)
-    age = (datetime.now(UTC) - saved).total_seconds() if saved else 0.0
-    return Found(found.path, checkpoint_page(found.json()).split("\n", 1)[1].strip(), max(age, 0.0))
+    return found.path, checkpoint_page(found.json()).split("\n", 1)[1].strip(), saved.timestamp() if saved else None
 
 
 def stored_since(lookup: Lookup, since: float) -> bool:
     """Whether an entry was stored or changed in this session, as the library's `session` action counts
     them (an entry's time of last change at or after the start), the session starting when the hooks
     first saw it."""
+    from gitwiki.memory.entry import now_iso
+
     start = now_iso(datetime.fromtimestamp(since, UTC))
     return any(e.when >= start for t in load_topics(lookup).values() for e in t.page.entries)
 
 
 def source_entries(lookup: Lookup, notes: list[Note], path: str) -> list[Note]:
     """The memory entries among `notes` whose `[source: …]` names `path`, told by the entry's parsed source
-    field (not by the path appearing somewhere in its text)."""
+    field (not by the path appearing somewhere in its text). Read from the cached rows while the pages are
+    unchanged: the memory library's parser, its Entry and the topic listing (~2.5 ms of imports) load only
+    to parse a changed page."""
     if not notes:
         return []
-    by_path = {t.path: t for t in load_topics(lookup, {n.path for n in notes}).values()}
+    wanted = {n.path for n in notes}
+    pages = _cached_pages(lookup)
+    for page in wanted:
+        try:
+            now = cache.stamp(os.stat(lookup.root / page))
+        except OSError:
+            continue
+        hit = pages.get(page)
+        stale = hit is not None and hit[0] != now
+        if stale or (hit is None and posixpath.dirname(page) + "/" == lookup.memory_prefix):
+            load_topics(lookup, wanted)  # parses the changed pages into the cache
+            pages = _cached_pages(lookup)
+            break
     out = []
     for note in notes:
-        topic = by_path.get(note.path)
-        entries = topic.page.entries if topic is not None else ()
-        entry = next((e for e in entries if e.start_line <= note.start_line <= e.end_line), None)
-        ref = parse_source(entry.source) if entry is not None else None
-        if ref is not None and ref.path == path:
+        rows = pages.get(note.path, [[], []])[1]
+        row = next((r for r in rows if r[_START] <= note.start_line <= r[_END]), None)
+        if row is not None and row[_SOURCE_PATH] == path:
             out.append(note)
     return out
 
 
-def render_topics(found: list[TopicActivity], limit: int = 12) -> str:
-    shown = ", ".join(f"{t.topic} ({t.entries})" for t in found[:limit])
+def render_topics(found: list[tuple[str, int]], limit: int = 12) -> str:
+    shown = ", ".join(f"{topic} ({entries})" for topic, entries in found[:limit])
     more = f" and {len(found) - limit} more" if len(found) > limit else ""
     return f"memory topics, newest first: {shown}{more}"

@@ -1,4 +1,4 @@
-"""`gitwiki hook TYPE`: one event in, one answer out, and never a failure the agent would see.
+"""`gitwiki-hook TYPE` and `gitwiki hook TYPE`: one event in, one answer out, and never a failure the agent would see.
 
 Any error is logged to `agent-hooks.log` in the index dir and the hook answers nothing with exit 0;
 stdin that is not a JSON object gets no answer either. Outside a git repository the hooks stay silent.

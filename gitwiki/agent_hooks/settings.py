@@ -1,9 +1,9 @@
 """`gitwiki hooks install|uninstall|status`: our entries in a Claude Code settings file, merged with the rest.
 
 A settings file maps `hooks` → event → a list of matcher groups `{"matcher": …, "hooks": [{"type": "command",
-"command": …}]}`. Ours are the command hooks that run `gitwiki hook TYPE`; everything else in the file is
-kept as it was, key order included, and a file that is not valid JSON of that shape is reported, never
-rewritten.
+"command": …}]}`. Ours are the command hooks that run `gitwiki-hook TYPE` (or `gitwiki hook TYPE`, the CLI
+form); everything else in the file is kept as it was, key order included, and a file that is not valid JSON
+of that shape is reported, never rewritten.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from gitwiki.errors import UsageError
 from gitwiki.fs import atomic_write
 
 DEFAULT_COMMAND = "gitwiki"
+PROGRAMS = ("gitwiki", "gitwiki.exe")
+HOOK_PROGRAMS = ("gitwiki-hook", "gitwiki-hook.exe")  # console scripts installed beside PROGRAMS
 
 
 class HookState(NamedTuple):
@@ -36,18 +38,27 @@ def user_settings() -> Path:
 
 
 def command_for(hook: HookType, program: str = DEFAULT_COMMAND) -> str:
+    """`gitwiki-hook TYPE`, the lean entry point, from beside `program` (`/opt/gw/bin/gitwiki` gives
+    `/opt/gw/bin/gitwiki-hook`); a `program` that is not one path to gitwiki (`uvx gitwiki`) keeps the CLI
+    form `PROGRAM hook TYPE`."""
+    folder, name = os.path.split(program)
+    if name in PROGRAMS and not any(c.isspace() for c in program):
+        return f"{os.path.join(folder, HOOK_PROGRAMS[PROGRAMS.index(name)])} {hook.name}"
     return f"{program} hook {hook.name}"
 
 
 def hook_type_of(command: object) -> str | None:
-    """The hook type a command runs if it is one of ours (`… gitwiki hook TYPE`), else None."""
+    """The hook type a command runs if it is one of ours, else None: `… gitwiki-hook TYPE`, or the CLI form
+    `… gitwiki hook TYPE` that installs before the lean entry point wrote (and still write for a program
+    that is not a path to gitwiki)."""
     if not isinstance(command, str):
         return None
-    words = command.split()
-    for i in range(1, len(words) - 1):
-        program = os.path.basename(words[i - 1].strip("\"'"))
-        if words[i] == "hook" and words[i + 1] in BY_NAME and program in ("gitwiki", "gitwiki.exe"):
+    words = [os.path.basename(w.strip("\"'")) for w in command.split()]
+    for i in range(len(words) - 1):
+        if words[i] in HOOK_PROGRAMS and words[i + 1] in BY_NAME:
             return words[i + 1]
+        if words[i] in PROGRAMS and words[i + 1] == "hook" and i + 2 < len(words) and words[i + 2] in BY_NAME:
+            return words[i + 2]
     return None
 
 

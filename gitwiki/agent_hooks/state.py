@@ -18,6 +18,8 @@ from gitwiki.fs import atomic_write
 
 SESSION_DIR = "agent-sessions"
 EXPIRY = 4 * 3600
+PRUNE_EVERY = 600
+PRUNED = ".pruned"  # its mtime: when expired sessions were last removed
 PHASES = ("Research", "Build", "Verify", "Debug")
 
 
@@ -105,9 +107,19 @@ def _load(path: Path) -> dict:
 
 
 def _prune(current: Path) -> None:
-    """Remove other sessions' expired files (not this one's lock, which we hold)."""
-    cutoff = time.time() - EXPIRY
+    """Remove other sessions' expired files (not this one's lock, which we hold), at most every PRUNE_EVERY
+    seconds: a folder of 150 sessions took a new session ~2 ms to look through, and a busy machine starts
+    many more than it has expired."""
+    now = time.time()
+    mark = current.parent / PRUNED
+    try:
+        if now - mark.stat().st_mtime < PRUNE_EVERY:
+            return
+    except OSError:
+        pass
+    mark.touch()
+    cutoff = now - EXPIRY
     for entry in current.parent.iterdir():
         with contextlib.suppress(OSError):
-            if entry.stem != current.stem and entry.stat().st_mtime < cutoff:
+            if entry.stem != current.stem and entry.name != PRUNED and entry.stat().st_mtime < cutoff:
                 entry.unlink()

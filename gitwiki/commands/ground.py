@@ -1,12 +1,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from gitwiki.search import SearchResult
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,6 +37,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--at", metavar="REV", help="search the corpus as of a commit, branch or tag")
     p.add_argument("--committed", action="store_true", help="ignore uncommitted and untracked pages")
     p.add_argument(
+        "--no-server",
+        action="store_true",
+        help="answer in this process even when a `gitwiki serve` of this checkout is running "
+        "(default: ask it over its socket; also GITWIKI_NO_SERVER=1)",
+    )
+    p.add_argument(
         "--uri",
         help="answer from the LanceDB table at URI (`gitwiki lance export`), no checkout needed; outside a "
         "checkout [storage] uri is used",
@@ -49,11 +51,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def ground(args: argparse.Namespace) -> int:
+    from gitwiki.ground import GroundRequest
+
+    computed: dict[str, Any] = {
+        "query": " ".join(args.query),
+        "worktree": not args.committed,
+        "color": args.format == "outline" and sys.stdout.isatty(),
+    }
+    request = GroundRequest(**computed, **{f: getattr(args, f) for f in GroundRequest._fields if f not in computed})
+    if args.uri is not None:
+        return _ground_shared(args.chdir, args.uri, request)
+    if not args.no_server:
+        from gitwiki.serve_client import ask
+
+        reply = ask(args.chdir, request)  # a running `gitwiki serve` of this checkout has everything warm
+        if reply is not None:
+            sys.stderr.write(reply.stderr)
+            sys.stdout.write(reply.stdout)
+            reply.check()  # an error the server met: the local path's message and exit code
+            return 0
     from gitwiki.errors import NotFoundError
+    from gitwiki.ground import answer
     from gitwiki.wiki import Wiki
 
-    if args.uri is not None:
-        return _ground_shared(args, args.uri)
     try:
         wiki = Wiki.open(args.chdir)
     except NotFoundError:  # no checkout here: a reader of the shared index, if one is configured
@@ -62,49 +82,16 @@ def ground(args: argparse.Namespace) -> int:
         uri = storage_uri(args.chdir)
         if uri is None:
             raise
-        return _ground_shared(args, uri)
-    if args.at is None and wiki.has_no_index_to_start_from():
-        from gitwiki.pull import install_published  # fetching and archives: only in a clone without an index
-
-        install_published(wiki, lexical=args.mode == "lexical")
-    result = wiki.search(" ".join(args.query), args.corpus, **_options(args), at=args.at, worktree=not args.committed)
-    return _print(result, args.format)
+        return _ground_shared(args.chdir, uri, request)
+    sys.stdout.write(answer(wiki, request))
+    return 0
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
-    """The search options both the checkout and the shared index take."""
-    return {
-        "mode": args.mode,
-        "top_files": args.top_files,
-        "chunks_per_file": args.chunks_per_file,
-        "limit": args.limit,
-        "snippet_chars": args.snippet_chars,
-        "full": args.full,
-        "fusion": args.fusion,
-    }
-
-
-def _ground_shared(args: argparse.Namespace, uri: str) -> int:
-    """The scale-out reader: the table at `uri` holds the last exported commit, nothing else."""
+def _ground_shared(chdir: str, uri: str, request: Any) -> int:
     from pathlib import Path
 
     from gitwiki import config as config_mod
-    from gitwiki.errors import UsageError
-    from gitwiki.lance_index import LanceReader
-    from gitwiki.search import SearchOptions
+    from gitwiki.ground import answer_shared
 
-    if args.at is not None:
-        raise UsageError("--at needs a checkout: the shared index holds only the last exported commit")
-    config = config_mod.load(Path(args.chdir).resolve())
-    options = SearchOptions.build(config.search, **_options(args))
-    return _print(LanceReader(uri).ground(config, " ".join(args.query), args.corpus, options), args.format)
-
-
-def _print(result: SearchResult, fmt: str) -> int:
-    from gitwiki.outline import outline
-
-    if fmt == "outline":
-        sys.stdout.write(outline(result, color=sys.stdout.isatty()))
-    else:
-        print(json.dumps(result.to_json(), indent=2 if fmt == "json-pretty" else None, ensure_ascii=False))
+    sys.stdout.write(answer_shared(uri, config_mod.load(Path(chdir).resolve()), request))
     return 0

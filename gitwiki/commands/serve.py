@@ -30,10 +30,12 @@ def serve(args: argparse.Namespace) -> int:
 
     from gitwiki import __version__
     from gitwiki.errors import NotFoundError
-    from gitwiki.mcp_early import answer_initialize
+    from gitwiki.mcp_early import answer_initialize, log_to_stderr
+    from gitwiki.serve_socket import SocketServer
     from gitwiki.warm import warm_up
     from gitwiki.wiki import Wiki
 
+    log_to_stderr(args.log_level)
     if args.uri is not None:
         return _serve_shared(args, args.uri)
     try:
@@ -45,16 +47,23 @@ def serve(args: argparse.Namespace) -> int:
         if uri is None:
             raise
         return _serve_shared(args, uri)
-    stdio = answer_initialize(__version__)  # before the SDK import, which takes about 1 s
-    if stdio is None:  # the client hung up before saying anything
-        return 0
-    from gitwiki.mcp_server import serve as run
+    calls = threading.Lock()  # one tool call (or CLI request) at a time, and the warm-up between them
+    cli = SocketServer.listen(wiki, calls)  # `gitwiki ground` in this checkout asks this server from now on
+    if cli is not None:
+        cli.close_on_sigterm()
+    try:
+        stdio = answer_initialize(__version__)  # before the SDK import, which takes about 1 s
+        if stdio is None:  # the client hung up before saying anything
+            return 0
+        from gitwiki.mcp_server import serve as run
 
-    calls = threading.Lock()  # one tool call at a time, and the warm-up between them
-    # Started after the MCP SDK is imported, not before: both imports hold the GIL, and started together the
-    # SDK's took twice as long, delaying `initialize` (measured 5.1–7.5 s against 2.2–3.8 s on a loaded host).
-    threading.Thread(target=warm_up, args=(wiki, calls), name="gitwiki-warm-up", daemon=True).start()
-    run(wiki, calls, stdio, args.log_level)
+        # Started after the MCP SDK is imported, not before: both imports hold the GIL, and started together the
+        # SDK's took twice as long, delaying `initialize` (measured 5.1–7.5 s against 2.2–3.8 s on a loaded host).
+        threading.Thread(target=warm_up, args=(wiki, calls), name="gitwiki-warm-up", daemon=True).start()
+        run(wiki, calls, stdio)
+    finally:
+        if cli is not None:
+            cli.close()
     return 0
 
 
@@ -64,5 +73,5 @@ def _serve_shared(args: argparse.Namespace, uri: str) -> int:
     from gitwiki import config as config_mod
     from gitwiki.mcp_lance import serve as run
 
-    run(uri, config_mod.load(Path(args.chdir).resolve()), args.log_level)
+    run(uri, config_mod.load(Path(args.chdir).resolve()))
     return 0

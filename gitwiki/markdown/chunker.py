@@ -13,6 +13,7 @@ import re
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.markdown.frontmatter import meta_str, meta_tags, split_front_matter
+from gitwiki.pagetext import text_memo
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -62,6 +63,7 @@ def inline_text(token) -> str:
     return "".join(c.content for c in token.children if c.type in ("text", "code_inline", "softbreak")).strip()
 
 
+@text_memo(16_000_000)  # a long section unchanged since the last parse (see `outline_of`)
 def estimate_pieces(text: str) -> int:
     """A cheap upper-ish estimate of word pieces: words and punctuation marks."""
     return len(_PIECE.findall(text))
@@ -75,8 +77,7 @@ def fallback_title(path: str) -> str:
 def parse_page(text: str, fallback: str = "") -> ParsedPage:
     fm = split_front_matter(text.replace("\r\n", "\n"))
     body_lines = fm.body.split("\n")
-    tokens = parser().parse(fm.body)
-    headings, blocks = _outline(tokens)
+    headings, blocks = outline_of(fm.body)
     first_h1 = next((h.text for h in headings if h.level == 1 and h.text), None)
     title = meta_str(fm.meta, "title") or first_h1 or fallback
     chunks: list[Chunk] = []
@@ -116,12 +117,100 @@ def page_sections(text: str) -> list[Section]:
     fm = split_front_matter(text.replace("\r\n", "\n"))
     # The empty string after a final newline (or of an empty body) is not a line.
     n_lines = fm.body.count("\n") + (not fm.body.endswith("\n") and fm.body != "")
-    headings, _ = _outline(parser().parse(fm.body))
+    headings, _ = outline_of(fm.body)
     return [
         Section(level, crumb, start + fm.body_line, end - 1 + fm.body_line)
         for level, crumb, start, end in _sections(headings, n_lines)
         if end > start
     ]
+
+
+# A line that starts an ATX heading at column 0: what the body is cut at before parsing (see `outline_of`).
+_ATX = re.compile(r"^#{1,6}(?:[ \t]|$)", re.M)
+# How an HTML block of CommonMark types 1-5 ends (types 6 and 7 end at a blank line only).
+_HTML_ENDS = (
+    (
+        re.compile(r"<(?:script|pre|style|textarea)(?:\s|>|$)", re.I),
+        re.compile(r"</(?:script|pre|style|textarea)>", re.I),
+    ),
+    (re.compile(r"<!--"), re.compile(r"-->")),
+    (re.compile(r"<\?"), re.compile(r"\?>")),
+    (re.compile(r"<!\[CDATA\["), re.compile(r"\]\]>")),
+    (re.compile(r"<![A-Za-z]"), re.compile(r">")),
+)
+
+
+def outline_of(body: str) -> tuple[list[SectionHeading], list[tuple[int, int]]]:
+    """`_outline` of a body, parsed one part at a time: the parts are cut at column-0 heading lines and each
+    part's outline is remembered by its text, so an edit to one section re-parses that section only. A
+    generated front index.md lists every page (1,000 links in a 1,000-page wiki); parsing it whole took
+    ~300 ms of each page write under load. Where the parts could parse differently from the whole (a
+    reference definition, which applies to the whole page; a bare CR; a block left open at a cut), the
+    whole body is parsed."""
+    cuts = [m.start() for m in _ATX.finditer(body)]
+    if len(cuts) < 2 or "\r" in body:
+        return _outline(parser().parse(body))
+    if cuts[0] != 0:
+        cuts.insert(0, 0)
+    headings: list[SectionHeading] = []
+    blocks: list[tuple[int, int]] = []
+    line = 0
+    for start, end in zip(cuts, [*cuts[1:], len(body)], strict=True):
+        part = body[start:end]
+        part_headings, part_blocks, whole_only = _part_outline(part) if end != len(body) else _last_outline(part)
+        if whole_only:
+            return _outline(parser().parse(body))
+        headings.extend(h._replace(line=h.line + line) for h in part_headings)
+        blocks.extend((b_start + line, b_end + line) for b_start, b_end in part_blocks)
+        line += part.count("\n")
+    return headings, blocks
+
+
+PartOutline = tuple[tuple[SectionHeading, ...], tuple[tuple[int, int], ...], bool]
+
+
+@text_memo(16_000_000)
+def _part_outline(part: str) -> PartOutline:
+    """The outline of one part of a body, and whether the body must be parsed whole instead: the part
+    defines a link reference (it applies to every part), or a block in it may run on past its end."""
+    return _outline_part(part, last=False)
+
+
+@text_memo(16_000_000)
+def _last_outline(part: str) -> PartOutline:
+    """`_part_outline` of the body's last part, where a block may run on to the end."""
+    return _outline_part(part, last=True)
+
+
+def _outline_part(part: str, last: bool) -> PartOutline:
+    env: dict = {}
+    tokens = parser().parse(part, env)
+    headings, blocks = _outline(tokens)
+    lines = part.split("\n")
+    whole_only = bool(env.get("references")) or (not last and any(_open_at_end(t, lines) for t in tokens))
+    return tuple(headings), tuple(blocks), whole_only
+
+
+def _open_at_end(token, lines: list[str]) -> bool:
+    """Whether a block reaching the last line of `lines` (a part that ends in a newline) was cut off by the
+    end rather than closed: then the next part's heading line may belong to it. A table is never closed
+    by a heading line in markdown-it, a fenced code block by its closing fence, an HTML block by its
+    type's end marker."""
+    if token.map is None or token.map[1] < len(lines) - 1:
+        return False
+    raw = lines[token.map[1] - 1]
+    last = raw.strip()
+    if token.type == "table_open":
+        return True
+    if token.type == "fence":
+        fence = token.markup
+        closing = last.startswith(fence) and set(last) == {fence[0]} and len(raw) - len(raw.lstrip(" ")) < 4
+        return token.map[1] - 1 == token.map[0] or not closing
+    if token.type == "html_block":
+        first = token.content.lstrip()
+        end = next((end for start, end in _HTML_ENDS if start.match(first)), None)
+        return end is None or not end.search(last)
+    return False
 
 
 def _outline(tokens) -> tuple[list[SectionHeading], list[tuple[int, int]]]:

@@ -9,7 +9,6 @@ Inline `tag:x topic:y source:z` in the query filter like the parameters of the s
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -244,5 +243,7 @@ def memory_view(mem: Memory, files: dict[str, TopicFile], embedder) -> CorpusVie
             if embedder is not None:
                 ensure_vectors(store, embedder, set(todo))
         mem.indexed.update((b, model) for b in todo)
+    import hashlib  # OpenSSL, ~2.5 ms: not for the agent hooks, which import this module for its brief
+
     digest = hashlib.sha1(repr(sorted(pages.items())).encode()).hexdigest()
     return CorpusView(mem.corpus.name, "", pages, (), f"memory:{digest}")

@@ -7,7 +7,6 @@ entry is stored, so `refresh` can diff it against the file as it is now even if 
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -100,6 +99,8 @@ def refresh(mem: Memory, entry: Entry, context: int = 3) -> Refresh | None:
         old = []
     file = mem.root / ref.path
     new = file.read_text(encoding="utf-8", errors="replace").splitlines() if file.is_file() else []
+    import difflib  # ~1.3 ms with heapq, which the agent hooks parsing [source:] fields do without
+
     hunks = []
     for group in difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(context):
         first, last = group[0][1] + 1, group[-1][2]

@@ -49,13 +49,19 @@ def wiki(repo, cli):
 
 @pytest.fixture
 def hook(capsys, monkeypatch):
-    """hook(type, event or raw bytes, cwd) -> (exit code, parsed answer or None)."""
+    """hook(type, event or raw bytes, cwd) -> (exit code, parsed answer or None), through `gitwiki-hook`, the
+    entry point `gitwiki hooks install` writes (`cli=True`: through `gitwiki hook`, the CLI form)."""
+    from gitwiki.agent_hooks.__main__ import answer
     from gitwiki.cli import main
 
-    def run(hook_type: str, event, cwd: Path):
+    def run(hook_type: str, event, cwd: Path, cli: bool = False):
         raw = event if isinstance(event, bytes) else json.dumps(event).encode()
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw)))
-        code = main(["-C", str(cwd), "hook", hook_type])
+        if cli:
+            code = main(["-C", str(cwd), "hook", hook_type])
+        else:
+            monkeypatch.chdir(cwd)
+            code = answer([hook_type])
         out = capsys.readouterr()
         assert out.err == ""
         return code, (json.loads(out.out) if out.out.strip() else None)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.agent_hooks.conftest import context_of, load
 
 
@@ -107,6 +109,14 @@ def test_layer_one_is_decided_by_the_entry_source_field(wiki, hook, cli):
     structural = rest.partition("notes that name src/keys.py:\n")[2]
     assert "wiki/memory/ops.md:3-8 ops › 2026-01-05T10:00:00Z — deploy runbook" in structural
 
+    # the parsed fields are cached per page; a page written since is parsed again
+    ops = wiki.path / "wiki" / "memory" / "ops.md"
+    wiki.commit("resourced", {"wiki/memory/ops.md": ops.read_text().replace("deploy/run.sh", "src/keys.py")})
+    assert cli("index", cwd=wiki.path)[0] == 0
+    text = context_of(hook("ambient", load("pre_tool_use_read", wiki.path, session_id="s2"), wiki.path)[1])
+    sourced = text.partition("\nsections naming symbols")[0]
+    assert "wiki/memory/ops.md:3-8 ops › 2026-01-05T10:00:00Z — deploy runbook" in sourced
+
 
 def test_coupling_notes_come_from_co_change_history_cached_per_head(wiki, hook):
     for n in range(2):
@@ -124,3 +134,34 @@ def test_coupling_notes_come_from_co_change_history_cached_per_head(wiki, hook):
     wiki.commit("third", {"src/keys.py": "# 3\n", "src/ring.py": "# 4\n"})  # a new HEAD: the history is read again
     text = context_of(hook("ambient", load("pre_tool_use_read", wiki.path, session_id="s2"), wiki.path)[1])
     assert "src/ring.py (3), README (2)" in text
+
+
+def test_after_head_moves_only_the_new_commits_are_read(wiki, hook, monkeypatch):
+    """`git log OLD..HEAD` added to the cached lists gives what a full read of the last 200 commits gives;
+    a rewritten history (OLD no longer an ancestor) is read in full again."""
+    from gitwiki import gitcli
+
+    def keys_note(session: str) -> str:
+        text = context_of(hook("ambient", load("pre_tool_use_read", wiki.path, session_id=session), wiki.path)[1])
+        return next(line for line in text.splitlines() if line.startswith("files that changed together"))
+
+    wiki.commit("keys 0", {"src/keys.py": "# 0\n", "src/ring.py": "# 0\n"})
+    wiki.commit("sweep", {f"wiki/p{n}.md": f"# P{n}\n" for n in range(40)} | {"src/keys.py": "# s\n"})
+    hook("ambient", load("pre_tool_use_read", wiki.path, session_id="s0"), wiki.path)
+    cache = wiki.path / ".git" / "gitwiki" / "agent-cochange.json"
+    assert [] in json.loads(cache.read_text())["commits"]  # the 41-file sweep, kept as a place only
+
+    full = gitcli.changed_together
+    monkeypatch.setattr(gitcli, "changed_together", lambda *a: pytest.fail("read the whole history again"))
+    wiki.commit("keys 1", {"src/keys.py": "# 1\n", "src/ring.py": "# 1\n"})
+    wiki.git("checkout", "-qb", "side")
+    wiki.commit("keys on a side branch", {"src/keys.py": "# side\n", "src/ring.py": "# side\n", "README": "x\n"})
+    wiki.git("checkout", "-q", "-")
+    wiki.git("merge", "-q", "--no-ff", "--no-edit", "side")
+    assert keys_note("s1") == "files that changed together with src/keys.py (commits, of the last 200): src/ring.py (3)"
+    assert json.loads(cache.read_text())["commits"] == [f if len(f) <= 30 else [] for f in full(wiki.path, 200)]
+
+    wiki.git("reset", "-q", "--hard", "HEAD~2")  # drops keys 1 and the merge: HEAD is behind the cached one
+    wiki.commit("keys 2", {"src/keys.py": "# 2\n", "src/ring.py": "# 2\n"})
+    monkeypatch.setattr(gitcli, "changed_together", full)
+    assert keys_note("s2") == "files that changed together with src/keys.py (commits, of the last 200): src/ring.py (2)"

@@ -1,8 +1,12 @@
-"""The hooks find the checkout without starting git, and agree with git about it."""
+"""The hooks find the checkout and the worktree's state without starting git, and agree with git about them."""
 
 from __future__ import annotations
 
+import os
+import time
+
 from gitwiki import gitcli
+from tests.agent_hooks.conftest import context_of, load
 
 
 def test_find_checkout_agrees_with_git_in_a_repo_a_subfolder_and_a_worktree(repo, tmp_path, monkeypatch):
@@ -51,3 +55,86 @@ def test_read_head_agrees_with_git_for_loose_packed_detached_and_linked_heads(re
     assert gitcli.read_head(repo.path) == repo.git("rev-parse", "HEAD").strip()
     monkeypatch.setenv("GIT_DIR", str(repo.path / ".git"))
     assert gitcli.read_head(repo.path) is None
+
+
+def _age(root, seconds: float) -> None:
+    """Backdate every file of the worktree and git's index, as a worktree left alone since the last session."""
+    past = time.time() - seconds
+    files = [p for p in root.rglob("*") if ".git" not in p.relative_to(root).parts and p.is_file()]
+    for path in [*files, root / ".git" / "index", root / ".git" / "info" / "exclude"]:
+        os.utime(path, (past, past))
+
+
+def test_the_session_briefing_starts_git_only_when_the_worktree_changed(wiki, hook, monkeypatch):
+    calls = []
+    real = gitcli.worktree_status
+
+    def counted(root, folders):
+        calls.append(list(folders))
+        return real(root, folders)
+
+    monkeypatch.setattr(gitcli, "worktree_status", counted)
+    event = load("session_start", wiki.path)
+
+    def briefing() -> str:
+        text = context_of(hook("session", {**event, "session_id": f"s{len(calls)}-{time.time_ns()}"}, wiki.path)[1])
+        return next(line for line in text.splitlines() if line.startswith("- corpus wiki"))
+
+    _age(wiki.path, 60)
+    assert "changed in the worktree" not in briefing() and calls == [["wiki"]]
+    assert (wiki.path / ".git" / "gitwiki" / "agent-status.json").is_file()
+    clean = briefing()
+    assert "changed in the worktree" not in clean and len(calls) == 1  # from the cache
+
+    page = wiki.path / "wiki" / "deploy.md"
+    page.write_text(page.read_text().replace("previous", "prior"))  # same size, new mtime
+    _age(wiki.path, 30)
+    assert "; 1 pages changed in the worktree" in briefing() and len(calls) == 2
+    assert "; 1 pages changed in the worktree" in briefing() and len(calls) == 2
+    (wiki.path / "wiki" / "new.md").write_text("# New\n")
+    _age(wiki.path, 20)
+    assert "; 2 pages changed in the worktree" in briefing() and len(calls) == 3
+    wiki.git("add", "-A")
+    wiki.git("commit", "-qm", "edits")  # HEAD moves
+    _age(wiki.path, 10)
+    assert "changed in the worktree" not in briefing() and len(calls) == 4
+    (wiki.path / "wiki" / "scratch.md").write_text("# Scratch\n")
+    _age(wiki.path, 8)
+    assert "; 1 pages changed in the worktree" in briefing() and len(calls) == 5
+    assert "; 1 pages changed in the worktree" in briefing() and len(calls) == 5
+    (wiki.path / ".gitignore").write_text("wiki/scratch.md\n")  # outside wiki/, and still in the stamp
+    _age(wiki.path, 5)
+    assert "changed in the worktree" not in briefing() and len(calls) == 6
+
+    page.write_text("# Deploy\n\nJust now.\n")  # changed this very moment: git runs, every time, until it settles
+    assert "; 1 pages changed in the worktree" in briefing() and len(calls) == 7
+    assert "; 1 pages changed in the worktree" in briefing() and len(calls) == 8
+
+
+def test_in_a_linked_worktree_the_shared_exclude_file_is_in_the_stamp(wiki, hook, monkeypatch, tmp_path):
+    linked = tmp_path / "linked"
+    wiki.git("worktree", "add", "-q", str(linked), "-b", "linked")
+    calls = []
+    real = gitcli.worktree_status
+    monkeypatch.setattr(gitcli, "worktree_status", lambda root, folders: calls.append(1) or real(root, folders))
+    (linked / "wiki" / "scratch.md").write_text("# Scratch\n")
+
+    def briefing() -> str:
+        event = load("session_start", linked, session_id=f"l{time.time_ns()}")
+        return next(
+            line for line in context_of(hook("session", event, linked)[1]).splitlines() if "corpus wiki" in line
+        )
+
+    def age() -> None:
+        past = time.time() - 30
+        for path in [*(p for p in linked.rglob("*") if p.is_file()), *(wiki.path / ".git").rglob("*")]:
+            if path.is_file():
+                os.utime(path, (past, past))
+
+    age()
+    assert "; 1 pages changed in the worktree" in briefing() and len(calls) == 1
+    assert "; 1 pages changed in the worktree" in briefing() and len(calls) == 1
+    exclude = wiki.path / ".git" / "info" / "exclude"
+    exclude.write_text("wiki/scratch.md\n")
+    os.utime(exclude, (time.time() - 20, time.time() - 20))  # nothing else changed
+    assert "changed in the worktree" not in briefing() and len(calls) == 2

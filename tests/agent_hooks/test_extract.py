@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gitwiki.agent_hooks.extract import BUILD_COMMAND, MAX_SYMBOLS, error_lines, removed_names, symbols
+from gitwiki.agent_hooks.extract import MAX_SYMBOLS, removed_names, symbols
+from gitwiki.agent_hooks.failures import BUILD_COMMAND, error_lines
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Every hook type from a recorded event, through the real `gitwiki hook` entry point."""
+"""Every hook type from a recorded event, through `gitwiki-hook`, the entry point `gitwiki hooks install` writes."""
 
 from __future__ import annotations
 
@@ -64,6 +64,28 @@ def test_session_state_expires_after_four_hours(wiki, hook):
     data["updated"] = time.time() - 4 * 3600 - 1
     state_file.write_text(json.dumps(data))
     assert "wiki/deploy.md" in context_of(hook("prompt", load("user_prompt_submit", wiki.path), wiki.path)[1])
+
+
+def test_expired_session_files_are_removed_at_most_every_ten_minutes(wiki, hook):
+    folder = wiki.path / ".git" / "gitwiki" / "agent-sessions"
+    folder.mkdir(parents=True)
+    old = time.time() - 5 * 3600
+
+    def expired(name: str):
+        path = folder / f"{name}.json"
+        path.write_text("{}")
+        os.utime(path, (old, old))
+        return path
+
+    first = expired("gone")
+    hook("prompt", load("user_prompt_submit", wiki.path, session_id="new1"), wiki.path)
+    assert not first.exists() and (folder / "new1.json").is_file()
+    second = expired("gone-later")
+    hook("prompt", load("user_prompt_submit", wiki.path, session_id="new2"), wiki.path)
+    assert second.exists()  # pruned a moment ago
+    os.utime(folder / ".pruned", (old, old))
+    hook("prompt", load("user_prompt_submit", wiki.path, session_id="new3"), wiki.path)
+    assert not second.exists() and (folder / "new1.json").is_file()
 
 
 def test_post_build_searches_a_failed_test_run(wiki, hook):
@@ -176,3 +198,41 @@ def test_memory_comes_from_the_memory_config_and_the_brief_is_compact(repo, cli,
     text = context_of(hook("session", load("session_start", repo.path, session_id="s2"), repo.path)[1])
     assert "memory topics, newest first: t0 (2), t5 (1)" in text
     assert "# Memory: 7 entries in 6 topics, 1 in the last 7 days" in text
+
+
+def test_the_cached_memory_overview_ends_when_an_entry_leaves_the_seven_day_window(wiki, hook, monkeypatch):
+    """The keys topic's entry is from 2026-01-02T10:00:00Z; the briefing's overview is cached until it is a
+    week old (the library's "last 7 days"), then made again."""
+    from datetime import UTC, datetime, timedelta
+
+    from gitwiki.agent_hooks import memory
+
+    written = datetime(2026, 1, 2, 10, tzinfo=UTC)
+
+    def briefing_at(now: datetime) -> str:
+        class Clock(datetime):
+            @classmethod
+            def now(cls, tz=None):
+                return now
+
+        monkeypatch.setattr(memory, "datetime", Clock)
+        text = context_of(hook("session", load("session_start", wiki.path, session_id=str(now)), wiki.path)[1])
+        return next(line for line in text.splitlines() if line.startswith("# Memory:"))
+
+    assert briefing_at(written + timedelta(days=6)) == "# Memory: 1 entries in 1 topics, 1 in the last 7 days"
+    cached = json.loads((wiki.path / ".git" / "gitwiki" / "agent-overview.json").read_text())
+    assert cached["until"] == (written + timedelta(days=7)).timestamp()
+    assert briefing_at(written + timedelta(days=6, hours=23)) == "# Memory: 1 entries in 1 topics, 1 in the last 7 days"
+    assert (
+        briefing_at(written + timedelta(days=7, seconds=1)) == "# Memory: 1 entries in 1 topics, 0 in the last 7 days"
+    )
+
+
+def test_a_checkpoint_saved_after_the_overview_was_cached_is_the_one_shown(wiki, hook):
+    first = context_of(hook("session", load("session_start", wiki.path, session_id="c1"), wiki.path)[1])
+    assert ", wiki/memory/checkpoints/default.md):\nSaved 2026-01-03T09:00:00Z." in first
+    (wiki.path / "wiki" / "memory" / "checkpoints" / "later.md").write_text(
+        "# Checkpoint later\n\nSaved 2026-01-04T09:00:00Z.\n\n## Task\n\nship the rotation\n"
+    )
+    text = context_of(hook("session", load("session_start", wiki.path, session_id="c2"), wiki.path)[1])
+    assert ", wiki/memory/checkpoints/later.md):\nSaved 2026-01-04T09:00:00Z.\n\n## Task\n\nship the rotation" in text

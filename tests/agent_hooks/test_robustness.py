@@ -3,6 +3,7 @@ and the hook path stays free of the heavy libraries."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,6 +14,17 @@ from tests.agent_hooks.conftest import context_of, load
 from tests.helpers import ROOT
 
 HEAVY = ("lancedb", "fastembed", "onnxruntime", "numpy", "pygit2", "mcp", "pydantic", "rich")
+# What the lean entry point leaves out (docs/agent-hooks.md, "Speed"): the CLI's parser.
+LEAN_SKIPS = ("argparse", "gitwiki.cli")
+CACHED_SKIPS = (
+    *LEAN_SKIPS,
+    "tomllib",
+    "hashlib",
+    "subprocess",
+    "difflib",
+    "gitwiki.memory.entry",
+    "gitwiki.memory.base",
+)
 
 
 @pytest.mark.parametrize("raw", [b"", b"not json", b"[1, 2]", b"\xff\xfe", b'"text"'])
@@ -52,23 +64,74 @@ def test_answers_are_capped(wiki, hook):
     assert text.endswith("… (cut to 150 characters: [agent_hooks] max_chars)")
 
 
-def test_the_hook_path_imports_no_heavy_library(wiki):
-    """A fresh interpreter, as Claude Code starts one per hook: which modules did `gitwiki hook` load?"""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for hook_type, fixture in (
-        ("prompt", "user_prompt_submit"),
-        ("ambient", "pre_tool_use_edit"),
-        ("session", "session_start"),
-    ):
-        event = (ROOT / "tests/agent_hooks/fixtures" / f"{fixture}.json").read_text().replace("{root}", str(wiki.path))
-        done = subprocess.run(
-            [sys.executable, "-X", "importtime", "-m", "gitwiki", "hook", hook_type],
-            input=event.encode(),
-            capture_output=True,
-            cwd=wiki.path,
-            env=env,
-        )
-        assert done.returncode == 0 and done.stdout.startswith(b'{"hookSpecificOutput"'), done.stderr[-500:]
-        loaded = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.decode().splitlines()[1:]}
-        assert "gitwiki" in loaded
-        assert not loaded & set(HEAVY), (hook_type, loaded & set(HEAVY))
+def _loaded(wiki, entry: list[str], hook_type: str, fixture: str, session: str = "abc123") -> set[str]:
+    """The modules a fresh interpreter, as Claude Code starts one per hook, loaded beyond `python -c pass`."""
+    event = load(fixture, wiki.path, session_id=session)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *entry, hook_type],
+        input=json.dumps(event).encode(),
+        capture_output=True,
+        cwd=wiki.path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0 and done.stdout.startswith(b'{"hookSpecificOutput"'), done.stderr[-500:]
+    return {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()[1:]}
+
+
+HOOKS = (("prompt", "user_prompt_submit"), ("ambient", "pre_tool_use_edit"), ("session", "session_start"))
+
+
+@pytest.mark.parametrize("entry", [["-m", "gitwiki.agent_hooks"], ["-m", "gitwiki", "hook"]])
+def test_the_hook_path_imports_no_heavy_library(wiki, entry):
+    """`gitwiki-hook` (the entry point `hooks install` writes, run here as `python -m gitwiki.agent_hooks`)
+    and `gitwiki hook`: no heavy library, and the lean entry point without the CLI's parser."""
+    for hook_type, fixture in HOOKS:
+        loaded = _loaded(wiki, entry, hook_type, fixture)
+        packages = {name.split(".")[0] for name in loaded}
+        assert "gitwiki" in packages
+        assert not packages & set(HEAVY), (hook_type, packages & set(HEAVY))
+        if entry[1] == "gitwiki.agent_hooks":
+            assert not loaded & set(LEAN_SKIPS), (hook_type, loaded & set(LEAN_SKIPS))
+
+
+def test_a_hook_on_unchanged_files_loads_no_parser_hash_or_git_process_module(wiki):
+    """Once the caches in the index dir hold the config, the memory pages' blob ids and parsed entries and
+    the coupling history, a search hook loads neither tomllib, OpenSSL's hashes, subprocess nor the memory
+    library's parser (docs/agent-hooks.md, "Speed")."""
+    entry = ["-m", "gitwiki.agent_hooks"]
+    for hook_type, fixture in HOOKS[:2]:
+        _loaded(wiki, entry, hook_type, fixture, "first")  # fills the caches
+        loaded = _loaded(wiki, entry, hook_type, fixture, "second")
+        assert not loaded & set(CACHED_SKIPS), (hook_type, loaded & set(CACHED_SKIPS))
+
+
+def test_the_cli_form_answers_as_gitwiki_hook_does(wiki, hook):
+    for hook_type, fixture in (("prompt", "user_prompt_submit"), ("ambient", "pre_tool_use_read")):
+        event = load(fixture, wiki.path)
+        lean = hook(hook_type, {**event, "session_id": "lean"}, wiki.path)
+        assert lean[1] is not None
+        assert hook(hook_type, {**event, "session_id": "cli"}, wiki.path, cli=True) == lean
+
+
+def test_gitwiki_hook_with_an_unknown_type_says_how_to_call_it_and_does_not_block(capsys):
+    from gitwiki.agent_hooks.__main__ import answer
+
+    assert answer(["deploy"]) == 1  # Claude Code reads exit 2 as "block the tool call"
+    assert capsys.readouterr().err.startswith("usage: gitwiki-hook TYPE\n  TYPE: one of session, prompt, ambient")
+    assert answer(["-h"]) == 0 and "usage: gitwiki-hook TYPE" in capsys.readouterr().out
+
+
+def test_a_config_change_reaches_the_next_hook(wiki, hook):
+    """The hooks keep the parsed config layers in agent-config.json; a changed file is read again."""
+    event = load("session_start", wiki.path)
+    assert len(context_of(hook("session", event, wiki.path)[1])) > 150
+    cached = json.loads((wiki.path / ".git" / "gitwiki" / "agent-config.json").read_text())
+    assert cached[str(wiki.path / ".gitwiki.toml")][1]["corpus"] == [{"name": "wiki", "path": "wiki"}]
+    config = wiki.path / ".gitwiki.toml"
+    config.write_text(config.read_text() + "[agent_hooks]\nmax_chars = 150\n")
+    assert len(context_of(hook("session", event, wiki.path)[1])) <= 150
+    config.write_text(config.read_text() + "[search]\nmode = 'telepathy'\n")
+    assert hook("session", event, wiki.path) == (0, None)
+    assert (
+        "UsageError: [search] mode must be one of" in (wiki.path / ".git" / "gitwiki" / "agent-hooks.log").read_text()
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from gitwiki.agent_hooks import HOOK_TYPES
-from gitwiki.agent_hooks.settings import hooks_table
+from gitwiki.agent_hooks.settings import command_for, hook_type_of, hooks_table
 from tests.helpers import ROOT
 
 OTHER = {
@@ -40,7 +40,7 @@ def test_install_then_uninstall_restores_the_other_hooks(repo, cli):
     assert installed["hooks"]["PreToolUse"][:2] == OTHER["hooks"]["PreToolUse"]
     assert installed["hooks"]["PreToolUse"][2] == {
         "matcher": "Read|Edit|Write|Glob|Grep",
-        "hooks": [{"type": "command", "command": "gitwiki hook ambient", "timeout": 10}],
+        "hooks": [{"type": "command", "command": "gitwiki-hook ambient", "timeout": 10}],
     }
     assert installed["hooks"]["Stop"][0] == OTHER["hooks"]["Stop"][0]
 
@@ -62,6 +62,61 @@ def test_install_into_a_missing_file_and_uninstall_leaves_an_empty_object(repo, 
     assert _settings(repo) == {"hooks": hooks_table("/opt/gw/bin/gitwiki")}
     cli("hooks", "uninstall", cwd=repo.path)
     assert _settings(repo) == {}
+
+
+def test_the_command_is_gitwiki_hook_beside_the_program():
+    ambient = HOOK_TYPES[2]
+    assert command_for(ambient) == "gitwiki-hook ambient"
+    assert command_for(ambient, "/opt/gw/bin/gitwiki") == "/opt/gw/bin/gitwiki-hook ambient"
+    # not one path to gitwiki: the CLI form, which the lean entry point cannot stand in for
+    assert command_for(ambient, "uvx gitwiki") == "uvx gitwiki hook ambient"
+    assert command_for(ambient, "/opt/gw/bin/gw") == "/opt/gw/bin/gw hook ambient"
+
+
+def test_hook_type_of_knows_the_commands_of_this_and_earlier_versions():
+    for command, expected in (
+        ("gitwiki-hook prompt", "prompt"),
+        ('"/opt/gw/bin/gitwiki-hook" post-build', "post-build"),
+        ("/mnt/c/gw/gitwiki-hook.exe stop", "stop"),
+        ("gitwiki hook stop", "stop"),  # the CLI form, written before gitwiki-hook existed
+        ("/usr/local/bin/gitwiki hook approve-mcp", "approve-mcp"),
+        ("uvx gitwiki hook session", "session"),
+        ("gitwiki-hook", None),
+        ("gitwiki-hook deploy", None),
+        ("gitwiki hook", None),
+        ("mytool hook stop", None),
+        ("gitwiki ground hook", None),
+        ("~/bin/check-bash.sh", None),
+        (None, None),
+    ):
+        assert hook_type_of(command) == expected, command
+
+
+def test_installs_of_the_cli_form_are_recognised_replaced_and_removed(repo, cli):
+    """Settings an earlier gitwiki wrote (`gitwiki hook TYPE`): status sees them, install swaps them for
+    `gitwiki-hook TYPE` without leaving a duplicate, uninstall removes them."""
+    repo.commit("start")
+    target = repo.path / ".claude" / "settings.json"
+    target.parent.mkdir()
+    earlier = json.loads(json.dumps(OTHER))
+    for h in HOOK_TYPES:
+        group = {"matcher": h.matcher} if h.matcher else {}
+        group["hooks"] = [{"type": "command", "command": f"/opt/gw/bin/gitwiki hook {h.name}", "timeout": 10}]
+        earlier["hooks"].setdefault(h.event, []).append(group)
+    target.write_text(json.dumps(earlier))
+    code, out, _ = cli("hooks", "status", cwd=repo.path)
+    assert code == 0 and all(f"  {h.name} ({h.event}): installed" in out for h in HOOK_TYPES), out
+
+    code, out, _ = cli("hooks", "install", "--command", "/opt/gw/bin/gitwiki", cwd=repo.path)
+    assert code == 0 and all(f"  {h.name} ({h.event}): installed" in out for h in HOOK_TYPES), out
+    commands = [e["command"] for groups in _settings(repo)["hooks"].values() for g in groups for e in g["hooks"]]
+    assert sorted(c for c in commands if "gitwiki" in c) == sorted(
+        f"/opt/gw/bin/gitwiki-hook {h.name}" for h in HOOK_TYPES
+    )
+
+    target.write_text(json.dumps(earlier))
+    cli("hooks", "uninstall", cwd=repo.path)
+    assert _settings(repo) == OTHER
 
 
 def test_status_reports_changed_and_duplicated_entries(repo, cli):

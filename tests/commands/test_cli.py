@@ -51,6 +51,38 @@ def test_json_contract(cli, wiki_repo):
     assert scores == sorted(scores, reverse=True)
 
 
+def test_ground_shows_each_result_folders_summary_once(cli, repo):
+    repo.commit(
+        "pages",
+        {
+            **PAGES,
+            "wiki/ops/index.md": "# Operations\n\nRunbooks for the on-call engineer.\n",
+            "wiki/ops/restart.md": "# Restart\n\nRestart the argo controller.\n",
+            "wiki/ops/scale.md": "# Scale\n\nScale argo workers up.\n",
+            "wiki/index.md": "---\ndescription: The platform wiki.\n---\n# Wiki\n",
+        },
+    )
+    code, out, _ = cli("ground", "argo", "--json", cwd=repo.path)
+    data = json.loads(out)
+    assert code == 0 and {d["path"] for d in data["docs"]} >= {"wiki/deploy.md", "wiki/ops/restart.md"}
+    assert data["folders"] == {"wiki": "The platform wiki.", "wiki/ops": "Runbooks for the on-call engineer."}
+    code, out, _ = cli("ground", "argo", cwd=repo.path)
+    assert out.count("Runbooks for the on-call engineer.") == 1 and out.count("The platform wiki.") == 1
+    lines = out.splitlines()
+    first_ops = next(i for i, line in enumerate(lines) if line.startswith("wiki/ops/") and ".md" in line)
+    assert lines[first_ops - 1] == "wiki/ops/  Runbooks for the on-call engineer."
+    # The summary is the folder's index.md as searched: the worktree edit now, the committed one --at HEAD.
+    (repo.path / "wiki/ops/index.md").write_text("# Operations\n\nWhat on-call does at night.\n")
+    code, out, _ = cli("ground", "argo", "--json", cwd=repo.path)
+    assert json.loads(out)["folders"]["wiki/ops"] == "What on-call does at night."
+    code, out, _ = cli("ground", "argo", "--json", "--at", "HEAD", cwd=repo.path)
+    assert json.loads(out)["folders"]["wiki/ops"] == "Runbooks for the on-call engineer."
+    # A folder without an index.md, or results without one, add nothing.
+    code, out, _ = cli("ground", "signing", "key", "--json", cwd=repo.path)
+    assert [d["path"] for d in json.loads(out)["docs"]] == ["wiki/keys.md"]
+    assert json.loads(out)["folders"] == {"wiki": "The platform wiki."}
+
+
 def test_json_pretty_and_full(cli, wiki_repo):
     code, out, _ = cli("ground", "argo", "--format", "json-pretty", "--full", cwd=wiki_repo.path)
     assert code == 0 and out.startswith("{\n  ")

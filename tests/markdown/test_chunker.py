@@ -1,3 +1,4 @@
+from gitwiki.markdown import chunker
 from gitwiki.markdown.chunker import MAX_PIECES, estimate_pieces, parse_page
 from gitwiki.markdown.frontmatter import split_front_matter
 
@@ -103,3 +104,34 @@ def test_a_one_line_paragraph_under_a_heading_is_kept():
         (("Guide",), 1, 2, "# Guide\nOne line of intro."),
         (("Guide", "Install"), 3, 5, "## Install\n\nRun it."),
     ]
+
+
+def test_text_memo_is_bounded_by_the_length_of_what_it_keeps():
+    from gitwiki.pagetext import text_memo
+
+    calls = []
+
+    @text_memo(10)
+    def shout(text: str) -> str:
+        calls.append(text)
+        return text.upper()
+
+    assert [shout(t) for t in ("abcd", "efgh", "abcd")] == ["ABCD", "EFGH", "ABCD"] and calls == ["abcd", "efgh"]
+    shout("ijkl")  # 12 chars kept: the least recently used ("efgh") goes
+    assert shout("abcd") == "ABCD" and shout("efgh") == "EFGH" and calls == ["abcd", "efgh", "ijkl", "efgh"]
+    assert shout("x" * 11) == "X" * 11 and shout("x" * 11) == "X" * 11  # longer than the bound: never kept
+    assert calls[-2:] == ["x" * 11, "x" * 11]
+
+
+def test_an_edit_to_one_section_reparses_that_section_only(monkeypatch):
+    listing = "\n".join(f"- [Page {i}](p{i}.md) — about {i}" for i in range(200))
+    body = f"# Home\n\n## Drafts\n\n- [Draft](d.md)\n\n## Pages\n\n{listing}\n"
+    first = parse_page(body)
+    parsed = []
+    real = chunker.parser().parse
+    monkeypatch.setattr(chunker.parser(), "parse", lambda text, env=None: parsed.append(text) or real(text, env))
+    edited = body.replace("[Draft](d.md)", "[Draft two](d.md)")
+    assert parse_page(edited).chunks[1:] == first.chunks[1:]
+    assert parsed == ["## Drafts\n\n- [Draft two](d.md)\n\n"]
+    assert parse_page(edited.replace("— about 7\n", "— about 7\n\n[p7]: https://x\n")) is not None
+    assert parsed[-1].startswith("# Home") and len(parsed[-1]) > len(listing)  # a reference: parsed whole

@@ -1,0 +1,50 @@
+"""`gitwiki-hook TYPE` (or `python -m gitwiki.agent_hooks TYPE`): the command `gitwiki hooks install` writes.
+
+It answers as `gitwiki hook TYPE` does, without the CLI around it: argparse with its gettext lookups and
+the command table cost every hook process ~3 ms of its 80 ms budget (docs/benchmarks.md, "Claude Code hooks").
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import NoReturn
+
+from gitwiki.agent_hooks import BY_NAME
+
+USAGE = "usage: gitwiki-hook TYPE\n  TYPE: one of " + ", ".join(BY_NAME) + "\n"
+
+
+def answer(args: list[str]) -> int:
+    """Run the hook `args` names on the event on stdin, its answer on stdout; the exit status."""
+    if args in (["-h"], ["--help"]):
+        sys.stdout.write(USAGE + "Reads a Claude Code hook event on stdin; see `gitwiki hook -h`.\n")
+        return 0
+    if len(args) != 1 or args[0] not in BY_NAME:
+        # Not 2, the CLI's usage status: Claude Code takes exit 2 as "block", so a mistyped hook command
+        # would stop every tool call it matches. 1 shows the message and lets the agent carry on.
+        sys.stderr.write(USAGE)
+        return 1
+    from gitwiki.agent_hooks.run import run
+
+    found = run(args[0], sys.stdin.buffer.read(), ".")
+    if found:
+        sys.stdout.write(found + "\n")
+    return 0
+
+
+def main() -> NoReturn:
+    code = answer(sys.argv[1:])
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:  # Claude Code stopped reading (its timeout): nothing left to tell it
+        pass
+    # The answer is out and every file the hook wrote is closed: skip the interpreter's teardown of the ~60
+    # modules a hook loads, 2-7 ms per hook (min of 25 runs, loaded 2-core host; `python -c pass` has
+    # almost nothing to tear down).
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

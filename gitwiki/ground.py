@@ -1,0 +1,77 @@
+"""One `gitwiki ground`: its options and the text it prints, computed by the one call both the CLI's local path
+and a running `gitwiki serve` (over its socket, `serve_socket.py`) make, so the two answers are the same bytes.
+
+Light on import (the CLI client builds a `GroundRequest` before it knows whether it needs the library at all):
+the search modules are imported by `answer` itself.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from gitwiki.config import Config
+    from gitwiki.search import SearchResult
+    from gitwiki.wiki import Wiki
+
+FORMATS = ("outline", "json", "json-pretty")
+
+
+class GroundRequest(NamedTuple):
+    query: str
+    corpus: str | None = None
+    mode: str | None = None
+    top_files: int | None = None
+    chunks_per_file: int | None = None
+    limit: int | None = None
+    snippet_chars: int | None = None
+    full: bool = False
+    fusion: str | None = None
+    at: str | None = None
+    worktree: bool = True
+    format: str = "outline"
+    color: bool = False  # outline only: ANSI styles, when stdout is a terminal
+
+
+def answer(wiki: Wiki, request: GroundRequest) -> str:
+    """What `gitwiki ground` prints on stdout. In a clone without an index the published one is installed first
+    (one stderr line says so), as `gitwiki index` does."""
+    if request.at is None and wiki.has_no_index_to_start_from():
+        from gitwiki.pull import install_published  # fetching and archives: only in a clone without an index
+
+        install_published(wiki, lexical=request.mode == "lexical")
+    result = wiki.search(request.query, request.corpus, **_search_options(request))
+    return render(result, request)
+
+
+def answer_shared(uri: str, config: Config, request: GroundRequest) -> str:
+    """What `gitwiki ground` prints when it answers from the shared LanceDB table at `uri` (no checkout): the
+    last exported commit, so neither `--at` nor the worktree applies."""
+    from gitwiki.errors import UsageError
+    from gitwiki.lance_index import LanceReader
+    from gitwiki.search import SearchOptions
+
+    if request.at is not None:
+        raise UsageError("--at needs a checkout: the shared index holds only the last exported commit")
+    search = _search_options(request)
+    del search["at"], search["worktree"]
+    options = SearchOptions.build(config.search, **search)
+    return render(LanceReader(uri).ground(config, request.query, request.corpus, options), request)
+
+
+def _search_options(request: GroundRequest) -> dict[str, Any]:
+    search = request._asdict()  # the fields between corpus and format are Wiki.search's keywords
+    for name in ("query", "corpus", "format", "color"):
+        del search[name]
+    return search
+
+
+def render(result: SearchResult, request: GroundRequest) -> str:
+    import json
+
+    from gitwiki.outline import outline
+
+    if request.format == "outline":
+        return outline(result, color=request.color)
+    indent = 2 if request.format == "json-pretty" else None
+    return json.dumps(result.to_json(), indent=indent, ensure_ascii=False) + "\n"

@@ -1,0 +1,257 @@
+"""`gitwiki ground` asks a running `gitwiki serve` of the same checkout over its unix socket, gets exactly what
+it would have printed by itself, and answers by itself whenever the server cannot answer for it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from gitwiki import serve_client
+from gitwiki.ground import GroundRequest
+from gitwiki.serve_socket import SocketServer
+from gitwiki.wiki import Wiki
+from tests.helpers import needs_model
+from tests.test_mcp_server import DEPLOY, LEXICAL
+
+FAQ = "# FAQ\n\nAsk the platform team about access.\n"
+WAIT = 60.0  # generous: CI is a loaded 2-core machine
+
+
+def wait_for(condition, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def lexical_repo(repo):
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/deploy.md": DEPLOY, "wiki/faq.md": FAQ})
+    return repo
+
+
+@pytest.fixture
+def server(lexical_repo):
+    """A socket server in this process over its own `Wiki` of the repo (what `gitwiki serve` starts)."""
+    wiki = Wiki.open(lexical_repo.path)
+    listening = SocketServer.listen(wiki, threading.Lock())
+    assert listening is not None
+    yield listening
+    listening.close()
+    wiki.close()
+
+
+def test_the_cli_prints_what_it_prints_without_the_server(lexical_repo, server, cli, monkeypatch):
+    runs = [("ground", "rollback"), ("ground", "rollback", "--json"), ("ground", "team", "--format", "json-pretty")]
+    local = [cli(*args, "--no-server", cwd=lexical_repo.path) for args in runs]
+    assert "wiki/deploy.md" in local[0][1]
+
+    def no_local_path(*args, **kwargs):
+        raise AssertionError("the CLI answered by itself")
+
+    monkeypatch.setattr(Wiki, "open", no_local_path)
+    assert [cli(*args, cwd=lexical_repo.path) for args in runs] == local
+
+
+def test_a_worktree_edit_made_just_before_is_seen(lexical_repo, server):
+    lexical_repo.write("wiki/faq.md", FAQ + "\n## Zebra\n\nThe zebra canary lives here.\n")
+    asked = serve_client.ask(str(lexical_repo.path), GroundRequest("zebra canary", format="json"))
+    assert asked is not None
+    assert '"wiki/faq.md"' in asked.stdout and '"dirty": ["wiki/faq.md"]' in asked.stdout
+
+
+def test_an_error_is_the_local_error(lexical_repo, server, cli):
+    code, _, err = cli("ground", "deploy", "--corpus", "nope", cwd=lexical_repo.path)
+    local_code, _, local_err = cli("ground", "deploy", "--corpus", "nope", "--no-server", cwd=lexical_repo.path)
+    assert code == local_code == 3
+    assert err == local_err and "no corpus named 'nope'" in err
+    asked = serve_client.ask(str(lexical_repo.path), GroundRequest("deploy", corpus="nope"))
+    assert asked is not None and asked.exit_code == 3
+    with pytest.raises(serve_client.ServerError) as raised:
+        asked.check()
+    assert raised.value.exit_code == 3 and str(raised.value) in err
+
+
+def test_the_server_declines_what_it_cannot_answer_for(lexical_repo, server, monkeypatch, cli):
+    request = GroundRequest("rollback")
+    assert serve_client.ask(str(lexical_repo.path), request) is not None
+    with monkeypatch.context() as m:
+        m.setenv("GITWIKI_NO_SERVER", "1")
+        assert serve_client.ask(str(lexical_repo.path), request) is None
+    with monkeypatch.context() as m:
+        m.setenv("GITWIKI_MODEL", "another/model")  # another environment: another answer
+        assert serve_client.ask(str(lexical_repo.path), request) is None
+    assert serve_client.ask(str(lexical_repo.path), request) is not None
+    (lexical_repo.path / ".gitwiki.toml").write_text(LEXICAL + '\n[search]\nmode = "lexical"\n')
+    assert serve_client.ask(str(lexical_repo.path), request) is None  # the config changed since the start
+    assert server.reply(
+        {
+            "protocol": serve_client.PROTOCOL,
+            "root": str(lexical_repo.path.resolve()),
+            "start": str(lexical_repo.path),
+            "env": serve_client.environment(),
+            "request": request._asdict(),
+        }
+    ) == {"declined": "the configuration changed since the server started, or another default corpus"}
+    code, out, _ = cli("ground", "rollback", cwd=lexical_repo.path)  # the CLI answers by itself
+    assert code == 0 and "wiki/deploy.md" in out
+
+
+def test_another_worktree_is_not_answered_by_this_ones_server(lexical_repo, server, tmp_path, cli):
+    other = tmp_path / "other"
+    lexical_repo.git("worktree", "add", "-q", str(other), "-b", "other")
+    (other / "wiki/deploy.md").write_text("# Deploy\n\nOnly in the other worktree: zebra.\n")
+    assert serve_client.ask(str(other), GroundRequest("zebra")) is None  # its own socket path: none there
+    reply = server.reply(
+        {
+            "protocol": serve_client.PROTOCOL,
+            "root": str(other.resolve()),
+            "start": str(other),
+            "env": serve_client.environment(),
+            "request": GroundRequest("zebra")._asdict(),
+        }
+    )
+    assert reply == {"declined": f"another checkout ({other.resolve()})"}
+    code, out, _ = cli("ground", "zebra", cwd=other)
+    assert code == 0 and "Only in the other worktree" in out
+
+
+def test_the_socket_is_private_and_a_second_server_leaves_it_to_the_first(lexical_repo, server):
+    assert stat.S_IMODE(os.stat(server.path).st_mode) == 0o600
+    second = Wiki.open(lexical_repo.path)
+    assert server.path == serve_client.socket_path(second.index_dir, second.root)
+    assert SocketServer.listen(second, threading.Lock()) is None
+    assert serve_client.ask(str(lexical_repo.path), GroundRequest("rollback")) is not None
+    second.close()
+
+
+def raw_exchange(path: Path, line: bytes) -> bytes:
+    """What the server sends back to `line` before it closes the connection."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(WAIT)
+        sock.connect(str(path))
+        received = b""
+        try:
+            sock.sendall(line)
+            while chunk := sock.recv(65536):
+                received += chunk
+        except (BrokenPipeError, ConnectionResetError):  # closed before reading what was sent
+            pass
+        return received
+
+
+def test_garbage_and_other_users_get_nothing_and_the_server_keeps_serving(lexical_repo, server, monkeypatch):
+    assert raw_exchange(server.path, b"not json\n") == b""
+    assert raw_exchange(server.path, b'{"protocol": 99}\n') == b'{"declined": "another protocol"}\n'
+    with monkeypatch.context() as m:
+        m.setattr(serve_client, "peer_uid", lambda sock: os.getuid() + 1)  # both ends check the peer
+        assert raw_exchange(server.path, b'{"protocol": 1}\n') == b""
+        assert serve_client.ask(str(lexical_repo.path), GroundRequest("rollback")) is None
+    asked = serve_client.ask(str(lexical_repo.path), GroundRequest("rollback"))
+    assert asked is not None and "wiki/deploy.md" in asked.stdout
+
+
+def test_a_dead_servers_socket_is_replaced_and_a_closed_one_removed(lexical_repo):
+    wiki = Wiki.open(lexical_repo.path)
+    path = serve_client.socket_path(wiki.index_dir, wiki.root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as dead:
+        dead.bind(str(path))  # bound, never listening: what a killed server leaves
+    assert serve_client.ask(str(lexical_repo.path), GroundRequest("rollback")) is None
+    listening = SocketServer.listen(wiki, threading.Lock())
+    assert listening is not None
+    assert serve_client.ask(str(lexical_repo.path), GroundRequest("rollback")) is not None
+    listening.close()
+    assert not path.exists()
+    assert serve_client.ask(str(lexical_repo.path), GroundRequest("rollback")) is None
+    wiki.close()
+
+
+def test_the_socket_lives_in_the_index_dir_unless_that_path_is_too_long(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    root = Path("/src/project")
+    short = serve_client.socket_path(Path("/src/project/.git/gitwiki"), root)
+    assert short.parent == Path("/src/project/.git/gitwiki") and short.name.startswith("serve-")
+    assert serve_client.socket_path(Path("/src/project/.git/gitwiki"), Path("/src/other")) != short  # per worktree
+    deep = Path("/src", "x" * 100, ".git/gitwiki")
+    assert serve_client.socket_path(deep, root).parent == serve_client.runtime_dir()
+
+
+def test_an_index_dir_too_long_for_af_unix_uses_a_short_path(lexical_repo, tmp_path, monkeypatch):
+    runtime = Path(tempfile.mkdtemp(prefix="gw"))  # short, unlike tmp_path
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("GITWIKI_INDEX_DIR", str(tmp_path / ("deep-" * 30) / "index"))
+    wiki = Wiki.open(lexical_repo.path)
+    listening = SocketServer.listen(wiki, threading.Lock())
+    assert listening is not None
+    assert listening.path.parent == runtime and len(os.fsencode(listening.path)) <= serve_client.MAX_ADDRESS
+    asked = serve_client.ask(str(lexical_repo.path), GroundRequest("rollback"))
+    assert asked is not None and "wiki/deploy.md" in asked.stdout
+    listening.close()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as dead:
+        dead.bind(str(runtime / "gitwiki-0123456789abcdef.sock"))  # a killed server's, for another checkout
+    listening = SocketServer.listen(wiki, threading.Lock())
+    assert listening is not None
+    assert [p.name for p in runtime.iterdir()] == [listening.path.name]  # the dead one swept
+    listening.close()
+    wiki.close()
+    runtime.rmdir()
+
+
+@needs_model
+def test_gitwiki_serve_answers_a_fresh_cli_process(repo):
+    """End to end: `gitwiki serve` (before any MCP client spoke) answers a fresh `gitwiki ground`, hybrid, with
+    the bytes a fresh local `gitwiki ground` prints."""
+    repo.commit("init", {"wiki/deploy.md": DEPLOY, "wiki/faq.md": FAQ})
+    env = dict(os.environ)
+    command = [sys.executable, "-m", "gitwiki", "-C", str(repo.path)]
+    subprocess.run([*command, "index"], env=env, check=True, capture_output=True)
+    served = subprocess.Popen([*command, "serve"], stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        wiki = Wiki.open(repo.path)
+        path = serve_client.socket_path(wiki.index_dir, wiki.root)
+        wiki.close()
+        wait_for(path.exists, "the server's socket")
+        ground = [*command, "ground", "how do we undo a release", "--json"]
+        via_server = subprocess.run(ground, env=env, check=True, capture_output=True, text=True)
+        local = subprocess.run([*ground, "--no-server"], env=env, check=True, capture_output=True, text=True)
+        assert via_server.stdout == local.stdout and '"mode": "hybrid"' in local.stdout
+        asked = serve_client.ask(str(repo.path), GroundRequest("how do we undo a release", format="json"))
+        assert asked is not None and asked.stdout == local.stdout
+    finally:
+        assert served.stdin is not None
+        served.stdin.close()  # hung up before initialize: the server exits and removes its socket
+        served.wait(timeout=WAIT)
+    assert not Path(path).exists()
+
+
+def test_a_terminated_server_removes_its_socket(lexical_repo):
+    """MCP clients send SIGTERM to a server slow to exit; it dies of the signal as before, its socket file gone."""
+    served = subprocess.Popen(
+        [sys.executable, "-m", "gitwiki", "-C", str(lexical_repo.path), "serve"],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ),
+    )
+    wiki = Wiki.open(lexical_repo.path)
+    path = serve_client.socket_path(wiki.index_dir, wiki.root)
+    wiki.close()
+    try:
+        wait_for(path.exists, "the server's socket")
+        served.terminate()
+        assert served.wait(timeout=WAIT) == -signal.SIGTERM
+    finally:
+        served.kill()
+        served.wait(timeout=WAIT)
+    assert not path.exists()
