@@ -8,10 +8,8 @@ second run only re-embeds chunk texts that changed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -49,24 +47,9 @@ def git(repo: Path, *args: str) -> str:
 
 def write_repo(repo: Path, pages: Iterable[tuple[str, str]], config: str) -> Path:
     """A git repo holding exactly `pages` (path, text) and `.gitwiki.toml`, committed; reused when identical."""
-    pages = list(pages)
-    digest = hashlib.sha256(json.dumps([config, pages]).encode()).hexdigest()
-    marker = repo / ".git" / "bench-digest"
-    if marker.is_file() and marker.read_text() == digest:
-        return repo
-    if repo.exists():
-        shutil.rmtree(repo)
-    repo.mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
-    (repo / ".gitwiki.toml").write_text(config, encoding="utf-8")
-    for rel, text in pages:
-        target = repo / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "benchmark corpus")
-    marker.write_text(digest)
-    return repo
+    from gitwiki.evaluation import write_corpus_repo
+
+    return write_corpus_repo(repo, list(pages), config)
 
 
 def corpus_config(name: str, path: str, embeddings: bool = True) -> str:
