@@ -14,25 +14,29 @@ Usage: python bench/bench_artifact.py [--pages 1000] [--runs 3] [--json]
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import statistics
 import sys
 import time
 
 from bench_index import tldr_pages
-from benchlib import WORK, corpus_config, git, open_wiki, timed_index, use_offline_model, write_repo
+from benchlib import (
+    WORK,
+    corpus_config,
+    git,
+    median_ms,
+    open_wiki,
+    print_result,
+    timed_index,
+    use_offline_model,
+    write_repo,
+)
 
 
 def timed(fn, *args):
     started = time.perf_counter()
     value = fn(*args)
     return value, time.perf_counter() - started
-
-
-def median_ms(values: list[float]) -> float:
-    return round(statistics.median(values) * 1000, 1)
 
 
 def main(argv=None) -> int:
@@ -97,11 +101,7 @@ def main(argv=None) -> int:
         "catch_up_ms_median": median_ms(catch_ups),
         "catch_up_embedded": embedded,
     }
-    if args.json:
-        print(json.dumps(results, indent=2))
-    else:
-        for key, value in results.items():
-            print(f"{key:22} {value}")
+    print_result(results, args.json)
     return 0
 
 

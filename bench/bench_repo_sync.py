@@ -17,7 +17,6 @@ Usage: python bench/bench_repo_sync.py [--pages 1000] [--runs 5] [--lexical] [--
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -26,11 +25,7 @@ import sys
 import time
 
 from bench_index import tldr_pages
-from benchlib import ROOT, WORK, git, use_offline_model, write_repo
-
-
-def median_ms(values: list[float]) -> float:
-    return round(statistics.median(values) * 1000, 1)
+from benchlib import ROOT, WORK, git, median_ms, print_result, use_offline_model, write_repo
 
 
 def main(argv=None) -> int:
@@ -121,11 +116,7 @@ def main(argv=None) -> int:
         "artifact_first_embedded": sum(r.embedded for r in seeded.reports),
         "runs": args.runs,
     }
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        for key, value in result.items():
-            print(f"{key:26} {value}")
+    print_result(result, args.json)
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -99,6 +100,20 @@ def emit(result: dict, headline: str, scores, as_json: bool) -> None:
     else:
         print(f"{headline}; index {result['index_seconds']} s, embedded {result['embedded']}")
         print_scores(scores)
+
+
+def median_ms(seconds: list[float]) -> float:
+    return round(statistics.median(seconds) * 1000, 1)
+
+
+def print_result(result: dict, as_json: bool) -> None:
+    """A bench's flat result: the dict as JSON, or one `key value` line each."""
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    width = max(map(len, result)) + 1
+    for key, value in result.items():
+        print(f"{key:{width}} {value}")
 
 
 def print_scores(scores) -> None:
