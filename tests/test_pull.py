@@ -174,14 +174,20 @@ def self_signed(tmp_path: Path) -> tuple[Path, Path]:
     return cert, key
 
 
-def test_pull_over_https(origin, cli, tmp_path, monkeypatch):
+def trusted_tls(tmp_path, monkeypatch) -> ssl.SSLContext:
+    """A server context with a fresh self-signed certificate, the only CA the client then trusts."""
     try:
         cert, key = self_signed(tmp_path)
     except (OSError, subprocess.CalledProcessError) as e:
         pytest.skip(f"openssl cannot make a test certificate here ({e})")
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(cert, key)
-    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the client trusts only our test CA
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    return tls
+
+
+def test_pull_over_https(origin, cli, tmp_path, monkeypatch):
+    tls = trusted_tls(tmp_path, monkeypatch)
     handler = type(
         "H", (Quiet,), {"routes": {"/wiki.tar.gz": (200, {}, (tmp_path / ARCHIVE_NAME).read_bytes())}, "seen": []}
     )
@@ -204,13 +210,7 @@ class BrokenOff(Quiet):
 
 
 def test_network_failures_exit_6_and_leave_the_index(origin, cli, tmp_path, monkeypatch):
-    try:
-        cert, key = self_signed(tmp_path)
-    except (OSError, subprocess.CalledProcessError) as e:
-        pytest.skip(f"openssl cannot make a test certificate here ({e})")
-    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    tls.load_cert_chain(cert, key)
-    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    tls = trusted_tls(tmp_path, monkeypatch)
     local = clone(origin, tmp_path / "clone")
     pull_json(cli, local.path, "--from", str(tmp_path / ARCHIVE_NAME))
     index = next(local.path.joinpath(".git", "gitwiki").glob("**/index.sqlite")).read_bytes()
