@@ -17,7 +17,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sized
+from collections.abc import Callable, Iterable, Iterator, Sized
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -533,6 +533,18 @@ def _translated(e: sqlite3.DatabaseError | UnicodeDecodeError, index_dir: Path) 
     return e
 
 
+def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
+    """`method` of `_Cursor`, with SQLite's errors raised as the ones the user can act on."""
+
+    def call(self: _Cursor, *args: Any) -> Any:
+        try:
+            return method(self, *args)
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
+            raise self._fail(e) from e
+
+    return call
+
+
 class _Cursor(sqlite3.Cursor):
     """Every statement and every row fetched raises a damaged file, a full disk or a read-only index as
     StoreError with the next step, on whatever read or write path it is met. (The Python-level `__next__`
@@ -542,35 +554,11 @@ class _Cursor(sqlite3.Cursor):
         conn = self.connection
         return _translated(e, conn.index_dir if isinstance(conn, _Connection) else Path("."))
 
-    def execute(self, *args):
-        try:
-            return super().execute(*args)
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
-            raise self._fail(e) from e
-
-    def executemany(self, *args):
-        try:
-            return super().executemany(*args)
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
-            raise self._fail(e) from e
-
-    def fetchone(self):
-        try:
-            return super().fetchone()
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
-            raise self._fail(e) from e
-
-    def fetchall(self):
-        try:
-            return super().fetchall()
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
-            raise self._fail(e) from e
-
-    def __next__(self):
-        try:
-            return super().__next__()
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
-            raise self._fail(e) from e
+    execute = _guarded(sqlite3.Cursor.execute)
+    executemany = _guarded(sqlite3.Cursor.executemany)
+    fetchone = _guarded(sqlite3.Cursor.fetchone)
+    fetchall = _guarded(sqlite3.Cursor.fetchall)
+    __next__ = _guarded(sqlite3.Cursor.__next__)
 
 
 class _Connection(sqlite3.Connection):
