@@ -188,6 +188,13 @@ def _replace_in(
         raise
 
 
+def stat_stamp(st: os.stat_result) -> tuple[int, int, int]:
+    """What says a file is unchanged since it was last read, for the caches keyed by a file: inode (an atomic
+    write renames a new inode into place, even within one mtime tick), mtime and size. Page facts key by more
+    (ctime too): they outlive the process and must also catch a same-size rewrite in place."""
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
 def _remove_stale_temps(folder: int) -> None:
     cutoff = time.time() - STALE_TEMP_SECONDS
     with os.scandir(folder) as entries:

@@ -17,6 +17,7 @@ import pygit2
 from gitwiki import gitcli
 from gitwiki.config import CorpusConfig, matches
 from gitwiki.errors import GitwikiError, NotFoundError
+from gitwiki.fs import stat_stamp
 from gitwiki.gitcli import blob_id
 
 # pygit2 can only check the whole worktree (about 3 ms per 1,000 tracked files); `git status -- FOLDER`
@@ -119,7 +120,7 @@ class GitRepo:
             st = os.stat(self.git_dir / "index")
         except FileNotFoundError:
             return (0, 0, 0)
-        return (st.st_ino, st.st_mtime_ns, st.st_size)
+        return stat_stamp(st)
 
     def config_value(self, key: str) -> str | None:
         """A git config value (`core.hooksPath`), or None when it is not set."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gitwiki.config import read_toml
-from gitwiki.fs import atomic_write
+from gitwiki.fs import atomic_write, stat_stamp
 
 CONFIG = "agent-config.json"
 
@@ -36,8 +36,8 @@ def save(path: Path, data: dict) -> None:
 
 
 def stamp(st: os.stat_result) -> list[int]:
-    """What says a file is unchanged, as `Memory` keys its in-process cache: inode, mtime and size."""
-    return [st.st_ino, st.st_mtime_ns, st.st_size]
+    """`fs.stat_stamp` as JSON holds it."""
+    return list(stat_stamp(st))
 
 
 def config_reader(folder: Path) -> Callable[[Path], dict[str, Any]]:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from gitwiki import gitcli
 from gitwiki.agent_hooks import cache
+from gitwiki.fs import stat_stamp
 
 CACHE = "agent-status.json"
 MAX_FILES = 20_000  # a bigger tree is left to git, which keeps its own stat cache in the index
@@ -65,7 +66,7 @@ def _stamp(root: Path, git_dir: Path, folders: list[str]) -> int | None:
             return None
         if st.st_mtime_ns > recent:
             return None
-        parts.append(f"{path}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_size}")
+        parts.append("\0".join(map(str, (path, *stat_stamp(st)))))
     return zlib.crc32("\n".join(parts).encode("utf-8", "surrogateescape"))
 
 

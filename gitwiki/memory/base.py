@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.config import Config, normalize_corpus_path
 from gitwiki.errors import NotFoundError, UsageError
+from gitwiki.fs import stat_stamp
 from gitwiki.gitcli import blob_id
 from gitwiki.memory.entry import Entry, TopicPage, entry_terms, now_iso, parse_page, topic_name
 
@@ -53,7 +54,7 @@ class Memory:
         self.folder = base / self.dir
         self.started = now_iso()  # the session: what this process stored since it started
         self._pages: dict[Path, tuple[tuple[int, int, int], TopicFile]] = {}
-        self._files: dict[Path, tuple[int, int, str | None]] = {}
+        self._files: dict[Path, tuple[tuple[int, int, int], str | None]] = {}
         self.indexed: set[tuple[str, str | None]] = set()  # (blob, model) known parsed and embedded
         self.chunk_entries: dict[str, dict[int, tuple[str, int]]] = {}  # blob → chunk id → (topic, entry line)
 
@@ -156,7 +157,7 @@ class Memory:
             st = file.stat()
         except OSError:
             return None
-        key = (st.st_ino, st.st_mtime_ns, st.st_size)  # atomic writes rename a new inode into place
+        key = stat_stamp(st)
         cached = self._pages.get(file)
         if cached and cached[0] == key and not fresh:
             return cached[1]
@@ -178,11 +179,11 @@ class Memory:
         except OSError:
             return None
         cached = self._files.get(file)
-        if cached and cached[:2] == (st.st_mtime_ns, st.st_size):
-            return cached[2]
+        if cached and cached[0] == stat_stamp(st):
+            return cached[1]
         try:
             blob: str | None = blob_id(file.read_bytes())
         except OSError:
             blob = None
-        self._files[file] = (st.st_mtime_ns, st.st_size, blob)
+        self._files[file] = (stat_stamp(st), blob)
         return blob
