@@ -5,9 +5,10 @@ with the offline MiniLM model (real vectors; the index dir keeps its embedding c
 
 - export: a full export to a fresh table, then an incremental one after editing a few pages, then one with
   nothing changed, each beside a floor (opening the table and counting its rows) measured in the same run;
-- ANN: recall@10 of the ANN index (IVF-PQ, built above `[storage] ann_min_rows`) against exact (brute-force)
-  search, for real queries (the `>` summary lines of random pages, embedded with the index's model), and the
-  latency of both: the raw vector query beside a 1-row table's (the floor), and `LanceReader`'s hybrid search.
+- ANN: recall@10 of the ANN index (IVF-HNSW-SQ, built above `[storage] ann_min_rows`) and of the IVF-PQ it
+  replaced against exact (brute-force) search, for real queries (the `>` summary lines of random pages, embedded
+  with the index's model), and the latency of each: the raw vector query beside a 1-row table's (the floor), and
+  `LanceReader`'s hybrid search.
 
 Long (embedding 38k pages takes most of an hour on a loaded 2-core host): run it in the background with nice,
 never in CI.
@@ -92,8 +93,12 @@ def exports(wiki, repo: Path, uri: str, rounds: int) -> dict:
 
 
 def ann(wiki, exact_uri: str, ann_uri: str, texts: list[str], refine: int) -> dict:
-    """recall@10 of the IVF-PQ index against exact search and both latencies, interleaved per query: the raw
-    vector query, and `LanceReader`'s hybrid search (query embedding, tag check, FTS, vectors, fusion)."""
+    """recall@10 of the ANN indexes against exact search and their latencies, interleaved per query: the raw
+    vector query — the IVF-HNSW-SQ index `export` builds at two `ef`, and IVF-PQ (what it built before) with
+    lancedb's default probes and more, with and without a refine — and `LanceReader`'s hybrid search (query
+    embedding, tag check, FTS, vectors, fusion)."""
+    from lancedb.index import IvfPq
+
     from gitwiki.config import SearchConfig
     from gitwiki.lance_index import TABLE, LanceReader, connect, export
     from gitwiki.search import SearchOptions
@@ -103,33 +108,48 @@ def ann(wiki, exact_uri: str, ann_uri: str, texts: list[str], refine: int) -> di
     assert built.ann_index, built
     exact, indexed = connect(exact_uri).open_table(TABLE), connect(ann_uri).open_table(TABLE)
     tiny = connect(ann_uri + "-floor").create_table(TABLE, data=exact.search().limit(1).to_arrow(), mode="overwrite")
+    pq = connect(ann_uri + "-pq").create_table(TABLE, data=exact.to_arrow(), mode="overwrite")
+    started = time.perf_counter()
+    pq.create_index("vector", config=IvfPq(distance_type="cosine"))
+    pq_build_s = time.perf_counter() - started
     embedder = wiki.embedder()
     vectors = [embedder.embed_query(text) for text in texts]
 
-    def top(table, vector, refine_factor=None):
+    def top(table, vector, refine_factor=None, nprobes=None, ef=None):
         search = table.search(vector, vector_column_name="vector").distance_type("cosine").select(["key"]).limit(10)
         if refine_factor:
             search = search.refine_factor(refine_factor)
+        if nprobes:
+            search = search.nprobes(nprobes)
+        if ef:
+            search = search.ef(ef)
         return [row["key"] for row in search.to_list()]
 
-    refined = f"ivf_pq refine {refine}"
-    ms: dict[str, list[float]] = {"floor (1-row table)": [], "exact": [], "ivf_pq": [], refined: []}
-    recall: dict[str, list[float]] = {"ivf_pq": [], refined: []}
+    variants = {
+        "ivf_pq": (pq, {}),
+        f"ivf_pq refine {refine}": (pq, {"refine_factor": refine}),
+        f"ivf_pq nprobes 50 refine {refine}": (pq, {"refine_factor": refine, "nprobes": 50}),
+        "ivf_hnsw_sq ef 50": (indexed, {"ef": 50}),
+        "ivf_hnsw_sq ef 150": (indexed, {"ef": 150}),
+    }
+    ms: dict[str, list[float]] = {"floor (1-row table)": [], "exact": [], **{name: [] for name in variants}}
+    recall: dict[str, list[float]] = {name: [] for name in variants}
     for vector in vectors:
         ms["floor (1-row table)"].append(timed(top, tiny, vector)[1])
         truth, t = timed(top, exact, vector)
         ms["exact"].append(t)
-        for name, factor in (("ivf_pq", None), (refined, refine)):
-            found, t = timed(top, indexed, vector, factor)
+        for name, (table, settings) in variants.items():
+            found, t = timed(top, table, vector, **settings)
             ms[name].append(t)
             recall[name].append(len(set(found) & set(truth)) / len(truth))
     options = SearchOptions.build(SearchConfig(), mode="hybrid")
-    readers = {"reader hybrid, exact": LanceReader(exact_uri), "reader hybrid, ivf_pq": LanceReader(ann_uri)}
+    readers = {"reader hybrid, exact": LanceReader(exact_uri), "reader hybrid, ivf_hnsw_sq": LanceReader(ann_uri)}
     for text in texts[:50]:
         for name, reader in readers.items():
             ms.setdefault(name, []).append(timed(reader.search, text, "tldr", options, embedder)[1])
     return {
         "full_export_with_index_s": round(built.seconds, 1),
+        "ivf_pq_build_s": round(pq_build_s, 1),
         "recall@10": {k: round(statistics.mean(v), 3) for k, v in recall.items()},
         "ms": {k: figures(v) for k, v in ms.items()},
     }
@@ -177,9 +197,11 @@ def main(argv=None) -> int:
             f"export: full {e['full_s']} s; incremental ({EDITS} pages, {e.get('changed_rows')} rows) "
             f"{e['incremental_s']} s; unchanged {e['unchanged_s']} s; floor (open + count) {e['floor_ms']} ms"
         )
-        print(f"full export with IVF-PQ {a['full_export_with_index_s']} s; recall@10 {a['recall@10']}")
+        built = f"IVF-PQ built in {a['ivf_pq_build_s']} s"
+        print(f"full export with IVF-HNSW-SQ {a['full_export_with_index_s']} s; {built}")
+        print(f"recall@10 {a['recall@10']}")
         for name, f in a["ms"].items():
-            print(f"  {name:<24} min {f['min']:>7} ms  median {f['median']:>7} ms  p95 {f['p95']:>7} ms")
+            print(f"  {name:<34} min {f['min']:>7} ms  median {f['median']:>7} ms  p95 {f['p95']:>7} ms")
     return 0
 
 

@@ -102,7 +102,7 @@ class EmbeddingsConfig(NamedTuple):
 class StorageConfig(NamedTuple):
     index_dir: str | None = None  # default: <git common dir>/gitwiki
     uri: str | None = None  # a LanceDB URI (e.g. s3://bucket/wiki) for the scale-out path
-    ann_min_rows: int = 100_000  # `gitwiki lance export`: from this many rows the vectors get an IVF-PQ index
+    ann_min_rows: int = 100_000  # `gitwiki lance export`: from this many rows the vectors get an IVF-HNSW-SQ index
 
 
 class ArtifactConfig(NamedTuple):

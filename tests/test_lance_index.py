@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pyarrow as pa
 import pytest
@@ -248,7 +250,7 @@ class HashEmbedder:
         return v / np.linalg.norm(v)
 
 
-@pytest.mark.slow  # trains an IVF-PQ index on 300 rows
+@pytest.mark.slow  # trains an IVF-HNSW-SQ index on 300 rows
 def test_ann_index_above_the_configured_size(repo, cli, tmp_path, monkeypatch):
     from gitwiki import embed
 
@@ -296,6 +298,9 @@ def test_ground_answers_from_the_shared_index_without_a_checkout(wiki, cli, tmp_
     assert shared["commit"] == local["commit"] and shared["corpus"] == "wiki"
     assert [d["path"] for d in shared["docs"]] == [d["path"] for d in local["docs"]]
     assert shared["docs"][0]["chunks"][0]["breadcrumb"] == ["Deploy", "Rollback"]
+    # A reader's stderr holds nothing but errors (lancedb's Rust side logs its warnings straight to it).
+    run = subprocess.run([sys.executable, "-m", "gitwiki", "ground", "rollback tag"], cwd=reader, capture_output=True)
+    assert run.returncode == 0 and b"wiki/deploy.md" in run.stdout and run.stderr == b"", run.stderr
 
     # --uri asks the table even inside a checkout; --at needs the checkout's history.
     code, out, err = cli("ground", "--uri", str(uri), "--format", "outline", "release train", cwd=repo.path)
