@@ -7,6 +7,22 @@
                    added to each chunk's BM25 before fusion
 --query-stop       drop question boilerplate (QUESTION_WORDS) from the lexical query
 --no-prefix        embed each chunk's text alone, without its breadcrumb or title line (re-embeds every chunk)
+--norm N           fusion normalization per ranking (default minmax over the list): zscore ((s − list min) / std,
+                   so a chunk absent from a list still counts as its worst), dbsf (mean ± 3 std as bounds, clipped at 0;
+                   dbsf1 also at 1),
+                   tmm (theoretical min-max: BM25 / max with min 0; cosine from --floor to the list max, clipped)
+--floor F          tmm's dense floor: a cosine, or "bg" for the query's mean cosine over every chunk searched
+--fill-dense       lexical candidates outside the dense top 200 enter the dense list with their true cosine
+                   (normalized by the top 200's statistics) instead of counting 0 there
+--confidence C     weight each ranker by its confidence, 1 − its 10th normalized score, blended C : 1 − C with
+                   the even split
+--split-ids        the dense query reads identifiers split (`rotateSigningKey` → rotate signing key, snake_case too)
+--modes M,M        run only these eval modes (labels as printed, e.g. hybrid-score): faster replays
+--max-pieces N     chunk cap in estimated word pieces (chunker.MAX_PIECES, default 200)
+--balanced         a section over the cap is cut into equal runs of blocks instead of greedy ones (no small tail)
+--overlap          each further piece of a long section starts with the previous piece's last block
+--merge-small N    a chunk under N estimated word pieces joins the chunk before it on the page (that chunk's
+                   breadcrumb kept) while the two stay under the cap
 --query-cache      cache query vectors on disk (ms/q then leaves out the query embedding)
 
 Page-level fusion (gitwiki.ranking.PAGE_SHARE) was measured here before it became the default.
@@ -19,14 +35,17 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import runpy
 import sys
 from pathlib import Path
 
+import benchlib
 import numpy as np
 from benchlib import ROOT, use_offline_model
 
-from gitwiki import embed, search
+from gitwiki import embed, indexer, ranking, search
+from gitwiki.markdown import chunker
 from gitwiki.store import embed_text
 from gitwiki.tokens import fts_any, tokenize
 
@@ -69,6 +88,205 @@ def phrase_query(query: str) -> str | None:
     return " OR ".join(pairs) or None
 
 
+class DenseList(list):
+    """The dense ranker's list, tagged so the fusion normalizer knows which ranker it scales; `head` is how many
+    entries the ranker chose (--fill-dense appends more, normalized by the head's statistics)."""
+
+    head = 0
+    floor = 0.0
+
+
+def normalizer(norm: str, floor: str):
+    """A replacement for ranking._min_max: (chunk id, normalized score) per entry of one ranking."""
+
+    def scale(ranking):
+        if not ranking:
+            return []
+        dense = isinstance(ranking, DenseList)
+        head = [s for _, s in ranking[: ranking.head or len(ranking)]] if dense else [s for _, s in ranking]
+        low, high = min(head), max(head)
+        mean = sum(head) / len(head)
+        std = (sum((s - mean) ** 2 for s in head) / len(head)) ** 0.5
+        if norm in ("dbsf", "dbsf1"):
+            lo, span = mean - 3 * std, 6 * std
+        elif norm == "zscore":
+            lo, span = low, std
+        elif norm == "tmm":
+            lo = (ranking.floor if floor == "bg" else float(floor)) if dense else 0.0
+            span = high - lo
+        else:
+            lo, span = low, high - low
+        if span <= 0:
+            return [(cid, 1.0) for cid, _ in ranking]
+        top = 1.0 if norm == "dbsf1" else float("inf")
+        return [(cid, min(top, max(0.0, (s - lo) / span))) for cid, s in ranking]
+
+    return scale
+
+
+def confident_fusion(blend: float, scale):
+    """Score fusion whose weights follow each ranker's confidence: 1 − its 10th normalized score."""
+
+    def weights(rankings):
+        conf = []
+        for r in rankings:
+            normed = scale(r)
+            conf.append(1.0 - normed[min(9, len(normed) - 1)][1] / (normed[0][1] or 1.0) if normed else 0.0)
+        total = sum(conf)
+        even = 1.0 / len(rankings)
+        return [blend * (c / total if total > 0 else even) + (1 - blend) * even for c in conf]
+
+    def fuse(rankings, w=None):
+        return original_score_fusion(rankings, w or weights(rankings))
+
+    def page(rankings, page_of, w=None):
+        return original_page_fusion(rankings, page_of, w or weights(rankings))
+
+    return fuse, page
+
+
+original_score_fusion = ranking.score_fusion
+original_page_fusion = ranking.page_fusion
+
+
+IDENTIFIER = r"[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z]+\w*"
+
+
+def split_identifiers(text: str) -> str:
+    """camelCase, PascalCase and snake_case identifiers as separate words, beside the text as written."""
+    parts = []
+    for token in re.findall(IDENTIFIER, text):
+        words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", token))
+        parts.append(re.sub(r"[_-]+", " ", words).lower())
+    return f"{text} ({'; '.join(parts)})" if parts else text
+
+
+def install_fusion_levers(args) -> None:
+    """--norm, --floor, --fill-dense, --confidence, --modes (issue 15, third round)."""
+    if args.modes:
+        wanted = set(args.modes.split(","))
+        benchlib.MODES = tuple(m for m in benchlib.MODES if (m[0] if m[1] is None else f"{m[0]}-{m[1]}") in wanted)
+    scale = normalizer(args.norm, args.floor)
+    ranking._min_max = scale
+    if args.confidence:
+        fuse, page = confident_fusion(args.confidence, scale)
+        ranking.FUSERS["score"] = fuse
+        search.page_fusion = page
+    lexical_ids: dict[str, set[int]] = {}
+    original_lexical = search.Searcher._lexical
+
+    def lexical(self, query, blob_paths, blob_of, pages):
+        ranked = original_lexical(self, query, blob_paths, blob_of, pages)
+        lexical_ids["last"] = {cid for cid, _ in ranked}
+        return ranked
+
+    original_dense = search.Searcher._dense
+
+    def dense(self, view, query, embedder, blob_paths, blob_of, pages):
+        ranked, background = original_dense(self, view, query, embedder, blob_paths, blob_of, pages)
+        out = DenseList(ranked)
+        out.head = len(ranked)
+        out.floor = background.mean if background else 0.0
+        if args.fill_dense and ranked:
+            matrix = self._matrix(view, embedder.model_id, blob_paths)
+            have = {cid for cid, _ in ranked}
+            rows = [i for i, cid in enumerate(matrix.ids) if cid in lexical_ids.get("last", ()) and cid not in have]
+            if rows:
+                scores = matrix.matrix[rows] @ embedder.embed_query(query)
+                extra = zip((matrix.ids[i] for i in rows), map(float, scores), strict=True)
+                blob_of.update((matrix.ids[i], matrix.blobs[i]) for i in rows)
+                out.extend(sorted(extra, key=lambda kv: -kv[1]))
+        return out, background
+
+    search.Searcher._lexical = lexical
+    search.Searcher._dense = dense
+
+
+def install_split_ids() -> None:
+    """After the query cache, so the cache keys the split text."""
+    original_query = embed.FastembedEmbedder.embed_query
+    embed.FastembedEmbedder.embed_query = lambda self, text: original_query(self, split_identifiers(text))
+
+
+GREEDY = chunker._pieces
+
+
+def block_runs(lines, start, end, blocks, balanced: bool, overlap: bool):
+    """chunker._pieces with the --balanced and --overlap variants."""
+    text = "\n".join(lines[start:end])
+    if chunker.estimate_pieces(text) <= chunker.MAX_PIECES or len(blocks) < 2:
+        yield start, end
+        return
+    spans = [(b, blocks[i + 1][0] if i + 1 < len(blocks) else end) for i, (b, _) in enumerate(blocks)]
+    costs = [chunker.estimate_pieces("\n".join(lines[a:b])) for a, b in spans]
+    groups: list[list[int]] = [[]]
+    if balanced:  # as many runs as the greedy cut makes, each block in the run its middle falls in
+        runs = sum(1 for _ in GREEDY(lines, start, end, blocks))
+        share, before = sum(costs) / runs, 0
+        groups = [[] for _ in range(runs)]
+        for i, cost in enumerate(costs):
+            groups[min(runs - 1, int((before + cost / 2) / share))].append(i)
+            before += cost
+        groups = [g for g in groups if g]
+    else:
+        size = 0
+        for i, cost in enumerate(costs):
+            if groups[-1] and size + cost > chunker.MAX_PIECES:
+                groups.append([])
+                size = 0
+            groups[-1].append(i)
+            size += cost
+    for n, group in enumerate(groups):
+        first = group[0] - 1 if overlap and n > 0 and costs[group[0] - 1] <= chunker.MAX_PIECES // 2 else group[0]
+        yield (start if n == 0 else spans[first][0]), (end if n == len(groups) - 1 else spans[group[-1]][1])
+
+
+def merge_small(page, least: int):
+    """Chunks under `least` pieces folded into the chunk before them, or else the one after, while the two fit
+    the cap."""
+
+    def fits(a, b) -> bool:
+        return chunker.estimate_pieces(a.text + b.text) <= chunker.MAX_PIECES
+
+    def small(c) -> bool:
+        return chunker.estimate_pieces(c.text) < least
+
+    out: list = []
+    pending = None  # a small chunk the one before could not take
+    for c in page.chunks:
+        if pending is not None:
+            if fits(pending, c):
+                c = c._replace(start_line=pending.start_line, text=pending.text + "\n\n" + c.text)
+            else:
+                out.append(pending)
+            pending = None
+        prev = out[-1] if out else None
+        if small(c) and prev is not None and fits(prev, c):
+            out[-1] = prev._replace(end_line=c.end_line, text=prev.text + "\n\n" + c.text)
+        elif small(c):
+            pending = c
+        else:
+            out.append(c)
+    if pending is not None:
+        out.append(pending)
+    return page._replace(chunks=tuple(c._replace(ord=i) for i, c in enumerate(out)))
+
+
+def install_chunk_levers(args) -> None:
+    """--max-pieces, --balanced, --overlap, --merge-small (issue 15, third round)."""
+    if args.max_pieces:
+        chunker.MAX_PIECES = args.max_pieces
+    if args.balanced or args.overlap:
+
+        def pieces(lines, start, end, blocks):
+            return block_runs(lines, start, end, blocks, args.balanced, args.overlap)
+
+        chunker._pieces = pieces
+    if args.merge_small:
+        original_parse = indexer.parse_page
+        indexer.parse_page = lambda text: merge_small(original_parse(text), args.merge_small)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--windows", action="store_true")
@@ -80,12 +298,24 @@ def main() -> None:
     ap.add_argument("--no-prefix", action="store_true", help="embed chunks without their breadcrumb or title")
     ap.add_argument("--query-stop", action="store_true", help="drop question boilerplate from the lexical query")
     ap.add_argument("--cache-dir", type=Path, required=True, help="where the window and query vectors are kept")
+    ap.add_argument("--norm", choices=("minmax", "zscore", "dbsf", "dbsf1", "tmm"), default="minmax")
+    ap.add_argument("--floor", default="0", help='tmm dense floor: a cosine or "bg"')
+    ap.add_argument("--fill-dense", action="store_true")
+    ap.add_argument("--confidence", type=float, default=0.0)
+    ap.add_argument("--split-ids", action="store_true")
+    ap.add_argument("--modes", help="comma-separated eval mode labels to run")
+    ap.add_argument("--max-pieces", type=int, default=0)
+    ap.add_argument("--balanced", action="store_true")
+    ap.add_argument("--overlap", action="store_true")
+    ap.add_argument("--merge-small", type=int, default=0)
     ap.add_argument("script")
     args, rest = ap.parse_known_args()
     use_offline_model()
     args.cache_dir.mkdir(parents=True, exist_ok=True)
     wcache = NpzCache(args.cache_dir / "windows.npz")
     qcache = NpzCache(args.cache_dir / "queries.npz")
+    install_fusion_levers(args)
+    install_chunk_levers(args)
     state: dict = {"ids": None, "owner": None, "matrix": None, "embedded": 0}
 
     if args.query_cache:
@@ -99,6 +329,8 @@ def main() -> None:
             return qcache.data[key]
 
         embed.FastembedEmbedder.embed_query = embed_query
+    if args.split_ids:
+        install_split_ids()
 
     def extra_rows(store, embedder, ids):
         rows = store.chunks_by_id(ids)
