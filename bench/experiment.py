@@ -7,10 +7,11 @@
                    added to each chunk's BM25 before fusion
 --query-stop       drop question boilerplate (QUESTION_WORDS) from the lexical query
 --no-prefix        embed each chunk's text alone, without its breadcrumb or title line (re-embeds every chunk)
---norm N           fusion normalization per ranking (default minmax over the list): zscore ((s − list min) / std,
-                   so a chunk absent from a list still counts as its worst), dbsf (mean ± 3 std as bounds, clipped at 0;
-                   dbsf1 also at 1),
-                   tmm (theoretical min-max: BM25 / max with min 0; cosine from --floor to the list max, clipped)
+--norm N           fusion normalization per ranking (default ranking.dbsf, mean ± 3 std as bounds, clipped at 0;
+                   before the third round minmax over the list): dbsf1 (dbsf also clipped at 1), dbsfbg (dense
+                   bounds from the query's cosines over every chunk searched, not the top 200), zscore ((s − list
+                   min) / std, so a chunk absent from a list still counts as its worst), tmm (theoretical min-max:
+                   BM25 / max with min 0; cosine from --floor to the list max, clipped at 0)
 --floor F          tmm's dense floor: a cosine, or "bg" for the query's mean cosine over every chunk searched
 --fill-dense       lexical candidates outside the dense top 200 enter the dense list with their true cosine
                    (normalized by the top 200's statistics) instead of counting 0 there
@@ -93,11 +94,12 @@ class DenseList(list):
     entries the ranker chose (--fill-dense appends more, normalized by the head's statistics)."""
 
     head = 0
-    floor = 0.0
+    floor = 0.0  # the query's mean cosine over every chunk searched
+    spread = 0.0  # and its standard deviation
 
 
 def normalizer(norm: str, floor: str):
-    """A replacement for ranking._min_max: (chunk id, normalized score) per entry of one ranking."""
+    """A replacement for ranking.dbsf: (chunk id, normalized score) per entry of one ranking."""
 
     def scale(ranking):
         if not ranking:
@@ -107,7 +109,9 @@ def normalizer(norm: str, floor: str):
         low, high = min(head), max(head)
         mean = sum(head) / len(head)
         std = (sum((s - mean) ** 2 for s in head) / len(head)) ** 0.5
-        if norm in ("dbsf", "dbsf1"):
+        if norm == "dbsfbg" and dense:  # the corpus's cosine distribution instead of the top 200's
+            lo, span = ranking.floor - 3 * ranking.spread, 6 * ranking.spread
+        elif norm in ("dbsf", "dbsf1", "dbsfbg"):
             lo, span = mean - 3 * std, 6 * std
         elif norm == "zscore":
             lo, span = low, std
@@ -149,11 +153,12 @@ original_score_fusion = ranking.score_fusion
 original_page_fusion = ranking.page_fusion
 
 
-IDENTIFIER = r"[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z]+\w*"
+# camelCase (rotateSigningKey) and snake_case (HF_TOKEN); not PascalCase (GitHub, PyPI: names) nor hyphens
+IDENTIFIER = r"\b[a-z]+(?:[A-Z][a-z0-9]+)+\b|\b[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+\b"
 
 
 def split_identifiers(text: str) -> str:
-    """camelCase, PascalCase and snake_case identifiers as separate words, beside the text as written."""
+    """camelCase and snake_case identifiers as separate words, beside the text as written."""
     parts = []
     for token in re.findall(IDENTIFIER, text):
         words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", token))
@@ -166,8 +171,9 @@ def install_fusion_levers(args) -> None:
     if args.modes:
         wanted = set(args.modes.split(","))
         benchlib.MODES = tuple(m for m in benchlib.MODES if (m[0] if m[1] is None else f"{m[0]}-{m[1]}") in wanted)
-    scale = normalizer(args.norm, args.floor)
-    ranking._min_max = scale
+    scale = normalizer(args.norm or "dbsf", args.floor)
+    if args.norm:  # score_fusion and page_fusion normalize with ranking.dbsf unless told
+        ranking.dbsf = scale
     if args.confidence:
         fuse, page = confident_fusion(args.confidence, scale)
         ranking.FUSERS["score"] = fuse
@@ -187,6 +193,7 @@ def install_fusion_levers(args) -> None:
         out = DenseList(ranked)
         out.head = len(ranked)
         out.floor = background.mean if background else 0.0
+        out.spread = background.std if background else 0.0
         if args.fill_dense and ranked:
             matrix = self._matrix(view, embedder.model_id, blob_paths)
             have = {cid for cid, _ in ranked}
@@ -298,7 +305,7 @@ def main() -> None:
     ap.add_argument("--no-prefix", action="store_true", help="embed chunks without their breadcrumb or title")
     ap.add_argument("--query-stop", action="store_true", help="drop question boilerplate from the lexical query")
     ap.add_argument("--cache-dir", type=Path, required=True, help="where the window and query vectors are kept")
-    ap.add_argument("--norm", choices=("minmax", "zscore", "dbsf", "dbsf1", "tmm"), default="minmax")
+    ap.add_argument("--norm", choices=("minmax", "zscore", "dbsf", "dbsf1", "dbsfbg", "tmm"))
     ap.add_argument("--floor", default="0", help='tmm dense floor: a cosine or "bg"')
     ap.add_argument("--fill-dense", action="store_true")
     ap.add_argument("--confidence", type=float, default=0.0)

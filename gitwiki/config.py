@@ -78,7 +78,7 @@ class RepositoryConfig(NamedTuple):
 
 class SearchConfig(NamedTuple):
     mode: str = "hybrid"
-    fusion: str = "score"  # min-max score fusion beat RRF on Cranfield and tldr (docs/benchmarks.md)
+    fusion: str = "score"  # score fusion beat RRF on Cranfield and tldr (docs/benchmarks.md)
     top_files: int = 5
     chunks_per_file: int = 3
     limit: int = 50

@@ -1,4 +1,4 @@
-"""An honest "weak match" signal: fused scores are min-max normalized per query, so something always scores
+"""An honest "weak match" signal: fused scores are normalized per query, so something always scores
 near the top; these checks look at absolute evidence instead.
 
 A page is a weak match when the query has no content words at all ("the", "?!"), or when its best chunk

@@ -1,4 +1,6 @@
-from gitwiki.ranking import PAGE_SHARE, page_fusion, rollup, rrf, score_fusion, snippet
+import math
+
+from gitwiki.ranking import PAGE_SHARE, dbsf, min_max, page_fusion, rollup, rrf, score_fusion, snippet
 
 
 def test_rrf_rewards_agreement():
@@ -11,6 +13,27 @@ def test_score_fusion_normalizes_each_list():
     fused = score_fusion([[(1, 10.0), (2, 0.0)], [(2, 0.5), (1, 0.3)]])
     assert dict(fused) == {1: 0.5, 2: 0.5}
     assert score_fusion([[(7, 3.0)]]) == [(7, 1.0)]
+
+
+def test_dbsf_places_scores_between_mean_minus_and_plus_three_deviations():
+    std = math.sqrt(2 / 3)
+    expected = {cid: (s - (2 - 3 * std)) / (6 * std) for cid, s in [(1, 1.0), (2, 2.0), (3, 3.0)]}
+    got = dict(dbsf([(1, 1.0), (2, 2.0), (3, 3.0)]))
+    assert got.keys() == expected.keys() and all(math.isclose(got[c], expected[c]) for c in got)
+    assert got[2] == 0.5 and 0 < got[1] < got[3] < 1
+    assert dbsf([(5, 0.4), (6, 0.4)]) == [(5, 1.0), (6, 1.0)] and dbsf([]) == []
+    # A score below mean − 3 deviations counts as 0, as an absent chunk does, never below it.
+    outlier = dbsf([(i, 10.0) for i in range(20)] + [(99, -1000.0)])
+    assert dict(outlier)[99] == 0.0 and all(n > 0 for cid, n in outlier if cid != 99)
+
+
+def test_score_fusion_by_default_keeps_a_ranked_chunk_above_an_absent_one():
+    lexical = [(1, 3.0), (2, 2.0), (3, 1.0)]  # chunk 3: ranked last lexically
+    dense = [(4, 0.6), (5, 0.6)]
+    fused = dict(score_fusion([lexical, dense]))
+    assert fused[3] > 0  # min-max would give the list's last chunk the 0 of a chunk it never ranked
+    assert dict(score_fusion([lexical, dense], normalize=min_max))[3] == 0.0
+    assert fused[1] > fused[2] > fused[3] and fused[4] == fused[5] == 0.5
 
 
 def test_rollup_groups_chunks_per_page_best_first():
@@ -49,9 +72,9 @@ def test_page_fusion_adds_up_evidence_that_different_chunks_of_a_page_hold():
     lexical = [(1, 8.0), (3, 6.0), (4, 0.0)]  # chunk 1: the page's words
     dense = [(2, 0.9), (3, 0.8), (4, 0.5)]  # chunk 2, same page: its meaning
     page_of = {1: "explains.md", 2: "explains.md", 3: "mentions.md", 4: "other.md"}
-    chunks = score_fusion([lexical, dense])
+    chunks = score_fusion([lexical, dense], normalize=min_max)  # the figures below are min-max's
     assert chunks[0][0] == 3  # chunk by chunk, the page that is second in both lists wins
-    pages = page_fusion([lexical, dense], page_of)
+    pages = page_fusion([lexical, dense], page_of, normalize=min_max)
     assert pages == {"explains.md": 1.0, "mentions.md": 0.5 * 0.75 + 0.5 * 0.75, "other.md": 0.0}
     hits = rollup(chunks, page_of, top_files=3, chunks_per_file=2, limit=10, page_scores=pages)
     assert [h.path for h in hits] == ["explains.md", "mentions.md", "other.md"]

@@ -316,6 +316,8 @@ def test_hybrid_adds_up_a_pages_words_and_meaning_held_by_different_sections(rep
     repo.commit("pages", {**pages, ".gitwiki.toml": '[embeddings]\nprovider = "synonyms"\n'})
     wiki = Wiki.open(repo.path)
     assert paths(wiki.search("zeta omega", mode="hybrid"))[:2] == ["wiki/explains.md", "wiki/mentions.md"]
-    # Chunk by chunk alone (no page share), the page with both in one section wins: what page fusion corrects.
+    # Chunk by chunk alone (no page share) and min-max normalized (which stretches the dense list's small
+    # differences as far as the lexical list's), the page with both in one section wins: what page fusion corrects.
     monkeypatch.setattr(ranking, "PAGE_SHARE", 0.0)
+    monkeypatch.setattr(ranking, "dbsf", ranking.min_max)
     assert paths(wiki.search("zeta omega", mode="hybrid"))[:2] == ["wiki/mentions.md", "wiki/explains.md"]
