@@ -211,8 +211,13 @@ def install_fusion_levers(args) -> None:
 
 def install_split_ids() -> None:
     """After the query cache, so the cache keys the split text."""
-    original_query = embed.FastembedEmbedder.embed_query
-    embed.FastembedEmbedder.embed_query = lambda self, text: original_query(self, split_identifiers(text))
+    from gitwiki.onnx_embed import OnnxEmbedder
+
+    def split(original):
+        return lambda self, text: original(self, split_identifiers(text))
+
+    for embedder_class in (embed.FastembedEmbedder, OnnxEmbedder):  # fastembed's models load through either
+        embedder_class.embed_query = split(embedder_class.embed_query)
 
 
 GREEDY = chunker._pieces
@@ -326,16 +331,20 @@ def main() -> None:
     state: dict = {"ids": None, "owner": None, "matrix": None, "embedded": 0}
 
     if args.query_cache:
-        original_query = embed.FastembedEmbedder.embed_query
+        from gitwiki.onnx_embed import OnnxEmbedder
 
-        def embed_query(self, text):
-            key = hashlib.sha1(text.encode()).hexdigest()
-            if key not in qcache.data:
-                qcache.data[key] = original_query(self, text)
-                qcache.dirty = True
-            return qcache.data[key]
+        def cached(original):
+            def embed_query(self, text):
+                key = hashlib.sha1(text.encode()).hexdigest()
+                if key not in qcache.data:
+                    qcache.data[key] = original(self, text)
+                    qcache.dirty = True
+                return qcache.data[key]
 
-        embed.FastembedEmbedder.embed_query = embed_query
+            return embed_query
+
+        for embedder_class in (embed.FastembedEmbedder, OnnxEmbedder):  # fastembed's models load through either
+            embedder_class.embed_query = cached(embedder_class.embed_query)
     if args.split_ids:
         install_split_ids()
 
