@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gitwiki.config import EmbeddingsConfig
-from gitwiki.errors import EmbeddingUnavailable
+from gitwiki.errors import EmbeddingUnavailable, GitwikiError
 from gitwiki.onnx_embed import lean_embedder, normalized
 
 if TYPE_CHECKING:
@@ -159,13 +159,23 @@ EMBEDDERS: dict[str, Callable[[EmbeddingsConfig], Embedder]] = {"fastembed": fas
 
 _cache: dict[EmbeddingsConfig, Embedder] = {}
 _failed: dict[EmbeddingsConfig, str] = {}
-_loading = threading.Lock()  # `gitwiki serve` loads the model on a background thread while calls arrive
+_warned: set[EmbeddingsConfig] = set()
+_loading = threading.Lock()  # the model may be loading on a background thread (load_in_background, warm.py)
 
 
 def load_embedder(config: EmbeddingsConfig) -> Embedder | None:
     """The configured embedder, loaded once per process; None (after one warning) if it cannot load."""
     if not config.enabled:
         return None
+    embedder = _load(config)
+    if embedder is None and config not in _warned:
+        _warned.add(config)
+        print(f"gitwiki: warning: {_failed[config]}; using lexical search only", file=sys.stderr)
+    return embedder
+
+
+def _load(config: EmbeddingsConfig) -> Embedder | None:
+    """`load_embedder` without the warning, which a background load leaves to the caller that needs the model."""
     if config in _cache:
         return _cache[config]
     with _loading:
@@ -181,5 +191,25 @@ def load_embedder(config: EmbeddingsConfig) -> Embedder | None:
                 return _cache[config]
             except EmbeddingUnavailable as e:
                 _failed[config] = str(e)
-                print(f"gitwiki: warning: {e}; using lexical search only", file=sys.stderr)
     return None
+
+
+def load_in_background(start: str, mode: str | None = None) -> None:
+    """A fresh process about to search the checkout at `start` (in `mode`, default the config's): start loading
+    the model on a thread now, before the library's imports and the index reads; the first `load_embedder`
+    waits for it. onnxruntime builds its session without holding the GIL (a Python loop ran at full speed beside
+    a load), so on a second core the load's 0.2–0.45 s overlaps the caller's work. Reads the config from the
+    filesystem only; where finding the checkout needs git, the model loads on first use as before."""
+    from gitwiki import config as config_mod
+    from gitwiki.gitcli import find_checkout
+
+    checkout = None if mode == "lexical" else find_checkout(start)
+    if checkout is None:
+        return
+    try:
+        config = config_mod.load(checkout.root)
+    except GitwikiError:  # the command's own Wiki.open reports it
+        return
+    settings = config.embeddings
+    if (mode or config.search.mode) != "lexical" and settings.enabled and settings not in _cache:
+        threading.Thread(target=_load, args=(settings,), name="gitwiki-model", daemon=True).start()

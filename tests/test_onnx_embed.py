@@ -137,3 +137,48 @@ def test_an_index_embedded_by_one_is_searched_by_the_other_without_re_embedding(
     reused, same = run(second)
     assert reused[0]["embedded"] == 0 and reused[0]["model"] == MODEL_NAME
     assert json.loads(same)["docs"] == json.loads(answer)["docs"] != []
+
+
+def _background_loads(monkeypatch, start, mode=None) -> dict:
+    """What `load_in_background` loaded, once its thread is done (a fresh model cache)."""
+    import threading
+
+    monkeypatch.setattr(embed, "_cache", {})
+    monkeypatch.setattr(embed, "_failed", {})
+    monkeypatch.setattr(embed, "_warned", set())
+    embed.load_in_background(str(start), mode)
+    for thread in threading.enumerate():
+        if thread.name == "gitwiki-model":
+            thread.join()
+    return embed._cache
+
+
+def test_a_fresh_process_loads_the_model_in_the_background(repo, monkeypatch):
+    monkeypatch.setenv("GITWIKI_MODEL_PATH", str(MODEL_DIR))
+    monkeypatch.setenv("GITWIKI_MODEL", MODEL_NAME)
+    repo.commit("pages", {"a.md": "# A\n\ntext\n"})
+    loaded = _background_loads(monkeypatch, repo.path / "sub")
+    assert [(c.model, type(e)) for c, e in loaded.items()] == [(MODEL_NAME, OnnxEmbedder)]
+    config = next(iter(loaded))
+    assert embed.load_embedder(config) is loaded[config]  # the command's own load finds it
+    assert _background_loads(monkeypatch, repo.path, mode="lexical") == {}
+    repo.write(".gitwiki.toml", '[search]\nmode = "lexical"\n')
+    assert _background_loads(monkeypatch, repo.path) == {}
+    assert _background_loads(monkeypatch, repo.path, mode="hybrid") != {}
+
+
+def test_a_model_that_fails_in_the_background_warns_once_when_it_is_needed(repo, monkeypatch, capsys, tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for name in MODEL_FILES:
+        shutil.copy(MODEL_DIR / name, broken / name)
+    (broken / "model.onnx").write_bytes(b"not an onnx model")
+    monkeypatch.setenv("GITWIKI_MODEL_PATH", str(broken))
+    monkeypatch.setenv("GITWIKI_MODEL", MODEL_NAME)
+    repo.commit("pages", {"a.md": "# A\n\ntext\n"})
+    assert _background_loads(monkeypatch, repo.path) == {} and len(embed._failed) == 1
+    assert capsys.readouterr().err == ""  # a background load stays quiet: the command may not need the model
+    config = next(iter(embed._failed))
+    assert embed.load_embedder(config) is None and embed.load_embedder(config) is None
+    err = capsys.readouterr().err
+    assert err.count("gitwiki: warning: cannot load embedding model") == 1 and err.count("\n") == 1

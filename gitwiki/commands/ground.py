@@ -70,6 +70,9 @@ def ground(args: argparse.Namespace) -> int:
             sys.stdout.write(reply.stdout)
             reply.check()  # an error the server met: the local path's message and exit code
             return 0
+    from gitwiki.embed import load_in_background
+
+    load_in_background(args.chdir, request.mode)
     from gitwiki.errors import NotFoundError
     from gitwiki.ground import answer
     from gitwiki.wiki import Wiki

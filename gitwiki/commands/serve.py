@@ -26,18 +26,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    import threading
-
-    from gitwiki import __version__
-    from gitwiki.errors import NotFoundError
-    from gitwiki.mcp_early import answer_initialize, log_to_stderr
-    from gitwiki.serve_socket import SocketServer
-    from gitwiki.warm import warm_up
-    from gitwiki.wiki import Wiki
+    from gitwiki.mcp_early import log_to_stderr
 
     log_to_stderr(args.log_level)
     if args.uri is not None:
         return _serve_shared(args, args.uri)
+    from gitwiki.embed import load_in_background
+
+    # From the start: the load overlaps the imports below and the MCP SDK's, so a query 1 s after the spawn finds
+    # the model ready (docs/benchmarks.md, "Warm and at scale").
+    load_in_background(args.chdir)
+    import threading
+
+    from gitwiki import __version__
+    from gitwiki.errors import NotFoundError
+    from gitwiki.mcp_early import answer_initialize
+    from gitwiki.serve_socket import SocketServer
+    from gitwiki.warm import warm_up
+    from gitwiki.wiki import Wiki
+
     try:
         wiki = Wiki.open(args.chdir)
     except NotFoundError:  # no checkout here: serve the shared index, if one is configured
