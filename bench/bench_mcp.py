@@ -16,7 +16,10 @@ with the offline MiniLM model, so the numbers are the server's own cost, not the
                server over its socket) and with --no-server, interleaved with `python -c pass` and
                `gitwiki --version` (min and median of --cli-rounds)
 
-    python bench/bench_mcp.py [--queries 200] [--starts 3] [--cli-rounds 10]
+  --base DIR   the same start, first-call and cold-CLI runs, interleaved, with the gitwiki package of another
+               checkout (e.g. /work/main: A/B in one run on a noisy host)
+
+    python bench/bench_mcp.py [--queries 200] [--starts 3] [--cli-rounds 10] [--base DIR]
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import time
 
 import anyio
 from bench_index import questions, tldr_pages
-from benchlib import WORK, corpus_config, git, open_wiki, timed_index, use_offline_model, write_repo
+from benchlib import ROOT, WORK, corpus_config, git, open_wiki, timed_index, use_offline_model, write_repo
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 # The SDK's own cost per call: a server with one tool that does nothing.
@@ -47,9 +50,14 @@ app.run("stdio")
 NOOP = StdioServerParameters(command=sys.executable, args=["-c", NOOP_SERVER], env=dict(os.environ))
 
 
-def params(repo) -> StdioServerParameters:
+def code_env(base: str | None = None) -> dict[str, str]:
+    """The environment that runs this checkout's gitwiki, or with `base` another checkout's."""
+    return {**os.environ, "PYTHONPATH": base or str(ROOT)}
+
+
+def params(repo, base: str | None = None) -> StdioServerParameters:
     return StdioServerParameters(
-        command=sys.executable, args=["-m", "gitwiki", "-C", str(repo), "serve"], env=dict(os.environ)
+        command=sys.executable, args=["-m", "gitwiki", "-C", str(repo), "serve"], env=code_env(base)
     )
 
 
@@ -62,9 +70,9 @@ async def timed(session, name: str, **arguments) -> float:
     return elapsed
 
 
-async def cold(repo, first_after: float) -> tuple[float, float]:
+async def cold(repo, first_after: float, base: str | None = None) -> tuple[float, float]:
     started = time.perf_counter()
-    async with stdio_client(params(repo)) as streams, ClientSession(*streams) as session:
+    async with stdio_client(params(repo, base)) as streams, ClientSession(*streams) as session:
         await session.initialize()
         start_ms = (time.perf_counter() - started) * 1000
         await anyio.sleep(max(0.0, first_after - (time.perf_counter() - started)))
@@ -126,7 +134,7 @@ async def warm(repo, qs: list[str], page: str) -> dict[str, list[float]]:
     return out
 
 
-async def cold_cli(repo, qs: list[str], rounds: int) -> dict[str, list[float]]:
+async def cold_cli(repo, qs: list[str], rounds: int, base: str | None) -> dict[str, list[float]]:
     """Fresh processes, interleaved, while a warm `gitwiki serve` of `repo` runs."""
     from gitwiki.ground import GroundRequest
     from gitwiki.serve_client import ask
@@ -137,7 +145,13 @@ async def cold_cli(repo, qs: list[str], rounds: int) -> dict[str, list[float]]:
         "gitwiki_version": lambda q: [*gitwiki, "--version"],
         "ground_server": lambda q: [*gitwiki, "ground", q],
         "ground_no_server": lambda q: [*gitwiki, "ground", q, "--no-server"],
+        "ground_no_server_lexical": lambda q: [*gitwiki, "ground", q, "--no-server", "--mode", "lexical"],
     }
+    envs = {name: code_env() for name in runs}
+    if base is not None:
+        for name in ("gitwiki_version", "ground_no_server", "ground_no_server_lexical"):
+            runs[f"{name}_base"] = runs[name]
+            envs[f"{name}_base"] = code_env(base)
     out: dict[str, list[float]] = {name: [] for name in runs}
     async with stdio_client(params(repo)) as streams, ClientSession(*streams) as session:
         await session.initialize()
@@ -149,7 +163,7 @@ async def cold_cli(repo, qs: list[str], rounds: int) -> dict[str, list[float]]:
         for i in range(rounds):
             for name, command in runs.items():
                 started = time.perf_counter()
-                await anyio.run_process(command(qs[i % len(qs)]))
+                await anyio.run_process(command(qs[i % len(qs)]), env=envs[name])
                 out[name].append((time.perf_counter() - started) * 1000)
     return out
 
@@ -165,6 +179,8 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--cli-rounds", type=int, default=10, help="fresh CLI processes of each kind")
     parser.add_argument("--first-after", type=float, default=1.0, help="seconds from spawn to the first ground")
+    parser.add_argument("--base", help="another checkout whose gitwiki runs beside this one's (A/B), e.g. /work/main")
+    parser.add_argument("--skip-warm", action="store_true", help="only the start, first-call and cold-CLI runs")
     args = parser.parse_args()
     use_offline_model()
     pages = tldr_pages(1000, english_only=True)
@@ -174,15 +190,26 @@ def main() -> None:
     wiki.close()
     print(f"pre-index: {reports[0].pages} pages in {seconds:.1f} s (model {reports[0].model})", file=sys.stderr)
 
-    starts = [anyio.run(cold, repo, args.first_after) for _ in range(args.starts)]
-    samples = anyio.run(warm, repo, questions()[: args.queries], pages[0][0])
-    cli = anyio.run(cold_cli, repo, questions(), args.cli_rounds)
+    starts, base_starts = [], []
+    for _ in range(args.starts):
+        starts.append(anyio.run(cold, repo, args.first_after))
+        if args.base:
+            base_starts.append(anyio.run(cold, repo, args.first_after, args.base))
+    samples = {} if args.skip_warm else anyio.run(warm, repo, questions()[: args.queries], pages[0][0])
+    cli = anyio.run(cold_cli, repo, questions(), args.cli_rounds, args.base)
     git(repo, "clean", "-fdq")  # the front index.md the writes scaffolded; the repo is reused next run
     summary = {
         "pages": reports[0].pages,
-        "start_ms_median": round(statistics.median(s for s, _ in starts), 1),
-        "start_ms_min": round(min(s for s, _ in starts), 1),
-        f"first_ground_{args.first_after:g}s_after_start_ms_median": round(statistics.median(f for _, f in starts), 1),
+        **{
+            f"{name}{suffix}": value
+            for suffix, runs in (("", starts), ("_base", base_starts))
+            if runs
+            for name, value in (
+                ("start_ms_median", round(statistics.median(s for s, _ in runs), 1)),
+                ("start_ms_min", round(min(s for s, _ in runs), 1)),
+                (f"first_ground_{args.first_after:g}s_after_start_ms", sorted(round(f, 1) for _, f in runs)),
+            )
+        },
         **{
             f"{name}_ms": {"p50": round(pct(v, 0.5), 2), "p95": round(pct(v, 0.95), 2), "n": len(v)}
             for name, v in samples.items()

@@ -26,25 +26,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from gitwiki.mcp_early import log_to_stderr
-
-    log_to_stderr(args.log_level)
-    if args.uri is not None:
-        return _serve_shared(args, args.uri)
-    from gitwiki.embed import load_in_background
-
-    # From the start: the load overlaps the imports below and the MCP SDK's, so a query 1 s after the spawn finds
-    # the model ready (docs/benchmarks.md, "Warm and at scale").
-    load_in_background(args.chdir)
     import threading
 
     from gitwiki import __version__
     from gitwiki.errors import NotFoundError
-    from gitwiki.mcp_early import answer_initialize
+    from gitwiki.mcp_early import answer_initialize, log_to_stderr
     from gitwiki.serve_socket import SocketServer
     from gitwiki.warm import warm_up
     from gitwiki.wiki import Wiki
 
+    log_to_stderr(args.log_level)
+    if args.uri is not None:
+        return _serve_shared(args, args.uri)
     try:
         wiki = Wiki.open(args.chdir)
     except NotFoundError:  # no checkout here: serve the shared index, if one is configured
@@ -62,11 +55,13 @@ def serve(args: argparse.Namespace) -> int:
         stdio = answer_initialize(__version__)  # before the SDK import, which takes about 1 s
         if stdio is None:  # the client hung up before saying anything
             return 0
+        # The warm-up runs during the MCP SDK's import (0.45 s of CPU, 1.1 s on a loaded host), so a query 1 s after
+        # the spawn finds the model and the vectors ready. It used to start after that import, when it still
+        # imported fastembed (0.5 s holding the GIL): started together, the SDK's import took twice as long. The
+        # lean embedder's session is built without the GIL (gitwiki.onnx_embed, docs/benchmarks.md).
+        threading.Thread(target=warm_up, args=(wiki, calls), name="gitwiki-warm-up", daemon=True).start()
         from gitwiki.mcp_server import serve as run
 
-        # Started after the MCP SDK is imported, not before: both imports hold the GIL, and started together the
-        # SDK's took twice as long, delaying `initialize` (measured 5.1–7.5 s against 2.2–3.8 s on a loaded host).
-        threading.Thread(target=warm_up, args=(wiki, calls), name="gitwiki-warm-up", daemon=True).start()
         run(wiki, calls, stdio)
     finally:
         if cli is not None:
