@@ -212,4 +212,11 @@ def load_in_background(start: str, mode: str | None = None) -> None:
         return
     settings = config.embeddings
     if (mode or config.search.mode) != "lexical" and settings.enabled and settings not in _cache:
-        threading.Thread(target=_load, args=(settings,), name="gitwiki-model", daemon=True).start()
+        threading.Thread(target=_load_quietly, args=(settings,), name="gitwiki-model", daemon=True).start()
+
+
+def _load_quietly(config: EmbeddingsConfig) -> None:
+    try:
+        _load(config)
+    except Exception:  # not a thread's traceback on stderr: the command's own load meets it again and reports it
+        pass

@@ -182,3 +182,16 @@ def test_a_model_that_fails_in_the_background_warns_once_when_it_is_needed(repo,
     assert embed.load_embedder(config) is None and embed.load_embedder(config) is None
     err = capsys.readouterr().err
     assert err.count("gitwiki: warning: cannot load embedding model") == 1 and err.count("\n") == 1
+
+
+def test_an_unexpected_error_in_the_background_is_left_to_the_commands_own_load(repo, monkeypatch, capsys):
+    def crash(config):
+        raise RuntimeError("a provider's bug")
+
+    monkeypatch.setenv("GITWIKI_MODEL_PATH", str(MODEL_DIR))
+    monkeypatch.setitem(embed.EMBEDDERS, "fastembed", crash)
+    repo.commit("pages", {"a.md": "# A\n\ntext\n"})
+    assert _background_loads(monkeypatch, repo.path) == {} and embed._failed == {}
+    assert capsys.readouterr().err == ""  # no thread traceback
+    with pytest.raises(RuntimeError, match="a provider's bug"):
+        embed.load_embedder(EmbeddingsConfig(model=MODEL_NAME, model_path=str(MODEL_DIR)))
