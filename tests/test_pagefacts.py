@@ -230,7 +230,10 @@ def test_git_cli_listings_skip_symlinks_submodules_and_ignored_files(repo):
         ".gitignore": repo.git("rev-parse", "HEAD:.gitignore").strip(),
         "a.md": blob,
     }
-    assert gitcli.worktree_files(repo.path, "") == [".gitignore", "a.md", "link.md", "mod"]
+    assert gitcli.staged_files(repo.path, ["drafts", "a.md"]) == {"a.md": blob}
+    repo.write("b.md", "# B\n")
+    listing = gitcli.index_listing(repo.path, "")
+    assert listing == gitcli.IndexListing({".gitignore": listing.same[".gitignore"], "a.md": blob}, ["b.md"])
     assert gitcli.read_blobs(repo.path, [blob]) == {blob: b"# A\n"}
     assert gitcli.blob_id(b"# A\n") == blob
 
@@ -276,6 +279,28 @@ def test_cache_file_round_trip_and_pruning(tmp_path, monkeypatch):
     assert fourth.get("links", "b1", lambda: pytest.fail("still cached")) == ["x.md"]
     fourth.save()  # b1's links were used the day before: kept; the rest last used KEEP_DAYS + 1 ago
     assert _keys(tmp_path, "facts") == {"links:b1", "links:b4"} and _keys(tmp_path, "renders") == set()
+
+
+@pytest.mark.parametrize("bulk", [pagefacts.BULK, 0])
+def test_missing_marks_the_rows_it_finds_used_by_key_or_in_bulk(tmp_path, monkeypatch, bulk):
+    # Above BULK blobs, `missing` scans the rows' keys instead of reading them: the answer and the rows it
+    # keeps from pruning must be the same.
+    monkeypatch.setattr(pagefacts, "BULK", bulk)
+    cache = FactsCache.load(tmp_path)
+    cache.get("links", "b1", lambda: "[x](x.md)")
+    assert cache.get("links", "b2", lambda: pagefacts.decode(b"\x00binary")) is None
+    cache.get("links", "b5", lambda: "")
+    cache.save()
+    later = pagefacts.today() + pagefacts.KEEP_DAYS
+    monkeypatch.setattr(pagefacts, "today", lambda: later)
+    third = FactsCache.load(tmp_path)
+    assert third.missing("links", ["b1", "b2", "b3", "b1"]) == ["b3"]
+    third.save()
+    monkeypatch.setattr(pagefacts, "today", lambda: later + 1)
+    fourth = FactsCache.load(tmp_path)
+    assert fourth.missing("links", ["b1", "b2"]) == []
+    fourth.save()  # b1 and b2 were used the day before: kept; b5 last used KEEP_DAYS + 1 ago
+    assert _keys(tmp_path, "facts") == {"links:b1", "unreadable:b2"}
 
 
 def _keys(index_dir, table) -> set[str]:
