@@ -170,6 +170,14 @@ class FactsCache:
         self._valid[key] = value
         return value
 
+    def cached(self, field: str, blob: str) -> tuple[bool, list | None]:
+        """Whether `get` would answer from the cache alone (nothing to extract), and its answer."""
+        if self.unreadable(blob) is not None:
+            return True, None
+        key = _key(blob, field)
+        value = self._valid[key] if key in self._valid else _decode(self._value("facts", key))
+        return (True, value) if _VALID[field](value) else (False, None)
+
     def unreadable(self, blob: str) -> str | None:
         """Why page version `blob` has no facts (not text, or extraction failed), when `get` found that."""
         why = _decode(self._value("facts", _key(blob, UNREADABLE)))

@@ -81,9 +81,13 @@ class WorktreeCorpus:
                     self._info[path] = None
                     return None
                 blob = self._blobs[path] = blob_id(data)
-            found = self.facts.get("info", blob, lambda: decode(data))
-            self._info[path] = None if found is None else PageInfo(found[0] or fallback_title(path), found[1])
+            self._info[path] = _page_info(path, self.facts.get("info", blob, lambda: decode(data)))
         return self._info[path]
+
+    def shows_as(self, path: str, blob: str) -> bool:
+        """Whether page version `blob` (an earlier one of `path`) has its info cached, equal to the page's now."""
+        known, found = self.facts.cached("info", blob)
+        return known and _page_info(path, found) == self.info(path)
 
     def forget(self, path: str) -> None:
         """`path` was rewritten: what is known about it is stale."""
@@ -96,6 +100,10 @@ class WorktreeCorpus:
         name = self.config.index_blocks.filename
         found = [p for p in self.pages if posixpath.basename(p) == name]
         return sorted(found, key=lambda p: (-p.count("/"), p))
+
+
+def _page_info(path: str, found: list | None) -> PageInfo | None:
+    return None if found is None else PageInfo(found[0] or fallback_title(path), found[1])
 
 
 def _pages(corpus: CorpusConfig, paths: Iterable[str]) -> list[str]:

@@ -98,6 +98,35 @@ def test_an_edit_the_block_does_not_show_renders_nothing(repo, cli, monkeypatch)
     assert len(rendered) == 1 and "- [Bee](b.md) — About B." in (repo.path / "wiki/index.md").read_text()
 
 
+def test_after_an_edit_a_block_reads_the_titles_of_the_edited_pages_only(repo, cli, monkeypatch):
+    # The block's last render is remembered with its pages' blob ids: after a commit's edits, only the
+    # edited pages' old and new titles are compared, not every page's title (nor the shown-digest).
+    from gitwiki import index_blocks
+    from gitwiki.worktree_corpus import WorktreeCorpus
+
+    _wiki(repo)
+    cli("index-blocks", cwd=repo.path)
+    before = (repo.path / "wiki/index.md").read_bytes()
+    asked: list[str] = []
+    real_info, real_render = WorktreeCorpus.info, index_blocks._render
+    monkeypatch.setattr(WorktreeCorpus, "info", lambda self, path: asked.append(path) or real_info(self, path))
+    monkeypatch.setattr(index_blocks, "_render", lambda *a, **kw: asked.append("rendered") or real_render(*a, **kw))
+    repo.write("wiki/b.md", "# B\n\nAbout B.\n\n## Intro\n\nA new paragraph below the summary.\n")
+    repo.git("add", "wiki/b.md")
+    assert cli("index-blocks", "wiki/b.md", cwd=repo.path)[:2] == (0, "")
+    assert asked == ["wiki/b.md"] and (repo.path / "wiki/index.md").read_bytes() == before
+    repo.write("wiki/c.md", "# See\n\nAbout C. [A](a.md)\n")  # a new title: the block changes
+    assert cli("index-blocks", "wiki/c.md", cwd=repo.path)[:2] == (1, "updated wiki/index.md\n")
+    assert "rendered" in asked and "- [See](c.md) — About C." in (repo.path / "wiki/index.md").read_text()
+    asked.clear()
+    repo.write("wiki/c.md", "# See\n\nAbout C. [A](a.md)\n\n## More\n")
+    assert cli("index-blocks", "wiki/c.md", cwd=repo.path)[:2] == (0, "")
+    assert asked == ["wiki/c.md"]
+    (repo.path / "wiki/a.md").unlink()  # another set of pages: the titles are read again
+    assert cli("index-blocks", "wiki/a.md", cwd=repo.path)[:2] == (1, "updated wiki/index.md\n")
+    assert "[A](a.md)" not in (repo.path / "wiki/index.md").read_text() and "rendered" in asked
+
+
 def _not_a_database(path):
     path.write_bytes(b"{not json")
 
