@@ -12,10 +12,13 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import IO, TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
 from gitwiki.fs import pid_alive
+
+if TYPE_CHECKING:
+    import subprocess
 
 # Regular files in a `git ls-files -s` listing; symlinks (120000) and submodules (160000) are not pages.
 FILE_MODES = ("100644", "100755")
@@ -56,6 +59,23 @@ def run_git(
 ) -> GitRun:
     """Run `git -C root ARGS`, its output captured (or written to `stdout`). Callers turn a failed run into
     the error that fits them."""
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    return _finish(_start(root, args, env, stdout, data is not None), data)
+
+
+def _side_by_side(root: str | os.PathLike, *commands: tuple[str, ...]) -> list[GitRun]:
+    """`run_git` of each command, all started at once: listings that each read the whole index take, on two
+    cores, the time of the longest rather than their sum."""
+    return [_finish(proc) for proc in [_start(root, args) for args in commands]]
+
+
+def _start(
+    root: str | os.PathLike,
+    args: tuple[str, ...],
+    env: dict[str, str] | None = None,
+    stdout: IO[bytes] | int | None = None,
+    stdin: bool = False,
+) -> subprocess.Popen:
     import subprocess  # 3-8 ms to import, and most agent hooks never start git (find_checkout)
 
     base = dict(os.environ)
@@ -63,24 +83,27 @@ def run_git(
         if base.get(name):
             base[name] = os.path.abspath(base[name])
     try:
-        done = subprocess.run(
+        return subprocess.Popen(
             ["git", "-C", str(root), *args],
-            input=stdin.encode() if isinstance(stdin, str) else stdin,
+            stdin=subprocess.PIPE if stdin else None,
             stdout=subprocess.PIPE if stdout is None else stdout,
             stderr=subprocess.PIPE,
             env={**base, **(env or {})},
-            check=False,
         )
     except FileNotFoundError:
         raise UsageError(
             "the git command is not installed; install git (gitwiki runs it to find the repository, for the hooks, "
             "pull and publish)"
         ) from None
-    lines = done.stderr.decode(errors="replace").strip().splitlines()
+
+
+def _finish(proc: subprocess.Popen, stdin: bytes | None = None) -> GitRun:
+    out, err = proc.communicate(stdin)
+    lines = err.decode(errors="replace").strip().splitlines()
     return GitRun(
-        done.returncode == 0,
-        done.stdout if isinstance(done.stdout, bytes) else b"",
-        lines[-1] if lines else f"git exit {done.returncode}",
+        proc.returncode == 0,
+        out if isinstance(out, bytes) else b"",
+        lines[-1] if lines else f"git exit {proc.returncode}",
     )
 
 
@@ -288,37 +311,35 @@ class IndexListing(NamedTuple):
     """The files under a folder as git's index and worktree have them (see `index_listing`)."""
 
     same: dict[str, str]  # path → blob id of each regular file whose worktree file git finds equal to its entry
-    others: list[str]  # paths to look at on disk: changed, unmerged or assume-unchanged entries, untracked files
+    others: list[str]  # paths to look at on disk: changed (deleted too), unmerged or assume-unchanged, untracked
 
 
 def index_listing(root: str | os.PathLike, folder: str) -> IndexListing:
     """The files under `folder` ("" is the whole worktree) that are tracked or untracked and not ignored,
-    split by what git's index says about each, in one `git ls-files`. An entry git finds unchanged (its
-    stat data matches; a racy one's content was hashed) needs neither a Python `lstat` nor a hash: at
-    20,000 pages those were 100 and 30 ms of a hook. Tracked files deleted from disk are left out, and
-    the index's symlinks and submodules."""
+    split by what git's index says about each: its entries, those `git diff-files` finds changed (stat data,
+    or a racy entry's content) and the untracked files, three listings run side by side. An entry git finds
+    unchanged needs neither a Python `lstat` nor a hash: at 20,000 pages those were 100 and 30 ms of a hook.
+    The index's symlinks and submodules are left out."""
     where = _pathspec([folder])
-    # -v tags each entry: H unchanged, C changed, R deleted (also listed as C), M unmerged, S skip-worktree,
-    # ? untracked; a lowercase tag marks an entry assume-unchanged, which git does not compare with the file.
-    records = _paths(root, "ls-files", "-v", "-s", "-c", "-m", "-d", "-o", "--exclude-standard", "-z", *where)
+    # -v tags each entry: H cached, M unmerged, S skip-worktree; lowercase marks an entry assume-unchanged,
+    # which diff-files does not compare with the file. `ls-files -m -d` would lstat every file twice.
+    runs = _side_by_side(
+        root,
+        ("ls-files", "-v", "-s", "-z", *where),
+        ("diff-files", "--name-only", "-z", *where),
+        ("ls-files", "-o", "--exclude-standard", "-z", *where),
+    )
+    tracked, changed, untracked = (_split(_checked(run).data) for run in runs)
     same: dict[str, str] = {}
-    others: set[str] = set()
-    gone: set[str] = set()
-    for record in records:
-        if record[0] == "?":
-            others.add(record[2:])
-            continue
+    others = {*changed, *untracked}
+    for record in tracked:
         meta, _, path = record.partition("\t")
         tag, mode, blob, _stage = meta.split(" ")
-        if tag == "H":
-            if mode in FILE_MODES:  # not a symlink or submodule
-                same[path] = blob
-        elif tag == "R":
-            gone.add(path)
-        else:
+        if tag != "H":
             others.add(path)
-    others -= gone
-    for path in others | gone:
+        elif mode in FILE_MODES:  # not a symlink or submodule
+            same[path] = blob
+    for path in others:
         same.pop(path, None)
     return IndexListing(same, sorted(others))
 
@@ -439,7 +460,10 @@ def _pathspec(folders: Iterable[str]) -> tuple[str, ...]:
 
 
 def _paths(root: str | os.PathLike, *args: str) -> list[str]:
-    data = _checked(run_git(root, *args)).data
+    return _split(_checked(run_git(root, *args)).data)
+
+
+def _split(data: bytes) -> list[str]:
     return [p for p in data.decode(errors="surrogateescape").split("\0") if p]
 
 
