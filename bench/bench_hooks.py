@@ -12,7 +12,7 @@ Builds the wiki in a temp git repo, stages edits to 5 pages, then times, for thi
   `gitwiki lint` of all pages (a third of the rounds);
 - floors: `python -c pass` and `git status --porcelain` on the same repo;
 - `pre-commit run` again, with a new edit to the 5 staged pages (titles kept) before each run: what each
-  commit meets, where the runs above repeat one staged state.
+  commit meets, where the runs above repeat one staged state; beside the no-op hooks run the same way.
 Prints min / median wall and median CPU (user + system of the process tree) per row, and the load average.
 
 Usage: python bench/bench_hooks.py [--pages 1000] [--runs 7] [--against DIR]
@@ -39,6 +39,8 @@ ENV = {
     "GIT_COMMITTER_EMAIL": "bench@example.com",
 }
 START, END = "<!-- GITWIKI:INDEX-START -->", "<!-- GITWIKI:INDEX-END -->"
+NOOP = "floor: pre-commit run, two no-op hooks (pre-commit's overhead)"
+FRESH_FLOOR = "floor: the same, the 5 staged pages edited again before each run"
 
 
 def hooks_config(entries: dict[str, str]) -> str:
@@ -190,7 +192,7 @@ def main() -> None:
             warm[f"gitwiki index-blocks, 5 files | {name}"] = ([*gitwiki, "index-blocks", *staged], root, env, 0, none)
             warm[f"python -m gitwiki --version | {name}"] = ([*gitwiki, "--version"], root, env, 0, none)
         floors = {
-            "floor: pre-commit run, two no-op hooks (pre-commit's overhead)": (
+            NOOP: (
                 [*pre_commit, "noop.yaml"],
                 root,
                 ENV,
@@ -226,6 +228,7 @@ def main() -> None:
             )
             for name, env in envs.items()
         }
+        fresh[FRESH_FLOOR] = ([*pre_commit, "noop.yaml"], root, ENV, 0, edit)
         rows.update(interleaved(fresh, args.runs))
         loads.append(os.getloadavg()[0])
         everything = {
@@ -245,11 +248,11 @@ def main() -> None:
             if label in rows:
                 cells = [summary(rows[label])] + [""] * (len(versions) - 1)
             print(f"| {label} | " + " | ".join(cells) + " |")
-        noop = rows["floor: pre-commit run, two no-op hooks (pre-commit's overhead)"]
-        for row, what in (
-            ("pre-commit run, gitwiki-lint + gitwiki-index-blocks (5 staged)", "the same staged pages"),
-            ("pre-commit run, the 5 staged pages edited again before each run", "new edits each run"),
+        for row, what, floor in (
+            ("pre-commit run, gitwiki-lint + gitwiki-index-blocks (5 staged)", "the same staged pages", NOOP),
+            ("pre-commit run, the 5 staged pages edited again before each run", "new edits each run", FRESH_FLOOR),
         ):
+            noop = rows[floor]
             shares = []
             for name in versions:
                 ours = rows[f"{row} | {name}"]
