@@ -223,6 +223,10 @@ class FactsCache:
                 for name, rows in stored.items():
                     self._touch["facts"].update(_key(b, name) for b, old in rows.items() if old and b in asked)
                 blobs = [b for b in blobs if b not in stored[field] and b not in stored[UNREADABLE]]
+                facts = self._rows["facts"]
+                for blob in blobs:  # not in the file, so `known` asks no query (20,000 in a first run)
+                    for name in (field, UNREADABLE):
+                        facts.setdefault(_key(blob, name), None)
         return [b for b in blobs if not self.known(field, b)]
 
     def known(self, field: str, blob: str) -> bool:
