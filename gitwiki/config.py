@@ -45,18 +45,20 @@ class CorpusConfig(NamedTuple):
 
 def matches(corpus: CorpusConfig, path: str) -> bool:
     """Whether the repo-relative `path` belongs to `corpus` (under its path, included, not excluded)."""
-    if not corpus.contains(path):
-        return False
-    rel = path[len(corpus.prefix) :]
-    return _glob_any(rel, corpus.include) and not _glob_any(rel, corpus.exclude)
+    return bool(select(corpus, (path,)))
 
 
-def _glob_any(rel: str, patterns: Iterable[str]) -> bool:
-    return _globs(tuple(patterns))(rel) is not None
+def select(corpus: CorpusConfig, paths: Iterable[str]) -> list[str]:
+    """The `paths` that belong to `corpus`, in their order. The hooks filter every path of a 20,000-page
+    wiki: one comprehension matching each glob from the prefix's end instead of a `matches` call per path
+    took 9-13 against 50-54 ms for 20,000 paths (load 9)."""
+    prefix, start = corpus.prefix, len(corpus.prefix)
+    include, exclude = _globs(corpus.include), _globs(corpus.exclude)
+    return [p for p in paths if p.startswith(prefix) and include(p, start) and not exclude(p, start)]
 
 
 @functools.cache
-def _globs(patterns: tuple[str, ...]) -> Callable[[str], re.Match[str] | None]:
+def _globs(patterns: tuple[str, ...]) -> Callable[[str, int], re.Match[str] | None]:
     """One compiled regex for a pattern list: the hooks test every page of a big wiki against it."""
     # "**/*.md" must also match a top-level "a.md", as in gitignore-style globs.
     variants = [v for p in patterns for v in ((p, p[3:]) if p.startswith("**/") else (p,))]

@@ -9,6 +9,7 @@ The markers themselves are parsed by `gitwiki.markdown.index_block`.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import os
 import posixpath
@@ -27,6 +28,7 @@ from gitwiki.templating import environment, shipped_dir
 from gitwiki.worktree_corpus import WorktreeCorpus
 
 TEMPLATE_NAME = "index_block.md.j2"
+_LAST = "last:"  # the key prefix of a block's last render in the render memo (the others are digests)
 _INCLUDES = re.compile(r"\{%[-+]?\s*(?:include|import|from|extends)\b")
 
 
@@ -59,9 +61,14 @@ def render_block(listing: WorktreeCorpus, index_path: str, options: BlockOptions
     source = template.file.read_text(encoding="utf-8")
     memoized = not _INCLUDES.search(source)
     now = _digest("\n".join(current))
-    listed = [p for p in listing.pages if p.startswith(prefix) and p != index_path]
-    by_blobs = _digest(repr((source, options, index_path, name, [(p, listing.blob(p)) for p in listed])))
-    if memoized and listing.facts.rendered(by_blobs) == now:
+    listed = [p for p in _under(listing.pages, prefix) if p != index_path]
+    head = _digest(repr((source, options, index_path, name)))
+    pages, blobs = "\0".join(listed), list(map(listing.blob, listed))  # joined: a repr of 20,000 pairs cost more
+    by_blobs = _digest(f"{head}\n{pages}\n" + "\0".join(blobs))
+    if memoized and (
+        listing.facts.rendered(by_blobs) == now or _shows_as_before(listing, index_path, f"{head} {now}", listed, blobs)
+    ):
+        _remember(listing, index_path, head, now, by_blobs, listed, blobs)
         return current
     shown = []
     for path in listed:
@@ -80,26 +87,60 @@ def render_block(listing: WorktreeCorpus, index_path: str, options: BlockOptions
             entry = {"path": path, "link": rel, "title": info.title, "summary": info.summary}
             groups.setdefault(rel.rpartition("/")[0], []).append(entry)
     key = (lambda p: (p["title"].casefold(), p["link"])) if options.sort == "title" else (lambda p: p["link"])
+    present = set(listed)
     context = [
         {
             "folder": sub,
             "title": sub,
-            "link": f"{sub}/{name}" if sub and f"{prefix}{sub}/{name}" in listing.pages else None,
+            "link": f"{sub}/{name}" if sub and f"{prefix}{sub}/{name}" in present else None,
             "pages": sorted(entries, key=key),
         }
         for sub, entries in sorted(groups.items())
     ]
     by_shown = _digest(repr((source, options, index_path, context)))
     if memoized and listing.facts.rendered(by_shown) == now:
-        listing.facts.remember_render(by_blobs, now)
+        _remember(listing, index_path, head, now, by_blobs, listed, blobs)
         return current
     rendered = _render(template, groups=context, options=options, index=index_path)
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(line.rstrip() for line in rendered.split("\n"))).strip("\n")
     lines = text.split("\n") if text else []
     if memoized:
-        for memo in (by_blobs, by_shown):
-            listing.facts.remember_render(memo, _digest("\n".join(lines)))
+        out = _digest("\n".join(lines))
+        listing.facts.remember_render(by_shown, out)
+        _remember(listing, index_path, head, out, by_blobs, listed, blobs)
     return lines
+
+
+def _shows_as_before(listing: WorktreeCorpus, index_path: str, stamp: str, listed: list[str], blobs: list[str]) -> bool:
+    """Whether the block's last render (`_remember`) was into the block as it is now, with the same head
+    (`stamp`), from the same pages, and each page whose blob changed since shows what its old version
+    showed: then it renders the same. After a commit this asks for the titles of the edited pages only;
+    the digest of what the block shows needs every page's (at 20,000 pages, most of an index-blocks run)."""
+    last = listing.facts.rendered(_LAST + index_path) or ""
+    old_stamp, _, rest = last.partition("\n")
+    old_pages, _, old_blobs = rest.partition("\n")
+    before = old_blobs.split("\0") if listed else []
+    if old_stamp != stamp or old_pages != "\0".join(listed) or len(before) != len(blobs):
+        return False
+    return all(listing.shows_as(p, old) for p, old, new in zip(listed, before, blobs, strict=True) if old != new)
+
+
+def _remember(
+    listing: WorktreeCorpus, index_path: str, head: str, out: str, by_blobs: str, listed: list[str], blobs: list[str]
+) -> None:
+    """Remember that the block's pages at `blobs` render into the output with digest `out`: by the digest
+    of their blob ids, and in full as the block's last render, which `_shows_as_before` compares with."""
+    last = f"{head} {out}\n" + "\0".join(listed) + "\n" + "\0".join(blobs)
+    for key, value in ((by_blobs, out), (_LAST + index_path, last)):
+        if listing.facts.rendered(key) != value:
+            listing.facts.remember_render(key, value)
+
+
+def _under(pages: list[str], prefix: str) -> list[str]:
+    """The pages (sorted) whose paths start with `prefix`: next to each other, so found by two bisections
+    rather than a test of each of 20,000 pages for each index file."""
+    start = bisect.bisect_left(pages, prefix)
+    return pages[start : bisect.bisect_left(pages, prefix + "\U0010ffff", start)]
 
 
 def _digest(text: str) -> str:

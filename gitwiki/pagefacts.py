@@ -170,6 +170,14 @@ class FactsCache:
         self._valid[key] = value
         return value
 
+    def cached(self, field: str, blob: str) -> tuple[bool, list | None]:
+        """Whether `get` would answer from the cache alone (nothing to extract), and its answer."""
+        if self.unreadable(blob) is not None:
+            return True, None
+        key = _key(blob, field)
+        value = self._valid[key] if key in self._valid else _decode(self._value("facts", key))
+        return (True, value) if _VALID[field](value) else (False, None)
+
     def unreadable(self, blob: str) -> str | None:
         """Why page version `blob` has no facts (not text, or extraction failed), when `get` found that."""
         why = _decode(self._value("facts", _key(blob, UNREADABLE)))
@@ -195,9 +203,30 @@ class FactsCache:
 
     def missing(self, field: str, blobs: Iterable[str]) -> list[str]:
         """The blobs whose `field` would have to be extracted (so callers can fetch their text in one go).
-        A stored value is trusted to be of the right shape here; `get` checks it when it is used."""
-        blobs = list(blobs)
-        self.prefetch(field, blobs)
+        A stored value is trusted to be of the right shape here; `get` checks it when it is used.
+
+        Many blobs are looked up in the keys of the two fields' rows, read in one scan without their values:
+        at 20,000 pages reading every value was 63 ms of a 5-file lint (a third of that on an idle host)."""
+        blobs = list(dict.fromkeys(blobs))
+        if len(blobs) > BULK and self._conn is not None:
+            query = "SELECT substr(key, ?), typeof(day) != 'integer' OR day < ? FROM facts WHERE key >= ? AND key < ?"
+            stored: dict[str, dict[str, int]] = {}  # field → blob → whether its row was last used before today
+            try:
+                for name in (field, UNREADABLE):
+                    prefix = _key("", name)
+                    args = (len(prefix) + 1, self._today, prefix, prefix + "\uffff")
+                    stored[name] = dict(self._conn.execute(query, args).fetchall())
+            except sqlite3.Error as e:
+                self._failed(e)
+            else:
+                asked = set(blobs)  # their rows are marked used, as reading them would
+                for name, rows in stored.items():
+                    self._touch["facts"].update(_key(b, name) for b, old in rows.items() if old and b in asked)
+                blobs = [b for b in blobs if b not in stored[field] and b not in stored[UNREADABLE]]
+                facts = self._rows["facts"]
+                for blob in blobs:  # not in the file, so `known` asks no query (20,000 in a first run)
+                    for name in (field, UNREADABLE):
+                        facts.setdefault(_key(blob, name), None)
         return [b for b in blobs if not self.known(field, b)]
 
     def known(self, field: str, blob: str) -> bool:

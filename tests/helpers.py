@@ -59,3 +59,37 @@ class GitRepoFixture:
         self.git("add", "-A")
         self.git("commit", "-q", "--allow-empty", "-m", message)
         return self.git("rev-parse", "HEAD").strip()
+
+
+def edited_every_way(repo: GitRepoFixture) -> None:
+    """A wiki whose worktree and index differ from HEAD and each other in every way a hook meets."""
+    pages = {f"wiki/{name}.md": f"# {name.title()}\n\nAbout {name}, see [a](a.md).\n" for name in "abcdefghij"}
+    # links the orphan check must resolve however they are written
+    pages["wiki/i.md"] += "[b](./b.md#top) [j](j.md?x=1) [up](../wiki/) [g](%67.md) [f](f.md/) [d](d.md)\n"
+    pages["wiki/index.md"] = "# Wiki\n\n<!-- GITWIKI:INDEX-START -->\n<!-- GITWIKI:INDEX-END -->\n"
+    repo.write(".gitignore", "wiki/ignored.md\n")
+    repo.commit("init", pages)
+    repo.git("config", "core.trustctime", "false")  # so the racy edit below keeps the entry's stat data
+    repo.write("wiki/a.md", "# A, staged\n")
+    repo.git("add", "wiki/a.md")
+    repo.write("wiki/b.md", "# B, unstaged\n")
+    repo.write("wiki/a2.md", "# Untracked\n")
+    repo.write("wiki/ignored.md", "# Ignored\n")
+    (repo.path / "wiki/c.md").unlink()  # deleted, not staged
+    repo.git("rm", "-q", "wiki/d.md")  # deleted and staged
+    repo.git("mv", "wiki/e.md", "wiki/e2.md")  # renamed by git
+    os.rename(repo.path / "wiki/f.md", repo.path / "wiki/f2.md")  # renamed on disk only
+    repo.git("update-index", "--assume-unchanged", "wiki/g.md")
+    repo.write("wiki/g.md", "# G, edited behind an assume-unchanged entry\n")
+    (repo.path.parent / "secret.md").write_text("# Secret\n")
+    os.link(repo.path.parent / "secret.md", repo.path / "wiki/hard.md")  # an untracked hard link: left out
+    os.symlink("b.md", repo.path / "wiki/link.md")
+    # Racy: same size and mtime as the staged entry, written in the index's own timestamp tick, so only
+    # hashing the file tells git it changed.
+    racy = repo.path / "wiki/h.md"
+    repo.write("wiki/h.md", "# H, staged, racy\n")
+    repo.git("add", "wiki/h.md")
+    st = racy.stat()
+    racy.write_text("# H, edited, racy\n")
+    os.utime(racy, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.utime(repo.path / ".git/index", ns=(st.st_atime_ns, st.st_mtime_ns))

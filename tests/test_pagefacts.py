@@ -98,6 +98,35 @@ def test_an_edit_the_block_does_not_show_renders_nothing(repo, cli, monkeypatch)
     assert len(rendered) == 1 and "- [Bee](b.md) — About B." in (repo.path / "wiki/index.md").read_text()
 
 
+def test_after_an_edit_a_block_reads_the_titles_of_the_edited_pages_only(repo, cli, monkeypatch):
+    # The block's last render is remembered with its pages' blob ids: after a commit's edits, only the
+    # edited pages' old and new titles are compared, not every page's title (nor the shown-digest).
+    from gitwiki import index_blocks
+    from gitwiki.worktree_corpus import WorktreeCorpus
+
+    _wiki(repo)
+    cli("index-blocks", cwd=repo.path)
+    before = (repo.path / "wiki/index.md").read_bytes()
+    asked: list[str] = []
+    real_info, real_render = WorktreeCorpus.info, index_blocks._render
+    monkeypatch.setattr(WorktreeCorpus, "info", lambda self, path: asked.append(path) or real_info(self, path))
+    monkeypatch.setattr(index_blocks, "_render", lambda *a, **kw: asked.append("rendered") or real_render(*a, **kw))
+    repo.write("wiki/b.md", "# B\n\nAbout B.\n\n## Intro\n\nA new paragraph below the summary.\n")
+    repo.git("add", "wiki/b.md")
+    assert cli("index-blocks", "wiki/b.md", cwd=repo.path)[:2] == (0, "")
+    assert asked == ["wiki/b.md"] and (repo.path / "wiki/index.md").read_bytes() == before
+    repo.write("wiki/c.md", "# See\n\nAbout C. [A](a.md)\n")  # a new title: the block changes
+    assert cli("index-blocks", "wiki/c.md", cwd=repo.path)[:2] == (1, "updated wiki/index.md\n")
+    assert "rendered" in asked and "- [See](c.md) — About C." in (repo.path / "wiki/index.md").read_text()
+    asked.clear()
+    repo.write("wiki/c.md", "# See\n\nAbout C. [A](a.md)\n\n## More\n")
+    assert cli("index-blocks", "wiki/c.md", cwd=repo.path)[:2] == (0, "")
+    assert asked == ["wiki/c.md"]
+    (repo.path / "wiki/a.md").unlink()  # another set of pages: the titles are read again
+    assert cli("index-blocks", "wiki/a.md", cwd=repo.path)[:2] == (1, "updated wiki/index.md\n")
+    assert "[A](a.md)" not in (repo.path / "wiki/index.md").read_text() and "rendered" in asked
+
+
 def _not_a_database(path):
     path.write_bytes(b"{not json")
 
@@ -230,7 +259,11 @@ def test_git_cli_listings_skip_symlinks_submodules_and_ignored_files(repo):
         ".gitignore": repo.git("rev-parse", "HEAD:.gitignore").strip(),
         "a.md": blob,
     }
-    assert gitcli.worktree_files(repo.path, "") == [".gitignore", "a.md", "link.md", "mod"]
+    assert gitcli.staged_files(repo.path, ["drafts", "a.md"]) == {"a.md": blob}
+    repo.write("b.md", "# B\n")
+    listing = gitcli.index_listing(repo.path, "")
+    # the submodule, not checked out, differs from its entry: a page listing looks at it on disk
+    assert listing == gitcli.IndexListing({".gitignore": listing.same[".gitignore"], "a.md": blob}, ["b.md", "mod"])
     assert gitcli.read_blobs(repo.path, [blob]) == {blob: b"# A\n"}
     assert gitcli.blob_id(b"# A\n") == blob
 
@@ -276,6 +309,28 @@ def test_cache_file_round_trip_and_pruning(tmp_path, monkeypatch):
     assert fourth.get("links", "b1", lambda: pytest.fail("still cached")) == ["x.md"]
     fourth.save()  # b1's links were used the day before: kept; the rest last used KEEP_DAYS + 1 ago
     assert _keys(tmp_path, "facts") == {"links:b1", "links:b4"} and _keys(tmp_path, "renders") == set()
+
+
+@pytest.mark.parametrize("bulk", [pagefacts.BULK, 0])
+def test_missing_marks_the_rows_it_finds_used_by_key_or_in_bulk(tmp_path, monkeypatch, bulk):
+    # Above BULK blobs, `missing` scans the rows' keys instead of reading them: the answer and the rows it
+    # keeps from pruning must be the same.
+    monkeypatch.setattr(pagefacts, "BULK", bulk)
+    cache = FactsCache.load(tmp_path)
+    cache.get("links", "b1", lambda: "[x](x.md)")
+    assert cache.get("links", "b2", lambda: pagefacts.decode(b"\x00binary")) is None
+    cache.get("links", "b5", lambda: "")
+    cache.save()
+    later = pagefacts.today() + pagefacts.KEEP_DAYS
+    monkeypatch.setattr(pagefacts, "today", lambda: later)
+    third = FactsCache.load(tmp_path)
+    assert third.missing("links", ["b1", "b2", "b3", "b1"]) == ["b3"]
+    third.save()
+    monkeypatch.setattr(pagefacts, "today", lambda: later + 1)
+    fourth = FactsCache.load(tmp_path)
+    assert fourth.missing("links", ["b1", "b2"]) == []
+    fourth.save()  # b1 and b2 were used the day before: kept; b5 last used KEEP_DAYS + 1 ago
+    assert _keys(tmp_path, "facts") == {"links:b1", "unreadable:b2"}
 
 
 def _keys(index_dir, table) -> set[str]:

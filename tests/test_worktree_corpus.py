@@ -2,9 +2,11 @@
 
 import os
 
+from gitwiki import gitcli
 from gitwiki.config import Config, CorpusConfig
 from gitwiki.pagefacts import FactsCache
 from gitwiki.worktree_corpus import PageInfo, WorktreeCorpus
+from tests.helpers import edited_every_way
 
 WIKI = CorpusConfig("wiki", "wiki", exclude=("drafts/**",))
 CONFIG = Config(corpora=(WIKI,))
@@ -47,3 +49,32 @@ def test_forget_drops_what_was_known_about_a_rewritten_page(repo):
     listing.forget("wiki/a.md")
     assert listing.info("wiki/a.md").title == "After, and longer"
     assert listing.blob("wiki/a.md") == repo.git("hash-object", "wiki/a.md").strip()
+
+
+def _full_scan(repo, monkeypatch) -> None:
+    """The listing before git's index was asked: every listed file `lstat`-ed and hashed."""
+    listed = gitcli._paths(repo.path, "ls-files", "--cached", "--others", "--exclude-standard", "-z")
+    monkeypatch.setattr(gitcli, "index_listing", lambda root, folder: gitcli.IndexListing({}, sorted(set(listed))))
+
+
+def test_blob_ids_from_the_index_give_what_a_full_scan_gives(repo, monkeypatch):
+    from gitwiki.index_blocks import rewrite
+
+    edited_every_way(repo)
+    racy = repo.git("ls-files", "-s", "wiki/h.md").split()[1]
+    assert racy != repo.git("hash-object", "wiki/h.md").strip()  # the racy edit is really unstaged
+    index = (repo.path / "wiki/index.md").read_text()
+
+    def seen() -> tuple[list[str], dict[str, str], str]:
+        listing = WorktreeCorpus(repo.path, WIKI, CONFIG)
+        return listing.pages, {p: listing.blob(p) for p in listing.pages}, rewrite(index, "wiki/index.md", listing)
+
+    new = seen()
+    with monkeypatch.context() as patched:
+        _full_scan(repo, patched)
+        old = seen()
+    assert new == old
+    assert new[1]["wiki/h.md"] == repo.git("hash-object", "wiki/h.md").strip()
+    assert new[1]["wiki/g.md"] == repo.git("hash-object", "wiki/g.md").strip()
+    assert "[H, edited, racy](h.md)" in new[2] and "F2" not in new[2] and "[F](f2.md)" in new[2]
+    assert new[0] == sorted(f"wiki/{n}.md" for n in ("a", "a2", "b", "e2", "f2", "g", "h", "i", "j", "index"))

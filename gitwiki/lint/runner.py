@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
 from gitwiki import config as config_mod
 from gitwiki import gitcli, pagefacts, pagetext
-from gitwiki.config import Config, CorpusConfig, matches
+from gitwiki.config import Config, CorpusConfig, matches, select
 from gitwiki.fs import read_page_file
 from gitwiki.gitcli import Checkout
 from gitwiki.lint.registry import RULES, Context, Finding
@@ -20,6 +21,8 @@ from gitwiki.markdown.links import link_target
 from gitwiki.pagefacts import FactsCache, link_name
 
 ORPHAN = "GW007"
+# What `link_name` strips or decodes: a fragment, a query, percent-escapes, a trailing slash.
+_NOT_PLAIN = re.compile(r"[%#?]|/\Z").search
 UNREADABLE = "GW012"
 
 
@@ -86,7 +89,8 @@ def lint_page(path: str, data: bytes, pages: set[str], config: Config, **context
 
 def staged_pages(root: Path, config: Config) -> dict[str, str]:
     """Repo-relative path → staged blob id for every page of every corpus (symlinks and submodules left out)."""
-    return {path: blob for path, blob in gitcli.staged_files(root).items() if corpus_of(config, path)}
+    staged = gitcli.staged_files(root, (c.path for c in config.corpora))
+    return {path: staged[path] for corpus in config.corpora for path in select(corpus, staged)}
 
 
 def link_names(wanted: Iterable[str], config: Config) -> set[str]:
@@ -114,12 +118,15 @@ def linked_pages(pages: Iterable[str], links: Callable[[str], list[str]], config
     linked: set[str] = set()
     for source in pages:
         for raw in links(source):
-            if link_name(raw) not in names:
+            # A plain link's name is its last segment: `link_name` of every link of a 20,000-page front index
+            # was 28 ms of a 5-file lint.
+            name = link_name(raw) if _NOT_PLAIN(raw) else raw.rpartition("/")[2]
+            if name not in names:
                 continue
             target = link_target(source, raw)
             if target is None or not target.path or target.path == source:
                 continue
-            linked.update({target.path, *(f"{target.path}/{name}" for name in fronts)} & wanted)
+            linked.update({target.path, *(f"{target.path}/{front}" for front in fronts)} & wanted)
     return linked
 
 

@@ -5,6 +5,8 @@ import pytest
 from gitwiki import pagefacts
 from gitwiki.config import Config, CorpusConfig, LintConfig
 from gitwiki.lint import RULES, Finding, lint_text
+from gitwiki.lint.runner import ORPHAN
+from tests.helpers import edited_every_way
 
 CONFIG = Config(corpora=(CorpusConfig(name="wiki", path="wiki"),))
 PAGES = {"wiki/index.md", "wiki/a.md", "wiki/sub/b.md"}
@@ -208,3 +210,42 @@ def test_conventions_file_name_title_and_size():
     small = CONFIG._replace(lint=LintConfig(max_page_bytes=10))
     assert [c for c, *_ in found("# Title\n\nmore than ten\n", config=small)] == ["GW011"]
     assert found(big, config=CONFIG._replace(lint=LintConfig(max_page_bytes=0))) == []
+
+
+def test_lint_of_a_repo_edited_every_way_finds_what_the_full_listing_found(repo, monkeypatch):
+    """The staged listing limited to the corpus folders, `missing` by key scan and plain links' names without
+    `link_name` give the findings of the whole-repo listing, key-by-key reads and `link_name` of every link."""
+    from gitwiki import gitcli
+    from gitwiki.lint import runner
+
+    edited_every_way(repo)
+    repo.write("notes/outside.md", "# Not in the corpus\n")
+    repo.git("add", "notes/outside.md")
+    checkout = gitcli.discover(repo.path)
+    config = Config(corpora=(CorpusConfig(name="wiki", path="wiki", exclude=("j.md",)),))
+    pages = [f"wiki/{n}.md" for n in ("a", "a2", "b", "e2", "f2", "g", "h", "i", "index", "c")]
+
+    def lint_twice() -> list[list[Finding]]:
+        return [
+            runner.lint_repo(checkout, config, pages).findings,
+            runner.lint_repo(checkout, config, ["wiki/a.md"]).findings,
+        ]
+
+    monkeypatch.setattr(pagefacts, "BULK", 0)
+    new = lint_twice()
+    (repo.path / ".git/gitwiki/pagefacts.sqlite").unlink()
+    with monkeypatch.context() as old:
+        old.setattr(pagefacts, "BULK", 10**9)
+        old.setattr(
+            runner,
+            "staged_pages",
+            lambda root, config: {p: b for p, b in gitcli.staged_files(root).items() if runner.corpus_of(config, p)},
+        )
+        old.setattr(runner, "_NOT_PLAIN", lambda raw: True)  # every link through `link_name`
+        assert lint_twice() == new
+    # g.md (linked as %67.md), b.md (./b.md#top) and index.md (../wiki/) are no orphans
+    assert {f.path for f in new[0] if f.code == ORPHAN} == {f"wiki/{n}.md" for n in ("a2", "e2", "f2", "h", "i")}
+    assert [(f.line, f.code) for f in new[0] if f.path == "wiki/i.md" and f.code != ORPHAN] == [
+        (4, "GW006"),
+        (4, "GW005"),
+    ]
