@@ -139,8 +139,10 @@ def lint_repo(checkout: Checkout, config: Config, files: list[str] | None = None
     """
     root = checkout.root
     blobs = staged_pages(root, config)
+    # A page staged and then removed from disk (the removal not staged) has nothing to lint in the worktree;
+    # links to it still resolve against the staged pages.
     if files is None:
-        targets = sorted(blobs)
+        targets = sorted(f for f in blobs if os.path.lexists(root / f))
     else:
         targets = sorted({f for f in files if corpus_of(config, f) and os.path.lexists(root / f)})
     data = {path: read_page_file(root, path) for path in targets}  # a symlink or hard link is refused by name

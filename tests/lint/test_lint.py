@@ -127,6 +127,17 @@ def test_cli_all_pages_json_warnings_and_subdirectory_paths(repo, cli):
     assert out.startswith("::error file=wiki/b.md,line=2,col=1,title=GW003::heading level jumps from H1 to H3")
 
 
+def test_cli_all_pages_skips_a_staged_page_removed_from_disk(repo, cli):
+    _wiki(repo)
+    repo.write("wiki/gone.md", "# Gone\n")
+    repo.git("add", "-A")
+    (repo.path / "wiki/gone.md").unlink()  # the removal is not staged
+    repo.write("wiki/a.md", "# A\n\n[B](b.md#intro) [Gone](gone.md)\n")
+    code, out, err = cli("lint", "--format", "json", cwd=repo.path)
+    assert code == 0, err
+    assert [f["path"] for f in json.loads(out)["findings"]] == []  # the link still resolves to the staged page
+
+
 def test_cli_lists_rules_and_rejects_files_outside_the_repo(repo, cli, tmp_path):
     code, out, _ = cli("lint", "--list-rules", cwd=repo.path)
     assert code == 0 and len(out.splitlines()) == len(RULES)
