@@ -26,6 +26,20 @@
                    breadcrumb kept) while the two stay under the cap
 --query-cache      cache query vectors on disk (ms/q then leaves out the query embedding)
 
+Lexical levers (tokenization and BM25; the eval scripts rebuild the FTS rows and reuse the cached vectors,
+which are keyed by chunk text, so none of these re-embeds):
+--stem S           stemmer: english (default), porter or none
+--stop L           stop list: ours (default), none, lucene (the 33-word Lucene/bm25s list) or long (ours + LONG_STOP)
+--split H          identifiers and hyphenated words: both (default: whole and parts), whole or parts
+--no-numbers       drop tokens made only of digits
+--no-mnemonic      tldr's mnemonic brackets as brackets (`E[x]tract` → e, x, tract), as before tokens version 2
+--bm25 K1,B        score BM25 in Python (`PyBM25`: FTS5's formula, column weights and all) with another k1 / b;
+                   FTS5 still finds the matching rows, the Python scorer re-ranks all of them
+--head-weight W    BM25 weight of the head column (title, headings, tags; default store.FTS_WEIGHTS[0])
+--query-tf         count a repeated query term once per occurrence (FTS5: the term repeated in the OR)
+--min-match F      drop matches holding fewer than F of the query's distinct terms (Python scorer)
+--idf-power P      raise each term's IDF to P (rare terms count more; Python scorer)
+
 Page-level fusion (gitwiki.ranking.PAGE_SHARE) was measured here before it became the default.
 
   python bench/experiment.py [options] wikidev_eval.py [its args]
@@ -36,16 +50,20 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import re
 import runpy
 import sys
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import benchlib
 import numpy as np
+import Stemmer
 from benchlib import ROOT, use_offline_model
 
-from gitwiki import embed, indexer, ranking, search
+from gitwiki import embed, indexer, ranking, relevance, search, tokens
+from gitwiki import store as store_mod
 from gitwiki.markdown import chunker
 from gitwiki.store import embed_text
 from gitwiki.tokens import fts_any, tokenize
@@ -299,6 +317,128 @@ def install_chunk_levers(args) -> None:
         indexer.parse_page = lambda text: merge_small(original_parse(text), args.merge_small)
 
 
+# ---- lexical levers ------------------------------------------------------------------------------------
+
+LUCENE_STOP = (
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there these they "
+    "this to was will with"
+)
+# Common English function words our list leaves out (from the longer SMART / scikit-learn lists).
+LONG_STOP = (
+    "across afterwards almost alone along already also although always among amongst another anyhow anyone "
+    "anything anyway anywhere around became become becomes becoming beforehand behind beside besides beyond "
+    "cannot could either else elsewhere enough etc even ever every everyone everything everywhere except "
+    "first former formerly hence hereafter hereby herein however indeed instead last latter latterly least "
+    "less many may meanwhile might moreover mostly much must namely neither never nevertheless next nobody "
+    "none noone nothing nowhere often otherwise perhaps please rather seem seemed seeming seems several "
+    "shall since somehow someone something sometime sometimes somewhere still thence thereafter thereby "
+    "therefore therein thereupon though thus together toward towards upon us via well whatever whence "
+    "whenever whereafter whereas whereby wherein whereupon wherever whether whither whoever whole whose "
+    "within without yet"
+)
+
+
+def variant_words(text: str, split: str, numbers: bool) -> list[str]:
+    """tokens.words with identifiers kept whole, split into parts, or both (what tokens.words gives)."""
+    out: list[str] = []
+    for match in tokens._WORD.finditer(text):
+        word = match.group()
+        parts = [p for chunk in re.split(r"[_\-.']", word) for p in tokens._split_camel(chunk)] or [word]
+        whole = re.sub(r"[_\-.']", "", word)
+        keep = [whole] if len(parts) == 1 else {"both": [whole, *parts], "whole": [whole], "parts": parts}[split]
+        for part in keep:
+            if not part.isascii() and tokens._cjk().search(part):
+                out.extend(part)
+            elif numbers or not part.isdigit():
+                out.append(part.lower())
+    return out
+
+
+def patch_tokenizer(stem: str, stop: str, split: str, numbers: bool, mnemonic: bool) -> None:
+    """Replace tokens.tokenize (indexing, queries, the weak flag) with a variant."""
+    stop_words = {
+        "ours": tokens.STOP_WORDS,
+        "none": frozenset(),
+        "lucene": frozenset(LUCENE_STOP.split()),
+        "long": tokens.STOP_WORDS | set(LONG_STOP.split()),
+    }[stop]
+    stemmer = None if stem == "none" else Stemmer.Stemmer(stem)
+
+    def tokenize(text: str) -> list[str]:
+        text = tokens._MNEMONIC.sub(r"\1", text) if mnemonic else text
+        kept = [w for w in variant_words(text, split, numbers) if w not in stop_words]
+        return stemmer.stemWords(kept) if stemmer else kept
+
+    tokens.tokenize = search.tokenize = relevance.tokenize = tokenize
+
+
+def query_terms(query: str) -> list[str]:
+    """The query's terms with repeats, falling back to its stop words as tokens.fts_query does."""
+    return tokens.tokenize(query) or tokens._stemmer().stemWords(tokens.words(query))
+
+
+class PyBM25:
+    """FTS5's bm25() in Python with any k1 / b: column-weighted term counts, one length normalization over
+    the whole row (all columns), IDF log((N - n + 0.5) / (n + 0.5)) floored at 1e-6, as in fts5_aux.c."""
+
+    def __init__(self, store, k1: float, b: float, idf_power: float, min_match: float) -> None:
+        self.k1, self.b, self.idf_power, self.min_match = k1, b, idf_power, min_match
+        self.postings: dict[str, dict[int, float]] = defaultdict(dict)
+        self.length: dict[int, int] = {}
+        for rowid, head, body in store.conn.execute("SELECT rowid, head, body FROM fts"):
+            columns = (head.split(), body.split())
+            self.length[rowid] = sum(map(len, columns))
+            for weight, terms in zip(store_mod.FTS_WEIGHTS, columns, strict=True):
+                for term, count in Counter(terms).items():
+                    post = self.postings[term]
+                    post[rowid] = post.get(rowid, 0.0) + weight * count
+        self.blob = dict(store.conn.execute("SELECT id, blob FROM chunks"))
+        self.avgdl = sum(self.length.values()) / max(len(self.length), 1)
+
+    def score(self, terms: list[str], query_tf: bool) -> list[tuple[int, str, float]]:
+        n = len(self.length)
+        scores: dict[int, float] = defaultdict(float)
+        matched: Counter[int] = Counter()
+        wanted = Counter(terms)
+        for term, times in wanted.items():
+            post = self.postings.get(term, {})
+            idf = max(math.log((n - len(post) + 0.5) / (len(post) + 0.5)), 1e-6) ** self.idf_power
+            weight = idf * (times if query_tf else 1)
+            for rowid, tf in post.items():
+                norm = self.k1 * (1 - self.b + self.b * self.length[rowid] / self.avgdl)
+                scores[rowid] += weight * tf * (self.k1 + 1) / (tf + norm)
+                matched[rowid] += 1
+        need = math.ceil(self.min_match * len(wanted))
+        kept = {r: s for r, s in scores.items() if matched[r] >= need} or scores
+        return [(r, self.blob[r], s) for r, s in sorted(kept.items(), key=lambda kv: -kv[1])]
+
+
+def install_lexical_levers(args) -> None:
+    """--stem, --stop, --split, --no-numbers, --no-mnemonic, --head-weight, --bm25, --query-tf, --min-match,
+    --idf-power: route the searcher's lexical ranking through PyBM25, or repeat query terms in the FTS5 query."""
+    variant = (args.stem, args.stop, args.split, not args.no_numbers, not args.no_mnemonic)
+    if variant != ("english", "ours", "both", True, True):
+        patch_tokenizer(*variant)
+    if args.head_weight is not None:
+        store_mod.FTS_WEIGHTS = (args.head_weight, store_mod.FTS_WEIGHTS[1])
+    scorers: dict[int, PyBM25] = {}
+
+    def lexical(self, query, blob_paths, blob_of, pages):
+        key = id(self.store)
+        if key not in scorers:
+            k1, b = args.bm25 or (1.2, 0.75)
+            scorers[key] = PyBM25(self.store, k1, b, args.idf_power, args.min_match)
+        found = scorers[key].score(query_terms(query), args.query_tf)
+        pool = search.candidates([(cid, blob, s) for cid, blob, s in found if blob in blob_paths], pages)
+        blob_of.update((cid, blob) for cid, blob, _ in pool)
+        return [(cid, s) for cid, _, s in pool]
+
+    if args.bm25 or args.min_match or args.idf_power != 1.0:
+        search.Searcher._lexical = lexical
+    elif args.query_tf:
+        search.fts_query = lambda text: fts_any(query_terms(text))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--windows", action="store_true")
@@ -320,6 +460,16 @@ def main() -> None:
     ap.add_argument("--balanced", action="store_true")
     ap.add_argument("--overlap", action="store_true")
     ap.add_argument("--merge-small", type=int, default=0)
+    ap.add_argument("--stem", choices=("english", "porter", "none"), default="english")
+    ap.add_argument("--stop", choices=("ours", "none", "lucene", "long"), default="ours")
+    ap.add_argument("--split", choices=("both", "whole", "parts"), default="both")
+    ap.add_argument("--no-numbers", action="store_true")
+    ap.add_argument("--no-mnemonic", action="store_true")
+    ap.add_argument("--bm25", type=lambda v: tuple(map(float, v.split(","))), help="k1,b for the Python BM25")
+    ap.add_argument("--query-tf", action="store_true")
+    ap.add_argument("--head-weight", type=float)
+    ap.add_argument("--min-match", type=float, default=0.0)
+    ap.add_argument("--idf-power", type=float, default=1.0)
     ap.add_argument("script")
     args, rest = ap.parse_known_args()
     use_offline_model()
@@ -328,6 +478,7 @@ def main() -> None:
     qcache = NpzCache(args.cache_dir / "queries.npz")
     install_fusion_levers(args)
     install_chunk_levers(args)
+    install_lexical_levers(args)
     state: dict = {"ids": None, "owner": None, "matrix": None, "embedded": 0}
 
     if args.query_cache:

@@ -15,8 +15,16 @@ import Stemmer
 
 from gitwiki.pagetext import text_memo
 
+# Bump when tokenize's output changes: an index written with another version gets its full-text rows rebuilt
+# from its chunks on open (store.py; the vectors stay, they are keyed by chunk text). 2: mnemonic brackets.
+TOKENS_VERSION = "2"
+
 _WORD = re.compile(r"[^\W_]+(?:[_\-.'][^\W_]+)*", re.UNICODE)
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+# Letters in brackets inside a word mark its mnemonic (tldr pages: "E[x]tract a g[z]ipped [f]ile"); read as
+# brackets they cut the word into "e", "x", "tract". Only letters followed by a letter: `args[i]`, `[x] done`
+# and `[link](url)` are left alone.
+_MNEMONIC = re.compile(r"\[([^\W\d_]{1,3})\](?=[^\W\d_])")
 
 # The classic English stop list (Lucene/SMART core), kept short: rare words carry the meaning.
 STOP_WORDS = frozenset(
@@ -50,6 +58,8 @@ def _split_camel(chunk: str) -> list[str]:
 def words(text: str) -> list[str]:
     """Surface tokens: whole identifiers, their parts, and CJK characters as single tokens."""
     out: list[str] = []
+    if "[" in text:
+        text = _MNEMONIC.sub(r"\1", text)
     for match in _WORD.finditer(text):
         word = match.group()
         if word.isascii() and word.isalpha() and word[1:].islower():

@@ -6,6 +6,7 @@ import threading
 import pytest
 
 from gitwiki import store as store_mod
+from gitwiki import tokens
 from gitwiki.errors import StoreError
 from gitwiki.wiki import Wiki
 
@@ -109,3 +110,26 @@ def test_switching_to_wal_waits_for_a_connection_that_holds_the_file(tmp_path):
     threading.Timer(0.3, holder.commit).start()
     store_mod._set_wal(opener, patience=5)
     assert opener.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_rows_of_an_older_tokenizer_are_re_tokenized_on_open_and_vectors_kept(repo, capfd):
+    repo.commit("pages", {**PAGES, "wiki/tar.md": "# tar\n\n- E[x]tract a g[z]ipped archive.\n"})
+    wiki = Wiki.open(repo.path)
+    wiki.index()
+    conn = wiki.store.conn
+    # As a version-1 index wrote it: no tokens_version, "E[x]tract" indexed as e, x, tract.
+    conn.execute("DELETE FROM meta WHERE key = 'tokens_version'")
+    conn.execute("UPDATE fts SET body = 'e x tract g z ip archiv' WHERE body LIKE '%extract%'")
+    conn.execute("INSERT INTO vectors VALUES ('some-model', 'some-hash', x'00')")
+    assert [d.path for d in wiki.search("extract gzipped", mode="lexical").docs] == []
+    states = wiki.store.states()
+    wiki.close()
+    again = Wiki.open(repo.path)
+    assert again.store.conn.execute("SELECT value FROM meta WHERE key = 'tokens_version'").fetchone() == (
+        tokens.TOKENS_VERSION,
+    )
+    assert again.store.states() == states  # not rebuilt from git
+    assert again.store.conn.execute("SELECT count(*) FROM vectors").fetchone() == (1,)
+    assert [d.path for d in again.search("extract gzipped", mode="lexical").docs] == ["wiki/tar.md"]
+    assert [d.path for d in again.search("apricots", mode="lexical").docs] == ["wiki/a.md"]
+    assert "moved aside" not in capfd.readouterr().err

@@ -1,4 +1,9 @@
+from hypothesis import given
+from hypothesis import strategies as st
+
 from gitwiki.tokens import fts_query, tokenize, words
+
+LETTERS = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"), min_size=1, max_size=8)
 
 
 def test_identifiers_split_and_kept_whole():
@@ -42,3 +47,27 @@ def test_plain_words_take_the_short_path_with_the_same_result():
         "bar",
         "é",
     ]
+
+
+def test_mnemonic_brackets_read_as_the_word():
+    # tldr marks a command's option letters inside words; as brackets they cut "extract" into e, x, tract.
+    assert words("E[x]tract a g[z]ipped [f]ile") == ["extract", "a", "gzipped", "file"]
+    assert tokenize("[c]reate [dh]og") == tokenize("create dhog")
+    # Not mnemonics: a checkbox, a link, an index, a number in brackets.
+    assert words("[x] done [link](url) args[i] ref[1]word") == [
+        "x",
+        "done",
+        "link",
+        "url",
+        "args",
+        "i",
+        "ref",
+        "1",
+        "word",
+    ]
+
+
+@given(LETTERS, LETTERS.filter(lambda mark: len(mark) <= 3), LETTERS)
+def test_a_bracketed_mnemonic_inside_or_before_a_word_tokenizes_as_the_word(prefix, mark, rest):
+    assert tokenize(f"{prefix}[{mark}]{rest}") == tokenize(prefix + mark + rest)
+    assert tokenize(f"[{mark}]{rest}") == tokenize(mark + rest)
