@@ -15,9 +15,8 @@ on wiki-dev, Cranfield and SciFact the flag is on for 16–41 % of questions who
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import NamedTuple
-
-from gitwiki.tokens import tokenize
 
 WEAK_COVERAGE = 0.5
 WEAK_Z = 3.5
@@ -30,20 +29,20 @@ class Background(NamedTuple):
     std: float
 
 
-def coverage(terms: set[str], text: str) -> float:
-    """The share of the query's content terms that `text` contains."""
-    return len(terms.intersection(tokenize(text))) / len(terms) if terms else 0.0
+def coverage(terms: set[str], tokens: Collection[str]) -> float:
+    """The share of the query's content terms among a text's `tokens` (`gitwiki.tokens.tokenize`)."""
+    return len(terms.intersection(tokens)) / len(terms) if terms else 0.0
 
 
-def is_weak(terms: set[str], text: str, cosine: float | None, background: Background | None) -> bool:
-    """Whether a page whose best chunk reads `text` (title and breadcrumb included) is a weak answer.
+def is_weak(terms: set[str], tokens: Collection[str], cosine: float | None, background: Background | None) -> bool:
+    """Whether a page whose best chunk has the terms `tokens` (title and breadcrumb included) is a weak answer.
 
     `cosine` is the chunk's similarity to the query (None when it was not among the dense candidates),
     `background` None in lexical mode, where only the term coverage can speak.
     """
     if not terms:
         return True
-    if coverage(terms, text) >= WEAK_COVERAGE:
+    if coverage(terms, tokens) >= WEAK_COVERAGE:
         return False
     if background is None:
         return True

@@ -344,10 +344,12 @@ class Store:
     def chunk_total(self) -> int:
         return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
 
-    def indexed_terms(self, ids: Iterable[int]) -> dict[int, set[str]]:
-        """The terms the full-text index holds for each chunk (title, headings, tags and text), as tokenized."""
-        rows = self._select_in("SELECT rowid, head, body FROM fts WHERE rowid IN ({marks})", ids)
-        return {rowid: {*head.split(), *body.split()} for rowid, head, body in rows}
+    def indexed_terms(self, ids: Iterable[int], head: bool = True) -> dict[int, set[str]]:
+        """The terms the full-text index holds for each chunk (title, headings, tags unless not `head`, and
+        text), as tokenized."""
+        columns = "head, body" if head else "'', body"
+        rows = self._select_in(f"SELECT rowid, {columns} FROM fts WHERE rowid IN ({{marks}})", ids)
+        return {rowid: {*heading.split(), *body.split()} for rowid, heading, body in rows}
 
     # ---- corpus states ---------------------------------------------------------------------------
 

@@ -7,7 +7,9 @@ import pytest
 
 from gitwiki.config import SearchConfig
 from gitwiki.errors import NotFoundError, UsageError
+from gitwiki.relevance import is_weak
 from gitwiki.search import SearchOptions
+from gitwiki.tokens import tokenize
 from gitwiki.wiki import Wiki
 from tests.helpers import needs_model
 
@@ -229,6 +231,41 @@ def test_weak_flag_lexical(repo, cli):
     assert "(weak)" not in out and ", weak)" in out
     code, out, _ = cli("ground", "rotate the signing key", cwd=repo.path)
     assert "weak" not in out
+
+
+def test_weak_flag_reads_the_indexed_terms_as_the_text_would_tokenize(repo):
+    """The weak flag takes a best chunk's text terms from its FTS row: the same flags as tokenizing the title,
+    breadcrumb and text, whether the title is the page's own or the file name's, with tags that the FTS row holds
+    but the flag never counted."""
+    pages = {
+        ".gitwiki.toml": LEXICAL,
+        **PAGES,
+        "wiki/rollout-notes.md": "Rolling out: canary first, then the rest of the fleet.\n\n## Rollback\n\nArgo rollback.\n",
+        "wiki/tagged.md": "---\ntags: [billing, quota]\n---\n# Invoices\n\nMonthly invoices go out by mail.\n",
+    }
+    repo.commit("pages", pages)
+    wiki = Wiki.open(repo.path)
+    queries = (
+        "rotate the signing key",
+        "vault quota billing invoices",
+        "billing quota",
+        "rollout canary fleet",
+        "notes rollback",
+        "argo kubernetes deploy",
+        "monthly mail",
+        "revoke leaked vault keys",
+    )
+    flags = []
+    for query in queries:
+        found = wiki.search(query, mode="lexical", full=True, top_files=10)
+        content = set(tokenize(query))
+        for doc in found.docs:
+            best = doc.chunks[0]
+            tokens = tokenize(" ".join((doc.title, *best.breadcrumb, best.text)))
+            assert doc.weak is is_weak(content, set(tokens), None, None), (query, doc.path)
+            flags.append(doc.weak)
+    assert True in flags and False in flags
+    wiki.close()
 
 
 @needs_model
