@@ -242,6 +242,9 @@ def mixed(_args) -> dict:
 # (three copies of the 25,000 x 384 vectors, one heap, one garbage collector) measured a hybrid p50 of
 # 31.2 ms where the same query on one Wiki alone took 12.6 ms (docs/benchmarks.md, issue 16).
 VARIANTS = {"watched": True, "status": True, "floor": False}  # name → searches the worktree
+# Between two questions: onnxruntime's threads spin for a while after a query embedding, and with no pause
+# they would take the CPU from the next variant's process. An agent's calls come seconds apart.
+PAUSE = 0.05
 
 
 def watch(args) -> dict:
@@ -331,6 +334,7 @@ class Worker:
     def ask(self, query: str, mode: str, top: bool = False) -> tuple[float, float, str]:
         """(wall s, the query thread's CPU s, the answer: its first path with `top`, else a digest of its JSON)"""
         assert self._proc.stdin is not None and self._proc.stdout is not None
+        time.sleep(PAUSE)
         self._proc.stdin.write(json.dumps({"q": query, "mode": mode, "top": top}) + "\n")
         self._proc.stdin.flush()
         wall, cpu, answer = json.loads(self._proc.stdout.readline())
