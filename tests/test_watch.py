@@ -117,31 +117,6 @@ def test_a_late_fence_costs_one_status_and_the_watch_goes_on(watched, status_cal
     assert len(status_calls) == 3
 
 
-def test_one_fence_file_serves_every_query_until_one_is_late(watched, status_calls, monkeypatch):
-    """The fence is the same file touched again while fences arrive in time; a late one retires its name (its
-    event may still come and must not pass for the next fence); a fence removed from under the watch is made
-    again."""
-    repo, wiki = watched
-    fences = wiki._watcher._fence_dir
-    for _ in range(3):
-        wiki.search("argo")
-    first = sorted(fences.iterdir())
-    assert len(first) == 1
-    monkeypatch.setattr(watch, "FENCE_TIMEOUT", 0.0)  # this fence is late
-    wiki.search("argo")
-    monkeypatch.setattr(watch, "FENCE_TIMEOUT", 1.0)
-    repo.write("wiki/deploy.md", "# Deploy\n\nWe deploy with nomad.\n")
-    assert paths(wiki.search("nomad")) == ["wiki/deploy.md"]
-    second = sorted(fences.iterdir())
-    assert len(second) == 1 and second != first
-    second[0].unlink()
-    repo.write("wiki/deploy.md", "# Deploy\n\nWe deploy with helm.\n")
-    assert paths(wiki.search("helm")) == ["wiki/deploy.md"]
-    wiki.search("helm")
-    assert len(list(fences.iterdir())) == 1
-    assert len(status_calls) == 4  # the first query, the late fence, and one after each edit
-
-
 @needs_model
 def test_a_watched_hybrid_query_looks_for_missing_vectors_only_after_a_change(repo, monkeypatch):
     repo.commit("pages", {"wiki/deploy.md": "# Deploy\n\nWe deploy with argo.\n"})
