@@ -242,8 +242,9 @@ def mixed(_args) -> dict:
 # (three copies of the 25,000 x 384 vectors, one heap, one garbage collector) measured a hybrid p50 of
 # 31.2 ms where the same query on one Wiki alone took 12.6 ms (docs/benchmarks.md, issue 16).
 VARIANTS = {"watched": True, "status": True, "floor": False}  # name → searches the worktree
-# Between two questions: onnxruntime's threads spin for a while after a query embedding, and with no pause
-# they would take the CPU from the next variant's process. An agent's calls come seconds apart.
+# Between two questions, as an agent's calls come seconds apart: with fastembed's sessions onnxruntime's
+# threads spin after a query embedding and, with no pause, took the CPU from the next variant's process
+# (hybrid p50 45-50 ms against 18 ms, the minima the same).
 PAUSE = 0.05
 
 
