@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from gitwiki.errors import UnknownCorpus, UsageError
-from gitwiki.fs import atomic_write
+from gitwiki.fs import atomic_write, path_problem
 
 REPO_CONFIG_NAME = ".gitwiki.toml"
 DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
@@ -286,10 +286,12 @@ def _append_unique(entries: list[Any], entry: Any, kind: str, path: Path) -> Non
 
 
 def normalize_corpus_path(raw: str, where: str | Path) -> str:
-    parts = [p for p in raw.replace("\\", "/").split("/") if p not in ("", ".")]
-    if raw.startswith("/") or ".." in parts:
-        raise UsageError(f"{where}: corpus path {raw!r} must be relative to the repo root, without '..'")
-    return "/".join(parts)
+    folder = "/".join(p for p in raw.replace("\\", "/").split("/") if p not in ("", "."))
+    if raw.startswith("/") or (folder and path_problem(folder)):
+        raise UsageError(
+            f"{where}: corpus path {raw!r} must be a folder relative to the repo root, without '..' or .git"
+        )
+    return folder
 
 
 def _merge_layer(state: dict[str, Any], data: dict[str, Any], path: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import time
 from collections.abc import Iterator
@@ -32,6 +33,43 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 class UnsafeFile(UsageError):
     """A page that is a symlink, not a regular file, or has other hard links: reading it could read (and
     writing it could change) a file outside the wiki."""
+
+
+def path_problem(path: str) -> str | None:
+    """Why the repo-relative page path `path` is refused, whatever gave it (None: it is acceptable).
+
+    The one rule for every source of page paths: a local corpus's committed trees and the paths a user or
+    an agent asks for (`gitwiki.pages.locate`), another repository's trees (`gitwiki.repositories`), an
+    index archive's database (`gitwiki.artifact`). git refuses to check out `..` or `.git`, but its object
+    database holds them (`git mktree` writes them), so a tree can name a page `wiki/../x.md`. `.git` is
+    refused in any case and with trailing dots or spaces, and as `git~1`: the forms a case-insensitive or
+    NTFS filesystem opens as the git dir (git's own core.protectHFS/protectNTFS rule). Callers normalize
+    what a person may write loosely (`./`, `//`, backslashes) first; the rule sees the canonical form.
+    """
+    if _PLAIN.fullmatch(path):  # most paths: one regex (0.3 against 2.4 µs per path; the indexer lists every page)
+        return None
+    if not path:
+        return "is empty"
+    if any(ord(ch) < 32 or ch == "\x7f" for ch in path):
+        return "contains a control character"
+    if "\\" in path:
+        return "contains a backslash"
+    if path.startswith("/") or _DRIVE.match(path):
+        return "is absolute"
+    parts = path.split("/")
+    if "" in parts or "." in parts:
+        return "has an empty or '.' component"
+    if ".." in parts:
+        return "contains '..'"
+    if any(p.casefold().rstrip(". ") in (".git", "git~1") for p in parts):
+        return "points into .git"
+    return None
+
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+# Components that start with neither a dot nor "git~", hold no backslash or control character and are not
+# empty; the first holds no ":".
+_PLAIN = re.compile(r"(?!\.|git~)[^/\\\x00-\x1f\x7f:]+(?:/(?!\.|git~)[^/\\\x00-\x1f\x7f]+)*", re.IGNORECASE)
 
 
 def atomic_write(path: Path, data: str | bytes, sync: bool = True) -> None:

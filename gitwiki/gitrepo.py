@@ -17,7 +17,7 @@ import pygit2
 from gitwiki import gitcli
 from gitwiki.config import CorpusConfig, matches
 from gitwiki.errors import GitwikiError, NotFoundError
-from gitwiki.fs import stat_stamp
+from gitwiki.fs import path_problem, stat_stamp
 from gitwiki.gitcli import blob_id
 
 # pygit2 can only check the whole worktree (about 3 ms per 1,000 tracked files); `git status -- FOLDER`
@@ -152,16 +152,31 @@ class GitRepo:
         """The submodules inside the corpus tree `tree_id`: their pages are in another repository, not indexed."""
         return sorted(path for path, entry in self._entries(corpus, tree_id) if entry.type_str == "commit")
 
-    def _entries(self, corpus: CorpusConfig, tree_id: str | None) -> Iterator[tuple[str, pygit2.Object]]:
-        """(repo-relative path, entry) of every non-tree entry below the corpus tree `tree_id`."""
-        if tree_id is None:
+    def refused_paths(self, corpus: CorpusConfig, tree_id: str | None) -> list[str]:
+        """Entries of the corpus tree `tree_id` whose path `gitwiki.fs.path_problem` refuses (`..`, `.git`, …):
+        never pages, listed so that whoever indexes the tree can say what it left out."""
+        refused: list[str] = []
+        for _ in self._entries(corpus, tree_id, refused):
+            pass
+        return sorted(refused)
+
+    def _entries(
+        self, corpus: CorpusConfig, tree_id: str | None, refused: list[str] | None = None
+    ) -> Iterator[tuple[str, pygit2.Object]]:
+        """(repo-relative path, entry) of every non-tree entry below the corpus tree `tree_id`. An entry whose
+        path is refused (a tree can hold `..` or `.git`, see `path_problem`) is skipped with all below it,
+        and appended to `refused`."""
+        if not tree_id:  # "": no commit yet, or no corpus folder at HEAD
             return
         stack = [(self._tree(tree_id), corpus.prefix)]
         while stack:
             tree, base = stack.pop()
             for entry in tree:
                 path = f"{base}{entry.name}"  # a tree entry always has a name (pygit2's stubs allow None)
-                if entry.type_str == "tree":
+                if path_problem(path) is not None:
+                    if refused is not None:
+                        refused.append(path)
+                elif entry.type_str == "tree":
                     stack.append((self._tree(entry.id), path + "/"))
                 else:
                     yield path, entry

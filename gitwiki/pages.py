@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from gitwiki.config import CorpusConfig, matches
 from gitwiki.errors import NotFoundError, UsageError
-from gitwiki.fs import read_page_file, remove_page_file, write_page_file
+from gitwiki.fs import path_problem, read_page_file, remove_page_file, write_page_file
 from gitwiki.markdown import PAGE_SUFFIXES
 
 # Linux's limits (NAME_MAX, PATH_MAX): past them the OS refuses the path with ENAMETOOLONG.
@@ -60,11 +60,10 @@ def locate(root: Path, corpus: CorpusConfig, path: str, *, for_write: bool = Fal
     if raw.startswith("/") or re.match(r"^[A-Za-z]:", raw):
         raise UsageError(f"{path!r} is absolute; give a path relative to corpus {corpus.name!r}, e.g. guides/deploy.md")
     parts = [p for p in raw.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise UsageError(f"{path!r} contains '..'; paths must stay inside corpus {corpus.name!r}")
-    if ".git" in parts:
-        raise UsageError(f"{path!r} points into .git; gitwiki only touches wiki pages")
     rel = "/".join(parts)
+    problem = path_problem(rel) if rel else None  # the rule every source of pages follows
+    if problem is not None:
+        raise UsageError(f"{path!r} {problem}; paths must stay inside corpus {corpus.name!r}, out of .git")
     too_long = next((p for p in parts if len(p.encode("utf-8", "surrogatepass")) > NAME_MAX), None)
     if too_long is not None:
         raise UsageError(f"{too_long[:40]!r}… in {path[:80]!r} is over {NAME_MAX} bytes, the most a file name can have")

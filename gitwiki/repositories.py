@@ -24,7 +24,7 @@ from gitwiki import artifact, remote
 from gitwiki.config import REPO_CONFIG_NAME, Config, CorpusConfig, EmbeddingsConfig, RepositoryConfig, SearchConfig
 from gitwiki.embed import Embedder, load_embedder
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
-from gitwiki.fs import atomic_write
+from gitwiki.fs import atomic_write, path_problem
 from gitwiki.gitrepo import Commit, GitRepo, HistoryEntry
 from gitwiki.indexer import IndexReport, Progress, corpus_tree, ensure_vectors, is_current, update
 from gitwiki.search import CorpusView, Searcher
@@ -209,6 +209,11 @@ class Repository:
             reports.append(
                 update(self.store, self.git, c, commit, embedder, progress, self.search_config.max_page_bytes)
             )
+        if any(not r.up_to_date for r in reports):
+            refused = self.git.refused_paths(corpora[1], commit.tree)
+            if refused:
+                shown = ", ".join(refused[:3]) + (f" and {len(refused) - 3} more" if len(refused) > 3 else "")
+                notes.append(f"left out {len(refused)} path(s) that leave the repository or point into .git: {shown}")
         if installed:  # the artifact's own corpora served to seed the blob and vector caches
             with self.store.lock(), self.store.write():
                 self.store.drop_states(keep={c.name for c in corpora})
@@ -267,17 +272,25 @@ class Repository:
             self.sync(embeddings, lexical=embedder is None)
             state = self.store.state(name)
             assert state is not None  # sync indexes both corpora or raises
-        pages = self.store.pages(name)
+        pages = self._pages(name)
         if embedder is not None and state.model != embedder.model_id:  # synced lexically: embed now
             with self.store.lock():
                 ensure_vectors(self.store, embedder, set(pages.values()))
         return CorpusView(name, state.commit, pages, (), f"{name}:{state.tree}")
 
+    def _pages(self, name: str) -> dict[str, str]:
+        """The synced pages of corpus `name`. A cache synced before paths were checked may hold refused
+        ones (`wiki/../x.md`): they stay out until the next change re-indexes the repository."""
+        return {p: blob for p, blob in self.store.pages(name).items() if path_problem(p) is None}
+
     def _page(self, name: str, path: str) -> tuple[str, str]:
         """(repo-relative path, blob) of a synced page of corpus `name`, given corpus- or repo-relative."""
-        pages = self.store.pages(name)
+        pages = self._pages(name)
         prefix = self.corpus(name).prefix
         rel = "/".join(p for p in path.replace("\\", "/").split("/") if p not in ("", "."))
+        problem = path_problem(rel) if rel else "is empty"
+        if problem is not None:  # the rule a local corpus's paths follow (gitwiki.pages.locate)
+            raise UsageError(f"{path!r} {problem}; paths must stay inside corpus {name!r}, out of .git")
         found = next((p for p in (prefix + rel, rel) if p in pages and p.startswith(prefix)), None)
         if found is None:
             raise NotFoundError(f"no page {path!r} in corpus {name!r} (as synced); list_files shows its pages")
@@ -345,8 +358,8 @@ def own_wiki(objects: remote.Objects, commit: Commit) -> str:
     path = first.get("path")
     if not isinstance(path, str):
         return DEFAULT_WIKI
-    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
-    return DEFAULT_WIKI if ".." in parts or path.startswith("/") else "/".join(parts)
+    folder = "/".join(p for p in path.replace("\\", "/").split("/") if p not in ("", "."))
+    return DEFAULT_WIKI if path.startswith("/") or (folder and path_problem(folder)) else folder
 
 
 def _since(started: float) -> float:

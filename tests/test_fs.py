@@ -2,8 +2,11 @@
 
 import os
 import stat
+from pathlib import PurePosixPath
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gitwiki import fs
 from gitwiki.fs import atomic_write
@@ -63,3 +66,45 @@ def test_replacing_through_a_rename_never_shows_a_partial_file(tmp_path, monkeyp
     atomic_write(target, "new\n")
     assert seen == [("new\n", "old\n")]
     assert target.read_text() == "new\n"
+
+
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [
+        ("../x.md", "contains '..'"),
+        ("wiki/../../x.md", "contains '..'"),
+        ("wiki/..", "contains '..'"),
+        (".git/x.md", "points into .git"),
+        ("wiki/.GIT/config.md", "points into .git"),
+        ("wiki/.git. /x.md", "points into .git"),
+        ("GIT~1/x.md", "points into .git"),
+        ("/etc/x.md", "is absolute"),
+        ("C:x.md", "is absolute"),
+        ("wiki\\x.md", "contains a backslash"),
+        ("wiki/x\n.md", "contains a control character"),
+        ("wiki//x.md", "has an empty or '.' component"),
+        ("./x.md", "has an empty or '.' component"),
+        ("", "is empty"),
+    ],
+)
+def test_path_problem_refuses_what_could_leave_the_repo_or_reach_git(path, says):
+    assert fs.path_problem(path) == says
+
+
+@pytest.mark.parametrize("path", ["x.md", "wiki/a b/é.md", "wiki/.github/x.md", "wiki/..x.md", "wiki/git/x.md"])
+def test_path_problem_accepts_ordinary_pages(path):
+    assert fs.path_problem(path) is None
+
+
+@given(
+    st.lists(
+        st.sampled_from(["a", "..", ".", "", ".git", ".Git ", "GIT~1", "b.md", "\\", ":", "c:", "\x00", "é"]),
+        min_size=1,
+    )
+)
+def test_an_accepted_path_stays_inside_the_folder_it_is_joined_to(parts):
+    path = "/".join(parts)
+    if fs.path_problem(path) is None:
+        joined = os.path.normpath(os.path.join("/root", path))
+        assert joined.startswith("/root/") and PurePosixPath(path).as_posix() == path
+        assert all(p.casefold().rstrip(". ") != ".git" for p in PurePosixPath(path).parts)

@@ -34,6 +34,7 @@ def tree(tmp_path):
         ("guides/notes.txt", "not a markdown page"),
         ("guides/deploy", "not a markdown page"),
         (".git/config.md", "points into .git"),
+        ("guides/.GIT/config.md", "points into .git"),  # the same folder on a case-insensitive filesystem
         ("drafts/idea.md", "not part of corpus"),
         ("", "empty"),
         ("a\x00b.md", "NUL"),

@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 from gitwiki.artifact import ARCHIVE_NAME
+from gitwiki.errors import UsageError
+from gitwiki.wiki import Wiki
 from tests.helpers import MODEL_NAME, GitRepoFixture, needs_model
+from tests.test_gitrepo import hostile_commit
 from tests.test_mcp_server import call, connect, refused, run
 
 LEXICAL = "[embeddings]\nenabled = false\n"
@@ -336,3 +339,22 @@ def test_a_repository_without_its_wiki_folder_says_how_to_point_at_one(platform,
     assert [r["pages"] for r in report["reports"]] == [0, 3]
     code, _, err = cli("ground", "kubernetes", "--corpus", "repo:platform:wiki", cwd=repo.path)
     assert code == 3 and "under handbook/" in err and "set wiki in its [[repository]]" in err
+
+
+def test_paths_from_another_repository_follow_the_rules_of_local_pages(checkout, platform, cli):
+    hostile_commit(platform.work.path)  # wiki/.., wiki/.git, wiki/.GIT, wiki/GIT~1 beside wiki/page.md, wiki/ok/
+    platform.push("-f")
+    report = sync(cli, checkout.path, "platform")[0]
+    assert report["notes"] == [
+        "left out 4 path(s) that leave the repository or point into .git: wiki/.., wiki/.GIT, wiki/.git and 1 more"
+    ]
+    for corpus in ("repo:platform:wiki", "repo:platform:corpus"):
+        found = top(cli, checkout.path, "secret", "--corpus", corpus)
+        assert sorted(d["path"] for d in found["docs"]) == ["wiki/ok/x.md", "wiki/page.md"]
+    wiki = Wiki.open(checkout.path)
+    platform_repo = wiki.repositories.get("platform")
+    assert platform_repo.read("repo:platform:wiki", "ok/x.md")[0] == "ok/x.md"
+    for path, says in (("../x.md", "contains '..'"), (".git/x.md", "points into .git"), ("wiki/.GIT/x.md", ".git")):
+        with pytest.raises(UsageError, match=says):
+            platform_repo.read("repo:platform:wiki", path)
+    wiki.close()
