@@ -175,3 +175,35 @@ def test_an_unborn_head_or_a_missing_corpus_folder_has_no_pages(repo):
     git = GitRepo.discover(repo.path)
     corpus = CorpusConfig("wiki", "wiki")
     assert git.pages(corpus, "") == {} and git.submodules(corpus, "") == [] and git.refused_paths(corpus, "") == []
+
+
+@pytest.mark.parametrize("setup", ["git-init", "gitwiki-init", "clone-of-an-empty-repo"])
+def test_every_command_works_on_an_unborn_head(tmp_path, cli, setup):
+    checkout = tmp_path / "checkout"
+    if setup == "clone-of-an-empty-repo":
+        subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "empty.git")], check=True)
+        subprocess.run(
+            ["git", "clone", "-q", str(tmp_path / "empty.git"), str(checkout)], check=True, capture_output=True
+        )
+    else:
+        subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+    if setup == "gitwiki-init":
+        assert cli("init", "--path", "wiki", cwd=checkout)[0] == 0
+    (checkout / "wiki").mkdir()
+    (checkout / "wiki" / "first.md").write_text("# First\n\nA zebra before any commit.\n")
+    config = checkout / ".gitwiki.toml"
+    if config.exists():  # lexical: the question here is git's, not the model's
+        config.write_text(config.read_text().replace("enabled = true", "enabled = false"))
+    else:
+        config.write_text("[embeddings]\nenabled = false\n")
+
+    code, out, err = cli("status", cwd=checkout)
+    assert code == 0 and "HEAD: no commit yet" in out and "wiki/first.md" in out, err
+    code, out, err = cli("status", "--json", cwd=checkout)
+    assert code == 0 and json.loads(out)["corpora"][0]["head_commit"] is None, err
+    code, out, err = cli("index", cwd=checkout)
+    assert code == 0 and "no commits yet" in out, err
+    code, out, err = cli("ground", "--json", "zebra", cwd=checkout)
+    assert code == 0 and [d["path"] for d in json.loads(out)["docs"]] == ["wiki/first.md"], err
+    code, out, err = cli("lint", cwd=checkout)
+    assert code == 0, out + err

@@ -46,10 +46,10 @@ def status(args: argparse.Namespace) -> int:
         state = "fresh" if r.fresh else ("not indexed" if r.indexed_commit is None else "stale (run gitwiki index)")
         print(f"corpus {r.name}  path {r.path or '.'}/")
         print(f"  pages {r.pages}, chunks {r.chunks}, model {r.model or 'none (lexical)'}")
-        print(
-            f"  indexed {(r.indexed_commit or '-')[:12]} {age(r.indexed_at)}; HEAD "
-            f"{(r.head_commit or '-')[:12]}: {state}"
-        )
+        if r.head_commit is None:  # `git init` without a commit: only the worktree has pages
+            print("  HEAD: no commit yet; uncommitted pages are searched as they are, commit them to index them")
+        else:
+            print(f"  indexed {(r.indexed_commit or '-')[:12]} {age(r.indexed_at)}; HEAD {r.head_commit[:12]}: {state}")
         if r.dirty:
             shown = ", ".join(r.dirty[:5]) + (f" and {len(r.dirty) - 5} more" if len(r.dirty) > 5 else "")
             print(f"  uncommitted pages ({len(r.dirty)}, searched too): {shown}")
