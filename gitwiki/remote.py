@@ -126,7 +126,7 @@ def _list_heads(remote: pygit2.Remote, callbacks: _Callbacks, url: str) -> dict[
 
 def _remote_ref(heads: dict[str, str], ref: str | None, url: str) -> str:
     """The advertised ref that `ref` (a branch or tag, not a commit id) names."""
-    if ref is None:
+    if ref is None or ref == "HEAD":  # the default, also when said
         if "HEAD" not in heads:
             raise NotFoundError(f"{url} has no HEAD (an empty repository?); set ref in its [[repository]]")
         return "HEAD"

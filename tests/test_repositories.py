@@ -358,3 +358,13 @@ def test_paths_from_another_repository_follow_the_rules_of_local_pages(checkout,
         with pytest.raises(UsageError, match=says):
             platform_repo.read("repo:platform:wiki", path)
     wiki.close()
+
+
+def test_ref_head_is_the_default_said_aloud(checkout, platform, cli):
+    checkout.write(
+        ".gitwiki.toml", f'[[repository]]\nname = "platform"\nurl = "{platform.url}"\nref = "HEAD"\n' + LEXICAL
+    )
+    (report,) = sync(cli, checkout.path)
+    assert report["error"] is None and report["commit"] == platform.work.git("rev-parse", "HEAD").strip()
+    code, out, err = cli("repo", "list", "--check", cwd=checkout.path)
+    assert code == 0 and "synced:" in out, err
