@@ -76,6 +76,13 @@ class RepositoryConfig(NamedTuple):
     include: tuple[str, ...] = ("**/*.md",)
     exclude: tuple[str, ...] = ()
     source: str = "defaults"
+    # Declared by the checkout's own .gitwiki.toml, which a clone brings: used only once the user allows it
+    # (`gitwiki repo allow`, gitwiki.repositories.Consents). The user's baseline is trusted.
+    from_checkout: bool = False
+
+
+# Fields the loader sets, never a config file.
+_LOADER_FIELDS = ("source", "from_checkout")
 
 
 class SearchConfig(NamedTuple):
@@ -242,7 +249,7 @@ def _check_type(value: object, annotation: Any, where: str) -> Any:
 
 def _fields(cls: type, table: dict[str, Any], where: str) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)  # a NamedTuple's annotations are its fields
-    known = {name for name in hints if name != "source"}
+    known = {name for name in hints if name not in _LOADER_FIELDS}
     out = {}
     for key, value in table.items():
         if key not in known:
@@ -261,7 +268,7 @@ def _corpus(table: object, path: Path) -> CorpusConfig:
     return CorpusConfig(**values, source=str(path))
 
 
-def _repository(table: object, path: Path) -> RepositoryConfig:
+def _repository(table: object, path: Path, from_checkout: bool) -> RepositoryConfig:
     if not isinstance(table, dict):
         raise UsageError(f"{path}: [[repository]] entries must be tables")
     values = _fields(RepositoryConfig, table, f"{path} [[repository]]")
@@ -274,7 +281,7 @@ def _repository(table: object, path: Path) -> RepositoryConfig:
         values["path"] = str((path.parent / os.path.expanduser(values["path"])).resolve())
     if values.get("wiki") is not None:
         values["wiki"] = normalize_corpus_path(values["wiki"], f"{path} [[repository]] {name!r}")
-    return RepositoryConfig(**values, source=str(path))
+    return RepositoryConfig(**values, source=str(path), from_checkout=from_checkout)
 
 
 def _append_unique(entries: list[Any], entry: Any, kind: str, path: Path) -> None:
@@ -294,7 +301,7 @@ def normalize_corpus_path(raw: str, where: str | Path) -> str:
     return folder
 
 
-def _merge_layer(state: dict[str, Any], data: dict[str, Any], path: Path) -> None:
+def _merge_layer(state: dict[str, Any], data: dict[str, Any], path: Path, from_checkout: bool) -> None:
     for key, value in data.items():
         if key == "corpus":
             if not isinstance(value, list):
@@ -305,7 +312,7 @@ def _merge_layer(state: dict[str, Any], data: dict[str, Any], path: Path) -> Non
             if not isinstance(value, list):
                 raise UsageError(f"{path}: use [[repository]] (an array of tables) for repositories")
             for table in value:
-                _append_unique(state["repositories"], _repository(table, path), "repository", path)
+                _append_unique(state["repositories"], _repository(table, path, from_checkout), "repository", path)
         elif key in SECTIONS:
             if not isinstance(value, dict):
                 raise UsageError(f"{path}: [{key}] must be a table")
@@ -325,9 +332,10 @@ def load(root: Path, *, user_file: Path | None = None, read: Callable[[Path], di
     overrides."""
     state: dict[str, Any] = {"corpora": [], "repositories": [], **{name: {} for name in SECTIONS}}
     files = []
-    for path in (user_file or user_config_path(), root / REPO_CONFIG_NAME):
+    checkout_file = root / REPO_CONFIG_NAME
+    for path in (user_file or user_config_path(), checkout_file):
         if path.is_file():
-            _merge_layer(state, read(path), path)
+            _merge_layer(state, read(path), path, from_checkout=path == checkout_file)
             files.append(str(path))
     embeddings = state["embeddings"]
     if os.environ.get("GITWIKI_MODEL"):
@@ -369,6 +377,23 @@ def _validate(config: Config) -> None:
         raise UsageError(f"[search] fusion must be one of {', '.join(FUSIONS)}, not {config.search.fusion!r}")
 
 
+def warnings(config: Config, root: Path) -> list[str]:
+    """What a valid configuration still gets wrong on disk at the checkout `root`, each with its fix:
+    a corpus folder that is not there (nothing would be indexed), a [[repository]] path that is not."""
+    out = []
+    for c in config.corpora:
+        if c.path and not (root / c.path).is_dir():
+            made = "is not a folder" if (root / c.path).exists() else "does not exist"
+            out.append(
+                f"corpus {c.name!r}: {root / c.path} {made}, so it has no pages; create the folder "
+                f"(mkdir -p {c.path}) or fix path in {c.source}"
+            )
+    for r in config.repositories:
+        if r.path and not Path(r.path).exists():
+            out.append(f"[[repository]] {r.name!r}: path {r.path} does not exist; fix path in {r.source}")
+    return out
+
+
 def to_toml(config: Config) -> str:
     """The effective configuration as TOML (for `gitwiki config show`)."""
     lines = []
@@ -381,7 +406,7 @@ def to_toml(config: Config) -> str:
     for repository in config.repositories:
         lines.append(f"[[repository]]  # from {repository.source}; corpora repo:{repository.name}:wiki, :corpus")
         for key, value in repository._asdict().items():
-            if key != "source" and value is not None:
+            if key not in _LOADER_FIELDS and value is not None:
                 lines.append(f"{key} = {_toml_value(value)}")
         lines.append("")
     for name in SECTIONS:

@@ -18,10 +18,18 @@ import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitwiki import artifact, remote
-from gitwiki.config import REPO_CONFIG_NAME, Config, CorpusConfig, EmbeddingsConfig, RepositoryConfig, SearchConfig
+from gitwiki.config import (
+    REPO_CONFIG_NAME,
+    Config,
+    CorpusConfig,
+    EmbeddingsConfig,
+    RepositoryConfig,
+    SearchConfig,
+    user_config_path,
+)
 from gitwiki.embed import Embedder, load_embedder
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
 from gitwiki.fs import atomic_write, path_problem
@@ -33,6 +41,79 @@ from gitwiki.store import Store
 DEFAULT_WIKI = "wiki"
 STATE_FILE = "sync.json"
 KINDS = ("wiki", "corpus")
+CONSENT_FILE = "allowed-repositories.json"  # in the user's config dir, beside the baseline
+
+
+class ConsentRequired(UsageError):
+    """A [[repository]] from the checkout's own .gitwiki.toml that the user has not allowed yet."""
+
+
+class Consents:
+    """The [[repository]] entries of checkouts that the user allowed, kept in their config dir.
+
+    A checkout's `.gitwiki.toml` comes with the clone: its `url` would make gitwiki connect wherever it
+    names, its `path` would hand another local repository to the agent. So, as direnv's `allow` or git's
+    `safe.directory`, such an entry is used once the user says so (`gitwiki repo allow`), and again only
+    after it changes: a consent is keyed to the config file and the entry's url or path. Entries of the
+    user's own baseline need none. A consent file that cannot be read allows nothing.
+    """
+
+    def __init__(self, path: Path | None = None):
+        self.path = path or user_config_path().parent / CONSENT_FILE
+
+    def allowed(self, entry: RepositoryConfig) -> bool:
+        if not entry.from_checkout:
+            return True
+        try:
+            return _consent_key(entry) in {_record_key(a) for a in self._read()}
+        except UsageError:
+            return False
+
+    def set(self, entries: list[RepositoryConfig], allow: bool) -> None:
+        """Record (or, `allow=False`, withdraw) the consent to each of `entries`, in one locked rewrite."""
+        import filelock  # 10–15 ms; only `gitwiki repo allow` writes consents
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with filelock.FileLock(str(self.path) + ".lock", timeout=10):
+            keys = {_consent_key(e) for e in entries}
+            kept = [a for a in self._read() if _record_key(a) not in keys]
+            added = [_record(e, time.time()) for e in entries] if allow else []
+            atomic_write(self.path, json.dumps({"allowed": kept + added}, indent=2) + "\n")
+
+    def _read(self) -> list[dict[str, Any]]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError) as e:
+            raise UsageError(f"{self.path} cannot be read ({e}); remove it and allow the repositories again") from None
+        allowed = data.get("allowed") if isinstance(data, dict) else None
+        if not isinstance(allowed, list) or not all(isinstance(a, dict) for a in allowed):
+            raise UsageError(f"{self.path} is not a consent file gitwiki wrote; remove it and allow them again")
+        return allowed
+
+
+_KEY_FIELDS = ("config", "url", "path")
+
+
+def _consent_key(entry: RepositoryConfig) -> tuple[str | None, ...]:
+    return (entry.source, entry.url, entry.path)
+
+
+def _record(entry: RepositoryConfig, at: float) -> dict[str, Any]:
+    return {**dict(zip(_KEY_FIELDS, _consent_key(entry), strict=True)), "name": entry.name, "at": at}
+
+
+def _record_key(record: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(record.get(k) for k in _KEY_FIELDS)
+
+
+def consent_message(entry: RepositoryConfig) -> str:
+    what = f"url {entry.url}" if entry.url else f"path {entry.path}"
+    return (
+        f"[[repository]] {entry.name!r} ({what}) is declared in {entry.source}, which came with this checkout; "
+        f"gitwiki reaches it only once you allow it: check that address, then run `gitwiki repo allow {entry.name}`"
+    )
 
 
 def cache_home() -> Path:
@@ -113,9 +194,12 @@ class RepositoryStatus(NamedTuple):
     error: str | None
     failed_at: float | None
     remote_commit: str | None  # what the ref points at now (only when asked to check)
+    allowed: bool  # False: declared by the checkout and not allowed yet (`gitwiki repo allow NAME`)
 
     @property
     def state(self) -> str:
+        if not self.allowed:
+            return "not allowed"
         if self.commit is None:
             return "not synced"
         if self.error is not None:
@@ -126,9 +210,10 @@ class RepositoryStatus(NamedTuple):
 
 
 class Repository:
-    def __init__(self, config: RepositoryConfig, search: SearchConfig):
+    def __init__(self, config: RepositoryConfig, search: SearchConfig, consents: Consents):
         self.config = config
         self.search_config = search  # for the reranker; queries bring their own SearchOptions
+        self.consents = consents
         key = hashlib.sha1((config.url or config.path or "").encode()).hexdigest()[:12]
         self.cache_dir = cache_home() / f"{config.name}-{key}"
 
@@ -139,6 +224,14 @@ class Repository:
     @property
     def location(self) -> str:
         return self.config.url or self.config.path or ""
+
+    def allowed(self) -> bool:
+        return self.consents.allowed(self.config)
+
+    def require_consent(self) -> None:
+        """Refuse to fetch, read or search a repository the user has not allowed (see `Consents`)."""
+        if not self.allowed():
+            raise ConsentRequired(consent_message(self.config))
 
     @functools.cached_property
     def objects(self) -> remote.Objects:
@@ -184,6 +277,7 @@ class Repository:
 
         A failed fetch keeps the last index and reports the error; with no index yet it raises.
         """
+        self.require_consent()
         started = time.perf_counter()
         before = self.state()
         try:
@@ -265,6 +359,7 @@ class Repository:
 
     def view(self, name: str, embedder: Embedder | None, embeddings: EmbeddingsConfig, auto_sync: bool) -> CorpusView:
         """The synced pages of corpus `name` (syncing first if it never was and `auto_sync`)."""
+        self.require_consent()
         state = self.store.state(name)
         if state is None:
             if not auto_sync:
@@ -285,6 +380,7 @@ class Repository:
 
     def _page(self, name: str, path: str) -> tuple[str, str]:
         """(repo-relative path, blob) of a synced page of corpus `name`, given corpus- or repo-relative."""
+        self.require_consent()
         pages = self._pages(name)
         prefix = self.corpus(name).prefix
         rel = "/".join(p for p in path.replace("\\", "/").split("/") if p not in ("", "."))
@@ -314,7 +410,8 @@ class Repository:
         listings = {c.name: self.store.pages(c.name) for c in corpora} if state.commit else {}
         indexed = self.store.state(corpora[0].name) if state.commit else None
         now = None
-        if check:
+        allowed = self.allowed()
+        if check and allowed:
             try:
                 now = self._remote_commit()
             except GitwikiError as e:
@@ -332,6 +429,7 @@ class Repository:
             state.error,
             state.failed_at,
             now,
+            allowed,
         )
 
     def _remote_commit(self) -> str:
@@ -369,8 +467,9 @@ def _since(started: float) -> float:
 class Repositories:
     """The declared repositories of one configuration, by name."""
 
-    def __init__(self, configs: tuple[RepositoryConfig, ...], search: SearchConfig):
-        self._by_name = {r.name: Repository(r, search) for r in configs}
+    def __init__(self, configs: tuple[RepositoryConfig, ...], search: SearchConfig, consents: Consents | None = None):
+        self.consents = consents or Consents()
+        self._by_name = {r.name: Repository(r, search, self.consents) for r in configs}
 
     def __iter__(self) -> Iterator[Repository]:
         return iter(self._by_name.values())
@@ -395,7 +494,24 @@ class Repositories:
         if name is None and not self._by_name:
             raise UsageError("no [[repository]] is declared; see docs/configuration.md#repositories")
         chosen = [self.get(name)] if name else list(self)
+        refused = [r for r in chosen if not r.allowed()]
+        if refused:  # before any fetch: a sync of all is not half done
+            raise ConsentRequired("; ".join(consent_message(r.config) for r in refused))
         return [r.sync(embeddings, **kwargs) for r in chosen]
+
+    def allow(self, names: list[str], allow: bool = True) -> list[RepositoryConfig]:
+        """Allow (or withdraw) the named entries of the checkout's .gitwiki.toml, or all of them; returns them."""
+        chosen = [self.get(n) for n in names] if names else [r for r in self if r.config.from_checkout]
+        mine = [r.name for r in chosen if not r.config.from_checkout]
+        if mine:
+            raise UsageError(
+                f"{', '.join(mine)}: declared in your own {user_config_path()}, which needs no consent; "
+                "name the checkout's entries only"
+            )
+        entries = [r.config for r in chosen]
+        if entries:
+            self.consents.set(entries, allow)
+        return entries
 
     def close(self) -> None:
         for r in self:

@@ -57,6 +57,7 @@ def test_duplicate_corpus_names_both_files(tmp_path):
         ("[embeddings]\nenabled = 1\n", "enabled must be true or false"),
         ('[[corpus]]\npath = "docs"\n', "needs a name"),
         ('[[corpus]]\nname = "w"\npath = "../outside"\n', "without '..'"),
+        ('[[corpus]]\nname = "w"\npath = "wiki/.GIT"\n', "without '..' or .git"),
         ("[search\n", "invalid TOML"),
     ],
 )
@@ -89,3 +90,37 @@ def test_init_text_round_trips(tmp_path):
     assert [(c.name, c.path) for c in cfg.corpora] == [("handbook", "docs")]
     shown = config.to_toml(cfg)
     assert 'name = "handbook"' in shown and "[embeddings]" in shown
+
+
+def test_repository_entries_know_which_layer_declared_them(tmp_path):
+    user = write(tmp_path / "user.toml", '[[repository]]\nname = "mine"\nurl = "https://example.com/m.git"\n')
+    write(tmp_path / "repo/.gitwiki.toml", '[[repository]]\nname = "theirs"\npath = "../other"\nref = "HEAD"\n')
+    cfg = config.load(tmp_path / "repo", user_file=user)
+    assert [(r.name, r.from_checkout) for r in cfg.repositories] == [("mine", False), ("theirs", True)]
+    assert "from_checkout" not in config.to_toml(cfg)
+
+
+def test_validate_warns_about_a_corpus_folder_or_repository_path_that_is_not_there(repo, cli):
+    repo.commit(
+        "init",
+        {
+            ".gitwiki.toml": '[[corpus]]\nname = "w"\npath = "wiki"\n[[corpus]]\nname = "d"\npath = "docs"\n'
+            '[[corpus]]\nname = "f"\npath = "file"\n[[repository]]\nname = "gone"\npath = "../nowhere"\n',
+            "docs/a.md": "# A\n",
+            "file": "not a folder\n",
+        },
+    )
+    code, out, err = cli("config", "validate", cwd=repo.path)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == (
+        f"warning: corpus 'w': {repo.path / 'wiki'} does not exist, so it has no pages; create the folder "
+        f"(mkdir -p wiki) or fix path in {repo.path / '.gitwiki.toml'}"
+    )
+    assert lines[1].startswith(f"warning: corpus 'f': {repo.path / 'file'} is not a folder")
+    assert lines[2].startswith(f"warning: [[repository]] 'gone': path {repo.path.parent / 'nowhere'} does not exist")
+    assert "run `gitwiki repo allow gone`" in lines[3]
+    assert lines[4].startswith("ok with 4 warning(s): 3 corpus(es)")
+    repo.commit("fixed", {".gitwiki.toml": '[[corpus]]\nname = "w"\npath = "wiki"\n', "wiki/p.md": "# P\n"})
+    code, out, _ = cli("config", "validate", cwd=repo.path)
+    assert (code, out) == (0, f"ok: 1 corpus(es) from {repo.path / '.gitwiki.toml'}\n")

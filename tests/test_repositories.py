@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -69,12 +71,19 @@ def handbook(tmp_path) -> Upstream:
 
 
 @pytest.fixture
-def checkout(repo, platform, handbook):
+def checkout(repo, platform, handbook, cli):
     repo.commit(
         "init",
         {".gitwiki.toml": declare(("platform", platform), ("handbook", handbook)), "wiki/a.md": "# A\n\nlocal page\n"},
     )
+    allow(cli, repo.path)
     return repo
+
+
+def allow(cli, cwd: Path, *names: str) -> None:
+    """Consent to the checkout's own [[repository]] entries, as its user would after reading them."""
+    code, out, err = cli("repo", "allow", *names, cwd=cwd)
+    assert code == 0 and "allowed " in out, err
 
 
 def sync(cli, cwd: Path, *args: str) -> list[dict]:
@@ -177,6 +186,7 @@ def test_first_sync_failure_is_an_error_naming_the_next_step(repo, tmp_path, cli
     repo.commit(
         "init", {".gitwiki.toml": f'[[repository]]\nname = "gone"\nurl = "{(tmp_path / "nope.git").as_uri()}"\n'}
     )
+    allow(cli, repo.path)
     code, _, err = cli("repo", "sync", cwd=repo.path)
     assert code == 6 and "cannot reach" in err
     code, _, err = cli("repo", "sync", "other", cwd=repo.path)
@@ -192,6 +202,7 @@ def test_artifact_first_sync_installs_the_published_index(platform, repo, tmp_pa
     code, _, err = cli("publish", str(archive), cwd=platform.work.path)
     assert code == 0, err
     repo.commit("init", {".gitwiki.toml": declare(("platform", platform))})
+    allow(cli, repo.path)
     (first,) = sync(cli, repo.path)
     assert first["artifact"] is True and any("installed the published index" in n for n in first["notes"])
     # the wiki's page versions all came with the artifact; README.md lies outside the corpus it published
@@ -321,6 +332,7 @@ def test_https_credentials_come_from_the_git_credential_helper(monkeypatch):
 @needs_model
 def test_hybrid_search_of_a_repository_embeds_at_sync_and_not_again(platform, repo, cli):
     repo.commit("init", {".gitwiki.toml": declare(("platform", platform), extra="")})
+    allow(cli, repo.path)
     (report,) = sync(cli, repo.path)
     assert [r["model"] for r in report["reports"]] == [MODEL_NAME, MODEL_NAME]
     assert sum(r["embedded"] for r in report["reports"]) == 3  # README.md's chunk once, the wiki's two once
@@ -335,6 +347,7 @@ def test_a_repository_without_its_wiki_folder_says_how_to_point_at_one(platform,
     repo.commit(
         "init", {".gitwiki.toml": declare(("platform", platform)).replace("\n\n", '\nwiki = "handbook"\n\n', 1)}
     )
+    allow(cli, repo.path)
     (report,) = sync(cli, repo.path)
     assert [r["pages"] for r in report["reports"]] == [0, 3]
     code, _, err = cli("ground", "kubernetes", "--corpus", "repo:platform:wiki", cwd=repo.path)
@@ -368,3 +381,121 @@ def test_ref_head_is_the_default_said_aloud(checkout, platform, cli):
     assert report["error"] is None and report["commit"] == platform.work.git("rev-parse", "HEAD").strip()
     code, out, err = cli("repo", "list", "--check", cwd=checkout.path)
     assert code == 0 and "synced:" in out, err
+
+
+class Listener:
+    """A TCP port on 127.0.0.1 that counts who connects to it: the address a hostile .gitwiki.toml names."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            self.connections += 1
+            conn.close()  # not a git server: the fetch fails, after connecting
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        self.sock.close()
+
+
+def test_a_url_from_the_checkouts_config_is_not_reached_until_allowed(repo, cli):
+    listener = Listener()
+    try:
+        url = f"git://127.0.0.1:{listener.port}/x.git"
+        repo.commit("clone", {".gitwiki.toml": f'[[repository]]\nname = "x"\nurl = "{url}"\n' + LEXICAL})
+        for args in (
+            ("repo", "sync"),
+            ("repo", "sync", "x"),
+            ("ground", "anything", "--corpus", "repo:x:wiki"),  # auto_index would sync first
+        ):
+            code, _, err = cli(*args, cwd=repo.path)
+            assert code == 2 and "`gitwiki repo allow x`" in err and url in err, (args, err)
+        code, out, err = cli("repo", "list", "--check", cwd=repo.path)
+        assert code == 0 and "not allowed" in out and "gitwiki repo allow x" in out, err
+        assert listener.connections == 0
+        allow(cli, repo.path, "x")
+        code, _, err = cli("repo", "sync", "x", cwd=repo.path)
+        assert code == 6 and listener.connections == 1, err  # allowed: it connects (and finds no git there)
+    finally:
+        listener.close()
+
+
+def test_a_path_from_the_checkouts_config_is_not_read_until_allowed_and_again_after_it_changes(tmp_path, repo, cli):
+    others = []
+    for name in ("secrets", "elsewhere"):
+        (tmp_path / name).mkdir()
+        other = GitRepoFixture(tmp_path / name)
+        other.commit("init", {"wiki/key.md": f"# Key\n\nThe {name} zebra.\n"})
+        others.append(other)
+    secrets, elsewhere = others
+    repo.commit("clone", {".gitwiki.toml": f'[[repository]]\nname = "o"\npath = "{secrets.path}"\n' + LEXICAL})
+    code, _, err = cli("ground", "zebra", "--corpus", "repo:o:wiki", cwd=repo.path)
+    assert code == 2 and "`gitwiki repo allow o`" in err and str(secrets.path) in err, err
+    errlog = (tmp_path / "server.log").open("w")
+
+    async def agent():
+        async with connect(repo.path, errlog) as s:
+            for tool, args in (("ground", {"query": "zebra"}), ("read_markdown", {"path": "key.md"})):
+                error = await refused(s, tool, corpus="repo:o:wiki", **args)
+                assert error.error.code == -32602 and "gitwiki repo allow o" in str(error), error
+
+    run(agent)
+    allow(cli, repo.path)
+    assert [d["path"] for d in top(cli, repo.path, "zebra", "--corpus", "repo:o:wiki")["docs"]] == ["wiki/key.md"]
+    repo.write(".gitwiki.toml", f'[[repository]]\nname = "o"\npath = "{elsewhere.path}"\n' + LEXICAL)
+    code, _, err = cli("ground", "zebra", "--corpus", "repo:o:wiki", cwd=repo.path)
+    assert code == 2 and str(elsewhere.path) in err, err  # the entry changed: consent again
+    allow(cli, repo.path, "o")
+    assert top(cli, repo.path, "zebra", "--corpus", "repo:o:wiki")["docs"]
+    code, out, _ = cli("repo", "allow", "--revoke", cwd=repo.path)
+    assert code == 0 and "withdrew the consent to o" in out
+    assert cli("ground", "zebra", "--corpus", "repo:o:wiki", cwd=repo.path)[0] == 2
+    errlog.close()
+
+
+def test_entries_of_the_users_own_config_and_the_checkout_itself_need_no_consent(tmp_path, repo, cli):
+    baseline = tmp_path / "xdg" / "gitwiki" / "config.toml"
+    baseline.parent.mkdir(parents=True)
+    (tmp_path / "mine").mkdir()
+    mine = GitRepoFixture(tmp_path / "mine")
+    mine.commit("init", {"wiki/b.md": "# B\n\nAnother quagga.\n"})
+    baseline.write_text(f'[[repository]]\nname = "mine"\npath = "{mine.path}"\n')
+    repo.commit("init", {".gitwiki.toml": '[[repository]]\nname = "self"\npath = "."\n' + LEXICAL})
+    repo.write("wiki/a.md", "# A\n\nA quagga.\n")
+    assert top(cli, repo.path, "quagga", "--corpus", "repo:self:wiki")["docs"]  # this checkout: local corpora
+    assert top(cli, repo.path, "quagga", "--corpus", "repo:mine:wiki")["docs"]
+    code, _, err = cli("repo", "allow", "mine", cwd=repo.path)
+    assert code == 2 and "needs no consent" in err
+    repo.write(".gitwiki.toml", '[[repository]]\nname = "o"\npath = "."\nfrom_checkout = false\n')
+    code, _, err = cli("repo", "list", cwd=repo.path)
+    assert code == 2 and "unknown key 'from_checkout'" in err  # a config cannot declare itself trusted
+
+
+def test_urls_that_would_run_commands_are_refused_even_when_allowed(tmp_path, repo, cli):
+    marker = tmp_path / "ran"
+    for i, url in enumerate(
+        (
+            f"ext::sh -c touch% {marker}",
+            "fd::17",
+            f"--upload-pack=touch {marker}",
+            f"-oProxyCommand=touch {marker}",
+            f"ssh://-oProxyCommand=touch%20{marker}/x.git",
+        )
+    ):
+        repo.write(".gitwiki.toml", f'[[repository]]\nname = "r{i}"\nurl = "{url}"\n' + LEXICAL)
+        allow(cli, repo.path)
+        code, _, err = cli("repo", "sync", cwd=repo.path)
+        assert code in (2, 3, 6) and err.startswith("gitwiki: error:") and "Traceback" not in err, (url, err)
+        assert not marker.exists(), url

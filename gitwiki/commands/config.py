@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitwiki.commands.options import add_init_arguments
@@ -32,10 +33,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _load(args: argparse.Namespace) -> Config:
+    return _load_at(args)[0]
+
+
+def _load_at(args: argparse.Namespace) -> tuple[Config, Path]:
     from gitwiki import config
     from gitwiki.gitrepo import GitRepo
 
-    return config.load(GitRepo.discover(args.chdir).root)
+    root = GitRepo.discover(args.chdir).root
+    return config.load(root), root
 
 
 def show_config(args: argparse.Namespace) -> int:
@@ -48,8 +54,16 @@ def show_config(args: argparse.Namespace) -> int:
 
 
 def validate_config(args: argparse.Namespace) -> int:
-    cfg = _load(args)
-    print(f"ok: {len(cfg.corpora)} corpus(es) from {', '.join(cfg.files) or 'defaults'}")
+    from gitwiki.config import warnings
+    from gitwiki.repositories import Consents, consent_message
+
+    cfg, root = _load_at(args)
+    consents = Consents()
+    said = warnings(cfg, root) + [consent_message(r) for r in cfg.repositories if not consents.allowed(r)]
+    for line in said:
+        print(f"warning: {line}")
+    counted = f" with {len(said)} warning(s)" if said else ""
+    print(f"ok{counted}: {len(cfg.corpora)} corpus(es) from {', '.join(cfg.files) or 'defaults'}")
     return 0
 
 

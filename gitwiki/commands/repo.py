@@ -25,6 +25,17 @@ def register(sub) -> None:
     sync.add_argument("--json", action="store_true", help="print the reports as JSON")
     sync.add_argument("-q", "--quiet", action="store_true", help="print failures only")
     sync.set_defaults(func=sync_command)
+    allow = actions.add_parser(
+        "allow",
+        help="let gitwiki reach the [[repository]] entries of this checkout's .gitwiki.toml",
+        description="A checkout's .gitwiki.toml comes with the clone, so gitwiki reaches the url or path of its "
+        "[[repository]] entries only once you allow them here (entries in your own config need no consent). "
+        "The consent is kept in your config dir for this checkout and that url or path: an entry that changes "
+        "needs it again.",
+    )
+    allow.add_argument("names", nargs="*", metavar="name", help="only these repositories (default: all of them)")
+    allow.add_argument("--revoke", action="store_true", help="withdraw the consent instead")
+    allow.set_defaults(func=allow_command)
     listing = actions.add_parser("list", help="each repository: ref, commit, age of the last sync, staleness")
     listing.add_argument("--check", action="store_true", help="ask each remote where its ref is now (no fetch)")
     listing.add_argument("--json", action="store_true", help="machine-readable output")
@@ -82,6 +93,19 @@ def sync_line(r) -> str:
     return f"{r.repository}: {where}, {fetched}: {'; '.join(parts)}{notes} ({r.seconds * 1000:.0f} ms)"
 
 
+def allow_command(args: argparse.Namespace) -> int:
+    from gitwiki.wiki import Wiki
+
+    wiki = Wiki.open(args.chdir)
+    entries = wiki.repositories.allow(args.names, allow=not args.revoke)
+    if not entries:
+        print("this checkout's .gitwiki.toml declares no [[repository]]; nothing to allow")
+    for e in entries:
+        what = f"url {e.url}" if e.url else f"path {e.path}"
+        print(f"{'withdrew the consent to' if args.revoke else 'allowed'} {e.name} ({what}) from {e.source}")
+    return 0
+
+
 def list_command(args: argparse.Namespace) -> int:
     from gitwiki.wiki import Wiki, age
 
@@ -98,6 +122,8 @@ def list_command(args: argparse.Namespace) -> int:
         )
         pages = ", ".join(f"{name} {n} pages" for name, n in s.corpora.items()) or "no pages indexed"
         line = f"  {s.state}: synced {age(s.synced_at)}; {pages}"
+        if s.state == "not allowed":
+            line += f"; declared by this checkout: check the address, then run `gitwiki repo allow {s.name}`"
         if s.state == "behind":
             line += f"; the remote is at {s.remote_commit[:12] if s.remote_commit else '?'} (run gitwiki repo sync)"
         if s.error:
