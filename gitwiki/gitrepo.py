@@ -203,7 +203,7 @@ class GitRepo:
             ]
         changed: dict[str, bool] = {}
         for path in paths:
-            if matches(corpus, path):
+            if matches(corpus, path) and path_problem(path) is None:  # wiki/.GIT/ on disk, as in a tree
                 full = self.root / path
                 changed[path] = full.is_file() and not full.is_symlink()
         gone = [path for path, present in changed.items() if not present]

@@ -171,6 +171,15 @@ def test_tree_entries_named_dot_dot_or_dot_git_are_never_pages(repo):
     assert git.refused_paths(corpus, tree) == ["wiki/..", "wiki/.GIT", "wiki/.git", "wiki/GIT~1"]
 
 
+@pytest.mark.parametrize("folder_status_from", [0, 10**9], ids=["git-status-of-the-folder", "pygit2-whole-worktree"])
+def test_an_untracked_folder_named_like_the_git_dir_holds_no_pages(repo, monkeypatch, folder_status_from):
+    monkeypatch.setattr(gitrepo, "FOLDER_STATUS_FROM", folder_status_from)
+    repo.commit(files={"wiki/a.md": "# A\n"})
+    repo.write("wiki/.GIT/x.md", "# X\n")  # the git dir itself on a case-insensitive filesystem
+    repo.write("wiki/new.md", "# New\n")
+    assert GitRepo.discover(repo.path).worktree_changes(CorpusConfig("wiki", "wiki")) == {"wiki/new.md": True}
+
+
 def test_an_unborn_head_or_a_missing_corpus_folder_has_no_pages(repo):
     git = GitRepo.discover(repo.path)
     corpus = CorpusConfig("wiki", "wiki")
