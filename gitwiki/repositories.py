@@ -65,7 +65,7 @@ class Consents:
         if not entry.from_checkout:
             return True
         try:
-            return _consent_key(entry) in {_record_key(a) for a in self._read()}
+            return _consent_key(entry) in [_record_key(a) for a in self._read()]  # a list: any JSON compares
         except UsageError:
             return False
 
@@ -75,7 +75,7 @@ class Consents:
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with filelock.FileLock(str(self.path) + ".lock", timeout=10):
-            keys = {_consent_key(e) for e in entries}
+            keys = [_consent_key(e) for e in entries]
             kept = [a for a in self._read() if _record_key(a) not in keys]
             added = [_record(e, time.time()) for e in entries] if allow else []
             atomic_write(self.path, json.dumps({"allowed": kept + added}, indent=2) + "\n")

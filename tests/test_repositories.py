@@ -10,9 +10,13 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gitwiki.artifact import ARCHIVE_NAME
+from gitwiki.config import RepositoryConfig
 from gitwiki.errors import UsageError
+from gitwiki.repositories import Consents
 from gitwiki.wiki import Wiki
 from tests.helpers import MODEL_NAME, GitRepoFixture, needs_model
 from tests.test_gitrepo import hostile_commit
@@ -499,3 +503,45 @@ def test_urls_that_would_run_commands_are_refused_even_when_allowed(tmp_path, re
         code, _, err = cli("repo", "sync", cwd=repo.path)
         assert code in (2, 3, 6) and err.startswith("gitwiki: error:") and "Traceback" not in err, (url, err)
         assert not marker.exists(), url
+
+
+ENTRY = RepositoryConfig("o", path="/srv/other", source="/src/app/.gitwiki.toml", from_checkout=True)
+
+
+def test_a_consent_is_keyed_to_the_config_file_and_the_address(tmp_path):
+    consents = Consents(tmp_path / "allowed.json")
+    assert not consents.allowed(ENTRY) and consents.allowed(ENTRY._replace(from_checkout=False))
+    consents.set([ENTRY], allow=True)
+    assert consents.allowed(ENTRY) and consents.allowed(ENTRY._replace(name="renamed", ref="v2"))
+    for changed in (ENTRY._replace(path="/srv/else"), ENTRY._replace(source="/src/fork/.gitwiki.toml")):
+        assert not consents.allowed(changed)
+    consents.set([ENTRY], allow=True)  # allowing twice keeps one record
+    assert len(json.loads(consents.path.read_text())["allowed"]) == 1
+    consents.set([ENTRY], allow=False)
+    assert not consents.allowed(ENTRY)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.one_of(
+        st.binary(max_size=200),
+        st.recursive(
+            st.none() | st.booleans() | st.text(max_size=8) | st.integers(),
+            lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
+            max_leaves=12,
+        ).map(lambda v: json.dumps(v).encode()),
+        st.just(b'{"allowed": [{"config": 1}]}'),
+        st.just(b'{"allowed": [{"config": [1], "url": {}}]}'),
+    )
+)
+def test_a_damaged_consent_file_allows_nothing_and_says_how_to_recover(tmp_path, data):
+    path = tmp_path / "allowed.json"
+    path.write_bytes(data)
+    consents = Consents(path)
+    allowed = consents.allowed(ENTRY)  # never raises
+    try:
+        consents.set([ENTRY], allow=True)
+    except UsageError as e:
+        assert not allowed and "remove it" in str(e)
+    else:
+        assert consents.allowed(ENTRY)
