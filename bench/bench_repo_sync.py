@@ -43,7 +43,7 @@ def main(argv=None) -> int:
         upstream, "reset", "-q", "--hard", git(upstream, "rev-list", "--max-parents=0", "HEAD").strip()
     )  # earlier edits
     bare = work / "remote.git"
-    for path in (bare, work / "cache", work / "checkout"):
+    for path in (bare, work / "cache", work / "config", work / "checkout"):
         shutil.rmtree(path, ignore_errors=True)
     git(work, "clone", "-q", "--bare", str(upstream), str(bare))
     checkout = work / "checkout"
@@ -54,10 +54,12 @@ def main(argv=None) -> int:
         config += "\n[embeddings]\nenabled = false\n"
     (checkout / ".gitwiki.toml").write_text(config)
     os.environ["XDG_CACHE_HOME"] = str(work / "cache")
+    os.environ["XDG_CONFIG_HOME"] = str(work / "config")  # the consent below, not the user's own
 
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(checkout)
+    wiki.repositories.allow(["tldr"])  # declared by the checkout: `gitwiki repo allow tldr`
 
     def sync():
         started = time.perf_counter()
