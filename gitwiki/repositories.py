@@ -73,12 +73,17 @@ class Consents:
         """Record (or, `allow=False`, withdraw) the consent to each of `entries`, in one locked rewrite."""
         import filelock  # 10–15 ms; only `gitwiki repo allow` writes consents
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with filelock.FileLock(str(self.path) + ".lock", timeout=10):
-            keys = [_consent_key(e) for e in entries]
-            kept = [a for a in self._read() if _record_key(a) not in keys]
-            added = [_record(e, time.time()) for e in entries] if allow else []
-            atomic_write(self.path, json.dumps({"allowed": kept + added}, indent=2) + "\n")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with filelock.FileLock(str(self.path) + ".lock", timeout=10):
+                keys = [_consent_key(e) for e in entries]
+                kept = [a for a in self._read() if _record_key(a) not in keys]
+                added = [_record(e, time.time()) for e in entries] if allow else []
+                atomic_write(self.path, json.dumps({"allowed": kept + added}, indent=2) + "\n")
+        except filelock.Timeout:
+            raise UsageError(f"{self.path} is locked by another `gitwiki repo allow`; try again") from None
+        except OSError as e:  # after Timeout, which is one
+            raise UsageError(f"cannot write {self.path} ({e.strerror}); make its folder writable") from None
 
     def _read(self) -> list[dict[str, Any]]:
         try:

@@ -519,6 +519,9 @@ def test_a_consent_is_keyed_to_the_config_file_and_the_address(tmp_path):
     assert len(json.loads(consents.path.read_text())["allowed"]) == 1
     consents.set([ENTRY], allow=False)
     assert not consents.allowed(ENTRY)
+    (tmp_path / "file").write_text("")  # a config "dir" that is a file (root may write anywhere else)
+    with pytest.raises(UsageError, match="cannot write"):
+        Consents(tmp_path / "file" / "allowed.json").set([ENTRY], allow=True)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
