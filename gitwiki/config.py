@@ -2,7 +2,9 @@
 
 Layers: `$XDG_CONFIG_HOME/gitwiki/config.toml` first, then `<repo>/.gitwiki.toml`. Tables merge key by
 key (the repo wins); `[[corpus]]` and `[[repository]]` entries append, and a name defined twice is an error that
-names both files. Environment variables override the model: `GITWIKI_MODEL`, `GITWIKI_MODEL_PATH`.
+names both files. Environment variables override the model: `GITWIKI_MODEL`, `GITWIKI_MODEL_PATH`. A model
+directory set without a model name (in a layer or the environment) names its model after the directory, over the
+name a lower layer gave: the two always describe the same model.
 """
 
 from __future__ import annotations
@@ -307,7 +309,10 @@ def _merge_layer(state: dict[str, Any], data: dict[str, Any], path: Path) -> Non
         elif key in SECTIONS:
             if not isinstance(value, dict):
                 raise UsageError(f"{path}: [{key}] must be a table")
-            state[key].update(_fields(SECTIONS[key], value, f"{path} [{key}]"))
+            fields = _fields(SECTIONS[key], value, f"{path} [{key}]")
+            if key == "embeddings" and "model_path" in fields and "model" not in fields:
+                state[key].pop("model", None)  # a lower layer's name is not the name of this directory's model
+            state[key].update(fields)
         else:
             raise UsageError(f"{path}: unknown key {key!r}; known: corpus, repository, {', '.join(SECTIONS)}")
 
@@ -332,6 +337,8 @@ def load(root: Path, *, user_file: Path | None = None, read: Callable[[Path], di
         embeddings["model"] = os.environ["GITWIKI_MODEL"]
     if os.environ.get("GITWIKI_MODEL_PATH"):
         embeddings["model_path"] = os.environ["GITWIKI_MODEL_PATH"]
+        if not os.environ.get("GITWIKI_MODEL"):
+            embeddings.pop("model", None)
     if embeddings.get("model_path"):
         embeddings["model_path"] = str((root / os.path.expanduser(embeddings["model_path"])).resolve())
         # A model directory without a model name would load as the default model, whose files are not
@@ -434,5 +441,6 @@ def init_text(path: str, name: str = "wiki") -> str:
         "chunks_per_file = 3\n"
         "\n[embeddings]\n"
         "enabled = true\n"
-        f'model = "{DEFAULT_MODEL}"\n'
+        # Not pinned: a pinned name would override the one GITWIKI_MODEL_PATH's directory gives.
+        f'# model = "{DEFAULT_MODEL}"  # the default; GITWIKI_MODEL / GITWIKI_MODEL_PATH override it\n'
     )

@@ -7,9 +7,12 @@ import textwrap
 from gitwiki.search import SearchResult
 
 
-def outline(result: SearchResult, color: bool = False) -> str:
+def outline(result: SearchResult, color: bool = False, mode_note: str | None = None) -> str:
+    """`mode_note`: why the mode is not the one asked for (e.g. the model does not load), after the mode."""
     if not result.docs:
-        return f"no results for {result.query!r} in corpus {result.corpus!r} ({result.mode})\n"
+        mode = f"{result.mode}; {mode_note}" if mode_note else result.mode
+        return f"no results for {result.query!r} in corpus {result.corpus!r} ({mode})\n"
+    mode = f"{result.mode} ({mode_note})" if mode_note else result.mode
     bold, dim, cyan, reset = ("\033[1m", "\033[2m", "\033[36m", "\033[0m") if color else ("", "", "", "")
     lines = []
     if result.weak:
@@ -33,7 +36,7 @@ def outline(result: SearchResult, color: bool = False) -> str:
             body = chunk.text.splitlines() if "\n" in chunk.text else textwrap.wrap(chunk.text, 100)
             lines.extend("    " + line for line in body or [""])
         lines.append("")
-    footer = f"{len(result.docs)} pages · mode {result.mode} · commit {result.commit[:12] or '(none)'}"
+    footer = f"{len(result.docs)} pages · mode {mode} · commit {result.commit[:12] or '(none)'}"
     if result.dirty:
         footer += f" · {len(result.dirty)} uncommitted page(s) included"
     if result.lexical_only:

@@ -89,3 +89,32 @@ def test_init_text_round_trips(tmp_path):
     assert [(c.name, c.path) for c in cfg.corpora] == [("handbook", "docs")]
     shown = config.to_toml(cfg)
     assert 'name = "handbook"' in shown and "[embeddings]" in shown
+
+
+def test_model_path_from_the_environment_names_its_model_over_a_file(tmp_path, monkeypatch):
+    # `gitwiki init` used to pin the default model in the repo file, which beat the name the directory gives.
+    monkeypatch.delenv("GITWIKI_MODEL", raising=False)
+    monkeypatch.setenv("GITWIKI_MODEL_PATH", str(tmp_path / "all-MiniLM-L6-v2-onnx"))
+    write(tmp_path / ".gitwiki.toml", '[embeddings]\nmodel = "BAAI/bge-small-en-v1.5"\n')
+    assert config.load(tmp_path).embeddings.model == "all-MiniLM-L6-v2"
+    monkeypatch.setenv("GITWIKI_MODEL", "sentence-transformers/all-MiniLM-L6-v2")  # a name set beside it wins
+    assert config.load(tmp_path).embeddings.model == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_a_layer_with_model_path_and_no_model_drops_a_lower_layers_model(tmp_path, monkeypatch):
+    monkeypatch.delenv("GITWIKI_MODEL", raising=False)
+    monkeypatch.delenv("GITWIKI_MODEL_PATH", raising=False)
+    user = write(tmp_path / "user.toml", '[embeddings]\nmodel = "BAAI/bge-small-en-v1.5"\n')
+    write(tmp_path / "repo/.gitwiki.toml", '[embeddings]\nmodel_path = "/opt/models/minilm-onnx"\n')
+    assert config.load(tmp_path / "repo", user_file=user).embeddings.model == "minilm"
+    both = '[embeddings]\nmodel_path = "/opt/models/m"\nmodel = "org/m"\n'  # a pair in one layer stays a pair
+    write(tmp_path / "repo/.gitwiki.toml", both)
+    assert config.load(tmp_path / "repo", user_file=user).embeddings.model == "org/m"
+
+
+def test_init_does_not_pin_a_model(tmp_path, monkeypatch):
+    monkeypatch.delenv("GITWIKI_MODEL", raising=False)
+    monkeypatch.setenv("GITWIKI_MODEL_PATH", str(tmp_path / "all-MiniLM-L6-v2-onnx"))
+    config.write_init(tmp_path, "wiki", "wiki")
+    assert "\nmodel =" not in (tmp_path / ".gitwiki.toml").read_text()
+    assert config.load(tmp_path).embeddings.model == "all-MiniLM-L6-v2"
