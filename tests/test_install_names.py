@@ -41,3 +41,16 @@ def test_every_doc_names_one_repository_and_pins_nothing_that_does_not_exist():
         for rev in re.findall(r"^\s*rev: (\S+)", text, re.MULTILINE):
             assert rev in {"main", "{rev}"} | set(tags), (path, rev)
     assert found and {repo for _, repo in found} == {REPOSITORY}, found
+
+
+def test_the_test_extra_leaves_out_what_only_one_check_needs():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    heavy = {"ranx", "moto", "boto3"}  # scipy, numba, pandas, matplotlib, cfn-lint, sympy come with them
+    assert not {re.split(r"[\[<>=]", d)[0] for d in extras["test"]} & heavy
+    assert any(d.startswith("ranx") for d in extras["eval"]) and any(d.startswith("moto") for d in extras["s3"])
+
+
+def test_tests_that_need_a_model_say_how_to_run_them():
+    from tests.helpers import needs_model
+
+    assert "GITWIKI_MODEL_PATH" in needs_model.mark.kwargs["reason"]
