@@ -90,7 +90,7 @@ class SearchConfig(NamedTuple):
     auto_index: bool = True  # catch up with HEAD before answering
     reranker: str | None = None  # a fastembed cross-encoder model id; off by default (gitwiki.rerank)
     rerank_depth: int = 20  # fused chunks the cross-encoder re-scores
-    max_page_bytes: int = 1_000_000  # larger pages are not indexed (reported by gitwiki index)
+    max_page_bytes: int = 1_000_000  # larger pages are indexed up to it (gitwiki.indexer.read_page), and said so
     embed_budget: int = 256  # chunks of uncommitted pages a query may embed; pages past it are searched lexically
 
 

@@ -7,8 +7,11 @@ import textwrap
 from gitwiki.search import SearchResult
 
 
-def outline(result: SearchResult, color: bool = False, mode_note: str | None = None) -> str:
-    """`mode_note`: why the mode is not the one asked for (e.g. the model does not load), after the mode."""
+def outline(
+    result: SearchResult, color: bool = False, mode_note: str | None = None, truncated: tuple[str, ...] = ()
+) -> str:
+    """`mode_note`: why the mode is not the one asked for (e.g. the model does not load), after the mode;
+    `truncated`: the corpus's pages indexed in part (over [search] max_page_bytes)."""
     if not result.docs:
         mode = f"{result.mode}; {mode_note}" if mode_note else result.mode
         return f"no results for {result.query!r} in corpus {result.corpus!r} ({mode})\n"
@@ -42,5 +45,8 @@ def outline(result: SearchResult, color: bool = False, mode_note: str | None = N
     if result.lexical_only:
         footer += f" · {len(result.lexical_only)} searched lexically only (embedding budget): "
         footer += ", ".join(result.lexical_only[:3]) + (" …" if len(result.lexical_only) > 3 else "")
+    if truncated:
+        footer += f" · {len(truncated)} page(s) searched only up to [search] max_page_bytes: "
+        footer += ", ".join(truncated[:3]) + (" …" if len(truncated) > 3 else "")
     lines.append(f"{dim}{footer}{reset}")
     return "\n".join(lines) + "\n"

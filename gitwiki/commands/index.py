@@ -24,6 +24,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def index(args: argparse.Namespace) -> int:
     from gitwiki.commands.options import progress_bar
+    from gitwiki.indexer import truncation
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
@@ -41,4 +42,6 @@ def index(args: argparse.Namespace) -> int:
     for r in reports:
         for path, why in r.skipped:
             print(f"gitwiki: warning: {path} is not indexed: {why}", file=sys.stderr)
+        for path, size in r.truncated:
+            print(f"gitwiki: warning: {path}: {truncation(size, wiki.config.search.max_page_bytes)}", file=sys.stderr)
     return 0

@@ -20,6 +20,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def status(args: argparse.Namespace) -> int:
     from gitwiki.embed import lexical_notice, unavailable
+    from gitwiki.indexer import truncated_pages
     from gitwiki.wiki import Wiki, age
 
     wiki = Wiki.open(args.chdir)
@@ -58,6 +59,9 @@ def status(args: argparse.Namespace) -> int:
         if r.dirty:
             shown = ", ".join(r.dirty[:5]) + (f" and {len(r.dirty) - 5} more" if len(r.dirty) > 5 else "")
             print(f"  uncommitted pages ({len(r.dirty)}, searched too): {shown}")
+        if cut := truncated_pages(wiki.index_dir, wiki.store.pages(r.name)):
+            limit = f"{wiki.config.search.max_page_bytes:,}"
+            print(f"  searched only up to [search] max_page_bytes ({limit}): {', '.join(p for p, _ in cut)}")
         if r.submodules:
             print(f"  submodules skipped (their pages are not indexed): {', '.join(r.submodules)}")
     for repo in repositories:
