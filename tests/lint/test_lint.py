@@ -269,3 +269,11 @@ def test_lint_of_a_repo_edited_every_way_finds_what_the_full_listing_found(repo,
         (4, "GW006"),
         (4, "GW005"),
     ]
+
+
+def test_lint_from_a_subfolder_says_it_lints_the_whole_repo(repo, cli):
+    _wiki(repo)
+    (repo.path / "wiki/sub").mkdir()
+    code, _, err = cli("lint", cwd=repo.path / "wiki/sub")
+    assert code == 0 and "no FILE given, so every staged page of" in err and "not only this folder's" in err
+    assert "no FILE given" not in cli("lint", cwd=repo.path)[2]
