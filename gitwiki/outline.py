@@ -31,7 +31,7 @@ def outline(
             shown.add(folder)
             lines.append(f"{dim}{folder or '.'}/  {summaries[folder]}{reset}")
         mark = ", weak" if doc.weak else ""
-        lines.append(f"{bold}{doc.path}{reset}  {doc.title}  {dim}({doc.score:.4f}{mark}){reset}")
+        lines.append(f"{bold}{doc.path}{reset}  {doc.title}  {dim}({score_text(doc.score)}{mark}){reset}")
         for chunk in doc.chunks:
             crumb = " > ".join(chunk.breadcrumb) or doc.title
             lines.append(f"  {cyan}{doc.path}:{chunk.start_line}-{chunk.end_line}{reset}  {crumb}")
@@ -50,3 +50,10 @@ def outline(
         footer += ", ".join(truncated[:3]) + (" …" if len(truncated) > 3 else "")
     lines.append(f"{dim}{footer}{reset}")
     return "\n".join(lines) + "\n"
+
+
+def score_text(score: float) -> str:
+    """Four decimals, or three significant digits for a positive score they would show as 0.0000: BM25 gives a
+    word found on every page of a small corpus almost no weight (SQLite's FTS5 floors its IDF at 1e-6), so the
+    one hit of a one-page corpus scored `(0.0000)`, as if it had not matched."""
+    return f"{score:.3g}" if 0 < abs(score) < 0.00005 else f"{score:.4f}"

@@ -54,3 +54,11 @@ def test_tests_that_need_a_model_say_how_to_run_them():
     from tests.helpers import needs_model
 
     assert "GITWIKI_MODEL_PATH" in needs_model.mark.kwargs["reason"]
+
+
+def test_the_readme_first_screen_says_which_mode_its_example_ran_in():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    intro, _, rest = readme.partition("```console")
+    example = rest.partition("```")[0]
+    assert "· mode hybrid ·" in example
+    assert "Hybrid search, with the embedding model loaded" in intro and "mode lexical (no model: …)" in intro
