@@ -412,19 +412,82 @@ class InitReport(NamedTuple):
     file: Path
     corpus: str
     path: str
+    backup: Path | None = None  # the file as it was, when `--force` merged into an existing one
 
     def describe(self) -> str:
-        return f"wrote {self.file} (corpus {self.corpus!r} at {self.path or '.'}/); next: gitwiki index"
+        where = f"(corpus {self.corpus!r} at {self.path or '.'}/)"
+        if self.backup is None:
+            return f"wrote {self.file} {where}; next: gitwiki index"
+        return (
+            f"updated {self.file} {where}, every other setting kept; the previous file is {self.backup}; "
+            "next: gitwiki index"
+        )
+
+
+_TABLE_HEADER = re.compile(r"^[ \t]*\[", re.MULTILINE)
+_CORPUS_HEADER = re.compile(r"[ \t]*\[\[[ \t]*corpus[ \t]*\]\]")
+_PATH_LINE = re.compile(r"^([ \t]*)path[ \t]*=.*$", re.MULTILINE)
 
 
 def write_init(root: Path, path: str, name: str, force: bool = False) -> InitReport:
-    """Write `.gitwiki.toml` with one corpus at the repo `root` (`gitwiki init`); an existing one only if `force`."""
+    """Write `.gitwiki.toml` with one corpus at the repo `root` (`gitwiki init`). An existing file only with
+    `force`, and then merged: the corpus `name` gets `path` (added if missing), everything else is kept, and
+    the file as it was is copied to `.gitwiki.toml.bak` first."""
     target = root / REPO_CONFIG_NAME
-    if target.exists() and not force:
-        raise UsageError(f"{target} exists; edit it, or pass --force to overwrite it")
     path = normalize_corpus_path(path, "--path")
-    atomic_write(target, init_text(path, name))
-    return InitReport(target, name, path)
+    if not target.exists():
+        atomic_write(target, init_text(path, name))
+        return InitReport(target, name, path)
+    if not force:
+        raise UsageError(f"{target} exists; edit it, or pass --force to set corpus {name!r} in it (a backup is kept)")
+    old = target.read_text(encoding="utf-8")
+    merged = merge_corpus(old, path, name, target)
+    backup = target.with_name(REPO_CONFIG_NAME + ".bak")
+    atomic_write(backup, old)
+    atomic_write(target, merged)
+    return InitReport(target, name, path, backup)
+
+
+def merge_corpus(text: str, path: str, name: str, where: Path) -> str:
+    """`text` (a `.gitwiki.toml`) with corpus `name` at `path`: its `path` line replaced, or a new [[corpus]]
+    after the last one; every other line as it was. Checked by parsing the result."""
+    import tomllib
+
+    def corpora(source: str) -> list[Any]:
+        try:
+            found = tomllib.loads(source).get("corpus", [])
+        except tomllib.TOMLDecodeError as e:
+            raise UsageError(f"{where} is not valid TOML ({e}); fix it, or move it away and run gitwiki init") from None
+        return found if isinstance(found, list) else []
+
+    before = corpora(text)
+    starts = [m.start() for m in _TABLE_HEADER.finditer(text)] + [len(text)]
+    segments = [text[: starts[0]]] + [text[a:b] for a, b in zip(starts, starts[1:], strict=False)]
+    in_corpus = [i for i, s in enumerate(segments) if i and _CORPUS_HEADER.match(s)]
+    named = [
+        i for i, table in zip(in_corpus, before, strict=False) if isinstance(table, dict) and table.get("name") == name
+    ]
+    line = f"path = {_toml_value(path)}"
+    if named:
+        segment = segments[named[0]]
+        if _PATH_LINE.search(segment):
+            segment = _PATH_LINE.sub(lambda m: m.group(1) + line, segment, count=1)
+        else:
+            header, _, rest = segment.partition("\n")
+            segment = f"{header}\n{line}\n{rest}"
+        segments[named[0]] = segment
+    else:
+        block = f'[[corpus]]\nname = {_toml_value(name)}\n{line}\ninclude = ["**/*.md"]\n'
+        at = in_corpus[-1] + 1 if in_corpus else 1
+        if at > 1 and not segments[at - 1].endswith("\n\n"):
+            block = ("\n" if segments[at - 1].endswith("\n") else "\n\n") + block
+        segments.insert(at, block + ("\n" if at < len(segments) else ""))
+    merged = "".join(segments)
+    after = corpora(merged)
+    wanted = [t for t in after if isinstance(t, dict) and t.get("name") == name]
+    if len(after) != len(before) + (not named) or not wanted or wanted[0].get("path") != path:
+        raise UsageError(f"cannot merge corpus {name!r} into {where} safely; edit it by hand")
+    return merged
 
 
 def init_text(path: str, name: str = "wiki") -> str:
