@@ -9,6 +9,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitwiki.indexer import EMBED_BATCH
 from gitwiki.markdown.chunker import parse_page
@@ -135,3 +137,16 @@ def test_ctrl_c_keeps_the_embedding_done_so_far(repo, monkeypatch):
     (report,) = wiki.index()
     assert report.embedded == 300 - kept and wiki.store.counts()["vectors"] == 300
     wiki.close()
+
+
+@given(text=st.text(max_size=300), limit=st.integers(1, 400))
+@settings(max_examples=200, deadline=None)
+def test_a_cut_page_is_a_prefix_within_the_limit_that_still_decodes(text, limit):
+    from gitwiki.indexer import head
+
+    data = text.encode("utf-8")
+    cut = head(data, limit)
+    assert data.startswith(cut) and len(cut) <= limit and (cut == data or len(data) > limit)
+    cut.decode("utf-8")  # never ends inside a character
+    if b"\n" in data[:limit] and len(data) > limit:
+        assert cut.endswith(b"\n")  # whole lines when there is one within the limit
