@@ -2,7 +2,9 @@
 
 Layers: `$XDG_CONFIG_HOME/gitwiki/config.toml` first, then `<repo>/.gitwiki.toml`. Tables merge key by
 key (the repo wins); `[[corpus]]` and `[[repository]]` entries append, and a name defined twice is an error that
-names both files. Environment variables override the model: `GITWIKI_MODEL`, `GITWIKI_MODEL_PATH`.
+names both files. Environment variables override the model: `GITWIKI_MODEL`, `GITWIKI_MODEL_PATH`. A model
+directory set without a model name (in a layer or the environment) names its model after the directory, over the
+name a lower layer gave: the two always describe the same model.
 """
 
 from __future__ import annotations
@@ -95,7 +97,7 @@ class SearchConfig(NamedTuple):
     auto_index: bool = True  # catch up with HEAD before answering
     reranker: str | None = None  # a fastembed cross-encoder model id; off by default (gitwiki.rerank)
     rerank_depth: int = 20  # fused chunks the cross-encoder re-scores
-    max_page_bytes: int = 1_000_000  # larger pages are not indexed (reported by gitwiki index)
+    max_page_bytes: int = 1_000_000  # larger pages are indexed up to it (gitwiki.indexer.read_page), and said so
     embed_budget: int = 256  # chunks of uncommitted pages a query may embed; pages past it are searched lexically
 
 
@@ -316,7 +318,10 @@ def _merge_layer(state: dict[str, Any], data: dict[str, Any], path: Path, from_c
         elif key in SECTIONS:
             if not isinstance(value, dict):
                 raise UsageError(f"{path}: [{key}] must be a table")
-            state[key].update(_fields(SECTIONS[key], value, f"{path} [{key}]"))
+            fields = _fields(SECTIONS[key], value, f"{path} [{key}]")
+            if key == "embeddings" and "model_path" in fields and "model" not in fields:
+                state[key].pop("model", None)  # a lower layer's name is not the name of this directory's model
+            state[key].update(fields)
         else:
             raise UsageError(f"{path}: unknown key {key!r}; known: corpus, repository, {', '.join(SECTIONS)}")
 
@@ -342,6 +347,8 @@ def load(root: Path, *, user_file: Path | None = None, read: Callable[[Path], di
         embeddings["model"] = os.environ["GITWIKI_MODEL"]
     if os.environ.get("GITWIKI_MODEL_PATH"):
         embeddings["model_path"] = os.environ["GITWIKI_MODEL_PATH"]
+        if not os.environ.get("GITWIKI_MODEL"):
+            embeddings.pop("model", None)
     if embeddings.get("model_path"):
         embeddings["model_path"] = str((root / os.path.expanduser(embeddings["model_path"])).resolve())
         # A model directory without a model name would load as the default model, whose files are not
@@ -432,19 +439,82 @@ class InitReport(NamedTuple):
     file: Path
     corpus: str
     path: str
+    backup: Path | None = None  # the file as it was, when `--force` merged into an existing one
 
     def describe(self) -> str:
-        return f"wrote {self.file} (corpus {self.corpus!r} at {self.path or '.'}/); next: gitwiki index"
+        where = f"(corpus {self.corpus!r} at {self.path or '.'}/)"
+        if self.backup is None:
+            return f"wrote {self.file} {where}; next: gitwiki index"
+        return (
+            f"updated {self.file} {where}, every other setting kept; the previous file is {self.backup}; "
+            "next: gitwiki index"
+        )
+
+
+_TABLE_HEADER = re.compile(r"^[ \t]*\[", re.MULTILINE)
+_CORPUS_HEADER = re.compile(r"[ \t]*\[\[[ \t]*corpus[ \t]*\]\]")
+_PATH_LINE = re.compile(r"^([ \t]*)path[ \t]*=.*$", re.MULTILINE)
 
 
 def write_init(root: Path, path: str, name: str, force: bool = False) -> InitReport:
-    """Write `.gitwiki.toml` with one corpus at the repo `root` (`gitwiki init`); an existing one only if `force`."""
+    """Write `.gitwiki.toml` with one corpus at the repo `root` (`gitwiki init`). An existing file only with
+    `force`, and then merged: the corpus `name` gets `path` (added if missing), everything else is kept, and
+    the file as it was is copied to `.gitwiki.toml.bak` first."""
     target = root / REPO_CONFIG_NAME
-    if target.exists() and not force:
-        raise UsageError(f"{target} exists; edit it, or pass --force to overwrite it")
     path = normalize_corpus_path(path, "--path")
-    atomic_write(target, init_text(path, name))
-    return InitReport(target, name, path)
+    if not target.exists():
+        atomic_write(target, init_text(path, name))
+        return InitReport(target, name, path)
+    if not force:
+        raise UsageError(f"{target} exists; edit it, or pass --force to set corpus {name!r} in it (a backup is kept)")
+    old = target.read_text(encoding="utf-8")
+    merged = merge_corpus(old, path, name, target)
+    backup = target.with_name(REPO_CONFIG_NAME + ".bak")
+    atomic_write(backup, old)
+    atomic_write(target, merged)
+    return InitReport(target, name, path, backup)
+
+
+def merge_corpus(text: str, path: str, name: str, where: Path) -> str:
+    """`text` (a `.gitwiki.toml`) with corpus `name` at `path`: its `path` line replaced, or a new [[corpus]]
+    after the last one; every other line as it was. Checked by parsing the result."""
+    import tomllib
+
+    def corpora(source: str) -> list[Any]:
+        try:
+            found = tomllib.loads(source).get("corpus", [])
+        except tomllib.TOMLDecodeError as e:
+            raise UsageError(f"{where} is not valid TOML ({e}); fix it, or move it away and run gitwiki init") from None
+        return found if isinstance(found, list) else []
+
+    before = corpora(text)
+    starts = [m.start() for m in _TABLE_HEADER.finditer(text)] + [len(text)]
+    segments = [text[: starts[0]]] + [text[a:b] for a, b in zip(starts, starts[1:], strict=False)]
+    in_corpus = [i for i, s in enumerate(segments) if i and _CORPUS_HEADER.match(s)]
+    named = [
+        i for i, table in zip(in_corpus, before, strict=False) if isinstance(table, dict) and table.get("name") == name
+    ]
+    line = f"path = {_toml_value(path)}"
+    if named:
+        segment = segments[named[0]]
+        if _PATH_LINE.search(segment):
+            segment = _PATH_LINE.sub(lambda m: m.group(1) + line, segment, count=1)
+        else:
+            header, _, rest = segment.partition("\n")
+            segment = f"{header}\n{line}\n{rest}"
+        segments[named[0]] = segment
+    else:
+        block = f'[[corpus]]\nname = {_toml_value(name)}\n{line}\ninclude = ["**/*.md"]\n'
+        at = in_corpus[-1] + 1 if in_corpus else 1
+        if at > 1 and not segments[at - 1].endswith("\n\n"):
+            block = ("\n" if segments[at - 1].endswith("\n") else "\n\n") + block
+        segments.insert(at, block + ("\n" if at < len(segments) else ""))
+    merged = "".join(segments)
+    after = corpora(merged)
+    wanted = [t for t in after if isinstance(t, dict) and t.get("name") == name]
+    if len(after) != len(before) + (not named) or not wanted or wanted[0].get("path") != path:
+        raise UsageError(f"cannot merge corpus {name!r} into {where} safely; edit it by hand")
+    return merged
 
 
 def init_text(path: str, name: str = "wiki") -> str:
@@ -461,5 +531,6 @@ def init_text(path: str, name: str = "wiki") -> str:
         "chunks_per_file = 3\n"
         "\n[embeddings]\n"
         "enabled = true\n"
-        f'model = "{DEFAULT_MODEL}"\n'
+        # Not pinned: a pinned name would override the one GITWIKI_MODEL_PATH's directory gives.
+        f'# model = "{DEFAULT_MODEL}"  # the default; GITWIKI_MODEL / GITWIKI_MODEL_PATH override it\n'
     )

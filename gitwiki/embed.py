@@ -7,6 +7,7 @@ hook and lint paths never pay for them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from gitwiki.config import EmbeddingsConfig
 from gitwiki.errors import EmbeddingUnavailable, GitwikiError
+from gitwiki.fs import atomic_write
 from gitwiki.onnx_embed import lean_embedder, normalized
 
 if TYPE_CHECKING:
@@ -160,18 +162,80 @@ EMBEDDERS: dict[str, Callable[[EmbeddingsConfig], Embedder]] = {"fastembed": fas
 _cache: dict[EmbeddingsConfig, Embedder] = {}
 _failed: dict[EmbeddingsConfig, str] = {}
 _warned: set[EmbeddingsConfig] = set()
+_cleared: set[tuple[EmbeddingsConfig, Path]] = set()  # (model, index dir) whose UNAVAILABLE_FILE is gone
 _loading = threading.Lock()  # the model may be loading on a background thread (load_in_background, warm.py)
 
+# In the index dir: why the configured model last failed to load there. The stderr warning is said once per
+# index (a hook's or CI's every command would repeat it otherwise), and `gitwiki status`, the MCP server's
+# instructions and `artifact pack` read it back without loading the model. Removed by the next load that works.
+UNAVAILABLE_FILE = "model-unavailable"
 
-def load_embedder(config: EmbeddingsConfig) -> Embedder | None:
-    """The configured embedder, loaded once per process; None (after one warning) if it cannot load."""
+
+def load_embedder(config: EmbeddingsConfig, index_dir: Path | None = None) -> Embedder | None:
+    """The configured embedder, loaded once per process; None if it cannot load, after one warning per index
+    (`index_dir`; per process without one)."""
     if not config.enabled:
         return None
     embedder = _load(config)
-    if embedder is None and config not in _warned:
-        _warned.add(config)
-        print(f"gitwiki: warning: {_failed[config]}; using lexical search only", file=sys.stderr)
+    if embedder is None:
+        _warn_once(config, index_dir)
+    elif index_dir is not None and (config, index_dir) not in _cleared:
+        _cleared.add((config, index_dir))  # once per process: a model that loaded stays loaded
+        with contextlib.suppress(OSError):
+            (index_dir / UNAVAILABLE_FILE).unlink(missing_ok=True)
     return embedder
+
+
+def _warn_once(config: EmbeddingsConfig, index_dir: Path | None) -> None:
+    if config in _warned:
+        return
+    _warned.add(config)
+    reason = _failed[config]
+    if index_dir is not None and index_dir.is_dir():
+        marker = index_dir / UNAVAILABLE_FILE
+        try:
+            if marker.read_text(encoding="utf-8") == reason:
+                return  # this index was told already; `gitwiki status` and the ground footer keep saying it
+        except (OSError, UnicodeDecodeError):
+            pass
+        try:
+            atomic_write(marker, reason, sync=False)
+        except OSError:
+            pass  # a read-only index dir: the warning is then said per process, as before
+    print(f"gitwiki: warning: {reason}; using lexical search only", file=sys.stderr)
+
+
+def unavailable(config: EmbeddingsConfig, index_dir: Path | None = None) -> str | None:
+    """Why the configured model does not load: this process's own failure, else the one recorded in `index_dir`
+    by an earlier command (no load is tried). None when the model loaded, is off, or never failed here."""
+    if not config.enabled or config in _cache:
+        return None
+    if config in _failed:
+        return _failed[config]
+    if index_dir is None:
+        return None
+    try:
+        return (index_dir / UNAVAILABLE_FILE).read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def model_fix(config: EmbeddingsConfig) -> str:
+    """The next step for a model that does not load, short enough for a footer."""
+    if config.model_path:
+        return f"check that {config.model_path} holds model.onnx of {config.model!r}, or set GITWIKI_MODEL to its name"
+    return f"set GITWIKI_MODEL_PATH to a local model directory, or connect once so {config.model!r} downloads"
+
+
+def lexical_notice(config: EmbeddingsConfig, index_dir: Path | None = None) -> str | None:
+    """One line for where a person or an agent decides how far to trust a search (`gitwiki status`, the MCP
+    server's instructions): search is lexical because the configured model does not load, and how to fix it."""
+    if unavailable(config, index_dir) is None:
+        return None
+    return (
+        f"Search is lexical only (words, not meaning): the embedding model {config.model!r} does not load. "
+        f"Fix: {model_fix(config)}; `gitwiki status` says why."
+    )
 
 
 def _load(config: EmbeddingsConfig) -> Embedder | None:

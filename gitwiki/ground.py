@@ -41,7 +41,7 @@ def answer(wiki: Wiki, request: GroundRequest) -> str:
 
         install_published(wiki, lexical=request.mode == "lexical")
     result = wiki.search(request.query, request.corpus, **_search_options(request))
-    return render(result, request)
+    return render(result, request, _mode_note(wiki, request, result), _truncated(wiki, result.corpus))
 
 
 def answer_shared(uri: str, config: Config, request: GroundRequest) -> str:
@@ -59,6 +59,29 @@ def answer_shared(uri: str, config: Config, request: GroundRequest) -> str:
     return render(LanceReader(uri).ground(config, request.query, request.corpus, options), request)
 
 
+def _mode_note(wiki: Wiki, request: GroundRequest, result: SearchResult) -> str | None:
+    """Hybrid or dense asked, lexical ran because the model does not load: say so and how to fix it, on every
+    answer (the stderr warning is said once per index)."""
+    from gitwiki.embed import model_fix, unavailable
+
+    asked = request.mode or wiki.config.search.mode
+    if result.mode != "lexical" or asked == "lexical":
+        return None
+    if unavailable(wiki.config.embeddings, wiki.index_dir) is None:
+        return None
+    return f"no model: {model_fix(wiki.config.embeddings)}"
+
+
+def _truncated(wiki: Wiki, corpus: str) -> tuple[str, ...]:
+    """The corpus's pages indexed in part (over [search] max_page_bytes): the footer names them, since what
+    is past the limit cannot be found. One small file read per query when there are none."""
+    from gitwiki.indexer import truncated, truncated_pages
+
+    if wiki.repositories.owner(corpus) is not None or not truncated(wiki.index_dir):
+        return ()
+    return tuple(path for path, _ in truncated_pages(wiki.index_dir, wiki.store.pages(corpus)))
+
+
 def _search_options(request: GroundRequest) -> dict[str, Any]:
     search = request._asdict()  # the fields between corpus and format are Wiki.search's keywords
     for name in ("query", "corpus", "format", "color"):
@@ -66,12 +89,14 @@ def _search_options(request: GroundRequest) -> dict[str, Any]:
     return search
 
 
-def render(result: SearchResult, request: GroundRequest) -> str:
+def render(
+    result: SearchResult, request: GroundRequest, mode_note: str | None = None, truncated: tuple[str, ...] = ()
+) -> str:
     import json
 
     from gitwiki.outline import outline
 
     if request.format == "outline":
-        return outline(result, color=request.color)
+        return outline(result, color=request.color, mode_note=mode_note, truncated=truncated)
     indent = 2 if request.format == "json-pretty" else None
     return json.dumps(result.to_json(), indent=indent, ensure_ascii=False) + "\n"

@@ -10,14 +10,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import NamedTuple, TypeGuard
 
 from gitwiki import pagetext
 from gitwiki.config import CorpusConfig, SearchConfig
 from gitwiki.embed import Embedder
-from gitwiki.fs import UnsafeFile, read_page_file
+from gitwiki.fs import UnsafeFile, atomic_write, read_page_file
 from gitwiki.gitcli import blob_id
 from gitwiki.gitrepo import Commit, GitRepo, PageMap
 from gitwiki.markdown.chunker import ParsedPage, parse_page
@@ -31,6 +33,9 @@ EMBED_BATCH = 64
 MAX_PAGE_BYTES = SearchConfig().max_page_bytes
 # What a page that cannot be indexed is stored as: known (so it is not re-read on every run), no chunks.
 UNINDEXED = ParsedPage("", (), None, (), None)
+# In the index dir: {blob: bytes} of the page versions over [search] max_page_bytes, indexed up to the limit only,
+# so `gitwiki status` and the ground footer can name them long after the run that parsed them said so.
+TRUNCATED_FILE = "truncated.json"
 
 
 class IndexReport(NamedTuple):
@@ -46,6 +51,7 @@ class IndexReport(NamedTuple):
     model: str | None
     seconds: float
     skipped: tuple[tuple[str, str], ...] = ()  # (path, why) of pages parsed in this run but not indexed
+    truncated: tuple[tuple[str, int], ...] = ()  # (path, bytes) of pages parsed in this run, indexed in part
 
     @property
     def up_to_date(self) -> bool:
@@ -53,7 +59,12 @@ class IndexReport(NamedTuple):
 
     def to_json(self) -> dict[str, object]:
         """The `gitwiki index --json` record (also the MCP `index` tool's)."""
-        return {**self._asdict(), "skipped": dict(self.skipped), "up_to_date": self.up_to_date}
+        return {
+            **self._asdict(),
+            "skipped": dict(self.skipped),
+            "truncated": dict(self.truncated),
+            "up_to_date": self.up_to_date,
+        }
 
     def summary(self) -> str:
         """One line for people: what changed and what it cost."""
@@ -81,6 +92,7 @@ def is_current(state: State | None, tree: str, model: str | None) -> TypeGuard[S
 class Parsed(NamedTuple):
     parsed: int  # page versions parsed
     skipped: dict[str, str]  # blob → why it is not indexed
+    truncated: dict[str, int]  # blob → its bytes, of the pages indexed up to [search] max_page_bytes only
 
 
 def ensure_blobs(
@@ -89,28 +101,77 @@ def ensure_blobs(
     progress: Progress | None = None,
     max_bytes: int = MAX_PAGE_BYTES,
 ) -> Parsed:
-    """Parse and store every blob in `sources` the store lacks; a page that cannot be indexed is stored
-    without chunks, and said why in `skipped`."""
+    """Parse and store every blob in `sources` the store lacks (the caller holds the store's lock); a page that
+    cannot be indexed is stored without chunks (said why in `skipped`), one over `max_bytes` with its first
+    `max_bytes` only (in `truncated`)."""
     known = store.known_blobs(sources)  # one query for all, not one per blob
     missing = [b for b in sources if b not in known]
     skipped: dict[str, str] = {}
+    sizes: dict[str, int | None] = {}  # blob → its size when truncated, None when parsed whole
     with store.write():
         for i, blob in enumerate(missing, 1):
-            page, why = read_page(sources[blob](), max_bytes)
+            data = sources[blob]()
+            page, why = read_page(data, max_bytes)
             if why:
                 skipped[blob] = why
+            sizes[blob] = len(data) if len(data) > max_bytes and not why else None
             store.add_blob(blob, page)
             if progress:
                 progress("parse", i, len(missing))
-    return Parsed(len(missing), skipped)
+    _record_truncated(store.index_dir, sizes)
+    return Parsed(len(missing), skipped, {b: n for b, n in sizes.items() if n is not None})
 
 
 def read_page(data: bytes, max_bytes: int) -> tuple[ParsedPage, str | None]:
-    """A page version's chunks, or UNINDEXED and why: one bad page costs that page, never the run."""
-    if len(data) > max_bytes:
-        return UNINDEXED, f"{len(data):,} bytes, over the {max_bytes:,}-byte limit ([search] max_page_bytes)"
-    page, why = pagetext.attempt(lambda: parse_page(pagetext.decode(data)))
+    """A page version's chunks, or UNINDEXED and why: one bad page costs that page, never the run. A page over
+    `max_bytes` is indexed up to its last whole line within the limit (the caller says so): searchable in part
+    beats absent without a word."""
+    page, why = pagetext.attempt(lambda: parse_page(pagetext.decode(head(data, max_bytes))))
     return (UNINDEXED, why) if page is None else (page, None)
+
+
+def head(data: bytes, limit: int) -> bytes:
+    """At most `limit` bytes of `data`, ending after a whole line (a whole UTF-8 character when one line is
+    longer than the limit)."""
+    if len(data) <= limit:
+        return data
+    cut = data.rfind(b"\n", 0, limit) + 1 or limit
+    while 0 < cut < len(data) and data[cut] & 0xC0 == 0x80:  # never split a character: back to its first byte
+        cut -= 1
+    return data[:cut]
+
+
+def truncation(size: int, max_bytes: int) -> str:
+    """What a person is told about a page indexed in part, and what to do."""
+    return (
+        f"{size:,} bytes, over the {max_bytes:,}-byte limit ([search] max_page_bytes): only the lines "
+        f"within it are searched; split the page (or raise the limit and run `gitwiki index --rebuild`)"
+    )
+
+
+def truncated(index_dir: Path) -> dict[str, int]:
+    """{blob: bytes} of the page versions this index holds in part (over [search] max_page_bytes)."""
+    try:
+        found = json.loads((index_dir / TRUNCATED_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in found.items() if isinstance(v, int)} if isinstance(found, dict) else {}
+
+
+def truncated_pages(index_dir: Path, pages: Mapping[str, str]) -> list[tuple[str, int]]:
+    """(path, bytes) of the pages of a listing (path → blob) indexed in part, by path."""
+    sizes = truncated(index_dir)
+    return sorted((path, sizes[blob]) for path, blob in pages.items() if blob in sizes) if sizes else []
+
+
+def _record_truncated(index_dir: Path, sizes: dict[str, int | None]) -> None:
+    recorded = truncated(index_dir)
+    updated = {**recorded, **{b: n for b, n in sizes.items() if n is not None}}
+    for blob in (b for b, n in sizes.items() if n is None):  # parsed whole now (a rebuild with a higher limit)
+        updated.pop(blob, None)
+    if updated != recorded:
+        with contextlib.suppress(OSError):  # a read-only index dir: the run's own report still names them
+            atomic_write(index_dir / TRUNCATED_FILE, json.dumps(updated, sort_keys=True), sync=False)
 
 
 def ensure_vectors(store: Store, embedder: Embedder, blobs: Iterable[str], progress: Progress | None = None) -> int:
@@ -192,6 +253,7 @@ def update(
         model,
         time.perf_counter() - started,
         tuple((path, parsed.skipped[blob]) for path, blob in sorted(new.items()) if blob in parsed.skipped),
+        tuple((path, parsed.truncated[blob]) for path, blob in sorted(new.items()) if blob in parsed.truncated),
     )
 
 

@@ -7,9 +7,15 @@ import textwrap
 from gitwiki.search import SearchResult
 
 
-def outline(result: SearchResult, color: bool = False) -> str:
+def outline(
+    result: SearchResult, color: bool = False, mode_note: str | None = None, truncated: tuple[str, ...] = ()
+) -> str:
+    """`mode_note`: why the mode is not the one asked for (e.g. the model does not load), after the mode;
+    `truncated`: the corpus's pages indexed in part (over [search] max_page_bytes)."""
     if not result.docs:
-        return f"no results for {result.query!r} in corpus {result.corpus!r} ({result.mode})\n"
+        mode = f"{result.mode}; {mode_note}" if mode_note else result.mode
+        return f"no results for {result.query!r} in corpus {result.corpus!r} ({mode})\n"
+    mode = f"{result.mode} ({mode_note})" if mode_note else result.mode
     bold, dim, cyan, reset = ("\033[1m", "\033[2m", "\033[36m", "\033[0m") if color else ("", "", "", "")
     lines = []
     if result.weak:
@@ -25,7 +31,7 @@ def outline(result: SearchResult, color: bool = False) -> str:
             shown.add(folder)
             lines.append(f"{dim}{folder or '.'}/  {summaries[folder]}{reset}")
         mark = ", weak" if doc.weak else ""
-        lines.append(f"{bold}{doc.path}{reset}  {doc.title}  {dim}({doc.score:.4f}{mark}){reset}")
+        lines.append(f"{bold}{doc.path}{reset}  {doc.title}  {dim}({score_text(doc.score)}{mark}){reset}")
         for chunk in doc.chunks:
             crumb = " > ".join(chunk.breadcrumb) or doc.title
             lines.append(f"  {cyan}{doc.path}:{chunk.start_line}-{chunk.end_line}{reset}  {crumb}")
@@ -33,11 +39,21 @@ def outline(result: SearchResult, color: bool = False) -> str:
             body = chunk.text.splitlines() if "\n" in chunk.text else textwrap.wrap(chunk.text, 100)
             lines.extend("    " + line for line in body or [""])
         lines.append("")
-    footer = f"{len(result.docs)} pages · mode {result.mode} · commit {result.commit[:12] or '(none)'}"
+    footer = f"{len(result.docs)} pages · mode {mode} · commit {result.commit[:12] or '(none)'}"
     if result.dirty:
         footer += f" · {len(result.dirty)} uncommitted page(s) included"
     if result.lexical_only:
         footer += f" · {len(result.lexical_only)} searched lexically only (embedding budget): "
         footer += ", ".join(result.lexical_only[:3]) + (" …" if len(result.lexical_only) > 3 else "")
+    if truncated:
+        footer += f" · {len(truncated)} page(s) searched only up to [search] max_page_bytes: "
+        footer += ", ".join(truncated[:3]) + (" …" if len(truncated) > 3 else "")
     lines.append(f"{dim}{footer}{reset}")
     return "\n".join(lines) + "\n"
+
+
+def score_text(score: float) -> str:
+    """Four decimals, or three significant digits for a positive score they would show as 0.0000: BM25 gives a
+    word found on every page of a small corpus almost no weight (SQLite's FTS5 floors its IDF at 1e-6), so the
+    one hit of a one-page corpus scored `(0.0000)`, as if it had not matched."""
+    return f"{score:.3g}" if 0 < abs(score) < 0.00005 else f"{score:.4f}"

@@ -118,8 +118,9 @@ class Wiki:
         return self.config.corpus(name)
 
     def embedder(self) -> Embedder | None:
-        """The configured model, loaded once per process; None in lexical mode or if it cannot load."""
-        return load_embedder(self.config.embeddings)
+        """The configured model, loaded once per process; None in lexical mode or if it cannot load (said once
+        per index)."""
+        return load_embedder(self.config.embeddings, self.index_dir)
 
     def wanted_model(self) -> str | None:
         return self.config.embeddings.model if self.config.embeddings.enabled else None

@@ -32,7 +32,10 @@ def find_model_dir() -> Path | None:
 MODEL_DIR = find_model_dir()
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 needs_model = pytest.mark.skipif(
-    MODEL_DIR is None, reason="offline model ../shared/models/all-MiniLM-L6-v2-onnx not found"
+    MODEL_DIR is None,
+    reason="needs an embedding model: set GITWIKI_MODEL_PATH to a local ONNX model directory (model.onnx and its "
+    f"tokenizer files) and GITWIKI_MODEL to its name ({MODEL_NAME}), or put it at "
+    "../shared/models/all-MiniLM-L6-v2-onnx",
 )
 
 

@@ -1,6 +1,8 @@
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitwiki import config
 from gitwiki.errors import UsageError
@@ -124,3 +126,91 @@ def test_validate_warns_about_a_corpus_folder_or_repository_path_that_is_not_the
     repo.commit("fixed", {".gitwiki.toml": '[[corpus]]\nname = "w"\npath = "wiki"\n', "wiki/p.md": "# P\n"})
     code, out, _ = cli("config", "validate", cwd=repo.path)
     assert (code, out) == (0, f"ok: 1 corpus(es) from {repo.path / '.gitwiki.toml'}\n")
+
+
+def test_model_path_from_the_environment_names_its_model_over_a_file(tmp_path, monkeypatch):
+    # `gitwiki init` used to pin the default model in the repo file, which beat the name the directory gives.
+    monkeypatch.delenv("GITWIKI_MODEL", raising=False)
+    monkeypatch.setenv("GITWIKI_MODEL_PATH", str(tmp_path / "all-MiniLM-L6-v2-onnx"))
+    write(tmp_path / ".gitwiki.toml", '[embeddings]\nmodel = "BAAI/bge-small-en-v1.5"\n')
+    assert config.load(tmp_path).embeddings.model == "all-MiniLM-L6-v2"
+    monkeypatch.setenv("GITWIKI_MODEL", "sentence-transformers/all-MiniLM-L6-v2")  # a name set beside it wins
+    assert config.load(tmp_path).embeddings.model == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_a_layer_with_model_path_and_no_model_drops_a_lower_layers_model(tmp_path, monkeypatch):
+    monkeypatch.delenv("GITWIKI_MODEL", raising=False)
+    monkeypatch.delenv("GITWIKI_MODEL_PATH", raising=False)
+    user = write(tmp_path / "user.toml", '[embeddings]\nmodel = "BAAI/bge-small-en-v1.5"\n')
+    write(tmp_path / "repo/.gitwiki.toml", '[embeddings]\nmodel_path = "/opt/models/minilm-onnx"\n')
+    assert config.load(tmp_path / "repo", user_file=user).embeddings.model == "minilm"
+    both = '[embeddings]\nmodel_path = "/opt/models/m"\nmodel = "org/m"\n'  # a pair in one layer stays a pair
+    write(tmp_path / "repo/.gitwiki.toml", both)
+    assert config.load(tmp_path / "repo", user_file=user).embeddings.model == "org/m"
+
+
+def test_init_does_not_pin_a_model(tmp_path, monkeypatch):
+    monkeypatch.delenv("GITWIKI_MODEL", raising=False)
+    monkeypatch.setenv("GITWIKI_MODEL_PATH", str(tmp_path / "all-MiniLM-L6-v2-onnx"))
+    config.write_init(tmp_path, "wiki", "wiki")
+    assert "\nmodel =" not in (tmp_path / ".gitwiki.toml").read_text()
+    assert config.load(tmp_path).embeddings.model == "all-MiniLM-L6-v2"
+
+
+USER_CONFIG = """# ours
+[[corpus]]
+name = "wiki"
+path = "wiki"
+lint_disable = ["GW007"]  # kept
+
+[[repository]]
+name = "platform"
+url = "https://git.example.com/platform.git"
+
+[search]
+top_files = 9
+"""
+
+
+def test_init_force_merges_and_keeps_a_backup(tmp_path):
+    (tmp_path / ".gitwiki.toml").write_text(USER_CONFIG)
+    report = config.write_init(tmp_path, "docs", "wiki", force=True)
+    text = (tmp_path / ".gitwiki.toml").read_text()
+    assert text == USER_CONFIG.replace('path = "wiki"', 'path = "docs"')  # one line changed, nothing dropped
+    assert (tmp_path / ".gitwiki.toml.bak").read_text() == USER_CONFIG
+    assert "every other setting kept" in report.describe() and ".gitwiki.toml.bak" in report.describe()
+    config.write_init(tmp_path, "handbook", "handbook", force=True)  # another corpus: added after the last one
+    cfg = config.load(tmp_path, user_file=tmp_path / "none.toml")
+    assert [(c.name, c.path) for c in cfg.corpora] == [("wiki", "docs"), ("handbook", "handbook")]
+    assert [r.name for r in cfg.repositories] == ["platform"] and cfg.search.top_files == 9
+    assert cfg.corpora[0].lint_disable == ("GW007",)
+
+
+def test_init_force_refuses_a_file_it_cannot_read_and_changes_nothing(tmp_path):
+    (tmp_path / ".gitwiki.toml").write_text("[[corpus]\nname = \n")
+    with pytest.raises(UsageError, match="not valid TOML"):
+        config.write_init(tmp_path, "docs", "wiki", force=True)
+    assert (tmp_path / ".gitwiki.toml").read_text() == "[[corpus]\nname = \n"
+    assert not (tmp_path / ".gitwiki.toml.bak").exists()
+
+
+@given(
+    names=st.lists(st.sampled_from(["wiki", "docs", "notes", "a-b"]), max_size=3, unique=True),
+    target=st.sampled_from(["wiki", "docs", "new"]),
+    path=st.sampled_from(["docs", "wiki/sub", ""]),
+    comment=st.sampled_from(["", "# a comment\n", "# [[corpus]] in a comment\n"]),
+    top=st.integers(1, 20),
+)
+@settings(max_examples=60, deadline=None)
+def test_init_merge_changes_only_the_named_corpus_path(names, target, path, comment, top):
+    import tomllib
+
+    text = comment + "".join(f'[[corpus]]\nname = "{n}"\npath = "p{i}"\n\n' for i, n in enumerate(names))
+    text += f'[search]\ntop_files = {top}\n[[repository]]\nname = "r"\npath = "/srv/r"\n'
+    merged = config.merge_corpus(text, path, target, Path(".gitwiki.toml"))
+    before, after = tomllib.loads(text), tomllib.loads(merged)
+    assert {k: v for k, v in after.items() if k != "corpus"} == {k: v for k, v in before.items() if k != "corpus"}
+    want = [dict(c, path=path) if c["name"] == target else c for c in before.get("corpus", [])]
+    if target not in names:
+        want.append({"name": target, "path": path, "include": ["**/*.md"]})
+    assert after["corpus"] == want

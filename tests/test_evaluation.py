@@ -19,8 +19,8 @@ LEXICAL = "[embeddings]\nenabled = false\n"
 
 @pytest.mark.slow  # ranx compiles its metrics with numba on first use (~1 min on a busy 2-core machine)
 def test_metrics_match_ranx_on_graded_and_binary_judgments():
-    from ranx import Qrels, Run
-    from ranx import evaluate as ranx_evaluate
+    ranx = pytest.importorskip("ranx", reason="needs the eval extra: pip install -e '.[test,eval]'")
+    Qrels, Run, ranx_evaluate = ranx.Qrels, ranx.Run, ranx.evaluate
 
     rng = random.Random(7)
     pages = [f"p{i}.md" for i in range(60)]

@@ -150,3 +150,12 @@ def test_ignored_files_are_not_listed(repo, cli):
 
 def test_shipped_template_is_found():
     assert any(Path(d, "index_block.md.j2").is_file() for d in template_dirs(Path("/nonexistent")))
+
+
+def test_scaffold_exits_0_when_it_did_what_it_was_asked(repo, cli):
+    repo.commit("pages", {"wiki/a.md": "# A\n\nAbout A.\n"})
+    code, out, err = cli("index-blocks", "--scaffold", cwd=repo.path)
+    assert code == 0 and "wiki/" in out, err  # created the front index: success, not a pre-commit "changed"
+    assert cli("index-blocks", "--scaffold", "--check", cwd=repo.path)[0] == 0
+    repo.write("wiki/b.md", "# B\n\nAbout B.\n")
+    assert cli("index-blocks", "--scaffold", "--check", cwd=repo.path)[0] == 1  # --check still says "stale"

@@ -77,8 +77,8 @@ def test_missing_uri_and_missing_table(wiki, cli, tmp_path):
 @pytest.fixture
 def s3(monkeypatch):
     """A moto S3 server on 127.0.0.1 with one bucket; credentials through the usual AWS_* variables."""
-    boto3 = pytest.importorskip("boto3")
-    server_mod = pytest.importorskip("moto.server")
+    boto3 = pytest.importorskip("boto3", reason="needs the s3 extra: pip install -e '.[test,s3]'")
+    server_mod = pytest.importorskip("moto.server", reason="needs the s3 extra: pip install -e '.[test,s3]'")
     server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()

@@ -62,3 +62,10 @@ def test_a_folder_summary_shows_once_above_its_first_page():
     ]
     assert lines.count("wiki/  How the platform team works.") == 1 and "./  The repo." in lines
     assert lines[lines.index("./  The repo.") + 1].startswith("README.md  Readme")
+
+
+def test_a_tiny_positive_score_is_not_shown_as_zero():
+    # the one lexical hit of a one-page corpus: FTS5 floors the IDF of a word on every page at 1e-6
+    tiny = DOC._replace(score=1.97e-06)
+    assert "(1.97e-06)" in outline(SearchResult("helm", "wiki", "abc", "lexical", [tiny]))
+    assert "(0.5123)" in outline(SearchResult("helm", "wiki", "abc", "lexical", [DOC]))

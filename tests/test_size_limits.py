@@ -9,6 +9,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitwiki.indexer import EMBED_BATCH
 from gitwiki.markdown.chunker import parse_page
@@ -52,15 +54,34 @@ def test_one_page_owning_most_matches_leaves_room_for_the_others(repo, cli):
     assert len(docs) == 5 and docs[0]["path"] == "big.md"  # 2 pages before the candidate pool grew
 
 
-def test_pages_over_the_size_limit_are_skipped_and_named(repo, cli):
+def test_pages_over_the_size_limit_are_searched_up_to_it_and_named_everywhere(repo, cli):
     repo.write(".gitwiki.toml", LEXICAL + "[search]\nmax_page_bytes = 2000\n")
-    repo.write("huge.md", "# Huge\n\n" + "deploy notes\n" * 400)
+    repo.write(
+        "huge.md", "# Huge\n\n" + "deploy notes\n" * 160 + "## Tail\n\nthe walrus past the limit\n" + "x\n" * 200
+    )
     repo.write("fine.md", "# Fine\n\ndeploy notes\n")
     repo.commit("pages")
-    code, out, err = cli("index", cwd=repo.path)
-    assert code == 0 and "huge.md is not indexed: 5,208 bytes, over the 2,000-byte limit" in err
+    code, out, err = cli("index", "-q", cwd=repo.path)  # what the post-commit hook runs
+    assert code == 0 and "huge.md: 2,523 bytes, over the 2,000-byte limit" in err and "split the page" in err
+    code, out, err = cli("index", "--json", "--rebuild", cwd=repo.path)
+    assert json.loads(out)[0]["truncated"] == {"huge.md": 2523}
     code, out, err = cli("ground", "deploy", "--json", cwd=repo.path)
-    assert [d["path"] for d in json.loads(out)["docs"]] == ["fine.md"]
+    assert sorted(d["path"] for d in json.loads(out)["docs"]) == ["fine.md", "huge.md"]  # its head is searched
+    code, out, _ = cli("ground", "walrus", cwd=repo.path)  # its tail is not, and the footer says why
+    assert "no results" in out
+    code, out, _ = cli("ground", "deploy", cwd=repo.path)
+    assert "1 page(s) searched only up to [search] max_page_bytes: huge.md" in out
+    code, out, _ = cli("status", cwd=repo.path)
+    assert "searched only up to [search] max_page_bytes (2,000): huge.md" in out
+    code, out, _ = cli("lint", "huge.md", cwd=repo.path)
+    assert code == 1 and "GW013" in out
+
+
+def test_a_page_is_cut_after_a_whole_line_and_never_inside_a_character():
+    from gitwiki.indexer import head
+
+    assert head(b"ab\ncd\nef", 7) == b"ab\ncd\n" and head(b"ab\ncd", 10) == b"ab\ncd"
+    assert head("é".encode() * 4, 5) == "éé".encode()  # one long line: back to a character's first byte
 
 
 @needs_model
@@ -116,3 +137,16 @@ def test_ctrl_c_keeps_the_embedding_done_so_far(repo, monkeypatch):
     (report,) = wiki.index()
     assert report.embedded == 300 - kept and wiki.store.counts()["vectors"] == 300
     wiki.close()
+
+
+@given(text=st.text(max_size=300), limit=st.integers(1, 400))
+@settings(max_examples=200, deadline=None)
+def test_a_cut_page_is_a_prefix_within_the_limit_that_still_decodes(text, limit):
+    from gitwiki.indexer import head
+
+    data = text.encode("utf-8")
+    cut = head(data, limit)
+    assert data.startswith(cut) and len(cut) <= limit and (cut == data or len(data) > limit)
+    cut.decode("utf-8")  # never ends inside a character
+    if b"\n" in data[:limit] and len(data) > limit:
+        assert cut.endswith(b"\n")  # whole lines when there is one within the limit

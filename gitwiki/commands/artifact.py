@@ -3,8 +3,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitwiki.commands.options import max_bytes_arg, path_arg
+
+if TYPE_CHECKING:
+    from gitwiki.wiki import Wiki
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -19,7 +23,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pack = actions.add_parser("pack", help="index HEAD (only what changed), then write the archive")
     pack.add_argument("--out", type=Path, help="archive path (default: <index dir>/gitwiki-index.tar.gz)")
     pack.add_argument("--corpus", help="catch up only this corpus before packing (default: all)")
-    pack.add_argument("--lexical", action="store_true", help="skip embeddings when catching up before packing")
+    pack.add_argument(
+        "--lexical",
+        action="store_true",
+        help="skip embeddings when catching up before packing, and pack a lexical-only index on purpose "
+        "(without it, a configured model that does not load is an error: exit 5)",
+    )
     pack.add_argument("--json", action="store_true", help="print the manifest and the archive path as JSON")
     pack.set_defaults(func=pack_command)
 
@@ -60,6 +69,8 @@ def pack_command(args: argparse.Namespace) -> int:
 
     wiki = Wiki.open(args.chdir)
     wiki.index(args.corpus, lexical=args.lexical)
+    if not args.lexical:
+        _refuse_missing_vectors(wiki)
     out = path_arg(args, args.out) if args.out else wiki.index_dir / ARCHIVE_NAME
     manifest = pack(wiki.index_dir, out)
     if args.json:
@@ -67,6 +78,22 @@ def pack_command(args: argparse.Namespace) -> int:
     else:
         print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB): {manifest.describe()}")
     return 0
+
+
+def _refuse_missing_vectors(wiki: Wiki) -> None:
+    """Every consumer of a published index searches what it holds: a lexical-only one where the config names a
+    model would make every clone lexical without a word (the model failed on the packing machine, not theirs)."""
+    from gitwiki.embed import model_fix, unavailable
+    from gitwiki.errors import EmbeddingUnavailable
+
+    model = wiki.wanted_model()
+    missing = [c.name for c in wiki.config.corpora if model and not wiki.is_fresh(c, vectors=True)]
+    if missing:
+        why = unavailable(wiki.config.embeddings, wiki.index_dir) or "the model did not load"
+        raise EmbeddingUnavailable(
+            f"not packing: corpus {', '.join(missing)} has no {model} vectors ({why}); "
+            f"{model_fix(wiki.config.embeddings)}, or pass --lexical to pack a lexical-only index on purpose"
+        )
 
 
 def verify_command(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,4 +26,6 @@ def git_hooks(args: argparse.Namespace) -> int:
         extra = " (runs the previous hook first)" if s.chained else ""
         extra += " (another tool's hook; `install` keeps it and chains it)" if s.state == "foreign" else ""
         print(f"  {s.name}: {s.state}{extra}")
+    if args.action != "uninstall" and (twice := hooks.double_indexing(repo)):
+        print(f"gitwiki: warning: {twice}", file=sys.stderr)
     return 0

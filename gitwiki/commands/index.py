@@ -1,8 +1,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitwiki.wiki import Wiki
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,6 +29,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def index(args: argparse.Namespace) -> int:
     from gitwiki.commands.options import progress_bar
+    from gitwiki.indexer import truncation
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
@@ -38,7 +44,27 @@ def index(args: argparse.Namespace) -> int:
     elif not args.quiet:
         for r in reports:
             print(r.summary())
+    if not args.quiet:  # said where a person reads it: a hook's -q output goes nowhere
+        _warn_double_indexing(wiki)
     for r in reports:
         for path, why in r.skipped:
             print(f"gitwiki: warning: {path} is not indexed: {why}", file=sys.stderr)
+        for path, size in r.truncated:
+            print(f"gitwiki: warning: {path}: {truncation(size, wiki.config.search.max_page_bytes)}", file=sys.stderr)
     return 0
+
+
+# In the index dir: this index was told it is refreshed twice per commit (`git_hooks.double_indexing`).
+DOUBLE_INDEXING_FILE = "double-indexing-warned"
+
+
+def _warn_double_indexing(wiki: Wiki) -> None:
+    from gitwiki.fs import atomic_write
+    from gitwiki.git_hooks import double_indexing
+
+    marker = wiki.index_dir / DOUBLE_INDEXING_FILE
+    if marker.exists() or (twice := double_indexing(wiki.repo)) is None:
+        return
+    print(f"gitwiki: warning: {twice} (said once)", file=sys.stderr)
+    with contextlib.suppress(OSError):
+        atomic_write(marker, twice, sync=False)

@@ -10,7 +10,9 @@ def register(sub) -> None:
         help="regenerate the page listings between GITWIKI:INDEX markers in index.md files",
         description="Rewrite the text between <!-- GITWIKI:INDEX-START --> and <!-- GITWIKI:INDEX-END --> in "
         "the index files above the given pages (default: every index file of every corpus). Text outside "
-        "the markers is never touched. Exits 1 when a file changed (or would change, with --check).",
+        "the markers is never touched. Exits 1 when a file changed (or would change, with --check): pre-commit's "
+        "fixer convention, so a commit stops for the rewritten index files to be added; --scaffold, a set-up step "
+        "pre-commit never runs, exits 0 when it did what it was asked.",
     )
     p.add_argument("files", nargs="*", metavar="FILE", help="changed pages; their folders' index files are refreshed")
     p.add_argument("--check", action="store_true", help="report stale blocks without writing")
@@ -39,4 +41,6 @@ def index_blocks(args: argparse.Namespace) -> int:
     verb = "would update" if args.check else "updated"
     for path in result.changed:
         print(f"{verb} {path}")
+    if args.scaffold and not args.check:
+        return 1 if result.errors else 0
     return 1 if result.changed or result.errors else 0

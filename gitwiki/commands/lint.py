@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def register(sub) -> None:
@@ -37,6 +38,13 @@ def lint(args: argparse.Namespace) -> int:
     checkout = gitcli.discover(args.chdir)
     config = config_mod.load(checkout.root)
     files = repo_relative(checkout.root, args.chdir, args.files) if args.files else None
+    if files is None and Path(args.chdir).resolve() != Path(checkout.root).resolve():
+        # Links resolve against the whole corpus, so the default is the whole repo, wherever it is run from.
+        print(
+            f"gitwiki lint: no FILE given, so every staged page of {checkout.root} is linted, not only this "
+            "folder's (pass FILEs, e.g. `gitwiki lint *.md`, for these)",
+            file=sys.stderr,
+        )
     run = lint_repo(checkout, config, files)
     sys.stdout.write(FORMATS[args.format](run.findings))
     errors = sum(f.severity == "error" for f in run.findings)

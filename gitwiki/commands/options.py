@@ -37,7 +37,12 @@ def add_init_arguments(parser: argparse.ArgumentParser) -> None:
     """`gitwiki init` and `gitwiki config init` are one command under two names: the same options, the same run."""
     parser.add_argument("--path", default="wiki", help="the corpus folder, relative to the repo root (default: wiki)")
     parser.add_argument("--name", default="wiki", help="the corpus name (default: wiki)")
-    parser.add_argument("--force", action="store_true", help="overwrite an existing .gitwiki.toml")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="set the corpus in an existing .gitwiki.toml (every other setting kept; the old file is copied to "
+        ".gitwiki.toml.bak)",
+    )
     parser.add_argument(
         "--agents",
         action="store_true",
@@ -52,7 +57,7 @@ def _init(args: argparse.Namespace) -> int:
 
     root = GitRepo.discover(args.chdir).root
     if args.agents and (root / REPO_CONFIG_NAME).exists() and not args.force:
-        print(f"kept {root / REPO_CONFIG_NAME} (pass --force to overwrite it)")
+        print(f"kept {root / REPO_CONFIG_NAME} (pass --force to set the corpus in it)")
     else:
         print(write_init(root, args.path, args.name, args.force).describe())
     if args.agents:

@@ -19,6 +19,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def status(args: argparse.Namespace) -> int:
+    from gitwiki.embed import lexical_notice, unavailable
+    from gitwiki.indexer import truncated_pages
     from gitwiki.wiki import Wiki, age
 
     wiki = Wiki.open(args.chdir)
@@ -26,6 +28,9 @@ def status(args: argparse.Namespace) -> int:
     size = wiki.store.size_bytes()
     repositories = [r.status() for r in wiki.repositories]
     damage = wiki.store.check(full=True) if args.check else None
+    if any(r.model != wiki.wanted_model() for r in rows if r.indexed_commit):
+        wiki.embedder()  # vectors missing: does the model load now? (a failure is recorded for lexical_notice)
+    lexical = lexical_notice(wiki.config.embeddings, wiki.index_dir)
     code = 4 if damage else 0  # StoreError's exit code: the index is unusable
     if args.json:
         extra = {"check": damage or "ok"} if args.check else {}
@@ -36,6 +41,7 @@ def status(args: argparse.Namespace) -> int:
                     "index_bytes": size,
                     "corpora": [r._asdict() for r in rows],
                     "repositories": [{**r._asdict(), "state": r.state} for r in repositories],
+                    "lexical_notice": lexical,
                     **extra,
                 },
                 indent=2,
@@ -53,12 +59,17 @@ def status(args: argparse.Namespace) -> int:
         if r.dirty:
             shown = ", ".join(r.dirty[:5]) + (f" and {len(r.dirty) - 5} more" if len(r.dirty) > 5 else "")
             print(f"  uncommitted pages ({len(r.dirty)}, searched too): {shown}")
+        if cut := truncated_pages(wiki.index_dir, wiki.store.pages(r.name)):
+            limit = f"{wiki.config.search.max_page_bytes:,}"
+            print(f"  searched only up to [search] max_page_bytes ({limit}): {', '.join(p for p, _ in cut)}")
         if r.submodules:
             print(f"  submodules skipped (their pages are not indexed): {', '.join(r.submodules)}")
     for repo in repositories:
         synced = f"commit {(repo.commit or '-')[:12]}, synced {age(repo.synced_at)}"
         print(f"repository {repo.name}  {repo.location}: {repo.state}, {synced}")
     print(f"index {wiki.index_dir} ({size / 1e6:.1f} MB)")
+    if lexical:
+        print(f"{lexical}\n  why: {unavailable(wiki.config.embeddings, wiki.index_dir)}")
     if args.check:
         print(f"index check: damaged ({damage}); run `gitwiki index --rebuild`" if damage else "index check: ok")
     return code

@@ -235,3 +235,20 @@ class UnreadablePage:
 
     def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
         return ()  # such a page never becomes a Document: the runner reports it (`runner.unreadable`)
+
+
+@register
+class SearchLimit:
+    # An error, not a warning: pre-commit shows a passing hook's output to nobody, and this page's tail is
+    # never found by search.
+    code, name, severity = "GW013", "over-search-limit", "error"
+    summary = "a page over [search] max_page_bytes (default 1000000): search indexes only the lines within it"
+    hint = (
+        "split it into pages that link each other (or raise [search] max_page_bytes and run `gitwiki index --rebuild`)"
+    )
+
+    def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
+        limit = ctx.config.search.max_page_bytes
+        size = len(doc.text.encode("utf-8"))
+        if size > limit:
+            yield Problem(1, 1, f"the page is {size} bytes; search indexes only its first {limit} bytes")

@@ -84,7 +84,7 @@ def test_disable_inline_in_config_and_per_corpus():
 
 
 def test_rules_registry_is_complete():
-    assert sorted(RULES) == [f"GW{i:03d}" for i in range(1, 13)]
+    assert sorted(RULES) == [f"GW{i:03d}" for i in range(1, 14)]
     assert all(r.severity in ("error", "warning") and r.hint and r.summary for r in RULES.values())
 
 
@@ -223,6 +223,15 @@ def test_conventions_file_name_title_and_size():
     assert found(big, config=CONFIG._replace(lint=LintConfig(max_page_bytes=0))) == []
 
 
+def test_a_page_over_the_search_limit_is_an_error_not_a_warning():
+    from gitwiki.config import SearchConfig
+
+    limited = CONFIG._replace(search=SearchConfig(max_page_bytes=100), lint=LintConfig(max_page_bytes=0))
+    (f,) = lint_text("wiki/a.md", "# T\n\n" + "deploy notes\n" * 20, PAGES, limited)
+    assert (f.code, f.severity, f.line) == ("GW013", "error", 1) and "only its first 100 bytes" in f.message
+    assert found("# T\n\nshort\n", config=limited) == []
+
+
 def test_lint_of_a_repo_edited_every_way_finds_what_the_full_listing_found(repo, monkeypatch):
     """The staged listing limited to the corpus folders, `missing` by key scan and plain links' names without
     `link_name` give the findings of the whole-repo listing, key-by-key reads and `link_name` of every link."""
@@ -260,3 +269,11 @@ def test_lint_of_a_repo_edited_every_way_finds_what_the_full_listing_found(repo,
         (4, "GW006"),
         (4, "GW005"),
     ]
+
+
+def test_lint_from_a_subfolder_says_it_lints_the_whole_repo(repo, cli):
+    _wiki(repo)
+    (repo.path / "wiki/sub").mkdir()
+    code, _, err = cli("lint", cwd=repo.path / "wiki/sub")
+    assert code == 0 and "no FILE given, so every staged page of" in err and "not only this folder's" in err
+    assert "no FILE given" not in cli("lint", cwd=repo.path)[2]
