@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import itertools
 import json
 import os
 import sqlite3
@@ -434,6 +435,26 @@ def test_a_page_path_through_git_in_any_spelling_is_refused(before, dot_git, aft
     path = "/".join([*before, dot_git, *after, "page.md"])
     with pytest.raises(StoreError, match="points into .git|refusing path|refusing absolute"):
         check_page_path(path, None, "a.tar.gz")
+
+
+def test_every_case_variant_of_git_is_refused_at_every_depth():
+    """The whole product the strategy above samples: 8 case variants x 5 tails x 3 ignorable code points,
+    plus the 8.3 names, as the first, a middle and the last folder."""
+    from gitwiki.artifact import check_page_path
+
+    spellings = [
+        "".join(ch.upper() if up else ch for ch, up in zip(".git", case, strict=True)) + ignorable + tail
+        for case in itertools.product([False, True], repeat=4)
+        for tail in ["", ".", " ", ". .", "..."]
+        for ignorable in ["", "\u200c", "\ufeff"]
+    ] + ["GIT~1", "git~1", "Git~1"]
+    refused = 0
+    for spelling in set(spellings):
+        for path in (f"{spelling}/p.md", f"wiki/{spelling}/hooks/p.md", f"wiki/a/{spelling}/p.md"):
+            with pytest.raises(StoreError, match="points into .git"):
+                check_page_path(path, None, "a.tar.gz")
+            refused += 1
+    assert refused == 3 * (8 * 5 * 3 + 3)
 
 
 @settings(max_examples=200, deadline=None)

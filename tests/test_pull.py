@@ -77,9 +77,12 @@ def test_pull_text_report(origin, cli, tmp_path):
     code, out, err = cli("pull", "--from", str(tmp_path / ARCHIVE_NAME), cwd=local.path)
     lines = out.splitlines()
     assert code == 0, err
-    assert lines[0].startswith(f"installed the index from {tmp_path / ARCHIVE_NAME}: gitwiki ")
-    assert "model no vectors (lexical only)" in lines[0] and lines[1].startswith("  wiki: 3 pages, 3 chunks at commit")
-    assert lines[2].startswith("caught up wiki: 3 pages at commit ") and "0 added, 1 changed, 0 deleted" in lines[2]
+    head = origin.git("rev-parse", "HEAD").strip()
+    assert lines[0] == (
+        f"installed the index from {tmp_path / ARCHIVE_NAME}: wiki 3 pages, 3 chunks at commit {head[:12]} "
+        "(no vectors, lexical only)"
+    )
+    assert lines[1].startswith("caught up wiki: 3 pages at commit ") and "0 added, 1 changed, 0 deleted" in lines[1]
     assert lines[-1].startswith("done in ")
 
 
@@ -261,7 +264,13 @@ def test_publish_to_a_ref_then_pull_with_git_auth(origin, cli, tmp_path):
     subprocess.run(["git", "clone", "-q", str(bare), str(local.path)], check=True)
     local.write("wiki/new.md", "# New\n\nA dugong arrives.\n")
     report = pull_json(cli, local.path)  # default source: refs/gitwiki/index on origin
-    assert report["source"] == "git refs/gitwiki/index"
+    assert report["source"] == "git refs/gitwiki/index" and report["fetched_commit"] == published
+    code, out, err = cli("pull", cwd=local.path)
+    head = origin.git("rev-parse", "HEAD").strip()
+    assert out.splitlines()[0] == (
+        f"installed the index from git refs/gitwiki/index (commit {published[:12]}): wiki 3 pages, 3 chunks at "
+        f"commit {head[:12]} (no vectors, lexical only)"
+    ), out + err
     assert report["reports"][0]["parsed"] == 0
     code, out, _ = cli("ground", "--json", "dugong", cwd=local.path)
     assert json.loads(out)["docs"][0]["path"] == "wiki/new.md"  # the worktree page is searchable too
