@@ -173,7 +173,10 @@ def pack(index_dir: Path, out: Path) -> Manifest:
     with tempfile.TemporaryDirectory(prefix=temp_prefix("pack"), dir=index_dir) as tmp:
         snapshot = Path(tmp) / DB_NAME
         store.snapshot(index_dir, snapshot)
-        model, dim, corpora = _compact(snapshot)
+        try:
+            model, dim, corpora = _compact(snapshot)
+        except sqlite3.Error as e:  # VACUUM rewrites the snapshot: a full disk or a file size limit
+            raise store.write_failure(e, snapshot) from e
         files = (ArchiveMember(DB_NAME, snapshot.stat().st_size, _sha256_file(snapshot)),)
         manifest = Manifest(FORMAT_VERSION, __version__, SCHEMA_VERSION, model, dim, corpora, files, time.time())
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -184,6 +187,9 @@ def pack(index_dir: Path, out: Path) -> Manifest:
                 with snapshot.open("rb") as f:
                     tar.addfile(_member(DB_NAME, files[0].size), f)
             os.replace(partial, out)
+        except OSError as e:
+            Path(partial).unlink(missing_ok=True)
+            raise store.write_failure(e, out) from e
         except BaseException:
             Path(partial).unlink(missing_ok=True)
             raise

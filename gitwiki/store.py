@@ -12,6 +12,7 @@ committed state, and readers in WAL mode never see a half-written one. Writers a
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sqlite3
@@ -624,6 +625,7 @@ class IndexLocked(StoreError):
 # SQLite's primary result codes (the low byte of an extended code) that mean the file is damaged.
 _DAMAGED = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 _FULL = 13  # SQLITE_FULL
+_IOERR = 10  # SQLITE_IOERR: what a write refused with EFBIG (`ulimit -f`) or EIO comes back as
 _READONLY = 8  # SQLITE_READONLY
 _BUSY = 5  # SQLITE_BUSY
 
@@ -643,6 +645,8 @@ def _translated(e: sqlite3.DatabaseError | UnicodeDecodeError, index_dir: Path) 
         return IndexDamaged(index_dir, f"damaged schema ({e})")
     if code == _FULL:
         return StoreError(f"the disk holding the index at {index_dir} is full ({e}); free space and retry")
+    if code == _IOERR:
+        return StoreError(f"the index at {index_dir} could not be written ({e}): {_io_cause(index_dir)}")
     if code == _BUSY:
         return IndexLocked(
             f"the index at {index_dir} stayed locked by another process ({e}); retry when it has finished"
@@ -653,6 +657,36 @@ def _translated(e: sqlite3.DatabaseError | UnicodeDecodeError, index_dir: Path) 
             "but bringing it up to date needs write access (or set [storage] index_dir)"
         )
     return e
+
+
+def write_failure(e: OSError | sqlite3.Error, where: Path) -> Exception:
+    """A file write that failed for lack of room (a full disk, a file size limit), from Python or from
+    SQLite, as the error the user can act on; other errors stay as they are."""
+    if isinstance(e, OSError):
+        room = e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+    else:
+        room = (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF in (_FULL, _IOERR)
+    if room:
+        return StoreError(f"could not write {where} ({e}): {_io_cause(where.parent)}")
+    return e
+
+
+def _io_cause(index_dir: Path) -> str:
+    """What most likely refused SQLite's write, and the next step. SQLite reports EFBIG and EIO alike, so look
+    at the two causes a user can fix; the transaction was rolled back, so the last committed index stays."""
+    import resource
+    import shutil
+
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit != resource.RLIM_INFINITY:
+        return f"a file size limit of {limit} bytes is set (ulimit -f); raise it and retry, the index is as before"
+    try:
+        free = shutil.disk_usage(index_dir).free
+    except OSError:
+        free = None
+    if free is not None and free < 1 << 20:
+        return f"only {free} bytes are free on its disk; free space and retry, the index is as before"
+    return "the disk may be failing; check it (dmesg) and retry, or set [storage] index_dir elsewhere"
 
 
 def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -840,6 +874,8 @@ def snapshot(index_dir: Path, target: Path) -> None:
             if problem:
                 raise IndexDamaged(index_dir, problem)
             conn.execute("VACUUM INTO ?", (str(target),))
+        except sqlite3.DatabaseError as e:
+            raise _translated(e, index_dir) from e
         finally:
             conn.close()
 

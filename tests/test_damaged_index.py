@@ -259,3 +259,41 @@ def test_pack_never_ships_rows_it_cannot_read(indexed, tmp_path):
     with pytest.raises(StoreError, match="not a JSON list of strings"):
         pack(db(indexed).parent, tmp_path / "poisoned.tar.gz")
     assert not (tmp_path / "poisoned.tar.gz").exists()
+
+
+def limited_cli(*args: str, cwd, fsize: int) -> tuple[int, str, str]:
+    """The CLI under `ulimit -f`: a write past `fsize` bytes fails with EFBIG (Python ignores SIGXFSZ)."""
+    import resource
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run(
+        [sys.executable, "-m", "gitwiki", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize)),
+    )
+    return run.returncode, run.stdout, run.stderr
+
+
+def test_a_file_size_limit_is_one_error_naming_it_and_the_index_stays_usable(indexed):
+    """`ulimit -f` below what the index grows to: one line (exit 4) naming the limit, not a
+    sqlite3.OperationalError traceback; the last committed index still answers, and without the limit
+    the next index run completes."""
+    more = {
+        f"q{i}.md": f"# Runbook {i}\n\n" + f"The rollback runbook number {i} says: roll back.\n" * 60 for i in range(80)
+    }
+    indexed.commit("more pages", more)
+    size = db(indexed).stat().st_size
+    code, out, err = limited_cli("index", cwd=indexed.path, fsize=size + 64 * 1024)
+    assert code == 4 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "file size limit" in err and "ulimit -f" in err, err
+    assert found(indexed) >= {f"p{i}.md" for i in range(PAGES)}  # the old state answers (and catches up)
+    code, out, err = cli("status", "--check", cwd=indexed.path)
+    assert code == 0 and "index check: ok" in out, out + err
+    out_file = indexed.path.parent / "a.tar.gz"
+    code, out, err = limited_cli(
+        "artifact", "pack", "--out", str(out_file), cwd=indexed.path, fsize=db(indexed).stat().st_size // 2
+    )
+    assert code == 4 and "Traceback" not in err and "ulimit -f" in err and not out_file.exists(), err
