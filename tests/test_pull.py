@@ -572,3 +572,19 @@ def test_a_broken_install_is_found_by_the_next_query_and_rebuilt_by_the_next_syn
     assert code == 0 and "unchanged" not in out and "moved aside" in err, out + err
     code, out, err = cli("ground", "--json", "--corpus", "repo:pub:wiki", "walrus number 2", cwd=local.path)
     assert code == 0 and json.loads(out)["docs"][0]["path"] == "wiki/p2.md", err
+
+
+def test_pull_refuses_an_archive_page_outside_its_local_corpus(origin, cli, tmp_path):
+    """The archive's page table is trusted when its tree matches: a page it lists for corpus `wiki` must lie
+    in the local `wiki/` folder, as a local page would."""
+    from tests.test_artifact import doctored
+
+    local = clone(origin, tmp_path / "clone")
+    outside = doctored(
+        tmp_path / ARCHIVE_NAME,
+        tmp_path / "outside.tar.gz",
+        "UPDATE pages SET path = 'src/secrets.md' WHERE path = 'wiki/p0.md';",
+    )
+    code, _, err = cli("pull", "--from", str(outside), cwd=local.path)
+    assert code == 4 and "outside its corpus folder 'wiki'" in err and "Traceback" not in err, err
+    assert not (local.path / ".git/gitwiki/index.sqlite").exists()  # nothing installed
