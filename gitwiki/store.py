@@ -187,12 +187,12 @@ class Store:
     def check(self, full: bool = False) -> str | None:
         """None when the database is sound, else SQLite's first complaint (`integrity_problem`). It reads
         the whole file, so it runs where damage matters, never per query. `full` also checks the FTS index
-        and that every row reads back (`row_problem`)."""
-        return (
-            _marked(self.index_dir)
-            or integrity_problem(self.conn, full)
-            or (row_problem(self.conn, self.index_dir) if full else None)
-        )
+        and that every row reads back (`row_problem`); rows that do not are marked (`DAMAGED_MARK`), so the
+        next open rebuilds them even where the next run would not check rows (`repo sync`)."""
+        problem = _marked(self.index_dir) or integrity_problem(self.conn, full)
+        if problem is None and full and (problem := row_problem(self.conn, self.index_dir)):
+            _mark(self.index_dir, problem)
+        return problem
 
     @classmethod
     def open_file(cls, path: Path, readonly: bool = False) -> Store:
@@ -498,12 +498,16 @@ def string_list(raw: object, index_dir: Path) -> tuple[str, ...]:
     value = _decoded_list(raw)
     if value is None:
         reason = f"a stored breadcrumb or tag list is not a JSON list of strings: {str(raw)[:60]!r}"
-        try:
-            atomic_write(index_dir / DAMAGED_MARK, reason + "\n", sync=False)
-        except OSError:
-            pass  # a read-only index dir: the error below still names `gitwiki index --rebuild`
+        _mark(index_dir, reason)
         raise IndexDamaged(index_dir, reason)
     return value
+
+
+def _mark(index_dir: Path, reason: str) -> None:
+    try:
+        atomic_write(index_dir / DAMAGED_MARK, reason + "\n", sync=False)
+    except OSError:
+        pass  # a read-only index dir: the damaged-index error still names `gitwiki index --rebuild`
 
 
 def _decoded_list(raw: object) -> tuple[str, ...] | None:

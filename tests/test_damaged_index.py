@@ -222,12 +222,10 @@ def poison_breadcrumbs(path, value="not json"):
 
 
 def test_a_row_that_does_not_decode_is_found_marked_and_rebuilt(indexed):
-    """A breadcrumb that is not JSON: `status --check` finds it (exit 4), a query stops with the
-    damaged-index error instead of a JSONDecodeError traceback and marks the index, and the next index run
-    moves it aside and rebuilds it from git instead of saying "up to date"."""
+    """A breadcrumb that is not JSON (quick_check passes it): a query stops with the damaged-index error
+    instead of a JSONDecodeError traceback and marks the index, and the next index run moves it aside and
+    rebuilds it from git instead of saying "up to date"."""
     poison_breadcrumbs(db(indexed))
-    code, out, err = cli("status", "--check", cwd=indexed.path)
-    assert code == 4 and "index check: damaged" in out and "not a JSON list of strings" in out, out + err
     code, out, err = cli("ground", "deploy runbook", cwd=indexed.path)
     assert code == 4 and "Traceback" not in err and len(err.splitlines()) == 1, err
     assert "is damaged" in err and "gitwiki index --rebuild" in err
@@ -238,6 +236,16 @@ def test_a_row_that_does_not_decode_is_found_marked_and_rebuilt(indexed):
     assert found(indexed) == {f"p{i}.md" for i in range(PAGES)}
     code, out, _ = cli("status", "--check", cwd=indexed.path)
     assert code == 0 and "index check: ok" in out
+
+
+def test_status_check_finds_a_row_that_does_not_decode_and_the_next_open_rebuilds(indexed):
+    poison_breadcrumbs(db(indexed), '{"not": "a list"}')
+    code, out, err = cli("status", "--check", cwd=indexed.path)
+    assert code == 4 and "index check: damaged" in out and "not a JSON list of strings" in out, out + err
+    assert "gitwiki index --rebuild" in out and (db(indexed).parent / DAMAGED_MARK).is_file()
+    code, out, err = cli("ground", "--json", "deploy", "runbook", "--top-files", str(PAGES), cwd=indexed.path)
+    assert code == 0 and "moved aside to index.sqlite.damaged" in err, err  # rebuilt on open, then answered
+    assert found(indexed) == {f"p{i}.md" for i in range(PAGES)}
 
 
 def test_a_query_in_a_long_lived_process_recovers_at_the_next_index(indexed):

@@ -572,6 +572,16 @@ def test_a_broken_install_is_found_by_the_next_query_and_rebuilt_by_the_next_syn
     assert code == 0 and "unchanged" not in out and "moved aside" in err, out + err
     code, out, err = cli("ground", "--json", "--corpus", "repo:pub:wiki", "walrus number 2", cwd=local.path)
     assert code == 0 and json.loads(out)["docs"][0]["path"] == "wiki/p2.md", err
+    # found by `status --check` before any query meets it: named, marked, and rebuilt by the next sync
+    code, out, err = cli("status", "--check", cwd=local.path)
+    assert code == 0 and "repository pub index check: ok" in out, out + err
+    _poison(cache)
+    code, out, err = cli("status", "--check", cwd=local.path)
+    assert code == 4 and "repository pub index check: damaged" in out and "gitwiki repo sync pub" in out, out
+    code, out, err = cli("repo", "sync", cwd=local.path)
+    assert code == 0 and "unchanged" not in out and "moved aside" in err, out + err
+    code, out, err = cli("ground", "--json", "--corpus", "repo:pub:wiki", "walrus number 2", cwd=local.path)
+    assert code == 0 and json.loads(out)["docs"][0]["path"] == "wiki/p2.md", err
 
 
 def test_pull_refuses_an_archive_page_outside_its_local_corpus(origin, cli, tmp_path):

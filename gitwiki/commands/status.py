@@ -26,7 +26,13 @@ def status(args: argparse.Namespace) -> int:
     size = wiki.store.size_bytes()
     repositories = [r.status() for r in wiki.repositories]
     damage = wiki.store.check(full=True) if args.check else None
-    code = 4 if damage else 0  # StoreError's exit code: the index is unusable
+    # each synced repository's own index too: a published index installed by `repo sync` lives there
+    checked = {
+        r.name: r.store.check(full=True) or "ok"
+        for r, row in zip(wiki.repositories, repositories, strict=True)
+        if args.check and row.commit is not None
+    }
+    code = 4 if damage or any(v != "ok" for v in checked.values()) else 0  # StoreError's: the index is unusable
     if args.json:
         extra = {"check": damage or "ok"} if args.check else {}
         print(
@@ -35,7 +41,10 @@ def status(args: argparse.Namespace) -> int:
                     "index_dir": str(wiki.index_dir),
                     "index_bytes": size,
                     "corpora": [r._asdict() for r in rows],
-                    "repositories": [{**r._asdict(), "state": r.state} for r in repositories],
+                    "repositories": [
+                        {**r._asdict(), "state": r.state, **({"check": checked[r.name]} if r.name in checked else {})}
+                        for r in repositories
+                    ],
                     **extra,
                 },
                 indent=2,
@@ -58,6 +67,12 @@ def status(args: argparse.Namespace) -> int:
     for repo in repositories:
         synced = f"commit {(repo.commit or '-')[:12]}, synced {age(repo.synced_at)}"
         print(f"repository {repo.name}  {repo.location}: {repo.state}, {synced}")
+        if repo.name in checked:
+            found = checked[repo.name]
+            print(
+                f"repository {repo.name} index check: "
+                + ("ok" if found == "ok" else f"damaged ({found}); run `gitwiki repo sync {repo.name}` to rebuild it")
+            )
     print(f"index {wiki.index_dir} ({size / 1e6:.1f} MB)")
     if args.check:
         print(f"index check: damaged ({damage}); run `gitwiki index --rebuild`" if damage else "index check: ok")
