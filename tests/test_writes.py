@@ -145,6 +145,9 @@ def test_an_ancestor_index_that_turns_bad_between_check_and_write_rolls_the_page
     with pytest.raises(UnsafeFile):
         writes.add_page(wiki, None, "guides/deploy.md", "# Replaced\n", overwrite=True)
     assert (repo.path / "wiki/guides/deploy.md").read_text() == DEPLOY
+    with pytest.raises(UnsafeFile):
+        writes.delete_page(wiki, None, "guides/deploy.md")
+    assert (repo.path / "wiki/guides/deploy.md").read_text() == DEPLOY  # deleted, then put back
 
 
 def _holding_index_lock(repo, seconds: float) -> subprocess.Popen:
