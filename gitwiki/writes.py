@@ -12,7 +12,7 @@ from typing import NamedTuple
 from gitwiki import index_blocks, pagefacts
 from gitwiki.config import CorpusConfig
 from gitwiki.errors import GitwikiError
-from gitwiki.fs import UnsafeFile, read_page_file, remove_page_file, write_page_file
+from gitwiki.fs import UnsafeFile, read_page_file, write_page_file
 from gitwiki.lint import lint_text
 from gitwiki.pagefacts import FactsCache
 from gitwiki.pages import PageRef, locate, remove_page, write_page
@@ -103,8 +103,7 @@ def _put_back(ref: PageRef, previous: bytes | None) -> None:
     """Undo the page write of a refused write (an index.md swapped between the check and the refresh):
     the old bytes, or no page (and none of the folders the write made)."""
     if previous is None:
-        corpus_folder = ref.repo_path[: len(ref.repo_path) - len(ref.path)].rstrip("/")
-        remove_page_file(ref.root, ref.repo_path, keep=corpus_folder)
+        remove_page(ref)
     else:
         write_page_file(ref.root, ref.repo_path, previous, overwrite=True)
 
