@@ -667,10 +667,12 @@ def write_failure(e: OSError | sqlite3.Error, where: Path) -> Exception:
     """A file write that failed for lack of room (a full disk, a file size limit), from Python or from
     SQLite, as the error the user can act on; other errors stay as they are."""
     if isinstance(e, OSError):
-        room = e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
-    else:
-        room = (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF in (_FULL, _IOERR)
-    if room:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return StoreError(f"could not write {where} ({e.strerror}): its disk is full; free space and retry")
+        if e.errno == errno.EFBIG:
+            return StoreError(f"could not write {where} ({e.strerror}): {_io_cause(where.parent)}")
+        return e
+    if (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF in (_FULL, _IOERR):
         return StoreError(f"could not write {where} ({e}): {_io_cause(where.parent)}")
     return e
 

@@ -513,3 +513,18 @@ def test_an_archive_with_a_value_this_gitwiki_never_writes_is_refused(archive, t
     doctored(archive, out, f"UPDATE {table} SET {column} = {value}{where};")
     with pytest.raises(StoreError, match="holds rows this gitwiki cannot read"):
         verify(out)
+
+
+def test_pack_on_a_full_disk_is_one_error_and_leaves_no_partial_archive(wiki_repo, tmp_path, monkeypatch):
+    import errno
+
+    from gitwiki import artifact
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(artifact, "_add_bytes", full)
+    out = tmp_path / "out" / ARCHIVE_NAME
+    with pytest.raises(StoreError, match="its disk is full; free space and retry"):
+        pack(wiki_repo.path / ".git" / "gitwiki", out)
+    assert not list(out.parent.iterdir())
