@@ -13,7 +13,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument(
-        "--check", action="store_true", help="also check the index file for damage (reads all of it); exit 4 if damaged"
+        "--check",
+        action="store_true",
+        help="also check the index and each synced repository's for damage and rows that do not read back "
+        "(reads all of them); exit 4 if damaged",
     )
     p.set_defaults(func=status)
 
