@@ -437,6 +437,22 @@ def test_a_page_path_through_git_in_any_spelling_is_refused(before, dot_git, aft
         check_page_path(path, None, "a.tar.gz")
 
 
+@settings(max_examples=500, deadline=None)
+@given(
+    path=st.text(max_size=40) | st.lists(st.sampled_from(["wiki", ".git", ".GIT", "..", ".", "", "a.md"])).map("/".join)
+)
+def test_any_stored_path_is_accepted_as_a_page_or_refused_in_one_error(path):
+    from gitwiki.artifact import check_page_path
+
+    try:
+        check_page_path(path, "wiki", "a.tar.gz")
+    except StoreError:
+        return
+    parts = path.split("/")
+    assert parts[0] == "wiki" and ".." not in parts and path.lower().endswith((".md", ".markdown"))
+    assert not any(p.casefold().rstrip(". ") == ".git" for p in parts)
+
+
 def test_every_case_variant_of_git_is_refused_at_every_depth():
     """The whole product the strategy above samples: 8 case variants x 5 tails x 3 ignorable code points,
     plus the 8.3 names, as the first, a middle and the last folder."""
