@@ -280,3 +280,24 @@ def test_an_index_lock_left_by_a_killed_gitwiki_is_taken_over_at_once(repo):
     assert time.monotonic() - started < gitrepo.INDEX_LOCK_WAIT  # not waited for
     assert report.commit == repo.git("rev-parse", "HEAD").strip()
     assert not (repo.path / ".git/index.lock").exists() and repo.git("status", "--porcelain") == ""
+
+
+def test_over_mcp_a_refused_add_markdown_is_invalid_params_and_leaves_nothing(repo, tmp_path):
+    """The finding as an agent meets it: `add_markdown` below a symlinked index.md with commit_writes on
+    answers -32602 and leaves no page, no scaffolded index.md and no commit."""
+    from tests.test_mcp_server import connect, refused, run
+
+    _wiki(repo, "[mcp]\ncommit_writes = true\n")
+    head = repo.git("rev-parse", "HEAD")
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Elsewhere\n\n<!-- GITWIKI:INDEX-START -->\n<!-- GITWIKI:INDEX-END -->\n")
+    (repo.path / "wiki/guides/index.md").symlink_to(outside)
+
+    async def main():
+        async with connect(repo.path) as s:
+            return await refused(s, "add_markdown", path="guides/new.md", content="# New\n")
+
+    error = run(main)
+    assert error.error.code == -32602 and "is a symlink" in error.error.message
+    assert repo.git("status", "--porcelain", "--untracked-files=all") == "?? wiki/guides/index.md\n"
+    assert repo.git("rev-parse", "HEAD") == head
