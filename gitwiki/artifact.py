@@ -30,6 +30,7 @@ from typing import IO, Any, NamedTuple
 from gitwiki import __version__, store
 from gitwiki.errors import StoreError, UsageError
 from gitwiki.fs import pid_alive
+from gitwiki.markdown import PAGE_SUFFIXES
 from gitwiki.store import DB_NAME, SCHEMA_VERSION, Store
 
 FORMAT = "gitwiki-index"
@@ -172,7 +173,10 @@ def pack(index_dir: Path, out: Path) -> Manifest:
     with tempfile.TemporaryDirectory(prefix=temp_prefix("pack"), dir=index_dir) as tmp:
         snapshot = Path(tmp) / DB_NAME
         store.snapshot(index_dir, snapshot)
-        model, dim, corpora = _compact(snapshot)
+        try:
+            model, dim, corpora = _compact(snapshot)
+        except sqlite3.Error as e:  # VACUUM rewrites the snapshot: a full disk or a file size limit
+            raise store.write_failure(e, snapshot) from e
         files = (ArchiveMember(DB_NAME, snapshot.stat().st_size, _sha256_file(snapshot)),)
         manifest = Manifest(FORMAT_VERSION, __version__, SCHEMA_VERSION, model, dim, corpora, files, time.time())
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -183,6 +187,9 @@ def pack(index_dir: Path, out: Path) -> Manifest:
                 with snapshot.open("rb") as f:
                     tar.addfile(_member(DB_NAME, files[0].size), f)
             os.replace(partial, out)
+        except OSError as e:
+            Path(partial).unlink(missing_ok=True)
+            raise store.write_failure(e, out) from e
         except BaseException:
             Path(partial).unlink(missing_ok=True)
             raise
@@ -245,8 +252,12 @@ def cache_keys(trees: dict[str, str], model: str | None) -> tuple[str, str]:
 # ---- extract and verify ------------------------------------------------------------------------------
 
 
-def extract(archive: Path, dest: Path, max_bytes: int = MAX_BYTES) -> Manifest:
+def extract(
+    archive: Path, dest: Path, max_bytes: int = MAX_BYTES, corpus_paths: dict[str, str] | None = None
+) -> Manifest:
     """Check `archive` member by member while writing it into the empty dir `dest`; returns its manifest.
+    `corpus_paths` (corpus name → its folder, "" for the repo root), when given, are the receiver's corpora:
+    a page the archive lists for one of them must lie in its folder.
 
     Raises StoreError on the first thing `pack` would not have written, before reading further.
     """
@@ -269,7 +280,7 @@ def extract(archive: Path, dest: Path, max_bytes: int = MAX_BYTES) -> Manifest:
     missing = sorted(set(expected) - seen)
     if missing:
         raise StoreError(f"{name} is truncated: {', '.join(missing)} listed in the manifest but absent")
-    _check_database(dest / DB_NAME, manifest, name)
+    _check_database(dest / DB_NAME, manifest, name, corpus_paths or {})
     return manifest
 
 
@@ -337,6 +348,30 @@ def _check_path(path: str, name: str) -> None:
         raise StoreError(f"{name}: refusing path {path!r} (parent references and unnormalized paths are not allowed)")
 
 
+# Code points HFS+ ignores in file names: `.g\u200cit` is `.git` there (git's own verify_path knows them).
+_IGNORED_IN_NAMES = dict.fromkeys([*range(0x200C, 0x2010), *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF])
+
+
+def _is_dot_git(part: str) -> bool:
+    """Whether a path component names the .git folder on some filesystem: any case (macOS, Windows),
+    trailing dots or spaces (Windows), ignorable code points (HFS+), or its 8.3 short name GIT~1."""
+    plain = part.translate(_IGNORED_IN_NAMES).casefold().rstrip(". ")
+    return plain in (".git", "git~1")
+
+
+def check_page_path(path: str, corpus_folder: str | None, name: str) -> None:
+    """The rules a local page path meets (`pages.locate`), for a page path that came from elsewhere: a plain
+    relative path (`_check_path`), no component that is .git in any spelling, a markdown page, and inside
+    `corpus_folder` when it is known ("" is the repo root)."""
+    _check_path(path, name)
+    if any(_is_dot_git(part) for part in PurePosixPath(path).parts):
+        raise StoreError(f"{name}: refusing page path {path!r}, which points into .git")
+    if PurePosixPath(path).suffix.lower() not in PAGE_SUFFIXES:
+        raise StoreError(f"{name}: refusing page path {path!r}, which is not a markdown page")
+    if corpus_folder and not path.startswith(corpus_folder.rstrip("/") + "/"):
+        raise StoreError(f"{name}: refusing page path {path!r}, which lies outside its corpus folder {corpus_folder!r}")
+
+
 def _check_member(
     member: tarfile.TarInfo, expected: dict[str, ArchiveMember], seen: set[str], name: str
 ) -> ArchiveMember:
@@ -393,10 +428,11 @@ def _check_sqlite_header(block: bytes, size: int, name: str) -> None:
         raise StoreError(f"{name}: {DB_NAME}'s header does not declare its {size} bytes; the archive is corrupt")
 
 
-def _check_database(db: Path, manifest: Manifest, name: str) -> None:
+def _check_database(db: Path, manifest: Manifest, name: str, corpus_paths: dict[str, str]) -> None:
     """The database must be the index the manifest describes: exactly the schema objects this gitwiki
-    creates (a trigger or view would run our own statements against us), the same states and counts,
-    and page paths that stay inside the repo."""
+    creates (a trigger or view would run our own statements against us), rows this gitwiki can read back
+    (a breadcrumb that is not JSON would fail every query), the same states and counts, and page paths
+    that are pages inside their corpus."""
     try:
         index = Store.open_file(db, readonly=True)
     except sqlite3.Error as e:
@@ -409,10 +445,11 @@ def _check_database(db: Path, manifest: Manifest, name: str) -> None:
                 f"{name}: {DB_NAME} defines other schema objects than a gitwiki index "
                 f"({', '.join(extra) or 'changed definitions'}); refusing it"
             )
-        for path in index.page_paths():
-            _check_path(path, name)
-            if ".git" in PurePosixPath(path).parts:
-                raise StoreError(f"{name}: refusing page path {path!r}, which points into .git")
+        problem = store.row_problem(index.conn, db.parent)
+        if problem:
+            raise StoreError(f"{name}: {DB_NAME} holds rows this gitwiki cannot read ({problem}); refusing it")
+        for corpus, path in index.page_paths():
+            check_page_path(path, corpus_paths.get(corpus), name)
         schema = index.schema_version()
         if schema != manifest.schema_version:
             raise StoreError(f"{name}: {DB_NAME} has schema {schema}, the manifest says {manifest.schema_version}")
@@ -459,14 +496,20 @@ def check_model(manifest: Manifest, wanted: str | None, accept_model: bool, name
 
 
 def unpack(
-    archive: Path, index_dir: Path, wanted_model: str | None, accept_model: bool = False, max_bytes: int = MAX_BYTES
+    archive: Path,
+    index_dir: Path,
+    wanted_model: str | None,
+    accept_model: bool = False,
+    max_bytes: int = MAX_BYTES,
+    corpus_paths: dict[str, str] | None = None,
 ) -> Manifest:
-    """Install `archive` as the index in `index_dir`; on any refusal the existing index is untouched."""
+    """Install `archive` as the index in `index_dir`; on any refusal the existing index is untouched.
+    `corpus_paths`: see `extract`."""
     index_dir.mkdir(parents=True, exist_ok=True)
     remove_orphans(index_dir)
     tmp = Path(tempfile.mkdtemp(prefix=temp_prefix("unpack"), dir=index_dir))  # same filesystem: atomic rename
     try:
-        manifest = extract(archive, tmp, max_bytes)
+        manifest = extract(archive, tmp, max_bytes, corpus_paths)
         check_model(manifest, wanted_model, accept_model, archive.name)
         store.install(index_dir, tmp / DB_NAME)
     finally:

@@ -242,6 +242,19 @@ def refresh(
     return Refresh(changed, errors)
 
 
+def check_above(root: Path, config: Config, corpus: CorpusConfig, page_path: str) -> None:
+    """Raise what `refresh` would report for the index files above `page_path`, without rendering or writing:
+    a symlinked or non-regular one (UnsafeFile), one that is not text or has a malformed block (BlockError).
+    What a page write checks before it touches anything."""
+    for index_path in _ancestor_indexes(corpus, config, page_path):
+        if not os.path.lexists(Path(root) / index_path):
+            continue
+        try:
+            find_blocks(pagetext.decode(read_page_file(Path(root), index_path)).replace("\r\n", "\n"), index_path)
+        except pagetext.NotText as e:
+            raise BlockError(f"{index_path}: {e}; save it as UTF-8 text to have its blocks refreshed") from None
+
+
 def template_dirs(root: Path) -> tuple[str, ...]:
     """Where templates are looked up: the repo's `.gitwiki/templates/`, then gitwiki's own."""
     return (str(root / ".gitwiki" / "templates"), str(shipped_dir()))

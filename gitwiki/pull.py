@@ -57,10 +57,19 @@ class Source(NamedTuple):
 
 class PullReport(NamedTuple):
     source: str
+    fetched_commit: str | None  # the commit of the fetched ref (git sources), which holds the archive
     manifest: artifact.Manifest
     reports: list[IndexReport]  # catching up from the artifact's commit to HEAD
     worktree_embedded: int  # chunks of uncommitted pages embedded after that
     seconds: float
+
+    def installed(self) -> str:
+        """One line: where the archive came from, and what it held."""
+        fetched = f" (commit {self.fetched_commit[:12]})" if self.fetched_commit else ""
+        m = self.manifest
+        corpora = "; ".join(f"{c.name} {c.pages} pages, {c.chunks} chunks at commit {c.commit[:12]}" for c in m.corpora)
+        model = f"{m.model}, {m.dim} dims" if m.model else "no vectors, lexical only"
+        return f"installed the index from {self.source}{fetched}: {corpora} ({model})"
 
 
 def parse_source(text: str | None) -> Source:
@@ -95,12 +104,13 @@ def pull(
     index_dir = wiki.index_dir
     index_dir.mkdir(parents=True, exist_ok=True)
     artifact.remove_orphans(index_dir)
+    corpus_paths = {c.name: c.path for c in wiki.config.corpora}  # a page the archive lists must lie in its corpus
     with tempfile.TemporaryDirectory(prefix=artifact.temp_prefix("pull"), dir=index_dir) as tmp:
-        archive = fetch(wiki, src, Path(tmp), remote=remote, github_repo=github_repo, max_bytes=max_bytes)
-        manifest = artifact.unpack(archive, index_dir, wiki.wanted_model(), accept_model, max_bytes)
+        archive, fetched = fetch(wiki, src, Path(tmp), remote=remote, github_repo=github_repo, max_bytes=max_bytes)
+        manifest = artifact.unpack(archive, index_dir, wiki.wanted_model(), accept_model, max_bytes, corpus_paths)
     reports = wiki.index(lexical=lexical)
     embedded = 0 if lexical else wiki.embed_worktree()
-    return PullReport(str(src), manifest, reports, embedded, time.perf_counter() - started)
+    return PullReport(str(src), fetched, manifest, reports, embedded, time.perf_counter() - started)
 
 
 def install_published(wiki: Wiki, lexical: bool = False) -> PullReport | None:
@@ -117,10 +127,12 @@ def install_published(wiki: Wiki, lexical: bool = False) -> PullReport | None:
         file=sys.stderr,
     )
     try:
-        return pull(wiki, DEFAULT_REF, remote=DEFAULT_REMOTE, lexical=lexical)
+        report = pull(wiki, DEFAULT_REF, remote=DEFAULT_REMOTE, lexical=lexical)
     except GitwikiError as e:
         print(f"gitwiki: could not install the published index ({e}); indexing from scratch", file=sys.stderr)
         return None
+    print(f"gitwiki: {report.installed()}", file=sys.stderr)
+    return report
 
 
 def _git_ok(root: Path, *args: str) -> bool:
@@ -130,19 +142,22 @@ def _git_ok(root: Path, *args: str) -> bool:
 # ---- fetching ----------------------------------------------------------------------------------------
 
 
-def fetch(wiki: Wiki, src: Source, tmp: Path, *, remote: str, github_repo: str | None, max_bytes: int) -> Path:
-    """The archive named by `src` as a local file (downloaded into `tmp` unless it is a local file)."""
+def fetch(
+    wiki: Wiki, src: Source, tmp: Path, *, remote: str, github_repo: str | None, max_bytes: int
+) -> tuple[Path, str | None]:
+    """The archive named by `src` as a local file (downloaded into `tmp` unless it is a local file), and the
+    commit it was read from for a git ref (None for the other sources)."""
     if src.kind == "file":
         path = Path(src.target).expanduser()
         if not path.is_absolute():
             path = Path.cwd() / path
         if not path.is_file():
             raise NotFoundError(f"no archive at {path}; give a file, an https URL, a git ref or github-artifact")
-        return path
+        return path, None
     out = tmp / artifact.ARCHIVE_NAME
     if src.kind == "git":
-        fetch_git_ref(wiki.root, remote, src.target, out)
-    elif src.kind == "https":
+        return out, fetch_git_ref(wiki.root, remote, src.target, out)
+    if src.kind == "https":
         _download(_request(src.target), out, max_bytes)
     else:
         api = GitHubApi(github_repo or github_repo_of(wiki.root, remote), token=github_token())
@@ -150,11 +165,12 @@ def fetch(wiki: Wiki, src: Source, tmp: Path, *, remote: str, github_repo: str |
             api.download_artifact(src.target, out, max_bytes, tmp)
         else:
             api.download_release_asset(src.target, artifact.ARCHIVE_NAME, out, max_bytes)
-    return out
+    return out, None
 
 
-def fetch_git_ref(root: Path, remote: str, ref: str, out: Path) -> None:
-    """Fetch `ref` from `remote` into gitwiki's private namespace and write its archive blob to `out`."""
+def fetch_git_ref(root: Path, remote: str, ref: str, out: Path) -> str:
+    """Fetch `ref` from `remote` into gitwiki's private namespace and write its archive blob to `out`;
+    returns the commit fetched."""
     local = f"{FETCHED_NAMESPACE}{remote}/{ref.removeprefix('refs/')}"
     _git(
         root,
@@ -175,6 +191,7 @@ def fetch_git_ref(root: Path, remote: str, ref: str, out: Path) -> None:
             stdout=f,
             failure=f"{ref} holds no {artifact.ARCHIVE_NAME}; was it published by `gitwiki publish`?",
         )
+    return _git(root, "rev-parse", "--verify", f"{local}^{{commit}}", failure=f"{ref} is not a commit").strip()
 
 
 def _git(root: Path, *args: str, failure: str, stdout: int | IO[bytes] = subprocess.PIPE) -> str:

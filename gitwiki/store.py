@@ -12,6 +12,7 @@ committed state, and readers in WAL mode never see a half-written one. Writers a
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sqlite3
@@ -39,6 +40,11 @@ DB_NAME = "index.sqlite"
 LOCK_NAME = "lock"
 HOLDER_NAME = "lock.pid"  # who holds the writer lock; left behind only by a writer that died holding it
 DAMAGED_SUFFIX = ".damaged"  # a damaged database is moved aside to index.sqlite.damaged, not deleted
+PREVIOUS_SUFFIX = ".previous"  # a sound one rebuilt on request is kept as index.sqlite.previous
+REBUILD_ASKED = "rebuilding it as asked (--rebuild)"  # the `rebuild` reason of `gitwiki index --rebuild`
+# Written when a query meets a row it cannot read (quick_check cannot see those): the next open, or the
+# next `gitwiki index` in a long-lived process, moves the database aside and rebuilds it from git.
+DAMAGED_MARK = "index.sqlite.unreadable"
 LOCK_TIMEOUT = 120.0
 
 SCHEMA = """
@@ -118,6 +124,8 @@ class Store:
             index_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StoreError(f"cannot create index dir {index_dir} ({e.strerror}); set [storage] index_dir") from None
+        mark = _marked(index_dir)
+        rebuild = rebuild or (mark and f"it is damaged ({mark})")
         try:
             if rebuild:
                 with writer_lock(index_dir):
@@ -178,8 +186,13 @@ class Store:
 
     def check(self, full: bool = False) -> str | None:
         """None when the database is sound, else SQLite's first complaint (`integrity_problem`). It reads
-        the whole file, so it runs where damage matters, never per query."""
-        return integrity_problem(self.conn, full)
+        the whole file, so it runs where damage matters, never per query. `full` also checks the FTS index
+        and that every row reads back (`row_problem`); rows that do not are marked (`DAMAGED_MARK`), so the
+        next open rebuilds them even where the next run would not check rows (`repo sync`)."""
+        problem = _marked(self.index_dir) or integrity_problem(self.conn, full)
+        if problem is None and full and (problem := row_problem(self.conn, self.index_dir)):
+            _mark(self.index_dir, problem)
+        return problem
 
     @classmethod
     def open_file(cls, path: Path, readonly: bool = False) -> Store:
@@ -210,8 +223,9 @@ class Store:
         """Every table, index, trigger and view the database defines, as (type, name, table, sql), sorted."""
         return sorted(self.conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"), key=lambda r: r[:2])
 
-    def page_paths(self) -> list[str]:
-        return [r[0] for r in self.conn.execute("SELECT DISTINCT path FROM pages")]
+    def page_paths(self) -> list[tuple[str, str]]:
+        """(corpus, path) of every page of every corpus state."""
+        return [(r[0], r[1]) for r in self.conn.execute("SELECT corpus, path FROM pages")]
 
     def lock(self, timeout: float = LOCK_TIMEOUT) -> AbstractContextManager[None]:
         return writer_lock(self.index_dir, timeout)
@@ -266,11 +280,14 @@ class Store:
 
     def blob_info(self, blobs: Iterable[str]) -> dict[str, BlobInfo]:
         rows = self._select_in("SELECT blob, title, tags, description FROM blobs WHERE blob IN ({marks})", blobs)
-        return {blob: BlobInfo(title, tuple(json.loads(tags)), description) for blob, title, tags, description in rows}
+        return {
+            blob: BlobInfo(title, string_list(tags, self.index_dir), description)
+            for blob, title, tags, description in rows
+        }
 
     def chunks_of(self, blobs: Iterable[str]) -> list[ChunkRow]:
         rows = self._select_in(f"SELECT {_CHUNK_COLS} FROM chunks WHERE blob IN ({{marks}})", blobs)
-        return sorted((_chunk_row(r) for r in rows), key=lambda row: row.id)
+        return sorted((_chunk_row(r, self.index_dir) for r in rows), key=lambda row: row.id)
 
     def last_sections(self, blobs: Iterable[str], level: int) -> dict[str, tuple[int, tuple[str, ...]]]:
         """Per blob: how many sections it has at heading `level`, and the breadcrumb of the last one."""
@@ -280,11 +297,11 @@ class Store:
             "GROUP BY blob"
         )
         rows = self._select_in(q, blobs, before=(level,))
-        return {blob: (count, tuple(json.loads(crumb))) for blob, count, crumb, _ in rows}
+        return {blob: (count, string_list(crumb, self.index_dir)) for blob, count, crumb, _ in rows}
 
     def chunks_by_id(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         return {
-            r[0]: _chunk_row(r)
+            r[0]: _chunk_row(r, self.index_dir)
             for r in self._select_in(f"SELECT {_CHUNK_COLS} FROM chunks WHERE id IN ({{marks}})", ids)
         }
 
@@ -300,7 +317,7 @@ class Store:
         )
         for blob, h, crumb, text in self._select_in(q, titles, after=(model,)):
             if h not in need:
-                need[h] = embed_text(tuple(json.loads(crumb)), text, titles[blob])
+                need[h] = embed_text(string_list(crumb, self.index_dir), text, titles[blob])
         return list(need.items())
 
     def put_vectors(self, model: str, hashes: list[str], matrix: np.ndarray) -> None:
@@ -470,8 +487,115 @@ def vector_matrix(raw: bytes, count: int) -> np.ndarray:
     return np.frombuffer(raw, dtype="<f4").reshape(count, -1).astype(np.float32)
 
 
-def _chunk_row(r: tuple[Any, ...]) -> ChunkRow:
-    return ChunkRow(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7])
+def _chunk_row(r: tuple[Any, ...], index_dir: Path) -> ChunkRow:
+    return ChunkRow(r[0], r[1], r[2], string_list(r[3], index_dir), r[4], r[5], r[6], r[7])
+
+
+def string_list(raw: object, index_dir: Path) -> tuple[str, ...]:
+    """A stored breadcrumb or tag list, which this gitwiki writes as a JSON list of strings. Anything else
+    (a poisoned artifact, a damaged row) marks the index damaged (`DAMAGED_MARK`) and raises IndexDamaged,
+    instead of a traceback in every query that reads the row."""
+    value = _decoded_list(raw)
+    if value is None:
+        reason = f"a stored breadcrumb or tag list is not a JSON list of strings: {str(raw)[:60]!r}"
+        _mark(index_dir, reason)
+        raise IndexDamaged(index_dir, reason)
+    return value
+
+
+def _mark(index_dir: Path, reason: str) -> None:
+    try:
+        atomic_write(index_dir / DAMAGED_MARK, reason + "\n", sync=False)
+    except OSError:
+        pass  # a read-only index dir: the damaged-index error still names `gitwiki index --rebuild`
+
+
+def _decoded_list(raw: object) -> tuple[str, ...] | None:
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) and _encodable(v) for v in value):
+        return None
+    return tuple(value)
+
+
+def _marked(index_dir: Path) -> str | None:
+    """Why a query marked the index damaged (`DAMAGED_MARK`), or None."""
+    try:
+        reason = (index_dir / DAMAGED_MARK).read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    return reason or "a row could not be read"
+
+
+def _encodable(text: str) -> bool:
+    """JSON can spell a lone surrogate (\\ud800), which no page text holds and no output can print."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+# What each column holds as this gitwiki writes it (SQLite's typeof): a value of another type came from
+# elsewhere (a doctored artifact) or from damage.
+_COLUMN_TYPES = {
+    "meta": {"key": "text", "value": "text"},
+    "blobs": {"blob": "text", "title": "text", "tags": "text", "description": "text null"},
+    "chunks": {
+        "id": "integer",
+        "blob": "text",
+        "ord": "integer",
+        "breadcrumb": "text",
+        "level": "integer",
+        "start_line": "integer",
+        "end_line": "integer",
+        "text": "text",
+        "hash": "text",
+    },
+    "vectors": {"model": "text", "hash": "text", "vec": "blob"},
+    "pages": {"corpus": "text", "path": "text", "blob": "text"},
+    "states": {
+        "corpus": "text",
+        "commit_id": "text",
+        "tree": "text",
+        "model": "text null",
+        "indexed_at": "real integer",
+    },
+}
+
+
+def row_problem(conn: sqlite3.Connection, index_dir: Path) -> str | None:
+    """The first stored value this gitwiki could not read back (None: every row reads): a column of the
+    wrong type, a breadcrumb or tag list that is not a JSON list of strings, a schema version that is not
+    a number. `quick_check` passes all of these: they are well-formed SQLite, just not our rows."""
+    for table, columns in _COLUMN_TYPES.items():
+        wrong = " OR ".join(
+            f"typeof({column}) NOT IN ({', '.join(repr(t) for t in kinds.split())})"
+            for column, kinds in columns.items()
+        )
+        row = conn.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE {wrong} LIMIT 1").fetchone()
+        if row is not None:
+            found = {c: type(v).__name__ for c, v in zip(columns, row, strict=True)}
+            return f"a row of table {table} holds values of the wrong type ({found})"
+    try:
+        rows = conn.execute("SELECT DISTINCT breadcrumb FROM chunks UNION SELECT DISTINCT tags FROM blobs").fetchall()
+        bad = next((raw for (raw,) in rows if _decoded_list(raw) is None), None)
+        if bad is not None:
+            return f"a stored breadcrumb or tag list is not a JSON list of strings: {str(bad)[:60]!r}"
+        for key, value in conn.execute("SELECT key, value FROM meta WHERE key = 'schema_version'"):
+            if not value.isdigit():
+                return f"meta {key} is {value[:20]!r}, not a number"
+    except IndexDamaged as e:  # text that is not UTF-8, on a connection of the live index
+        return e.reason
+    except UnicodeDecodeError as e:
+        return f"text that is not UTF-8 ({e.reason})"
+    except sqlite3.OperationalError as e:  # what a plain connection (an archive being checked) raises for it
+        if "decode" not in str(e):
+            raise
+        return str(e)
+    return None
 
 
 def _batches(items: list[T], size: int = 500) -> Iterator[list[T]]:
@@ -505,6 +629,7 @@ class IndexLocked(StoreError):
 # SQLite's primary result codes (the low byte of an extended code) that mean the file is damaged.
 _DAMAGED = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 _FULL = 13  # SQLITE_FULL
+_IOERR = 10  # SQLITE_IOERR: what a write refused with EFBIG (`ulimit -f`) or EIO comes back as
 _READONLY = 8  # SQLITE_READONLY
 _BUSY = 5  # SQLITE_BUSY
 
@@ -524,6 +649,8 @@ def _translated(e: sqlite3.DatabaseError | UnicodeDecodeError, index_dir: Path) 
         return IndexDamaged(index_dir, f"damaged schema ({e})")
     if code == _FULL:
         return StoreError(f"the disk holding the index at {index_dir} is full ({e}); free space and retry")
+    if code == _IOERR:
+        return StoreError(f"the index at {index_dir} could not be written ({e}): {_io_cause(index_dir)}")
     if code == _BUSY:
         return IndexLocked(
             f"the index at {index_dir} stayed locked by another process ({e}); retry when it has finished"
@@ -534,6 +661,38 @@ def _translated(e: sqlite3.DatabaseError | UnicodeDecodeError, index_dir: Path) 
             "but bringing it up to date needs write access (or set [storage] index_dir)"
         )
     return e
+
+
+def write_failure(e: OSError | sqlite3.Error, where: Path) -> Exception:
+    """A file write that failed for lack of room (a full disk, a file size limit), from Python or from
+    SQLite, as the error the user can act on; other errors stay as they are."""
+    if isinstance(e, OSError):
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return StoreError(f"could not write {where} ({e.strerror}): its disk is full; free space and retry")
+        if e.errno == errno.EFBIG:
+            return StoreError(f"could not write {where} ({e.strerror}): {_io_cause(where.parent)}")
+        return e
+    if (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF in (_FULL, _IOERR):
+        return StoreError(f"could not write {where} ({e}): {_io_cause(where.parent)}")
+    return e
+
+
+def _io_cause(index_dir: Path) -> str:
+    """What most likely refused SQLite's write, and the next step. SQLite reports EFBIG and EIO alike, so look
+    at the two causes a user can fix; the transaction was rolled back, so the last committed index stays."""
+    import resource
+    import shutil
+
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit != resource.RLIM_INFINITY:
+        return f"a file size limit of {limit} bytes is set (ulimit -f); raise it and retry, the index is as before"
+    try:
+        free = shutil.disk_usage(index_dir).free
+    except OSError:
+        free = None
+    if free is not None and free < 1 << 20:
+        return f"only {free} bytes are free on its disk; free space and retry, the index is as before"
+    return "the disk may be failing; check it (dmesg) and retry, or set [storage] index_dir elsewhere"
 
 
 def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -649,6 +808,8 @@ def _schema_version(conn: sqlite3.Connection) -> int | None:
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
         return None
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if row is not None and not (isinstance(row[0], str) and row[0].isdigit()):
+        raise IndexDamaged(getattr(conn, "index_dir", Path(".")), f"its schema version is {str(row[0])[:20]!r}")
     return int(row[0]) if row else None
 
 
@@ -664,6 +825,7 @@ def _fts_head(title: str, breadcrumb: Iterable[str], tags: Iterable[str]) -> str
 def _retokenize(conn: sqlite3.Connection) -> None:
     """Rebuild the full-text rows from the chunks with this tokenizer. Cheaper than a rebuild from git, and the
     cached vectors stay: SciFact's 5,183 chunks re-tokenized in 12.5 s at load average 5; embedding them took 458 s."""
+    index_dir = getattr(conn, "index_dir", Path("."))
     conn.execute("DELETE FROM fts")
     rows = conn.execute(
         "SELECT c.id, b.title, c.breadcrumb, b.tags, c.text FROM chunks c JOIN blobs b ON b.blob = c.blob"
@@ -671,7 +833,7 @@ def _retokenize(conn: sqlite3.Connection) -> None:
     conn.executemany(
         "INSERT INTO fts(rowid, head, body) VALUES (?,?,?)",
         (
-            (cid, _fts_head(title, json.loads(crumb), json.loads(tags)), fts_text(text))
+            (cid, _fts_head(title, string_list(crumb, index_dir), string_list(tags, index_dir)), fts_text(text))
             for cid, title, crumb, tags, text in rows
         ),
     )
@@ -714,10 +876,12 @@ def snapshot(index_dir: Path, target: Path) -> None:
     with writer_lock(index_dir):
         conn = sqlite3.connect(index_dir / DB_NAME)
         try:
-            problem = integrity_problem(conn, full=True)
+            problem = integrity_problem(conn, full=True) or row_problem(conn, index_dir)
             if problem:
                 raise IndexDamaged(index_dir, problem)
             conn.execute("VACUUM INTO ?", (str(target),))
+        except sqlite3.DatabaseError as e:
+            raise _translated(e, index_dir) from e
         finally:
             conn.close()
 
@@ -730,14 +894,18 @@ def install(index_dir: Path, database: Path) -> None:
         for suffix in ("-wal", "-shm"):
             Path(str(target) + suffix).unlink(missing_ok=True)
         os.replace(database, target)
+        (index_dir / DAMAGED_MARK).unlink(missing_ok=True)  # it was about the file just replaced
 
 
 def _move_aside(path: Path, why: str) -> None:
-    """Rename the database (and its WAL files) to `index.sqlite.damaged*`, replacing an older one, and say
-    so once: what is in it can be looked at; everything it held can be rebuilt from git."""
+    """Rename the database (and its WAL files) to `index.sqlite.damaged*` (`.previous*` when a rebuild was
+    asked for: nothing says that one is damaged), replacing an older one, and say so once: what is in it can
+    be looked at; everything it held can be rebuilt from git."""
+    (path.parent / DAMAGED_MARK).unlink(missing_ok=True)  # the mark is about this file
     if not path.exists():
         return
-    aside = Path(str(path) + DAMAGED_SUFFIX)
+    asked = why == REBUILD_ASKED
+    aside = Path(str(path) + (PREVIOUS_SUFFIX if asked else DAMAGED_SUFFIX))
     for suffix in ("", "-wal", "-shm"):
         source = Path(str(path) + suffix)
         target = Path(str(aside) + suffix)
@@ -745,9 +913,13 @@ def _move_aside(path: Path, why: str) -> None:
             os.replace(source, target)
         else:
             target.unlink(missing_ok=True)
-    print(
-        f"gitwiki: warning: index at {path} moved aside to {aside.name}: {why}; rebuilding it from git", file=sys.stderr
-    )
+    if asked:
+        print(f"gitwiki: {why}: the index at {path} is kept as {aside.name} and built again from git", file=sys.stderr)
+    else:
+        print(
+            f"gitwiki: warning: index at {path} moved aside to {aside.name}: {why}; rebuilding it from git",
+            file=sys.stderr,
+        )
 
 
 def _writer_died(index_dir: Path) -> bool:

@@ -11,7 +11,8 @@ from typing import NamedTuple
 
 from gitwiki import index_blocks, pagefacts
 from gitwiki.config import CorpusConfig
-from gitwiki.fs import UnsafeFile, read_page_file
+from gitwiki.errors import GitwikiError
+from gitwiki.fs import UnsafeFile, read_page_file, write_page_file
 from gitwiki.lint import lint_text
 from gitwiki.pagefacts import FactsCache
 from gitwiki.pages import PageRef, locate, remove_page, write_page
@@ -36,8 +37,14 @@ def add_page(wiki: Wiki, corpus: str | None, path: str, content: str, overwrite:
     c = wiki.corpus(corpus)
     ref = locate(wiki.root, c, path, for_write=True)
     with wiki.store.lock():  # one writer at a time: ancestor index.md files are shared by every page below them
+        _check_ancestors(wiki, c, ref)
+        previous = _old_bytes(ref) if overwrite else None
         created = write_page(ref, content, overwrite=overwrite, max_bytes=wiki.config.mcp.max_page_bytes)
-        index_files = _refresh_ancestors(wiki, c, ref, scaffold=True)
+        try:
+            index_files = _refresh_ancestors(wiki, c, ref, scaffold=True)
+        except GitwikiError:
+            _put_back(ref, None if created else previous)
+            raise
         commit = _commit(wiki, "add_markdown", ref, index_files)
     view = wiki.view(c.name)  # parses just the new page versions (the worktree overlay)
     # The page itself is embedded now; the regenerated index.md above it (1,000 links on the front page of a
@@ -56,8 +63,14 @@ def delete_page(wiki: Wiki, corpus: str | None, path: str) -> WriteReport:
     c = wiki.corpus(corpus)
     ref = locate(wiki.root, c, path, for_write=True)
     with wiki.store.lock():
+        _check_ancestors(wiki, c, ref)
+        previous = _old_bytes(ref)
         remove_page(ref)
-        index_files = _refresh_ancestors(wiki, c, ref, scaffold=False)
+        try:
+            index_files = _refresh_ancestors(wiki, c, ref, scaffold=False)
+        except GitwikiError:
+            _put_back(ref, previous)
+            raise
         commit = _commit(wiki, "delete_markdown", ref, index_files)
     view = wiki.view(c.name)
     wiki.prune(keep=set(view.pages.values()))
@@ -70,6 +83,29 @@ def _facts(index_dir: Path) -> FactsCache:
     has read stays in memory (every page's title for the front index.md's listing), sparing each write
     ~1,000 row reads in a 1,000-page wiki."""
     return FactsCache.load(index_dir)
+
+
+def _check_ancestors(wiki: Wiki, corpus: CorpusConfig, ref: PageRef) -> None:
+    """Refuse a write before it touches anything: an ancestor index.md that is a symlink or has a malformed
+    block would fail its refresh after the page was written, leaving the page changed but the write refused
+    (and, with [mcp] commit_writes, uncommitted)."""
+    index_blocks.check_above(wiki.root, wiki.config, corpus, ref.repo_path)
+
+
+def _old_bytes(ref: PageRef) -> bytes | None:
+    try:
+        return read_page_file(ref.root, ref.repo_path)
+    except FileNotFoundError:
+        return None
+
+
+def _put_back(ref: PageRef, previous: bytes | None) -> None:
+    """Undo the page write of a refused write (an index.md swapped between the check and the refresh):
+    the old bytes, or no page (and none of the folders the write made)."""
+    if previous is None:
+        remove_page(ref)
+    else:
+        write_page_file(ref.root, ref.repo_path, previous, overwrite=True)
 
 
 def _refresh_ancestors(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, scaffold: bool) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import itertools
 import json
 import os
 import sqlite3
@@ -13,6 +14,8 @@ import sys
 import tarfile
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gitwiki.artifact import ARCHIVE_NAME, MANIFEST_NAME, pack, verify
 from gitwiki.errors import StoreError
@@ -304,6 +307,30 @@ def hostile_archives(genuine, tmp_path):
             ),
             "points into .git",
         ),
+        "stored-git-upper": (
+            doctored(
+                genuine,
+                tmp_path / "gitupper.tar.gz",
+                "UPDATE pages SET path = 'wiki/.GIT/config.md' WHERE path = 'wiki/page0.md';",
+            ),
+            "points into .git",
+        ),
+        "stored-not-a-page": (
+            doctored(
+                genuine,
+                tmp_path / "notpage.tar.gz",
+                "UPDATE pages SET path = 'wiki/run.sh' WHERE path = 'wiki/page0.md';",
+            ),
+            "not a markdown page",
+        ),
+        "breadcrumb-not-json": (
+            doctored(genuine, tmp_path / "crumb.tar.gz", "UPDATE chunks SET breadcrumb = 'not json' WHERE ord = 0;"),
+            "not a JSON list of strings",
+        ),
+        "tags-wrong-type": (
+            doctored(genuine, tmp_path / "tags.tar.gz", "UPDATE blobs SET tags = X'00ff';"),
+            "wrong type",
+        ),
         "pax-header": (oversized_pax_header(genuine, tmp_path / "pax.tar.gz"), "1073741824-byte tar header"),
         "zeros-bomb": (zeros_bomb(genuine, tmp_path / "bomb.tar.gz", 8 << 20), "is not a SQLite database"),
     }
@@ -383,3 +410,137 @@ def test_unpack_removes_what_killed_runs_left_in_the_index_dir(wiki_repo, archiv
     code, _, err = cli("artifact", "unpack", str(archive), cwd=wiki_repo.path)
     assert code == 0, err
     assert not any(o.exists() for o in orphans) and live.is_dir()
+
+
+# ---- what an archive holds: path names and rows (hypothesis) -----------------------------------------
+
+GIT_SPELLINGS = st.builds(
+    lambda case, tail, ignorable: (
+        "".join(ch.upper() if up else ch for ch, up in zip(".git", case, strict=True)) + ignorable + tail
+    ),
+    st.lists(st.booleans(), min_size=4, max_size=4),
+    st.sampled_from(["", ".", " ", ". .", "..."]),
+    st.sampled_from(["", "\u200c", "\ufeff"]),
+) | st.sampled_from(["GIT~1", "git~1", "Git~1"])
+SAFE_PART = st.text(alphabet="abcxyz-_", min_size=1, max_size=6)
+
+
+@settings(max_examples=400, deadline=None)
+@given(before=st.lists(SAFE_PART, max_size=3), dot_git=GIT_SPELLINGS, after=st.lists(SAFE_PART, max_size=2))
+def test_a_page_path_through_git_in_any_spelling_is_refused(before, dot_git, after):
+    """Every case variant of .git, with the trailing dots or spaces Windows drops, the code points HFS+
+    ignores, or the 8.3 name, at any depth: refused like a local page path into .git."""
+    from gitwiki.artifact import check_page_path
+
+    path = "/".join([*before, dot_git, *after, "page.md"])
+    with pytest.raises(StoreError, match="points into .git|refusing path|refusing absolute"):
+        check_page_path(path, None, "a.tar.gz")
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    path=st.text(max_size=40) | st.lists(st.sampled_from(["wiki", ".git", ".GIT", "..", ".", "", "a.md"])).map("/".join)
+)
+def test_any_stored_path_is_accepted_as_a_page_or_refused_in_one_error(path):
+    from gitwiki.artifact import check_page_path
+
+    try:
+        check_page_path(path, "wiki", "a.tar.gz")
+    except StoreError:
+        return
+    parts = path.split("/")
+    assert parts[0] == "wiki" and ".." not in parts and path.lower().endswith((".md", ".markdown"))
+    assert not any(p.casefold().rstrip(". ") == ".git" for p in parts)
+
+
+def test_every_case_variant_of_git_is_refused_at_every_depth():
+    """The whole product the strategy above samples: 8 case variants x 5 tails x 3 ignorable code points,
+    plus the 8.3 names, as the first, a middle and the last folder."""
+    from gitwiki.artifact import check_page_path
+
+    spellings = [
+        "".join(ch.upper() if up else ch for ch, up in zip(".git", case, strict=True)) + ignorable + tail
+        for case in itertools.product([False, True], repeat=4)
+        for tail in ["", ".", " ", ". .", "..."]
+        for ignorable in ["", "\u200c", "\ufeff"]
+    ] + ["GIT~1", "git~1", "Git~1"]
+    refused = 0
+    for spelling in set(spellings):
+        for path in (f"{spelling}/p.md", f"wiki/{spelling}/hooks/p.md", f"wiki/a/{spelling}/p.md"):
+            with pytest.raises(StoreError, match="points into .git"):
+                check_page_path(path, None, "a.tar.gz")
+            refused += 1
+    assert refused == 3 * (8 * 5 * 3 + 3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=st.lists(SAFE_PART, min_size=1, max_size=4), suffix=st.sampled_from([".md", ".MD", ".markdown"]))
+def test_a_plain_page_path_inside_its_corpus_is_accepted(parts, suffix):
+    from gitwiki.artifact import check_page_path
+
+    path = "wiki/" + "/".join(parts) + suffix
+    check_page_path(path, "wiki", "a.tar.gz")
+    with pytest.raises(StoreError, match="outside its corpus folder"):
+        check_page_path(path, "docs", "a.tar.gz")
+
+
+# (table, column, SQL value) this gitwiki never writes: each must be refused on verify, never installed. (A
+# number in a TEXT column is stored as text, which reads back; a blob is not.)
+POISONED_VALUES = st.one_of(
+    st.tuples(
+        st.sampled_from([("chunks", "breadcrumb"), ("blobs", "tags")]),
+        st.sampled_from(
+            [
+                "'not json'",
+                "'{}'",
+                "'\"text\"'",
+                "'[1, 2]'",
+                "'[null]'",
+                "'[\"a\", {}]'",
+                "'['",
+                "X'5b5d'",
+                "7",
+                "'NaN'",
+            ]
+            + ["'[\"\\ud800\"]'"]
+        ),
+    ),
+    st.tuples(
+        st.sampled_from([("chunks", "ord"), ("chunks", "level"), ("chunks", "start_line"), ("chunks", "end_line")]),
+        st.sampled_from(["'x'", "1.5", "X'01'"]),
+    ),
+    st.tuples(
+        st.sampled_from([("chunks", "text"), ("chunks", "hash"), ("blobs", "title"), ("pages", "blob")]),
+        st.sampled_from(["X'00'", "X''"]),
+    ),
+    st.tuples(st.just(("meta", "value")), st.sampled_from(["'x'", "X'31'"])),
+)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(poison=POISONED_VALUES)
+def test_an_archive_with_a_value_this_gitwiki_never_writes_is_refused(archive, tmp_path_factory, poison):
+    """Non-JSON or wrong-typed columns pass quick_check (they are well-formed SQLite) and would fail every
+    query that reads them: verify refuses them with the table named."""
+    (table, column), value = poison
+    where = " WHERE key = 'schema_version'" if table == "meta" else ""
+    out = tmp_path_factory.mktemp("poisoned") / "p.tar.gz"
+    doctored(archive, out, f"UPDATE {table} SET {column} = {value}{where};")
+    with pytest.raises(StoreError, match="holds rows this gitwiki cannot read"):
+        verify(out)
+
+
+def test_pack_on_a_full_disk_is_one_error_and_leaves_no_partial_archive(wiki_repo, tmp_path, monkeypatch):
+    import errno
+
+    from gitwiki import artifact
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(artifact, "_add_bytes", full)
+    out = tmp_path / "out" / ARCHIVE_NAME
+    with pytest.raises(StoreError, match="its disk is full; free space and retry"):
+        pack(wiki_repo.path / ".git" / "gitwiki", out)
+    assert not list(out.parent.iterdir())

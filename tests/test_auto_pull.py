@@ -51,6 +51,8 @@ def test_index_in_a_fresh_clone_installs_the_published_index_and_catches_up(remo
     local.commit("ahead", {"wiki/p1.md": page(1, "narwhal")})
     report, err = index_json(cli, local.path)
     assert err.count(LINE) == 1
+    # and what it installed: the fetched commit and the pages it held
+    assert "gitwiki: installed the index from git refs/gitwiki/index (commit " in err and "wiki 3 pages" in err, err
     assert report["up_to_date"] and report["pages"] == 3, report  # the pull already caught up: one page parsed there
     again, err = index_json(cli, local.path)
     assert again["up_to_date"], again

@@ -14,7 +14,7 @@ import pytest
 
 from gitwiki.artifact import pack
 from gitwiki.errors import StoreError
-from gitwiki.store import DAMAGED_SUFFIX, DB_NAME, HOLDER_NAME
+from gitwiki.store import DAMAGED_MARK, DAMAGED_SUFFIX, DB_NAME, HOLDER_NAME
 from gitwiki.wiki import Wiki
 from tests.helpers import ROOT
 
@@ -90,9 +90,14 @@ def test_a_file_that_is_not_a_database_is_moved_aside_on_open(indexed):
     assert (db(indexed).parent / (DB_NAME + DAMAGED_SUFFIX)).read_bytes().startswith(b"this is not sqlite")
 
 
-def test_rebuild_on_request(indexed):
+def test_rebuild_on_request_says_what_it_did_to_a_healthy_index(indexed):
+    """A rebuild asked for keeps the old file as index.sqlite.previous and says so, without calling it
+    damaged or warning about it."""
     code, out, err = cli("index", "--rebuild", cwd=indexed.path)
     assert code == 0 and f"{PAGES} added" in out and "rebuilding it as asked" in err
+    assert "damaged" not in err and "warning" not in err and "index.sqlite.previous" in err, err
+    assert (db(indexed).parent / (DB_NAME + ".previous")).is_file()
+    assert not (db(indexed).parent / (DB_NAME + DAMAGED_SUFFIX)).exists()
 
 
 def test_pack_never_ships_damage(indexed, tmp_path):
@@ -204,3 +209,99 @@ def test_a_read_only_index_answers(indexed):
     assert codes == ["rc=0", "rc=0", "rc=0"], run.stderr  # the index is current: up to date, no lock needed
     assert all(len(json.loads(o)["docs"]) == PAGES for o in outputs)  # the committed pages, draft not searched
     assert "Traceback" not in run.stderr and "Read-only file system" in run.stderr and "up to date" in run.stdout
+
+
+def poison_breadcrumbs(path, value="not json"):
+    """Rows SQLite finds well-formed but this gitwiki never writes: quick_check passes them."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE chunks SET breadcrumb = ?", (value,))
+    conn.commit()
+    conn.close()
+
+
+def test_a_row_that_does_not_decode_is_found_marked_and_rebuilt(indexed):
+    """A breadcrumb that is not JSON (quick_check passes it): a query stops with the damaged-index error
+    instead of a JSONDecodeError traceback and marks the index, and the next index run moves it aside and
+    rebuilds it from git instead of saying "up to date"."""
+    poison_breadcrumbs(db(indexed))
+    code, out, err = cli("ground", "deploy runbook", cwd=indexed.path)
+    assert code == 4 and "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert "is damaged" in err and "gitwiki index --rebuild" in err
+    assert (db(indexed).parent / DAMAGED_MARK).is_file()
+    code, out, err = cli("index", cwd=indexed.path)
+    assert code == 0 and f"{PAGES} added" in out and "moved aside to index.sqlite.damaged" in err, out + err
+    assert not (db(indexed).parent / DAMAGED_MARK).exists()
+    assert found(indexed) == {f"p{i}.md" for i in range(PAGES)}
+    code, out, _ = cli("status", "--check", cwd=indexed.path)
+    assert code == 0 and "index check: ok" in out
+
+
+def test_status_check_finds_a_row_that_does_not_decode_and_the_next_open_rebuilds(indexed):
+    poison_breadcrumbs(db(indexed), '{"not": "a list"}')
+    code, out, err = cli("status", "--check", cwd=indexed.path)
+    assert code == 4 and "index check: damaged" in out and "not a JSON list of strings" in out, out + err
+    assert "gitwiki index --rebuild" in out and (db(indexed).parent / DAMAGED_MARK).is_file()
+    code, out, err = cli("ground", "--json", "deploy", "runbook", "--top-files", str(PAGES), cwd=indexed.path)
+    assert code == 0 and "moved aside to index.sqlite.damaged" in err, err  # rebuilt on open, then answered
+    assert found(indexed) == {f"p{i}.md" for i in range(PAGES)}
+
+
+def test_a_query_in_a_long_lived_process_recovers_at_the_next_index(indexed):
+    """The same in one process (the MCP server's case): the query raises the damaged-index error and the next
+    `Wiki.index` there sees the mark and rebuilds."""
+    wiki = Wiki.open(indexed.path)
+    wiki.search("deploy runbook", mode="lexical")
+    poison_breadcrumbs(db(indexed), '["a", 1]')
+    with pytest.raises(StoreError, match="not a JSON list of strings"):
+        wiki.search("deploy runbook", mode="lexical")
+    (report,) = wiki.index()
+    assert report.added == PAGES
+    assert wiki.search("deploy runbook", mode="lexical").docs
+    wiki.close()
+
+
+def test_pack_never_ships_rows_it_cannot_read(indexed, tmp_path):
+    poison_breadcrumbs(db(indexed))
+    with pytest.raises(StoreError, match="not a JSON list of strings"):
+        pack(db(indexed).parent, tmp_path / "poisoned.tar.gz")
+    assert not (tmp_path / "poisoned.tar.gz").exists()
+
+
+def limited_cli(*args: str, cwd, fsize: int) -> tuple[int, str, str]:
+    """The CLI under `ulimit -f`: a write past `fsize` bytes fails with EFBIG (Python ignores SIGXFSZ)."""
+    import resource
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run(
+        [sys.executable, "-m", "gitwiki", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize)),
+    )
+    return run.returncode, run.stdout, run.stderr
+
+
+def test_a_file_size_limit_is_one_error_naming_it_and_the_index_stays_usable(indexed):
+    """`ulimit -f` below what the index grows to: one line (exit 4) naming the limit, not a
+    sqlite3.OperationalError traceback; the last committed index still answers, and without the limit
+    the next index run completes."""
+    more = {
+        f"q{i}.md": f"# Runbook {i}\n\n" + f"The rollback runbook number {i} says: roll back.\n" * 60 for i in range(80)
+    }
+    indexed.commit("more pages", more)
+    size = db(indexed).stat().st_size
+    code, out, err = limited_cli("index", cwd=indexed.path, fsize=size + 64 * 1024)
+    assert code == 4 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "file size limit" in err and "ulimit -f" in err, err
+    assert found(indexed) >= {f"p{i}.md" for i in range(PAGES)}  # the old state answers (and catches up)
+    code, out, err = cli("status", "--check", cwd=indexed.path)
+    assert code == 0 and "index check: ok" in out, out + err
+    out_file = indexed.path.parent / "a.tar.gz"
+    code, out, err = limited_cli(
+        "artifact", "pack", "--out", str(out_file), cwd=indexed.path, fsize=db(indexed).stat().st_size // 2
+    )
+    assert code == 4 and "Traceback" not in err and "ulimit -f" in err and not out_file.exists(), err

@@ -77,9 +77,12 @@ def test_pull_text_report(origin, cli, tmp_path):
     code, out, err = cli("pull", "--from", str(tmp_path / ARCHIVE_NAME), cwd=local.path)
     lines = out.splitlines()
     assert code == 0, err
-    assert lines[0].startswith(f"installed the index from {tmp_path / ARCHIVE_NAME}: gitwiki ")
-    assert "model no vectors (lexical only)" in lines[0] and lines[1].startswith("  wiki: 3 pages, 3 chunks at commit")
-    assert lines[2].startswith("caught up wiki: 3 pages at commit ") and "0 added, 1 changed, 0 deleted" in lines[2]
+    head = origin.git("rev-parse", "HEAD").strip()
+    assert lines[0] == (
+        f"installed the index from {tmp_path / ARCHIVE_NAME}: wiki 3 pages, 3 chunks at commit {head[:12]} "
+        "(no vectors, lexical only)"
+    )
+    assert lines[1].startswith("caught up wiki: 3 pages at commit ") and "0 added, 1 changed, 0 deleted" in lines[1]
     assert lines[-1].startswith("done in ")
 
 
@@ -261,7 +264,13 @@ def test_publish_to_a_ref_then_pull_with_git_auth(origin, cli, tmp_path):
     subprocess.run(["git", "clone", "-q", str(bare), str(local.path)], check=True)
     local.write("wiki/new.md", "# New\n\nA dugong arrives.\n")
     report = pull_json(cli, local.path)  # default source: refs/gitwiki/index on origin
-    assert report["source"] == "git refs/gitwiki/index"
+    assert report["source"] == "git refs/gitwiki/index" and report["fetched_commit"] == published
+    code, out, err = cli("pull", cwd=local.path)
+    head = origin.git("rev-parse", "HEAD").strip()
+    assert out.splitlines()[0] == (
+        f"installed the index from git refs/gitwiki/index (commit {published[:12]}): wiki 3 pages, 3 chunks at "
+        f"commit {head[:12]} (no vectors, lexical only)"
+    ), out + err
     assert report["reports"][0]["parsed"] == 0
     code, out, _ = cli("ground", "--json", "dugong", cwd=local.path)
     assert json.loads(out)["docs"][0]["path"] == "wiki/new.md"  # the worktree page is searchable too
@@ -473,3 +482,119 @@ def test_token_comes_from_the_environment_or_gh(tmp_path, monkeypatch):
     assert github_token() == "gho_from_gh"
     monkeypatch.setenv("PATH", "/nonexistent")
     assert github_token() is None
+
+
+def _poison(db: Path) -> None:
+    """A breadcrumb this gitwiki never writes: well-formed SQLite, so quick_check passes it."""
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE chunks SET breadcrumb = 'not json'")
+    conn.commit()
+    conn.close()
+
+
+def _force_onto_ref(work: GitRepoFixture, archive: Path, remote: str) -> None:
+    """Put `archive` on refs/gitwiki/index the way `gitwiki publish` lays it out, without its checks: what
+    an older gitwiki, or anyone who can push to the ref, could publish."""
+    blob = work.git("hash-object", "-w", str(archive)).strip()
+    tree = subprocess.run(
+        ["git", "-C", str(work.path), "mktree"],
+        input=f"100644 blob {blob}\t{ARCHIVE_NAME}\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    commit = work.git("commit-tree", tree, "-m", "poisoned").strip()
+    work.git("push", "-q", "--force", remote, f"{commit}:refs/gitwiki/index")
+
+
+def test_a_poisoned_index_is_not_packed_published_or_installed(repo, cli, tmp_path):
+    """A source index holding a non-JSON breadcrumb: pack and publish refuse it; forced onto the ref anyway,
+    a consumer's `repo sync` refuses to install it and indexes from git, and every search answers."""
+    from tests.test_artifact import doctored
+
+    bare = tmp_path / "pub.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    repo.write(".gitwiki.toml", LEXICAL)
+    for i in range(3):
+        repo.write(f"wiki/p{i}.md", page(i))
+    repo.commit("pages")
+    repo.git("remote", "add", "origin", str(bare))
+    repo.git("push", "-q", "origin", "main")
+    genuine = tmp_path / "genuine" / ARCHIVE_NAME
+    assert cli("artifact", "pack", "--out", str(genuine), cwd=repo.path)[0] == 0
+    _poison(repo.path / ".git/gitwiki/index.sqlite")
+    code, _, err = cli("artifact", "pack", "--out", str(tmp_path / "refused.tar.gz"), cwd=repo.path)
+    assert code == 4 and "not a JSON list of strings" in err and "gitwiki index --rebuild" in err, err
+    assert not (tmp_path / "refused.tar.gz").exists()
+    poisoned = doctored(genuine, tmp_path / ARCHIVE_NAME, "UPDATE chunks SET breadcrumb = 'not json';")
+    code, _, err = cli("publish", str(poisoned), cwd=repo.path)
+    assert code == 4 and "holds rows this gitwiki cannot read" in err and "Traceback" not in err
+    _force_onto_ref(repo, poisoned, "origin")
+
+    consumer = tmp_path / "consumer"
+    consumer.mkdir()
+    user_config = tmp_path / "xdg" / "gitwiki" / "config.toml"  # the user layer: trusted without consent
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text(LEXICAL + f'\n[[repository]]\nname = "pub"\nurl = "{bare.as_uri()}"\n')
+    local = GitRepoFixture(consumer)
+    local.commit("init", {"wiki/a.md": "# A\n\nlocal page\n"})
+    code, out, err = cli("repo", "sync", "--json", cwd=local.path)
+    assert code == 0, err
+    (report,) = json.loads(out)
+    assert report["artifact"] is False
+    assert any("published index not used" in n and "cannot read" in n for n in report["notes"]), report["notes"]
+    code, out, err = cli("ground", "--json", "--corpus", "repo:pub:wiki", "walrus number 2", cwd=local.path)
+    assert code == 0, err
+    assert json.loads(out)["docs"][0]["path"] == "wiki/p2.md"
+
+
+def test_a_broken_install_is_found_by_the_next_query_and_rebuilt_by_the_next_sync(repo, cli, tmp_path):
+    """An install made before installs were checked: the query that meets the row says the index is damaged
+    (no traceback) and marks it; the next sync rebuilds it from git instead of saying "unchanged"."""
+    bare = tmp_path / "pub.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    repo.commit("pages", {**{f"wiki/p{i}.md": page(i) for i in range(3)}, ".gitwiki.toml": LEXICAL})
+    repo.git("push", "-q", str(bare), "main")
+    user_config = tmp_path / "xdg" / "gitwiki" / "config.toml"
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text(LEXICAL + f'\n[[repository]]\nname = "pub"\nurl = "{bare.as_uri()}"\n')
+    (tmp_path / "consumer").mkdir()
+    local = GitRepoFixture(tmp_path / "consumer")
+    local.commit("init", {"wiki/a.md": "# A\n\nlocal page\n"})
+    assert cli("repo", "sync", cwd=local.path)[0] == 0
+    (cache,) = (tmp_path / "cache").rglob("index.sqlite")
+    _poison(cache)
+    code, _, err = cli("ground", "--corpus", "repo:pub:wiki", "walrus number 2", cwd=local.path)
+    assert code == 4 and "is damaged" in err and "Traceback" not in err and len(err.splitlines()) == 1, err
+    code, out, err = cli("repo", "sync", cwd=local.path)
+    assert code == 0 and "unchanged" not in out and "moved aside" in err, out + err
+    code, out, err = cli("ground", "--json", "--corpus", "repo:pub:wiki", "walrus number 2", cwd=local.path)
+    assert code == 0 and json.loads(out)["docs"][0]["path"] == "wiki/p2.md", err
+    # found by `status --check` before any query meets it: named, marked, and rebuilt by the next sync
+    code, out, err = cli("status", "--check", cwd=local.path)
+    assert code == 0 and "repository pub index check: ok" in out, out + err
+    _poison(cache)
+    code, out, err = cli("status", "--check", cwd=local.path)
+    assert code == 4 and "repository pub index check: damaged" in out and "gitwiki repo sync pub" in out, out
+    code, out, err = cli("repo", "sync", cwd=local.path)
+    assert code == 0 and "unchanged" not in out and "moved aside" in err, out + err
+    code, out, err = cli("ground", "--json", "--corpus", "repo:pub:wiki", "walrus number 2", cwd=local.path)
+    assert code == 0 and json.loads(out)["docs"][0]["path"] == "wiki/p2.md", err
+
+
+def test_pull_refuses_an_archive_page_outside_its_local_corpus(origin, cli, tmp_path):
+    """The archive's page table is trusted when its tree matches: a page it lists for corpus `wiki` must lie
+    in the local `wiki/` folder, as a local page would."""
+    from tests.test_artifact import doctored
+
+    local = clone(origin, tmp_path / "clone")
+    outside = doctored(
+        tmp_path / ARCHIVE_NAME,
+        tmp_path / "outside.tar.gz",
+        "UPDATE pages SET path = 'src/secrets.md' WHERE path = 'wiki/p0.md';",
+    )
+    code, _, err = cli("pull", "--from", str(outside), cwd=local.path)
+    assert code == 4 and "outside its corpus folder 'wiki'" in err and "Traceback" not in err, err
+    assert not (local.path / ".git/gitwiki/index.sqlite").exists()  # nothing installed

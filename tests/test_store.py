@@ -1,9 +1,12 @@
 """The index survives damage: a corrupt or foreign-schema database is rebuilt from git."""
 
+import json
 import sqlite3
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitwiki import store as store_mod
 from gitwiki import tokens
@@ -133,3 +136,38 @@ def test_rows_of_an_older_tokenizer_are_re_tokenized_on_open_and_vectors_kept(re
     assert [d.path for d in again.search("extract gzipped", mode="lexical").docs] == ["wiki/tar.md"]
     assert [d.path for d in again.search("apricots", mode="lexical").docs] == ["wiki/a.md"]
     assert "moved aside" not in capfd.readouterr().err
+
+
+JSON_TEXT = st.one_of(
+    st.text(max_size=40),
+    st.builds(
+        json.dumps,
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+            lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=4), c, max_size=3),
+            max_leaves=8,
+        ),
+    ),
+    st.sampled_from(['["\\ud800"]', "[NaN]", '["a",]', "['a']", "[", "", " [] "]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(raw=JSON_TEXT)
+def test_a_stored_list_decodes_to_strings_or_is_damage(tmp_path_factory, raw):
+    """Whatever a breadcrumb or tag column holds, reading it gives a tuple of printable strings or the
+    damaged-index error, never another exception; and what this gitwiki writes always reads back."""
+    where = tmp_path_factory.mktemp("index")
+    try:
+        value = store_mod.string_list(raw, where)
+    except store_mod.IndexDamaged:
+        assert (where / store_mod.DAMAGED_MARK).is_file()
+        return
+    assert isinstance(value, tuple) and all(isinstance(v, str) for v in value)
+    "".join(value).encode("utf-8")  # printable: no lone surrogate
+
+
+@settings(max_examples=300, deadline=None)
+@given(crumbs=st.lists(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=10)))
+def test_what_this_gitwiki_writes_reads_back(tmp_path_factory, crumbs):
+    assert store_mod.string_list(json.dumps(crumbs), tmp_path_factory.mktemp("index")) == tuple(crumbs)

@@ -93,15 +93,61 @@ def test_commit_writes_commits_only_that_page_and_its_index_blocks(repo):
     assert "wiki/guides/new.md" not in repo.git("ls-files")
 
 
-def test_a_malformed_ancestor_index_is_named_and_the_others_are_still_refreshed(repo):
+def test_a_malformed_ancestor_index_refuses_the_write_and_leaves_the_worktree_as_it_was(repo):
     wiki = _wiki(repo)
     repo.write("wiki/index.md", "# Home\n\n<!-- GITWIKI:INDEX-START -->\n")  # no END marker
-    repo.write("wiki/guides/index.md", "# Guides\n\n<!-- GITWIKI:INDEX-START -->\n<!-- GITWIKI:INDEX-END -->\n")
+    guides = "# Guides\n\n<!-- GITWIKI:INDEX-START -->\n<!-- GITWIKI:INDEX-END -->\n"
+    repo.write("wiki/guides/index.md", guides)
     with pytest.raises(BlockError, match="wiki/index.md:3: INDEX-START has no INDEX-END"):
         writes.add_page(wiki, None, "guides/new.md", "# New\n")
-    assert (repo.path / "wiki/guides/new.md").read_text() == "# New\n"  # the write itself is kept
-    assert "[New](new.md)" in (repo.path / "wiki/guides/index.md").read_text()
+    assert not (repo.path / "wiki/guides/new.md").exists()  # refused before anything was written
+    assert (repo.path / "wiki/guides/index.md").read_text() == guides
     assert (repo.path / "wiki/index.md").read_text() == "# Home\n\n<!-- GITWIKI:INDEX-START -->\n"
+    with pytest.raises(BlockError):
+        writes.delete_page(wiki, None, "guides/deploy.md")
+    assert (repo.path / "wiki/guides/deploy.md").read_text() == DEPLOY
+
+
+def test_a_refused_write_under_commit_writes_leaves_nothing_written_or_committed(repo, tmp_path):
+    """A symlinked index.md above the page: the write is refused (-32602 over MCP) with no page left behind,
+    no front index scaffolded, no commit."""
+    wiki = _wiki(repo, "[mcp]\ncommit_writes = true\n")
+    head = repo.git("rev-parse", "HEAD")
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Elsewhere\n\n<!-- GITWIKI:INDEX-START -->\n<!-- GITWIKI:INDEX-END -->\n")
+    (repo.path / "wiki/guides/index.md").symlink_to(outside)
+    with pytest.raises(UsageError, match="is a symlink"):
+        writes.add_page(wiki, None, "guides/ops/new.md", "# New\n")
+    assert repo.git("status", "--porcelain", "--untracked-files=all") == "?? wiki/guides/index.md\n"
+    assert not (repo.path / "wiki/guides/ops").exists() and repo.git("rev-parse", "HEAD") == head
+    with pytest.raises(UsageError, match="is a symlink"):
+        writes.add_page(wiki, None, "guides/deploy.md", "# Replaced\n", overwrite=True)
+    assert (repo.path / "wiki/guides/deploy.md").read_text() == DEPLOY
+
+
+def test_an_ancestor_index_that_turns_bad_between_check_and_write_rolls_the_page_back(repo, monkeypatch):
+    """The check before writing and the write are not one step: an index.md swapped meanwhile still
+    leaves the page as it was (created: removed with the folders it made; overwritten: its old bytes)."""
+    from gitwiki import index_blocks
+    from gitwiki.fs import UnsafeFile
+
+    wiki = _wiki(repo)
+    real = index_blocks.refresh
+
+    def swapped(*args, **kwargs):
+        result = real(*args, **kwargs)
+        return result._replace(errors=[UnsafeFile("'wiki/index.md' is a symlink")])
+
+    monkeypatch.setattr(index_blocks, "refresh", swapped)
+    with pytest.raises(UnsafeFile):
+        writes.add_page(wiki, None, "guides/ops/new.md", "# New\n")
+    assert not (repo.path / "wiki/guides/ops").exists()
+    with pytest.raises(UnsafeFile):
+        writes.add_page(wiki, None, "guides/deploy.md", "# Replaced\n", overwrite=True)
+    assert (repo.path / "wiki/guides/deploy.md").read_text() == DEPLOY
+    with pytest.raises(UnsafeFile):
+        writes.delete_page(wiki, None, "guides/deploy.md")
+    assert (repo.path / "wiki/guides/deploy.md").read_text() == DEPLOY  # deleted, then put back
 
 
 def _holding_index_lock(repo, seconds: float) -> subprocess.Popen:
@@ -211,7 +257,7 @@ def test_a_symlinked_index_pointing_outside_is_never_read_or_copied(repo, tmp_pa
     with pytest.raises(UsageError, match="wiki/guides/index.md' is a symlink"):
         writes.add_page(wiki, None, "guides/new.md", "# New\n")
     assert (repo.path / "wiki/guides/index.md").is_symlink()
-    assert "secret-token" not in (repo.path / "wiki/index.md").read_text()  # the other ancestor is still refreshed
+    assert not (repo.path / "wiki/guides/new.md").exists() and not (repo.path / "wiki/index.md").exists()
     assert "New" not in outside.read_text()
 
 
@@ -234,3 +280,24 @@ def test_an_index_lock_left_by_a_killed_gitwiki_is_taken_over_at_once(repo):
     assert time.monotonic() - started < gitrepo.INDEX_LOCK_WAIT  # not waited for
     assert report.commit == repo.git("rev-parse", "HEAD").strip()
     assert not (repo.path / ".git/index.lock").exists() and repo.git("status", "--porcelain") == ""
+
+
+def test_over_mcp_a_refused_add_markdown_is_invalid_params_and_leaves_nothing(repo, tmp_path):
+    """The finding as an agent meets it: `add_markdown` below a symlinked index.md with commit_writes on
+    answers -32602 and leaves no page, no scaffolded index.md and no commit."""
+    from tests.test_mcp_server import connect, refused, run
+
+    _wiki(repo, "[mcp]\ncommit_writes = true\n")
+    head = repo.git("rev-parse", "HEAD")
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Elsewhere\n\n<!-- GITWIKI:INDEX-START -->\n<!-- GITWIKI:INDEX-END -->\n")
+    (repo.path / "wiki/guides/index.md").symlink_to(outside)
+
+    async def main():
+        async with connect(repo.path) as s:
+            return await refused(s, "add_markdown", path="guides/new.md", content="# New\n")
+
+    error = run(main)
+    assert error.error.code == -32602 and "is a symlink" in error.error.message
+    assert repo.git("status", "--porcelain", "--untracked-files=all") == "?? wiki/guides/index.md\n"
+    assert repo.git("rev-parse", "HEAD") == head

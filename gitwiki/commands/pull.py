@@ -47,6 +47,7 @@ def pull_command(args: argparse.Namespace) -> int:
             json.dumps(
                 {
                     "source": report.source,
+                    "fetched_commit": report.fetched_commit,
                     "manifest": report.manifest.to_json(),
                     "reports": [r._asdict() for r in report.reports],
                     "worktree_embedded": report.worktree_embedded,
@@ -56,7 +57,7 @@ def pull_command(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    print(f"installed the index from {report.source}: {report.manifest.describe()}")
+    print(report.installed())
     for r in report.reports:
         print("caught up " + r.summary())
     if report.worktree_embedded:

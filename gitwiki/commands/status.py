@@ -13,7 +13,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument(
-        "--check", action="store_true", help="also check the index file for damage (reads all of it); exit 4 if damaged"
+        "--check",
+        action="store_true",
+        help="also check the index and each synced repository's for damage and rows that do not read back "
+        "(reads all of them); exit 4 if damaged",
     )
     p.set_defaults(func=status)
 
@@ -31,7 +34,13 @@ def status(args: argparse.Namespace) -> int:
     if any(r.model != wiki.wanted_model() for r in rows if r.indexed_commit):
         wiki.embedder()  # vectors missing: does the model load now? (a failure is recorded for lexical_notice)
     lexical = lexical_notice(wiki.config.embeddings, wiki.index_dir)
-    code = 4 if damage else 0  # StoreError's exit code: the index is unusable
+    # each synced repository's own index too: a published index installed by `repo sync` lives there
+    checked = {
+        r.name: r.store.check(full=True) or "ok"
+        for r, row in zip(wiki.repositories, repositories, strict=True)
+        if args.check and row.commit is not None
+    }
+    code = 4 if damage or any(v != "ok" for v in checked.values()) else 0  # StoreError's: the index is unusable
     if args.json:
         extra = {"check": damage or "ok"} if args.check else {}
         print(
@@ -40,7 +49,10 @@ def status(args: argparse.Namespace) -> int:
                     "index_dir": str(wiki.index_dir),
                     "index_bytes": size,
                     "corpora": [r._asdict() for r in rows],
-                    "repositories": [{**r._asdict(), "state": r.state} for r in repositories],
+                    "repositories": [
+                        {**r._asdict(), "state": r.state, **({"check": checked[r.name]} if r.name in checked else {})}
+                        for r in repositories
+                    ],
                     "lexical_notice": lexical,
                     **extra,
                 },
@@ -67,6 +79,12 @@ def status(args: argparse.Namespace) -> int:
     for repo in repositories:
         synced = f"commit {(repo.commit or '-')[:12]}, synced {age(repo.synced_at)}"
         print(f"repository {repo.name}  {repo.location}: {repo.state}, {synced}")
+        if repo.name in checked:
+            found = checked[repo.name]
+            print(
+                f"repository {repo.name} index check: "
+                + ("ok" if found == "ok" else f"damaged ({found}); run `gitwiki repo sync {repo.name}` to rebuild it")
+            )
     print(f"index {wiki.index_dir} ({size / 1e6:.1f} MB)")
     if lexical:
         print(f"{lexical}\n  why: {unavailable(wiki.config.embeddings, wiki.index_dir)}")
