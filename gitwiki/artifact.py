@@ -29,7 +29,7 @@ from typing import IO, Any, NamedTuple
 
 from gitwiki import __version__, store
 from gitwiki.errors import StoreError, UsageError
-from gitwiki.fs import pid_alive
+from gitwiki.fs import path_problem, pid_alive
 from gitwiki.markdown import PAGE_SUFFIXES
 from gitwiki.store import DB_NAME, SCHEMA_VERSION, Store
 
@@ -348,24 +348,12 @@ def _check_path(path: str, name: str) -> None:
         raise StoreError(f"{name}: refusing path {path!r} (parent references and unnormalized paths are not allowed)")
 
 
-# Code points HFS+ ignores in file names: `.g\u200cit` is `.git` there (git's own verify_path knows them).
-_IGNORED_IN_NAMES = dict.fromkeys([*range(0x200C, 0x2010), *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF])
-
-
-def _is_dot_git(part: str) -> bool:
-    """Whether a path component names the .git folder on some filesystem: any case (macOS, Windows),
-    trailing dots or spaces (Windows), ignorable code points (HFS+), or its 8.3 short name GIT~1."""
-    plain = part.translate(_IGNORED_IN_NAMES).casefold().rstrip(". ")
-    return plain in (".git", "git~1")
-
-
 def check_page_path(path: str, corpus_folder: str | None, name: str) -> None:
-    """The rules a local page path meets (`pages.locate`), for a page path that came from elsewhere: a plain
-    relative path (`_check_path`), no component that is .git in any spelling, a markdown page, and inside
-    `corpus_folder` when it is known ("" is the repo root)."""
+    """The rules a local page path meets (`fs.path_problem`, as `pages.locate` applies it), for a page path that
+    came from elsewhere: a markdown page, and inside `corpus_folder` when it is known ("" is the repo root)."""
     _check_path(path, name)
-    if any(_is_dot_git(part) for part in PurePosixPath(path).parts):
-        raise StoreError(f"{name}: refusing page path {path!r}, which points into .git")
+    if problem := path_problem(path):
+        raise StoreError(f"{name}: refusing page path {path!r}, which {problem}")
     if PurePosixPath(path).suffix.lower() not in PAGE_SUFFIXES:
         raise StoreError(f"{name}: refusing page path {path!r}, which is not a markdown page")
     if corpus_folder and not path.startswith(corpus_folder.rstrip("/") + "/"):

@@ -42,8 +42,9 @@ def path_problem(path: str) -> str | None:
     an agent asks for (`gitwiki.pages.locate`), another repository's trees (`gitwiki.repositories`), an
     index archive's database (`gitwiki.artifact`). git refuses to check out `..` or `.git`, but its object
     database holds them (`git mktree` writes them), so a tree can name a page `wiki/../x.md`. `.git` is
-    refused in any case and with trailing dots or spaces, and as `git~1`: the forms a case-insensitive or
-    NTFS filesystem opens as the git dir (git's own core.protectHFS/protectNTFS rule). Callers normalize
+    refused in any case, with trailing dots or spaces or HFS+'s ignored code points, and as `git~1`: the
+    forms a case-insensitive, HFS+ or NTFS filesystem opens as the git dir (git's own
+    core.protectHFS/protectNTFS rule). Callers normalize
     what a person may write loosely (`./`, `//`, backslashes) first; the rule sees the canonical form.
     """
     if _PLAIN.fullmatch(path):  # most paths: one regex (0.3 against 2.4 µs per path; the indexer lists every page)
@@ -61,15 +62,23 @@ def path_problem(path: str) -> str | None:
         return "has an empty or '.' component"
     if ".." in parts:
         return "contains '..'"
-    if any(p.casefold().rstrip(". ") in (".git", "git~1") for p in parts):
+    if any(p.translate(_IGNORED_IN_NAMES).casefold().rstrip(". ") in (".git", "git~1") for p in parts):
         return "points into .git"
     return None
 
 
+# Code points HFS+ ignores in file names: `.g\u200cit` is `.git` there (git's own verify_path knows them).
+_IGNORED_IN_NAMES = dict.fromkeys([*range(0x200C, 0x2010), *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF])
+
+
 _DRIVE = re.compile(r"^[A-Za-z]:")
-# Components that start with neither a dot nor "git~", hold no backslash or control character and are not
-# empty; the first holds no ":".
-_PLAIN = re.compile(r"(?!\.|git~)[^/\\\x00-\x1f\x7f:]+(?:/(?!\.|git~)[^/\\\x00-\x1f\x7f]+)*", re.IGNORECASE)
+# Components that start with neither a dot nor "git~", hold no backslash, control character or code point
+# HFS+ ignores (`\u200c.git` is `.git` there) and are not empty; the first holds no ":".
+_PLAIN = re.compile(
+    r"(?!\.|git~)[^/\\\x00-\x1f\x7f:\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]+"
+    r"(?:/(?!\.|git~)[^/\\\x00-\x1f\x7f\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]+)*",
+    re.IGNORECASE,
+)
 
 
 def atomic_write(path: Path, data: str | bytes, sync: bool = True) -> None:
