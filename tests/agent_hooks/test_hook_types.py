@@ -162,15 +162,42 @@ def test_subagent_gets_the_topic_list(wiki, hook):
     assert context_of(answer).startswith("gitwiki memory topics, newest first: keys (1); search them")
 
 
-def test_approve_mcp_allows_gitwiki_tools_only(repo, hook, tmp_path):
-    code, answer = hook("approve-mcp", load("permission_request", repo.path), tmp_path)
+def test_approve_mcp_allows_the_read_only_gitwiki_tools_only(repo, hook, tmp_path):
+    """PreToolUse (Claude Code runs no PermissionRequest hook under -p): allow for gitwiki's reads, from the
+    server registered as gitwiki or from the plugin; no answer for its writes or any other tool."""
+    code, answer = hook("approve-mcp", load("pre_tool_use_mcp", repo.path), tmp_path)
     assert code == 0
-    assert answer == {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}
-    plugin_tool = load("permission_request", repo.path, tool_name="mcp__plugin_gitwiki_gitwiki__read_markdown")
+    assert answer == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "allow",
+            "permissionDecisionReason": "gitwiki: a read-only tool of the gitwiki MCP server",
+        }
+    }
+    plugin_tool = load("pre_tool_use_mcp", repo.path, tool_name="mcp__plugin_gitwiki_gitwiki__read_markdown")
     assert hook("approve-mcp", plugin_tool, tmp_path)[1] == answer
-    for foreign in ("mcp__github__create_issue", "mcp__gitwiki_evil__ground", "mcp__gitwiki__evil__x", "Bash"):
-        event = load("permission_request_foreign", repo.path, tool_name=foreign)
-        assert hook("approve-mcp", event, tmp_path) == (0, None), foreign
+    for tool, arguments in (
+        ("mcp__gitwiki__memory_topics", {}),  # list, the default action
+        ("mcp__gitwiki__memory_topics", {"action": "stats"}),
+        ("mcp__gitwiki__memory_topics", {"action": "prune"}),  # a dry run
+    ):
+        assert (
+            hook("approve-mcp", load("pre_tool_use_mcp", repo.path, tool_name=tool, tool_input=arguments), tmp_path)[1]
+            == answer
+        ), arguments
+    for tool, arguments in (
+        ("mcp__gitwiki__add_markdown", {"path": "x.md", "content": "# x"}),
+        ("mcp__gitwiki__memory_store", {"topic": "t", "text": "x"}),
+        ("mcp__gitwiki__memory_topics", {"action": "prune", "apply": True}),
+        ("mcp__gitwiki__memory_topics", {"action": "checkpoint", "task": "x"}),
+        ("mcp__gitwiki__memory_topics", "list"),
+        ("mcp__github__create_issue", {}),
+        ("mcp__gitwiki_evil__ground", {}),
+        ("mcp__gitwiki__evil__ground", {}),
+        ("Bash", {"command": "ls"}),
+    ):
+        event = load("pre_tool_use_mcp", repo.path, tool_name=tool, tool_input=arguments)
+        assert hook("approve-mcp", event, tmp_path) == (0, None), tool
 
 
 def test_memory_comes_from_the_memory_config_and_the_brief_is_compact(repo, cli, hook):
