@@ -33,6 +33,21 @@ def test_session_briefing_reports_corpora_freshness_memory_and_checkpoint(wiki, 
     assert "1 pages changed in the worktree" in text
 
 
+def test_the_worktree_count_leaves_out_memory_pages_the_hooks_already_show(wiki, hook, cli):
+    """A memory entry stored this session is in the prompt hook's answers as soon as the index holds its page's
+    new version: the briefing must not count that page among those the hooks miss."""
+    code, _, err = cli("memory", "store", "keys", "zebra crossings need a second signing key", cwd=wiki.path)
+    assert code == 0, err
+    wiki.write("wiki/draft.md", "# Draft\n")
+    prompt = load("user_prompt_submit", wiki.path, prompt="zebra crossings signing key")
+    assert "- [memory] wiki/memory/keys.md:" in context_of(hook("prompt", prompt, wiki.path)[1])
+    changed = [line[3:] for line in wiki.git("status", "--porcelain", "--untracked-files=all").splitlines()]
+    assert "wiki/memory/keys.md" in changed
+    missed = [p for p in changed if p.startswith("wiki/") and not p.startswith("wiki/memory/")]
+    text = context_of(hook("session", load("session_start", wiki.path, session_id="s4"), wiki.path)[1])
+    assert f"; {len(missed)} pages changed in the worktree are not in the hooks' answers until committed" in text
+
+
 def test_session_without_index_says_how_to_build_one(repo, hook):
     repo.commit("wiki", {"wiki/a.md": "# A\n"})
     text = context_of(hook("session", load("session_start", repo.path), repo.path)[1])
