@@ -62,6 +62,8 @@ def run(name: str, raw: bytes, cwd: str) -> str:
         log_dir = lookup.index_dir
         session_id = event.get("session_id") if lookup.store is not None else None
         with open_session(lookup.index_dir, session_id if isinstance(session_id, str) else "") as session:
+            if not session.first_to_answer(name, raw, event.get("transcript_path")):  # plugin and settings copies
+                return ""
             return _dump(handler(Call(event, lookup, session)))
     except Exception:
         import traceback  # 1.5 ms with linecache and tokenize, paid only when something went wrong

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
 from tests.agent_hooks.conftest import PAGES, context_of, load
 
@@ -129,8 +130,16 @@ def test_error_context_searches_the_error(wiki, hook):
     assert hook("error-context", interrupted, wiki.path) == (0, None)
 
 
-def test_pre_compact_then_session_compact_reinjects_focus_and_checkpoint(wiki, hook):
-    assert hook("prompt", load("user_prompt_submit", wiki.path), wiki.path)[1] is not None
+def _turn(transcript: Path) -> str:
+    """The transcript after one more turn: the same event JSON later in a session comes with a longer one."""
+    with transcript.open("a") as f:
+        f.write('{"type": "assistant"}\n')
+    return str(transcript)
+
+
+def test_pre_compact_then_session_compact_reinjects_focus_and_checkpoint(wiki, hook, tmp_path):
+    prompt = load("user_prompt_submit", wiki.path, transcript_path=_turn(tmp_path / "t.jsonl"))
+    assert hook("prompt", prompt, wiki.path)[1] is not None
     hook("ambient", load("pre_tool_use_edit", wiki.path), wiki.path)
     assert hook("pre-compact", load("pre_compact", wiki.path), wiki.path) == (0, None)
     text = context_of(hook("session", load("session_start_compact", wiki.path), wiki.path)[1])
@@ -139,13 +148,15 @@ def test_pre_compact_then_session_compact_reinjects_focus_and_checkpoint(wiki, h
     assert "Files edited this session: src/keys.py." in text
     assert "## Task\n\nfix key rotation" in text
     # The compaction summarized the injected sections away: they may come again.
-    assert "wiki/deploy.md" in context_of(hook("prompt", load("user_prompt_submit", wiki.path), wiki.path)[1])
+    prompt["transcript_path"] = _turn(tmp_path / "t.jsonl")
+    assert "wiki/deploy.md" in context_of(hook("prompt", prompt, wiki.path)[1])
 
 
-def test_stop_reminds_once_when_files_were_edited_and_nothing_stored(wiki, hook):
-    assert hook("stop", load("stop", wiki.path), wiki.path) == (0, None)  # nothing edited
+def test_stop_reminds_once_when_files_were_edited_and_nothing_stored(wiki, hook, tmp_path):
+    transcript = tmp_path / "t.jsonl"
+    assert hook("stop", load("stop", wiki.path, transcript_path=_turn(transcript)), wiki.path) == (0, None)
     hook("ambient", load("pre_tool_use_edit", wiki.path), wiki.path)
-    code, answer = hook("stop", load("stop", wiki.path), wiki.path)
+    code, answer = hook("stop", load("stop", wiki.path, transcript_path=_turn(transcript)), wiki.path)
     assert answer["decision"] == "block"
     assert answer["reason"].startswith("gitwiki: this session edited src/keys.py and stored nothing in memory.")
     assert hook("stop", load("stop", wiki.path), wiki.path) == (0, None)  # once per session

@@ -301,3 +301,16 @@ def test_the_marketplace_lists_the_plugin_at_this_version():
     assert entry["version"] == manifest["version"] == __version__
     skill = (ROOT / entry["source"] / "skills" / "gitwiki" / "SKILL.md").read_text()
     assert skill.startswith("---\nname: gitwiki\ndescription: ")
+
+
+def test_install_says_when_the_plugin_is_enabled_too(repo, cli, tmp_path, monkeypatch):
+    repo.commit("start")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    (tmp_path / "claude").mkdir()
+    user = tmp_path / "claude" / "settings.json"
+    user.write_text(json.dumps({"enabledPlugins": {"gitwiki@gitwiki": True, "other@x": True}}))
+    code, out, _ = cli("hooks", "install", cwd=repo.path)
+    assert code == 0
+    assert f"note: the gitwiki plugin is enabled in {user}: its hooks run beside these" in out
+    user.write_text(json.dumps({"enabledPlugins": {"gitwiki@gitwiki": False}}))
+    assert "note:" not in cli("hooks", "status", cwd=repo.path)[1]
