@@ -96,9 +96,10 @@ def events(root: Path) -> dict[str, dict]:
         "subagent": {**base, "hook_event_name": "SubagentStart", "agent_id": "a1", "agent_type": "Explore"},
         "approve-mcp": {
             **base,
-            "hook_event_name": "PermissionRequest",
+            "hook_event_name": "PreToolUse",
             "tool_name": "mcp__gitwiki__ground",
             "tool_input": {"query": "deploy"},
+            "tool_use_id": "toolu_02",
         },
     }
 
