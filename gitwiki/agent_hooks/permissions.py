@@ -1,10 +1,13 @@
 """Which of gitwiki's own MCP tools Claude Code may run without asking (docs/agent-hooks.md#permissions).
 
-The read-only tools always: `gitwiki hooks install` writes a `permissions.allow` rule for each, and the
-`approve-mcp` hook (PreToolUse, so it runs in every mode, `claude -p` included, and for the plugin's tools
-too) answers `permissionDecision: allow` for them. The writes only where the user chose
-`gitwiki hooks install --allow-writes`, which adds their rules. `memory_topics` reads or writes by its
-action: the hook allows its reading actions, a rule (writes) allows all of them.
+The read-only tools always: the `approve-mcp` hook (PreToolUse, so it runs in every mode, `claude -p`
+included, and for the plugin's tools too) answers `permissionDecision: allow` for them. Not permission
+rules: Claude Code 2.1.332 ignores .claude/settings.json's `permissions.allow` in a workspace the user has
+not trusted, which a `claude -p` run in a fresh checkout is ("Ignoring 1 permissions.allow entry from
+.claude/settings.json: this workspace has not been trusted"), while it runs that file's hooks. The writes
+only where the user chose `gitwiki hooks install --allow-writes`, which adds their rules to a file Claude
+Code honours there: the workspace's settings.local.json, or the user settings. `memory_topics` reads or
+writes by its action: the hook allows its reading actions, the rule all of them.
 
 The tool names are listed here, not read from the server: its table holds the MCP SDK's annotation types,
 which a hook must not import (~0.7 s). tests/agent_hooks/test_permissions.py keeps this table equal to
@@ -49,12 +52,11 @@ TOPICS_DEFAULT_ACTION = "list"
 REASON = "gitwiki: a read-only tool of the gitwiki MCP server"
 
 
-def rules(allow_writes: bool) -> list[str]:
-    """The `permissions.allow` rules `gitwiki hooks install` adds: one per tool of the server registered as
-    `gitwiki` (`claude mcp add gitwiki`), exact names, so that a tool a later version adds is not allowed
-    unseen."""
-    tools = READ_TOOLS + (WRITE_TOOLS if allow_writes else ())
-    return [MCP_PREFIXES[0] + tool for tool in tools]
+def write_rules() -> list[str]:
+    """The `permissions.allow` rules `gitwiki hooks install --allow-writes` adds: one per writing tool of the
+    server registered as `gitwiki` (`claude mcp add gitwiki`), by exact name, so that a tool a later version
+    adds is not allowed unseen."""
+    return [MCP_PREFIXES[0] + tool for tool in WRITE_TOOLS]
 
 
 def reads_only(tool: str, arguments: object) -> bool:

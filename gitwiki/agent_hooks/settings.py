@@ -35,20 +35,21 @@ class HookState(NamedTuple):
     state: str  # installed | duplicated (ours, and an identical entry of the user's) | yours | missing
 
 
-class RuleState(NamedTuple):
-    kind: str  # reads | writes
-    total: int
-    present: int  # of `total` rules found in permissions.allow, ours or the user's
-
-
 class Status(NamedTuple):
     hooks: list[HookState]
-    rules: list[RuleState]
+    writes: int  # of the write tools' rules, how many the rules file allows (ours or the user's)
+    rules: Path  # the file that holds them
     plugin: list[str]  # settings files that enable the gitwiki plugin
 
 
 def project_settings(root: Path) -> Path:
     return root / ".claude" / "settings.json"
+
+
+def local_settings(root: Path) -> Path:
+    """Where a project install keeps the write rules: the workspace's own file, which Claude Code honours in a
+    workspace the user has not trusted (it ignores .claude/settings.json's permission rules there)."""
+    return root / ".claude" / "settings.local.json"
 
 
 def user_settings() -> Path:
@@ -93,56 +94,29 @@ class _Record(NamedTuple):
         return {"hooks": self.hooks, "rules": self.rules, "created": self.created}
 
 
-def install(path: Path, program: str = DEFAULT_COMMAND, allow_writes: bool = False) -> Status:
-    """Add our hooks and the rules that allow gitwiki's read-only MCP tools (and its writes with
-    `allow_writes`); our entries from an earlier install that differ (another command, a matcher since
-    changed, writes no longer wanted) are replaced. Running it twice changes nothing."""
-    text = _read(path)
-    if not text.strip():
-        text = "{}\n"
-    record = _load_record(path)
-    wanted: list[dict] = [{"hook": h.name, "event": h.event, "group": group_for(h, program)} for h in HOOK_TYPES]
-    rules = permissions.rules(allow_writes)
-    for entry in [e for e in record.hooks if e not in wanted]:
-        text = _remove_last(text, ["hooks", entry["event"]], entry["group"])
-        record.hooks.remove(entry)
-    for rule in [r for r in record.rules if r not in rules]:
-        text = _remove_last(text, ["permissions", "allow"], rule)
-        record.rules.remove(rule)
-    for entry in wanted:
-        if entry not in record.hooks and not _count(text, ["hooks", entry["event"]], entry["group"]):
-            text = _append(text, ["hooks", entry["event"]], entry["group"], record)
-            record.hooks.append(entry)
-    for rule in rules:
-        if rule not in record.rules and not _count(text, ["permissions", "allow"], rule):
-            text = _append(text, ["permissions", "allow"], rule, record)
-            record.rules.append(rule)
-    text = _drop_empty(text, record)
-    _save_record(path, record)  # first: an entry written but not recorded would become the user's
-    if text != _read(path):
-        atomic_write(path, text)
-    return status(path, program)
+def install(path: Path, rules_path: Path, program: str = DEFAULT_COMMAND, allow_writes: bool = False) -> Status:
+    """Add our hooks to `path` and, with `allow_writes`, the rules that allow gitwiki's writing MCP tools to
+    `rules_path` (its reads are allowed by the approve-mcp hook). Our entries from an earlier install that
+    differ (another command, a matcher since changed, writes no longer wanted) are replaced, and ours that
+    are missing are added again: running it twice changes nothing."""
+    hooks = [{"hook": h.name, "event": h.event, "group": group_for(h, program)} for h in HOOK_TYPES]
+    rules = permissions.write_rules() if allow_writes else []
+    if rules_path == path:
+        _converge(path, hooks, rules)
+    else:
+        _converge(path, hooks, [])
+        _converge(rules_path, [], rules)
+    return status(path, rules_path, program)
 
 
-def uninstall(path: Path, program: str = DEFAULT_COMMAND) -> Status:
+def uninstall(path: Path, rules_path: Path, program: str = DEFAULT_COMMAND) -> Status:
     """Remove exactly what install added and recorded; everything else stays, byte for byte."""
-    text = _read(path)
-    record = _load_record(path)
-    if text.strip():
-        for entry in record.hooks:
-            text = _remove_last(text, ["hooks", entry["event"]], entry["group"])
-        for rule in record.rules:
-            text = _remove_last(text, ["permissions", "allow"], rule)
-        record.hooks.clear()
-        record.rules.clear()
-        text = _drop_empty(text, record)
-        if text != _read(path):
-            atomic_write(path, text)
-    _save_record(path, record._replace(created=[]))
-    return status(path, program)
+    for where in dict.fromkeys([path, rules_path]):
+        _converge(where, [], [])
+    return status(path, rules_path, program)
 
 
-def status(path: Path, program: str = DEFAULT_COMMAND) -> Status:
+def status(path: Path, rules_path: Path, program: str = DEFAULT_COMMAND) -> Status:
     text = _read(path) or "{}"
     record = _load_record(path)
     hooks = []
@@ -156,13 +130,39 @@ def status(path: Path, program: str = DEFAULT_COMMAND) -> Status:
         else:
             state = "yours" if present else "missing"
         hooks.append(HookState(hook.name, hook.event, state))
-    reads = permissions.rules(False)
-    writes = permissions.rules(True)[len(reads) :]
-    rule_states = [
-        RuleState(kind, len(names), sum(1 for r in names if _count(text, ["permissions", "allow"], r)))
-        for kind, names in (("reads", reads), ("writes", writes))
-    ]
-    return Status(hooks, rule_states, plugin_enabled(path))
+    rules_text = _read(rules_path) or "{}"
+    writes = sum(1 for r in permissions.write_rules() if _count(rules_text, ["permissions", "allow"], r))
+    return Status(hooks, writes, rules_path, plugin_enabled(path))
+
+
+def _converge(path: Path, hooks: list[dict], rules: list[str]) -> None:
+    """Make our part of `path` exactly `hooks` (entries {"hook", "event", "group"}) and `rules`: remove
+    what the record holds beyond them, append what is missing, record what was added."""
+    original = _read(path)
+    text = original if original.strip() else "{}\n"
+    record = _load_record(path)
+    for entry in [e for e in record.hooks if e not in hooks]:
+        text = _remove_last(text, ["hooks", entry["event"]], entry["group"])
+        record.hooks.remove(entry)
+    for rule in [r for r in record.rules if r not in rules]:
+        text = _remove_last(text, ["permissions", "allow"], rule)
+        record.rules.remove(rule)
+    for entry in hooks:  # one the user has already (not recorded) is theirs and not added twice
+        if not _count(text, ["hooks", entry["event"]], entry["group"]):
+            text = _append(text, ["hooks", entry["event"]], entry["group"], record)
+            if entry not in record.hooks:  # recorded but missing: removed by hand, added again
+                record.hooks.append(entry)
+    for rule in rules:
+        if not _count(text, ["permissions", "allow"], rule):
+            text = _append(text, ["permissions", "allow"], rule, record)
+            if rule not in record.rules:
+                record.rules.append(rule)
+    text = _drop_empty(text, record)
+    if not hooks and not rules:
+        record.created.clear()
+    _save_record(path, record)  # first: an entry written but not recorded would become the user's
+    if text != original and (original or hooks or rules):
+        atomic_write(path, text)
 
 
 def plugin_enabled(path: Path) -> list[str]:

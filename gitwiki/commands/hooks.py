@@ -7,11 +7,11 @@ def register(sub) -> None:
     p = sub.add_parser(
         "hooks",
         help="install, remove or show gitwiki's Claude Code hooks and tool permissions",
-        description="Add gitwiki's Claude Code hooks, and permission rules that let Claude Code run gitwiki's "
-        "read-only MCP tools without asking, to .claude/settings.json (or the user settings with --user); "
-        "every other byte of the file stays as it was. `uninstall` removes exactly what `install` added "
-        "(recorded in gitwiki-hooks.json beside the settings); `status` shows it. A settings file that is "
-        "not valid JSON is reported and left as it is.",
+        description="Add gitwiki's Claude Code hooks to .claude/settings.json (or the user settings with --user): "
+        "they bring wiki and memory context, and let Claude Code run gitwiki's read-only MCP tools without "
+        "asking, in every mode. Every other byte of the file stays as it was. `uninstall` removes exactly "
+        "what `install` added (recorded in gitwiki-hooks.json beside the settings); `status` shows it. A "
+        "settings file that is not valid JSON is reported and left as it is.",
     )
     p.add_argument("action", choices=("install", "uninstall", "status"))
     p.add_argument("--user", action="store_true", help="the user settings (~/.claude/settings.json), not the project's")
@@ -26,26 +26,33 @@ def register(sub) -> None:
         "--allow-writes",
         action="store_true",
         help="install: also let Claude Code run gitwiki's writing tools (add_markdown, delete_markdown, index, "
-        "memory_store, memory_batch, memory_edit, memory_topics) without asking",
+        "memory_store, memory_batch, memory_edit, memory_topics) without asking: permission rules in "
+        ".claude/settings.local.json (with --user, the user settings)",
     )
     p.set_defaults(func=hooks)
 
 
 def hooks(args: argparse.Namespace) -> int:
     from gitwiki import gitcli
-    from gitwiki.agent_hooks import settings
+    from gitwiki.agent_hooks import permissions, settings
 
-    path = settings.user_settings() if args.user else settings.project_settings(gitcli.discover(args.chdir).root)
-    if args.action == "install":
-        found = settings.install(path, args.program, args.allow_writes)
+    if args.user:
+        path = rules = settings.user_settings()
     else:
-        found = getattr(settings, args.action)(path, args.program)
+        root = gitcli.discover(args.chdir).root
+        path, rules = settings.project_settings(root), settings.local_settings(root)
+    if args.action == "install":
+        found = settings.install(path, rules, args.program, args.allow_writes)
+    else:
+        found = getattr(settings, args.action)(path, rules, args.program)
     print(f"settings: {path}")
     for s in found.hooks:
         print(f"  {s.name} ({s.event}): {s.state}")
-    for r in found.rules:
-        allowed = f"{r.present} of {r.total} allowed" if 0 < r.present < r.total else "asked"
-        print(f"  MCP {r.kind} ({r.total} tools): {'allowed' if r.present == r.total else allowed}")
+    total = len(permissions.WRITE_TOOLS)
+    allowed = {0: "asked", total: "allowed"}.get(found.writes, f"{found.writes} of {total} allowed")
+    approve = next(s.state for s in found.hooks if s.name == "approve-mcp")
+    print(f"  MCP reads: {'asked' if approve == 'missing' else 'allowed by the approve-mcp hook'}")
+    print(f"  MCP writes ({total} tools): {allowed} (rules in {found.rules})")
     for where in found.plugin:
         print(
             f"note: the gitwiki plugin is enabled in {where}: its hooks run beside these, and the second to "

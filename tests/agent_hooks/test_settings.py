@@ -30,8 +30,7 @@ def _settings(repo) -> dict:
     return json.loads((repo.path / ".claude" / "settings.json").read_text())
 
 
-READS = permissions.rules(False)
-WRITES = permissions.rules(True)[len(READS) :]
+WRITES = permissions.write_rules()
 
 
 def test_install_then_uninstall_gives_back_the_file_byte_for_byte(repo, cli):
@@ -44,9 +43,11 @@ def test_install_then_uninstall_gives_back_the_file_byte_for_byte(repo, cli):
     assert code == 0
     assert out.splitlines()[0] == f"settings: {target}"
     assert all(f"  {h.name} ({h.event}): installed" in out for h in HOOK_TYPES)
-    assert "  MCP reads (12 tools): allowed\n  MCP writes (7 tools): asked\n" in out
+    local = repo.path / ".claude" / "settings.local.json"
+    assert f"  MCP reads: allowed by the approve-mcp hook\n  MCP writes (7 tools): asked (rules in {local})\n" in out
     installed = _settings(repo)
-    assert installed["permissions"] == {"allow": ["Bash(npm test:*)", *READS]} and installed["model"] == "opus"
+    assert installed["permissions"] == OTHER["permissions"] and installed["model"] == "opus"
+    assert not local.exists()
     assert installed["hooks"]["PreToolUse"][:2] == OTHER["hooks"]["PreToolUse"]
     assert installed["hooks"]["PreToolUse"][2] == {
         "matcher": "Read|Edit|Write|Glob|Grep|Bash",
@@ -62,7 +63,7 @@ def test_install_then_uninstall_gives_back_the_file_byte_for_byte(repo, cli):
     assert "next:" not in cli("hooks", "install", cwd=repo.path)[1]
 
     code, out, _ = cli("hooks", "uninstall", cwd=repo.path)
-    assert code == 0 and "  prompt (UserPromptSubmit): missing" in out and "  MCP reads (12 tools): asked" in out
+    assert code == 0 and "  prompt (UserPromptSubmit): missing" in out and "  MCP reads: asked" in out
     assert target.read_text() == original
     assert not (repo.path / ".claude" / "gitwiki-hooks.json").exists()
 
@@ -70,19 +71,50 @@ def test_install_then_uninstall_gives_back_the_file_byte_for_byte(repo, cli):
 def test_install_into_a_missing_file_and_uninstall_leaves_an_empty_object(repo, cli):
     repo.commit("start")
     cli("hooks", "install", "--command", "/opt/gw/bin/gitwiki", cwd=repo.path)
-    assert _settings(repo) == {"hooks": hooks_table("/opt/gw/bin/gitwiki"), "permissions": {"allow": READS}}
+    assert _settings(repo) == {"hooks": hooks_table("/opt/gw/bin/gitwiki")}
     cli("hooks", "uninstall", cwd=repo.path)
     assert _settings(repo) == {}
 
 
-def test_allow_writes_adds_the_write_rules_and_a_later_install_without_it_takes_them_back(repo, cli):
+def test_allow_writes_adds_the_write_rules_where_an_untrusted_workspace_reads_them(repo, cli):
+    """Claude Code ignores .claude/settings.json's permission rules in a workspace not trusted yet (every
+    `claude -p` in a fresh checkout): the write rules go to settings.local.json, which it honours there."""
     repo.commit("start")
+    local = repo.path / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text('{"permissions": {"allow": ["Bash(make:*)"]}}\n')
     code, out, _ = cli("hooks", "install", "--allow-writes", cwd=repo.path)
-    assert code == 0 and "  MCP writes (7 tools): allowed" in out
-    assert _settings(repo)["permissions"]["allow"] == READS + WRITES
+    assert code == 0 and "  MCP writes (7 tools): allowed (rules in" in out
+    assert json.loads(local.read_text())["permissions"]["allow"] == ["Bash(make:*)", *WRITES]
     assert WRITES == [f"mcp__gitwiki__{t}" for t in permissions.WRITE_TOOLS]
+    assert "permissions" not in _settings(repo)
     cli("hooks", "install", cwd=repo.path)
-    assert _settings(repo)["permissions"]["allow"] == READS
+    assert local.read_text() == '{"permissions": {"allow": ["Bash(make:*)"]}}\n'
+    cli("hooks", "install", "--allow-writes", cwd=repo.path)
+    cli("hooks", "uninstall", cwd=repo.path)
+    assert local.read_text() == '{"permissions": {"allow": ["Bash(make:*)"]}}\n'
+
+
+def test_with_user_the_write_rules_go_to_the_user_settings(repo, cli, tmp_path, monkeypatch):
+    repo.commit("start")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    cli("hooks", "install", "--user", "--allow-writes", cwd=repo.path)
+    user = json.loads((tmp_path / "claude" / "settings.json").read_text())
+    assert user["permissions"]["allow"] == WRITES and user["hooks"] == hooks_table()
+    cli("hooks", "uninstall", "--user", cwd=repo.path)
+    assert json.loads((tmp_path / "claude" / "settings.json").read_text()) == {}
+
+
+def test_an_entry_of_ours_removed_by_hand_is_added_again(tmp_path):
+    target = tmp_path / "settings.json"
+    install(target, target)
+    data = json.loads(target.read_text())
+    del data["hooks"]["Stop"]
+    target.write_text(json.dumps(data))
+    install(target, target)
+    assert json.loads(target.read_text())["hooks"]["Stop"] == hooks_table()["Stop"]
+    uninstall(target, target)
+    assert json.loads(target.read_text()) == {}
 
 
 def test_the_command_is_gitwiki_hook_beside_the_program():
@@ -111,13 +143,13 @@ def test_commands_that_merely_run_a_gitwiki_hook_are_the_users_and_stay(tmp_path
     target = tmp_path / "settings.json"
     original = json.dumps(USERS_OWN, indent=2) + "\n"
     target.write_text(original)
-    assert {s.name: s.state for s in status(target).hooks}["stop"] == "missing"
-    install(target)
+    assert {s.name: s.state for s in status(target, target).hooks}["stop"] == "missing"
+    install(target, target)
     after = json.loads(target.read_text())
     assert after["hooks"]["SessionStart"][0] == USERS_OWN["hooks"]["SessionStart"][0]
     assert after["hooks"]["Stop"][0] == USERS_OWN["hooks"]["Stop"][0]
     assert after["hooks"]["PreToolUse"][0] == USERS_OWN["hooks"]["PreToolUse"][0]
-    uninstall(target)
+    uninstall(target, target)
     assert target.read_text() == original
 
 
@@ -127,32 +159,32 @@ def test_entries_the_user_had_before_install_stay_after_uninstall(tmp_path):
     stop = {"hooks": [{"type": "command", "command": "gitwiki-hook stop", "timeout": 10}]}
     original = json.dumps({"permissions": {"allow": ["mcp__gitwiki__ground"]}, "hooks": {"Stop": [stop]}}) + "\n"
     target.write_text(original)
-    found = {s.name: s.state for s in status(target).hooks}
+    found = {s.name: s.state for s in status(target, target).hooks}
     assert found["stop"] == "yours" and found["prompt"] == "missing"
-    install(target)
+    install(target, target)
     data = json.loads(target.read_text())
-    assert data["hooks"]["Stop"] == [stop] and data["permissions"]["allow"].count("mcp__gitwiki__ground") == 1
-    assert {s.name: s.state for s in status(target).hooks}["stop"] == "yours"
-    uninstall(target)
+    assert data["hooks"]["Stop"] == [stop] and data["permissions"]["allow"] == ["mcp__gitwiki__ground"]
+    assert {s.name: s.state for s in status(target, target).hooks}["stop"] == "yours"
+    uninstall(target, target)
     assert target.read_text() == original
 
 
 def test_status_reports_a_copy_of_ours_as_duplicated(tmp_path):
     target = tmp_path / "settings.json"
-    install(target)
+    install(target, target)
     data = json.loads(target.read_text())
     data["hooks"]["Stop"].append(data["hooks"]["Stop"][0])
     target.write_text(json.dumps(data))
-    found = {s.name: s.state for s in status(target).hooks}
+    found = {s.name: s.state for s in status(target, target).hooks}
     assert found["stop"] == "duplicated" and found["session"] == "installed"
-    uninstall(target)
+    uninstall(target, target)
     assert json.loads(target.read_text())["hooks"]["Stop"] == data["hooks"]["Stop"][:1]  # the copy is the user's
 
 
 def test_another_command_replaces_ours(tmp_path):
     target = tmp_path / "settings.json"
-    install(target)
-    install(target, "/opt/gw/bin/gitwiki")
+    install(target, target)
+    install(target, target, "/opt/gw/bin/gitwiki")
     commands = [e["command"] for gs in json.loads(target.read_text())["hooks"].values() for g in gs for e in g["hooks"]]
     assert sorted(commands) == sorted(f"/opt/gw/bin/gitwiki-hook {h.name}" for h in HOOK_TYPES)
 
@@ -195,9 +227,9 @@ def test_settings_that_are_not_utf8_are_reported(repo, cli):
 def test_numbers_out_of_double_range_survive_install(tmp_path):
     target = tmp_path / "settings.json"
     target.write_text('{"big": 1e400, "tiny": 5e-400}')
-    install(target)
+    install(target, target)
     assert target.read_text().startswith('{"big": 1e400, "tiny": 5e-400, "hooks": {')
-    uninstall(target)
+    uninstall(target, target)
     assert target.read_text() == '{"big": 1e400, "tiny": 5e-400}'
 
 
@@ -238,7 +270,11 @@ SETTINGS = st.fixed_dictionaries(
             st.sampled_from([h.event for h in HOOK_TYPES] + ["Notification"]), st.lists(GROUP, max_size=2)
         ),
         "permissions": st.fixed_dictionaries(
-            {}, optional={"allow": st.lists(st.sampled_from(READS + WRITES + ["Bash"]), max_size=3), "deny": ANY}
+            {},
+            optional={
+                "allow": st.lists(st.sampled_from([*WRITES, "Bash", "mcp__gitwiki__ground"]), max_size=3),
+                "deny": ANY,
+            },
         ),
         "model": ANY,
         "env": st.dictionaries(JSON_KEYS, ANY, max_size=3),
@@ -261,12 +297,12 @@ def test_install_then_uninstall_on_any_settings_gives_the_same_bytes(tmp_path, d
     target = tmp_path / "settings.json"
     original = _text(data, layout) + ("\n" if newline else "")
     target.write_text(original)
-    install(target, allow_writes=writes)
+    install(target, target, allow_writes=writes)
     installed = target.read_text()
-    assert {s.state for s in status(target).hooks} <= {"installed", "duplicated", "yours"}
-    install(target, allow_writes=writes)
+    assert {s.state for s in status(target, target).hooks} <= {"installed", "duplicated", "yours"}
+    install(target, target, allow_writes=writes)
     assert target.read_text() == installed
-    uninstall(target)
+    uninstall(target, target)
     assert target.read_text() == original
     assert not (tmp_path / "gitwiki-hooks.json").exists()
 
