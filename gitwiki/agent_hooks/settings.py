@@ -11,9 +11,12 @@ the settings' shape is reported and never rewritten.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -138,6 +141,26 @@ def status(path: Path, rules_path: Path, program: str = DEFAULT_COMMAND) -> Stat
 def _converge(path: Path, hooks: list[dict], rules: list[str]) -> None:
     """Make our part of `path` exactly `hooks` (entries {"hook", "event", "group"}) and `rules`: remove
     what the record holds beyond them, append what is missing, record what was added."""
+    if not (hooks or rules or path.exists() or _record_path(path).exists()):
+        return  # nothing to add, nothing added: not even the folder is made
+    with _locked(path.parent):
+        _converge_locked(path, hooks, rules)
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """One install or uninstall at a time per settings folder: the file and its record are read, edited and
+    written together (a lock on the folder itself, so no lock file is left beside the settings)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _converge_locked(path: Path, hooks: list[dict], rules: list[str]) -> None:
     original = _read(path)
     text = original if original.strip() else "{}\n"
     record = _load_record(path)

@@ -350,3 +350,11 @@ def test_install_says_when_the_plugin_is_enabled_too(repo, cli, tmp_path, monkey
     assert f"note: the gitwiki plugin is enabled in {user}: its hooks run beside these" in out
     user.write_text(json.dumps({"enabledPlugins": {"gitwiki@gitwiki": False}}))
     assert "note:" not in cli("hooks", "status", cwd=repo.path)[1]
+
+
+def test_uninstall_where_nothing_was_installed_creates_nothing(repo, cli):
+    repo.commit("start")
+    code, out, _ = cli("hooks", "uninstall", cwd=repo.path)
+    assert code == 0 and "  session (SessionStart): missing" in out
+    assert not (repo.path / ".claude").exists()
+
