@@ -357,4 +357,3 @@ def test_uninstall_where_nothing_was_installed_creates_nothing(repo, cli):
     code, out, _ = cli("hooks", "uninstall", cwd=repo.path)
     assert code == 0 and "  session (SessionStart): missing" in out
     assert not (repo.path / ".claude").exists()
-
