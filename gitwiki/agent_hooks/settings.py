@@ -43,6 +43,7 @@ class Status(NamedTuple):
     writes: int  # of the write tools' rules, how many the rules file allows (ours or the user's)
     rules: Path  # the file that holds them
     plugin: list[str]  # settings files that enable the gitwiki plugin
+    others: list[str]  # "EVENT: command" of the user's entries that run a gitwiki hook (not ours)
 
 
 def project_settings(root: Path) -> Path:
@@ -135,7 +136,25 @@ def status(path: Path, rules_path: Path, program: str = DEFAULT_COMMAND) -> Stat
         hooks.append(HookState(hook.name, hook.event, state))
     rules_text = _read(rules_path) or "{}"
     writes = sum(1 for r in permissions.write_rules() if _count(rules_text, ["permissions", "allow"], r))
-    return Status(hooks, writes, rules_path, plugin_enabled(path))
+    return Status(hooks, writes, rules_path, plugin_enabled(path), _others(text, program))
+
+
+def _others(text: str, program: str) -> list[str]:
+    """The commands in `text` that run a gitwiki hook but are not a group install writes: the user's own, or
+    an install's from before the record (shown, so that a hook running twice can be found and removed)."""
+    ours = [_tree(render(group_for(h, program))).value for h in HOOK_TYPES]
+    found = []
+    hooks = _find(text, ["hooks"])
+    table = hooks.value if hooks is not None and isinstance(hooks.value, dict) else {}
+    for event, groups in table.items():
+        for group in groups:
+            if group in ours:
+                continue
+            for entry in group.get("hooks", []):
+                command = entry.get("command") if isinstance(entry, dict) else None
+                if isinstance(command, str) and ("gitwiki-hook" in command or "gitwiki hook" in command):
+                    found.append(f"{event}: {command}")
+    return found
 
 
 def _converge(path: Path, hooks: list[dict], rules: list[str]) -> None:

@@ -53,6 +53,8 @@ def hooks(args: argparse.Namespace) -> int:
     approve = next(s.state for s in found.hooks if s.name == "approve-mcp")
     print(f"  MCP reads: {'asked' if approve == 'missing' else 'allowed by the approve-mcp hook'}")
     print(f"  MCP writes ({total} tools): {allowed} (rules in {found.rules})")
+    for other in found.others:
+        print(f"  yours, also running a gitwiki hook: {other}")
     for where in found.plugin:
         print(
             f"note: the gitwiki plugin is enabled in {where}: its hooks run beside these, and the second to "

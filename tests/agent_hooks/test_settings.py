@@ -143,8 +143,15 @@ def test_commands_that_merely_run_a_gitwiki_hook_are_the_users_and_stay(tmp_path
     target = tmp_path / "settings.json"
     original = json.dumps(USERS_OWN, indent=2) + "\n"
     target.write_text(original)
-    assert {s.name: s.state for s in status(target, target).hooks}["stop"] == "missing"
+    found = status(target, target)
+    assert {s.name: s.state for s in found.hooks}["stop"] == "missing"
+    assert found.others == [
+        "SessionStart: gitwiki hook session && /usr/local/bin/my-notify",
+        "Stop: /opt/tools/gitwiki-hook stop --notify-slack",
+        "PreToolUse: gitwiki-hook ambient",
+    ]
     install(target, target)
+    assert len(status(target, target).others) == 3
     after = json.loads(target.read_text())
     assert after["hooks"]["SessionStart"][0] == USERS_OWN["hooks"]["SessionStart"][0]
     assert after["hooks"]["Stop"][0] == USERS_OWN["hooks"]["Stop"][0]
