@@ -169,7 +169,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root, work = Path(tmp) / "repo", Path(tmp) / "work"
         root.mkdir()
-        build(root, args.pages)
+        build(root, args.pages, ENV)
         memory_pages(root)
         (root / "src").mkdir()
         (root / "src" / "deploy_queue.py").write_text(SOURCE)
