@@ -96,9 +96,10 @@ def events(root: Path) -> dict[str, dict]:
         "subagent": {**base, "hook_event_name": "SubagentStart", "agent_id": "a1", "agent_type": "Explore"},
         "approve-mcp": {
             **base,
-            "hook_event_name": "PermissionRequest",
+            "hook_event_name": "PreToolUse",
             "tool_name": "mcp__gitwiki__ground",
             "tool_input": {"query": "deploy"},
+            "tool_use_id": "toolu_02",
         },
     }
 
@@ -168,7 +169,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root, work = Path(tmp) / "repo", Path(tmp) / "work"
         root.mkdir()
-        build(root, args.pages)
+        build(root, args.pages, ENV)
         memory_pages(root)
         (root / "src").mkdir()
         (root / "src" / "deploy_queue.py").write_text(SOURCE)

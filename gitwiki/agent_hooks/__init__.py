@@ -25,14 +25,17 @@ MCP_PREFIXES = ("mcp__gitwiki__", "mcp__plugin_gitwiki_gitwiki__")
 HOOK_TYPES = (
     HookType("session", "SessionStart", None, "briefing: corpora, freshness, memory topics, the checkpoint"),
     HookType("prompt", "UserPromptSubmit", None, "the wiki and memory sections that match the prompt"),
-    HookType("ambient", "PreToolUse", "Read|Edit|Write|Glob|Grep", "notes on the file a tool is about to touch"),
+    # Bash too: file reads and searches go through it (`cat`, `sed -n`, `grep`, `rg`) in Claude Code builds
+    # without Glob and Grep tools; Glob and Grep stay for the builds that have them.
+    HookType("ambient", "PreToolUse", "Read|Edit|Write|Glob|Grep|Bash", "notes on the file a tool is about to touch"),
     HookType("post-build", "PostToolUse", "Bash", "after a failed build or test command, notes on its error"),
     HookType("error-context", "PostToolUseFailure", None, "notes on a failed tool call's error"),
     HookType("pre-compact", "PreCompact", None, "keeps the checkpoint and focus topics for after the compaction"),
     HookType("stop", "Stop", None, "a reminder to store findings when files were edited and nothing was stored"),
     HookType("subagent", "SubagentStart", None, "the memory topic list for a subagent"),
+    # PreToolUse, not PermissionRequest: Claude Code never runs PermissionRequest hooks in print mode (`-p`).
     HookType(
-        "approve-mcp", "PermissionRequest", "|".join(p + ".*" for p in MCP_PREFIXES), "allows gitwiki's own MCP tools"
+        "approve-mcp", "PreToolUse", "|".join(p + ".*" for p in MCP_PREFIXES), "allows gitwiki's read-only MCP tools"
     ),
 )
 BY_NAME = {h.name: h for h in HOOK_TYPES}

@@ -55,6 +55,7 @@ def session_start(call: Call) -> dict | None:
         return context("SessionStart", "\n".join(lines), call.limit)
     corpora = lookup.config.corpora
     head, changed_all = status.worktree_status(lookup.root, lookup.git_dir, lookup.index_dir, [c.path for c in corpora])
+    changed_all = _unsearched(lookup, changed_all)
     states = {c.name: lookup.store.state(c.name) for c in corpora}
     moved = head is not None and any(s is not None and s.commit != head for s in states.values())
     trees = gitcli.head_trees(lookup.root, [c.path for c in corpora])[1] if moved else {}
@@ -77,6 +78,13 @@ def session_start(call: Call) -> dict | None:
         lines.append(known.meta)
     lines.extend(_checkpoint(known))
     return context("SessionStart", "\n".join(lines), call.limit)
+
+
+def _unsearched(lookup: Lookup, changed: list[str]) -> list[str]:
+    """The changed pages whose worktree version the hooks' answers do not show: all but the memory pages
+    whose new version the index already holds, which Lookup.paths overlays (a page stored this session)."""
+    on_disk = lookup.memory_blobs() if any(map(lookup.is_memory, changed)) else {}
+    return [p for p in changed if p not in on_disk or lookup.paths.get(on_disk[p]) != p]
 
 
 def after_compaction(call: Call) -> str:

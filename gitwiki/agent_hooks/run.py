@@ -12,7 +12,8 @@ import json
 import time
 from pathlib import Path
 
-from gitwiki.agent_hooks.protocol import approve_mcp, parse_event
+from gitwiki.agent_hooks.permissions import approve
+from gitwiki.agent_hooks.protocol import parse_event
 from gitwiki.errors import GitwikiError
 
 LOG_NAME = "agent-hooks.log"
@@ -38,7 +39,7 @@ def run(name: str, raw: bytes, cwd: str) -> str:
     if event is None:
         return ""
     if name == "approve-mcp":  # needs no repository: the tool name decides
-        return _dump(approve_mcp(event))
+        return _dump(approve(event))
     # The index code loads only past this point: approve-mcp answers without it.
     from gitwiki import gitcli
     from gitwiki.agent_hooks.handlers import Call
@@ -61,6 +62,8 @@ def run(name: str, raw: bytes, cwd: str) -> str:
         log_dir = lookup.index_dir
         session_id = event.get("session_id") if lookup.store is not None else None
         with open_session(lookup.index_dir, session_id if isinstance(session_id, str) else "") as session:
+            if not session.first_to_answer(name, raw, event.get("transcript_path")):  # plugin and settings copies
+                return ""
             return _dump(handler(Call(event, lookup, session)))
     except Exception:
         import traceback  # 1.5 ms with linecache and tokenize, paid only when something went wrong

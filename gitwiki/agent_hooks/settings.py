@@ -1,35 +1,59 @@
-"""`gitwiki hooks install|uninstall|status`: our entries in a Claude Code settings file, merged with the rest.
+"""`gitwiki hooks install|uninstall|status`: gitwiki's entries in a Claude Code settings file, edited in place.
 
-A settings file maps `hooks` → event → a list of matcher groups `{"matcher": …, "hooks": [{"type": "command",
-"command": …}]}`. Ours are the command hooks that run `gitwiki-hook TYPE` (or `gitwiki hook TYPE`, the CLI
-form); everything else in the file is kept as it was, key order included, and a file that is not valid JSON
-of that shape is reported, never rewritten.
+Ours are the matcher groups (`hooks` → event → `{"matcher": …, "hooks": [{"type": "command", "command":
+"gitwiki-hook TYPE", …}]}`) and the `permissions.allow` rules that `install` added, exactly as it wrote
+them. A command that merely runs gitwiki-hook, or an identical entry the user wrote before us, is the
+user's: the record beside the settings file (`gitwiki-hooks.json`) says what was added, and `uninstall`
+removes only that. The file is edited as text (jsontext.py): every other byte stays as it was, numbers
+included, and uninstall after install gives the original bytes back. A file that is not strict JSON of
+the settings' shape is reported and never rewritten.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import functools
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from gitwiki.agent_hooks import BY_NAME, HOOK_TIMEOUT, HOOK_TYPES, HookType
+from gitwiki.agent_hooks import HOOK_TIMEOUT, HOOK_TYPES, HookType, permissions
+from gitwiki.agent_hooks.jsontext import JsonTextError, Node, insert, parse, remove, render
 from gitwiki.errors import UsageError
 from gitwiki.fs import atomic_write
 
 DEFAULT_COMMAND = "gitwiki"
 PROGRAMS = ("gitwiki", "gitwiki.exe")
 HOOK_PROGRAMS = ("gitwiki-hook", "gitwiki-hook.exe")  # console scripts installed beside PROGRAMS
+RECORD = "gitwiki-hooks.json"  # beside the settings file: what install added to it
+PLUGIN = "gitwiki@"  # `enabledPlugins` keys of the plugin, from any marketplace: gitwiki@<marketplace>
 
 
 class HookState(NamedTuple):
     name: str
     event: str
-    state: str  # installed | missing | changed (ours, with another event or matcher) | duplicated
+    state: str  # installed | duplicated (ours, and an identical entry of the user's) | yours | missing
+
+
+class Status(NamedTuple):
+    hooks: list[HookState]
+    writes: int  # of the write tools' rules, how many the rules file allows (ours or the user's)
+    rules: Path  # the file that holds them
+    plugin: list[str]  # settings files that enable the gitwiki plugin
+    others: list[str]  # "EVENT: command" of the user's entries that run a gitwiki hook (not ours)
 
 
 def project_settings(root: Path) -> Path:
     return root / ".claude" / "settings.json"
+
+
+def local_settings(root: Path) -> Path:
+    """Where a project install keeps the write rules: the workspace's own file, which Claude Code honours in a
+    workspace the user has not trusted (it ignores .claude/settings.json's permission rules there)."""
+    return root / ".claude" / "settings.local.json"
 
 
 def user_settings() -> Path:
@@ -47,50 +71,181 @@ def command_for(hook: HookType, program: str = DEFAULT_COMMAND) -> str:
     return f"{program} hook {hook.name}"
 
 
-def hook_type_of(command: object) -> str | None:
-    """The hook type a command runs if it is one of ours, else None: `… gitwiki-hook TYPE`, or the CLI form
-    `… gitwiki hook TYPE` that installs before the lean entry point wrote (and still write for a program
-    that is not a path to gitwiki)."""
-    if not isinstance(command, str):
-        return None
-    words = [os.path.basename(w.strip("\"'")) for w in command.split()]
-    for i in range(len(words) - 1):
-        if words[i] in HOOK_PROGRAMS and words[i + 1] in BY_NAME:
-            return words[i + 1]
-        if words[i] in PROGRAMS and words[i + 1] == "hook" and i + 2 < len(words) and words[i + 2] in BY_NAME:
-            return words[i + 2]
-    return None
+def group_for(hook: HookType, program: str = DEFAULT_COMMAND) -> dict:
+    """The matcher group install writes for `hook`: exactly this, and nothing else, is ours."""
+    group: dict = {"matcher": hook.matcher} if hook.matcher else {}
+    group["hooks"] = [{"type": "command", "command": command_for(hook, program), "timeout": HOOK_TIMEOUT}]
+    return group
 
 
 def hooks_table(program: str = DEFAULT_COMMAND) -> dict:
-    """Our part of a settings file (also the plugin's hooks/hooks.json)."""
+    """Our part of a settings file's `hooks` (also the plugin's hooks/hooks.json)."""
     table: dict[str, list] = {}
     for hook in HOOK_TYPES:
-        group: dict = {"matcher": hook.matcher} if hook.matcher else {}
-        group["hooks"] = [{"type": "command", "command": command_for(hook, program), "timeout": HOOK_TIMEOUT}]
-        table.setdefault(hook.event, []).append(group)
+        table.setdefault(hook.event, []).append(group_for(hook, program))
     return table
 
 
-def read(path: Path) -> dict:
-    """The settings in `path` ({} when it does not exist); a malformed file is an error that names it."""
+class _Record(NamedTuple):
+    """What install added to one settings file: hook groups, allow rules, and the containers it created
+    (removed again when uninstall leaves them empty)."""
+
+    hooks: list[dict]  # {"hook": name, "event": event, "group": group}
+    rules: list[str]
+    created: list[list[str]]  # key paths, e.g. ["hooks", "Stop"]
+
+    def json(self) -> dict:
+        return {"hooks": self.hooks, "rules": self.rules, "created": self.created}
+
+
+def install(path: Path, rules_path: Path, program: str = DEFAULT_COMMAND, allow_writes: bool = False) -> Status:
+    """Add our hooks to `path` and, with `allow_writes`, the rules that allow gitwiki's writing MCP tools to
+    `rules_path` (its reads are allowed by the approve-mcp hook). Our entries from an earlier install that
+    differ (another command, a matcher since changed, writes no longer wanted) are replaced, and ours that
+    are missing are added again: running it twice changes nothing."""
+    hooks = [{"hook": h.name, "event": h.event, "group": group_for(h, program)} for h in HOOK_TYPES]
+    rules = permissions.write_rules() if allow_writes else []
+    if rules_path == path:
+        _converge(path, hooks, rules)
+    else:
+        _converge(path, hooks, [])
+        _converge(rules_path, [], rules)
+    return status(path, rules_path, program)
+
+
+def uninstall(path: Path, rules_path: Path, program: str = DEFAULT_COMMAND) -> Status:
+    """Remove exactly what install added and recorded; everything else stays, byte for byte."""
+    for where in dict.fromkeys([path, rules_path]):
+        _converge(where, [], [])
+    return status(path, rules_path, program)
+
+
+def status(path: Path, rules_path: Path, program: str = DEFAULT_COMMAND) -> Status:
+    text = _read(path) or "{}"
+    record = _load_record(path)
+    hooks = []
+    for hook in HOOK_TYPES:
+        group = group_for(hook, program)
+        ours = [e for e in record.hooks if e["hook"] == hook.name and _count(text, ["hooks", e["event"]], e["group"])]
+        present = _count(text, ["hooks", hook.event], group)
+        if ours:
+            mine = sum(1 for e in ours if e["group"] == group)
+            state = "duplicated" if present > mine else "installed"
+        else:
+            state = "yours" if present else "missing"
+        hooks.append(HookState(hook.name, hook.event, state))
+    rules_text = _read(rules_path) or "{}"
+    writes = sum(1 for r in permissions.write_rules() if _count(rules_text, ["permissions", "allow"], r))
+    return Status(hooks, writes, rules_path, plugin_enabled(path), _others(text, program))
+
+
+def _others(text: str, program: str) -> list[str]:
+    """The commands in `text` that run a gitwiki hook but are not a group install writes: the user's own, or
+    an install's from before the record (shown, so that a hook running twice can be found and removed)."""
+    ours = [_tree(render(group_for(h, program))).value for h in HOOK_TYPES]
+    found = []
+    hooks = _find(text, ["hooks"])
+    table = hooks.value if hooks is not None and isinstance(hooks.value, dict) else {}
+    for event, groups in table.items():
+        for group in groups:
+            if group in ours:
+                continue
+            for entry in group.get("hooks", []):
+                command = entry.get("command") if isinstance(entry, dict) else None
+                if isinstance(command, str) and ("gitwiki-hook" in command or "gitwiki hook" in command):
+                    found.append(f"{event}: {command}")
+    return found
+
+
+def _converge(path: Path, hooks: list[dict], rules: list[str]) -> None:
+    """Make our part of `path` exactly `hooks` (entries {"hook", "event", "group"}) and `rules`: remove
+    what the record holds beyond them, append what is missing, record what was added."""
+    if not (hooks or rules or path.exists() or _record_path(path).exists()):
+        return  # nothing to add, nothing added: not even the folder is made
+    with _locked(path.parent):
+        _converge_locked(path, hooks, rules)
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """One install or uninstall at a time per settings folder: the file and its record are read, edited and
+    written together (a lock on the folder itself, so no lock file is left beside the settings)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _converge_locked(path: Path, hooks: list[dict], rules: list[str]) -> None:
+    original = _read(path)
+    text = original if original.strip() else "{}\n"
+    record = _load_record(path)
+    for entry in [e for e in record.hooks if e not in hooks]:
+        text = _remove_last(text, ["hooks", entry["event"]], entry["group"])
+        record.hooks.remove(entry)
+    for rule in [r for r in record.rules if r not in rules]:
+        text = _remove_last(text, ["permissions", "allow"], rule)
+        record.rules.remove(rule)
+    for entry in hooks:  # one the user has already (not recorded) is theirs and not added twice
+        if not _count(text, ["hooks", entry["event"]], entry["group"]):
+            text = _append(text, ["hooks", entry["event"]], entry["group"], record)
+            if entry not in record.hooks:  # recorded but missing: removed by hand, added again
+                record.hooks.append(entry)
+    for rule in rules:
+        if not _count(text, ["permissions", "allow"], rule):
+            text = _append(text, ["permissions", "allow"], rule, record)
+            if rule not in record.rules:
+                record.rules.append(rule)
+    text = _drop_empty(text, record)
+    if not hooks and not rules:
+        record.created.clear()
+    _save_record(path, record)  # first: an entry written but not recorded would become the user's
+    if text != original and (original or hooks or rules):
+        atomic_write(path, text)
+
+
+def plugin_enabled(path: Path) -> list[str]:
+    """The settings files beside `path` (and the user's) whose `enabledPlugins` turn the gitwiki plugin on:
+    its hooks then run beside these (the second to answer an event stays silent, docs/agent-hooks.md)."""
+    found = []
+    for candidate in dict.fromkeys([path, path.with_name("settings.local.json"), user_settings()]):
+        try:
+            data = json.loads(candidate.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        enabled = data.get("enabledPlugins") if isinstance(data, dict) else None
+        if isinstance(enabled, dict) and any(k.startswith(PLUGIN) and v is True for k, v in enabled.items()):
+            found.append(str(candidate))
+    return found
+
+
+def _read(path: Path) -> str:
+    """The settings text ("" when the file does not exist), checked: strict JSON of the settings' shape."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return {}
+        return ""
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path} is not UTF-8 ({e.reason} at byte {e.start}); {_HANDS_OFF}") from None
     except OSError as e:
         raise UsageError(f"cannot read {path} ({e.strerror})") from None
-    try:
-        data = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{path} is not valid JSON ({e}); fix it by hand, gitwiki leaves it as it is") from None
-    problem = _shape_problem(data)
-    if problem:
-        raise UsageError(f"{path}: {problem}; fix it by hand, gitwiki leaves it as it is")
-    return data
+    if text.strip():
+        try:
+            problem = _shape_problem(_tree(text).value)
+        except JsonTextError as e:
+            raise UsageError(f"{path} is not valid JSON ({e}); {_HANDS_OFF}") from None
+        if problem:
+            raise UsageError(f"{path}: {problem}; {_HANDS_OFF}")
+    return text
 
 
-def _shape_problem(data) -> str | None:
+_HANDS_OFF = "fix it by hand, gitwiki leaves it as it is"
+
+
+def _shape_problem(data: object) -> str | None:
     if not isinstance(data, dict):
         return "the settings must be a JSON object"
     hooks = data.get("hooks", {})
@@ -101,65 +256,116 @@ def _shape_problem(data) -> str | None:
             return f'"hooks.{event}" must be a list of matcher groups'
         if not all(isinstance(g.get("hooks", []), list) for g in groups):
             return f'"hooks.{event}[].hooks" must be a list'
+    allowed = data.get("permissions", {})
+    if not isinstance(allowed, dict) or not isinstance(allowed.get("allow", []), list):
+        return '"permissions" must be an object whose "allow" is a list of rules'
     return None
 
 
-def _without_ours(hooks: dict) -> dict:
-    """`hooks` minus every command hook of ours; groups and events left empty by that are dropped."""
-    out: dict = {}
-    for event, groups in hooks.items():
-        kept_groups = []
-        for group in groups:
-            entries = group.get("hooks", [])
-            kept = [e for e in entries if not (isinstance(e, dict) and hook_type_of(e.get("command")))]
-            if kept or not entries:
-                kept_groups.append({**group, "hooks": kept} if len(kept) != len(entries) else group)
-        if kept_groups or not groups:
-            out[event] = kept_groups
-    return out
+@functools.lru_cache(maxsize=16)
+def _tree(text: str) -> Node:
+    """`parse(text)`, kept: an install looks up a dozen places in each version of the text (never changed)."""
+    return parse(text)
 
 
-def install(path: Path, program: str = DEFAULT_COMMAND) -> list[HookState]:
-    data = read(path)
-    hooks = _without_ours(data.get("hooks", {}))
-    for event, groups in hooks_table(program).items():
-        hooks.setdefault(event, []).extend(groups)
-    _write(path, {**data, "hooks": hooks})
-    return status(path)
+def _find(text: str, keys: list[str]) -> Node | None:
+    node: Node | None = _tree(text)
+    for key in keys:
+        node = node.member(key) if node is not None and isinstance(node.value, dict) else None
+    return node
 
 
-def uninstall(path: Path) -> list[HookState]:
-    data = read(path)
-    if "hooks" in data:
-        hooks = _without_ours(data["hooks"])
-        if hooks:
-            data["hooks"] = hooks
-        else:
-            del data["hooks"]
-        _write(path, data)
-    return status(path)
+def _count(text: str, keys: list[str], value: object) -> int:
+    """How many items of the list at `keys` are exactly `value`."""
+    node = _find(text, keys)
+    wanted = _tree(render(value)).value
+    return sum(1 for child in node.children if child.value == wanted) if node is not None else 0
 
 
-def status(path: Path) -> list[HookState]:
-    found: dict[str, list[tuple[str, str | None]]] = {}
-    for event, groups in read(path).get("hooks", {}).items():
-        for group in groups:
-            for entry in group.get("hooks", []):
-                name = hook_type_of(entry.get("command")) if isinstance(entry, dict) else None
-                if name:
-                    found.setdefault(name, []).append((event, group.get("matcher") or None))
-    out = []
-    for hook in HOOK_TYPES:
-        where = found.get(hook.name, [])
-        if not where:
-            state = "missing"
-        elif len(where) > 1:
-            state = "duplicated"
-        else:
-            state = "installed" if where[0] == (hook.event, hook.matcher) else "changed"
-        out.append(HookState(hook.name, hook.event, state))
-    return out
+def _remove_last(text: str, keys: list[str], value: object) -> str:
+    """`text` without the last item of the list at `keys` that is exactly `value` (unchanged if none)."""
+    node = _find(text, keys)
+    wanted = _tree(render(value)).value
+    if node is None or not isinstance(node.value, list):
+        return text
+    for i in range(len(node.children) - 1, -1, -1):
+        if node.children[i].value == wanted:
+            return remove(text, node, i)
+    return text
 
 
-def _write(path: Path, data: dict) -> None:
-    atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+def _append(text: str, keys: list[str], value: object, record: _Record) -> str:
+    """`text` with `value` appended to the list at `keys`, creating (and recording) the objects and the list
+    on the way."""
+    for depth in range(len(keys)):
+        node = _find(text, keys[: depth + 1])
+        if node is None:
+            parent = _find(text, keys[:depth])
+            assert parent is not None  # the loop made it, or it is the document
+            empty: object = [] if depth == len(keys) - 1 else {}
+            text = insert(text, parent, empty, keys[depth])
+            record.created.append(keys[: depth + 1])
+    target = _find(text, keys)
+    assert target is not None
+    return insert(text, target, value)
+
+
+def _drop_empty(text: str, record: _Record) -> str:
+    """Remove the containers install created that hold nothing now, deepest first."""
+    for keys in sorted(record.created, key=len, reverse=True):
+        node = _find(text, keys)
+        parent = _find(text, keys[:-1])
+        if node is None or parent is None:
+            record.created.remove(keys)
+        elif not node.children:
+            text = remove(text, parent, max(i for i, k in enumerate(parent.keys) if k == keys[-1]))
+            record.created.remove(keys)
+    return text
+
+
+def _record_path(path: Path) -> Path:
+    return path.with_name(RECORD)
+
+
+def _load_record(path: Path) -> _Record:
+    where = _record_path(path)
+    try:
+        data = json.loads(where.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return _Record([], [], [])
+    except (OSError, ValueError) as e:
+        raise UsageError(f"cannot read {where} ({e}); fix or delete it (it lists what gitwiki added)") from None
+    entry = data.get(path.name, {}) if isinstance(data, dict) else None
+    if not isinstance(entry, dict) or not _is_record(entry):
+        raise UsageError(f"{where} is not a record gitwiki wrote; fix or delete it (it lists what gitwiki added)")
+    return _Record(list(entry.get("hooks", [])), list(entry.get("rules", [])), list(entry.get("created", [])))
+
+
+def _is_record(entry: dict) -> bool:
+    hooks, rules, created = entry.get("hooks", []), entry.get("rules", []), entry.get("created", [])
+    return (
+        isinstance(hooks, list)
+        and all(isinstance(e, dict) and {"hook", "event", "group"} <= e.keys() for e in hooks)
+        and isinstance(rules, list)
+        and all(isinstance(r, str) for r in rules)
+        and isinstance(created, list)
+        and all(isinstance(k, list) and k and all(isinstance(s, str) for s in k) for k in created)
+    )
+
+
+def _save_record(path: Path, record: _Record) -> None:
+    where = _record_path(path)
+    try:
+        data = json.loads(where.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        data = {}
+    empty = not (record.hooks or record.rules or record.created)
+    if empty:
+        data.pop(path.name, None)
+    else:
+        data[path.name] = record.json()
+    if data:
+        where.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(where, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    elif where.exists():
+        where.unlink()

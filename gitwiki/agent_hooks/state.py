@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 import re
 import time
+import zlib
 from pathlib import Path
 
 from gitwiki.fs import atomic_write
@@ -21,6 +23,12 @@ EXPIRY = 4 * 3600
 PRUNE_EVERY = 600
 PRUNED = ".pruned"  # its mtime: when expired sessions were last removed
 PHASES = ("Research", "Build", "Verify", "Debug")
+# Claude Code runs a command registered both by the plugin and in the settings once per source, at the
+# same time, on byte-identical stdin (anthropics/claude-code#76297): the copy that takes the session lock
+# second, within this many seconds (its hook timeout: the first copy is done or killed by then), says nothing.
+# The transcript's size is part of what makes two events the same: a later event with the same JSON (a
+# Stop after another short turn, a prompt typed again) comes after the transcript grew.
+DUPLICATE_WINDOW = 10
 
 
 class Session:
@@ -33,6 +41,7 @@ class Session:
             "phase": "Research",
             "edited": [],  # repo-relative paths an Edit or Write was about to change
             "reminded": False,
+            "answered": {},  # digest of a hook type and its event → when it was answered
             **data,
             "updated": now,
         }
@@ -40,6 +49,22 @@ class Session:
     @property
     def started(self) -> float:
         return self.data["started"]
+
+    def first_to_answer(self, hook: str, raw: bytes, transcript: object) -> bool:
+        """Whether no other process answered this very event (its stdin `raw`, with the `transcript` file
+        at its present size) for this hook type in the last DUPLICATE_WINDOW seconds: the plugin's copy of
+        a hook and the settings' one both get it. Records the answer."""
+        now = time.time()
+        answered = {k: t for k, t in self.data["answered"].items() if now - t < DUPLICATE_WINDOW}
+        size = -1
+        if isinstance(transcript, str) and transcript:
+            with contextlib.suppress(OSError):
+                size = os.stat(transcript).st_size
+        digest = f"{hook}:{len(raw)}:{zlib.crc32(raw):08x}:{size}"
+        first = digest not in answered
+        answered.setdefault(digest, now)
+        self.data["answered"] = answered
+        return first
 
     def seen(self, key: str) -> bool:
         return key in self.data["injected"]

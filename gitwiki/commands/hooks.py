@@ -6,10 +6,12 @@ import argparse
 def register(sub) -> None:
     p = sub.add_parser(
         "hooks",
-        help="install, remove or show gitwiki's Claude Code hooks",
-        description="Merge gitwiki's Claude Code hooks into .claude/settings.json (or the user settings with "
-        "--user), keeping every other hook; `uninstall` removes exactly gitwiki's; `status` shows them. "
-        "A settings file that is not valid JSON is reported and left as it is.",
+        help="install, remove or show gitwiki's Claude Code hooks and tool permissions",
+        description="Add gitwiki's Claude Code hooks to .claude/settings.json (or the user settings with --user): "
+        "they bring wiki and memory context, and let Claude Code run gitwiki's read-only MCP tools without "
+        "asking, in every mode. Every other byte of the file stays as it was. `uninstall` removes exactly "
+        "what `install` added (recorded in gitwiki-hooks.json beside the settings); `status` shows it. A "
+        "settings file that is not valid JSON is reported and left as it is.",
     )
     p.add_argument("action", choices=("install", "uninstall", "status"))
     p.add_argument("--user", action="store_true", help="the user settings (~/.claude/settings.json), not the project's")
@@ -20,21 +22,44 @@ def register(sub) -> None:
         metavar="PROGRAM",
         help="how Claude Code runs gitwiki, e.g. an absolute path (default: gitwiki on PATH)",
     )
+    p.add_argument(
+        "--allow-writes",
+        action="store_true",
+        help="install: also let Claude Code run gitwiki's writing tools (add_markdown, delete_markdown, index, "
+        "memory_store, memory_batch, memory_edit, memory_topics) without asking: permission rules in "
+        ".claude/settings.local.json (with --user, the user settings)",
+    )
     p.set_defaults(func=hooks)
 
 
 def hooks(args: argparse.Namespace) -> int:
     from gitwiki import gitcli
-    from gitwiki.agent_hooks import settings
+    from gitwiki.agent_hooks import permissions, settings
 
-    path = settings.user_settings() if args.user else settings.project_settings(gitcli.discover(args.chdir).root)
-    if args.action == "install":
-        states = settings.install(path, args.program)
+    if args.user:
+        path = rules = settings.user_settings()
     else:
-        states = getattr(settings, args.action)(path)
+        root = gitcli.discover(args.chdir).root
+        path, rules = settings.project_settings(root), settings.local_settings(root)
+    if args.action == "install":
+        found = settings.install(path, rules, args.program, args.allow_writes)
+    else:
+        found = getattr(settings, args.action)(path, rules, args.program)
     print(f"settings: {path}")
-    for s in states:
+    for s in found.hooks:
         print(f"  {s.name} ({s.event}): {s.state}")
+    total = len(permissions.WRITE_TOOLS)
+    allowed = {0: "asked", total: "allowed"}.get(found.writes, f"{found.writes} of {total} allowed")
+    approve = next(s.state for s in found.hooks if s.name == "approve-mcp")
+    print(f"  MCP reads: {'asked' if approve == 'missing' else 'allowed by the approve-mcp hook'}")
+    print(f"  MCP writes ({total} tools): {allowed} (rules in {found.rules})")
+    for other in found.others:
+        print(f"  yours, also running a gitwiki hook: {other}")
+    for where in found.plugin:
+        print(
+            f"note: the gitwiki plugin is enabled in {where}: its hooks run beside these, and the second to "
+            "answer an event stays silent"
+        )
     if args.action == "install" and not _has_index(args.chdir):
         print("next: gitwiki index (the hooks read the index and never build it)")
     return 0

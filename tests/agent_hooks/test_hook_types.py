@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
 from tests.agent_hooks.conftest import PAGES, context_of, load
 
@@ -31,6 +32,21 @@ def test_session_briefing_reports_corpora_freshness_memory_and_checkpoint(wiki, 
     text = context_of(hook("session", load("session_start", wiki.path, session_id="s2"), wiki.path)[1])
     assert f"behind HEAD {wiki.git('rev-parse', 'HEAD').strip()[:12]}: run `gitwiki index`" in text
     assert "1 pages changed in the worktree" in text
+
+
+def test_the_worktree_count_leaves_out_memory_pages_the_hooks_already_show(wiki, hook, cli):
+    """A memory entry stored this session is in the prompt hook's answers as soon as the index holds its page's
+    new version: the briefing must not count that page among those the hooks miss."""
+    code, _, err = cli("memory", "store", "keys", "zebra crossings need a second signing key", cwd=wiki.path)
+    assert code == 0, err
+    wiki.write("wiki/draft.md", "# Draft\n")
+    prompt = load("user_prompt_submit", wiki.path, prompt="zebra crossings signing key")
+    assert "- [memory] wiki/memory/keys.md:" in context_of(hook("prompt", prompt, wiki.path)[1])
+    changed = [line[3:] for line in wiki.git("status", "--porcelain", "--untracked-files=all").splitlines()]
+    assert "wiki/memory/keys.md" in changed
+    missed = [p for p in changed if p.startswith("wiki/") and not p.startswith("wiki/memory/")]
+    text = context_of(hook("session", load("session_start", wiki.path, session_id="s4"), wiki.path)[1])
+    assert f"; {len(missed)} pages changed in the worktree are not in the hooks' answers until committed" in text
 
 
 def test_session_without_index_says_how_to_build_one(repo, hook):
@@ -114,8 +130,16 @@ def test_error_context_searches_the_error(wiki, hook):
     assert hook("error-context", interrupted, wiki.path) == (0, None)
 
 
-def test_pre_compact_then_session_compact_reinjects_focus_and_checkpoint(wiki, hook):
-    assert hook("prompt", load("user_prompt_submit", wiki.path), wiki.path)[1] is not None
+def _turn(transcript: Path) -> str:
+    """The transcript after one more turn: the same event JSON later in a session comes with a longer one."""
+    with transcript.open("a") as f:
+        f.write('{"type": "assistant"}\n')
+    return str(transcript)
+
+
+def test_pre_compact_then_session_compact_reinjects_focus_and_checkpoint(wiki, hook, tmp_path):
+    prompt = load("user_prompt_submit", wiki.path, transcript_path=_turn(tmp_path / "t.jsonl"))
+    assert hook("prompt", prompt, wiki.path)[1] is not None
     hook("ambient", load("pre_tool_use_edit", wiki.path), wiki.path)
     assert hook("pre-compact", load("pre_compact", wiki.path), wiki.path) == (0, None)
     text = context_of(hook("session", load("session_start_compact", wiki.path), wiki.path)[1])
@@ -124,13 +148,15 @@ def test_pre_compact_then_session_compact_reinjects_focus_and_checkpoint(wiki, h
     assert "Files edited this session: src/keys.py." in text
     assert "## Task\n\nfix key rotation" in text
     # The compaction summarized the injected sections away: they may come again.
-    assert "wiki/deploy.md" in context_of(hook("prompt", load("user_prompt_submit", wiki.path), wiki.path)[1])
+    prompt["transcript_path"] = _turn(tmp_path / "t.jsonl")
+    assert "wiki/deploy.md" in context_of(hook("prompt", prompt, wiki.path)[1])
 
 
-def test_stop_reminds_once_when_files_were_edited_and_nothing_stored(wiki, hook):
-    assert hook("stop", load("stop", wiki.path), wiki.path) == (0, None)  # nothing edited
+def test_stop_reminds_once_when_files_were_edited_and_nothing_stored(wiki, hook, tmp_path):
+    transcript = tmp_path / "t.jsonl"
+    assert hook("stop", load("stop", wiki.path, transcript_path=_turn(transcript)), wiki.path) == (0, None)
     hook("ambient", load("pre_tool_use_edit", wiki.path), wiki.path)
-    code, answer = hook("stop", load("stop", wiki.path), wiki.path)
+    code, answer = hook("stop", load("stop", wiki.path, transcript_path=_turn(transcript)), wiki.path)
     assert answer["decision"] == "block"
     assert answer["reason"].startswith("gitwiki: this session edited src/keys.py and stored nothing in memory.")
     assert hook("stop", load("stop", wiki.path), wiki.path) == (0, None)  # once per session
@@ -162,15 +188,42 @@ def test_subagent_gets_the_topic_list(wiki, hook):
     assert context_of(answer).startswith("gitwiki memory topics, newest first: keys (1); search them")
 
 
-def test_approve_mcp_allows_gitwiki_tools_only(repo, hook, tmp_path):
-    code, answer = hook("approve-mcp", load("permission_request", repo.path), tmp_path)
+def test_approve_mcp_allows_the_read_only_gitwiki_tools_only(repo, hook, tmp_path):
+    """PreToolUse (Claude Code runs no PermissionRequest hook under -p): allow for gitwiki's reads, from the
+    server registered as gitwiki or from the plugin; no answer for its writes or any other tool."""
+    code, answer = hook("approve-mcp", load("pre_tool_use_mcp", repo.path), tmp_path)
     assert code == 0
-    assert answer == {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}
-    plugin_tool = load("permission_request", repo.path, tool_name="mcp__plugin_gitwiki_gitwiki__read_markdown")
+    assert answer == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "allow",
+            "permissionDecisionReason": "gitwiki: a read-only tool of the gitwiki MCP server",
+        }
+    }
+    plugin_tool = load("pre_tool_use_mcp", repo.path, tool_name="mcp__plugin_gitwiki_gitwiki__read_markdown")
     assert hook("approve-mcp", plugin_tool, tmp_path)[1] == answer
-    for foreign in ("mcp__github__create_issue", "mcp__gitwiki_evil__ground", "mcp__gitwiki__evil__x", "Bash"):
-        event = load("permission_request_foreign", repo.path, tool_name=foreign)
-        assert hook("approve-mcp", event, tmp_path) == (0, None), foreign
+    for tool, arguments in (
+        ("mcp__gitwiki__memory_topics", {}),  # list, the default action
+        ("mcp__gitwiki__memory_topics", {"action": "stats"}),
+        ("mcp__gitwiki__memory_topics", {"action": "prune"}),  # a dry run
+    ):
+        assert (
+            hook("approve-mcp", load("pre_tool_use_mcp", repo.path, tool_name=tool, tool_input=arguments), tmp_path)[1]
+            == answer
+        ), arguments
+    for tool, arguments in (
+        ("mcp__gitwiki__add_markdown", {"path": "x.md", "content": "# x"}),
+        ("mcp__gitwiki__memory_store", {"topic": "t", "text": "x"}),
+        ("mcp__gitwiki__memory_topics", {"action": "prune", "apply": True}),
+        ("mcp__gitwiki__memory_topics", {"action": "checkpoint", "task": "x"}),
+        ("mcp__gitwiki__memory_topics", "list"),
+        ("mcp__github__create_issue", {}),
+        ("mcp__gitwiki_evil__ground", {}),
+        ("mcp__gitwiki__evil__ground", {}),
+        ("Bash", {"command": "ls"}),
+    ):
+        event = load("pre_tool_use_mcp", repo.path, tool_name=tool, tool_input=arguments)
+        assert hook("approve-mcp", event, tmp_path) == (0, None), tool
 
 
 def test_memory_comes_from_the_memory_config_and_the_brief_is_compact(repo, cli, hook):

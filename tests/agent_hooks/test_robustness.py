@@ -125,13 +125,14 @@ def test_a_config_change_reaches_the_next_hook(wiki, hook):
     """The hooks keep the parsed config layers in agent-config.json; a changed file is read again."""
     event = load("session_start", wiki.path)
     assert len(context_of(hook("session", event, wiki.path)[1])) > 150
+    event["session_id"] = "another"  # the same event again would be taken for the plugin's copy of it
     cached = json.loads((wiki.path / ".git" / "gitwiki" / "agent-config.json").read_text())
     assert cached[str(wiki.path / ".gitwiki.toml")][1]["corpus"] == [{"name": "wiki", "path": "wiki"}]
     config = wiki.path / ".gitwiki.toml"
     config.write_text(config.read_text() + "[agent_hooks]\nmax_chars = 150\n")
     assert len(context_of(hook("session", event, wiki.path)[1])) <= 150
     config.write_text(config.read_text() + "[search]\nmode = 'telepathy'\n")
-    assert hook("session", event, wiki.path) == (0, None)
+    assert hook("session", {**event, "session_id": "a third"}, wiki.path) == (0, None)
     assert (
         "UsageError: [search] mode must be one of" in (wiki.path / ".git" / "gitwiki" / "agent-hooks.log").read_text()
     )

@@ -1,0 +1,87 @@
+"""Which of gitwiki's own MCP tools Claude Code may run without asking (docs/agent-hooks.md#permissions).
+
+The read-only tools always: the `approve-mcp` hook (PreToolUse, so it runs in every mode, `claude -p`
+included, and for the plugin's tools too) answers `permissionDecision: allow` for them. Not permission
+rules: Claude Code 2.1.332 ignores .claude/settings.json's `permissions.allow` in a workspace the user has
+not trusted, which a `claude -p` run in a fresh checkout is ("Ignoring 1 permissions.allow entry from
+.claude/settings.json: this workspace has not been trusted"), while it runs that file's hooks. The writes
+only where the user chose `gitwiki hooks install --allow-writes`, which adds their rules to a file Claude
+Code honours there: the workspace's settings.local.json, or the user settings. `memory_topics` reads or
+writes by its action: the hook allows its reading actions, the rule all of them.
+
+The tool names are listed here, not read from the server: its table holds the MCP SDK's annotation types,
+which a hook must not import (~0.7 s). tests/agent_hooks/test_permissions.py keeps this table equal to
+the tools the server registers and their `read_only_hint`.
+"""
+
+from __future__ import annotations
+
+from gitwiki.agent_hooks import MCP_PREFIXES
+
+READ_TOOLS = (
+    "list_corpora",
+    "list_files",
+    "list_tree",
+    "ground",
+    "read_markdown",
+    "outline_markdown",
+    "read_many",
+    "get_footnote",
+    "page_history",
+    "memory_search",
+    "memory_brief",
+    "memory_read",
+)
+WRITE_TOOLS = (
+    "add_markdown",
+    "delete_markdown",
+    "index",
+    "memory_store",
+    "memory_batch",
+    "memory_edit",
+    "memory_topics",
+)
+TOPICS = "memory_topics"
+# memory_topics actions that only read; prune and compact too, unless `apply` (their default is a dry run).
+TOPICS_READ_ACTIONS = frozenset(
+    {"list", "recent", "entries", "stats", "xref", "graph", "stale", "refresh", "export", "session", "resume"}
+)
+TOPICS_DRY_RUNS = frozenset({"prune", "compact"})
+TOPICS_DEFAULT_ACTION = "list"
+
+REASON = "gitwiki: a read-only tool of the gitwiki MCP server"
+
+
+def write_rules() -> list[str]:
+    """The `permissions.allow` rules `gitwiki hooks install --allow-writes` adds: one per writing tool of the
+    server registered as `gitwiki` (`claude mcp add gitwiki`), by exact name, so that a tool a later version
+    adds is not allowed unseen."""
+    return [MCP_PREFIXES[0] + tool for tool in WRITE_TOOLS]
+
+
+def reads_only(tool: str, arguments: object) -> bool:
+    """Whether this call of gitwiki tool `tool` only reads."""
+    if tool in READ_TOOLS:
+        return True
+    if tool != TOPICS or not isinstance(arguments, dict):
+        return False
+    action = arguments.get("action", TOPICS_DEFAULT_ACTION)
+    return action in TOPICS_READ_ACTIONS or (action in TOPICS_DRY_RUNS and arguments.get("apply") in (None, False))
+
+
+def approve(event: dict) -> dict | None:
+    """PreToolUse: allow a read of gitwiki's own MCP server; no answer for anything else, so Claude Code
+    applies the user's rules (a deny or ask rule still wins over this allow) and asks as usual."""
+    name = event.get("tool_name")
+    if not isinstance(name, str):
+        return None
+    for prefix in MCP_PREFIXES:
+        if name.startswith(prefix) and reads_only(name[len(prefix) :], event.get("tool_input")):
+            return {
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "allow",
+                    "permissionDecisionReason": REASON,
+                }
+            }
+    return None
