@@ -1,0 +1,44 @@
+"""gitwiki's tools in the first model request even when the host is busy.
+
+Claude Code sends the first request once the prompt hooks ran, without waiting for MCP servers that are
+still connecting; a server whose `tools/list` is late is simply absent from that turn. The target is every
+run with two busy CPU loops on 2 cores; bench/bench_claude.py counts it over 20 runs.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.e2e.harness import EXPECTED_TOOLS, tools_report
+from tests.e2e.mock_api import Turn
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+RUNS = 3
+BUSY_LOOPS = 2
+
+
+def busy_loops(n: int) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def test_tools_in_the_first_request_with_busy_cpus(project, api):
+    loops = busy_loops(BUSY_LOOPS)
+    reports = []
+    try:
+        for i in range(RUNS):
+            api.reset([Turn(text="done")])
+            run = project.claude.run("-p", f"What does the wiki say about releases? ({i})", cwd=project.repo)
+            requests = api.messages()
+            report = tools_report(requests[0], EXPECTED_TOOLS) if requests else "no main-loop request"
+            if report:
+                reports.append(f"run {i + 1} ({run.seconds:.1f} s, load {os.getloadavg()[0]:.1f}): {report}")
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+    assert not reports, f"{len(reports)} of {RUNS} runs with {BUSY_LOOPS} busy loops:\n" + "\n".join(reports)

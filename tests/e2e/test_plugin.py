@@ -1,0 +1,86 @@
+"""The plugin installed from this repository's marketplace, alone and beside `gitwiki hooks install`.
+
+`claude plugin marketplace add PATH` reads .claude-plugin/marketplace.json, `claude plugin install
+gitwiki@gitwiki` enables plugins/gitwiki: its hooks and its MCP server (`plugin:gitwiki:gitwiki`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.harness import (
+    PROMPT,
+    Claude,
+    Run,
+    captured_events,
+    expected_contexts,
+    install_capture_hook,
+    make_wiki,
+    sh,
+)
+from tests.e2e.mock_api import Request, Turn, prompt_text
+from tests.helpers import ROOT
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+@dataclass
+class PluginProject:
+    claude: Claude
+    repo: Path
+    events: Path
+
+
+@dataclass
+class Recorded:
+    run: Run
+    first: Request
+    events: list[dict]
+
+
+@pytest.fixture(scope="module")
+def plugin_project(tmp_path_factory, claude_binary, api) -> PluginProject:
+    base = tmp_path_factory.mktemp("e2e-plugin")
+    claude = Claude(claude_binary, base / "home", api.url)
+    repo = make_wiki(base / "repo", claude.env)
+    claude.command("plugin", "marketplace", "add", str(ROOT), cwd=repo)
+    claude.command("plugin", "install", "gitwiki@gitwiki", cwd=repo)
+    install_capture_hook(claude.home, base / "events")
+    return PluginProject(claude, repo, base / "events")
+
+
+def answer_once(project: PluginProject, api) -> Recorded:
+    api.reset([Turn(text="Roll back with `rollback_release`.")])
+    run = project.claude.run("-p", PROMPT, "--max-turns", "3", cwd=project.repo)
+    requests = api.messages()
+    assert requests, f"no main-loop request reached the mock\n{run.explain()}"
+    return Recorded(run, requests[0], captured_events(project.events))
+
+
+@pytest.fixture(scope="module")
+def plugin_only(plugin_project, api) -> Recorded:
+    return answer_once(plugin_project, api)
+
+
+@pytest.fixture(scope="module")
+def plugin_and_hooks(plugin_project, plugin_only, api) -> Recorded:
+    """After `plugin_only`'s run: the project hooks installed too."""
+    sh(["gitwiki", "hooks", "install"], plugin_project.repo, plugin_project.claude.env)
+    return answer_once(plugin_project, api)
+
+
+def test_plugin_gives_the_hooks(plugin_project, plugin_only):
+    text = prompt_text(plugin_only.first)
+    briefing, sections = expected_contexts(plugin_only.events, plugin_project.repo, plugin_project.claude.env)
+    assert briefing in text, f"the plugin's SessionStart context is not in the prompt\n{plugin_only.run.explain()}"
+    assert sections in text, f"the plugin's UserPromptSubmit context is not in the prompt\n{plugin_only.run.explain()}"
+
+
+def test_plugin_and_project_hooks_give_each_context_once(plugin_project, plugin_and_hooks):
+    text = prompt_text(plugin_and_hooks.first)
+    briefing, sections = expected_contexts(plugin_and_hooks.events, plugin_project.repo, plugin_project.claude.env)
+    ran = "\n".join(line for line in plugin_and_hooks.run.debug.splitlines() if "[gitwiki-hook" in line)
+    assert (text.count(briefing), text.count(sections)) == (1, 1), f"SessionStart, UserPromptSubmit contexts:\n{ran}"
