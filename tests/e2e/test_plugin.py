@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.harness import (
+    PLUGIN_TOOLS,
     PROMPT,
     Claude,
     Run,
@@ -20,6 +21,7 @@ from tests.e2e.harness import (
     expected_contexts,
     install_capture_hook,
     make_wiki,
+    tools_report,
 )
 from tests.e2e.mock_api import Request, Turn, prompt_text
 from tests.helpers import ROOT
@@ -86,6 +88,11 @@ def test_plugin_gives_the_hooks(plugin_project, plugin_only):
     briefing, sections = expected_contexts(plugin_only.events, plugin_project.repo, plugin_project.claude.env)
     assert briefing in text, f"the plugin's SessionStart context is not in the prompt\n{plugin_only.run.explain()}"
     assert sections in text, f"the plugin's UserPromptSubmit context is not in the prompt\n{plugin_only.run.explain()}"
+
+
+def test_plugin_tools_in_the_first_request(plugin_only):
+    report = tools_report(plugin_only.first, PLUGIN_TOOLS)
+    assert not report, f"the plugin's tools not in the first model request: {report}\n{plugin_only.run.explain()}"
 
 
 def test_plugin_and_project_hooks_give_each_context_once(plugin_project, plugin_and_hooks):
