@@ -4,13 +4,12 @@ wiki repo set up exactly as docs/agent-hooks.md and docs/mcp.md say, with a capt
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.e2e import claude_cli
-from tests.e2e.harness import Claude, install_capture_hook, make_wiki, sh
+from tests.e2e.harness import Project, documented_setup
 from tests.e2e.mock_api import MockAnthropic
 
 
@@ -28,20 +27,6 @@ def api():
         yield mock
 
 
-@dataclass
-class Project:
-    claude: Claude
-    repo: Path
-    events: Path  # where the capture hook writes
-
-
 @pytest.fixture(scope="module")
 def project(tmp_path_factory, claude_binary, api) -> Project:
-    """`gitwiki init`, `gitwiki index`, `gitwiki hooks install`, `claude mcp add gitwiki -- gitwiki serve`."""
-    base = tmp_path_factory.mktemp("e2e")
-    claude = Claude(claude_binary, base / "home", api.url)
-    repo = make_wiki(base / "repo", claude.env)
-    sh(["gitwiki", "hooks", "install"], repo, claude.env)
-    claude.command("mcp", "add", "gitwiki", "--", "gitwiki", "serve", cwd=repo)
-    install_capture_hook(claude.home, base / "events")
-    return Project(claude, repo, base / "events")
+    return documented_setup(tmp_path_factory.mktemp("e2e"), claude_binary, api.url, capture=True)

@@ -129,6 +129,25 @@ class Claude:
         return done.stdout
 
 
+@dataclass
+class Project:
+    claude: Claude
+    repo: Path
+    events: Path  # where the capture hook writes
+
+
+def documented_setup(base: Path, binary: Path, api_url: str, capture: bool) -> Project:
+    """`gitwiki init`, `gitwiki index`, `gitwiki hooks install`, `claude mcp add gitwiki -- gitwiki serve`;
+    with `capture`, the capture hook on every event too (user settings, answering nothing)."""
+    claude = Claude(binary, base / "home", api_url)
+    repo = make_wiki(base / "repo", claude.env)
+    sh(["gitwiki", "hooks", "install"], repo, claude.env)
+    claude.command("mcp", "add", "gitwiki", "--", "gitwiki", "serve", cwd=repo)
+    if capture:
+        install_capture_hook(claude.home, base / "events")
+    return Project(claude, repo, base / "events")
+
+
 def environment(home: Path) -> dict[str, str]:
     """The process environment for gitwiki and Claude Code: no settings, caches or credentials of the user
     running the tests, no variables of an enclosing Claude Code session, and this checkout's gitwiki."""

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tests.e2e.harness import EXPECTED_TOOLS, tools_report
+from tests.e2e.harness import EXPECTED_TOOLS, Project, documented_setup, tools_report
 from tests.e2e.mock_api import Turn
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -24,6 +24,12 @@ BUSY_LOOPS = 2
 
 def busy_loops(n: int) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, claude_binary, api) -> Project:
+    """The documented set-up without the capture hook, whose runs would delay Claude Code's first request."""
+    return documented_setup(tmp_path_factory.mktemp("e2e-load"), claude_binary, api.url, capture=False)
 
 
 def test_tools_in_the_first_request_with_busy_cpus(project, api):
