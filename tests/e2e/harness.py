@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -107,12 +108,27 @@ class Claude:
         debug = self.logs / f"debug-{self._runs}.log"
         argv = [str(self.binary), *args, *(["--debug-file", str(debug)] if debug_log else [])]
         started = time.monotonic()
-        done = subprocess.run(argv, cwd=cwd, env=self.env, capture_output=True, text=True, timeout=timeout)
+        # Its own process group, so that a run past the timeout is ended with the MCP servers and hooks it started.
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            stdout, stderr = proc.communicate()
+            stderr += f"\n(killed after the {timeout} s timeout)"
         run = Run(
             list(args),
-            done.returncode,
-            done.stdout,
-            done.stderr,
+            proc.returncode,
+            stdout,
+            stderr,
             debug.read_text(errors="replace") if debug.exists() else "",
             time.monotonic() - started,
         )
