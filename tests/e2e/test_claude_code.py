@@ -1,8 +1,8 @@
 """What the model sees through the real Claude Code CLI, in print mode, after the documented set-up.
 
 One `claude -p --output-format stream-json` run plays an agent against the mock API: load gitwiki's `ground`
-(through ToolSearch when Claude Code defers MCP tools), call it, read and edit a file, run a failing test,
-answer. Every request body is recorded, so each test below asserts on what the model would have been shown.
+and `read_markdown` (through ToolSearch when Claude Code defers MCP tools), call them, read and edit a file,
+run a failing test, answer. Every request body is recorded, so each test below asserts on what the model would have been shown.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from tests.e2e.mock_api import (
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 GROUND = "mcp__gitwiki__ground"
+READ = "mcp__gitwiki__read_markdown"
 FIXTURES = Path(__file__).parent.parent / "agent_hooks" / "fixtures" / "claude_code_events"
 ANSWER = "Roll back with `rollback_release` and the previous tag."
 
@@ -48,8 +49,13 @@ def scenario(repo: Path) -> list[Turn]:
     source = str(repo / "src" / "release.py")
     return [
         # Claude Code 2.1 announces MCP tools by name and the model loads their schema with ToolSearch.
-        Turn(tool="ToolSearch", input={"query": f"select:{GROUND}"}, when=lambda body: GROUND not in tool_names(body)),
+        Turn(
+            tool="ToolSearch",
+            input={"query": f"select:{GROUND},{READ}"},
+            when=lambda body: GROUND not in tool_names(body),
+        ),
         Turn(tool=GROUND, input={"query": QUERY}),
+        Turn(tool=READ, input={"path": "deploy.md#rollback"}),
         Turn(tool="Read", input={"file_path": source}),
         Turn(
             tool="Edit", input={"file_path": source, "old_string": "return tag", "new_string": "return tag  # previous"}
@@ -97,14 +103,22 @@ def first(session: Session) -> Request:
     return session.requests[0]
 
 
-def ground_result(session: Session) -> dict:
-    """The tool_result Claude Code sent back for the scenario's `ground` call."""
+def result_of(session: Session, tool: str) -> dict:
+    """The tool_result Claude Code sent back for the scenario's call of `tool`."""
     last = session.requests[-1]
-    calls = [u["id"] for u in tool_uses(last) if u["name"] == GROUND]
-    assert calls, f"the conversation holds no {GROUND} call\n{session.run.explain()}"
+    calls = [u["id"] for u in tool_uses(last) if u["name"] == tool]
+    assert calls, f"the conversation holds no {tool} call\n{session.run.explain()}"
     results = [r for r in tool_results(last) if r.get("tool_use_id") == calls[0]]
-    assert results, f"no tool_result for the {GROUND} call\n{session.run.explain()}"
+    assert results, f"no tool_result for the {tool} call\n{session.run.explain()}"
     return results[0]
+
+
+def is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def test_gitwiki_tools_in_the_first_request(session):
@@ -123,23 +137,25 @@ def test_hook_context_in_the_first_request(session):
 def test_ground_result_is_the_text_outline(session):
     """The model reads the ripgrep-style outline written for it, not the JSON document, and no more of it than
     `gitwiki ground` prints for the same query."""
-    text = result_text(ground_result(session))
+    text = result_text(result_of(session, GROUND))
     outline = sh(["gitwiki", "ground", QUERY], session.repo, session.env)
-    try:
-        json.loads(text)
-        is_json = True
-    except ValueError:
-        is_json = False
-    assert not is_json, f"the model was shown JSON ({len(text)} chars), not the outline:\n{text[:600]}"
+    assert not is_json(text), f"the model was shown JSON ({len(text)} chars), not the outline:\n{text[:600]}"
     assert "wiki/deploy.md" in text
     assert len(text) <= len(outline), f"{len(text)} chars shown, `gitwiki ground` prints {len(outline)}:\n{text}"
 
 
+def test_read_markdown_result_is_the_section_text(session):
+    text = result_text(result_of(session, READ))
+    assert "To roll back a release, run `rollback_release`" in text, f"the model was shown:\n{text[:600]}"
+    assert not is_json(text), f"the model was shown JSON, not the page:\n{text[:600]}"
+
+
 def test_no_permission_denial_in_print_mode(session):
-    result = ground_result(session)
-    text = result_text(result)
-    assert not result.get("is_error"), f"{GROUND} failed in print mode: {text[:500]}"
-    assert "requested permissions" not in text and "haven't granted" not in text, text[:500]
+    for tool in (GROUND, READ):
+        result = result_of(session, tool)
+        text = result_text(result)
+        assert not result.get("is_error"), f"{tool} failed in print mode: {text[:500]}"
+        assert "requested permissions" not in text and "haven't granted" not in text, text[:500]
     final = stream_events(session.run.stdout)[-1]
     denied = [d for d in final.get("permission_denials", []) if "gitwiki" in d.get("tool_name", "")]
     assert not denied, denied
@@ -174,6 +190,12 @@ def test_server_instructions_not_truncated(session):
     text = prompt_text(session.requests[-1])
     assert "gitwiki serves the markdown wiki" in text, "gitwiki's server instructions never reached the prompt"
     assert "[truncated]" not in text, paragraph(text, "[truncated]")
+
+
+def test_server_ends_on_sigint(session):
+    """Claude Code stops a stdio server with SIGINT and waits 100 ms before SIGTERM."""
+    stops = [line for line in session.run.debug.splitlines() if "SIGINT" in line or "SIGTERM" in line]
+    assert stops and not [line for line in stops if "SIGINT failed" in line], "\n".join(stops)
 
 
 def test_mcp_list_shows_gitwiki_connected(project):
@@ -235,7 +257,8 @@ README = """\
 
 Recorded from Claude Code {version} (`{package}` from npm) by tests/e2e/test_claude_code.py with
 `GITWIKI_E2E_RECORD=1`: the first event of each kind in one `claude -p` session against the mock Messages API
-(a ToolSearch, gitwiki's `ground`, Read, Edit, a failing pytest run through Bash, the answer).
+(a ToolSearch, gitwiki's `ground` and `read_markdown`, Read, Edit, a failing pytest run through Bash,
+the answer).
 Placeholders: `{{root}}` the repository, `{{home}}` the isolated HOME, `{{project}}` Claude
 Code's name for the repository's transcript folder. `load("claude_code_events/NAME", root)` in
 tests/agent_hooks/conftest.py reads them; the e2e test fails when this Claude Code sends other fields.
