@@ -96,6 +96,7 @@ class Claude:
         self.home = home
         self.logs = home / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
+        (home / "tmp").mkdir(exist_ok=True)
         self.env = environment(home)
         self.env |= {"ANTHROPIC_BASE_URL": api_url, "ANTHROPIC_API_KEY": "test"}
         self._runs = 0
@@ -178,6 +179,7 @@ def environment(home: Path) -> dict[str, str]:
     path = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env |= {
         "HOME": str(home),
+        "TMPDIR": str(home / "tmp"),  # Claude Code's session notes and sockets, otherwise left in /tmp
         "PATH": path,
         "PYTHONPATH": str(ROOT),
         "XDG_CONFIG_HOME": str(home / ".config"),
