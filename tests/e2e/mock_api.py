@@ -82,6 +82,12 @@ def tool_results(body: Request) -> list[dict]:
     ]
 
 
+def result_for(body: Request, tool: str) -> dict | None:
+    """The tool_result the client sent back for the conversation's first call of `tool`, if any."""
+    calls = [u.get("id") for u in tool_uses(body) if u.get("name") == tool]
+    return next((r for r in tool_results(body) if calls and r.get("tool_use_id") == calls[0]), None)
+
+
 def result_text(block: dict) -> str:
     """A tool_result's content as the model reads it (a string, or text blocks joined)."""
     content = block.get("content")

@@ -31,10 +31,9 @@ from tests.e2e.mock_api import (
     Request,
     Turn,
     prompt_text,
+    result_for,
     result_text,
     tool_names,
-    tool_results,
-    tool_uses,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -105,12 +104,9 @@ def first(session: Session) -> Request:
 
 def result_of(session: Session, tool: str) -> dict:
     """The tool_result Claude Code sent back for the scenario's call of `tool`."""
-    last = session.requests[-1]
-    calls = [u["id"] for u in tool_uses(last) if u["name"] == tool]
-    assert calls, f"the conversation holds no {tool} call\n{session.run.explain()}"
-    results = [r for r in tool_results(last) if r.get("tool_use_id") == calls[0]]
-    assert results, f"no tool_result for the {tool} call\n{session.run.explain()}"
-    return results[0]
+    result = result_for(session.requests[-1], tool)
+    assert result is not None, f"no tool_result for a {tool} call\n{session.run.explain()}"
+    return result
 
 
 def is_json(text: str) -> bool:

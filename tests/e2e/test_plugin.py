@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from tests.e2e.harness import (
     PLUGIN_TOOLS,
     PROMPT,
+    QUERY,
     Claude,
+    Project,
     Run,
     captured_events,
     expected_contexts,
@@ -23,48 +24,52 @@ from tests.e2e.harness import (
     make_wiki,
     tools_report,
 )
-from tests.e2e.mock_api import Request, Turn, prompt_text
+from tests.e2e.mock_api import Request, Turn, prompt_text, result_for, result_text, tool_names
 from tests.helpers import ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
+ANSWER = "Roll back with `rollback_release`."
 
-@dataclass
-class PluginProject:
-    claude: Claude
-    repo: Path
-    events: Path
+GROUND = "mcp__plugin_gitwiki_gitwiki__ground"
 
 
 @dataclass
 class Recorded:
     run: Run
     first: Request
+    last: Request
     events: list[dict]
 
 
 @pytest.fixture(scope="module")
-def plugin_project(tmp_path_factory, claude_binary, api) -> PluginProject:
+def plugin_project(tmp_path_factory, claude_binary, api) -> Project:
     base = tmp_path_factory.mktemp("e2e-plugin")
     claude = Claude(claude_binary, base / "home", api.url)
     repo = make_wiki(base / "repo", claude.env)
     claude.command("plugin", "marketplace", "add", str(ROOT), cwd=repo)
     claude.command("plugin", "install", "gitwiki@gitwiki", cwd=repo)
     install_capture_hook(claude.home, base / "events")
-    return PluginProject(claude, repo, base / "events")
+    return Project(claude, repo, base / "events")
 
 
-def answer_once(project: PluginProject, api) -> Recorded:
-    api.reset([Turn(text="Roll back with `rollback_release`.")])
-    run = project.claude.run("-p", PROMPT, "--max-turns", "3", cwd=project.repo)
+def answer(project: Project, api, turns: list[Turn]) -> Recorded:
+    api.reset(turns)
+    run = project.claude.run("-p", PROMPT, "--max-turns", "6", cwd=project.repo)
     requests = api.messages()
     assert requests, f"no main-loop request reached the mock\n{run.explain()}"
-    return Recorded(run, requests[0], captured_events(project.events))
+    return Recorded(run, requests[0], requests[-1], captured_events(project.events))
 
 
 @pytest.fixture(scope="module")
 def plugin_only(plugin_project, api) -> Recorded:
-    return answer_once(plugin_project, api)
+    """The plugin's `ground` called in print mode (loaded through ToolSearch, as Claude Code defers MCP tools)."""
+    turns = [
+        Turn(tool="ToolSearch", input={"query": f"select:{GROUND}"}, when=lambda body: GROUND not in tool_names(body)),
+        Turn(tool=GROUND, input={"query": QUERY}),
+        Turn(text=ANSWER),
+    ]
+    return answer(plugin_project, api, turns)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +85,7 @@ def plugin_and_hooks(plugin_project, plugin_only, api) -> Recorded | str:
     )
     if done.returncode != 0:
         return done.stderr
-    return answer_once(plugin_project, api)
+    return answer(plugin_project, api, [Turn(text=ANSWER)])
 
 
 def test_plugin_gives_the_hooks(plugin_project, plugin_only):
@@ -88,6 +93,14 @@ def test_plugin_gives_the_hooks(plugin_project, plugin_only):
     briefing, sections = expected_contexts(plugin_only.events, plugin_project.repo, plugin_project.claude.env)
     assert briefing in text, f"the plugin's SessionStart context is not in the prompt\n{plugin_only.run.explain()}"
     assert sections in text, f"the plugin's UserPromptSubmit context is not in the prompt\n{plugin_only.run.explain()}"
+
+
+def test_plugin_tools_allowed_in_print_mode(plugin_only):
+    result = result_for(plugin_only.last, GROUND)
+    assert result is not None, f"no tool_result for {GROUND}\n{plugin_only.run.explain()}"
+    text = result_text(result)
+    assert not result.get("is_error") and "requested permissions" not in text, text[:500]
+    assert "wiki/deploy.md" in text
 
 
 def test_plugin_tools_in_the_first_request(plugin_only):
