@@ -14,7 +14,7 @@ runs whose FIRST model request already offered gitwiki's tools; the 1-minute loa
 `--busy N` keeps N busy CPU loops running for the whole measurement (the issue's target: tools in the first
 request in 20 of 20 runs with 4 loops on 2 cores).
 
-Usage: python bench/bench_claude.py [--runs 10] [--busy 0] [--setups plain,full] [--json]
+Usage: python bench/bench_claude.py [--runs 20] [--busy 0] [--setups plain,full] [--json]
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def prepare(name: str, base: Path, binary: Path, url: str) -> tuple[Claude, Path
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=10, help="rounds; each runs every set-up once")
+    ap.add_argument("--runs", type=int, default=20, help="rounds; each runs every set-up once")
     ap.add_argument("--busy", type=int, default=0, help="busy CPU loops running meanwhile")
     ap.add_argument("--setups", default="plain,full", help=f"comma-separated, from {','.join(SETUPS)}")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
