@@ -8,6 +8,7 @@ run a failing test, answer. Every request body is recorded, so each test below a
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -214,8 +215,6 @@ def test_recorded_hook_events_match_this_claude_code(session):
 
 
 def record_requested() -> bool:
-    import os
-
     return os.environ.get("GITWIKI_E2E_RECORD") == "1"
 
 
