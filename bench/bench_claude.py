@@ -1,0 +1,123 @@
+"""`claude -p` with and without gitwiki: wall time, and whether gitwiki's tools are in the first request.
+
+The real Claude Code CLI (the e2e suite's pinned version, installed from npm into its cache) answers one
+prompt against the e2e suite's mock Messages API (a one-turn text answer), in set-ups of the same small wiki:
+
+  plain   no gitwiki hooks, no MCP server
+  hooks   `gitwiki hooks install`
+  mcp     `claude mcp add gitwiki -- gitwiki serve`
+  full    both, the documented set-up
+
+Runs are interleaved (each round runs every set-up, in a rotating order) so that all see the same load.
+Prints per set-up the min and median wall, the median minus plain's, and for set-ups with the MCP server the
+runs whose FIRST model request already offered gitwiki's tools; the 1-minute load average before and after.
+`--busy N` keeps N busy CPU loops running for the whole measurement (the issue's target: tools in the first
+request in 20 of 20 runs with 4 loops on 2 cores).
+
+Usage: python bench/bench_claude.py [--runs 20] [--busy 0] [--setups plain,full] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.e2e import claude_cli  # noqa: E402
+from tests.e2e.harness import EXPECTED_TOOLS, PROMPT, Claude, make_wiki, sh, tools_report  # noqa: E402
+from tests.e2e.mock_api import MockAnthropic, Turn  # noqa: E402
+
+SETUPS = ("plain", "hooks", "mcp", "full")
+
+
+def prepare(name: str, base: Path, binary: Path, url: str) -> tuple[Claude, Path]:
+    claude = Claude(binary, base / name / "home", url)
+    repo = make_wiki(base / name / "repo", claude.env)
+    if name in ("hooks", "full"):
+        sh(["gitwiki", "hooks", "install"], repo, claude.env)
+    if name in ("mcp", "full"):
+        claude.command("mcp", "add", "gitwiki", "--", "gitwiki", "serve", cwd=repo)
+    return claude, repo
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=20, help="rounds; each runs every set-up once")
+    ap.add_argument("--busy", type=int, default=0, help="busy CPU loops running meanwhile")
+    ap.add_argument("--setups", default="plain,full", help=f"comma-separated, from {','.join(SETUPS)}")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args()
+    names = args.setups.split(",")
+    if unknown := set(names) - set(SETUPS):
+        ap.error(f"unknown set-ups: {sorted(unknown)}")
+    binary = claude_cli.ensure()
+    base = Path(tempfile.mkdtemp(prefix="gitwiki-bench-claude-"))
+    loops: list[subprocess.Popen] = []
+    walls: dict[str, list[float]] = {n: [] for n in names}
+    first_has_tools: dict[str, int] = dict.fromkeys(names, 0)
+    try:
+        with MockAnthropic([Turn(text="done")]) as api:
+            setups = {n: prepare(n, base, binary, api.url) for n in names}
+            loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
+            load_before = os.getloadavg()[0]
+            for i in range(args.runs):
+                for n in names[i % len(names) :] + names[: i % len(names)]:
+                    claude, repo = setups[n]
+                    api.reset([Turn(text="done")])
+                    run = claude.run("-p", PROMPT, cwd=repo, debug_log=False)
+                    walls[n].append(run.seconds)
+                    requests = api.messages()
+                    if requests and not tools_report(requests[0], EXPECTED_TOOLS):
+                        first_has_tools[n] += 1
+            load_after = os.getloadavg()[0]
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+        shutil.rmtree(base, ignore_errors=True)
+    plain = statistics.median(walls["plain"]) if "plain" in walls else None
+    figures = {
+        "claude_code": claude_cli.VERSION,
+        "runs": args.runs,
+        "busy_loops": args.busy,
+        "load_before": round(load_before, 2),
+        "load_after": round(load_after, 2),
+        "setups": {
+            n: {
+                "min_s": round(min(w), 3),
+                "median_s": round(statistics.median(w), 3),
+                "minus_plain_s": None if plain is None else round(statistics.median(w) - plain, 3),
+                "first_request_has_tools": first_has_tools[n] if n in ("mcp", "full") else None,
+            }
+            for n, w in walls.items()
+        },
+    }
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return 0
+    print(
+        f"claude code {claude_cli.VERSION}, {args.runs} interleaved rounds, {args.busy} busy loops, "
+        f"load {load_before:.1f} -> {load_after:.1f}"
+    )
+    for n, f in figures["setups"].items():
+        delta = "" if f["minus_plain_s"] is None else f"  median - plain {f['minus_plain_s']:+.2f} s"
+        tools = (
+            ""
+            if f["first_request_has_tools"] is None
+            else f"  tools in 1st request {f['first_request_has_tools']}/{args.runs}"
+        )
+        print(f"  {n:6} min {f['min_s']:.2f} s  median {f['median_s']:.2f} s{delta}{tools}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

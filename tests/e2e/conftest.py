@@ -1,0 +1,32 @@
+"""Fixtures of the real-client suite: the pinned Claude Code CLI, one mock Messages API per module, and a
+wiki repo set up exactly as docs/agent-hooks.md and docs/mcp.md say, with a capture hook on every event."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e import claude_cli
+from tests.e2e.harness import Project, documented_setup
+from tests.e2e.mock_api import MockAnthropic
+
+
+@pytest.fixture(scope="session")
+def claude_binary() -> Path:
+    try:
+        return claude_cli.ensure()
+    except claude_cli.Unavailable as exc:
+        pytest.skip(f"Claude Code {claude_cli.VERSION} unavailable: {exc}")
+
+
+@pytest.fixture(scope="module")
+def api():
+    with MockAnthropic(log=lambda line: print(f"mock api: {line}", file=sys.stderr)) as mock:
+        yield mock
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, claude_binary, api) -> Project:
+    return documented_setup(tmp_path_factory.mktemp("e2e"), claude_binary, api.url, capture=True)
