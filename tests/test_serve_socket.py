@@ -255,3 +255,58 @@ def test_a_terminated_server_removes_its_socket(lexical_repo):
         served.kill()
         served.wait(timeout=WAIT)
     assert not path.exists()
+
+
+def _calls() -> int:
+    return sum(t.name == "gitwiki-socket-call" for t in threading.enumerate())
+
+
+def test_idle_connections_are_capped_and_the_server_keeps_serving(lexical_repo, server, monkeypatch):
+    """400 idle connections once held 400 threads; past MAX_CONNECTIONS a connection is closed at once (its
+    CLI answers by itself) instead of waiting out its REQUEST_TIMEOUT on a thread of its own."""
+    import select
+
+    from gitwiki import serve_socket
+
+    monkeypatch.setattr(serve_socket, "REQUEST_TIMEOUT", 600.0)  # the idle ones stay for the whole test
+    idle = []
+    try:
+        for _ in range(serve_socket.MAX_CONNECTIONS + 40):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(str(server.path))
+            idle.append(sock)
+        waiting = set(idle[serve_socket.MAX_CONNECTIONS :])
+        deadline = time.monotonic() + WAIT
+        while waiting and time.monotonic() < deadline:
+            readable, _, _ = select.select(list(waiting), [], [], 1.0)
+            for sock in readable:
+                assert sock.recv(1) == b""  # closed by the server
+                waiting.discard(sock)
+        assert not waiting, f"{len(waiting)} connections past the cap were left open"
+        assert _calls() == serve_socket.MAX_CONNECTIONS
+        assert serve_client.ask(str(lexical_repo.path), GroundRequest("rollback")) is None  # the CLI answers itself
+    finally:
+        for sock in idle:
+            sock.close()
+    wait_for(lambda: _calls() == 0, "the idle connections' threads to end")
+    asked = serve_client.ask(str(lexical_repo.path), GroundRequest("rollback"))
+    assert asked is not None and "wiki/deploy.md" in asked.stdout
+
+
+def test_a_client_that_trickles_its_request_is_dropped_when_its_time_is_up(lexical_repo, server, monkeypatch):
+    from gitwiki import serve_socket
+
+    monkeypatch.setattr(serve_socket, "REQUEST_TIMEOUT", 1.0)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(WAIT)
+        sock.connect(str(server.path))
+        started = time.monotonic()
+        closed = False
+        while time.monotonic() - started < WAIT:
+            try:
+                sock.sendall(b" ")  # one byte at a time, never a whole line: each read waits less than the timeout
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            time.sleep(0.3)
+        assert closed
