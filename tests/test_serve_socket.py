@@ -3,6 +3,7 @@ it would have printed by itself, and answers by itself whenever the server canno
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -15,6 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gitwiki import serve_client
 from gitwiki.ground import GroundRequest
@@ -310,3 +313,52 @@ def test_a_client_that_trickles_its_request_is_dropped_when_its_time_is_up(lexic
                 break
             time.sleep(0.3)
         assert closed
+
+
+FRAME_EXAMPLES = int(os.environ.get("GITWIKI_FUZZ_EXAMPLES", "40"))
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+_request_fields = st.dictionaries(
+    st.sampled_from([*GroundRequest._fields, "nope"]) | st.text(max_size=8), _json | st.text(), max_size=5
+)
+
+
+@pytest.mark.slow
+@settings(max_examples=FRAME_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzzed_frames_get_one_json_reply_or_none_and_never_stop_the_server(lexical_repo, server, data):
+    """Socket frames from a same-user process: bytes, JSON of any shape, deep nesting, and well-addressed
+    requests with fuzzed fields. The answer is one JSON line or a closed connection, never a traceback."""
+    addressed = {
+        "protocol": serve_client.PROTOCOL,
+        "root": str(lexical_repo.path.resolve()),
+        "start": data.draw(st.just(str(lexical_repo.path)) | st.text(max_size=10)),
+        "env": serve_client.environment(),
+        "request": data.draw(_request_fields),
+    }
+    frame = data.draw(
+        st.binary(max_size=200)
+        | _json.map(lambda v: json.dumps(v).encode())
+        | st.just(json.dumps(addressed).encode())
+        | st.integers(1, 100_000).map(lambda n: b"[" * n + b"]" * n)
+    )
+    reply = raw_exchange(server.path, frame.replace(b"\n", b" ") + b"\n")
+    if reply:
+        assert reply.endswith(b"\n") and reply.count(b"\n") == 1
+        parsed = json.loads(reply)
+        assert set(parsed) <= {"declined", "stdout", "stderr", "error", "exit_code"}
+    if isinstance(addressed["request"], dict):
+        assert isinstance(server.reply(addressed), dict)  # the same call in process raises nothing either
+
+
+def test_a_frame_nested_past_the_parser_is_dropped_without_a_traceback(lexical_repo, server, monkeypatch):
+    died: list = []
+    monkeypatch.setattr(threading, "excepthook", died.append)  # a RecursionError once ended the thread here
+    assert raw_exchange(server.path, b"[" * 100_000 + b"]" * 100_000 + b"\n") == b""
+    wait_for(lambda: _calls() == 0, "the connection's thread to end")
+    assert died == []
+    asked = serve_client.ask(str(lexical_repo.path), GroundRequest("rollback"))
+    assert asked is not None and "wiki/deploy.md" in asked.stdout
