@@ -25,6 +25,7 @@ import signal
 import socket
 import threading
 import time
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -131,10 +132,9 @@ class SocketServer:
         if refusal is not None:
             log.info("declined a CLI request: %s", refusal)
             return {"declined": refusal}
-        try:
-            request = GroundRequest(**message["request"])
-        except TypeError as e:
-            return {"declined": f"not a request this version knows: {e}"}
+        request = _request(message["request"])
+        if isinstance(request, str):
+            return {"declined": f"not a request this version knows: {request}"}
         err = io.StringIO()
         with self._lock, contextlib.redirect_stderr(err):  # the warnings the local path prints are the client's
             try:
@@ -155,13 +155,34 @@ class SocketServer:
         if message.get("env") != self._env:
             return "another environment"
         root = self._wiki.root
+        start = message.get("start")
+        if not isinstance(start, str) or "\0" in start:
+            return "no start directory"
         try:
-            seen = for_checkout(load(root), root, Path(str(message.get("start"))))
+            seen = for_checkout(load(root), root, Path(start))
         except GitwikiError as e:  # the configuration broke since the start: the local path reports it
             return f"configuration: {e}"
         if seen != (self._wiki.config, self._wiki.default):
             return "the configuration changed since the server started, or another default corpus"
         return None
+
+
+# Each GroundRequest field's allowed types: `str | None` → (str, NoneType).
+_FIELD_TYPES = {name: typing.get_args(hint) or (hint,) for name, hint in typing.get_type_hints(GroundRequest).items()}
+
+
+def _request(fields: dict) -> GroundRequest | str:
+    """The request `fields` describe, or what is wrong with them: a field of the wrong type (a list as the
+    query) once reached the search and ended in an internal error with a traceback in the server's log."""
+    try:
+        request = GroundRequest(**fields)
+    except TypeError as e:
+        return str(e)
+    for name, value in request._asdict().items():
+        allowed = _FIELD_TYPES[name]
+        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+            return f"{name} is a {type(value).__name__}"
+    return request
 
 
 def _private_dir(folder: Path) -> None:

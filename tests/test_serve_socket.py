@@ -350,8 +350,27 @@ def test_fuzzed_frames_get_one_json_reply_or_none_and_never_stop_the_server(lexi
         assert reply.endswith(b"\n") and reply.count(b"\n") == 1
         parsed = json.loads(reply)
         assert set(parsed) <= {"declined", "stdout", "stderr", "error", "exit_code"}
-    if isinstance(addressed["request"], dict):
-        assert isinstance(server.reply(addressed), dict)  # the same call in process raises nothing either
+        assert not str(parsed.get("declined")).startswith("internal error"), parsed
+    in_process = server.reply(addressed)  # the same call in process raises nothing either
+    assert not str(in_process.get("declined")).startswith("internal error"), in_process
+
+
+def test_a_request_of_the_wrong_shape_is_declined_not_run(lexical_repo, server):
+    """Found by the frame fuzz: a list as the query reached the search (an internal error, its traceback in
+    the server's log), and a NUL in the start directory raised ValueError out of `reply`."""
+    message = {
+        "protocol": serve_client.PROTOCOL,
+        "root": str(lexical_repo.path.resolve()),
+        "start": str(lexical_repo.path),
+        "env": serve_client.environment(),
+        "request": {"query": ["rollback"]},
+    }
+    assert server.reply(message) == {"declined": "not a request this version knows: query is a list"}
+    assert server.reply({**message, "request": {"query": "x", "limit": True}}) == {
+        "declined": "not a request this version knows: limit is a bool"
+    }
+    assert server.reply({**message, "start": "wiki\x00"}) == {"declined": "no start directory"}
+    assert "wiki/deploy.md" in server.reply({**message, "request": {"query": "rollback", "limit": 3}})["stdout"]
 
 
 def test_a_frame_nested_past_the_parser_is_dropped_without_a_traceback(lexical_repo, server, monkeypatch):
