@@ -34,7 +34,7 @@ MAX_LINE = 1000  # characters of one line looked at: a message says what failed 
 # Lines that say a build or test run failed, in the output of a command that did not report its exit status.
 _FAILED = re.compile(
     r"\bFAILED\b|\bFAIL\b|\bERROR\b|\berror(?:\[\w+\])?:|\berror TS\d+|Traceback|panic:|panicked at|fatal:|"
-    r"\bfailed\b|^npm ERR!|^Found \d+ errors?\b",
+    r"\bfailed\b|^npm (?:ERR!|error) |^Found \d+ errors?\b|\.go:\d+:\d+: ",
     re.MULTILINE,
 )
 _ERROR_LINE = re.compile(

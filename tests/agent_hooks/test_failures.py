@@ -129,3 +129,14 @@ def test_ten_megabytes_on_one_line_do_not_stall_the_hook(wiki, hook_type):
         timeout=GUARD,
     )
     assert done.returncode == 0 and done.stderr == b""
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_toolchains_failure_is_seen_without_an_exit_status(wiki, hook, name):
+    """Claude Code's Bash response carries no exit status: the output itself must say the run failed (tsc's
+    `error TS…` and ruff's `Found 1 error.` once did not), which puts the session in its Debug phase."""
+    event = load("post_tool_use_bash", wiki.path, session_id=f"phase-{name}")
+    event["tool_response"] = {"stdout": (OUTPUTS / f"{name}.txt").read_text(), "stderr": "", "interrupted": False}
+    hook("post-build", event, wiki.path)
+    state = json.loads((wiki.path / ".git" / "gitwiki" / "agent-sessions" / f"phase-{name}.json").read_text())
+    assert state["phase"] == "Debug"
