@@ -178,10 +178,13 @@ def _relative(root: Path, base: Path, file_path) -> str | None:
 
 
 def _inside(root: Path, path: str) -> str | None:
-    """The real path of repo-relative `path` when it stays inside the repository (symlinks resolved)."""
+    """The real path of repo-relative `path` when it stays inside the repository's worktree, symlinks resolved
+    (a link to a file outside it, or into `.git`, is not followed)."""
     real = os.path.realpath(root / path)
-    top = os.path.realpath(root)
-    return real if real.startswith(top.rstrip(os.sep) + os.sep) else None
+    top = os.path.realpath(root).rstrip(os.sep) + os.sep
+    if not real.startswith(top) or real[len(top) :].split(os.sep, 1)[0] == ".git":
+        return None
+    return real
 
 
 def _regular(root: Path, path: str) -> bool:

@@ -262,6 +262,12 @@ def test_a_symlink_out_of_the_repo_is_not_read(wiki, hook, cli, tmp_path, tool):
         event = _bash(wiki.path, "cat src/link.py")
     answer = hook("ambient", event, wiki.path)[1]
     assert answer is None or "exfiltrated_secret_name" not in context_of(answer)
+    (wiki.path / ".git" / "hooks" / "names.py").write_text(outside.read_text())
+    (wiki.path / "src" / "git.py").symlink_to(wiki.path / ".git" / "hooks" / "names.py")  # nor into .git
+    event = load("pre_tool_use_read", wiki.path, session_id="git")
+    event["tool_input"] = {"file_path": str(wiki.path / "src" / "git.py")}
+    answer = hook("ambient", event, wiki.path)[1]
+    assert answer is None or "exfiltrated_secret_name" not in context_of(answer)
     # the same file inside the repository is read
     (wiki.path / "src" / "inside.py").write_text(outside.read_text())
     event = load("pre_tool_use_read", wiki.path, session_id="inside")
