@@ -32,8 +32,6 @@ from gitwiki.agent_hooks.memory import source_entries
 from gitwiki.agent_hooks.protocol import context
 
 MAX_READ = 256 * 1024  # bytes of a file read for its symbols; 500 lines of code fit well inside
-
-
 MAX_PATTERN = 1000  # characters of a search pattern whose words are searched for
 
 
