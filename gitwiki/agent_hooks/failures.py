@@ -50,6 +50,10 @@ _EXCEPTION = re.compile(
     r"\s*(?:E\s+)?((?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|Failure|Warning|Fault)(?::\s.*)?)$"
 )
 _PYTEST_SUMMARY = re.compile(r"(?:FAILED|ERROR) \S+ - (.+)$")  # pytest's short test summary
+_PYTEST_DETAIL = re.compile(r"E {2,}(\S.*)$")  # an `E` line that is no exception: `assert …`, `+  where …`
+# What failed, by name: pytest's `____ test_x ____`, unittest's `FAIL: test_x (…)`, cargo's `---- t stdout ----`,
+# go's `--- FAIL: TestX (0.00s)`.
+_TEST_TITLE = re.compile(r"(?:_{3,} (\S+) _{3,}|(?:FAIL|ERROR): (\S+) \(.*|---- (\S+) stdout ----|--- FAIL: (\S+).*)$")
 _RUSTC = re.compile(r"error(?:\[E\d+\])?: .+$")
 _RUSTC_NOISE = re.compile(r"error: (?:could not compile|aborting due to|test failed, to rerun|Found \d+ errors?)")
 _PANIC_HEAD = re.compile(r"thread '[^']*'(?: \(\d+\))? panicked at (?:'(.*)', )?\S+:\d+:\d+:?$")
@@ -66,8 +70,9 @@ _NPM_NOISE = re.compile(
 _JEST_TITLE = re.compile(r"\s*● (.+)$")  # then the message on the next non-empty line
 _VITEST_ARROW = re.compile(r"\s+→ (.+)$")
 
-# How telling a message is: the failure itself, then a repetition or summary of it, then only what failed.
-MESSAGE, SUMMARY, TITLE = 0, 1, 2
+# How telling a message is: the failure itself, then a summary of it; when neither is printed, the details
+# of a bare assertion, pytest's cut summaries (which repeat its `E` lines), then what failed by name.
+MESSAGE, SUMMARY, DETAIL, TITLE = 0, 1, 2, 3
 
 
 def post_build(call: Call) -> dict | None:
@@ -120,14 +125,20 @@ def error_lines(output: str, limit: int = 3) -> list[str]:
     like an error, without paths and numbers."""
     lines = [_ANSI.sub("", line[:MAX_LINE]) for line in _tail(output).splitlines()[-MAX_LINES:]]
     found = sorted(_messages(lines), key=lambda m: m[0])  # stable: in the order printed within a rank
+    messages = _distinct([m for rank, m in found if rank <= SUMMARY], limit)
+    return messages or _distinct([m for rank, m in found if rank > SUMMARY], limit) or _error_like(lines, limit)
+
+
+def _distinct(messages: list[str], limit: int) -> list[str]:
+    """The first `limit` of `messages` that do not repeat an earlier one, cleaned."""
     out: list[str] = []
-    for _, message in found:
+    for message in messages:
         clean = _clean(message)
         if len(clean) > 3 and not any(_same(clean, kept) for kept in out):
             out.append(clean)
             if len(out) == limit:
-                return out
-    return out or _error_like(lines, limit)
+                break
+    return out
 
 
 def _messages(lines: list[str]) -> list[tuple[int, str]]:
@@ -149,8 +160,11 @@ def _messages(lines: list[str]) -> list[tuple[int, str]]:
         elif m := _JEST_TITLE.match(line):
             found.append((TITLE, m.group(1)))
             waiting = True
+        elif m := _TEST_TITLE.match(line):
+            found.append((TITLE, next(g for g in m.groups() if g)))
         elif m := _PYTEST_SUMMARY.match(line):
-            found.append((SUMMARY, m.group(1)))
+            summary = m.group(1)
+            found.append((DETAIL, summary[: summary.rfind(" ")] if summary.endswith("...") else summary))
         elif (m := _RUSTC.match(line)) and not _RUSTC_NOISE.match(line):
             found.append((MESSAGE, m.group(0)))
         elif m := _TSC.match(line) or _COMPILER.match(line) or _GO_LOCATION.match(line):
@@ -159,15 +173,16 @@ def _messages(lines: list[str]) -> list[tuple[int, str]]:
             found.append((MESSAGE, m.group(1)))
         elif m := _RULE.match(line):
             found.append((MESSAGE, f"{m.group(1)} {m.group(2)}"))
+        elif m := _PYTEST_DETAIL.match(line):
+            found.append((DETAIL, m.group(1)))
         elif (m := _NPM.match(line)) and not _NPM_NOISE.match(m.group(1)):
             found.append((SUMMARY, m.group(1)))
     return found
 
 
 def _same(message: str, kept: str) -> bool:
-    """Whether `message` repeats `kept` or the other way round: pytest's summary repeats an `E` line cut short
-    with `...`, vitest's `→` line the exception's message without its name."""
-    message = message.removesuffix("...").rstrip()
+    """Whether `message` repeats `kept` or the other way round: pytest's summary repeats an `E` line, vitest's
+    `→` line the exception's message without its name."""
     return message in kept or kept in message
 
 

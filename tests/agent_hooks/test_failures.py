@@ -48,7 +48,13 @@ EXPECTED = {
         "error TS2322: Type 'number' is not assignable to type 'string'.",
     ],
     # jest prints a thrown Error's message alone under the test's title; `expect(received)…` is its matcher
-    "jest": ["signing key cache is stale after rotation", "holiday freeze"],
+    "jest": ["signing key cache is stale after rotation"],
+    # no message: the assertion's details and the test's name
+    "pytest_bare": [
+        "assert False == True",
+        "+ where False = rollout_window(20)",
+        "test_rollout_window_closes_on_the_twentieth",
+    ],
     "vitest": ["expected false to be true Object.is equality", "signing key cache is stale after rotation"],
     "npm_missing_script": ['Missing script: "build"'],
     "npm_err_legacy": ['Missing script: "build"'],
@@ -64,6 +70,11 @@ def test_every_captured_output_has_its_expectation():
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_the_failure_message_of_each_toolchain(name):
     assert error_lines((OUTPUTS / f"{name}.txt").read_text()) == EXPECTED[name]
+
+
+def test_a_cut_pytest_summary_counts_when_no_e_line_is_shown():
+    output = "FAILED t.py::test_freeze - AssertionError: holiday freeze n...\n1 failed in 0.1s\n"  # --tb=no
+    assert error_lines(output) == ["AssertionError: holiday freeze"]
 
 
 def test_output_no_toolchain_explains_gives_its_last_error_like_lines():
