@@ -32,7 +32,8 @@ from gitwiki.agent_hooks.memory import source_entries
 from gitwiki.agent_hooks.protocol import context
 
 MAX_READ = 256 * 1024  # bytes of a file read for its symbols; 500 lines of code fit well inside
-MAX_PATTERN = 1000  # characters of a search pattern whose words are searched for
+MAX_PATTERN = 1000
+MAX_PATH = 4096  # characters of a search pattern whose words are searched for
 
 
 def ambient(call: Call) -> dict | None:
@@ -165,7 +166,9 @@ def _either(a: Callable[[str], bool], b: Callable[[str], bool]) -> Callable[[str
 def _relative(root: Path, base: Path, file_path) -> str | None:
     """The repo-relative path of a tool's file_path (relative to `base` unless absolute), or None when it is
     not a path in this repo."""
-    if not isinstance(file_path, str) or not file_path or "\0" in file_path:
+    # Longer than any path the system opens (PATH_MAX): resolving symlinks in a 2 MB path of 700,000
+    # components took longer than the hook may (found by tests/agent_hooks/test_fuzz.py).
+    if not isinstance(file_path, str) or not file_path or "\0" in file_path or len(file_path) > MAX_PATH:
         return None
     full = Path(os.path.abspath(base / file_path))
     try:

@@ -277,6 +277,13 @@ def test_a_symlink_out_of_the_repo_is_not_read(wiki, hook, cli, tmp_path, tool):
     )
 
 
+def test_a_path_longer_than_the_system_opens_is_not_resolved(wiki, hook):
+    """A 2 MB file_path of 700,000 components once took symlink resolution past the hook's time (the fuzz)."""
+    event = load("pre_tool_use_read", wiki.path)
+    event["tool_input"] = {"file_path": "src/" + "x/" * 700_000 + "keys.py"}
+    assert hook("ambient", event, wiki.path) == (0, None)
+
+
 def test_deeply_nested_json_is_ignored_without_a_traceback(wiki):
     nested = b'{"tool_name": "Read", "tool_input": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     done = _hook_process(wiki.path, "ambient", nested)
