@@ -19,6 +19,7 @@ import os
 import socket
 import stat
 import struct
+import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -129,12 +130,18 @@ def _exchange(path: Path, line: bytes) -> dict[str, Any] | None:
     return reply if isinstance(reply, dict) else None
 
 
-def read_line(sock: socket.socket, limit: int = 1 << 30) -> bytes:
+def read_line(sock: socket.socket, limit: int = 1 << 30, deadline: float | None = None) -> bytes:
     """One line from `sock`, without its newline; ValueError when the other end hangs up before it or it is
-    longer than `limit`."""
+    longer than `limit`, TimeoutError when it has not come by `deadline` (time.monotonic(); a timeout per read
+    would let a client sending a byte at a time hold the connection for ever)."""
     chunks: list[bytes] = []
     size = 0
     while True:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no whole line in time")
+            sock.settimeout(left)
         chunk = sock.recv(1 << 16)
         if not chunk:
             raise ValueError("the connection closed before a whole line")

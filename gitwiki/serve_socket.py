@@ -8,8 +8,10 @@ The file is bound under a temporary name and renamed into place, so a client nev
 bound but not yet listening.
 
 Requests are answered one at a time with the tool calls (the same lock), by `ground.answer`, the call the
-CLI's local path makes. A request whose checkout, directory, environment or configuration differs from this
-server's is declined, and the CLI answers it by itself.
+CLI's local path makes. At most MAX_CONNECTIONS connections are served at once, each given REQUEST_TIMEOUT in
+all to send its request: a connection past the cap is closed at once (its CLI answers by itself), so idle or
+slow connections cannot pile up threads (400 idle ones once made 408). A request whose checkout, directory,
+environment or configuration differs from this server's is declined, and the CLI answers it by itself.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import os
 import signal
 import socket
 import threading
+import time
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +38,12 @@ from gitwiki.wiki import Wiki
 
 log = logging.getLogger("gitwiki.socket")
 
-# A client sends its request line at once; one that has not within this is not a gitwiki client.
+# A client sends its request line at once; one that has not within this (in all) is not a gitwiki client.
 REQUEST_TIMEOUT = 10.0
 MAX_REQUEST = 1 << 20
+# Connections served at once, each on its own thread; requests wait for the lock anyway, so more would only
+# hold threads and memory. A CLI turned away answers by itself.
+MAX_CONNECTIONS = 16
 
 
 class SocketServer:
@@ -47,6 +54,7 @@ class SocketServer:
         self.path = path
         self._inode = os.stat(path).st_ino
         self._env = serve_client.environment()
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         threading.Thread(target=self._accept, name="gitwiki-socket", daemon=True).start()
 
     @classmethod
@@ -94,6 +102,10 @@ class SocketServer:
                 conn, _ = self._sock.accept()
             except OSError:  # closed
                 return
+            if not self._slots.acquire(blocking=False):
+                log.info("turned a connection away: %d are being served", MAX_CONNECTIONS)
+                conn.close()
+                continue
             threading.Thread(target=self._serve, args=(conn,), name="gitwiki-socket-call", daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
@@ -102,12 +114,16 @@ class SocketServer:
                 if serve_client.peer_uid(conn) not in (None, os.getuid()):
                     log.warning("refused a connection from another user")
                     return
-                conn.settimeout(REQUEST_TIMEOUT)
-                message = json.loads(serve_client.read_line(conn, MAX_REQUEST))
+                line = serve_client.read_line(conn, MAX_REQUEST, time.monotonic() + REQUEST_TIMEOUT)
+                message = json.loads(line)
                 conn.settimeout(None)
                 conn.sendall(json.dumps(self.reply(message), ensure_ascii=False).encode() + b"\n")
-            except (OSError, ValueError) as e:  # the client went away or sent garbage: nothing to answer
-                log.info("socket request dropped: %s", e)
+            # The client went away, was too slow, or sent garbage (not UTF-8, not JSON, nested past the parser's
+            # recursion limit): nothing to answer.
+            except (OSError, ValueError, RecursionError) as e:
+                log.info("socket request dropped: %s", type(e).__name__)
+            finally:
+                self._slots.release()
 
     def reply(self, message: Any) -> dict[str, Any]:
         """The reply to one request: stdout and stderr as the local path would write them, a gitwiki error with
@@ -116,10 +132,9 @@ class SocketServer:
         if refusal is not None:
             log.info("declined a CLI request: %s", refusal)
             return {"declined": refusal}
-        try:
-            request = GroundRequest(**message["request"])
-        except TypeError as e:
-            return {"declined": f"not a request this version knows: {e}"}
+        request = _request(message["request"])
+        if isinstance(request, str):
+            return {"declined": f"not a request this version knows: {request}"}
         err = io.StringIO()
         with self._lock, contextlib.redirect_stderr(err):  # the warnings the local path prints are the client's
             try:
@@ -140,13 +155,34 @@ class SocketServer:
         if message.get("env") != self._env:
             return "another environment"
         root = self._wiki.root
+        start = message.get("start")
+        if not isinstance(start, str) or "\0" in start:
+            return "no start directory"
         try:
-            seen = for_checkout(load(root), root, Path(str(message.get("start"))))
+            seen = for_checkout(load(root), root, Path(start))
         except GitwikiError as e:  # the configuration broke since the start: the local path reports it
             return f"configuration: {e}"
         if seen != (self._wiki.config, self._wiki.default):
             return "the configuration changed since the server started, or another default corpus"
         return None
+
+
+# Each GroundRequest field's allowed types: `str | None` → (str, NoneType).
+_FIELD_TYPES = {name: typing.get_args(hint) or (hint,) for name, hint in typing.get_type_hints(GroundRequest).items()}
+
+
+def _request(fields: dict) -> GroundRequest | str:
+    """The request `fields` describe, or what is wrong with them: a field of the wrong type (a list as the
+    query) once reached the search and ended in an internal error with a traceback in the server's log."""
+    try:
+        request = GroundRequest(**fields)
+    except TypeError as e:
+        return str(e)
+    for name, value in request._asdict().items():
+        allowed = _FIELD_TYPES[name]
+        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+            return f"{name} is a {type(value).__name__}"
+    return request
 
 
 def _private_dir(folder: Path) -> None:

@@ -3,6 +3,7 @@ it would have printed by itself, and answers by itself whenever the server canno
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -15,6 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gitwiki import serve_client
 from gitwiki.ground import GroundRequest
@@ -255,3 +258,126 @@ def test_a_terminated_server_removes_its_socket(lexical_repo):
         served.kill()
         served.wait(timeout=WAIT)
     assert not path.exists()
+
+
+def _calls() -> int:
+    return sum(t.name == "gitwiki-socket-call" for t in threading.enumerate())
+
+
+def test_idle_connections_are_capped_and_the_server_keeps_serving(lexical_repo, server, monkeypatch):
+    """400 idle connections once held 400 threads; past MAX_CONNECTIONS a connection is closed at once (its
+    CLI answers by itself) instead of waiting out its REQUEST_TIMEOUT on a thread of its own."""
+    import select
+
+    from gitwiki import serve_socket
+
+    monkeypatch.setattr(serve_socket, "REQUEST_TIMEOUT", 600.0)  # the idle ones stay for the whole test
+    idle = []
+    try:
+        for _ in range(serve_socket.MAX_CONNECTIONS + 40):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(str(server.path))
+            idle.append(sock)
+        waiting = set(idle[serve_socket.MAX_CONNECTIONS :])
+        deadline = time.monotonic() + WAIT
+        while waiting and time.monotonic() < deadline:
+            readable, _, _ = select.select(list(waiting), [], [], 1.0)
+            for sock in readable:
+                assert sock.recv(1) == b""  # closed by the server
+                waiting.discard(sock)
+        assert not waiting, f"{len(waiting)} connections past the cap were left open"
+        assert _calls() == serve_socket.MAX_CONNECTIONS
+        assert serve_client.ask(str(lexical_repo.path), GroundRequest("rollback")) is None  # the CLI answers itself
+    finally:
+        for sock in idle:
+            sock.close()
+    wait_for(lambda: _calls() == 0, "the idle connections' threads to end")
+    asked = serve_client.ask(str(lexical_repo.path), GroundRequest("rollback"))
+    assert asked is not None and "wiki/deploy.md" in asked.stdout
+
+
+def test_a_client_that_trickles_its_request_is_dropped_when_its_time_is_up(lexical_repo, server, monkeypatch):
+    from gitwiki import serve_socket
+
+    monkeypatch.setattr(serve_socket, "REQUEST_TIMEOUT", 1.0)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(WAIT)
+        sock.connect(str(server.path))
+        started = time.monotonic()
+        closed = False
+        while time.monotonic() - started < WAIT:
+            try:
+                sock.sendall(b" ")  # one byte at a time, never a whole line: each read waits less than the timeout
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            time.sleep(0.3)
+        assert closed
+
+
+FRAME_EXAMPLES = int(os.environ.get("GITWIKI_FUZZ_EXAMPLES", "40"))
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+_request_fields = st.dictionaries(
+    st.sampled_from([*GroundRequest._fields, "nope"]) | st.text(max_size=8), _json | st.text(), max_size=5
+)
+
+
+@pytest.mark.slow
+@settings(max_examples=FRAME_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzzed_frames_get_one_json_reply_or_none_and_never_stop_the_server(lexical_repo, server, data):
+    """Socket frames from a same-user process: bytes, JSON of any shape, deep nesting, and well-addressed
+    requests with fuzzed fields. The answer is one JSON line or a closed connection, never a traceback."""
+    addressed = {
+        "protocol": serve_client.PROTOCOL,
+        "root": str(lexical_repo.path.resolve()),
+        "start": data.draw(st.just(str(lexical_repo.path)) | st.text(max_size=10)),
+        "env": serve_client.environment(),
+        "request": data.draw(_request_fields),
+    }
+    frame = data.draw(
+        st.binary(max_size=200)
+        | _json.map(lambda v: json.dumps(v).encode())
+        | st.just(json.dumps(addressed).encode())
+        | st.integers(1, 100_000).map(lambda n: b"[" * n + b"]" * n)
+    )
+    reply = raw_exchange(server.path, frame.replace(b"\n", b" ") + b"\n")
+    if reply:
+        assert reply.endswith(b"\n") and reply.count(b"\n") == 1
+        parsed = json.loads(reply)
+        assert set(parsed) <= {"declined", "stdout", "stderr", "error", "exit_code"}
+        assert not str(parsed.get("declined")).startswith("internal error"), parsed
+    in_process = server.reply(addressed)  # the same call in process raises nothing either
+    assert not str(in_process.get("declined")).startswith("internal error"), in_process
+
+
+def test_a_request_of_the_wrong_shape_is_declined_not_run(lexical_repo, server):
+    """Found by the frame fuzz: a list as the query reached the search (an internal error, its traceback in
+    the server's log), and a NUL in the start directory raised ValueError out of `reply`."""
+    message = {
+        "protocol": serve_client.PROTOCOL,
+        "root": str(lexical_repo.path.resolve()),
+        "start": str(lexical_repo.path),
+        "env": serve_client.environment(),
+        "request": {"query": ["rollback"]},
+    }
+    assert server.reply(message) == {"declined": "not a request this version knows: query is a list"}
+    assert server.reply({**message, "request": {"query": "x", "limit": True}}) == {
+        "declined": "not a request this version knows: limit is a bool"
+    }
+    assert server.reply({**message, "start": "wiki\x00"}) == {"declined": "no start directory"}
+    assert "wiki/deploy.md" in server.reply({**message, "request": {"query": "rollback", "limit": 3}})["stdout"]
+
+
+def test_a_frame_nested_past_the_parser_is_dropped_without_a_traceback(lexical_repo, server, monkeypatch):
+    died: list = []
+    monkeypatch.setattr(threading, "excepthook", died.append)  # a RecursionError once ended the thread here
+    assert raw_exchange(server.path, b"[" * 100_000 + b"]" * 100_000 + b"\n") == b""
+    wait_for(lambda: _calls() == 0, "the connection's thread to end")
+    assert died == []
+    asked = serve_client.ask(str(lexical_repo.path), GroundRequest("rollback"))
+    assert asked is not None and "wiki/deploy.md" in asked.stdout

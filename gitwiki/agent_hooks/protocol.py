@@ -18,10 +18,11 @@ CUT = "\n… (cut to {limit} characters: [agent_hooks] max_chars)"
 
 
 def parse_event(raw: bytes) -> dict | None:
-    """The event object, or None when stdin is not one (the hook then does nothing)."""
+    """The event object, or None when stdin is not one (the hook then does nothing): not JSON, not UTF-8, or
+    nested deeper than the parser's recursion limit (RecursionError, which once ended the hook in a traceback)."""
     try:
         data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 

@@ -51,7 +51,7 @@ def run(name: str, raw: bytes, cwd: str) -> str:
         where = cwd
     try:
         checkout = gitcli.find_checkout(where) or gitcli.discover(where)
-    except (GitwikiError, OSError):  # not in a git repository
+    except (GitwikiError, OSError, ValueError):  # not in a git repository, or no path at all ("\0" in it)
         return ""
     log_dir = checkout.common_dir / "gitwiki"
     lookup = None

@@ -165,3 +165,126 @@ def test_after_head_moves_only_the_new_commits_are_read(wiki, hook, monkeypatch)
     wiki.commit("keys 2", {"src/keys.py": "# 2\n", "src/ring.py": "# 2\n"})
     monkeypatch.setattr(gitcli, "changed_together", full)
     assert keys_note("s2") == "files that changed together with src/keys.py (commits, of the last 200): src/ring.py (2)"
+
+
+def _bash(root, command: str, **changes) -> dict:
+    event = load("pre_tool_use_bash", root, **changes)
+    event["tool_input"] = {"command": command, "description": "x"}
+    return event
+
+
+def test_a_file_read_through_bash_gets_the_notes_a_read_gets(wiki, hook):
+    """Claude Code 2.1 reads files with `cat`, `head`, `sed -n` through its Bash tool."""
+    read = context_of(hook("ambient", load("pre_tool_use_read", wiki.path, session_id="read"), wiki.path)[1])
+    for n, command in enumerate(
+        ["cat src/keys.py | head -50", "cd src && sed -n '1,20p' keys.py", "head -n 5 src/keys.py 2>/dev/null"]
+    ):
+        answer = hook("ambient", _bash(wiki.path, command, session_id=f"bash{n}"), wiki.path)[1]
+        assert context_of(answer) == read, command
+        assert answer["hookSpecificOutput"]["hookEventName"] == "PreToolUse"
+
+
+def test_a_search_through_bash_gets_the_notes_a_grep_gets(wiki, hook):
+    grep = context_of(hook("ambient", load("pre_tool_use_grep", wiki.path, session_id="grep"), wiki.path)[1])
+    for n, command in enumerate(
+        [
+            "grep -rn 'rollback_release' wiki/",
+            "rg -e rollback_release -g '*.md'",
+            "git grep -n rollback_release -- wiki",
+        ]
+    ):
+        assert context_of(hook("ambient", _bash(wiki.path, command, session_id=f"bash{n}"), wiki.path)[1]) == grep, (
+            command
+        )
+
+
+def test_other_bash_commands_and_files_outside_get_nothing(wiki, hook):
+    for command in [
+        "ls -la",
+        "python -m pytest -q",
+        "cat /etc/hostname",
+        "cat ../outside.py",
+        'grep "unclosed',
+        "cat <<'EOF' > src/new.py\nrollback_release\nEOF",
+    ]:
+        assert hook("ambient", _bash(wiki.path, command), wiki.path) == (0, None), command
+
+
+def test_a_bash_event_after_the_call_is_answered_as_such(wiki, hook):
+    answer = hook("ambient", _bash(wiki.path, "cat src/keys.py", hook_event_name="PostToolUse"), wiki.path)[1]
+    assert answer["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
+
+
+def _hook_process(root, hook_type: str, event, timeout: float = 60):
+    """The hook as Claude Code runs it: a process with the event on stdin, killed past `timeout`."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+
+    raw = event if isinstance(event, bytes) else json.dumps(event).encode()
+    return subprocess.run(
+        [sys.executable, "-m", "gitwiki.agent_hooks", hook_type],
+        input=raw,
+        capture_output=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=timeout,
+    )
+
+
+@pytest.mark.parametrize("tool", ["Read", "Bash"])
+def test_a_fifo_in_the_repo_does_not_block_the_hook(wiki, tool):
+    import os
+
+    os.mkfifo(wiki.path / "src" / "fifo.py")
+    if tool == "Read":
+        event = load("pre_tool_use_read", wiki.path)
+        event["tool_input"] = {"file_path": str(wiki.path / "src" / "fifo.py")}
+    else:
+        event = _bash(wiki.path, "cat src/fifo.py")
+    done = _hook_process(wiki.path, "ambient", event)  # blocked in open() for ever before
+    assert done.returncode == 0 and done.stderr == b""
+
+
+@pytest.mark.parametrize("tool", ["Read", "Bash"])
+def test_a_symlink_out_of_the_repo_is_not_read(wiki, hook, cli, tmp_path, tool):
+    outside = tmp_path / "outside.py"
+    outside.write_text("def exfiltrated_secret_name():\n    pass\n")
+    wiki.commit("more", {"wiki/secret.md": "# Secret\n\n## Names\n\n`exfiltrated_secret_name` is private.\n"})
+    assert cli("index", cwd=wiki.path)[0] == 0
+    (wiki.path / "src" / "link.py").symlink_to(outside)
+    if tool == "Read":
+        event = load("pre_tool_use_read", wiki.path)
+        event["tool_input"] = {"file_path": str(wiki.path / "src" / "link.py")}
+    else:
+        event = _bash(wiki.path, "cat src/link.py")
+    answer = hook("ambient", event, wiki.path)[1]
+    assert answer is None or "exfiltrated_secret_name" not in context_of(answer)
+    (wiki.path / ".git" / "hooks" / "names.py").write_text(outside.read_text())
+    (wiki.path / "src" / "git.py").symlink_to(wiki.path / ".git" / "hooks" / "names.py")  # nor into .git
+    event = load("pre_tool_use_read", wiki.path, session_id="git")
+    event["tool_input"] = {"file_path": str(wiki.path / "src" / "git.py")}
+    answer = hook("ambient", event, wiki.path)[1]
+    assert answer is None or "exfiltrated_secret_name" not in context_of(answer)
+    # the same file inside the repository is read
+    (wiki.path / "src" / "inside.py").write_text(outside.read_text())
+    event = load("pre_tool_use_read", wiki.path, session_id="inside")
+    event["tool_input"] = {"file_path": str(wiki.path / "src" / "inside.py")}
+    assert "sections naming symbols of src/inside.py (exfiltrated_secret_name)" in context_of(
+        hook("ambient", event, wiki.path)[1]
+    )
+
+
+def test_a_path_longer_than_the_system_opens_is_not_resolved(wiki, hook):
+    """A 2 MB file_path of 700,000 components once took symlink resolution past the hook's time (the fuzz)."""
+    event = load("pre_tool_use_read", wiki.path)
+    event["tool_input"] = {"file_path": "src/" + "x/" * 700_000 + "keys.py"}
+    assert hook("ambient", event, wiki.path) == (0, None)
+
+
+def test_deeply_nested_json_is_ignored_without_a_traceback(wiki):
+    nested = b'{"tool_name": "Read", "tool_input": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    done = _hook_process(wiki.path, "ambient", nested)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")

@@ -136,3 +136,8 @@ def test_a_config_change_reaches_the_next_hook(wiki, hook):
     assert (
         "UsageError: [search] mode must be one of" in (wiki.path / ".git" / "gitwiki" / "agent-hooks.log").read_text()
     )
+
+
+def test_a_cwd_that_is_no_path_is_not_in_a_repository(wiki, hook):
+    """A NUL in the event's `cwd` (found by tests/agent_hooks/test_fuzz.py) once raised ValueError past the handler."""
+    assert hook("ambient", load("pre_tool_use_read", wiki.path, cwd="src\x00"), wiki.path) == (0, None)
