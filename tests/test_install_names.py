@@ -33,7 +33,7 @@ def test_every_doc_names_one_repository_and_pins_nothing_that_does_not_exist():
             found.append((path, match.group(1) or match.group(2)))
             if match.group(3):
                 assert match.group(3) == "main" or match.group(3) in tags, (path, match.group(0))
-        for match in re.finditer(r"marketplace add (\S+)", text):
+        for match in re.finditer(r"marketplace add ([\w.-]+/[\w.-]+)", text):  # OWNER/REPO, not a placeholder
             found.append((path, match.group(1)))
         assert not re.search(r"\bOWNER/gitwiki\b", text), path
         for match in re.finditer(r"pipx? install gitwiki\b(?!-)", text):  # another project: only as a warning
