@@ -3,16 +3,14 @@
 Input: one JSON object on stdin with `session_id`, `transcript_path`, `cwd`, `hook_event_name` and the
 event's own fields. Output, on exit 0: a JSON object on stdout; context for the model goes in
 `hookSpecificOutput.additionalContext` (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse,
-PostToolUseFailure, SubagentStart), a PermissionRequest answers with `hookSpecificOutput.decision`, and a Stop
-hook keeps the agent going with `{"decision": "block", "reason": …}`. No output means no opinion.
+PostToolUseFailure, SubagentStart), a PreToolUse hook may also decide with
+`hookSpecificOutput.permissionDecision` (gitwiki.agent_hooks.permissions), and a Stop hook keeps the agent
+going with `{"decision": "block", "reason": …}`. No output means no opinion.
 """
 
 from __future__ import annotations
 
 import json
-import re
-
-from gitwiki.agent_hooks import MCP_PREFIXES
 
 CUT = "\n… (cut to {limit} characters: [agent_hooks] max_chars)"
 
@@ -44,21 +42,7 @@ def context(event: str, text: str, limit: int) -> dict | None:
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": cap(text, limit)}}
 
 
-def allow_permission() -> dict:
-    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}
-
-
 def keep_going(reason: str) -> dict:
     """A Stop hook's answer that keeps the agent working, with `reason` as its next instruction."""
     return {"decision": "block", "reason": reason}
 
-
-def approve_mcp(event: dict) -> dict | None:
-    """Allow a tool of gitwiki's own MCP server; any other tool gets no answer (Claude Code asks as usual)."""
-    tool = event.get("tool_name")
-    if not isinstance(tool, str):
-        return None
-    for prefix in MCP_PREFIXES:
-        if tool.startswith(prefix) and re.fullmatch(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*", tool[len(prefix) :]):
-            return allow_permission()
-    return None
