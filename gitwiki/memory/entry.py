@@ -512,8 +512,11 @@ def render_page(name: str, entries, preamble: str = "", head: str = "", *, verif
             parts.append(e.after + "\n")
     page = "\n".join(parts)
     if verify:
-        back = parse_page(page, name).entries
-        if [(e.created, e.text) for e in back] != [(e.created, e.text) for e in entries]:
+        # With an entry after it, so that a block left open at the end (which would swallow the next
+        # entry stored) is caught now, not at that store.
+        back = parse_page(page + "\n" + render_entry(Entry(name, _PROBE, "probe")), name).entries
+        expected = [(e.created, e.text) for e in entries] + [(_PROBE, "probe")]
+        if [(e.created, e.text) for e in back] != expected:
             raise UsageError(
                 f"the text a person wrote in memory page {name}.md leaves a code fence or HTML block open, which "
                 "would hide the entries after it; close it in the page, then try again"

@@ -264,7 +264,8 @@ def edit(
             if not text or not str(text).strip():
                 raise UsageError(f"{action} needs text")
             body = clean_text(text)
-            new_text = f"{old.text}\n\n{body}" if action == "append" else body
+            # The joined text is cleaned again: a line that was a title alone (`<?php`) is a block in a body.
+            new_text = clean_text(f"{old.text}\n\n{body}") if action == "append" else body
             tags = normalize_tags([*old.tags, *auto_tags(body)])
             changed = old._replace(text=new_text, tags=tags, modified=now_iso())
         else:

@@ -148,3 +148,12 @@ def test_a_persons_unclosed_fence_refuses_the_store_and_writes_nothing(mem, repo
     with pytest.raises(UsageError, match="code fence or HTML block open"):
         store_mod.store(mem, "notes", "an entry that would be swallowed")
     assert (repo.path / "wiki/memory/notes.md").read_text() == page
+
+
+def test_an_append_is_one_section_with_the_text_it_joins(mem):
+    """Found by the fuzz suite: `<?php` alone is a title, but appended it is an HTML block that ran on over
+    the next entry."""
+    store_mod.store(mem, "t", "```")
+    store_mod.edit(mem, "append", "t", index=1, text="<?php")
+    assert store_mod.store(mem, "t", "the next entry").results[0].entry.ref == "t:2"
+    assert [e.title for e in mem.topic("t").page.entries] == ["<?php", "the next entry"]
