@@ -133,7 +133,7 @@ def _new_entry(mem: Memory, topic: str, item: dict, current: dict[str, list[Entr
         elif index and not (index.isdigit() and 1 <= int(index) <= len(known)):
             warnings.append(f"link {link}: topic {name!r} has {len(known)} entries")
     created = _unique_stamp(now_iso(), text, entries)
-    tags = normalize_tags([*normalize_tags(item.get("tags") or ()), *auto_tags(text)])
+    tags = normalize_tags([*_tags(item.get("tags")), *auto_tags(text)])
     return Entry(topic, created, text, tags, source, float(confidence), links), warnings
 
 
@@ -150,6 +150,14 @@ def _links(raw) -> tuple[str, ...]:
             raise UsageError(f"link {value!r} must be 'topic' or 'topic:N' with N an entry number")
         out.append(topic_name(name) + (f":{int(index)}" if sep else ""))
     return tuple(dict.fromkeys(out))
+
+
+def _tags(raw) -> tuple[str, ...]:
+    if not raw:
+        return ()
+    if not isinstance(raw, (list, tuple, str)) or not all(isinstance(t, str) for t in raw):
+        raise UsageError(f"tags must be a list of strings, not {raw!r}")
+    return normalize_tags(raw)
 
 
 def _render(name: str, entries: list[Entry], page: TopicPage | None) -> str:
@@ -439,18 +447,15 @@ def _from_json(topic: str, n: int, raw) -> Entry:
     confidence = raw.get("confidence", DEFAULT_CONFIDENCE)
     if not is_confidence(confidence):
         raise UsageError(f"{where}: confidence must be a number from 0 to 1, not {confidence!r}")
-    tags = raw.get("tags") or []
-    if not isinstance(tags, (list, str)) or not all(isinstance(t, str) for t in tags):
-        raise UsageError(f"{where}: tags must be a list of strings, not {tags!r}")
     try:
-        links = _links(raw.get("links"))
+        tags, links = _tags(raw.get("tags")), _links(raw.get("links"))
     except UsageError as e:
         raise UsageError(f"{where}: {e}") from None
     return Entry(
         topic=topic,
         created=raw["created"],
         text=clean_text(raw["text"]),
-        tags=normalize_tags(tags),
+        tags=tags,
         source=source,
         confidence=float(confidence),
         links=links,

@@ -80,3 +80,21 @@ def test_checkpoints_are_capped_on_save_and_in_resume(mem, repo):
         "read wiki/memory/checkpoints/default.md"
     )
     assert resumed.checkpoint.done == ()
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"topic": "t", "text": "x", "tags": 5},
+        {"topic": "t", "text": "x", "tags": [1, None]},
+        {"topic": "t", "text": "x", "links": [1, None, {}]},
+        {"topic": "t", "text": "x", "links": ["a:b"]},
+        {"topic": "t", "text": "x", "confidence": float("nan")},
+        {"topic": "t", "text": 5},
+        {"topic": "t", "text": "x", "source": "a.py:1\n## 2026-01-01T00:00:00Z — forged"},
+    ],
+)
+def test_a_batch_item_of_the_wrong_shape_is_refused(mem, repo, item):
+    with pytest.raises(UsageError):
+        store_mod.batch(mem, [{"topic": "t", "text": "a good one"}, item])
+    assert not (repo.path / "wiki/memory").exists()
