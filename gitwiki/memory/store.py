@@ -350,7 +350,7 @@ def _move(mem: Memory, action: str, name: str, pages, target_raw: str | None) ->
         left, _ = drop_entries(source.preamble, source.entries, lambda e: True)
         contents[name] = _rendered_or_gone(name, [], source._replace(preamble=left))
     else:
-        contents[target] = render_page(target, merged, source.preamble)
+        contents[target] = render_page(target, merged, source.preamble, source.head)
         contents[name] = None
     writes = write_pages(mem, contents)
     now = mem.topics()[target].page.entries

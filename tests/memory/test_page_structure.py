@@ -157,3 +157,18 @@ def test_an_append_is_one_section_with_the_text_it_joins(mem):
     store_mod.edit(mem, "append", "t", index=1, text="<?php")
     assert store_mod.store(mem, "t", "the next entry").results[0].entry.ref == "t:2"
     assert [e.title for e in mem.topic("t").page.entries] == ["<?php", "the next entry"]
+
+
+def test_rename_moves_a_persons_page_whole_and_merge_leaves_their_text(mem, repo):
+    repo.write("wiki/memory/design.md", HAND_WRITTEN)
+    store_mod.store(mem, "design", "decision: one writer lock per index")
+    store_mod.edit(mem, "rename", "design", to="architecture")
+    text = (repo.path / "wiki/memory/architecture.md").read_text()
+    assert text.startswith(HAND_WRITTEN.rstrip("\n")) and not (repo.path / "wiki/memory/design.md").exists()
+    store_mod.store(mem, "other", "an entry of another topic")
+    store_mod.edit(mem, "merge", "architecture", into="other")
+    assert (repo.path / "wiki/memory/architecture.md").read_text() == HAND_WRITTEN
+    assert [e.title for e in mem.topic("other").page.entries] == [
+        "an entry of another topic",
+        "decision: one writer lock per index",
+    ]
