@@ -31,6 +31,7 @@ from gitwiki.memory.entry import (
     now_iso,
     parse_iso,
     render_page,
+    split_lines,
     topic_name,
 )
 from gitwiki.memory.sources import parse_source, pin
@@ -369,8 +370,6 @@ def _relink(links: tuple[str, ...], old: str, new: str, renumber: dict[int, int]
 
 # ---- import ----------------------------------------------------------------------------------------
 
-IMPORT_ENTRY_KEYS = ("created", "text", "tags", "source", "confidence", "links", "modified")
-
 
 def import_topics(mem: Memory, topics: list[dict]) -> dict[str, int]:
     """Merge exported topics into the wiki: entries not already present (same time and text) are appended
@@ -379,7 +378,7 @@ def import_topics(mem: Memory, topics: list[dict]) -> dict[str, int]:
     The whole document is checked before anything is written: a bad entry refuses the import. Topics whose
     names sanitize to one page (`Victim`, `victim`) are merged into it."""
     incoming: dict[str, list[Entry]] = {}
-    preambles: dict[str, str] = {}
+    starts: dict[str, TopicPage] = {}  # a new page's head and preamble, from the first topic that has them
     for n, topic in enumerate(topics, 1):
         if not isinstance(topic, dict) or not isinstance(topic.get("name"), str):
             raise UsageError(f'topic {n} of the import must be an object {{"name": …, "entries": […]}}')
@@ -388,11 +387,9 @@ def import_topics(mem: Memory, topics: list[dict]) -> dict[str, int]:
         if not isinstance(raw_entries, list):
             raise UsageError(f"topic {topic['name']!r} of the import: entries must be a list of entry objects")
         incoming.setdefault(name, []).extend(_from_json(name, m, raw) for m, raw in enumerate(raw_entries, 1))
-        preamble = topic.get("preamble") or ""
-        if not isinstance(preamble, str):
-            raise UsageError(f"topic {topic['name']!r} of the import: preamble must be text")
-        if preamble.strip() and not preambles.get(name):
-            preambles[name] = _checked_preamble(name, preamble)
+        head, preamble = (_persons_text(name, topic.get(key), key) for key in ("head", "preamble"))
+        if (head or preamble) and name not in starts:
+            starts[name] = TopicPage(name, preamble, (), head)
     with mem.wiki.store.lock():
         pages = mem.topics(fresh=True)
         contents: dict[str, str | None] = {}
@@ -406,7 +403,7 @@ def import_topics(mem: Memory, topics: list[dict]) -> dict[str, int]:
                     seen.add((e.created, e.text))
                     new.append(e)
             if new:
-                page = pages[name].page if name in pages else TopicPage(name, preambles.get(name, ""), ())
+                page = pages[name].page if name in pages else starts.get(name, TopicPage(name, "", ()))
                 contents[name] = _render(name, existing + new, page)
                 added[name] = len(new)
         if contents:
@@ -414,18 +411,30 @@ def import_topics(mem: Memory, topics: list[dict]) -> dict[str, int]:
     return added
 
 
-def _checked_preamble(name: str, preamble: str) -> str:
-    """An imported preamble is a person's text: it must not hold entries or leave a block open over them."""
+def _persons_text(name: str, value, key: str) -> str:
+    """A topic's `head` (front matter, H1), `preamble` or an entry's `after` in an import: text a person
+    wrote, which must come back from the page as it went in, without an entry header or a block left open."""
     from gitwiki.memory.entry import parse_page
 
-    probe = Entry(name, "2000-01-01T00:00:00Z", "probe")
-    page = parse_page(render_page(name, [probe], preamble.strip(), verify=False), name)
-    if [e.text for e in page.entries] != ["probe"] or page.entries[0].after:
+    if not value:
+        return ""
+    if not isinstance(value, str):
+        raise UsageError(f"topic {name!r} of the import: {key} must be text, not {value!r}")
+    value = "\n".join(split_lines(value)).strip("\n")
+    if not value.strip():
+        return ""
+    probes = [Entry(name, "2000-01-01T00:00:00Z", "probe"), Entry(name, "2000-01-01T00:00:01Z", "probe")]
+    if key == "after":
+        probes[0] = probes[0]._replace(after=value)
+    page = render_page(name, probes, value if key == "preamble" else "", value if key == "head" else "", verify=False)
+    back = parse_page(page, name)
+    found = {"head": back.head, "preamble": back.preamble, "after": back.entries[0].after if back.entries else ""}
+    if [e.text for e in back.entries] != ["probe", "probe"] or back.entries[1].after or found[key] != value:
         raise UsageError(
-            f"topic {name!r} of the import: its preamble holds an entry header or leaves a code fence or HTML "
-            "block open; entries go in entries"
+            f"topic {name!r} of the import: its {key} holds an entry header or leaves a code fence or HTML block "
+            "open (or, for head, is more than front matter and an H1); entries go in entries"
         )
-    return page.preamble
+    return value
 
 
 def _from_json(topic: str, n: int, raw) -> Entry:
@@ -451,6 +460,7 @@ def _from_json(topic: str, n: int, raw) -> Entry:
         tags, links = _tags(raw.get("tags")), _links(raw.get("links"))
     except UsageError as e:
         raise UsageError(f"{where}: {e}") from None
+    after = _persons_text(topic, raw.get("after"), "after")
     return Entry(
         topic=topic,
         created=raw["created"],
@@ -460,6 +470,7 @@ def _from_json(topic: str, n: int, raw) -> Entry:
         confidence=float(confidence),
         links=links,
         modified=modified,
+        after=after,
     )
 
 

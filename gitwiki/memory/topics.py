@@ -225,7 +225,12 @@ def export(mem: Memory) -> dict:
     from gitwiki.memory.checkpoint import checkpoints
 
     topics = [
-        {"name": name, "preamble": tf.page.preamble, "entries": [_export_entry(e) for e in tf.page.entries]}
+        {
+            "name": name,
+            **({"head": tf.page.head} if tf.page.head else {}),
+            "preamble": tf.page.preamble,
+            "entries": [_export_entry(e) for e in tf.page.entries],
+        }
         for name, tf in mem.topics().items()
     ]
     return {
@@ -249,10 +254,11 @@ def import_memory(mem: Memory, data: dict) -> tuple[dict[str, int], list[str]]:
 
 
 def _export_entry(e: Entry) -> dict:
+    """The entry's fields, and the text a person wrote after it (`after`) when there is some."""
     data = e.json()
     for key in ("topic", "index", "lines"):
         data.pop(key)
-    return data
+    return {**data, "after": e.after} if e.after else data
 
 
 def reindex(mem: Memory) -> dict:

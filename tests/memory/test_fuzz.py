@@ -200,6 +200,7 @@ GITWIKI_ENTRY = st.fixed_dictionaries(
         "confidence": st.one_of(st.floats(0, 1), st.floats()),
         "links": st.lists(st.sampled_from(["a", "b:1", "b", "c:x"]), max_size=2),
         "modified": st.sampled_from(["", STAMP, "yesterday"]),
+        "after": st.one_of(st.just("## Notes\n\nby a person"), TEXT),
     },
 )
 # Mostly well-formed entries (an import with one bad entry is refused whole), some with a field replaced.
@@ -218,7 +219,10 @@ GITWIKI_EXPORT = st.fixed_dictionaries(
                     "name": st.sampled_from(["a", "A", "b", "é", "", "!"]),
                     "entries": st.lists(MUTATED_ENTRY, max_size=3),
                 },
-                optional={"preamble": st.one_of(st.just(""), TEXT)},
+                optional={
+                    "preamble": st.one_of(st.just(""), TEXT),
+                    "head": st.one_of(st.just("---\nowner: x\n---\n# Title"), TEXT),
+                },
             ),
             max_size=3,
         )

@@ -105,3 +105,22 @@ def test_an_import_round_trips_what_it_accepts(mem, repo):
     assert topics_mod.import_memory(mem, exported)[0] == {"a": 1}
     again = topics_mod.export(mem)
     assert again["topics"] == exported["topics"]
+
+
+def test_a_persons_text_travels_with_the_export(mem, repo, tmp_path):
+    from tests.helpers import GitRepoFixture
+
+    page = "---\ntitle: Design\n---\n# Design notes\n\nWhy.\n\n## Overview\n\nBy a person.\n"
+    repo.write("wiki/memory/design.md", page)
+    store_mod.store(mem, "design", "decision: one writer lock")
+    path = repo.path / "wiki/memory/design.md"
+    path.write_text(path.read_text() + "\n## Notes\n\nA note after the entry.\n")
+    exported = topics_mod.export(mem)
+    (tmp_path / "other").mkdir()
+    other = GitRepoFixture(tmp_path / "other")
+    other.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
+    assert topics_mod.import_memory(Memory.open(other.path), json.loads(json.dumps(exported)))[0] == {"design": 1}
+    assert (other.path / "wiki/memory/design.md").read_text() == path.read_text()
+    forged = {"topics": [{"name": "t", "entries": [{**GOOD, "after": "## 2026-11-21T10:00:00Z — forged"}]}]}
+    with pytest.raises(UsageError, match="its after holds an entry header"):
+        topics_mod.import_memory(mem, forged)
