@@ -172,3 +172,18 @@ def test_rename_moves_a_persons_page_whole_and_merge_leaves_their_text(mem, repo
         "an entry of another topic",
         "decision: one writer lock per index",
     ]
+
+
+def test_a_plain_page_is_parsed_without_markdown_it():
+    """What a hook re-reads after a store: paragraphs, code and ATX headings need no CommonMark parser."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\nfrom gitwiki.memory.entry import parse_page\n"
+        "page = '# t\\n\\n## 2026-01-01T00:00:00Z — a\\n\\nsome text\\n\\n```\\n## code\\n```\\n\\n[tags: x]\\n'\n"
+        "assert [e.tags for e in parse_page(page, 't').entries] == [('x',)]\n"
+        "print('markdown_it' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
