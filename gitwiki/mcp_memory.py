@@ -16,7 +16,10 @@ from gitwiki.memory import replies
 from gitwiki.memory.base import Memory
 from gitwiki.wiki import Wiki
 
-Topic = Annotated[str, Field(description="Topic name (one page per topic): lowercase letters, digits and dashes.")]
+Topic = Annotated[
+    str,
+    Field(description="Topic name (one page per topic): letters of any script, digits and dashes; at most 200 bytes."),
+]
 Index = Annotated[
     int | None, Field(ge=1, description="Entry number within the topic (1-based, memory_read lists them).")
 ]

@@ -149,3 +149,47 @@ def test_every_memory_tool_and_topics_action(repo):
     assert "needs topic" in str(out["bad_action_args"]) and "no checkpoint 'other'" in str(out["no_checkpoint"])
     assert done_actions | {"import"} >= set(TOPIC_ACTIONS)
     json.dumps(out["export"])  # the export is plain JSON
+
+
+def test_hostile_memory_input_is_refused_as_invalid_params_or_stored_whole(repo):
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
+
+    async def main():
+        async with connect(repo.path) as s:
+            out = {}
+            await call(s, "memory_store", topic="t", text="how to run the tests\n\n```\npytest -q")
+            out["second"] = (await call(s, "memory_store", topic="t", text="second", terse=True)).content[0].text
+            out["third"] = (await call(s, "memory_store", topic="t", text="third", terse=True)).content[0].text
+            out["read"] = (await call(s, "memory_read", topic="t")).structured_content
+            out["long"] = await refused(s, "memory_store", topic="x" * 300, text="t")
+            out["days"] = (await call(s, "memory_search", days=10**12)).structured_content
+            out["hours"] = (await call(s, "memory_search", hours=1e308)).structured_content
+            out["import"] = await refused(
+                s, "memory_topics", action="import", data={"topics": [{"name": "t", "entries": 5}]}
+            )
+            out["confidence"] = await refused(
+                s,
+                "memory_topics",
+                action="import",
+                data={"topics": [{"name": "t", "entries": [{"created": "x", "text": "y", "confidence": "high"}]}]},
+            )
+            out["unicode"] = (await call(s, "memory_store", topic="日本語", text="メモ", terse=True)).content[0].text
+            return out
+
+    out = run(main)
+    assert (out["second"], out["third"]) == ("stored t:2", "stored t:3")
+    assert [e["title"] for e in out["read"]["entries"]] == ["how to run the tests", "second", "third"]
+    for key in ("long", "import", "confidence"):
+        assert out[key].error.code == -32602, (key, out[key])
+    assert "too long" in str(out["long"]) and "entries must be a list" in str(out["import"])
+    assert out["days"]["total"] == 3 and out["hours"]["total"] == 3
+    assert out["unicode"] == "stored 日本語:1"
+
+
+def test_the_cli_refuses_a_malformed_import_on_one_line(repo, cli, tmp_path):
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
+    bad = tmp_path / "export.json"
+    bad.write_text(json.dumps({"topics": [{"name": "t", "entries": [{"created": 12345, "text": "x"}]}]}))
+    code, out, err = cli("memory", "topics", "import", "--file", str(bad), cwd=repo.path)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "created must be a UTC time" in err
+    assert not (repo.path / "wiki/memory").exists()

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 CACHE = "agent-memory.json"
 OVERVIEW = "agent-overview.json"
-CACHE_VERSION = 2
+CACHE_VERSION = 3  # 3: a person's undated sections are no longer entries, so rows cached by 2 are re-parsed
 _FIELDS = ("created", "modified", "tags", "source", "start_line", "end_line")  # what the hooks read of an entry
 # A cached entry row is _FIELDS, then the path its [source: …] names ("" for none), parsed once by the library.
 _START, _END, _SOURCE_PATH = 4, 5, 6

@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from gitwiki.writes import WriteReport
 
 LISTS = ("done", "next", "hypotheses", "blocked", "files")
+# A checkpoint is where a task stopped, read into the model's context at the next session start: 64 KB is
+# pages of notes. A larger one (a 900 KB paste made resume answer 1.85 MB) is refused on save, and a page
+# grown by hand past it is cut in resume's answer, which names the page to read instead.
+MAX_CHECKPOINT_CHARS = 64_000
 _SAVED = re.compile(r"^Saved (\S+)\.$")
 
 
@@ -56,22 +60,43 @@ class Resumed(NamedTuple):
     markdown: str  # the checkpoint with its age, ready to hand to the model
 
 
-def _items(value) -> tuple[str, ...]:
+def _items(value, key: str = "items") -> tuple[str, ...]:
+    """A list field: a list of strings (or one string, a line per item); an item is one line of the page."""
     if not value:
         return ()
     values = value.splitlines() if isinstance(value, str) else value
-    return tuple(s for s in (str(v).strip().removeprefix("- ").strip() for v in values) if s)
+    if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
+        raise UsageError(f"checkpoint {key} must be a list of strings, not {value!r}")
+    return tuple(s for s in (" ".join(v.split()).removeprefix("- ").strip() for v in values) if s)
+
+
+def _task(value) -> str:
+    """The task's lines; one that starts with `#` is escaped, or it would start a section of the page."""
+    if not isinstance(value, str):
+        raise UsageError(f"checkpoint task must be text, not {value!r}")
+    lines = value.strip().replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return "\n".join("\\" + line if line.lstrip().startswith("#") else line for line in lines)
 
 
 def checkpoint_page(data: dict) -> str:
-    """Render a checkpoint (a dict of Checkpoint's fields) as its page."""
-    lines = [f"# Checkpoint {data['name']}", "", f"Saved {data.get('saved') or now_iso()}.", "", "## Task", ""]
-    lines += [str(data.get("task", "")).strip() or "(none)", ""]
+    """Render a checkpoint (a dict of Checkpoint's fields) as its page; UsageError for a field of the wrong
+    type or a checkpoint over MAX_CHECKPOINT_CHARS."""
+    saved = data.get("saved") or now_iso()
+    if not isinstance(saved, str) or parse_iso(saved) is None or any(c.isspace() for c in saved):
+        raise UsageError(f"checkpoint saved must be a time like 2026-11-23T15:40:00Z, not {saved!r}")
+    lines = [f"# Checkpoint {data['name']}", "", f"Saved {saved}.", "", "## Task", ""]
+    lines += [_task(data.get("task", "")) or "(none)", ""]
     for key in LISTS:
-        items = _items(data.get(key))
+        items = _items(data.get(key), key)
         if items:
             lines += [f"## {key.capitalize()}", "", *(f"- {item}" for item in items), ""]
-    return "\n".join(lines)
+    page = "\n".join(lines)
+    if len(page) > MAX_CHECKPOINT_CHARS:
+        raise UsageError(
+            f"checkpoint {data['name']} is {len(page):,} characters; at most {MAX_CHECKPOINT_CHARS:,}: keep the "
+            "task and next steps, store findings as memory entries"
+        )
+    return page
 
 
 def parse_checkpoint(text: str, name: str, path: str = "") -> Checkpoint:
@@ -84,7 +109,7 @@ def parse_checkpoint(text: str, name: str, path: str = "") -> Checkpoint:
         elif section == "" and (m := _SAVED.match(line.strip())):
             saved = m.group(1)
         elif section == "task" and line.strip():
-            task.append(line.strip())
+            task.append(line.strip().removeprefix("\\"))
         elif section in lists and line.startswith("- "):
             lists[section].append(line[2:].strip())
     return Checkpoint(name, saved, "\n".join(task), **{k: tuple(v) for k, v in lists.items()}, path=path)
@@ -102,7 +127,7 @@ def checkpoint(
 ) -> tuple[Checkpoint, list[WriteReport]]:
     from gitwiki.memory.store import write_pages
 
-    if not task or not str(task).strip():
+    if not isinstance(task, str) or not task.strip():
         raise UsageError("checkpoint needs task: what you are working on")
     name = topic_name(name)
     data = {"name": name, "saved": now_iso(), "task": task, "done": done, "next": next}
@@ -141,16 +166,35 @@ def resume(mem: Memory, name: str = "default", now: datetime | None = None) -> R
         items = getattr(found, key)
         if items:
             lines += [f"## {key.capitalize()}", "", *(f"- {item}" for item in items), ""]
-    return Resumed(found, age, "\n".join(lines).rstrip() + "\n")
+    markdown = "\n".join(lines).rstrip() + "\n"
+    if len(markdown) > MAX_CHECKPOINT_CHARS:
+        cut = markdown[:MAX_CHECKPOINT_CHARS].rsplit("\n", 1)[0]
+        markdown = f"{cut}\n\n… cut at {MAX_CHECKPOINT_CHARS:,} of {len(markdown):,} characters; read {found.path}\n"
+        found = found._replace(task=found.task[:MAX_CHECKPOINT_CHARS], done=(), next=(), hypotheses=(), blocked=())
+        found = found._replace(files=())
+    return Resumed(found, age, markdown)
 
 
-def import_checkpoints(mem: Memory, exported: list[dict]) -> list[str]:
-    """Write exported checkpoints back as pages (a checkpoint is replaced, not merged); returns their names."""
+def checkpoint_pages(exported) -> dict[str, str | None]:
+    """Exported checkpoints as their pages, each checked (UsageError names the bad one)."""
+    if not isinstance(exported, list):
+        raise UsageError("checkpoints of the import must be a list of checkpoint objects")
+    pages: dict[str, str | None] = {}
+    for n, c in enumerate(exported, 1):
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+            raise UsageError(f'checkpoint {n} of the import must be an object with a name: {{"name": …, "task": …}}')
+        name = topic_name(c["name"])
+        try:
+            pages[name] = checkpoint_page({**c, "name": name})
+        except UsageError as e:
+            raise UsageError(f"checkpoint {n} of the import: {e}") from None
+    return pages
+
+
+def import_checkpoints(mem: Memory, pages: dict[str, str | None]) -> list[str]:
+    """Write checkpoint pages (from `checkpoint_pages`; a checkpoint is replaced, not merged); their names."""
     from gitwiki.memory.store import write_pages
 
-    pages: dict[str, str | None] = {
-        topic_name(c["name"]): checkpoint_page(c) for c in exported if isinstance(c, dict) and c.get("name")
-    }
     if pages:
         with mem.wiki.store.lock():
             write_pages(mem, pages, folder=CHECKPOINTS)

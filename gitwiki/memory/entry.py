@@ -15,19 +15,23 @@ gotcha: take the index lock before reading a topic page, or two stores lose one 
 ```
 
 Metadata lines close the section, each optional, in this order. The text keeps its own lines; headings in
-it are demoted to `###` so an entry stays one section (one chunk for `gitwiki ground`). Sections whose
-heading has no timestamp (a person's `## Notes`) are kept as they are. docs/memory.md is the spec.
+it are demoted to `###`, an unclosed code fence is closed, so an entry stays one section (one chunk for
+`gitwiki ground`). Only H2s in that format are entries: what a person wrote (front matter, the H1, their
+own sections) is kept verbatim around them. Where a section starts is what CommonMark says (the chunker's
+parse), so the entries memory reads are the sections the index and a reader see. docs/memory.md is the spec.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import re
+import unicodedata
 from datetime import UTC, datetime
 from typing import NamedTuple
 
 from gitwiki.errors import UsageError
-from gitwiki.tokens import tokenize
+from gitwiki.tokens import STOP_WORDS, tokenize
 
 DASH = "—"
 META_KEYS = ("tags", "source", "confidence", "links", "modified")
@@ -60,37 +64,47 @@ AUTO_TAGS = {
     "note": "note",
 }
 
-_HEADING = re.compile(r"^## (?:(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) " + DASH + r" )?(.*)$")
+STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z"
+TOPIC_MAX_BYTES = 200  # the file name `<topic>.md` must fit a file system's 255-byte name limit
+_STAMP = re.compile(STAMP)
+# An entry header: a top-level CommonMark H2 (≤ 3 spaces of indent, as CommonMark allows) with a timestamp.
+_ENTRY = re.compile(r"^ {0,3}##[ \t]+(" + STAMP + r") " + DASH + r" (.*)$")
+_ATX = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
+_LOW_ATX = re.compile(r"^( {0,3})#{1,2}(?=[ \t]|$)")  # an H1 or H2 line: demoted inside an entry's text
+_SETEXT = re.compile(r"^ *(?:=+|-+)[ \t]*$")  # under a paragraph line it would make that line an H1/H2
 _META = re.compile(r"^\[(" + "|".join(META_KEYS) + r"): ?(.*)\]$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 _PREFIX = re.compile(r"^\s*([A-Za-z][A-Za-z-]*)\s*:")
-_TOPIC_BAD = re.compile(r"[^a-z0-9]+")
+_TOPIC_BAD = re.compile(r"[\W_]+")
 
 
 class Entry(NamedTuple):
     """One memory entry. `index` (1-based, page order) and the line range are set when read from a page."""
 
     topic: str
-    created: str  # ISO-8601 UTC, "" for a section a person wrote without a timestamp
+    created: str  # ISO-8601 UTC
     text: str
     tags: tuple[str, ...] = ()
     source: str = ""  # path:line@blob
     confidence: float = DEFAULT_CONFIDENCE
     links: tuple[str, ...] = ()  # topic or topic:index
     modified: str = ""
-    title: str = ""  # the heading of a section without a timestamp (a dated entry's heading is its first line)
     index: int = 0  # type: ignore[assignment]  # shadows tuple.index on purpose: the tools call it index
     start_line: int = 0
     end_line: int = 0
+    after: str = ""  # text a person wrote after the entry's section (their own H2s), kept in place verbatim
 
     @property
     def ref(self) -> str:
         return f"{self.topic}:{self.index}"
 
     @property
+    def title(self) -> str:
+        return first_line(self.text)
+
+    @property
     def heading(self) -> str:
-        title = self.title or first_line(self.text)
-        return f"## {self.created} {DASH} {title}" if self.created else f"## {title}"
+        return f"## {self.created} {DASH} {self.title}"
 
     @property
     def when(self) -> str:
@@ -103,7 +117,7 @@ class Entry(NamedTuple):
             "index": self.index,
             "created": self.created,
             "modified": self.modified,
-            "title": self.title or first_line(self.text),
+            "title": self.title,
             "text": self.text,
             "tags": list(self.tags),
             "source": self.source,
@@ -117,16 +131,25 @@ class TopicPage(NamedTuple):
     name: str
     preamble: str  # lines between the H1 and the first entry, kept verbatim
     entries: tuple[Entry, ...]
+    head: str = ""  # the page's front matter and H1 as written ("": a page gitwiki starts with `# <topic>`)
 
 
 # ---- names, tags, tokens ---------------------------------------------------------------------------
 
 
 def topic_name(raw: str) -> str:
-    """Lowercase alphanumerics and dashes: `Iris Auth/API` → `iris-auth-api`."""
-    name = _TOPIC_BAD.sub("-", str(raw).strip().lower()).strip("-")
+    """Lowercase letters (any script), digits and dashes: `Iris Auth/API` → `iris-auth-api`, `日本語` stays.
+
+    NFC first, so a name typed on macOS (decomposed) and on Linux is one file."""
+    name = _TOPIC_BAD.sub("-", unicodedata.normalize("NFC", str(raw)).strip().lower()).strip("-")
     if not name:
         raise UsageError(f"topic {raw!r} has no letters or digits; name it like 'gotchas' or 'iris-auth'")
+    size = len(name.encode("utf-8"))
+    if size > TOPIC_MAX_BYTES:
+        raise UsageError(
+            f"topic name is too long ({len(name)} characters, {size} bytes in UTF-8; at most {TOPIC_MAX_BYTES} "
+            "bytes, so the page's file name fits the file system): shorten it"
+        )
     return name
 
 
@@ -134,7 +157,8 @@ def normalize_tags(tags) -> tuple[str, ...]:
     """Lowercase, `#` and spaces dropped (inner spaces become dashes), deduplicated, sorted."""
     if isinstance(tags, str):
         tags = tags.split(",")
-    out = {re.sub(r"\s+", "-", str(t).strip().lstrip("#").strip().lower()) for t in tags or ()}
+    # A comma inside one tag would read back as two (`[tags: a, b]`).
+    out = {re.sub(r"[\s,]+", "-", str(t).strip().lstrip("#").strip().lower()) for t in tags or ()}
     return tuple(sorted(t for t in out if t))
 
 
@@ -153,16 +177,99 @@ def terms(text: str) -> frozenset[str]:
 
 def entry_terms(entry: Entry) -> frozenset[str]:
     """What search words are matched against: the topic, tags, heading and text."""
-    return terms(f"{entry.topic} {' '.join(entry.tags)} {entry.title} {entry.text}")
+    return terms(f"{entry.topic} {' '.join(entry.tags)} {entry.text}")
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
+DUPLICATE_OVERLAP = 0.7  # Jaccard overlap of word sets above which a new entry is a duplicate
+DUPLICATE_MIN_WORDS = 6  # shorter texts share words by chance ("fix the build" vs "build fix")
+_WHOLE_WORD = re.compile(r"[^\W_]+(?:[_\-.'’][^\W_]+)*")
+NEGATIONS = frozenset(("not", "no", "never", "nor", "none", "cannot", "without", "neither"))
+# Words whose swap states the opposite: "tests fail on arm64" is no duplicate of "tests pass on arm64".
+OPPOSITES = (
+    ("fail", "pass"),
+    ("fail", "succeed"),
+    ("fail", "work"),
+    ("break", "work"),
+    ("broken", "working"),
+    ("enable", "disable"),
+    ("true", "false"),
+    ("yes", "no"),
+    ("on", "off"),
+    ("up", "down"),
+    ("before", "after"),
+    ("more", "less"),
+    ("always", "never"),
+    ("allow", "deny"),
+    ("allow", "forbid"),
+    ("accept", "reject"),
+    ("add", "remove"),
+    ("include", "exclude"),
+    ("open", "close"),
+    ("start", "stop"),
+    ("increase", "decrease"),
+    ("fast", "slow"),
+    ("faster", "slower"),
+    ("safe", "unsafe"),
+    ("valid", "invalid"),
+    ("correct", "incorrect"),
+    ("required", "optional"),
+    ("sync", "async"),
+    ("lock", "unlock"),
+    ("show", "hide"),
+    ("supported", "unsupported"),
+    ("min", "max"),
+    ("minimum", "maximum"),
+)
+
+
+@functools.lru_cache(maxsize=65536)
+def _word_key(word: str) -> str:
+    """A whole word as the duplicate check compares it: stemmed, an identifier kept whole (arm64 is one word)."""
+    stems = tokenize(word) if word.isascii() else [word]
+    return stems[0] if stems else word
+
+
+@functools.cache
+def _opposite_keys() -> dict[str, frozenset[str]]:
+    out: dict[str, set[str]] = {}
+    for a, b in OPPOSITES:
+        out.setdefault(_word_key(a), set()).add(_word_key(b))
+        out.setdefault(_word_key(b), set()).add(_word_key(a))
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+@functools.lru_cache(maxsize=65536)  # every store compares the new text with each entry of its topic
+def _duplicate_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(the real words that count, stop words dropped; every word, for negations and opposites)."""
+    raw = [w.lower() for w in _WHOLE_WORD.findall(text)]
+    every = frozenset("not" if w.endswith(("n't", "n’t")) else _word_key(w) for w in raw)
+    return frozenset(_word_key(w) for w in raw if w not in STOP_WORDS), every
+
+
+def near_duplicate(new: str, old: str) -> float | None:
+    """The word overlap of two texts when one repeats the other, else None: both need 6 real words (an
+    identifier is one), more than 70 % shared (Jaccard), and no differing negation or opposite word."""
+    a, a_all = _duplicate_words(new)
+    b, b_all = _duplicate_words(old)
+    if len(a) < DUPLICATE_MIN_WORDS or len(b) < DUPLICATE_MIN_WORDS:
+        return None
+    overlap = jaccard(a, b)
+    if overlap <= DUPLICATE_OVERLAP:
+        return None
+    only_a, only_b = a_all - b_all, b_all - a_all
+    opposites = _opposite_keys()
+    if (only_a | only_b) & NEGATIONS or any(opposites.get(w, frozenset()) & only_b for w in only_a):
+        return None
+    return overlap
+
+
 def first_line(text: str) -> str:
     """The heading's title: the first line that says something (not blank, not a code fence), cut at 80."""
-    line = next((s.strip() for s in text.splitlines() if s.strip() and not _FENCE.match(s)), "")
+    line = next((s.strip() for s in text.split("\n") if s.strip() and not _FENCE.match(s)), "")
     line = line.lstrip("#").strip()
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
 
@@ -178,33 +285,90 @@ def now_iso(now: datetime | None = None) -> str:
 def parse_iso(stamp: str) -> datetime | None:
     try:
         value = datetime.fromisoformat(stamp)
-    except ValueError:
+        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+    except (ValueError, OverflowError):  # OverflowError: 0001-01-01T00:00:00+01:00 is before year 1 in UTC
         return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def is_stamp(value) -> bool:
+    """An entry timestamp as the page format writes it: `2026-11-23T15:46:31Z`, a real date and time."""
+    return isinstance(value, str) and bool(_STAMP.fullmatch(value)) and parse_iso(value) is not None
 
 
 # ---- parse and render --------------------------------------------------------------------------------
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines as CommonMark sees them: only CR, LF and CRLF end a line (`str.splitlines` also splits at
+    U+2028, form feeds…, which would let a text forge a line no reader of the page sees)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _fence_open(line: str) -> tuple[str, int] | None:
+    """The (char, length) of a fence this line opens, by CommonMark's rules (a backtick fence's info string
+    has no backtick)."""
+    m = _FENCE.match(line)
+    if not m or (m.group(2)[0] == "`" and "`" in m.group(3)):
+        return None
+    return m.group(2)[0], len(m.group(2))
+
+
+def _fence_closes(line: str, fence: tuple[str, int]) -> bool:
+    m = _FENCE.match(line)
+    return m is not None and m.group(2)[0] == fence[0] and len(m.group(2)) >= fence[1] and not m.group(3).strip()
+
+
 def clean_text(text: str) -> str:
-    """The text as stored: stripped, headings outside code fences demoted to `###`, metadata-looking lines
-    escaped, so the entry stays one section and reads back unchanged."""
+    """The text as stored, such that it cannot break the page's entry structure: stripped; headings that
+    would be H1/H2 demoted to `###` (outside code fences); a line that would make the paragraph above it a
+    setext heading set apart by a blank line; metadata-looking lines escaped; an unclosed code fence closed.
+    What CommonMark would still read differently (an HTML comment left open, a heading inside a list item
+    that ends a fence early) is checked by parsing the entry back, and then the whole text is stored as a
+    code block, which nothing inside can end."""
     if not isinstance(text, str) or not text.strip():
         raise UsageError("the entry text is empty; say what to remember")
-    out, fence = [], None
-    for line in text.strip().splitlines():
-        marker = _FENCE.match(line)
-        if marker:
-            fence = None if fence and marker.group(1)[0] == fence[0] else (fence or marker.group(1))
-        elif fence is None:
-            if re.match(r"^#{1,2}\s", line):
-                line = "###" + line.lstrip("#")
-            elif _META.match(line):
-                line = "\\" + line
-        out.append(line.rstrip())
+    out: list[str] = []
+    fence: tuple[str, int] | None = None
+    for line in split_lines(text.strip()):
+        line = line.rstrip()
+        if fence is not None:
+            fence = None if _fence_closes(line, fence) else fence
+        elif opened := _fence_open(line):
+            fence = opened
+        elif m := _LOW_ATX.match(line):
+            line = m.group(1) + "###" + line[m.end() :]
+        elif _META.match(line.strip()):
+            line = "\\" + line.lstrip()
+        elif _SETEXT.match(line) and out and out[-1].strip():
+            out.append("")
+        out.append(line)
+    if fence is not None:
+        out.append(fence[0] * fence[1])
     if len(out) > 1 and out[1] and not _FENCE.match(out[0]):
         out.insert(1, "")  # the first line is the title: the rest starts a paragraph of its own
-    return "\n".join(out)
+    cleaned = "\n".join(out)
+    if not _one_section(cleaned):
+        cleaned = _as_code(cleaned)
+        if not _one_section(cleaned):
+            raise UsageError("the entry text cannot be stored as one section of the page; simplify its markup")
+    return cleaned
+
+
+_PROBE = "2000-01-01T00:00:00Z"
+
+
+def _one_section(text: str) -> bool:
+    """Whether the text, as an entry with one after it, reads back whole and leaves the next entry an entry."""
+    page = render_page("t", [Entry("t", _PROBE, text), Entry("t", _PROBE, "next")], verify=False)
+    entries = parse_page(page, "t").entries
+    return [(e.text, e.after) for e in entries] == [(text, ""), ("next", "")]
+
+
+def _as_code(text: str) -> str:
+    """The text as one tilde-fenced code block whose fence is longer than any tilde run a line starts with."""
+    longest = max((len(line.lstrip()) - len(line.lstrip().lstrip("~")) for line in text.split("\n")), default=0)
+    fence = "~" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
 
 
 def _rest(text: str) -> str | None:
@@ -218,33 +382,98 @@ def _rest(text: str) -> str | None:
     return None if rest and first_line(rest) == first else rest
 
 
-def parse_page(text: str, fallback_name: str) -> TopicPage:
-    lines = text.splitlines()
-    name, start = fallback_name, 0
-    for i, line in enumerate(lines):
-        if line.startswith("# "):
-            name, start = line[2:].strip() or fallback_name, i + 1
-            break
-        if line.strip() and not line.startswith("---"):
-            break
-    sections: list[tuple[int, re.Match]] = []
-    fence = None
+def _trim(lines: list[str]) -> str:
+    """Lines without the blank ones around them; the others verbatim (an indented first line keeps its indent)."""
+    start, end = 0, len(lines)
+    while start < end and not lines[start].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return "\n".join(lines[start:end])
+
+
+def _front_matter_end(lines: list[str]) -> int:
+    """The line after a front matter block (`---` … `---` or `...`), 0 when there is none."""
+    if not lines or lines[0].rstrip() != "---":
+        return 0
+    return next((i + 1 for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), 0)
+
+
+# A line that may open a container, an HTML block or a thematic break, or underline a setext heading:
+# where one occurs, only a CommonMark parser knows which heading lines are top-level.
+_NOT_PLAIN = re.compile(r"^ {0,3}(?:[<>*+=_\t-]|\d{1,9}[.)])|^ {0,3}\t")
+
+
+def _plain_headings(lines: list[str], start: int) -> list[tuple[int, int, int]] | None:
+    """The top-level H1/H2 lines of a page made of paragraphs, ATX headings and code alone (most memory
+    pages), found line by line: a fence (opened at column 0) hides what follows until it closes, any
+    other ATX line is a heading. None when a line could be anything else (the full parse decides then).
+    The line scan keeps a hook that re-reads one changed page from importing markdown-it (~40 ms)."""
+    out = []
+    fence: tuple[str, int] | None = None
     for i in range(start, len(lines)):
-        marker = _FENCE.match(lines[i])
-        if marker:
-            fence = None if fence and marker.group(1)[0] == fence[0] else (fence or marker.group(1))
-        elif fence is None and (match := _HEADING.match(lines[i])):
-            sections.append((i, match))
-    end_of_preamble = sections[0][0] if sections else len(lines)
-    preamble = "\n".join(lines[start:end_of_preamble]).strip()
-    entries = []
-    for n, (i, match) in enumerate(sections):
-        stop = sections[n + 1][0] if n + 1 < len(sections) else len(lines)
-        body = lines[i + 1 : stop]
+        line = lines[i]
+        if fence is not None:
+            fence = None if _fence_closes(line, fence) else fence
+        elif opened := _fence_open(line):
+            if line[0] == " ":
+                return None
+            fence = opened
+        elif _ATX.match(line):
+            level = len(line.lstrip(" ")) - len(line.lstrip(" ").lstrip("#"))
+            if level <= 2:
+                out.append((i, i + 1, level))
+        elif _NOT_PLAIN.match(line):
+            return None
+    return out
+
+
+def _headings(lines: list[str], start: int) -> list[tuple[int, int, int]]:
+    """Top-level H1 and H2 headings of lines[start:] as CommonMark parses them: (first line, line after, level)."""
+    plain = _plain_headings(lines, start)
+    if plain is not None:
+        return plain
+    from gitwiki.markdown.chunker import outline_of  # markdown-it, parsed per section and remembered
+
+    body = lines[start:]
+    out = []
+    for h in outline_of("\n".join(body))[0]:
+        if h.level > 2:
+            continue
+        end = h.line + 1
+        if not _ATX.match(body[h.line]):  # a setext heading: its text lines, then the underline
+            end = next((j + 1 for j in range(h.line + 1, len(body)) if _SETEXT.match(body[j])), end)
+        out.append((start + h.line, start + end, h.level))
+    return out
+
+
+def parse_page(text: str, fallback_name: str) -> TopicPage:
+    lines = split_lines(text)
+    top = _front_matter_end(lines)
+    headings = _headings(lines, top)
+    name, head_end = fallback_name, top
+    if headings and headings[0][2] == 1 and not any(line.strip() for line in lines[top : headings[0][0]]):
+        first, head_end, _ = headings[0]
+        name = re.sub(r"^ {0,3}#[ \t]*|[ \t]+#+[ \t]*$", "", lines[first]).strip() or fallback_name
+        headings = headings[1:]
+    starts = [h[0] for h in headings] + [len(lines)]
+    entries: list[tuple[int, re.Match, int, int]] = []  # header line, its match, section end, next entry
+    for n, (line, _, level) in enumerate(headings):
+        match = _ENTRY.match(lines[line]) if level == 2 else None
+        if match:
+            entries.append((line, match, starts[n + 1], len(lines)))
+            if len(entries) > 1:
+                entries[-2] = (*entries[-2][:3], line)
+    preamble = _trim(lines[head_end : entries[0][0] if entries else len(lines)])
+    parsed = []
+    for n, (line, match, end, after_end) in enumerate(entries):
+        body = lines[line + 1 : end]
         while body and not body[-1].strip():
             body.pop()
-        entries.append(_entry(fallback_name, n + 1, match, body, i + 1, i + 1 + len(body)))
-    return TopicPage(name, preamble, tuple(entries))
+        entry = _entry(fallback_name, n + 1, match, body, line + 1, line + 1 + len(body))
+        parsed.append(entry._replace(after=_trim(lines[end:after_end])))
+    head = "\n".join(lines[:head_end]).rstrip()
+    return TopicPage(name, preamble, tuple(parsed), "" if head == f"# {fallback_name}" else head)
 
 
 def _entry(topic: str, index: int, heading: re.Match, body: list[str], start: int, end: int) -> Entry:
@@ -253,13 +482,15 @@ def _entry(topic: str, index: int, heading: re.Match, body: list[str], start: in
         meta[m.group(1)] = m.group(2).strip()
         body.pop()
     text = "\n".join(body).strip()
-    created, title = heading.group(1) or "", heading.group(2).strip()
-    if created:  # the heading is the text's first line, unless the body repeats the whole text
-        whole = bool(text) and first_line(text) == title
-        text, title = (text if whole else f"{title}\n\n{text}".strip()), ""
+    created, title = heading.group(1), heading.group(2).strip()
+    # The heading is the text's first line, unless the body repeats the whole text.
+    whole = bool(text) and first_line(text) == title
+    text = text if whole else f"{title}\n\n{text}".strip()
     try:
         confidence = float(meta.get("confidence", DEFAULT_CONFIDENCE))
     except ValueError:
+        confidence = DEFAULT_CONFIDENCE
+    if not 0 <= confidence <= 1:  # nan, a hand-typed 5: not a weight a score can use
         confidence = DEFAULT_CONFIDENCE
     return Entry(
         topic=topic,
@@ -270,7 +501,6 @@ def _entry(topic: str, index: int, heading: re.Match, body: list[str], start: in
         confidence=confidence,
         links=tuple(meta.get("links", "").split()),
         modified=meta.get("modified", ""),
-        title=title,
         index=index,
         start_line=start,
         end_line=end,
@@ -289,7 +519,7 @@ def render_entry(entry: Entry) -> str:
         meta.append(f"[links: {' '.join(entry.links)}]")
     if entry.modified:
         meta.append(f"[modified: {entry.modified}]")
-    body = _rest(entry.text) if entry.created else entry.text
+    body = _rest(entry.text)
     body = entry.text if body is None else body
     parts = [entry.heading] + ([body] if body else [])
     if meta:
@@ -297,9 +527,52 @@ def render_entry(entry: Entry) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def render_page(name: str, entries, preamble: str = "") -> str:
-    parts = [f"# {name}\n"]
+def render_page(name: str, entries, preamble: str = "", head: str = "", *, verify: bool = True) -> str:
+    """The page: its head (front matter and H1 as a person wrote them, else `# <name>`), the text before the
+    first entry, then each entry followed by the text a person wrote after it.
+
+    `verify` parses the result back: text a person wrote that leaves a block open (an unclosed code fence
+    runs to the end of the page) would make every entry after it code, so such a page is refused, not
+    written with entries no reader would see."""
+    entries = list(entries)
+    parts = [head + "\n" if head else f"# {name}\n"]
     if preamble:
         parts.append(preamble + "\n")
-    parts += [render_entry(e) for e in entries]
-    return "\n".join(parts)
+    for e in entries:
+        parts.append(render_entry(e))
+        if e.after:
+            parts.append(e.after + "\n")
+    page = "\n".join(parts)
+    if verify:
+        # With an entry after it, so that a block left open at the end (which would swallow the next
+        # entry stored) is caught now, not at that store.
+        back = parse_page(page + "\n" + render_entry(Entry(name, _PROBE, "probe")), name).entries
+        expected = [(e.created, e.text) for e in entries] + [(_PROBE, "probe")]
+        if [(e.created, e.text) for e in back] != expected:
+            raise UsageError(
+                f"the text a person wrote in memory page {name}.md leaves a code fence or HTML block open, which "
+                "would hide the entries after it; close it in the page, then try again"
+            )
+    return page
+
+
+def drop_entries(preamble: str, entries, drop) -> tuple[str, list[Entry]]:
+    """The entries `drop(entry)` does not take, with the text a person wrote after a dropped entry kept in
+    place (after the entry before it, or in the preamble): deleting an entry never deletes a person's text."""
+    kept: list[Entry] = []
+    for e in entries:
+        if not drop(e):
+            kept.append(e)
+        elif e.after and kept:
+            kept[-1] = kept[-1]._replace(after=_join(kept[-1].after, e.after))
+        elif e.after:
+            preamble = _join(preamble, e.after)
+    return preamble, kept
+
+
+def _join(a: str, b: str) -> str:
+    return f"{a}\n\n{b}" if a and b else a or b
+
+
+def is_confidence(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= 1

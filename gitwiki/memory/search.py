@@ -68,11 +68,16 @@ def window(after=None, before=None, days=None, hours=None, now: datetime | None 
     """(earliest, latest) datetimes for the date filters; `before` is exclusive, a day's end for a date."""
     now = now or datetime.now(UTC)
     lo = parse_day(after, now) if after else None
-    for span in (timedelta(days=days) if days else None, timedelta(hours=hours) if hours else None):
-        if span is not None:
-            if span.total_seconds() <= 0:
-                raise UsageError("days and hours must be positive")
-            lo = max(lo, now - span) if lo else now - span
+    for unit, value in (("days", days), ("hours", hours)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:  # nan too
+            raise UsageError(f"{unit} must be a positive number, not {value!r}")
+        seconds = value * (86400 if unit == "days" else 3600)
+        # A span reaching back before year 1 (days: 10**12, hours: 1e308) keeps everything: no lower bound.
+        if seconds < (now - datetime.min.replace(tzinfo=UTC)).total_seconds():
+            start = now - timedelta(seconds=seconds)
+            lo = max(lo, start) if lo else start
     hi = parse_day(before, now) if before else None
     return lo, hi
 

@@ -44,7 +44,9 @@ class Refresh(NamedTuple):
 
 
 def parse_source(raw: str) -> SourceRef | None:
-    match = _SOURCE.match(raw.strip()) if raw else None
+    """`path[:line[-end]][@blob]`, or None; a line break is never part of one (it would end the page's
+    `[source: …]` line and start another)."""
+    match = _SOURCE.match(raw.strip()) if raw and "\n" not in raw and "\r" not in raw else None
     if not match:
         return None
     start = int(match["start"]) if match["start"] else None

@@ -20,23 +20,25 @@ from gitwiki.memory.base import Memory
 from gitwiki.memory.entry import (
     DEFAULT_CONFIDENCE,
     Entry,
+    TopicPage,
     auto_tags,
     clean_text,
-    jaccard,
+    drop_entries,
+    is_confidence,
+    is_stamp,
+    near_duplicate,
     normalize_tags,
     now_iso,
     parse_iso,
     render_page,
-    terms,
+    split_lines,
     topic_name,
 )
-from gitwiki.memory.sources import pin
+from gitwiki.memory.sources import parse_source, pin
 
 if TYPE_CHECKING:
     from gitwiki.writes import WriteReport
 
-DUPLICATE_OVERLAP = 0.7  # Jaccard overlap of token sets above which a new entry is a duplicate
-DUPLICATE_MIN_TOKENS = 6  # shorter texts share words by chance ("fix the build" vs "build fix")
 ITEM_KEYS = {"topic", "text", "tags", "source", "confidence", "links", "force"}
 EDIT_ACTIONS = ("append", "revise", "delete", "tag", "rename", "merge")
 
@@ -95,7 +97,6 @@ def batch(mem: Memory, items: list[dict[str, Any]], force: bool = False) -> Stor
     with mem.wiki.store.lock():
         pages = mem.topics(fresh={mem.writable_topic(item["topic"]) for item in items})
         current = {name: list(t.page.entries) for name, t in pages.items()}
-        preambles = {name: t.page.preamble for name, t in pages.items()}
         results: list[StoreResult] = []
         touched: set[str] = set()
         for item in items:
@@ -109,7 +110,9 @@ def batch(mem: Memory, items: list[dict[str, Any]], force: bool = False) -> Stor
             entries.append(entry._replace(index=len(entries) + 1))
             touched.add(name)
             results.append(StoreResult(True, name, entries[-1], None, 0.0, tuple(warnings)))
-        writes = write_pages(mem, {t: render_page(t, current[t], preambles.get(t, "")) for t in sorted(touched)})
+        writes = write_pages(
+            mem, {t: _render(t, current[t], pages[t].page if t in pages else None) for t in sorted(touched)}
+        )
         return Stored([_as_read(mem, r) for r in results], writes)
 
 
@@ -118,7 +121,7 @@ def _new_entry(mem: Memory, topic: str, item: dict, current: dict[str, list[Entr
     warnings: list[str] = []
     confidence = item.get("confidence")
     confidence = DEFAULT_CONFIDENCE if confidence is None else confidence
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
+    if not is_confidence(confidence):
         raise UsageError(f"confidence must be a number from 0 to 1, not {confidence!r}")
     source, source_warnings = pin(mem, item.get("source"))
     warnings += source_warnings
@@ -131,7 +134,7 @@ def _new_entry(mem: Memory, topic: str, item: dict, current: dict[str, list[Entr
         elif index and not (index.isdigit() and 1 <= int(index) <= len(known)):
             warnings.append(f"link {link}: topic {name!r} has {len(known)} entries")
     created = _unique_stamp(now_iso(), text, entries)
-    tags = normalize_tags([*normalize_tags(item.get("tags") or ()), *auto_tags(text)])
+    tags = normalize_tags([*_tags(item.get("tags")), *auto_tags(text)])
     return Entry(topic, created, text, tags, source, float(confidence), links), warnings
 
 
@@ -139,11 +142,28 @@ def _links(raw) -> tuple[str, ...]:
     if not raw:
         return ()
     values = raw.split() if isinstance(raw, str) else raw
+    if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
+        raise UsageError(f"links must be a list of 'topic' or 'topic:N' strings, not {raw!r}")
     out = []
     for value in values:
-        name, sep, index = str(value).strip().partition(":")
-        out.append(topic_name(name) + (f":{index.strip()}" if sep else ""))
+        name, sep, index = value.strip().partition(":")
+        if sep and not index.strip().isdigit():
+            raise UsageError(f"link {value!r} must be 'topic' or 'topic:N' with N an entry number")
+        out.append(topic_name(name) + (f":{int(index)}" if sep else ""))
     return tuple(dict.fromkeys(out))
+
+
+def _tags(raw) -> tuple[str, ...]:
+    if not raw:
+        return ()
+    if not isinstance(raw, (list, tuple, str)) or not all(isinstance(t, str) for t in raw):
+        raise UsageError(f"tags must be a list of strings, not {raw!r}")
+    return normalize_tags(raw)
+
+
+def _render(name: str, entries: list[Entry], page: TopicPage | None) -> str:
+    """The topic page with these entries, keeping what a person wrote (front matter, H1, their sections)."""
+    return render_page(name, entries, page.preamble, page.head) if page else render_page(name, entries)
 
 
 def _unique_stamp(stamp: str, text: str, entries: list[Entry]) -> str:
@@ -157,16 +177,10 @@ def _unique_stamp(stamp: str, text: str, entries: list[Entry]) -> str:
 
 
 def _duplicate(entry: Entry, entries: list[Entry]) -> tuple[Entry, float] | None:
-    new = terms(entry.text)
-    if len(new) < DUPLICATE_MIN_TOKENS:
-        return None
     best: tuple[Entry, float] | None = None
     for old in entries:
-        old_terms = terms(old.text)
-        if len(old_terms) < DUPLICATE_MIN_TOKENS:
-            continue
-        overlap = jaccard(new, old_terms)
-        if overlap > DUPLICATE_OVERLAP and (best is None or overlap > best[1]):
+        overlap = near_duplicate(entry.text, old.text)
+        if overlap is not None and (best is None or overlap > best[1]):
             best = (old, overlap)
     return best
 
@@ -248,8 +262,9 @@ def edit(
         if action in ("rename", "merge"):
             return _move(mem, action, name, pages, to if action == "rename" else into)
         if action == "delete":
-            kept = _delete(entries, index, match_str, all)
-            writes = write_pages(mem, {name: render_page(name, kept, page.preamble) if kept else None})
+            drop = _delete(entries, index, match_str, all)
+            preamble, kept = drop_entries(page.preamble, entries, drop)
+            writes = write_pages(mem, {name: _rendered_or_gone(name, kept, page._replace(preamble=preamble))})
             return Edited(action, name, [], len(entries) - len(kept), name, writes)
         if index is None:
             raise UsageError(f"{action} needs the entry's index (memory_read {name} lists them)")
@@ -258,16 +273,17 @@ def edit(
             if not text or not str(text).strip():
                 raise UsageError(f"{action} needs text")
             body = clean_text(text)
-            new_text = f"{old.text}\n\n{body}" if action == "append" else body
+            # The joined text is cleaned again: a line that was a title alone (`<?php`) is a block in a body.
+            new_text = clean_text(f"{old.text}\n\n{body}") if action == "append" else body
             tags = normalize_tags([*old.tags, *auto_tags(body)])
-            changed = old._replace(text=new_text, title="", tags=tags, modified=now_iso())
+            changed = old._replace(text=new_text, tags=tags, modified=now_iso())
         else:
             if not add and not remove:
                 raise UsageError("tag needs add or remove (a list of tags)")
             kept_tags = set(old.tags) - set(normalize_tags(remove or ()))
             changed = old._replace(tags=normalize_tags([*kept_tags, *normalize_tags(add or ())]), modified=now_iso())
         entries[index - 1] = changed
-        writes = write_pages(mem, {name: render_page(name, entries, page.preamble)})
+        writes = write_pages(mem, {name: _render(name, entries, page)})
         return Edited(action, name, [mem.topics(name)[name].page.entries[index - 1]], 0, name, writes)
 
 
@@ -279,20 +295,27 @@ def _pick(entries: list[Entry], index, topic: str) -> Entry:
     return entries[index - 1]
 
 
-def _delete(entries: list[Entry], index, match_str, everything: bool) -> list[Entry]:
+def _delete(entries: list[Entry], index, match_str, everything: bool) -> Callable[[Entry], bool]:
+    """Which entries delete takes."""
     chosen = [x for x in (index is not None, bool(match_str), everything) if x]
     if len(chosen) != 1:
         raise UsageError("delete needs exactly one of index, match_str or all")
     if everything:
-        return []
+        return lambda e: True
     if index is not None:
         _pick(entries, index, entries[0].topic if entries else "")
-        return [e for e in entries if e.index != index]
+        return lambda e: e.index == index
     needle = str(match_str).lower()
-    kept = [e for e in entries if needle not in e.text.lower() and needle not in e.title.lower()]
-    if len(kept) == len(entries):
+    if not any(needle in e.text.lower() for e in entries):
         raise NotFoundError(f"no entry contains {match_str!r}; nothing deleted")
-    return kept
+    return lambda e: needle in e.text.lower()
+
+
+def _rendered_or_gone(name: str, entries: list[Entry], page: TopicPage) -> str | None:
+    """The page, or None (delete the file) when no entry is left and no person wrote anything in it."""
+    if not entries and not page.preamble and not page.head:
+        return None
+    return _render(name, entries, page)
 
 
 def _move(mem: Memory, action: str, name: str, pages, target_raw: str | None) -> Edited:
@@ -306,20 +329,30 @@ def _move(mem: Memory, action: str, name: str, pages, target_raw: str | None) ->
         raise UsageError(f"topic {target!r} exists; merge into it instead (edit merge with into={target!r})")
     if action == "merge" and target not in pages:
         raise NotFoundError(f"no topic {target!r} to merge into; rename creates a new topic")
+    source = pages[name].page
     base = list(pages[target].page.entries) if target in pages else []
-    moved = [e._replace(topic=target, index=len(base) + e.index) for e in pages[name].page.entries]
-    renumber = {e.index: len(base) + e.index for e in pages[name].page.entries}
+    # rename moves the page with what a person wrote in it; merge moves only the entries, and the source
+    # page stays while a person's text is left in it.
+    moved = [
+        e._replace(topic=target, index=len(base) + e.index, after=e.after if action == "rename" else "")
+        for e in source.entries
+    ]
+    renumber = {e.index: len(base) + e.index for e in source.entries}
     contents: dict[str, str | None] = {}
     for other, tf in pages.items():
         if other in (name, target):
             continue
         relinked = [e._replace(links=_relink(e.links, name, target, renumber)) for e in tf.page.entries]
         if relinked != list(tf.page.entries):
-            contents[other] = render_page(other, relinked, tf.page.preamble)
+            contents[other] = _render(other, relinked, tf.page)
     merged = [e._replace(links=_relink(e.links, name, target, renumber)) for e in base + moved]
-    preamble = pages[target].page.preamble if target in pages else pages[name].page.preamble
-    contents[target] = render_page(target, merged, preamble)
-    contents[name] = None
+    if action == "merge":
+        contents[target] = _render(target, merged, pages[target].page)
+        left, _ = drop_entries(source.preamble, source.entries, lambda e: True)
+        contents[name] = _rendered_or_gone(name, [], source._replace(preamble=left))
+    else:
+        contents[target] = render_page(target, merged, source.preamble, source.head)
+        contents[name] = None
     writes = write_pages(mem, contents)
     now = mem.topics()[target].page.entries
     return Edited(action, name, list(now[len(base) :]), 0, target, writes)
@@ -340,37 +373,106 @@ def _relink(links: tuple[str, ...], old: str, new: str, renumber: dict[int, int]
 
 def import_topics(mem: Memory, topics: list[dict]) -> dict[str, int]:
     """Merge exported topics into the wiki: entries not already present (same time and text) are appended
-    in time order; existing entries keep their index. Returns added entries per topic."""
+    in time order; existing entries keep their index. Returns the entries added per topic, as written.
+
+    The whole document is checked before anything is written: a bad entry refuses the import. Topics whose
+    names sanitize to one page (`Victim`, `victim`) are merged into it."""
+    incoming: dict[str, list[Entry]] = {}
+    starts: dict[str, TopicPage] = {}  # a new page's head and preamble, from the first topic that has them
+    for n, topic in enumerate(topics, 1):
+        if not isinstance(topic, dict) or not isinstance(topic.get("name"), str):
+            raise UsageError(f'topic {n} of the import must be an object {{"name": …, "entries": […]}}')
+        name = mem.writable_topic(topic["name"])
+        raw_entries = topic.get("entries", [])
+        if not isinstance(raw_entries, list):
+            raise UsageError(f"topic {topic['name']!r} of the import: entries must be a list of entry objects")
+        incoming.setdefault(name, []).extend(_from_json(name, m, raw) for m, raw in enumerate(raw_entries, 1))
+        head, preamble = (_persons_text(name, topic.get(key), key) for key in ("head", "preamble"))
+        if (head or preamble) and name not in starts:
+            starts[name] = TopicPage(name, preamble, (), head)
     with mem.wiki.store.lock():
         pages = mem.topics(fresh=True)
         contents: dict[str, str | None] = {}
         added: dict[str, int] = {}
-        for topic in topics:
-            name = mem.writable_topic(topic.get("name", ""))
+        for name, entries in incoming.items():
             existing = list(pages[name].page.entries) if name in pages else []
             seen = {(e.created, e.text) for e in existing}
-            incoming = sorted((_from_json(name, raw) for raw in topic.get("entries", [])), key=lambda e: e.created)
-            new = [e for e in incoming if (e.created, e.text) not in seen]
+            new = []
+            for e in sorted(entries, key=lambda e: e.created):
+                if (e.created, e.text) not in seen:
+                    seen.add((e.created, e.text))
+                    new.append(e)
             if new:
-                preamble = pages[name].page.preamble if name in pages else topic.get("preamble", "")
-                contents[name] = render_page(name, existing + new, preamble)
+                page = pages[name].page if name in pages else starts.get(name, TopicPage(name, "", ()))
+                contents[name] = _render(name, existing + new, page)
                 added[name] = len(new)
         if contents:
             write_pages(mem, contents)
     return added
 
 
-def _from_json(topic: str, raw: dict) -> Entry:
-    if not isinstance(raw, dict) or not raw.get("text"):
-        raise UsageError(f"an entry of topic {topic!r} in the import has no text")
+def _persons_text(name: str, value, key: str) -> str:
+    """A topic's `head` (front matter, H1), `preamble` or an entry's `after` in an import: text a person
+    wrote, which must come back from the page as it went in, without an entry header or a block left open."""
+    from gitwiki.memory.entry import parse_page
+
+    if not value:
+        return ""
+    if not isinstance(value, str):
+        raise UsageError(f"topic {name!r} of the import: {key} must be text, not {value!r}")
+    value = "\n".join(split_lines(value)).strip("\n")
+    if not value.strip():
+        return ""
+    probes = [Entry(name, "2000-01-01T00:00:00Z", "probe"), Entry(name, "2000-01-01T00:00:01Z", "probe")]
+    if key == "after":
+        probes[0] = probes[0]._replace(after=value)
+    page = render_page(name, probes, value if key == "preamble" else "", value if key == "head" else "", verify=False)
+    back = parse_page(page, name)
+    found = {"head": back.head, "preamble": back.preamble, "after": back.entries[0].after if back.entries else ""}
+    if [e.text for e in back.entries] != ["probe", "probe"] or back.entries[1].after or found[key] != value:
+        raise UsageError(
+            f"topic {name!r} of the import: its {key} holds an entry header or leaves a code fence or HTML block "
+            "open (or, for head, is more than front matter and an H1); entries go in entries"
+        )
+    return value
+
+
+def _from_json(topic: str, n: int, raw) -> Entry:
+    """One exported entry, every field checked: a field that could end its metadata line (a newline) would
+    forge entries, a value outside its range would poison every score."""
+    where = f"entry {n} of topic {topic!r} in the import"
+    if not isinstance(raw, dict):
+        raise UsageError(f"{where} must be an object with created and text")
+    if not isinstance(raw.get("text"), str) or not raw["text"].strip():
+        raise UsageError(f"{where} has no text")
+    if not is_stamp(raw.get("created")):
+        raise UsageError(f"{where}: created must be a UTC time like 2026-11-23T15:46:31Z, not {raw.get('created')!r}")
+    modified = raw.get("modified") or ""
+    if modified and not is_stamp(modified):
+        raise UsageError(f"{where}: modified must be a UTC time like 2026-11-24T09:00:00Z, not {modified!r}")
+    source = raw.get("source") or ""
+    if not isinstance(source, str) or (source and (parse_source(source) is None or _breaks_line(source))):
+        raise UsageError(f"{where}: source must be one line like src/app.py:42@3f2a9c1d0e7b, not {source!r}")
+    confidence = raw.get("confidence", DEFAULT_CONFIDENCE)
+    if not is_confidence(confidence):
+        raise UsageError(f"{where}: confidence must be a number from 0 to 1, not {confidence!r}")
+    try:
+        tags, links = _tags(raw.get("tags")), _links(raw.get("links"))
+    except UsageError as e:
+        raise UsageError(f"{where}: {e}") from None
+    after = _persons_text(topic, raw.get("after"), "after")
     return Entry(
         topic=topic,
-        created=str(raw.get("created", "")),
-        text=clean_text(str(raw["text"])),
-        tags=normalize_tags(raw.get("tags") or ()),
-        source=str(raw.get("source") or ""),
-        confidence=float(raw.get("confidence", DEFAULT_CONFIDENCE)),
-        links=tuple(raw.get("links") or ()),
-        modified=str(raw.get("modified") or ""),
-        title="" if raw.get("created") else str(raw.get("title") or ""),
+        created=raw["created"],
+        text=clean_text(raw["text"]),
+        tags=tags,
+        source=source,
+        confidence=float(confidence),
+        links=links,
+        modified=modified,
+        after=after,
     )
+
+
+def _breaks_line(value: str) -> bool:
+    return "\n" in value or "\r" in value or value.strip() != value

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import UsageError
 from gitwiki.memory.brief import TopicActivity, activity, classify
-from gitwiki.memory.entry import Entry, jaccard, normalize_tags, now_iso, render_page, terms
+from gitwiki.memory.entry import Entry, drop_entries, near_duplicate, normalize_tags, now_iso, render_page
 from gitwiki.memory.sources import STALE_FACTOR, Refresh, Staleness, refresh, stale
 
 if TYPE_CHECKING:
@@ -176,9 +176,8 @@ def prune(mem: Memory, min_confidence: float = PRUNE_CONFIDENCE, apply: bool = F
 
 
 def compact(mem: Memory, topic: str | None = None, apply: bool = False) -> Maintenance:
-    """Near-duplicates within a topic (> 70 % alike) folded into the newest: tags and links united."""
-    from gitwiki.memory.store import DUPLICATE_MIN_TOKENS, DUPLICATE_OVERLAP
-
+    """Near-duplicates within a topic (> 70 % alike, as store refuses them) folded into the newest: tags and
+    links united."""
     changes, merged_into = [], {}
     for tf in mem.topics(topic).values():
         entries = sorted(tf.page.entries, key=lambda e: e.when, reverse=True)
@@ -186,15 +185,10 @@ def compact(mem: Memory, topic: str | None = None, apply: bool = False) -> Maint
         for keep in entries:
             if keep.ref in absorbed:
                 continue
-            kt = terms(keep.text)
             same = [
                 e
                 for e in entries
-                if e.ref != keep.ref
-                and e.ref not in absorbed
-                and len(kt) >= DUPLICATE_MIN_TOKENS
-                and len(terms(e.text)) >= DUPLICATE_MIN_TOKENS
-                and jaccard(kt, terms(e.text)) > DUPLICATE_OVERLAP
+                if e.ref != keep.ref and e.ref not in absorbed and near_duplicate(keep.text, e.text) is not None
             ]
             if same:
                 absorbed |= {e.ref for e in same}
@@ -211,10 +205,9 @@ def _rewrite(mem: Memory, drop: set[str], merged_into: dict[str, list[Entry]]) -
     with mem.wiki.store.lock():
         contents: dict[str, str | None] = {}
         for name, tf in mem.topics(fresh=True).items():
+            preamble, kept = drop_entries(tf.page.preamble, tf.page.entries, lambda e: e.ref in drop)
             entries = []
-            for e in tf.page.entries:
-                if e.ref in drop:
-                    continue
+            for e in kept:
                 if e.ref in merged_into:
                     group = merged_into[e.ref]
                     tags = normalize_tags([*e.tags, *(t for g in group for t in g.tags)])
@@ -222,7 +215,8 @@ def _rewrite(mem: Memory, drop: set[str], merged_into: dict[str, list[Entry]]) -
                     e = e._replace(tags=tags, links=links, modified=now_iso())
                 entries.append(e)
             if len(entries) != len(tf.page.entries) or any(e.ref in merged_into for e in tf.page.entries):
-                contents[name] = render_page(name, entries, tf.page.preamble) if entries else None
+                person = preamble or tf.page.head  # a page with a person's text stays
+                contents[name] = render_page(name, entries, preamble, tf.page.head) if entries or person else None
         write_pages(mem, contents)
 
 
@@ -231,7 +225,12 @@ def export(mem: Memory) -> dict:
     from gitwiki.memory.checkpoint import checkpoints
 
     topics = [
-        {"name": name, "preamble": tf.page.preamble, "entries": [_export_entry(e) for e in tf.page.entries]}
+        {
+            "name": name,
+            **({"head": tf.page.head} if tf.page.head else {}),
+            "preamble": tf.page.preamble,
+            "entries": [_export_entry(e) for e in tf.page.entries],
+        }
         for name, tf in mem.topics().items()
     ]
     return {
@@ -245,19 +244,21 @@ def export(mem: Memory) -> dict:
 
 def import_memory(mem: Memory, data: dict) -> tuple[dict[str, int], list[str]]:
     """Merge an export back: entries per topic added, and the checkpoints written."""
-    from gitwiki.memory.checkpoint import import_checkpoints
+    from gitwiki.memory.checkpoint import checkpoint_pages, import_checkpoints
     from gitwiki.memory.store import import_topics
 
     if not isinstance(data, dict) or not isinstance(data.get("topics"), list):
         raise UsageError('import needs an export document: {"topics": [{"name": …, "entries": […]}]}')
-    return import_topics(mem, data["topics"]), import_checkpoints(mem, data.get("checkpoints") or [])
+    checkpoints = checkpoint_pages(data.get("checkpoints") or [])  # checked before any topic is written
+    return import_topics(mem, data["topics"]), import_checkpoints(mem, checkpoints)
 
 
 def _export_entry(e: Entry) -> dict:
+    """The entry's fields, and the text a person wrote after it (`after`) when there is some."""
     data = e.json()
     for key in ("topic", "index", "lines"):
         data.pop(key)
-    return data
+    return {**data, "after": e.after} if e.after else data
 
 
 def reindex(mem: Memory) -> dict:

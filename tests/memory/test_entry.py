@@ -47,7 +47,7 @@ The text, with a fence:
 def test_parse_reads_every_field_and_the_line_ranges():
     page = parse_page(PAGE, "gotchas")
     assert (page.name, page.preamble) == ("gotchas", "Things that bit us.")
-    first, notes, fenced = page.entries
+    first, fenced = page.entries
     assert first == Entry(
         topic="gotchas",
         created="2026-11-20T10:00:00Z",
@@ -57,19 +57,14 @@ def test_parse_reads_every_field_and_the_line_ranges():
         confidence=0.85,
         links=("decisions:2", "perf"),
         modified="2026-11-21T09:30:00Z",
-        title="",
         index=1,
         start_line=5,
         end_line=13,
+        after="## Notes\n\nA section a person added by hand.",
     )
     assert (first.ref, first.when) == ("gotchas:1", "2026-11-21T09:30:00Z")
-    assert (notes.created, notes.title, notes.text, notes.index) == (
-        "",
-        "Notes",
-        "A section a person added by hand.",
-        2,
-    )
-    assert fenced.title == "" and fenced.text.startswith("A short heading\n\nThe text, with a fence:\n\n```\n")
+    # A person's section is never an entry: it stays where it is, after the entry above it.
+    assert fenced.index == 2 and fenced.text.startswith("A short heading\n\nThe text, with a fence:\n\n```\n")
     assert "## not a heading\n[tags: not metadata]" in fenced.text
     assert fenced.tags == () and fenced.end_line == len(PAGE.splitlines())
 

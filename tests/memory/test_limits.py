@@ -1,0 +1,100 @@
+"""Names, sizes and numbers at their limits: Unicode topics, long names, huge spans, huge checkpoints,
+and what the duplicate check counts as the same entry."""
+
+from __future__ import annotations
+
+import pytest
+
+from gitwiki.errors import UsageError
+from gitwiki.memory import checkpoint as cp
+from gitwiki.memory import search as search_mod
+from gitwiki.memory import store as store_mod
+from gitwiki.memory.base import Memory
+from gitwiki.memory.entry import topic_name
+
+LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
+
+
+@pytest.fixture
+def mem(repo):
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
+    return Memory.open(repo.path)
+
+
+def test_unicode_topic_names_are_letters(mem, repo):
+    assert topic_name("日本語") == "日本語" and topic_name("É" * 100) == "é" * 100
+    assert topic_name("Cafe\u0301 Notes") == "café-notes"  # NFC: one file whatever the keyboard
+    assert topic_name("a/../b") == "a-b"
+    stored = store_mod.store(mem, "日本語", "テストは arm64 で失敗する").results[0]
+    assert stored.entry.ref == "日本語:1" and (repo.path / "wiki/memory/日本語.md").is_file()
+    assert store_mod.store(mem, "é" * 100, "a note").results[0].stored
+
+
+def test_a_topic_name_too_long_for_a_file_name_is_refused_with_the_limit(mem):
+    with pytest.raises(UsageError, match=r"too long \(300 characters, 300 bytes.*at most 200 bytes"):
+        store_mod.store(mem, "x" * 300, "text")
+    with pytest.raises(UsageError, match="too long"):
+        cp.checkpoint(mem, "task", name="日" * 70)
+
+
+@pytest.mark.parametrize(
+    ("new", "old"),
+    [
+        ("tests fail on arm64", "tests pass on arm64"),
+        ("the CI tests fail on arm64 runners since tuesday", "the CI tests pass on arm64 runners since tuesday"),
+        ("the cache is enabled for every worker in staging", "the cache is disabled for every worker in staging"),
+        ("the writer lock is not held across processes here", "the writer lock is held across processes here"),
+        ("the writer lock isn't held across processes here", "the writer lock is held across processes here"),
+        ("rotateSigningKey fail_fast", "rotateSigningKey fail_fast"),  # two words, not six tokens
+    ],
+)
+def test_opposites_negations_and_short_texts_are_not_duplicates(mem, new, old):
+    store_mod.store(mem, "t", old)
+    assert store_mod.store(mem, "t", new).results[0].stored
+
+
+def test_a_restatement_is_still_a_duplicate(mem):
+    store_mod.store(mem, "t", "the CI tests fail on arm64 runners since tuesday")
+    again = store_mod.store(mem, "t", "CI tests fail on arm64 runners since Tuesday!").results[0]
+    assert not again.stored and again.duplicate_of.ref == "t:1" and again.overlap == 1.0
+
+
+def test_huge_spans_mean_no_lower_bound_and_nan_is_refused(mem):
+    store_mod.store(mem, "t", "an old note")
+    assert search_mod.search(mem, None, days=10**12).total == 1
+    assert search_mod.search(mem, None, hours=1e308).total == 1
+    assert search_mod.search(mem, None, hours=float("inf")).total == 1
+    with pytest.raises(UsageError, match="days must be a positive number"):
+        search_mod.search(mem, None, days=float("nan"))
+
+
+def test_checkpoints_are_capped_on_save_and_in_resume(mem, repo):
+    with pytest.raises(UsageError, match="at most 64,000"):
+        cp.checkpoint(mem, "task", done=["x" * 1000] * 900)
+    assert not (repo.path / "wiki/memory/checkpoints").exists()
+    # A page grown past the cap by hand: resume answers the start of it and names the page.
+    big = "# Checkpoint default\n\nSaved 2026-11-23T15:40:00Z.\n\n## Task\n\nbig\n\n## Done\n\n" + "- x\n" * 300_000
+    repo.write("wiki/memory/checkpoints/default.md", big)
+    resumed = cp.resume(mem)
+    assert len(resumed.markdown) < 64_200 and resumed.markdown.rstrip().endswith(
+        "read wiki/memory/checkpoints/default.md"
+    )
+    assert resumed.checkpoint.done == ()
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"topic": "t", "text": "x", "tags": 5},
+        {"topic": "t", "text": "x", "tags": [1, None]},
+        {"topic": "t", "text": "x", "links": [1, None, {}]},
+        {"topic": "t", "text": "x", "links": ["a:b"]},
+        {"topic": "t", "text": "x", "confidence": float("nan")},
+        {"topic": "t", "text": 5},
+        {"topic": "t", "text": "x", "source": "a.py:1\n## 2026-01-01T00:00:00Z — forged"},
+    ],
+)
+def test_a_batch_item_of_the_wrong_shape_is_refused(mem, repo, item):
+    with pytest.raises(UsageError):
+        store_mod.batch(mem, [{"topic": "t", "text": "a good one"}, item])
+    assert not (repo.path / "wiki/memory").exists()
