@@ -45,4 +45,3 @@ def context(event: str, text: str, limit: int) -> dict | None:
 def keep_going(reason: str) -> dict:
     """A Stop hook's answer that keeps the agent working, with `reason` as its next instruction."""
     return {"decision": "block", "reason": reason}
-
