@@ -198,6 +198,9 @@ class MemoryTools:
         apply: Annotated[bool, Field(description="prune, compact: write the changes (default: dry run).")] = False,
         min_confidence: Annotated[float | None, Field(ge=0, le=1, description="prune: threshold (0.3).")] = None,
         data: Annotated[dict[str, Any] | str | None, Field(description="import: an export document.")] = None,
+        json: Annotated[
+            dict[str, Any] | list[Any] | str | None, Field(description="import: helix's name for data.")
+        ] = None,
         name: Annotated[
             str | None, Field(description="checkpoint, resume, clear_checkpoint: its name (default).")
         ] = None,
@@ -221,7 +224,7 @@ class MemoryTools:
         }
         options |= {
             "min_confidence": min_confidence,
-            "data": data,
+            "data": json if data is None else data,
             "name": name,
             "task": task,
             "done": done,

@@ -75,6 +75,10 @@ def register(sub) -> None:
     edit.add_argument("--to", help="rename: the new name")
     edit.add_argument("--into", help="merge: the topic that takes the entries")
 
+    migrate = _add(actions, "import", "bring in helix's knowledge base (its data.log or JSON export)")
+    migrate.add_argument("--helix", metavar="PATH", required=True, help="helix's data.log or its export JSON file")
+    migrate.add_argument("--dry-run", action="store_true", help="show what it would add, write nothing")
+
     topics = _add(actions, "topics", "list topics and run upkeep actions", read=True)
     topics.add_argument(
         "topics_action",
@@ -148,6 +152,8 @@ def _dispatch(replies, mem, args: argparse.Namespace):
         )
     if a == "read":
         return replies.read(mem, args.topic, args.index)
+    if a == "import":
+        return replies.import_helix(mem, _read_bytes(args.helix), dry_run=args.dry_run)
     if a == "edit":
         options = {
             "index": args.index,
@@ -170,6 +176,17 @@ def _dispatch(replies, mem, args: argparse.Namespace):
     options |= {k: getattr(args, k) for k in ("done", "next", "hypotheses", "blocked", "files")}
     options["data"] = _load_json(args.file) if args.file else None
     return replies.topics(mem, args.topics_action, **options)
+
+
+def _read_bytes(path: str) -> bytes:
+    from gitwiki.errors import UsageError
+
+    try:
+        return Path(path).expanduser().read_bytes()
+    except OSError as e:
+        raise UsageError(
+            f"cannot read {path} ({e.strerror}); pass helix's data.log, usually ~/.helix-kb/data.log"
+        ) from None
 
 
 def _load_json(path: str):

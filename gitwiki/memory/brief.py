@@ -3,8 +3,9 @@
 No query: a meta-briefing (topics by activity, velocity, themes). A topic or a glob (`iris-*`), or any
 other words (searched): its entries after a dedup pass (identical text in several topics → one entry,
 "also in"), a supersession pass (an entry > 60 % like a clearly newer one of the same topic is
-SUPERSEDED), temporal chains (entries whose dominant keyword is shared, in time order), classified by
-tag into ARCHITECTURE, DATA FLOW, INVARIANTS, GOTCHAS, DECISIONS, HOW-TO, PERFORMANCE, GAPS, UNTAGGED,
+SUPERSEDED), temporal chains (entries whose dominant keyword is shared, in time order), classified as
+helix does (by tag, then the leading `prefix:`, then keywords) into
+ARCHITECTURE, DATA FLOW, INVARIANTS, GOTCHAS, DECISIONS, HOW-TO, PERFORMANCE, GAPS, UNTAGGED,
 rendered as a tier: `summary` (about 15 lines), `scan` (one line per entry) or `full`.
 """
 
@@ -16,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import UsageError
-from gitwiki.memory.entry import Entry, first_line, jaccard, parse_iso, terms
+from gitwiki.memory.entry import Entry, auto_tags, first_line, jaccard, parse_iso, singular, terms
 from gitwiki.memory.search import in_window, parse_day, search, topic_pattern
 
 if TYPE_CHECKING:
@@ -25,16 +26,35 @@ if TYPE_CHECKING:
 TIERS = ("summary", "scan", "full")
 CATEGORIES = ("ARCHITECTURE", "DATA FLOW", "INVARIANTS", "GOTCHAS", "DECISIONS", "HOW-TO", "PERFORMANCE", "GAPS")
 UNTAGGED = "UNTAGGED"
+# Tag → category: helix's table (github.com/delfador0x42/helix, helix/DOCS.md "Category classification")
+# beside gitwiki's own spellings. Tags are singular (`gotchas` is stored as gotcha).
 TAG_CATEGORY = {
-    **dict.fromkeys(("architecture", "arch", "design", "structure"), "ARCHITECTURE"),
-    **dict.fromkeys(("data-flow", "dataflow", "flow", "pipeline"), "DATA FLOW"),
-    **dict.fromkeys(("invariant", "invariants", "contract", "rule"), "INVARIANTS"),
-    **dict.fromkeys(("gotcha", "gotchas", "bug", "pitfall", "warning", "fix"), "GOTCHAS"),
-    **dict.fromkeys(("decision", "decisions", "why", "adr"), "DECISIONS"),
-    **dict.fromkeys(("how-to", "howto", "recipe", "usage"), "HOW-TO"),
-    **dict.fromkeys(("performance", "perf", "latency", "benchmark"), "PERFORMANCE"),
-    **dict.fromkeys(("gap", "gaps", "todo", "missing"), "GAPS"),
+    **dict.fromkeys(
+        ("architecture", "arch", "design", "structure", "module-map", "overview", "coupling", "interface"),
+        "ARCHITECTURE",
+    ),
+    **dict.fromkeys(("data-flow", "dataflow", "flow", "pipeline", "lifecycle", "protocol"), "DATA FLOW"),
+    **dict.fromkeys(("invariant", "contract", "rule", "constraint", "boundary", "concurrency"), "INVARIANTS"),
+    **dict.fromkeys(("gotcha", "bug", "pitfall", "warning", "fix", "error-handling"), "GOTCHAS"),
+    **dict.fromkeys(("decision", "why", "adr", "deprecation", "migration"), "DECISIONS"),
+    **dict.fromkeys(("how-to", "howto", "recipe", "usage", "workflow", "config", "deploy"), "HOW-TO"),
+    **dict.fromkeys(("performance", "perf", "latency", "benchmark", "optimization", "zero-alloc"), "PERFORMANCE"),
+    **dict.fromkeys(("gap", "todo", "missing", "friction"), "GAPS"),
 }
+# The last pass for an entry no tag or prefix placed: words in its first 3 lines (helix's "body keyword
+# rescue", github.com/delfador0x42/amaranthine src/briefing.rs, its change-impact words under ARCHITECTURE
+# as helix now files coupling). Matched at a word start: `alloc` finds allocation, not malloc.
+RESCUE_WORDS = {
+    "GOTCHAS": ("gotcha", "pitfall", "trap", "watch out", "careful", "warning"),
+    "DECISIONS": ("decided", "chose", "rejected", "trade-off", "tradeoff", "why not"),
+    "PERFORMANCE": ("latency", "throughput", "alloc", "benchmark", "cache miss", "zero-alloc"),
+    "ARCHITECTURE": (
+        "architecture", "module map", "overview", "component", "layer",
+        "coupling", "depends on", "refactor", "breaking change", "migration",
+    ),
+}  # fmt: skip
+_RESCUE = {c: re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + ")", re.I) for c, words in RESCUE_WORDS.items()}
+_CATEGORY_WORD = re.compile(r"\b(" + "|".join(map(re.escape, sorted(TAG_CATEGORY, key=len, reverse=True))) + r")\b")
 SUPERSEDE_OVERLAP = 0.6
 SUPERSEDE_AFTER = timedelta(minutes=1)  # entries of one batch are not corrections of each other
 CHAIN_MIN = 3
@@ -75,7 +95,16 @@ class Brief(NamedTuple):
 
 
 def category(entry: Entry) -> str:
+    """As helix classifies: by tag; else by the text's leading `prefix:` (the auto-tags); else by a
+    category's tag word in its first line; else by the rescue words in its first 3 lines; else UNTAGGED."""
     found = {TAG_CATEGORY[t] for t in entry.tags if t in TAG_CATEGORY}
+    if not found:
+        found = {TAG_CATEGORY[t] for t in auto_tags(entry.text) if t in TAG_CATEGORY}
+    if not found:
+        found = {TAG_CATEGORY[w] for w in _CATEGORY_WORD.findall(entry.title.lower())}
+    if not found:
+        head = " ".join([line for line in entry.text.split("\n") if line.strip()][:3])
+        found = {c for c, words in _RESCUE.items() if words.search(head)}
     return next((c for c in CATEGORIES if c in found), UNTAGGED)
 
 
@@ -124,7 +153,7 @@ def _focus(focus) -> set[str]:
     out = set()
     for value in values:
         key = str(value).strip()
-        name = TAG_CATEGORY.get(key.lower()) or key.upper().replace("_", " ")
+        name = TAG_CATEGORY.get(singular(key.lower())) or key.upper().replace("_", " ")
         if name == "DATA-FLOW":
             name = "DATA FLOW"
         if name not in (*CATEGORIES, UNTAGGED):

@@ -38,29 +38,39 @@ META_KEYS = ("tags", "source", "confidence", "links", "modified")
 TITLE_CHARS = 80
 DEFAULT_CONFIDENCE = 1.0
 
-# Leading `prefix:` of an entry → its tag; helix's list plus the spellings agents actually use.
+# Leading `prefix:` of an entry → its tag. helix's 35 auto-tag prefixes, each its own tag
+# (github.com/delfador0x42/helix, helix/DOCS.md "Auto-detected tag prefixes"), and the aliases of its
+# helix/src/write.rs `auto_detect_tags` (`module:` → module-map, `missing:` → gap, …); gitwiki's own
+# spellings keep their tags (`perf`/`performance` → perf, `design:` → architecture, `warning:` → gotcha).
+HELIX_PREFIXES = (
+    "gotcha", "invariant", "perf", "architecture", "data-flow", "decision", "how-to", "gap", "friction",
+    "todo", "bug", "fix", "pattern", "coupling", "module-map", "interface", "boundary", "lifecycle",
+    "error-handling", "concurrency", "migration", "deprecation", "dependency", "test", "benchmark", "config",
+    "deploy", "security", "api", "protocol", "schema", "format", "encoding", "observation", "hypothesis",
+)  # fmt: skip
 AUTO_TAGS = {
-    "gotcha": "gotcha",
-    "invariant": "invariant",
-    "perf": "perf",
+    **{prefix: prefix for prefix in HELIX_PREFIXES},
     "performance": "perf",
-    "architecture": "architecture",
+    "hot-path": "perf",
     "arch": "architecture",
     "design": "architecture",
-    "data-flow": "data-flow",
+    "overview": "architecture",
+    "module": "module-map",
     "dataflow": "data-flow",
     "flow": "data-flow",
-    "decision": "decision",
     "decided": "decision",
-    "how-to": "how-to",
     "howto": "how-to",
     "recipe": "how-to",
-    "gap": "gap",
-    "todo": "todo",
-    "bug": "bug",
-    "fix": "fix",
+    "impl": "how-to",
+    "impl-spec": "how-to",
+    "playbook": "how-to",
+    "feature": "how-to",
+    "missing": "gap",
+    "deploy-gotcha": "gotcha",
     "warning": "gotcha",
     "pitfall": "gotcha",
+    "change-impact": "coupling",
+    "transformation": "coupling",
     "note": "note",
 }
 
@@ -74,7 +84,7 @@ _LOW_ATX = re.compile(r"^( {0,3})#{1,2}(?=[ \t]|$)")  # an H1 or H2 line: demote
 _SETEXT = re.compile(r"^ *(?:=+|-+)[ \t]*$")  # under a paragraph line it would make that line an H1/H2
 _META = re.compile(r"^\[(" + "|".join(META_KEYS) + r"): ?(.*)\]$")
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
-_PREFIX = re.compile(r"^\s*([A-Za-z][A-Za-z-]*)\s*:")
+_PREFIX = re.compile(r"^\s*([A-Za-z][A-Za-z-]*(?: [A-Za-z][A-Za-z-]*)?)\s*:")  # `data flow:`, `hot path:`
 _TOPIC_BAD = re.compile(r"[\W_]+")
 
 
@@ -154,18 +164,32 @@ def topic_name(raw: str) -> str:
 
 
 def normalize_tags(tags) -> tuple[str, ...]:
-    """Lowercase, `#` and spaces dropped (inner spaces become dashes), deduplicated, sorted."""
+    """Lowercase, `#` and spaces dropped (inner spaces become dashes), singular, deduplicated, sorted."""
     if isinstance(tags, str):
         tags = tags.split(",")
     # A comma inside one tag would read back as two (`[tags: a, b]`).
-    out = {re.sub(r"[\s,]+", "-", str(t).strip().lstrip("#").strip().lower()) for t in tags or ()}
+    out = {singular(re.sub(r"[\s,]+", "-", str(t).strip().lstrip("#").strip().lower())) for t in tags or ()}
     return tuple(sorted(t for t in out if t))
 
 
+def singular(tag: str) -> str:
+    """helix's singular (helix/src/write.rs `singularize`): `gotchas` → gotcha, `entries` → entry; words of
+    3 letters or fewer and ones ending in ss, us, is (`class`, `status`, `analysis`) are left alone."""
+    if len(tag) <= 3:
+        return tag
+    if tag.endswith("ies") and len(tag) > 4:
+        return tag[:-3] + "y"
+    if tag.endswith("sses"):
+        return tag[:-2]
+    if tag.endswith("s") and not tag.endswith(("ss", "us", "is")):
+        return tag[:-1]
+    return tag
+
+
 def auto_tags(text: str) -> tuple[str, ...]:
-    """The tag a leading `prefix:` announces (`perf: …` → performance), if it is a known one."""
+    """The tag a leading `prefix:` announces (`perf: …` → perf, `data flow: …` → data-flow), if it is known."""
     match = _PREFIX.match(text)
-    tag = AUTO_TAGS.get(match.group(1).lower()) if match else None
+    tag = AUTO_TAGS.get(match.group(1).lower().replace(" ", "-")) if match else None
     return (tag,) if tag else ()
 
 

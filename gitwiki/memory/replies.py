@@ -338,9 +338,33 @@ def _import(mem: Memory, data: dict | str) -> Reply:
                 f"import data is not JSON ({e}); pass the document topics action=export returned"
             ) from None
     added, checkpoints = topics_mod.import_memory(mem, data)  # type: ignore[arg-type]
+    return _imported(added, checkpoints)
+
+
+def import_helix(mem: Memory, raw: bytes, dry_run: bool = False) -> Reply:
+    """helix's knowledge base, its binary data.log or its JSON export (the file's bytes), merged in."""
+    from gitwiki.memory import helix
+
+    checkpoints: list[str] = []
+    if helix.is_log(raw):
+        added = topics_mod.import_helix_log(mem, raw, dry_run)
+    else:
+        try:
+            data = json.loads(raw)
+        except ValueError as e:
+            raise UsageError(f"not a helix data.log (no AMRL header) nor its JSON export ({e})") from None
+        if not helix.is_export(data):
+            raise UsageError("this is a gitwiki export, not helix's; import it with topics import --file")
+        added, checkpoints = topics_mod.import_memory(mem, data, dry_run)
+    return _imported(added, checkpoints, dry_run)
+
+
+def _imported(added: dict[str, int], checkpoints: list[str], dry_run: bool = False) -> Reply:
     text = ", ".join(f"{t} +{n}" for t, n in added.items()) or "nothing new"
     more = f"; checkpoints: {', '.join(checkpoints)}" if checkpoints else ""
-    return Reply(f"imported {sum(added.values())} entries: {text}{more}", {"added": added, "checkpoints": checkpoints})
+    verb = "would import" if dry_run else "imported"
+    data = {"added": added, "checkpoints": checkpoints, **({"dry_run": True} if dry_run else {})}
+    return Reply(f"{verb} {sum(added.values())} entries: {text}{more}", data)
 
 
 def _reindex(mem: Memory) -> Reply:

@@ -371,9 +371,10 @@ def _relink(links: tuple[str, ...], old: str, new: str, renumber: dict[int, int]
 # ---- import ----------------------------------------------------------------------------------------
 
 
-def import_topics(mem: Memory, topics: list[dict]) -> dict[str, int]:
+def import_topics(mem: Memory, topics: list[dict], dry_run: bool = False) -> dict[str, int]:
     """Merge exported topics into the wiki: entries not already present (same time and text) are appended
-    in time order; existing entries keep their index. Returns the entries added per topic, as written.
+    in time order; existing entries keep their index. Returns the entries added per topic, as written
+    (with `dry_run`, as they would be: every check is made, nothing is written).
 
     The whole document is checked before anything is written: a bad entry refuses the import. Topics whose
     names sanitize to one page (`Victim`, `victim`) are merged into it."""
@@ -406,7 +407,7 @@ def import_topics(mem: Memory, topics: list[dict]) -> dict[str, int]:
                 page = pages[name].page if name in pages else starts.get(name, TopicPage(name, "", ()))
                 contents[name] = _render(name, existing + new, page)
                 added[name] = len(new)
-        if contents:
+        if contents and not dry_run:
             write_pages(mem, contents)
     return added
 

@@ -242,15 +242,28 @@ def export(mem: Memory) -> dict:
     }
 
 
-def import_memory(mem: Memory, data: dict) -> tuple[dict[str, int], list[str]]:
-    """Merge an export back: entries per topic added, and the checkpoints written."""
+def import_memory(mem: Memory, data: dict, dry_run: bool = False) -> tuple[dict[str, int], list[str]]:
+    """Merge an export back: entries per topic added, and the checkpoints written (with `dry_run`, what
+    would be added, every check made and nothing written). helix's JSON export is read as well."""
+    from gitwiki.memory import helix
     from gitwiki.memory.checkpoint import checkpoint_pages, import_checkpoints
     from gitwiki.memory.store import import_topics
 
+    if helix.is_export(data):
+        data = helix.parse_export(data)
     if not isinstance(data, dict) or not isinstance(data.get("topics"), list):
         raise UsageError('import needs an export document: {"topics": [{"name": …, "entries": […]}]}')
     checkpoints = checkpoint_pages(data.get("checkpoints") or [])  # checked before any topic is written
-    return import_topics(mem, data["topics"]), import_checkpoints(mem, checkpoints)
+    added = import_topics(mem, data["topics"], dry_run)
+    return added, list(checkpoints) if dry_run else import_checkpoints(mem, checkpoints)
+
+
+def import_helix_log(mem: Memory, log: bytes, dry_run: bool = False) -> dict[str, int]:
+    """Merge the live entries of helix's binary data.log (its bytes); a damaged log writes nothing."""
+    from gitwiki.memory import helix
+    from gitwiki.memory.store import import_topics
+
+    return import_topics(mem, helix.parse_log(log)["topics"], dry_run)
 
 
 def _export_entry(e: Entry) -> dict:

@@ -1,0 +1,181 @@
+"""helix's knowledge base, read into a gitwiki memory import document: pure (bytes or JSON in, a document out).
+
+helix (github.com/delfador0x42/helix, `helix/README.md` "Shared Data Format" and `helix/src/topics_io.rs`)
+keeps its knowledge in `data.log`: an 8-byte header `AMRL` + u32 LE version 1, then records:
+
+- entry `0x01`: u8 topic_len, u32 LE body_len, i32 LE timestamp (minutes since 2024-01-01 00:00 UTC),
+  2 pad bytes, the topic, the body;
+- delete `0x02`: 3 reserved bytes, u32 LE byte offset of the entry record it deletes (a tombstone).
+
+A body is the text with `[tags: …]`, `[source: …]`, `[confidence: …]`, `[links: …]` (and, after a revise,
+`[modified: YYYY-MM-DD HH:MM]`) lines anywhere in it. helix's JSON export is `{"topic": [{"ts": minutes,
+"body": …}]}`. Both become the `{"topics": [...]}` document `gitwiki memory topics import` takes, so every
+check of that path (line breaks in fields, confidence range, dates, one page per sanitized name) applies.
+A log that is truncated or contradicts itself is refused whole: nothing of a damaged log is half-imported.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from datetime import UTC, datetime, timedelta
+
+from gitwiki.errors import UsageError
+
+MAGIC = b"AMRL"
+VERSION = 1
+HEADER = struct.Struct("<4sI")
+ENTRY_HEAD = struct.Struct("<BBIi2x")  # type, topic_len, body_len, timestamp (minutes), pad
+DELETE = struct.Struct("<B3xI")  # type, reserved, offset of the deleted entry record
+ENTRY, TOMBSTONE = 0x01, 0x02
+EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
+_META = re.compile(r"^\[(tags|source|confidence|links|modified): ?(.*)\]$")
+_HELIX_TIME = re.compile(r"^(\d{4}-\d\d-\d\d) (\d\d:\d\d)$")  # `[modified: 2026-02-21 06:11]`
+
+
+def is_log(data: bytes) -> bool:
+    return data[:4] == MAGIC
+
+
+def parse_log(data: bytes) -> dict:
+    """The live entries of a data.log as an import document; a damaged log raises UsageError."""
+    if len(data) < HEADER.size or data[:4] != MAGIC:
+        raise _damaged("it does not start with helix's AMRL header")
+    version = HEADER.unpack_from(data)[1]
+    if version != VERSION:
+        raise _damaged(f"its format version is {version}, and only version {VERSION} is known")
+    entries: dict[int, tuple[str, int, str]] = {}  # record offset → (topic, minutes, body)
+    pos = HEADER.size
+    while pos < len(data):
+        kind = data[pos]
+        if kind == ENTRY:
+            if pos + ENTRY_HEAD.size > len(data):
+                raise _damaged(f"the entry record at byte {pos} is cut short")
+            _, topic_len, body_len, minutes = ENTRY_HEAD.unpack_from(data, pos)
+            start = pos + ENTRY_HEAD.size
+            end = start + topic_len + body_len
+            if end > len(data):
+                raise _damaged(f"the entry record at byte {pos} claims {topic_len + body_len} bytes past the end")
+            topic = _text(data[start : start + topic_len], pos, "topic")
+            entries[pos] = (topic, minutes, _text(data[start + topic_len : end], pos, "body"))
+            pos = end
+        elif kind == TOMBSTONE:
+            if pos + DELETE.size > len(data):
+                raise _damaged(f"the delete record at byte {pos} is cut short")
+            target = DELETE.unpack_from(data, pos)[1]
+            if entries.pop(target, None) is None:  # a deleted entry, or no record starts there
+                raise _damaged(f"the delete record at byte {pos} points at byte {target}, where no live entry starts")
+            pos += DELETE.size
+        else:
+            raise _damaged(f"byte {pos} starts a record of unknown type {kind:#04x}")
+    return _document(
+        [(topic, minutes, body, f"the entry at byte {at}") for at, (topic, minutes, body) in entries.items()]
+    )
+
+
+def parse_export(data) -> dict:
+    """helix's JSON export (`{"topic": [{"ts": minutes, "body": …}]}`, or the list form
+    `[{"topic": …, "text": …}]` its reference shows) as an import document."""
+    rows: list[tuple[str, int, str, str]] = []
+    if isinstance(data, dict):
+        for topic, items in data.items():
+            if not isinstance(items, list):
+                raise UsageError(f"helix export: topic {topic!r} must hold a list of entries; pass helix's export")
+            rows += [_export_row(topic, item, f"entry {n} of topic {topic!r}") for n, item in enumerate(items, 1)]
+    elif isinstance(data, list):
+        for n, item in enumerate(data, 1):
+            topic = item.get("topic") if isinstance(item, dict) else None
+            if not isinstance(topic, str):
+                raise UsageError(f"helix export: entry {n} has no topic; pass helix's export")
+            rows.append(_export_row(topic, item, f"entry {n}"))
+    else:
+        raise UsageError("helix export must be a JSON object of topics (what helix's topics action=export returns)")
+    return _document(rows)
+
+
+def is_export(data) -> bool:
+    """Whether a JSON document is helix's export rather than gitwiki's (which has `topics` and `format`)."""
+    return isinstance(data, list) or (isinstance(data, dict) and "topics" not in data and "format" not in data)
+
+
+def summary(document: dict) -> dict[str, int]:
+    """Entries per topic of an import document: what a dry run reports."""
+    return {t["name"]: len(t["entries"]) for t in document["topics"]}
+
+
+def _export_row(topic: str, item, where: str) -> tuple[str, int, str, str]:
+    if not isinstance(item, dict):
+        raise UsageError(f"helix export: {where} must be an object with ts and body")
+    body = item.get("body", item.get("text"))
+    minutes = item.get("ts", 0)
+    if not isinstance(body, str) or isinstance(minutes, bool) or not isinstance(minutes, int):
+        raise UsageError(f"helix export: {where} needs a text body and ts in whole minutes since 2024-01-01")
+    return topic, minutes, body, where
+
+
+def _document(rows: list[tuple[str, int, str, str]]) -> dict:
+    """The rows (topic, minutes, body, where) as `{"topics": [{"name", "entries"}]}`, in log order per topic."""
+    topics: dict[str, list[dict]] = {}
+    for topic, minutes, body, where in rows:
+        if not topic.strip():
+            raise UsageError(f"helix: {where} has an empty topic; the knowledge base is damaged")
+        topics.setdefault(topic, []).append(_entry(minutes, body, f"helix: {where} of topic {topic!r}"))
+    return {"topics": [{"name": name, "entries": entries} for name, entries in topics.items()]}
+
+
+def _entry(minutes: int, body: str, where: str) -> dict:
+    meta: dict[str, str] = {}
+    text = []
+    for line in body.replace("\r\n", "\n").split("\n"):
+        m = _META.match(line.strip())
+        if m and m.group(1) not in meta:
+            meta[m.group(1)] = m.group(2).strip()
+        else:
+            text.append(line)
+    entry: dict = {"created": _stamp(minutes, where), "text": "\n".join(text).strip()}
+    if tags := meta.get("tags"):
+        entry["tags"] = [t.strip() for t in tags.split(",") if t.strip()]
+    if source := meta.get("source"):
+        entry["source"] = source
+    if "confidence" in meta:
+        entry["confidence"] = _number(meta["confidence"])
+    if links := meta.get("links"):
+        entry["links"] = [_link(link) for link in links.split()]
+    if modified := meta.get("modified"):
+        m = _HELIX_TIME.match(modified)
+        # A helix time is local and to the minute; gitwiki's are UTC seconds. Left as written when it is
+        # not helix's shape, so the import's date check names it.
+        entry["modified"] = f"{m.group(1)}T{m.group(2)}:00Z" if m else modified
+    return entry
+
+
+def _link(link: str) -> str:
+    """helix numbers a topic's entries from 0, gitwiki from 1: `topic:0` is `topic:1` here."""
+    name, sep, index = link.rpartition(":")
+    return f"{name}:{int(index) + 1}" if sep and index.isdigit() else link
+
+
+def _number(raw: str):
+    try:
+        return float(raw)
+    except ValueError:
+        return raw  # refused by the import's check, with its message
+
+
+def _stamp(minutes: int, where: str) -> str:
+    try:
+        d = EPOCH + timedelta(minutes=minutes)
+        return f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:00Z"  # strftime drops %Y's zeros
+    except OverflowError:
+        raise UsageError(f"{where}: its timestamp {minutes} is not a date; the knowledge base is damaged") from None
+
+
+def _text(raw: bytes, at: int, what: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _damaged(f"the {what} of the entry record at byte {at} is not UTF-8") from None
+
+
+def _damaged(why: str) -> UsageError:
+    return UsageError(f"not a readable helix data.log: {why}; nothing was imported (pass helix's data.log or export)")

@@ -1,0 +1,241 @@
+"""Migration from helix: its binary data.log (written here from helix's documented format) and its JSON
+export become memory pages with their topics, tags, dates and links; deleted entries stay out; a damaged
+or hostile log is refused whole with one clear error and nothing written."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gitwiki.errors import UsageError
+from gitwiki.memory import helix
+from gitwiki.memory.base import Memory
+from tests.test_mcp_server import call, connect, refused, run
+
+LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
+
+
+class Log:
+    """A helix data.log, written as helix's README documents it; `entry` returns the record's offset."""
+
+    def __init__(self, version: int = 1):
+        self.data = bytearray(b"AMRL" + struct.pack("<I", version))
+        self.ends = [len(self.data)]  # where each record (and the header) ends
+
+    def entry(self, topic: str, body: str, minutes: int = 0, *, topic_bytes: bytes | None = None) -> int:
+        at = len(self.data)
+        raw_topic, raw_body = topic_bytes if topic_bytes is not None else topic.encode(), body.encode()
+        self.data += struct.pack("<BBIi2x", 1, len(raw_topic), len(raw_body), minutes) + raw_topic + raw_body
+        self.ends.append(len(self.data))
+        return at
+
+    def delete(self, offset: int) -> None:
+        self.data += struct.pack("<B3xI", 2, offset)
+        self.ends.append(len(self.data))
+
+    def bytes(self) -> bytes:
+        return bytes(self.data)
+
+
+def sample() -> Log:
+    log = Log()
+    log.entry("build-gotchas", "[tags: gotcha, build]\narm64 only for the FFI bridge\nlink with -arch arm64", 1440)
+    gone = log.entry("build-gotchas", "an entry deleted later", 1500)
+    log.entry(
+        "engine",
+        "[tags: architectures]\n[source: src/cache.rs:27]\n[confidence: 0.85]\n[links: build-gotchas:0]\n"
+        "CachedEntry holds pre-tokenized tf_map",
+        2 * 1440 + 90,
+    )
+    log.delete(gone)
+    revised = log.entry("engine", "first version", 3000)
+    log.entry("engine", "[modified: 2024-01-05 10:00]\nsecond version", 3000)
+    log.delete(revised)
+    return log
+
+
+@pytest.fixture
+def mem(repo):
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
+    return Memory.open(repo.path)
+
+
+def test_a_documented_log_parses_into_live_entries_with_their_metadata():
+    doc = helix.parse_log(sample().bytes())
+    topics = {t["name"]: t["entries"] for t in doc["topics"]}
+    assert list(topics) == ["build-gotchas", "engine"]
+    gotcha, engine, second = topics["build-gotchas"][0], topics["engine"][0], topics["engine"][1]
+    assert len(topics["build-gotchas"]) == 1 and len(topics["engine"]) == 2  # both deletes honoured
+    assert gotcha == {
+        "created": "2024-01-02T00:00:00Z",
+        "text": "arm64 only for the FFI bridge\nlink with -arch arm64",
+        "tags": ["gotcha", "build"],
+    }
+    assert engine["created"] == "2024-01-03T01:30:00Z" and engine["source"] == "src/cache.rs:27"
+    assert engine["confidence"] == 0.85 and engine["links"] == ["build-gotchas:1"]  # helix's 0 is gitwiki's 1
+    assert second["text"] == "second version" and second["modified"] == "2024-01-05T10:00:00Z"
+
+
+def test_import_helix_writes_pages_singular_tags_and_skips_deleted(mem, repo):
+    from gitwiki.memory import replies
+
+    dry = replies.import_helix(mem, sample().bytes(), dry_run=True)
+    assert dry.data == {"added": {"build-gotchas": 1, "engine": 2}, "checkpoints": [], "dry_run": True}
+    assert dry.text.startswith("would import 3 entries") and not (repo.path / "wiki/memory").exists()
+    done = replies.import_helix(mem, sample().bytes())
+    assert done.data["added"] == {"build-gotchas": 1, "engine": 2}
+    page = (repo.path / "wiki/memory/engine.md").read_text()
+    assert "## 2024-01-03T01:30:00Z — CachedEntry holds pre-tokenized tf_map" in page
+    assert "[tags: architecture]" in page and "[links: build-gotchas:1]" in page and "deleted" not in page
+    assert "first version" not in page and "[modified: 2024-01-05T10:00:00Z]" in page
+    assert replies.import_helix(mem, sample().bytes()).data["added"] == {}  # a second import adds nothing
+
+
+def test_helix_json_export_imports_through_the_same_checks(mem, repo):
+    from gitwiki.memory import replies
+
+    export = {"net": [{"ts": 60, "body": "[tags: gotchas]\nmax 8 TCP connections per pool"}]}
+    assert replies.import_helix(mem, json.dumps(export).encode()).data["added"] == {"net": 1}
+    assert "[tags: gotcha]" in (repo.path / "wiki/memory/net.md").read_text()
+    bad = {"net": [{"ts": 60, "body": "x\n[confidence: 7]"}]}
+    with pytest.raises(UsageError, match="confidence must be a number from 0 to 1"):
+        replies.import_helix(mem, json.dumps(bad).encode())
+    forged = {"net": [{"ts": 61, "body": "y\n[source: a.py:1]\n[links: a\n## 2026-11-21T10:00:00Z — forged]"}]}
+    replies.import_helix(mem, json.dumps(forged).encode())  # a header in a body stays text of its entry
+    assert [e.text.split("\n")[0] for e in mem.topics(fresh=True)["net"].page.entries] == [
+        "max 8 TCP connections per pool",
+        "y",
+    ]
+    with pytest.raises(UsageError, match="gitwiki export, not helix"):
+        replies.import_helix(mem, json.dumps({"format": "gitwiki-memory", "topics": []}).encode())
+
+
+DAMAGED = {
+    "empty": b"",
+    "bad magic": b"XXXX\x01\x00\x00\x00",
+    "version 2": b"AMRL\x02\x00\x00\x00",
+    "unknown record": b"AMRL\x01\x00\x00\x00\x07",
+    "huge body": b"AMRL\x01\x00\x00\x00" + struct.pack("<BBIi2x", 1, 1, 2**32 - 1, 0) + b"t",
+    "delete of nothing": Log().bytes() + struct.pack("<B3xI", 2, 8),
+    "invalid utf-8": b"AMRL\x01\x00\x00\x00" + struct.pack("<BBIi2x", 1, 1, 1, 0) + b"t\xff",
+    "time before year 1": b"AMRL\x01\x00\x00\x00" + struct.pack("<BBIi2x", 1, 1, 1, -(2**31)) + b"tx",
+}
+
+
+@pytest.mark.parametrize("name", DAMAGED)
+def test_a_damaged_log_is_refused_with_one_clear_error(name):
+    with pytest.raises(UsageError) as info:
+        helix.parse_log(DAMAGED[name])
+    assert "\n" not in str(info.value)
+
+
+def test_a_delete_of_a_deleted_entry_or_mid_record_offset_is_refused():
+    log = Log()
+    at = log.entry("t", "x")
+    log.delete(at)
+    log.delete(at)
+    with pytest.raises(UsageError, match="no live entry starts"):
+        helix.parse_log(log.bytes())
+    log = Log()
+    at = log.entry("t", "x")
+    log.delete(at + 1)
+    with pytest.raises(UsageError, match="no live entry starts"):
+        helix.parse_log(log.bytes())
+
+
+def test_every_truncation_of_a_valid_log_is_refused_unless_it_ends_at_a_record():
+    log = sample()
+    data = log.bytes()
+    parsed = set()
+    for cut in range(len(data) + 1):
+        try:
+            helix.parse_log(data[:cut])
+        except UsageError as e:
+            assert "\n" not in str(e)
+        else:
+            parsed.add(cut)
+    assert parsed == set(log.ends)  # a cut inside the header or a record is never half-read
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=200))
+def test_random_bytes_parse_or_are_refused_cleanly(data):
+    for blob in (data, b"AMRL\x01\x00\x00\x00" + data):
+        try:
+            doc = helix.parse_log(blob)
+        except UsageError as e:
+            assert "\n" not in str(e)
+        else:
+            assert all(isinstance(t["name"], str) for t in doc["topics"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.text(min_size=1, max_size=20),
+            st.text(max_size=60),
+            st.integers(-(2**31), 2**31 - 1),
+            st.booleans(),
+        ),
+        max_size=8,
+    ),
+    st.integers(0, 10),
+)
+def test_generated_logs_keep_exactly_the_live_entries(records, bad_delete):
+    log, live = Log(), []
+    for topic, body, minutes, deleted in records:
+        if len(topic.encode()) > 255:
+            continue
+        at = log.entry(topic, body, minutes)
+        if deleted:
+            log.delete(at)
+        else:
+            live.append((topic, minutes, body))
+    try:
+        doc = helix.parse_log(log.bytes())
+    except UsageError as e:  # only a blank topic, an out-of-range time: never an exception of another kind
+        assert "\n" not in str(e)
+    else:
+        assert sum(helix.summary(doc).values()) == len(live)
+    log.delete(8 + bad_delete if bad_delete else 3)  # an offset inside the header or a record
+    with pytest.raises(UsageError):
+        helix.parse_log(log.bytes())
+
+
+def test_cli_import_helix_dry_run_import_and_refusal(mem, repo, cli, tmp_path):
+    path = tmp_path / "data.log"
+    path.write_bytes(sample().bytes())
+    code, out, _ = cli("memory", "import", "--helix", str(path), "--dry-run", cwd=repo.path)
+    assert code == 0 and out.startswith("would import 3 entries: build-gotchas +1, engine +2")
+    assert not (repo.path / "wiki/memory").exists()
+    code, out, _ = cli("memory", "import", "--helix", str(path), cwd=repo.path)
+    assert code == 0 and out.startswith("imported 3 entries")
+    path.write_bytes(sample().bytes()[:-3])
+    code, out, err = cli("memory", "import", "--helix", str(path), cwd=repo.path)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "cut short" in err
+    code, out, err = cli("memory", "import", "--helix", str(tmp_path / "missing.log"), cwd=repo.path)
+    assert code == 2 and "cannot read" in err
+
+
+def test_mcp_import_takes_helix_json_parameter(repo):
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
+    export = json.dumps({"api-design": [{"ts": 0, "body": "REST endpoints use /v2/ prefix"}]})
+
+    async def main():
+        async with connect(repo.path) as s:
+            done = (await call(s, "memory_topics", action="import", json=export)).structured_content
+            bad = await refused(s, "memory_topics", action="import", json={"t": [{"ts": "x", "body": "y"}]})
+            return done, bad
+
+    done, bad = run(main)
+    assert done["added"] == {"api-design": 1}
+    assert bad.error.code == -32602 and "whole minutes" in str(bad)
+    assert (
+        "## 2024-01-01T00:00:00Z — REST endpoints use /v2/ prefix"
+        in (repo.path / "wiki/memory/api-design.md").read_text()
+    )
