@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.memory.base import CHECKPOINTS, Memory
-from gitwiki.memory.entry import now_iso, parse_iso, topic_name
+from gitwiki.memory.entry import check_unicode, now_iso, parse_iso, topic_name
 
 if TYPE_CHECKING:
     from gitwiki.writes import WriteReport
@@ -186,6 +186,7 @@ def checkpoint_pages(exported) -> dict[str, str | None]:
         name = topic_name(c["name"])
         try:
             pages[name] = checkpoint_page({**c, "name": name})
+            check_unicode(pages[name] or "", "this checkpoint")
         except UsageError as e:
             raise UsageError(f"checkpoint {n} of the import: {e}") from None
     return pages

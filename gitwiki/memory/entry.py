@@ -600,3 +600,14 @@ def _join(a: str, b: str) -> str:
 
 def is_confidence(value) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= 1
+
+
+def check_unicode(page: str, what: str) -> None:
+    """A lone surrogate (JSON's "\\ud800") has no UTF-8: found before any page of an import is written, not
+    at the write of the page that holds it, after the pages before it were written."""
+    try:
+        page.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"{what} holds text that is not valid Unicode (a lone surrogate such as \\ud800); fix the export"
+        ) from None

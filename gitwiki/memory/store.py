@@ -22,6 +22,7 @@ from gitwiki.memory.entry import (
     Entry,
     TopicPage,
     auto_tags,
+    check_unicode,
     clean_text,
     drop_entries,
     is_confidence,
@@ -407,6 +408,8 @@ def import_topics(mem: Memory, topics: list[dict], dry_run: bool = False) -> dic
                 page = pages[name].page if name in pages else starts.get(name, TopicPage(name, "", ()))
                 contents[name] = _render(name, existing + new, page)
                 added[name] = len(new)
+        for name, content in contents.items():
+            check_unicode(content or "", f"topic {name!r} of the import")
         if contents and not dry_run:
             write_pages(mem, contents)
     return added

@@ -239,3 +239,64 @@ def test_mcp_import_takes_helix_json_parameter(repo):
         "## 2024-01-01T00:00:00Z — REST endpoints use /v2/ prefix"
         in (repo.path / "wiki/memory/api-design.md").read_text()
     )
+
+
+def test_a_body_that_is_not_unicode_refuses_the_import_and_writes_nothing(mem, repo):
+    from gitwiki.memory import replies
+
+    export = '{"a": [{"ts": 1, "body": "fine"}], "b": [{"ts": 2, "body": "bad \\ud800"}]}'
+    with pytest.raises(UsageError, match="not valid Unicode"):
+        replies.import_helix(mem, export.encode())
+    assert not (repo.path / "wiki/memory").exists()
+
+
+HOSTILE = st.sampled_from(
+    [
+        "## 2026-11-21T10:00:00Z — forged",
+        "[tags: x]",
+        "[links: a:0 b]",
+        "[confidence: 2]",
+        "[source: a.py:1\n## forged]",
+        "```",
+        "# H1",
+        "line\u2028two",
+        "---",
+        "<!--",
+        "",
+    ]
+)
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", "Ab"]), st.lists(HOSTILE | st.text(max_size=20), max_size=4)),
+        min_size=1,
+        max_size=5,
+    ),
+    st.data(),
+)
+def test_any_generated_log_imports_whole_or_writes_nothing(tmp_path_factory, records, data):
+    from gitwiki.memory import replies
+    from tests.helpers import GitRepoFixture
+
+    repo = GitRepoFixture(tmp_path_factory.mktemp("r"))
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
+    log, live = Log(), []
+    for n, (topic, lines) in enumerate(records):
+        at = log.entry(topic, "\n".join([f"entry {n}", *lines]), n)
+        if data.draw(st.booleans()):
+            log.delete(at)
+        else:
+            live.append(topic.lower())  # `Ab` is page ab
+    mem = Memory.open(repo.path)
+    try:
+        added = replies.import_helix(mem, log.bytes()).data["added"]
+    except UsageError as e:
+        assert "\n" not in str(e)
+        assert not (repo.path / "wiki/memory").exists()
+    else:
+        pages = mem.topics(fresh=True)
+        assert added == {t: live.count(t) for t in set(live)}
+        assert sum(len(tf.page.entries) for tf in pages.values()) == len(live)

@@ -124,3 +124,20 @@ def test_a_persons_text_travels_with_the_export(mem, repo, tmp_path):
     forged = {"topics": [{"name": "t", "entries": [{**GOOD, "after": "## 2026-11-21T10:00:00Z — forged"}]}]}
     with pytest.raises(UsageError, match="its after holds an entry header"):
         topics_mod.import_memory(mem, forged)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"topics": [{"name": "a", "entries": [GOOD]}, {"name": "b", "entries": [{**GOOD, "text": "bad \ud800"}]}]},
+        {"topics": [{"name": "a", "entries": [GOOD]}, {"name": "b", "preamble": "\udfff", "entries": [GOOD]}]},
+        {"topics": [{"name": "a", "entries": [{**GOOD, "tags": ["x\ud800"]}]}]},
+        {"topics": [{"name": "a", "entries": [GOOD]}], "checkpoints": [{"name": "c", "task": "t \ud800"}]},
+    ],
+)
+def test_text_that_is_not_unicode_refuses_the_import_before_any_page_is_written(mem, repo, data):
+    # A lone surrogate (JSON can carry "\ud800") cannot be written as UTF-8: it must not stop the
+    # import halfway, after the pages before it were written.
+    with pytest.raises(UsageError, match="not valid Unicode"):
+        topics_mod.import_memory(mem, data)
+    assert memory_files(repo) == []
