@@ -37,8 +37,9 @@ def is_log(data: bytes) -> bool:
     return data[:4] == MAGIC
 
 
-def parse_log(data: bytes) -> dict:
-    """The live entries of a data.log as an import document; a damaged log raises UsageError."""
+def parse_log(data: bytes, now: datetime | None = None) -> dict:
+    """The live entries of a data.log as an import document; a damaged log raises UsageError, and so does
+    an entry dated after `now` (default: the clock) by more than a day."""
     if len(data) < HEADER.size or data[:4] != MAGIC:
         raise _damaged("it does not start with helix's AMRL header")
     version = HEADER.unpack_from(data)[1]
@@ -68,12 +69,11 @@ def parse_log(data: bytes) -> dict:
             pos += DELETE.size
         else:
             raise _damaged(f"byte {pos} starts a record of unknown type {kind:#04x}")
-    return _document(
-        [(topic, minutes, body, f"the entry at byte {at}") for at, (topic, minutes, body) in entries.items()]
-    )
+    rows = [(topic, minutes, body, f"the entry at byte {at}") for at, (topic, minutes, body) in entries.items()]
+    return _document(rows, now)
 
 
-def parse_export(data) -> dict:
+def parse_export(data, now: datetime | None = None) -> dict:
     """helix's JSON export (`{"topic": [{"ts": minutes, "body": …}]}`, or the list form
     `[{"topic": …, "text": …}]` its reference shows) as an import document."""
     rows: list[tuple[str, int, str, str]] = []
@@ -90,7 +90,7 @@ def parse_export(data) -> dict:
             rows.append(_export_row(topic, item, f"entry {n}"))
     else:
         raise UsageError("helix export must be a JSON object of topics (what helix's topics action=export returns)")
-    return _document(rows)
+    return _document(rows, now)
 
 
 def is_export(data) -> bool:
@@ -113,13 +113,21 @@ def _export_row(topic: str, item, where: str) -> tuple[str, int, str, str]:
     return topic, minutes, body, where
 
 
-def _document(rows: list[tuple[str, int, str, str]]) -> dict:
+def _document(rows: list[tuple[str, int, str, str]], now: datetime | None) -> dict:
     """The rows (topic, minutes, body, where) as `{"topics": [{"name", "entries"}]}`, in log order per topic."""
+    # An entry cannot be written after the import runs; a day's margin covers helix's local clock.
+    latest = ((now or datetime.now(UTC)) + timedelta(days=1) - EPOCH) // timedelta(minutes=1)
     topics: dict[str, list[dict]] = {}
     for topic, minutes, body, where in rows:
+        where = f"helix: {where} of topic {topic!r}"
         if not topic.strip():
-            raise UsageError(f"helix: {where} has an empty topic; the knowledge base is damaged")
-        topics.setdefault(topic, []).append(_entry(minutes, body, f"helix: {where} of topic {topic!r}"))
+            raise UsageError(f"{where} has an empty topic; the knowledge base is damaged")
+        if minutes > latest:
+            raise UsageError(
+                f"{where} is dated {_stamp(minutes, where)}, after today; helix's log counts minutes since "
+                "2024-01-01 00:00 UTC, so this log is damaged or not helix's"
+            )
+        topics.setdefault(topic, []).append(_entry(minutes, body, where))
     return {"topics": [{"name": name, "entries": entries} for name, entries in topics.items()]}
 
 

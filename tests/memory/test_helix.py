@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import struct
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -123,6 +124,7 @@ DAMAGED = {
     "delete of nothing": Log().bytes() + struct.pack("<B3xI", 2, 8),
     "invalid utf-8": b"AMRL\x01\x00\x00\x00" + struct.pack("<BBIi2x", 1, 1, 1, 0) + b"t\xff",
     "time before year 1": b"AMRL\x01\x00\x00\x00" + struct.pack("<BBIi2x", 1, 1, 1, -(2**31)) + b"tx",
+    "time in the future": b"AMRL\x01\x00\x00\x00" + struct.pack("<BBIi2x", 1, 1, 1, 2**31 - 1) + b"tx",
 }
 
 
@@ -131,6 +133,17 @@ def test_a_damaged_log_is_refused_with_one_clear_error(name):
     with pytest.raises(UsageError) as info:
         helix.parse_log(DAMAGED[name])
     assert "\n" not in str(info.value)
+
+
+def test_an_entry_dated_after_today_is_refused():
+    # 2026-02-21 counted in minutes since 1970 (as helix's time.rs counts) reads as 2080 from 2024.
+    log = Log()
+    log.entry("t", "x", 29_528_000)
+    with pytest.raises(UsageError, match="is dated 2080-.*after today"):
+        helix.parse_log(log.bytes(), now=datetime(2026, 11, 26, tzinfo=UTC))
+    day_ahead = Log()
+    day_ahead.entry("t", "x", (datetime(2026, 11, 27, tzinfo=UTC) - helix.EPOCH) // timedelta(minutes=1))
+    assert helix.summary(helix.parse_log(day_ahead.bytes(), now=datetime(2026, 11, 26, tzinfo=UTC))) == {"t": 1}
 
 
 def test_a_delete_of_a_deleted_entry_or_mid_record_offset_is_refused():
@@ -179,7 +192,7 @@ def test_random_bytes_parse_or_are_refused_cleanly(data):
         st.tuples(
             st.text(min_size=1, max_size=20),
             st.text(max_size=60),
-            st.integers(-(2**31), 2**31 - 1),
+            st.integers(0, 1_500_000) | st.integers(-(2**31), 2**31 - 1),
             st.booleans(),
         ),
         max_size=8,
@@ -198,7 +211,7 @@ def test_generated_logs_keep_exactly_the_live_entries(records, bad_delete):
             live.append((topic, minutes, body))
     try:
         doc = helix.parse_log(log.bytes())
-    except UsageError as e:  # only a blank topic, an out-of-range time: never an exception of another kind
+    except UsageError as e:  # only a blank topic, a time out of range: never an exception of another kind
         assert "\n" not in str(e)
     else:
         assert sum(helix.summary(doc).values()) == len(live)
