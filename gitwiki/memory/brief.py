@@ -53,8 +53,11 @@ RESCUE_WORDS = {
         "coupling", "depends on", "refactor", "breaking change", "migration",
     ),
 }  # fmt: skip
-_RESCUE = {c: re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + ")", re.I) for c, words in RESCUE_WORDS.items()}
-_CATEGORY_WORD = re.compile(r"\b(" + "|".join(map(re.escape, sorted(TAG_CATEGORY, key=len, reverse=True))) + r")\b")
+# One pass over the lowercased lines finds every rescue word (a regex per category with re.I took 30 µs
+# an entry); a category word of the first line is a token looked up in TAG_CATEGORY.
+_RESCUE_WORD = {w: c for c, words in RESCUE_WORDS.items() for w in words}
+_RESCUE = re.compile(r"\b(" + "|".join(map(re.escape, sorted(_RESCUE_WORD, key=len, reverse=True))) + ")")
+_WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 SUPERSEDE_OVERLAP = 0.6
 SUPERSEDE_AFTER = timedelta(minutes=1)  # entries of one batch are not corrections of each other
 CHAIN_MIN = 3
@@ -101,10 +104,10 @@ def category(entry: Entry) -> str:
     if not found:
         found = {TAG_CATEGORY[t] for t in auto_tags(entry.text) if t in TAG_CATEGORY}
     if not found:
-        found = {TAG_CATEGORY[w] for w in _CATEGORY_WORD.findall(entry.title.lower())}
+        found = {TAG_CATEGORY[w] for w in _WORD.findall(entry.title.lower()) if w in TAG_CATEGORY}
     if not found:
-        head = " ".join([line for line in entry.text.split("\n") if line.strip()][:3])
-        found = {c for c, words in _RESCUE.items() if words.search(head)}
+        head = " ".join([line for line in entry.text.split("\n") if line.strip()][:3]).lower()
+        found = {_RESCUE_WORD[w] for w in _RESCUE.findall(head)}
     return next((c for c in CATEGORIES if c in found), UNTAGGED)
 
 
