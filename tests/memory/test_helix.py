@@ -313,3 +313,13 @@ def test_any_generated_log_imports_whole_or_writes_nothing(tmp_path_factory, rec
         pages = mem.topics(fresh=True)
         assert added == {t: live.count(t) for t in set(live)}
         assert sum(len(tf.page.entries) for tf in pages.values()) == len(live)
+
+
+def test_hierarchical_helix_topics_flatten_to_one_page_name_links_included(mem, repo):
+    from gitwiki.memory import replies
+
+    log = Log()
+    log.entry("iris/crash-analysis", "the triage order", 10)
+    log.entry("iris/notes", "[links: iris/crash-analysis:0]\nsee the triage", 11)
+    assert replies.import_helix(mem, log.bytes()).data["added"] == {"iris-crash-analysis": 1, "iris-notes": 1}
+    assert "[links: iris-crash-analysis:1]" in (repo.path / "wiki/memory/iris-notes.md").read_text()
