@@ -94,8 +94,16 @@ def parse_export(data, now: datetime | None = None) -> dict:
 
 
 def is_export(data) -> bool:
-    """Whether a JSON document is helix's export rather than gitwiki's (which has `topics` and `format`)."""
-    return isinstance(data, list) or (isinstance(data, dict) and "topics" not in data and "format" not in data)
+    """Whether a JSON document is helix's export rather than gitwiki's (which has a `format` and a `topics`
+    list; a helix topic may itself be called topics, then its items are helix entries with a body)."""
+    if isinstance(data, list):
+        return True
+    if not isinstance(data, dict) or "format" in data:
+        return False
+    topics = data.get("topics")
+    return (topics is None and bool(data)) or (
+        isinstance(topics, list) and bool(topics) and all(isinstance(t, dict) and "body" in t for t in topics)
+    )
 
 
 def summary(document: dict) -> dict[str, int]:

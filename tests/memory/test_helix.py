@@ -111,6 +111,8 @@ def test_helix_json_export_imports_through_the_same_checks(mem, repo):
         "max 8 TCP connections per pool",
         "y",
     ]
+    helix_topics = {"topics": [{"ts": 5, "body": "a helix topic called topics"}]}
+    assert replies.import_helix(mem, json.dumps(helix_topics).encode()).data["added"] == {"topics": 1}
     with pytest.raises(UsageError, match="gitwiki export, not helix"):
         replies.import_helix(mem, json.dumps({"format": "gitwiki-memory", "topics": []}).encode())
 
