@@ -40,8 +40,10 @@ def is_log(data: bytes) -> bool:
 def parse_log(data: bytes, now: datetime | None = None) -> dict:
     """The live entries of a data.log as an import document; a damaged log raises UsageError, and so does
     an entry dated after `now` (default: the clock) by more than a day."""
-    if len(data) < HEADER.size or data[:4] != MAGIC:
+    if data[:4] != MAGIC:
         raise _damaged("it does not start with helix's AMRL header")
+    if len(data) < HEADER.size:
+        raise _damaged("its header is cut short")
     version = HEADER.unpack_from(data)[1]
     if version != VERSION:
         raise _damaged(f"its format version is {version}, and only version {VERSION} is known")
