@@ -3,8 +3,11 @@
 helix (github.com/delfador0x42/helix, `helix/README.md` "Shared Data Format" and `helix/src/topics_io.rs`)
 keeps its knowledge in `data.log`: an 8-byte header `AMRL` + u32 LE version 1, then records:
 
-- entry `0x01`: u8 topic_len, u32 LE body_len, i32 LE timestamp (minutes since 2024-01-01 00:00 UTC),
-  2 pad bytes, the topic, the body;
+- entry `0x01`: u8 topic_len, u32 LE body_len, i32 LE timestamp in minutes, 2 pad bytes, the topic, the body.
+  The README counts the minutes from 2024-01-01 00:00 UTC, but helix's code (`helix/src/time.rs`,
+  `LocalTime::to_minutes`: Hinnant's days from civil) counts them from 1970-01-01 in local time. Both are read:
+  helix did not exist before 2024, so a count of at least `SINCE_1970_FROM` minutes is one from 1970 (from 2024
+  it would be a date after 2077), a smaller one is from 2024; the local offset is unknown and taken as UTC;
 - delete `0x02`: 3 reserved bytes, u32 LE byte offset of the entry record it deletes (a tombstone).
 
 A body is the text with `[tags: …]`, `[source: …]`, `[confidence: …]`, `[links: …]` (and, after a revise,
@@ -28,7 +31,9 @@ HEADER = struct.Struct("<4sI")
 ENTRY_HEAD = struct.Struct("<BBIi2x")  # type, topic_len, body_len, timestamp (minutes), pad
 DELETE = struct.Struct("<B3xI")  # type, reserved, offset of the deleted entry record
 ENTRY, TOMBSTONE = 0x01, 0x02
-EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
+EPOCH = datetime(2024, 1, 1, tzinfo=UTC)  # the README's
+UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # helix's code's
+SINCE_1970_FROM = (EPOCH - UNIX_EPOCH) // timedelta(minutes=1)  # 28,401,120: 2024-01-01 counted from 1970
 _META = re.compile(r"^\[(tags|source|confidence|links|modified): ?(.*)\]$")
 _HELIX_TIME = re.compile(r"^(\d{4}-\d\d-\d\d) (\d\d:\d\d)$")  # `[modified: 2026-02-21 06:11]`
 
@@ -126,16 +131,15 @@ def _export_row(topic: str, item, where: str) -> tuple[str, int, str, str]:
 def _document(rows: list[tuple[str, int, str, str]], now: datetime | None) -> dict:
     """The rows (topic, minutes, body, where) as `{"topics": [{"name", "entries"}]}`, in log order per topic."""
     # An entry cannot be written after the import runs; a day's margin covers helix's local clock.
-    latest = ((now or datetime.now(UTC)) + timedelta(days=1) - EPOCH) // timedelta(minutes=1)
+    latest = (now or datetime.now(UTC)) + timedelta(days=1)
     topics: dict[str, list[dict]] = {}
     for topic, minutes, body, where in rows:
         where = f"helix: {where} of topic {topic!r}"
         if not topic.strip():
             raise UsageError(f"{where} has an empty topic; the knowledge base is damaged")
-        if minutes > latest:
+        if _when(minutes, where) > latest:
             raise UsageError(
-                f"{where} is dated {_stamp(minutes, where)}, after today; helix's log counts minutes since "
-                "2024-01-01 00:00 UTC, so this log is damaged or not helix's"
+                f"{where} is dated {_stamp(minutes, where)}, after today: the log is damaged or not helix's"
             )
         topics.setdefault(topic, []).append(_entry(minutes, body, where))
     return {"topics": [{"name": name, "entries": entries} for name, entries in topics.items()]}
@@ -180,12 +184,16 @@ def _number(raw: str):
         return raw  # refused by the import's check, with its message
 
 
-def _stamp(minutes: int, where: str) -> str:
+def _when(minutes: int, where: str) -> datetime:
     try:
-        d = EPOCH + timedelta(minutes=minutes)
-        return f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:00Z"  # strftime drops %Y's zeros
+        return (UNIX_EPOCH if minutes >= SINCE_1970_FROM else EPOCH) + timedelta(minutes=minutes)
     except OverflowError:
         raise UsageError(f"{where}: its timestamp {minutes} is not a date; the knowledge base is damaged") from None
+
+
+def _stamp(minutes: int, where: str) -> str:
+    d = _when(minutes, where)
+    return f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:00Z"  # strftime drops %Y's zeros
 
 
 def _text(raw: bytes, at: int, what: str) -> str:

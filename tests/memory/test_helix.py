@@ -137,12 +137,23 @@ def test_a_damaged_log_is_refused_with_one_clear_error(name):
     assert "\n" not in str(info.value)
 
 
-def test_an_entry_dated_after_today_is_refused():
-    # 2026-02-21 counted in minutes since 1970 (as helix's time.rs counts) reads as 2080 from 2024.
+def test_minutes_from_1970_as_helixs_code_counts_and_from_2024_as_its_readme_says_both_read():
+    # helix/src/time.rs counts minutes since 1970 (local time); helix's README says since 2024-01-01 UTC.
     log = Log()
-    log.entry("t", "x", 29_528_000)
-    with pytest.raises(UsageError, match="is dated 2080-.*after today"):
-        helix.parse_log(log.bytes(), now=datetime(2026, 11, 26, tzinfo=UTC))
+    log.entry(
+        "t", "from the code", (datetime(2026, 2, 21, 6, 11, tzinfo=UTC) - helix.UNIX_EPOCH) // timedelta(minutes=1)
+    )
+    log.entry("t", "from the readme", (datetime(2026, 2, 21, 6, 11, tzinfo=UTC) - helix.EPOCH) // timedelta(minutes=1))
+    entries = helix.parse_log(log.bytes(), now=datetime(2026, 11, 26, tzinfo=UTC))["topics"][0]["entries"]
+    assert [e["created"] for e in entries] == ["2026-02-21T06:11:00Z"] * 2
+
+
+def test_an_entry_dated_after_today_is_refused():
+    for base in (helix.UNIX_EPOCH, helix.EPOCH):
+        log = Log()
+        log.entry("t", "x", (datetime(2027, 1, 1, tzinfo=UTC) - base) // timedelta(minutes=1))
+        with pytest.raises(UsageError, match="is dated 2027-01-01T00:00:00Z, after today"):
+            helix.parse_log(log.bytes(), now=datetime(2026, 11, 26, tzinfo=UTC))
     day_ahead = Log()
     day_ahead.entry("t", "x", (datetime(2026, 11, 27, tzinfo=UTC) - helix.EPOCH) // timedelta(minutes=1))
     assert helix.summary(helix.parse_log(day_ahead.bytes(), now=datetime(2026, 11, 26, tzinfo=UTC))) == {"t": 1}
