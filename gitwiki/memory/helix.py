@@ -124,7 +124,7 @@ def _export_row(topic: str, item, where: str) -> tuple[str, int, str, str]:
     body = item.get("body", item.get("text"))
     minutes = item.get("ts", 0)
     if not isinstance(body, str) or isinstance(minutes, bool) or not isinstance(minutes, int):
-        raise UsageError(f"helix export: {where} needs a text body and ts in whole minutes since 2024-01-01")
+        raise UsageError(f"helix export: {where} needs a text body and ts in whole minutes")
     return topic, minutes, body, where
 
 
