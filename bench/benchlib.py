@@ -18,7 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
+# shared/ sits beside the main checkout; a worktree elsewhere names it with GITWIKI_BENCH_SHARED.
+SHARED = Path(os.environ.get("GITWIKI_BENCH_SHARED", ROOT.parent / "shared"))
 EVAL = SHARED / "eval"
 MODEL_DIR = SHARED / "models" / "all-MiniLM-L6-v2-onnx"
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections.abc import Callable
@@ -158,7 +159,9 @@ def snippet(text: str, terms: set[str], max_chars: int) -> str:
     positions = sorted(m.start() for t in terms if t for m in re.finditer(re.escape(t), lowered))
     best_start, best_count = 0, -1
     for i, start in enumerate(positions):
-        count = sum(1 for p in positions[i:] if p < start + max_chars)
+        # positions is sorted: a bisect counts the terms in the window; counting them one by one was quadratic
+        # in the matches (the snippets of a warm tldr query: 0.15 -> 0.12 ms, more on long full-text chunks)
+        count = bisect.bisect_left(positions, start + max_chars, i) - i
         if count > best_count:
             best_start, best_count = start, count
     start = max(0, min(best_start - max_chars // 4, len(flat) - max_chars))

@@ -120,7 +120,10 @@ class Wiki:
     def embedder(self) -> Embedder | None:
         """The configured model, loaded once per process; None in lexical mode or if it cannot load (said once
         per index)."""
-        return load_embedder(self.config.embeddings, self.index_dir)
+        # The open index's dir when there is one: `index_dir` resolves paths again on every call (0.15 ms, and a
+        # warm hybrid query asked twice; 1,000 tldr pages, docs/benchmarks.md)
+        store = self.__dict__.get("store")
+        return load_embedder(self.config.embeddings, self.index_dir if store is None else store.index_dir)
 
     def wanted_model(self) -> str | None:
         return self.config.embeddings.model if self.config.embeddings.enabled else None

@@ -1,4 +1,8 @@
 import math
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitwiki.ranking import PAGE_SHARE, dbsf, min_max, page_fusion, rollup, rrf, score_fusion, snippet
 
@@ -54,6 +58,39 @@ def test_snippet_windows_on_query_terms():
     s = snippet(text, {"signing", "key"}, 60)
     assert "signing key" in s and s.startswith("…") and s.endswith("…") and len(s) <= 62
     assert snippet("short text", {"x"}, 60) == "short text"
+
+
+def _snippet_by_counting(text: str, terms: set[str], max_chars: int) -> str:
+    """`snippet` as it was first written, counting every term of every window: the oracle for the bisect."""
+    flat = re.sub(r"\s+", " ", text).strip()
+    if len(flat) <= max_chars:
+        return flat
+    lowered = flat.lower()
+    positions = sorted(m.start() for t in terms if t for m in re.finditer(re.escape(t), lowered))
+    best_start, best_count = 0, -1
+    for i, start in enumerate(positions):
+        count = sum(1 for p in positions[i:] if p < start + max_chars)
+        if count > best_count:
+            best_start, best_count = start, count
+    start = max(0, min(best_start - max_chars // 4, len(flat) - max_chars))
+    if start > 0:
+        space = flat.find(" ", start)
+        start = space + 1 if 0 <= space < start + 20 else start
+    window = flat[start : start + max_chars]
+    if start + max_chars < len(flat) and " " in window[-20:]:
+        window = window[: window.rfind(" ")]
+    return ("…" if start > 0 else "") + window + ("…" if start + len(window) < len(flat) else "")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    words=st.lists(st.sampled_from(["key", "keys", "sign", "a", "Rotate", "x" * 30, " ", "\n\t"]), max_size=120),
+    terms=st.sets(st.sampled_from(["key", "sign", "rotate", "ke", ""]), max_size=3),
+    max_chars=st.integers(min_value=1, max_value=120),
+)
+def test_snippet_is_the_window_counting_every_term_would_choose(words, terms, max_chars):
+    text = " ".join(words)
+    assert snippet(text, terms, max_chars) == _snippet_by_counting(text, terms, max_chars)
 
 
 def test_rollup_second_chunk_favours_the_page_several_chunks_match():
