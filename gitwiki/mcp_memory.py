@@ -9,9 +9,10 @@ from __future__ import annotations
 import functools
 from typing import Annotated, Any, Literal
 
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import ToolAnnotations
 from pydantic import Field
 
+from gitwiki.mcp_server import Answer
 from gitwiki.memory import replies
 from gitwiki.memory.base import Memory
 from gitwiki.wiki import Wiki
@@ -40,8 +41,8 @@ TOOLS: dict[str, ToolAnnotations] = {
 }
 
 
-def _result(reply: replies.Reply) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=reply.text)], structured_content=reply.data)
+def _result(reply: replies.Reply) -> Answer:
+    return Answer(reply.text, reply.data)
 
 
 class MemoryTools:
@@ -65,7 +66,7 @@ class MemoryTools:
         links: Annotated[list[str] | None, Field(description="Related entries: 'topic' or 'topic:3'.")] = None,
         force: Annotated[bool, Field(description="Store even when it is > 70 % like an entry of the topic.")] = False,
         terse: Annotated[bool, Field(description="Answer with just the new entry's ref.")] = False,
-    ) -> CallToolResult:
+    ) -> Answer:
         """Remember one entry in a topic page (created on first use). Tags come from a leading `gotcha:`,
         `decision:`, `perf:`… too. A near-duplicate of an entry of the topic is refused unless force."""
         reply = replies.store(
@@ -88,7 +89,7 @@ class MemoryTools:
             Field(description="Entries: {topic, text, tags?, source?, confidence?, links?, force?}."),
         ],
         verbose: Annotated[bool, Field(description="One line per entry, not only refused or warned ones.")] = False,
-    ) -> CallToolResult:
+    ) -> Answer:
         """Store several entries at once: one lock, one write per topic; duplicates within the batch are refused too."""
         return _result(replies.batch(self.mem, entries, verbose=verbose))
 
@@ -111,7 +112,7 @@ class MemoryTools:
         mode: Annotated[
             Literal["and", "or"], Field(description="and (default): every word, falling back to any; or: any word.")
         ] = "and",
-    ) -> CallToolResult:
+    ) -> Answer:
         """Search memory entries: hybrid relevance × confidence × recency (stale sources count 0.7)."""
         options = {
             "limit": limit,
@@ -139,11 +140,11 @@ class MemoryTools:
             list[str] | None, Field(description="Only these categories, e.g. ['gotchas', 'decisions'].")
         ] = None,
         compact: Annotated[bool, Field(description="Overview: only the 5 most active topics.")] = False,
-    ) -> CallToolResult:
+    ) -> Answer:
         """A briefing: what memory holds, or a topic's entries deduplicated, superseded ones marked, by category."""
         return _result(replies.brief(self.mem, query, detail=detail, since=since, focus=focus, compact=compact))
 
-    def memory_read(self, topic: Topic, index: Index = None) -> CallToolResult:
+    def memory_read(self, topic: Topic, index: Index = None) -> Answer:
         """A topic page as markdown, or one entry of it."""
         return _result(replies.read(self.mem, topic, index))
 
@@ -162,7 +163,7 @@ class MemoryTools:
         remove: Annotated[list[str] | None, Field(description="tag: tags to remove.")] = None,
         to: Annotated[str | None, Field(description="rename: the new topic name.")] = None,
         into: Annotated[str | None, Field(description="merge: the topic that takes the entries.")] = None,
-    ) -> CallToolResult:
+    ) -> Answer:
         """Change memory: revise adds [modified: …]; rename and merge rewrite links that pointed at the topic."""
         options = {
             "index": index,
@@ -204,7 +205,7 @@ class MemoryTools:
         hypotheses: Annotated[list[str] | None, Field(description="checkpoint: open hypotheses.")] = None,
         blocked: Annotated[list[str] | None, Field(description="checkpoint: what blocks you.")] = None,
         files: Annotated[list[str] | None, Field(description="checkpoint: files in play.")] = None,
-    ) -> CallToolResult:
+    ) -> Answer:
         """Topics and upkeep: list, recent, entries, stats, xref, graph, stale, refresh, prune, compact, export,
         import, reindex, session, checkpoint, resume, clear_checkpoint."""
         options: dict[str, Any] = {

@@ -61,7 +61,7 @@ def test_initialize_is_answered_once_and_the_sdk_serves_the_rest(repo, asked, gi
             "jsonrpc": "2.0",
             "id": 3,
             "method": "tools/call",
-            "params": {"name": "ground", "arguments": {"query": "platform"}},
+            "params": {"name": "ground", "arguments": {"query": "platform", "format": "json"}},
         },
     )
     assert [a["id"] for a in answers] == ["init-1", 2, 3]  # the SDK's own initialize answer was dropped
