@@ -30,34 +30,29 @@ CAPABILITIES = {
     "tools": {"listChanged": False},
 }
 
+# Claude Code cuts server instructions at 2,048 characters; tests/test_mcp_early.py keeps these under that with room
+# for a line added at run time (e.g. that search is lexical only).
 INSTRUCTIONS = """\
-gitwiki serves the markdown wiki of this git repository: search it, read it, and edit it safely.
+gitwiki serves the markdown wiki of this git repository: search it, read it, edit it safely.
 
-- Find things with `ground` (hybrid BM25 + embedding search). Results come per page, each with the
-  best sections: heading breadcrumb, line range (`path:start-end`) and a snippet.
-- Then read exactly those lines with `read_markdown` (start_line/end_line) instead of whole pages.
-- `outline_markdown` maps a page (sections, line ranges, bytes) before you read it; `read_markdown`
-  takes `page.md#section/subsection` or `page.md:START-END` too, and `read_many` reads several pages,
-  sections or globs in one call up to max_bytes.
-- Page paths in tool arguments are relative to the corpus (see `list_corpora` for each corpus's
-  folder). `ground` reports repo-relative paths; the read tools accept those too.
-- Browse with `list_files` (optionally a glob) or `list_tree`. `get_footnote` resolves a `[^n]`
-  citation; `page_history` shows who changed a page, when and why (git log).
-- Change the wiki with `add_markdown` (pass overwrite: true to replace a page) and
-  `delete_markdown`. They keep the folders' index.md blocks current and return lint warnings:
-  fix those with another add_markdown. Writes land in the worktree (committed only if the repo
-  sets [mcp] commit_writes); searches see them at once.
-- Answers reflect HEAD plus uncommitted edits: `commit` names the commit, `dirty` lists the
-  uncommitted pages included. With several corpora, name one with `corpus`.
-- Corpora named `repo:NAME:wiki` / `repo:NAME:corpus` are other repositories, read-only, as of
-  their last sync (`gitwiki repo sync`); their pages have no absolute_path.
+- `ground` searches (BM25 + embeddings): per page, the best sections with heading breadcrumb,
+  `path:start-end` and a snippet. Then read just those lines with `read_markdown`.
+- `outline_markdown` maps a page (sections, line ranges, bytes); `read_markdown` also takes
+  `page.md#section/sub` or `page.md:START-END`; `read_many` reads several pages, sections or globs.
+- Page paths are relative to the corpus folder (`list_corpora`); `ground`'s repo-relative paths work too.
+- Browse with `list_files` (glob) or `list_tree`; `get_footnote` resolves `[^n]`; `page_history` is git log.
+- Write with `add_markdown` (overwrite: true replaces) and `delete_markdown`: folder index.md blocks are
+  kept current and lint warnings returned (fix them with another add_markdown). Writes land in the
+  worktree (committed only with [mcp] commit_writes); searches see them at once.
+- Answers reflect HEAD plus uncommitted edits (`commit`, `dirty`). With several corpora pass `corpus`;
+  `repo:NAME:wiki` / `repo:NAME:corpus` are other repositories, read-only, as of `gitwiki repo sync`.
 
-Memory: notes that outlive the session, kept as markdown topic pages in the wiki (see docs/memory.md).
+Memory: notes that outlive the session, as markdown topic pages in the wiki.
 - `memory_brief` first (no query: what memory holds; a topic or glob: its entries by category).
-- `memory_search` before you dig: `tag:x topic:y source:z` work inline. `memory_store` what you learn
-  (start with `gotcha:`, `decision:`, `invariant:`, `how-to:`, `perf:`, `gap:` to tag it; pass
-  `source: path:line` so it is flagged stale when that code changes). `memory_topics` action=checkpoint
-  before you stop, action=resume when you start.
+- `memory_search` before you dig (`tag:x topic:y source:z` inline). `memory_store` what you learn:
+  start with `gotcha:`, `decision:`, `invariant:`, `how-to:`, `perf:` or `gap:` to tag it, and pass
+  `source: path:line` to have it flagged stale when that code changes.
+- `memory_topics` action=checkpoint before you stop, action=resume when you start.
 """
 
 

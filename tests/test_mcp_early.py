@@ -78,3 +78,19 @@ def test_a_first_message_that_is_not_a_handshake_goes_to_the_sdk(repo):
     del bad["params"]["clientInfo"]
     answers, _ = session(repo.path, bad)
     assert [a["id"] for a in answers] == [7] and "error" in answers[0]
+
+
+# Claude Code keeps the first 2,048 characters of a server's instructions ("Server instructions truncated from
+# 2197 to 2048 chars"); 150 of them stay free for a line added at run time, such as a lexical-only notice.
+CLAUDE_CODE_LIMIT = 2048
+HEADROOM = 150
+
+
+def test_the_instructions_fit_claude_codes_limit_with_room_to_spare(repo):
+    from gitwiki import mcp_lance
+
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/faq.md": "# FAQ\n"})
+    answers, _ = session(repo.path, initialize("2025-06-18"))
+    sent = answers[0]["result"]["instructions"]
+    for instructions in (sent, mcp_early.INSTRUCTIONS, mcp_lance.INSTRUCTIONS):
+        assert len(instructions) <= CLAUDE_CODE_LIMIT - HEADROOM
