@@ -1,12 +1,22 @@
-"""Answering the MCP `initialize` request before the MCP SDK is imported.
+"""Answering what a client asks first before the MCP SDK is imported, and guarding every request line.
 
-Importing the SDK costs about 1.2 s of CPU (docs/benchmarks.md, "Warm and at scale"), more than a client
-should wait for the handshake. `gitwiki serve` therefore reads the first message itself; when it is an
-`initialize` of the handshake era, it answers at once with what the SDK would say (the fields below), then
-hands the SDK a stdin that starts with that same message and a stdout that drops the SDK's own answer to
-it. Before dropping it, the answer is compared with ours: a newer SDK that answers differently shows up as
-one warning on stderr (and tests/test_mcp_early.py fails). Anything else as the first message (another
-protocol era, a malformed request) goes to the SDK untouched.
+Importing the SDK costs about 1 s of CPU (2.2–2.7 s on a loaded 2-core host), and Claude Code sends its first
+model request 1–2 s after `initialize` is answered: a `tools/list` left to the SDK came too late, and the model's
+first turn had no gitwiki tools. `gitwiki serve` therefore reads stdin itself from the spawn on:
+
+- the first message, when it is an `initialize` of the handshake era, is answered at once with what the SDK would
+  say (the fields below); the SDK gets it too, for its session, and its own answer is dropped (compared first: a
+  difference is one warning on stderr);
+- `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list` and `ping` are answered from
+  `mcp_tools.json`: the SDK's answers for this server, written by `mcp_server.write_early_answers()` and checked
+  against the live SDK by tests/test_mcp_early.py. They are keyed to the gitwiki and mcp versions; another
+  version's file answers nothing and the SDK answers as usual. Nothing is handed over at some moment: those
+  methods are always answered here, everything else always goes to the SDK, in the order it came;
+- a request holding a lone UTF-16 surrogate escape (`"\\ud800"`) is refused with -32602: the SDK cannot parse
+  it and would leave it unanswered, the client waiting forever.
+
+Anything else as the first message (another protocol era, a malformed request) goes to the SDK untouched, and
+then only the surrogate guard applies.
 """
 
 from __future__ import annotations
@@ -14,13 +24,19 @@ from __future__ import annotations
 import json
 import logging
 import os
+import queue
+import re
 import sys
 import threading
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger("gitwiki.mcp")
 
 SERVER_NAME = "gitwiki"
+EARLY_ANSWERS = Path(__file__).with_name("mcp_tools.json")
+EARLY_METHODS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list", "ping")
 # What the SDK (mcp 2.x) negotiates and declares; tests/test_mcp_early.py checks these against it.
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_HANDSHAKE_VERSION = "2025-11-25"
@@ -57,51 +73,93 @@ Memory: notes that outlive the session, as markdown topic pages in the wiki.
 
 
 class EarlyStdio:
-    """fd 0 and fd 1 rerouted through pipes for the SDK; `close()` after the SDK returns flushes what it
-    wrote to the real stdout."""
+    """fd 0 and fd 1 rerouted through pipes for the SDK, with three threads in between: one reads the client's
+    lines and answers what it can, one feeds the rest to the SDK (an unbounded queue, so a slow SDK never stops
+    the reading), one copies the SDK's answers out. `close()` after the SDK returns flushes what it wrote."""
 
-    def __init__(self, first: bytes, request_id: object, answer: dict[str, Any] | None) -> None:
+    def __init__(self, first: bytes, initialize: dict[str, Any] | None, version: str) -> None:
         self._real_in, self._real_out = os.dup(0), os.dup(1)
-        in_r, self._in_w = os.pipe()
-        self._out_r, out_w = os.pipe()
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
         os.dup2(in_r, 0)
         os.dup2(out_w, 1)
         os.close(in_r)
         os.close(out_w)
-        self._out = threading.Thread(target=self._pump_out, args=(request_id, answer), daemon=True)
+        self._write = threading.Lock()  # whole lines on the real stdout, from the reader and the SDK's pump
+        self._to_sdk: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._answers: dict[str, Any] = {}
+        self._out = threading.Thread(target=self._pump_out, args=(out_r, initialize), daemon=True)
         self._out.start()
-        threading.Thread(target=self._pump_in, args=(first,), daemon=True).start()
+        threading.Thread(target=self._feed, args=(in_w,), daemon=True).start()
+        threading.Thread(target=self._read, args=(first, initialize is not None, version), daemon=True).start()
 
-    def _pump_in(self, first: bytes) -> None:
+    def _read(self, first: bytes, handshake: bool, version: str) -> None:
+        line, newline, rest = first.partition(b"\n")
+        self._to_sdk.put(line + newline)
+        if handshake:
+            self._answers = early_answers(version)
         try:
-            _write_all(self._in_w, first)
-            while chunk := os.read(self._real_in, 65536):
-                _write_all(self._in_w, chunk)
+            for message in _lines(rest, self._real_in):
+                reply = self._reply(message)
+                if reply is None:
+                    self._to_sdk.put(message)
+                elif reply:
+                    self._send(reply)
         except OSError:
             pass
         finally:
-            os.close(self._in_w)  # the SDK sees the client's end of input
+            self._to_sdk.put(None)  # the SDK sees the client's end of input
 
-    def _pump_out(self, request_id: object, answer: dict[str, Any] | None) -> None:
-        pending = b""
+    def _reply(self, line: bytes) -> bytes | None:
+        """Our answer to a line, b"" to drop it, None to pass it to the SDK."""
+        if len(line) > 4096 and not _SURROGATE_ESCAPE.search(line):
+            return None  # a tool call's arguments: the SDK's (only short lines can be a method answered here)
         try:
-            while chunk := os.read(self._out_r, 65536):
-                if answer is None:
-                    _write_all(self._real_out, chunk)
-                    continue
-                pending += chunk
-                while answer is not None and b"\n" in pending:
-                    line, pending = pending.split(b"\n", 1)
+            message = json.loads(line)
+        except ValueError:
+            return None  # the SDK answers what it cannot parse
+        if not isinstance(message, dict):
+            return None
+        if _has_lone_surrogate(message):
+            if "id" not in message or "method" not in message:
+                log.warning("dropped a message with a lone surrogate escape (not a request, so no answer)")
+                return b""
+            log.info("refused %s: a lone surrogate escape", message.get("method"))
+            reason = (
+                "invalid params: a string in the request holds a lone UTF-16 surrogate escape (\\ud800-\\udfff), "
+                "which is not text; send the characters as UTF-8 or as escaped surrogate pairs"
+            )
+            return _encode({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32602, "message": reason}})
+        result = self._answers.get(message.get("method"))  # type: ignore[arg-type]
+        params = message.get("params")
+        if result is None or "id" not in message or not (params is None or _only_meta(params)):
+            return None  # a cursor, or a method the SDK answers
+        return _encode({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    def _feed(self, in_w: int) -> None:
+        try:
+            while (line := self._to_sdk.get()) is not None:
+                _write_all(in_w, line)
+        except OSError:
+            pass
+        finally:
+            os.close(in_w)
+
+    def _send(self, line: bytes) -> None:
+        with self._write:
+            _write_all(self._real_out, line)
+
+    def _pump_out(self, out_r: int, initialize: dict[str, Any] | None) -> None:
+        try:
+            for line in _lines(b"", out_r):
+                if initialize is not None:
                     message = json.loads(line) if line.strip() else None
-                    if isinstance(message, dict) and message.get("id") == request_id and "method" not in message:
-                        if message.get("result") != answer["result"]:
+                    if isinstance(message, dict) and message.get("id") == initialize["id"] and "method" not in message:
+                        if message.get("result") != initialize["result"]:
                             log.warning("the early initialize answer differs from the SDK's: %s", line[:500])
-                        answer = None  # already answered: drop the SDK's copy
-                    else:
-                        _write_all(self._real_out, line + b"\n")
-                if answer is None and pending:
-                    _write_all(self._real_out, pending)
-                    pending = b""
+                        initialize = None  # already answered: drop the SDK's copy
+                        continue
+                self._send(line)
         except OSError:
             pass
 
@@ -113,6 +171,59 @@ class EarlyStdio:
         os.dup2(devnull, 1)
         os.close(devnull)
         self._out.join(timeout=5)
+
+
+# What can start a lone surrogate in JSON text: a backslash-u escape of D800-DFFF (raw surrogates are not UTF-8).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _has_lone_surrogate(message: object) -> bool:
+    try:
+        json.dumps(message, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _only_meta(params: object) -> bool:
+    return isinstance(params, dict) and set(params) <= {"_meta"}
+
+
+def _lines(start: bytes, fd: int) -> Iterator[bytes]:
+    """The lines (newline kept) of `start` and then of what `fd` gives until its end; a last unterminated line too.
+    Only each new chunk is searched for a line end, so a long line costs its length, not its length squared."""
+    parts = [start] if start else []
+    while True:
+        chunk = b"".join(parts) if parts and b"\n" in parts[-1] else None
+        if chunk is not None:
+            *whole, tail = chunk.split(b"\n")
+            yield from (line + b"\n" for line in whole)
+            parts = [tail] if tail else []
+            continue
+        read = os.read(fd, 65536)
+        if not read:
+            break
+        parts.append(read)
+    if parts:
+        yield b"".join(parts)
+
+
+def early_answers(version: str) -> dict[str, Any]:
+    """The shipped answers (method → result), or none when they were made for another gitwiki or mcp version."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        shipped = json.loads(EARLY_ANSWERS.read_text(encoding="utf-8"))
+        mcp = installed("mcp")
+    except (OSError, ValueError, PackageNotFoundError) as e:
+        log.info("no early answers (%s): the SDK answers every request", e)
+        return {}
+    if (shipped.get("gitwiki"), shipped.get("mcp")) != (version, mcp):
+        made = f"gitwiki {shipped.get('gitwiki')}, mcp {shipped.get('mcp')}"
+        log.info("early answers made for %s, not gitwiki %s, mcp %s: the SDK answers every request", made, version, mcp)
+        return {}
+    return dict(shipped["results"])
 
 
 def log_to_stderr(level: str) -> None:
@@ -135,11 +246,9 @@ def answer_initialize(version: str) -> EarlyStdio | None:
         return None
     line = first.split(b"\n", 1)[0]
     answer = _answer(line, version)
-    request_id = None
     if answer is not None:
-        request_id = answer["id"]
-        _write_all(1, json.dumps(answer, separators=(",", ":")).encode() + b"\n")
-    return EarlyStdio(first, request_id, answer)
+        _write_all(1, _encode(answer))
+    return EarlyStdio(first, answer, version)
 
 
 def _answer(line: bytes, version: str) -> dict[str, Any] | None:
@@ -168,6 +277,10 @@ def _answer(line: bytes, version: str) -> dict[str, Any] | None:
             "serverInfo": {"name": SERVER_NAME, "version": version},
         },
     }
+
+
+def _encode(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -16,10 +16,12 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
-from typing import Annotated, Any, Literal, NamedTuple
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any, Literal, NamedTuple, cast
 
+import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
@@ -27,7 +29,14 @@ from pydantic import Field
 from gitwiki import __version__, page_outline, pages, writes
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
 from gitwiki.markdown.footnotes import footnote
-from gitwiki.mcp_early import INSTRUCTIONS, SERVER_NAME, EarlyStdio
+from gitwiki.mcp_early import (
+    EARLY_ANSWERS,
+    EARLY_METHODS,
+    INSTRUCTIONS,
+    LATEST_HANDSHAKE_VERSION,
+    SERVER_NAME,
+    EarlyStdio,
+)
 from gitwiki.outline import outline
 from gitwiki.repositories import RepositoryStatus
 from gitwiki.search import CorpusView
@@ -443,6 +452,62 @@ def _guarded(method: Callable[..., Answer], serial: threading.Lock) -> Callable[
         parameters=[*signature.parameters.values(), FORMAT], return_annotation=CallToolResult
     )
     return call
+
+
+def sdk_early_answers() -> dict[str, Any]:
+    """What the SDK answers to `mcp_early.EARLY_METHODS` for this server (method → result), asked over the SDK's
+    own stdio transport in this process: the same objects, serialized the same way, as on the wire."""
+    app = build_server(cast(Wiki, None), threading.Lock())  # listing tools calls none of them
+    client = {
+        "protocolVersion": LATEST_HANDSHAKE_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "-", "version": "-"},
+    }
+    requests = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": client},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *({"jsonrpc": "2.0", "id": i, "method": m} for i, m in enumerate(EARLY_METHODS, 1)),
+    ]
+    wire = _Wire([json.dumps(r) + "\n" for r in requests], answers=len(EARLY_METHODS) + 1)
+
+    async def talk() -> None:
+        async with stdio_server(wire, wire) as (read, write):  # type: ignore[arg-type]
+            lowlevel = app._lowlevel_server  # MCPServer.run_stdio_async's own server, without claiming fd 0 and 1
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+    anyio.run(talk)
+    answered = {m["id"]: m for m in map(json.loads, wire.written)}
+    return {method: answered[i]["result"] for i, method in enumerate(EARLY_METHODS, 1)}
+
+
+def write_early_answers() -> None:
+    """Write `mcp_early.EARLY_ANSWERS` for the installed SDK; tests/test_mcp_early.py says when it is due."""
+    from importlib.metadata import version
+
+    shipped = {"gitwiki": __version__, "mcp": version("mcp"), "results": sdk_early_answers()}
+    EARLY_ANSWERS.write_text(json.dumps(shipped, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+class _Wire:
+    """An SDK stdio transport's stdin and stdout in memory: the requests, then open until all answers are out."""
+
+    def __init__(self, lines: list[str], answers: int) -> None:
+        self.lines, self.answers = lines, answers
+        self.written: list[str] = []
+        self.done = anyio.Event()
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        for line in self.lines:
+            yield line
+        await self.done.wait()
+
+    async def write(self, text: str) -> None:
+        self.written.append(text)
+        if len(self.written) == self.answers:
+            self.done.set()
+
+    async def flush(self) -> None:
+        pass
 
 
 def serve(wiki: Wiki, serial: threading.Lock, stdio: EarlyStdio) -> None:

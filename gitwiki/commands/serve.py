@@ -1,6 +1,13 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable
+
+log = logging.getLogger("gitwiki.mcp")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,8 +33,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    import threading
-
     from gitwiki import __version__
     from gitwiki.errors import NotFoundError
     from gitwiki.mcp_early import answer_initialize, log_to_stderr
@@ -36,7 +41,9 @@ def serve(args: argparse.Namespace) -> int:
     from gitwiki.wiki import Wiki
 
     log_to_stderr(args.log_level)
+    calls = threading.Lock()  # one tool call (or CLI request) at a time, and the warm-up between them
     if args.uri is not None:
+        _stop_on_signals(calls, lambda: None)
         return _serve_shared(args, args.uri)
     try:
         wiki = Wiki.open(args.chdir)
@@ -46,11 +53,10 @@ def serve(args: argparse.Namespace) -> int:
         uri = storage_uri(args.chdir)
         if uri is None:
             raise
+        _stop_on_signals(calls, lambda: None)
         return _serve_shared(args, uri)
-    calls = threading.Lock()  # one tool call (or CLI request) at a time, and the warm-up between them
     cli = SocketServer.listen(wiki, calls)  # `gitwiki ground` in this checkout asks this server from now on
-    if cli is not None:
-        cli.close_on_sigterm()
+    _stop_on_signals(calls, cli.close if cli is not None else lambda: None)
     try:
         stdio = answer_initialize(__version__)  # before the SDK import, which takes about 1 s
         if stdio is None:  # the client hung up before saying anything
@@ -67,6 +73,28 @@ def serve(args: argparse.Namespace) -> int:
         if cli is not None:
             cli.close()
     return 0
+
+
+def _stop_on_signals(calls: threading.Lock, close: Callable[[], None]) -> None:
+    """SIGINT and SIGTERM end the server at once, without a traceback: after the tool call in progress (up to 0.5 s,
+    so a write is not cut short; writes are atomic either way) and with the CLI socket closed, the process dies of
+    the signal (the shell's 130 for SIGINT), as a client that sent it expects.
+
+    Left to Python and the SDK, SIGINT did nothing until stdin closed: it cancels the event loop, which then waits
+    for the SDK's stdin reader, a thread blocked in read() (Claude Code: "SIGINT failed, sending SIGTERM"). The
+    process ends without `finally` blocks and thread joins; the index is SQLite in WAL mode and the locks are
+    the kernel's, released with the process."""
+
+    def stop(signum: int, _frame: object) -> None:
+        log.info("stopping on %s", signal.Signals(signum).name)
+        if not calls.acquire(timeout=0.5):
+            log.warning("stopping during a call that took more than 0.5 s")
+        close()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, stop)
 
 
 def _serve_shared(args: argparse.Namespace, uri: str) -> int:
