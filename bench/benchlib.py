@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
+SHARED = Path(os.environ.get("GITWIKI_BENCH_SHARED", ROOT.parent / "shared"))  # a worktree: /work/shared
 EVAL = SHARED / "eval"
 MODEL_DIR = SHARED / "models" / "all-MiniLM-L6-v2-onnx"
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"

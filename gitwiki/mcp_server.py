@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import Annotated, Any, Literal, NamedTuple, cast
+from typing import Annotated, Any, Literal, NamedTuple, Protocol, cast
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -417,7 +417,17 @@ FORMAT = inspect.Parameter(
 )
 
 
-def _guarded(method: Callable[..., Answer], serial: threading.Lock) -> Callable[..., CallToolResult]:
+class Answered(Protocol):
+    """What a tool body returns: an Answer, or the memory tools' `replies.Reply` (the same two fields)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def data(self) -> dict[str, Any]: ...
+
+
+def _guarded(method: Callable[..., Answered], serial: threading.Lock) -> Callable[..., CallToolResult]:
     """The tool as the SDK sees it: `method`'s parameters plus `format`; calls serialized; gitwiki errors turned
     into JSON-RPC errors the client can act on."""
     name = method.__name__

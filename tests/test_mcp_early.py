@@ -152,6 +152,7 @@ def test_the_shipped_early_answers_are_what_the_sdk_answers():
     assert shipped["results"] == sdk_early_answers()
     assert mcp_early.early_answers(__version__) == shipped["results"]
     assert mcp_early.early_answers("0.0.0-other") == {}  # another version's table answers nothing
+    assert mcp_early._distribution_version("mcp") == version("mcp")
 
 
 @pytest.fixture
