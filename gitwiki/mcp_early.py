@@ -100,7 +100,7 @@ class EarlyStdio:
             self._answers = early_answers(version)
         try:
             for message in _lines(rest, self._real_in):
-                reply = self._reply(message)
+                reply = reply_to(message, self._answers)
                 if reply is None:
                     self._to_sdk.put(message)
                 elif reply:
@@ -109,32 +109,6 @@ class EarlyStdio:
             pass
         finally:
             self._to_sdk.put(None)  # the SDK sees the client's end of input
-
-    def _reply(self, line: bytes) -> bytes | None:
-        """Our answer to a line, b"" to drop it, None to pass it to the SDK."""
-        if len(line) > 4096 and not _SURROGATE_ESCAPE.search(line):
-            return None  # a tool call's arguments: the SDK's (only short lines can be a method answered here)
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return None  # the SDK answers what it cannot parse
-        if not isinstance(message, dict):
-            return None
-        if _has_lone_surrogate(message):
-            if "id" not in message or "method" not in message:
-                log.warning("dropped a message with a lone surrogate escape (not a request, so no answer)")
-                return b""
-            log.info("refused %s: a lone surrogate escape", message.get("method"))
-            reason = (
-                "invalid params: a string in the request holds a lone UTF-16 surrogate escape (\\ud800-\\udfff), "
-                "which is not text; send the characters as UTF-8 or as escaped surrogate pairs"
-            )
-            return _encode({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32602, "message": reason}})
-        result = self._answers.get(message.get("method"))  # type: ignore[arg-type]
-        params = message.get("params")
-        if result is None or "id" not in message or not (params is None or _only_meta(params)):
-            return None  # a cursor, or a method the SDK answers
-        return _encode({"jsonrpc": "2.0", "id": message["id"], "result": result})
 
     def _feed(self, in_w: int) -> None:
         try:
@@ -153,7 +127,7 @@ class EarlyStdio:
         try:
             for line in _lines(b"", out_r):
                 if initialize is not None:
-                    message = json.loads(line) if line.strip() else None
+                    message = _parse(line)
                     if isinstance(message, dict) and message.get("id") == initialize["id"] and "method" not in message:
                         if message.get("result") != initialize["result"]:
                             log.warning("the early initialize answer differs from the SDK's: %s", line[:500])
@@ -173,8 +147,41 @@ class EarlyStdio:
         self._out.join(timeout=5)
 
 
+def reply_to(line: bytes, answers: dict[str, Any]) -> bytes | None:
+    """Our answer to a client's line (`answers`: method → result, see `early_answers`), b"" to drop it, None to
+    pass it to the SDK."""
+    if len(line) > 4096 and not _SURROGATE_ESCAPE.search(line):
+        return None  # a tool call's arguments: the SDK's (only short lines can be a method answered here)
+    message = _parse(line)
+    if not isinstance(message, dict):
+        return None  # the SDK answers what it cannot parse, and batches
+    if _has_lone_surrogate(message):
+        if "id" not in message or "method" not in message:
+            log.warning("dropped a message with a lone surrogate escape (not a request, so no answer)")
+            return b""
+        log.info("refused %s: a lone surrogate escape", message.get("method"))
+        reason = (
+            "invalid params: a string in the request holds a lone UTF-16 surrogate escape (\\ud800-\\udfff), "
+            "which is not text; send the characters as UTF-8 or as escaped surrogate pairs"
+        )
+        return _encode({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32602, "message": reason}})
+    method = message.get("method")
+    result = answers.get(method) if isinstance(method, str) else None
+    params = message.get("params")
+    if result is None or "id" not in message or not (params is None or _only_meta(params)):
+        return None  # a cursor, or a method the SDK answers
+    return _encode({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+
 # What can start a lone surrogate in JSON text: a backslash-u escape of D800-DFFF (raw surrogates are not UTF-8).
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _parse(line: bytes) -> object:
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
 
 
 def _has_lone_surrogate(message: object) -> bool:

@@ -7,11 +7,14 @@ import json
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gitwiki import mcp_early
 from tests.test_mcp_server import LEXICAL
@@ -259,3 +262,54 @@ def test_sigint_sigterm_or_the_end_of_stdin_end_the_server(repo, stop):
         pytest.fail(f"gitwiki serve still ran 20 s after {stop}")
     assert code == (0 if stop == "EOF" else -getattr(signal, stop))  # the shell's 0, 130 or 143
     assert server.process.stderr is not None and "Traceback" not in server.process.stderr.read().decode()
+
+
+@given(st.binary(max_size=64), st.lists(st.binary(min_size=1, max_size=300), max_size=12))
+def test_lines_are_the_bytes_cut_after_each_newline_however_they_arrive(start, chunks):
+    """Each chunk arrives on its own read (a SOCK_SEQPACKET pair keeps the boundaries)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with ours, theirs:
+        for chunk in chunks:
+            theirs.send(chunk)
+        theirs.shutdown(socket.SHUT_WR)
+        lines = list(mcp_early._lines(start, ours.fileno()))
+    data = start + b"".join(chunks)
+    assert b"".join(lines) == data
+    assert lines == [line + b"\n" for line in data.split(b"\n")[:-1]] + (
+        [data.rsplit(b"\n", 1)[-1]] * (not data.endswith(b"\n") and data != b"")
+    )
+
+
+SURROGATES = st.sampled_from(["\ud800", "\udbff", "\udc00", "\udfff"])
+TEXT = st.text(st.one_of(st.characters(), SURROGATES), max_size=12)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4),
+    max_leaves=12,
+)
+ANSWERS = {"tools/list": {"tools": []}, "ping": {}}
+
+
+@given(
+    st.one_of(st.integers(), TEXT),
+    st.one_of(st.sampled_from([*ANSWERS, "tools/call"]), TEXT),
+    st.one_of(st.none(), st.just({}), st.dictionaries(TEXT, JSON, max_size=3)),
+)
+def test_every_request_line_is_answered_here_or_passed_on_never_an_exception(id_, method, params):
+    request = {"jsonrpc": "2.0", "id": id_, "method": method, **({} if params is None else {"params": params})}
+    line = json.dumps(request).encode() + b"\n"  # ASCII: a surrogate travels as its escape, as clients send it
+    reply = mcp_early.reply_to(line, ANSWERS)
+    sent = json.loads(line)  # two generated halves next to each other make one character, not two lone ones
+    if any("\ud800" <= ch <= "\udfff" for ch in json.dumps(sent, ensure_ascii=False)):
+        assert reply is not None and reply.endswith(b"\n")
+        answer = json.loads(reply)
+        assert answer["id"] == sent["id"] and answer["error"]["code"] == -32602
+    elif method in ANSWERS and (params is None or set(params) <= {"_meta"}):
+        assert json.loads(reply) == {"jsonrpc": "2.0", "id": sent["id"], "result": ANSWERS[method]}
+    else:
+        assert reply is None  # the SDK's to answer
+
+
+@given(st.binary(max_size=300))
+def test_any_bytes_are_answered_or_passed_on(line):
+    assert mcp_early.reply_to(line, ANSWERS) in (None, b"") or json.loads(mcp_early.reply_to(line, ANSWERS))
