@@ -37,6 +37,12 @@ log = logging.getLogger("gitwiki.mcp")
 SERVER_NAME = "gitwiki"
 EARLY_ANSWERS = Path(__file__).with_name("mcp_tools.json")
 EARLY_METHODS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list", "ping")
+# The stateless era (Claude Code 2.1.332 opens with `server/discover`, no `initialize`): each request names its
+# protocol version in params._meta, and the answers differ (cacheScope, resultType, ...).
+HANDSHAKE = "handshake"
+STATELESS_VERSION = "2026-07-28"
+STATELESS_METHODS = ("server/discover", *EARLY_METHODS)
+_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 # What the SDK (mcp 2.x) negotiates and declares; tests/test_mcp_early.py checks these against it.
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_HANDSHAKE_VERSION = "2025-11-25"
@@ -87,19 +93,22 @@ class EarlyStdio:
         os.close(out_w)
         self._write = threading.Lock()  # whole lines on the real stdout, from the reader and the SDK's pump
         self._to_sdk: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-        self._answers: dict[str, Any] = {}
+        self._answers: dict[str, dict[str, Any]] = {}
         self._out = threading.Thread(target=self._pump_out, args=(out_r, initialize), daemon=True)
         self._out.start()
         threading.Thread(target=self._feed, args=(in_w,), daemon=True).start()
         threading.Thread(target=self._read, args=(first, initialize is not None, version), daemon=True).start()
 
     def _read(self, first: bytes, handshake: bool, version: str) -> None:
+        self._answers = early_answers(version)
         line, newline, rest = first.partition(b"\n")
-        self._to_sdk.put(line + newline)
         if handshake:
-            self._answers = early_answers(version)
+            self._to_sdk.put(line + newline)  # the SDK's session starts with it; its answer is dropped
+            start = rest
+        else:
+            start = first  # e.g. `server/discover`, answered here like any other line
         try:
-            for message in _lines(rest, self._real_in):
+            for message in _lines(start, self._real_in):
                 reply = reply_to(message, self._answers)
                 if reply is None:
                     self._to_sdk.put(message)
@@ -147,9 +156,9 @@ class EarlyStdio:
         self._out.join(timeout=5)
 
 
-def reply_to(line: bytes, answers: dict[str, Any]) -> bytes | None:
-    """Our answer to a client's line (`answers`: method → result, see `early_answers`), b"" to drop it, None to
-    pass it to the SDK."""
+def reply_to(line: bytes, answers: dict[str, dict[str, Any]]) -> bytes | None:
+    """Our answer to a client's line (`answers`: era → method → result, see `early_answers`), b"" to drop it,
+    None to pass it to the SDK."""
     if len(line) > 4096 and not _SURROGATE_ESCAPE.search(line):
         return None  # a tool call's arguments: the SDK's (only short lines can be a method answered here)
     message = _parse(line)
@@ -165,11 +174,15 @@ def reply_to(line: bytes, answers: dict[str, Any]) -> bytes | None:
             "which is not text; send the characters as UTF-8 or as escaped surrogate pairs"
         )
         return _encode({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32602, "message": reason}})
-    method = message.get("method")
-    result = answers.get(method) if isinstance(method, str) else None
     params = message.get("params")
-    if result is None or "id" not in message or not (params is None or _only_meta(params)):
-        return None  # a cursor, or a method the SDK answers
+    if "id" not in message or not (params is None or _only_meta(params)):
+        return None  # a notification, a cursor, arguments: the SDK's
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    era = meta.get(_VERSION_KEY, HANDSHAKE) if isinstance(meta, dict) else HANDSHAKE
+    method = message.get("method")
+    result = answers.get(era, {}).get(method) if isinstance(era, str) and isinstance(method, str) else None
+    if result is None:
+        return None  # a method, or an era, the SDK answers
     return _encode({"jsonrpc": "2.0", "id": message["id"], "result": result})
 
 
@@ -216,7 +229,8 @@ def _lines(start: bytes, fd: int) -> Iterator[bytes]:
 
 
 def early_answers(version: str) -> dict[str, Any]:
-    """The shipped answers (method → result), or none when they were made for another gitwiki or mcp version."""
+    """The shipped answers (era → method → result), or none when they were made for another gitwiki or mcp
+    version."""
     mcp = _distribution_version("mcp")
     try:
         shipped = json.loads(EARLY_ANSWERS.read_text(encoding="utf-8"))
@@ -227,7 +241,7 @@ def early_answers(version: str) -> dict[str, Any]:
         made = f"gitwiki {shipped.get('gitwiki')}, mcp {shipped.get('mcp')}"
         log.info("early answers made for %s, not gitwiki %s, mcp %s: the SDK answers every request", made, version, mcp)
         return {}
-    return dict(shipped["results"])
+    return dict(shipped["eras"])
 
 
 def _distribution_version(name: str) -> str | None:

@@ -32,9 +32,12 @@ from gitwiki.markdown.footnotes import footnote
 from gitwiki.mcp_early import (
     EARLY_ANSWERS,
     EARLY_METHODS,
+    HANDSHAKE,
     INSTRUCTIONS,
     LATEST_HANDSHAKE_VERSION,
     SERVER_NAME,
+    STATELESS_METHODS,
+    STATELESS_VERSION,
     EarlyStdio,
 )
 from gitwiki.outline import outline
@@ -464,21 +467,35 @@ def _guarded(method: Callable[..., Answered], serial: threading.Lock) -> Callabl
     return call
 
 
-def sdk_early_answers() -> dict[str, Any]:
-    """What the SDK answers to `mcp_early.EARLY_METHODS` for this server (method → result), asked over the SDK's
-    own stdio transport in this process: the same objects, serialized the same way, as on the wire."""
-    app = build_server(cast(Wiki, None), threading.Lock())  # listing tools calls none of them
-    client = {
-        "protocolVersion": LATEST_HANDSHAKE_VERSION,
-        "capabilities": {},
-        "clientInfo": {"name": "-", "version": "-"},
+def sdk_early_answers(client: str = "-") -> dict[str, dict[str, Any]]:
+    """What the SDK answers to `mcp_early.EARLY_METHODS` for this server, per protocol era (era → method →
+    result; methods it refuses in an era left out), asked over the SDK's own stdio transport in this process: the
+    same objects, serialized the same way, as on the wire. `client` names the client asking."""
+    info = {"name": client, "version": "1"}
+    hello = {"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": info}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+        "io.modelcontextprotocol/clientInfo": info,
+        "io.modelcontextprotocol/clientCapabilities": {},
     }
-    requests = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": client},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        *({"jsonrpc": "2.0", "id": i, "method": m} for i, m in enumerate(EARLY_METHODS, 1)),
-    ]
-    wire = _Wire([json.dumps(r) + "\n" for r in requests], answers=len(EARLY_METHODS) + 1)
+    handshake = _ask(
+        [
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            *({"jsonrpc": "2.0", "id": m, "method": m} for m in EARLY_METHODS),
+        ]
+    )
+    stateless = _ask([{"jsonrpc": "2.0", "id": m, "method": m, "params": {"_meta": meta}} for m in STATELESS_METHODS])
+    return {  # one connection serves one era: a session each
+        HANDSHAKE: {m: handshake[m]["result"] for m in EARLY_METHODS if "result" in handshake[m]},
+        STATELESS_VERSION: {m: stateless[m]["result"] for m in STATELESS_METHODS if "result" in stateless[m]},
+    }
+
+
+def _ask(requests: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    """The SDK's answers (by id) to `requests`, sent on one connection to a server with gitwiki's tools."""
+    app = build_server(cast(Wiki, None), threading.Lock())  # listing tools calls none of them
+    wire = _Wire([json.dumps(r) + "\n" for r in requests], answers=sum("id" in r for r in requests))
 
     async def talk() -> None:
         async with stdio_server(wire, wire) as (read, write):  # type: ignore[arg-type]
@@ -486,15 +503,14 @@ def sdk_early_answers() -> dict[str, Any]:
             await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
     anyio.run(talk)
-    answered = {m["id"]: m for m in map(json.loads, wire.written)}
-    return {method: answered[i]["result"] for i, method in enumerate(EARLY_METHODS, 1)}
+    return {m["id"]: m for m in map(json.loads, wire.written)}
 
 
 def write_early_answers() -> None:
     """Write `mcp_early.EARLY_ANSWERS` for the installed SDK; tests/test_mcp_early.py says when it is due."""
     from importlib.metadata import version
 
-    shipped = {"gitwiki": __version__, "mcp": version("mcp"), "results": sdk_early_answers()}
+    shipped = {"gitwiki": __version__, "mcp": version("mcp"), "eras": sdk_early_answers()}
     EARLY_ANSWERS.write_text(json.dumps(shipped, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

@@ -152,8 +152,9 @@ def test_the_shipped_early_answers_are_what_the_sdk_answers():
 
     shipped = json.loads(mcp_early.EARLY_ANSWERS.read_text(encoding="utf-8"))
     assert (shipped["gitwiki"], shipped["mcp"]) == (__version__, version("mcp"))
-    assert shipped["results"] == sdk_early_answers()
-    assert mcp_early.early_answers(__version__) == shipped["results"]
+    assert shipped["eras"] == sdk_early_answers() == sdk_early_answers(client="another")
+    assert set(shipped["eras"][mcp_early.STATELESS_VERSION]) >= {"server/discover", "tools/list"}
+    assert mcp_early.early_answers(__version__) == shipped["eras"]
     assert mcp_early.early_answers("0.0.0-other") == {}  # another version's table answers nothing
     assert mcp_early._distribution_version("mcp") == version("mcp")
 
@@ -176,7 +177,7 @@ def test_the_lists_are_answered_before_the_sdk_is_loaded_and_sigint_ends_it(repo
     finally:
         server.process.send_signal(signal.SIGINT)  # in the middle of the SDK's import
         code = server.process.wait(timeout=30)  # the test fails here when SIGINT is ignored
-    shipped = json.loads(mcp_early.EARLY_ANSWERS.read_text(encoding="utf-8"))["results"]
+    shipped = json.loads(mcp_early.EARLY_ANSWERS.read_text(encoding="utf-8"))["eras"][mcp_early.HANDSHAKE]
     assert [a["id"] for a in answers] == [0, 1, 2, 3, 4, 5]
     assert {m: a["result"] for m, a in zip(mcp_early.EARLY_METHODS, answers[1:], strict=True)} == shipped
     assert TOOL_NAMES <= {t["name"] for t in answers[1]["result"]["tools"]}
@@ -287,12 +288,13 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4),
     max_leaves=12,
 )
-ANSWERS = {"tools/list": {"tools": []}, "ping": {}}
+LISTS = {"tools/list": {"tools": []}, "ping": {}}
+ANSWERS = {mcp_early.HANDSHAKE: LISTS}
 
 
 @given(
     st.one_of(st.integers(), TEXT),
-    st.one_of(st.sampled_from([*ANSWERS, "tools/call"]), TEXT),
+    st.one_of(st.sampled_from([*LISTS, "tools/call"]), TEXT),
     st.one_of(st.none(), st.just({}), st.dictionaries(TEXT, JSON, max_size=3)),
 )
 def test_every_request_line_is_answered_here_or_passed_on_never_an_exception(id_, method, params):
@@ -304,12 +306,35 @@ def test_every_request_line_is_answered_here_or_passed_on_never_an_exception(id_
         assert reply is not None and reply.endswith(b"\n")
         answer = json.loads(reply)
         assert answer["id"] == sent["id"] and answer["error"]["code"] == -32602
-    elif method in ANSWERS and (params is None or set(params) <= {"_meta"}):
-        assert json.loads(reply) == {"jsonrpc": "2.0", "id": sent["id"], "result": ANSWERS[method]}
-    else:
+    elif method in LISTS and (params is None or params == {}):
+        assert json.loads(reply) == {"jsonrpc": "2.0", "id": sent["id"], "result": LISTS[method]}
+    elif not (params and set(params) == {"_meta"}):  # a _meta may name an era of its own
         assert reply is None  # the SDK's to answer
 
 
 @given(st.binary(max_size=300))
 def test_any_bytes_are_answered_or_passed_on(line):
     assert mcp_early.reply_to(line, ANSWERS) in (None, b"") or json.loads(mcp_early.reply_to(line, ANSWERS))
+
+
+def test_the_stateless_era_is_answered_before_the_sdk_is_loaded(repo, sdk_that_never_loads):
+    """Claude Code 2.1.332 opens with `server/discover` (protocol 2026-07-28, no `initialize`), then lists; each
+    request carries its era in params._meta, and the SDK answers that era differently."""
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/faq.md": "# FAQ\n"})
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": mcp_early.STATELESS_VERSION,
+        "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.332"},
+        "io.modelcontextprotocol/clientCapabilities": {"roots": {"listChanged": True}},
+    }
+    methods = ["server/discover", "tools/list", "prompts/list", "resources/list"]
+    server = Server(repo.path, sdk_that_never_loads)
+    try:
+        server.send(*({"jsonrpc": "2.0", "id": m, "method": m, "params": {"_meta": meta}} for m in methods))
+        answers = server.answers(len(methods))
+    finally:
+        server.process.kill()
+        server.process.wait(timeout=30)
+    shipped = json.loads(mcp_early.EARLY_ANSWERS.read_text(encoding="utf-8"))["eras"][mcp_early.STATELESS_VERSION]
+    assert {a["id"]: a["result"] for a in answers} == {m: shipped[m] for m in methods}
+    assert answers[0]["result"]["instructions"] == mcp_early.INSTRUCTIONS
+    assert TOOL_NAMES <= {t["name"] for t in answers[1]["result"]["tools"]}
