@@ -3,8 +3,9 @@
 The wiki is the first 1,000 English tldr pages (the same repo as bench_index.py), indexed beforehand
 with the offline MiniLM model, so the numbers are the server's own cost, not the first build.
 
-  spawn        a raw JSON-RPC client as Claude Code behaves: spawn `python -m gitwiki serve`, send initialize; once it
-               is answered send notifications/initialized, tools/list and a (hybrid) ground at once; the times from
+  spawn        a raw JSON-RPC client as Claude Code behaves: spawn `python -m gitwiki serve`, send initialize (with
+               --stateless: server/discover, as Claude Code 2.1.332 does); once it is answered send
+               notifications/initialized, tools/list and a (hybrid) ground at once; the times from
                the spawn to each answer, min and median over --spawn-rounds, interleaved with a floor (spawn → a
                `python -c` that echoes the first line) and, with --base, the other checkout; --busy N runs N
                `python -c "while 1: pass"` loops meanwhile (the load of the figures in docs/benchmarks.md)
@@ -189,16 +190,29 @@ def _line(message: dict) -> bytes:
     return json.dumps(message).encode() + b"\n"
 
 
-def spawn_once(command: list[str], env: dict[str, str], echo: bool = False) -> dict[str, float]:
-    """ms from the spawn to the answers of initialize, tools/list and the first ground (or to the echo)."""
+# Claude Code 2.1.332's first message and the envelope of each of its requests (protocol 2026-07-28).
+STATELESS_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def spawn_once(
+    command: list[str], env: dict[str, str], echo: bool = False, stateless: bool = False
+) -> dict[str, float]:
+    """ms from the spawn to the answers of initialize (or server/discover), tools/list and the first ground (or to
+    the echo)."""
     client = {"name": "bench", "version": "1"}
     init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+    envelope = {"_meta": STATELESS_META} if stateless else {}
     started = time.perf_counter()
     process = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
     )
     assert process.stdin is not None and process.stdout is not None
-    process.stdin.write(_line({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}))
+    first = ("server/discover", envelope) if stateless else ("initialize", init)
+    process.stdin.write(_line({"jsonrpc": "2.0", "id": 0, "method": first[0], "params": first[1]}))
     process.stdin.flush()
     times: dict[str, float] = {}
     names = {0: "initialize", 1: "tools_list", 2: "first_ground"}
@@ -214,10 +228,12 @@ def spawn_once(command: list[str], env: dict[str, str], echo: bool = False) -> d
             raise SystemExit(f"{command}: {answer}")
         times[names[answer["id"]]] = (time.perf_counter() - started) * 1000
         if answer["id"] == 0:
-            ground = {"name": "ground", "arguments": {"query": "list files in a directory"}}
+            ground = {"name": "ground", "arguments": {"query": "list files in a directory"}, **envelope}
             process.stdin.write(
-                _line({"jsonrpc": "2.0", "method": "notifications/initialized"})
-                + _line({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+                (b"" if stateless else _line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+                + _line(
+                    {"jsonrpc": "2.0", "id": 1, "method": "tools/list", **({"params": envelope} if envelope else {})}
+                )
                 + _line({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": ground})
             )
             process.stdin.flush()
@@ -226,7 +242,9 @@ def spawn_once(command: list[str], env: dict[str, str], echo: bool = False) -> d
     return times
 
 
-def spawn_times(repo, rounds: int, busy: int, base: str | None) -> dict[str, dict[str, dict[str, float]]]:
+def spawn_times(
+    repo, rounds: int, busy: int, base: str | None, stateless: bool = False
+) -> dict[str, dict[str, dict[str, float]]]:
     """Interleaved spawns of the floor, this checkout's server and the base's, with `busy` CPU loops running."""
     serve = [sys.executable, "-m", "gitwiki", "-C", str(repo), "serve"]
     runs = {"floor_echo": ([sys.executable, "-c", ECHO], code_env(), True), "gitwiki": (serve, code_env(), False)}
@@ -238,7 +256,7 @@ def spawn_times(repo, rounds: int, busy: int, base: str | None) -> dict[str, dic
         time.sleep(1.0 if busy else 0.0)
         for _ in range(rounds):
             for name, (command, env, echo) in runs.items():
-                for key, ms in spawn_once(command, env, echo).items():
+                for key, ms in spawn_once(command, env, echo, stateless).items():
                     samples[name].setdefault(key, []).append(ms)
     finally:
         for loop in loops:
@@ -266,6 +284,9 @@ def main() -> None:
     parser.add_argument("--spawn-rounds", type=int, default=10, help="interleaved spawns of each kind")
     parser.add_argument("--busy", type=int, default=0, help="busy CPU loops running during the spawn runs")
     parser.add_argument("--spawn-only", action="store_true", help="only the spawn runs")
+    parser.add_argument(
+        "--stateless", action="store_true", help="spawn runs speak protocol 2026-07-28 (server/discover first)"
+    )
     args = parser.parse_args()
     use_offline_model()
     pages = tldr_pages(1000, english_only=True)
@@ -275,7 +296,7 @@ def main() -> None:
     wiki.close()
     print(f"pre-index: {reports[0].pages} pages in {seconds:.1f} s (model {reports[0].model})", file=sys.stderr)
 
-    spawns = spawn_times(repo, args.spawn_rounds, args.busy, args.base)
+    spawns = spawn_times(repo, args.spawn_rounds, args.busy, args.base, args.stateless)
     if args.spawn_only:
         loads = [round(x, 2) for x in os.getloadavg()]
         print(json.dumps({"pages": reports[0].pages, "busy": args.busy, "spawn_ms": spawns, "load_average": loads}))
