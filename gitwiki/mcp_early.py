@@ -43,6 +43,13 @@ HANDSHAKE = "handshake"
 STATELESS_VERSION = "2026-07-28"
 STATELESS_METHODS = ("server/discover", *EARLY_METHODS)
 _VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+# Claude Code 2.1.332 then opens a `subscriptions/listen` and counts the server connected only once it is
+# acknowledged (a notification). The request goes to the SDK, which keeps the subscription; the acknowledgement
+# is sent here at once when the notifications asked for are these, and the SDK's own is dropped.
+LISTEN = "subscriptions/listen"
+LISTENED = {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True}
+ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 # What the SDK (mcp 2.x) negotiates and declares; tests/test_mcp_early.py checks these against it.
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_HANDSHAKE_VERSION = "2025-11-25"
@@ -94,6 +101,7 @@ class EarlyStdio:
         self._write = threading.Lock()  # whole lines on the real stdout, from the reader and the SDK's pump
         self._to_sdk: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._answers: dict[str, dict[str, Any]] = {}
+        self._acknowledged: set[str] = set()  # subscriptions acknowledged here (JSON of their request ids)
         self._out = threading.Thread(target=self._pump_out, args=(out_r, initialize), daemon=True)
         self._out.start()
         threading.Thread(target=self._feed, args=(in_w,), daemon=True).start()
@@ -109,6 +117,14 @@ class EarlyStdio:
             start = first  # e.g. `server/discover`, answered here like any other line
         try:
             for message in _lines(start, self._real_in):
+                acknowledgement = acknowledge(message, self._answers)
+                if acknowledgement is not None:
+                    request_id, line = acknowledgement
+                    with self._write:
+                        self._acknowledged.add(json.dumps(request_id))  # before the SDK can answer it
+                    self._send(line)
+                    self._to_sdk.put(message)
+                    continue
                 reply = reply_to(message, self._answers)
                 if reply is None:
                     self._to_sdk.put(message)
@@ -142,9 +158,23 @@ class EarlyStdio:
                             log.warning("the early initialize answer differs from the SDK's: %s", line[:500])
                         initialize = None  # already answered: drop the SDK's copy
                         continue
+                if ACKNOWLEDGED.encode() in line and self._drop_acknowledgement(line):
+                    continue
                 self._send(line)
         except OSError:
             pass
+
+    def _drop_acknowledgement(self, line: bytes) -> bool:
+        message = _parse(line)
+        if not isinstance(message, dict) or message.get("method") != ACKNOWLEDGED:
+            return False
+        meta = message.get("params", {}).get("_meta", {})
+        key = json.dumps(meta.get(SUBSCRIPTION)) if isinstance(meta, dict) else None
+        with self._write:
+            if key in self._acknowledged:
+                self._acknowledged.discard(key)
+                return True
+        return False
 
     def close(self) -> None:
         """Call when the SDK is done: ends its stdout (fd 1 now points at /dev/null) so the last answers
@@ -184,6 +214,28 @@ def reply_to(line: bytes, answers: dict[str, dict[str, Any]]) -> bytes | None:
     if result is None:
         return None  # a method, or an era, the SDK answers
     return _encode({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+
+def acknowledge(line: bytes, answers: dict[str, dict[str, Any]]) -> tuple[object, bytes] | None:
+    """For a `subscriptions/listen` of an era we know, asking for the notifications the SDK was asked for when
+    `answers` were made: its request id and the acknowledgement the SDK would send. None for anything else."""
+    if LISTEN.encode() not in line or len(line) > 4096:
+        return None
+    message = _parse(line)
+    if not isinstance(message, dict) or message.get("method") != LISTEN or "id" not in message:
+        return None
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    era = meta.get(_VERSION_KEY) if isinstance(meta, dict) else None
+    known = answers.get(era, {}).get(LISTEN) if isinstance(era, str) else None
+    if known is None or not isinstance(params, dict) or params.get("notifications") != known["notifications"]:
+        return None
+    if set(params) != {"_meta", "notifications"}:
+        return None
+    if _has_lone_surrogate(message):
+        return None  # reply_to refuses it
+    acknowledgement = {"_meta": {SUBSCRIPTION: message["id"]}, "notifications": known["acknowledged"]}
+    return message["id"], _encode({"jsonrpc": "2.0", "method": ACKNOWLEDGED, "params": acknowledgement})
 
 
 # What can start a lone surrogate in JSON text: a backslash-u escape of D800-DFFF (raw surrogates are not UTF-8).

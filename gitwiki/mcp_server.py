@@ -30,14 +30,18 @@ from gitwiki import __version__, page_outline, pages, writes
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
 from gitwiki.markdown.footnotes import footnote
 from gitwiki.mcp_early import (
+    ACKNOWLEDGED,
     EARLY_ANSWERS,
     EARLY_METHODS,
     HANDSHAKE,
     INSTRUCTIONS,
     LATEST_HANDSHAKE_VERSION,
+    LISTEN,
+    LISTENED,
     SERVER_NAME,
     STATELESS_METHODS,
     STATELESS_VERSION,
+    SUBSCRIPTION,
     EarlyStdio,
 )
 from gitwiki.outline import outline
@@ -485,10 +489,16 @@ def sdk_early_answers(client: str = "-") -> dict[str, dict[str, Any]]:
             *({"jsonrpc": "2.0", "id": m, "method": m} for m in EARLY_METHODS),
         ]
     )
-    stateless = _ask([{"jsonrpc": "2.0", "id": m, "method": m, "params": {"_meta": meta}} for m in STATELESS_METHODS])
+    listen = {"jsonrpc": "2.0", "id": LISTEN, "method": LISTEN, "params": {"_meta": meta, "notifications": LISTENED}}
+    stateless = _ask(
+        [*({"jsonrpc": "2.0", "id": m, "method": m, "params": {"_meta": meta}} for m in STATELESS_METHODS), listen]
+    )
+    acknowledged = stateless[ACKNOWLEDGED]["params"]
+    assert acknowledged["_meta"] == {SUBSCRIPTION: LISTEN}, acknowledged  # what acknowledge() sends in its place
     return {  # one connection serves one era: a session each
         HANDSHAKE: {m: handshake[m]["result"] for m in EARLY_METHODS if "result" in handshake[m]},
-        STATELESS_VERSION: {m: stateless[m]["result"] for m in STATELESS_METHODS if "result" in stateless[m]},
+        STATELESS_VERSION: {m: stateless[m]["result"] for m in STATELESS_METHODS if "result" in stateless[m]}
+        | {LISTEN: {"notifications": LISTENED, "acknowledged": acknowledged["notifications"]}},
     }
 
 
@@ -503,7 +513,8 @@ def _ask(requests: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
             await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
     anyio.run(talk)
-    return {m["id"]: m for m in map(json.loads, wire.written)}
+    # Answers by id; a subscription's acknowledgement (a notification) under the method's name.
+    return {m.get("id", m.get("method")): m for m in map(json.loads, wire.written)}
 
 
 def write_early_answers() -> None:

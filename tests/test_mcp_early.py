@@ -330,11 +330,53 @@ def test_the_stateless_era_is_answered_before_the_sdk_is_loaded(repo, sdk_that_n
     server = Server(repo.path, sdk_that_never_loads)
     try:
         server.send(*({"jsonrpc": "2.0", "id": m, "method": m, "params": {"_meta": meta}} for m in methods))
-        answers = server.answers(len(methods))
+        server.send(listen(meta))  # Claude Code counts the server connected once this is acknowledged
+        answers = server.answers(len(methods) + 1)
     finally:
         server.process.kill()
         server.process.wait(timeout=30)
     shipped = json.loads(mcp_early.EARLY_ANSWERS.read_text(encoding="utf-8"))["eras"][mcp_early.STATELESS_VERSION]
+    assert answers[-1] == ACKNOWLEDGEMENT
+    answers = answers[:-1]
     assert {a["id"]: a["result"] for a in answers} == {m: shipped[m] for m in methods}
     assert answers[0]["result"]["instructions"] == mcp_early.INSTRUCTIONS
     assert TOOL_NAMES <= {t["name"] for t in answers[1]["result"]["tools"]}
+
+
+def listen(meta: dict) -> dict:
+    notifications = {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True}
+    params = {"_meta": meta, "notifications": notifications}
+    return {"jsonrpc": "2.0", "id": "listen:0", "method": "subscriptions/listen", "params": params}
+
+
+ACKNOWLEDGEMENT = {
+    "jsonrpc": "2.0",
+    "method": "notifications/subscriptions/acknowledged",
+    "params": {
+        "_meta": {"io.modelcontextprotocol/subscriptionId": "listen:0"},
+        "notifications": {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True},
+    },
+}
+
+
+def test_a_subscription_is_acknowledged_once_and_the_sdk_serves_the_session(repo):
+    """The acknowledgement sent early is the only one: the SDK's own, for the subscription it then holds, is
+    dropped; calls on the same connection are the SDK's."""
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/faq.md": "# FAQ\n\nAsk the platform team.\n"})
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": mcp_early.STATELESS_VERSION,
+        "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.332"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    call = ground(5, "platform")
+    call["params"]["_meta"] = meta
+    server = Server(repo.path)
+    server.send({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}, listen(meta))
+    server.send(call)
+    first = server.answers(3)
+    rest, stderr = server.close()
+    messages = first + rest
+    assert messages.count(ACKNOWLEDGEMENT) == 1
+    assert sum(m.get("method") == "notifications/subscriptions/acknowledged" for m in messages) == 1
+    answered = {m["id"]: m for m in messages if "id" in m}
+    assert "faq.md" in answered[5]["result"]["content"][0]["text"] and "Traceback" not in stderr
