@@ -3,6 +3,12 @@
 The wiki is the first 1,000 English tldr pages (the same repo as bench_index.py), indexed beforehand
 with the offline MiniLM model, so the numbers are the server's own cost, not the first build.
 
+  spawn        a raw JSON-RPC client as Claude Code behaves: spawn `python -m gitwiki serve`, send initialize (with
+               --stateless: server/discover, as Claude Code 2.1.332 does); once it is answered send
+               notifications/initialized, tools/list and a (hybrid) ground at once; the times from
+               the spawn to each answer, min and median over --spawn-rounds, interleaved with a floor (spawn → a
+               `python -c` that echoes the first line) and, with --base, the other checkout; --busy N runs N
+               `python -c "while 1: pass"` loops meanwhile (the load of the figures in docs/benchmarks.md)
   start        spawn `python -m gitwiki serve` → initialize answered (median of --starts runs)
   first call   the first `ground` (hybrid), sent --first-after seconds after the spawn (default 1 s: the
                server loads the model in the background from its start, so this should cost a warm query)
@@ -20,6 +26,7 @@ with the offline MiniLM model, so the numbers are the server's own cost, not the
                checkout (e.g. /work/main: A/B in one run on a noisy host)
 
     python bench/bench_mcp.py [--queries 200] [--starts 3] [--cli-rounds 10] [--base DIR]
+    python bench/bench_mcp.py --spawn-only --spawn-rounds 10 [--busy 2] [--base DIR]
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -175,6 +183,91 @@ async def cold_cli(repo, qs: list[str], rounds: int, base: str | None) -> dict[s
     return out
 
 
+ECHO = "import sys; sys.stdout.write(sys.stdin.readline()); sys.stdout.flush()"
+
+
+def _line(message: dict) -> bytes:
+    return json.dumps(message).encode() + b"\n"
+
+
+# Claude Code 2.1.332's first message and the envelope of each of its requests (protocol 2026-07-28).
+STATELESS_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def spawn_once(
+    command: list[str], env: dict[str, str], echo: bool = False, stateless: bool = False
+) -> dict[str, float]:
+    """ms from the spawn to the answers of initialize (or server/discover), tools/list and the first ground (or to
+    the echo)."""
+    client = {"name": "bench", "version": "1"}
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+    envelope = {"_meta": STATELESS_META} if stateless else {}
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    )
+    assert process.stdin is not None and process.stdout is not None
+    first = ("server/discover", envelope) if stateless else ("initialize", init)
+    process.stdin.write(_line({"jsonrpc": "2.0", "id": 0, "method": first[0], "params": first[1]}))
+    process.stdin.flush()
+    times: dict[str, float] = {}
+    names = {0: "initialize", 1: "tools_list", 2: "first_ground"}
+    while len(times) < (1 if echo else 3):
+        line = process.stdout.readline()
+        if not line:
+            raise SystemExit(f"{command} closed stdout after {times}")
+        if echo:
+            times["echo"] = (time.perf_counter() - started) * 1000
+            break
+        answer = json.loads(line)
+        if "error" in answer:
+            raise SystemExit(f"{command}: {answer}")
+        times[names[answer["id"]]] = (time.perf_counter() - started) * 1000
+        if answer["id"] == 0:
+            ground = {"name": "ground", "arguments": {"query": "list files in a directory"}, **envelope}
+            process.stdin.write(
+                (b"" if stateless else _line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+                + _line(
+                    {"jsonrpc": "2.0", "id": 1, "method": "tools/list", **({"params": envelope} if envelope else {})}
+                )
+                + _line({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": ground})
+            )
+            process.stdin.flush()
+    process.stdin.close()
+    process.wait(timeout=60)
+    return times
+
+
+def spawn_times(
+    repo, rounds: int, busy: int, base: str | None, stateless: bool = False
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Interleaved spawns of the floor, this checkout's server and the base's, with `busy` CPU loops running."""
+    serve = [sys.executable, "-m", "gitwiki", "-C", str(repo), "serve"]
+    runs = {"floor_echo": ([sys.executable, "-c", ECHO], code_env(), True), "gitwiki": (serve, code_env(), False)}
+    if base is not None:
+        runs["gitwiki_base"] = (serve, code_env(base), False)
+    loops = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(busy)]
+    samples: dict[str, dict[str, list[float]]] = {name: {} for name in runs}
+    try:
+        time.sleep(1.0 if busy else 0.0)
+        for _ in range(rounds):
+            for name, (command, env, echo) in runs.items():
+                for key, ms in spawn_once(command, env, echo, stateless).items():
+                    samples[name].setdefault(key, []).append(ms)
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+    return {
+        name: {k: {"min": round(min(v)), "median": round(statistics.median(v)), "n": len(v)} for k, v in d.items()}
+        for name, d in samples.items()
+    }
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -188,6 +281,12 @@ def main() -> None:
     parser.add_argument("--first-after", type=float, default=1.0, help="seconds from spawn to the first ground")
     parser.add_argument("--base", help="another checkout whose gitwiki runs beside this one's (A/B), e.g. /work/main")
     parser.add_argument("--skip-warm", action="store_true", help="only the start, first-call and cold-CLI runs")
+    parser.add_argument("--spawn-rounds", type=int, default=10, help="interleaved spawns of each kind")
+    parser.add_argument("--busy", type=int, default=0, help="busy CPU loops running during the spawn runs")
+    parser.add_argument("--spawn-only", action="store_true", help="only the spawn runs")
+    parser.add_argument(
+        "--stateless", action="store_true", help="spawn runs speak protocol 2026-07-28 (server/discover first)"
+    )
     args = parser.parse_args()
     use_offline_model()
     pages = tldr_pages(1000, english_only=True)
@@ -197,6 +296,11 @@ def main() -> None:
     wiki.close()
     print(f"pre-index: {reports[0].pages} pages in {seconds:.1f} s (model {reports[0].model})", file=sys.stderr)
 
+    spawns = spawn_times(repo, args.spawn_rounds, args.busy, args.base, args.stateless)
+    if args.spawn_only:
+        loads = [round(x, 2) for x in os.getloadavg()]
+        print(json.dumps({"pages": reports[0].pages, "busy": args.busy, "spawn_ms": spawns, "load_average": loads}))
+        return
     starts, base_starts = [], []
     for _ in range(args.starts):
         starts.append(anyio.run(cold, repo, args.first_after))
@@ -225,6 +329,8 @@ def main() -> None:
         "cold_cli_ms": {
             name: {"min": round(min(v)), "median": round(statistics.median(v)), "n": len(v)} for name, v in cli.items()
         },
+        "spawn_ms": spawns,
+        "busy": args.busy,
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(summary, indent=2))

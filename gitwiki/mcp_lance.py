@@ -12,13 +12,12 @@ import threading
 from typing import TYPE_CHECKING, Any, cast
 
 from mcp.server.mcpserver import MCPServer
-from mcp_types import CallToolResult
 
 from gitwiki import __version__
 from gitwiki.config import Config
 from gitwiki.lance_index import LanceReader
 from gitwiki.mcp_early import SERVER_NAME
-from gitwiki.mcp_server import READ, WikiTools, _guarded, result
+from gitwiki.mcp_server import READ, Answer, WikiTools, _guarded, result
 from gitwiki.search import SearchOptions, SearchResult
 
 if TYPE_CHECKING:
@@ -48,7 +47,7 @@ class SharedWiki:
         built = SearchOptions.build(self.config.search, **options)
         return self.reader.ground(self.config, query, corpus, built)
 
-    def list_corpora(self) -> CallToolResult:
+    def list_corpora(self) -> Answer:
         """List the corpora in the shared index and the commit each reflects."""
         rows = [{"name": name, "indexed_commit": commit} for name, commit in sorted(self.reader.corpora().items())]
         text = "\n".join(f"{r['name']}  indexed {r['indexed_commit'][:12]}" for r in rows)
@@ -59,7 +58,7 @@ def build_server(reader: LanceReader, config: Config, serial: threading.Lock) ->
     app = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     shared = SharedWiki(reader, config)
     ground = WikiTools(cast("Wiki", shared)).ground  # it calls only wiki.search
-    app.add_tool(_guarded(ground, serial), name="ground", annotations=READ, structured_output=True)
+    app.add_tool(_guarded(ground, serial), name="ground", annotations=READ)
     app.add_tool(_guarded(shared.list_corpora, serial), name="list_corpora", annotations=READ)
     return app
 

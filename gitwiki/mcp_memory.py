@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Annotated, Any, Literal
 
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from gitwiki.memory import replies
@@ -43,10 +43,6 @@ TOOLS: dict[str, ToolAnnotations] = {
 }
 
 
-def _result(reply: replies.Reply) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=reply.text)], structured_content=reply.data)
-
-
 class MemoryTools:
     def __init__(self, wiki: Wiki):
         self.wiki = wiki
@@ -68,7 +64,7 @@ class MemoryTools:
         links: Annotated[list[str] | None, Field(description="Related entries: 'topic' or 'topic:3'.")] = None,
         force: Annotated[bool, Field(description="Store even when it is > 70 % like an entry of the topic.")] = False,
         terse: Annotated[bool, Field(description="Answer with just the new entry's ref.")] = False,
-    ) -> CallToolResult:
+    ) -> replies.Reply:
         """Remember one entry in a topic page (created on first use). Tags come from a leading `gotcha:`,
         `decision:`, `perf:`… too. A near-duplicate of an entry of the topic is refused unless force."""
         reply = replies.store(
@@ -82,7 +78,7 @@ class MemoryTools:
             force=force,
             terse=terse,
         )
-        return _result(reply)
+        return reply
 
     def memory_batch(
         self,
@@ -91,9 +87,9 @@ class MemoryTools:
             Field(description="Entries: {topic, text, tags?, source?, confidence?, links?, force?}."),
         ],
         verbose: Annotated[bool, Field(description="One line per entry, not only refused or warned ones.")] = False,
-    ) -> CallToolResult:
+    ) -> replies.Reply:
         """Store several entries at once: one lock, one write per topic; duplicates within the batch are refused too."""
-        return _result(replies.batch(self.mem, entries, verbose=verbose))
+        return replies.batch(self.mem, entries, verbose=verbose)
 
     def memory_search(
         self,
@@ -114,7 +110,7 @@ class MemoryTools:
         mode: Annotated[
             Literal["and", "or"], Field(description="and (default): every word, falling back to any; or: any word.")
         ] = "and",
-    ) -> CallToolResult:
+    ) -> replies.Reply:
         """Search memory entries: hybrid relevance × confidence × recency (stale sources count 0.7)."""
         options = {
             "limit": limit,
@@ -126,7 +122,7 @@ class MemoryTools:
             "topic": topic,
             "mode": mode,
         }
-        return _result(replies.search(self.mem, query, detail=detail, **options))
+        return replies.search(self.mem, query, detail=detail, **options)
 
     def memory_brief(
         self,
@@ -142,13 +138,13 @@ class MemoryTools:
             list[str] | None, Field(description="Only these categories, e.g. ['gotchas', 'decisions'].")
         ] = None,
         compact: Annotated[bool, Field(description="Overview: only the 5 most active topics.")] = False,
-    ) -> CallToolResult:
+    ) -> replies.Reply:
         """A briefing: what memory holds, or a topic's entries deduplicated, superseded ones marked, by category."""
-        return _result(replies.brief(self.mem, query, detail=detail, since=since, focus=focus, compact=compact))
+        return replies.brief(self.mem, query, detail=detail, since=since, focus=focus, compact=compact)
 
-    def memory_read(self, topic: Topic, index: Index = None) -> CallToolResult:
+    def memory_read(self, topic: Topic, index: Index = None) -> replies.Reply:
         """A topic page as markdown, or one entry of it."""
-        return _result(replies.read(self.mem, topic, index))
+        return replies.read(self.mem, topic, index)
 
     def memory_edit(
         self,
@@ -165,7 +161,7 @@ class MemoryTools:
         remove: Annotated[list[str] | None, Field(description="tag: tags to remove.")] = None,
         to: Annotated[str | None, Field(description="rename: the new topic name.")] = None,
         into: Annotated[str | None, Field(description="merge: the topic that takes the entries.")] = None,
-    ) -> CallToolResult:
+    ) -> replies.Reply:
         """Change memory: revise adds [modified: …]; rename and merge rewrite links that pointed at the topic."""
         options = {
             "index": index,
@@ -177,7 +173,7 @@ class MemoryTools:
             "to": to,
             "into": into,
         }
-        return _result(replies.edit(self.mem, action, topic, **options))
+        return replies.edit(self.mem, action, topic, **options)
 
     def memory_topics(
         self,
@@ -210,7 +206,7 @@ class MemoryTools:
         hypotheses: Annotated[list[str] | None, Field(description="checkpoint: open hypotheses.")] = None,
         blocked: Annotated[list[str] | None, Field(description="checkpoint: what blocks you.")] = None,
         files: Annotated[list[str] | None, Field(description="checkpoint: files in play.")] = None,
-    ) -> CallToolResult:
+    ) -> replies.Reply:
         """Topics and upkeep: list, recent, entries, stats, xref, graph, stale, refresh, prune, compact, export,
         import, reindex, session, checkpoint, resume, clear_checkpoint."""
         options: dict[str, Any] = {
@@ -231,7 +227,7 @@ class MemoryTools:
             "next": next,
         }
         options |= {"hypotheses": hypotheses, "blocked": blocked, "files": files}
-        return _result(replies.topics(self.mem, action, **options))
+        return replies.topics(self.mem, action, **options)
 
 
 def register(app, wiki: Wiki, guard) -> None:

@@ -11,29 +11,45 @@ to stderr. stdout carries the protocol only.
 from __future__ import annotations
 
 import functools
+import inspect
+import json
 import logging
 import threading
 import time
-from collections.abc import Callable
-from typing import Annotated, Any, Literal, NamedTuple, ParamSpec
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any, Literal, NamedTuple, Protocol, cast
 
+import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
-from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
 from gitwiki import __version__, page_outline, pages, writes
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
 from gitwiki.markdown.footnotes import footnote
-from gitwiki.mcp_early import INSTRUCTIONS, SERVER_NAME, EarlyStdio
+from gitwiki.mcp_early import (
+    ACKNOWLEDGED,
+    EARLY_ANSWERS,
+    EARLY_METHODS,
+    HANDSHAKE,
+    INSTRUCTIONS,
+    LATEST_HANDSHAKE_VERSION,
+    LISTEN,
+    LISTENED,
+    SERVER_NAME,
+    STATELESS_METHODS,
+    STATELESS_VERSION,
+    SUBSCRIPTION,
+    EarlyStdio,
+)
 from gitwiki.outline import outline
 from gitwiki.repositories import RepositoryStatus
 from gitwiki.search import CorpusView
 from gitwiki.wiki import Wiki
 
 log = logging.getLogger("gitwiki.mcp")
-P = ParamSpec("P")
 
 
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
@@ -48,40 +64,6 @@ PagePath = Annotated[
 ]
 
 
-class GroundChunk(TypedDict):
-    breadcrumb: Annotated[list[str], Field(description="Headings above this section, outermost first.")]
-    start_line: Annotated[int, Field(description="First line of the section in the file (1-based).")]
-    end_line: Annotated[int, Field(description="Last line of the section (inclusive).")]
-    score: float
-    text: Annotated[str, Field(description="A snippet around the query terms, or the whole section.")]
-
-
-class GroundDoc(TypedDict):
-    path: Annotated[str, Field(description="Page path relative to the repository root.")]
-    title: str
-    score: float
-    chunks: list[GroundChunk]
-    weak: Annotated[bool, Field(description="A weak match: few of the query's terms and no standout meaning.")]
-
-
-class GroundJson(TypedDict):
-    """The `gitwiki ground --json` contract."""
-
-    query: str
-    corpus: str
-    commit: Annotated[str, Field(description="The commit the answer reflects ('' before the first commit).")]
-    mode: Annotated[str, Field(description="hybrid, lexical or dense: the ranking actually used.")]
-    docs: list[GroundDoc]
-    dirty: Annotated[list[str], Field(description="Uncommitted pages (repo-relative) folded into the search.")]
-    weak: Annotated[bool, Field(description="True when nothing matched well (the best page is weak, or none).")]
-    lexical_only: Annotated[
-        list[str], Field(description="Uncommitted pages searched without vectors (query-time embedding budget).")
-    ]
-    folders: Annotated[
-        dict[str, str], Field(description="Folder of a result (repo-relative) → its index.md summary, if it has one.")
-    ]
-
-
 class WholePage(NamedTuple):
     corpus: str
     path: str  # as shown: corpus-relative on disk, repo-relative in a synced repository
@@ -90,12 +72,19 @@ class WholePage(NamedTuple):
     state: dict[str, Any]  # freshness: commit and dirty
 
 
-def result(text: str, data: dict[str, Any]) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+class Answer(NamedTuple):
+    """What a tool body returns: the text written for the model, and the JSON contract for programs."""
+
+    text: str
+    data: dict[str, Any]
+
+
+def result(text: str, data: dict[str, Any]) -> Answer:
+    return Answer(text, data)
 
 
 class WikiTools:
-    """The tool bodies. Each returns a CallToolResult: a short text for the model, structured data for programs."""
+    """The tool bodies. Each returns an Answer; `_guarded` makes it the tool result the client asked for (`format`)."""
 
     def __init__(self, wiki: Wiki) -> None:
         self.wiki = wiki
@@ -113,7 +102,7 @@ class WikiTools:
             raise UsageError(f"{name} is another repository, synced read-only; change it in its own checkout")
         return name
 
-    def list_corpora(self) -> CallToolResult:
+    def list_corpora(self) -> Answer:
         """List every corpus (a folder of markdown pages): name, path, page count, indexed commit, fresh or stale."""
         rows: list[dict[str, Any]] = []
         for s in self.wiki.status():
@@ -147,7 +136,7 @@ class WikiTools:
             str | None,
             Field(description="fnmatch pattern on the corpus-relative path, e.g. 'guides/*.md' or '**/deploy*'."),
         ] = None,
-    ) -> CallToolResult:
+    ) -> Answer:
         """List the corpus's pages as searched (HEAD plus uncommitted and untracked pages): [{path, absolute_path}]."""
         view = self.wiki.view(corpus)
         files = pages.list_files(self.wiki.root, self.wiki.corpus(view.corpus), view.pages, glob)
@@ -165,7 +154,7 @@ class WikiTools:
         depth: Annotated[
             int | None, Field(ge=1, description="Folder levels to expand; deeper folders show only their page count.")
         ] = None,
-    ) -> CallToolResult:
+    ) -> Answer:
         """The corpus's pages as a folder tree {path, absolute_path, pages, summary, files, subdirs}: summary is the
         folder's index.md description or first paragraph. Folders without pages are left out."""
         view = self.wiki.view(corpus)
@@ -202,9 +191,9 @@ class WikiTools:
                 " dense is embeddings only."
             ),
         ] = None,
-    ) -> Annotated[CallToolResult, GroundJson]:
+    ) -> Answer:
         """Search the wiki. Text: a ripgrep-style outline (path:start-end, heading breadcrumb, snippet) per page,
-        best first. Structured: the `gitwiki ground --json` document. Read the hits with read_markdown and their
+        best first (format json: the `gitwiki ground --json` document). Read the hits with read_markdown and their
         line ranges."""
         found = self.wiki.search(
             query,
@@ -227,7 +216,7 @@ class WikiTools:
         ref = pages.locate(self.wiki.root, c, path)
         return WholePage(c.name, ref.path, str(ref.file), pages.read_page(ref).text, _page_state(self.wiki, ref))
 
-    def outline_markdown(self, path: PagePath, corpus: Corpus = None) -> CallToolResult:
+    def outline_markdown(self, path: PagePath, corpus: Corpus = None) -> Answer:
         """A page's map before the page: its H1–H3 sections with line ranges and sizes in bytes. Read one with
         read_markdown and 'page.md#section/subsection' or 'page.md:START-END'."""
         page = self._page(corpus, path)
@@ -251,7 +240,7 @@ class WikiTools:
         end_line: Annotated[
             int | None, Field(ge=1, description="Last line to return (inclusive); omit for the end.")
         ] = None,
-    ) -> CallToolResult:
+    ) -> Answer:
         """Read a page (or a section or line range of it) verbatim, as it is on disk now, uncommitted edits
         included."""
         address = page_outline.parse_address(path)
@@ -266,8 +255,7 @@ class WikiTools:
         lines = pages.page_lines(
             page.path, page.absolute_path, page.text, start_line, end_line, self.wiki.config.mcp.max_page_bytes
         )
-        meta = {k: v for k, v in lines._asdict().items() if k != "text"}
-        return result(lines.text, {"corpus": page.corpus, **meta, **page.state})
+        return result(lines.text, {"corpus": page.corpus, **lines._asdict(), **page.state})
 
     def read_many(
         self,
@@ -282,7 +270,7 @@ class WikiTools:
         max_bytes: Annotated[
             int, Field(ge=1, description="Stop before the part that would pass this many bytes in all (default 20000).")
         ] = 20_000,
-    ) -> CallToolResult:
+    ) -> Answer:
         """Read several pages or sections in one call, in order, up to max_bytes in all; the parts left out are
         listed with their sizes, to read by section or in another call."""
         name = self.wiki.corpus(self._corpus_for_page(corpus)).name
@@ -291,13 +279,13 @@ class WikiTools:
         used = 0
         for address in self._expand(name, paths):
             read = self.read_markdown(address, name)
-            text = read.content[0].text  # type: ignore[union-attr]
+            text = read.text
             size = len(text.encode("utf-8"))
             if left_out or used + size > max_bytes:
                 left_out.append({"path": address, "bytes": size})
                 continue
             used += size
-            parts.append({**(read.structured_content or {}), "text": text})
+            parts.append(read.data)
         shown = [f"==> {p['path']}:{p['start_line']}-{p['end_line']} <==\n{p['text']}" for p in parts]
         if left_out:
             listed = ", ".join(f"{p['path']} ({p['bytes']} bytes)" for p in left_out)
@@ -327,13 +315,13 @@ class WikiTools:
         overwrite: Annotated[
             bool, Field(description="Replace the page if it exists (otherwise an existing page is refused).")
         ] = False,
-    ) -> CallToolResult:
+    ) -> Answer:
         """Create or replace a page atomically, update the index.md blocks of its folders, index it, and return
         lint findings as advisory warnings (the write is kept either way)."""
         report = writes.add_page(self.wiki, self._writable(corpus), path, content, overwrite)
         return result(_write_text(report), report._asdict())
 
-    def delete_markdown(self, path: PagePath, corpus: Corpus = None) -> CallToolResult:
+    def delete_markdown(self, path: PagePath, corpus: Corpus = None) -> Answer:
         """Delete a page, update the index.md blocks of its folders and drop it from the index."""
         report = writes.delete_page(self.wiki, self._writable(corpus), path)
         return result(_write_text(report), report._asdict())
@@ -341,7 +329,7 @@ class WikiTools:
     def index(
         self,
         corpus: Annotated[str | None, Field(description="Only this corpus; omit for all.")] = None,
-    ) -> CallToolResult:
+    ) -> Answer:
         """Bring the search index up to HEAD incrementally (only changed pages are parsed and embedded).
         Searches do this by themselves; call it to pay the cost up front. Returns counts and duration."""
         reports = self.wiki.index(corpus)
@@ -352,7 +340,7 @@ class WikiTools:
         page: PagePath,
         footnote_number: Annotated[int | str, Field(description="The footnote label: 3 for [^3], or a named label.")],
         corpus: Corpus = None,
-    ) -> CallToolResult:
+    ) -> Answer:
         """The text of footnote [^n] in a page (its definition `[^n]: ...`, continuation lines included)."""
         c = self.wiki.corpus(corpus)
         label = str(footnote_number).strip().removeprefix("[^").removesuffix("]")
@@ -370,7 +358,7 @@ class WikiTools:
         path: PagePath,
         corpus: Corpus = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="Most recent commits to return (default 20).")] = 20,
-    ) -> CallToolResult:
+    ) -> Answer:
         """Commits on HEAD that changed a page, newest first: id, author, date, subject (from git log)."""
         c = self.wiki.corpus(corpus)
         owner = self.wiki.repositories.owner(c.name)
@@ -413,23 +401,50 @@ def build_server(wiki: Wiki, serial: threading.Lock) -> MCPServer:
     app = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     tools = WikiTools(wiki)
     for name, hints in TOOLS.items():
-        # ground declares its output schema; the other tools' structured content is described in docs/mcp.md.
-        structured = True if name == "ground" else None
-        app.add_tool(_guarded(getattr(tools, name), serial), name=name, annotations=hints, structured_output=structured)
+        app.add_tool(_guarded(getattr(tools, name), serial), name=name, annotations=hints)
     mcp_memory.register(app, wiki, lambda method: _guarded(method, serial))  # memory_* tools, docs/memory.md
     return app
 
 
-def _guarded(method: Callable[P, CallToolResult], serial: threading.Lock) -> Callable[P, CallToolResult]:
-    """Serialize calls and turn gitwiki errors into JSON-RPC errors the client can act on."""
+# Every tool takes `format`. Claude Code shows the model a tool's structuredContent instead of its text when there
+# is one (a recorded request: 3,953 characters of ground JSON in place of the 3,208-character outline), so the
+# text is all a tool returns by default and no tool declares an outputSchema (which would oblige it to return
+# structuredContent); programs ask for the JSON contract with format json.
+FORMAT = inspect.Parameter(
+    "format",
+    inspect.Parameter.KEYWORD_ONLY,
+    default="text",
+    annotation=Annotated[
+        Literal["text", "json"],
+        Field(
+            description="text (default): the answer written for you to read. json: the JSON document, for "
+            "programs (docs/json-contract.md)."
+        ),
+    ],
+)
+
+
+class Answered(Protocol):
+    """What a tool body returns: an Answer, or the memory tools' `replies.Reply` (the same two fields)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def data(self) -> dict[str, Any]: ...
+
+
+def _guarded(method: Callable[..., Answered], serial: threading.Lock) -> Callable[..., CallToolResult]:
+    """The tool as the SDK sees it: `method`'s parameters plus `format`; calls serialized; gitwiki errors turned
+    into JSON-RPC errors the client can act on."""
+    name = method.__name__
 
     @functools.wraps(method)
-    def call(*args: P.args, **kwargs: P.kwargs) -> CallToolResult:
-        name = method.__name__
+    def call(*args: Any, format: str = "text", **kwargs: Any) -> CallToolResult:
         with serial:
             started = time.perf_counter()
             try:
-                return method(*args, **kwargs)
+                answer = method(*args, **kwargs)
             except (UsageError, NotFoundError) as e:
                 log.info("%s refused: %s", name, e)
                 raise MCPError(INVALID_PARAMS, str(e)) from None
@@ -444,8 +459,92 @@ def _guarded(method: Callable[P, CallToolResult], serial: threading.Lock) -> Cal
                 ) from None
             finally:
                 log.debug("%s took %.1f ms", name, (time.perf_counter() - started) * 1000)
+        if format == "json":  # the serialized JSON as text too, as the MCP specification asks of structured results
+            text = json.dumps(answer.data, ensure_ascii=False)
+            return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=answer.data)
+        return CallToolResult(content=[TextContent(type="text", text=answer.text)])
 
+    signature = inspect.signature(method, eval_str=True)
+    call.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*signature.parameters.values(), FORMAT], return_annotation=CallToolResult
+    )
     return call
+
+
+def sdk_early_answers(client: str = "-") -> dict[str, dict[str, Any]]:
+    """What the SDK answers to `mcp_early.EARLY_METHODS` for this server, per protocol era (era → method →
+    result; methods it refuses in an era left out), asked over the SDK's own stdio transport in this process: the
+    same objects, serialized the same way, as on the wire. `client` names the client asking."""
+    info = {"name": client, "version": "1"}
+    hello = {"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": info}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+        "io.modelcontextprotocol/clientInfo": info,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    handshake = _ask(
+        [
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            *({"jsonrpc": "2.0", "id": m, "method": m} for m in EARLY_METHODS),
+        ]
+    )
+    listen = {"jsonrpc": "2.0", "id": LISTEN, "method": LISTEN, "params": {"_meta": meta, "notifications": LISTENED}}
+    stateless = _ask(
+        [*({"jsonrpc": "2.0", "id": m, "method": m, "params": {"_meta": meta}} for m in STATELESS_METHODS), listen]
+    )
+    acknowledged = stateless[ACKNOWLEDGED]["params"]
+    assert acknowledged["_meta"] == {SUBSCRIPTION: LISTEN}, acknowledged  # what acknowledge() sends in its place
+    return {  # one connection serves one era: a session each
+        HANDSHAKE: {m: handshake[m]["result"] for m in EARLY_METHODS if "result" in handshake[m]},
+        STATELESS_VERSION: {m: stateless[m]["result"] for m in STATELESS_METHODS if "result" in stateless[m]}
+        | {LISTEN: {"notifications": LISTENED, "acknowledged": acknowledged["notifications"]}},
+    }
+
+
+def _ask(requests: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    """The SDK's answers (by id) to `requests`, sent on one connection to a server with gitwiki's tools."""
+    app = build_server(cast(Wiki, None), threading.Lock())  # listing tools calls none of them
+    wire = _Wire([json.dumps(r) + "\n" for r in requests], answers=sum("id" in r for r in requests))
+
+    async def talk() -> None:
+        async with stdio_server(wire, wire) as (read, write):  # type: ignore[arg-type]
+            lowlevel = app._lowlevel_server  # MCPServer.run_stdio_async's own server, without claiming fd 0 and 1
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+    anyio.run(talk)
+    # Answers by id; a subscription's acknowledgement (a notification) under the method's name.
+    return {m.get("id", m.get("method")): m for m in map(json.loads, wire.written)}
+
+
+def write_early_answers() -> None:
+    """Write `mcp_early.EARLY_ANSWERS` for the installed SDK; tests/test_mcp_early.py says when it is due."""
+    from importlib.metadata import version
+
+    shipped = {"gitwiki": __version__, "mcp": version("mcp"), "eras": sdk_early_answers()}
+    EARLY_ANSWERS.write_text(json.dumps(shipped, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+class _Wire:
+    """An SDK stdio transport's stdin and stdout in memory: the requests, then open until all answers are out."""
+
+    def __init__(self, lines: list[str], answers: int) -> None:
+        self.lines, self.answers = lines, answers
+        self.written: list[str] = []
+        self.done = anyio.Event()
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        for line in self.lines:
+            yield line
+        await self.done.wait()
+
+    async def write(self, text: str) -> None:
+        self.written.append(text)
+        if len(self.written) == self.answers:
+            self.done.set()
+
+    async def flush(self) -> None:
+        pass
 
 
 def serve(wiki: Wiki, serial: threading.Lock, stdio: EarlyStdio) -> None:

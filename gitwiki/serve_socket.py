@@ -21,7 +21,6 @@ import io
 import json
 import logging
 import os
-import signal
 import socket
 import threading
 import time
@@ -74,18 +73,6 @@ class SocketServer:
             log.info("no socket for the CLI at %s: %s", path, e)
             return None
         return cls(wiki, lock, sock, path)
-
-    def close_on_sigterm(self) -> None:
-        """SIGTERM, which an MCP client sends a server that has not exited 2 s after its stdin closed (the SDK's
-        stdio client; under load a `gitwiki serve` can take that long), ends the process without running
-        `finally`: close first, then die of the signal as before. Call from the main thread."""
-
-        def closing(signum: int, _frame: object) -> None:
-            self.close()
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-
-        signal.signal(signal.SIGTERM, closing)
 
     def close(self) -> None:
         """Stop listening; the socket file goes unless another server has replaced it meanwhile."""

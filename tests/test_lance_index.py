@@ -339,17 +339,17 @@ def test_serve_answers_from_the_shared_index_and_follows_exports(wiki, cli, tmp_
     async def talk(session):
         await session.initialize()
         assert {t.name for t in (await session.list_tools()).tools} == {"ground", "list_corpora"}
-        found = await session.call_tool("ground", {"query": "release train"})
+        found = await session.call_tool("ground", {"query": "release train", "format": "json"})
         assert not found.is_error and found.structured_content["docs"][0]["path"] == "wiki/deploy.md"
         assert "wiki/deploy.md" in found.content[0].text
-        corpora = await session.call_tool("list_corpora", {})
+        corpora = await session.call_tool("list_corpora", {"format": "json"})
         head = repo.git("rev-parse", "HEAD").strip()
         assert corpora.structured_content["corpora"] == [{"name": "wiki", "indexed_commit": head}]
 
         # A new export while the server runs: the next call answers from it.
         repo.commit("oncall", {"wiki/oncall.md": "# On-call\n\nEscalate to the incident commander.\n"})
         assert cli("lance", "export", cwd=repo.path)[0] == 0
-        found = await session.call_tool("ground", {"query": "incident commander"})
+        found = await session.call_tool("ground", {"query": "incident commander", "format": "json"})
         assert found.structured_content["docs"][0]["path"] == "wiki/oncall.md"
         assert found.structured_content["commit"] == repo.git("rev-parse", "HEAD").strip()
 

@@ -9,7 +9,7 @@ from mcp import MCPError
 
 from gitwiki.mcp_memory import TOOLS
 from gitwiki.memory.replies import TOPIC_ACTIONS
-from tests.test_mcp_server import call, connect, refused, run
+from tests.test_mcp_server import call, connect, refused, run, text
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 LOCK = "gotcha: the writer lock is re-entrant per thread, not across processes or other threads"
@@ -28,9 +28,8 @@ def test_every_memory_tool_and_topics_action(repo):
             listed = {t.name: t for t in (await s.list_tools()).tools}
             assert set(TOOLS) <= set(listed)
             out = {}
-            stored = await call(s, "memory_store", topic="gotchas", text=LOCK, source="src/app.py:2")
-            out["store_text"] = stored.content[0].text
-            out["store"] = stored.structured_content
+            out["store_text"] = await text(s, "memory_store", topic="gotchas", text=LOCK, source="src/app.py:2")
+            out["store"] = (await call(s, "memory_read", topic="gotchas", index=1)).structured_content["entries"][0]
             out["dup"] = (await call(s, "memory_store", topic="gotchas", text=LOCK, terse=True)).structured_content
             out["batch"] = (
                 await call(
@@ -49,12 +48,12 @@ def test_every_memory_tool_and_topics_action(repo):
                 await call(s, "memory_search", query="memory wiki lock", mode="or", detail="topics")
             ).structured_content
             for detail in ("full", "brief", "grouped"):
-                assert (await call(s, "memory_search", query="lock", detail=detail)).content[0].text
+                assert await text(s, "memory_search", query="lock", detail=detail)
             out["brief"] = (await call(s, "memory_brief")).structured_content
             out["brief_topic"] = (
                 await call(s, "memory_brief", query="goTchas", detail="scan", focus=["gotchas"])
             ).structured_content
-            out["read"] = (await call(s, "memory_read", topic="gotchas")).content[0].text
+            out["read"] = await text(s, "memory_read", topic="gotchas")
             out["read_one"] = (await call(s, "memory_read", topic="gotchas", index=2)).structured_content
             out["edit"] = (
                 await call(s, "memory_edit", action="tag", topic="gotchas", index=1, add=["locking"])
@@ -102,8 +101,7 @@ def test_every_memory_tool_and_topics_action(repo):
             return out
 
     out = run(main)
-    assert out["store"]["stored"] and out["store"]["entry"]["tags"] == ["gotcha"] and out["store"]["commit"] is None
-    assert out["store"]["entry"]["source"].startswith("src/app.py:2@")
+    assert out["store"]["tags"] == ["gotcha"] and out["store"]["source"].startswith("src/app.py:2@")
     assert out["store_text"].startswith("stored gotchas:1 [gotcha] (lines 3-")
     assert not out["dup"]["stored"] and (out["dup"]["duplicate_of"], out["dup"]["overlap"]) == ("gotchas:1", 1.0)
     assert [r["stored"] for r in out["batch"]["results"]] == [True, True] and out["batch"]["pages"] == [

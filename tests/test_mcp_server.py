@@ -15,7 +15,6 @@ import pytest
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 
 from gitwiki.mcp_memory import TOOLS as MEMORY_TOOLS
-from gitwiki.search import ChunkResult, DocResult, SearchResult
 from tests.helpers import needs_model
 
 LEXICAL = "[embeddings]\nenabled = false\n"
@@ -55,9 +54,17 @@ def run(fn, *args):
 
 
 async def call(session, name: str, **arguments):
-    result = await session.call_tool(name, arguments)
+    """A tool call that must succeed, answered with the JSON contract (format json) unless `format` is given."""
+    result = await session.call_tool(name, {"format": "json", **arguments})
     assert not result.is_error, result.content
     return result
+
+
+async def text(session, name: str, **arguments) -> str:
+    """What the model reads: the tool's default answer, text only."""
+    result = await call(session, name, format="text", **arguments)
+    assert result.structured_content is None and len(result.content) == 1
+    return result.content[0].text
 
 
 async def refused(session, name: str, **arguments) -> MCPError:
@@ -75,31 +82,7 @@ def wiki_repo(repo):
     return repo
 
 
-def _keys(value):
-    """The nested key structure of a JSON value (list items merged), for comparing shapes."""
-    if isinstance(value, dict):
-        return {k: _keys(v) for k, v in value.items()}
-    if isinstance(value, list):
-        merged: dict = {}
-        for item in value:
-            shape = _keys(item)
-            if isinstance(shape, dict):
-                merged.update(shape)
-        return [merged]
-    return None
-
-
-def _schema_keys(schema, defs):
-    if "$ref" in schema:
-        return _schema_keys(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
-    if schema.get("type") == "object":
-        return {k: _schema_keys(v, defs) for k, v in schema.get("properties", {}).items()}  # a map (folders) has none
-    if schema.get("type") == "array":
-        return [_schema_keys(schema["items"], defs) or {}]
-    return None
-
-
-def test_tools_annotations_instructions_and_the_ground_schema(wiki_repo):
+def test_tools_annotations_instructions_and_the_format_argument(wiki_repo):
     async def main():
         async with connect(wiki_repo.path) as s:
             tools = {t.name: t for t in (await s.list_tools()).tools}
@@ -127,12 +110,32 @@ def test_tools_annotations_instructions_and_the_ground_schema(wiki_repo):
         for name, prop in tool.input_schema["properties"].items():
             assert prop.get("description"), f"{tool.name}.{name} has no description"
     assert tools["add_markdown"].input_schema["required"] == ["path", "content"]
-    # The output schema has exactly the shape of the `gitwiki ground --json` contract.
-    sample = SearchResult(
-        "q", "wiki", "abc", "lexical", [DocResult("p.md", "T", 1.0, [ChunkResult(["T"], 1, 2, 1.0, "x")])], ("p.md",)
-    )
-    schema = tools["ground"].output_schema
-    assert _schema_keys(schema, schema.get("$defs", {})) == _keys(sample.to_json())
+    for tool in tools.values():  # an outputSchema would oblige the tool to return structuredContent every time
+        assert tool.output_schema is None, tool.name
+        assert tool.input_schema["properties"]["format"]["enum"] == ["text", "json"], tool.name
+        assert tool.input_schema["properties"]["format"]["default"] == "text"
+
+
+def test_the_model_reads_text_and_programs_ask_for_json(wiki_repo):
+    """By default a tool answers with its text alone (what Claude Code shows the model: it would show the JSON
+    instead when there is structuredContent); `format: json` gives the JSON contract, also as the text."""
+
+    async def main():
+        async with connect(wiki_repo.path) as s:
+            plain = await s.call_tool("ground", {"query": "helm rollback", "mode": "lexical"})
+            listed = await s.call_tool("memory_topics", {})
+            as_json = await call(s, "ground", query="helm rollback", mode="lexical")
+            return plain, listed, as_json
+
+    plain, listed, as_json = run(main)
+    gitwiki = [sys.executable, "-m", "gitwiki", "-C", str(wiki_repo.path), "ground", "helm rollback", "--no-server"]
+    outline = subprocess.run([*gitwiki, "--mode", "lexical"], capture_output=True, text=True, check=True).stdout
+    assert plain.structured_content is None and [c.type for c in plain.content] == ["text"]
+    assert plain.content[0].text == outline  # the CLI's outline, not a byte more
+    assert listed.structured_content is None  # the memory tools too: one mechanism for every tool
+    assert json.loads(as_json.content[0].text) == as_json.structured_content
+    document = subprocess.run([*gitwiki, "--mode", "lexical", "--json"], capture_output=True, text=True, check=True)
+    assert as_json.structured_content == json.loads(document.stdout)
 
 
 def test_every_read_tool_answers_with_text_and_structured_content(wiki_repo):
@@ -147,10 +150,12 @@ def test_every_read_tool_answers_with_text_and_structured_content(wiki_repo):
             out["tree"] = await call(s, "list_tree", depth=1)
             out["ground"] = await call(s, "ground", query="helm rollback", mode="lexical")
             out["read"] = await call(s, "read_markdown", path="guides/deploy.md", start_line=5, end_line=7)
-            out["read_repo_relative"] = await call(s, "read_markdown", path="wiki/faq.md")
-            out["footnote"] = await call(s, "get_footnote", page="guides/deploy.md", footnote_number=1)
             out["history"] = await call(s, "page_history", path="guides/deploy.md")
             out["index"] = await call(s, "index")
+            out["ground_text"] = await text(s, "ground", query="helm rollback", mode="lexical")
+            out["read_text"] = await text(s, "read_markdown", path="guides/deploy.md", start_line=5, end_line=7)
+            out["read_repo_relative"] = await text(s, "read_markdown", path="wiki/faq.md")
+            out["footnote"] = await text(s, "get_footnote", page="guides/deploy.md", footnote_number=1)
             return out
 
     out = run(main)
@@ -168,11 +173,12 @@ def test_every_read_tool_answers_with_text_and_structured_content(wiki_repo):
     ground = out["ground"]
     assert ground.structured_content["docs"][0]["path"] == "wiki/guides/deploy.md"
     assert ground.structured_content["commit"] == head
-    assert "wiki/guides/deploy.md:5-" in ground.content[0].text and "Deploy > Rollback" in ground.content[0].text
-    assert out["read"].content[0].text == "## Rollback\n\nUse helm rollback to undo a release.\n"
+    assert "wiki/guides/deploy.md:5-" in out["ground_text"] and "Deploy > Rollback" in out["ground_text"]
+    assert out["read_text"] == "## Rollback\n\nUse helm rollback to undo a release.\n"
+    assert out["read"].structured_content["text"] == out["read_text"]
     assert out["read"].structured_content["dirty"] is False
-    assert out["read_repo_relative"].content[0].text == "# FAQ\n\nAsk the platform team.\n"
-    assert out["footnote"].content[0].text == "The runbook, section 3."
+    assert out["read_repo_relative"] == "# FAQ\n\nAsk the platform team.\n"
+    assert out["footnote"] == "The runbook, section 3."
     assert out["history"].structured_content["commits"][0]["subject"] == "init"
     assert out["index"].structured_content["reports"][0]["up_to_date"] is True
 
@@ -198,12 +204,18 @@ def test_progressive_disclosure_outline_sections_read_many_and_folder_summaries(
             return {
                 "outline": await call(s, "outline_markdown", path="guides/install.md"),
                 "section": await call(s, "read_markdown", path="guides/install.md#install/linux"),
-                "by_text": await call(s, "read_markdown", path="wiki/guides/install.md#Mac"),
-                "lines": await call(s, "read_markdown", path="guides/deploy.md:5-7"),
                 "many": await call(s, "read_many", paths=["faq.md", "guides/install.md#linux", "guides/d*.md"]),
                 "capped": await call(s, "read_many", paths=["guides/*.md", "faq.md"], max_bytes=cap),
                 "tree": await call(s, "list_tree"),
                 "ground": await call(s, "ground", query="apt install rollback", mode="lexical"),
+                "outline_text": await text(s, "outline_markdown", path="guides/install.md"),
+                "section_text": await text(s, "read_markdown", path="guides/install.md#install/linux"),
+                "by_text": await text(s, "read_markdown", path="wiki/guides/install.md#Mac"),
+                "lines": await text(s, "read_markdown", path="guides/deploy.md:5-7"),
+                "many_text": await text(s, "read_many", paths=["faq.md", "guides/install.md#linux", "guides/d*.md"]),
+                "capped_text": await text(s, "read_many", paths=["guides/*.md", "faq.md"], max_bytes=cap),
+                "tree_text": await text(s, "list_tree"),
+                "ground_text": await text(s, "ground", query="apt install rollback", mode="lexical"),
                 "unknown": await refused(s, "read_markdown", path="guides/install.md#windows"),
                 "no_glob": await refused(s, "read_many", paths=["nothing/*.md"]),
                 "both": await refused(s, "read_markdown", path="faq.md:1-2", start_line=1),
@@ -218,11 +230,11 @@ def test_progressive_disclosure_outline_sections_read_many_and_folder_summaries(
     ]
     assert sections[1]["bytes"] == len("## Linux\n\napt install x\n\n")
     assert out["outline"].structured_content["commit"] == head
-    assert "guides/install.md:5-8  Linux" in out["outline"].content[0].text
-    assert out["section"].content[0].text == "## Linux\n\napt install x\n\n"
+    assert "guides/install.md:5-8  Linux" in out["outline_text"]
+    assert out["section_text"] == out["section"].structured_content["text"] == "## Linux\n\napt install x\n\n"
     assert out["section"].structured_content["start_line"] == 5
-    assert out["by_text"].content[0].text == "## Mac\n\nbrew install x\n"
-    assert out["lines"].content[0].text == "## Rollback\n\nUse helm rollback to undo a release.\n"
+    assert out["by_text"] == "## Mac\n\nbrew install x\n"
+    assert out["lines"] == "## Rollback\n\nUse helm rollback to undo a release.\n"
     many = out["many"].structured_content
     assert [(p["path"], p["start_line"]) for p in many["parts"]] == [
         ("faq.md", 1),
@@ -230,20 +242,20 @@ def test_progressive_disclosure_outline_sections_read_many_and_folder_summaries(
         ("guides/deploy.md", 1),
     ]
     assert many["left_out"] == [] and many["bytes"] == sum(len(p["text"].encode()) for p in many["parts"])
-    assert "==> guides/install.md:5-8 <==\n## Linux" in out["many"].content[0].text
+    assert "==> guides/install.md:5-8 <==\n## Linux" in out["many_text"]
     capped = out["capped"].structured_content
     assert [p["path"] for p in capped["parts"]] == ["guides/deploy.md"]
     assert [p["path"] for p in capped["left_out"]] == ["guides/index.md", "guides/install.md", "faq.md"]
-    assert f"left out past max_bytes {cap}" in out["capped"].content[0].text
+    assert f"left out past max_bytes {cap}" in out["capped_text"]
     tree = out["tree"].structured_content["tree"]
     assert tree["summary"] is None and tree["subdirs"][0]["summary"] == "How we ship."
-    assert "guides/  (3 pages)  How we ship." in out["tree"].content[0].text
+    assert "guides/  (3 pages)  How we ship." in out["tree_text"]
     # Folder context: search results from guides/ carry its summary, once for the two pages found there.
     ground = out["ground"]
     assert {d["path"] for d in ground.structured_content["docs"]} == {"wiki/guides/install.md", "wiki/guides/deploy.md"}
     assert ground.structured_content["folders"] == {"wiki/guides": "How we ship."}
-    assert "\n\nwiki/guides/  How we ship.\nwiki/guides/" in ground.content[0].text  # after the weak-match line
-    assert ground.content[0].text.count("How we ship.") == 1
+    assert "\n\nwiki/guides/  How we ship.\nwiki/guides/" in out["ground_text"]  # after the weak-match line
+    assert out["ground_text"].count("How we ship.") == 1
     assert out["unknown"].code == -32602
     assert "no section 'windows'" in out["unknown"].message and "#install/linux, #install/mac" in out["unknown"].message
     assert out["no_glob"].code == -32602 and "no page matches 'nothing/*.md'" in out["no_glob"].message
@@ -329,18 +341,25 @@ def test_writes_index_lint_and_delete_through_the_server(wiki_repo):
                 content="# Pager\n\nThe wombat alarm. See [gone](gone.md).\n",
             )
             found = await call(s, "ground", query="wombat alarm", mode="lexical")
+            told = await text(
+                s,
+                "add_markdown",
+                path="runbooks/pager.md",
+                content="# Pager\n\nThe wombat alarm. See [gone](gone.md).\n",
+                overwrite=True,
+            )
             again = await call(
                 s, "add_markdown", path="runbooks/pager.md", content="# Pager\n\nThe koala alarm.\n", overwrite=True
             )
             deleted = await call(s, "delete_markdown", path="runbooks/pager.md")
             gone = await call(s, "ground", query="koala alarm", mode="lexical")
-            return added, found, again, deleted, gone
+            return added, found, told, again, deleted, gone
 
-    added, found, again, deleted, gone = run(main)
+    added, found, told, again, deleted, gone = run(main)
     data = added.structured_content
     assert (data["action"], data["path"], data["commit"]) == ("created", "runbooks/pager.md", None)
     assert any(f["path"] == "wiki/runbooks/pager.md" and "gone.md" in f["message"] for f in data["findings"])
-    assert "lint finding" in added.content[0].text
+    assert told.startswith("overwritten runbooks/pager.md in corpus wiki") and "1 lint finding(s)" in told
     assert found.structured_content["docs"][0]["path"] == "wiki/runbooks/pager.md"
     assert "wiki/runbooks/pager.md" in found.structured_content["dirty"]
     assert again.structured_content["action"] == "overwritten"
@@ -434,15 +453,16 @@ def test_hybrid_ground_with_the_model(repo):
 def test_ground_says_when_nothing_matches(wiki_repo):
     async def main():
         async with connect(wiki_repo.path) as s:
-            return await call(s, "ground", query="helm quota billing invoices", mode="lexical"), await call(
-                s, "ground", query="helm rollback", mode="lexical"
-            )
+            weak = await call(s, "ground", query="helm quota billing invoices", mode="lexical")
+            weak_text = await text(s, "ground", query="helm quota billing invoices", mode="lexical")
+            strong = await call(s, "ground", query="helm rollback", mode="lexical")
+            return weak, weak_text, strong, await text(s, "ground", query="helm rollback", mode="lexical")
 
-    weak, strong = run(main)
+    weak, weak_text, strong, strong_text = run(main)
     assert weak.structured_content["weak"] is True
-    assert weak.content[0].text.startswith("weak match: no page below holds most of the words of 'helm quota")
+    assert weak_text.startswith("weak match: no page below holds most of the words of 'helm quota")
     assert weak.structured_content["docs"][0]["path"] == "wiki/guides/deploy.md"  # a match, but a guess
-    assert strong.structured_content["weak"] is False and "weak match" not in strong.content[0].text
+    assert strong.structured_content["weak"] is False and "weak match" not in strong_text
 
 
 def test_mcp_config_prints_client_snippets(wiki_repo, cli, monkeypatch):

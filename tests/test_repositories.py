@@ -275,7 +275,7 @@ def test_mcp_lists_searches_and_reads_repository_corpora_until_removed(checkout,
             found = await call(s, "ground", query="kubernetes", corpus="repo:platform:wiki", mode="lexical")
             assert found.structured_content["docs"][0]["path"] == "wiki/deploy.md"
             page = await call(s, "read_markdown", path="deploy.md", corpus="repo:platform:wiki", start_line=3)
-            assert page.content[0].text == "We roll out with kubernetes canaries.\n"
+            assert page.structured_content["text"] == "We roll out with kubernetes canaries.\n"
             note = await call(s, "get_footnote", page="wiki/oncall.md", footnote_number=1, corpus="repo:platform:wiki")
             assert note.structured_content["text"] == "Rota in the HR tool."
             files = (await call(s, "list_files", corpus="repo:platform:corpus")).structured_content["files"]

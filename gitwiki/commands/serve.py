@@ -1,6 +1,14 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+log = logging.getLogger("gitwiki.mcp")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,33 +34,37 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    import threading
-
     from gitwiki import __version__
+    from gitwiki.mcp_early import Handshake, answer_initialize, log_to_stderr
+
+    log_to_stderr(args.log_level)
+    calls = threading.Lock()  # one tool call (or CLI request) at a time, and the warm-up between them
+    closing: list[Callable[[], None]] = []
+    _stop_on_signals(calls, closing)
+    if args.uri is not None:
+        return _serve_shared(args, args.uri)
+    # In a checkout the handshake is answered from the start, on a thread of its own, while the wiki is opened
+    # (imports of 90 ms, about 0.3 s on a loaded host) and long before the MCP SDK's import (about 1 s).
+    handshake = Handshake(__version__) if _in_checkout(args.chdir) else None
     from gitwiki.errors import NotFoundError
-    from gitwiki.mcp_early import answer_initialize, log_to_stderr
     from gitwiki.serve_socket import SocketServer
     from gitwiki.warm import warm_up
     from gitwiki.wiki import Wiki
 
-    log_to_stderr(args.log_level)
-    if args.uri is not None:
-        return _serve_shared(args, args.uri)
     try:
         wiki = Wiki.open(args.chdir)
     except NotFoundError:  # no checkout here: serve the shared index, if one is configured
         from gitwiki.lance_index import storage_uri
 
-        uri = storage_uri(args.chdir)
+        uri = None if handshake is not None else storage_uri(args.chdir)
         if uri is None:
             raise
         return _serve_shared(args, uri)
-    calls = threading.Lock()  # one tool call (or CLI request) at a time, and the warm-up between them
     cli = SocketServer.listen(wiki, calls)  # `gitwiki ground` in this checkout asks this server from now on
     if cli is not None:
-        cli.close_on_sigterm()
+        closing.append(cli.close)
     try:
-        stdio = answer_initialize(__version__)  # before the SDK import, which takes about 1 s
+        stdio = answer_initialize(__version__) if handshake is None else handshake.stdio()
         if stdio is None:  # the client hung up before saying anything
             return 0
         # The warm-up runs during the MCP SDK's import (0.45 s of CPU, 1.1 s on a loaded host), so a query 1 s after
@@ -69,9 +81,39 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve_shared(args: argparse.Namespace, uri: str) -> int:
-    from pathlib import Path
+def _in_checkout(start: str) -> bool:
+    """Whether `start` looks like a git checkout (a `.git` there or above, or GIT_DIR set), seen without pygit2;
+    `Wiki.open` decides after the handshake."""
+    if os.environ.get("GIT_DIR"):
+        return True
+    here = Path(start).resolve()
+    return any((folder / ".git").exists() for folder in (here, *here.parents))
 
+
+def _stop_on_signals(calls: threading.Lock, closing: list[Callable[[], None]]) -> None:
+    """SIGINT and SIGTERM end the server at once, without a traceback: after the tool call in progress (up to 0.5 s,
+    so a write is not cut short; writes are atomic either way) and after `closing` (the CLI socket), the process dies of
+    the signal (the shell's 130 for SIGINT), as a client that sent it expects.
+
+    Left to Python and the SDK, SIGINT did nothing until stdin closed: it cancels the event loop, which then waits
+    for the SDK's stdin reader, a thread blocked in read() (Claude Code: "SIGINT failed, sending SIGTERM"). The
+    process ends without `finally` blocks and thread joins; the index is SQLite in WAL mode and the locks are
+    the kernel's, released with the process."""
+
+    def stop(signum: int, _frame: object) -> None:
+        log.info("stopping on %s", signal.Signals(signum).name)
+        if not calls.acquire(timeout=0.5):
+            log.warning("stopping during a call that took more than 0.5 s")
+        for close in closing:
+            close()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, stop)
+
+
+def _serve_shared(args: argparse.Namespace, uri: str) -> int:
     from gitwiki import config as config_mod
     from gitwiki.mcp_lance import serve as run
 
