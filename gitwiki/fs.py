@@ -42,7 +42,8 @@ def path_problem(path: str) -> str | None:
     an agent asks for (`gitwiki.pages.locate`), another repository's trees (`gitwiki.repositories`), an
     index archive's database (`gitwiki.artifact`). git refuses to check out `..` or `.git`, but its object
     database holds them (`git mktree` writes them), so a tree can name a page `wiki/../x.md`. `.git` is
-    refused in any case, with trailing dots or spaces or HFS+'s ignored code points, and as `git~1`: the
+    refused in any case, with trailing dots or spaces or HFS+'s ignored code points, before an NTFS stream name
+    (`:…`), and as `git~1`: the
     forms a case-insensitive, HFS+ or NTFS filesystem opens as the git dir (git's own
     core.protectHFS/protectNTFS rule). Callers normalize
     what a person may write loosely (`./`, `//`, backslashes) first; the rule sees the canonical form.
@@ -62,7 +63,8 @@ def path_problem(path: str) -> str | None:
         return "has an empty or '.' component"
     if ".." in parts:
         return "contains '..'"
-    if any(p.translate(_IGNORED_IN_NAMES).casefold().rstrip(". ") in (".git", "git~1") for p in parts):
+    # NTFS reads what follows a ':' as a data stream of the name before it (`.git::$INDEX_ALLOCATION`)
+    if any(p.translate(_IGNORED_IN_NAMES).casefold().split(":", 1)[0].rstrip(". ") in (".git", "git~1") for p in parts):
         return "points into .git"
     return None
 
@@ -103,8 +105,13 @@ def read_page_file(root: Path, rel: str) -> bytes:
             if e.errno == errno.ELOOP:  # O_NOFOLLOW on the last component
                 raise UnsafeFile(f"{rel!r} is a symlink; gitwiki reads and writes regular files only") from None
             raise _refusal(e, rel) from None
-        with os.fdopen(fd, "rb") as f:
+        # checked before the file object is made: os.fdopen of a folder raises IsADirectoryError itself
+        try:
             _check_page(os.fstat(fd), rel)
+        except UnsafeFile:
+            os.close(fd)
+            raise
+        with os.fdopen(fd, "rb") as f:
             return f.read()
 
 

@@ -80,6 +80,11 @@ def test_replacing_through_a_rename_never_shows_a_partial_file(tmp_path, monkeyp
         ("GIT~1/x.md", "points into .git"),
         ("wiki/\u200c.git/x.md", "points into .git"),  # HFS+ ignores U+200C: past the fast path's regex too
         ("wiki/.g\ufeffit/x.md", "points into .git"),
+        # NTFS opens a name's data stream after a colon: `.git::$INDEX_ALLOCATION` is the git dir there (git's
+        # is_ntfs_dotgit stops at ':' too)
+        ("wiki/.git::$INDEX_ALLOCATION/x.md", "points into .git"),
+        ("wiki/.GIT:x/y.md", "points into .git"),
+        ("wiki/git~1::$INDEX_ALLOCATION/x.md", "points into .git"),
         ("/etc/x.md", "is absolute"),
         ("C:x.md", "is absolute"),
         ("wiki\\x.md", "contains a backslash"),
@@ -112,3 +117,11 @@ def test_an_accepted_path_stays_inside_the_folder_it_is_joined_to(parts):
         joined = os.path.normpath(os.path.join("/root", path))
         assert joined.startswith("/root/") and PurePosixPath(path).as_posix() == path
         assert all(p.replace("\u200c", "").casefold().rstrip(". ") != ".git" for p in PurePosixPath(path).parts)
+
+
+def test_a_directory_where_a_page_is_read_is_refused_as_not_a_regular_file(tmp_path):
+    """An `index.md` that is a folder: found by a re-check, add_markdown below it answered -32603
+    (IsADirectoryError) because the file object was made before the type check."""
+    (tmp_path / "wiki" / "index.md").mkdir(parents=True)
+    with pytest.raises(fs.UnsafeFile, match="not a regular file"):
+        fs.read_page_file(tmp_path, "wiki/index.md")

@@ -181,7 +181,11 @@ def _locked(folder: Path) -> Iterator[None]:
 
 def _converge_locked(path: Path, hooks: list[dict], rules: list[str]) -> None:
     original = _read(path)
-    text = original if original.strip() else "{}\n"
+    # A file saved with CRLF line ends (a Windows editor) is edited as LF and written back with CRLF, so the
+    # bytes we did not add stay as they were and what we add follows them.
+    crlf = "\r\n" in original and original.count("\r\n") == original.count("\n")
+    text = original.replace("\r\n", "\n") if crlf else original
+    text = text if text.strip() else "{}\n"
     record = _load_record(path)
     for entry in [e for e in record.hooks if e not in hooks]:
         text = _remove_last(text, ["hooks", entry["event"]], entry["group"])
@@ -203,6 +207,8 @@ def _converge_locked(path: Path, hooks: list[dict], rules: list[str]) -> None:
     if not hooks and not rules:
         record.created.clear()
     _save_record(path, record)  # first: an entry written but not recorded would become the user's
+    if crlf:
+        text = text.replace("\n", "\r\n")
     if text != original and (original or hooks or rules):
         atomic_write(path, text)
 
@@ -225,7 +231,8 @@ def plugin_enabled(path: Path) -> list[str]:
 def _read(path: Path) -> str:
     """The settings text ("" when the file does not exist), checked: strict JSON of the settings' shape."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8", newline="") as f:  # newline="": the line ends as they are on disk
+            text = f.read()
     except FileNotFoundError:
         return ""
     except UnicodeDecodeError as e:

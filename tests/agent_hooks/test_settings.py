@@ -364,3 +364,19 @@ def test_uninstall_where_nothing_was_installed_creates_nothing(repo, cli):
     code, out, _ = cli("hooks", "uninstall", cwd=repo.path)
     assert code == 0 and "  session (SessionStart): missing" in out
     assert not (repo.path / ".claude").exists()
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\n"])
+def test_settings_keep_their_line_ends_through_install_and_uninstall(tmp_path, newline):
+    """A settings file saved with Windows line ends: found by a re-check, install rewrote every CRLF as LF
+    (the file was read in text mode) and uninstall left it so."""
+    target = tmp_path / "settings.json"
+    original = newline.join(["{", '  "model": "opus",', '  "hooks": {', '    "Stop": []', "  }", "}", ""]).encode()
+    target.write_bytes(original)
+    install(target, target)
+    installed = target.read_bytes()
+    if newline == "\r\n":
+        assert installed.count(b"\n") == installed.count(b"\r\n")  # what we added follows the file's line ends
+    assert json.loads(installed)["model"] == "opus"
+    uninstall(target, target)
+    assert target.read_bytes() == original
