@@ -156,8 +156,8 @@ def test_hostile_memory_input_is_refused_as_invalid_params_or_stored_whole(repo)
         async with connect(repo.path) as s:
             out = {}
             await call(s, "memory_store", topic="t", text="how to run the tests\n\n```\npytest -q")
-            out["second"] = (await call(s, "memory_store", topic="t", text="second", terse=True)).content[0].text
-            out["third"] = (await call(s, "memory_store", topic="t", text="third", terse=True)).content[0].text
+            out["second"] = await text(s, "memory_store", topic="t", text="second", terse=True)
+            out["third"] = await text(s, "memory_store", topic="t", text="third", terse=True)
             out["read"] = (await call(s, "memory_read", topic="t")).structured_content
             out["long"] = await refused(s, "memory_store", topic="x" * 300, text="t")
             out["days"] = (await call(s, "memory_search", days=10**12)).structured_content
@@ -171,7 +171,7 @@ def test_hostile_memory_input_is_refused_as_invalid_params_or_stored_whole(repo)
                 action="import",
                 data={"topics": [{"name": "t", "entries": [{"created": "x", "text": "y", "confidence": "high"}]}]},
             )
-            out["unicode"] = (await call(s, "memory_store", topic="日本語", text="メモ", terse=True)).content[0].text
+            out["unicode"] = await text(s, "memory_store", topic="日本語", text="メモ", terse=True)
             return out
 
     out = run(main)
