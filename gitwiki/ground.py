@@ -41,7 +41,7 @@ def answer(wiki: Wiki, request: GroundRequest) -> str:
 
         install_published(wiki, lexical=request.mode == "lexical")
     result = wiki.search(request.query, request.corpus, **_search_options(request))
-    return render(result, request, _mode_note(wiki, request, result), _truncated(wiki, result.corpus))
+    return render(result, request, **footer_notes(wiki, request.mode, result))
 
 
 def answer_shared(uri: str, config: Config, request: GroundRequest) -> str:
@@ -59,12 +59,18 @@ def answer_shared(uri: str, config: Config, request: GroundRequest) -> str:
     return render(LanceReader(uri).ground(config, request.query, request.corpus, options), request)
 
 
-def _mode_note(wiki: Wiki, request: GroundRequest, result: SearchResult) -> str | None:
+def footer_notes(wiki: Wiki, mode: str | None, result: SearchResult) -> dict[str, Any]:
+    """`outline`'s footer notes for `result` (searched with `mode`, None: the configured one), the same for the CLI
+    and the MCP server's `ground`: why the mode is not the one asked for, and the pages indexed only in part."""
+    return {"mode_note": _mode_note(wiki, mode, result), "truncated": _truncated(wiki, result.corpus)}
+
+
+def _mode_note(wiki: Wiki, mode: str | None, result: SearchResult) -> str | None:
     """Hybrid or dense asked, lexical ran because the model does not load: say so and how to fix it, on every
     answer (the stderr warning is said once per index)."""
     from gitwiki.embed import model_fix, unavailable
 
-    asked = request.mode or wiki.config.search.mode
+    asked = mode or wiki.config.search.mode
     if result.mode != "lexical" or asked == "lexical":
         return None
     if unavailable(wiki.config.embeddings, wiki.index_dir) is None:

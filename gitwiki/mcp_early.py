@@ -28,7 +28,7 @@ import queue
 import re
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,8 @@ EARLY_METHODS = ("tools/list", "prompts/list", "resources/list", "resources/temp
 # protocol version in params._meta, and the answers differ (cacheScope, resultType, ...).
 HANDSHAKE = "handshake"
 STATELESS_VERSION = "2026-07-28"
-STATELESS_METHODS = ("server/discover", *EARLY_METHODS)
+DISCOVER = "server/discover"
+STATELESS_METHODS = (DISCOVER, *EARLY_METHODS)
 _VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 # Claude Code 2.1.332 then opens a `subscriptions/listen` and counts the server connected only once it is
 # acknowledged (a notification). The request goes to the SDK, which keeps the subscription; the acknowledgement
@@ -85,12 +86,19 @@ Memory: notes that outlive the session, as markdown topic pages in the wiki.
 """
 
 
+def instructions(note: str | None = None) -> str:
+    """The instructions, with `note` (e.g. that search is lexical only, `embed.lexical_notice`) as their last line:
+    the model reads them before its first search, and a degraded search changes how far to trust it."""
+    return INSTRUCTIONS + (f"\n{note}\n" if note else "")
+
+
 class EarlyStdio:
     """fd 0 and fd 1 rerouted through pipes for the SDK, with three threads in between: one reads the client's
     lines and answers what it can, one feeds the rest to the SDK (an unbounded queue, so a slow SDK never stops
     the reading), one copies the SDK's answers out. `close()` after the SDK returns flushes what it wrote."""
 
-    def __init__(self, first: bytes, initialize: dict[str, Any] | None, version: str) -> None:
+    def __init__(self, first: bytes, initialize: dict[str, Any] | None, version: str, note: str | None = None) -> None:
+        self.note = note  # the instructions' last line, for the SDK's own answers to say the same
         self._real_in, self._real_out = os.dup(0), os.dup(1)
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -108,7 +116,7 @@ class EarlyStdio:
         threading.Thread(target=self._read, args=(first, initialize is not None, version), daemon=True).start()
 
     def _read(self, first: bytes, handshake: bool, version: str) -> None:
-        self._answers = early_answers(version)
+        self._answers = early_answers(version, self.note)
         line, newline, rest = first.partition(b"\n")
         if handshake:
             self._to_sdk.put(line + newline)  # the SDK's session starts with it; its answer is dropped
@@ -280,9 +288,9 @@ def _lines(start: bytes, fd: int) -> Iterator[bytes]:
         yield b"".join(parts)
 
 
-def early_answers(version: str) -> dict[str, Any]:
+def early_answers(version: str, note: str | None = None) -> dict[str, Any]:
     """The shipped answers (era → method → result), or none when they were made for another gitwiki or mcp
-    version."""
+    version; `server/discover`'s instructions end with `note`."""
     mcp = _distribution_version("mcp")
     try:
         shipped = json.loads(EARLY_ANSWERS.read_text(encoding="utf-8"))
@@ -293,7 +301,11 @@ def early_answers(version: str) -> dict[str, Any]:
         made = f"gitwiki {shipped.get('gitwiki')}, mcp {shipped.get('mcp')}"
         log.info("early answers made for %s, not gitwiki %s, mcp %s: the SDK answers every request", made, version, mcp)
         return {}
-    return dict(shipped["eras"])
+    eras = dict(shipped["eras"])
+    for answers in eras.values():
+        if note and "instructions" in answers.get(DISCOVER, {}):
+            answers[DISCOVER] = {**answers[DISCOVER], "instructions": instructions(note)}
+    return eras
 
 
 def _distribution_version(name: str) -> str | None:
@@ -319,7 +331,7 @@ def log_to_stderr(level: str) -> None:
     logging.basicConfig(level=level, stream=sys.stderr, format="gitwiki serve: %(levelname)s %(name)s: %(message)s")
 
 
-def answer_initialize(version: str) -> EarlyStdio | None:
+def answer_initialize(version: str, note: str | None = None) -> EarlyStdio | None:
     """Read the first message from stdin; answer it if it is a handshake `initialize`. Returns the rerouted
     stdio the SDK must then use (None when stdin is closed before any message)."""
     first = b""
@@ -331,22 +343,23 @@ def answer_initialize(version: str) -> EarlyStdio | None:
     if not first:
         return None
     line = first.split(b"\n", 1)[0]
-    answer = _answer(line, version)
+    answer = _answer(line, version, note)
     if answer is not None:
         _write_all(1, _encode(answer))
-    return EarlyStdio(first, answer, version)
+    return EarlyStdio(first, answer, version, note)
 
 
 class Handshake:
-    """`answer_initialize` on a thread from the spawn on, while the server gets ready to serve."""
+    """`answer_initialize` on a thread from the spawn on, while the server gets ready to serve; `note()` gives the
+    instructions' last line (None: none), asked on that thread before the answer."""
 
-    def __init__(self, version: str) -> None:
+    def __init__(self, version: str, note: Callable[[], str | None] = lambda: None) -> None:
         self._stdio: EarlyStdio | None = None
-        self._thread = threading.Thread(target=self._run, args=(version,), name="gitwiki-handshake", daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(version, note), name="gitwiki-handshake", daemon=True)
         self._thread.start()
 
-    def _run(self, version: str) -> None:
-        self._stdio = answer_initialize(version)
+    def _run(self, version: str, note: Callable[[], str | None]) -> None:
+        self._stdio = answer_initialize(version, note())
 
     def stdio(self) -> EarlyStdio | None:
         """Waits for the first message; None when the client hung up before it."""
@@ -354,7 +367,7 @@ class Handshake:
         return self._stdio
 
 
-def _answer(line: bytes, version: str) -> dict[str, Any] | None:
+def _answer(line: bytes, version: str, note: str | None = None) -> dict[str, Any] | None:
     try:
         message = json.loads(line)
     except ValueError:
@@ -375,7 +388,7 @@ def _answer(line: bytes, version: str) -> dict[str, Any] | None:
         "id": message["id"],
         "result": {
             "capabilities": CAPABILITIES,
-            "instructions": INSTRUCTIONS,
+            "instructions": instructions(note),
             "protocolVersion": requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE_VERSION,
             "serverInfo": {"name": SERVER_NAME, "version": version},
         },

@@ -28,13 +28,13 @@ from pydantic import Field
 
 from gitwiki import __version__, page_outline, pages, writes
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
+from gitwiki.ground import footer_notes
 from gitwiki.markdown.footnotes import footnote
 from gitwiki.mcp_early import (
     ACKNOWLEDGED,
     EARLY_ANSWERS,
     EARLY_METHODS,
     HANDSHAKE,
-    INSTRUCTIONS,
     LATEST_HANDSHAKE_VERSION,
     LISTEN,
     LISTENED,
@@ -43,6 +43,7 @@ from gitwiki.mcp_early import (
     STATELESS_VERSION,
     SUBSCRIPTION,
     EarlyStdio,
+    instructions,
 )
 from gitwiki.outline import outline
 from gitwiki.repositories import RepositoryStatus
@@ -204,7 +205,7 @@ class WikiTools:
             limit=limit,
             snippet_chars=snippet_chars,
         )
-        return result(outline(found), found.to_json())
+        return result(outline(found, **footer_notes(self.wiki, mode, found)), found.to_json())
 
     def _page(self, corpus: str | None, path: str) -> WholePage:
         """One page as it is now: on disk (uncommitted edits included) or in a synced repository."""
@@ -395,10 +396,11 @@ TOOLS: dict[str, ToolAnnotations] = {
 }
 
 
-def build_server(wiki: Wiki, serial: threading.Lock) -> MCPServer:
+def build_server(wiki: Wiki, serial: threading.Lock, note: str | None = None) -> MCPServer:
+    """`note`: the instructions' last line (what `mcp_early` answered with, so the SDK says the same)."""
     from gitwiki import mcp_memory
 
-    app = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    app = MCPServer(SERVER_NAME, instructions=instructions(note), version=__version__, log_level="WARNING")
     tools = WikiTools(wiki)
     for name, hints in TOOLS.items():
         app.add_tool(_guarded(getattr(tools, name), serial), name=name, annotations=hints)
@@ -553,7 +555,7 @@ def serve(wiki: Wiki, serial: threading.Lock, stdio: EarlyStdio) -> None:
     (`mcp_early.log_to_stderr`)."""
     log.info("serving %s (index %s)", wiki.root, wiki.index_dir)
     try:
-        build_server(wiki, serial).run("stdio")
+        build_server(wiki, serial, stdio.note).run("stdio")
     finally:
         stdio.close()
         with serial:  # not under a running warm-up

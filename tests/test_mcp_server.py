@@ -512,3 +512,36 @@ def test_mcp_inspector_cli_lists_the_tools(wiki_repo):
     )
     assert listed.returncode == 0, listed.stderr
     assert {t["name"] for t in json.loads(listed.stdout)["tools"]} == TOOLS
+
+
+def test_a_degraded_search_is_said_in_the_instructions_and_every_ground_footer(repo, cli, monkeypatch, tmp_path):
+    """No model (GITWIKI_MODEL_PATH names a folder without one) and a page past [search] max_page_bytes: what the
+    model reads says so, as the CLI's footer does: the instructions' last line and each `ground` answer."""
+    from gitwiki import __version__, mcp_early
+
+    monkeypatch.delenv("GITWIKI_MODEL", raising=False)
+    monkeypatch.setenv("GITWIKI_MODEL_PATH", str(tmp_path / "no-model-here"))
+    repo.commit(
+        "pages",
+        {
+            ".gitwiki.toml": '[[corpus]]\nname = "wiki"\npath = "wiki"\n[search]\nmax_page_bytes = 2000\n',
+            "wiki/huge.md": "# Huge\n\n" + "deploy notes\n" * 200,
+            "wiki/fine.md": "# Fine\n\ndeploy notes\n",
+        },
+    )
+    assert cli("index", "-q", cwd=repo.path)[0] == 0  # records that the model does not load
+
+    async def main():
+        with open(tmp_path / "serve.log", "w") as log:  # the cli fixture's capsys stderr has no fd
+            async with connect(repo.path, errlog=log) as s:
+                return s.instructions, await text(s, "ground", query="deploy notes")
+
+    told, answer = run(main)
+    assert told.rstrip().endswith("`gitwiki status` says why.") and "Search is lexical only" in told
+    assert len(told) <= 2048
+    footer = answer.rstrip().splitlines()[-1]
+    assert "mode lexical (no model: check that" in footer
+    assert "searched only up to [search] max_page_bytes: wiki/huge.md" in answer
+    # the stateless era's `server/discover` (Claude Code 2.1.332) is answered with the same instructions
+    discover = mcp_early.early_answers(__version__, "a note")[mcp_early.STATELESS_VERSION][mcp_early.DISCOVER]
+    assert discover["instructions"] == mcp_early.instructions("a note")

@@ -45,7 +45,7 @@ def serve(args: argparse.Namespace) -> int:
         return _serve_shared(args, args.uri)
     # In a checkout the handshake is answered from the start, on a thread of its own, while the wiki is opened
     # (imports of 90 ms, about 0.3 s on a loaded host) and long before the MCP SDK's import (about 1 s).
-    handshake = Handshake(__version__) if _in_checkout(args.chdir) else None
+    handshake = Handshake(__version__, lambda: _lexical_notice(args.chdir)) if _in_checkout(args.chdir) else None
     from gitwiki.errors import NotFoundError
     from gitwiki.serve_socket import SocketServer
     from gitwiki.warm import warm_up
@@ -79,6 +79,25 @@ def serve(args: argparse.Namespace) -> int:
         if cli is not None:
             cli.close()
     return 0
+
+
+def _lexical_notice(start: str) -> str | None:
+    """That search is lexical only, for the instructions (`embed.lexical_notice`), read before the wiki is opened:
+    the config and the record an earlier command left in the index dir (a few ms of light imports); None when
+    that cannot be read here, e.g. GIT_DIR and friends (`Wiki.open` reports real errors)."""
+    from gitwiki import config
+    from gitwiki.embed import lexical_notice
+    from gitwiki.errors import GitwikiError
+    from gitwiki.gitcli import find_checkout
+
+    try:
+        checkout = find_checkout(start)
+        if checkout is None:
+            return None
+        cfg = config.load(checkout.root)
+        return lexical_notice(cfg.embeddings, config.index_dir(cfg, checkout.root, checkout.common_dir))
+    except (OSError, ValueError, GitwikiError):
+        return None
 
 
 def _in_checkout(start: str) -> bool:
