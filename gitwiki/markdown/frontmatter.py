@@ -24,7 +24,7 @@ class FrontMatter(NamedTuple):
 
 def split_front_matter(text: str, read: YamlReader | None = None) -> FrontMatter:
     lines = text.split("\n")
-    if not lines or lines[0].rstrip() != "---":
+    if not lines or lines[0].lstrip("\ufeff").rstrip() != "---":  # a byte order mark may come first
         return FrontMatter({}, text, 1, None)
     for i in range(1, len(lines)):
         if lines[i].rstrip() in ("---", "..."):

@@ -417,8 +417,9 @@ def _trim(lines: list[str]) -> str:
 
 
 def _front_matter_end(lines: list[str]) -> int:
-    """The line after a front matter block (`---` … `---` or `...`), 0 when there is none."""
-    if not lines or lines[0].rstrip() != "---":
+    """The line after a front matter block (`---` … `---` or `...`), 0 when there is none. A byte order mark
+    before it (editors on Windows write one) stays where it is, in the first line."""
+    if not lines or lines[0].lstrip("\ufeff").rstrip() != "---":
         return 0
     return next((i + 1 for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), 0)
 

@@ -130,6 +130,13 @@ def test_storing_into_a_hand_written_page_keeps_it_a_persons_page(mem, repo):
     assert (repo.path / "wiki/memory/design.md").read_text() == HAND_WRITTEN
 
 
+def test_a_byte_order_mark_before_the_front_matter_keeps_the_page_a_persons(mem, repo):
+    repo.write("wiki/memory/design.md", "\ufeff" + HAND_WRITTEN)
+    store_mod.store(mem, "design", "decision: one writer lock per index")
+    text = (repo.path / "wiki/memory/design.md").read_text()
+    assert text.startswith("\ufeff" + HAND_WRITTEN.rstrip("\n") + "\n\n## 20") and "# design\n" not in text
+
+
 def test_a_persons_section_after_an_entry_survives_deleting_that_entry(mem, repo):
     store_mod.store(mem, "t", "first entry")
     path = repo.path / "wiki/memory/t.md"
