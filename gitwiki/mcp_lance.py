@@ -57,7 +57,7 @@ class SharedWiki:
 def build_server(reader: LanceReader, config: Config, serial: threading.Lock) -> MCPServer:
     app = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     shared = SharedWiki(reader, config)
-    ground = WikiTools(cast("Wiki", shared)).ground  # it calls only wiki.search
+    ground = WikiTools(cast("Wiki", shared), notes=lambda *_: {}).ground  # it calls only wiki.search
     app.add_tool(_guarded(ground, serial), name="ground", annotations=READ)
     app.add_tool(_guarded(shared.list_corpora, serial), name="list_corpora", annotations=READ)
     return app

@@ -47,7 +47,7 @@ from gitwiki.mcp_early import (
 )
 from gitwiki.outline import outline
 from gitwiki.repositories import RepositoryStatus
-from gitwiki.search import CorpusView
+from gitwiki.search import CorpusView, SearchResult
 from gitwiki.wiki import Wiki
 
 log = logging.getLogger("gitwiki.mcp")
@@ -87,8 +87,10 @@ def result(text: str, data: dict[str, Any]) -> Answer:
 class WikiTools:
     """The tool bodies. Each returns an Answer; `_guarded` makes it the tool result the client asked for (`format`)."""
 
-    def __init__(self, wiki: Wiki) -> None:
+    def __init__(self, wiki: Wiki, notes: Callable[[Wiki, str | None, SearchResult], dict[str, Any]] = footer_notes):
+        """`notes`: ground's footer notes (`ground.footer_notes`); the shared LanceDB index has none to give."""
         self.wiki = wiki
+        self.notes = notes
 
     def _corpus_for_page(self, corpus: str | None) -> str:
         """Page tools must not guess between corpora: a write to the wrong wiki is worse than an error."""
@@ -205,7 +207,7 @@ class WikiTools:
             limit=limit,
             snippet_chars=snippet_chars,
         )
-        return result(outline(found, **footer_notes(self.wiki, mode, found)), found.to_json())
+        return result(outline(found, **self.notes(self.wiki, mode, found)), found.to_json())
 
     def _page(self, corpus: str | None, path: str) -> WholePage:
         """One page as it is now: on disk (uncommitted edits included) or in a synced repository."""
