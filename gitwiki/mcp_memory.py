@@ -23,7 +23,11 @@ Topic = Annotated[
 Index = Annotated[
     int | None, Field(ge=1, description="Entry number within the topic (1-based, memory_read lists them).")
 ]
-Tags = Annotated[list[str] | None, Field(description="Tags; lowercased, deduplicated and sorted.")]
+# helix (helix/docs/TOOLS.md) passes every list as one separated string: both forms are taken.
+Tags = Annotated[
+    list[str] | str | None,
+    Field(description="Tags: a list or a comma-separated string; lowercased, singular, deduplicated, sorted."),
+]
 Date = Annotated[str | None, Field(description="YYYY-MM-DD, today, yesterday or this-week.")]
 
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
@@ -61,7 +65,10 @@ class MemoryTools:
             str | None, Field(description="The code it is about, repo-relative: 'src/app.py:42' or 'src/app.py:40-60'.")
         ] = None,
         confidence: Annotated[float | None, Field(ge=0, le=1, description="How sure you are (default 1).")] = None,
-        links: Annotated[list[str] | None, Field(description="Related entries: 'topic' or 'topic:3'.")] = None,
+        links: Annotated[
+            list[str] | str | None,
+            Field(description="Related entries: 'topic' or 'topic:3', a list or a space-separated string."),
+        ] = None,
         force: Annotated[bool, Field(description="Store even when it is > 70 % like an entry of the topic.")] = False,
         terse: Annotated[bool, Field(description="Answer with just the new entry's ref.")] = False,
     ) -> replies.Reply:
@@ -135,7 +142,8 @@ class MemoryTools:
         ] = "summary",
         since: Date = None,
         focus: Annotated[
-            list[str] | None, Field(description="Only these categories, e.g. ['gotchas', 'decisions'].")
+            list[str] | str | None,
+            Field(description="Only these categories: ['gotchas', 'decisions'] or 'gotchas,decisions'."),
         ] = None,
         compact: Annotated[bool, Field(description="Overview: only the 5 most active topics.")] = False,
     ) -> replies.Reply:
@@ -201,11 +209,24 @@ class MemoryTools:
             str | None, Field(description="checkpoint, resume, clear_checkpoint: its name (default).")
         ] = None,
         task: Annotated[str | None, Field(description="checkpoint: the task in hand.")] = None,
-        done: Annotated[list[str] | None, Field(description="checkpoint: what is done.")] = None,
-        next: Annotated[list[str] | None, Field(description="checkpoint: the next steps.")] = None,
-        hypotheses: Annotated[list[str] | None, Field(description="checkpoint: open hypotheses.")] = None,
-        blocked: Annotated[list[str] | None, Field(description="checkpoint: what blocks you.")] = None,
-        files: Annotated[list[str] | None, Field(description="checkpoint: files in play.")] = None,
+        done: Annotated[
+            list[str] | str | None, Field(description="checkpoint: what is done; a list or a string separated by ';'.")
+        ] = None,
+        next: Annotated[
+            list[str] | str | None,
+            Field(description="checkpoint: the next steps; a list or a string separated by ';'."),
+        ] = None,
+        hypotheses: Annotated[
+            list[str] | str | None,
+            Field(description="checkpoint: open hypotheses; a list or a string separated by ';'."),
+        ] = None,
+        blocked: Annotated[
+            list[str] | str | None,
+            Field(description="checkpoint: what blocks you; a list or one string, an item per line."),
+        ] = None,
+        files: Annotated[
+            list[str] | str | None, Field(description="checkpoint: files in play; a list or a string separated by ','.")
+        ] = None,
     ) -> replies.Reply:
         """Topics and upkeep: list, recent, entries, stats, xref, graph, stale, refresh, prune, compact, export,
         import, reindex, session, checkpoint, resume, clear_checkpoint."""
