@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
+from gitwiki.errors import UsageError
 from gitwiki.memory import replies
 from gitwiki.memory.base import Memory
 from gitwiki.wiki import Wiki
@@ -165,9 +166,13 @@ class MemoryTools:
         text: Annotated[str | None, Field(description="append, revise: the text.")] = None,
         match_str: Annotated[str | None, Field(description="delete: every entry containing this text.")] = None,
         all: Annotated[bool, Field(description="delete: the whole topic.")] = False,
-        add: Annotated[list[str] | None, Field(description="tag: tags to add.")] = None,
-        remove: Annotated[list[str] | None, Field(description="tag: tags to remove.")] = None,
+        add: Annotated[list[str] | str | None, Field(description="tag: tags to add (list or comma-separated).")] = None,
+        tags: Annotated[list[str] | str | None, Field(description="tag: helix's name for add.")] = None,
+        remove: Annotated[
+            list[str] | str | None, Field(description="tag: tags to remove (list or comma-separated).")
+        ] = None,
         to: Annotated[str | None, Field(description="rename: the new topic name.")] = None,
+        new_name: Annotated[str | None, Field(description="rename: helix's name for to.")] = None,
         into: Annotated[str | None, Field(description="merge: the topic that takes the entries.")] = None,
     ) -> replies.Reply:
         """Change memory: revise adds [modified: …]; rename and merge rewrite links that pointed at the topic."""
@@ -176,9 +181,9 @@ class MemoryTools:
             "text": text,
             "match_str": match_str,
             "all": all,
-            "add": add,
+            "add": _both(add, tags, "add", "tags"),
             "remove": remove,
-            "to": to,
+            "to": _one(to, new_name, "to", "new_name"),
             "into": into,
         }
         return replies.edit(self.mem, action, topic, **options)
@@ -241,7 +246,7 @@ class MemoryTools:
         }
         options |= {
             "min_confidence": min_confidence,
-            "data": json if data is None else data,
+            "data": _one(data, json, "data", "json"),
             "name": name,
             "task": task,
             "done": done,
@@ -249,6 +254,24 @@ class MemoryTools:
         }
         options |= {"hypotheses": hypotheses, "blocked": blocked, "files": files}
         return replies.topics(self.mem, action, **options)
+
+
+def _one(ours, helix, name: str, helix_name: str):
+    """A value under our name or helix's (helix/docs/TOOLS.md), not both: two values would leave one unused."""
+    if ours is not None and helix is not None and ours != helix:
+        raise UsageError(f"pass {name} or helix's {helix_name}, not both")
+    return helix if ours is None else ours
+
+
+def _both(ours, helix, name: str, helix_name: str) -> list[str] | str | None:
+    """Tags under our name and helix's: both are added."""
+    if ours is None or helix is None:
+        return _one(ours, helix, name, helix_name)
+    return [*_listed(ours), *_listed(helix)]
+
+
+def _listed(value: list[str] | str) -> list[str]:
+    return value.split(",") if isinstance(value, str) else list(value)
 
 
 def register(app, wiki: Wiki, guard) -> None:

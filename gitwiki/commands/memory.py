@@ -70,9 +70,9 @@ def register(sub) -> None:
     edit.add_argument("--text", help="append, revise: the text")
     edit.add_argument("--match", dest="match_str", metavar="TEXT", help="delete: entries containing TEXT")
     edit.add_argument("--all", action="store_true", help="delete: the whole topic")
-    edit.add_argument("--add", action="append", metavar="TAG", help="tag: add TAG (repeatable)")
+    edit.add_argument("--add", "--tags", action="append", metavar="TAG", help="tag: add TAG (repeatable)")
     edit.add_argument("--remove", action="append", metavar="TAG", help="tag: remove TAG (repeatable)")
-    edit.add_argument("--to", help="rename: the new name")
+    edit.add_argument("--to", "--new-name", dest="to", metavar="NAME", help="rename: the new name")
     edit.add_argument("--into", help="merge: the topic that takes the entries")
 
     migrate = _add(actions, "import", "bring in helix's knowledge base (its data.log or JSON export)")

@@ -3,7 +3,7 @@ through the MCP SDK client to gitwiki's memory tools (helix's `store` is `memory
 
 from __future__ import annotations
 
-from tests.test_mcp_server import call, connect, run
+from tests.test_mcp_server import call, connect, refused, run
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 
@@ -55,3 +55,22 @@ def test_separated_strings_are_taken_where_helix_takes_them(repo):
     assert resume["hypotheses"] == ["tile size matters"] and resume["blocked"] == ["no GPU on CI"]
     assert resume["files"] == ["src/attn.rs", "src/gpu.rs"]
     assert entry["links"] == ["build", "engine"]
+
+
+def test_helix_parameter_names_are_taken_beside_ours(repo):
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
+
+    async def main():
+        async with connect(repo.path) as s:
+            await helix(s, "store", topic="old-name", text="engine cache is lazy", tags="draft,engine")
+            tagged = await call(
+                s, "memory_edit", action="tag", topic="old-name", index=1, tags="performance, hot-path", remove="draft"
+            )
+            renamed = await helix(s, "edit", action="rename", topic="old-name", new_name="new-name")
+            both = await refused(s, "memory_edit", action="rename", topic="new-name", to="a", new_name="b")
+            return tagged.structured_content, renamed, both
+
+    tagged, renamed, both = run(main)
+    assert tagged["entries"][0]["tags"] == ["engine", "hot-path", "performance"]
+    assert renamed["target"] == "new-name" and [e["topic"] for e in renamed["entries"]] == ["new-name"]
+    assert both.error.code == -32602 and "new_name" in both.error.message
