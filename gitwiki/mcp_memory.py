@@ -21,8 +21,15 @@ Topic = Annotated[
     str,
     Field(description="Topic name (one page per topic): letters of any script, digits and dashes; at most 200 bytes."),
 ]
+# helix's tools declare every parameter a string and count entries from 0 (helix/src/tools.rs: index
+# "string", "0-based"); gitwiki's schema declares a number and counts from 1, as its refs `topic:N` do. So
+# the form says which count a call uses, and no helix call addresses another entry than helix would.
 Index = Annotated[
-    int | None, Field(ge=1, description="Entry number within the topic (1-based, memory_read lists them).")
+    int | str | None,
+    Field(
+        description="The entry: a number counts from 1 (topic:N, as memory_read lists them); "
+        "a string counts from 0, as helix's index does ('0' is the first entry)."
+    ),
 ]
 # helix (helix/docs/TOOLS.md) passes every list as one separated string: both forms are taken.
 Tags = Annotated[
@@ -68,7 +75,10 @@ class MemoryTools:
         confidence: Annotated[float | None, Field(ge=0, le=1, description="How sure you are (default 1).")] = None,
         links: Annotated[
             list[str] | str | None,
-            Field(description="Related entries: 'topic' or 'topic:3', a list or a space-separated string."),
+            Field(
+                description="Related entries: a list of 'topic' or 'topic:3' (counted from 1), or helix's "
+                "space-separated string, 'topic:2' counted from 0."
+            ),
         ] = None,
         force: Annotated[bool, Field(description="Store even when it is > 70 % like an entry of the topic.")] = False,
         terse: Annotated[bool, Field(description="Answer with just the new entry's ref.")] = False,
@@ -82,7 +92,7 @@ class MemoryTools:
             tags=tags,
             source=source,
             confidence=confidence,
-            links=links,
+            links=helix_links(links) if isinstance(links, str) else links,
             force=force,
             terse=terse,
         )
@@ -153,7 +163,7 @@ class MemoryTools:
 
     def memory_read(self, topic: Topic, index: Index = None) -> replies.Reply:
         """A topic page as markdown, or one entry of it."""
-        return replies.read(self.mem, topic, index)
+        return replies.read(self.mem, topic, entry_number(index))
 
     def memory_edit(
         self,
@@ -164,7 +174,10 @@ class MemoryTools:
         topic: Topic,
         index: Index = None,
         text: Annotated[str | None, Field(description="append, revise: the text.")] = None,
-        match_str: Annotated[str | None, Field(description="delete: every entry containing this text.")] = None,
+        match_str: Annotated[
+            str | None, Field(description="The first entry containing this text (case-insensitive).")
+        ] = None,
+        tag: Annotated[str | None, Field(description="append: the last entry with this tag.")] = None,
         all: Annotated[bool, Field(description="delete: the whole topic.")] = False,
         add: Annotated[list[str] | str | None, Field(description="tag: tags to add (list or comma-separated).")] = None,
         tags: Annotated[list[str] | str | None, Field(description="tag: helix's name for add.")] = None,
@@ -177,9 +190,10 @@ class MemoryTools:
     ) -> replies.Reply:
         """Change memory: revise adds [modified: …]; rename and merge rewrite links that pointed at the topic."""
         options = {
-            "index": index,
+            "index": entry_number(index),
             "text": text,
             "match_str": match_str,
+            "tag": tag,
             "all": all,
             "add": _both(add, tags, "add", "tags"),
             "remove": remove,
@@ -198,6 +212,7 @@ class MemoryTools:
             str | None, Field(description="entries, xref, refresh, compact: the topic (list: a glob).")
         ] = None,
         index: Index = None,
+        match_str: Annotated[str | None, Field(description="entries: only those containing this text.")] = None,
         detail: Annotated[str | None, Field(description="stats: tags or index.")] = None,
         focus: Annotated[str | None, Field(description="graph: a glob of topics to centre on.")] = None,
         limit: Annotated[int | None, Field(ge=1, description="recent: how many entries.")] = None,
@@ -237,7 +252,8 @@ class MemoryTools:
         import, reindex, session, checkpoint, resume, clear_checkpoint."""
         options: dict[str, Any] = {
             "topic": topic,
-            "index": index,
+            "index": entry_number(index),
+            "match_str": match_str,
             "detail": detail,
             "focus": focus,
             "limit": limit,
@@ -254,6 +270,28 @@ class MemoryTools:
         }
         options |= {"hypotheses": hypotheses, "blocked": blocked, "files": files}
         return replies.topics(self.mem, action, **options)
+
+
+def entry_number(index: int | str | None) -> int | None:
+    """The 1-based entry number of an Index: a number as it is, a string (helix's form) counted from 0."""
+    if index is None:
+        return None
+    if isinstance(index, str):
+        if not index.strip().isdigit():
+            raise UsageError(f"index {index!r} must be a whole number (a string counts from 0, as helix's)")
+        return int(index.strip()) + 1
+    if isinstance(index, bool) or index < 1:
+        raise UsageError(f"index {index!r}: a number counts from 1; helix's 0-based index is a string ('0')")
+    return index
+
+
+def helix_links(links: str) -> list[str]:
+    """helix's space-separated links, `topic:N` counted from 0 (helix/src/tools.rs), as 1-based refs."""
+    out = []
+    for link in links.split():
+        name, sep, index = link.partition(":")
+        out.append(f"{name}:{int(index) + 1}" if sep and index.isdigit() else link)
+    return out
 
 
 def _one(ours, helix, name: str, helix_name: str):

@@ -66,9 +66,12 @@ def register(sub) -> None:
     edit = _add(actions, "edit", "append, revise, delete, tag, rename or merge")
     edit.add_argument("edit_action", metavar="EDIT", choices=("append", "revise", "delete", "tag", "rename", "merge"))
     edit.add_argument("topic")
-    edit.add_argument("index", nargs="?", type=int, help="entry number (append, revise, delete, tag)")
+    edit.add_argument(
+        "index", nargs="?", type=int, help="entry number, from 1 (default: the last; revise needs it or --match)"
+    )
     edit.add_argument("--text", help="append, revise: the text")
-    edit.add_argument("--match", dest="match_str", metavar="TEXT", help="delete: entries containing TEXT")
+    edit.add_argument("--match", dest="match_str", metavar="TEXT", help="the first entry containing TEXT")
+    edit.add_argument("--tag", metavar="TAG", help="append: the last entry tagged TAG")
     edit.add_argument("--all", action="store_true", help="delete: the whole topic")
     edit.add_argument("--add", "--tags", action="append", metavar="TAG", help="tag: add TAG (repeatable)")
     edit.add_argument("--remove", action="append", metavar="TAG", help="tag: remove TAG (repeatable)")
@@ -90,7 +93,8 @@ def register(sub) -> None:
         "session, checkpoint, resume, clear_checkpoint",
     )
     topics.add_argument("--topic", help="entries, xref, refresh, compact: the topic (list: a glob)")
-    topics.add_argument("--index", type=int, help="refresh: one entry")
+    topics.add_argument("--index", type=int, help="entries, refresh: one entry (from 1)")
+    topics.add_argument("--match", dest="match_str", metavar="TEXT", help="entries: those containing TEXT")
     topics.add_argument("--detail", choices=("tags", "index"), help="stats: all tags, or the index state")
     topics.add_argument("--focus", metavar="GLOB", help="graph: topics to centre on")
     topics.add_argument("--limit", type=int, help="recent: how many")
@@ -159,6 +163,7 @@ def _dispatch(replies, mem, args: argparse.Namespace):
             "index": args.index,
             "text": args.text,
             "match_str": args.match_str,
+            "tag": args.tag,
             "all": args.all,
             "add": args.add,
         }
@@ -167,6 +172,7 @@ def _dispatch(replies, mem, args: argparse.Namespace):
     options = {
         "topic": args.topic,
         "index": args.index,
+        "match_str": args.match_str,
         "detail": args.detail,
         "focus": args.focus,
         "limit": args.limit,

@@ -236,9 +236,14 @@ def _recent(mem: Memory, limit: int = 10) -> Reply:
     return Reply("\n".join(_line(e) for e in rows) or "no entries yet", {"entries": [e.json() for e in rows]})
 
 
-def _entries(mem: Memory, topic: str) -> Reply:
+def _entries(mem: Memory, topic: str, index: int | None = None, match_str: str | None = None) -> Reply:
+    """A topic's entries, or one (index), or those containing match_str, as helix's topics entries."""
     tf = mem.topic(topic)
     rows = list(tf.page.entries)
+    if index is not None:
+        rows = [store_mod.pick(rows, tf.name, index)]
+    if match_str:
+        rows = [e for e in rows if match_str.lower() in e.text.lower()]
     return Reply(
         "\n".join(_line(e) for e in rows) or f"{tf.name} has no entries",
         {"topic": tf.name, "entries": [e.json() for e in rows]},

@@ -27,7 +27,7 @@ def test_separated_strings_are_taken_where_helix_takes_them(repo):
                 topic="engine",
                 text="CachedEntry holds a pre-tokenized tf_map",
                 tags="gotchas, build,arm64",
-                links="build engine",
+                links="build:0 engine",
                 confidence="0.9",
                 force="true",
             )
@@ -54,7 +54,7 @@ def test_separated_strings_are_taken_where_helix_takes_them(repo):
     assert resume["done"] == ["wrote kernel", "added test"] and resume["next"] == ["benchmark", "profile"]
     assert resume["hypotheses"] == ["tile size matters"] and resume["blocked"] == ["no GPU on CI"]
     assert resume["files"] == ["src/attn.rs", "src/gpu.rs"]
-    assert entry["links"] == ["build", "engine"]
+    assert entry["links"] == ["build:1", "engine"]  # helix counts from 0
 
 
 def test_helix_parameter_names_are_taken_beside_ours(repo):
@@ -74,3 +74,59 @@ def test_helix_parameter_names_are_taken_beside_ours(repo):
     assert tagged["entries"][0]["tags"] == ["engine", "hot-path", "performance"]
     assert renamed["target"] == "new-name" and [e["topic"] for e in renamed["entries"]] == ["new-name"]
     assert both.error.code == -32602 and "new_name" in both.error.message
+
+
+ENGINE = [
+    "first: the cache is lazy",
+    "second: the cache index is rebuilt on the next query",
+    "perf: search takes 2 ms over the cache",
+    "fourth: the lock is per process",
+]
+
+
+def test_helix_entry_selection_addresses_the_entries_helix_would(repo):
+    """helix's edit (helix/src/write.rs): a string index counts from 0, match_str takes the first entry
+    containing it, tag the last entry with it, no target the last entry."""
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
+
+    async def texts(s) -> list[str]:
+        return [e["text"] for e in (await helix(s, "read", topic="engine"))["entries"]]
+
+    async def main():
+        async with connect(repo.path) as s:
+            for text in ENGINE:
+                await helix(s, "store", topic="engine", text=text)
+            out = {"read0": (await helix(s, "read", topic="engine", index="0"))["entries"][0]["text"]}
+            await helix(s, "edit", action="append", topic="engine", text="index two", index="2")
+            await helix(s, "edit", action="append", topic="engine", text="no target")
+            await helix(s, "edit", action="append", topic="engine", text="by tag", tag="perf")
+            await helix(s, "edit", action="revise", topic="engine", text="revised", match_str="CACHE")
+            await helix(s, "edit", action="tag", topic="engine", tags="hot-path", index="1")
+            out["after_edits"] = await texts(s)
+            out["tags1"] = (await helix(s, "read", topic="engine", index="1"))["entries"][0]["tags"]
+            await helix(s, "edit", action="delete", topic="engine", match_str="cache")
+            await helix(s, "edit", action="delete", topic="engine")
+            out["after_deletes"] = await texts(s)
+            out["entries"] = await helix(s, "topics", action="entries", topic="engine", match_str="INDEX two")
+            out["ours"] = (await call(s, "memory_read", topic="engine", index=1)).structured_content
+            out["none"] = await refused(s, "memory_edit", action="revise", topic="engine", text="x", match_str="zzz")
+            out["zero"] = await refused(s, "memory_read", topic="engine", index=0)
+            out["out_of_range"] = await refused(s, "memory_read", topic="engine", index="5")
+            return out
+
+    out = run(main)
+    assert out["read0"] == ENGINE[0]
+    assert out["after_edits"] == [
+        "revised",
+        ENGINE[1],
+        ENGINE[2] + "\n\nindex two\n\nby tag",
+        ENGINE[3] + "\n\nno target",
+    ]
+    assert "hot-path" in out["tags1"]
+    # the first entry containing "cache" is now the second (the first was revised); the last goes after it
+    assert out["after_deletes"] == ["revised"] + [ENGINE[2] + "\n\nindex two\n\nby tag"]
+    assert [e["index"] for e in out["entries"]["entries"]] == [2]
+    assert out["ours"]["entries"][0]["text"] == "revised"
+    assert out["none"].error.code == -32602 and "zzz" in out["none"].error.message
+    assert out["zero"].error.code == -32602 and "'0'" in out["zero"].error.message
+    assert "'0'..'1'" in out["out_of_range"].error.message

@@ -328,7 +328,7 @@ def test_edit_actions(repo_mem):
     assert store_mod.edit(mem, "delete", "t", match_str="THIRD").removed == 1
     with pytest.raises(NotFoundError):
         store_mod.edit(mem, "delete", "t", index=7)
-    with pytest.raises(UsageError, match="exactly one"):
+    with pytest.raises(UsageError, match="one of index, match_str or all"):
         store_mod.edit(mem, "delete", "t", index=1, all=True)
     store_mod.store(mem, "v", "v one")
     merged = store_mod.edit(mem, "merge", "t", into="v")
