@@ -118,7 +118,9 @@ class MemoryTools:
             Literal["full", "medium", "brief", "grouped", "topics", "count"],
             Field(description="full text, medium (default), brief lines, grouped by topic, topics, or count."),
         ] = "medium",
-        limit: Annotated[int, Field(ge=1, le=200, description="Most hits (default 10; at most 3 per topic).")] = 10,
+        limit: Annotated[
+            int, Field(ge=1, description="Most hits (default 10; at most 3 per topic; the answer says how many match).")
+        ] = 10,
         after: Date = None,
         before: Date = None,
         days: Annotated[float | None, Field(gt=0, description="Only entries from the last N days.")] = None,

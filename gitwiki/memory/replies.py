@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections import Counter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki.errors import UsageError
@@ -123,15 +122,14 @@ def search(mem: Memory, query: str | None = None, *, detail: str = "medium", **o
     if detail not in search_mod.DETAILS:
         raise UsageError(f"detail must be one of {', '.join(search_mod.DETAILS)}, not {detail!r}")
     found = search_mod.search(mem, query, **options)
-    head = {k: v for k, v in found._asdict().items() if k != "hits"}
+    head = {k: v for k, v in found._asdict().items() if k not in ("hits", "per_topic")}
     summary = f"{len(found.hits)} of {found.total} entries ({found.matched} match, {found.ranking})"
     if detail == "count":
         return Reply(f"{found.total} entries match", head)
-    if detail == "topics":
-        counts = Counter(h.entry.topic for h in found.hits)
+    if detail == "topics":  # every match counted, as helix's: the per-topic cap is for listing entries
         return Reply(
-            "\n".join(f"{t}  {n} hit(s)" for t, n in counts.most_common()) or "no matches",
-            {**head, "topics": dict(counts)},
+            "\n".join(f"{t}  {n} hit(s)" for t, n in found.per_topic.items()) or "no matches",
+            {**head, "topics": found.per_topic},
         )
     hits = [
         {**h.entry.json(), "score": round(h.score, 6), "relevance": round(h.relevance, 6), "stale": h.stale}
@@ -151,7 +149,9 @@ def search(mem: Memory, query: str | None = None, *, detail: str = "medium", **o
             text = text if len(text) <= MEDIUM_CHARS else text[: MEDIUM_CHARS - 1] + "…"
             lines += [f"{_line(h.entry)}  ({h.score:.3f}){mark}", f"    {text}"]
         else:
-            lines += [f"{h.entry.ref} · score {h.score:.3f}{mark}", render_entry(h.entry).rstrip(), ""]
+            body = render_entry(h.entry).rstrip()
+            body = search_mod.highlight(body, found.query) if found.query else body
+            lines += [f"{h.entry.ref} · score {h.score:.3f}{mark}", body, ""]
     lines.append(summary if found.hits else f"no entries match ({found.matched} match)")
     return Reply("\n".join(lines).rstrip(), {**head, "hits": hits})
 

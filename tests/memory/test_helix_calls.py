@@ -3,7 +3,7 @@ through the MCP SDK client to gitwiki's memory tools (helix's `store` is `memory
 
 from __future__ import annotations
 
-from tests.test_mcp_server import call, connect, refused, run
+from tests.test_mcp_server import call, connect, refused, run, text
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 
@@ -130,3 +130,26 @@ def test_helix_entry_selection_addresses_the_entries_helix_would(repo):
     assert out["none"].error.code == -32602 and "zzz" in out["none"].error.message
     assert out["zero"].error.code == -32602 and "'0'" in out["zero"].error.message
     assert "'0'..'1'" in out["out_of_range"].error.message
+
+
+def test_helix_search_counts_every_match_and_marks_matching_lines(repo):
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
+
+    async def main():
+        async with connect(repo.path) as s:
+            await helix(
+                s,
+                "batch",
+                entries=[{"topic": "engine", "text": f"cache rule {n}\nsecond line {n}"} for n in range(5)],
+            )
+            topics = await helix(s, "search", query="cache", detail="topics")
+            full = await text(s, "memory_search", query="rule", detail="full", limit="1")
+            listed = await helix(s, "search", query="cache", limit="200")
+            return topics, full, listed
+
+    topics, full, listed = run(main)
+    assert topics["topics"] == {"engine": 5} and topics["total"] == 5  # counted before the 3-per-topic cap
+    heading = next(line for line in full.splitlines() if "cache rule" in line)
+    n = heading[-1]
+    assert heading.startswith("> ## ") and f"  second line {n}" in full.splitlines()
+    assert len(listed["hits"]) == 3  # the listing keeps the cap

@@ -218,9 +218,10 @@ def test_search_filters_inline_and_dates(repo):
     assert refs("deploy", topic="o*") == ["ops:1", "ops:3", "ops:2"]
     assert refs("source:ci/deploy.sh") == ["ops:2"]
     assert chosen("deploy", after="today") == ["dev:1", "ops:1"]
-    assert chosen("deploy", after="yesterday", before="today") == ["ops:2"]
+    assert chosen("deploy", after="yesterday", before="yesterday") == ["ops:2"]  # on or before, as helix's
     assert chosen("deploy", after="this-week") == ["dev:1", "ops:1"]  # the week began on Monday 2026-11-23
-    assert chosen("deploy", before="2026-11-17") == ["ops:3"]
+    assert chosen("deploy", before="2026-11-16") == chosen("deploy", before="2026-11-17") == ["ops:3"]
+    assert chosen("deploy", before="2026-11-16T08:59:59Z") == []
     assert chosen("deploy", hours=6) == ["dev:1", "ops:1"]
     assert chosen("deploy", days=2) == ["dev:1", "ops:1", "ops:2"]
     assert refs(tag="decision") == ["ops:1", "ops:3"]  # no words: newest first
