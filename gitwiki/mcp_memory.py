@@ -153,7 +153,10 @@ class MemoryTools:
             Literal["summary", "scan", "full"],
             Field(description="summary (~15 lines, default), scan (a line per entry) or full (every text)."),
         ] = "summary",
-        since: Date = None,
+        since: Annotated[
+            str | float | None,
+            Field(description="Only entries since: a number of hours (helix's '24') or YYYY-MM-DD, today, …"),
+        ] = None,
         focus: Annotated[
             list[str] | str | None,
             Field(description="Only these categories: ['gotchas', 'decisions'] or 'gotchas,decisions'."),

@@ -55,7 +55,7 @@ def register(sub) -> None:
         choices=("summary", "scan", "full"),
         help="summary (about 15 lines, default), scan (a line per entry) or full (every text)",
     )
-    brief.add_argument("--since", metavar="DATE", help="only entries since DATE")
+    brief.add_argument("--since", metavar="WHEN", help="only entries since WHEN: a date, or a number of hours")
     brief.add_argument("--focus", action="append", metavar="CATEGORY", help="only this category (repeatable)")
     brief.add_argument("--compact", action="store_true", help="overview of the 5 most active topics")
 

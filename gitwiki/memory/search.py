@@ -67,6 +67,22 @@ def parse_day(value: str, now: datetime | None = None) -> datetime:
     return parsed
 
 
+def since_moment(value, now: datetime | None = None) -> datetime:
+    """brief's `since`: a number of hours as helix's (helix/docs/TOOLS.md, brief: `since: "24"`), given as
+    a number or a numeric string, or a day as parse_day reads it."""
+    now = now or datetime.now(UTC)
+    hours = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if isinstance(value, str):
+        try:
+            hours = float(value)
+        except ValueError:
+            return parse_day(value, now)
+    if hours is None or not hours > 0:  # nan too
+        raise UsageError(f"since {value!r} must be a number of hours > 0 or a day (YYYY-MM-DD, today, …)")
+    first = datetime.min.replace(tzinfo=UTC)  # hours reaching back before year 1 keep everything
+    return first if hours * 3600 >= (now - first).total_seconds() else now - timedelta(hours=hours)
+
+
 def window(after=None, before=None, days=None, hours=None, now: datetime | None = None):
     """(earliest, latest) datetimes for the date filters; `before` is inclusive as helix's ("on or before",
     helix/DOCS.md): a date or a named day reaches to that day's end, a timestamp to that moment."""

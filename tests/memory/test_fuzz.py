@@ -291,3 +291,25 @@ def test_any_import_is_merged_whole_or_refused_whole(fuzz_mem, data):
 def teardown_module():
     if SCALE > 1:
         print("\nmemory fuzz examples:", dict(RAN))
+
+
+@given(
+    st.one_of(
+        st.text(max_size=30),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(min_value=-(10**30), max_value=10**30),
+        st.sampled_from(["24", "0.5", "1e308", "nan", "-1", "2026-11-20", "today", "2026-11-20T10:00:00Z"]),
+    )
+)
+def test_brief_since_is_a_moment_or_a_usage_error(value):
+    """brief's since (hours as helix's, or a day) from any caller: a moment not after now, or a UsageError."""
+    from datetime import UTC, datetime
+
+    from gitwiki.memory.search import since_moment
+
+    now = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    try:
+        moment = since_moment(value, now)
+    except UsageError:
+        return
+    assert moment.tzinfo is not None and (moment <= now or not isinstance(value, (int, float)))

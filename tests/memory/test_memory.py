@@ -293,6 +293,12 @@ def test_brief_dedup_supersession_chains_categories_and_tiers(repo):
     assert {i.category for i in full.items} == {"GOTCHAS"} and "### iris-auth:2 · 2026-11-10T00:00:00Z" in full.markdown
     since = brief_mod.brief(mem, "iris-auth", detail="scan", since="2026-11-05", now=NOW)
     assert {i.entry.ref for i in since.items} == {"iris-auth:2", "iris-auth:6"}
+    # helix's since is hours (helix/docs/TOOLS.md): 2026-11-05T00:00Z is 444 hours before NOW
+    for hours, refs in (("444", {"iris-auth:2", "iris-auth:6"}), (443, {"iris-auth:2"}), ("1e308", None)):
+        got = {i.entry.ref for i in brief_mod.brief(mem, "iris-auth", detail="scan", since=hours, now=NOW).items}
+        assert got == (refs or {i.entry.ref for i in brief_mod.brief(mem, "iris-auth", detail="scan", now=NOW).items})
+    with pytest.raises(UsageError, match="hours"):
+        brief_mod.brief(mem, "iris-auth", since=-3, now=NOW)
     words = brief_mod.brief(mem, "failover", now=NOW)
     assert words.kind == "search" and [i.entry.ref for i in words.items] == ["iris-auth:5"]
     with pytest.raises(UsageError, match="focus"):
