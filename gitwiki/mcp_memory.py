@@ -220,7 +220,13 @@ class MemoryTools:
         match_str: Annotated[str | None, Field(description="entries: only those containing this text.")] = None,
         detail: Annotated[str | None, Field(description="stats: tags or index.")] = None,
         focus: Annotated[str | None, Field(description="graph: a glob of topics to centre on.")] = None,
-        limit: Annotated[int | None, Field(ge=1, description="recent: how many entries.")] = None,
+        limit: Annotated[int | None, Field(ge=1, description="recent: how many entries (default 10).")] = None,
+        days: Annotated[
+            float | None, Field(gt=0, description="recent: the entries of the last N days; prune: idle days (30).")
+        ] = None,
+        hours: Annotated[
+            float | None, Field(gt=0, description="recent: the entries of the last N hours (wins over days).")
+        ] = None,
         since: Annotated[
             str | None, Field(description="session: its start (YYYY-MM-DD, today, …); default the server's start.")
         ] = None,
@@ -262,6 +268,8 @@ class MemoryTools:
             "detail": detail,
             "focus": focus,
             "limit": limit,
+            "days": days,
+            "hours": hours,
             "since": since,
             "apply": apply,
         }

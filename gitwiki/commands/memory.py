@@ -97,7 +97,9 @@ def register(sub) -> None:
     topics.add_argument("--match", dest="match_str", metavar="TEXT", help="entries: those containing TEXT")
     topics.add_argument("--detail", choices=("tags", "index"), help="stats: all tags, or the index state")
     topics.add_argument("--focus", metavar="GLOB", help="graph: topics to centre on")
-    topics.add_argument("--limit", type=int, help="recent: how many")
+    topics.add_argument("--limit", type=int, help="recent: how many (default 10)")
+    topics.add_argument("--days", type=float, help="recent: the last N days")
+    topics.add_argument("--hours", type=float, help="recent: the last N hours (wins over --days)")
     topics.add_argument("--since", metavar="DATE", help="session: its start (a command is its own session)")
     topics.add_argument("--apply", action="store_true", help="prune, compact: write (default: dry run)")
     topics.add_argument("--min-confidence", type=float, help="prune: threshold (default 0.3)")
@@ -176,6 +178,8 @@ def _dispatch(replies, mem, args: argparse.Namespace):
         "detail": args.detail,
         "focus": args.focus,
         "limit": args.limit,
+        "days": args.days,
+        "hours": args.hours,
         "since": args.since,
     }
     options |= {"apply": args.apply, "min_confidence": args.min_confidence, "name": args.name, "task": args.task}

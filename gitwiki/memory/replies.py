@@ -231,8 +231,8 @@ def _list(mem: Memory, topic: str | None = None) -> Reply:
     return Reply("\n".join(lines) or "no topics yet", {"topics": [a._asdict() for a in rows]})
 
 
-def _recent(mem: Memory, limit: int = 10) -> Reply:
-    rows = topics_mod.recent(mem, limit)
+def _recent(mem: Memory, limit: int | None = None, days: float | None = None, hours: float | None = None) -> Reply:
+    rows = topics_mod.recent(mem, limit, days, hours)
     return Reply("\n".join(_line(e) for e in rows) or "no entries yet", {"entries": [e.json() for e in rows]})
 
 

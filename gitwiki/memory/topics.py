@@ -60,8 +60,17 @@ def list_topics(mem: Memory, pattern: str | None = None) -> list[TopicActivity]:
     return sorted(activity(mem.topics(pattern).values(), datetime.now(UTC)), key=lambda a: a.topic)
 
 
-def recent(mem: Memory, limit: int = 10) -> list[Entry]:
-    return sorted(mem.entries(), key=lambda e: (e.when, e.ref), reverse=True)[:limit]
+def recent(mem: Memory, limit: int | None = None, days: float | None = None, hours: float | None = None) -> list[Entry]:
+    """The newest entries: those of the last `days` or `hours` (hours wins, as helix's topics recent,
+    helix/src/topics.rs), at most `limit`; with neither, the newest `limit` (default 10)."""
+    from gitwiki.memory.search import in_window, window
+
+    rows = sorted(mem.entries(), key=lambda e: (e.when, e.ref), reverse=True)
+    if days is None and hours is None:
+        return rows[: limit or 10]
+    lo, _ = window(days=None if hours is not None else days, hours=hours)
+    rows = [e for e in rows if in_window(e, lo, None)]
+    return rows[:limit] if limit else rows
 
 
 def session(mem: Memory, since: str | None = None) -> tuple[str, list[Entry]]:

@@ -472,3 +472,29 @@ def test_hook_reads_load_no_git_bindings_index_or_model(repo_mem):
     )
     done = subprocess.run([sys.executable, "-c", script, str(repo.path)], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_recent_keeps_the_last_days_or_hours_as_helix(repo):
+    """helix's topics recent (helix/src/topics.rs): entries of the last N days, or hours, which win."""
+    now = datetime.now(UTC)
+
+    def ago(**kw) -> str:
+        return (now - timedelta(**kw)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    write_topic(
+        repo,
+        "ops",
+        entry_md(ago(days=40), "old"),
+        entry_md(ago(days=3), "three days"),
+        entry_md(ago(hours=2), "two hours"),
+    )
+    repo.commit("init", {".gitwiki.toml": LEXICAL})
+    mem = Memory.open(repo.path)
+
+    def texts(*args, **kw) -> list[str]:
+        return [e.text for e in topics_mod.recent(mem, *args, **kw)]
+
+    assert texts() == ["two hours", "three days", "old"]
+    assert texts(days=7) == ["two hours", "three days"]
+    assert texts(days=7, hours=5) == ["two hours"]
+    assert texts(1, days=90) == ["two hours"]
