@@ -219,6 +219,10 @@ class MemoryTools:
         index: Index = None,
         match_str: Annotated[str | None, Field(description="entries: only those containing this text.")] = None,
         detail: Annotated[str | None, Field(description="stats: tags or index.")] = None,
+        direction: Annotated[
+            Literal["in", "out", "both"] | None,
+            Field(description="xref: the topics that refer to this one (in, default, as helix), its own (out), both."),
+        ] = None,
         focus: Annotated[str | None, Field(description="graph: a glob of topics to centre on.")] = None,
         limit: Annotated[int | None, Field(ge=1, description="recent: how many entries (default 10).")] = None,
         days: Annotated[
@@ -266,6 +270,7 @@ class MemoryTools:
             "index": entry_number(index),
             "match_str": match_str,
             "detail": detail,
+            "direction": direction,
             "focus": focus,
             "limit": limit,
             "days": days,

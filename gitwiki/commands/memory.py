@@ -97,6 +97,9 @@ def register(sub) -> None:
     topics.add_argument("--match", dest="match_str", metavar="TEXT", help="entries: those containing TEXT")
     topics.add_argument("--detail", choices=("tags", "index"), help="stats: all tags, or the index state")
     topics.add_argument("--focus", metavar="GLOB", help="graph: topics to centre on")
+    topics.add_argument(
+        "--direction", choices=("in", "out", "both"), help="xref: refers to the topic (in, default), from it, both"
+    )
     topics.add_argument("--limit", type=int, help="recent: how many (default 10)")
     topics.add_argument("--days", type=float, help="recent: the last N days")
     topics.add_argument("--hours", type=float, help="recent: the last N hours (wins over --days)")
@@ -176,6 +179,7 @@ def _dispatch(replies, mem, args: argparse.Namespace):
         "index": args.index,
         "match_str": args.match_str,
         "detail": args.detail,
+        "direction": args.direction,
         "focus": args.focus,
         "limit": args.limit,
         "days": args.days,

@@ -268,8 +268,8 @@ def _stats(mem: Memory, detail: str | None = None) -> Reply:
     return Reply("\n".join(lines), {**s._asdict(), "tags": [list(t) for t in s.tags]})
 
 
-def _xref(mem: Memory, topic: str | None = None) -> Reply:
-    rows = topics_mod.xref(mem, topic)
+def _xref(mem: Memory, topic: str | None = None, direction: str = "in") -> Reply:
+    rows = topics_mod.xref(mem, topic, direction)
     lines = [f"{x.source} → {x.target}  ({x.kind}{'' if x.valid else ', missing'})" for x in rows]
     return Reply("\n".join(lines) or "no cross references", {"xrefs": [x._asdict() for x in rows]})
 

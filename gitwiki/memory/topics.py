@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import UsageError
 from gitwiki.memory.brief import TopicActivity, activity, classify
-from gitwiki.memory.entry import Entry, drop_entries, near_duplicate, normalize_tags, now_iso, render_page
+from gitwiki.memory.entry import (
+    Entry,
+    drop_entries,
+    near_duplicate,
+    normalize_tags,
+    now_iso,
+    render_page,
+    topic_name,
+)
 from gitwiki.memory.sources import STALE_FACTOR, Refresh, Staleness, refresh, stale
 
 if TYPE_CHECKING:
@@ -116,7 +124,25 @@ def stats(mem: Memory, detail: str | None = None) -> Stats:
     )
 
 
-def xref(mem: Memory, topic: str | None = None) -> list[XRef]:
+XREF_DIRECTIONS = ("in", "out", "both")
+
+
+def xref(mem: Memory, topic: str | None = None, direction: str = "in") -> list[XRef]:
+    """References between topics: an entry's links and the other topic names its text mentions. For one
+    topic, those of the other topics that point at it (`in`, helix's direction: "engine is referenced
+    by", helix/docs/TOOLS.md), its own (`out`), or both."""
+    if direction not in XREF_DIRECTIONS:
+        raise UsageError(f"xref direction must be in, out or both, not {direction!r}")
+    found = _xrefs(mem)
+    if not topic:
+        return found
+    name = topic_name(topic)
+    incoming = [x for x in found if x.target.partition(":")[0] == name and x.source.partition(":")[0] != name]
+    outgoing = [x for x in found if x.source.partition(":")[0] == name]
+    return {"in": incoming, "out": outgoing, "both": incoming + outgoing}[direction]
+
+
+def _xrefs(mem: Memory) -> list[XRef]:
     files = mem.topics()
     sizes = {name: len(tf.page.entries) for name, tf in files.items()}
     mention = (
@@ -126,8 +152,6 @@ def xref(mem: Memory, topic: str | None = None) -> list[XRef]:
     )
     out = []
     for tf in files.values():
-        if topic and tf.name != topic:
-            continue
         for e in tf.page.entries:
             for link in e.links:
                 name, _, index = link.partition(":")

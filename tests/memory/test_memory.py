@@ -363,6 +363,13 @@ def test_topic_listing_stats_xref_graph(repo_mem):
         topics_mod.XRef("web:1", "ghost:2", "link", False),
         topics_mod.XRef("web:1", "auth", "mention", True),
     ]
+    # helix's xref names the topics that refer to this one; its own references are the out direction
+    assert [x.source for x in topics_mod.xref(mem, "auth")] == ["web:1", "web:1"]
+    assert topics_mod.xref(mem, "web") == []
+    assert [x.target for x in topics_mod.xref(mem, "web", "out")] == ["auth:1", "ghost:2", "auth"]
+    assert len(topics_mod.xref(mem, "Auth", "both")) == 2
+    with pytest.raises(UsageError, match="direction"):
+        topics_mod.xref(mem, "auth", "sideways")
     g = topics_mod.graph(mem)
     assert g.nodes == [("auth", 1), ("web", 1)] and g.edges == [("web", "auth", 2)]
     assert topics_mod.graph(mem, focus="auth").edges == [("web", "auth", 2)]
