@@ -226,7 +226,8 @@ class MemoryTools:
         focus: Annotated[str | None, Field(description="graph: a glob of topics to centre on.")] = None,
         limit: Annotated[int | None, Field(ge=1, description="recent: how many entries (default 10).")] = None,
         days: Annotated[
-            float | None, Field(gt=0, description="recent: the entries of the last N days; prune: idle days (30).")
+            float | None,
+            Field(ge=0, description="recent: the entries of the last N days; prune: topics idle longer (30)."),
         ] = None,
         hours: Annotated[
             float | None, Field(gt=0, description="recent: the entries of the last N hours (wins over days).")
@@ -234,8 +235,8 @@ class MemoryTools:
         since: Annotated[
             str | None, Field(description="session: its start (YYYY-MM-DD, today, …); default the server's start.")
         ] = None,
-        apply: Annotated[bool, Field(description="prune, compact: write the changes (default: dry run).")] = False,
-        min_confidence: Annotated[float | None, Field(ge=0, le=1, description="prune: threshold (0.3).")] = None,
+        apply: Annotated[bool, Field(description="clean, compact: write the changes (default: dry run).")] = False,
+        min_confidence: Annotated[float | None, Field(ge=0, le=1, description="clean: threshold (0.3).")] = None,
         data: Annotated[dict[str, Any] | str | None, Field(description="import: an export document.")] = None,
         json: Annotated[
             dict[str, Any] | list[Any] | str | None, Field(description="import: helix's name for data.")
@@ -263,7 +264,8 @@ class MemoryTools:
             list[str] | str | None, Field(description="checkpoint: files in play; a list or a string separated by ','.")
         ] = None,
     ) -> replies.Reply:
-        """Topics and upkeep: list, recent, entries, stats, xref, graph, stale, refresh, prune, compact, export,
+        """Topics and upkeep: list, recent, entries, stats, xref, graph, stale, refresh, prune (idle topics), clean,
+        compact, export,
         import, reindex, session, checkpoint, resume, clear_checkpoint."""
         options: dict[str, Any] = {
             "topic": topic,

@@ -89,7 +89,7 @@ def register(sub) -> None:
         default="list",
         metavar="ACTION",
         help="list (default), recent, "
-        "entries, stats, xref, graph, stale, refresh, prune, compact, export, import, reindex, "
+        "entries, stats, xref, graph, stale, refresh, prune, clean, compact, export, import, reindex, "
         "session, checkpoint, resume, clear_checkpoint",
     )
     topics.add_argument("--topic", help="entries, xref, refresh, compact: the topic (list: a glob)")
@@ -101,11 +101,11 @@ def register(sub) -> None:
         "--direction", choices=("in", "out", "both"), help="xref: refers to the topic (in, default), from it, both"
     )
     topics.add_argument("--limit", type=int, help="recent: how many (default 10)")
-    topics.add_argument("--days", type=float, help="recent: the last N days")
+    topics.add_argument("--days", type=float, help="recent: the last N days; prune: topics idle longer (30)")
     topics.add_argument("--hours", type=float, help="recent: the last N hours (wins over --days)")
     topics.add_argument("--since", metavar="DATE", help="session: its start (a command is its own session)")
-    topics.add_argument("--apply", action="store_true", help="prune, compact: write (default: dry run)")
-    topics.add_argument("--min-confidence", type=float, help="prune: threshold (default 0.3)")
+    topics.add_argument("--apply", action="store_true", help="clean, compact: write (default: dry run)")
+    topics.add_argument("--min-confidence", type=float, help="clean: threshold (default 0.3)")
     topics.add_argument("--file", help="import: the export JSON file, or - for stdin")
     topics.add_argument("--name", help="checkpoint, resume, clear_checkpoint: its name (default 'default')")
     topics.add_argument("--task", help="checkpoint: the task in hand")

@@ -29,6 +29,7 @@ TOPIC_ACTIONS = (
     "stale",
     "refresh",
     "prune",
+    "clean",
     "compact",
     "export",
     "import",
@@ -321,8 +322,15 @@ def _maintenance(m: topics_mod.Maintenance) -> Reply:
     return Reply("\n".join(lines), data)
 
 
-def _prune(mem: Memory, apply: bool = False, min_confidence: float = topics_mod.PRUNE_CONFIDENCE) -> Reply:
-    return _maintenance(topics_mod.prune(mem, min_confidence, apply))
+def _prune(mem: Memory, days: float = topics_mod.PRUNE_DAYS) -> Reply:
+    rows = topics_mod.prune(mem, days)
+    lines = [f"{i.topic}: {i.days if i.days >= 0 else '?'} days since its last entry" for i in rows]
+    lines.append(f"{len(rows)} topic(s) idle for more than {days:g} days" if rows else f"no topic idle > {days:g} days")
+    return Reply("\n".join(lines), {"days": days, "idle": [i._asdict() for i in rows]})
+
+
+def _clean(mem: Memory, apply: bool = False, min_confidence: float = topics_mod.PRUNE_CONFIDENCE) -> Reply:
+    return _maintenance(topics_mod.clean(mem, min_confidence, apply))
 
 
 def _compact(mem: Memory, topic: str | None = None, apply: bool = False) -> Reply:

@@ -1,5 +1,5 @@
 """Topic-level views and maintenance: listings, stats, cross references, the link graph, stale sources,
-prune and compact (dry runs unless `apply`), export, reindex and the session's entries."""
+idle topics (prune), clean and compact (dry runs unless `apply`), export, reindex and the session's entries."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 EXPORT_FORMAT = "gitwiki-memory"
 EXPORT_VERSION = 1
-PRUNE_CONFIDENCE = 0.3
+PRUNE_CONFIDENCE = 0.3  # clean's threshold
+PRUNE_DAYS = 30  # helix's default (helix/src/topics.rs)
 
 
 class Stats(NamedTuple):
@@ -189,7 +190,30 @@ def refresh_entries(mem: Memory, topic: str | None = None, index: int | None = N
     return [r for r in (refresh(mem, e) for e in entries) if r is not None]
 
 
-def prune(mem: Memory, min_confidence: float = PRUNE_CONFIDENCE, apply: bool = False) -> Maintenance:
+class Idle(NamedTuple):
+    topic: str
+    last: str  # its newest entry's time
+    days: int  # whole days since
+
+
+def prune(mem: Memory, days: float = PRUNE_DAYS, now: datetime | None = None) -> list[Idle]:
+    """helix's prune (helix/src/topics.rs): the topics whose newest entry is more than `days` days old, the
+    most recently active first. It lists them; clean is the upkeep that drops entries."""
+    from gitwiki.memory.entry import parse_iso
+
+    if isinstance(days, bool) or not isinstance(days, (int, float)) or not days >= 0:  # nan too
+        raise UsageError(f"prune days must be a number ≥ 0, not {days!r}")
+    now = now or datetime.now(UTC)
+    out = []
+    for a in activity(mem.topics().values(), now):
+        last = parse_iso(a.last) if a.last else None
+        idle = (now - last).total_seconds() / 86400 if last else float("inf")
+        if idle > days:
+            out.append(Idle(a.topic, a.last, int(idle) if last else -1))
+    return sorted(out, key=lambda i: (i.last, i.topic), reverse=True)
+
+
+def clean(mem: Memory, min_confidence: float = PRUNE_CONFIDENCE, apply: bool = False) -> Maintenance:
     """Entries superseded by a newer one, or whose confidence (× 0.7 when the source is stale) fell
     below `min_confidence`, or whose source file is gone."""
     superseded = {i.entry.ref: i.superseded_by for i in classify(mem.entries()) if i.superseded_by}
@@ -205,7 +229,7 @@ def prune(mem: Memory, min_confidence: float = PRUNE_CONFIDENCE, apply: bool = F
             changes.append(Change(e, f"confidence {confidence:.2f} < {min_confidence:g}"))
     if apply and changes:
         _rewrite(mem, {c.entry.ref for c in changes}, {})
-    return Maintenance("prune", changes, apply and bool(changes))
+    return Maintenance("clean", changes, apply and bool(changes))
 
 
 def compact(mem: Memory, topic: str | None = None, apply: bool = False) -> Maintenance:

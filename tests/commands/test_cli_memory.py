@@ -112,7 +112,8 @@ def test_every_topics_action_from_the_cli(cli, wiki_repo):
         ("graph", "--focus", "auth"): "web → auth  (2)",
         ("stale",): "auth:1  src/app.py@",
         ("refresh", "--topic", "auth"): "auth:1  gotcha: tokens expire hourly in staging\n--- src/app.py@",
-        ("prune",): "prune: 1 change(s) would apply (dry run; pass apply to write)",
+        ("clean",): "clean: 1 change(s) would apply (dry run; pass apply to write)",
+        ("prune", "--days", "30"): "no topic idle > 30 days",
         ("compact",): "compact: 0 change(s)",
         ("reindex",): "memory index: 2 pages, 3 chunks, model (lexical)",
         ("session", "--since", "today"): "auth:1  ",
@@ -120,8 +121,8 @@ def test_every_topics_action_from_the_cli(cli, wiki_repo):
     for args, start in expected.items():
         code, out, err = cli("memory", "topics", *args, cwd=path)
         assert code == 0 and out.startswith(start), (args, out, err)
-    code, out, _ = cli("memory", "topics", "prune", "--apply", cwd=path)
-    assert code == 0 and out.startswith("prune: 1 change(s) applied")
+    code, out, _ = cli("memory", "topics", "clean", "--apply", cwd=path)
+    assert code == 0 and out.startswith("clean: 1 change(s) applied")
     cli("memory", "topics", "checkpoint", "--task", "t", cwd=path)
     code, out, _ = cli("memory", "topics", "clear_checkpoint", cwd=path)
     assert code == 0 and out.startswith("checkpoint default cleared")

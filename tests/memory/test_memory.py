@@ -370,6 +370,12 @@ def test_topic_listing_stats_xref_graph(repo_mem):
     assert len(topics_mod.xref(mem, "Auth", "both")) == 2
     with pytest.raises(UsageError, match="direction"):
         topics_mod.xref(mem, "auth", "sideways")
+    # helix's prune: the topics idle for more than N days, the most recently active first
+    assert topics_mod.prune(mem) == []
+    later = topics_mod.prune(mem, 1, now=datetime.now(UTC) + timedelta(days=2, hours=1))
+    assert [(i.topic, i.days) for i in later] == [("web", 2), ("auth", 2)]
+    with pytest.raises(UsageError, match="days"):
+        topics_mod.prune(mem, float("nan"))
     g = topics_mod.graph(mem)
     assert g.nodes == [("auth", 1), ("web", 1)] and g.edges == [("web", "auth", 2)]
     assert topics_mod.graph(mem, focus="auth").edges == [("web", "auth", 2)]
@@ -393,9 +399,9 @@ def test_prune_and_compact_dry_run_then_apply(repo):
     assert topics_mod.compact(mem, apply=True).applied
     (kept, weak) = mem.topic("ci").page.entries
     assert kept.tags == ("a", "b") and kept.modified
-    pruned = topics_mod.prune(mem)
+    pruned = topics_mod.clean(mem)
     assert [(c.entry.ref, c.reason) for c in pruned.changes] == [("ci:2", "confidence 0.20 < 0.3")]
-    topics_mod.prune(mem, apply=True)
+    topics_mod.clean(mem, apply=True)
     assert [e.text for e in mem.topic("ci").page.entries] == [text]
 
 
