@@ -235,6 +235,9 @@ class MemoryTools:
         since: Annotated[
             str | None, Field(description="session: its start (YYYY-MM-DD, today, …); default the server's start.")
         ] = None,
+        refresh: Annotated[
+            bool, Field(description="stale: with each entry's source diff, as the refresh action (helix's option).")
+        ] = False,
         apply: Annotated[bool, Field(description="clean, compact: write the changes (default: dry run).")] = False,
         min_confidence: Annotated[float | None, Field(ge=0, le=1, description="clean: threshold (0.3).")] = None,
         data: Annotated[dict[str, Any] | str | None, Field(description="import: an export document.")] = None,
@@ -289,7 +292,10 @@ class MemoryTools:
             "next": next,
         }
         options |= {"hypotheses": hypotheses, "blocked": blocked, "files": files}
-        return replies.topics(self.mem, action, **options)
+        if refresh and action != "stale":
+            raise UsageError(f"refresh is an option of stale, not of {action}")
+        # helix's `stale refresh: "true"` (helix/docs/TOOLS.md) is gitwiki's refresh action.
+        return replies.topics(self.mem, "refresh" if refresh else action, **options)
 
 
 def entry_number(index: int | str | None) -> int | None:

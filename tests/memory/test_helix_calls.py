@@ -153,3 +153,79 @@ def test_helix_search_counts_every_match_and_marks_matching_lines(repo):
     n = heading[-1]
     assert heading.startswith("> ## ") and f"  second line {n}" in full.splitlines()
     assert len(listed["hits"]) == 3  # the listing keeps the cap
+
+
+def test_a_helix_agent_session_runs_unchanged(repo):
+    """A helix agent's calls in order, each as helix's reference writes it (helix/docs/TOOLS.md, helix/DOCS.md),
+    and the entries each edit addresses are the ones helix would address."""
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
+
+    async def main():
+        async with connect(repo.path) as s:
+            out = {}
+            await helix(s, "store", topic="build-gotchas", text="arm64 only for FFI bridge", tags="gotcha, build")
+            await helix(
+                s,
+                "store",
+                topic="engine",
+                text="CachedEntry holds pre-tokenized tf_map for zero-alloc search",
+                tags="architecture, performance",
+                source="src/cache.rs:27",
+                confidence="0.9",
+                terse="true",
+            )
+            out["batch"] = await helix(
+                s,
+                "batch",
+                entries=[
+                    {"topic": "api-design", "text": "REST endpoints use /v2/ prefix"},
+                    {"topic": "api-design", "text": "Auth tokens expire after 1 hour", "tags": "gotcha"},
+                    {"topic": "network", "text": "Max 8 TCP connections per pool", "source": "src/pool.rs:15"},
+                ],
+                verbose="true",
+            )
+            out["search"] = await helix(s, "search", query="tokens tag:gotcha", days="7", limit="10")
+            out["count"] = await helix(s, "search", query="FFI bridge", topic="build-gotchas", detail="count")
+            out["brief"] = await helix(s, "brief", query="api-design", focus="gotchas,invariants", since="48")
+            await helix(s, "edit", action="append", topic="api-design", text="also on /v3/", match_str="REST")
+            await helix(s, "edit", action="revise", topic="api-design", text="tokens: 2 hours", match_str="auth tok")
+            await helix(s, "edit", action="append", topic="api-design", text="see the gateway")
+            await helix(s, "edit", action="tag", topic="api-design", tags="security", remove="gotcha", index="1")
+            out["api"] = (await helix(s, "read", topic="api-design"))["entries"]
+            await helix(s, "edit", action="delete", topic="network", match_str="tcp")
+            out["stale"] = await helix(s, "topics", action="stale", refresh="true")
+            out["recent"] = await helix(s, "topics", action="recent", hours="24")
+            await helix(
+                s,
+                "topics",
+                action="checkpoint",
+                task="Implement Metal attention kernel",
+                done="wrote kernel; added test",
+                next="benchmark",
+                files="src/attn.rs,src/gpu.rs",
+            )
+            out["resume"] = await helix(s, "topics", action="resume")
+            out["export"] = await helix(s, "topics", action="export")
+            out["import"] = await helix(s, "topics", action="import", json='[{"topic":"test","text":"imported"}]')
+            out["test"] = (await helix(s, "read", topic="test", index="0"))["entries"][0]
+            return out
+
+    out = run(main)
+    assert out["batch"]["stored"] == 3
+    assert [h["text"] for h in out["search"]["hits"]] == ["Auth tokens expire after 1 hour"]
+    assert out["count"]["total"] == 1
+    assert "refresh" in out["stale"]  # stale with refresh answers as the refresh action
+    assert [e["text"] for e in out["brief"]["entries"]] == ["Auth tokens expire after 1 hour"]
+    api = out["api"]
+    assert [e["text"] for e in api] == [
+        "REST endpoints use /v2/ prefix\n\nalso on /v3/",
+        "tokens: 2 hours\n\nsee the gateway",
+    ]
+    assert api[1]["tags"] == ["security"] and api[1]["modified"]
+    assert [e["topic"] for e in out["recent"]["entries"]].count("network") == 0
+    assert out["resume"]["done"] == ["wrote kernel", "added test"] and out["resume"]["files"] == [
+        "src/attn.rs",
+        "src/gpu.rs",
+    ]
+    assert {t["name"] for t in out["export"]["topics"]} == {"api-design", "build-gotchas", "engine"}
+    assert out["import"]["added"] == {"test": 1} and out["test"]["text"] == "imported"
