@@ -128,3 +128,29 @@ def test_every_topics_action_from_the_cli(cli, wiki_repo):
     assert code == 0 and out.startswith("checkpoint default cleared")
     code, _, err = cli("memory", "topics", "resume", cwd=path)
     assert code == 3 and "no checkpoint 'default'" in err
+
+
+def test_memory_edit_chooses_the_entry_as_helix_with_helix_option_names(cli, wiki_repo):
+    path = wiki_repo.path
+    for text in ("gotcha: the cache is lazy", "the cache index is rebuilt", "the lock is per process"):
+        assert cli("memory", "store", "engine", text, cwd=path)[0] == 0
+    assert cli("memory", "edit", "append", "engine", "--text", "last", cwd=path)[0] == 0
+    assert cli("memory", "edit", "append", "engine", "--text", "tagged", "--tag", "gotchas", cwd=path)[0] == 0
+    assert (
+        cli("memory", "edit", "revise", "engine", "--text", "rebuilt lazily", "--match", "CACHE INDEX", cwd=path)[0]
+        == 0
+    )
+    assert cli("memory", "edit", "tag", "engine", "2", "--tags", "perf", cwd=path)[0] == 0
+    code, out, err = cli("memory", "edit", "delete", "engine", "--match", "nowhere", cwd=path)
+    assert code == 2 and "nowhere" in err
+    assert cli("memory", "edit", "rename", "engine", "--new-name", "core", cwd=path)[0] == 0
+    code, out, _ = cli("memory", "topics", "entries", "--topic", "core", "--match", "lazily", "--json", cwd=path)
+    assert code == 0 and [e["index"] for e in json.loads(out)["entries"]] == [2]
+    code, out, _ = cli("memory", "read", "core", "--json", cwd=path)
+    entries = json.loads(out)["entries"]
+    assert [e["text"] for e in entries] == [
+        "gotcha: the cache is lazy\n\ntagged",
+        "rebuilt lazily",
+        "the lock is per process\n\nlast",
+    ]
+    assert "perf" in entries[1]["tags"]
