@@ -42,7 +42,7 @@ WRITE_TOOLS = (
     "memory_topics",
 )
 TOPICS = "memory_topics"
-# memory_topics actions that only read; prune and compact too, unless `apply` (their default is a dry run).
+# memory_topics actions that only read; clean and compact too, unless `apply` (their default is a dry run).
 TOPICS_READ_ACTIONS = frozenset(
     {"list", "recent", "entries", "stats", "xref", "graph", "stale", "refresh", "prune", "export", "session", "resume"}
 )
