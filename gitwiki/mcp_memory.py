@@ -303,7 +303,7 @@ def entry_number(index: int | str | None) -> int | None:
     if index is None:
         return None
     if isinstance(index, str):
-        if not index.strip().isdigit():
+        if not index.strip().isdecimal():
             raise UsageError(f"index {index!r} must be a whole number (a string counts from 0, as helix's)")
         return int(index.strip()) + 1
     if isinstance(index, bool) or index < 1:
@@ -316,7 +316,7 @@ def helix_links(links: str) -> list[str]:
     out = []
     for link in links.split():
         name, sep, index = link.partition(":")
-        out.append(f"{name}:{int(index) + 1}" if sep and index.isdigit() else link)
+        out.append(f"{name}:{int(index) + 1}" if sep and index.isdecimal() else link)
     return out
 
 

@@ -132,7 +132,7 @@ def _new_entry(mem: Memory, topic: str, item: dict, current: dict[str, list[Entr
         known = current.get(name)
         if known is None or (known == [] and name != topic):
             warnings.append(f"link {link}: no topic {name!r} yet")
-        elif index and not (index.isdigit() and 1 <= int(index) <= len(known)):
+        elif index and not (index.isdecimal() and 1 <= int(index) <= len(known)):
             warnings.append(f"link {link}: topic {name!r} has {len(known)} entries")
     created = _unique_stamp(now_iso(), text, entries)
     tags = normalize_tags([*_tags(item.get("tags")), *auto_tags(text)])
@@ -148,7 +148,7 @@ def _links(raw) -> tuple[str, ...]:
     out = []
     for value in values:
         name, sep, index = value.strip().partition(":")
-        if sep and not index.strip().isdigit():
+        if sep and not index.strip().isdecimal():
             raise UsageError(f"link {value!r} must be 'topic' or 'topic:N' with N an entry number")
         out.append(topic_name(name) + (f":{int(index)}" if sep else ""))
     return tuple(dict.fromkeys(out))
@@ -375,7 +375,7 @@ def _relink(links: tuple[str, ...], old: str, new: str, renumber: dict[int, int]
     for link in links:
         name, sep, index = link.partition(":")
         if name == old:
-            link = new + (f":{renumber.get(int(index), index)}" if sep and index.isdigit() else "")
+            link = new + (f":{renumber.get(int(index), index)}" if sep and index.isdecimal() else "")
         out.append(link)
     return tuple(out)
 

@@ -156,7 +156,7 @@ def _xrefs(mem: Memory) -> list[XRef]:
         for e in tf.page.entries:
             for link in e.links:
                 name, _, index = link.partition(":")
-                valid = name in sizes and (not index or (index.isdigit() and 1 <= int(index) <= sizes[name]))
+                valid = name in sizes and (not index or (index.isdecimal() and 1 <= int(index) <= sizes[name]))
                 out.append(XRef(e.ref, link, "link", valid))
             named = {m.group(1) for m in mention.finditer(e.text.lower())} if mention else set()
             out += [XRef(e.ref, n, "mention", True) for n in sorted(named) if n != e.topic]

@@ -313,3 +313,28 @@ def test_brief_since_is_a_moment_or_a_usage_error(value):
     except UsageError:
         return
     assert moment.tzinfo is not None and (moment <= now or not isinstance(value, (int, float)))
+
+
+@given(st.one_of(st.none(), st.integers(), st.text(max_size=12), st.sampled_from(["0", " 2 ", "²", "٣", "-1", "1e3"])))
+def test_an_mcp_index_is_an_entry_number_or_a_usage_error(value):
+    """memory tools' index (a number from 1, helix's string from 0): a number ≥ 1, None, or a UsageError."""
+    from gitwiki.mcp_memory import entry_number
+
+    try:
+        n = entry_number(value)
+    except UsageError:
+        return
+    assert n is None if value is None else (isinstance(n, int) and n >= 1)
+
+
+@given(st.text(max_size=40) | st.sampled_from(["a:²", "a:0 b", "a:٣", "a: b:1"]))
+def test_helix_links_are_links_or_a_usage_error(value):
+    """helix's links string (from 0) becomes links the store takes or refuses with a UsageError."""
+    from gitwiki.mcp_memory import helix_links
+    from gitwiki.memory.store import _links
+
+    try:
+        links = _links(helix_links(value))
+    except UsageError:
+        return
+    assert all(isinstance(link, str) for link in links)
