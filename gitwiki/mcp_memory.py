@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
+from gitwiki.errors import UsageError
 from gitwiki.memory import replies
 from gitwiki.memory.base import Memory
 from gitwiki.wiki import Wiki
@@ -20,10 +21,21 @@ Topic = Annotated[
     str,
     Field(description="Topic name (one page per topic): letters of any script, digits and dashes; at most 200 bytes."),
 ]
+# helix's tools declare every parameter a string and count entries from 0 (helix/src/tools.rs: index
+# "string", "0-based"); gitwiki's schema declares a number and counts from 1, as its refs `topic:N` do. So
+# the form says which count a call uses, and no helix call addresses another entry than helix would.
 Index = Annotated[
-    int | None, Field(ge=1, description="Entry number within the topic (1-based, memory_read lists them).")
+    int | str | None,
+    Field(
+        description="The entry: a number counts from 1 (topic:N, as memory_read lists them); "
+        "a string counts from 0, as helix's index does ('0' is the first entry)."
+    ),
 ]
-Tags = Annotated[list[str] | None, Field(description="Tags; lowercased, deduplicated and sorted.")]
+# helix (helix/docs/TOOLS.md) passes every list as one separated string: both forms are taken.
+Tags = Annotated[
+    list[str] | str | None,
+    Field(description="Tags: a list or a comma-separated string; lowercased, singular, deduplicated, sorted."),
+]
 Date = Annotated[str | None, Field(description="YYYY-MM-DD, today, yesterday or this-week.")]
 
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
@@ -61,7 +73,13 @@ class MemoryTools:
             str | None, Field(description="The code it is about, repo-relative: 'src/app.py:42' or 'src/app.py:40-60'.")
         ] = None,
         confidence: Annotated[float | None, Field(ge=0, le=1, description="How sure you are (default 1).")] = None,
-        links: Annotated[list[str] | None, Field(description="Related entries: 'topic' or 'topic:3'.")] = None,
+        links: Annotated[
+            list[str] | str | None,
+            Field(
+                description="Related entries: a list of 'topic' or 'topic:3' (counted from 1), or helix's "
+                "space-separated string, 'topic:2' counted from 0."
+            ),
+        ] = None,
         force: Annotated[bool, Field(description="Store even when it is > 70 % like an entry of the topic.")] = False,
         terse: Annotated[bool, Field(description="Answer with just the new entry's ref.")] = False,
     ) -> replies.Reply:
@@ -74,7 +92,7 @@ class MemoryTools:
             tags=tags,
             source=source,
             confidence=confidence,
-            links=links,
+            links=helix_links(links) if isinstance(links, str) else links,
             force=force,
             terse=terse,
         )
@@ -100,7 +118,9 @@ class MemoryTools:
             Literal["full", "medium", "brief", "grouped", "topics", "count"],
             Field(description="full text, medium (default), brief lines, grouped by topic, topics, or count."),
         ] = "medium",
-        limit: Annotated[int, Field(ge=1, le=200, description="Most hits (default 10; at most 3 per topic).")] = 10,
+        limit: Annotated[
+            int, Field(ge=1, description="Most hits (default 10; at most 3 per topic; the answer says how many match).")
+        ] = 10,
         after: Date = None,
         before: Date = None,
         days: Annotated[float | None, Field(gt=0, description="Only entries from the last N days.")] = None,
@@ -133,9 +153,13 @@ class MemoryTools:
             Literal["summary", "scan", "full"],
             Field(description="summary (~15 lines, default), scan (a line per entry) or full (every text)."),
         ] = "summary",
-        since: Date = None,
+        since: Annotated[
+            str | float | None,
+            Field(description="Only entries since: a number of hours (helix's '24') or YYYY-MM-DD, today, …"),
+        ] = None,
         focus: Annotated[
-            list[str] | None, Field(description="Only these categories, e.g. ['gotchas', 'decisions'].")
+            list[str] | str | None,
+            Field(description="Only these categories: ['gotchas', 'decisions'] or 'gotchas,decisions'."),
         ] = None,
         compact: Annotated[bool, Field(description="Overview: only the 5 most active topics.")] = False,
     ) -> replies.Reply:
@@ -144,7 +168,7 @@ class MemoryTools:
 
     def memory_read(self, topic: Topic, index: Index = None) -> replies.Reply:
         """A topic page as markdown, or one entry of it."""
-        return replies.read(self.mem, topic, index)
+        return replies.read(self.mem, topic, entry_number(index))
 
     def memory_edit(
         self,
@@ -155,22 +179,30 @@ class MemoryTools:
         topic: Topic,
         index: Index = None,
         text: Annotated[str | None, Field(description="append, revise: the text.")] = None,
-        match_str: Annotated[str | None, Field(description="delete: every entry containing this text.")] = None,
+        match_str: Annotated[
+            str | None, Field(description="The first entry containing this text (case-insensitive).")
+        ] = None,
+        tag: Annotated[str | None, Field(description="append: the last entry with this tag.")] = None,
         all: Annotated[bool, Field(description="delete: the whole topic.")] = False,
-        add: Annotated[list[str] | None, Field(description="tag: tags to add.")] = None,
-        remove: Annotated[list[str] | None, Field(description="tag: tags to remove.")] = None,
+        add: Annotated[list[str] | str | None, Field(description="tag: tags to add (list or comma-separated).")] = None,
+        tags: Annotated[list[str] | str | None, Field(description="tag: helix's name for add.")] = None,
+        remove: Annotated[
+            list[str] | str | None, Field(description="tag: tags to remove (list or comma-separated).")
+        ] = None,
         to: Annotated[str | None, Field(description="rename: the new topic name.")] = None,
+        new_name: Annotated[str | None, Field(description="rename: helix's name for to.")] = None,
         into: Annotated[str | None, Field(description="merge: the topic that takes the entries.")] = None,
     ) -> replies.Reply:
         """Change memory: revise adds [modified: …]; rename and merge rewrite links that pointed at the topic."""
         options = {
-            "index": index,
+            "index": entry_number(index),
             "text": text,
             "match_str": match_str,
+            "tag": tag,
             "all": all,
-            "add": add,
+            "add": _both(add, tags, "add", "tags"),
             "remove": remove,
-            "to": to,
+            "to": _one(to, new_name, "to", "new_name"),
             "into": into,
         }
         return replies.edit(self.mem, action, topic, **options)
@@ -185,14 +217,29 @@ class MemoryTools:
             str | None, Field(description="entries, xref, refresh, compact: the topic (list: a glob).")
         ] = None,
         index: Index = None,
+        match_str: Annotated[str | None, Field(description="entries: only those containing this text.")] = None,
         detail: Annotated[str | None, Field(description="stats: tags or index.")] = None,
+        direction: Annotated[
+            Literal["in", "out", "both"] | None,
+            Field(description="xref: the topics that refer to this one (in, default, as helix), its own (out), both."),
+        ] = None,
         focus: Annotated[str | None, Field(description="graph: a glob of topics to centre on.")] = None,
-        limit: Annotated[int | None, Field(ge=1, description="recent: how many entries.")] = None,
+        limit: Annotated[int | None, Field(ge=1, description="recent: how many entries (default 10).")] = None,
+        days: Annotated[
+            float | None,
+            Field(ge=0, description="recent: the entries of the last N days; prune: topics idle longer (30)."),
+        ] = None,
+        hours: Annotated[
+            float | None, Field(gt=0, description="recent: the entries of the last N hours (wins over days).")
+        ] = None,
         since: Annotated[
             str | None, Field(description="session: its start (YYYY-MM-DD, today, …); default the server's start.")
         ] = None,
-        apply: Annotated[bool, Field(description="prune, compact: write the changes (default: dry run).")] = False,
-        min_confidence: Annotated[float | None, Field(ge=0, le=1, description="prune: threshold (0.3).")] = None,
+        refresh: Annotated[
+            bool, Field(description="stale: with each entry's source diff, as the refresh action (helix's option).")
+        ] = False,
+        apply: Annotated[bool, Field(description="clean, compact: write the changes (default: dry run).")] = False,
+        min_confidence: Annotated[float | None, Field(ge=0, le=1, description="clean: threshold (0.3).")] = None,
         data: Annotated[dict[str, Any] | str | None, Field(description="import: an export document.")] = None,
         json: Annotated[
             dict[str, Any] | list[Any] | str | None, Field(description="import: helix's name for data.")
@@ -201,33 +248,94 @@ class MemoryTools:
             str | None, Field(description="checkpoint, resume, clear_checkpoint: its name (default).")
         ] = None,
         task: Annotated[str | None, Field(description="checkpoint: the task in hand.")] = None,
-        done: Annotated[list[str] | None, Field(description="checkpoint: what is done.")] = None,
-        next: Annotated[list[str] | None, Field(description="checkpoint: the next steps.")] = None,
-        hypotheses: Annotated[list[str] | None, Field(description="checkpoint: open hypotheses.")] = None,
-        blocked: Annotated[list[str] | None, Field(description="checkpoint: what blocks you.")] = None,
-        files: Annotated[list[str] | None, Field(description="checkpoint: files in play.")] = None,
+        done: Annotated[
+            list[str] | str | None, Field(description="checkpoint: what is done; a list or a string separated by ';'.")
+        ] = None,
+        next: Annotated[
+            list[str] | str | None,
+            Field(description="checkpoint: the next steps; a list or a string separated by ';'."),
+        ] = None,
+        hypotheses: Annotated[
+            list[str] | str | None,
+            Field(description="checkpoint: open hypotheses; a list or a string separated by ';'."),
+        ] = None,
+        blocked: Annotated[
+            list[str] | str | None,
+            Field(description="checkpoint: what blocks you; a list or one string, an item per line."),
+        ] = None,
+        files: Annotated[
+            list[str] | str | None, Field(description="checkpoint: files in play; a list or a string separated by ','.")
+        ] = None,
     ) -> replies.Reply:
-        """Topics and upkeep: list, recent, entries, stats, xref, graph, stale, refresh, prune, compact, export,
+        """Topics and upkeep: list, recent, entries, stats, xref, graph, stale, refresh, prune (idle topics), clean,
+        compact, export,
         import, reindex, session, checkpoint, resume, clear_checkpoint."""
         options: dict[str, Any] = {
             "topic": topic,
-            "index": index,
+            "index": entry_number(index),
+            "match_str": match_str,
             "detail": detail,
+            "direction": direction,
             "focus": focus,
             "limit": limit,
+            "days": days,
+            "hours": hours,
             "since": since,
             "apply": apply,
         }
         options |= {
             "min_confidence": min_confidence,
-            "data": json if data is None else data,
+            "data": _one(data, json, "data", "json"),
             "name": name,
             "task": task,
             "done": done,
             "next": next,
         }
         options |= {"hypotheses": hypotheses, "blocked": blocked, "files": files}
-        return replies.topics(self.mem, action, **options)
+        if refresh and action != "stale":
+            raise UsageError(f"refresh is an option of stale, not of {action}")
+        # helix's `stale refresh: "true"` (helix/docs/TOOLS.md) is gitwiki's refresh action.
+        return replies.topics(self.mem, "refresh" if refresh else action, **options)
+
+
+def entry_number(index: int | str | None) -> int | None:
+    """The 1-based entry number of an Index: a number as it is, a string (helix's form) counted from 0."""
+    if index is None:
+        return None
+    if isinstance(index, str):
+        if not index.strip().isdecimal():
+            raise UsageError(f"index {index!r} must be a whole number (a string counts from 0, as helix's)")
+        return int(index.strip()) + 1
+    if isinstance(index, bool) or index < 1:
+        raise UsageError(f"index {index!r}: a number counts from 1; helix's 0-based index is a string ('0')")
+    return index
+
+
+def helix_links(links: str) -> list[str]:
+    """helix's space-separated links, `topic:N` counted from 0 (helix/src/tools.rs), as 1-based refs."""
+    out = []
+    for link in links.split():
+        name, sep, index = link.partition(":")
+        out.append(f"{name}:{int(index) + 1}" if sep and index.isdecimal() else link)
+    return out
+
+
+def _one(ours, helix, name: str, helix_name: str):
+    """A value under our name or helix's (helix/docs/TOOLS.md), not both: two values would leave one unused."""
+    if ours is not None and helix is not None and ours != helix:
+        raise UsageError(f"pass {name} or helix's {helix_name}, not both")
+    return helix if ours is None else ours
+
+
+def _both(ours, helix, name: str, helix_name: str) -> list[str] | str | None:
+    """Tags under our name and helix's: both are added."""
+    if ours is None or helix is None:
+        return _one(ours, helix, name, helix_name)
+    return [*_listed(ours), *_listed(helix)]
+
+
+def _listed(value: list[str] | str) -> list[str]:
+    return value.split(",") if isinstance(value, str) else list(value)
 
 
 def register(app, wiki: Wiki, guard) -> None:

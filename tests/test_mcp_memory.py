@@ -82,7 +82,8 @@ def test_every_memory_tool_and_topics_action(repo):
             out["stale"] = await topics(s, "stale")
             out["refresh"] = await topics(s, "refresh", topic="gotchas", index=1)
             out["compact"] = await topics(s, "compact")
-            out["prune"] = await topics(s, "prune", min_confidence=0.9)
+            out["prune"] = await topics(s, "clean", min_confidence=0.9)
+            out["idle"] = await topics(s, "prune", days=0)
             out["reindex"] = await topics(s, "reindex")
             out["clear"] = await topics(s, "clear_checkpoint")
             out["merge"] = (
@@ -138,6 +139,7 @@ def test_every_memory_tool_and_topics_action(repo):
     assert "-two\n+TWO" in out["refresh"]["refresh"][0]["diff"]
     assert out["compact"]["changes"] == [] and not out["compact"]["applied"]
     assert {c["entry"] for c in out["prune"]["changes"]} == {"gotchas:1"} and not out["prune"]["applied"]
+    assert {"gotchas", "decisions"} <= {i["topic"] for i in out["idle"]["idle"]}  # idle > 0 days: all
     assert out["reindex"]["pages"] == 2
     assert out["clear"]["name"] == "default"
     assert out["merge"]["target"] == "gotchas" and out["delete"]["removed"] == 3

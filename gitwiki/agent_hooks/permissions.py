@@ -42,11 +42,11 @@ WRITE_TOOLS = (
     "memory_topics",
 )
 TOPICS = "memory_topics"
-# memory_topics actions that only read; prune and compact too, unless `apply` (their default is a dry run).
+# memory_topics actions that only read; clean and compact too, unless `apply` (their default is a dry run).
 TOPICS_READ_ACTIONS = frozenset(
-    {"list", "recent", "entries", "stats", "xref", "graph", "stale", "refresh", "export", "session", "resume"}
+    {"list", "recent", "entries", "stats", "xref", "graph", "stale", "refresh", "prune", "export", "session", "resume"}
 )
-TOPICS_DRY_RUNS = frozenset({"prune", "compact"})
+TOPICS_DRY_RUNS = frozenset({"clean", "compact"})
 TOPICS_DEFAULT_ACTION = "list"
 
 REASON = "gitwiki: a read-only tool of the gitwiki MCP server"

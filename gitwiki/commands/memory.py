@@ -55,7 +55,7 @@ def register(sub) -> None:
         choices=("summary", "scan", "full"),
         help="summary (about 15 lines, default), scan (a line per entry) or full (every text)",
     )
-    brief.add_argument("--since", metavar="DATE", help="only entries since DATE")
+    brief.add_argument("--since", metavar="WHEN", help="only entries since WHEN: a date, or a number of hours")
     brief.add_argument("--focus", action="append", metavar="CATEGORY", help="only this category (repeatable)")
     brief.add_argument("--compact", action="store_true", help="overview of the 5 most active topics")
 
@@ -66,13 +66,16 @@ def register(sub) -> None:
     edit = _add(actions, "edit", "append, revise, delete, tag, rename or merge")
     edit.add_argument("edit_action", metavar="EDIT", choices=("append", "revise", "delete", "tag", "rename", "merge"))
     edit.add_argument("topic")
-    edit.add_argument("index", nargs="?", type=int, help="entry number (append, revise, delete, tag)")
+    edit.add_argument(
+        "index", nargs="?", type=int, help="entry number, from 1 (default: the last; revise needs it or --match)"
+    )
     edit.add_argument("--text", help="append, revise: the text")
-    edit.add_argument("--match", dest="match_str", metavar="TEXT", help="delete: entries containing TEXT")
+    edit.add_argument("--match", dest="match_str", metavar="TEXT", help="the first entry containing TEXT")
+    edit.add_argument("--tag", metavar="TAG", help="append: the last entry tagged TAG")
     edit.add_argument("--all", action="store_true", help="delete: the whole topic")
-    edit.add_argument("--add", action="append", metavar="TAG", help="tag: add TAG (repeatable)")
+    edit.add_argument("--add", "--tags", action="append", metavar="TAG", help="tag: add TAG (repeatable)")
     edit.add_argument("--remove", action="append", metavar="TAG", help="tag: remove TAG (repeatable)")
-    edit.add_argument("--to", help="rename: the new name")
+    edit.add_argument("--to", "--new-name", dest="to", metavar="NAME", help="rename: the new name")
     edit.add_argument("--into", help="merge: the topic that takes the entries")
 
     migrate = _add(actions, "import", "bring in helix's knowledge base (its data.log or JSON export)")
@@ -86,17 +89,23 @@ def register(sub) -> None:
         default="list",
         metavar="ACTION",
         help="list (default), recent, "
-        "entries, stats, xref, graph, stale, refresh, prune, compact, export, import, reindex, "
+        "entries, stats, xref, graph, stale, refresh, prune, clean, compact, export, import, reindex, "
         "session, checkpoint, resume, clear_checkpoint",
     )
     topics.add_argument("--topic", help="entries, xref, refresh, compact: the topic (list: a glob)")
-    topics.add_argument("--index", type=int, help="refresh: one entry")
+    topics.add_argument("--index", type=int, help="entries, refresh: one entry (from 1)")
+    topics.add_argument("--match", dest="match_str", metavar="TEXT", help="entries: those containing TEXT")
     topics.add_argument("--detail", choices=("tags", "index"), help="stats: all tags, or the index state")
     topics.add_argument("--focus", metavar="GLOB", help="graph: topics to centre on")
-    topics.add_argument("--limit", type=int, help="recent: how many")
+    topics.add_argument(
+        "--direction", choices=("in", "out", "both"), help="xref: refers to the topic (in, default), from it, both"
+    )
+    topics.add_argument("--limit", type=int, help="recent: how many (default 10)")
+    topics.add_argument("--days", type=float, help="recent: the last N days; prune: topics idle longer (30)")
+    topics.add_argument("--hours", type=float, help="recent: the last N hours (wins over --days)")
     topics.add_argument("--since", metavar="DATE", help="session: its start (a command is its own session)")
-    topics.add_argument("--apply", action="store_true", help="prune, compact: write (default: dry run)")
-    topics.add_argument("--min-confidence", type=float, help="prune: threshold (default 0.3)")
+    topics.add_argument("--apply", action="store_true", help="clean, compact: write (default: dry run)")
+    topics.add_argument("--min-confidence", type=float, help="clean: threshold (default 0.3)")
     topics.add_argument("--file", help="import: the export JSON file, or - for stdin")
     topics.add_argument("--name", help="checkpoint, resume, clear_checkpoint: its name (default 'default')")
     topics.add_argument("--task", help="checkpoint: the task in hand")
@@ -159,6 +168,7 @@ def _dispatch(replies, mem, args: argparse.Namespace):
             "index": args.index,
             "text": args.text,
             "match_str": args.match_str,
+            "tag": args.tag,
             "all": args.all,
             "add": args.add,
         }
@@ -167,9 +177,13 @@ def _dispatch(replies, mem, args: argparse.Namespace):
     options = {
         "topic": args.topic,
         "index": args.index,
+        "match_str": args.match_str,
         "detail": args.detail,
+        "direction": args.direction,
         "focus": args.focus,
         "limit": args.limit,
+        "days": args.days,
+        "hours": args.hours,
         "since": args.since,
     }
     options |= {"apply": args.apply, "min_confidence": args.min_confidence, "name": args.name, "task": args.task}

@@ -147,9 +147,7 @@ class Memory:
     def entry(self, topic: str, index: int) -> Entry:
         entries = self.topic(topic).page.entries
         if not isinstance(index, int) or not 1 <= index <= len(entries):
-            raise NotFoundError(
-                f"topic {topic!r} has {len(entries)} entries; index {index!r} is not one of 1..{len(entries)}"
-            )
+            raise no_such_entry(topic, len(entries), index)
         return entries[index - 1]
 
     def _load(self, file: Path, name: str, fresh: bool = False) -> TopicFile | None:
@@ -187,3 +185,9 @@ class Memory:
             blob = None
         self._files[file] = (stat_stamp(st), blob)
         return blob
+
+
+def no_such_entry(topic: str, n: int, index) -> NotFoundError:
+    """The error for an entry number a topic does not have, naming both counts (helix's from 0)."""
+    helix = f" (helix's string index '0'..'{n - 1}')" if n else ""
+    return NotFoundError(f"topic {topic!r} has {n} entries, 1..{n}{helix}; there is no entry {index!r}")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import UsageError
 from gitwiki.memory.entry import Entry, auto_tags, first_line, jaccard, parse_iso, singular, terms
-from gitwiki.memory.search import in_window, parse_day, search, topic_pattern
+from gitwiki.memory.search import in_window, search, since_moment, topic_pattern
 
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory
@@ -116,7 +116,7 @@ def brief(
     query: str | None = None,
     *,
     detail: str = "summary",
-    since: str | None = None,
+    since: str | float | None = None,
     focus=None,
     compact: bool = False,
     now: datetime | None = None,
@@ -124,7 +124,7 @@ def brief(
     if detail not in TIERS:
         raise UsageError(f"detail must be one of {', '.join(TIERS)}, not {detail!r}")
     now = now or datetime.now(UTC)
-    lo = parse_day(since, now) if since else None
+    lo = since_moment(since, now) if since is not None and since != "" else None
     wanted = _focus(focus)
     query = (query or "").strip()
     if not query:

@@ -60,11 +60,21 @@ class Resumed(NamedTuple):
     markdown: str  # the checkpoint with its age, ready to hand to the model
 
 
+# helix's separators for a list given as one string (helix/DOCS.md, topics checkpoint): done, next and
+# hypotheses by `;`, files by `,`; blocked is a description there, so a line per item.
+SEPARATORS = {"done": ";", "next": ";", "hypotheses": ";", "files": ","}
+
+
 def _items(value, key: str = "items") -> tuple[str, ...]:
-    """A list field: a list of strings (or one string, a line per item); an item is one line of the page."""
+    """A list field: a list of strings, or one string split as helix does (SEPARATORS) and by lines; an
+    item is one line of the page."""
     if not value:
         return ()
-    values = value.splitlines() if isinstance(value, str) else value
+    if isinstance(value, str):
+        sep = SEPARATORS.get(key)
+        values = [part for line in value.splitlines() for part in (line.split(sep) if sep else [line])]
+    else:
+        values = value
     if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
         raise UsageError(f"checkpoint {key} must be a list of strings, not {value!r}")
     return tuple(s for s in (" ".join(v.split()).removeprefix("- ").strip() for v in values) if s)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections import Counter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki.errors import UsageError
@@ -30,6 +29,7 @@ TOPIC_ACTIONS = (
     "stale",
     "refresh",
     "prune",
+    "clean",
     "compact",
     "export",
     "import",
@@ -123,15 +123,14 @@ def search(mem: Memory, query: str | None = None, *, detail: str = "medium", **o
     if detail not in search_mod.DETAILS:
         raise UsageError(f"detail must be one of {', '.join(search_mod.DETAILS)}, not {detail!r}")
     found = search_mod.search(mem, query, **options)
-    head = {k: v for k, v in found._asdict().items() if k != "hits"}
+    head = {k: v for k, v in found._asdict().items() if k not in ("hits", "per_topic")}
     summary = f"{len(found.hits)} of {found.total} entries ({found.matched} match, {found.ranking})"
     if detail == "count":
         return Reply(f"{found.total} entries match", head)
-    if detail == "topics":
-        counts = Counter(h.entry.topic for h in found.hits)
+    if detail == "topics":  # every match counted, as helix's: the per-topic cap is for listing entries
         return Reply(
-            "\n".join(f"{t}  {n} hit(s)" for t, n in counts.most_common()) or "no matches",
-            {**head, "topics": dict(counts)},
+            "\n".join(f"{t}  {n} hit(s)" for t, n in found.per_topic.items()) or "no matches",
+            {**head, "topics": found.per_topic},
         )
     hits = [
         {**h.entry.json(), "score": round(h.score, 6), "relevance": round(h.relevance, 6), "stale": h.stale}
@@ -151,7 +150,9 @@ def search(mem: Memory, query: str | None = None, *, detail: str = "medium", **o
             text = text if len(text) <= MEDIUM_CHARS else text[: MEDIUM_CHARS - 1] + "…"
             lines += [f"{_line(h.entry)}  ({h.score:.3f}){mark}", f"    {text}"]
         else:
-            lines += [f"{h.entry.ref} · score {h.score:.3f}{mark}", render_entry(h.entry).rstrip(), ""]
+            body = render_entry(h.entry).rstrip()
+            body = search_mod.highlight(body, found.query) if found.query else body
+            lines += [f"{h.entry.ref} · score {h.score:.3f}{mark}", body, ""]
     lines.append(summary if found.hits else f"no entries match ({found.matched} match)")
     return Reply("\n".join(lines).rstrip(), {**head, "hits": hits})
 
@@ -231,14 +232,19 @@ def _list(mem: Memory, topic: str | None = None) -> Reply:
     return Reply("\n".join(lines) or "no topics yet", {"topics": [a._asdict() for a in rows]})
 
 
-def _recent(mem: Memory, limit: int = 10) -> Reply:
-    rows = topics_mod.recent(mem, limit)
+def _recent(mem: Memory, limit: int | None = None, days: float | None = None, hours: float | None = None) -> Reply:
+    rows = topics_mod.recent(mem, limit, days, hours)
     return Reply("\n".join(_line(e) for e in rows) or "no entries yet", {"entries": [e.json() for e in rows]})
 
 
-def _entries(mem: Memory, topic: str) -> Reply:
+def _entries(mem: Memory, topic: str, index: int | None = None, match_str: str | None = None) -> Reply:
+    """A topic's entries, or one (index), or those containing match_str, as helix's topics entries."""
     tf = mem.topic(topic)
     rows = list(tf.page.entries)
+    if index is not None:
+        rows = [store_mod.pick(rows, tf.name, index)]
+    if match_str:
+        rows = [e for e in rows if match_str.lower() in e.text.lower()]
     return Reply(
         "\n".join(_line(e) for e in rows) or f"{tf.name} has no entries",
         {"topic": tf.name, "entries": [e.json() for e in rows]},
@@ -263,8 +269,8 @@ def _stats(mem: Memory, detail: str | None = None) -> Reply:
     return Reply("\n".join(lines), {**s._asdict(), "tags": [list(t) for t in s.tags]})
 
 
-def _xref(mem: Memory, topic: str | None = None) -> Reply:
-    rows = topics_mod.xref(mem, topic)
+def _xref(mem: Memory, topic: str | None = None, direction: str = "in") -> Reply:
+    rows = topics_mod.xref(mem, topic, direction)
     lines = [f"{x.source} → {x.target}  ({x.kind}{'' if x.valid else ', missing'})" for x in rows]
     return Reply("\n".join(lines) or "no cross references", {"xrefs": [x._asdict() for x in rows]})
 
@@ -316,8 +322,15 @@ def _maintenance(m: topics_mod.Maintenance) -> Reply:
     return Reply("\n".join(lines), data)
 
 
-def _prune(mem: Memory, apply: bool = False, min_confidence: float = topics_mod.PRUNE_CONFIDENCE) -> Reply:
-    return _maintenance(topics_mod.prune(mem, min_confidence, apply))
+def _prune(mem: Memory, days: float = topics_mod.PRUNE_DAYS) -> Reply:
+    rows = topics_mod.prune(mem, days)
+    lines = [f"{i.topic}: {i.days if i.days >= 0 else '?'} days since its last entry" for i in rows]
+    lines.append(f"{len(rows)} topic(s) idle for more than {days:g} days" if rows else f"no topic idle > {days:g} days")
+    return Reply("\n".join(lines), {"days": days, "idle": [i._asdict() for i in rows]})
+
+
+def _clean(mem: Memory, apply: bool = False, min_confidence: float = topics_mod.PRUNE_CONFIDENCE) -> Reply:
+    return _maintenance(topics_mod.clean(mem, min_confidence, apply))
 
 
 def _compact(mem: Memory, topic: str | None = None, apply: bool = False) -> Reply:

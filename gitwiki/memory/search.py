@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, NamedTuple
@@ -27,6 +28,7 @@ RECENCY_DAYS = 30.0
 CANDIDATES = 400  # sections taken from the hybrid ranking (a topic page holds many)
 MODES = ("and", "or")
 DETAILS = ("full", "medium", "brief", "grouped", "topics", "count")
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}|today|yesterday|this-week")  # a day, not a moment in it
 _INLINE = re.compile(r"(?<!\S)(tag|topic|source):(\S+)")
 
 
@@ -44,6 +46,7 @@ class Found(NamedTuple):
     ranking: str  # hybrid, lexical or dense: what scored relevance
     total: int  # matching entries before the per-topic cap and the limit
     hits: list[Hit]
+    per_topic: dict[str, int]  # matching entries per topic before the cap and the limit (helix's topics counts)
 
 
 # ---- dates -----------------------------------------------------------------------------------------
@@ -64,8 +67,25 @@ def parse_day(value: str, now: datetime | None = None) -> datetime:
     return parsed
 
 
+def since_moment(value, now: datetime | None = None) -> datetime:
+    """brief's `since`: a number of hours as helix's (helix/docs/TOOLS.md, brief: `since: "24"`), given as
+    a number or a numeric string, or a day as parse_day reads it."""
+    now = now or datetime.now(UTC)
+    hours = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if isinstance(value, str):
+        try:
+            hours = float(value)
+        except ValueError:
+            return parse_day(value, now)
+    if hours is None or not hours > 0:  # nan too
+        raise UsageError(f"since {value!r} must be a number of hours > 0 or a day (YYYY-MM-DD, today, …)")
+    first = datetime.min.replace(tzinfo=UTC)  # hours reaching back before year 1 keep everything
+    return first if hours * 3600 >= (now - first).total_seconds() else now - timedelta(hours=hours)
+
+
 def window(after=None, before=None, days=None, hours=None, now: datetime | None = None):
-    """(earliest, latest) datetimes for the date filters; `before` is exclusive, a day's end for a date."""
+    """(earliest, latest) datetimes for the date filters; `before` is inclusive as helix's ("on or before",
+    helix/DOCS.md): a date or a named day reaches to that day's end, a timestamp to that moment."""
     now = now or datetime.now(UTC)
     lo = parse_day(after, now) if after else None
     for unit, value in (("days", days), ("hours", hours)):
@@ -79,6 +99,8 @@ def window(after=None, before=None, days=None, hours=None, now: datetime | None 
             start = now - timedelta(seconds=seconds)
             lo = max(lo, start) if lo else start
     hi = parse_day(before, now) if before else None
+    if hi is not None and _DAY.fullmatch(str(before).strip().lower()):
+        hi += timedelta(days=1) - timedelta(microseconds=1)  # a day: through its last moment
     return lo, hi
 
 
@@ -88,7 +110,7 @@ def in_window(entry: Entry, lo, hi) -> bool:
     when = parse_iso(entry.when) if entry.when else None
     if when is None:
         return lo is None and hi is None
-    return (lo is None or when >= lo) and (hi is None or when < hi)
+    return (lo is None or when >= lo) and (hi is None or when <= hi)
 
 
 def recency(entry: Entry, now: datetime) -> float:
@@ -176,7 +198,18 @@ def search(
         if per_topic.get(hit.entry.topic, 0) < PER_TOPIC:
             per_topic[hit.entry.topic] = per_topic.get(hit.entry.topic, 0) + 1
             capped.append(hit)
-    return Found(words, filters, matched, ranking, len(hits), capped[:limit])
+    counts = Counter(h.entry.topic for h in hits)
+    return Found(words, filters, matched, ranking, len(hits), capped[:limit], dict(counts.most_common()))
+
+
+def highlight(text: str, words: str) -> str:
+    """helix's full detail (helix/docs/TOOLS.md, search): a line holding a query term gets `> `, the others
+    are indented to match."""
+    needed = query_terms(words)
+    marked = (
+        ("> " if needed & query_terms(line) else "  ") + line if line.strip() else "" for line in text.split("\n")
+    )
+    return "\n".join(marked)
 
 
 def topic_pattern(raw: str | None) -> str | None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from gitwiki import writes as page_writes  # the safe, locked, atomic page path of the MCP page tools
 from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.gitcli import blob_id
-from gitwiki.memory.base import Memory
+from gitwiki.memory.base import Memory, no_such_entry
 from gitwiki.memory.entry import (
     DEFAULT_CONFIDENCE,
     Entry,
@@ -132,7 +132,7 @@ def _new_entry(mem: Memory, topic: str, item: dict, current: dict[str, list[Entr
         known = current.get(name)
         if known is None or (known == [] and name != topic):
             warnings.append(f"link {link}: no topic {name!r} yet")
-        elif index and not (index.isdigit() and 1 <= int(index) <= len(known)):
+        elif index and not (index.isdecimal() and 1 <= int(index) <= len(known)):
             warnings.append(f"link {link}: topic {name!r} has {len(known)} entries")
     created = _unique_stamp(now_iso(), text, entries)
     tags = normalize_tags([*_tags(item.get("tags")), *auto_tags(text)])
@@ -148,7 +148,7 @@ def _links(raw) -> tuple[str, ...]:
     out = []
     for value in values:
         name, sep, index = value.strip().partition(":")
-        if sep and not index.strip().isdigit():
+        if sep and not index.strip().isdecimal():
             raise UsageError(f"link {value!r} must be 'topic' or 'topic:N' with N an entry number")
         out.append(topic_name(name) + (f":{int(index)}" if sep else ""))
     return tuple(dict.fromkeys(out))
@@ -245,12 +245,16 @@ def edit(
     index: int | None = None,
     text: str | None = None,
     match_str: str | None = None,
+    tag: str | None = None,
     all: bool = False,
     add=None,
     remove=None,
     to: str | None = None,
     into: str | None = None,
 ) -> Edited:
+    """One edit. The entry is chosen as helix's edit chooses it (helix/src/write.rs): by `index` (1-based
+    here), else the first entry containing `match_str`, else (append) the last with `tag`, else the last
+    entry, except that revise needs index or match_str."""
     if action not in EDIT_ACTIONS:
         raise UsageError(f"edit action must be one of {', '.join(EDIT_ACTIONS)}, not {action!r}")
     with mem.wiki.store.lock():
@@ -262,14 +266,18 @@ def edit(
         entries = list(page.entries)
         if action in ("rename", "merge"):
             return _move(mem, action, name, pages, to if action == "rename" else into)
+        if tag is not None and action != "append":
+            raise UsageError(f"tag selects the entry of append only; {action} takes index or match_str")
+        if action == "revise" and index is None and not match_str:
+            raise UsageError(f"revise needs the entry's index or a match_str (memory_read {name} lists them)")
         if action == "delete":
-            drop = _delete(entries, index, match_str, all)
-            preamble, kept = drop_entries(page.preamble, entries, drop)
+            if all and (index is not None or match_str):
+                raise UsageError("delete takes one of index, match_str or all")
+            doomed = None if all else pick(entries, name, index, match_str).index
+            preamble, kept = drop_entries(page.preamble, entries, lambda e: doomed is None or e.index == doomed)
             writes = write_pages(mem, {name: _rendered_or_gone(name, kept, page._replace(preamble=preamble))})
             return Edited(action, name, [], len(entries) - len(kept), name, writes)
-        if index is None:
-            raise UsageError(f"{action} needs the entry's index (memory_read {name} lists them)")
-        old = _pick(entries, index, name)
+        old = pick(entries, name, index, match_str, tag)
         if action in ("append", "revise"):
             if not text or not str(text).strip():
                 raise UsageError(f"{action} needs text")
@@ -283,33 +291,36 @@ def edit(
                 raise UsageError("tag needs add or remove (a list of tags)")
             kept_tags = set(old.tags) - set(normalize_tags(remove or ()))
             changed = old._replace(tags=normalize_tags([*kept_tags, *normalize_tags(add or ())]), modified=now_iso())
-        entries[index - 1] = changed
+        entries[old.index - 1] = changed
         writes = write_pages(mem, {name: _render(name, entries, page)})
-        return Edited(action, name, [mem.topics(name)[name].page.entries[index - 1]], 0, name, writes)
+        return Edited(action, name, [mem.topics(name)[name].page.entries[old.index - 1]], 0, name, writes)
 
 
-def _pick(entries: list[Entry], index, topic: str) -> Entry:
-    if isinstance(index, bool) or not isinstance(index, int) or not 1 <= index <= len(entries):
-        raise NotFoundError(
-            f"topic {topic!r} has {len(entries)} entries; index {index!r} is not one of 1..{len(entries)}"
-        )
-    return entries[index - 1]
-
-
-def _delete(entries: list[Entry], index, match_str, everything: bool) -> Callable[[Entry], bool]:
-    """Which entries delete takes."""
-    chosen = [x for x in (index is not None, bool(match_str), everything) if x]
-    if len(chosen) != 1:
-        raise UsageError("delete needs exactly one of index, match_str or all")
-    if everything:
-        return lambda e: True
+def pick(entries: list[Entry], topic: str, index=None, match_str: str | None = None, tag: str | None = None) -> Entry:
+    """The entry an edit addresses: index (1-based), else the first containing match_str (case-insensitive),
+    else the last with tag, else the last; an index or text that finds none is refused, never another entry."""
+    if not entries:
+        raise NotFoundError(f"topic {topic!r} has no entries")
+    given = [x for x in (index is not None, bool(match_str), tag is not None) if x]
+    if len(given) > 1:
+        raise UsageError("choose the entry by one of index, match_str or tag")
     if index is not None:
-        _pick(entries, index, entries[0].topic if entries else "")
-        return lambda e: e.index == index
-    needle = str(match_str).lower()
-    if not any(needle in e.text.lower() for e in entries):
-        raise NotFoundError(f"no entry contains {match_str!r}; nothing deleted")
-    return lambda e: needle in e.text.lower()
+        if isinstance(index, bool) or not isinstance(index, int) or not 1 <= index <= len(entries):
+            raise no_such_entry(topic, len(entries), index)
+        return entries[index - 1]
+    if match_str:
+        needle = str(match_str).lower()
+        found = next((e for e in entries if needle in e.text.lower()), None)
+        if found is None:
+            raise UsageError(f"no entry of {topic!r} contains {match_str!r}; nothing changed")
+        return found
+    if tag is not None:
+        wanted = normalize_tags([tag])
+        found = next((e for e in reversed(entries) if wanted and wanted[0] in e.tags), None)
+        if found is None:
+            raise UsageError(f"no entry of {topic!r} has the tag {tag!r}; nothing changed")
+        return found
+    return entries[-1]
 
 
 def _rendered_or_gone(name: str, entries: list[Entry], page: TopicPage) -> str | None:
@@ -364,7 +375,7 @@ def _relink(links: tuple[str, ...], old: str, new: str, renumber: dict[int, int]
     for link in links:
         name, sep, index = link.partition(":")
         if name == old:
-            link = new + (f":{renumber.get(int(index), index)}" if sep and index.isdigit() else "")
+            link = new + (f":{renumber.get(int(index), index)}" if sep and index.isdecimal() else "")
         out.append(link)
     return tuple(out)
 

@@ -1,5 +1,5 @@
 """Topic-level views and maintenance: listings, stats, cross references, the link graph, stale sources,
-prune and compact (dry runs unless `apply`), export, reindex and the session's entries."""
+idle topics (prune), clean and compact (dry runs unless `apply`), export, reindex and the session's entries."""
 
 from __future__ import annotations
 
@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import UsageError
 from gitwiki.memory.brief import TopicActivity, activity, classify
-from gitwiki.memory.entry import Entry, drop_entries, near_duplicate, normalize_tags, now_iso, render_page
+from gitwiki.memory.entry import (
+    Entry,
+    drop_entries,
+    near_duplicate,
+    normalize_tags,
+    now_iso,
+    render_page,
+    topic_name,
+)
 from gitwiki.memory.sources import STALE_FACTOR, Refresh, Staleness, refresh, stale
 
 if TYPE_CHECKING:
@@ -18,7 +26,8 @@ if TYPE_CHECKING:
 
 EXPORT_FORMAT = "gitwiki-memory"
 EXPORT_VERSION = 1
-PRUNE_CONFIDENCE = 0.3
+PRUNE_CONFIDENCE = 0.3  # clean's threshold
+PRUNE_DAYS = 30  # helix's default (helix/src/topics.rs)
 
 
 class Stats(NamedTuple):
@@ -60,8 +69,17 @@ def list_topics(mem: Memory, pattern: str | None = None) -> list[TopicActivity]:
     return sorted(activity(mem.topics(pattern).values(), datetime.now(UTC)), key=lambda a: a.topic)
 
 
-def recent(mem: Memory, limit: int = 10) -> list[Entry]:
-    return sorted(mem.entries(), key=lambda e: (e.when, e.ref), reverse=True)[:limit]
+def recent(mem: Memory, limit: int | None = None, days: float | None = None, hours: float | None = None) -> list[Entry]:
+    """The newest entries: those of the last `days` or `hours` (hours wins, as helix's topics recent,
+    helix/src/topics.rs), at most `limit`; with neither, the newest `limit` (default 10)."""
+    from gitwiki.memory.search import in_window, window
+
+    rows = sorted(mem.entries(), key=lambda e: (e.when, e.ref), reverse=True)
+    if days is None and hours is None:
+        return rows[: limit or 10]
+    lo, _ = window(days=None if hours is not None else days, hours=hours)
+    rows = [e for e in rows if in_window(e, lo, None)]
+    return rows[:limit] if limit else rows
 
 
 def session(mem: Memory, since: str | None = None) -> tuple[str, list[Entry]]:
@@ -107,7 +125,25 @@ def stats(mem: Memory, detail: str | None = None) -> Stats:
     )
 
 
-def xref(mem: Memory, topic: str | None = None) -> list[XRef]:
+XREF_DIRECTIONS = ("in", "out", "both")
+
+
+def xref(mem: Memory, topic: str | None = None, direction: str = "in") -> list[XRef]:
+    """References between topics: an entry's links and the other topic names its text mentions. For one
+    topic, those of the other topics that point at it (`in`, helix's direction: "engine is referenced
+    by", helix/docs/TOOLS.md), its own (`out`), or both."""
+    if direction not in XREF_DIRECTIONS:
+        raise UsageError(f"xref direction must be in, out or both, not {direction!r}")
+    found = _xrefs(mem)
+    if not topic:
+        return found
+    name = topic_name(topic)
+    incoming = [x for x in found if x.target.partition(":")[0] == name and x.source.partition(":")[0] != name]
+    outgoing = [x for x in found if x.source.partition(":")[0] == name]
+    return {"in": incoming, "out": outgoing, "both": incoming + outgoing}[direction]
+
+
+def _xrefs(mem: Memory) -> list[XRef]:
     files = mem.topics()
     sizes = {name: len(tf.page.entries) for name, tf in files.items()}
     mention = (
@@ -117,12 +153,10 @@ def xref(mem: Memory, topic: str | None = None) -> list[XRef]:
     )
     out = []
     for tf in files.values():
-        if topic and tf.name != topic:
-            continue
         for e in tf.page.entries:
             for link in e.links:
                 name, _, index = link.partition(":")
-                valid = name in sizes and (not index or (index.isdigit() and 1 <= int(index) <= sizes[name]))
+                valid = name in sizes and (not index or (index.isdecimal() and 1 <= int(index) <= sizes[name]))
                 out.append(XRef(e.ref, link, "link", valid))
             named = {m.group(1) for m in mention.finditer(e.text.lower())} if mention else set()
             out += [XRef(e.ref, n, "mention", True) for n in sorted(named) if n != e.topic]
@@ -156,7 +190,30 @@ def refresh_entries(mem: Memory, topic: str | None = None, index: int | None = N
     return [r for r in (refresh(mem, e) for e in entries) if r is not None]
 
 
-def prune(mem: Memory, min_confidence: float = PRUNE_CONFIDENCE, apply: bool = False) -> Maintenance:
+class Idle(NamedTuple):
+    topic: str
+    last: str  # its newest entry's time
+    days: int  # whole days since
+
+
+def prune(mem: Memory, days: float = PRUNE_DAYS, now: datetime | None = None) -> list[Idle]:
+    """helix's prune (helix/src/topics.rs): the topics whose newest entry is more than `days` days old, the
+    most recently active first. It lists them; clean is the upkeep that drops entries."""
+    from gitwiki.memory.entry import parse_iso
+
+    if isinstance(days, bool) or not isinstance(days, (int, float)) or not days >= 0:  # nan too
+        raise UsageError(f"prune days must be a number ≥ 0, not {days!r}")
+    now = now or datetime.now(UTC)
+    out = []
+    for a in activity(mem.topics().values(), now):
+        last = parse_iso(a.last) if a.last else None
+        idle = (now - last).total_seconds() / 86400 if last else float("inf")
+        if idle > days:
+            out.append(Idle(a.topic, a.last, int(idle) if last else -1))
+    return sorted(out, key=lambda i: (i.last, i.topic), reverse=True)
+
+
+def clean(mem: Memory, min_confidence: float = PRUNE_CONFIDENCE, apply: bool = False) -> Maintenance:
     """Entries superseded by a newer one, or whose confidence (× 0.7 when the source is stale) fell
     below `min_confidence`, or whose source file is gone."""
     superseded = {i.entry.ref: i.superseded_by for i in classify(mem.entries()) if i.superseded_by}
@@ -172,7 +229,7 @@ def prune(mem: Memory, min_confidence: float = PRUNE_CONFIDENCE, apply: bool = F
             changes.append(Change(e, f"confidence {confidence:.2f} < {min_confidence:g}"))
     if apply and changes:
         _rewrite(mem, {c.entry.ref for c in changes}, {})
-    return Maintenance("prune", changes, apply and bool(changes))
+    return Maintenance("clean", changes, apply and bool(changes))
 
 
 def compact(mem: Memory, topic: str | None = None, apply: bool = False) -> Maintenance:

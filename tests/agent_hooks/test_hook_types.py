@@ -205,7 +205,8 @@ def test_approve_mcp_allows_the_read_only_gitwiki_tools_only(repo, hook, tmp_pat
     for tool, arguments in (
         ("mcp__gitwiki__memory_topics", {}),  # list, the default action
         ("mcp__gitwiki__memory_topics", {"action": "stats"}),
-        ("mcp__gitwiki__memory_topics", {"action": "prune"}),  # a dry run
+        ("mcp__gitwiki__memory_topics", {"action": "prune", "days": "90"}),  # helix's: lists idle topics
+        ("mcp__gitwiki__memory_topics", {"action": "clean"}),  # a dry run
     ):
         assert (
             hook("approve-mcp", load("pre_tool_use_mcp", repo.path, tool_name=tool, tool_input=arguments), tmp_path)[1]
@@ -214,7 +215,7 @@ def test_approve_mcp_allows_the_read_only_gitwiki_tools_only(repo, hook, tmp_pat
     for tool, arguments in (
         ("mcp__gitwiki__add_markdown", {"path": "x.md", "content": "# x"}),
         ("mcp__gitwiki__memory_store", {"topic": "t", "text": "x"}),
-        ("mcp__gitwiki__memory_topics", {"action": "prune", "apply": True}),
+        ("mcp__gitwiki__memory_topics", {"action": "clean", "apply": True}),
         ("mcp__gitwiki__memory_topics", {"action": "checkpoint", "task": "x"}),
         ("mcp__gitwiki__memory_topics", "list"),
         ("mcp__github__create_issue", {}),

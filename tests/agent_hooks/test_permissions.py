@@ -26,4 +26,4 @@ def test_every_memory_topics_action_is_classified():
 
     parameters = inspect.signature(MemoryTools.memory_topics).parameters
     assert parameters["action"].default == permissions.TOPICS_DEFAULT_ACTION
-    assert parameters["apply"].default is False  # prune and compact are dry runs unless asked
+    assert parameters["apply"].default is False  # clean and compact are dry runs unless asked

@@ -112,7 +112,8 @@ def test_every_topics_action_from_the_cli(cli, wiki_repo):
         ("graph", "--focus", "auth"): "web → auth  (2)",
         ("stale",): "auth:1  src/app.py@",
         ("refresh", "--topic", "auth"): "auth:1  gotcha: tokens expire hourly in staging\n--- src/app.py@",
-        ("prune",): "prune: 1 change(s) would apply (dry run; pass apply to write)",
+        ("clean",): "clean: 1 change(s) would apply (dry run; pass apply to write)",
+        ("prune", "--days", "30"): "no topic idle > 30 days",
         ("compact",): "compact: 0 change(s)",
         ("reindex",): "memory index: 2 pages, 3 chunks, model (lexical)",
         ("session", "--since", "today"): "auth:1  ",
@@ -120,10 +121,36 @@ def test_every_topics_action_from_the_cli(cli, wiki_repo):
     for args, start in expected.items():
         code, out, err = cli("memory", "topics", *args, cwd=path)
         assert code == 0 and out.startswith(start), (args, out, err)
-    code, out, _ = cli("memory", "topics", "prune", "--apply", cwd=path)
-    assert code == 0 and out.startswith("prune: 1 change(s) applied")
+    code, out, _ = cli("memory", "topics", "clean", "--apply", cwd=path)
+    assert code == 0 and out.startswith("clean: 1 change(s) applied")
     cli("memory", "topics", "checkpoint", "--task", "t", cwd=path)
     code, out, _ = cli("memory", "topics", "clear_checkpoint", cwd=path)
     assert code == 0 and out.startswith("checkpoint default cleared")
     code, _, err = cli("memory", "topics", "resume", cwd=path)
     assert code == 3 and "no checkpoint 'default'" in err
+
+
+def test_memory_edit_chooses_the_entry_as_helix_with_helix_option_names(cli, wiki_repo):
+    path = wiki_repo.path
+    for text in ("gotcha: the cache is lazy", "the cache index is rebuilt", "the lock is per process"):
+        assert cli("memory", "store", "engine", text, cwd=path)[0] == 0
+    assert cli("memory", "edit", "append", "engine", "--text", "last", cwd=path)[0] == 0
+    assert cli("memory", "edit", "append", "engine", "--text", "tagged", "--tag", "gotchas", cwd=path)[0] == 0
+    assert (
+        cli("memory", "edit", "revise", "engine", "--text", "rebuilt lazily", "--match", "CACHE INDEX", cwd=path)[0]
+        == 0
+    )
+    assert cli("memory", "edit", "tag", "engine", "2", "--tags", "perf", cwd=path)[0] == 0
+    code, out, err = cli("memory", "edit", "delete", "engine", "--match", "nowhere", cwd=path)
+    assert code == 2 and "nowhere" in err
+    assert cli("memory", "edit", "rename", "engine", "--new-name", "core", cwd=path)[0] == 0
+    code, out, _ = cli("memory", "topics", "entries", "--topic", "core", "--match", "lazily", "--json", cwd=path)
+    assert code == 0 and [e["index"] for e in json.loads(out)["entries"]] == [2]
+    code, out, _ = cli("memory", "read", "core", "--json", cwd=path)
+    entries = json.loads(out)["entries"]
+    assert [e["text"] for e in entries] == [
+        "gotcha: the cache is lazy\n\ntagged",
+        "rebuilt lazily",
+        "the lock is per process\n\nlast",
+    ]
+    assert "perf" in entries[1]["tags"]

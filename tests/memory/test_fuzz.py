@@ -291,3 +291,50 @@ def test_any_import_is_merged_whole_or_refused_whole(fuzz_mem, data):
 def teardown_module():
     if SCALE > 1:
         print("\nmemory fuzz examples:", dict(RAN))
+
+
+@given(
+    st.one_of(
+        st.text(max_size=30),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(min_value=-(10**30), max_value=10**30),
+        st.sampled_from(["24", "0.5", "1e308", "nan", "-1", "2026-11-20", "today", "2026-11-20T10:00:00Z"]),
+    )
+)
+def test_brief_since_is_a_moment_or_a_usage_error(value):
+    """brief's since (hours as helix's, or a day) from any caller: a moment not after now, or a UsageError."""
+    from datetime import UTC, datetime
+
+    from gitwiki.memory.search import since_moment
+
+    now = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    try:
+        moment = since_moment(value, now)
+    except UsageError:
+        return
+    assert moment.tzinfo is not None and (moment <= now or not isinstance(value, (int, float)))
+
+
+@given(st.one_of(st.none(), st.integers(), st.text(max_size=12), st.sampled_from(["0", " 2 ", "²", "٣", "-1", "1e3"])))
+def test_an_mcp_index_is_an_entry_number_or_a_usage_error(value):
+    """memory tools' index (a number from 1, helix's string from 0): a number ≥ 1, None, or a UsageError."""
+    from gitwiki.mcp_memory import entry_number
+
+    try:
+        n = entry_number(value)
+    except UsageError:
+        return
+    assert n is None if value is None else (isinstance(n, int) and n >= 1)
+
+
+@given(st.text(max_size=40) | st.sampled_from(["a:²", "a:0 b", "a:٣", "a: b:1"]))
+def test_helix_links_are_links_or_a_usage_error(value):
+    """helix's links string (from 0) becomes links the store takes or refuses with a UsageError."""
+    from gitwiki.mcp_memory import helix_links
+    from gitwiki.memory.store import _links
+
+    try:
+        links = _links(helix_links(value))
+    except UsageError:
+        return
+    assert all(isinstance(link, str) for link in links)

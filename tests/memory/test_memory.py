@@ -218,9 +218,10 @@ def test_search_filters_inline_and_dates(repo):
     assert refs("deploy", topic="o*") == ["ops:1", "ops:3", "ops:2"]
     assert refs("source:ci/deploy.sh") == ["ops:2"]
     assert chosen("deploy", after="today") == ["dev:1", "ops:1"]
-    assert chosen("deploy", after="yesterday", before="today") == ["ops:2"]
+    assert chosen("deploy", after="yesterday", before="yesterday") == ["ops:2"]  # on or before, as helix's
     assert chosen("deploy", after="this-week") == ["dev:1", "ops:1"]  # the week began on Monday 2026-11-23
-    assert chosen("deploy", before="2026-11-17") == ["ops:3"]
+    assert chosen("deploy", before="2026-11-16") == chosen("deploy", before="2026-11-17") == ["ops:3"]
+    assert chosen("deploy", before="2026-11-16T08:59:59Z") == []
     assert chosen("deploy", hours=6) == ["dev:1", "ops:1"]
     assert chosen("deploy", days=2) == ["dev:1", "ops:1", "ops:2"]
     assert refs(tag="decision") == ["ops:1", "ops:3"]  # no words: newest first
@@ -292,6 +293,12 @@ def test_brief_dedup_supersession_chains_categories_and_tiers(repo):
     assert {i.category for i in full.items} == {"GOTCHAS"} and "### iris-auth:2 · 2026-11-10T00:00:00Z" in full.markdown
     since = brief_mod.brief(mem, "iris-auth", detail="scan", since="2026-11-05", now=NOW)
     assert {i.entry.ref for i in since.items} == {"iris-auth:2", "iris-auth:6"}
+    # helix's since is hours (helix/docs/TOOLS.md): 2026-11-05T00:00Z is 444 hours before NOW
+    for hours, refs in (("444", {"iris-auth:2", "iris-auth:6"}), (443, {"iris-auth:2"}), ("1e308", None)):
+        got = {i.entry.ref for i in brief_mod.brief(mem, "iris-auth", detail="scan", since=hours, now=NOW).items}
+        assert got == (refs or {i.entry.ref for i in brief_mod.brief(mem, "iris-auth", detail="scan", now=NOW).items})
+    with pytest.raises(UsageError, match="hours"):
+        brief_mod.brief(mem, "iris-auth", since=-3, now=NOW)
     words = brief_mod.brief(mem, "failover", now=NOW)
     assert words.kind == "search" and [i.entry.ref for i in words.items] == ["iris-auth:5"]
     with pytest.raises(UsageError, match="focus"):
@@ -328,7 +335,7 @@ def test_edit_actions(repo_mem):
     assert store_mod.edit(mem, "delete", "t", match_str="THIRD").removed == 1
     with pytest.raises(NotFoundError):
         store_mod.edit(mem, "delete", "t", index=7)
-    with pytest.raises(UsageError, match="exactly one"):
+    with pytest.raises(UsageError, match="one of index, match_str or all"):
         store_mod.edit(mem, "delete", "t", index=1, all=True)
     store_mod.store(mem, "v", "v one")
     merged = store_mod.edit(mem, "merge", "t", into="v")
@@ -356,6 +363,19 @@ def test_topic_listing_stats_xref_graph(repo_mem):
         topics_mod.XRef("web:1", "ghost:2", "link", False),
         topics_mod.XRef("web:1", "auth", "mention", True),
     ]
+    # helix's xref names the topics that refer to this one; its own references are the out direction
+    assert [x.source for x in topics_mod.xref(mem, "auth")] == ["web:1", "web:1"]
+    assert topics_mod.xref(mem, "web") == []
+    assert [x.target for x in topics_mod.xref(mem, "web", "out")] == ["auth:1", "ghost:2", "auth"]
+    assert len(topics_mod.xref(mem, "Auth", "both")) == 2
+    with pytest.raises(UsageError, match="direction"):
+        topics_mod.xref(mem, "auth", "sideways")
+    # helix's prune: the topics idle for more than N days, the most recently active first
+    assert topics_mod.prune(mem) == []
+    later = topics_mod.prune(mem, 1, now=datetime.now(UTC) + timedelta(days=2, hours=1))
+    assert [(i.topic, i.days) for i in later] == [("web", 2), ("auth", 2)]
+    with pytest.raises(UsageError, match="days"):
+        topics_mod.prune(mem, float("nan"))
     g = topics_mod.graph(mem)
     assert g.nodes == [("auth", 1), ("web", 1)] and g.edges == [("web", "auth", 2)]
     assert topics_mod.graph(mem, focus="auth").edges == [("web", "auth", 2)]
@@ -379,9 +399,9 @@ def test_prune_and_compact_dry_run_then_apply(repo):
     assert topics_mod.compact(mem, apply=True).applied
     (kept, weak) = mem.topic("ci").page.entries
     assert kept.tags == ("a", "b") and kept.modified
-    pruned = topics_mod.prune(mem)
+    pruned = topics_mod.clean(mem)
     assert [(c.entry.ref, c.reason) for c in pruned.changes] == [("ci:2", "confidence 0.20 < 0.3")]
-    topics_mod.prune(mem, apply=True)
+    topics_mod.clean(mem, apply=True)
     assert [e.text for e in mem.topic("ci").page.entries] == [text]
 
 
@@ -465,3 +485,29 @@ def test_hook_reads_load_no_git_bindings_index_or_model(repo_mem):
     )
     done = subprocess.run([sys.executable, "-c", script, str(repo.path)], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_recent_keeps_the_last_days_or_hours_as_helix(repo):
+    """helix's topics recent (helix/src/topics.rs): entries of the last N days, or hours, which win."""
+    now = datetime.now(UTC)
+
+    def ago(**kw) -> str:
+        return (now - timedelta(**kw)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    write_topic(
+        repo,
+        "ops",
+        entry_md(ago(days=40), "old"),
+        entry_md(ago(days=3), "three days"),
+        entry_md(ago(hours=2), "two hours"),
+    )
+    repo.commit("init", {".gitwiki.toml": LEXICAL})
+    mem = Memory.open(repo.path)
+
+    def texts(*args, **kw) -> list[str]:
+        return [e.text for e in topics_mod.recent(mem, *args, **kw)]
+
+    assert texts() == ["two hours", "three days", "old"]
+    assert texts(days=7) == ["two hours", "three days"]
+    assert texts(days=7, hours=5) == ["two hours"]
+    assert texts(1, days=90) == ["two hours"]
