@@ -174,7 +174,7 @@ def _entry(minutes: int, body: str, where: str) -> dict:
 def _link(link: str) -> str:
     """helix numbers a topic's entries from 0, gitwiki from 1: `topic:0` is `topic:1` here."""
     name, sep, index = link.rpartition(":")
-    return f"{name}:{int(index) + 1}" if sep and index.isdigit() else link
+    return f"{name}:{int(index) + 1}" if sep and index.isdecimal() else link
 
 
 def _number(raw: str):

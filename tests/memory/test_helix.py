@@ -336,3 +336,8 @@ def test_hierarchical_helix_topics_flatten_to_one_page_name_links_included(mem, 
     log.entry("iris/notes", "[links: iris/crash-analysis:0]\nsee the triage", 11)
     assert replies.import_helix(mem, log.bytes()).data["added"] == {"iris-crash-analysis": 1, "iris-notes": 1}
     assert "[links: iris-crash-analysis:1]" in (repo.path / "wiki/memory/iris-notes.md").read_text()
+
+
+def test_a_link_number_that_is_no_decimal_stays_as_written():
+    # '²' is a digit to str.isdigit but not a number int() reads: it once raised ValueError out of the import
+    assert helix._link("engine:²") == "engine:²" and helix._link("engine:0") == "engine:1"
