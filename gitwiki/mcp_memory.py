@@ -15,6 +15,7 @@ from pydantic import Field
 from gitwiki.errors import UsageError
 from gitwiki.memory import replies
 from gitwiki.memory.base import Memory
+from gitwiki.memory.helix import helix_links
 from gitwiki.wiki import Wiki
 
 Topic = Annotated[
@@ -309,15 +310,6 @@ def entry_number(index: int | str | None) -> int | None:
     if isinstance(index, bool) or index < 1:
         raise UsageError(f"index {index!r}: a number counts from 1; helix's 0-based index is a string ('0')")
     return index
-
-
-def helix_links(links: str) -> list[str]:
-    """helix's space-separated links, `topic:N` counted from 0 (helix/src/tools.rs), as 1-based refs."""
-    out = []
-    for link in links.split():
-        name, sep, index = link.partition(":")
-        out.append(f"{name}:{int(index) + 1}" if sep and index.isdecimal() else link)
-    return out
 
 
 def _one(ours, helix, name: str, helix_name: str):

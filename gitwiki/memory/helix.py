@@ -162,7 +162,7 @@ def _entry(minutes: int, body: str, where: str) -> dict:
     if "confidence" in meta:
         entry["confidence"] = _number(meta["confidence"])
     if links := meta.get("links"):
-        entry["links"] = [_link(link) for link in links.split()]
+        entry["links"] = helix_links(links)
     if modified := meta.get("modified"):
         m = _HELIX_TIME.match(modified)
         # A helix time is local and to the minute; gitwiki's are UTC seconds. Left as written when it is
@@ -171,8 +171,13 @@ def _entry(minutes: int, body: str, where: str) -> dict:
     return entry
 
 
+def helix_links(links: str) -> list[str]:
+    """helix's space-separated links (a log's `[links: …]` line, a tool call's `links`) as gitwiki refs: helix
+    numbers a topic's entries from 0 (helix/src/tools.rs), gitwiki from 1, so `topic:0` is `topic:1` here."""
+    return [_link(link) for link in links.split()]
+
+
 def _link(link: str) -> str:
-    """helix numbers a topic's entries from 0, gitwiki from 1: `topic:0` is `topic:1` here."""
     name, sep, index = link.rpartition(":")
     return f"{name}:{int(index) + 1}" if sep and index.isdecimal() else link
 

@@ -330,7 +330,7 @@ def test_an_mcp_index_is_an_entry_number_or_a_usage_error(value):
 @given(st.text(max_size=40) | st.sampled_from(["a:²", "a:0 b", "a:٣", "a: b:1"]))
 def test_helix_links_are_links_or_a_usage_error(value):
     """helix's links string (from 0) becomes links the store takes or refuses with a UsageError."""
-    from gitwiki.mcp_memory import helix_links
+    from gitwiki.memory.helix import helix_links
     from gitwiki.memory.store import _links
 
     try:
