@@ -17,7 +17,7 @@ from gitwiki import __version__
 from gitwiki.config import Config
 from gitwiki.lance_index import LanceReader
 from gitwiki.mcp_early import SERVER_NAME
-from gitwiki.mcp_server import READ, Answer, WikiTools, _guarded, result
+from gitwiki.mcp_server import READ, Answer, WikiTools, guarded, result
 from gitwiki.search import SearchOptions, SearchResult
 
 if TYPE_CHECKING:
@@ -58,8 +58,8 @@ def build_server(reader: LanceReader, config: Config, serial: threading.Lock) ->
     app = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     shared = SharedWiki(reader, config)
     ground = WikiTools(cast("Wiki", shared), notes=lambda *_: {}).ground  # it calls only wiki.search
-    app.add_tool(_guarded(ground, serial), name="ground", annotations=READ)
-    app.add_tool(_guarded(shared.list_corpora, serial), name="list_corpora", annotations=READ)
+    app.add_tool(guarded(ground, serial), name="ground", annotations=READ)
+    app.add_tool(guarded(shared.list_corpora, serial), name="list_corpora", annotations=READ)
     return app
 
 

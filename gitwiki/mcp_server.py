@@ -85,7 +85,7 @@ def result(text: str, data: dict[str, Any]) -> Answer:
 
 
 class WikiTools:
-    """The tool bodies. Each returns an Answer; `_guarded` makes it the tool result the client asked for (`format`)."""
+    """The tool bodies. Each returns an Answer; `guarded` makes it the tool result the client asked for (`format`)."""
 
     def __init__(self, wiki: Wiki, notes: Callable[[Wiki, str | None, SearchResult], dict[str, Any]] = footer_notes):
         """`notes`: ground's footer notes (`ground.footer_notes`); the shared LanceDB index has none to give."""
@@ -405,8 +405,8 @@ def build_server(wiki: Wiki, serial: threading.Lock, note: str | None = None) ->
     app = MCPServer(SERVER_NAME, instructions=instructions(note), version=__version__, log_level="WARNING")
     tools = WikiTools(wiki)
     for name, hints in TOOLS.items():
-        app.add_tool(_guarded(getattr(tools, name), serial), name=name, annotations=hints)
-    mcp_memory.register(app, wiki, lambda method: _guarded(method, serial))  # memory_* tools, docs/memory.md
+        app.add_tool(guarded(getattr(tools, name), serial), name=name, annotations=hints)
+    mcp_memory.register(app, wiki, lambda method: guarded(method, serial))  # memory_* tools, docs/memory.md
     return app
 
 
@@ -438,7 +438,7 @@ class Answered(Protocol):
     def data(self) -> dict[str, Any]: ...
 
 
-def _guarded(method: Callable[..., Answered], serial: threading.Lock) -> Callable[..., CallToolResult]:
+def guarded(method: Callable[..., Answered], serial: threading.Lock) -> Callable[..., CallToolResult]:
     """The tool as the SDK sees it: `method`'s parameters plus `format`; calls serialized; gitwiki errors turned
     into JSON-RPC errors the client can act on."""
     name = method.__name__

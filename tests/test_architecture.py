@@ -1,15 +1,30 @@
-"""docs/architecture.md's module table lists every module, and the package keeps its shape: adapters never import
-each other and no module imports back into a cycle."""
+"""docs/architecture.md's module table lists every module, and the package keeps its shape: the adapters are found
+from what they do (not from a list), never import each other or a private name, the library never imports them,
+and no module imports back into a cycle."""
 
 from __future__ import annotations
 
 import ast
 import re
+import tomllib
+
+from markdown_it import MarkdownIt
 
 from tests.helpers import ROOT
 
 PACKAGE = ROOT / "gitwiki"
-ADAPTERS = ("gitwiki.commands", "gitwiki.mcp_server", "gitwiki.cli")
+# what makes a module an adapter: it builds a CLI parser or speaks MCP through the SDK ...
+ADAPTER_IMPORTS = {"argparse", "mcp", "mcp_types"}
+# ... or speaks a wire protocol itself (JSON-RPC before the SDK is loaded, a listening socket)
+PROTOCOL_MARKS = ("jsonrpc", "listen")
+# the adapters, one family each; a family may import its own members
+FAMILIES = {"cli": "cli", "commands": "cli", "__main__": "cli", "agent_hooks": "hooks", "serve_socket": "socket"}
+# the only imports from one adapter family into another, and why
+CROSSINGS = {
+    ("cli", "hooks"): "`gitwiki hook TYPE` runs the hook code and `gitwiki hooks` installs it",
+    ("cli", "mcp"): "`gitwiki serve` starts the MCP server",
+    ("cli", "socket"): "`gitwiki serve` starts the socket beside it",
+}
 
 
 def _modules() -> dict[str, ast.Module]:
@@ -33,9 +48,98 @@ def _imports(tree: ast.Module) -> set[str]:
     return found
 
 
+def _external(tree: ast.Module) -> set[str]:
+    """The top-level names of the packages a module imports."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def _speaks_a_protocol(tree: ast.Module) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and node.value == PROTOCOL_MARKS[0]:
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == PROTOCOL_MARKS[1]:
+            return True
+    return False
+
+
+def _entry_points() -> set[str]:
+    """The console scripts' modules, and every `__main__`; an entry point's package is an adapter as a whole."""
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"].values()
+    found = {target.split(":")[0] for target in scripts}
+    found.update(".".join(f.relative_to(ROOT).with_suffix("").parts) for f in PACKAGE.rglob("__main__.py"))
+    return found
+
+
+def _family(name: str) -> str | None:
+    top = name.split(".")[1] if "." in name else name
+    return "mcp" if top.startswith("mcp_") else FAMILIES.get(top)
+
+
+def _adapters(modules: dict[str, ast.Module]) -> dict[str, str]:
+    """Each adapter module and its family, found from its imports, its protocol and the entry points."""
+    entries = _entry_points()
+    packages = {e.removesuffix(".__main__") for e in entries if e.endswith(".__main__") and e != "gitwiki.__main__"}
+    found = {}
+    for name, tree in modules.items():
+        if (
+            _external(tree) & ADAPTER_IMPORTS
+            or _speaks_a_protocol(tree)
+            or name in entries
+            or any(name == p or name.startswith(p + ".") for p in packages)
+        ):
+            family = _family(name)
+            assert family, f"{name} is an adapter (it imports argparse or the MCP SDK, speaks a protocol or is an "
+            "entry point) in no family: add it to FAMILIES"
+            found[name] = family
+    return found
+
+
+def _architecture_table() -> list[list[str]]:
+    """The rows of the table under "## Modules" in docs/architecture.md, as markdown renders it."""
+    tokens = MarkdownIt("commonmark").enable("table").parse((ROOT / "docs/architecture.md").read_text())
+    rows: list[list[str]] = []
+    section, tables, row = "", 0, None
+    for i, token in enumerate(tokens):
+        if token.type == "heading_open":
+            section = tokens[i + 1].content
+        elif section == "Modules" and token.type == "table_open":
+            tables += 1
+        elif section == "Modules" and token.type == "tr_open":
+            row = []
+        elif section == "Modules" and token.type == "inline" and row is not None:
+            row.append(token.content)
+        elif section == "Modules" and token.type == "tr_close" and row is not None:
+            rows.append(row)
+            row = None
+        elif section == "Modules" and token.type == "paragraph_open" and tokens[i + 1].content.startswith("|"):
+            raise AssertionError(f"docs/architecture.md: a table row renders as text: {tokens[i + 1].content[:60]!r}")
+    assert tables == 1, f"docs/architecture.md's module table renders as {tables} tables"
+    return rows[1:]
+
+
+def test_the_architecture_table_renders_as_one_table():
+    rows = _architecture_table()
+    assert rows and all(len(r) == 3 for r in rows), "each module row has a module, its concept and its path"
+
+
+def test_the_table_says_how_a_command_module_looks():
+    cell = next(concept for module, concept, _ in _architecture_table() if "commands/*.py" in module)
+    assert "`register(subparsers)`" in cell
+    for file in (PACKAGE / "commands").glob("*.py"):
+        if file.stem not in ("__init__", "options"):
+            tree = ast.parse(file.read_text())
+            assert any(isinstance(n, ast.FunctionDef) and n.name == "register" for n in tree.body), file.name
+
+
 def test_every_module_is_in_the_architecture_table():
     listed = set()
-    for cell in re.findall(r"^\| (`[^|]+`) \|", (ROOT / "docs/architecture.md").read_text(), re.M):
+    for cell, _concept, _path in _architecture_table():
         listed.update(re.findall(r"`([\w/.*]+)\.py`", cell))
     modules = {
         file.relative_to(PACKAGE).with_suffix("").as_posix()
@@ -48,18 +152,60 @@ def test_every_module_is_in_the_architecture_table():
     assert not stale, f"docs/architecture.md lists modules that do not exist: {sorted(stale)}"
 
 
+def test_the_adapters_are_found_without_a_list():
+    adapters = _adapters(_modules())
+    for name in (
+        "gitwiki.cli",
+        "gitwiki.commands.ground",
+        "gitwiki.mcp_server",
+        "gitwiki.mcp_lance",
+        "gitwiki.mcp_memory",
+        "gitwiki.mcp_early",
+        "gitwiki.serve_socket",
+        "gitwiki.agent_hooks.run",
+    ):
+        assert name in adapters, f"{name} is not found as an adapter"
+    for name in ("gitwiki.wiki", "gitwiki.search", "gitwiki.serve_client", "gitwiki.memory.store"):
+        assert name not in adapters, f"{name} is library, found as an adapter"
+
+
 def test_no_adapter_imports_another_adapter():
     modules = _modules()
+    adapters = _adapters(modules)
+    for name, family in adapters.items():
+        for target in _imports(modules[name]):
+            other = adapters.get(target)
+            if other and other != family:
+                assert (family, other) in CROSSINGS, f"{name} imports the adapter {target}"
+
+
+def test_the_library_never_imports_an_adapter():
+    modules = _modules()
+    adapters = _adapters(modules)
     for name, tree in modules.items():
-        if not name.startswith(ADAPTERS) or name in ("gitwiki.commands", "gitwiki.commands.options"):
-            continue
-        for target in _imports(tree):
-            if target not in modules or target == name:
-                continue
-            if target.startswith(ADAPTERS) and target not in ("gitwiki.commands", "gitwiki.commands.options"):
-                # the CLI builds its parser from the command modules, and `serve` starts the MCP adapter
-                allowed = name == "gitwiki.cli" or (name, target) == ("gitwiki.commands.serve", "gitwiki.mcp_server")
-                assert allowed, f"{name} imports the adapter {target}"
+        if name not in adapters:
+            upward = sorted(t for t in _imports(tree) if t in adapters)
+            assert not upward, f"the library module {name} imports the adapters {upward}"
+
+
+def test_no_module_uses_a_private_name_of_another():
+    """A leading underscore is a module's own business: adapters use the library's public names, and so does
+    the library itself."""
+    modules = _modules()
+    for name, tree in modules.items():
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gitwiki"):
+                for a in node.names:
+                    full = f"{node.module}.{a.name}"
+                    if full in modules:
+                        aliases[a.asname or a.name] = full
+                    private = a.name.startswith("_") and not a.name.startswith("__")
+                    assert not private or node.module == name, f"{name} imports {node.module}.{a.name}"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+                private = node.attr.startswith("_") and not node.attr.startswith("__")
+                assert not private, f"{name} uses {aliases[node.value.id]}.{node.attr}"
 
 
 def test_the_import_graph_has_no_cycle():
