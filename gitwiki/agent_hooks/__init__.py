@@ -16,6 +16,10 @@ class HookType(NamedTuple):
     event: str  # Claude Code's hook_event_name
     matcher: str | None  # tool (or source, agent type) pattern; None: every one
     does: str
+    # "module:function" in gitwiki.agent_hooks, imported on demand so a hook loads only its own code. The function
+    # takes a handlers.Call, or the bare event when `repository` is False (then no index code is loaded at all).
+    handler: str
+    repository: bool = True
 
 
 # The MCP tools Claude Code names after our server: `mcp__<server>__<tool>` from a settings or .mcp.json
@@ -23,19 +27,58 @@ class HookType(NamedTuple):
 MCP_PREFIXES = ("mcp__gitwiki__", "mcp__plugin_gitwiki_gitwiki__")
 
 HOOK_TYPES = (
-    HookType("session", "SessionStart", None, "briefing: corpora, freshness, memory topics, the checkpoint"),
-    HookType("prompt", "UserPromptSubmit", None, "the wiki and memory sections that match the prompt"),
+    HookType(
+        "session",
+        "SessionStart",
+        None,
+        "briefing: corpora, freshness, memory topics, the checkpoint",
+        "handlers:session_start",
+    ),
+    HookType(
+        "prompt", "UserPromptSubmit", None, "the wiki and memory sections that match the prompt", "handlers:prompt"
+    ),
     # Bash too: file reads and searches go through it (`cat`, `sed -n`, `grep`, `rg`) in Claude Code builds
     # without Glob and Grep tools; Glob and Grep stay for the builds that have them.
-    HookType("ambient", "PreToolUse", "Read|Edit|Write|Glob|Grep|Bash", "notes on the file a tool is about to touch"),
-    HookType("post-build", "PostToolUse", "Bash", "after a failed build or test command, notes on its error"),
-    HookType("error-context", "PostToolUseFailure", None, "notes on a failed tool call's error"),
-    HookType("pre-compact", "PreCompact", None, "keeps the checkpoint and focus topics for after the compaction"),
-    HookType("stop", "Stop", None, "a reminder to store findings when files were edited and nothing was stored"),
-    HookType("subagent", "SubagentStart", None, "the memory topic list for a subagent"),
+    HookType(
+        "ambient",
+        "PreToolUse",
+        "Read|Edit|Write|Glob|Grep|Bash",
+        "notes on the file a tool is about to touch",
+        "ambient:ambient",
+    ),
+    HookType(
+        "post-build",
+        "PostToolUse",
+        "Bash",
+        "after a failed build or test command, notes on its error",
+        "failures:post_build",
+    ),
+    HookType(
+        "error-context", "PostToolUseFailure", None, "notes on a failed tool call's error", "failures:error_context"
+    ),
+    HookType(
+        "pre-compact",
+        "PreCompact",
+        None,
+        "keeps the checkpoint and focus topics for after the compaction",
+        "handlers:pre_compact",
+    ),
+    HookType(
+        "stop",
+        "Stop",
+        None,
+        "a reminder to store findings when files were edited and nothing was stored",
+        "handlers:stop",
+    ),
+    HookType("subagent", "SubagentStart", None, "the memory topic list for a subagent", "handlers:subagent"),
     # PreToolUse, not PermissionRequest: Claude Code never runs PermissionRequest hooks in print mode (`-p`).
     HookType(
-        "approve-mcp", "PreToolUse", "|".join(p + ".*" for p in MCP_PREFIXES), "allows gitwiki's read-only MCP tools"
+        "approve-mcp",
+        "PreToolUse",
+        "|".join(p + ".*" for p in MCP_PREFIXES),
+        "allows gitwiki's read-only MCP tools",
+        "permissions:approve",
+        repository=False,  # the tool name decides
     ),
 )
 BY_NAME = {h.name: h for h in HOOK_TYPES}

@@ -10,27 +10,15 @@ import contextlib
 import importlib
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from gitwiki.agent_hooks.permissions import approve
+from gitwiki.agent_hooks import BY_NAME, HookType
 from gitwiki.agent_hooks.protocol import parse_event
 from gitwiki.errors import GitwikiError
 
 LOG_NAME = "agent-hooks.log"
 LOG_MAX = 256 * 1024  # bytes before the log is rotated to agent-hooks.log.1
-
-# Hook type → (module in gitwiki.agent_hooks, function). Imported on demand: a hook loads only its own code
-# (approve-mcp none of the index code, the others not the source and error parsers they do not use).
-HANDLERS = {
-    "session": ("handlers", "session_start"),
-    "prompt": ("handlers", "prompt"),
-    "ambient": ("ambient", "ambient"),
-    "post-build": ("failures", "post_build"),
-    "error-context": ("failures", "error_context"),
-    "pre-compact": ("handlers", "pre_compact"),
-    "stop": ("handlers", "stop"),
-    "subagent": ("handlers", "subagent"),
-}
 
 
 def run(name: str, raw: bytes, cwd: str) -> str:
@@ -38,9 +26,10 @@ def run(name: str, raw: bytes, cwd: str) -> str:
     event = parse_event(raw)
     if event is None:
         return ""
-    if name == "approve-mcp":  # needs no repository: the tool name decides
-        return _dump(approve(event))
-    # The index code loads only past this point: approve-mcp answers without it.
+    hook = BY_NAME[name]
+    if not hook.repository:
+        return _dump(_handler(hook)(event))
+    # The index code loads only past this point: a hook that needs no repository answers without it.
     from gitwiki import gitcli
     from gitwiki.agent_hooks.handlers import Call
     from gitwiki.agent_hooks.lookup import Lookup
@@ -56,8 +45,7 @@ def run(name: str, raw: bytes, cwd: str) -> str:
     log_dir = checkout.common_dir / "gitwiki"
     lookup = None
     try:
-        module, function = HANDLERS[name]
-        handler = getattr(importlib.import_module(f"gitwiki.agent_hooks.{module}"), function)
+        handler = _handler(hook)
         lookup = Lookup.from_checkout(checkout)
         log_dir = lookup.index_dir
         session_id = event.get("session_id") if lookup.store is not None else None
@@ -73,6 +61,12 @@ def run(name: str, raw: bytes, cwd: str) -> str:
     finally:
         if lookup is not None:
             lookup.close()
+
+
+def _handler(hook: HookType) -> Callable[..., dict | None]:
+    """The hook's function, its module imported now: a hook loads only its own code."""
+    module, function = hook.handler.split(":")
+    return getattr(importlib.import_module(f"gitwiki.agent_hooks.{module}"), function)
 
 
 def _dump(answer: dict | None) -> str:

@@ -290,3 +290,17 @@ def test_a_checkpoint_saved_after_the_overview_was_cached_is_the_one_shown(wiki,
     )
     text = context_of(hook("session", load("session_start", wiki.path, session_id="c2"), wiki.path)[1])
     assert ", wiki/memory/checkpoints/later.md):\nSaved 2026-01-04T09:00:00Z.\n\n## Task\n\nship the rotation" in text
+
+
+def test_the_one_hook_table_names_each_handler_and_what_it_takes():
+    import importlib
+    import inspect
+
+    from gitwiki.agent_hooks import HOOK_TYPES
+
+    for hook in HOOK_TYPES:
+        module, function = hook.handler.split(":")
+        handler = getattr(importlib.import_module(f"gitwiki.agent_hooks.{module}"), function)
+        (param,) = inspect.signature(handler).parameters.values()
+        # a repository hook gets the Call (event, lookup, session); approve-mcp the bare event
+        assert (param.annotation in ("Call", "handlers.Call")) == hook.repository, hook.name
