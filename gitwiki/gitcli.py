@@ -51,7 +51,7 @@ class Checkout(NamedTuple):
 
 
 def run_git(
-    root: str | os.PathLike,
+    root: str | os.PathLike[str],
     *args: str,
     stdin: str | bytes | None = None,
     env: dict[str, str] | None = None,
@@ -63,19 +63,19 @@ def run_git(
     return _finish(_start(root, args, env, stdout, data is not None), data)
 
 
-def _side_by_side(root: str | os.PathLike, *commands: tuple[str, ...]) -> list[GitRun]:
+def _side_by_side(root: str | os.PathLike[str], *commands: tuple[str, ...]) -> list[GitRun]:
     """`run_git` of each command, all started at once: listings that each read the whole index take, on two
     cores, the time of the longest rather than their sum."""
     return [_finish(proc) for proc in [_start(root, args) for args in commands]]
 
 
 def _start(
-    root: str | os.PathLike,
+    root: str | os.PathLike[str],
     args: tuple[str, ...],
     env: dict[str, str] | None = None,
     stdout: IO[bytes] | int | None = None,
     stdin: bool = False,
-) -> subprocess.Popen:
+) -> subprocess.Popen[bytes]:
     import subprocess  # 3-8 ms to import, and most agent hooks never start git (find_checkout)
 
     base = dict(os.environ)
@@ -97,7 +97,7 @@ def _start(
         ) from None
 
 
-def _finish(proc: subprocess.Popen, stdin: bytes | None = None) -> GitRun:
+def _finish(proc: subprocess.Popen[bytes], stdin: bytes | None = None) -> GitRun:
     out, err = proc.communicate(stdin)
     lines = err.decode(errors="replace").strip().splitlines()
     return GitRun(
@@ -115,7 +115,7 @@ def blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def _not_a_repo(start: str | os.PathLike) -> NotFoundError:
+def _not_a_repo(start: str | os.PathLike[str]) -> NotFoundError:
     if not os.path.isdir(start):  # `-C /typo`: git would only say it is not a repository
         return NotFoundError(
             f"{os.path.abspath(start)} does not exist, so it is not inside a git repository; run `git init` or "
@@ -126,11 +126,11 @@ def _not_a_repo(start: str | os.PathLike) -> NotFoundError:
     )
 
 
-def _bare_repo(where: str | os.PathLike) -> NotFoundError:
+def _bare_repo(where: str | os.PathLike[str]) -> NotFoundError:
     return NotFoundError(f"{where} is a bare repository; run gitwiki in a checkout")
 
 
-def discover(start: str | os.PathLike = ".") -> Checkout:
+def discover(start: str | os.PathLike[str] = ".") -> Checkout:
     """The checkout containing `start`, as git finds it (GIT_DIR and the other variables git reads count).
     The one discovery: `GitRepo.discover` opens what this finds."""
     run = run_git(
@@ -146,7 +146,7 @@ def discover(start: str | os.PathLike = ".") -> Checkout:
     raise _not_a_repo(start)
 
 
-def find_checkout(start: str | os.PathLike) -> Checkout | None:
+def find_checkout(start: str | os.PathLike[str]) -> Checkout | None:
     """What `discover` answers, read from the filesystem without starting git (a hook's budget), or None when
     git must be asked: GIT_DIR and friends are set, or the layout is not a plain `.git` folder or file."""
     if any(os.environ.get(name) for name in (*_PATH_VARS, "GIT_CEILING_DIRECTORIES")):
@@ -168,7 +168,7 @@ def find_checkout(start: str | os.PathLike) -> Checkout | None:
     return None
 
 
-def update_ref(root: str | os.PathLike, ref: str, new: str, old: str | None, message: str) -> GitRun:
+def update_ref(root: str | os.PathLike[str], ref: str, new: str, old: str | None, message: str) -> GitRun:
     """Move `ref` to `new` only if it still points at `old` (None: only if it does not exist yet), under
     git's ref lock: a compare-and-swap that fails when someone else moved it first."""
     return run_git(root, "update-ref", "-m", message, ref, new, old or "0" * len(new))
@@ -181,7 +181,7 @@ LOCK_MARK = "gitwiki pid "
 class HeldIndex:
     """git's own index.lock, held by gitwiki (see `index_lock`), and the index file it guards."""
 
-    def __init__(self, root: str | os.PathLike, index: Path):
+    def __init__(self, root: str | os.PathLike[str], index: Path):
         self.root = root
         self.index = index
         self.lock = index.with_name(index.name + ".lock")
@@ -214,7 +214,7 @@ class HeldIndex:
 
 
 @contextmanager
-def index_lock(root: str | os.PathLike, wait: float) -> Iterator[HeldIndex | None]:
+def index_lock(root: str | os.PathLike[str], wait: float) -> Iterator[HeldIndex | None]:
     """Hold git's index.lock, waiting up to `wait` seconds for another git to let go (None if it does
     not).
 
@@ -261,7 +261,7 @@ def _orphaned(lock: Path) -> bool:
     )
 
 
-def read_head(root: str | os.PathLike) -> str | None:
+def read_head(root: str | os.PathLike[str]) -> str | None:
     """HEAD's commit id read from git's files without starting git (`git rev-parse HEAD` cost an agent hook
     9-20 ms on the loaded 2-core host): the worktree's HEAD, then the loose ref or `packed-refs` line it names.
     None when that cannot tell (reftable, GIT_DIR and friends set, an unborn branch): ask git then."""
@@ -295,7 +295,7 @@ def read_head(root: str | os.PathLike) -> str | None:
     return None
 
 
-def staged_files(root: str | os.PathLike, folders: Iterable[str] = ("",)) -> dict[str, str]:
+def staged_files(root: str | os.PathLike[str], folders: Iterable[str] = ("",)) -> dict[str, str]:
     """Path → blob id of every regular file under `folders` ("" is the whole tree) in the index git is
     committing (GIT_INDEX_FILE, when a hook runs for `git commit -a` or `git commit FILE`)."""
     out = {}
@@ -314,7 +314,7 @@ class IndexListing(NamedTuple):
     others: list[str]  # paths to look at on disk: changed (deleted too), unmerged or assume-unchanged, untracked
 
 
-def index_listing(root: str | os.PathLike, folder: str) -> IndexListing:
+def index_listing(root: str | os.PathLike[str], folder: str) -> IndexListing:
     """The files under `folder` ("" is the whole worktree) that are tracked or untracked and not ignored,
     split by what git's index says about each: its entries, those `git diff-files` finds changed (stat data,
     or a racy entry's content) and the untracked files, three listings run side by side. An entry git finds
@@ -344,7 +344,7 @@ def index_listing(root: str | os.PathLike, folder: str) -> IndexListing:
     return IndexListing(same, sorted(others))
 
 
-def changed_files(root: str | os.PathLike, folder: str) -> list[str]:
+def changed_files(root: str | os.PathLike[str], folder: str) -> list[str]:
     """Repo-relative paths under `folder` whose worktree state differs from HEAD: changed, staged, deleted or
     untracked, never ignored. Asking git for just the folder keeps a wiki inside a big code repo cheap (a
     20,000-file repo: 9 ms against 58 ms for a status of the whole worktree), and `--no-optional-locks`
@@ -356,7 +356,7 @@ def changed_files(root: str | os.PathLike, folder: str) -> list[str]:
     return [record[3:] for record in records]
 
 
-def worktree_status(root: str | os.PathLike, folders: Iterable[str]) -> tuple[str | None, list[str]]:
+def worktree_status(root: str | os.PathLike[str], folders: Iterable[str]) -> tuple[str | None, list[str]]:
     """HEAD's commit id (None before the first commit) and what `changed_files` lists, for several folders in
     one `git status` (porcelain v2 names HEAD too): the agent hooks' session briefing starts no other git
     when the index is current."""
@@ -377,7 +377,7 @@ def worktree_status(root: str | os.PathLike, folders: Iterable[str]) -> tuple[st
     return head, changed
 
 
-def head_trees(root: str | os.PathLike, folders: Iterable[str]) -> tuple[str | None, dict[str, str]]:
+def head_trees(root: str | os.PathLike[str], folders: Iterable[str]) -> tuple[str | None, dict[str, str]]:
     """HEAD's commit id and, per folder ("" is the whole tree), its tree id at HEAD ("" when absent), in one
     `git rev-parse`; (None, {}) before the first commit. What the agent hooks compare with the index."""
     folders = list(dict.fromkeys(folders))
@@ -389,7 +389,7 @@ def head_trees(root: str | os.PathLike, folders: Iterable[str]) -> tuple[str | N
     return lines[0], trees
 
 
-def changed_together(root: str | os.PathLike, commits: int) -> list[list[str]]:
+def changed_together(root: str | os.PathLike[str], commits: int) -> list[list[str]]:
     """The files each of HEAD's last `commits` commits changed (merges left out), newest first: what the
     agent hooks' coupling notes count."""
     run = run_git(root, "log", f"-n{commits}", "--no-merges", "--no-renames", "--name-only", "-z", "--format=%x01")
@@ -400,7 +400,7 @@ def changed_together(root: str | os.PathLike, commits: int) -> list[list[str]]:
     return out
 
 
-def changed_together_since(root: str | os.PathLike, old: str, commits: int) -> list[list[str]] | None:
+def changed_together_since(root: str | os.PathLike[str], old: str, commits: int) -> list[list[str]] | None:
     """What `changed_together` lists for the commits HEAD has and `old` has not, newest first: the agent hooks
     add them to the lists they cached at `old` instead of reading 200 commits again (31-42 ms). None when
     that is not a continuation: `old` is not an ancestor of HEAD (history rewritten), or is gone, or more
@@ -426,14 +426,14 @@ def _is_object_id(text: str) -> bool:
     return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 
 
-def skip_worktree(root: str | os.PathLike, paths: Iterable[str]) -> set[str]:
+def skip_worktree(root: str | os.PathLike[str], paths: Iterable[str]) -> set[str]:
     """Which of `paths` the index marks skip-worktree (outside a sparse checkout): absent from disk by
     design, not deleted. pygit2 neither reports the flag nor honours it in its status."""
     where = [f":(literal){p}" for p in paths]
     return {r[2:] for r in _paths(root, "ls-files", "-t", "-z", "--", *where) if r.startswith("S ")} if where else set()
 
 
-def read_blobs(root: str | os.PathLike, blobs: Iterable[str]) -> dict[str, bytes]:
+def read_blobs(root: str | os.PathLike[str], blobs: Iterable[str]) -> dict[str, bytes]:
     """The content of each blob, in one `git cat-file --batch`; a missing one is an error."""
     wanted = list(dict.fromkeys(blobs))
     if not wanted:
@@ -459,7 +459,7 @@ def _pathspec(folders: Iterable[str]) -> tuple[str, ...]:
     return ("--", *(f":(literal){f}" for f in folders)) if "" not in folders else ()
 
 
-def _paths(root: str | os.PathLike, *args: str) -> list[str]:
+def _paths(root: str | os.PathLike[str], *args: str) -> list[str]:
     return _split(_checked(run_git(root, *args)).data)
 
 

@@ -55,7 +55,7 @@ class GitRepo:
         self._repo = repo
 
     @classmethod
-    def discover(cls, start: str | os.PathLike = ".") -> GitRepo:
+    def discover(cls, start: str | os.PathLike[str] = ".") -> GitRepo:
         """The checkout containing `start`. Found by `gitcli.discover` (the hooks cannot import pygit2), so
         both agree on every set-up git itself understands; the subprocess costs about 3.5 ms once per command.
         pygit2 opens the git dir git found, not the worktree: its own discovery ignores GIT_DIR and
@@ -306,7 +306,7 @@ class GitRepo:
         return out
 
 
-def _blob_at(tree: pygit2.Tree, path: str):
+def _blob_at(tree: pygit2.Tree, path: str) -> pygit2.Oid | None:
     try:
         return tree[path].id
     except KeyError:

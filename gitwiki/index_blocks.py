@@ -16,7 +16,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitwiki import pagetext
 from gitwiki.config import Config, CorpusConfig
@@ -79,7 +79,7 @@ def render_block(listing: WorktreeCorpus, index_path: str, options: BlockOptions
             continue  # the folder's own index is the group heading's link
         shown.append(path)
     listing.prefetch_info(shown)
-    groups: dict[str, list[dict]] = {}
+    groups: dict[str, list[dict[str, Any]]] = {}
     for path in shown:
         info = listing.info(path)
         if info is not None:
@@ -273,7 +273,7 @@ def _template(root: Path, configured: str | None) -> Template:
     return Template(search, TEMPLATE_NAME, found, TEMPLATE_NAME)
 
 
-def _render(template: Template, **context) -> str:
+def _render(template: Template, **context: Any) -> str:
     import jinja2  # only when a block is really rendered: most hook runs find the render memoized
 
     try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitwiki.artifact import Manifest
 from gitwiki.templating import environment, shipped_dir
@@ -14,13 +14,13 @@ LINT_LINES = 30  # a summary is a glance; the full lint output is in the step lo
 class SummaryInput(NamedTuple):
     manifest: Manifest
     archive_bytes: int
-    reports: list[dict]  # `gitwiki index --json` output
+    reports: list[dict[str, Any]]  # `gitwiki index --json` output
     lint_output: str | None  # None: lint did not run
     lint_status: int | None
     publish: str
     ref: str
     seconds: float | None
-    eval_report: dict | None = None  # `gitwiki eval --json` output; None: eval did not run
+    eval_report: dict[str, Any] | None = None  # `gitwiki eval --json` output; None: eval did not run
 
 
 def render(data: SummaryInput) -> str:

@@ -16,9 +16,9 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TypeGuard
+from typing import Any, TypeGuard
 from urllib.parse import unquote
 
 from gitwiki import pagetext
@@ -42,7 +42,7 @@ def decode(data: bytes) -> str:
 # ---- extraction: pure functions of the page text ----------------------------------------------------
 
 
-def info(text: str, read_yaml: YamlReader | None = None) -> list:
+def info(text: str, read_yaml: YamlReader | None = None) -> list[Any]:
     """[title, summary] as an index block shows them; the title is None when the page has none (the
     block then shows the file name, which is not part of the blob)."""
     return list(title_and_summary(text, read_yaml))
@@ -64,18 +64,18 @@ def anchors(text: str, read_yaml: YamlReader | None = None) -> list[str]:
 
 
 # Each takes the page text and the front-matter reader to use.
-EXTRACT: dict[str, Callable[[str, YamlReader], list]] = {"info": info, "links": links, "anchors": anchors}
+EXTRACT: dict[str, Callable[[str, YamlReader], list[Any]]] = {"info": info, "links": links, "anchors": anchors}
 
 
-def _strings(value: object) -> TypeGuard[list]:
+def _strings(value: object) -> TypeGuard[list[Any]]:
     return isinstance(value, list) and all(isinstance(s, str) for s in value)
 
 
-def _info(value: object) -> TypeGuard[list]:
+def _info(value: object) -> TypeGuard[list[Any]]:
     return isinstance(value, list) and len(value) == 2 and all(s is None or isinstance(s, str) for s in value)
 
 
-def _yaml(value) -> bool:
+def _yaml(value: object) -> bool:
     return (
         isinstance(value, list)
         and len(value) == 2
@@ -84,7 +84,7 @@ def _yaml(value) -> bool:
     )
 
 
-def _json_safe(value) -> bool:
+def _json_safe(value: object) -> bool:
     """Whether JSON gives `value` back as it is (YAML can also give dates, sets, non-string keys)."""
     if value is None or isinstance(value, (str, bool, int, float)):
         return True
@@ -96,7 +96,7 @@ def _json_safe(value) -> bool:
 UNREADABLE = "unreadable"  # the facts entry key saying why a page has no facts
 
 # A hand-edited or half-foreign file must not crash a hook: a value of the wrong shape is re-extracted.
-_VALID: dict[str, Callable[[object], TypeGuard[list]]] = {"info": _info, "links": _strings, "anchors": _strings}
+_VALID: dict[str, Callable[[object], TypeGuard[list[Any]]]] = {"info": _info, "links": _strings, "anchors": _strings}
 
 
 # ---- the cache file ---------------------------------------------------------------------------------
@@ -139,7 +139,7 @@ class FactsCache:
         self._rows: dict[str, dict[str, str | None]] = {name: {} for name in _TABLES}
         self._new: dict[str, dict[str, str]] = {name: {} for name in _TABLES}
         self._touch: dict[str, set[str]] = {name: set() for name in _TABLES}  # rows read, last used before today
-        self._valid: dict[str, list] = {}  # facts key → its value, decoded and checked by `get`
+        self._valid: dict[str, list[Any]] = {}  # facts key → its value, decoded and checked by `get`
         self._today = today()
         if path is not None:
             self._conn = _open(path)
@@ -148,7 +148,7 @@ class FactsCache:
     def load(cls, index_dir: Path) -> FactsCache:
         return cls(index_dir / CACHE_NAME)
 
-    def get(self, field: str, blob: str, text: Callable[[], str]) -> list | None:
+    def get(self, field: str, blob: str, text: Callable[[], str]) -> list[Any] | None:
         """The fact `field` ("info", "links" or "anchors") of page version `blob`; on a miss it is
         extracted from `text()`. None for a page that is not text or that extraction fails on: the
         reason is remembered (`unreadable`), so the page is read once, not on every run."""
@@ -170,7 +170,7 @@ class FactsCache:
         self._valid[key] = value
         return value
 
-    def cached(self, field: str, blob: str) -> tuple[bool, list | None]:
+    def cached(self, field: str, blob: str) -> tuple[bool, list[Any] | None]:
         """Whether `get` would answer from the cache alone (nothing to extract), and its answer."""
         if self.unreadable(blob) is not None:
             return True, None
@@ -183,7 +183,7 @@ class FactsCache:
         why = _decode(self._value("facts", _key(blob, UNREADABLE)))
         return why if isinstance(why, str) else None
 
-    def read_yaml(self, raw: str) -> tuple[dict, str | None]:
+    def read_yaml(self, raw: str) -> tuple[dict[str, Any], str | None]:
         """`frontmatter.read_yaml`, remembered by the digest of `raw` when JSON keeps its result intact."""
         key = hashlib.sha1(raw.encode()).hexdigest()
         hit = _decode(self._value("yaml", key))
@@ -407,7 +407,7 @@ def _discard(conn: sqlite3.Connection, path: Path | None) -> None:
 
 
 @contextlib.contextmanager
-def _transaction(conn: sqlite3.Connection):
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield

@@ -148,7 +148,9 @@ class _Callbacks(pygit2.RemoteCallbacks):
         self._progress = progress
         self._tried: set[str] = set()
 
-    def credentials(self, url, username_from_url, allowed_types):
+    def credentials(
+        self, url: str, username_from_url: str | None, allowed_types: pygit2.enums.CredentialType
+    ) -> pygit2.KeypairFromAgent | pygit2.UserPass:
         kinds = pygit2.enums.CredentialType
         if allowed_types & kinds.SSH_KEY and "agent" not in self._tried:
             self._tried.add("agent")
@@ -163,7 +165,7 @@ class _Callbacks(pygit2.RemoteCallbacks):
             "credential helper (`git credential fill` must answer without a prompt)"
         )
 
-    def transfer_progress(self, stats):
+    def transfer_progress(self, stats: pygit2.remotes.TransferProgress) -> None:
         if self._progress is not None:
             self._progress(stats.received_objects, stats.total_objects)
 

@@ -158,7 +158,7 @@ class SocketServer:
 _FIELD_TYPES = {name: typing.get_args(hint) or (hint,) for name, hint in typing.get_type_hints(GroundRequest).items()}
 
 
-def _request(fields: dict) -> GroundRequest | str:
+def _request(fields: dict[str, Any]) -> GroundRequest | str:
     """The request `fields` describe, or what is wrong with them: a field of the wrong type (a list as the
     query) once reached the search and ended in an internal error with a traceback in the server's log."""
     try:

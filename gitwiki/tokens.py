@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 
 import Stemmer
 
@@ -110,6 +111,6 @@ def fts_query(text: str) -> str | None:
     return fts_any(terms)
 
 
-def fts_any(terms) -> str | None:
+def fts_any(terms: Iterable[str]) -> str | None:
     """An FTS5 MATCH expression for any of `terms` (already tokenized), or None if there are none."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) or None

@@ -12,7 +12,7 @@ import posixpath
 import stat
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitwiki import gitcli
 from gitwiki.config import Config, CorpusConfig, select
@@ -102,7 +102,7 @@ class WorktreeCorpus:
         return sorted(found, key=lambda p: (-p.count("/"), p))
 
 
-def _page_info(path: str, found: list | None) -> PageInfo | None:
+def _page_info(path: str, found: list[Any] | None) -> PageInfo | None:
     return None if found is None else PageInfo(found[0] or fallback_title(path), found[1])
 
 

@@ -22,7 +22,7 @@ import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitwiki.agent_hooks import coupling
 from gitwiki.agent_hooks.extract import removed_names, symbols
@@ -36,7 +36,7 @@ MAX_PATTERN = 1000
 MAX_PATH = 4096  # characters of a search pattern whose words are searched for
 
 
-def ambient(call: Call) -> dict | None:
+def ambient(call: Call) -> dict[str, Any] | None:
     tool = call.event.get("tool_name")
     tool_input = call.event.get("tool_input")
     if not isinstance(tool_input, dict):
@@ -60,7 +60,7 @@ def ambient(call: Call) -> dict | None:
     return _answer(call, _file_blocks(call, path, text if isinstance(text, str) else "", removed))
 
 
-def _bash(call: Call, command) -> dict | None:
+def _bash(call: Call, command: object) -> dict[str, Any] | None:
     """A Read's notes for each file the command reads, a Grep's for each pattern it searches for."""
     if not isinstance(command, str):
         return None
@@ -137,7 +137,7 @@ def file_layers(lookup: Lookup, path: str, text: str, removed: list[str]) -> lis
     return [layer._replace(notes=[n for n in layer.notes if n.path != path]) for layer in layers]
 
 
-def _answer(call: Call, blocks: list[Layer | str]) -> dict | None:
+def _answer(call: Call, blocks: list[Layer | str]) -> dict[str, Any] | None:
     """The layers' notes not shown before, and the ready-made notes (coupling) as they are, in order."""
     picked: set[str] = set()
     parts = []
@@ -163,7 +163,7 @@ def _either(a: Callable[[str], bool], b: Callable[[str], bool]) -> Callable[[str
     return lambda key: a(key) or b(key)
 
 
-def _relative(root: Path, base: Path, file_path) -> str | None:
+def _relative(root: Path, base: Path, file_path: object) -> str | None:
     """The repo-relative path of a tool's file_path (relative to `base` unless absolute), or None when it is
     not a path in this repo."""
     # Longer than any path the system opens (PATH_MAX): resolving symlinks in a 2 MB path of 700,000

@@ -22,7 +22,7 @@ from gitwiki.fs import atomic_write, stat_stamp
 CONFIG = "agent-config.json"
 
 
-def load(path: Path) -> dict:
+def load(path: Path) -> dict[str, Any]:
     """The JSON object in `path`; {} when there is none (missing, unreadable, not an object)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -31,7 +31,7 @@ def load(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def save(path: Path, data: dict) -> None:
+def save(path: Path, data: dict[str, Any]) -> None:
     atomic_write(path, json.dumps(data), sync=False)
 
 

@@ -17,6 +17,7 @@ one 100,000-character line).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from gitwiki.agent_hooks.handlers import Call
 
@@ -75,7 +76,7 @@ _VITEST_ARROW = re.compile(r"\s+→ (.+)$")
 MESSAGE, SUMMARY, DETAIL, TITLE = 0, 1, 2, 3
 
 
-def post_build(call: Call) -> dict | None:
+def post_build(call: Call) -> dict[str, Any] | None:
     tool_input = call.event.get("tool_input") or {}
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
     if not isinstance(command, str) or not BUILD_COMMAND.search(command[:MAX_COMMAND]):
@@ -88,14 +89,14 @@ def post_build(call: Call) -> dict | None:
     return _error_notes(call, "PostToolUse", output)
 
 
-def error_context(call: Call) -> dict | None:
+def error_context(call: Call) -> dict[str, Any] | None:
     error = call.event.get("error")
     if not isinstance(error, str) or call.event.get("is_interrupt"):
         return None
     return _error_notes(call, "PostToolUseFailure", error)
 
 
-def _error_notes(call: Call, event: str, output: str) -> dict | None:
+def _error_notes(call: Call, event: str, output: str) -> dict[str, Any] | None:
     call.session.phase = "Debug"
     lines = error_lines(output)
     if not lines:
@@ -104,7 +105,7 @@ def _error_notes(call: Call, event: str, output: str) -> dict | None:
     return call.answer(event, f"gitwiki notes on this error ({lines[0][:80]}):", call.search(query), query)
 
 
-def _output(response) -> tuple[str, int | None]:
+def _output(response: object) -> tuple[str, int | None]:
     """A Bash tool response's text and exit status (None when it does not say)."""
     if not isinstance(response, dict):
         return (response if isinstance(response, str) else ""), None

@@ -4,7 +4,7 @@ ones that parse source files and error output)."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki import gitcli
 from gitwiki.agent_hooks import status
@@ -20,7 +20,7 @@ ASK = "search them with the gitwiki MCP tools or `gitwiki ground QUERY`"
 
 
 class Call(NamedTuple):
-    event: dict
+    event: dict[str, Any]
     lookup: Lookup
     session: Session
 
@@ -28,7 +28,7 @@ class Call(NamedTuple):
     def limit(self) -> int:
         return self.lookup.settings.max_chars
 
-    def answer(self, event: str, title: str, notes: list[Note], query: str = "") -> dict | None:
+    def answer(self, event: str, title: str, notes: list[Note], query: str = "") -> dict[str, Any] | None:
         """Context made of `notes` under `title`, which are then never injected again in this session."""
         if not notes:
             return None
@@ -40,7 +40,7 @@ class Call(NamedTuple):
         return self.lookup.pick(self.lookup.search(query), self.session.seen)
 
 
-def session_start(call: Call) -> dict | None:
+def session_start(call: Call) -> dict[str, Any] | None:
     from gitwiki.agent_hooks import memory  # and, when a memory page changed, the library: ~7 ms of imports
 
     if call.event.get("source") == "compact":
@@ -110,7 +110,7 @@ def _checkpoint(known: Overview) -> list[str]:
     return [f"Checkpoint ({_age(age)} ago, {path}):", text]
 
 
-def prompt(call: Call) -> dict | None:
+def prompt(call: Call) -> dict[str, Any] | None:
     text = call.event.get("prompt")
     if not isinstance(text, str) or not text.strip():
         return None
@@ -119,14 +119,14 @@ def prompt(call: Call) -> dict | None:
     )
 
 
-def pre_compact(call: Call) -> dict | None:
+def pre_compact(call: Call) -> dict[str, Any] | None:
     """Claude Code adds no hook output to the context at PreCompact; the SessionStart that follows (source
     "compact") does. So: let this session's notes be injected again, and leave the re-injection to it."""
     call.session.forget_injected()
     return None
 
 
-def stop(call: Call) -> dict | None:
+def stop(call: Call) -> dict[str, Any] | None:
     s = call.session
     if call.event.get("stop_hook_active") or not s.edits or s.data["reminded"]:
         return None
@@ -143,7 +143,7 @@ def stop(call: Call) -> dict | None:
     )
 
 
-def subagent(call: Call) -> dict | None:
+def subagent(call: Call) -> dict[str, Any] | None:
     from gitwiki.agent_hooks import memory
 
     topics = memory.overview(call.lookup).topics

@@ -18,7 +18,7 @@ import os
 import posixpath
 from collections.abc import Collection
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki.agent_hooks import cache
 from gitwiki.agent_hooks.lookup import Lookup, Note
@@ -80,14 +80,14 @@ def load_topics(lookup: Lookup, only: Collection[str] | None = None) -> dict[str
     return out
 
 
-def _cached_pages(lookup: Lookup) -> dict[str, list]:
+def _cached_pages(lookup: Lookup) -> dict[str, list[Any]]:
     """Repo path → [file stamp, entry rows] as agent-memory.json holds them ({} for none or an old version)."""
     cached = cache.load(lookup.index_dir / CACHE)
     pages = cached.get("pages") if cached.get("version") == CACHE_VERSION else None
     return pages if isinstance(pages, dict) else {}
 
 
-def _entry(topic: str, index: int, row: list) -> Entry:
+def _entry(topic: str, index: int, row: list[Any]) -> Entry:
     from gitwiki.memory.entry import Entry
 
     fields = dict(zip(_FIELDS, row[: len(_FIELDS)], strict=True))

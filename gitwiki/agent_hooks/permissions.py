@@ -16,6 +16,8 @@ the tools the server registers and their `read_only_hint`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from gitwiki.agent_hooks import MCP_PREFIXES
 
 READ_TOOLS = (
@@ -69,7 +71,7 @@ def reads_only(tool: str, arguments: object) -> bool:
     return action in TOPICS_READ_ACTIONS or (action in TOPICS_DRY_RUNS and arguments.get("apply") in (None, False))
 
 
-def approve(event: dict) -> dict | None:
+def approve(event: dict[str, Any]) -> dict[str, Any] | None:
     """PreToolUse: allow a read of gitwiki's own MCP server; no answer for anything else, so Claude Code
     applies the user's rules (a deny or ask rule still wins over this allow) and asks as usual."""
     name = event.get("tool_name")

@@ -11,11 +11,12 @@ going with `{"decision": "block", "reason": …}`. No output means no opinion.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 CUT = "\n… (cut to {limit} characters: [agent_hooks] max_chars)"
 
 
-def parse_event(raw: bytes) -> dict | None:
+def parse_event(raw: bytes) -> dict[str, Any] | None:
     """The event object, or None when stdin is not one (the hook then does nothing): not JSON, not UTF-8, or
     nested deeper than the parser's recursion limit (RecursionError, which once ended the hook in a traceback)."""
     try:
@@ -35,13 +36,13 @@ def cap(text: str, limit: int) -> str:
     return (head[:cut] if cut > 0 else head) + note
 
 
-def context(event: str, text: str, limit: int) -> dict | None:
+def context(event: str, text: str, limit: int) -> dict[str, Any] | None:
     """Add `text` to the model's context, or None when there is nothing to add."""
     if not text.strip():
         return None
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": cap(text, limit)}}
 
 
-def keep_going(reason: str) -> dict:
+def keep_going(reason: str) -> dict[str, Any]:
     """A Stop hook's answer that keeps the agent working, with `reason` as its next instruction."""
     return {"decision": "block", "reason": reason}

@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from gitwiki.agent_hooks import BY_NAME, HookType
 from gitwiki.agent_hooks.protocol import parse_event
@@ -63,13 +64,13 @@ def run(name: str, raw: bytes, cwd: str) -> str:
             lookup.close()
 
 
-def _handler(hook: HookType) -> Callable[..., dict | None]:
+def _handler(hook: HookType) -> Callable[..., dict[str, Any] | None]:
     """The hook's function, its module imported now: a hook loads only its own code."""
     module, function = hook.handler.split(":")
     return getattr(importlib.import_module(f"gitwiki.agent_hooks.{module}"), function)
 
 
-def _dump(answer: dict | None) -> str:
+def _dump(answer: dict[str, Any] | None) -> str:
     return json.dumps(answer, ensure_ascii=False) if answer else ""
 
 

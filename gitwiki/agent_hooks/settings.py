@@ -18,7 +18,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitwiki.agent_hooks import HOOK_TIMEOUT, HOOK_TYPES, HookType, permissions
 from gitwiki.agent_hooks.jsontext import JsonTextError, Node, insert, parse, remove, render
@@ -71,16 +71,16 @@ def command_for(hook: HookType, program: str = DEFAULT_COMMAND) -> str:
     return f"{program} hook {hook.name}"
 
 
-def group_for(hook: HookType, program: str = DEFAULT_COMMAND) -> dict:
+def group_for(hook: HookType, program: str = DEFAULT_COMMAND) -> dict[str, Any]:
     """The matcher group install writes for `hook`: exactly this, and nothing else, is ours."""
-    group: dict = {"matcher": hook.matcher} if hook.matcher else {}
+    group: dict[str, Any] = {"matcher": hook.matcher} if hook.matcher else {}
     group["hooks"] = [{"type": "command", "command": command_for(hook, program), "timeout": HOOK_TIMEOUT}]
     return group
 
 
-def hooks_table(program: str = DEFAULT_COMMAND) -> dict:
+def hooks_table(program: str = DEFAULT_COMMAND) -> dict[str, Any]:
     """Our part of a settings file's `hooks` (also the plugin's hooks/hooks.json)."""
-    table: dict[str, list] = {}
+    table: dict[str, list[Any]] = {}
     for hook in HOOK_TYPES:
         table.setdefault(hook.event, []).append(group_for(hook, program))
     return table
@@ -90,11 +90,11 @@ class _Record(NamedTuple):
     """What install added to one settings file: hook groups, allow rules, and the containers it created
     (removed again when uninstall leaves them empty)."""
 
-    hooks: list[dict]  # {"hook": name, "event": event, "group": group}
+    hooks: list[dict[str, Any]]  # {"hook": name, "event": event, "group": group}
     rules: list[str]
     created: list[list[str]]  # key paths, e.g. ["hooks", "Stop"]
 
-    def json(self) -> dict:
+    def json(self) -> dict[str, Any]:
         return {"hooks": self.hooks, "rules": self.rules, "created": self.created}
 
 
@@ -157,7 +157,7 @@ def _others(text: str, program: str) -> list[str]:
     return found
 
 
-def _converge(path: Path, hooks: list[dict], rules: list[str]) -> None:
+def _converge(path: Path, hooks: list[dict[str, Any]], rules: list[str]) -> None:
     """Make our part of `path` exactly `hooks` (entries {"hook", "event", "group"}) and `rules`: remove
     what the record holds beyond them, append what is missing, record what was added."""
     if not (hooks or rules or path.exists() or _record_path(path).exists()):
@@ -179,7 +179,7 @@ def _locked(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _converge_locked(path: Path, hooks: list[dict], rules: list[str]) -> None:
+def _converge_locked(path: Path, hooks: list[dict[str, Any]], rules: list[str]) -> None:
     original = _read(path)
     # A file saved with CRLF line ends (a Windows editor) is edited as LF and written back with CRLF, so the
     # bytes we did not add stay as they were and what we add follows them.
@@ -348,7 +348,7 @@ def _load_record(path: Path) -> _Record:
     return _Record(list(entry.get("hooks", [])), list(entry.get("rules", [])), list(entry.get("created", [])))
 
 
-def _is_record(entry: dict) -> bool:
+def _is_record(entry: dict[str, Any]) -> bool:
     hooks, rules, created = entry.get("hooks", []), entry.get("rules", []), entry.get("created", [])
     return (
         isinstance(hooks, list)

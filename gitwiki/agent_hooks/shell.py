@@ -14,6 +14,7 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
+from collections.abc import Iterator
 from typing import NamedTuple
 
 MAX_COMMAND = 4096  # characters of a command read (shlex takes ~1.5 ms per 1,000)
@@ -106,7 +107,7 @@ def shell_use(command: str, cwd: str) -> ShellUse:
     return ShellUse(reads[:MAX_FOUND], patterns[:MAX_FOUND])
 
 
-def _commands(command: str):
+def _commands(command: str) -> Iterator[tuple[list[str], list[str]]]:
     """Each simple command's words, with the files its `<` redirections read."""
     lex = shlex.shlex(command, posix=True, punctuation_chars=_PUNCTUATION)
     lex.whitespace = " \t\r"  # a line end separates commands

@@ -14,7 +14,9 @@ import os
 import re
 import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from gitwiki.fs import atomic_write
 
@@ -32,7 +34,7 @@ DUPLICATE_WINDOW = 10
 
 
 class Session:
-    def __init__(self, data: dict):
+    def __init__(self, data: dict[str, Any]):
         now = time.time()
         self.data = {
             "started": now,
@@ -105,7 +107,7 @@ def _file_name(session_id: str) -> str:
 
 
 @contextlib.contextmanager
-def open_session(index_dir: Path, session_id: str):
+def open_session(index_dir: Path, session_id: str) -> Iterator[Session]:
     """The session's state, saved on a clean exit; a fresh unsaved one when there is no session id."""
     if not session_id:
         yield Session({})
@@ -120,7 +122,7 @@ def open_session(index_dir: Path, session_id: str):
         atomic_write(path, json.dumps(session.data), sync=False)
 
 
-def _load(path: Path) -> dict:
+def _load(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if isinstance(data, dict) and time.time() - data.get("updated", 0) < EXPIRY:

@@ -6,7 +6,7 @@ import sys
 from gitwiki.agent_hooks import HOOK_TYPES
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "hook",
         help="answer one Claude Code hook event (JSON on stdin); what `gitwiki hooks install` registers",

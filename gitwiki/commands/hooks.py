@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "hooks",
         help="install, remove or show gitwiki's Claude Code hooks and tool permissions",

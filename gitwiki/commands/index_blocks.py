@@ -4,7 +4,7 @@ import argparse
 import sys
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "index-blocks",
         help="regenerate the page listings between GITWIKI:INDEX markers in index.md files",

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "lint",
         help="check pages: links, anchors, headings, mermaid, front matter, orphans",

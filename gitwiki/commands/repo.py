@@ -3,9 +3,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitwiki.repositories import SyncReport
+    from gitwiki.wiki import Wiki
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "repo",
         help="sync and list the [[repository]] corpora (other git repos searched as repo:NAME:wiki)",
@@ -63,7 +68,7 @@ def sync_command(args: argparse.Namespace) -> int:
     return 1 if any(r.error is not None for r in reports) else 0
 
 
-def failure_line(wiki, r) -> str:
+def failure_line(wiki: Wiki, r: SyncReport) -> str:
     from gitwiki.wiki import age
 
     state = wiki.repositories.get(r.repository).state()
@@ -73,7 +78,7 @@ def failure_line(wiki, r) -> str:
     )
 
 
-def sync_line(r) -> str:
+def sync_line(r: SyncReport) -> str:
     where = f"{r.commit[:12]}"
     if r.previous and r.previous != r.commit:
         where = f"{r.previous[:12]} → {where}" + (

@@ -7,7 +7,7 @@ import posixpath
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitwiki import config as config_mod
 from gitwiki import gitcli, pagefacts, pagetext
@@ -80,7 +80,7 @@ def unreadable(path: str, why: str, config: Config) -> list[Finding]:
     return [Finding(path, 1, 1, UNREADABLE, rule.severity, f"page is not linted: {why}", rule.hint)]
 
 
-def lint_page(path: str, data: bytes, pages: set[str], config: Config, **context) -> list[Finding]:
+def lint_page(path: str, data: bytes, pages: set[str], config: Config, **context: Any) -> list[Finding]:
     """`lint_text` of a page's bytes; a page that is not text, or that a parser fails on, is one GW012 finding
     (one bad page costs that page, never the run)."""
     findings, why = pagetext.attempt(lambda: lint_text(path, pagetext.decode(data), pages, config, **context))
@@ -155,7 +155,7 @@ def lint_repo(checkout: Checkout, config: Config, files: list[str] | None = None
             raws.update(gitcli.read_blobs(root, [blob]))
         return pagefacts.decode(raws[blob])
 
-    def fact(field: str, path: str) -> list | None:
+    def fact(field: str, path: str) -> list[Any] | None:
         return facts.get(field, keys[path], lambda: text(keys[path]))
 
     linked = None

@@ -10,7 +10,10 @@ import bisect
 import functools
 import posixpath
 import re
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from markdown_it.token import Token
 
 from gitwiki.markdown.frontmatter import meta_str, meta_tags, split_front_matter
 from gitwiki.pagetext import text_memo
@@ -56,7 +59,7 @@ def parser() -> MarkdownIt:
     return MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
 
-def inline_text(token) -> str:
+def inline_text(token: Token) -> str:
     """The plain text of an inline token: markup dropped, code spans kept."""
     if not token.children:
         return token.content.strip()
@@ -183,7 +186,7 @@ def _last_outline(part: str) -> PartOutline:
 
 
 def _outline_part(part: str, last: bool) -> PartOutline:
-    env: dict = {}
+    env: dict[str, Any] = {}
     tokens = parser().parse(part, env)
     headings, blocks = _outline(tokens)
     lines = part.split("\n")
@@ -191,7 +194,7 @@ def _outline_part(part: str, last: bool) -> PartOutline:
     return tuple(headings), tuple(blocks), whole_only
 
 
-def _open_at_end(token, lines: list[str]) -> bool:
+def _open_at_end(token: Token, lines: list[str]) -> bool:
     """Whether a block reaching the last line of `lines` (a part that ends in a newline) was cut off by the
     end rather than closed: then the next part's heading line may belong to it. A table is never closed
     by a heading line in markdown-it, a fenced code block by its closing fence, an HTML block by its
@@ -213,7 +216,7 @@ def _open_at_end(token, lines: list[str]) -> bool:
     return False
 
 
-def _outline(tokens) -> tuple[list[SectionHeading], list[tuple[int, int]]]:
+def _outline(tokens: list[Token]) -> tuple[list[SectionHeading], list[tuple[int, int]]]:
     """Top-level H1–H3 headings and the line spans of every top-level block."""
     headings: list[SectionHeading] = []
     blocks: list[tuple[int, int]] = []
@@ -226,7 +229,7 @@ def _outline(tokens) -> tuple[list[SectionHeading], list[tuple[int, int]]]:
     return headings, blocks
 
 
-def _sections(headings: list[SectionHeading], n_lines: int):
+def _sections(headings: list[SectionHeading], n_lines: int) -> Iterator[tuple[int, tuple[str, ...], int, int]]:
     """(level, breadcrumb, start, end) per section; text before the first heading has level 0."""
     first = headings[0].line if headings else n_lines
     if first > 0:
@@ -239,7 +242,7 @@ def _sections(headings: list[SectionHeading], n_lines: int):
         yield h.level, tuple(t for _, t in sorted(trail.items()) if t), h.line, end
 
 
-def _pieces(lines: list[str], start: int, end: int, blocks: list[tuple[int, int]]):
+def _pieces(lines: list[str], start: int, end: int, blocks: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
     """Cut [start, end) into runs of whole blocks that each fit MAX_PIECES (a lone big block stays whole)."""
     if estimate_pieces("\n".join(lines[start:end])) <= MAX_PIECES or len(blocks) < 2:
         yield start, end

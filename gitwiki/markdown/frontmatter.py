@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from types import ModuleType
+from typing import Any, NamedTuple
 
 # A front matter holds a few keys. YAML aliases let 452 bytes stand for billions of values (that page cost
 # 87 s and 4.1 GB to index and left a 356 MB index), so a mapping counting more values than this, every use
@@ -12,11 +13,11 @@ MAX_VALUES = 10_000
 
 # Reads the YAML between the --- lines: (mapping, None) or ({}, why it is not one). `read_yaml` by default;
 # the hooks pass a cached one (gitwiki.pagefacts), since importing PyYAML costs more than a lint run's parsing.
-YamlReader = Callable[[str], tuple[dict, str | None]]
+YamlReader = Callable[[str], tuple[dict[str, Any], str | None]]
 
 
 class FrontMatter(NamedTuple):
-    meta: dict  # empty when there is none or it is invalid
+    meta: dict[str, Any]  # empty when there is none or it is invalid
     body: str  # the text after the closing `---`
     body_line: int  # 1-based line number in the file where `body` starts
     error: str | None  # why the YAML is invalid, with its line; None when fine or absent
@@ -35,7 +36,7 @@ def split_front_matter(text: str, read: YamlReader | None = None) -> FrontMatter
     return FrontMatter(meta, "\n".join(lines[i + 1 :]), i + 2, error)
 
 
-def read_yaml(raw: str) -> tuple[dict, str | None]:
+def read_yaml(raw: str) -> tuple[dict[str, Any], str | None]:
     """The mapping in the front matter `raw` (which starts on file line 2), or {} and why it is not one."""
     if not raw.strip():
         return {}, None
@@ -59,7 +60,7 @@ def read_yaml(raw: str) -> tuple[dict, str | None]:
     return meta, None
 
 
-def _load(yaml, raw: str):
+def _load(yaml: ModuleType, raw: str) -> Any:
     """libyaml's loader is ~10x faster (index-blocks reads every page's front matter on each commit); the
     pure-Python one reports errors at the offending line, so it re-reads pages that fail."""
     try:
@@ -72,7 +73,7 @@ class _TooBig(Exception):
     pass
 
 
-def _plain_copy(value, budget: list[int]):
+def _plain_copy(value: Any, budget: list[int]) -> Any:
     """`value` rebuilt with its strings made encodable (the pure-Python loader turns "\\uD800" into a lone
     surrogate, which SQLite and JSON output refuse), counting every value against `budget`."""
     budget[0] -= 1
@@ -87,12 +88,12 @@ def _plain_copy(value, budget: list[int]):
     return value
 
 
-def meta_str(meta: dict, key: str) -> str | None:
+def meta_str(meta: dict[str, Any], key: str) -> str | None:
     value = meta.get(key)
     return value.strip() if isinstance(value, str) and value.strip() else None
 
 
-def meta_tags(meta: dict) -> tuple[str, ...]:
+def meta_tags(meta: dict[str, Any]) -> tuple[str, ...]:
     tags = meta.get("tags")
     if isinstance(tags, str):
         tags = [t.strip() for t in tags.replace(",", " ").split()]

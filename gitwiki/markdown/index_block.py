@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitwiki.errors import GitwikiError
 from gitwiki.markdown.links import fenced_lines
@@ -35,7 +35,7 @@ class Block(NamedTuple):
 
 def parse_options(raw: str, where: str) -> BlockOptions:
     """`depth=1 sort=title summary=false heading=3` from a START marker."""
-    values: dict = {}
+    values: dict[str, Any] = {}
     try:
         words = shlex.split(raw)
     except ValueError as e:

@@ -71,7 +71,7 @@ def fenced_lines(lines: list[str]) -> set[int]:
     return {i for i, code in enumerate(code_flags(lines)) if code}
 
 
-def _blank(match: re.Match) -> str:
+def _blank(match: re.Match[str]) -> str:
     return "".join(c if c == "\n" else " " for c in match.group(0))
 
 
