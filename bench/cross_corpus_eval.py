@@ -4,7 +4,9 @@ as one (`ground --corpus a,b`, fused by `sources.fuse`), against the same pages 
 One repo holds `uv/` once; corpus `uv` takes every page, `half-a` the folders concepts, getting-started, pip and
 index.md (38 pages), `half-b` guides and reference (42). The three corpora share the page versions, so one index
 (and one embedding of each chunk) serves all. Each question is asked for the top `--depth` pages (each corpus of
-the split is asked as deep); `raw` is the same split merged by the corpora's raw page scores, for comparison.
+the split is asked as deep). For comparison, the same split merged other ways: `raw` by the corpora's raw page
+scores; `dbsf@N`, `minmax@N` with each half asked N pages (`--pool`) and normalized by `ranking.dbsf` or
+`ranking.min_max` before the cut.
 
     python bench/cross_corpus_eval.py [--json] [--depth 10]
 """
@@ -18,6 +20,7 @@ from benchlib import EVAL, WORK, emit, index_figures, open_wiki, timed_index, us
 from wikidev_eval import uv_pages
 
 from gitwiki.evaluation import evaluate, load_questions, resolve_pages
+from gitwiki.ranking import dbsf, min_max
 
 HALF_A = ("concepts", "getting-started", "pip")
 HALF_B = ("guides", "reference")
@@ -47,6 +50,7 @@ include = {_include(HALF_B)}
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--depth", type=int, default=10, help="pages asked of each corpus and kept (default 10)")
+    ap.add_argument("--pool", type=int, default=100, help="pages asked of each half for the deep variants")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     use_offline_model()
@@ -59,8 +63,7 @@ def main(argv=None) -> int:
     assert sizes["half-a"] + sizes["half-b"] == sizes["uv"], sizes  # the halves split the pages, no overlap
     questions = resolve_pages(load_questions(EVAL / "wiki-dev" / "questions-uv.jsonl"), [p for p, _ in pages], "uv/")
 
-    def search(corpus: str, text: str, mode: str, fusion: str | None):
-        depth = args.depth
+    def search(corpus: str, text: str, mode: str, fusion: str | None, depth: int = args.depth):
         return wiki.search(
             text, corpus, mode=mode, fusion=fusion, top_files=depth, chunks_per_file=1, limit=depth, snippet_chars=1
         )
@@ -68,13 +71,30 @@ def main(argv=None) -> int:
     def ranker(corpus: str):
         return lambda text, mode, fusion: [d.path for d in search(corpus, text, mode, fusion).docs]
 
-    def raw(text: str, mode: str, fusion: str | None) -> list[str]:
-        docs = [d for half in ("half-a", "half-b") for d in search(half, text, mode, fusion).docs]
-        return [d.path for d in sorted(docs, key=lambda d: -d.score)][: args.depth]
+    def merged(normalize, depth: int):
+        """The halves asked `depth` pages each, each list normalized by `normalize`, merged, cut to --depth."""
+
+        def rank(text: str, mode: str, fusion: str | None) -> list[str]:
+            scored = []
+            for half in ("half-a", "half-b"):
+                docs = search(half, text, mode, fusion, depth).docs
+                scored += [(s, docs[i].path) for i, s in normalize([(i, d.score) for i, d in enumerate(docs)])]
+            return [path for _, path in sorted(scored, key=lambda s: -s[0])][: args.depth]
+
+        return rank
 
     modes = (("lexical", None), ("hybrid", "score"))
+    deep = args.pool
+    methods = (
+        ("one", ranker("uv")),
+        ("fused", ranker("half-a,half-b")),
+        ("raw", merged(lambda ranked: [(i, s) for i, s in ranked], args.depth)),
+        (f"dbsf@{deep}", merged(dbsf, deep)),
+        (f"minmax@{args.depth}", merged(min_max, args.depth)),
+        (f"minmax@{deep}", merged(min_max, deep)),
+    )
     scores = []
-    for label, rank in (("one", ranker("uv")), ("fused", ranker("half-a,half-b")), ("raw", raw)):
+    for label, rank in methods:
         for s in evaluate(rank, questions, modes):
             scores.append(s._replace(label=f"{label}: {s.label}"))
     result = {

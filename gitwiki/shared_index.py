@@ -14,7 +14,7 @@ from gitwiki.gitrepo import HistoryEntry
 from gitwiki.lance_index import LanceReader
 from gitwiki.pages import ListedPage
 from gitwiki.search import CorpusView, SearchOptions, SearchResult
-from gitwiki.sources import CorpusSpec, Page, fuse, requested
+from gitwiki.sources import CorpusSpec, Page, fuse, pooled, requested
 
 NO_AT = "--at needs a checkout: the shared index holds only the last exported commit"
 
@@ -118,4 +118,5 @@ class SharedIndex:
         if names is None:
             return self.source(None if corpus is None else str(corpus)).search(query, options)
         sources = [self.source(name) for name in names]
-        return fuse([(s, s.search(query, options)) for s in sources], options.top_files)
+        each = pooled(options)
+        return fuse([(s, s.search(query, each)) for s in sources], options)

@@ -36,7 +36,7 @@ from gitwiki.indexer import (
 )
 from gitwiki.repositories import Repositories, RepositoryCorpus, for_checkout
 from gitwiki.search import CorpusView, Searcher, SearchOptions, SearchResult
-from gitwiki.sources import CorpusSource, CorpusSpec, Page, fuse, requested, search_view
+from gitwiki.sources import CorpusSource, CorpusSpec, Page, fuse, pooled, requested, search_view
 from gitwiki.store import LOCK_TIMEOUT, IndexDamaged, Store
 
 # How long a query waits for the writer lock to fold in uncommitted pages: enough for another query doing
@@ -365,7 +365,8 @@ class Wiki:
         if names is None:
             return self.source(None if corpus is None else str(corpus)).search(query.strip(), options, at, worktree)
         sources = [self.source(name) for name in names]  # every name checked before any search
-        return fuse([(s, s.search(query.strip(), options, at, worktree)) for s in sources], options.top_files)
+        each = pooled(options)
+        return fuse([(s, s.search(query.strip(), each, at, worktree)) for s in sources], options)
 
     # ---- status ----------------------------------------------------------------------------------
 

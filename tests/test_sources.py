@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gitwiki.config import SearchConfig
 from gitwiki.errors import UsageError
-from gitwiki.search import DocResult, SearchResult
-from gitwiki.sources import ALL, fuse, requested
+from gitwiki.search import ChunkResult, DocResult, SearchOptions, SearchResult
+from gitwiki.sources import ALL, POOL, fuse, pooled, requested
 from gitwiki.wiki import Wiki
 from tests.test_mcp_server import call, connect, refused, run, text
 from tests.test_repositories import checkout, handbook, platform, sync  # noqa: F401 (fixtures)
@@ -151,9 +152,15 @@ def test_a_repository_source_refuses_writes_itself(checkout, cli):  # noqa: F811
 # ---- the pure parts ---------------------------------------------------------------------------------------------
 
 
+def _options(**given) -> SearchOptions:
+    return SearchOptions.build(SearchConfig(), **given)
+
+
 def _result(corpus: str, scores: list[float], paths: list[str] | None = None) -> SearchResult:
+    chunks = [ChunkResult([], 1, 2, 1.0, "a"), ChunkResult([], 3, 4, 0.5, "b")]
     docs = [
-        DocResult(p, p, s, []) for p, s in zip(paths or [f"p{i}.md" for i in range(len(scores))], scores, strict=True)
+        DocResult(p, p, s, chunks)
+        for p, s in zip(paths or [f"p{i}.md" for i in range(len(scores))], scores, strict=True)
     ]
     return SearchResult("q", corpus, f"{corpus}-commit", "hybrid", docs)
 
@@ -171,7 +178,7 @@ def test_fuse_puts_each_corpus_on_one_scale_before_merging():
     # "big" scores on a scale ten times "small"'s: raw scores would put all of big first
     big = _result("big", [9.0, 8.0, 2.0, 1.0])
     small = _result("small", [0.9, 0.8, 0.2, 0.1])
-    fused = fuse([(_Source("big"), big), (_Source("small"), small)], top_files=4)  # type: ignore[list-item]
+    fused = fuse([(_Source("big"), big), (_Source("small"), small)], _options(top_files=4))  # type: ignore[list-item]
     shown = [(d.corpus, d.path) for d in fused.docs]
     assert set(shown[:2]) == {("big", "p0.md"), ("small", "p0.md")}  # each corpus's best, then each one's second
     assert set(shown[2:]) == {("big", "p1.md"), ("small", "p1.md")}
@@ -183,9 +190,18 @@ def test_fuse_shows_a_page_reached_through_two_corpora_once():
     everything = _result("repo:x:corpus", [3.0, 2.0, 1.0], ["wiki/a.md", "README.md", "wiki/b.md"])
     fused = fuse(
         [(_Source("repo:x:wiki", "x"), wiki), (_Source("repo:x:corpus", "x"), everything)],  # type: ignore[list-item]
-        top_files=5,
+        _options(top_files=5),
     )
     assert [d.path for d in fused.docs].count("wiki/a.md") == 1 and len(fused.docs) == 3
+
+
+def test_each_corpus_is_asked_for_a_pool_and_the_fused_answer_keeps_the_asked_sizes():
+    asked = _options(top_files=3, chunks_per_file=2, limit=5)
+    each = pooled(asked)
+    assert each.top_files == POOL and each.limit == POOL * 2 and each.chunks_per_file == 2
+    a, b = _result("a", [4.0, 3.0, 2.0, 1.0]), _result("b", [4.0, 3.0, 2.0, 1.0])
+    fused = fuse([(_Source("a"), a), (_Source("b"), b)], asked)  # type: ignore[list-item]
+    assert len(fused.docs) == 3 and [len(d.chunks) for d in fused.docs] == [2, 2, 1]  # 5 chunks in all
 
 
 @given(st.one_of(st.none(), st.text(), st.lists(st.text())))
