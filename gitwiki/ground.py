@@ -47,22 +47,18 @@ def answer(wiki: Wiki, request: GroundRequest) -> str:
 def answer_shared(uri: str, config: Config, request: GroundRequest) -> str:
     """What `gitwiki ground` prints when it answers from the shared LanceDB table at `uri` (no checkout): the
     last exported commit, so neither `--at` nor the worktree applies."""
-    from gitwiki.errors import UsageError
     from gitwiki.lance_index import LanceReader
-    from gitwiki.search import SearchOptions
+    from gitwiki.shared_index import SharedIndex
 
-    if request.at is not None:
-        raise UsageError("--at needs a checkout: the shared index holds only the last exported commit")
     search = _search_options(request)
-    del search["at"], search["worktree"]
-    options = SearchOptions.build(config.search, **search)
-    return render(LanceReader(uri).ground(config, request.query, request.corpus, options), request)
+    del search["worktree"]
+    return render(SharedIndex(LanceReader(uri), config).search(request.query, request.corpus, **search), request)
 
 
 def footer_notes(wiki: Wiki, mode: str | None, result: SearchResult) -> dict[str, Any]:
     """`outline`'s footer notes for `result` (searched with `mode`, None: the configured one), the same for the CLI
     and the MCP server's `ground`: why the mode is not the one asked for, and the pages indexed only in part."""
-    return {"mode_note": _mode_note(wiki, mode, result), "truncated": _truncated(wiki, result.corpus)}
+    return {"mode_note": _mode_note(wiki, mode, result), "truncated": _truncated(wiki, result)}
 
 
 def _mode_note(wiki: Wiki, mode: str | None, result: SearchResult) -> str | None:
@@ -78,14 +74,12 @@ def _mode_note(wiki: Wiki, mode: str | None, result: SearchResult) -> str | None
     return f"no model: {model_fix(wiki.config.embeddings)}"
 
 
-def _truncated(wiki: Wiki, corpus: str) -> tuple[str, ...]:
-    """The corpus's pages indexed in part (over [search] max_page_bytes): the footer names them, since what
-    is past the limit cannot be found. One small file read per query when there are none."""
-    from gitwiki.indexer import truncated, truncated_pages
-
-    if wiki.repositories.owner(corpus) is not None or not truncated(wiki.index_dir):
-        return ()
-    return tuple(path for path, _ in truncated_pages(wiki.index_dir, wiki.store.pages(corpus)))
+def _truncated(wiki: Wiki, result: SearchResult) -> tuple[str, ...]:
+    """The searched corpora's pages indexed in part (over [search] max_page_bytes): the footer names them, since
+    what is past the limit cannot be found. One small file read per query when there are none."""
+    if not result.corpora:
+        return wiki.source(result.corpus).truncated()
+    return tuple(f"{name}:{path}" for name, _ in result.corpora for path in wiki.source(name).truncated())
 
 
 def _search_options(request: GroundRequest) -> dict[str, Any]:

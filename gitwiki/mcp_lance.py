@@ -1,5 +1,5 @@
 """`gitwiki serve` for a reader without a checkout: `ground` and `list_corpora` answered from the LanceDB table
-at `[storage] uri` (or `--uri`), a thin adapter over `LanceReader`.
+at `[storage] uri` (or `--uri`), a thin adapter over `shared_index.SharedIndex`.
 
 The table holds chunks, not whole pages, so the page tools (read, outline, list, write) are not offered. The
 reader moves to each newer export by itself (it checks the table's tags before each call).
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, cast
 
 from mcp.server.mcpserver import MCPServer
 
@@ -17,11 +16,8 @@ from gitwiki import __version__
 from gitwiki.config import Config
 from gitwiki.lance_index import LanceReader
 from gitwiki.mcp_early import SERVER_NAME
-from gitwiki.mcp_server import READ, Answer, WikiTools, guarded, result
-from gitwiki.search import SearchOptions, SearchResult
-
-if TYPE_CHECKING:
-    from gitwiki.wiki import Wiki
+from gitwiki.mcp_server import READ, Answer, GroundTool, guarded, result
+from gitwiki.shared_index import SharedIndex
 
 log = logging.getLogger("gitwiki.mcp")
 
@@ -35,31 +31,25 @@ gitwiki serves a shared, read-only copy of a markdown wiki (the last exported co
 """
 
 
-class SharedWiki:
-    """What `WikiTools.ground` asks of a `Wiki`, answered from the shared table: the same tool, schema and
-    answer, without a checkout."""
+class SharedTools(GroundTool):
+    """`ground` and `list_corpora` over the shared table: the same tool, schema and answer as a checkout's."""
 
-    def __init__(self, reader: LanceReader, config: Config) -> None:
-        self.reader = reader
-        self.config = config
-
-    def search(self, query: str, corpus: str | None = None, **options: Any) -> SearchResult:
-        built = SearchOptions.build(self.config.search, **options)
-        return self.reader.ground(self.config, query, corpus, built)
+    def __init__(self, shared: SharedIndex) -> None:
+        super().__init__(shared)
+        self.shared = shared
 
     def list_corpora(self) -> Answer:
         """List the corpora in the shared index and the commit each reflects."""
-        rows = [{"name": name, "indexed_commit": commit} for name, commit in sorted(self.reader.corpora().items())]
+        rows = [self.shared.source(name).status() for name in self.shared.corpus_names()]
         text = "\n".join(f"{r['name']}  indexed {r['indexed_commit'][:12]}" for r in rows)
-        return result(text, {"corpora": rows, "uri": self.reader.uri})
+        return result(text, {"corpora": rows, "uri": self.shared.uri})
 
 
 def build_server(reader: LanceReader, config: Config, serial: threading.Lock) -> MCPServer:
     app = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
-    shared = SharedWiki(reader, config)
-    ground = WikiTools(cast("Wiki", shared), notes=lambda *_: {}).ground  # it calls only wiki.search
-    app.add_tool(guarded(ground, serial), name="ground", annotations=READ)
-    app.add_tool(guarded(shared.list_corpora, serial), name="list_corpora", annotations=READ)
+    tools = SharedTools(SharedIndex(reader, config))
+    app.add_tool(guarded(tools.ground, serial), name="ground", annotations=READ)
+    app.add_tool(guarded(tools.list_corpora, serial), name="list_corpora", annotations=READ)
     return app
 
 

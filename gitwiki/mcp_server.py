@@ -46,8 +46,8 @@ from gitwiki.mcp_early import (
     instructions,
 )
 from gitwiki.outline import outline
-from gitwiki.repositories import RepositoryStatus
 from gitwiki.search import CorpusView, SearchResult
+from gitwiki.sources import ALL, CorpusSpec, Page
 from gitwiki.wiki import Wiki
 
 log = logging.getLogger("gitwiki.mcp")
@@ -59,18 +59,17 @@ Corpus = Annotated[
     str | None,
     Field(description="Corpus name from list_corpora; omit for the repo's default corpus."),
 ]
+Corpora = Annotated[
+    str | list[str] | None,
+    Field(
+        description=f"Corpus name from list_corpora, a list of names, or '{ALL}' for every corpus: one ranking, each "
+        "page labelled with its corpus. Omit for the repo's default corpus."
+    ),
+]
 PagePath = Annotated[
     str,
     Field(description="Page path relative to the corpus folder, e.g. 'guides/deploy.md' (.md or .markdown)."),
 ]
-
-
-class WholePage(NamedTuple):
-    corpus: str
-    path: str  # as shown: corpus-relative on disk, repo-relative in a synced repository
-    absolute_path: str  # '' for a synced repository's page
-    text: str
-    state: dict[str, Any]  # freshness: commit and dirty
 
 
 class Answer(NamedTuple):
@@ -84,101 +83,37 @@ def result(text: str, data: dict[str, Any]) -> Answer:
     return Answer(text, data)
 
 
-class WikiTools:
-    """The tool bodies. Each returns an Answer; `guarded` makes it the tool result the client asked for (`format`)."""
+class Searchable(Protocol):
+    """What the `ground` tool searches: a `Wiki`, or the shared LanceDB index (`shared_index.SharedIndex`)."""
 
-    def __init__(self, wiki: Wiki, notes: Callable[[Wiki, str | None, SearchResult], dict[str, Any]] = footer_notes):
-        """`notes`: ground's footer notes (`ground.footer_notes`); the shared LanceDB index has none to give."""
-        self.wiki = wiki
+    def search(
+        self,
+        query: str,
+        corpus: CorpusSpec = None,
+        *,
+        mode: str | None = None,
+        top_files: int | None = None,
+        chunks_per_file: int | None = None,
+        limit: int | None = None,
+        snippet_chars: int | None = None,
+    ) -> SearchResult: ...
+
+
+Notes = Callable[[str | None, SearchResult], dict[str, Any]]
+
+
+class GroundTool:
+    """The `ground` tool over anything `Searchable`; `notes` gives the outline's footer notes for a result searched
+    with a mode (`ground.footer_notes` for a checkout; the shared index has none to give)."""
+
+    def __init__(self, corpora: Searchable, notes: Notes = lambda mode, found: {}) -> None:
+        self.corpora = corpora
         self.notes = notes
-
-    def _corpus_for_page(self, corpus: str | None) -> str:
-        """Page tools must not guess between corpora: a write to the wrong wiki is worse than an error."""
-        names = [c.name for c in self.wiki.config.corpora]
-        if corpus is None and self.wiki.default is None and len(names) > 1:
-            raise UsageError(f"this repo has {len(names)} corpora; pass corpus as one of: {', '.join(names)}")
-        return self.wiki.corpus(corpus).name
-
-    def _writable(self, corpus: str | None) -> str:
-        name = self._corpus_for_page(corpus)
-        if self.wiki.repositories.owner(name) is not None:
-            raise UsageError(f"{name} is another repository, synced read-only; change it in its own checkout")
-        return name
-
-    def list_corpora(self) -> Answer:
-        """List every corpus (a folder of markdown pages): name, path, page count, indexed commit, fresh or stale."""
-        rows: list[dict[str, Any]] = []
-        for s in self.wiki.status():
-            rows.append(
-                {
-                    "name": s.name,
-                    "path": s.path,
-                    "absolute_path": str(pages.corpus_dir(self.wiki.root, self.wiki.corpus(s.name))),
-                    "pages": s.pages,
-                    "chunks": s.chunks,
-                    "indexed_commit": s.indexed_commit,
-                    "head_commit": s.head_commit,
-                    "state": "fresh" if s.fresh else ("not indexed" if s.indexed_commit is None else "stale"),
-                    "dirty": list(s.dirty),
-                    "model": s.model,
-                }
-            )
-        for repository in self.wiki.repositories:
-            rows += _repository_rows(repository.status())
-        text = "\n".join(
-            f"{r['name']}  {r['path'] or '.'}/  {r['pages']} pages  indexed {(r['indexed_commit'] or '-')[:12]} "
-            f"({r['state']})" + (f"  {len(r['dirty'])} uncommitted" if r["dirty"] else "")
-            for r in rows
-        )
-        return result(text, {"corpora": rows})
-
-    def list_files(
-        self,
-        corpus: Corpus = None,
-        glob: Annotated[
-            str | None,
-            Field(description="fnmatch pattern on the corpus-relative path, e.g. 'guides/*.md' or '**/deploy*'."),
-        ] = None,
-    ) -> Answer:
-        """List the corpus's pages as searched (HEAD plus uncommitted and untracked pages): [{path, absolute_path}]."""
-        view = self.wiki.view(corpus)
-        files = pages.list_files(self.wiki.root, self.wiki.corpus(view.corpus), view.pages, glob)
-        if self.wiki.repositories.owner(view.corpus) is not None:  # not on disk: no absolute paths
-            files = [f._replace(absolute_path="") for f in files]
-        text = "\n".join(f.path for f in files) + "\n" + _footer(len(files), "pages", view)
-        return result(text, {**_freshness(view), "files": [f._asdict() for f in files]})
-
-    def list_tree(
-        self,
-        corpus: Corpus = None,
-        path: Annotated[
-            str | None, Field(description="Folder relative to the corpus to start from; omit for the corpus root.")
-        ] = None,
-        depth: Annotated[
-            int | None, Field(ge=1, description="Folder levels to expand; deeper folders show only their page count.")
-        ] = None,
-    ) -> Answer:
-        """The corpus's pages as a folder tree {path, absolute_path, pages, summary, files, subdirs}: summary is the
-        folder's index.md description or first paragraph. Folders without pages are left out."""
-        view = self.wiki.view(corpus)
-        c = self.wiki.corpus(view.corpus)
-        files = pages.list_files(self.wiki.root, c, view.pages)
-        node = pages.tree(self.wiki.root, c, files, path or "", depth)
-        owner = self.wiki.repositories.owner(c.name)
-        if owner is not None:
-            _drop_absolute(node)
-            pages.add_folder_summaries(node, {f.path for f in files}, lambda p: owner.read(c.name, p)[1])
-        else:
-            pages.add_folder_summaries(
-                node, {f.path for f in files}, lambda p: pages.read_page(pages.locate(self.wiki.root, c, p)).text
-            )
-        text = "\n".join(_tree_lines(node, 0)) + "\n" + _footer(node["pages"], "pages", view)
-        return result(text, {**_freshness(view), "tree": node})
 
     def ground(
         self,
         query: Annotated[str, Field(description="What to look for, in words: a question or keywords.")],
-        corpus: Corpus = None,
+        corpus: Corpora = None,
         top_files: Annotated[int | None, Field(ge=1, description="Pages to return (default 5).")] = None,
         chunks_per_file: Annotated[
             int | None, Field(ge=1, description="Best sections shown per page (default 3).")
@@ -198,7 +133,7 @@ class WikiTools:
         """Search the wiki. Text: a ripgrep-style outline (path:start-end, heading breadcrumb, snippet) per page,
         best first (format json: the `gitwiki ground --json` document). Read the hits with read_markdown and their
         line ranges."""
-        found = self.wiki.search(
+        found = self.corpora.search(
             query,
             corpus,
             mode=mode,
@@ -207,17 +142,71 @@ class WikiTools:
             limit=limit,
             snippet_chars=snippet_chars,
         )
-        return result(outline(found, **self.notes(self.wiki, mode, found)), found.to_json())
+        return result(outline(found, **self.notes(mode, found)), found.to_json())
 
-    def _page(self, corpus: str | None, path: str) -> WholePage:
+
+class WikiTools(GroundTool):
+    """The tool bodies. Each returns an Answer; `guarded` makes it the tool result the client asked for (`format`).
+    Each corpus is reached through its source (`Wiki.source`), whatever kind it is."""
+
+    def __init__(self, wiki: Wiki) -> None:
+        super().__init__(wiki, functools.partial(footer_notes, wiki))
+        self.wiki = wiki
+
+    def _corpus_for_page(self, corpus: str | None) -> str:
+        """Page tools must not guess between corpora: a write to the wrong wiki is worse than an error."""
+        names = [c.name for c in self.wiki.config.corpora]
+        if corpus is None and self.wiki.default is None and len(names) > 1:
+            raise UsageError(f"this repo has {len(names)} corpora; pass corpus as one of: {', '.join(names)}")
+        return self.wiki.corpus(corpus).name
+
+    def _writable(self, corpus: str | None) -> str:
+        name = self._corpus_for_page(corpus)
+        self.wiki.source(name).check_writable()
+        return name
+
+    def list_corpora(self) -> Answer:
+        """List every corpus (a folder of markdown pages): name, path, page count, indexed commit, fresh or stale."""
+        rows = [self.wiki.source(name).status() for name in self.wiki.corpus_names()]
+        text = "\n".join(
+            f"{r['name']}  {r['path'] or '.'}/  {r['pages']} pages  indexed {(r['indexed_commit'] or '-')[:12]} "
+            f"({r['state']})" + (f"  {len(r['dirty'])} uncommitted" if r["dirty"] else "")
+            for r in rows
+        )
+        return result(text, {"corpora": rows})
+
+    def list_files(
+        self,
+        corpus: Corpus = None,
+        glob: Annotated[
+            str | None,
+            Field(description="fnmatch pattern on the corpus-relative path, e.g. 'guides/*.md' or '**/deploy*'."),
+        ] = None,
+    ) -> Answer:
+        """List the corpus's pages as searched (HEAD plus uncommitted and untracked pages): [{path, absolute_path}]."""
+        view, files = self.wiki.source(corpus).files(glob)
+        text = "\n".join(f.path for f in files) + "\n" + _footer(len(files), "pages", view)
+        return result(text, {**_freshness(view), "files": [f._asdict() for f in files]})
+
+    def list_tree(
+        self,
+        corpus: Corpus = None,
+        path: Annotated[
+            str | None, Field(description="Folder relative to the corpus to start from; omit for the corpus root.")
+        ] = None,
+        depth: Annotated[
+            int | None, Field(ge=1, description="Folder levels to expand; deeper folders show only their page count.")
+        ] = None,
+    ) -> Answer:
+        """The corpus's pages as a folder tree {path, absolute_path, pages, summary, files, subdirs}: summary is the
+        folder's index.md description or first paragraph. Folders without pages are left out."""
+        view, node = self.wiki.source(corpus).tree(path or "", depth)
+        text = "\n".join(_tree_lines(node, 0)) + "\n" + _footer(node["pages"], "pages", view)
+        return result(text, {**_freshness(view), "tree": node})
+
+    def _page(self, corpus: str | None, path: str) -> Page:
         """One page as it is now: on disk (uncommitted edits included) or in a synced repository."""
-        c = self.wiki.corpus(self._corpus_for_page(corpus))
-        owner = self.wiki.repositories.owner(c.name)
-        if owner is not None:
-            shown, text = owner.read(c.name, path)
-            return WholePage(c.name, shown, "", text, {"commit": owner.state().commit, "dirty": False})
-        ref = pages.locate(self.wiki.root, c, path)
-        return WholePage(c.name, ref.path, str(ref.file), pages.read_page(ref).text, _page_state(self.wiki, ref))
+        return self.wiki.source(self._corpus_for_page(corpus)).read(path)
 
     def outline_markdown(self, path: PagePath, corpus: Corpus = None) -> Answer:
         """A page's map before the page: its H1–H3 sections with line ranges and sizes in bytes. Read one with
@@ -303,8 +292,7 @@ class WikiTools:
             if not any(ch in path for ch in "*?["):
                 out.append(path)
                 continue
-            view = self.wiki.view(corpus)
-            found = pages.list_files(self.wiki.root, self.wiki.corpus(corpus), view.pages, path)
+            found = self.wiki.source(corpus).files(path)[1]
             if not found:
                 raise NotFoundError(f"no page matches {path!r} in corpus {corpus!r}; list_files shows the pages there")
             out += [f.path for f in found]
@@ -345,16 +333,10 @@ class WikiTools:
         corpus: Corpus = None,
     ) -> Answer:
         """The text of footnote [^n] in a page (its definition `[^n]: ...`, continuation lines included)."""
-        c = self.wiki.corpus(corpus)
         label = str(footnote_number).strip().removeprefix("[^").removesuffix("]")
-        owner = self.wiki.repositories.owner(c.name)
-        if owner is not None:
-            shown, whole = owner.read(c.name, page)
-        else:
-            ref = pages.locate(self.wiki.root, c, page)
-            shown, whole = ref.path, pages.read_page(ref).text
-        line, text = footnote(whole, label, shown)
-        return result(text, {"corpus": c.name, "path": shown, "label": label, "line": line, "text": text})
+        found = self.wiki.source(corpus).read(page)
+        line, text = footnote(found.text, label, found.path)
+        return result(text, {"corpus": found.corpus, "path": found.path, "label": label, "line": line, "text": text})
 
     def page_history(
         self,
@@ -363,19 +345,12 @@ class WikiTools:
         limit: Annotated[int, Field(ge=1, le=1000, description="Most recent commits to return (default 20).")] = 20,
     ) -> Answer:
         """Commits on HEAD that changed a page, newest first: id, author, date, subject (from git log)."""
-        c = self.wiki.corpus(corpus)
-        owner = self.wiki.repositories.owner(c.name)
-        if owner is not None:  # up to the synced commit of that repository
-            shown, entries = owner.history(c.name, path, limit)
-        else:
-            ref = pages.locate(self.wiki.root, c, path)
-            shown, entries = ref.path, self.wiki.repo.history(ref.repo_path, limit)
-            if not entries and not ref.file.exists():
-                raise NotFoundError(f"no page {ref.path!r} in corpus {c.name!r}, now or in the history of HEAD")
+        source = self.wiki.source(corpus)
+        shown, entries = source.history(path, limit)
         text = "\n".join(f"{e.commit[:12]}  {e.date[:10]}  {e.author}  {e.subject}" for e in entries) or (
             f"{shown} has no commits yet (new, uncommitted page)"
         )
-        return result(text, {"corpus": c.name, "path": shown, "commits": [e._asdict() for e in entries]})
+        return result(text, {"corpus": source.name, "path": shown, "commits": [e._asdict() for e in entries]})
 
 
 TOOLS: dict[str, ToolAnnotations] = {
@@ -571,44 +546,6 @@ def _freshness(view: CorpusView) -> dict[str, Any]:
 def _footer(count: int, noun: str, view: CorpusView) -> str:
     line = f"{count} {noun} · corpus {view.corpus} · commit {view.commit[:12] or '(none)'}"
     return line + (f" · {len(view.dirty)} uncommitted page(s) included" if view.dirty else "")
-
-
-def _page_state(wiki: Wiki, ref: pages.PageRef) -> dict[str, Any]:
-    head = wiki.repo.head()
-    return {"commit": head.id if head else "", "dirty": wiki.repo.is_dirty(ref.repo_path)}
-
-
-def _repository_rows(s: RepositoryStatus) -> list[dict[str, Any]]:
-    """list_corpora rows for one [[repository]]: its two corpora, as of the last sync."""
-    state = {"not synced": "not indexed", "synced": "fresh"}.get(s.state, s.state)
-    return [
-        {
-            "name": name,
-            "path": s.wiki if name.endswith(":wiki") else "",
-            "absolute_path": "",
-            "pages": s.corpora.get(name, 0),
-            "chunks": s.chunks.get(name, 0),
-            "indexed_commit": s.commit,
-            "head_commit": s.commit,
-            "state": state,
-            "dirty": [],
-            "model": s.model,
-            "repository": s.name,
-            "location": s.location,
-            "ref": s.ref,
-            "synced_at": s.synced_at,
-            "error": s.error,
-        }
-        for name in (f"repo:{s.name}:wiki", f"repo:{s.name}:corpus")
-    ]
-
-
-def _drop_absolute(node: dict[str, Any]) -> None:
-    node["absolute_path"] = ""
-    for f in node["files"]:
-        f["absolute_path"] = ""
-    for sub in node["subdirs"]:
-        _drop_absolute(sub)
 
 
 def _tree_lines(node: dict[str, Any], level: int) -> list[str]:

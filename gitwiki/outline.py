@@ -27,11 +27,14 @@ def outline(
     summaries, shown = dict(result.folders), set()
     for doc in result.docs:
         folder = doc.path.rpartition("/")[0]
-        if folder in summaries and folder not in shown:  # once per folder, above its first page
-            shown.add(folder)
-            lines.append(f"{dim}{folder or '.'}/  {summaries[folder]}{reset}")
+        # A search over several corpora labels each page (and keys its folders) with its corpus.
+        label = f"[{doc.corpus}] " if doc.corpus is not None else ""
+        key = f"{doc.corpus}:{folder}" if doc.corpus is not None else folder
+        if key in summaries and key not in shown:  # once per folder, above its first page
+            shown.add(key)
+            lines.append(f"{dim}{label}{folder or '.'}/  {summaries[key]}{reset}")
         mark = ", weak" if doc.weak else ""
-        lines.append(f"{bold}{doc.path}{reset}  {doc.title}  {dim}({score_text(doc.score)}{mark}){reset}")
+        lines.append(f"{label}{bold}{doc.path}{reset}  {doc.title}  {dim}({score_text(doc.score)}{mark}){reset}")
         for chunk in doc.chunks:
             crumb = " > ".join(chunk.breadcrumb) or doc.title
             lines.append(f"  {cyan}{doc.path}:{chunk.start_line}-{chunk.end_line}{reset}  {crumb}")
@@ -39,7 +42,11 @@ def outline(
             body = chunk.text.splitlines() if "\n" in chunk.text else textwrap.wrap(chunk.text, 100)
             lines.extend("    " + line for line in body or [""])
         lines.append("")
-    footer = f"{len(result.docs)} pages · mode {mode} · commit {result.commit[:12] or '(none)'}"
+    footer = f"{len(result.docs)} pages · mode {mode} · " + (
+        "corpora " + ", ".join(f"{name} at {commit[:12] or '(none)'}" for name, commit in result.corpora)
+        if result.corpora
+        else f"commit {result.commit[:12] or '(none)'}"
+    )
     if result.dirty:
         footer += f" · {len(result.dirty)} uncommitted page(s) included"
     if result.lexical_only:

@@ -16,11 +16,11 @@ import os
 import tempfile
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gitwiki import artifact, remote
+from gitwiki import artifact, pages, remote
 from gitwiki.config import (
     REPO_CONFIG_NAME,
     Config,
@@ -35,7 +35,8 @@ from gitwiki.errors import GitwikiError, NotFoundError, UsageError
 from gitwiki.fs import atomic_write, path_problem
 from gitwiki.gitrepo import Commit, GitRepo, HistoryEntry
 from gitwiki.indexer import IndexReport, Progress, corpus_tree, ensure_vectors, is_current, update
-from gitwiki.search import CorpusView, Searcher
+from gitwiki.search import CorpusView, Searcher, SearchOptions, SearchResult
+from gitwiki.sources import Page, search_view
 from gitwiki.store import Store
 
 DEFAULT_WIKI = "wiki"
@@ -450,6 +451,108 @@ class Repository:
             self.__dict__.pop(name, None)
 
 
+class RepositoryCorpus:
+    """One corpus of a synced repository as a `sources.CorpusSource`: read-only, as of the last sync; its pages
+    are git objects, not files here, so they have no absolute path."""
+
+    def __init__(
+        self,
+        repository: Repository,
+        name: str,
+        embedder: Callable[[], Embedder | None],
+        embeddings: EmbeddingsConfig,
+        auto_sync: bool,
+    ) -> None:
+        self.repository = repository
+        self._name = name
+        self._embedder = embedder  # the checkout's model, loaded once per process
+        self._embeddings = embeddings
+        self._auto_sync = auto_sync
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def config(self) -> CorpusConfig:
+        return self.repository.corpus(self._name)
+
+    def view(self, at: str | None = None, worktree: bool = True, vectors: bool = False) -> CorpusView:
+        if at is not None:
+            raise UsageError(f"--at reads this checkout's history; {self._name} is searched as last synced")
+        embedder = self._embedder() if vectors else None
+        return self.repository.view(self._name, embedder, self._embeddings, self._auto_sync)
+
+    def search(self, query: str, options: SearchOptions, at: str | None = None, worktree: bool = True) -> SearchResult:
+        view = self.view(at, worktree, vectors=options.mode != "lexical")
+        embedder = self._embedder() if options.mode != "lexical" else None
+        read = self._read_text
+        fix = "set wiki in its [[repository]] in .gitwiki.toml"
+        return search_view(self.repository.searcher, view, query, options, embedder, self.config, read, fix)
+
+    def _read_text(self, path: str) -> str:
+        return self.repository.read(self._name, path)[1]
+
+    def files(self, glob: str | None = None) -> tuple[CorpusView, list[pages.ListedPage]]:
+        view = self.view()
+        listed = pages.list_files(Path(), self.config, view.pages, glob)
+        return view, [f._replace(absolute_path="") for f in listed]
+
+    def tree(self, under: str, depth: int | None) -> tuple[CorpusView, dict[str, Any]]:
+        view, files = self.files()
+        node = pages.tree(Path(), self.config, files, under, depth)
+        _drop_absolute(node)
+        pages.add_folder_summaries(node, {f.path for f in files}, self._read_text)
+        return view, node
+
+    def read(self, path: str) -> Page:
+        shown, text = self.repository.read(self._name, path)
+        return Page(self._name, shown, "", text, {"commit": self.repository.state().commit, "dirty": False})
+
+    def history(self, path: str, limit: int) -> tuple[str, list[HistoryEntry]]:
+        return self.repository.history(self._name, path, limit)  # up to the synced commit
+
+    def status(self) -> dict[str, Any]:
+        s = self.repository.status()
+        return {
+            "name": self._name,
+            "path": s.wiki if self._name.endswith(":wiki") else "",
+            "absolute_path": "",
+            "pages": s.corpora.get(self._name, 0),
+            "chunks": s.chunks.get(self._name, 0),
+            "indexed_commit": s.commit,
+            "head_commit": s.commit,
+            "state": {"not synced": "not indexed", "synced": "fresh"}.get(s.state, s.state),
+            "dirty": [],
+            "model": s.model,
+            "repository": s.name,
+            "location": s.location,
+            "ref": s.ref,
+            "synced_at": s.synced_at,
+            "error": s.error,
+        }
+
+    def check_writable(self) -> None:
+        raise UsageError(
+            f"{self._name} is another repository, synced read-only: `gitwiki repo sync` fetches and indexes it, "
+            "and its pages change in its own checkout"
+        )
+
+    def truncated(self) -> tuple[str, ...]:
+        return ()  # a synced repository keeps no record of pages cut at max_page_bytes
+
+    def page_key(self, path: str) -> tuple[str, str]:
+        return (self.repository.location, path)
+
+
+def _drop_absolute(node: dict[str, Any]) -> None:
+    node["absolute_path"] = ""
+    for f in node["files"]:
+        f["absolute_path"] = ""
+    for sub in node["subdirs"]:
+        _drop_absolute(sub)
+
+
 def own_wiki(objects: remote.Objects, commit: Commit) -> str:
     """The repo's own wiki folder: the path of the first [[corpus]] in its .gitwiki.toml at `commit`, else wiki/."""
     data = objects.file_at(commit, REPO_CONFIG_NAME)
@@ -485,15 +588,28 @@ class Repositories:
             raise NotFoundError(f"no [[repository]] named {name!r} ({known}); add it to .gitwiki.toml or the baseline")
         return self._by_name[name]
 
-    def owner(self, corpus: str | None) -> Repository | None:
+    def _owner(self, corpus: str | None) -> Repository | None:
         """The repository a `repo:NAME:wiki|corpus` corpus name belongs to, if it is one of ours."""
         parts = corpus.split(":") if corpus else []
         if len(parts) == 3 and parts[0] == "repo" and parts[2] in KINDS:
             return self._by_name.get(parts[1])
         return None
 
+    def source(
+        self, corpus: str | None, embedder: Callable[[], Embedder | None], embeddings: EmbeddingsConfig, auto_sync: bool
+    ) -> RepositoryCorpus | None:
+        """Corpus `corpus` as a source, if it is one of a declared repository's (None: not a repository's)."""
+        owner = self._owner(corpus)
+        if owner is None or corpus is None:
+            return None
+        return RepositoryCorpus(owner, corpus, embedder, embeddings, auto_sync)
+
     def corpus_names(self) -> list[str]:
         return [name for r in self for name in corpus_names(r.name)]
+
+    def searchable(self) -> list[str]:
+        """The corpora a search of all takes in: those of the repositories allowed and synced (never a fetch)."""
+        return [name for r in self if r.allowed() and r.state().commit for name in corpus_names(r.name)]
 
     def sync(self, name: str | None, embeddings: EmbeddingsConfig, **kwargs) -> list[SyncReport]:
         if name is None and not self._by_name:

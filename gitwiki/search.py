@@ -97,6 +97,7 @@ class DocResult(NamedTuple):
     score: float
     chunks: list[ChunkResult]
     weak: bool = False  # gitwiki.relevance: few query terms and no standout embedding match
+    corpus: str | None = None  # the corpus it came from, when a search spanned several (`sources.fuse`)
 
 
 class SearchResult(NamedTuple):
@@ -109,6 +110,8 @@ class SearchResult(NamedTuple):
     lexical_only: tuple[str, ...] = ()  # pages searched without vectors (query-time embedding budget spent)
     # (folder, summary) for the folders of `docs` that have an index.md gloss, in result order: where a hit sits
     folders: tuple[tuple[str, str], ...] = ()
+    # (corpus, commit) of each corpus a search over several spanned (`sources.fuse`); () for one corpus
+    corpora: tuple[tuple[str, str], ...] = ()
 
     @property
     def weak(self) -> bool:
@@ -138,6 +141,7 @@ class SearchResult(NamedTuple):
                         for c in d.chunks
                     ],
                     "weak": d.weak,
+                    **({"corpus": d.corpus} if d.corpus is not None else {}),
                 }
                 for d in self.docs
             ],
@@ -145,6 +149,7 @@ class SearchResult(NamedTuple):
             "weak": self.weak,
             "lexical_only": list(self.lexical_only),
             "folders": dict(self.folders),
+            **({"corpora": dict(self.corpora)} if self.corpora else {}),
         }
 
 

@@ -11,14 +11,15 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki import config as config_mod
+from gitwiki import pages as pages_mod
 from gitwiki.config import Config, CorpusConfig
 from gitwiki.embed import Embedder, load_embedder
 from gitwiki.errors import NotFoundError, StoreError, UnknownCorpus, UsageError
 from gitwiki.fs import UnsafeFile, read_page_file
-from gitwiki.gitrepo import GitRepo
+from gitwiki.gitrepo import Commit, GitRepo, HistoryEntry
 from gitwiki.indexer import (
     IndexReport,
     Overlay,
@@ -28,12 +29,14 @@ from gitwiki.indexer import (
     ensure_vectors,
     git_sources,
     is_current,
+    truncated,
+    truncated_pages,
     update,
     worktree_overlay,
 )
-from gitwiki.pages import folder_summary
-from gitwiki.repositories import Repositories, for_checkout
+from gitwiki.repositories import Repositories, RepositoryCorpus, for_checkout
 from gitwiki.search import CorpusView, Searcher, SearchOptions, SearchResult
+from gitwiki.sources import CorpusSource, CorpusSpec, Page, fuse, pooled, requested, search_view
 from gitwiki.store import LOCK_TIMEOUT, IndexDamaged, Store
 
 # How long a query waits for the writer lock to fold in uncommitted pages: enough for another query doing
@@ -108,14 +111,30 @@ class Wiki:
 
     def corpus(self, name: str | None = None) -> CorpusConfig:
         """A local corpus, or a repository's `repo:NAME:wiki|corpus`; None is the default one."""
+        return self._source(name).config
+
+    def source(self, name: str | None = None) -> CorpusSource:
+        """Where corpus `name` (None: the default one) comes from: this checkout or a synced repository."""
+        return self._source(name)
+
+    def _source(self, name: str | None) -> LocalCorpus | RepositoryCorpus:
         name = name or self.default
-        owner = self.repositories.owner(name)
-        if owner is not None and name is not None:
-            return owner.corpus(name)
+        synced = self.config.search.auto_index
+        repository = self.repositories.source(name, self.embedder, self.config.embeddings, synced)
+        if repository is not None:
+            return repository
         if name is not None and name not in (c.name for c in self.config.corpora):
-            choices = ", ".join([c.name for c in self.config.corpora] + self.repositories.corpus_names())
-            raise UnknownCorpus(f"no corpus named {name!r}; choose one of: {choices}")
-        return self.config.corpus(name)
+            raise UnknownCorpus(f"no corpus named {name!r}; choose one of: {', '.join(self.corpus_names())}")
+        return LocalCorpus(self, self.config.corpus(name))
+
+    def corpus_names(self) -> list[str]:
+        """Every corpus: this checkout's, then each declared repository's two."""
+        return [c.name for c in self.config.corpora] + self.repositories.corpus_names()
+
+    def searchable_corpora(self) -> list[str]:
+        """What a search of all corpora takes in: this checkout's and those of the repositories allowed and
+        synced (searching all never fetches)."""
+        return [c.name for c in self.config.corpora] + self.repositories.searchable()
 
     def embedder(self) -> Embedder | None:
         """The configured model, loaded once per process; None in lexical mode or if it cannot load (said once
@@ -136,8 +155,8 @@ class Wiki:
         """Bring each corpus (or the named one) up to HEAD; `lexical` skips embedding. A damaged index (SQLite's
         quick check, 90 ms at 5,000 pages) is moved aside and rebuilt, as is any with `rebuild`, so "up to
         date" is never said over lost pages."""
-        if self.repositories.owner(corpus) is not None:
-            raise UsageError(f"{corpus} is a [[repository]] corpus: `gitwiki repo sync` fetches and indexes it")
+        if corpus:
+            self.source(corpus).check_writable()
         corpora = [self.corpus(corpus)] if corpus else list(self.config.corpora)
         problem = "rebuilding it as asked (--rebuild)" if rebuild else None
         if problem is None and (damage := self.store.check()):
@@ -185,15 +204,12 @@ class Wiki:
         self, corpus: str | None = None, at: str | None = None, worktree: bool = True, vectors: bool = False
     ) -> CorpusView:
         """The pages to search: HEAD's (caught up if stale) plus the worktree, or those of revision `at`."""
-        c = self.corpus(corpus)
+        return self.source(corpus).view(at, worktree, vectors)
+
+    def _local_view(self, c: CorpusConfig, at: str | None, worktree: bool, vectors: bool) -> CorpusView:
         embedder = self.embedder() if vectors else None
         if "store" in self.__dict__ and self.store.replaced():  # e.g. `gitwiki pull` in another process
             self.reopen()
-        owner = self.repositories.owner(c.name)
-        if owner is not None:
-            if at is not None:
-                raise UsageError(f"--at reads this checkout's history; {c.name} is searched as last synced")
-            return owner.view(c.name, embedder, self.config.embeddings, self.config.search.auto_index)
         if at is not None:
             return self._view_at(c, at, embedder)
         state = self.store.state(c.name)
@@ -319,7 +335,7 @@ class Wiki:
     def search(
         self,
         query: str,
-        corpus: str | None = None,
+        corpus: CorpusSpec = None,
         *,
         mode: str | None = None,
         top_files: int | None = None,
@@ -331,6 +347,8 @@ class Wiki:
         at: str | None = None,
         worktree: bool = True,
     ) -> SearchResult:
+        """Search one corpus (None: the default one), or several ("a,b", a list, or "all": `searchable_corpora`)
+        fused into one ranking whose pages are labelled with their corpus."""
         if not query or not query.strip():
             raise UsageError('the query is empty; say what to look for, e.g. gitwiki ground "how do we deploy"')
         options = SearchOptions.build(
@@ -343,66 +361,36 @@ class Wiki:
             snippet_chars=snippet_chars,
             full=full,
         )
-        view = self.view(corpus, at=at, worktree=worktree, vectors=options.mode != "lexical")
-        if not view.pages:
-            c = self.corpus(corpus)
-            where = c.prefix or "the repo root"
-            owner = self.repositories.owner(c.name)
-            fix = "set wiki in its [[repository]]" if owner else "add markdown there or fix [[corpus]] path"
-            raise NotFoundError(
-                f"corpus {c.name!r} has no pages under {where} matching {', '.join(c.include)}; {fix} in .gitwiki.toml"
-            )
-        embedder = self.embedder() if options.mode != "lexical" else None
-        owner = self.repositories.owner(view.corpus)
-        searcher = owner.searcher if owner is not None else self.searcher
-        found = searcher.search(view, query.strip(), options, embedder)
-        return found._replace(folders=self._folder_summaries(view, found))
-
-    def _folder_summaries(self, view: CorpusView, found: SearchResult) -> tuple[tuple[str, str], ...]:
-        """The index.md summary of each result's folder (list_tree's, as the view has the page), once per folder."""
-        c = self.corpus(view.corpus)
-        owner = self.repositories.owner(c.name)
-
-        def read(path: str) -> str:
-            if owner is not None:
-                return owner.read(c.name, path)[1]
-            if path in view.dirty:  # the worktree version has no git object
-                with contextlib.suppress(UnsafeFile, OSError):  # the view kept the committed one then
-                    return read_page_file(self.root, path).decode("utf-8", errors="replace")
-            return self.repo.read_blob(view.pages[path]).decode("utf-8", errors="replace")
-
-        out: dict[str, str] = {}
-        for folder in dict.fromkeys(d.path.rpartition("/")[0] for d in found.docs):
-            summary = folder_summary(folder, view.pages, read)
-            if summary:
-                out[folder] = summary
-        return tuple(out.items())
+        names = requested(corpus, lambda name: name in self.corpus_names(), self.searchable_corpora)
+        if names is None:
+            return self.source(None if corpus is None else str(corpus)).search(query.strip(), options, at, worktree)
+        sources = [self.source(name) for name in names]  # every name checked before any search
+        each = pooled(options)
+        return fuse([(s, s.search(query.strip(), each, at, worktree)) for s in sources], options)
 
     # ---- status ----------------------------------------------------------------------------------
 
     def status(self) -> list[CorpusStatus]:
         head = self.repo.head()
-        out = []
-        for c in self.config.corpora:
-            state = self.store.state(c.name)
-            pages = self.store.pages(c.name) if state else {}
-            tree = corpus_tree(self.repo, c, head)
-            out.append(
-                CorpusStatus(
-                    name=c.name,
-                    path=c.path,
-                    pages=len(pages),
-                    chunks=self.store.chunk_count(set(pages.values())),
-                    indexed_commit=state.commit if state else None,
-                    head_commit=head.id if head else None,
-                    fresh=state is not None and state.tree == tree,
-                    dirty=tuple(sorted(self.repo.worktree_changes(c))),
-                    model=state.model if state else None,
-                    indexed_at=state.indexed_at if state else None,
-                    submodules=tuple(self.repo.submodules(c, tree)),
-                )
-            )
-        return out
+        return [self.corpus_status(c, head) for c in self.config.corpora]
+
+    def corpus_status(self, c: CorpusConfig, head: Commit | None) -> CorpusStatus:
+        state = self.store.state(c.name)
+        pages = self.store.pages(c.name) if state else {}
+        tree = corpus_tree(self.repo, c, head)
+        return CorpusStatus(
+            name=c.name,
+            path=c.path,
+            pages=len(pages),
+            chunks=self.store.chunk_count(set(pages.values())),
+            indexed_commit=state.commit if state else None,
+            head_commit=head.id if head else None,
+            fresh=state is not None and state.tree == tree,
+            dirty=tuple(sorted(self.repo.worktree_changes(c))),
+            model=state.model if state else None,
+            indexed_at=state.indexed_at if state else None,
+            submodules=tuple(self.repo.submodules(c, tree)),
+        )
 
     def close(self) -> None:
         self._forget()
@@ -424,6 +412,89 @@ class Wiki:
         self._pages.clear()
         self._overlays.clear()
         self._embedded.clear()
+
+
+class LocalCorpus:
+    """A corpus of this checkout as a `sources.CorpusSource`: HEAD plus the worktree (or a revision), pages read
+    from disk as they are now, writable."""
+
+    def __init__(self, wiki: Wiki, config: CorpusConfig) -> None:
+        self.wiki = wiki
+        self.config = config
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    def view(self, at: str | None = None, worktree: bool = True, vectors: bool = False) -> CorpusView:
+        return self.wiki._local_view(self.config, at, worktree, vectors)
+
+    def search(self, query: str, options: SearchOptions, at: str | None = None, worktree: bool = True) -> SearchResult:
+        view = self.view(at, worktree, vectors=options.mode != "lexical")
+        embedder = self.wiki.embedder() if options.mode != "lexical" else None
+        repo, root = self.wiki.repo, self.wiki.root
+
+        def read(path: str) -> str:
+            if path in view.dirty:  # the worktree version has no git object
+                with contextlib.suppress(UnsafeFile, OSError):  # the view kept the committed one then
+                    return read_page_file(root, path).decode("utf-8", errors="replace")
+            return repo.read_blob(view.pages[path]).decode("utf-8", errors="replace")
+
+        fix = "add markdown there or fix [[corpus]] path in .gitwiki.toml"
+        return search_view(self.wiki.searcher, view, query, options, embedder, self.config, read, fix)
+
+    def files(self, glob: str | None = None) -> tuple[CorpusView, list[pages_mod.ListedPage]]:
+        view = self.view()
+        return view, pages_mod.list_files(self.wiki.root, self.config, view.pages, glob)
+
+    def tree(self, under: str, depth: int | None) -> tuple[CorpusView, dict[str, Any]]:
+        view, files = self.files()
+        node = pages_mod.tree(self.wiki.root, self.config, files, under, depth)
+        root, c = self.wiki.root, self.config
+        pages_mod.add_folder_summaries(
+            node, {f.path for f in files}, lambda p: pages_mod.read_page(pages_mod.locate(root, c, p)).text
+        )
+        return view, node
+
+    def read(self, path: str) -> Page:
+        ref = pages_mod.locate(self.wiki.root, self.config, path)
+        head = self.wiki.repo.head()
+        state = {"commit": head.id if head else "", "dirty": self.wiki.repo.is_dirty(ref.repo_path)}
+        return Page(self.name, ref.path, str(ref.file), pages_mod.read_page(ref).text, state)
+
+    def history(self, path: str, limit: int) -> tuple[str, list[HistoryEntry]]:
+        ref = pages_mod.locate(self.wiki.root, self.config, path)
+        entries = self.wiki.repo.history(ref.repo_path, limit)
+        if not entries and not ref.file.exists():
+            raise NotFoundError(f"no page {ref.path!r} in corpus {self.name!r}, now or in the history of HEAD")
+        return ref.path, entries
+
+    def status(self) -> dict[str, Any]:
+        s = self.wiki.corpus_status(self.config, self.wiki.repo.head())
+        return {
+            "name": s.name,
+            "path": s.path,
+            "absolute_path": str(pages_mod.corpus_dir(self.wiki.root, self.config)),
+            "pages": s.pages,
+            "chunks": s.chunks,
+            "indexed_commit": s.indexed_commit,
+            "head_commit": s.head_commit,
+            "state": "fresh" if s.fresh else ("not indexed" if s.indexed_commit is None else "stale"),
+            "dirty": list(s.dirty),
+            "model": s.model,
+        }
+
+    def check_writable(self) -> None:
+        return None  # this checkout's pages are the ones gitwiki writes
+
+    def truncated(self) -> tuple[str, ...]:
+        index_dir = self.wiki.index_dir
+        if not truncated(index_dir):  # one small file read when no page was cut
+            return ()
+        return tuple(path for path, _ in truncated_pages(index_dir, self.wiki.store.pages(self.name)))
+
+    def page_key(self, path: str) -> tuple[str, str]:
+        return (str(self.wiki.root), path)
 
 
 def _warn(message: str) -> None:

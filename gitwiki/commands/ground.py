@@ -16,7 +16,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--mode", choices=("hybrid", "lexical", "dense"), help="ranking (default from [search] mode: hybrid)"
     )
-    p.add_argument("--corpus", help="the corpus to search (default: the first)")
+    p.add_argument(
+        "--corpus",
+        help="the corpus to search (default: the first); several as a,b or all: one ranking, each page "
+        "labelled with its corpus",
+    )
     p.add_argument("--top-files", type=int, metavar="N", help="pages to return (default 5)")
     p.add_argument("--chunks-per-file", type=int, metavar="M", help="best chunks shown per page (default 3)")
     p.add_argument("--limit", type=int, metavar="N", help="cap on chunks returned in all (default 50)")

@@ -1,0 +1,111 @@
+"""Search across corpora: wiki-dev (87 questions, the 80 pages of the uv docs) split across two corpora and searched
+as one (`ground --corpus a,b`, fused by `sources.fuse`), against the same pages in one corpus.
+
+One repo holds `uv/` once; corpus `uv` takes every page, `half-a` the folders concepts, getting-started, pip and
+index.md (38 pages), `half-b` guides and reference (42). The three corpora share the page versions, so one index
+(and one embedding of each chunk) serves all. Each question is asked for the top `--depth` pages (each corpus of
+the split is asked as deep). For comparison, the same split merged other ways: `raw` by the corpora's raw page
+scores; `dbsf@N`, `minmax@N` with each half asked N pages (`--pool`) and normalized by `ranking.dbsf` or
+`ranking.min_max` before the cut.
+
+    python bench/cross_corpus_eval.py [--json] [--depth 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from benchlib import EVAL, WORK, emit, index_figures, open_wiki, timed_index, use_offline_model, write_repo
+from wikidev_eval import uv_pages
+
+from gitwiki.evaluation import evaluate, load_questions, resolve_pages
+from gitwiki.ranking import dbsf, min_max
+
+HALF_A = ("concepts", "getting-started", "pip")
+HALF_B = ("guides", "reference")
+
+
+def _include(folders: tuple[str, ...], extra: tuple[str, ...] = ()) -> str:
+    globs = [g for f in folders for g in (f"{f}/*.md", f"{f}/**/*.md")] + list(extra)
+    return "[" + ", ".join(f'"{g}"' for g in globs) + "]"
+
+
+CONFIG = f"""[[corpus]]
+name = "uv"
+path = "uv"
+
+[[corpus]]
+name = "half-a"
+path = "uv"
+include = {_include(HALF_A, ("index.md",))}
+
+[[corpus]]
+name = "half-b"
+path = "uv"
+include = {_include(HALF_B)}
+"""
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--depth", type=int, default=10, help="pages asked of each corpus and kept (default 10)")
+    ap.add_argument("--pool", type=int, default=100, help="pages asked of each half for the deep variants")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    use_offline_model()
+    work = WORK / "cross-corpus"
+    pages = uv_pages(EVAL / "wiki-dev" / "uv")
+    repo = write_repo(work / "repo", pages, CONFIG)
+    wiki = open_wiki(repo, work / "index")
+    reports, seconds = timed_index(wiki)
+    sizes = {r.corpus: r.pages for r in reports}
+    assert sizes["half-a"] + sizes["half-b"] == sizes["uv"], sizes  # the halves split the pages, no overlap
+    questions = resolve_pages(load_questions(EVAL / "wiki-dev" / "questions-uv.jsonl"), [p for p, _ in pages], "uv/")
+
+    def search(corpus: str, text: str, mode: str, fusion: str | None, depth: int = args.depth):
+        return wiki.search(
+            text, corpus, mode=mode, fusion=fusion, top_files=depth, chunks_per_file=1, limit=depth, snippet_chars=1
+        )
+
+    def ranker(corpus: str):
+        return lambda text, mode, fusion: [d.path for d in search(corpus, text, mode, fusion).docs]
+
+    def merged(normalize, depth: int):
+        """The halves asked `depth` pages each, each list normalized by `normalize`, merged, cut to --depth."""
+
+        def rank(text: str, mode: str, fusion: str | None) -> list[str]:
+            scored = []
+            for half in ("half-a", "half-b"):
+                docs = search(half, text, mode, fusion, depth).docs
+                scored += [(s, docs[i].path) for i, s in normalize([(i, d.score) for i, d in enumerate(docs)])]
+            return [path for _, path in sorted(scored, key=lambda s: -s[0])][: args.depth]
+
+        return rank
+
+    modes = (("lexical", None), ("hybrid", "score"))
+    deep = args.pool
+    methods = (
+        ("one", ranker("uv")),
+        ("fused", ranker("half-a,half-b")),
+        ("raw", merged(lambda ranked: [(i, s) for i, s in ranked], args.depth)),
+        (f"dbsf@{deep}", merged(dbsf, deep)),
+        (f"minmax@{args.depth}", merged(min_max, args.depth)),
+        (f"minmax@{deep}", merged(min_max, deep)),
+    )
+    scores = []
+    for label, rank in methods:
+        for s in evaluate(rank, questions, modes):
+            scores.append(s._replace(label=f"{label}: {s.label}"))
+    result = {
+        "pages": sizes,
+        "depth": args.depth,
+        **index_figures(wiki, reports, seconds),
+        "scores": {s.label: s.figures() for s in scores},
+    }
+    emit(result, f"cross-corpus wiki-dev: {sizes} pages, depth {args.depth}", scores, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
