@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.config import SearchConfig
 from gitwiki.errors import UsageError
-from gitwiki.evaluation import Question, first_rank
+from gitwiki.evaluation import DEPTH, Question, first_rank
 from gitwiki.ranking import NORMALIZATIONS, SECOND_CHUNK, Ranked, Weighting, fuse, page_fusion, rollup
 
 if TYPE_CHECKING:
@@ -90,6 +90,15 @@ class Fit(NamedTuple):
     def wins(self) -> bool:
         """Write `chosen`: it differs from the current setting and tuning gains on held-out folds."""
         return self.chosen != self.current and self.low > 0
+
+
+def tune(wiki: Wiki, corpus: str | None, questions: Sequence[Question]) -> Fit:
+    """The grid's best setting for `questions` against the wiki's current one, cross-validated; ranked as
+    `gitwiki eval` ranks (DEPTH pages a question), so the current MRR@10 is the one `gitwiki eval` reports."""
+    current = Setting.of(wiki.config.search)
+    settings = [current, *(s for s in GRID if s != current)]
+    found = gather(wiki, corpus, questions, (s.depth for s in settings), DEPTH)
+    return fit(reciprocal_ranks(found, questions, settings, DEPTH), current)
 
 
 def gather(

@@ -131,13 +131,10 @@ def eval_command(args: argparse.Namespace) -> int:
 
 
 def _tune(wiki, args: argparse.Namespace, questions, source: str) -> int:
-    from gitwiki import evaluation, tuning
+    from gitwiki import tuning
     from gitwiki.config import write_search
 
-    current = tuning.Setting.of(wiki.config.search)
-    settings = [current, *(s for s in tuning.GRID if s != current)]
-    found = tuning.gather(wiki, args.corpus, questions, (s.depth for s in settings), evaluation.DEPTH)
-    fit = tuning.fit(tuning.reciprocal_ranks(found, questions, settings, evaluation.DEPTH), current)
+    fit = tuning.tune(wiki, args.corpus, questions)
     written = None
     if fit.wins and not args.dry_run:
         written = write_search(wiki.root, fit.chosen._asdict())
