@@ -5,6 +5,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gitwiki.evaluation import Question
+    from gitwiki.tuning import Fit, Setting
+    from gitwiki.wiki import Wiki
 
 SHOWN_MISSES = 20
 
@@ -130,7 +136,7 @@ def eval_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _tune(wiki, args: argparse.Namespace, questions, source: str) -> int:
+def _tune(wiki: Wiki, args: argparse.Namespace, questions: list[Question], source: str) -> int:
     from gitwiki import tuning
     from gitwiki.config import write_search
 
@@ -141,11 +147,11 @@ def _tune(wiki, args: argparse.Namespace, questions, source: str) -> int:
     if args.json:
         print(json.dumps(_tune_json(source, fit, written), indent=2))
     else:
-        sys.stdout.write(_tune_text(source, fit, written, args.dry_run))
+        sys.stdout.write(_tune_text(source, fit, written))
     return 0
 
 
-def _tune_json(source: str, fit, written: Path | None) -> dict:
+def _tune_json(source: str, fit: Fit, written: Path | None) -> dict[str, Any]:
     return {
         "source": source,
         "questions": fit.questions,
@@ -166,8 +172,8 @@ def _tune_json(source: str, fit, written: Path | None) -> dict:
     }
 
 
-def _tune_text(source: str, fit, written: Path | None, dry_run: bool) -> str:
-    def row(label: str, setting, mrr: float) -> str:
+def _tune_text(source: str, fit: Fit, written: Path | None) -> str:
+    def row(label: str, setting: Setting, mrr: float) -> str:
         weight, normalization, share, depth = setting
         return f"{label:<9} {weight:>13} {normalization:>13} {share:>10} {depth:>5} {mrr:>7.3f}"
 
