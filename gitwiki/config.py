@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from gitwiki.errors import UnknownCorpus, UsageError
 from gitwiki.fs import atomic_write, path_problem
+from gitwiki.ranking import NORMALIZATIONS, PAGE_SHARE
 
 REPO_CONFIG_NAME = ".gitwiki.toml"
 DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
@@ -99,6 +100,12 @@ class SearchConfig(NamedTuple):
     rerank_depth: int = 20  # fused chunks the cross-encoder re-scores
     max_page_bytes: int = 1_000_000  # larger pages are indexed up to it (gitwiki.indexer.read_page), and said so
     embed_budget: int = 256  # chunks of uncommitted pages a query may embed; pages past it are searched lexically
+    # Score fusion (gitwiki.ranking.Weighting) and candidate depth: `gitwiki eval --tune` fits them to the wiki's
+    # own questions; these defaults are the ones measured across the benchmark sets.
+    fusion_weight: float = 0.5  # the lexical ranking's weight; the dense ranking gets 1 - it
+    normalization: str = "dbsf"  # of each ranking's scores before fusion: "dbsf" or "minmax"
+    page_share: float = PAGE_SHARE  # share of a page's base score taken from page-level fusion
+    depth: int = 200  # chunks taken from each ranker before fusion
 
 
 class EmbeddingsConfig(NamedTuple):
@@ -242,6 +249,10 @@ def _check_type(value: object, annotation: Any, where: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise UsageError(f"{where} must be a whole number ≥ 0")
         return value
+    if annotation is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise UsageError(f"{where} must be a number")
+        return float(value)
     if annotation is str:
         if not isinstance(value, str):
             raise UsageError(f"{where} must be a string")
@@ -382,6 +393,16 @@ def _validate(config: Config) -> None:
         raise UsageError(f"[search] mode must be one of {', '.join(MODES)}, not {config.search.mode!r}")
     if config.search.fusion not in FUSIONS:
         raise UsageError(f"[search] fusion must be one of {', '.join(FUSIONS)}, not {config.search.fusion!r}")
+    if config.search.normalization not in NORMALIZATIONS:
+        raise UsageError(
+            f"[search] normalization must be one of {', '.join(NORMALIZATIONS)}, not {config.search.normalization!r}"
+        )
+    for key in ("fusion_weight", "page_share"):
+        value = getattr(config.search, key)
+        if not 0.0 <= value <= 1.0:
+            raise UsageError(f"[search] {key} must be a number from 0 to 1, not {value!r}")
+    if config.search.depth < 1:
+        raise UsageError("[search] depth must be a whole number ≥ 1 (chunks taken from each ranker)")
 
 
 def warnings(config: Config, root: Path) -> list[str]:
@@ -514,6 +535,67 @@ def merge_corpus(text: str, path: str, name: str, where: Path) -> str:
     wanted = [t for t in after if isinstance(t, dict) and t.get("name") == name]
     if len(after) != len(before) + (not named) or not wanted or wanted[0].get("path") != path:
         raise UsageError(f"cannot merge corpus {name!r} into {where} safely; edit it by hand")
+    return merged
+
+
+_SEARCH_HEADER = re.compile(r"[ \t]*\[[ \t]*search[ \t]*\][ \t]*(#.*)?$", re.MULTILINE)
+_KEY_LINE = re.compile(r"^[ \t]*[A-Za-z0-9_-]+[ \t]*=", re.MULTILINE)
+
+
+def write_search(root: Path, values: dict[str, Any]) -> Path:
+    """Set `values` in the `[search]` table of the repo's `.gitwiki.toml` (created if missing), every other line
+    kept as it was; atomic (`gitwiki eval --tune`)."""
+    target = root / REPO_CONFIG_NAME
+    try:
+        old = target.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        old = ""
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"cannot read {target} ({e}); fix it and run again") from None
+    atomic_write(target, merge_search(old, values, target))
+    return target
+
+
+def merge_search(text: str, values: dict[str, Any], where: Path) -> str:
+    """`text` (a `.gitwiki.toml`) with `values` in its `[search]` table: a key's value replaced on its line (a
+    comment after it kept), a missing key added after the table's last key, a missing table appended. Checked by
+    parsing the result: a layout this cannot edit (dotted keys, an inline table) is an error, never a wrong file."""
+    import tomllib
+
+    try:
+        before = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{where} is not valid TOML ({e}); fix it and run again") from None
+    starts = [m.start() for m in _TABLE_HEADER.finditer(text)] + [len(text)]
+    segments = [text[: starts[0]]] + [text[a:b] for a, b in zip(starts, starts[1:], strict=False)]
+    found = next((i for i, s in enumerate(segments) if i and _SEARCH_HEADER.match(s.partition("\n")[0])), None)
+    if found is None:  # a new table after a blank line
+        segments[-1] += "" if not text or text.endswith("\n\n") else "\n" if text.endswith("\n") else "\n\n"
+        segments.append("[search]\n")
+        found = len(segments) - 1
+    segment = segments[found]
+    for key, value in values.items():
+        line = re.compile(rf"^([ \t]*{re.escape(key)}[ \t]*=[ \t]*)[^#\n]*?([ \t]*(?:#.*)?)$", re.MULTILINE)
+        setting = f"{key} = {_toml_value(value)}"
+        found_line = line.search(segment)
+        if found_line:
+            head, tail = found_line.group(1), found_line.group(2)
+            segment = segment[: found_line.start()] + head + _toml_value(value) + tail + segment[found_line.end() :]
+            continue
+        keys = list(_KEY_LINE.finditer(segment))
+        at = segment.find("\n", keys[-1].start()) if keys else segment.find("\n")
+        at = len(segment) if at < 0 else at + 1
+        segment = segment[:at] + ("" if segment[:at].endswith("\n") else "\n") + setting + "\n" + segment[at:]
+    segments[found] = segment
+    merged = "".join(segments)
+    search = before.get("search")
+    wanted = {**before, "search": {**(search if isinstance(search, dict) else {}), **values}}
+    try:
+        same = tomllib.loads(merged) == wanted
+    except tomllib.TOMLDecodeError:
+        same = False
+    if not same:
+        raise UsageError(f"cannot set [search] {', '.join(values)} in {where} safely; edit it by hand")
     return merged
 
 

@@ -35,6 +35,27 @@ class PageHit(NamedTuple):
     chunks: list[tuple[int, float]]  # best first, at most chunks_per_file
 
 
+class Weighting(NamedTuple):
+    """How score fusion weighs the rankers: `[search] fusion_weight`, `normalization` and `page_share`
+    (docs/configuration.md; `gitwiki eval --tune` fits them to a wiki's own questions). The defaults are the
+    measured global ones."""
+
+    fusion_weight: float = 0.5  # the lexical ranking's weight; the dense ranking gets the rest
+    normalization: str = "dbsf"  # or "minmax"
+    page_share: float = PAGE_SHARE
+
+    def weights(self, rankings: list[Ranked]) -> list[float] | None:
+        """Per ranking, for [lexical, dense] (the order the rankers run in); one ranking alone weighs 1."""
+        return [self.fusion_weight, 1.0 - self.fusion_weight] if len(rankings) == 2 else None
+
+    @property
+    def normalizer(self) -> Normalizer:
+        return min_max if self.normalization == "minmax" else dbsf
+
+
+DEFAULT_WEIGHTING = Weighting()
+
+
 def rrf(rankings: list[Ranked], k: int = RRF_K) -> Ranked:
     """Reciprocal rank fusion: each list adds 1 / (k + rank) for every chunk it ranks."""
     fused: dict[int, float] = {}
@@ -110,6 +131,16 @@ def dbsf(ranking: Ranked) -> list[tuple[int, float]]:
 
 
 FUSERS: dict[str, Callable[[list[Ranked]], Ranked]] = {"rrf": rrf, "score": score_fusion}
+NORMALIZATIONS = ("dbsf", "minmax")
+
+
+def fuse(rankings: list[Ranked], fusion: str, weighting: Weighting = DEFAULT_WEIGHTING) -> Ranked:
+    """The rankings as one: a lone ranking as it is, else `fusion` ("rrf", or "score" weighted by `weighting`)."""
+    if len(rankings) == 1:
+        return rankings[0]
+    if fusion != "score":
+        return FUSERS[fusion](rankings)
+    return score_fusion(rankings, weighting.weights(rankings), weighting.normalizer)
 
 
 def rollup(
@@ -120,10 +151,11 @@ def rollup(
     limit: int,
     second: float = 0.0,
     page_scores: dict[str, float] | None = None,
+    page_share: float = PAGE_SHARE,
 ) -> list[PageHit]:
     """Group chunks by page, best page first; a page scores as its best chunk plus `second` / sqrt(n) times its
     second-best, n being how many of its chunks were ranked (SECOND_CHUNK measures why; 0 is the best chunk alone).
-    With `page_scores` (`page_fusion`), PAGE_SHARE of the best chunk's score is that of the page.
+    With `page_scores` (`page_fusion`), `page_share` of the best chunk's score is that of the page.
 
     `limit` caps the chunks returned in all; pages keep their order.
     """
@@ -134,7 +166,7 @@ def rollup(
             grouped.setdefault(path, []).append((cid, score))
     base = {path: chunks[0][1] for path, chunks in grouped.items()}
     if page_scores is not None:
-        base = {path: (1 - PAGE_SHARE) * b + PAGE_SHARE * page_scores.get(path, b) for path, b in base.items()}
+        base = {path: (1 - page_share) * b + page_share * page_scores.get(path, b) for path, b in base.items()}
     scored = {
         path: base[path] + (second / math.sqrt(len(chunks)) * chunks[1][1] if len(chunks) > 1 else 0.0)
         for path, chunks in grouped.items()

@@ -11,7 +11,7 @@ from gitwiki.config import FUSIONS, MODES, SearchConfig
 from gitwiki.embed import Embedder
 from gitwiki.errors import UsageError
 from gitwiki.markdown.chunker import fallback_title
-from gitwiki.ranking import FUSERS, SECOND_CHUNK, Ranked, page_fusion, rollup, snippet
+from gitwiki.ranking import DEFAULT_WEIGHTING, SECOND_CHUNK, Ranked, Weighting, fuse, page_fusion, rollup, snippet
 from gitwiki.relevance import Background, is_weak
 from gitwiki.rerank import Reranker, load_reranker, rerank
 from gitwiki.store import IndexDamaged, Store, vector_matrix
@@ -20,7 +20,7 @@ from gitwiki.tokens import STOP_WORDS, fts_query, tokenize, words
 if TYPE_CHECKING:  # numpy loads on the first dense query: the lexical CLI path stays fast
     import numpy as np
 
-CANDIDATES = 200  # chunks taken from each ranker before fusion
+CANDIDATES = SearchConfig().depth  # chunks taken from each ranker before fusion, unless [search] depth says
 
 
 class CorpusView(NamedTuple):
@@ -166,19 +166,34 @@ class Searcher:
     """Runs queries; keeps the dense matrix of recent views in memory for long-lived processes."""
 
     def __init__(
-        self, store: Store, cache_size: int = 4, reranker: Reranker | None = None, rerank_depth: int = 20
+        self,
+        store: Store,
+        cache_size: int = 4,
+        reranker: Reranker | None = None,
+        rerank_depth: int = 20,
+        weighting: Weighting = DEFAULT_WEIGHTING,
+        depth: int = CANDIDATES,
     ) -> None:
         self.store = store
         self.reranker = reranker
         self.rerank_depth = rerank_depth
+        self.weighting = weighting
+        self.depth = depth
         self._matrices: OrderedDict[tuple[str, str], DenseMatrix] = OrderedDict()
         self._cache_size = cache_size
         self._paths: tuple[str, dict[str, str]] | None = None  # (view key, blob → path)
 
     @classmethod
     def configured(cls, store: Store, config: SearchConfig) -> Searcher:
-        """A searcher with the [search] reranker, for the local index and each repository's alike."""
-        return cls(store, reranker=load_reranker(config.reranker), rerank_depth=config.rerank_depth)
+        """A searcher with the [search] reranker, fusion and depth, for the local index and each repository's
+        alike."""
+        return cls(
+            store,
+            reranker=load_reranker(config.reranker),
+            rerank_depth=config.rerank_depth,
+            weighting=Weighting(config.fusion_weight, config.normalization, config.page_share),
+            depth=config.depth,
+        )
 
     def rank(
         self, view: CorpusView, query: str, mode: str, fusion: str, embedder: Embedder | None, pages: int = 1
@@ -204,8 +219,17 @@ class Searcher:
             dense, background = self._dense(view, query, embedder, blob_paths, blob_of, pages)
             rankings.append(dense)
             cosines = dict(dense)
-        fused = rankings[0] if len(rankings) == 1 else FUSERS[fusion](rankings)
-        return Ranking(fused, blob_of, mode, cosines, background, rankings)
+        return Ranking(fuse(rankings, fusion, self.weighting), blob_of, mode, cosines, background, rankings)
+
+    def candidates(
+        self, view: CorpusView, query: str, embedder: Embedder | None, pages: int
+    ) -> tuple[list[Ranked], dict[int, str]]:
+        """Each ranker's candidates for `query` in hybrid mode ([lexical, dense], or lexical alone without
+        `embedder`) and each chunk's page: `gitwiki eval --tune` fuses them again under every setting it tries."""
+        with self.store.read():
+            ranking = self._rank(view, query, "hybrid", "score", embedder, pages)
+        blob_paths = self._blob_paths(view)
+        return ranking.rankings, {cid: blob_paths[blob] for cid, blob in ranking.blob_of.items()}
 
     def search(self, view: CorpusView, query: str, options: SearchOptions, embedder: Embedder | None) -> SearchResult:
         with self.store.read():
@@ -223,8 +247,22 @@ class Searcher:
             gated = mode == "hybrid" and options.fusion == "score"
             second = SECOND_CHUNK if gated else 0.0
             # Page-level fusion scores the rankers' own lists; a reranker's order replaces them.
-            by_page = page_fusion(rankings, page_of) if gated and self.reranker is None else None
-            hits = rollup(fused, page_of, options.top_files, options.chunks_per_file, options.limit, second, by_page)
+            weighting = self.weighting
+            by_page = (
+                page_fusion(rankings, page_of, weighting.weights(rankings), weighting.normalizer)
+                if gated and self.reranker is None
+                else None
+            )
+            hits = rollup(
+                fused,
+                page_of,
+                options.top_files,
+                options.chunks_per_file,
+                options.limit,
+                second,
+                by_page,
+                weighting.page_share,
+            )
             rows = self.store.chunks_by_id(cid for hit in hits for cid, _ in hit.chunks)
             missing = {cid for hit in hits for cid, _ in hit.chunks} - rows.keys()
             if missing:  # the rankers saw chunks the table does not hold: only a damaged file does that
@@ -279,13 +317,13 @@ class Searcher:
         match = fts_query(query)
         if match is None:
             return []
-        limit = CANDIDATES * 4
+        limit = self.depth * 4
         while True:
             found = self.store.lexical(match, limit)
-            pool = candidates([(cid, blob, s) for cid, blob, s in found if blob in blob_paths], pages)
+            pool = candidates([(cid, blob, s) for cid, blob, s in found if blob in blob_paths], pages, self.depth)
             # Other corpora and old page versions share the table, and one page can own most matches: look
             # deeper while they crowd out the pages asked for.
-            if (len(pool) >= CANDIDATES and len({blob for _, blob, _ in pool}) >= pages) or len(found) < limit:
+            if (len(pool) >= self.depth and len({blob for _, blob, _ in pool}) >= pages) or len(found) < limit:
                 blob_of.update((cid, blob) for cid, blob, _ in pool)
                 return [(cid, s) for cid, _, s in pool]
             limit *= 8
@@ -307,11 +345,11 @@ class Searcher:
         # einsum, not BLAS: one matrix-vector product is faster on one core than on a thread pool that
         # has to wait for onnxruntime's spinning threads to let go of the CPU.
         scores = np.einsum("ij,j->i", dense.matrix, embedder.embed_query(query))
-        top = np.argpartition(-scores, min(CANDIDATES, len(scores) - 1))[:CANDIDATES]
+        top = np.argpartition(-scores, min(self.depth, len(scores) - 1))[: self.depth]
         top = top[np.argsort(-scores[top], kind="stable")]
         if len({dense.blobs[i] for i in top}) < pages < len(set(dense.blobs)):  # one page owns the top
             top = np.argsort(-scores, kind="stable")
-        pool = candidates(((dense.ids[i], dense.blobs[i], float(scores[i])) for i in top), pages)
+        pool = candidates(((dense.ids[i], dense.blobs[i], float(scores[i])) for i in top), pages, self.depth)
         blob_of.update((cid, blob) for cid, blob, _ in pool)
         return [(cid, score) for cid, _, score in pool], Background(float(scores.mean()), float(scores.std()))
 
@@ -341,11 +379,13 @@ class Searcher:
         return entry
 
 
-def candidates(ranked: Iterable[tuple[int, str, float]], pages: int) -> list[tuple[int, str, float]]:
-    """The best CANDIDATES of (chunk id, blob, score), best first, then the best chunk of each further page
+def candidates(
+    ranked: Iterable[tuple[int, str, float]], pages: int, depth: int = CANDIDATES
+) -> list[tuple[int, str, float]]:
+    """The best `depth` of (chunk id, blob, score), best first, then the best chunk of each further page
     until `pages` pages are in: one page owning most matches must not leave `--top-files 5` with two."""
     rest = iter(ranked)
-    pool = list(itertools.islice(rest, CANDIDATES))
+    pool = list(itertools.islice(rest, depth))
     seen = {blob for _, blob, _ in pool}
     for item in rest:
         if len(seen) >= pages:

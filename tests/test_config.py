@@ -61,6 +61,12 @@ def test_duplicate_corpus_names_both_files(tmp_path):
         ('[[corpus]]\nname = "w"\npath = "../outside"\n', "without '..'"),
         ('[[corpus]]\nname = "w"\npath = "wiki/.GIT"\n', "without '..' or .git"),
         ("[search\n", "invalid TOML"),
+        ("[search]\nfusion_weight = 1.5\n", "fusion_weight must be a number from 0 to 1"),
+        ('[search]\nfusion_weight = "high"\n', "fusion_weight must be a number"),
+        ("[search]\npage_share = nan\n", "page_share must be a number from 0 to 1"),
+        ("[search]\npage_share = true\n", "page_share must be a number"),
+        ('[search]\nnormalization = "zscore"\n', "normalization must be one of dbsf, minmax"),
+        ("[search]\ndepth = 0\n", "depth must be a whole number ≥ 1"),
     ],
 )
 def test_bad_config_names_key_and_file(tmp_path, text, fragment):
@@ -68,7 +74,7 @@ def test_bad_config_names_key_and_file(tmp_path, text, fragment):
     with pytest.raises(UsageError) as e:
         config.load(tmp_path, user_file=tmp_path / "none.toml")
     assert fragment in str(e.value)
-    if "TOML" not in fragment and "mode must" not in fragment:
+    if "TOML" not in fragment and not str(e.value).startswith("[search]"):  # checked on the merged layers
         assert str(path) in str(e.value)
 
 
@@ -214,3 +220,87 @@ def test_init_merge_changes_only_the_named_corpus_path(names, target, path, comm
     if target not in names:
         want.append({"name": target, "path": path, "include": ["**/*.md"]})
     assert after["corpus"] == want
+
+
+def test_search_fusion_settings_default_to_the_measured_ones_and_read_as_numbers(tmp_path):
+    from gitwiki.ranking import PAGE_SHARE
+    from gitwiki.search import CANDIDATES
+
+    defaults = config.load(tmp_path, user_file=tmp_path / "none.toml").search
+    assert (defaults.fusion_weight, defaults.normalization, defaults.page_share, defaults.depth) == (
+        0.5,
+        "dbsf",
+        PAGE_SHARE,
+        CANDIDATES,
+    )
+    write(
+        tmp_path / ".gitwiki.toml",
+        '[search]\nfusion_weight = 1\nnormalization = "minmax"\npage_share = 0.25\ndepth = 50\n',
+    )
+    search = config.load(tmp_path, user_file=tmp_path / "none.toml").search
+    assert (search.fusion_weight, search.normalization, search.page_share, search.depth) == (1.0, "minmax", 0.25, 50)
+    assert isinstance(search.fusion_weight, float)
+
+
+TUNED = {"fusion_weight": 0.7, "normalization": "minmax", "page_share": 0.25, "depth": 100}
+
+
+@given(
+    head=st.sampled_from(["", "# top comment\n", '[[corpus]]\nname = "w"\npath = "wiki"  # the pages\n\n']),
+    table=st.sampled_from(
+        [
+            None,  # no [search] table yet
+            "[search]\n",
+            '[search]  # fusion\nmode = "hybrid"\n',
+            "[search]\nfusion_weight = 0.5  # was the default\ntop_files = 3\n\n# about embeddings\n",
+            '[ search ]\ndepth=200\nnormalization = "dbsf"#c\npage_share = 0.5\nfusion_weight = 0.5\n',
+        ]
+    ),
+    tail=st.sampled_from(["", "[embeddings]\nenabled = true\n", '[[repository]]\nname = "r"\npath = "/srv/r"\n']),
+    keys=st.lists(st.sampled_from(sorted(TUNED)), min_size=1, unique=True),
+    newline=st.booleans(),
+)
+@settings(max_examples=80, deadline=None)
+def test_merge_search_sets_the_keys_and_keeps_every_other_line(head, table, tail, keys, newline):
+    import tomllib
+
+    text = head + (table or "") + tail
+    text = text if newline or not text else text.rstrip("\n")
+    values = {k: TUNED[k] for k in keys}
+    merged = config.merge_search(text, values, Path(".gitwiki.toml"))
+    before, after = tomllib.loads(text), tomllib.loads(merged)
+    assert after == {**before, "search": {**before.get("search", {}), **values}}
+    old_lines = [line for line in text.splitlines() if not any(line.lstrip().startswith(k) for k in keys)]
+    new_lines = iter(merged.splitlines())
+    assert all(line in new_lines for line in old_lines)  # every other line kept, in order
+    for line in text.splitlines():  # a comment after a replaced value stays on its line
+        if "#" in line and any(line.startswith(k) for k in keys):
+            assert line[line.index("#") :] in merged
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'search.mode = "hybrid"\n',  # a dotted key: appending a [search] table would define it twice
+        'search = {mode = "hybrid"}\n',
+        "[search]\nfusion_weight = [\n0.5]\n",
+    ],
+)
+def test_merge_search_refuses_a_layout_it_cannot_edit_and_writes_nothing(tmp_path, text):
+    path = write(tmp_path / ".gitwiki.toml", text)
+    with pytest.raises(UsageError, match="edit it by hand"):
+        config.write_search(tmp_path, TUNED)
+    assert path.read_text() == text
+
+
+def test_write_search_refuses_a_file_that_is_not_toml(tmp_path):
+    path = write(tmp_path / ".gitwiki.toml", "[search\n")
+    with pytest.raises(UsageError, match="is not valid TOML"):
+        config.write_search(tmp_path, TUNED)
+    assert path.read_text() == "[search\n"
+
+
+def test_write_search_creates_the_file_when_there_is_none(tmp_path):
+    written = config.write_search(tmp_path, TUNED)
+    assert written == tmp_path / ".gitwiki.toml"
+    assert config.load(tmp_path, user_file=tmp_path / "none.toml").search.page_share == 0.25

@@ -4,7 +4,19 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitwiki.ranking import PAGE_SHARE, dbsf, densest_start, min_max, page_fusion, rollup, rrf, score_fusion, snippet
+from gitwiki.ranking import (
+    PAGE_SHARE,
+    Weighting,
+    dbsf,
+    densest_start,
+    fuse,
+    min_max,
+    page_fusion,
+    rollup,
+    rrf,
+    score_fusion,
+    snippet,
+)
 
 
 def test_rrf_rewards_agreement():
@@ -109,3 +121,39 @@ def test_page_fusion_adds_up_evidence_that_different_chunks_of_a_page_hold():
     assert [c for c, _ in hits[0].chunks] == [1, 2]  # the chunks keep their own order within the page
     # Without page scores the order is the chunks' own.
     assert [h.path for h in rollup(chunks, page_of, top_files=3, chunks_per_file=1, limit=10)][0] == "mentions.md"
+
+
+_rankings = st.lists(
+    st.lists(st.tuples(st.integers(0, 30), st.floats(-50, 50, allow_nan=False)), max_size=12, unique_by=lambda t: t[0]),
+    min_size=1,
+    max_size=2,
+).map(lambda rs: [sorted(r, key=lambda t: -t[1]) for r in rs])
+
+
+@given(rankings=_rankings)
+@settings(max_examples=200, deadline=None)
+def test_the_default_weighting_is_even_dbsf_score_fusion(rankings):
+    page_of = {cid: f"p{cid % 4}" for r in rankings for cid, _ in r}
+    default = Weighting()
+    expected = rankings[0] if len(rankings) == 1 else score_fusion(rankings)
+    assert fuse(rankings, "score", default) == expected
+    assert page_fusion(rankings, page_of, default.weights(rankings), default.normalizer) == page_fusion(
+        rankings, page_of
+    )
+    assert fuse(rankings, "rrf", Weighting(0.9, "minmax", 0.1)) == (
+        rankings[0] if len(rankings) == 1 else rrf(rankings)
+    )
+
+
+def test_weighting_weighs_lexical_against_dense_and_picks_the_normalization():
+    lexical, dense = [(1, 9.0), (2, 1.0)], [(2, 0.9), (1, 0.1)]
+    assert fuse([lexical, dense], "score", Weighting(1.0, "minmax"))[0][0] == 1
+    assert fuse([lexical, dense], "score", Weighting(0.0, "minmax"))[0][0] == 2
+    assert dict(fuse([lexical, dense], "score", Weighting(0.5, "minmax"))) == {1: 0.5, 2: 0.5}
+    ranked, page_of = [(1, 0.8), (2, 0.6)], {1: "a", 2: "b"}
+    whole_page = rollup(ranked, page_of, 2, 1, 10, page_scores={"a": 0.0, "b": 1.0}, page_share=1.0)
+    assert [h.path for h in whole_page] == ["b", "a"]
+    assert [h.path for h in rollup(ranked, page_of, 2, 1, 10, page_scores={"a": 0.0, "b": 1.0}, page_share=0.0)] == [
+        "a",
+        "b",
+    ]

@@ -356,7 +356,7 @@ class _SynonymEmbedder:
 
 
 def test_hybrid_adds_up_a_pages_words_and_meaning_held_by_different_sections(repo, monkeypatch):
-    from gitwiki import embed, ranking
+    from gitwiki import embed
 
     monkeypatch.setitem(embed.EMBEDDERS, "synonyms", _SynonymEmbedder)
     pages = {
@@ -372,6 +372,35 @@ def test_hybrid_adds_up_a_pages_words_and_meaning_held_by_different_sections(rep
     assert paths(wiki.search("zeta omega", mode="hybrid"))[:2] == ["wiki/explains.md", "wiki/mentions.md"]
     # Chunk by chunk alone (no page share) and min-max normalized (which stretches the dense list's small
     # differences as far as the lexical list's), the page with both in one section wins: what page fusion corrects.
-    monkeypatch.setattr(ranking, "PAGE_SHARE", 0.0)
-    monkeypatch.setattr(ranking, "dbsf", ranking.min_max)
+    # The [search] settings reach every search.
+    repo.commit(
+        "settings",
+        {
+            ".gitwiki.toml": '[embeddings]\nprovider = "synonyms"\n[search]\npage_share = 0.0\nnormalization = "minmax"\n'
+        },
+    )
+    wiki = Wiki.open(repo.path)
     assert paths(wiki.search("zeta omega", mode="hybrid"))[:2] == ["wiki/mentions.md", "wiki/explains.md"]
+
+
+def test_search_settings_weigh_the_rankers_and_bound_their_candidates(repo, monkeypatch):
+    from gitwiki import embed
+
+    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", _SynonymEmbedder)
+    pages = {
+        "wiki/words.md": "# Words\n\nzeta zeta zeta\n",  # the query's word, no meaning
+        "wiki/sense.md": "# Sense\n\nkappa kappa\n",  # the meaning, no word
+        **{f"wiki/pad{i}.md": f"# Pad {i}\n\nzeta{' filler' * (i + 1)}\n" for i in range(6)},
+    }
+    repo.commit("pages", {**pages, ".gitwiki.toml": '[embeddings]\nprovider = "synonyms"\n'})
+
+    def first(settings: str) -> str:
+        repo.write(".gitwiki.toml", '[embeddings]\nprovider = "synonyms"\n[search]\n' + settings)
+        return paths(Wiki.open(repo.path).search("zeta omega", mode="hybrid"))[0]
+
+    assert first("fusion_weight = 1.0\n") == "wiki/words.md"  # the lexical ranking alone decides
+    assert first("fusion_weight = 0.0\n") == "wiki/sense.md"  # the dense one alone
+    repo.write(".gitwiki.toml", '[embeddings]\nprovider = "synonyms"\n[search]\ndepth = 2\n')
+    wiki = Wiki.open(repo.path)
+    rankings, _ = wiki.searcher.candidates(wiki.view(vectors=True), "zeta omega", wiki.embedder(), 1)
+    assert [len(r) for r in rankings] == [2, 2]  # 7 pages hold zeta, and 8 have vectors

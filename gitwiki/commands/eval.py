@@ -5,6 +5,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gitwiki.evaluation import Question
+    from gitwiki.tuning import Fit, Setting
+    from gitwiki.wiki import Wiki
 
 SHOWN_MISSES = 20
 
@@ -17,7 +23,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "MRR@10, nDCG@10 and Recall@100 per mode, and the misses with the rank they got. Questions come from "
         ".gitwiki/eval.jsonl ([eval] path in the config, or --questions), one JSON object a line: "
         '{"question": "...", "relevant": ["page.md"]}; or from a BEIR folder (--beir), whose documents are '
-        "written as pages into a git repo under --work and indexed there.",
+        "written as pages into a git repo under --work and indexed there. --tune fits the [search] fusion settings "
+        "to the questions instead, and writes them only when they win on questions held out from the fit.",
     )
     p.add_argument("--questions", type=Path, metavar="FILE", help="the question file (default: [eval] path)")
     p.add_argument("--beir", type=Path, metavar="DIR", help="a BEIR folder: corpus.jsonl, queries.jsonl, qrels/")
@@ -41,6 +48,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="exit 1 when MRR@10 of the gated mode (--mode, else [search] mode) is below X",
     )
     p.add_argument("--json", action="store_true", help="machine-readable report")
+    p.add_argument(
+        "--tune",
+        action="store_true",
+        help="fit [search] fusion_weight, normalization, page_share and depth to the questions by cross-validation "
+        "and write them to .gitwiki.toml when they win on held-out folds",
+    )
+    p.add_argument("--dry-run", action="store_true", help="with --tune: show the fit, write nothing")
     p.set_defaults(func=eval_command)
 
 
@@ -52,6 +66,21 @@ def eval_command(args: argparse.Namespace) -> int:
 
     if args.max_questions is not None and args.max_questions < 1:
         raise UsageError("--max-questions must be a whole number ≥ 1")
+    if args.dry_run and not args.tune:
+        raise UsageError("--dry-run goes with --tune")
+    if args.tune:
+        given = [
+            flag
+            for flag, value in (
+                ("--beir", args.beir),
+                ("--mode", args.mode),
+                ("--fusion", args.fusion),
+                ("--min-mrr", args.min_mrr),
+            )
+            if value is not None
+        ]
+        if given:
+            raise UsageError(f"--tune fits hybrid score fusion on this wiki's questions; drop {', '.join(given)}")
     if args.beir is not None:
         if args.questions is not None:
             raise UsageError("give --questions or --beir, not both")
@@ -74,6 +103,8 @@ def eval_command(args: argparse.Namespace) -> int:
         questions = evaluation.resolve_pages(evaluation.load_questions(path), pages, corpus.prefix)
         source = os.path.relpath(path, wiki.root) if path.is_relative_to(wiki.root) else str(path)
     questions = questions[: args.max_questions] if args.max_questions else questions
+    if args.tune:
+        return _tune(wiki, args, questions, source)
     gated = args.mode or wiki.config.search.mode
     if args.mode:
         modes = [args.mode]
@@ -103,6 +134,70 @@ def eval_command(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _tune(wiki: Wiki, args: argparse.Namespace, questions: list[Question], source: str) -> int:
+    from gitwiki import tuning
+    from gitwiki.config import write_search
+
+    fit = tuning.tune(wiki, args.corpus, questions)
+    written = None
+    if fit.wins and not args.dry_run:
+        written = write_search(wiki.root, fit.chosen._asdict())
+    if args.json:
+        print(json.dumps(_tune_json(source, fit, written), indent=2))
+    else:
+        sys.stdout.write(_tune_text(source, fit, written))
+    return 0
+
+
+def _tune_json(source: str, fit: Fit, written: Path | None) -> dict[str, Any]:
+    return {
+        "source": source,
+        "questions": fit.questions,
+        "settings": fit.settings,
+        "folds": fit.folds,
+        "repeats": fit.repeats,
+        "current": {**fit.current._asdict(), "mrr@10": round(fit.current_mrr, 4)},
+        "chosen": {**fit.chosen._asdict(), "mrr@10": round(fit.chosen_mrr, 4)},
+        "held_out": {
+            "current": round(fit.current_mrr, 4),
+            "tuned": round(fit.tuned_mrr, 4),
+            "gain": round(fit.gain, 4),
+            "ci95": [round(fit.low, 4), round(fit.high, 4)],
+            "fold_choices": fit.fold_choices,
+        },
+        "wins": fit.wins,
+        "written": str(written) if written else None,
+    }
+
+
+def _tune_text(source: str, fit: Fit, written: Path | None) -> str:
+    def row(label: str, setting: Setting, mrr: float) -> str:
+        weight, normalization, share, depth = setting
+        return f"{label:<9} {weight:>13} {normalization:>13} {share:>10} {depth:>5} {mrr:>7.3f}"
+
+    lines = [
+        f"tuning hybrid score fusion on {fit.questions} questions from {source}: {fit.settings} settings, "
+        f"{fit.folds} folds × {fit.repeats} repeats",
+        f"{'':<9} {'fusion_weight':>13} {'normalization':>13} {'page_share':>10} {'depth':>5} {'MRR@10':>7}",
+        row("current", fit.current, fit.current_mrr),
+        row("chosen", fit.chosen, fit.chosen_mrr) + "  (on the questions it was chosen on)",
+        f"held out: MRR@10 {fit.current_mrr:.3f} → {fit.tuned_mrr:.3f}, gain {fit.gain:+.3f} "
+        f"(95% CI {fit.low:+.3f} to {fit.high:+.3f}); the folds chose {fit.fold_choices} different setting(s)",
+    ]
+    if fit.chosen == fit.current:
+        lines.append("the current settings are the best on these questions; nothing to write")
+    elif not fit.wins:
+        lines.append(
+            "not written: the gain does not hold on held-out questions (the interval's lower bound is not above 0); "
+            "more questions, or questions where search misses today, narrow it"
+        )
+    elif written is None:
+        lines.append("would write the chosen settings to [search] in .gitwiki.toml (--dry-run: nothing written)")
+    else:
+        lines.append(f"wrote the chosen settings to [search] in {written}")
+    return "\n".join(lines) + "\n"
 
 
 def _cache_dir() -> Path:
