@@ -114,8 +114,10 @@ def gather(
             f'mode = "{search.mode}", fusion = "{search.fusion}", reranker = {search.reranker!r}; '
             'set mode = "hybrid" and fusion = "score" and drop reranker to tune'
         )
-    if wiki.repositories.owner(wiki.corpus(corpus).name) is not None:
-        raise UsageError("--tune fits this checkout's own corpora; choose one with --corpus")
+    try:
+        wiki.source(corpus).check_writable()  # a synced repository's source refuses: its pages are not ours to tune
+    except UsageError:
+        raise UsageError("--tune fits this checkout's own corpora; choose one with --corpus") from None
     view = wiki.view(corpus, vectors=True)
     embedder = wiki.embedder()
     if embedder is None:
