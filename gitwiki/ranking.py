@@ -93,7 +93,7 @@ def dbsf(ranking: Ranked) -> list[tuple[int, float]]:
     """Distribution-based score normalization: each score placed between the list's mean − 3 standard deviations
     (0, and below it 0) and mean + 3 (1; the top of a skewed list may pass 1).
 
-    The default for score fusion over `min_max` (docs/research/ranking.md, "Normalization"): min-max stretches
+    The default for score fusion over `min_max` (docs/research/ranking.md, DBSF): min-max stretches
     every list to 0–1, so a near-flat cosine list weighs its small differences as much as a BM25 list with a
     clear leader, and the list's last chunk ties with one the ranker never returned. Hybrid MRR@10 on wiki-dev
     0.916 → 0.924, nDCG@10 Cranfield 0.5796 → 0.5813 and SciFact 0.7370 → 0.7459; tldr MRR 0.613 → 0.606 (one
