@@ -1,6 +1,6 @@
 """Claude Code hook latency (`gitwiki-hook TYPE`) on a generated 1,000-page wiki, against `python -c pass`.
 
-docs/benchmarks.md, section "Claude Code hooks (issue 13)". Builds the wiki of bench_hooks.py in a temp git
+docs/research/agent-hooks.md. Builds the wiki of bench_hooks.py in a temp git
 repo plus 50 memory topics of 20 entries each (with `[source:]` lines) and a source file, indexes it
 lexically, installs the hooks (`gitwiki hooks install`), then runs every hook type's installed command
 once per round, interleaved with `python -c pass` so that both see the same machine load, for --runs

@@ -1,4 +1,4 @@
-"""Index artifact timings on a 1,000-page wiki (docs/benchmarks.md, section "Artifact (issue 6)").
+"""Index artifact timings on a 1,000-page wiki (docs/research/storage.md, "Index artifact").
 
 The wiki is the first 1,000 English tldr pages committed to a git repo and indexed with the offline
 MiniLM model. Then, median of --runs each:

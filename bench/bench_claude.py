@@ -11,7 +11,7 @@ prompt against the e2e suite's mock Messages API (a one-turn text answer), in se
 Runs are interleaved (each round runs every set-up, in a rotating order) so that all see the same load.
 Prints per set-up the min and median wall, the median minus plain's, and for set-ups with the MCP server the
 runs whose FIRST model request already offered gitwiki's tools; the 1-minute load average before and after.
-`--busy N` keeps N busy CPU loops running for the whole measurement (the issue's target: tools in the first
+`--busy N` keeps N busy CPU loops running for the whole measurement (the target: tools in the first
 request in 20 of 20 runs with 4 loops on 2 cores).
 
 Usage: python bench/bench_claude.py [--runs 20] [--busy 0] [--setups plain,full] [--json]

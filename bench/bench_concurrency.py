@@ -1,4 +1,4 @@
-"""Readers under a mixed write load: failed reads and stale answers (issue 16, item 6).
+"""Readers under a mixed write load: failed reads and stale answers (docs/research/lancedb.md).
 
 For a fixed time, N reader processes query the local SQLite index (a long-lived `Wiki`, as `gitwiki serve`
 holds it) and N more query the LanceDB export (a long-lived `LanceReader` in a folder with no checkout),

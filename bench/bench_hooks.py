@@ -1,5 +1,5 @@
-"""Hook timings on a generated wiki (docs/benchmarks.md, sections "Hooks (issue 4)" and "Warm and at scale
-(issue 16)").
+"""Hook timings on a generated wiki (docs/research/hooks.md; the current figures in
+docs/benchmarks.md, "Hooks").
 
 Builds the wiki in a temp git repo, stages edits to 5 pages, then times, for this source tree and with
 `--against DIR` another one (each with its own index dir), in interleaved rounds beside the floors:

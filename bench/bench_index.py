@@ -240,7 +240,7 @@ def mixed(_args) -> dict:
 
 # Each variant is its own process holding one Wiki, as `gitwiki serve` does: three Wikis in one process
 # (three copies of the 25,000 x 384 vectors, one heap, one garbage collector) measured a hybrid p50 of
-# 31.2 ms where the same query on one Wiki alone took 12.6 ms (docs/benchmarks.md, issue 16).
+# 31.2 ms where the same query on one Wiki alone took 12.6 ms (docs/research/scale.md).
 VARIANTS = {"watched": True, "status": True, "floor": False}  # name → searches the worktree
 # Between two questions, as an agent's calls come seconds apart: with fastembed's sessions onnxruntime's
 # threads spin after a query embedding and, with no pause, took the CPU from the next variant's process

@@ -8,7 +8,7 @@ with the offline MiniLM model, so the numbers are the server's own cost, not the
                notifications/initialized, tools/list and a (hybrid) ground at once; the times from
                the spawn to each answer, min and median over --spawn-rounds, interleaved with a floor (spawn → a
                `python -c` that echoes the first line) and, with --base, the other checkout; --busy N runs N
-               `python -c "while 1: pass"` loops meanwhile (the load of the figures in docs/benchmarks.md)
+               `python -c "while 1: pass"` loops meanwhile (the load of the figures in docs/research/mcp-startup.md)
   start        spawn `python -m gitwiki serve` → initialize answered (median of --starts runs)
   first call   the first `ground` (hybrid), sent --first-after seconds after the spawn (default 1 s: the
                server loads the model in the background from its start, so this should cost a warm query)

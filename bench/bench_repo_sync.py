@@ -1,4 +1,4 @@
-"""`gitwiki repo sync` timings (docs/benchmarks.md, section "Repositories (issue 14)").
+"""`gitwiki repo sync` timings (docs/research/storage.md, "Repositories").
 
 The remote is a bare repo reached by a file:// URL holding the first --pages English tldr pages under
 wiki/; a checkout declares it as a [[repository]]. Measured, through `Repositories.sync` (the library

@@ -1,4 +1,5 @@
-"""Issue-15 ranking experiments, run live through one of the eval scripts with the searcher patched:
+"""Ranking experiments (docs/research/ranking-experiments.md), run live through one of the eval scripts with the
+searcher patched:
 
 --windows          dense over windows: a long chunk scores as its best window (its own vector, which the model
                    reads to 256 word pieces, and vectors of --words-word windows every --stride words, each
@@ -185,7 +186,7 @@ def split_identifiers(text: str) -> str:
 
 
 def install_fusion_levers(args) -> None:
-    """--norm, --floor, --fill-dense, --confidence, --modes (issue 15, third round)."""
+    """--norm, --floor, --fill-dense, --confidence, --modes (the normalization experiments)."""
     if args.modes:
         wanted = set(args.modes.split(","))
         benchlib.MODES = tuple(m for m in benchlib.MODES if (m[0] if m[1] is None else f"{m[0]}-{m[1]}") in wanted)
@@ -303,7 +304,7 @@ def merge_small(page, least: int):
 
 
 def install_chunk_levers(args) -> None:
-    """--max-pieces, --balanced, --overlap, --merge-small (issue 15, third round)."""
+    """--max-pieces, --balanced, --overlap, --merge-small (the chunking experiments)."""
     if args.max_pieces:
         chunker.MAX_PIECES = args.max_pieces
     if args.balanced or args.overlap:

@@ -90,7 +90,7 @@ _LOADER_FIELDS = ("source", "from_checkout")
 
 class SearchConfig(NamedTuple):
     mode: str = "hybrid"
-    fusion: str = "score"  # score fusion beat RRF on Cranfield and tldr (docs/benchmarks.md)
+    fusion: str = "score"  # score fusion beat RRF on Cranfield and tldr (docs/research/ranking.md)
     top_files: int = 5
     chunks_per_file: int = 3
     limit: int = 50

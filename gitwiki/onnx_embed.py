@@ -2,7 +2,7 @@
 
 Importing fastembed costs 0.4–0.7 s (it pulls in huggingface_hub, requests, tqdm, loguru and its image and
 sparse models) where onnxruntime and tokenizers take 0.04–0.13 s, and that import was half of a cold
-`gitwiki ground` (docs/benchmarks.md, "Warm and at scale"). So for the models in `MODELS`, once their files
+`gitwiki ground` (docs/research/embedding.md). So for the models in `MODELS`, once their files
 are on disk (a model_path, or fastembed's own download cache), gitwiki loads them here, reproducing what
 fastembed does: its tokenizer set-up (`fastembed.common.preprocessor_utils.load_tokenizer`), its session
 options (less the thread pool's spin-wait), its batches and its pooling. tests/test_onnx_embed.py holds the
@@ -57,7 +57,7 @@ class OnnxEmbedder:
             options.intra_op_num_threads = options.inter_op_num_threads = config.threads
         # Idle pool threads spin on a core waiting for work by default; on a busy host that made a one-query embed
         # 12.4 ms at the median against 4.8 ms without spinning (min 2.4 / 2.7 ms), and building the session
-        # 174 -> 116 ms (bench/bench_embed.py, docs/benchmarks.md). The vectors are the same.
+        # 174 -> 116 ms (bench/bench_embed.py, docs/research/embedding.md). The vectors are the same.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session: InferenceSession = ort.InferenceSession(
             str(model_dir / spec.model_file), sess_options=options, providers=["CPUExecutionProvider"]

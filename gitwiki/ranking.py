@@ -11,15 +11,15 @@ from typing import NamedTuple
 RRF_K = 60
 # A page several ranked chunks match is more often the page that explains the topic than one that mentions it
 # once, so its second-best chunk adds SECOND_CHUNK / sqrt(n) of its score (n: its ranked chunks; the root keeps
-# long pages with many faint matches from winning on length). Used with the hybrid default, score fusion (issue 15,
-# docs/benchmarks.md): tldr MRR@10 0.518 → 0.597, hit@1 0.367 → 0.467; wiki-dev and docs/ ±0.001; Cranfield
+# long pages with many faint matches from winning on length). Used with the hybrid default, score fusion
+# (docs/research/ranking.md): tldr MRR@10 0.518 → 0.597, hit@1 0.367 → 0.467; wiki-dev and docs/ ±0.001; Cranfield
 # and SciFact, one chunk a page, unchanged. Without the root (0.3 flat) wiki-dev gained 0.015 but docs/ lost 0.03.
 SECOND_CHUNK = 0.5
 
 # A page's lexical and dense evidence often sits in different chunks (the words in one section, the meaning in
 # another), and chunk-level fusion then gives each chunk only half. So with score fusion a page also scores at page
 # level, each ranking's best chunk of the page fused (`page_fusion`), and its base score is PAGE_SHARE of that plus
-# the rest of its best fused chunk (issue 15, docs/benchmarks.md): wiki-dev MRR@10 0.903 → 0.916, hit@1 0.851 →
+# the rest of its best fused chunk (docs/research/ranking.md): wiki-dev MRR@10 0.903 → 0.916, hit@1 0.851 →
 # 0.874; docs/ 0.789 → 0.799; one-chunk pages (Cranfield, SciFact) unchanged. All page-level (1.0): docs/ −0.006.
 PAGE_SHARE = 0.5
 
@@ -114,7 +114,7 @@ def dbsf(ranking: Ranked) -> list[tuple[int, float]]:
     """Distribution-based score normalization: each score placed between the list's mean − 3 standard deviations
     (0, and below it 0) and mean + 3 (1; the top of a skewed list may pass 1).
 
-    The default for score fusion over `min_max` (issue 15, docs/benchmarks.md, third round): min-max stretches
+    The default for score fusion over `min_max` (docs/research/ranking.md, DBSF): min-max stretches
     every list to 0–1, so a near-flat cosine list weighs its small differences as much as a BM25 list with a
     clear leader, and the list's last chunk ties with one the ranker never returned. Hybrid MRR@10 on wiki-dev
     0.916 → 0.924, nDCG@10 Cranfield 0.5796 → 0.5813 and SciFact 0.7370 → 0.7459; tldr MRR 0.613 → 0.606 (one

@@ -7,7 +7,7 @@ does not stand out from the whole corpus for this query: its cosine lies fewer t
 deviations above the mean cosine of every chunk searched. The z-score, not the raw cosine, because raw
 cosines sit in different ranges per model (bge-small rarely scores below 0.5, MiniLM often does).
 
-Measured on the public sets with all-MiniLM-L6-v2 (docs/benchmarks.md, "Weak matches", bench/weak_eval.py):
+Measured on the public sets with all-MiniLM-L6-v2 (docs/research/weak-matches.md, bench/weak_eval.py):
 on wiki-dev, Cranfield and SciFact the flag is on for 16–41 % of questions whose answer pages were removed and
 6–8 % with them present, and for every stop-word-only or punctuation query; short generic how-to questions
 (tldr) slip through.

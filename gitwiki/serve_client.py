@@ -1,7 +1,7 @@
 """`gitwiki ground` answered by a running `gitwiki serve` of the same checkout, over a unix socket.
 
 A fresh `gitwiki ground` pays for importing pygit2, numpy and onnxruntime, opening the index and loading the
-model before it can search (1.1–2.2 s, docs/benchmarks.md); a running server has all of that warm. So the CLI
+model before it can search (1.1–2.2 s, docs/research/mcp-startup.md); a running server has all of that warm. So the CLI
 first asks the server, if one is up: this module needs only the standard library, `config` and `gitcli` (no
 pygit2, SQLite or numpy), and any failure (no server, another user's socket, a server that declines or
 dies) returns None, and the CLI answers by itself as before.

@@ -34,5 +34,5 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
                 wiki.search("warm up", c.name, mode=mode)
             except GitwikiError as e:
                 log.info("warm-up of corpus %s: %s", c.name, e)
-    # What a first call waits for, in the server's log (--log-level INFO): docs/benchmarks.md, issue 16.
+    # What a first call waits for, in the server's log (--log-level INFO): docs/research/mcp-startup.md.
     log.info("warm: model %.2f s, corpora %.2f s", loaded - started, time.perf_counter() - loaded)

@@ -140,7 +140,7 @@ class Wiki:
         """The configured model, loaded once per process; None in lexical mode or if it cannot load (said once
         per index)."""
         # The open index's dir when there is one: `index_dir` resolves paths again on every call (0.15 ms, and a
-        # warm hybrid query asked twice; 1,000 tldr pages, docs/benchmarks.md)
+        # warm hybrid query asked twice; 1,000 tldr pages, docs/research/mcp-warm.md)
         store = self.__dict__.get("store")
         return load_embedder(self.config.embeddings, self.index_dir if store is None else store.index_dir)
 

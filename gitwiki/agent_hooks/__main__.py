@@ -1,7 +1,7 @@
 """`gitwiki-hook TYPE` (or `python -m gitwiki.agent_hooks TYPE`): the command `gitwiki hooks install` writes.
 
 It answers as `gitwiki hook TYPE` does, without the CLI around it: argparse with its gettext lookups and
-the command table cost every hook process ~3 ms of its 80 ms budget (docs/benchmarks.md, "Claude Code hooks").
+the command table cost every hook process ~3 ms of its 80 ms budget (docs/research/agent-hooks.md).
 """
 
 from __future__ import annotations

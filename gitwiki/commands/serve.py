@@ -70,7 +70,7 @@ def serve(args: argparse.Namespace) -> int:
         # The warm-up runs during the MCP SDK's import (0.45 s of CPU, 1.1 s on a loaded host), so a query 1 s after
         # the spawn finds the model and the vectors ready. It used to start after that import, when it still
         # imported fastembed (0.5 s holding the GIL): started together, the SDK's import took twice as long. The
-        # lean embedder's session is built without the GIL (gitwiki.onnx_embed, docs/benchmarks.md).
+        # lean embedder's session is built without the GIL (gitwiki.onnx_embed, docs/research/embedding.md).
         threading.Thread(target=warm_up, args=(wiki, calls), name="gitwiki-warm-up", daemon=True).start()
         from gitwiki.mcp_server import serve as run
 
