@@ -196,9 +196,9 @@ def _batch_item(n: int, item: object) -> BatchItem:
         raise UsageError(
             f"entry {n} must be an object with topic and text (optional: tags, source, confidence, links, force)"
         )
-    for key in ("topic", "text", "source"):
-        if not isinstance(item.get(key, ""), str | None):
-            raise UsageError(f"entry {n}: {key} must be text, not {item[key]!r}")
+    for key, value in (("topic", item["topic"]), ("text", item["text"]), ("source", item.get("source", ""))):
+        if not isinstance(value, str) and not (key == "source" and value is None):
+            raise UsageError(f"entry {n}: {key} must be text, not {value!r}")
     return BatchItem(
         topic=item["topic"],
         text=item["text"],
