@@ -214,11 +214,11 @@ def append(
     match_str: str | None = None,
     tag: str | None = None,
 ) -> Reply:
-    return _edited(store_mod.append(mem, topic, text, index=index, match_str=match_str, tag=tag))
+    return _changed(store_mod.append(mem, topic, text, index=index, match_str=match_str, tag=tag))
 
 
 def revise(mem: Memory, topic: str, text: str, *, index: int | None = None, match_str: str | None = None) -> Reply:
-    return _edited(store_mod.revise(mem, topic, text, index=index, match_str=match_str))
+    return _changed(store_mod.revise(mem, topic, text, index=index, match_str=match_str))
 
 
 def tag(
@@ -230,31 +230,31 @@ def tag(
     index: int | None = None,
     match_str: str | None = None,
 ) -> Reply:
-    return _edited(store_mod.tag(mem, topic, add=add, remove=remove, index=index, match_str=match_str))
+    return _changed(store_mod.tag(mem, topic, add=add, remove=remove, index=index, match_str=match_str))
 
 
 def delete(
     mem: Memory, topic: str, *, index: int | None = None, match_str: str | None = None, all: bool = False
 ) -> Reply:
-    return _edited(store_mod.delete(mem, topic, index=index, match_str=match_str, all=all))
+    done = store_mod.delete(mem, topic, index=index, match_str=match_str, all=all)
+    return _edited(done, f"deleted {done.removed} entr{'y' if done.removed == 1 else 'ies'} from {done.topic}")
 
 
 def rename(mem: Memory, topic: str, to: str) -> Reply:
-    return _edited(store_mod.rename(mem, topic, to))
+    done = store_mod.rename(mem, topic, to)
+    return _edited(done, f"renamed {done.topic} into {done.target} ({len(done.entries)} entries)")
 
 
 def merge(mem: Memory, topic: str, into: str) -> Reply:
-    return _edited(store_mod.merge(mem, topic, into))
+    done = store_mod.merge(mem, topic, into)
+    return _edited(done, f"merged {done.topic} into {done.target} ({len(done.entries)} entries)")
 
 
-def _edited(done: store_mod.Edited) -> Reply:
-    if done.action == "delete":
-        text = f"deleted {done.removed} entr{'y' if done.removed == 1 else 'ies'} from {done.topic}"
-    elif done.action in ("rename", "merge"):
-        verb = "renamed" if done.action == "rename" else "merged"
-        text = f"{verb} {done.topic} into {done.target} ({len(done.entries)} entries)"
-    else:
-        text = f"{done.action}: " + "; ".join(_line(e) for e in done.entries)
+def _changed(done: store_mod.Edited) -> Reply:
+    return _edited(done, f"{done.action}: " + "; ".join(_line(e) for e in done.entries))
+
+
+def _edited(done: store_mod.Edited, text: str) -> Reply:
     data = {
         "action": done.action,
         "topic": done.topic,

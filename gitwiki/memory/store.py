@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from gitwiki import writes as page_writes  # the safe, locked, atomic page path of the MCP page tools
 from gitwiki.errors import NotFoundError, UsageError
@@ -55,8 +55,11 @@ class Stored(NamedTuple):
     writes: list[WriteReport]
 
 
+Edit = Literal["append", "revise", "tag", "delete", "rename", "merge"]
+
+
 class Edited(NamedTuple):
-    action: str
+    action: Edit  # which edit made it
     topic: str
     entries: list[Entry]  # the entries changed, as they read now (empty for deletions)
     removed: int
@@ -335,7 +338,7 @@ def _existing(name: str, pages: dict[str, TopicFile]) -> TopicPage:
 
 def _change(
     mem: Memory,
-    action: str,
+    action: Edit,
     topic: str,
     target: tuple[int | None, str | None, str | None],
     change: Callable[[Entry], Entry],
@@ -387,7 +390,7 @@ def _rendered_or_gone(name: str, entries: list[Entry], page: TopicPage) -> str |
     return _render(name, entries, page)
 
 
-def _move(mem: Memory, action: str, topic: str, target_raw: str) -> Edited:
+def _move(mem: Memory, action: Literal["rename", "merge"], topic: str, target_raw: str) -> Edited:
     """rename (to a new topic) or merge (append into an existing one), rewriting links that pointed here."""
     if not target_raw:
         raise UsageError(f"{action} needs {'to' if action == 'rename' else 'into'}: the other topic's name")
@@ -398,7 +401,9 @@ def _move(mem: Memory, action: str, topic: str, target_raw: str) -> Edited:
         return _moved(mem, action, name, pages, mem.writable_topic(target_raw))
 
 
-def _moved(mem: Memory, action: str, name: str, pages: dict[str, TopicFile], target: str) -> Edited:
+def _moved(
+    mem: Memory, action: Literal["rename", "merge"], name: str, pages: dict[str, TopicFile], target: str
+) -> Edited:
     if target == name:
         raise UsageError(f"{action}: {name!r} is already that topic")
     if action == "rename" and target in pages:
