@@ -19,6 +19,7 @@ from gitwiki.memory.entry import (
     terms,
     topic_name,
 )
+from tests.memory.test_fuzz import SCALE
 
 PAGE = """# gotchas
 
@@ -213,7 +214,9 @@ def _fields(e: Entry) -> tuple:
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    max_examples=150 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 @given(entries=st.lists(ENTRIES, min_size=1, max_size=3))
 @example(entries=[Entry("t", "2000-01-01T00:00:00Z", "x", confidence=0.9999999999999999)])  # writes as 1
 def test_parse_render_parse_keeps_every_field_over_hostile_text(entries):

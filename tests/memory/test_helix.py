@@ -18,6 +18,7 @@ from gitwiki.memory import helix, replies
 from gitwiki.memory.base import Memory
 from gitwiki.memory.entry import normalize_tags
 from tests.memory.test_entry import ENTRIES
+from tests.memory.test_fuzz import SCALE
 from tests.test_mcp_server import call, connect, refused, run
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
@@ -368,7 +369,7 @@ HELIX_ENTRY = st.tuples(
 
 @pytest.mark.slow
 @settings(
-    max_examples=30,
+    max_examples=30 * SCALE,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
 )

@@ -16,6 +16,7 @@ from gitwiki.memory import store as store_mod
 from gitwiki.memory import topics as topics_mod
 from gitwiki.memory.base import Memory
 from tests.memory.test_entry import ENTRIES
+from tests.memory.test_fuzz import SCALE
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
 STAMP = "2026-11-20T10:00:00Z"
@@ -161,7 +162,7 @@ ROUND_TRIPS = itertools.count()
 
 @pytest.mark.slow
 @settings(
-    max_examples=20,
+    max_examples=20 * SCALE,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
