@@ -7,6 +7,7 @@ time, gitwiki errors as JSON-RPC errors). One `Memory` per server keeps the pars
 from __future__ import annotations
 
 import functools
+import json as json_module
 from typing import Annotated, Any, Literal
 
 from mcp_types import ToolAnnotations
@@ -16,6 +17,7 @@ from gitwiki.errors import UsageError
 from gitwiki.memory import replies
 from gitwiki.memory.base import Memory
 from gitwiki.memory.helix import helix_links
+from gitwiki.memory_actions import EDIT_ACTIONS, TOPIC_ACTIONS, EditCall, TopicsCall, batch_items, run_edit, run_topics
 from gitwiki.wiki import Wiki
 
 Topic = Annotated[
@@ -86,18 +88,17 @@ class MemoryTools:
     ) -> replies.Reply:
         """Remember one entry in a topic page (created on first use). Tags come from a leading `gotcha:`,
         `decision:`, `perf:`… too. A near-duplicate of an entry of the topic is refused unless force."""
-        reply = replies.store(
+        return replies.store(
             self.mem,
             topic,
             text,
-            tags=tags,
+            tags=_listed(tags),
             source=source,
             confidence=confidence,
-            links=helix_links(links) if isinstance(links, str) else links,
+            links=helix_links(links) if isinstance(links, str) else links or (),
             force=force,
             terse=terse,
         )
-        return reply
 
     def memory_batch(
         self,
@@ -108,7 +109,7 @@ class MemoryTools:
         verbose: Annotated[bool, Field(description="One line per entry, not only refused or warned ones.")] = False,
     ) -> replies.Reply:
         """Store several entries at once: one lock, one write per topic; duplicates within the batch are refused too."""
-        return replies.batch(self.mem, entries, verbose=verbose)
+        return replies.batch(self.mem, batch_items(entries), verbose=verbose)
 
     def memory_search(
         self,
@@ -133,17 +134,19 @@ class MemoryTools:
         ] = "and",
     ) -> replies.Reply:
         """Search memory entries: hybrid relevance × confidence × recency (stale sources count 0.7)."""
-        options = {
-            "limit": limit,
-            "after": after,
-            "before": before,
-            "days": days,
-            "hours": hours,
-            "tag": tag,
-            "topic": topic,
-            "mode": mode,
-        }
-        return replies.search(self.mem, query, detail=detail, **options)
+        return replies.search(
+            self.mem,
+            query,
+            detail=detail,
+            limit=limit,
+            after=after,
+            before=before,
+            days=days,
+            hours=hours,
+            tag=tag,
+            topic=topic,
+            mode=mode,
+        )
 
     def memory_brief(
         self,
@@ -165,7 +168,7 @@ class MemoryTools:
         compact: Annotated[bool, Field(description="Overview: only the 5 most active topics.")] = False,
     ) -> replies.Reply:
         """A briefing: what memory holds, or a topic's entries deduplicated, superseded ones marked, by category."""
-        return replies.brief(self.mem, query, detail=detail, since=since, focus=focus, compact=compact)
+        return replies.brief(self.mem, query, detail=detail, since=since, focus=_listed(focus), compact=compact)
 
     def memory_read(self, topic: Topic, index: Index = None) -> replies.Reply:
         """A topic page as markdown, or one entry of it."""
@@ -174,7 +177,7 @@ class MemoryTools:
     def memory_edit(
         self,
         action: Annotated[
-            Literal["append", "revise", "delete", "tag", "rename", "merge"],
+            Literal[tuple(EDIT_ACTIONS)],  # type: ignore[valid-type]
             Field(description="append or revise text, delete entries, tag (add/remove), rename, merge into another."),
         ],
         topic: Topic,
@@ -195,23 +198,23 @@ class MemoryTools:
         into: Annotated[str | None, Field(description="merge: the topic that takes the entries.")] = None,
     ) -> replies.Reply:
         """Change memory: revise adds [modified: …]; rename and merge rewrite links that pointed at the topic."""
-        options = {
-            "index": entry_number(index),
-            "text": text,
-            "match_str": match_str,
-            "tag": tag,
-            "all": all,
-            "add": _both(add, tags, "add", "tags"),
-            "remove": remove,
-            "to": _one(to, new_name, "to", "new_name"),
-            "into": into,
-        }
-        return replies.edit(self.mem, action, topic, **options)
+        call = EditCall(
+            index=entry_number(index),
+            text=text,
+            match_str=match_str,
+            tag=tag,
+            all=all,
+            add=(*_listed(add), *_listed(tags)),
+            remove=_listed(remove),
+            to=_one(to, new_name, "to", "new_name"),
+            into=into,
+        )
+        return run_edit(self.mem, action, topic, call)
 
     def memory_topics(
         self,
         action: Annotated[
-            Literal[replies.TOPIC_ACTIONS],  # type: ignore[valid-type]
+            Literal[tuple(TOPIC_ACTIONS)],  # type: ignore[valid-type]
             Field(description="What to do; see docs/memory.md. Default list."),
         ] = "list",
         topic: Annotated[
@@ -271,32 +274,32 @@ class MemoryTools:
         """Topics and upkeep: list, recent, entries, stats, xref, graph, stale, refresh, prune (idle topics), clean,
         compact, export,
         import, reindex, session, checkpoint, resume, clear_checkpoint."""
-        options: dict[str, Any] = {
-            "topic": topic,
-            "index": entry_number(index),
-            "match_str": match_str,
-            "detail": detail,
-            "direction": direction,
-            "focus": focus,
-            "limit": limit,
-            "days": days,
-            "hours": hours,
-            "since": since,
-            "apply": apply,
-        }
-        options |= {
-            "min_confidence": min_confidence,
-            "data": _one(data, json, "data", "json"),
-            "name": name,
-            "task": task,
-            "done": done,
-            "next": next,
-        }
-        options |= {"hypotheses": hypotheses, "blocked": blocked, "files": files}
         if refresh and action != "stale":
             raise UsageError(f"refresh is an option of stale, not of {action}")
+        call = TopicsCall(
+            topic=topic,
+            index=entry_number(index),
+            match_str=match_str,
+            detail=detail,
+            direction=direction,
+            focus=focus,
+            limit=limit,
+            days=days,
+            hours=hours,
+            since=since,
+            apply=apply,
+            min_confidence=min_confidence,
+            data=_document(_one(data, json, "data", "json")),
+            name=name,
+            task=task,
+            done=_items(done, ";"),
+            next=_items(next, ";"),
+            hypotheses=_items(hypotheses, ";"),
+            blocked=_items(blocked, None),
+            files=_items(files, ","),
+        )
         # helix's `stale refresh: "true"` (helix/docs/TOOLS.md) is gitwiki's refresh action.
-        return replies.topics(self.mem, "refresh" if refresh else action, **options)
+        return run_topics(self.mem, "refresh" if refresh else action, call)
 
 
 def entry_number(index: int | str | None) -> int | None:
@@ -319,15 +322,31 @@ def _one(ours, helix, name: str, helix_name: str):
     return helix if ours is None else ours
 
 
-def _both(ours, helix, name: str, helix_name: str) -> list[str] | str | None:
-    """Tags under our name and helix's: both are added."""
-    if ours is None or helix is None:
-        return _one(ours, helix, name, helix_name)
-    return [*_listed(ours), *_listed(helix)]
+def _listed(value: list[str] | str | None) -> tuple[str, ...]:
+    """Tags or focus: a list, or helix's comma-separated string."""
+    if value is None:
+        return ()
+    return tuple(value.split(",") if isinstance(value, str) else value)
 
 
-def _listed(value: list[str] | str) -> list[str]:
-    return value.split(",") if isinstance(value, str) else list(value)
+def _items(value: list[str] | str | None, sep: str | None) -> tuple[str, ...]:
+    """A checkpoint list: a list, or helix's string (helix/DOCS.md, topics checkpoint): done, next and
+    hypotheses separated by `;`, files by `,`; blocked is a description there, so an item per line."""
+    if value is None:
+        return ()
+    if not isinstance(value, str):
+        return tuple(value)
+    return tuple(part for line in value.splitlines() for part in (line.split(sep) if sep else [line]))
+
+
+def _document(value: dict[str, Any] | list[Any] | str | None) -> dict | list | None:
+    """An import document, or helix's `json` string of one."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json_module.loads(value)
+    except ValueError as e:
+        raise UsageError(f"import data is not JSON ({e}); pass the document topics action=export returned") from None
 
 
 def register(app, wiki: Wiki, guard) -> None:

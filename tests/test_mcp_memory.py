@@ -8,7 +8,7 @@ import pytest
 from mcp import MCPError
 
 from gitwiki.mcp_memory import TOOLS
-from gitwiki.memory.replies import TOPIC_ACTIONS
+from gitwiki.memory_actions import TOPIC_ACTIONS
 from tests.test_mcp_server import call, connect, refused, run, text
 
 LEXICAL = "[embeddings]\nenabled = false\n"

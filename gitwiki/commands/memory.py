@@ -123,12 +123,11 @@ def _add(actions, name: str, help_text: str, read: bool = False) -> argparse.Arg
 
 
 def memory(args: argparse.Namespace) -> int:
-    from gitwiki.memory import replies
     from gitwiki.memory.base import Memory
 
     mem = Memory.open(args.chdir)
     try:
-        reply = _dispatch(replies, mem, args)
+        reply = _dispatch(mem, args)
     finally:
         mem.close()
     if args.json:
@@ -138,58 +137,80 @@ def memory(args: argparse.Namespace) -> int:
     return 0
 
 
-def _dispatch(replies, mem, args: argparse.Namespace):
+def _dispatch(mem, args: argparse.Namespace):
+    from gitwiki import memory_actions as actions
+    from gitwiki.memory import replies
+
     a = args.action
     if a == "store":
-        options = {"tags": args.tags, "source": args.source, "confidence": args.confidence, "links": args.links}
-        return replies.store(mem, args.topic, " ".join(args.text), force=args.force, terse=args.terse, **options)
+        return replies.store(
+            mem,
+            args.topic,
+            " ".join(args.text),
+            tags=args.tags or (),
+            source=args.source,
+            confidence=args.confidence,
+            links=args.links or (),
+            force=args.force,
+            terse=args.terse,
+        )
     if a == "batch":
-        return replies.batch(mem, _load_json(args.file), verbose=args.verbose, force=args.force)
+        return replies.batch(mem, actions.batch_items(_load_json(args.file)), verbose=args.verbose, force=args.force)
     if a == "search":
-        options = {
-            "limit": args.limit,
-            "after": args.after,
-            "before": args.before,
-            "days": args.days,
-            "hours": args.hours,
-        }
-        options |= {"tag": args.tag, "topic": args.topic, "mode": args.mode}
-        return replies.search(mem, " ".join(args.query) or None, detail=args.detail, **options)
+        return replies.search(
+            mem,
+            " ".join(args.query) or None,
+            detail=args.detail,
+            limit=args.limit,
+            after=args.after,
+            before=args.before,
+            days=args.days,
+            hours=args.hours,
+            tag=args.tag,
+            topic=args.topic,
+            mode=args.mode,
+        )
     if a == "brief":
         return replies.brief(
-            mem, args.query, detail=args.detail, since=args.since, focus=args.focus, compact=args.compact
+            mem, args.query, detail=args.detail, since=args.since, focus=args.focus or (), compact=args.compact
         )
     if a == "read":
         return replies.read(mem, args.topic, args.index)
     if a == "import":
         return replies.import_helix(mem, _read_bytes(args.helix), dry_run=args.dry_run)
     if a == "edit":
-        options = {
-            "index": args.index,
-            "text": args.text,
-            "match_str": args.match_str,
-            "tag": args.tag,
-            "all": args.all,
-            "add": args.add,
-        }
-        options |= {"remove": args.remove, "to": args.to, "into": args.into}
-        return replies.edit(mem, args.edit_action, args.topic, **options)
-    options = {
-        "topic": args.topic,
-        "index": args.index,
-        "match_str": args.match_str,
-        "detail": args.detail,
-        "direction": args.direction,
-        "focus": args.focus,
-        "limit": args.limit,
-        "days": args.days,
-        "hours": args.hours,
-        "since": args.since,
-    }
-    options |= {"apply": args.apply, "min_confidence": args.min_confidence, "name": args.name, "task": args.task}
-    options |= {k: getattr(args, k) for k in ("done", "next", "hypotheses", "blocked", "files")}
-    options["data"] = _load_json(args.file) if args.file else None
-    return replies.topics(mem, args.topics_action, **options)
+        edit = actions.EditCall(
+            index=args.index,
+            text=args.text,
+            match_str=args.match_str,
+            tag=args.tag,
+            all=args.all,
+            add=tuple(args.add or ()),
+            remove=tuple(args.remove or ()),
+            to=args.to,
+            into=args.into,
+        )
+        return actions.run_edit(mem, args.edit_action, args.topic, edit)
+    lists = {key: tuple(getattr(args, key) or ()) for key in ("done", "next", "hypotheses", "blocked", "files")}
+    call = actions.TopicsCall(
+        topic=args.topic,
+        index=args.index,
+        match_str=args.match_str,
+        detail=args.detail,
+        direction=args.direction,
+        focus=args.focus,
+        limit=args.limit,
+        days=args.days,
+        hours=args.hours,
+        since=args.since,
+        apply=args.apply,
+        min_confidence=args.min_confidence,
+        data=_load_json(args.file) if args.file else None,
+        name=args.name,
+        task=args.task,
+        **lists,
+    )
+    return actions.run_topics(mem, args.topics_action, call)
 
 
 def _read_bytes(path: str) -> bytes:

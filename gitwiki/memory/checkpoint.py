@@ -21,6 +21,7 @@ Sections: Task, Done, Next, Hypotheses, Blocked, Files (empty ones left out).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -60,21 +61,12 @@ class Resumed(NamedTuple):
     markdown: str  # the checkpoint with its age, ready to hand to the model
 
 
-# helix's separators for a list given as one string (helix/DOCS.md, topics checkpoint): done, next and
-# hypotheses by `;`, files by `,`; blocked is a description there, so a line per item.
-SEPARATORS = {"done": ";", "next": ";", "hypotheses": ";", "files": ","}
-
-
 def _items(value, key: str = "items") -> tuple[str, ...]:
-    """A list field: a list of strings, or one string split as helix does (SEPARATORS) and by lines; an
-    item is one line of the page."""
+    """A list field: a list of strings (one string is an item per line); an item is one line of the page.
+    helix's `;`- and `,`-separated strings are split by the MCP adapter."""
     if not value:
         return ()
-    if isinstance(value, str):
-        sep = SEPARATORS.get(key)
-        values = [part for line in value.splitlines() for part in (line.split(sep) if sep else [line])]
-    else:
-        values = value
+    values = value.splitlines() if isinstance(value, str) else value
     if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
         raise UsageError(f"checkpoint {key} must be a list of strings, not {value!r}")
     return tuple(s for s in (" ".join(v.split()).removeprefix("- ").strip() for v in values) if s)
@@ -128,11 +120,11 @@ def parse_checkpoint(text: str, name: str, path: str = "") -> Checkpoint:
 def checkpoint(
     mem: Memory,
     task: str,
-    done=None,
-    next=None,
-    hypotheses=None,
-    blocked=None,
-    files=None,
+    done: Sequence[str] = (),
+    next: Sequence[str] = (),
+    hypotheses: Sequence[str] = (),
+    blocked: Sequence[str] = (),
+    files: Sequence[str] = (),
     name: str = "default",
 ) -> tuple[Checkpoint, list[WriteReport]]:
     from gitwiki.memory.store import write_pages

@@ -538,8 +538,10 @@ def render_entry(entry: Entry) -> str:
         meta.append(f"[tags: {', '.join(entry.tags)}]")
     if entry.source:
         meta.append(f"[source: {entry.source}]")
-    if entry.confidence != DEFAULT_CONFIDENCE:
-        meta.append(f"[confidence: {entry.confidence:g}]")
+    # Compared as written: 0.9999999999999999 writes as 1, which reads back as the default and would make
+    # the next render drop the line.
+    if (confidence := f"{entry.confidence:g}") != f"{DEFAULT_CONFIDENCE:g}":
+        meta.append(f"[confidence: {confidence}]")
     if entry.links:
         meta.append(f"[links: {' '.join(entry.links)}]")
     if entry.modified:

@@ -1,10 +1,13 @@
 """The memory tools as the MCP server and the CLI answer them: a short text for the model (or the
-terminal) and the data as JSON. Both adapters call these, so the two always say the same thing."""
+terminal) and the data as JSON. Both adapters call these, so the two always say the same thing.
+
+One typed function per operation; which action name calls which is the adapters' business
+(gitwiki/memory_actions.py, with helix's names and string forms)."""
 
 from __future__ import annotations
 
-import inspect
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki.errors import UsageError
@@ -19,26 +22,6 @@ if TYPE_CHECKING:
     from gitwiki.memory.base import Memory
     from gitwiki.writes import WriteReport
 
-TOPIC_ACTIONS = (
-    "list",
-    "recent",
-    "entries",
-    "stats",
-    "xref",
-    "graph",
-    "stale",
-    "refresh",
-    "prune",
-    "clean",
-    "compact",
-    "export",
-    "import",
-    "reindex",
-    "session",
-    "checkpoint",
-    "resume",
-    "clear_checkpoint",
-)
 MEDIUM_CHARS = 240
 
 
@@ -70,13 +53,24 @@ def _commit_note(writes: list[WriteReport]) -> str:
 # ---- store and batch -------------------------------------------------------------------------------
 
 
-def store(mem: Memory, topic: str, text: str, *, terse: bool = False, **options) -> Reply:
-    done = store_mod.store(mem, topic, text, **options)
+def store(
+    mem: Memory,
+    topic: str,
+    text: str,
+    *,
+    tags: Sequence[str] = (),
+    source: str | None = None,
+    confidence: float | None = None,
+    links: Sequence[str] = (),
+    force: bool = False,
+    terse: bool = False,
+) -> Reply:
+    done = store_mod.store(mem, topic, text, tags=tags, source=source, confidence=confidence, links=links, force=force)
     result = done.results[0]
     return Reply(_stored_text(result, terse, done.writes), {**_result_json(result), **_writes(done.writes)})
 
 
-def batch(mem: Memory, entries: list[dict], *, verbose: bool = False, force: bool = False) -> Reply:
+def batch(mem: Memory, entries: Sequence[store_mod.BatchItem], *, verbose: bool = False, force: bool = False) -> Reply:
     done = store_mod.batch(mem, entries, force=force)
     stored = [r for r in done.results if r.stored]
     lines = [f"stored {len(stored)} of {len(done.results)} entries in {len({r.topic for r in stored})} topic(s)"]
@@ -119,10 +113,25 @@ def _result_json(r: store_mod.StoreResult) -> dict[str, Any]:
 # ---- search, brief, read ---------------------------------------------------------------------------
 
 
-def search(mem: Memory, query: str | None = None, *, detail: str = "medium", **options) -> Reply:
+def search(
+    mem: Memory,
+    query: str | None = None,
+    *,
+    detail: str = "medium",
+    limit: int = 10,
+    after: str | None = None,
+    before: str | None = None,
+    days: float | None = None,
+    hours: float | None = None,
+    tag: str | None = None,
+    topic: str | None = None,
+    mode: str = "and",
+) -> Reply:
     if detail not in search_mod.DETAILS:
         raise UsageError(f"detail must be one of {', '.join(search_mod.DETAILS)}, not {detail!r}")
-    found = search_mod.search(mem, query, **options)
+    found = search_mod.search(
+        mem, query, limit=limit, after=after, before=before, days=days, hours=hours, tag=tag, topic=topic, mode=mode
+    )
     head = {k: v for k, v in found._asdict().items() if k not in ("hits", "per_topic")}
     summary = f"{len(found.hits)} of {found.total} entries ({found.matched} match, {found.ranking})"
     if detail == "count":
@@ -157,8 +166,16 @@ def search(mem: Memory, query: str | None = None, *, detail: str = "medium", **o
     return Reply("\n".join(lines).rstrip(), {**head, "hits": hits})
 
 
-def brief(mem: Memory, query: str | None = None, **options) -> Reply:
-    b = brief_mod.brief(mem, query, **options)
+def brief(
+    mem: Memory,
+    query: str | None = None,
+    *,
+    detail: str = "summary",
+    since: str | float | None = None,
+    focus: Sequence[str] = (),
+    compact: bool = False,
+) -> Reply:
+    b = brief_mod.brief(mem, query, detail=detail, since=since, focus=focus, compact=compact)
     items = [
         {**i.entry.json(), "category": i.category, "also_in": list(i.also_in), "superseded_by": i.superseded_by or None}
         for i in b.items
@@ -188,17 +205,58 @@ def read(mem: Memory, topic: str, index: int | None = None) -> Reply:
 # ---- edit ------------------------------------------------------------------------------------------
 
 
-def edit(mem: Memory, action: str, topic: str, **options) -> Reply:
-    done = store_mod.edit(mem, action, topic, **options)
-    if action == "delete":
-        text = f"deleted {done.removed} entr{'y' if done.removed == 1 else 'ies'} from {done.topic}"
-    elif action in ("rename", "merge"):
-        verb = "renamed" if action == "rename" else "merged"
-        text = f"{verb} {done.topic} into {done.target} ({len(done.entries)} entries)"
-    else:
-        text = f"{action}: " + "; ".join(_line(e) for e in done.entries)
+def append(
+    mem: Memory,
+    topic: str,
+    text: str,
+    *,
+    index: int | None = None,
+    match_str: str | None = None,
+    tag: str | None = None,
+) -> Reply:
+    return _changed(store_mod.append(mem, topic, text, index=index, match_str=match_str, tag=tag))
+
+
+def revise(mem: Memory, topic: str, text: str, *, index: int | None = None, match_str: str | None = None) -> Reply:
+    return _changed(store_mod.revise(mem, topic, text, index=index, match_str=match_str))
+
+
+def tag(
+    mem: Memory,
+    topic: str,
+    *,
+    add: Sequence[str] = (),
+    remove: Sequence[str] = (),
+    index: int | None = None,
+    match_str: str | None = None,
+) -> Reply:
+    return _changed(store_mod.tag(mem, topic, add=add, remove=remove, index=index, match_str=match_str))
+
+
+def delete(
+    mem: Memory, topic: str, *, index: int | None = None, match_str: str | None = None, all: bool = False
+) -> Reply:
+    done = store_mod.delete(mem, topic, index=index, match_str=match_str, all=all)
+    return _edited(done, f"deleted {done.removed} entr{'y' if done.removed == 1 else 'ies'} from {done.topic}")
+
+
+def rename(mem: Memory, topic: str, to: str) -> Reply:
+    done = store_mod.rename(mem, topic, to)
+    return _edited(done, f"renamed {done.topic} into {done.target} ({len(done.entries)} entries)")
+
+
+def merge(mem: Memory, topic: str, into: str) -> Reply:
+    done = store_mod.merge(mem, topic, into)
+    return _edited(done, f"merged {done.topic} into {done.target} ({len(done.entries)} entries)")
+
+
+def _changed(done: store_mod.Edited) -> Reply:
+    return _edited(done, f"{done.action}: " + "; ".join(_line(e) for e in done.entries))
+
+
+def _edited(done: store_mod.Edited, text: str) -> Reply:
     data = {
-        "action": action,
+        "action": done.action,
         "topic": done.topic,
         "target": done.target,
         "removed": done.removed,
@@ -211,33 +269,18 @@ def edit(mem: Memory, action: str, topic: str, **options) -> Reply:
 # ---- topics ----------------------------------------------------------------------------------------
 
 
-def topics(mem: Memory, action: str = "list", **options) -> Reply:
-    if action not in TOPIC_ACTIONS:
-        raise UsageError(f"topics action must be one of {', '.join(TOPIC_ACTIONS)}, not {action!r}")
-    handler = globals()["_" + action]
-    given = {k: v for k, v in options.items() if v is not None and v != [] and v is not False}
-    params = inspect.signature(handler).parameters
-    unknown = sorted(given.keys() - params.keys())
-    missing = [n for n, p in params.items() if n != "mem" and p.default is p.empty and n not in given]
-    takes = ", ".join(n for n in params if n != "mem") or "nothing"
-    if unknown or missing:
-        problem = f"does not take {', '.join(unknown)}" if unknown else f"needs {', '.join(missing)}"
-        raise UsageError(f"topics action={action} {problem}; it takes: {takes}")
-    return handler(mem, **given)
-
-
-def _list(mem: Memory, topic: str | None = None) -> Reply:
-    rows = topics_mod.list_topics(mem, topic)
+def list_topics(mem: Memory, pattern: str | None = None) -> Reply:
+    rows = topics_mod.list_topics(mem, pattern)
     lines = [f"{a.topic}  {a.entries} entries  last {a.last[:16] or '-'}  {a.velocity:g}/day" for a in rows]
     return Reply("\n".join(lines) or "no topics yet", {"topics": [a._asdict() for a in rows]})
 
 
-def _recent(mem: Memory, limit: int | None = None, days: float | None = None, hours: float | None = None) -> Reply:
+def recent(mem: Memory, limit: int | None = None, days: float | None = None, hours: float | None = None) -> Reply:
     rows = topics_mod.recent(mem, limit, days, hours)
     return Reply("\n".join(_line(e) for e in rows) or "no entries yet", {"entries": [e.json() for e in rows]})
 
 
-def _entries(mem: Memory, topic: str, index: int | None = None, match_str: str | None = None) -> Reply:
+def entries(mem: Memory, topic: str, index: int | None = None, match_str: str | None = None) -> Reply:
     """A topic's entries, or one (index), or those containing match_str, as helix's topics entries."""
     tf = mem.topic(topic)
     rows = list(tf.page.entries)
@@ -251,13 +294,13 @@ def _entries(mem: Memory, topic: str, index: int | None = None, match_str: str |
     )
 
 
-def _session(mem: Memory, since: str | None = None) -> Reply:
+def session(mem: Memory, since: str | None = None) -> Reply:
     start, rows = topics_mod.session(mem, since)
     text = "\n".join(_line(e) for e in rows) or f"nothing stored since this session started ({start})"
     return Reply(text, {"started": start, "entries": [e.json() for e in rows]})
 
 
-def _stats(mem: Memory, detail: str | None = None) -> Reply:
+def stats(mem: Memory, detail: str | None = None) -> Reply:
     s = topics_mod.stats(mem, detail)
     lines = [
         f"{s.entries} entries in {s.topics} topics; {s.tagged} tagged, {s.sourced} with a source, {s.stale} stale",
@@ -269,13 +312,13 @@ def _stats(mem: Memory, detail: str | None = None) -> Reply:
     return Reply("\n".join(lines), {**s._asdict(), "tags": [list(t) for t in s.tags]})
 
 
-def _xref(mem: Memory, topic: str | None = None, direction: str = "in") -> Reply:
+def xref(mem: Memory, topic: str | None = None, direction: str = "in") -> Reply:
     rows = topics_mod.xref(mem, topic, direction)
     lines = [f"{x.source} → {x.target}  ({x.kind}{'' if x.valid else ', missing'})" for x in rows]
     return Reply("\n".join(lines) or "no cross references", {"xrefs": [x._asdict() for x in rows]})
 
 
-def _graph(mem: Memory, focus: str | None = None) -> Reply:
+def graph(mem: Memory, focus: str | None = None) -> Reply:
     g = topics_mod.graph(mem, focus)
     lines = [f"{a} → {b}  ({w})" for a, b, w in g.edges] or ["no references between topics"]
     lines.append(f"{len(g.nodes)} topics, {len(g.edges)} edges")
@@ -286,7 +329,7 @@ def _graph(mem: Memory, focus: str | None = None) -> Reply:
     return Reply("\n".join(lines), data)
 
 
-def _stale(mem: Memory) -> Reply:
+def stale(mem: Memory) -> Reply:
     rows = topics_mod.stale_entries(mem)
     lines = [
         f"{s.entry.ref}  {s.path}@{s.pinned} → {(s.current or 'deleted')[:12]}  {first_line(s.entry.text)}"
@@ -296,7 +339,7 @@ def _stale(mem: Memory) -> Reply:
     return Reply("\n".join(lines) or "no stale sources", data)
 
 
-def _refresh(mem: Memory, topic: str | None = None, index: int | None = None) -> Reply:
+def refresh(mem: Memory, topic: str | None = None, index: int | None = None) -> Reply:
     rows = topics_mod.refresh_entries(mem, topic, index)
     parts = [
         f"{r.entry.ref}  {first_line(r.entry.text)}\n{r.diff or '(no change near the referenced lines)'}" for r in rows
@@ -322,35 +365,29 @@ def _maintenance(m: topics_mod.Maintenance) -> Reply:
     return Reply("\n".join(lines), data)
 
 
-def _prune(mem: Memory, days: float = topics_mod.PRUNE_DAYS) -> Reply:
+def prune(mem: Memory, days: float = topics_mod.PRUNE_DAYS) -> Reply:
     rows = topics_mod.prune(mem, days)
     lines = [f"{i.topic}: {i.days if i.days >= 0 else '?'} days since its last entry" for i in rows]
     lines.append(f"{len(rows)} topic(s) idle for more than {days:g} days" if rows else f"no topic idle > {days:g} days")
     return Reply("\n".join(lines), {"days": days, "idle": [i._asdict() for i in rows]})
 
 
-def _clean(mem: Memory, apply: bool = False, min_confidence: float = topics_mod.PRUNE_CONFIDENCE) -> Reply:
+def clean(mem: Memory, apply: bool = False, min_confidence: float = topics_mod.PRUNE_CONFIDENCE) -> Reply:
     return _maintenance(topics_mod.clean(mem, min_confidence, apply))
 
 
-def _compact(mem: Memory, topic: str | None = None, apply: bool = False) -> Reply:
+def compact(mem: Memory, topic: str | None = None, apply: bool = False) -> Reply:
     return _maintenance(topics_mod.compact(mem, topic, apply))
 
 
-def _export(mem: Memory) -> Reply:
+def export(mem: Memory) -> Reply:
     data = topics_mod.export(mem)
     return Reply(json.dumps(data, ensure_ascii=False, indent=1), data)
 
 
-def _import(mem: Memory, data: dict | str) -> Reply:
-    if isinstance(data, str):
-        try:
-            data = json.loads(data)
-        except ValueError as e:
-            raise UsageError(
-                f"import data is not JSON ({e}); pass the document topics action=export returned"
-            ) from None
-    added, checkpoints = topics_mod.import_memory(mem, data)  # type: ignore[arg-type]
+def import_(mem: Memory, data: dict | list) -> Reply:
+    """An export document (topics export's JSON, or helix's JSON export), merged in."""
+    added, checkpoints = topics_mod.import_memory(mem, data)
     return _imported(added, checkpoints)
 
 
@@ -380,21 +417,22 @@ def _imported(added: dict[str, int], checkpoints: list[str], dry_run: bool = Fal
     return Reply(f"{verb} {sum(added.values())} entries: {text}{more}", data)
 
 
-def _reindex(mem: Memory) -> Reply:
+def reindex(mem: Memory) -> Reply:
     info = topics_mod.reindex(mem)
     return Reply(
         f"memory index: {info['pages']} pages, {info['chunks']} chunks, model {info['model'] or '(lexical)'}", info
     )
 
 
-def _checkpoint(
+def checkpoint(
     mem: Memory,
     task: str,
-    done=None,
-    next=None,
-    hypotheses=None,
-    blocked=None,
-    files=None,
+    *,
+    done: Sequence[str] = (),
+    next: Sequence[str] = (),
+    hypotheses: Sequence[str] = (),
+    blocked: Sequence[str] = (),
+    files: Sequence[str] = (),
     name: str = "default",
 ) -> Reply:
     saved, writes = checkpoint_mod.checkpoint(mem, task, done, next, hypotheses, blocked, files, name)
@@ -403,11 +441,11 @@ def _checkpoint(
     )
 
 
-def _resume(mem: Memory, name: str = "default") -> Reply:
+def resume(mem: Memory, name: str = "default") -> Reply:
     r = checkpoint_mod.resume(mem, name)
     return Reply(r.markdown.rstrip(), {**r.checkpoint.json(), "age_seconds": r.age_seconds, "markdown": r.markdown})
 
 
-def _clear_checkpoint(mem: Memory, name: str = "default") -> Reply:
+def clear_checkpoint(mem: Memory, name: str = "default") -> Reply:
     writes = checkpoint_mod.clear_checkpoint(mem, name)
     return Reply(f"checkpoint {name} cleared\n{_commit_note(writes)}", {"name": name, **_writes(writes)})

@@ -9,14 +9,14 @@ and re-read the page inside it: neither loses the other's entry.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from gitwiki import writes as page_writes  # the safe, locked, atomic page path of the MCP page tools
 from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.gitcli import blob_id
-from gitwiki.memory.base import Memory, no_such_entry
+from gitwiki.memory.base import Memory, TopicFile, no_such_entry
 from gitwiki.memory.entry import (
     DEFAULT_CONFIDENCE,
     Entry,
@@ -40,9 +40,6 @@ from gitwiki.memory.sources import parse_source, pin
 if TYPE_CHECKING:
     from gitwiki.writes import WriteReport
 
-ITEM_KEYS = {"topic", "text", "tags", "source", "confidence", "links", "force"}
-EDIT_ACTIONS = ("append", "revise", "delete", "tag", "rename", "merge")
-
 
 class StoreResult(NamedTuple):
     stored: bool
@@ -58,8 +55,11 @@ class Stored(NamedTuple):
     writes: list[WriteReport]
 
 
+Edit = Literal["append", "revise", "tag", "delete", "rename", "merge"]
+
+
 class Edited(NamedTuple):
-    action: str
+    action: Edit  # which edit made it
     topic: str
     entries: list[Entry]  # the entries changed, as they read now (empty for deletions)
     removed: int
@@ -70,41 +70,48 @@ class Edited(NamedTuple):
 # ---- store and batch ---------------------------------------------------------------------------------
 
 
+class BatchItem(NamedTuple):
+    """One entry to store (`store` makes one, a batch takes a list): its values as the caller gave them;
+    store checks and normalizes them (tags, links, source pinned)."""
+
+    topic: str
+    text: str
+    tags: Sequence[str] = ()
+    source: str | None = None
+    confidence: float | None = None
+    links: Sequence[str] = ()
+    force: bool = False
+
+
 def store(
     mem: Memory,
     topic: str,
     text: str,
     *,
-    tags=None,
+    tags: Sequence[str] = (),
     source: str | None = None,
     confidence: float | None = None,
-    links=None,
+    links: Sequence[str] = (),
     force: bool = False,
 ) -> Stored:
-    item = {"topic": topic, "text": text, "tags": tags, "source": source, "confidence": confidence, "links": links}
-    return batch(mem, [item], force=force)
+    return batch(mem, [BatchItem(topic, text, tags, source, confidence, links)], force=force)
 
 
-def batch(mem: Memory, items: list[dict[str, Any]], force: bool = False) -> Stored:
+def batch(mem: Memory, items: Sequence[BatchItem], force: bool = False) -> Stored:
     """Store several entries under one lock with one write per touched topic; a later item that duplicates
     an earlier one of the same batch is refused like any duplicate."""
-    if not isinstance(items, list) or not items:
+    if not items:
         raise UsageError("entries must be a non-empty list of {topic, text, tags?, source?, confidence?, links?}")
-    for n, item in enumerate(items, 1):
-        if not isinstance(item, dict) or not {"topic", "text"} <= item.keys() or item.keys() - ITEM_KEYS:
-            raise UsageError(
-                f"entry {n} must be an object with topic and text (optional: tags, source, confidence, links, force)"
-            )
     with mem.wiki.store.lock():
-        pages = mem.topics(fresh={mem.writable_topic(item["topic"]) for item in items})
+        pages = mem.topics(fresh={mem.writable_topic(item.topic) for item in items})
         current = {name: list(t.page.entries) for name, t in pages.items()}
         results: list[StoreResult] = []
         touched: set[str] = set()
         for item in items:
-            name = mem.writable_topic(item["topic"])
+            name = mem.writable_topic(item.topic)
             entries = current.setdefault(name, [])
             entry, warnings = _new_entry(mem, name, item, current, entries)
-            duplicate = None if force or item.get("force") else _duplicate(entry, entries)
+            duplicate = None if force or item.force else _duplicate(entry, entries)
             if duplicate:
                 results.append(StoreResult(False, name, None, duplicate[0], duplicate[1], tuple(warnings)))
                 continue
@@ -117,16 +124,15 @@ def batch(mem: Memory, items: list[dict[str, Any]], force: bool = False) -> Stor
         return Stored([_as_read(mem, r) for r in results], writes)
 
 
-def _new_entry(mem: Memory, topic: str, item: dict, current: dict[str, list[Entry]], entries: list[Entry]):
-    text = clean_text(item["text"])
+def _new_entry(mem: Memory, topic: str, item: BatchItem, current: dict[str, list[Entry]], entries: list[Entry]):
+    text = clean_text(item.text)
     warnings: list[str] = []
-    confidence = item.get("confidence")
-    confidence = DEFAULT_CONFIDENCE if confidence is None else confidence
+    confidence = DEFAULT_CONFIDENCE if item.confidence is None else item.confidence
     if not is_confidence(confidence):
         raise UsageError(f"confidence must be a number from 0 to 1, not {confidence!r}")
-    source, source_warnings = pin(mem, item.get("source"))
+    source, source_warnings = pin(mem, item.source)
     warnings += source_warnings
-    links = _links(item.get("links"))
+    links = _links(item.links)
     for link in links:
         name, _, index = link.partition(":")
         known = current.get(name)
@@ -135,7 +141,7 @@ def _new_entry(mem: Memory, topic: str, item: dict, current: dict[str, list[Entr
         elif index and not (index.isdecimal() and 1 <= int(index) <= len(known)):
             warnings.append(f"link {link}: topic {name!r} has {len(known)} entries")
     created = _unique_stamp(now_iso(), text, entries)
-    tags = normalize_tags([*_tags(item.get("tags")), *auto_tags(text)])
+    tags = normalize_tags([*_tags(item.tags), *auto_tags(text)])
     return Entry(topic, created, text, tags, source, float(confidence), links), warnings
 
 
@@ -234,69 +240,123 @@ def _embed(mem: Memory, versions: list[bytes]) -> None:
     mem.indexed.update((blob, embedder.model_id) for blob in sources)
 
 
-# ---- edit ------------------------------------------------------------------------------------------
+# ---- edit: one function per operation ----------------------------------------------------------------
+# The entry is chosen as helix's edit chooses it (helix/src/write.rs): by `index` (1-based here), else the
+# first entry containing `match_str`, else (append) the last with `tag`, else the last entry; revise needs
+# index or match_str.
 
 
-def edit(
+def append(
     mem: Memory,
-    action: str,
     topic: str,
+    text: str,
     *,
     index: int | None = None,
-    text: str | None = None,
     match_str: str | None = None,
     tag: str | None = None,
-    all: bool = False,
-    add=None,
-    remove=None,
-    to: str | None = None,
-    into: str | None = None,
 ) -> Edited:
-    """One edit. The entry is chosen as helix's edit chooses it (helix/src/write.rs): by `index` (1-based
-    here), else the first entry containing `match_str`, else (append) the last with `tag`, else the last
-    entry, except that revise needs index or match_str."""
-    if action not in EDIT_ACTIONS:
-        raise UsageError(f"edit action must be one of {', '.join(EDIT_ACTIONS)}, not {action!r}")
+    """Add `text` as a new paragraph of one entry."""
+    body = _edit_text("append", text)
+
+    def appended(old: Entry) -> Entry:
+        # The joined text is cleaned again: a line that was a title alone (`<?php`) is a block in a body.
+        new_text = clean_text(f"{old.text}\n\n{body}")
+        return old._replace(text=new_text, tags=normalize_tags([*old.tags, *auto_tags(body)]), modified=now_iso())
+
+    return _change(mem, "append", topic, (index, match_str, tag), appended)
+
+
+def revise(mem: Memory, topic: str, text: str, *, index: int | None = None, match_str: str | None = None) -> Edited:
+    """Replace one entry's text (it gets `[modified: …]`); the entry is named by index or match_str."""
+    body = _edit_text("revise", text)
+    if index is None and not match_str:
+        raise UsageError(f"revise needs the entry's index or a match_str (memory_read {topic_name(topic)} lists them)")
+
+    def revised(old: Entry) -> Entry:
+        return old._replace(text=body, tags=normalize_tags([*old.tags, *auto_tags(body)]), modified=now_iso())
+
+    return _change(mem, "revise", topic, (index, match_str, None), revised)
+
+
+def tag(
+    mem: Memory,
+    topic: str,
+    *,
+    add: Sequence[str] = (),
+    remove: Sequence[str] = (),
+    index: int | None = None,
+    match_str: str | None = None,
+) -> Edited:
+    """Add and remove tags of one entry."""
+    if not add and not remove:
+        raise UsageError("tag needs add or remove (a list of tags)")
+
+    def tagged(old: Entry) -> Entry:
+        kept = set(old.tags) - set(normalize_tags(remove))
+        return old._replace(tags=normalize_tags([*kept, *normalize_tags(add)]), modified=now_iso())
+
+    return _change(mem, "tag", topic, (index, match_str, None), tagged)
+
+
+def delete(
+    mem: Memory, topic: str, *, index: int | None = None, match_str: str | None = None, all: bool = False
+) -> Edited:
+    """Delete one entry (by index or match_str, else the last), or with `all` every entry of the topic."""
+    if all and (index is not None or match_str):
+        raise UsageError("delete takes one of index, match_str or all")
     with mem.wiki.store.lock():
         name = topic_name(topic)
-        pages = mem.topics(fresh=True if action in ("rename", "merge") else {name})
-        if name not in pages:
-            raise NotFoundError(f"no memory topic {name!r}; topics: {', '.join(pages) or 'none yet'}")
-        page = pages[name].page
+        page = _existing(name, mem.topics(fresh={name}))
         entries = list(page.entries)
-        if action in ("rename", "merge"):
-            return _move(mem, action, name, pages, to if action == "rename" else into)
-        if tag is not None and action != "append":
-            raise UsageError(f"tag selects the entry of append only; {action} takes index or match_str")
-        if action == "revise" and index is None and not match_str:
-            raise UsageError(f"revise needs the entry's index or a match_str (memory_read {name} lists them)")
-        if action == "delete":
-            if all and (index is not None or match_str):
-                raise UsageError("delete takes one of index, match_str or all")
-            doomed = None if all else pick(entries, name, index, match_str).index
-            preamble, kept = drop_entries(page.preamble, entries, lambda e: doomed is None or e.index == doomed)
-            writes = write_pages(mem, {name: _rendered_or_gone(name, kept, page._replace(preamble=preamble))})
-            return Edited(action, name, [], len(entries) - len(kept), name, writes)
-        old = pick(entries, name, index, match_str, tag)
-        if action in ("append", "revise"):
-            if not text or not str(text).strip():
-                raise UsageError(f"{action} needs text")
-            body = clean_text(text)
-            # The joined text is cleaned again: a line that was a title alone (`<?php`) is a block in a body.
-            new_text = clean_text(f"{old.text}\n\n{body}") if action == "append" else body
-            tags = normalize_tags([*old.tags, *auto_tags(body)])
-            changed = old._replace(text=new_text, tags=tags, modified=now_iso())
-        else:
-            if not add and not remove:
-                raise UsageError("tag needs add or remove (a list of tags)")
-            kept_tags = set(old.tags) - set(normalize_tags(remove or ()))
-            changed = old._replace(tags=normalize_tags([*kept_tags, *normalize_tags(add or ())]), modified=now_iso())
-        entries[old.index - 1] = changed
+        doomed = None if all else pick(entries, name, index, match_str).index
+        preamble, kept = drop_entries(page.preamble, entries, lambda e: doomed is None or e.index == doomed)
+        writes = write_pages(mem, {name: _rendered_or_gone(name, kept, page._replace(preamble=preamble))})
+        return Edited("delete", name, [], len(entries) - len(kept), name, writes)
+
+
+def rename(mem: Memory, topic: str, to: str) -> Edited:
+    """Move a topic (its page, with what a person wrote in it) to a new name, rewriting links to it."""
+    return _move(mem, "rename", topic, to)
+
+
+def merge(mem: Memory, topic: str, into: str) -> Edited:
+    """Append a topic's entries to an existing topic, rewriting links to them."""
+    return _move(mem, "merge", topic, into)
+
+
+def _edit_text(action: str, text: str) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError(f"{action} needs text")
+    return clean_text(text)
+
+
+def _existing(name: str, pages: dict[str, TopicFile]) -> TopicPage:
+    if name not in pages:
+        raise NotFoundError(f"no memory topic {name!r}; topics: {', '.join(pages) or 'none yet'}")
+    return pages[name].page
+
+
+def _change(
+    mem: Memory,
+    action: Edit,
+    topic: str,
+    target: tuple[int | None, str | None, str | None],
+    change: Callable[[Entry], Entry],
+) -> Edited:
+    """Change the entry `target` (index, match_str, tag) picks, under the lock."""
+    with mem.wiki.store.lock():
+        name = topic_name(topic)
+        page = _existing(name, mem.topics(fresh={name}))
+        entries = list(page.entries)
+        old = pick(entries, name, *target)
+        entries[old.index - 1] = change(old)
         writes = write_pages(mem, {name: _render(name, entries, page)})
         return Edited(action, name, [mem.topics(name)[name].page.entries[old.index - 1]], 0, name, writes)
 
 
-def pick(entries: list[Entry], topic: str, index=None, match_str: str | None = None, tag: str | None = None) -> Entry:
+def pick(
+    entries: list[Entry], topic: str, index: int | None = None, match_str: str | None = None, tag: str | None = None
+) -> Entry:
     """The entry an edit addresses: index (1-based), else the first containing match_str (case-insensitive),
     else the last with tag, else the last; an index or text that finds none is refused, never another entry."""
     if not entries:
@@ -330,11 +390,20 @@ def _rendered_or_gone(name: str, entries: list[Entry], page: TopicPage) -> str |
     return _render(name, entries, page)
 
 
-def _move(mem: Memory, action: str, name: str, pages, target_raw: str | None) -> Edited:
+def _move(mem: Memory, action: Literal["rename", "merge"], topic: str, target_raw: str) -> Edited:
     """rename (to a new topic) or merge (append into an existing one), rewriting links that pointed here."""
     if not target_raw:
         raise UsageError(f"{action} needs {'to' if action == 'rename' else 'into'}: the other topic's name")
-    target = mem.writable_topic(target_raw)
+    with mem.wiki.store.lock():
+        name = topic_name(topic)
+        pages = mem.topics(fresh=True)
+        _existing(name, pages)
+        return _moved(mem, action, name, pages, mem.writable_topic(target_raw))
+
+
+def _moved(
+    mem: Memory, action: Literal["rename", "merge"], name: str, pages: dict[str, TopicFile], target: str
+) -> Edited:
     if target == name:
         raise UsageError(f"{action}: {name!r} is already that topic")
     if action == "rename" and target in pages:

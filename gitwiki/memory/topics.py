@@ -299,7 +299,7 @@ def export(mem: Memory) -> dict:
     }
 
 
-def import_memory(mem: Memory, data: dict, dry_run: bool = False) -> tuple[dict[str, int], list[str]]:
+def import_memory(mem: Memory, data: dict | list, dry_run: bool = False) -> tuple[dict[str, int], list[str]]:
     """Merge an export back: entries per topic added, and the checkpoints written (with `dry_run`, what
     would be added, every check made and nothing written). helix's JSON export is read as well."""
     from gitwiki.memory import helix

@@ -16,7 +16,7 @@ def test_the_table_lists_every_server_tool_by_its_read_only_hint():
 
 
 def test_every_memory_topics_action_is_classified():
-    from gitwiki.memory.replies import TOPIC_ACTIONS
+    from gitwiki.memory_actions import TOPIC_ACTIONS
 
     reads = permissions.TOPICS_READ_ACTIONS | permissions.TOPICS_DRY_RUNS
     assert reads <= set(TOPIC_ACTIONS)

@@ -154,3 +154,14 @@ def test_memory_edit_chooses_the_entry_as_helix_with_helix_option_names(cli, wik
         "the lock is per process\n\nlast",
     ]
     assert "perf" in entries[1]["tags"]
+
+
+def test_an_edit_argument_its_action_does_not_take_is_refused_and_changes_nothing(cli, wiki_repo):
+    path = wiki_repo.path
+    assert cli("memory", "store", "t", "first", cwd=path)[0] == 0
+    code, _, err = cli("memory", "edit", "delete", "t", "1", "--text", "keep it", cwd=path)
+    assert code == 2 and "edit action=delete does not take text; it takes: index, match_str, all" in err
+    code, _, err = cli("memory", "edit", "revise", "t", "1", "--text", "x", "--tag", "perf", cwd=path)
+    assert code == 2 and "does not take tag" in err
+    code, out, _ = cli("memory", "read", "t", "--json", cwd=path)
+    assert [e["text"] for e in json.loads(out)["entries"]] == ["first"]

@@ -158,13 +158,14 @@ def test_store_edit_export_import_never_touch_another_entry(fuzz_mem, first, ops
                 e = store_mod.store(mem, topic, op[1], force=True).results[0].entry
                 model.append((e.created, e.text, e.tags))
             elif op[0] == "delete":
-                store_mod.edit(mem, "delete", topic, index=op[1])
+                store_mod.delete(mem, topic, index=op[1])
                 del model[op[1] - 1]
             elif op[0] == "tag":
-                e = store_mod.edit(mem, "tag", topic, index=op[1], add=op[2] or ["x"]).entries[0]
+                e = store_mod.tag(mem, topic, index=op[1], add=op[2] or ["x"]).entries[0]
                 model[op[1] - 1] = (e.created, e.text, e.tags)
             else:
-                e = store_mod.edit(mem, op[0], topic, index=op[1], text=op[2]).entries[0]
+                edit = store_mod.append if op[0] == "append" else store_mod.revise
+                e = edit(mem, topic, op[2], index=op[1]).entries[0]
                 model[op[1] - 1] = (e.created, e.text, e.tags)
         except GitwikiError:  # an empty text, an index past the end, a topic not there yet: refused
             pass

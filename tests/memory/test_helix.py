@@ -4,6 +4,7 @@ or hostile log is refused whole with one clear error and nothing written."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import struct
 from datetime import UTC, datetime, timedelta
@@ -13,8 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gitwiki.errors import UsageError
-from gitwiki.memory import helix
+from gitwiki.memory import helix, replies
 from gitwiki.memory.base import Memory
+from gitwiki.memory.entry import normalize_tags
+from tests.memory.test_entry import ENTRIES
+from tests.memory.test_fuzz import SCALE
 from tests.test_mcp_server import call, connect, refused, run
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
@@ -341,3 +345,55 @@ def test_hierarchical_helix_topics_flatten_to_one_page_name_links_included(mem, 
 def test_a_link_number_that_is_no_decimal_stays_as_written():
     # '²' is a digit to str.isdigit but not a number int() reads: it once raised ValueError out of the import
     assert helix._link("engine:²") == "engine:²" and helix._link("engine:0") == "engine:1"
+
+
+@pytest.fixture(scope="module")
+def export_mem(tmp_path_factory):
+    from tests.helpers import GitRepoFixture
+
+    repo = GitRepoFixture(tmp_path_factory.mktemp("helixexport"))
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
+    return Memory.open(repo.path)
+
+
+HELIX_TOPICS = itertools.count()
+HELIX_ENTRY = st.tuples(
+    # Cleaned hostile text. helix's format has no code fences: a `[tags: …]` line anywhere in a body is
+    # metadata, in a fence too, so such texts are helix's metadata, not text, and are left out here.
+    ENTRIES.map(lambda e: e.text).filter(lambda t: not any(helix._META.match(line.strip()) for line in t.split("\n"))),
+    st.lists(st.from_regex(r"[a-z][a-z-]{0,10}", fullmatch=True), max_size=3),
+    st.sampled_from([None, 0, 0.25, 0.5, 1]),
+    st.lists(st.tuples(st.sampled_from(["engine", "build-gotchas", "x"]), st.integers(0, 40)), max_size=2),
+)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=30 * SCALE,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(items=st.lists(HELIX_ENTRY, min_size=1, max_size=4))
+def test_a_helix_json_export_imports_every_entry_with_its_fields(export_mem, items):
+    """helix's export `{topic: [{ts, body}]}`, each body a hostile text with helix's metadata lines: every entry
+    arrives with its text, tags (singular), confidence, links (counted from 0 there, from 1 here) and date."""
+    topic = f"hx{next(HELIX_TOPICS)}"
+    rows = []
+    for minutes, (text, tags, confidence, links) in enumerate(items, 1):
+        meta = [f"[tags: {', '.join(tags)}]"] if tags else []
+        meta += [f"[confidence: {confidence}]"] if confidence is not None else []
+        meta += [f"[links: {' '.join(f'{n}:{i}' for n, i in links)}]"] if links else []
+        rows.append({"ts": minutes * 60, "body": "\n".join([*meta, text])})
+    added = replies.import_helix(export_mem, json.dumps({topic: rows}).encode()).data["added"]
+    assert added == {topic: len(items)}
+    back = export_mem.topic(topic).page.entries
+    assert [(e.text, e.tags, e.confidence, e.links, e.created) for e in back] == [
+        (
+            text,
+            normalize_tags(tags),
+            1.0 if confidence is None else confidence,
+            tuple(dict.fromkeys(f"{n}:{i + 1}" for n, i in links)),
+            (helix.EPOCH + timedelta(hours=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )
+        for minutes, (text, tags, confidence, links) in enumerate(items, 1)
+    ]

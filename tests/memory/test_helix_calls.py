@@ -229,3 +229,24 @@ def test_a_helix_agent_session_runs_unchanged(repo):
     ]
     assert {t["name"] for t in out["export"]["topics"]} == {"api-design", "build-gotchas", "engine"}
     assert out["import"]["added"] == {"test": 1} and out["test"]["text"] == "imported"
+
+
+def test_a_batch_items_helix_strings_mean_what_they_mean_in_store(repo):
+    """A batch item's `links: "build:0"` counts from 0 as store's does, and its confidence and force are
+    helix's strings: the same item addresses the same entry through store and through batch."""
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
+
+    async def main():
+        async with connect(repo.path) as s:
+            await helix(s, "store", topic="build", text="arm64 only for the FFI bridge")
+            await helix(s, "store", topic="build", text="the release build strips symbols")
+            item = {"topic": "engine", "text": "the cache needs the bridge", "tags": "gotchas, build"}
+            item |= {"links": "build:1 build", "confidence": "0.5", "force": "true"}
+            done = await helix(s, "batch", entries=[item, dict(item)])
+            return done, (await helix(s, "read", topic="engine"))["entries"]
+
+    done, entries = run(main)
+    assert [r["stored"] for r in done["results"]] == [True, True]  # force "true": the repeat is stored too
+    assert [(e["links"], e["tags"], e["confidence"]) for e in entries] == [
+        (["build:2", "build"], ["build", "gotcha"], 0.5)
+    ] * 2

@@ -4,14 +4,19 @@ whole, with one clear error and nothing written; what is accepted is counted as 
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gitwiki.errors import UsageError
 from gitwiki.memory import store as store_mod
 from gitwiki.memory import topics as topics_mod
 from gitwiki.memory.base import Memory
+from tests.memory.test_entry import ENTRIES
+from tests.memory.test_fuzz import SCALE
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
 STAMP = "2026-11-20T10:00:00Z"
@@ -141,3 +146,41 @@ def test_text_that_is_not_unicode_refuses_the_import_before_any_page_is_written(
     with pytest.raises(UsageError, match="not valid Unicode"):
         topics_mod.import_memory(mem, data)
     assert memory_files(repo) == []
+
+
+@pytest.fixture(scope="module")
+def round_trip_mem(tmp_path_factory):
+    from tests.helpers import GitRepoFixture
+
+    repo = GitRepoFixture(tmp_path_factory.mktemp("roundtrip"))
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
+    return Memory.open(repo.path)
+
+
+ROUND_TRIPS = itertools.count()
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=20 * SCALE,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(entries=st.lists(ENTRIES, min_size=1, max_size=4))
+def test_export_json_import_keeps_every_entry_with_every_field(round_trip_mem, entries):
+    """Entries of hostile text with tags, source, confidence, links and dates, written as an export document,
+    imported (through JSON) and exported again: every entry comes back, each field as it went in."""
+    mem = round_trip_mem
+    name = f"rt{next(ROUND_TRIPS)}"
+    rows = [{k: v for k, v in e.json().items() if k not in ("topic", "index", "lines")} for e in entries]
+    document = {"format": "gitwiki-memory", "version": 1, "topics": [{"name": name, "entries": rows}]}
+    added, _ = topics_mod.import_memory(mem, json.loads(json.dumps(document)))
+    # An import appends in time order and takes an entry once per (time, text).
+    first: dict[tuple[str, str], dict] = {}
+    for row in rows:
+        first.setdefault((row["created"], row["text"]), row)
+    expected = sorted(first.values(), key=lambda r: r["created"])
+    assert added == {name: len(expected)}
+    back = next(t for t in topics_mod.export(mem)["topics"] if t["name"] == name)["entries"]
+    written = [{**r, "confidence": float(f"{r['confidence']:g}")} for r in expected]
+    assert back == written

@@ -11,6 +11,7 @@ from gitwiki.memory import search as search_mod
 from gitwiki.memory import store as store_mod
 from gitwiki.memory.base import Memory
 from gitwiki.memory.entry import topic_name
+from gitwiki.memory_actions import batch_items
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
 
@@ -96,5 +97,5 @@ def test_checkpoints_are_capped_on_save_and_in_resume(mem, repo):
 )
 def test_a_batch_item_of_the_wrong_shape_is_refused(mem, repo, item):
     with pytest.raises(UsageError):
-        store_mod.batch(mem, [{"topic": "t", "text": "a good one"}, item])
+        store_mod.batch(mem, batch_items([{"topic": "t", "text": "a good one"}, item]))
     assert not (repo.path / "wiki/memory").exists()

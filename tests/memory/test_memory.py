@@ -17,6 +17,7 @@ from gitwiki.memory import store as store_mod
 from gitwiki.memory import topics as topics_mod
 from gitwiki.memory.base import Memory
 from gitwiki.memory.entry import parse_page
+from gitwiki.memory_actions import batch_items
 from tests.helpers import needs_model
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
@@ -113,19 +114,21 @@ def test_batch_one_write_per_topic_and_intra_batch_dedup(repo_mem):
     text = "decision: every memory write goes through the page write path of the wiki"
     done = store_mod.batch(
         mem,
-        [
-            {"topic": "a", "text": text},
-            {"topic": "a", "text": text + " always"},
-            {"topic": "b", "text": "how-to: run the benchmark with python bench/bench_memory.py"},
-            {"topic": "a", "text": "perf: fine"},
-        ],
+        batch_items(
+            [
+                {"topic": "a", "text": text},
+                {"topic": "a", "text": text + " always"},
+                {"topic": "b", "text": "how-to: run the benchmark with python bench/bench_memory.py"},
+                {"topic": "a", "text": "perf: fine"},
+            ]
+        ),
     )
     assert [r.stored for r in done.results] == [True, False, True, True]
     assert done.results[1].duplicate_of.ref == "a:1"
     assert sorted(w.path for w in done.writes) == ["memory/a.md", "memory/b.md"]
     assert [e.tags for e in parse_page(page(repo, "a"), "a").entries] == [("decision",), ("perf",)]
     with pytest.raises(UsageError, match="entry 1"):
-        store_mod.batch(mem, [{"text": "no topic"}])
+        store_mod.batch(mem, batch_items([{"text": "no topic"}]))
 
 
 def test_two_processes_storing_at_once_lose_nothing(repo_mem):
@@ -325,26 +328,26 @@ def test_edit_actions(repo_mem):
     for text in ("first note", "second note about redis", "third note about redis"):
         store_mod.store(mem, "t", text)
     store_mod.store(mem, "u", "links to t", links=["t:2", "t"])
-    appended = store_mod.edit(mem, "append", "t", index=1, text="gotcha: more")
+    appended = store_mod.append(mem, "t", index=1, text="gotcha: more")
     assert appended.entries[0].text == "first note\n\ngotcha: more" and appended.entries[0].tags == ("gotcha",)
     assert appended.entries[0].modified
-    revised = store_mod.edit(mem, "revise", "t", index=1, text="rewritten")
+    revised = store_mod.revise(mem, "t", index=1, text="rewritten")
     assert revised.entries[0].text == "rewritten" and "[modified: " in page(repo, "t")
-    tagged = store_mod.edit(mem, "tag", "t", index=1, add=["A", "b"], remove=["gotcha"])
+    tagged = store_mod.tag(mem, "t", index=1, add=["A", "b"], remove=["gotcha"])
     assert tagged.entries[0].tags == ("a", "b")
-    assert store_mod.edit(mem, "delete", "t", match_str="THIRD").removed == 1
+    assert store_mod.delete(mem, "t", match_str="THIRD").removed == 1
     with pytest.raises(NotFoundError):
-        store_mod.edit(mem, "delete", "t", index=7)
+        store_mod.delete(mem, "t", index=7)
     with pytest.raises(UsageError, match="one of index, match_str or all"):
-        store_mod.edit(mem, "delete", "t", index=1, all=True)
+        store_mod.delete(mem, "t", index=1, all=True)
     store_mod.store(mem, "v", "v one")
-    merged = store_mod.edit(mem, "merge", "t", into="v")
+    merged = store_mod.merge(mem, "t", into="v")
     assert merged.target == "v" and [e.ref for e in merged.entries] == ["v:2", "v:3"]
     assert not (repo.path / "wiki/memory/t.md").exists()
     assert parse_page(page(repo, "u"), "u").entries[0].links == ("v:3", "v")
-    renamed = store_mod.edit(mem, "rename", "v", to="Vee")
+    renamed = store_mod.rename(mem, "v", to="Vee")
     assert renamed.target == "vee" and parse_page(page(repo, "u"), "u").entries[0].links == ("vee:3", "vee")
-    assert store_mod.edit(mem, "delete", "vee", all=True).removed == 3
+    assert store_mod.delete(mem, "vee", all=True).removed == 3
     assert set(mem.topics()) == {"u"}
 
 
@@ -426,7 +429,7 @@ def test_export_import_round_trip_loses_nothing(repo_mem, tmp_path):
     repo, mem = repo_mem
     store_mod.store(mem, "a", "gotcha: first", source="src/app.py:1", confidence=0.6, links=["b"])
     store_mod.store(mem, "b", "second\n\n### with a sub heading\n\n- and a list")
-    store_mod.edit(mem, "revise", "b", index=1, text="second, revised")
+    store_mod.revise(mem, "b", index=1, text="second, revised")
     cp.checkpoint(mem, "task", next=["x"])
     exported = topics_mod.export(mem)
 

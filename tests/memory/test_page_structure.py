@@ -42,7 +42,7 @@ def test_an_unclosed_fence_does_not_swallow_the_entries_after_it(mem, repo, fenc
     assert entries[0].text.endswith("pytest -q\n" + fence.rstrip("python"))
     page = (repo.path / "wiki/memory/t.md").read_text()
     assert len(commonmark_h2(page)) == 4  # the H1 and three entries, as any reader sees the page
-    store_mod.edit(mem, "delete", "t", index=1)
+    store_mod.delete(mem, "t", index=1)
     assert [e.title for e in mem.topic("t").page.entries] == [
         "second entry about the cache",
         "third entry about the lock",
@@ -52,7 +52,7 @@ def test_an_unclosed_fence_does_not_swallow_the_entries_after_it(mem, repo, fenc
 def test_revise_with_an_unclosed_fence_keeps_modified_out_of_the_fence(mem):
     store_mod.store(mem, "t", "first")
     store_mod.store(mem, "t", "second")
-    revised = store_mod.edit(mem, "revise", "t", index=1, text="now with code\n\n~~~\nmake test").entries[0]
+    revised = store_mod.revise(mem, "t", index=1, text="now with code\n\n~~~\nmake test").entries[0]
     assert revised.modified and revised.text == "now with code\n\n~~~\nmake test\n~~~"
     assert [e.title for e in mem.topic("t").page.entries] == ["now with code", "second"]
 
@@ -123,10 +123,10 @@ def test_storing_into_a_hand_written_page_keeps_it_a_persons_page(mem, repo):
     page = mem.topic("design").page
     assert [e.title for e in page.entries] == ["decision: one writer lock per index"]
     store_mod.store(mem, "design", "gotcha: the lock is per thread")
-    store_mod.edit(mem, "delete", "design", index=1)
+    store_mod.delete(mem, "design", index=1)
     text = (repo.path / "wiki/memory/design.md").read_text()
     assert "## Overview\n\nWritten by a person." in text and "## Details\n\nAlso written by a person." in text
-    store_mod.edit(mem, "delete", "design", all=True)  # every entry gone: the person's page stays
+    store_mod.delete(mem, "design", all=True)  # every entry gone: the person's page stays
     assert (repo.path / "wiki/memory/design.md").read_text() == HAND_WRITTEN
 
 
@@ -143,7 +143,7 @@ def test_a_persons_section_after_an_entry_survives_deleting_that_entry(mem, repo
     path.write_text(path.read_text() + "\n## Notes\n\nA person's note.\n")
     store_mod.store(mem, "t", "second entry")
     assert [e.title for e in mem.topic("t").page.entries] == ["first entry", "second entry"]
-    store_mod.edit(mem, "delete", "t", index=1)
+    store_mod.delete(mem, "t", index=1)
     text = path.read_text()
     assert "## Notes\n\nA person's note." in text and "first entry" not in text
     assert [e.title for e in mem.topic("t").page.entries] == ["second entry"]
@@ -161,7 +161,7 @@ def test_an_append_is_one_section_with_the_text_it_joins(mem):
     """Found by the fuzz suite: `<?php` alone is a title, but appended it is an HTML block that ran on over
     the next entry."""
     store_mod.store(mem, "t", "```")
-    store_mod.edit(mem, "append", "t", index=1, text="<?php")
+    store_mod.append(mem, "t", index=1, text="<?php")
     assert store_mod.store(mem, "t", "the next entry").results[0].entry.ref == "t:2"
     assert [e.title for e in mem.topic("t").page.entries] == ["<?php", "the next entry"]
 
@@ -169,11 +169,11 @@ def test_an_append_is_one_section_with_the_text_it_joins(mem):
 def test_rename_moves_a_persons_page_whole_and_merge_leaves_their_text(mem, repo):
     repo.write("wiki/memory/design.md", HAND_WRITTEN)
     store_mod.store(mem, "design", "decision: one writer lock per index")
-    store_mod.edit(mem, "rename", "design", to="architecture")
+    store_mod.rename(mem, "design", to="architecture")
     text = (repo.path / "wiki/memory/architecture.md").read_text()
     assert text.startswith(HAND_WRITTEN.rstrip("\n")) and not (repo.path / "wiki/memory/design.md").exists()
     store_mod.store(mem, "other", "an entry of another topic")
-    store_mod.edit(mem, "merge", "architecture", into="other")
+    store_mod.merge(mem, "architecture", into="other")
     assert (repo.path / "wiki/memory/architecture.md").read_text() == HAND_WRITTEN
     assert [e.title for e in mem.topic("other").page.entries] == [
         "an entry of another topic",
