@@ -13,7 +13,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from gitwiki.errors import UsageError
-from gitwiki.memory import replies
+from gitwiki.memory import personal, replies
 from gitwiki.memory.base import Memory
 from gitwiki.memory.helix import helix_links
 from gitwiki.wiki import Wiki
@@ -38,6 +38,13 @@ Tags = Annotated[
     Field(description="Tags: a list or a comma-separated string; lowercased, singular, deduplicated, sorted."),
 ]
 Date = Annotated[str | None, Field(description="YYYY-MM-DD, today, yesterday or this-week.")]
+Scope = Annotated[
+    Literal["project", "personal"] | None,
+    Field(
+        description="Which memory: this project's, or the personal repository every project reads (its topics "
+        "show as ~personal/NAME). Default: [memory] write."
+    ),
+]
 
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
@@ -83,11 +90,13 @@ class MemoryTools:
         ] = None,
         force: Annotated[bool, Field(description="Store even when it is > 70 % like an entry of the topic.")] = False,
         terse: Annotated[bool, Field(description="Answer with just the new entry's ref.")] = False,
+        scope: Scope = None,
     ) -> replies.Reply:
         """Remember one entry in a topic page (created on first use). Tags come from a leading `gotcha:`,
         `decision:`, `perf:`… too. A near-duplicate of an entry of the topic is refused unless force."""
+        mem, (topic,) = personal.writer(self.mem, scope, [topic])
         reply = replies.store(
-            self.mem,
+            mem,
             topic,
             text,
             tags=tags,
@@ -106,9 +115,11 @@ class MemoryTools:
             Field(description="Entries: {topic, text, tags?, source?, confidence?, links?, force?}."),
         ],
         verbose: Annotated[bool, Field(description="One line per entry, not only refused or warned ones.")] = False,
+        scope: Scope = None,
     ) -> replies.Reply:
         """Store several entries at once: one lock, one write per topic; duplicates within the batch are refused too."""
-        return replies.batch(self.mem, entries, verbose=verbose)
+        mem, entries = personal.writer_batch(self.mem, scope, entries)
+        return replies.batch(mem, entries, verbose=verbose)
 
     def memory_search(
         self,
@@ -193,8 +204,11 @@ class MemoryTools:
         to: Annotated[str | None, Field(description="rename: the new topic name.")] = None,
         new_name: Annotated[str | None, Field(description="rename: helix's name for to.")] = None,
         into: Annotated[str | None, Field(description="merge: the topic that takes the entries.")] = None,
+        scope: Scope = None,
     ) -> replies.Reply:
         """Change memory: revise adds [modified: …]; rename and merge rewrite links that pointed at the topic."""
+        to = _one(to, new_name, "to", "new_name")
+        mem, topic, to, into = personal.writer_edit(self.mem, scope, topic, to, into)
         options = {
             "index": entry_number(index),
             "text": text,
@@ -203,10 +217,10 @@ class MemoryTools:
             "all": all,
             "add": _both(add, tags, "add", "tags"),
             "remove": remove,
-            "to": _one(to, new_name, "to", "new_name"),
+            "to": to,
             "into": into,
         }
-        return replies.edit(self.mem, action, topic, **options)
+        return replies.edit(mem, action, topic, **options)
 
     def memory_topics(
         self,
@@ -267,6 +281,13 @@ class MemoryTools:
         files: Annotated[
             list[str] | str | None, Field(description="checkpoint: files in play; a list or a string separated by ','.")
         ] = None,
+        scope: Annotated[
+            Literal["project", "personal"] | None,
+            Field(
+                description="Only this memory. Default: list, recent, entries and session read both; import "
+                "writes where [memory] write says; the other actions act on the project's."
+            ),
+        ] = None,
     ) -> replies.Reply:
         """Topics and upkeep: list, recent, entries, stats, xref, graph, stale, refresh, prune (idle topics), clean,
         compact, export,
@@ -295,8 +316,9 @@ class MemoryTools:
         options |= {"hypotheses": hypotheses, "blocked": blocked, "files": files}
         if refresh and action != "stale":
             raise UsageError(f"refresh is an option of stale, not of {action}")
+        mem = personal.topics_memory(self.mem, scope, action)
         # helix's `stale refresh: "true"` (helix/docs/TOOLS.md) is gitwiki's refresh action.
-        return replies.topics(self.mem, "refresh" if refresh else action, **options)
+        return replies.topics(mem, "refresh" if refresh else action, **options)
 
 
 def entry_number(index: int | str | None) -> int | None:

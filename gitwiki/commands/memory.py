@@ -24,11 +24,13 @@ def register(sub) -> None:
     store.add_argument("--link", dest="links", action="append", metavar="TOPIC[:N]", help="a related entry")
     store.add_argument("--force", action="store_true", help="store even if > 70%% like an entry of the topic")
     store.add_argument("--terse", action="store_true", help="print only the new entry's ref")
+    _scope(store)
 
     batch = _add(actions, "batch", "store entries from a JSON list [{topic, text, …}]")
     batch.add_argument("file", help="JSON file, or - for stdin")
     batch.add_argument("--verbose", action="store_true", help="a line per entry")
     batch.add_argument("--force", action="store_true", help="store duplicates too")
+    _scope(batch)
 
     search = _add(actions, "search", "search entries (relevance × confidence × recency)", read=True)
     search.add_argument("query", nargs="*", help="words; inline tag:x topic:y source:z filter")
@@ -77,10 +79,12 @@ def register(sub) -> None:
     edit.add_argument("--remove", action="append", metavar="TAG", help="tag: remove TAG (repeatable)")
     edit.add_argument("--to", "--new-name", dest="to", metavar="NAME", help="rename: the new name")
     edit.add_argument("--into", help="merge: the topic that takes the entries")
+    _scope(edit)
 
     migrate = _add(actions, "import", "bring in helix's knowledge base (its data.log or JSON export)")
     migrate.add_argument("--helix", metavar="PATH", required=True, help="helix's data.log or its export JSON file")
     migrate.add_argument("--dry-run", action="store_true", help="show what it would add, write nothing")
+    _scope(migrate)
 
     topics = _add(actions, "topics", "list topics and run upkeep actions", read=True)
     topics.add_argument(
@@ -111,6 +115,16 @@ def register(sub) -> None:
     topics.add_argument("--task", help="checkpoint: the task in hand")
     for key in ("done", "next", "hypotheses", "blocked", "files"):
         topics.add_argument(f"--{key}", action="append", metavar="ITEM", help=f"checkpoint: {key} (repeatable)")
+    _scope(topics, "only this memory (default: list, recent, entries, session read both)")
+
+
+def _scope(p: argparse.ArgumentParser, what: str = "write there (default: [memory] write)") -> None:
+    """Which memory: the project's or the personal repository (docs/memory.md, memory across repositories)."""
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(
+        "--personal", dest="scope", action="store_const", const="personal", help=f"personal memory: {what}"
+    )
+    group.add_argument("--project", dest="scope", action="store_const", const="project", help=f"project memory: {what}")
 
 
 def _add(actions, name: str, help_text: str, read: bool = False) -> argparse.ArgumentParser:
@@ -139,12 +153,17 @@ def memory(args: argparse.Namespace) -> int:
 
 
 def _dispatch(replies, mem, args: argparse.Namespace):
+    from gitwiki.memory import personal
+
     a = args.action
+    scope = getattr(args, "scope", None)
     if a == "store":
         options = {"tags": args.tags, "source": args.source, "confidence": args.confidence, "links": args.links}
-        return replies.store(mem, args.topic, " ".join(args.text), force=args.force, terse=args.terse, **options)
+        mem, (topic,) = personal.writer(mem, scope, [args.topic])
+        return replies.store(mem, topic, " ".join(args.text), force=args.force, terse=args.terse, **options)
     if a == "batch":
-        return replies.batch(mem, _load_json(args.file), verbose=args.verbose, force=args.force)
+        mem, entries = personal.writer_batch(mem, scope, _load_json(args.file))
+        return replies.batch(mem, entries, verbose=args.verbose, force=args.force)
     if a == "search":
         options = {
             "limit": args.limit,
@@ -162,7 +181,7 @@ def _dispatch(replies, mem, args: argparse.Namespace):
     if a == "read":
         return replies.read(mem, args.topic, args.index)
     if a == "import":
-        return replies.import_helix(mem, _read_bytes(args.helix), dry_run=args.dry_run)
+        return replies.import_helix(personal.writer(mem, scope)[0], _read_bytes(args.helix), dry_run=args.dry_run)
     if a == "edit":
         options = {
             "index": args.index,
@@ -172,8 +191,9 @@ def _dispatch(replies, mem, args: argparse.Namespace):
             "all": args.all,
             "add": args.add,
         }
-        options |= {"remove": args.remove, "to": args.to, "into": args.into}
-        return replies.edit(mem, args.edit_action, args.topic, **options)
+        mem, topic, to, into = personal.writer_edit(mem, scope, args.topic, args.to, args.into)
+        options |= {"remove": args.remove, "to": to, "into": into}
+        return replies.edit(mem, args.edit_action, topic, **options)
     options = {
         "topic": args.topic,
         "index": args.index,
@@ -189,7 +209,7 @@ def _dispatch(replies, mem, args: argparse.Namespace):
     options |= {"apply": args.apply, "min_confidence": args.min_confidence, "name": args.name, "task": args.task}
     options |= {k: getattr(args, k) for k in ("done", "next", "hypotheses", "blocked", "files")}
     options["data"] = _load_json(args.file) if args.file else None
-    return replies.topics(mem, args.topics_action, **options)
+    return replies.topics(personal.topics_memory(mem, scope, args.topics_action), args.topics_action, **options)
 
 
 def _read_bytes(path: str) -> bytes:
