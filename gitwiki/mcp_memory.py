@@ -13,7 +13,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from gitwiki.errors import UsageError
-from gitwiki.memory import personal, replies
+from gitwiki.memory import replies, stores
 from gitwiki.memory.base import Memory
 from gitwiki.memory.helix import helix_links
 from gitwiki.wiki import Wiki
@@ -94,7 +94,7 @@ class MemoryTools:
     ) -> replies.Reply:
         """Remember one entry in a topic page (created on first use). Tags come from a leading `gotcha:`,
         `decision:`, `perf:`… too. A near-duplicate of an entry of the topic is refused unless force."""
-        mem, (topic,) = personal.writer(self.mem, scope, [topic])
+        mem, (topic,) = stores.writer(self.mem, scope, [topic])
         reply = replies.store(
             mem,
             topic,
@@ -118,7 +118,7 @@ class MemoryTools:
         scope: Scope = None,
     ) -> replies.Reply:
         """Store several entries at once: one lock, one write per topic; duplicates within the batch are refused too."""
-        mem, entries = personal.writer_batch(self.mem, scope, entries)
+        mem, entries = stores.writer_batch(self.mem, scope, entries)
         return replies.batch(mem, entries, verbose=verbose)
 
     def memory_search(
@@ -208,7 +208,7 @@ class MemoryTools:
     ) -> replies.Reply:
         """Change memory: revise adds [modified: …]; rename and merge rewrite links that pointed at the topic."""
         to = _one(to, new_name, "to", "new_name")
-        mem, topic, to, into = personal.writer_edit(self.mem, scope, topic, to, into)
+        mem, topic, to, into = stores.writer_edit(self.mem, scope, topic, to, into)
         options = {
             "index": entry_number(index),
             "text": text,
@@ -316,7 +316,7 @@ class MemoryTools:
         options |= {"hypotheses": hypotheses, "blocked": blocked, "files": files}
         if refresh and action != "stale":
             raise UsageError(f"refresh is an option of stale, not of {action}")
-        mem = personal.topics_memory(self.mem, scope, action)
+        mem = stores.topics_memory(self.mem, scope, action)
         # helix's `stale refresh: "true"` (helix/docs/TOOLS.md) is gitwiki's refresh action.
         return replies.topics(mem, "refresh" if refresh else action, **options)
 

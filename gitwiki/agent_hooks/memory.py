@@ -118,8 +118,8 @@ def overview(lookup: Lookup) -> Overview:
     hook. The stamps are those of every page in the folder (topics, checkpoints, its index page): listing
     only the topics takes the library's `Memory`, ~2 ms of imports."""
     stamps = {}
-    for each in (lookup, lookup.personal):
-        for path, full in each.memory_files().items() if each is not None else ():
+    for each in (lookup, lookup.personal) if lookup.personal is not None else (lookup,):
+        for path, full in each.memory_files().items():
             with contextlib.suppress(OSError):
                 stamps[each.label + path] = cache.stamp(os.stat(full))
     now = datetime.now(UTC)

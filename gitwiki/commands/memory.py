@@ -153,16 +153,16 @@ def memory(args: argparse.Namespace) -> int:
 
 
 def _dispatch(replies, mem, args: argparse.Namespace):
-    from gitwiki.memory import personal
+    from gitwiki.memory import stores
 
     a = args.action
     scope = getattr(args, "scope", None)
     if a == "store":
         options = {"tags": args.tags, "source": args.source, "confidence": args.confidence, "links": args.links}
-        mem, (topic,) = personal.writer(mem, scope, [args.topic])
+        mem, (topic,) = stores.writer(mem, scope, [args.topic])
         return replies.store(mem, topic, " ".join(args.text), force=args.force, terse=args.terse, **options)
     if a == "batch":
-        mem, entries = personal.writer_batch(mem, scope, _load_json(args.file))
+        mem, entries = stores.writer_batch(mem, scope, _load_json(args.file))
         return replies.batch(mem, entries, verbose=args.verbose, force=args.force)
     if a == "search":
         options = {
@@ -181,7 +181,7 @@ def _dispatch(replies, mem, args: argparse.Namespace):
     if a == "read":
         return replies.read(mem, args.topic, args.index)
     if a == "import":
-        return replies.import_helix(personal.writer(mem, scope)[0], _read_bytes(args.helix), dry_run=args.dry_run)
+        return replies.import_helix(stores.writer(mem, scope)[0], _read_bytes(args.helix), dry_run=args.dry_run)
     if a == "edit":
         options = {
             "index": args.index,
@@ -191,7 +191,7 @@ def _dispatch(replies, mem, args: argparse.Namespace):
             "all": args.all,
             "add": args.add,
         }
-        mem, topic, to, into = personal.writer_edit(mem, scope, args.topic, args.to, args.into)
+        mem, topic, to, into = stores.writer_edit(mem, scope, args.topic, args.to, args.into)
         options |= {"remove": args.remove, "to": to, "into": into}
         return replies.edit(mem, args.edit_action, topic, **options)
     options = {
@@ -209,7 +209,7 @@ def _dispatch(replies, mem, args: argparse.Namespace):
     options |= {"apply": args.apply, "min_confidence": args.min_confidence, "name": args.name, "task": args.task}
     options |= {k: getattr(args, k) for k in ("done", "next", "hypotheses", "blocked", "files")}
     options["data"] = _load_json(args.file) if args.file else None
-    return replies.topics(personal.topics_memory(mem, scope, args.topics_action), args.topics_action, **options)
+    return replies.topics(stores.topics_memory(mem, scope, args.topics_action), args.topics_action, **options)
 
 
 def _read_bytes(path: str) -> bytes:

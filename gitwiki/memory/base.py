@@ -91,13 +91,17 @@ class Memory:
 
     @functools.cached_property
     def personal(self) -> Memory | None:
-        """The personal memory read beside this one, created on first use; None when none is configured,
-        and for the personal memory itself."""
-        if self.label:
-            return None
+        """The personal memory read beside this one (gitwiki.memory.personal), created on first use; None when
+        none is configured, and for the personal memory itself."""
+        from gitwiki import config as config_mod
         from gitwiki.memory import personal
 
-        return personal.open_memory(self.settings, self.root)
+        found = None if self.label else personal.location(self.settings, self.root)
+        if found is None:
+            return None
+        if not personal.is_repo(found.path):
+            personal.create(found.path)
+        return Memory(root=found.path, settings=config_mod.load(found.path), label=personal.PREFIX)
 
     def stores(self) -> list[Memory]:
         """The memories this one reads: itself, then the personal one."""
@@ -111,19 +115,8 @@ class Memory:
         if not label or label == self.label:
             return self, name
         if self.personal is None:
-            raise personal.no_personal(self)
+            raise personal.no_personal()
         return self.personal, name
-
-    def readable_topics(self, pattern: str | None = None) -> dict[str, TopicFile]:
-        """The topics of every memory this one reads, by the name they show (`~personal/…` for the personal
-        one's); `pattern`, a name or glob, addresses the project's topics, or with the prefix the personal ones."""
-        from gitwiki.memory.search import topic_pattern
-
-        owners = [self.reader(pattern)] if pattern else [(m, None) for m in self.stores()]
-        return {tf.name: tf for m, name in owners for tf in m.topics(topic_pattern(name)).values()}
-
-    def readable_entries(self) -> list[Entry]:
-        return [e for t in self.readable_topics().values() for e in t.page.entries]
 
     # ---- paths -------------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import UsageError
-from gitwiki.memory import personal
+from gitwiki.memory import personal, stores
 from gitwiki.memory.entry import Entry, auto_tags, first_line, jaccard, parse_iso, singular, terms
 from gitwiki.memory.search import in_window, since_moment
 
@@ -130,11 +130,11 @@ def brief(
     query = (query or "").strip()
     if not query:
         return _meta(mem, lo, compact, now, detail)
-    files = mem.readable_topics(query) if _is_name(query) else {}
+    files = stores.readable_topics(mem, query) if _is_name(query) else {}
     if files:
         entries, kind = [e for tf in files.values() for e in tf.page.entries], "topic"
     else:
-        entries, kind = [h.entry for h in personal.search(mem, query, limit=200, now=now).hits], "search"
+        entries, kind = [h.entry for h in stores.search(mem, query, limit=200, now=now).hits], "search"
     entries = [e for e in entries if in_window(e, lo, None)]
     items = classify(entries)
     chains = _chains([i.entry for i in items if not i.superseded_by])
@@ -231,7 +231,7 @@ def activity(files, now: datetime) -> list[TopicActivity]:
 
 
 def _meta(mem: Memory, lo, compact: bool, now: datetime, detail: str) -> Brief:
-    files = list(mem.readable_topics().values())
+    files = list(stores.readable_topics(mem).values())
     if lo is not None:
         files = [
             tf._replace(page=tf.page._replace(entries=tuple(e for e in tf.page.entries if in_window(e, lo, None))))

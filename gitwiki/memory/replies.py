@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from gitwiki.errors import UsageError
 from gitwiki.memory import brief as brief_mod
 from gitwiki.memory import checkpoint as checkpoint_mod
-from gitwiki.memory import personal
 from gitwiki.memory import search as search_mod
 from gitwiki.memory import store as store_mod
+from gitwiki.memory import stores
 from gitwiki.memory import topics as topics_mod
 from gitwiki.memory.entry import Entry, first_line, render_entry
 
@@ -123,7 +123,7 @@ def _result_json(r: store_mod.StoreResult) -> dict[str, Any]:
 def search(mem: Memory, query: str | None = None, *, detail: str = "medium", **options) -> Reply:
     if detail not in search_mod.DETAILS:
         raise UsageError(f"detail must be one of {', '.join(search_mod.DETAILS)}, not {detail!r}")
-    found = personal.search(mem, query, **options)
+    found = stores.search(mem, query, **options)
     head = {k: v for k, v in found._asdict().items() if k not in ("hits", "per_topic")}
     summary = f"{len(found.hits)} of {found.total} entries ({found.matched} match, {found.ranking})"
     if detail == "count":

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import UsageError
+from gitwiki.memory import stores
 from gitwiki.memory.brief import TopicActivity, activity, classify
 from gitwiki.memory.entry import (
     Entry,
@@ -66,7 +67,7 @@ class Maintenance(NamedTuple):
 
 
 def list_topics(mem: Memory, pattern: str | None = None) -> list[TopicActivity]:
-    return sorted(activity(mem.readable_topics(pattern).values(), datetime.now(UTC)), key=lambda a: a.topic)
+    return sorted(activity(stores.readable_topics(mem, pattern).values(), datetime.now(UTC)), key=lambda a: a.topic)
 
 
 def recent(mem: Memory, limit: int | None = None, days: float | None = None, hours: float | None = None) -> list[Entry]:
@@ -74,7 +75,7 @@ def recent(mem: Memory, limit: int | None = None, days: float | None = None, hou
     helix/src/topics.rs), at most `limit`; with neither, the newest `limit` (default 10)."""
     from gitwiki.memory.search import in_window, window
 
-    rows = sorted(mem.readable_entries(), key=lambda e: (e.when, e.ref), reverse=True)
+    rows = sorted(stores.readable_entries(mem), key=lambda e: (e.when, e.ref), reverse=True)
     if days is None and hours is None:
         return rows[: limit or 10]
     lo, _ = window(days=None if hours is not None else days, hours=hours)
@@ -88,7 +89,7 @@ def session(mem: Memory, since: str | None = None) -> tuple[str, list[Entry]]:
     from gitwiki.memory.search import parse_day
 
     start = now_iso(parse_day(since)) if since else mem.started
-    return start, sorted((e for e in mem.readable_entries() if e.when >= start), key=lambda e: (e.when, e.ref))
+    return start, sorted((e for e in stores.readable_entries(mem) if e.when >= start), key=lambda e: (e.when, e.ref))
 
 
 def stats(mem: Memory, detail: str | None = None) -> Stats:

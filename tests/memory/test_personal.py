@@ -8,17 +8,19 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gitwiki import config as config_mod
 from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.mcp_memory import MemoryTools
 from gitwiki.memory import brief as brief_mod
-from gitwiki.memory import personal, replies
+from gitwiki.memory import personal, replies, stores
 from gitwiki.memory import store as store_mod
 from gitwiki.memory import topics as topics_mod
 from gitwiki.memory.base import Memory
 from gitwiki.wiki import Wiki
-from tests.helpers import GitRepoFixture
+from tests.helpers import GitRepoFixture, needs_model
 
 PROJECT = '[[corpus]]\nname = "wiki"\npath = "wiki"\n'
 USER = '[memory]\nrepository = "~/kb"\n{write}[embeddings]\nenabled = false\n'
@@ -56,7 +58,7 @@ def test_first_use_creates_a_committed_personal_repository(tmp_path, home):
     a = project(tmp_path, "a")
     mem = Memory.open(a.path)
     assert not (home / "kb").exists()
-    target, (topic,) = personal.writer(mem, "personal", ["rust"])
+    target, (topic,) = stores.writer(mem, "personal", ["rust"])
     done = store_mod.store(target, topic, "gotcha: cargo caches the registry index in CARGO_HOME")
     (result,) = done.results
     assert result.entry.ref == "~personal/rust:1"
@@ -76,7 +78,7 @@ def test_project_a_stores_to_personal_and_project_b_reads_and_searches_it(tmp_pa
     a, b = project(tmp_path, "a"), project(tmp_path, "b")
     mem_a = Memory.open(a.path)
     # auto: project a keeps no topic pages, so its writes go to the personal memory, as helix's do.
-    target, (topic,) = personal.writer(mem_a, None, ["docker"])
+    target, (topic,) = stores.writer(mem_a, None, ["docker"])
     assert target is mem_a.personal
     store_mod.store(target, topic, "gotcha: docker buildx needs the containerd image store for multi-arch")
     mem_a.close()
@@ -129,22 +131,22 @@ def test_writes_go_where_configured(tmp_path, home):
     a = project(tmp_path, "a", {"wiki/memory/notes.md": "# notes\n"})
     mem = Memory.open(a.path)
     # auto, and the project keeps topic pages: the project.
-    assert personal.writer(mem, None, ["x"])[0] is mem
-    assert personal.writer(mem, "personal", ["x"])[0] is mem.personal
+    assert stores.writer(mem, None, ["x"])[0] is mem
+    assert stores.writer(mem, "personal", ["x"])[0] is mem.personal
     # A ~personal/ topic names the personal memory; with scope project it is refused.
-    target, names = personal.writer(mem, None, ["~personal/x"])
+    target, names = stores.writer(mem, None, ["~personal/x"])
     assert target is mem.personal and names == ["x"]
     with pytest.raises(UsageError, match="scope project, but the topic names the personal memory"):
-        personal.writer(mem, "project", ["~personal/x"])
+        stores.writer(mem, "project", ["~personal/x"])
     with pytest.raises(UsageError, match="one call writes to one memory"):
-        personal.writer(mem, None, ["~personal/x", "y"])
+        stores.writer(mem, None, ["~personal/x", "y"])
     with pytest.raises(UsageError, match="scope must be project or personal"):
-        personal.writer(mem, "global", ["x"])
+        stores.writer(mem, "global", ["x"])
     mem.close()
     user_config(tmp_path, write="personal")
     mem = Memory.open(a.path)
-    assert personal.writer(mem, None, ["x"])[0] is mem.personal
-    assert personal.writer(mem, "project", ["x"])[0] is mem
+    assert stores.writer(mem, None, ["x"])[0] is mem.personal
+    assert stores.writer(mem, "project", ["x"])[0] is mem
     mem.close()
 
 
@@ -203,13 +205,13 @@ def test_a_repository_that_is_not_git_or_inside_the_project_is_refused(tmp_path,
     ):
         memory = settings.memory._replace(repository=str(bad))
         with pytest.raises(UsageError, match=message):
-            personal.open_memory(settings._replace(memory=memory), a.path)
+            Memory(root=a.path, settings=settings._replace(memory=memory)).stores()
     with pytest.raises(UsageError, match="no personal memory repository is configured"):
-        personal.writer(Memory.open(a.path), "personal", ["x"])
+        stores.writer(Memory.open(a.path), "personal", ["x"])
     # An empty folder is taken and initialised.
     (home / "empty").mkdir()
     memory = settings.memory._replace(repository=str(home / "empty"))
-    assert personal.open_memory(settings._replace(memory=memory), a.path) is not None
+    assert Memory(root=a.path, settings=settings._replace(memory=memory)).personal is not None
     assert (home / "empty/.git").is_dir()
 
 
@@ -220,10 +222,12 @@ def test_a_checkout_cannot_choose_the_personal_repository(tmp_path, home):
         config_mod.load(a.path)
     a.write(".gitwiki.toml", PROJECT + '[[repository]]\nname = "kb"\npath = "../kb"\nmemory = true\n')
     with pytest.raises(UsageError, match="gitwiki repo allow kb"):
-        personal.open_memory(config_mod.load(a.path), a.path)
+        personal.location(config_mod.load(a.path), a.path)
     # A project may turn the user's off.
     user_config(tmp_path)
     a.write(".gitwiki.toml", PROJECT + '[memory]\nrepository = ""\n')
+    assert Memory.open(a.path).personal is None
+    (tmp_path / "xdg/gitwiki/config.toml").write_text('[[repository]]\nname = "kb"\npath = "~/kb"\nmemory = true\n')
     assert Memory.open(a.path).personal is None
 
 
@@ -243,3 +247,31 @@ def test_config_keys_are_checked(tmp_path, home):
         config_mod.load(a.path)
     path.write_text('[[repository]]\nname = "kb"\npath = "~/kb2"\nmemory = true\n')
     assert personal.location(config_mod.load(a.path), a.path).path == home / "kb2"
+
+
+@given(st.text())
+def test_a_topic_names_one_memory_and_keeps_its_name(raw):
+    """Any topic text: the prefix, when it starts it, is split off once, and nothing else is changed."""
+    label, name = personal.split(raw)
+    assert label + name == raw and label in ("", personal.PREFIX)
+    assert (label == personal.PREFIX) == raw.startswith(personal.PREFIX)
+    assert personal.split(name) == ("", name) or name.startswith(personal.PREFIX)
+
+
+@needs_model
+@pytest.mark.slow
+def test_hybrid_search_ranks_each_memory_in_its_own_index(tmp_path, home):
+    path = tmp_path / "xdg/gitwiki/config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('[memory]\nrepository = "~/kb"\nwrite = "project"\n')
+    a = project(tmp_path, "a")
+    mem = Memory.open(a.path)
+    store_mod.store(mem, "db", "postgres vacuum must run before the nightly reindex")
+    store_mod.store(mem.personal, "db", "sqlite WAL mode lets readers run beside one writer")
+    found = stores.search(mem, "which database lets readers run beside a writer")
+    assert found.ranking == "hybrid" and found.hits[0].entry.ref == "~personal/db:1"
+    # Each memory's pages are in its own index only.
+    personal_blobs = {tf.blob for tf in mem.personal.topics().values()}
+    assert not mem.wiki.store.known_blobs(personal_blobs)
+    assert mem.personal.wiki.store.known_blobs(personal_blobs) == personal_blobs
+    mem.close()
