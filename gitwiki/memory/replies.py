@@ -73,12 +73,13 @@ def _commit_note(writes: list[WriteReport]) -> str:
 
 def store(mem: Memory, topic: str, text: str, *, terse: bool = False, **options) -> Reply:
     done = store_mod.store(mem, topic, text, **options)
-    result = done.results[0]
+    result = done.results[0]._replace(topic=mem.label + done.results[0].topic)  # ~personal/NAME in the personal one
     return Reply(_stored_text(result, terse, done.writes), {**_result_json(result), **_writes(done.writes)})
 
 
 def batch(mem: Memory, entries: list[dict], *, verbose: bool = False, force: bool = False) -> Reply:
     done = store_mod.batch(mem, entries, force=force)
+    done = done._replace(results=[r._replace(topic=mem.label + r.topic) for r in done.results])
     stored = [r for r in done.results if r.stored]
     lines = [f"stored {len(stored)} of {len(done.results)} entries in {len({r.topic for r in stored})} topic(s)"]
     for n, r in enumerate(done.results, 1):
@@ -191,6 +192,7 @@ def read(mem: Memory, topic: str, index: int | None = None) -> Reply:
 
 def edit(mem: Memory, action: str, topic: str, **options) -> Reply:
     done = store_mod.edit(mem, action, topic, **options)
+    done = done._replace(topic=mem.label + done.topic, target=mem.label + done.target)
     if action == "delete":
         text = f"deleted {done.removed} entr{'y' if done.removed == 1 else 'ies'} from {done.topic}"
     elif action in ("rename", "merge"):

@@ -183,7 +183,11 @@ def test_the_cli_writes_with_personal_and_reads_both(tmp_path, home, cli):
         "memory", "store", "--personal", "git", "rebase --update-refs moves stacked branches", cwd=a.path
     )
     assert code == 0, err
-    assert "~personal/git:1" in out
+    assert "~personal/git:1" in out and "of ~personal/git.md" in out
+    code, out, err = cli("memory", "store", "--json", "--personal", "git", "git absorb folds fixups", cwd=a.path)
+    assert json.loads(out)["topic"] == "~personal/git"
+    code, out, err = cli("memory", "edit", "delete", "~personal/git", "2", cwd=a.path)
+    assert code == 0 and out.startswith("deleted 1 entry from ~personal/git\n"), err
     code, out, _ = cli("memory", "search", "--json", "stacked branches", cwd=a.path)
     assert [h["topic"] for h in json.loads(out)["hits"]] == ["~personal/git"]
     with pytest.raises(SystemExit):  # argparse: --project not allowed with --personal
@@ -275,3 +279,25 @@ def test_hybrid_search_ranks_each_memory_in_its_own_index(tmp_path, home):
     assert not mem.wiki.store.known_blobs(personal_blobs)
     assert mem.personal.wiki.store.known_blobs(personal_blobs) == personal_blobs
     mem.close()
+
+
+def test_through_the_mcp_server_scope_is_a_parameter_and_a_bad_one_is_refused(tmp_path, home):
+    from tests.test_mcp_server import call, connect, refused, run
+
+    user_config(tmp_path, write="project")
+    a = project(tmp_path, "a")
+
+    async def main():
+        async with connect(a.path) as s:
+            stored = await call(s, "memory_store", topic="vim", text="gq reflows a paragraph", scope="personal")
+            assert stored.structured_content["entry"]["topic"] == "~personal/vim"
+            found = await call(s, "memory_search", query="reflows paragraph")
+            assert [h["topic"] for h in found.structured_content["hits"]] == ["~personal/vim"]
+            # The schema's enum: refused by the SDK's validation, as every Literal parameter is.
+            bad = await s.call_tool("memory_store", {"topic": "vim", "text": "x", "scope": "global"})
+            assert bad.is_error and "Input should be 'project' or 'personal'" in bad.content[0].text
+            both = await refused(s, "memory_store", topic="~personal/vim", text="x", scope="project")
+            assert both.error.code == -32602 and "scope project" in both.error.message
+
+    run(main)
+    assert (home / "kb/memory/vim.md").is_file() and not (a.path / "wiki/memory").exists()
