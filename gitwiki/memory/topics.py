@@ -138,7 +138,7 @@ def xref(mem: Memory, topic: str | None = None, direction: str = "in") -> list[X
     found = _xrefs(mem)
     if not topic:
         return found
-    name = topic_name(topic)
+    name = mem.label + topic_name(mem.reader(topic)[1])  # as the refs name it (~personal/… in the personal memory)
     incoming = [x for x in found if x.target.partition(":")[0] == name and x.source.partition(":")[0] != name]
     outgoing = [x for x in found if x.source.partition(":")[0] == name]
     return {"in": incoming, "out": outgoing, "both": incoming + outgoing}[direction]
@@ -158,8 +158,8 @@ def _xrefs(mem: Memory) -> list[XRef]:
             for link in e.links:
                 name, _, index = link.partition(":")
                 valid = name in sizes and (not index or (index.isdecimal() and 1 <= int(index) <= sizes[name]))
-                out.append(XRef(e.ref, link, "link", valid))
-            named = {m.group(1) for m in mention.finditer(e.text.lower())} if mention else set()
+                out.append(XRef(e.ref, mem.label + link, "link", valid))
+            named = {mem.label + m.group(1) for m in mention.finditer(e.text.lower())} if mention else set()
             out += [XRef(e.ref, n, "mention", True) for n in sorted(named) if n != e.topic]
     return out
 
@@ -169,7 +169,7 @@ def graph(mem: Memory, focus: str | None = None) -> Graph:
     import fnmatch
 
     weights = Counter((x.source.split(":")[0], x.target.split(":")[0]) for x in xref(mem) if x.valid)
-    sizes = {name: len(tf.page.entries) for name, tf in mem.topics().items()}
+    sizes = {tf.name: len(tf.page.entries) for tf in mem.topics().values()}
     if focus:
         core = {n for n in sizes if fnmatch.fnmatchcase(n, focus)}
         weights = Counter({k: w for k, w in weights.items() if k[0] in core or k[1] in core})

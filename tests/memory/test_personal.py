@@ -126,6 +126,25 @@ def test_a_topic_in_both_memories_stays_two_topics(tmp_path, home):
     mem.close()
 
 
+def test_references_in_the_personal_memory_name_its_topics(tmp_path, home):
+    user_config(tmp_path, write="project")
+    a = project(tmp_path, "a")
+    mem = Memory.open(a.path)
+    store_mod.store(mem.personal, "engine", "the engine caches compiled shaders")
+    store_mod.store(mem.personal, "render", "render waits on the engine cache", links=["engine:1"])
+    mine = stores.topics_memory(mem, "personal", "xref")
+    incoming = topics_mod.xref(mine, "~personal/engine")
+    assert {(x.source, x.target, x.kind) for x in incoming} == {
+        ("~personal/render:1", "~personal/engine:1", "link"),
+        ("~personal/render:1", "~personal/engine", "mention"),
+    }
+    assert topics_mod.xref(mine, "engine") == incoming and topics_mod.xref(mine, "render") == []
+    g = topics_mod.graph(mine)
+    assert g.nodes == [("~personal/engine", 1), ("~personal/render", 1)]
+    assert g.edges == [("~personal/render", "~personal/engine", 2)]
+    mem.close()
+
+
 def test_writes_go_where_configured(tmp_path, home):
     user_config(tmp_path)
     a = project(tmp_path, "a", {"wiki/memory/notes.md": "# notes\n"})
