@@ -30,3 +30,9 @@ def test_hooks_see_personal_memory(tmp_path, cli, hook):
     user.write_text(user.read_text().replace("~/kb", "~/not-yet"))
     hook("session", load("session_start", a.path, session_id="s2"), a.path)
     assert not (tmp_path / "home/not-yet").exists()
+    # A misconfigured one is left out; the hooks still answer.
+    (tmp_path / "home/not-a-repo").mkdir()
+    (tmp_path / "home/not-a-repo/file").write_text("x")
+    user.write_text(user.read_text().replace("~/not-yet", "~/not-a-repo"))
+    text = context_of(hook("session", load("session_start", a.path, session_id="s3"), a.path)[1])
+    assert "~personal/" not in text and "corpus wiki" in text
