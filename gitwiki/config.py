@@ -155,7 +155,7 @@ class MemoryConfig(NamedTuple):
     dir: str = "memory"  # folder of topic pages, relative to the corpus
     commit: bool = False  # commit each memory write (default: leave it in the worktree for review)
     repository: str | None = None  # the personal memory repository, read beside this one; absolute once loaded
-    write: str = "auto"  # where writes go: project, personal, or auto (gitwiki.memory.personal.WRITES)
+    write: str = "auto"  # where writes go: auto, project or personal (MEMORY_WRITES; gitwiki.memory.stores.writer)
 
 
 class Config(NamedTuple):

@@ -21,6 +21,7 @@ from gitwiki import config as config_mod
 from gitwiki import gitcli
 from gitwiki.agent_hooks import cache
 from gitwiki.config import Config, normalize_corpus_path
+from gitwiki.memory.personal import PREFIX
 from gitwiki.ranking import snippet
 from gitwiki.store import Store
 from gitwiki.tokens import STOP_WORDS, code_like, fts_any, fts_phrase, tokenize, words
@@ -248,7 +249,9 @@ class Lookup:
         lines = []
         for note in notes:
             where = " › ".join(note.breadcrumb) or note.topic
-            kind = "personal memory" if note.path.startswith("~") else "memory" if self.is_memory(note.path) else "wiki"
+            kind = (
+                "personal memory" if note.path.startswith(PREFIX) else "memory" if self.is_memory(note.path) else "wiki"
+            )
             lines.append(f"- [{kind}] {note.path}:{note.start_line}-{note.end_line} {where}")
             lines.append("  " + snippet(note.text, terms, self.settings.snippet_chars))
         return "\n".join(lines)

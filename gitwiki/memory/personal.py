@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from gitwiki.config import REPO_CONFIG_NAME, Config
 from gitwiki.errors import UsageError
+from gitwiki.fs import atomic_write
 
 PERSONAL = "~personal"
 PREFIX = PERSONAL + "/"
@@ -102,7 +103,7 @@ def create(path: Path) -> None:
     done = run_git(path, "init", "-q", env=env)
     if not done.ok:
         raise UsageError(f"git init {path} failed ({done.error}); create the repository by hand")
-    (path / REPO_CONFIG_NAME).write_text(REPO_CONFIG, encoding="utf-8")
+    atomic_write(path / REPO_CONFIG_NAME, REPO_CONFIG)
     GitRepo.discover(path).commit_paths([REPO_CONFIG_NAME], "gitwiki: personal memory repository")
 
 

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from gitwiki.memory.search import Found
 
 SCOPES = ("project", "personal")
+LEVELS = ("recent", "and", "or", "semantic")  # search's match levels, best first
+FUSE_DEPTH = 1000  # hits taken from each memory before they are merged (search caps 3 per topic)
 
 
 def check_scope(scope: str | None) -> None:
@@ -99,34 +101,43 @@ def topics_memory(mem: Memory, scope: str | None, action: str) -> Memory:
 def search(mem: Memory, query: str | None = None, *, topic: str | None = None, limit: int = 10, **options) -> Found:
     """memory search over the project's memory and the personal one, fused into one list.
 
-    Each memory ranks its own entries (its own index, relevance relative to its best hit), then the lists
-    merge by score. The match level is the best either reached: when one memory has entries holding every
-    query word, the other's any-word or dense-only matches are left out, as one memory leaves them out."""
+    Each memory ranks its own entries in its own index, relevance relative to its best hit, so each
+    memory's best is 1 however well it matched. The lists merge by score at the best match level either
+    reached: when one memory has entries holding every query word, the other's any-word or dense-only
+    matches are left out, as one memory leaves them out. At the any-word level a score is weighed by the
+    share of the query's words the entry holds, the one measure both memories share: otherwise a weak
+    match, the best of its memory, would tie with the other memory's strong one."""
     from gitwiki.memory import search as search_mod
+    from gitwiki.memory.entry import entry_terms
 
-    _, inline = search_mod.split_query(query)
+    words, inline = search_mod.split_query(query)
     wanted = topic or inline.get("topic")
     if wanted:
         owner, name = mem.reader(wanted)
         return search_mod.search(owner, query, topic=name, limit=limit, **options)
     stores = mem.stores()
-    found = [search_mod.search(m, query, limit=limit, **options) for m in stores]
-    if len(found) == 1:
-        return found[0]
-    levels = ("recent", "and", "or", "semantic")
+    if len(stores) == 1:
+        return search_mod.search(mem, query, limit=limit, **options)
+    # Every hit of each memory (a bad limit is refused by search): the weighing below reorders them.
+    depth = max(limit, FUSE_DEPTH) if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else limit
+    found = [search_mod.search(m, query, limit=depth, **options) for m in stores]
     hit = [f for f in found if f.hits]
     if not hit:
         return found[0]
-    best = min(levels.index(f.matched) for f in hit)
-    kept = [f for f in hit if levels.index(f.matched) == best]
-    hits = sorted((h for f in kept for h in f.hits), key=lambda h: (-h.score, h.entry.topic, h.entry.index))
+    best = min(LEVELS.index(f.matched) for f in hit)
+    kept = [f for f in hit if LEVELS.index(f.matched) == best]
+    hits = [h for f in kept for h in f.hits]
+    if kept[0].matched == "or":
+        needed = search_mod.query_terms(words)
+        share = [len(needed & entry_terms(h.entry._replace(topic=split(h.entry.topic)[1]))) / len(needed) for h in hits]
+        hits = [h._replace(score=h.score * s) for h, s in zip(hits, share, strict=True)]
+    hits.sort(key=lambda h: (-h.score, h.entry.topic, h.entry.index))
     per_topic: dict[str, int] = {}
     for f in kept:
         per_topic.update(f.per_topic)
-    rankings = sorted({f.ranking for f in kept})
     return found[0]._replace(
         matched=kept[0].matched,
-        ranking="/".join(rankings),
+        ranking="/".join(sorted({f.ranking for f in kept})),
         total=sum(f.total for f in kept),
         hits=hits[:limit],
         per_topic=dict(sorted(per_topic.items(), key=lambda kv: -kv[1])),

@@ -121,6 +121,18 @@ def test_a_topic_in_both_memories_stays_two_topics(tmp_path, home):
         "~personal/deploy"
     ]
     assert [h["topic"] for h in replies.search(mem, "deploy topic:deploy").data["hits"]] == ["deploy"]
+    # At the any-word level each memory's best hit scores 1 in its own index: the share of the query's
+    # words an entry holds decides between them, whichever memory holds it.
+    store_mod.store(mem, "wal", "sqlite WAL mode lets readers run beside one writer")
+    store_mod.store(mem.personal, "vacuum", "postgres vacuum must run before the nightly reindex")
+    either = replies.search(mem, "which database lets readers run beside a writer while vacuum waits")
+    assert either.data["matched"] == "or" and [h["topic"] for h in either.data["hits"]][:2] == [
+        "wal",
+        "~personal/vacuum",
+    ]
+    store_mod.store(mem.personal, "replica", "a replica database lets readers run beside its writer")
+    again = replies.search(mem, "which database lets readers run beside a writer while vacuum waits")
+    assert [h["topic"] for h in again.data["hits"]][:2] == ["~personal/replica", "wal"]
     # A search word matches a personal topic's own name, not the label every one of them shares.
     assert replies.search(mem, "personal").data["total"] == 0
     mem.close()
