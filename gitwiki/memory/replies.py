@@ -180,11 +180,13 @@ def brief(mem: Memory, query: str | None = None, **options) -> Reply:
 
 def read(mem: Memory, topic: str, index: int | None = None) -> Reply:
     tf = mem.topic(topic)
+    owner = mem.reader(topic)[0]
+    path = owner.label + tf.repo_path  # ~personal/memory/x.md: a path in the personal repository, not here
     if index is not None:
         e = mem.entry(tf.name, index)
-        return Reply(render_entry(e).rstrip(), {"topic": tf.name, "path": tf.repo_path, "entries": [e.json()]})
+        return Reply(render_entry(e).rstrip(), {"topic": tf.name, "path": path, "entries": [e.json()]})
     text = tf.data.decode("utf-8", errors="replace").rstrip()
-    return Reply(text, {"topic": tf.name, "path": tf.repo_path, "entries": [e.json() for e in tf.page.entries]})
+    return Reply(text, {"topic": tf.name, "path": path, "entries": [e.json() for e in tf.page.entries]})
 
 
 # ---- edit ------------------------------------------------------------------------------------------

@@ -88,7 +88,8 @@ def test_project_a_stores_to_personal_and_project_b_reads_and_searches_it(tmp_pa
     assert [h["topic"] for h in found.data["hits"]] == ["~personal/docker"]
     assert "~personal/docker:1" in found.text
     assert "~personal/docker" in replies.brief(mem_b).text
-    assert replies.read(mem_b, "~personal/docker", 1).data["entries"][0]["index"] == 1
+    read = replies.read(mem_b, "~personal/docker", 1).data
+    assert read["entries"][0]["index"] == 1 and read["path"] == "~personal/memory/docker.md"
     listed = replies.topics(mem_b, "list").data["topics"]
     assert [t["topic"] for t in listed] == ["~personal/docker"]
     assert [e["topic"] for e in replies.topics(mem_b, "recent").data["entries"]] == ["~personal/docker"]
