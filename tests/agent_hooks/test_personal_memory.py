@@ -36,3 +36,12 @@ def test_hooks_see_personal_memory(tmp_path, cli, hook):
     user.write_text(user.read_text().replace("~/not-yet", "~/not-a-repo"))
     text = context_of(hook("session", load("session_start", a.path, session_id="s3"), a.path)[1])
     assert "~personal/" not in text and "corpus wiki" in text
+
+
+def test_stop_counts_an_entry_stored_in_the_personal_memory(wiki, hook, cli, tmp_path):
+    user_config(tmp_path)
+    hook("ambient", load("pre_tool_use_edit", wiki.path, session_id="p1"), wiki.path)
+    code, _, err = cli("memory", "store", "--personal", "keys", "fix: flush the cache before rotating", cwd=wiki.path)
+    assert code == 0, err
+    assert (tmp_path / "home/kb/memory/keys.md").is_file()
+    assert hook("stop", load("stop", wiki.path, session_id="p1"), wiki.path) == (0, None)
