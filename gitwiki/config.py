@@ -26,6 +26,7 @@ REPO_CONFIG_NAME = ".gitwiki.toml"
 DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
 FUSIONS = ("rrf", "score")
 MODES = ("hybrid", "lexical", "dense")
+MEMORY_WRITES = ("auto", "project", "personal")
 
 
 class CorpusConfig(NamedTuple):
@@ -82,6 +83,7 @@ class RepositoryConfig(NamedTuple):
     # Declared by the checkout's own .gitwiki.toml, which a clone brings: used only once the user allows it
     # (`gitwiki repo allow`, gitwiki.repositories.Consents). The user's baseline is trusted.
     from_checkout: bool = False
+    memory: bool = False  # the personal memory repository (gitwiki.memory.personal); a local path only
 
 
 # Fields the loader sets, never a config file.
@@ -159,6 +161,8 @@ class MemoryConfig(NamedTuple):
     corpus: str | None = None  # default: the repo's default corpus
     dir: str = "memory"  # folder of topic pages, relative to the corpus
     commit: bool = False  # commit each memory write (default: leave it in the worktree for review)
+    repository: str | None = None  # the personal memory repository, read beside this one; absolute once loaded
+    write: str = "auto"  # where writes go: auto, project or personal (MEMORY_WRITES; gitwiki.memory.stores.writer)
 
 
 class Config(NamedTuple):
@@ -290,11 +294,26 @@ def _repository(table: object, path: Path, from_checkout: bool) -> RepositoryCon
         raise UsageError(f"{path}: every [[repository]] needs a name without ':' or '/' (it becomes repo:NAME:wiki)")
     if bool(values.get("url")) == bool(values.get("path")):
         raise UsageError(f"{path}: [[repository]] {name!r} needs exactly one of url or path")
+    if values.get("memory") and not values.get("path"):
+        raise UsageError(f"{path}: [[repository]] {name!r} is the memory repository: it needs a local path, not a url")
     if values.get("path"):  # relative to the file that says it, like git's includes
         values["path"] = str((path.parent / os.path.expanduser(values["path"])).resolve())
     if values.get("wiki") is not None:
         values["wiki"] = normalize_corpus_path(values["wiki"], f"{path} [[repository]] {name!r}")
     return RepositoryConfig(**values, source=str(path), from_checkout=from_checkout)
+
+
+def _memory_repository(value: str, path: Path, from_checkout: bool) -> str:
+    """`[memory] repository`: `~` expanded, relative to the file that says it. Every project's memory writes
+    go there, so a cloned checkout's own file may not choose it (it would send the agent's writes where
+    the clone says): only the user's config, or a [[repository]] with memory = true, which the user
+    allows first (`gitwiki repo allow`). A checkout may still say "" to read and write no personal memory."""
+    if from_checkout:
+        raise UsageError(
+            f"{path}: [memory] repository is the user's: set it in {user_config_path()}, or declare a [[repository]] "
+            'with memory = true here and allow it with `gitwiki repo allow`; repository = "" turns it off'
+        )
+    return str((path.parent / os.path.expanduser(value)).resolve())
 
 
 def _append_unique(entries: list[Any], entry: Any, kind: str, path: Path) -> None:
@@ -332,6 +351,8 @@ def _merge_layer(state: dict[str, Any], data: dict[str, Any], path: Path, from_c
             fields = _fields(SECTIONS[key], value, f"{path} [{key}]")
             if key == "embeddings" and "model_path" in fields and "model" not in fields:
                 state[key].pop("model", None)  # a lower layer's name is not the name of this directory's model
+            if key == "memory" and fields.get("repository"):
+                fields["repository"] = _memory_repository(fields["repository"], path, from_checkout)
             state[key].update(fields)
         else:
             raise UsageError(f"{path}: unknown key {key!r}; known: corpus, repository, {', '.join(SECTIONS)}")
@@ -403,6 +424,13 @@ def _validate(config: Config) -> None:
             raise UsageError(f"[search] {key} must be a number from 0 to 1, not {value!r}")
     if config.search.depth < 1:
         raise UsageError("[search] depth must be a whole number ≥ 1 (chunks taken from each ranker)")
+    if config.memory.write not in MEMORY_WRITES:
+        raise UsageError(f"[memory] write must be one of {', '.join(MEMORY_WRITES)}, not {config.memory.write!r}")
+    memory = [r for r in config.repositories if r.memory]
+    if len(memory) > 1 or (memory and config.memory.repository):
+        named = [f"[[repository]] {r.name!r} in {r.source}" for r in memory]
+        named += ["[memory] repository"] if config.memory.repository else []
+        raise UsageError(f"one personal memory repository at most: {' and '.join(named)} both name one; keep one")
 
 
 def warnings(config: Config, root: Path) -> list[str]:

@@ -14,7 +14,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from gitwiki.errors import UsageError
-from gitwiki.memory import replies
+from gitwiki.memory import replies, stores
 from gitwiki.memory.base import Memory
 from gitwiki.memory.helix import helix_links
 from gitwiki.memory_actions import EDIT_ACTIONS, TOPIC_ACTIONS, EditCall, TopicsCall, batch_items, run_edit, run_topics
@@ -40,6 +40,13 @@ Tags = Annotated[
     Field(description="Tags: a list or a comma-separated string; lowercased, singular, deduplicated, sorted."),
 ]
 Date = Annotated[str | None, Field(description="YYYY-MM-DD, today, yesterday or this-week.")]
+Scope = Annotated[
+    Literal["project", "personal"] | None,
+    Field(
+        description="Which memory: this project's, or the personal repository every project reads (its topics "
+        "show as ~personal/NAME). Default: [memory] write."
+    ),
+]
 
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
@@ -85,11 +92,13 @@ class MemoryTools:
         ] = None,
         force: Annotated[bool, Field(description="Store even when it is > 70 % like an entry of the topic.")] = False,
         terse: Annotated[bool, Field(description="Answer with just the new entry's ref.")] = False,
+        scope: Scope = None,
     ) -> replies.Reply:
         """Remember one entry in a topic page (created on first use). Tags come from a leading `gotcha:`,
         `decision:`, `perf:`… too. A near-duplicate of an entry of the topic is refused unless force."""
+        mem, (topic,) = stores.writer(self.mem, scope, [topic])
         return replies.store(
-            self.mem,
+            mem,
             topic,
             text,
             tags=_listed(tags),
@@ -107,9 +116,11 @@ class MemoryTools:
             Field(description="Entries: {topic, text, tags?, source?, confidence?, links?, force?}."),
         ],
         verbose: Annotated[bool, Field(description="One line per entry, not only refused or warned ones.")] = False,
+        scope: Scope = None,
     ) -> replies.Reply:
         """Store several entries at once: one lock, one write per topic; duplicates within the batch are refused too."""
-        return replies.batch(self.mem, batch_items(entries), verbose=verbose)
+        mem, entries = stores.writer_batch(self.mem, scope, entries)
+        return replies.batch(mem, batch_items(entries), verbose=verbose)
 
     def memory_search(
         self,
@@ -196,8 +207,10 @@ class MemoryTools:
         to: Annotated[str | None, Field(description="rename: the new topic name.")] = None,
         new_name: Annotated[str | None, Field(description="rename: helix's name for to.")] = None,
         into: Annotated[str | None, Field(description="merge: the topic that takes the entries.")] = None,
+        scope: Scope = None,
     ) -> replies.Reply:
         """Change memory: revise adds [modified: …]; rename and merge rewrite links that pointed at the topic."""
+        mem, topic, to, into = stores.writer_edit(self.mem, scope, topic, _one(to, new_name, "to", "new_name"), into)
         call = EditCall(
             index=entry_number(index),
             text=text,
@@ -206,10 +219,10 @@ class MemoryTools:
             all=all,
             add=(*_listed(add), *_listed(tags)),
             remove=_listed(remove),
-            to=_one(to, new_name, "to", "new_name"),
+            to=to,
             into=into,
         )
-        return run_edit(self.mem, action, topic, call)
+        return run_edit(mem, action, topic, call)
 
     def memory_topics(
         self,
@@ -270,6 +283,13 @@ class MemoryTools:
         files: Annotated[
             list[str] | str | None, Field(description="checkpoint: files in play; a list or a string separated by ','.")
         ] = None,
+        scope: Annotated[
+            Literal["project", "personal"] | None,
+            Field(
+                description="Only this memory. Default: list, recent, entries and session read both; import "
+                "writes where [memory] write says; the other actions act on the project's."
+            ),
+        ] = None,
     ) -> replies.Reply:
         """Topics and upkeep: list, recent, entries, stats, xref, graph, stale, refresh, prune (idle topics), clean,
         compact, export,
@@ -299,7 +319,7 @@ class MemoryTools:
             files=_items(files, ","),
         )
         # helix's `stale refresh: "true"` (helix/docs/TOOLS.md) is gitwiki's refresh action.
-        return run_topics(self.mem, "refresh" if refresh else action, call)
+        return run_topics(stores.topics_memory(self.mem, scope, action), "refresh" if refresh else action, call)
 
 
 def entry_number(index: int | str | None) -> int | None:

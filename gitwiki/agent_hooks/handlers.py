@@ -37,7 +37,7 @@ class Call(NamedTuple):
         return context(event, f"{title}\n{self.lookup.render(notes, query)}", self.limit)
 
     def search(self, query: str) -> list[Note]:
-        return self.lookup.pick(self.lookup.search(query), self.session.seen)
+        return self.lookup.pick(self.lookup.search_all(query), self.session.seen)
 
 
 def session_start(call: Call) -> dict[str, Any] | None:

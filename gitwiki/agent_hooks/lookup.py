@@ -21,6 +21,7 @@ from gitwiki import config as config_mod
 from gitwiki import gitcli
 from gitwiki.agent_hooks import cache
 from gitwiki.config import Config, normalize_corpus_path
+from gitwiki.memory.personal import PREFIX
 from gitwiki.ranking import snippet
 from gitwiki.store import Store
 from gitwiki.tokens import STOP_WORDS, code_like, fts_any, fts_phrase, tokenize, words
@@ -52,23 +53,48 @@ class Note(NamedTuple):
 
 
 class Lookup:
-    def __init__(self, root: Path, git_dir: Path, config: Config, index_dir: Path, store: Store | None):
+    def __init__(
+        self, root: Path, git_dir: Path, config: Config, index_dir: Path, store: Store | None, label: str = ""
+    ):
         self.root = root
         self.git_dir = git_dir  # this worktree's
         self.config = config
         self.settings = config.agent_hooks
         self.index_dir = index_dir
         self.store = store
+        self.label = label  # "~personal/" for the personal memory repository: its notes' paths start with it
 
     @classmethod
-    def from_checkout(cls, checkout: gitcli.Checkout) -> Lookup:
+    def from_checkout(cls, checkout: gitcli.Checkout, label: str = "") -> Lookup:
         config = config_mod.load(checkout.root, read=cache.config_reader(checkout.common_dir / "gitwiki"))
         index_dir = config_mod.index_dir(config, checkout.root, checkout.common_dir)
-        return cls(checkout.root, checkout.git_dir, config, index_dir, Store.open_existing(index_dir))
+        return cls(checkout.root, checkout.git_dir, config, index_dir, Store.open_existing(index_dir), label)
 
     def close(self) -> None:
         if self.store is not None:
             self.store.close()
+        found = self.__dict__.get("personal")
+        if found is not None:
+            found.close()
+
+    @functools.cached_property
+    def personal(self) -> Lookup | None:
+        """The personal memory repository (gitwiki.memory.personal) as the hooks read it: only when it exists
+        (the library creates it) and is a plain checkout (`.git` a folder: no git process to find it). A
+        misconfigured one is left out; the memory tools say what is wrong with it."""
+        from gitwiki.errors import GitwikiError
+        from gitwiki.memory import personal
+
+        if self.label:
+            return None
+        try:
+            found = personal.location(self.config, self.root)
+            if found is None or not (found.path / ".git").is_dir():
+                return None
+            git_dir = found.path / ".git"
+            return Lookup.from_checkout(gitcli.Checkout(found.path, git_dir, git_dir), personal.PREFIX)
+        except (GitwikiError, OSError):
+            return None
 
     # ---- what is searched ------------------------------------------------------------------------
 
@@ -77,7 +103,7 @@ class Lookup:
         """The memory library on this checkout, without a `Wiki`: it reads and parses the topic pages only."""
         from gitwiki.memory.base import Memory  # only the hooks that read topics pay for it
 
-        return Memory(root=self.root, settings=self.config)
+        return Memory(root=self.root, settings=self.config, label=self.label)
 
     @functools.cached_property
     def memory_prefix(self) -> str:
@@ -147,10 +173,18 @@ class Lookup:
         notes = []
         for cid, score in found:
             row = rows[cid]
-            path = self.paths[row.blob]
+            path = self.label + self.paths[row.blob]
             key = f"{path}#{' > '.join(row.breadcrumb)}"
             notes.append(Note(cid, key, path, row.breadcrumb, row.start_line, row.end_line, row.text, score))
         return notes
+
+    def search_all(self, query: str) -> list[Note]:
+        """`search` here and in the personal memory repository, best first. Each index scores BM25 by its own
+        statistics; both are sections of markdown scored alike, so the scores are merged as they are."""
+        found = self.search(query)
+        if self.personal is not None:
+            found = sorted(found + self.personal.search(query), key=lambda n: -n.score)
+        return found
 
     def search(self, query: str) -> list[Note]:
         """Sections holding enough of what `query` says, best first: the query's terms the index knows, each
@@ -215,7 +249,9 @@ class Lookup:
         lines = []
         for note in notes:
             where = " › ".join(note.breadcrumb) or note.topic
-            kind = "memory" if self.is_memory(note.path) else "wiki"
+            kind = (
+                "personal memory" if note.path.startswith(PREFIX) else "memory" if self.is_memory(note.path) else "wiki"
+            )
             lines.append(f"- [{kind}] {note.path}:{note.start_line}-{note.end_line} {where}")
             lines.append("  " + snippet(note.text, terms, self.settings.snippet_chars))
         return "\n".join(lines)

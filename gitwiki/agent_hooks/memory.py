@@ -73,11 +73,20 @@ def load_topics(lookup: Lookup, only: Collection[str] | None = None) -> dict[str
             hit = [key, rows]
             changed = True
         fresh[path] = hit
-        entries = tuple(_entry(name, i, row) for i, row in enumerate(hit[1], 1))
-        out[name] = Topic(name, path, TopicPage(name, "", entries))
+        shown = mem.label + name  # a personal topic reads ~personal/NAME, as the library shows it
+        entries = tuple(_entry(shown, i, row) for i, row in enumerate(hit[1], 1))
+        out[shown] = Topic(shown, path, TopicPage(shown, "", entries))
     if changed or len(fresh) != len(pages):  # a page parsed again, or one gone
         cache.save(lookup.index_dir / CACHE, {"version": CACHE_VERSION, "pages": fresh})
     return out
+
+
+def every_topic(lookup: Lookup) -> dict[str, Topic]:
+    """The topics of the project's memory and of the personal memory repository (its names ~personal/…)."""
+    found = load_topics(lookup)
+    if lookup.personal is not None:
+        found |= load_topics(lookup.personal)
+    return found
 
 
 def _cached_pages(lookup: Lookup) -> dict[str, list[Any]]:
@@ -109,9 +118,10 @@ def overview(lookup: Lookup) -> Overview:
     hook. The stamps are those of every page in the folder (topics, checkpoints, its index page): listing
     only the topics takes the library's `Memory`, ~2 ms of imports."""
     stamps = {}
-    for path, full in lookup.memory_files().items():
-        with contextlib.suppress(OSError):
-            stamps[path] = cache.stamp(os.stat(full))
+    for each in (lookup, lookup.personal) if lookup.personal is not None else (lookup,):
+        for path, full in each.memory_files().items():
+            with contextlib.suppress(OSError):
+                stamps[each.label + path] = cache.stamp(os.stat(full))
     now = datetime.now(UTC)
     data = cache.load(lookup.index_dir / OVERVIEW)
     try:
@@ -123,7 +133,7 @@ def overview(lookup: Lookup) -> Overview:
     from gitwiki.memory.brief import VELOCITY_DAYS, meta
     from gitwiki.memory.entry import parse_iso
 
-    found_topics = load_topics(lookup)
+    found_topics = every_topic(lookup)
     brief = meta(found_topics.values(), now, compact=True)
     # The brief counts entries changed in the last VELOCITY_DAYS: it holds until the first of them leaves.
     window = VELOCITY_DAYS * 86400
@@ -154,7 +164,7 @@ def stored_since(lookup: Lookup, since: float) -> bool:
     from gitwiki.memory.entry import now_iso
 
     start = now_iso(datetime.fromtimestamp(since, UTC))
-    return any(e.when >= start for t in load_topics(lookup).values() for e in t.page.entries)
+    return any(e.when >= start for t in every_topic(lookup).values() for e in t.page.entries)
 
 
 def source_entries(lookup: Lookup, notes: list[Note], path: str) -> list[Note]:

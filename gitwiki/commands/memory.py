@@ -24,11 +24,13 @@ def register(sub) -> None:
     store.add_argument("--link", dest="links", action="append", metavar="TOPIC[:N]", help="a related entry")
     store.add_argument("--force", action="store_true", help="store even if > 70%% like an entry of the topic")
     store.add_argument("--terse", action="store_true", help="print only the new entry's ref")
+    _scope(store)
 
     batch = _add(actions, "batch", "store entries from a JSON list [{topic, text, …}]")
     batch.add_argument("file", help="JSON file, or - for stdin")
     batch.add_argument("--verbose", action="store_true", help="a line per entry")
     batch.add_argument("--force", action="store_true", help="store duplicates too")
+    _scope(batch)
 
     search = _add(actions, "search", "search entries (relevance × confidence × recency)", read=True)
     search.add_argument("query", nargs="*", help="words; inline tag:x topic:y source:z filter")
@@ -77,10 +79,12 @@ def register(sub) -> None:
     edit.add_argument("--remove", action="append", metavar="TAG", help="tag: remove TAG (repeatable)")
     edit.add_argument("--to", "--new-name", dest="to", metavar="NAME", help="rename: the new name")
     edit.add_argument("--into", help="merge: the topic that takes the entries")
+    _scope(edit)
 
     migrate = _add(actions, "import", "bring in helix's knowledge base (its data.log or JSON export)")
     migrate.add_argument("--helix", metavar="PATH", required=True, help="helix's data.log or its export JSON file")
     migrate.add_argument("--dry-run", action="store_true", help="show what it would add, write nothing")
+    _scope(migrate)
 
     topics = _add(actions, "topics", "list topics and run upkeep actions", read=True)
     topics.add_argument(
@@ -111,6 +115,16 @@ def register(sub) -> None:
     topics.add_argument("--task", help="checkpoint: the task in hand")
     for key in ("done", "next", "hypotheses", "blocked", "files"):
         topics.add_argument(f"--{key}", action="append", metavar="ITEM", help=f"checkpoint: {key} (repeatable)")
+    _scope(topics, "only this memory (default: list, recent, entries, session read both)")
+
+
+def _scope(p: argparse.ArgumentParser, what: str = "write there (default: [memory] write)") -> None:
+    """Which memory: the project's or the personal repository (docs/memory.md, memory across repositories)."""
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(
+        "--personal", dest="scope", action="store_const", const="personal", help=f"personal memory: {what}"
+    )
+    group.add_argument("--project", dest="scope", action="store_const", const="project", help=f"project memory: {what}")
 
 
 def _add(actions, name: str, help_text: str, read: bool = False) -> argparse.ArgumentParser:
@@ -139,13 +153,15 @@ def memory(args: argparse.Namespace) -> int:
 
 def _dispatch(mem, args: argparse.Namespace):
     from gitwiki import memory_actions as actions
-    from gitwiki.memory import replies
+    from gitwiki.memory import replies, stores
 
     a = args.action
+    scope = getattr(args, "scope", None)
     if a == "store":
+        mem, (topic,) = stores.writer(mem, scope, [args.topic])
         return replies.store(
             mem,
-            args.topic,
+            topic,
             " ".join(args.text),
             tags=args.tags or (),
             source=args.source,
@@ -155,7 +171,8 @@ def _dispatch(mem, args: argparse.Namespace):
             terse=args.terse,
         )
     if a == "batch":
-        return replies.batch(mem, actions.batch_items(_load_json(args.file)), verbose=args.verbose, force=args.force)
+        mem, entries = stores.writer_batch(mem, scope, _load_json(args.file))
+        return replies.batch(mem, actions.batch_items(entries), verbose=args.verbose, force=args.force)
     if a == "search":
         return replies.search(
             mem,
@@ -177,8 +194,9 @@ def _dispatch(mem, args: argparse.Namespace):
     if a == "read":
         return replies.read(mem, args.topic, args.index)
     if a == "import":
-        return replies.import_helix(mem, _read_bytes(args.helix), dry_run=args.dry_run)
+        return replies.import_helix(stores.writer(mem, scope)[0], _read_bytes(args.helix), dry_run=args.dry_run)
     if a == "edit":
+        mem, topic, to, into = stores.writer_edit(mem, scope, args.topic, args.to, args.into)
         edit = actions.EditCall(
             index=args.index,
             text=args.text,
@@ -187,10 +205,10 @@ def _dispatch(mem, args: argparse.Namespace):
             all=args.all,
             add=tuple(args.add or ()),
             remove=tuple(args.remove or ()),
-            to=args.to,
-            into=args.into,
+            to=to,
+            into=into,
         )
-        return actions.run_edit(mem, args.edit_action, args.topic, edit)
+        return actions.run_edit(mem, args.edit_action, topic, edit)
     lists = {key: tuple(getattr(args, key) or ()) for key in ("done", "next", "hypotheses", "blocked", "files")}
     call = actions.TopicsCall(
         topic=args.topic,
@@ -210,7 +228,7 @@ def _dispatch(mem, args: argparse.Namespace):
         task=args.task,
         **lists,
     )
-    return actions.run_topics(mem, args.topics_action, call)
+    return actions.run_topics(stores.topics_memory(mem, scope, args.topics_action), args.topics_action, call)
 
 
 def _read_bytes(path: str) -> bytes:

@@ -41,8 +41,13 @@ class Memory:
     checkpoint does not load pygit2 (importing gitwiki.wiki: ~400 ms on the loaded 2-core reference
     machine, pygit2 ~190 ms of it)."""
 
-    def __init__(self, wiki: Wiki | None = None, *, root: Path | None = None, settings: Config | None = None):
+    def __init__(
+        self, wiki: Wiki | None = None, *, root: Path | None = None, settings: Config | None = None, label: str = ""
+    ):
         self._wiki = wiki
+        # "" for a project's memory; "~personal/" for the personal memory repository, whose topics and refs
+        # read with it (gitwiki.memory.personal): the pages are named without it, the entries with it.
+        self.label = label
         self.root: Path = wiki.root if wiki is not None else root  # type: ignore[assignment]
         self.settings: Config = wiki.config if wiki is not None else settings  # type: ignore[assignment]
         self.config = self.settings.memory
@@ -78,6 +83,40 @@ class Memory:
     def close(self) -> None:
         if self._wiki is not None:
             self._wiki.close()
+        personal = self.__dict__.get("personal")
+        if personal is not None:
+            personal.close()
+
+    # ---- the personal memory repository (gitwiki.memory.personal) -----------------------------------
+
+    @functools.cached_property
+    def personal(self) -> Memory | None:
+        """The personal memory read beside this one (gitwiki.memory.personal), created on first use; None when
+        none is configured, and for the personal memory itself."""
+        from gitwiki import config as config_mod
+        from gitwiki.memory import personal
+
+        found = None if self.label else personal.location(self.settings, self.root)
+        if found is None:
+            return None
+        if not personal.is_repo(found.path):
+            personal.create(found.path)
+        return Memory(root=found.path, settings=config_mod.load(found.path), label=personal.PREFIX)
+
+    def stores(self) -> list[Memory]:
+        """The memories this one reads: itself, then the personal one."""
+        return [self] if self.personal is None else [self, self.personal]
+
+    def reader(self, topic: str) -> tuple[Memory, str]:
+        """The memory that holds `topic` (a `~personal/` name is the personal one's) and the name it has there."""
+        from gitwiki.memory import personal
+
+        label, name = personal.split(topic)
+        if not label or label == self.label:
+            return self, name
+        if self.personal is None:
+            raise personal.no_personal()
+        return self.personal, name
 
     # ---- paths -------------------------------------------------------------------------------------
 
@@ -88,7 +127,7 @@ class Memory:
 
     def writable_topic(self, raw: str) -> str:
         """A sanitized topic name that can be written: not the folder's index page."""
-        name = topic_name(raw)
+        name = topic_name(raw.removeprefix(self.label) if self.label and isinstance(raw, str) else raw)
         if f"{name}.md" == self.settings.index_blocks.filename:
             raise UsageError(f"topic {name!r} would be the folder's {name}.md index page; choose another name")
         return name
@@ -134,10 +173,14 @@ class Memory:
         return {n: self.folder / f"{n}.md" for n in names if not pattern or fnmatch.fnmatchcase(n, pattern)}
 
     def topic(self, name: str) -> TopicFile:
+        """A topic of this memory, or (`~personal/…`) of the personal one."""
+        owner, name = self.reader(name)
+        if owner is not self:
+            return owner.topic(name)
         name = topic_name(name)
         found = self.topics().get(name)
         if found is None:
-            known = ", ".join(self.topics()) or "none yet"
+            known = ", ".join(self.label + t for t in self.topics()) or "none yet"
             raise NotFoundError(f"no memory topic {name!r}; topics: {known} (memory_store creates one)")
         return found
 
@@ -163,9 +206,11 @@ class Memory:
             data = file.read_bytes()
         except OSError:
             return None
-        page = parse_page(data.decode("utf-8", errors="replace"), name)
+        page = parse_page(data.decode("utf-8", errors="replace"), self.label + name)
         rel = file.relative_to(self.root).as_posix()
-        loaded = TopicFile(name, rel, blob_id(data), page, data, tuple(entry_terms(e) for e in page.entries))
+        # A search word matches the topic's own name, not the label every personal topic shares.
+        terms = tuple(entry_terms(e._replace(topic=name) if self.label else e) for e in page.entries)
+        loaded = TopicFile(self.label + name, rel, blob_id(data), page, data, terms)
         self._pages[file] = (key, loaded)
         return loaded
 

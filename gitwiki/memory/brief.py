@@ -17,8 +17,9 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import UsageError
+from gitwiki.memory import personal, stores
 from gitwiki.memory.entry import Entry, auto_tags, first_line, jaccard, parse_iso, singular, terms
-from gitwiki.memory.search import in_window, search, since_moment, topic_pattern
+from gitwiki.memory.search import in_window, since_moment
 
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory
@@ -129,11 +130,11 @@ def brief(
     query = (query or "").strip()
     if not query:
         return _meta(mem, lo, compact, now, detail)
-    files = mem.topics(topic_pattern(query)) if _is_name(query) else {}
+    files = stores.readable_topics(mem, query) if _is_name(query) else {}
     if files:
         entries, kind = [e for tf in files.values() for e in tf.page.entries], "topic"
     else:
-        entries, kind = [h.entry for h in search(mem, query, limit=200, now=now).hits], "search"
+        entries, kind = [h.entry for h in stores.search(mem, query, limit=200, now=now).hits], "search"
     entries = [e for e in entries if in_window(e, lo, None)]
     items = classify(entries)
     chains = _chains([i.entry for i in items if not i.superseded_by])
@@ -145,8 +146,9 @@ def brief(
 
 
 def _is_name(query: str) -> bool:
-    """A topic name or glob, not search words: one token of name characters and glob marks."""
-    return bool(re.fullmatch(r"[\w*?\[\]-]+", query))
+    """A topic name or glob, not search words: one token of name characters and glob marks (`~personal/`
+    first for the personal memory's)."""
+    return bool(re.fullmatch(r"[\w*?\[\]-]+", personal.split(query)[1]))
 
 
 def _focus(focus) -> set[str]:
@@ -229,7 +231,7 @@ def activity(files, now: datetime) -> list[TopicActivity]:
 
 
 def _meta(mem: Memory, lo, compact: bool, now: datetime, detail: str) -> Brief:
-    files = list(mem.topics().values())
+    files = list(stores.readable_topics(mem).values())
     if lo is not None:
         files = [
             tf._replace(page=tf.page._replace(entries=tuple(e for e in tf.page.entries if in_window(e, lo, None))))

@@ -15,6 +15,7 @@ from gitwiki.memory import brief as brief_mod
 from gitwiki.memory import checkpoint as checkpoint_mod
 from gitwiki.memory import search as search_mod
 from gitwiki.memory import store as store_mod
+from gitwiki.memory import stores
 from gitwiki.memory import topics as topics_mod
 from gitwiki.memory.entry import Entry, first_line, render_entry
 
@@ -66,12 +67,13 @@ def store(
     terse: bool = False,
 ) -> Reply:
     done = store_mod.store(mem, topic, text, tags=tags, source=source, confidence=confidence, links=links, force=force)
-    result = done.results[0]
+    result = done.results[0]._replace(topic=mem.label + done.results[0].topic)  # ~personal/NAME in the personal one
     return Reply(_stored_text(result, terse, done.writes), {**_result_json(result), **_writes(done.writes)})
 
 
 def batch(mem: Memory, entries: Sequence[store_mod.BatchItem], *, verbose: bool = False, force: bool = False) -> Reply:
     done = store_mod.batch(mem, entries, force=force)
+    done = done._replace(results=[r._replace(topic=mem.label + r.topic) for r in done.results])
     stored = [r for r in done.results if r.stored]
     lines = [f"stored {len(stored)} of {len(done.results)} entries in {len({r.topic for r in stored})} topic(s)"]
     for n, r in enumerate(done.results, 1):
@@ -129,7 +131,7 @@ def search(
 ) -> Reply:
     if detail not in search_mod.DETAILS:
         raise UsageError(f"detail must be one of {', '.join(search_mod.DETAILS)}, not {detail!r}")
-    found = search_mod.search(
+    found = stores.search(
         mem, query, limit=limit, after=after, before=before, days=days, hours=hours, tag=tag, topic=topic, mode=mode
     )
     head = {k: v for k, v in found._asdict().items() if k not in ("hits", "per_topic")}
@@ -195,11 +197,13 @@ def brief(
 
 def read(mem: Memory, topic: str, index: int | None = None) -> Reply:
     tf = mem.topic(topic)
+    owner = mem.reader(topic)[0]
+    path = owner.label + tf.repo_path  # ~personal/memory/x.md: a path in the personal repository, not here
     if index is not None:
         e = mem.entry(tf.name, index)
-        return Reply(render_entry(e).rstrip(), {"topic": tf.name, "path": tf.repo_path, "entries": [e.json()]})
+        return Reply(render_entry(e).rstrip(), {"topic": tf.name, "path": path, "entries": [e.json()]})
     text = tf.data.decode("utf-8", errors="replace").rstrip()
-    return Reply(text, {"topic": tf.name, "path": tf.repo_path, "entries": [e.json() for e in tf.page.entries]})
+    return Reply(text, {"topic": tf.name, "path": path, "entries": [e.json() for e in tf.page.entries]})
 
 
 # ---- edit ------------------------------------------------------------------------------------------
@@ -214,11 +218,11 @@ def append(
     match_str: str | None = None,
     tag: str | None = None,
 ) -> Reply:
-    return _changed(store_mod.append(mem, topic, text, index=index, match_str=match_str, tag=tag))
+    return _changed(mem, store_mod.append(mem, topic, text, index=index, match_str=match_str, tag=tag))
 
 
 def revise(mem: Memory, topic: str, text: str, *, index: int | None = None, match_str: str | None = None) -> Reply:
-    return _changed(store_mod.revise(mem, topic, text, index=index, match_str=match_str))
+    return _changed(mem, store_mod.revise(mem, topic, text, index=index, match_str=match_str))
 
 
 def tag(
@@ -230,27 +234,33 @@ def tag(
     index: int | None = None,
     match_str: str | None = None,
 ) -> Reply:
-    return _changed(store_mod.tag(mem, topic, add=add, remove=remove, index=index, match_str=match_str))
+    return _changed(mem, store_mod.tag(mem, topic, add=add, remove=remove, index=index, match_str=match_str))
 
 
 def delete(
     mem: Memory, topic: str, *, index: int | None = None, match_str: str | None = None, all: bool = False
 ) -> Reply:
-    done = store_mod.delete(mem, topic, index=index, match_str=match_str, all=all)
+    done = _labelled(mem, store_mod.delete(mem, topic, index=index, match_str=match_str, all=all))
     return _edited(done, f"deleted {done.removed} entr{'y' if done.removed == 1 else 'ies'} from {done.topic}")
 
 
 def rename(mem: Memory, topic: str, to: str) -> Reply:
-    done = store_mod.rename(mem, topic, to)
+    done = _labelled(mem, store_mod.rename(mem, topic, to))
     return _edited(done, f"renamed {done.topic} into {done.target} ({len(done.entries)} entries)")
 
 
 def merge(mem: Memory, topic: str, into: str) -> Reply:
-    done = store_mod.merge(mem, topic, into)
+    done = _labelled(mem, store_mod.merge(mem, topic, into))
     return _edited(done, f"merged {done.topic} into {done.target} ({len(done.entries)} entries)")
 
 
-def _changed(done: store_mod.Edited) -> Reply:
+def _labelled(mem: Memory, done: store_mod.Edited) -> store_mod.Edited:
+    """The edit with its topics as the caller names them: ~personal/NAME in the personal memory."""
+    return done._replace(topic=mem.label + done.topic, target=mem.label + done.target)
+
+
+def _changed(mem: Memory, done: store_mod.Edited) -> Reply:
+    done = _labelled(mem, done)
     return _edited(done, f"{done.action}: " + "; ".join(_line(e) for e in done.entries))
 
 

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import UsageError
+from gitwiki.memory import stores
 from gitwiki.memory.brief import TopicActivity, activity, classify
 from gitwiki.memory.entry import (
     Entry,
@@ -66,7 +67,7 @@ class Maintenance(NamedTuple):
 
 
 def list_topics(mem: Memory, pattern: str | None = None) -> list[TopicActivity]:
-    return sorted(activity(mem.topics(pattern).values(), datetime.now(UTC)), key=lambda a: a.topic)
+    return sorted(activity(stores.readable_topics(mem, pattern).values(), datetime.now(UTC)), key=lambda a: a.topic)
 
 
 def recent(mem: Memory, limit: int | None = None, days: float | None = None, hours: float | None = None) -> list[Entry]:
@@ -74,7 +75,7 @@ def recent(mem: Memory, limit: int | None = None, days: float | None = None, hou
     helix/src/topics.rs), at most `limit`; with neither, the newest `limit` (default 10)."""
     from gitwiki.memory.search import in_window, window
 
-    rows = sorted(mem.entries(), key=lambda e: (e.when, e.ref), reverse=True)
+    rows = sorted(stores.readable_entries(mem), key=lambda e: (e.when, e.ref), reverse=True)
     if days is None and hours is None:
         return rows[: limit or 10]
     lo, _ = window(days=None if hours is not None else days, hours=hours)
@@ -88,7 +89,7 @@ def session(mem: Memory, since: str | None = None) -> tuple[str, list[Entry]]:
     from gitwiki.memory.search import parse_day
 
     start = now_iso(parse_day(since)) if since else mem.started
-    return start, sorted((e for e in mem.entries() if e.when >= start), key=lambda e: (e.when, e.ref))
+    return start, sorted((e for e in stores.readable_entries(mem) if e.when >= start), key=lambda e: (e.when, e.ref))
 
 
 def stats(mem: Memory, detail: str | None = None) -> Stats:
@@ -137,7 +138,7 @@ def xref(mem: Memory, topic: str | None = None, direction: str = "in") -> list[X
     found = _xrefs(mem)
     if not topic:
         return found
-    name = topic_name(topic)
+    name = mem.label + topic_name(mem.reader(topic)[1])  # as the refs name it (~personal/… in the personal memory)
     incoming = [x for x in found if x.target.partition(":")[0] == name and x.source.partition(":")[0] != name]
     outgoing = [x for x in found if x.source.partition(":")[0] == name]
     return {"in": incoming, "out": outgoing, "both": incoming + outgoing}[direction]
@@ -157,8 +158,8 @@ def _xrefs(mem: Memory) -> list[XRef]:
             for link in e.links:
                 name, _, index = link.partition(":")
                 valid = name in sizes and (not index or (index.isdecimal() and 1 <= int(index) <= sizes[name]))
-                out.append(XRef(e.ref, link, "link", valid))
-            named = {m.group(1) for m in mention.finditer(e.text.lower())} if mention else set()
+                out.append(XRef(e.ref, mem.label + link, "link", valid))
+            named = {mem.label + m.group(1) for m in mention.finditer(e.text.lower())} if mention else set()
             out += [XRef(e.ref, n, "mention", True) for n in sorted(named) if n != e.topic]
     return out
 
@@ -168,7 +169,7 @@ def graph(mem: Memory, focus: str | None = None) -> Graph:
     import fnmatch
 
     weights = Counter((x.source.split(":")[0], x.target.split(":")[0]) for x in xref(mem) if x.valid)
-    sizes = {name: len(tf.page.entries) for name, tf in mem.topics().items()}
+    sizes = {tf.name: len(tf.page.entries) for tf in mem.topics().values()}
     if focus:
         core = {n for n in sizes if fnmatch.fnmatchcase(n, focus)}
         weights = Counter({k: w for k, w in weights.items() if k[0] in core or k[1] in core})

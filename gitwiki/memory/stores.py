@@ -1,0 +1,175 @@
+"""Which memory a call reads and writes, when a personal memory repository (gitwiki.memory.personal) is
+configured beside the project's: the routing of writes, the topics of both, and search fused over both.
+
+Where a write goes: the call's scope (`project` or `personal`), a topic with the `~personal/` prefix, else
+`[memory] write`: `auto` (the default) writes to the project when it has topic pages, else to the
+personal repository when there is one; `project` and `personal` always there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from gitwiki.errors import UsageError
+from gitwiki.memory.personal import PREFIX, no_personal, split
+
+if TYPE_CHECKING:
+    from gitwiki.memory.base import Memory, TopicFile
+    from gitwiki.memory.entry import Entry
+    from gitwiki.memory.search import Found
+
+SCOPES = ("project", "personal")
+LEVELS = ("recent", "and", "or", "semantic")  # search's match levels, best first
+FUSE_DEPTH = 1000  # hits taken from each memory before they are merged (search caps 3 per topic)
+
+
+def check_scope(scope: str | None) -> None:
+    if scope is not None and scope not in SCOPES:
+        raise UsageError(f"scope must be project or personal, not {scope!r}")
+
+
+def readable_topics(mem: Memory, pattern: str | None = None) -> dict[str, TopicFile]:
+    """The topics of every memory `mem` reads, by the name they show (`~personal/…` for the personal one's);
+    `pattern`, a name or glob, addresses the project's topics, or with the prefix the personal ones."""
+    from gitwiki.memory.search import topic_pattern
+
+    owners = [mem.reader(pattern)] if pattern else [(m, None) for m in mem.stores()]
+    return {tf.name: tf for m, name in owners for tf in m.topics(topic_pattern(name)).values()}
+
+
+def readable_entries(mem: Memory) -> list[Entry]:
+    return [e for t in readable_topics(mem).values() for e in t.page.entries]
+
+
+def writer(mem: Memory, scope: str | None = None, topics: Sequence[str] = ()) -> tuple[Memory, list[str]]:
+    """The memory a write goes to and the topic names as that memory reads them (the prefix dropped)."""
+    check_scope(scope)
+    labels = {split(t)[0] for t in topics if isinstance(t, str)}
+    if len(labels) > 1:
+        raise UsageError(
+            f"one call writes to one memory, and these topics name both ({PREFIX}… and not): split the call; "
+            "to move entries across, export the topic from one (topics action=export) and import it into the other"
+        )
+    bare = [split(t)[1] for t in topics]
+    if mem.label:  # the personal memory itself
+        return mem, bare
+    if labels == {PREFIX}:
+        if scope == "project":
+            raise UsageError(f"scope project, but the topic names the personal memory ({PREFIX}…); drop one")
+        scope = "personal"
+    if scope is None:
+        chosen = mem.config.write
+        if chosen == "auto":
+            # A project that keeps topic pages writes there (reviewed with the code); one that has none, into
+            # the personal repository, as helix writes everything into its one knowledge base.
+            chosen = "personal" if not mem.topic_files() and mem.personal is not None else "project"
+        scope = chosen
+    if scope == "project":
+        return mem, bare
+    if mem.personal is None:
+        raise no_personal()
+    return mem.personal, bare
+
+
+def writer_batch(mem: Memory, scope: str | None, items: list) -> tuple[Memory, list]:
+    """`writer` for a batch: the memory its entries go to, and the entries with their topics as it reads them."""
+    named = (
+        [i for i in items if isinstance(i, dict) and isinstance(i.get("topic"), str)] if isinstance(items, list) else []
+    )
+    target, topics = writer(mem, scope, [i["topic"] for i in named])
+    renamed = dict(zip(map(id, named), topics, strict=True))
+    return target, [{**i, "topic": renamed[id(i)]} if id(i) in renamed else i for i in items] if named else items
+
+
+def writer_edit(
+    mem: Memory, scope: str | None, topic: str, to: str | None, into: str | None
+) -> tuple[Memory, str, str | None, str | None]:
+    """`writer` for an edit: its topic and rename's `to` or merge's `into` must be in one memory."""
+    others = [t for t in (to, into) if t is not None]
+    target, (name, *bare) = writer(mem, scope, [topic, *others])
+    renamed = dict(zip(others, bare, strict=True))
+    return target, name, renamed.get(to) if to is not None else None, renamed.get(into) if into is not None else None
+
+
+def topics_memory(mem: Memory, scope: str | None, action: str) -> Memory:
+    """The memory a topics action works on: the scope's; import writes as a store does; without a scope
+    the others start from the project's (list, recent, entries and session read the personal one too)."""
+    return writer(mem, scope)[0] if scope or action == "import" else mem
+
+
+def search(
+    mem: Memory,
+    query: str | None = None,
+    *,
+    topic: str | None = None,
+    limit: int = 10,
+    after: str | None = None,
+    before: str | None = None,
+    days: float | None = None,
+    hours: float | None = None,
+    tag: str | None = None,
+    source: str | None = None,
+    mode: str = "and",
+    now: datetime | None = None,
+) -> Found:
+    """memory search over the project's memory and the personal one, fused into one list.
+
+    Each memory ranks its own entries in its own index, relevance relative to its best hit, so each
+    memory's best is 1 however well it matched. The lists merge by score at the best match level either
+    reached: when one memory has entries holding every query word, the other's any-word or dense-only
+    matches are left out, as one memory leaves them out. At the any-word level a score is weighed by the
+    share of the query's words the entry holds, the one measure both memories share: otherwise a weak
+    match, the best of its memory, would tie with the other memory's strong one."""
+    from gitwiki.memory import search as search_mod
+    from gitwiki.memory.entry import entry_terms
+
+    def one(owner: Memory, name: str | None, depth: int) -> Found:
+        return search_mod.search(
+            owner,
+            query,
+            limit=depth,
+            after=after,
+            before=before,
+            days=days,
+            hours=hours,
+            tag=tag,
+            topic=name,
+            source=source,
+            mode=mode,
+            now=now,
+        )
+
+    words, inline = search_mod.split_query(query)
+    wanted = topic or inline.get("topic")
+    if wanted:
+        owner, name = mem.reader(wanted)
+        return one(owner, name, limit)
+    stores = mem.stores()
+    if len(stores) == 1:
+        return one(mem, None, limit)
+    # Every hit of each memory (a bad limit is refused by search): the weighing below reorders them.
+    depth = max(limit, FUSE_DEPTH) if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else limit
+    found = [one(m, None, depth) for m in stores]
+    hit = [f for f in found if f.hits]
+    if not hit:
+        return found[0]
+    best = min(LEVELS.index(f.matched) for f in hit)
+    kept = [f for f in hit if LEVELS.index(f.matched) == best]
+    hits = [h for f in kept for h in f.hits]
+    if kept[0].matched == "or":
+        needed = search_mod.query_terms(words)
+        share = [len(needed & entry_terms(h.entry._replace(topic=split(h.entry.topic)[1]))) / len(needed) for h in hits]
+        hits = [h._replace(score=h.score * s) for h, s in zip(hits, share, strict=True)]
+    hits.sort(key=lambda h: (-h.score, h.entry.topic, h.entry.index))
+    per_topic: dict[str, int] = {}
+    for f in kept:
+        per_topic.update(f.per_topic)
+    return found[0]._replace(
+        matched=kept[0].matched,
+        ranking="/".join(sorted({f.ranking for f in kept})),
+        total=sum(f.total for f in kept),
+        hits=hits[:limit],
+        per_topic=dict(sorted(per_topic.items(), key=lambda kv: -kv[1])),
+    )
