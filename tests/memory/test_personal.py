@@ -90,10 +90,10 @@ def test_project_a_stores_to_personal_and_project_b_reads_and_searches_it(tmp_pa
     assert "~personal/docker" in replies.brief(mem_b).text
     read = replies.read(mem_b, "~personal/docker", 1).data
     assert read["entries"][0]["index"] == 1 and read["path"] == "~personal/memory/docker.md"
-    listed = replies.topics(mem_b, "list").data["topics"]
+    listed = replies.list_topics(mem_b).data["topics"]
     assert [t["topic"] for t in listed] == ["~personal/docker"]
-    assert [e["topic"] for e in replies.topics(mem_b, "recent").data["entries"]] == ["~personal/docker"]
-    assert replies.topics(mem_b, "entries", topic="~personal/docker").data["topic"] == "~personal/docker"
+    assert [e["topic"] for e in replies.recent(mem_b).data["entries"]] == ["~personal/docker"]
+    assert replies.entries(mem_b, "~personal/docker").data["topic"] == "~personal/docker"
     topic_brief = brief_mod.brief(mem_b, "~personal/docker", detail="scan")
     assert topic_brief.kind == "topic" and [i.entry.ref for i in topic_brief.items] == ["~personal/docker:1"]
     # Its own store, its own index: b's index holds no personal page.
