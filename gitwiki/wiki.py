@@ -42,6 +42,7 @@ from gitwiki.store import LOCK_TIMEOUT, IndexDamaged, Store
 OVERLAY_WAIT = 2.0
 
 if TYPE_CHECKING:
+    from gitwiki.background_embed import BackgroundEmbedder
     from gitwiki.watch import Watcher
 
 
@@ -70,6 +71,7 @@ class Wiki:
         self._overlays: dict[str, tuple[tuple[object, ...], Overlay]] = {}  # corpus → (what it depends on, overlay)
         # corpus → ((overlay key, model, budget), pages past the budget): what the last embedding step left
         self._embedded: dict[str, tuple[tuple[object, ...], tuple[str, ...]]] = {}
+        self._background: BackgroundEmbedder | None = None  # see embed_in_background
 
     @classmethod
     def open(cls, start: str | os.PathLike = ".") -> Wiki:
@@ -247,6 +249,7 @@ class Wiki:
         done = self._embedded.get(corpus.name)
         if key is not None and done is not None and done[0] == asked:
             return overlay, 0, done[1]  # this overlay was embedded as far as the budget goes: nothing to look up
+        self.settle_embedding()
         over = []
         for path in overlay.dirty:
             if budget is not None and path in overlay.pages:
@@ -278,14 +281,31 @@ class Wiki:
             cached = self._overlays[corpus.name] = (key, overlay)
         return cached[1], key
 
-    def embed_blobs(self, blobs: set[str]) -> int:
-        """Embed the chunks of these page versions that have no vector yet (none in lexical mode); returns
-        how many were embedded."""
+    def embed_in_background(self) -> None:
+        """For long-lived processes: from now on `embed_blobs` hands its work to a thread and returns at once
+        (gitwiki.background_embed); `close` waits for that thread to finish."""
+        from gitwiki.background_embed import BackgroundEmbedder
+
+        if self._background is None:
+            self._background = BackgroundEmbedder()
+
+    def embed_blobs(self, blobs: set[str]) -> bool:
+        """Embed the chunks of these page versions (parsed into the index) that have no vector yet, none in
+        lexical mode: now, or on the background thread of a process that has one. True when done now."""
         embedder = self.embedder()
         if embedder is None:
-            return 0
+            return True
+        if self._background is not None and self._background.submit(self.store, embedder, blobs):
+            return False
         with self.store.lock():
-            return ensure_vectors(self.store, embedder, blobs)
+            ensure_vectors(self.store, embedder, blobs)
+        return True
+
+    def settle_embedding(self) -> None:
+        """Wait for the background thread to embed what was handed to it, before looking for vectors that are
+        missing: what it is embedding would be embedded twice."""
+        if self._background is not None:
+            self._background.settle()
 
     def embed_worktree(self) -> int:
         """Parse and embed every corpus's uncommitted pages now, so the next search pays nothing for them;
@@ -405,6 +425,8 @@ class Wiki:
         return out
 
     def close(self) -> None:
+        if self._background is not None:
+            self._background.close()
         self._forget()
         self.repositories.close()
         if self._watcher is not None:

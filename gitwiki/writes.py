@@ -6,13 +6,15 @@ other feature that writes pages, so that every write leaves the wiki consistent.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
+import os
+from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from gitwiki import index_blocks, pagefacts
 from gitwiki.config import CorpusConfig
 from gitwiki.errors import GitwikiError
 from gitwiki.fs import UnsafeFile, read_page_file, write_page_file
+from gitwiki.gitcli import blob_id
 from gitwiki.lint import lint_text
 from gitwiki.pagefacts import FactsCache
 from gitwiki.pages import PageRef, locate, remove_page, write_page
@@ -41,7 +43,8 @@ def add_page(wiki: Wiki, corpus: str | None, path: str, content: str, overwrite:
         previous = _old_bytes(ref) if overwrite else None
         created = write_page(ref, content, overwrite=overwrite, max_bytes=wiki.config.mcp.max_page_bytes)
         try:
-            index_files = _refresh_ancestors(wiki, c, ref, scaffold=True)
+            same = previous is not None and _listed_the_same(wiki, c, previous, content)
+            index_files = [] if same else _refresh_ancestors(wiki, c, ref, scaffold=True)
         except GitwikiError:
             _put_back(ref, None if created else previous)
             raise
@@ -106,6 +109,20 @@ def _put_back(ref: PageRef, previous: bytes | None) -> None:
         remove_page(ref)
     else:
         write_page_file(ref.root, ref.repo_path, previous, overwrite=True)
+
+
+def _listed_the_same(wiki: Wiki, corpus: CorpusConfig, previous: bytes, content: str) -> bool:
+    """Whether an overwrite leaves every index block above the page as it is: blocks list pages by path,
+    title and summary only, so when the path stays and the title and summary do (a memory store appends
+    an entry below them) and the front index exists, there is nothing to refresh. Listing the corpus for a
+    refresh asks git three times: 4–9 ms of each memory store on the quiet 2-core reference machine
+    (docs/research/memory-speed.md). A listing left stale by a hand edit is the index-blocks hook's to fix."""
+    front = PurePosixPath(corpus.path, wiki.config.index_blocks.filename)
+    if not os.path.lexists(wiki.root / front):
+        return False
+    facts = _facts(wiki.index_dir)
+    old = facts.get("info", blob_id(previous), lambda: pagefacts.decode(previous))
+    return old == facts.get("info", blob_id(content.encode("utf-8")), lambda: content)
 
 
 def _refresh_ancestors(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, scaffold: bool) -> list[str]:
