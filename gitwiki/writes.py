@@ -15,7 +15,8 @@ from gitwiki.config import CorpusConfig
 from gitwiki.errors import GitwikiError
 from gitwiki.fs import UnsafeFile, read_page_file, write_page_file
 from gitwiki.gitcli import blob_id
-from gitwiki.lint import lint_text
+from gitwiki.lint import lint_document
+from gitwiki.markdown.document import Document, parse
 from gitwiki.pagefacts import FactsCache
 from gitwiki.pages import PageRef, locate, remove_page, write_page
 from gitwiki.search import CorpusView
@@ -49,6 +50,8 @@ def add_page(wiki: Wiki, corpus: str | None, path: str, content: str, overwrite:
             _put_back(ref, None if created else previous)
             raise
         commit = _commit(wiki, "add_markdown", ref, index_files)
+    # Parsed for lint before the view indexes it: indexing then reads the outline from the same parse.
+    doc = parse(ref.repo_path, content)
     view = wiki.view(c.name)  # parses just the new page versions (the worktree overlay)
     # The page itself is embedded now; the regenerated index.md above it (1,000 links on the front page of a
     # 1,000-page wiki, many chunks) waits for the next hybrid search, as it did before.
@@ -57,7 +60,7 @@ def add_page(wiki: Wiki, corpus: str | None, path: str, content: str, overwrite:
     written = view.pages.get(ref.repo_path)
     if written is not None:
         wiki.embed_blobs({written})
-    findings = _lint(wiki, ref, content, set(view.pages))
+    findings = _lint(wiki, doc, set(view.pages))
     return _report(ref, "created" if created else "overwritten", index_files, findings, commit, view)
 
 
@@ -136,14 +139,14 @@ def _refresh_ancestors(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, scaffold:
     return result.changed
 
 
-def _lint(wiki: Wiki, ref: PageRef, content: str, pages: set[str]) -> list[dict]:
+def _lint(wiki: Wiki, doc: Document, pages: set[str]) -> list[dict]:
     def anchors(repo_path: str) -> list[str] | None:  # other pages' anchors, so `other.md#anchor` links are checked too
         try:
             return pagefacts.anchors(read_page_file(wiki.root, repo_path).decode("utf-8"))
         except (OSError, UnicodeDecodeError, UnsafeFile):
             return None
 
-    return [f._asdict() for f in lint_text(ref.repo_path, content, pages, wiki.config, anchors=anchors)]
+    return [f._asdict() for f in lint_document(doc, pages, wiki.config, anchors=anchors)]
 
 
 def _commit(wiki: Wiki, tool: str, ref: PageRef, index_files: list[str]) -> str | None:

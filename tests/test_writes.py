@@ -81,6 +81,28 @@ def test_an_overwrite_that_keeps_title_and_summary_does_not_list_the_corpus(repo
     assert "[On-call](guides/ops/oncall.md)" in (repo.path / "wiki/index.md").read_text()
 
 
+def test_a_page_write_parses_the_page_once_for_lint_and_index(repo, monkeypatch):
+    """Lint parses the written page whole and indexing reads the sections' outline from that parse, rather
+    than parsing it again section by section (twice the markdown-it time of every write and import)."""
+    from gitwiki.markdown import chunker
+
+    wiki = _wiki(repo)
+    md = chunker.parser()
+    parsed = []
+    real = md.parse
+    monkeypatch.setattr(md, "parse", lambda text, env=None: parsed.append(text) or real(text, env))
+    body = "# Kestrel\n\nThe kestrel rota.\n\n## Nights\n\nHover [home](../index.md).\n\n## Days\n\nPerch.\n"
+    report = writes.add_page(wiki, None, "guides/kestrel.md", body)
+    assert [text for text in parsed if text in body] == [body]  # the front index.md is parsed too
+    assert report.findings == []
+    rows = wiki.store.chunks_of([gitcli.blob_id(body.encode())])
+    assert [(r.breadcrumb, r.start_line, r.end_line) for r in rows] == [
+        (("Kestrel",), 1, 3),
+        (("Kestrel", "Nights"), 5, 7),
+        (("Kestrel", "Days"), 9, 11),
+    ]
+
+
 def test_add_page_returns_lint_findings_without_blocking(repo):
     wiki = _wiki(repo)
     report = writes.add_page(wiki, None, "broken.md", "# Broken\n\nSee [missing](nowhere.md).\n")

@@ -10,6 +10,7 @@ import bisect
 import functools
 import posixpath
 import re
+import threading
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.markdown.frontmatter import meta_str, meta_tags, split_front_matter
@@ -54,6 +55,30 @@ def parser() -> MarkdownIt:
     from markdown_it import MarkdownIt  # 40 ms: paid only when a page is actually parsed
 
     return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+# The last page bodies parsed whole, by text: lint parses a written page whole, and indexing the same version
+# right after (a page write, each page of a memory import) reads its outline from those tokens instead of
+# parsing it again, part by part. Parsing twice was 11.5 of 16.4 s of a 10,000-entry helix import under
+# cProfile (docs/research/memory-speed.md). Bounded by the bodies' total length, as `text_memo` is.
+_WHOLE_CHARS = 8_000_000
+_whole: dict[str, list] = {}  # oldest first
+_whole_lock = threading.Lock()
+
+
+def body_tokens(body: str) -> list:
+    """markdown-it's tokens of a whole page body, remembered for `outline_of` of the same body."""
+    with _whole_lock:
+        tokens = _whole.pop(body, None)
+    if tokens is None:
+        tokens = parser().parse(body)
+    with _whole_lock:
+        _whole[body] = tokens
+        size = sum(map(len, _whole))
+        while size > _WHOLE_CHARS and len(_whole) > 1:
+            size -= len(oldest := next(iter(_whole)))
+            del _whole[oldest]
+    return tokens
 
 
 def inline_text(token) -> str:
@@ -147,6 +172,10 @@ def outline_of(body: str) -> tuple[list[SectionHeading], list[tuple[int, int]]]:
     ~300 ms of each page write under load. Where the parts could parse differently from the whole (a
     reference definition, which applies to the whole page; a bare CR; a block left open at a cut), the
     whole body is parsed."""
+    with _whole_lock:
+        whole = _whole.get(body)
+    if whole is not None:  # parsed whole a moment ago (`body_tokens`)
+        return _outline(whole)
     cuts = [m.start() for m in _ATX.finditer(body)]
     if len(cuts) < 2 or "\r" in body:
         return _outline(parser().parse(body))
