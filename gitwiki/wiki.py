@@ -20,6 +20,7 @@ from gitwiki.errors import NotFoundError, StoreError, UnknownCorpus, UsageError
 from gitwiki.fs import UnsafeFile, read_page_file
 from gitwiki.gitrepo import GitRepo
 from gitwiki.indexer import (
+    FileStamp,
     IndexReport,
     Overlay,
     Progress,
@@ -72,6 +73,7 @@ class Wiki:
         # corpus → ((overlay key, model, budget), pages past the budget): what the last embedding step left
         self._embedded: dict[str, tuple[tuple[object, ...], tuple[str, ...]]] = {}
         self._background: BackgroundEmbedder | None = None  # see embed_in_background
+        self._read: dict[str, dict[str, tuple[FileStamp, str]]] = {}  # corpus → worktree_overlay's `read`
 
     @classmethod
     def open(cls, start: str | os.PathLike = ".") -> Wiki:
@@ -272,12 +274,18 @@ class Wiki:
         when one of those moved: a watched file, git's index file, the indexed tree, or the database (another
         process's gc may drop the drafts' chunks)."""
         generation = self._watcher.sync() if self._watcher else None
+        read = self._read.setdefault(corpus.name, {})
         if generation is None:
-            return worktree_overlay(self.store, self.repo, corpus, committed, tree, self._max_bytes, lock_timeout), None
+            overlay = worktree_overlay(
+                self.store, self.repo, corpus, committed, tree, self._max_bytes, lock_timeout, read
+            )
+            return overlay, None
         key = (generation, tree, self.repo.status_stamp(), self.store.data_version())
         cached = self._overlays.get(corpus.name)
         if cached is None or cached[0] != key:
-            overlay = worktree_overlay(self.store, self.repo, corpus, committed, tree, self._max_bytes, lock_timeout)
+            overlay = worktree_overlay(
+                self.store, self.repo, corpus, committed, tree, self._max_bytes, lock_timeout, read
+            )
             cached = self._overlays[corpus.name] = (key, overlay)
         return cached[1], key
 
@@ -446,6 +454,7 @@ class Wiki:
         self._pages.clear()
         self._overlays.clear()
         self._embedded.clear()
+        self._read.clear()
 
 
 def _warn(message: str) -> None:
