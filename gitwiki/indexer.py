@@ -324,7 +324,8 @@ def worktree_overlay(
         return Overlay(committed, (), tree)
     pages = dict(committed)
     sources: dict[str, Callable[[], bytes]] = {}
-    unchanged = _unchanged(store, repo.root, changes, read) if read is not None else {}
+    root = repo.root  # a realpath each time it is asked for
+    unchanged = _unchanged(store, root, changes, read) if read is not None else {}
     for path, present in changes.items():
         if not present:
             pages.pop(path, None)
@@ -333,8 +334,8 @@ def worktree_overlay(
             pages[path] = unchanged[path]
             continue
         try:
-            st = os.lstat(os.path.join(repo.root, path))  # before the read: a stamp never outdates its bytes
-            data = read_page_file(repo.root, path)
+            st = os.lstat(os.path.join(root, path))  # before the read: a stamp never outdates its bytes
+            data = read_page_file(root, path)
         except UnsafeFile:  # a hard link may be a file outside the wiki: search the committed version only
             continue
         except OSError:  # deleted between the status call and now
