@@ -44,7 +44,7 @@ def add_page(wiki: Wiki, corpus: str | None, path: str, content: str, overwrite:
         previous = _old_bytes(ref) if overwrite else None
         created = write_page(ref, content, overwrite=overwrite, max_bytes=wiki.config.mcp.max_page_bytes)
         try:
-            same = previous is not None and _listed_the_same(wiki, c, previous, content)
+            same = previous is not None and _listed_the_same(wiki, c, ref, previous, content)
             index_files = [] if same else _refresh_ancestors(wiki, c, ref, scaffold=True)
         except GitwikiError:
             _put_back(ref, None if created else previous)
@@ -114,14 +114,15 @@ def _put_back(ref: PageRef, previous: bytes | None) -> None:
         write_page_file(ref.root, ref.repo_path, previous, overwrite=True)
 
 
-def _listed_the_same(wiki: Wiki, corpus: CorpusConfig, previous: bytes, content: str) -> bool:
+def _listed_the_same(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, previous: bytes, content: str) -> bool:
     """Whether an overwrite leaves every index block above the page as it is: blocks list pages by path,
     title and summary only, so when the path stays and the title and summary do (a memory store appends
     an entry below them) and the front index exists, there is nothing to refresh. Listing the corpus for a
     refresh asks git three times: 4–9 ms of each memory store on the quiet 2-core reference machine
-    (docs/research/memory-speed.md). A listing left stale by a hand edit is the index-blocks hook's to fix."""
-    front = PurePosixPath(corpus.path, wiki.config.index_blocks.filename)
-    if not os.path.lexists(wiki.root / front):
+    (docs/research/memory-speed.md). An index file itself is always refreshed (its own blocks are in the
+    text written). A listing left stale by a hand edit is the index-blocks hook's to fix."""
+    name = wiki.config.index_blocks.filename
+    if PurePosixPath(ref.repo_path).name == name or not os.path.lexists(wiki.root / PurePosixPath(corpus.path, name)):
         return False
     facts = _facts(wiki.index_dir)
     old = facts.get("info", blob_id(previous), lambda: pagefacts.decode(previous))

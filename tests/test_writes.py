@@ -78,6 +78,11 @@ def test_an_overwrite_that_keeps_title_and_summary_does_not_list_the_corpus(repo
     (repo.path / "wiki/index.md").unlink()
     report = writes.add_page(wiki, None, "guides/ops/oncall.md", "# On-call\n\nPage the yak rota.\n\nMore.\n", True)
     assert report.index_files == ["wiki/index.md"]
+    front = (repo.path / "wiki/index.md").read_text()
+    assert "[On-call](guides/ops/oncall.md)" in front
+    emptied = front.split("<!-- GITWIKI:INDEX-START")[0] + "<!-- GITWIKI:INDEX-START -->\n<!-- GITWIKI:INDEX-END -->\n"
+    report = writes.add_page(wiki, None, "index.md", emptied, overwrite=True)  # an index page keeps its title
+    assert report.index_files == ["wiki/index.md"]
     assert "[On-call](guides/ops/oncall.md)" in (repo.path / "wiki/index.md").read_text()
 
 
