@@ -59,9 +59,11 @@ def parser() -> MarkdownIt:
 
 # The last page bodies parsed whole, by text: lint parses a written page whole, and indexing the same version
 # right after (a page write, each page of a memory import) reads its outline from those tokens instead of
-# parsing it again, part by part. Parsing twice was 11.5 of 16.4 s of a 10,000-entry helix import under
-# cProfile (docs/research/memory-speed.md). Bounded by the bodies' total length, as `text_memo` is.
-_WHOLE_CHARS = 8_000_000
+# parsing it again, part by part (docs/research/memory-speed.md). Only the last two are kept, and none over
+# 1M characters: `gitwiki lint` of a whole corpus must not hold every page's tokens, and a front index.md
+# listing 20,000 pages is better served by `outline_of`'s memo of its parts.
+_WHOLE_KEPT = 2
+_WHOLE_MAX_CHARS = 1_000_000
 _whole: dict[str, list] = {}  # oldest first
 _whole_lock = threading.Lock()
 
@@ -72,12 +74,11 @@ def body_tokens(body: str) -> list:
         tokens = _whole.pop(body, None)
     if tokens is None:
         tokens = parser().parse(body)
-    with _whole_lock:
-        _whole[body] = tokens
-        size = sum(map(len, _whole))
-        while size > _WHOLE_CHARS and len(_whole) > 1:
-            size -= len(oldest := next(iter(_whole)))
-            del _whole[oldest]
+    if len(body) <= _WHOLE_MAX_CHARS:
+        with _whole_lock:
+            _whole[body] = tokens
+            while len(_whole) > _WHOLE_KEPT:
+                del _whole[next(iter(_whole))]
     return tokens
 
 
