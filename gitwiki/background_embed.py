@@ -1,7 +1,7 @@
 """Embedding new page versions on a thread of a long-lived process, after the write that made them answered.
 
-A page write (a memory store, add_markdown) embedded the page's new sections before it answered: 14–22 ms of a
-32–53 ms memory store on the quiet 2-core reference machine, 80–160 ms of 180–320 ms on a loaded one
+A page write (a memory store, add_markdown) embedded the page's new sections before it answered: 14–22 ms
+(min–median) of a 32–53 ms memory store at load 2.3 on the 2-core reference machine, and more under load
 (docs/research/memory-speed.md). In `gitwiki serve` the write still parses the page and writes its full-text
 rows before it answers, so the entry is found lexically at once, and hands the page version to this thread,
 which embeds the sections that have no vector yet, through a connection of its own. A search that needs those

@@ -317,8 +317,8 @@ def worktree_overlay(
     """Fold uncommitted and untracked pages into `committed` (the listing of corpus tree `tree`), parsing (not
     embedding) new versions. `read` (path → stamp and blob id of the bytes read; kept by the caller between
     calls) spares re-reading a page whose stamp did not change and whose version the index still holds:
-    a long-lived server's memory store re-read every uncommitted topic page (50 after 100 stores), 7 of
-    its 41 ms under load (docs/research/memory-speed.md)."""
+    each memory store in a long-lived server re-read every uncommitted topic page (50 after 100 stores),
+    7 of the 41 ms its view took under cProfile at load 11 (docs/research/memory-speed.md)."""
     changes = repo.worktree_changes(corpus)
     if not changes:
         return Overlay(committed, (), tree)

@@ -53,8 +53,9 @@ def add_page(wiki: Wiki, corpus: str | None, path: str, content: str, overwrite:
     # Parsed for lint before the view indexes it: indexing then reads the outline from the same parse.
     doc = parse(ref.repo_path, content)
     view = wiki.view(c.name)  # parses just the new page versions (the worktree overlay)
-    # The page itself is embedded now; the regenerated index.md above it (1,000 links on the front page of a
-    # 1,000-page wiki, many chunks) waits for the next hybrid search, as it did before.
+    # The page itself is embedded now (in `gitwiki serve`, on its background thread once this returns); the
+    # regenerated index.md above it (1,000 links on the front page of a 1,000-page wiki, many chunks) waits for
+    # the next hybrid search, as it did before.
     # The page can be gone from the view already (another process deleted or moved it, or swapped its folder
     # for a symlink): then there is nothing of it to embed.
     written = view.pages.get(ref.repo_path)
@@ -118,9 +119,9 @@ def _listed_the_same(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, previous: b
     """Whether an overwrite leaves every index block above the page as it is: blocks list pages by path,
     title and summary only, so when the path stays and the title and summary do (a memory store appends
     an entry below them) and the front index exists, there is nothing to refresh. Listing the corpus for a
-    refresh asks git three times: 4–9 ms of each memory store on the quiet 2-core reference machine
-    (docs/research/memory-speed.md). An index file itself is always refreshed (its own blocks are in the
-    text written). A listing left stale by a hand edit is the index-blocks hook's to fix."""
+    refresh asks git three times: 4–9 ms (min–median) of each memory store at load 2.3 on the 2-core
+    reference machine (docs/research/memory-speed.md). An index file itself is always refreshed (its own
+    blocks are in the text written). A listing left stale by a hand edit is the index-blocks hook's to fix."""
     name = wiki.config.index_blocks.filename
     if PurePosixPath(ref.repo_path).name == name or not os.path.lexists(wiki.root / PurePosixPath(corpus.path, name)):
         return False
