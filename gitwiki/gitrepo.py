@@ -202,12 +202,13 @@ class GitRepo:
                 if not flags & pygit2.GIT_STATUS_IGNORED
             ]
         changed: dict[str, bool] = {}
+        root = self.root  # a realpath each time it is asked for
         for path in paths:
             if matches(corpus, path) and path_problem(path) is None:  # wiki/.GIT/ on disk, as in a tree
-                full = self.root / path
+                full = root / path
                 changed[path] = full.is_file() and not full.is_symlink()
         gone = [path for path, present in changed.items() if not present]
-        for path in gitcli.skip_worktree(self.root, gone):
+        for path in gitcli.skip_worktree(root, gone):
             del changed[path]  # left out by a sparse checkout: the committed page is still the page
         return changed
 

@@ -11,6 +11,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -271,6 +272,38 @@ class Overlay(NamedTuple):
     digest: str  # identifies `pages` (the corpus tree id when nothing is dirty), for caches
 
 
+# A file whose timestamps are this much in the past when it is read is known by its stat from then on: a
+# later write gets newer ones (within one timestamp tick of a read it might not).
+SETTLED_NS = 2_000_000_000
+FileStamp = tuple[int, int, int, int, int]
+
+
+def file_stamp(st: os.stat_result) -> FileStamp:
+    """What says a file still holds the bytes read from it: its inode, size, mtime, and ctime and link count,
+    which no write, `touch -d` or new hard link leaves as they were."""
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_nlink)
+
+
+def _unchanged(
+    store: Store, root: Path, changes: dict[str, bool], read: dict[str, tuple[FileStamp, str]]
+) -> dict[str, str]:
+    """Path → blob id of the changed pages whose stamp is the one recorded when they were read (safely: a
+    page reached through a symlink was never recorded, and is read again once its stamp moves) and whose
+    version the index still holds (another process's gc may have dropped it); forgets the others."""
+    kept: dict[str, str] = {}
+    for path in list(read):
+        try:
+            same = changes.get(path) and file_stamp(os.lstat(os.path.join(root, path))) == read[path][0]
+        except OSError:
+            same = False
+        if same:
+            kept[path] = read[path][1]
+        else:
+            del read[path]
+    known = store.known_blobs(set(kept.values()))
+    return {path: blob for path, blob in kept.items() if blob in known}
+
+
 def worktree_overlay(
     store: Store,
     repo: GitRepo,
@@ -279,20 +312,30 @@ def worktree_overlay(
     tree: str,
     max_bytes: int = MAX_PAGE_BYTES,
     lock_timeout: float = LOCK_TIMEOUT,
+    read: dict[str, tuple[FileStamp, str]] | None = None,
 ) -> Overlay:
     """Fold uncommitted and untracked pages into `committed` (the listing of corpus tree `tree`), parsing (not
-    embedding) new versions."""
+    embedding) new versions. `read` (path → stamp and blob id of the bytes read; kept by the caller between
+    calls) spares re-reading a page whose stamp did not change and whose version the index still holds:
+    each memory store in a long-lived server re-read every uncommitted topic page (50 after 100 stores),
+    7 of the 41 ms its view took under cProfile at load 11 (docs/research/memory-speed.md)."""
     changes = repo.worktree_changes(corpus)
     if not changes:
         return Overlay(committed, (), tree)
     pages = dict(committed)
     sources: dict[str, Callable[[], bytes]] = {}
+    root = repo.root  # a realpath each time it is asked for
+    unchanged = _unchanged(store, root, changes, read) if read is not None else {}
     for path, present in changes.items():
         if not present:
             pages.pop(path, None)
             continue
+        if path in unchanged:
+            pages[path] = unchanged[path]
+            continue
         try:
-            data = read_page_file(repo.root, path)
+            st = os.lstat(os.path.join(root, path))  # before the read: a stamp never outdates its bytes
+            data = read_page_file(root, path)
         except UnsafeFile:  # a hard link may be a file outside the wiki: search the committed version only
             continue
         except OSError:  # deleted between the status call and now
@@ -301,6 +344,8 @@ def worktree_overlay(
         blob = blob_id(data)
         pages[path] = blob
         sources[blob] = functools.partial(bytes, data)  # bytes(b) is b itself: no copy
+        if read is not None and max(st.st_mtime_ns, st.st_ctime_ns) < time.time_ns() - SETTLED_NS:
+            read[path] = (file_stamp(st), blob)
     if sources:
         with store.lock(lock_timeout):
             ensure_blobs(store, sources, max_bytes=max_bytes)

@@ -204,6 +204,12 @@ class Store:
             return cls(path.parent, conn)
         return cls(path.parent, sqlite3.connect(path, isolation_level=None))
 
+    @classmethod
+    def another(cls, index_dir: Path) -> Store:
+        """One more connection to the index a `Store.open` opened, for another thread of the process: a
+        connection's transactions are its own, so two threads sharing one would interleave theirs."""
+        return cls(index_dir, _connect(index_dir / DB_NAME))
+
     def close(self) -> None:
         self.conn.close()
 

@@ -21,6 +21,7 @@ from gitwiki.errors import NotFoundError, StoreError, UnknownCorpus, UsageError
 from gitwiki.fs import UnsafeFile, read_page_file
 from gitwiki.gitrepo import Commit, GitRepo, HistoryEntry
 from gitwiki.indexer import (
+    FileStamp,
     IndexReport,
     Overlay,
     Progress,
@@ -45,6 +46,7 @@ from gitwiki.store import LOCK_TIMEOUT, IndexDamaged, Store
 OVERLAY_WAIT = 2.0
 
 if TYPE_CHECKING:
+    from gitwiki.background_embed import BackgroundEmbedder
     from gitwiki.watch import Watcher
 
 
@@ -73,6 +75,8 @@ class Wiki:
         self._overlays: dict[str, tuple[tuple[object, ...], Overlay]] = {}  # corpus → (what it depends on, overlay)
         # corpus → ((overlay key, model, budget), pages past the budget): what the last embedding step left
         self._embedded: dict[str, tuple[tuple[object, ...], tuple[str, ...]]] = {}
+        self._background: BackgroundEmbedder | None = None  # see embed_in_background
+        self._read: dict[str, dict[str, tuple[FileStamp, str]]] = {}  # corpus → worktree_overlay's `read`
 
     @classmethod
     def open(cls, start: str | os.PathLike = ".") -> Wiki:
@@ -263,6 +267,7 @@ class Wiki:
         done = self._embedded.get(corpus.name)
         if key is not None and done is not None and done[0] == asked:
             return overlay, 0, done[1]  # this overlay was embedded as far as the budget goes: nothing to look up
+        self.settle_embedding()
         over = []
         for path in overlay.dirty:
             if budget is not None and path in overlay.pages:
@@ -285,23 +290,46 @@ class Wiki:
         when one of those moved: a watched file, git's index file, the indexed tree, or the database (another
         process's gc may drop the drafts' chunks)."""
         generation = self._watcher.sync() if self._watcher else None
+        read = self._read.setdefault(corpus.name, {})
         if generation is None:
-            return worktree_overlay(self.store, self.repo, corpus, committed, tree, self._max_bytes, lock_timeout), None
+            overlay = worktree_overlay(
+                self.store, self.repo, corpus, committed, tree, self._max_bytes, lock_timeout, read
+            )
+            return overlay, None
         key = (generation, tree, self.repo.status_stamp(), self.store.data_version())
         cached = self._overlays.get(corpus.name)
         if cached is None or cached[0] != key:
-            overlay = worktree_overlay(self.store, self.repo, corpus, committed, tree, self._max_bytes, lock_timeout)
+            overlay = worktree_overlay(
+                self.store, self.repo, corpus, committed, tree, self._max_bytes, lock_timeout, read
+            )
             cached = self._overlays[corpus.name] = (key, overlay)
         return cached[1], key
 
-    def embed_blobs(self, blobs: set[str]) -> int:
-        """Embed the chunks of these page versions that have no vector yet (none in lexical mode); returns
-        how many were embedded."""
+    def embed_in_background(self) -> None:
+        """For long-lived processes: from now on `embed_blobs` hands its work to a thread and returns at once
+        (gitwiki.background_embed); `close` waits for that thread to finish."""
+        from gitwiki.background_embed import BackgroundEmbedder
+
+        if self._background is None:
+            self._background = BackgroundEmbedder()
+
+    def embed_blobs(self, blobs: set[str]) -> bool:
+        """Embed the chunks of these page versions (parsed into the index) that have no vector yet, none in
+        lexical mode: now, or on the background thread of a process that has one. True when done now."""
         embedder = self.embedder()
         if embedder is None:
-            return 0
+            return True
+        if self._background is not None and self._background.submit(self.store, embedder, blobs):
+            return False
         with self.store.lock():
-            return ensure_vectors(self.store, embedder, blobs)
+            ensure_vectors(self.store, embedder, blobs)
+        return True
+
+    def settle_embedding(self) -> None:
+        """Wait for the background thread to embed what was handed to it, before looking for vectors that are
+        missing: what it is embedding would be embedded twice."""
+        if self._background is not None:
+            self._background.settle()
 
     def embed_worktree(self) -> int:
         """Parse and embed every corpus's uncommitted pages now, so the next search pays nothing for them;
@@ -393,6 +421,8 @@ class Wiki:
         )
 
     def close(self) -> None:
+        if self._background is not None:
+            self._background.close()
         self._forget()
         self.repositories.close()
         if self._watcher is not None:
@@ -412,6 +442,7 @@ class Wiki:
         self._pages.clear()
         self._overlays.clear()
         self._embedded.clear()
+        self._read.clear()
 
 
 class LocalCorpus:

@@ -6,14 +6,17 @@ other feature that writes pages, so that every write leaves the wiki consistent.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
+import os
+from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from gitwiki import index_blocks, pagefacts
 from gitwiki.config import CorpusConfig
 from gitwiki.errors import GitwikiError
 from gitwiki.fs import UnsafeFile, read_page_file, write_page_file
-from gitwiki.lint import lint_text
+from gitwiki.gitcli import blob_id
+from gitwiki.lint import lint_document
+from gitwiki.markdown.document import Document, parse
 from gitwiki.pagefacts import FactsCache
 from gitwiki.pages import PageRef, locate, remove_page, write_page
 from gitwiki.search import CorpusView
@@ -41,20 +44,24 @@ def add_page(wiki: Wiki, corpus: str | None, path: str, content: str, overwrite:
         previous = _old_bytes(ref) if overwrite else None
         created = write_page(ref, content, overwrite=overwrite, max_bytes=wiki.config.mcp.max_page_bytes)
         try:
-            index_files = _refresh_ancestors(wiki, c, ref, scaffold=True)
+            same = previous is not None and _listed_the_same(wiki, c, ref, previous, content)
+            index_files = [] if same else _refresh_ancestors(wiki, c, ref, scaffold=True)
         except GitwikiError:
             _put_back(ref, None if created else previous)
             raise
         commit = _commit(wiki, "add_markdown", ref, index_files)
+    # Parsed for lint before the view indexes it: indexing then reads the outline from the same parse.
+    doc = parse(ref.repo_path, content)
     view = wiki.view(c.name)  # parses just the new page versions (the worktree overlay)
-    # The page itself is embedded now; the regenerated index.md above it (1,000 links on the front page of a
-    # 1,000-page wiki, many chunks) waits for the next hybrid search, as it did before.
+    # The page itself is embedded now (in `gitwiki serve`, on its background thread once this returns); the
+    # regenerated index.md above it (1,000 links on the front page of a 1,000-page wiki, many chunks) waits for
+    # the next hybrid search, as it did before.
     # The page can be gone from the view already (another process deleted or moved it, or swapped its folder
     # for a symlink): then there is nothing of it to embed.
     written = view.pages.get(ref.repo_path)
     if written is not None:
         wiki.embed_blobs({written})
-    findings = _lint(wiki, ref, content, set(view.pages))
+    findings = _lint(wiki, doc, set(view.pages))
     return _report(ref, "created" if created else "overwritten", index_files, findings, commit, view)
 
 
@@ -108,6 +115,21 @@ def _put_back(ref: PageRef, previous: bytes | None) -> None:
         write_page_file(ref.root, ref.repo_path, previous, overwrite=True)
 
 
+def _listed_the_same(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, previous: bytes, content: str) -> bool:
+    """Whether an overwrite leaves every index block above the page as it is: blocks list pages by path,
+    title and summary only, so when the path stays and the title and summary do (a memory store appends
+    an entry below them) and the front index exists, there is nothing to refresh. Listing the corpus for a
+    refresh asks git three times: 4–9 ms (min–median) of each memory store at load 2.3 on the 2-core
+    reference machine (docs/research/memory-speed.md). An index file itself is always refreshed (its own
+    blocks are in the text written). A listing left stale by a hand edit is the index-blocks hook's to fix."""
+    name = wiki.config.index_blocks.filename
+    if PurePosixPath(ref.repo_path).name == name or not os.path.lexists(wiki.root / PurePosixPath(corpus.path, name)):
+        return False
+    facts = _facts(wiki.index_dir)
+    old = facts.get("info", blob_id(previous), lambda: pagefacts.decode(previous))
+    return old == facts.get("info", blob_id(content.encode("utf-8")), lambda: content)
+
+
 def _refresh_ancestors(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, scaffold: bool) -> list[str]:
     facts = _facts(wiki.index_dir)
     result = index_blocks.refresh(
@@ -119,14 +141,14 @@ def _refresh_ancestors(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, scaffold:
     return result.changed
 
 
-def _lint(wiki: Wiki, ref: PageRef, content: str, pages: set[str]) -> list[dict]:
+def _lint(wiki: Wiki, doc: Document, pages: set[str]) -> list[dict]:
     def anchors(repo_path: str) -> list[str] | None:  # other pages' anchors, so `other.md#anchor` links are checked too
         try:
             return pagefacts.anchors(read_page_file(wiki.root, repo_path).decode("utf-8"))
         except (OSError, UnicodeDecodeError, UnsafeFile):
             return None
 
-    return [f._asdict() for f in lint_text(ref.repo_path, content, pages, wiki.config, anchors=anchors)]
+    return [f._asdict() for f in lint_document(doc, pages, wiki.config, anchors=anchors)]
 
 
 def _commit(wiki: Wiki, tool: str, ref: PageRef, index_files: list[str]) -> str | None:

@@ -111,3 +111,48 @@ def test_unborn_head_indexes_nothing_and_worktree_pages_are_found(repo):
     assert (r.pages, r.commit) == (0, "")
     result = wiki.search("gardening")
     assert result.docs[0].path == "wiki/new.md" and result.dirty == ("wiki/new.md",)
+
+
+def test_the_overlay_reads_again_only_pages_whose_stamp_moved(repo, monkeypatch):
+    """An uncommitted page read once is known by its stamp from then on (a long-lived server re-read every
+    uncommitted page on each write); a write to it, even one keeping its size and mtime, a swap for a
+    symlink or its version gone from the index makes the next view read it again."""
+    import os
+
+    from gitwiki import indexer
+
+    repo.commit(
+        "pages", {**PAGES, ".gitwiki.toml": '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'}
+    )
+    monkeypatch.setattr(indexer, "SETTLED_NS", 0)  # every read is settled: no need to wait 2 s in a test
+    reads: list[str] = []
+    real = indexer.read_page_file
+    monkeypatch.setattr(indexer, "read_page_file", lambda root, path: reads.append(path) or real(root, path))
+    wiki = Wiki.open(repo.path)
+    repo.write("wiki/a.md", "# A\n\nThe heron fishes at dawn.\n")
+    repo.write("wiki/b.md", "# B\n\nThe otter swims.\n")
+    assert set(wiki.view().dirty) == {"wiki/a.md", "wiki/b.md"} and sorted(reads) == ["wiki/a.md", "wiki/b.md"]
+    reads.clear()
+    repo.write("wiki/b.md", "# B\n\nThe otter dives.\n")
+    wiki.view()
+    assert reads == ["wiki/b.md"]
+    reads.clear()
+    a = repo.path / "wiki/a.md"
+    before = a.stat()
+    a.write_text("# A\n\nThe egret fishes at dusk.\n")  # in place, same size, mtime set back
+    os.utime(a, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert wiki.search("egret dusk", mode="lexical").docs[0].path == "wiki/a.md" and reads == ["wiki/a.md"]
+    reads.clear()
+    wiki.view()
+    assert reads == []
+    blob = wiki.view().pages["wiki/a.md"]
+    with wiki.store.lock(), wiki.store.write():
+        wiki.store.drop([blob])
+    assert wiki.search("egret dusk", mode="lexical").docs[0].path == "wiki/a.md" and reads == ["wiki/a.md"]
+    outside = repo.path.parent / "outside.md"
+    outside.write_text("# Secret\n\nThe egret password.\n")
+    a.unlink()
+    a.symlink_to(outside)
+    view = wiki.view()
+    assert view.pages.get("wiki/a.md") is None and "wiki/a.md" in view.dirty
+    wiki.close()

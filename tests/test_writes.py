@@ -59,6 +59,55 @@ def test_an_overwrite_that_changes_nothing_an_index_shows_leaves_it_alone(repo, 
     assert "On-call" not in front.read_text()
 
 
+def test_an_overwrite_that_keeps_title_and_summary_does_not_list_the_corpus(repo, monkeypatch):
+    """Listing the corpus for the index blocks asks git three times; an overwrite whose page keeps its title
+    and summary (a memory store appending an entry) cannot change a block, so it is not listed. A new summary
+    is, and a missing front index is scaffolded whatever changed."""
+    wiki = _wiki(repo)
+    writes.add_page(wiki, None, "guides/ops/oncall.md", "# On-call\n\nPage the zebra rota.\n")
+    listings = []
+    real = gitcli.index_listing
+    monkeypatch.setattr(gitcli, "index_listing", lambda *a: listings.append(a) or real(*a))
+    body = "# On-call\n\nPage the zebra rota.\n\n## Escalation\n\nCall the lead.\n"
+    report = writes.add_page(wiki, None, "guides/ops/oncall.md", body, overwrite=True)
+    assert (report.index_files, listings) == ([], [])
+    assert wiki.search("escalation lead", mode="lexical").docs[0].path == "wiki/guides/ops/oncall.md"
+    report = writes.add_page(wiki, None, "guides/ops/oncall.md", "# On-call\n\nPage the yak rota.\n", True)
+    assert report.index_files == ["wiki/index.md"] and listings
+    assert "[On-call](guides/ops/oncall.md) — Page the yak rota." in (repo.path / "wiki/index.md").read_text()
+    (repo.path / "wiki/index.md").unlink()
+    report = writes.add_page(wiki, None, "guides/ops/oncall.md", "# On-call\n\nPage the yak rota.\n\nMore.\n", True)
+    assert report.index_files == ["wiki/index.md"]
+    front = (repo.path / "wiki/index.md").read_text()
+    assert "[On-call](guides/ops/oncall.md)" in front
+    emptied = front.split("<!-- GITWIKI:INDEX-START")[0] + "<!-- GITWIKI:INDEX-START -->\n<!-- GITWIKI:INDEX-END -->\n"
+    report = writes.add_page(wiki, None, "index.md", emptied, overwrite=True)  # an index page keeps its title
+    assert report.index_files == ["wiki/index.md"]
+    assert "[On-call](guides/ops/oncall.md)" in (repo.path / "wiki/index.md").read_text()
+
+
+def test_a_page_write_parses_the_page_once_for_lint_and_index(repo, monkeypatch):
+    """Lint parses the written page whole and indexing reads the sections' outline from that parse, rather
+    than parsing it again section by section (twice the markdown-it time of every write and import)."""
+    from gitwiki.markdown import chunker
+
+    wiki = _wiki(repo)
+    md = chunker.parser()
+    parsed = []
+    real = md.parse
+    monkeypatch.setattr(md, "parse", lambda text, env=None: parsed.append(text) or real(text, env))
+    body = "# Kestrel\n\nThe kestrel rota.\n\n## Nights\n\nHover [home](../index.md).\n\n## Days\n\nPerch.\n"
+    report = writes.add_page(wiki, None, "guides/kestrel.md", body)
+    assert [text for text in parsed if text in body] == [body]  # the front index.md is parsed too
+    assert report.findings == []
+    rows = wiki.store.chunks_of([gitcli.blob_id(body.encode())])
+    assert [(r.breadcrumb, r.start_line, r.end_line) for r in rows] == [
+        (("Kestrel",), 1, 3),
+        (("Kestrel", "Nights"), 5, 7),
+        (("Kestrel", "Days"), 9, 11),
+    ]
+
+
 def test_add_page_returns_lint_findings_without_blocking(repo):
     wiki = _wiki(repo)
     report = writes.add_page(wiki, None, "broken.md", "# Broken\n\nSee [missing](nowhere.md).\n")

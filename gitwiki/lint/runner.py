@@ -15,7 +15,7 @@ from gitwiki.config import Config, CorpusConfig, matches, select
 from gitwiki.fs import read_page_file
 from gitwiki.gitcli import Checkout
 from gitwiki.lint.registry import RULES, Context, Finding
-from gitwiki.markdown.document import parse
+from gitwiki.markdown.document import Document, parse
 from gitwiki.markdown.frontmatter import YamlReader
 from gitwiki.markdown.links import link_target
 from gitwiki.pagefacts import FactsCache, link_name
@@ -59,8 +59,20 @@ def lint_text(
     to) enables the orphan check, which needs the whole corpus. `read_yaml` reads the front matter (see
     `split_front_matter`).
     """
+    return lint_document(parse(path, text, read_yaml), pages, config, anchors=anchors, linked=linked)
+
+
+def lint_document(
+    doc: Document,
+    pages: set[str],
+    config: Config,
+    *,
+    anchors: Callable[[str], Iterable[str] | None] | None = None,
+    linked: set[str] | None = None,
+) -> list[Finding]:
+    """`lint_text` of a page already parsed (`markdown.document.parse`)."""
+    path = doc.path
     corpus = corpus_of(config, path)
-    doc = parse(path, text, read_yaml)
     skip = disabled_codes(config, corpus) | doc.disabled
     ctx = Context(pages, config, corpus, anchors, linked)
     out = [

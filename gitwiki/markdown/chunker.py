@@ -10,6 +10,7 @@ import bisect
 import functools
 import posixpath
 import re
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -57,6 +58,31 @@ def parser() -> MarkdownIt:
     from markdown_it import MarkdownIt  # 40 ms: paid only when a page is actually parsed
 
     return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+# The last page bodies parsed whole, by text: lint parses a written page whole, and indexing the same version
+# right after (a page write, each page of a memory import) reads its outline from those tokens instead of
+# parsing it again, part by part (docs/research/memory-speed.md). Only the last two are kept, and none over
+# 1M characters: `gitwiki lint` of a whole corpus must not hold every page's tokens, and a front index.md
+# listing 20,000 pages is better served by `outline_of`'s memo of its parts.
+_WHOLE_KEPT = 2
+_WHOLE_MAX_CHARS = 1_000_000
+_whole: dict[str, list[Token]] = {}  # oldest first
+_whole_lock = threading.Lock()
+
+
+def body_tokens(body: str) -> list[Token]:
+    """markdown-it's tokens of a whole page body, remembered for `outline_of` of the same body."""
+    with _whole_lock:
+        tokens = _whole.pop(body, None)
+    if tokens is None:
+        tokens = parser().parse(body)
+    if len(body) <= _WHOLE_MAX_CHARS:
+        with _whole_lock:
+            _whole[body] = tokens
+            while len(_whole) > _WHOLE_KEPT:
+                del _whole[next(iter(_whole))]
+    return tokens
 
 
 def inline_text(token: Token) -> str:
@@ -150,6 +176,10 @@ def outline_of(body: str) -> tuple[list[SectionHeading], list[tuple[int, int]]]:
     ~300 ms of each page write under load. Where the parts could parse differently from the whole (a
     reference definition, which applies to the whole page; a bare CR; a block left open at a cut), the
     whole body is parsed."""
+    with _whole_lock:
+        whole = _whole.get(body)
+    if whole is not None:  # parsed whole a moment ago (`body_tokens`)
+        return _outline(whole)
     cuts = [m.start() for m in _ATX.finditer(body)]
     if len(cuts) < 2 or "\r" in body:
         return _outline(parser().parse(body))

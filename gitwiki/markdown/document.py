@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from gitwiki.markdown.chunker import inline_text, parser
+from gitwiki.markdown.chunker import body_tokens, inline_text
 from gitwiki.markdown.frontmatter import FrontMatter, YamlReader, split_front_matter
 from gitwiki.markdown.links import Link, extract_links, heading_slugs, html_anchors
 
@@ -57,7 +57,7 @@ def parse(path: str, text: str, read_yaml: YamlReader | None = None) -> Document
         fm,
         disabled={c.strip().upper() for m in _DISABLE.finditer(text) for c in m.group(1).split(",") if c.strip()},
     )
-    tokens = parser().parse(fm.body)
+    tokens = body_tokens(fm.body)  # indexing the same version next reads its outline from these
     for i, tok in enumerate(tokens):
         if tok.map is None or tok.nesting == -1:
             continue

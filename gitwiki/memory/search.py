@@ -275,6 +275,8 @@ def memory_view(mem: Memory, files: dict[str, TopicFile], embedder) -> CorpusVie
     todo = {tf.blob: tf for tf in files.values() if (tf.blob, model) not in mem.indexed}
     if todo:
         store = mem.wiki.store
+        if embedder is not None:
+            mem.wiki.settle_embedding()  # a store's vectors may be on their way (gitwiki.background_embed)
         with store.lock():
             sources: dict[str, Callable[[], bytes]] = {b: functools.partial(bytes, tf.data) for b, tf in todo.items()}
             ensure_blobs(store, sources)

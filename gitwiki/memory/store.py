@@ -2,8 +2,9 @@
 
 Each touched topic page goes through the wiki's page write path (atomic write, index blocks, optional
 commit, the page folded into the index) and its new entries are embedded before the call returns, so
-the next search finds them without paying for it. Two processes storing at once serialize on the lock
-and re-read the page inside it: neither loses the other's entry.
+the next search finds them without paying for it; in `gitwiki serve` they are embedded on a background
+thread instead, which the next search waits for (gitwiki.background_embed). Two processes storing at
+once serialize on the lock and re-read the page inside it: neither loses the other's entry.
 """
 
 from __future__ import annotations
@@ -228,16 +229,18 @@ def write_pages(mem: Memory, contents: dict[str, str | None], folder: str = "") 
 
 
 def _embed(mem: Memory, versions: list[bytes]) -> None:
-    """Parse and embed the new page versions now (only chunks whose text is new reach the model)."""
+    """Parse the new page versions now and embed them, now or on the server's background thread (only
+    chunks whose text is new reach the model). Embedded later, they are not marked indexed: the next search
+    waits for the thread (`memory_view`)."""
     embedder = mem.wiki.embedder() if versions else None
     if embedder is None:
         return
-    from gitwiki.indexer import ensure_blobs, ensure_vectors
+    from gitwiki.indexer import ensure_blobs
 
     sources: dict[str, Callable[[], bytes]] = {blob_id(data): functools.partial(bytes, data) for data in versions}
     ensure_blobs(mem.wiki.store, sources)
-    ensure_vectors(mem.wiki.store, embedder, set(sources))
-    mem.indexed.update((blob, embedder.model_id) for blob in sources)
+    if mem.wiki.embed_blobs(set(sources)):
+        mem.indexed.update((blob, embedder.model_id) for blob in sources)
 
 
 # ---- edit: one function per operation ----------------------------------------------------------------

@@ -135,3 +135,17 @@ def test_an_edit_to_one_section_reparses_that_section_only(monkeypatch):
     assert parsed == ["## Drafts\n\n- [Draft two](d.md)\n\n"]
     assert parse_page(edited.replace("— about 7\n", "— about 7\n\n[p7]: https://x\n")) is not None
     assert parsed[-1].startswith("# Home") and len(parsed[-1]) > len(listing)  # a reference: parsed whole
+
+
+def test_a_body_parsed_whole_gives_its_outline_and_only_the_last_two_small_ones_are_kept():
+    """Lint's whole parse of a page (`body_tokens`) is what indexing the same page reads its outline from,
+    with the outline the parts would give; a whole corpus linted keeps the tokens of two pages, not all."""
+    bodies = [f"# Page {n}\n\nText {n}.\n\n## Part\n\n- item {n}\n\n## More\n\nEnd.\n" for n in range(3)]
+    expected = [chunker.outline_of(b) for b in bodies]  # parsed part by part
+    for body in bodies:
+        chunker.body_tokens(body)
+    assert list(chunker._whole) == bodies[1:]
+    assert [chunker.outline_of(b) for b in bodies] == expected
+    big = "# Big\n\n" + "word " * 250_000
+    chunker.body_tokens(big)
+    assert big not in chunker._whole
