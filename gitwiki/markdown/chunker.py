@@ -14,13 +14,12 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from markdown_it.token import Token
-
 from gitwiki.markdown.frontmatter import meta_str, meta_tags, split_front_matter
 from gitwiki.pagetext import text_memo
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # markdown-it loads only when a page is parsed: the index-blocks hook never does
     from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 SPLIT_LEVELS = ("h1", "h2", "h3")
 # MiniLM-class models read 256 word pieces; leave room for the breadcrumb line.
