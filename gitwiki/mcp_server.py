@@ -194,6 +194,14 @@ class WikiTools:
                 " dense is embeddings only."
             ),
         ] = None,
+        explain: Annotated[
+            bool,
+            Field(
+                description="Also give each page's ranking numbers (lexical and dense ranks and scores, their"
+                " normalization, fused and page scores, what the weak flag saw): after its sections, and in"
+                " format json as the page's `explain` object."
+            ),
+        ] = False,
     ) -> Answer:
         """Search the wiki. Text: a ripgrep-style outline (path:start-end, heading breadcrumb, snippet) per page,
         best first (format json: the `gitwiki ground --json` document). Read the hits with read_markdown and their
@@ -206,6 +214,7 @@ class WikiTools:
             chunks_per_file=chunks_per_file,
             limit=limit,
             snippet_chars=snippet_chars,
+            explain=explain,
         )
         return result(outline(found, **self.notes(self.wiki, mode, found)), found.to_json())
 

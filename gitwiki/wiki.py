@@ -330,6 +330,7 @@ class Wiki:
         fusion: str | None = None,
         at: str | None = None,
         worktree: bool = True,
+        explain: bool = False,
     ) -> SearchResult:
         if not query or not query.strip():
             raise UsageError('the query is empty; say what to look for, e.g. gitwiki ground "how do we deploy"')
@@ -342,6 +343,7 @@ class Wiki:
             limit=limit,
             snippet_chars=snippet_chars,
             full=full,
+            explain=explain,
         )
         view = self.view(corpus, at=at, worktree=worktree, vectors=options.mode != "lexical")
         if not view.pages:
