@@ -174,6 +174,11 @@ def test_rank_pages_with_a_reorder_keeps_its_order_and_drops_page_fusion():
         found, fusion="score", top_files=2, chunks_per_file=1, limit=5, reorder=lambda f: [(1, 5), (2, 1)]
     )
     assert [(h.path, h.score) for h in hits] == [("a.md", 5), ("b.md", 1)]
+    traced = rank_pages(
+        found, fusion="score", top_files=2, chunks_per_file=1, limit=5, reorder=lambda f: [(1, 5), (2, 1)], explain=True
+    )
+    assert all(h.trace.reranked and h.trace.page_fusion is None and h.trace.page_share == 0 for h in traced)
+    assert traced[0].trace.chunk_score == 5 and traced[0].trace.second_share == 0.0
 
 
 _scores = st.floats(min_value=-50, max_value=50, allow_nan=False)

@@ -206,11 +206,9 @@ class Lookup:
         found = Candidates(
             {"lexical": [(c, n.score) for c, n in fresh.items()]}, {c: n.path for c, n in fresh.items()}, "lexical"
         )
-        n = self.settings.results
-        return [
-            fresh[hit.chunks[0][0]]
-            for hit in rank_pages(found, fusion="score", top_files=n, chunks_per_file=1, limit=n)
-        ]
+        results = self.settings.results
+        hits = rank_pages(found, fusion="score", top_files=results, chunks_per_file=1, limit=results)
+        return [fresh[hit.chunks[0][0]] for hit in hits]
 
     def render(self, notes: list[Note], query: str = "") -> str:
         """Notes as markdown: where each one is, then a snippet around the query's words."""
