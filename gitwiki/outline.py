@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from gitwiki.ranking import PageTrace
+from gitwiki.relevance import WEAK_COVERAGE, WEAK_Z
 from gitwiki.search import SearchResult
 
 
@@ -79,10 +80,10 @@ def explain_lines(trace: PageTrace) -> list[str]:
     lines.append(f"     {score} = {score_text(trace.score)}")
     if trace.weak is not None:
         w = trace.weak
-        said = f"weak: {'yes' if w.weak else 'no'} · coverage {w.coverage:.2f}"
+        said = f"weak: {'yes' if w.weak else 'no'} · coverage {w.coverage:.2f} (not weak from {WEAK_COVERAGE})"
         if w.cosine is not None:
             said += f" · cosine {w.cosine:.4f}"
         if w.background is not None and w.z is not None:
-            said += f" · z {w.z:.2f} over mean {w.background.mean:.4f} ± {w.background.std:.4f}"
+            said += f", z {w.z:.2f} (not weak from {WEAK_Z}) over mean {w.background.mean:.4f} ± {w.background.std:.4f}"
         lines.append(f"     {said}")
     return lines
