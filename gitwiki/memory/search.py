@@ -121,6 +121,7 @@ def age_days(entry: Entry, now: datetime) -> float:
 
 
 def recency(entry: Entry, now: datetime) -> float:
+    """An entry's recency weight now (`gitwiki.ranking.recency` of its age)."""
     return ranking.recency(age_days(entry, now))
 
 
