@@ -196,7 +196,7 @@ def install_fusion_levers(args) -> None:
     if args.confidence:
         fuse, page = confident_fusion(args.confidence, scale)
         ranking.FUSERS["score"] = fuse
-        search.page_fusion = page
+        ranking.page_fusion = page  # rank_pages looks it up in its module at each call
     lexical_ids: dict[str, set[int]] = {}
     original_lexical = search.Searcher._lexical
 

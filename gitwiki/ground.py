@@ -31,6 +31,7 @@ class GroundRequest(NamedTuple):
     worktree: bool = True
     format: str = "outline"
     color: bool = False  # outline only: ANSI styles, when stdout is a terminal
+    explain: bool = False  # each page's ranking numbers (after its sections; the JSON's `explain`)
 
 
 def answer(wiki: Wiki, request: GroundRequest) -> str:

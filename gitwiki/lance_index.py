@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 from gitwiki.embed import Embedder, load_embedder
 from gitwiki.errors import NotFoundError, StoreError, UnknownCorpus, UsageError
 from gitwiki.markdown.chunker import fallback_title
-from gitwiki.ranking import FUSERS, SECOND_CHUNK, Ranked, rollup, snippet
+from gitwiki.ranking import Candidates, PageHit, Ranked, judge_pages, rank_pages, snippet
 from gitwiki.search import CANDIDATES, ChunkResult, DocResult, SearchOptions, SearchResult
 from gitwiki.store import ChunkRow, State, Store, vector_matrix
-from gitwiki.tokens import STOP_WORDS, words
+from gitwiki.tokens import STOP_WORDS, tokenize, words
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -380,6 +380,39 @@ class LanceReader:
             raise UsageError("the query is empty; say what to look for")
         if refresh:
             self.refresh()
+        found, by_id = self._candidates(query, corpus, options, embedder)
+        hits = rank_pages(
+            found,
+            fusion=options.fusion,
+            top_files=options.top_files,
+            chunks_per_file=options.chunks_per_file,
+            limit=options.limit,
+            explain=options.explain,
+        )
+        titles = {h.path: by_id[h.chunks[0][0]]["title"] or fallback_title(h.path) for h in hits}
+        weak: dict[str, bool] = {}
+        if found.mode == "lexical":  # with dense, the weak flag needs every chunk's cosine: the table gives its top
+            tokens = {h.path: _tokens(titles[h.path], by_id[h.chunks[0][0]]) for h in hits}
+            judged = judge_pages(hits, set(tokenize(query)), tokens, found, None)
+            hits, weak = [h for h, _ in judged], {h.path: j.weak for h, j in judged}
+        terms = {w.lower() for w in words(query) if w.lower() not in STOP_WORDS}
+        docs = [
+            DocResult(
+                hit.path,
+                titles[hit.path],
+                hit.score,
+                _shown(hit, by_id, terms, options),
+                weak.get(hit.path, False),
+                explain=hit.trace,
+            )
+            for hit in hits
+        ]
+        return SearchResult(query, corpus, self.commits.get(corpus, ""), found.mode, docs)
+
+    def _candidates(
+        self, query: str, corpus: str, options: SearchOptions, embedder: Embedder | None
+    ) -> tuple[Candidates, dict[int, dict[str, Any]]]:
+        """Each ranker's candidates from the table, and the row of each candidate chunk (ids numbered per query)."""
         usable = embedder is not None and self.has_vectors and embedder.model_id == self.model
         vector = embedder.embed_query(query) if embedder is not None and usable and options.mode != "lexical" else None
         mode = options.mode if vector is not None else "lexical"
@@ -387,7 +420,7 @@ class LanceReader:
         limit = max(CANDIDATES, options.limit)
         rows: dict[str, dict[str, Any]] = {}  # key → row, for every chunk either ranker returned
         ids: dict[str, int] = {}
-        rankings: list[Ranked] = []
+        rankings: dict[str, Ranked] = {}
 
         def ranked(found: list[dict[str, Any]], score: str) -> Ranked:
             for row in found:
@@ -398,7 +431,7 @@ class LanceReader:
         if mode in ("hybrid", "lexical"):
             fts = self.table.search(query, query_type="fts", fts_columns="fts")
             found = fts.where(where, prefilter=True).select([*columns, "_score"]).limit(limit).to_list()
-            rankings.append(ranked(found, "_score"))
+            rankings["lexical"] = ranked(found, "_score")
         if vector is not None:
             # lancedb annotates search() with the base builder; a vector query returns its vector builder.
             dense = cast(
@@ -411,28 +444,30 @@ class LanceReader:
             found = dense.where(where, prefilter=True).select([*columns, "_distance"]).limit(limit).to_list()
             for row in found:  # cosine distance → cosine similarity, so higher is better everywhere
                 row["_distance"] = 1.0 - row["_distance"]
-            rankings.append(ranked(found, "_distance"))
-        fused = rankings[0] if len(rankings) == 1 else FUSERS[options.fusion](rankings)
+            rankings["dense"] = ranked(found, "_distance")
         by_id = {i: rows[key] for key, i in ids.items()}
-        second = SECOND_CHUNK if mode == "hybrid" and options.fusion == "score" else 0.0
-        page_of = {i: row["path"] for i, row in by_id.items()}
-        hits = rollup(fused, page_of, options.top_files, options.chunks_per_file, options.limit, second)
-        terms = {w.lower() for w in words(query) if w.lower() not in STOP_WORDS}
-        docs = []
-        for hit in hits:
-            chunks = [
-                ChunkResult(
-                    list(by_id[i]["breadcrumb"]),
-                    by_id[i]["start_line"],
-                    by_id[i]["end_line"],
-                    s,
-                    by_id[i]["text"] if options.full else snippet(by_id[i]["text"], terms, options.snippet_chars),
-                )
-                for i, s in hit.chunks
-            ]
-            title = by_id[hit.chunks[0][0]]["title"]
-            docs.append(DocResult(hit.path, title or fallback_title(hit.path), hit.score, chunks))
-        return SearchResult(query, corpus, self.commits.get(corpus, ""), mode, docs)
+        return Candidates(rankings, {i: row["path"] for i, row in by_id.items()}, mode), by_id
+
+
+def _tokens(title: str, row: dict[str, Any]) -> set[str]:
+    """The terms the weak flag reads in a chunk: its page title, breadcrumb and text, as the index tokenizes."""
+    return set(tokenize(" ".join((title, *row["breadcrumb"], row["text"]))))
+
+
+def _shown(
+    hit: PageHit, by_id: dict[int, dict[str, Any]], terms: set[str], options: SearchOptions
+) -> list[ChunkResult]:
+    """A page's chunks as shown: whole (`full`) or a snippet around the query's terms."""
+    return [
+        ChunkResult(
+            list(by_id[i]["breadcrumb"]),
+            by_id[i]["start_line"],
+            by_id[i]["end_line"],
+            s,
+            by_id[i]["text"] if options.full else snippet(by_id[i]["text"], terms, options.snippet_chars),
+        )
+        for i, s in hit.chunks
+    ]
 
 
 def storage_uri(start: str | os.PathLike) -> str | None:

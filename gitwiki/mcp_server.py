@@ -96,6 +96,7 @@ class Searchable(Protocol):
         chunks_per_file: int | None = None,
         limit: int | None = None,
         snippet_chars: int | None = None,
+        explain: bool = False,
     ) -> SearchResult: ...
 
 
@@ -129,6 +130,14 @@ class GroundTool:
                 " dense is embeddings only."
             ),
         ] = None,
+        explain: Annotated[
+            bool,
+            Field(
+                description="Also give each page's ranking numbers (lexical and dense ranks and scores, their"
+                " normalization, fused and page scores, what the weak flag saw): after its sections, and in"
+                " format json as the page's `explain` object."
+            ),
+        ] = False,
     ) -> Answer:
         """Search the wiki. Text: a ripgrep-style outline (path:start-end, heading breadcrumb, snippet) per page,
         best first (format json: the `gitwiki ground --json` document). Read the hits with read_markdown and their
@@ -141,6 +150,7 @@ class GroundTool:
             chunks_per_file=chunks_per_file,
             limit=limit,
             snippet_chars=snippet_chars,
+            explain=explain,
         )
         return result(outline(found, **self.notes(mode, found)), found.to_json())
 

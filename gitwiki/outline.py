@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+from gitwiki.ranking import PageTrace
+from gitwiki.relevance import WEAK_COVERAGE, WEAK_Z
 from gitwiki.search import SearchResult
 
 
@@ -41,6 +43,8 @@ def outline(
             # Full chunks keep their own lines (code!); one-line snippets are wrapped.
             body = chunk.text.splitlines() if "\n" in chunk.text else textwrap.wrap(chunk.text, 100)
             lines.extend("    " + line for line in body or [""])
+        if doc.explain is not None:
+            lines.extend(f"  {dim}{line}{reset}" for line in explain_lines(doc.explain))
         lines.append("")
     footer = f"{len(result.docs)} pages · mode {mode} · " + (
         "corpora " + ", ".join(f"{name} at {commit[:12] or '(none)'}" for name, commit in result.corpora)
@@ -64,3 +68,29 @@ def score_text(score: float) -> str:
     word found on every page of a small corpus almost no weight (SQLite's FTS5 floors its IDF at 1e-6), so the
     one hit of a one-page corpus scored `(0.0000)`, as if it had not matched."""
     return f"{score:.3g}" if 0 < abs(score) < 0.00005 else f"{score:.4f}"
+
+
+def explain_lines(trace: PageTrace) -> list[str]:
+    """`ground --explain`'s lines under a page: each ranker's view of it, how its score was made, the weak flag."""
+    how = {"raw": "its own scores", "rrf": "rrf 1/(60+rank)", "dbsf": "dbsf"}[trace.normalization]
+    seen = [
+        f"{r.ranker} #{r.rank} (chunk #{r.chunk_rank}, raw {score_text(r.raw)} → {score_text(r.normalized)})"
+        for r in trace.rankers
+    ]
+    lines = [f"why: {' · '.join(seen) or 'no ranker returned it'} · normalized by {how}"]
+    score = f"chunk {score_text(trace.chunk_score)}" + (" (reranked)" if trace.reranked else "")
+    if trace.page_fusion is not None:
+        score += f", page fusion {score_text(trace.page_fusion)} × {trace.page_share}"
+        score += f" → base {score_text(trace.base)}"
+    if trace.second_chunk is not None and trace.second_share:
+        score += f" + second chunk {score_text(trace.second_chunk)} × {trace.second_share:.3f} ({trace.chunks} ranked)"
+    lines.append(f"     {score} = {score_text(trace.score)}")
+    if trace.weak is not None:
+        w = trace.weak
+        said = f"weak: {'yes' if w.weak else 'no'} · coverage {w.coverage:.2f} (not weak from {WEAK_COVERAGE})"
+        if w.cosine is not None:
+            said += f" · cosine {w.cosine:.4f}"
+        if w.background is not None and w.z is not None:
+            said += f", z {w.z:.2f} (not weak from {WEAK_Z}) over mean {w.background.mean:.4f} ± {w.background.std:.4f}"
+        lines.append(f"     {said}")
+    return lines

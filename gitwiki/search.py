@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -11,10 +12,21 @@ from gitwiki.config import FUSIONS, MODES, SearchConfig
 from gitwiki.embed import Embedder
 from gitwiki.errors import UsageError
 from gitwiki.markdown.chunker import fallback_title
-from gitwiki.ranking import DEFAULT_WEIGHTING, SECOND_CHUNK, Ranked, Weighting, fuse, page_fusion, rollup, snippet
-from gitwiki.relevance import Background, is_weak
+from gitwiki.ranking import (
+    DEFAULT_WEIGHTING,
+    Candidates,
+    PageHit,
+    PageTrace,
+    Ranked,
+    Weighting,
+    fuse,
+    judge_pages,
+    rank_pages,
+    snippet,
+)
+from gitwiki.relevance import Background
 from gitwiki.rerank import Reranker, load_reranker, rerank
-from gitwiki.store import IndexDamaged, Store, vector_matrix
+from gitwiki.store import BlobInfo, ChunkRow, IndexDamaged, Store, vector_matrix
 from gitwiki.tokens import STOP_WORDS, fts_query, tokenize, words
 
 if TYPE_CHECKING:  # numpy loads on the first dense query: the lexical CLI path stays fast
@@ -43,6 +55,7 @@ class SearchOptions(NamedTuple):
     limit: int
     snippet_chars: int
     full: bool
+    explain: bool = False  # trace each page's numbers (DocResult.explain)
 
     @classmethod
     def build(
@@ -56,6 +69,7 @@ class SearchOptions(NamedTuple):
         limit: int | None = None,
         snippet_chars: int | None = None,
         full: bool = False,
+        explain: bool = False,
     ) -> SearchOptions:
         """The options for one query (the CLI, MCP, the LanceDB reader and `Wiki.search` all come here):
         None takes the [search] default; a bad value is a UsageError naming it."""
@@ -73,6 +87,7 @@ class SearchOptions(NamedTuple):
             limit=_positive(limit, defaults.limit, "limit"),
             snippet_chars=_positive(snippet_chars, defaults.snippet_chars, "snippet_chars"),
             full=full,
+            explain=explain,
         )
 
 
@@ -98,6 +113,7 @@ class DocResult(NamedTuple):
     chunks: list[ChunkResult]
     weak: bool = False  # gitwiki.relevance: few query terms and no standout embedding match
     corpus: str | None = None  # the corpus it came from, when a search spanned several (`sources.fuse`)
+    explain: PageTrace | None = None  # every number that placed the page, when asked (SearchOptions.explain)
 
 
 class SearchResult(NamedTuple):
@@ -143,6 +159,7 @@ class SearchResult(NamedTuple):
                     "weak": d.weak,
                     **({"corpus": d.corpus} if d.corpus is not None else {}),
                 }
+                | ({"explain": d.explain.to_json()} if d.explain is not None else {})
                 for d in self.docs
             ],
             "dirty": list(self.dirty),
@@ -151,15 +168,6 @@ class SearchResult(NamedTuple):
             "folders": dict(self.folders),
             **({"corpora": dict(self.corpora)} if self.corpora else {}),
         }
-
-
-class Ranking(NamedTuple):
-    fused: Ranked  # (chunk id, score), best first
-    blob_of: dict[int, str]  # chunk id → blob
-    mode: str  # the mode actually used (lexical when there is no embedder)
-    cosines: dict[int, float]  # chunk id → cosine, for the chunks the dense ranker returned
-    background: Background | None  # the cosine distribution over every chunk searched; None without dense
-    rankings: list[Ranked]  # each ranker's own (chunk id, score), best first, as fused
 
 
 class Searcher:
@@ -200,26 +208,26 @@ class Searcher:
     ) -> tuple[Ranked, dict[int, str], str]:
         """The fused chunk ranking (chunk id, score), each chunk's blob, and the mode actually used; each
         ranker's candidates cover at least `pages` pages when the corpus has them."""
-        ranking = self._rank(view, query, mode, fusion, embedder, pages)
-        return ranking.fused, ranking.blob_of, ranking.mode
+        found, blob_of, _ = self._candidates(view, query, mode, embedder, pages)
+        return fuse(list(found.rankings.values()), fusion, self.weighting), blob_of, found.mode
 
-    def _rank(
-        self, view: CorpusView, query: str, mode: str, fusion: str, embedder: Embedder | None, pages: int = 1
-    ) -> Ranking:
+    def _candidates(
+        self, view: CorpusView, query: str, mode: str, embedder: Embedder | None, pages: int
+    ) -> tuple[Candidates, dict[int, str], Background | None]:
+        """Each ranker's candidates, each chunk's blob, and the query's cosine over every chunk searched (None
+        without dense)."""
         mode = mode if embedder is not None else "lexical"
         blob_paths = self._blob_paths(view)
         blob_of: dict[int, str] = {}  # chunk id → blob, filled by the rankers
-        rankings: list[Ranked] = []
+        rankings: dict[str, Ranked] = {}
         background: Background | None = None
-        cosines: dict[int, float] = {}
         if mode in ("hybrid", "lexical"):
-            rankings.append(self._lexical(query, blob_paths, blob_of, pages))
+            rankings["lexical"] = self._lexical(query, blob_paths, blob_of, pages)
         if embedder is not None and mode in ("hybrid", "dense"):
             # Last: onnxruntime's threads spin for a while after a run and slow whatever follows.
-            dense, background = self._dense(view, query, embedder, blob_paths, blob_of, pages)
-            rankings.append(dense)
-            cosines = dict(dense)
-        return Ranking(fuse(rankings, fusion, self.weighting), blob_of, mode, cosines, background, rankings)
+            rankings["dense"], background = self._dense(view, query, embedder, blob_paths, blob_of, pages)
+        page_of = {cid: blob_paths[blob] for cid, blob in blob_of.items()}
+        return Candidates(rankings, page_of, mode), blob_of, background
 
     def candidates(
         self, view: CorpusView, query: str, embedder: Embedder | None, pages: int
@@ -227,81 +235,68 @@ class Searcher:
         """Each ranker's candidates for `query` in hybrid mode ([lexical, dense], or lexical alone without
         `embedder`) and each chunk's page: `gitwiki eval --tune` fuses them again under every setting it tries."""
         with self.store.read():
-            ranking = self._rank(view, query, "hybrid", "score", embedder, pages)
-        blob_paths = self._blob_paths(view)
-        return ranking.rankings, {cid: blob_paths[blob] for cid, blob in ranking.blob_of.items()}
+            found, _, _ = self._candidates(view, query, "hybrid", embedder, pages)
+        return list(found.rankings.values()), found.page_of
 
     def search(self, view: CorpusView, query: str, options: SearchOptions, embedder: Embedder | None) -> SearchResult:
         with self.store.read():
-            fused, blob_of, mode, cosines, background, rankings = self._rank(
-                view, query, options.mode, options.fusion, embedder, options.top_files
+            found, _, background = self._candidates(view, query, options.mode, embedder, options.top_files)
+            hits = rank_pages(
+                found,
+                fusion=options.fusion,
+                top_files=options.top_files,
+                chunks_per_file=options.chunks_per_file,
+                limit=options.limit,
+                reorder=functools.partial(self._rerank, query) if self.reranker is not None else None,
+                explain=options.explain,
+                weighting=self.weighting,
             )
-            blob_paths = self._blob_paths(view)
-            if self.reranker is not None:
-                head = self.store.chunks_by_id(cid for cid, _ in fused[: self.rerank_depth])
-                texts = {cid: "\n".join((" > ".join(r.breadcrumb), r.text)) for cid, r in head.items()}
-                fused = rerank(fused, texts, query, self.reranker, self.rerank_depth)
-            page_of = {cid: blob_paths[blob_of[cid]] for cid, _ in fused}
-            # Measured only on normalized fused scores: raw cosines and RRF scores lie close together, and there a
-            # second chunk outweighs the first (wiki-dev MRR dense 0.818 → 0.763, RRF 0.873 → 0.845).
-            gated = mode == "hybrid" and options.fusion == "score"
-            second = SECOND_CHUNK if gated else 0.0
-            # Page-level fusion scores the rankers' own lists; a reranker's order replaces them.
-            weighting = self.weighting
-            by_page = (
-                page_fusion(rankings, page_of, weighting.weights(rankings), weighting.normalizer)
-                if gated and self.reranker is None
-                else None
+            rows, infos, indexed = self._page_rows(view, hits)
+        titles = {h.path: (info.title if (info := infos.get(view.pages[h.path])) else "") for h in hits}
+        titles = {path: title or fallback_title(path) for path, title in titles.items()}
+        # The FTS row's head holds the page's tags and not the fallback title: those terms are taken here.
+        tokens = {
+            h.path: indexed[h.chunks[0][0]].union(
+                tokenize(" ".join((titles[h.path], *rows[h.chunks[0][0]].breadcrumb)))
             )
-            hits = rollup(
-                fused,
-                page_of,
-                options.top_files,
-                options.chunks_per_file,
-                options.limit,
-                second,
-                by_page,
-                weighting.page_share,
-            )
-            rows = self.store.chunks_by_id(cid for hit in hits for cid, _ in hit.chunks)
-            missing = {cid for hit in hits for cid, _ in hit.chunks} - rows.keys()
-            if missing:  # the rankers saw chunks the table does not hold: only a damaged file does that
-                raise IndexDamaged(
-                    self.store.index_dir, f"{len(missing)} ranked chunk(s) missing from the chunks table"
-                )
-            infos = self.store.blob_info(view.pages[h.path] for h in hits)
-            # The weak flag's terms of each best chunk, as indexed: tokenizing the texts again took 0.4 ms of a
-            # 2 ms warm lexical query (1,000 tldr pages).
-            indexed = self.store.indexed_terms((hit.chunks[0][0] for hit in hits), head=False)
-            if len(indexed) < len(hits):
-                raise IndexDamaged(
-                    self.store.index_dir, f"{len(hits) - len(indexed)} ranked chunk(s) not in the FTS table"
-                )
+            for h in hits
+        }
         terms = {w.lower() for w in words(query) if w.lower() not in STOP_WORDS}
-        content = set(tokenize(query))
-        docs = []
-        for hit in hits:
-            info = infos.get(view.pages[hit.path])
-            best = rows[hit.chunks[0][0]]
-            chunks = [
-                ChunkResult(
-                    list(rows[cid].breadcrumb),
-                    rows[cid].start_line,
-                    rows[cid].end_line,
-                    score,
-                    rows[cid].text if options.full else snippet(rows[cid].text, terms, options.snippet_chars),
-                )
-                for cid, score in hit.chunks
-            ]
-            title = (info.title if info else "") or fallback_title(hit.path)
-            cosine = max((cosines[cid] for cid, _ in hit.chunks if cid in cosines), default=None)
-            # The FTS row's head holds the page's tags and not the fallback title: those terms are taken here.
-            weak = is_weak(
-                content, indexed[best.id].union(tokenize(" ".join((title, *best.breadcrumb)))), cosine, background
+        docs = [
+            DocResult(
+                hit.path,
+                titles[hit.path],
+                hit.score,
+                _chunks(hit, rows, terms, options),
+                judged.weak,
+                explain=hit.trace,
             )
-            docs.append(DocResult(hit.path, title, hit.score, chunks, weak))
-        lexical_only = view.lexical_only if mode != "lexical" else ()
-        return SearchResult(query, view.corpus, view.commit, mode, docs, view.dirty, lexical_only)
+            for hit, judged in judge_pages(hits, set(tokenize(query)), tokens, found, background)
+        ]
+        lexical_only = view.lexical_only if found.mode != "lexical" else ()
+        return SearchResult(query, view.corpus, view.commit, found.mode, docs, view.dirty, lexical_only)
+
+    def _rerank(self, query: str, fused: Ranked) -> Ranked:
+        assert self.reranker is not None  # only passed to rank_pages with one
+        head = self.store.chunks_by_id(cid for cid, _ in fused[: self.rerank_depth])
+        texts = {cid: "\n".join((" > ".join(r.breadcrumb), r.text)) for cid, r in head.items()}
+        return rerank(fused, texts, query, self.reranker, self.rerank_depth)
+
+    def _page_rows(
+        self, view: CorpusView, hits: list[PageHit]
+    ) -> tuple[dict[int, ChunkRow], dict[str, BlobInfo], dict[int, set[str]]]:
+        """The rows of the chunks shown, the pages' blob info, and the indexed terms of each page's best chunk."""
+        rows = self.store.chunks_by_id(cid for hit in hits for cid, _ in hit.chunks)
+        missing = {cid for hit in hits for cid, _ in hit.chunks} - rows.keys()
+        if missing:  # the rankers saw chunks the table does not hold: only a damaged file does that
+            raise IndexDamaged(self.store.index_dir, f"{len(missing)} ranked chunk(s) missing from the chunks table")
+        infos = self.store.blob_info(view.pages[h.path] for h in hits)
+        # The weak flag's terms of each best chunk, as indexed: tokenizing the texts again took 0.4 ms of a
+        # 2 ms warm lexical query (1,000 tldr pages).
+        indexed = self.store.indexed_terms((hit.chunks[0][0] for hit in hits), head=False)
+        if len(indexed) < len(hits):
+            raise IndexDamaged(self.store.index_dir, f"{len(hits) - len(indexed)} ranked chunk(s) not in the FTS table")
+        return rows, infos, indexed
 
     def _blob_paths(self, view: CorpusView) -> dict[str, str]:
         """blob → its first path in the view, kept for the last view: at 20,000 pages building it took 10 of a
@@ -377,6 +372,20 @@ class Searcher:
         if len(self._matrices) > self._cache_size:
             self._matrices.popitem(last=False)
         return entry
+
+
+def _chunks(hit: PageHit, rows: dict[int, ChunkRow], terms: set[str], options: SearchOptions) -> list[ChunkResult]:
+    """A page's chunks as shown: whole (`full`) or a snippet around the query's terms."""
+    return [
+        ChunkResult(
+            list(rows[cid].breadcrumb),
+            rows[cid].start_line,
+            rows[cid].end_line,
+            score,
+            rows[cid].text if options.full else snippet(rows[cid].text, terms, options.snippet_chars),
+        )
+        for cid, score in hit.chunks
+    ]
 
 
 def candidates(

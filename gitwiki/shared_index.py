@@ -101,6 +101,7 @@ class SharedIndex:
         full: bool = False,
         fusion: str | None = None,
         at: str | None = None,
+        explain: bool = False,
     ) -> SearchResult:
         if at is not None:
             raise UsageError(NO_AT)
@@ -113,6 +114,7 @@ class SharedIndex:
             limit=limit,
             snippet_chars=snippet_chars,
             full=full,
+            explain=explain,
         )
         names = requested(corpus, lambda name: name in self.reader.corpora(), self.corpus_names)
         if names is None:

@@ -374,6 +374,7 @@ class Wiki:
         fusion: str | None = None,
         at: str | None = None,
         worktree: bool = True,
+        explain: bool = False,
     ) -> SearchResult:
         """Search one corpus (None: the default one), or several ("a,b", a list, or "all": `searchable_corpora`)
         fused into one ranking whose pages are labelled with their corpus."""
@@ -388,6 +389,7 @@ class Wiki:
             limit=limit,
             snippet_chars=snippet_chars,
             full=full,
+            explain=explain,
         )
         names = requested(corpus, lambda name: name in self.corpus_names(), self.searchable_corpora)
         if names is None:

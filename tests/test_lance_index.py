@@ -39,6 +39,27 @@ def search(cli, cwd, *args):
     return json.loads(out)
 
 
+def test_ground_from_the_table_explains_and_judges_weak_matches_in_lexical_mode(wiki, cli, tmp_path):
+    uri = str(tmp_path / "lance")
+    repo = wiki(LEXICAL + f'[storage]\nuri = "{uri}"\n')
+    assert cli("lance", "export", cwd=repo.path)[0] == 0
+    code, out, err = cli("ground", "--uri", uri, "--json", "--explain", "rollback the release tag", cwd=repo.path)
+    assert code == 0, err
+    docs = json.loads(out)["docs"]
+    top = docs[0]
+    assert top["path"] == "wiki/deploy.md" and top["explain"]["rankers"]["lexical"]["rank"] == 1
+    assert top["explain"]["score"] == top["score"] and top["explain"]["normalization"] == "raw"
+    # The same term coverage the local index judges by: a page holding under half the query's words is weak.
+    assert top["explain"]["weak"]["coverage"] >= 0.5 and top["weak"] is False
+    code, out, _ = cli("ground", "--uri", uri, "--json", "release train", cwd=repo.path)
+    assert all("explain" not in d for d in json.loads(out)["docs"])
+    code, out, _ = cli("ground", "--uri", uri, "--json", "tables and rollback and oncall and pages", cwd=repo.path)
+    local = json.loads(cli("ground", "--json", "tables and rollback and oncall and pages", cwd=repo.path)[1])
+    # (the two BM25s order the pages differently; each page's flag is the same)
+    weak = {d["path"]: d["weak"] for d in json.loads(out)["docs"]}
+    assert weak == {d["path"]: d["weak"] for d in local["docs"]} and set(weak.values()) == {True, False}
+
+
 def test_local_dir_export_and_search(wiki, cli, tmp_path):
     repo = wiki(LEXICAL + f'[storage]\nuri = "{tmp_path / "lance"}"\n')
     code, out, err = cli("lance", "export", "--json", cwd=repo.path)

@@ -116,6 +116,24 @@ def test_tools_annotations_instructions_and_the_format_argument(wiki_repo):
         assert tool.input_schema["properties"]["format"]["default"] == "text"
 
 
+def test_ground_explain_gives_the_numbers_the_cli_gives(wiki_repo):
+    async def main():
+        async with connect(wiki_repo.path) as s:
+            explained = await call(s, "ground", query="helm rollback", mode="lexical", explain=True)
+            explained_text = await text(s, "ground", query="helm rollback", mode="lexical", explain=True)
+            plain = await call(s, "ground", query="helm rollback", mode="lexical")
+            return explained, explained_text, plain
+
+    explained, explained_text, plain = run(main)
+    gitwiki = [sys.executable, "-m", "gitwiki", "-C", str(wiki_repo.path), "ground", "helm rollback", "--no-server"]
+    cli = subprocess.run([*gitwiki, "--mode", "lexical", "--json", "--explain"], capture_output=True, text=True)
+    assert explained.structured_content == json.loads(cli.stdout)
+    docs = explained.structured_content["docs"]
+    assert docs[0]["explain"]["rankers"]["lexical"]["rank"] == 1 and docs[0]["explain"]["score"] == docs[0]["score"]
+    assert "  why: lexical #1" in explained_text
+    assert all("explain" not in d for d in plain.structured_content["docs"])
+
+
 def test_the_model_reads_text_and_programs_ask_for_json(wiki_repo):
     """By default a tool answers with its text alone (what Claude Code shows the model: it would show the JSON
     instead when there is structuredContent); `format: json` gives the JSON contract, also as the text."""

@@ -1,22 +1,42 @@
 import math
 import re
+from datetime import UTC, datetime
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gitwiki.agent_hooks.lookup import Lookup
+from gitwiki.config import SearchConfig
+from gitwiki.lance_index import LanceReader
+from gitwiki.memory import search as memory_search
+from gitwiki.memory.base import Memory
 from gitwiki.ranking import (
     PAGE_SHARE,
+    RECENCY_DAYS,
+    SECOND_CHUNK,
+    Candidates,
     Weighting,
+    best_of,
     dbsf,
     densest_start,
     fuse,
+    fuse_pages,
+    memory_score,
     min_max,
     page_fusion,
+    rank_pages,
+    relative,
     rollup,
     rrf,
     score_fusion,
     snippet,
 )
+from gitwiki.search import Searcher, SearchOptions
+from gitwiki.store import Store
+from gitwiki.wiki import Wiki
+
+LEXICAL_CONFIG = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
 
 
 def test_rrf_rewards_agreement():
@@ -157,3 +177,203 @@ def test_weighting_weighs_lexical_against_dense_and_picks_the_normalization():
         "a",
         "b",
     ]
+
+
+# ---- the one pipeline: every source's candidates through rank_pages --------------------------------------------
+
+
+def _candidates(rankings: dict[str, list[tuple[int, float]]], page_of: dict[int, str], mode: str) -> Candidates:
+    return Candidates(rankings, page_of, mode)
+
+
+def test_rank_pages_is_fusion_page_fusion_and_rollup_of_the_candidates():
+    lexical = [(1, 8.0), (3, 6.0), (4, 0.5)]
+    dense = [(2, 0.9), (3, 0.8), (4, 0.5)]
+    page_of = {1: "explains.md", 2: "explains.md", 3: "mentions.md", 4: "other.md"}
+    found = _candidates({"lexical": lexical, "dense": dense}, page_of, "hybrid")
+    hits = rank_pages(found, fusion="score", top_files=3, chunks_per_file=2, limit=10)
+    fused = score_fusion([lexical, dense])
+    expected = rollup(fused, page_of, 3, 2, 10, SECOND_CHUNK, page_fusion([lexical, dense], page_of))
+    assert hits == expected
+    # rrf and a lone ranking are neither gated by the second chunk nor fused per page.
+    assert rank_pages(found, fusion="rrf", top_files=3, chunks_per_file=2, limit=10) == rollup(
+        rrf([lexical, dense]), page_of, 3, 2, 10
+    )
+    alone = _candidates({"lexical": lexical}, page_of, "lexical")
+    assert rank_pages(alone, fusion="score", top_files=3, chunks_per_file=2, limit=10) == rollup(
+        lexical, page_of, 3, 2, 10
+    )
+
+
+def test_rank_pages_with_a_reorder_keeps_its_order_and_drops_page_fusion():
+    lexical, dense = [(1, 8.0), (2, 6.0)], [(2, 0.9), (1, 0.1)]
+    found = _candidates({"lexical": lexical, "dense": dense}, {1: "a.md", 2: "b.md"}, "hybrid")
+    hits = rank_pages(
+        found, fusion="score", top_files=2, chunks_per_file=1, limit=5, reorder=lambda f: [(1, 5), (2, 1)]
+    )
+    assert [(h.path, h.score) for h in hits] == [("a.md", 5), ("b.md", 1)]
+    traced = rank_pages(
+        found, fusion="score", top_files=2, chunks_per_file=1, limit=5, reorder=lambda f: [(1, 5), (2, 1)], explain=True
+    )
+    assert all(h.trace.reranked and h.trace.page_fusion is None and h.trace.page_share == 0 for h in traced)
+    assert traced[0].trace.chunk_score == 5 and traced[0].trace.second_share == 0.0
+
+
+_scores = st.floats(min_value=-50, max_value=50, allow_nan=False)
+
+
+@st.composite
+def _found(draw):
+    ids = draw(st.lists(st.integers(0, 30), min_size=1, max_size=25, unique=True))
+    page_of = {cid: draw(st.sampled_from(["a.md", "b.md", "c.md", "d.md"])) for cid in ids}
+    mode = draw(st.sampled_from(["hybrid", "lexical", "dense"]))
+    names = {"hybrid": ["lexical", "dense"], "lexical": ["lexical"], "dense": ["dense"]}[mode]
+    rankings = {}
+    for name in names:
+        chosen = draw(st.lists(st.sampled_from(ids), unique=True))
+        rankings[name] = sorted(((cid, draw(_scores)) for cid in chosen), key=lambda kv: -kv[1])
+    return Candidates(rankings, page_of, mode)
+
+
+@settings(max_examples=150, deadline=None)
+@given(found=_found(), fusion=st.sampled_from(["score", "rrf"]), top=st.integers(1, 5), per=st.integers(1, 3))
+def test_the_trace_holds_the_numbers_that_made_the_order(found, fusion, top, per):
+    plain = rank_pages(found, fusion=fusion, top_files=top, chunks_per_file=per, limit=50)
+    traced = rank_pages(found, fusion=fusion, top_files=top, chunks_per_file=per, limit=50, explain=True)
+    assert all(h.trace is None for h in plain)  # nothing traced unless asked
+    assert [h._replace(trace=None) for h in traced] == plain  # and asking changes no number
+    for hit in traced:
+        t = hit.trace
+        assert t is not None and t.score == hit.score and t.best_chunk == hit.chunks[0][0]
+        assert math.isclose(t.base + t.second_share * (t.second_chunk or 0.0), t.score, rel_tol=1e-9, abs_tol=1e-9)
+        assert t.normalization == ("raw" if len(found.rankings) == 1 else "dbsf" if fusion == "score" else "rrf")
+        for r in t.rankers:  # each ranker's page rank is the page's place when that ranker alone ranks pages
+            alone = rank_pages(
+                Candidates({r.ranker: found.rankings[r.ranker]}, found.page_of, r.ranker),
+                fusion=fusion,
+                top_files=50,
+                chunks_per_file=1,
+                limit=50,
+            )
+            assert [h.path for h in alone].index(hit.path) + 1 == r.rank
+            assert found.rankings[r.ranker][r.chunk_rank - 1] == (r.chunk, r.raw)
+    scores = [h.score for h in traced]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_fuse_pages_fuses_ranked_page_lists_of_any_key():
+    docs = [(("docs", "a.md"), 9.0), (("docs", "b.md"), 3.0)]
+    handbook = [(("handbook", "c.md"), 0.8), (("handbook", "d.md"), 0.7)]
+    both = fuse_pages([docs, handbook])
+    assert sorted(k for k, _ in both) == sorted(k for k, _ in docs + handbook)
+    assert [s for _, s in both] == sorted((s for _, s in both), reverse=True)
+    assert dict(both) == {
+        ("docs", "a.md"): dict(dbsf([(0, 9.0), (1, 3.0)]))[0] / 2,
+        ("docs", "b.md"): dict(dbsf([(0, 9.0), (1, 3.0)]))[1] / 2,
+        ("handbook", "c.md"): dict(dbsf([(0, 0.8), (1, 0.7)]))[0] / 2,
+        ("handbook", "d.md"): dict(dbsf([(0, 0.8), (1, 0.7)]))[1] / 2,
+    }
+    assert [k for k, _ in fuse_pages([docs, handbook], "rrf")][:2] == [("docs", "a.md"), ("handbook", "c.md")]
+
+
+def test_memory_score_is_relevance_times_confidence_recency_and_staleness():
+    assert memory_score(1.0, 1.0, 0.0) == 1.0
+    assert memory_score(0.5, 0.8, RECENCY_DAYS, 0.7) == 0.5 * 0.8 * 0.5 * 0.7
+    assert relative(best_of([(1, 4.0), (2, 2.0), (3, 1.0)], {1: "x", 2: "y", 3: "x"})) == {"x": 1.0, "y": 0.5}
+    assert relative({"x": 0.0}) == {"x": 0.0}
+
+
+# ---- the same candidates, the same order: the Searcher, the LanceDB reader, the hooks' lookup, memory search -------
+
+TOPICS = ("alpha", "beta", "gamma")
+
+
+@pytest.fixture
+def entry_chunks(repo):
+    """A committed wiki whose memory folder holds three topics of one entry each, indexed: for each page its
+    entry's chunk and its intro's chunk (id, blob)."""
+    pages = {
+        f"wiki/memory/{t}.md": f"# {t}\n\nAbout {t}.\n\n## 2026-11-22T00:00:00Z — cache note {t}\n\ncache note {t}\n\n"
+        for t in TOPICS
+    }
+    repo.commit("memory", {".gitwiki.toml": LEXICAL_CONFIG, **pages})
+    wiki = Wiki.open(repo.path)
+    wiki.search("cache")  # indexes
+    chunks, intros = {}, {}
+    for path, blob in wiki.store.pages("wiki").items():
+        entry, intro = sorted(wiki.store.chunks_of([blob]), key=lambda r: -r.start_line)
+        chunks[path], intros[path] = (entry.id, blob), (intro.id, blob)
+    return repo, wiki, chunks, intros
+
+
+def _synthetic(chunks, monkeypatch, rankings_by_key, mode):
+    """Every source's candidate stage answers `rankings_by_key` (ranker → [(key of `chunks`, score)], best first)."""
+    rankings = {name: [(chunks[k][0], s) for k, s in ranked] for name, ranked in rankings_by_key.items()}
+    page_of = {cid: path for path, (cid, _) in chunks.items()}
+    blob_of = dict(chunks.values())
+    found = Candidates(rankings, page_of, mode)
+    monkeypatch.setattr(Searcher, "_candidates", lambda *a, **k: (found, blob_of, None))
+    return found
+
+
+def _lance_order(wiki, found, monkeypatch, mode):
+    rows = wiki.store.chunks_by_id(found.page_of)
+    by_id = {
+        cid: {"path": found.page_of[cid], "title": "", "breadcrumb": list(r.breadcrumb), "text": r.text}
+        | {"start_line": r.start_line, "end_line": r.end_line}
+        for cid, r in rows.items()
+    }
+    monkeypatch.setattr(LanceReader, "_candidates", lambda *a, **k: (found, by_id))
+    reader = object.__new__(LanceReader)  # the table is not asked: its candidate stage is replaced
+    reader.commits = {}
+    options = SearchOptions.build(SearchConfig(), mode=mode)
+    return [d.path for d in reader.search("cache", "wiki", options, None, refresh=False).docs]
+
+
+def _memory_order(repo):
+    found = memory_search.search(Memory.open(repo.path), "cache", now=datetime(2026, 11, 23, tzinfo=UTC))
+    return [f"wiki/memory/{h.entry.topic}.md" for h in found.hits]
+
+
+def test_the_same_lexical_candidates_give_the_same_order_through_each_entry_point(entry_chunks, monkeypatch):
+    repo, wiki, chunks, _ = entry_chunks
+    # An order BM25 would not give (the three entries say the same): the candidates alone decide it.
+    wanted = ["wiki/memory/gamma.md", "wiki/memory/alpha.md", "wiki/memory/beta.md"]
+    found = _synthetic(chunks, monkeypatch, {"lexical": list(zip(wanted, [9.0, 5.0, 2.0], strict=True))}, "lexical")
+    searcher = [d.path for d in wiki.search("cache", mode="lexical").docs]
+    lance = _lance_order(wiki, found, monkeypatch, "lexical")
+    hits = [(cid, chunks[p][1], s) for p, (cid, s) in zip(wanted, found.rankings["lexical"], strict=True)]
+    monkeypatch.setattr(Store, "lexical", lambda self, match, limit: hits)
+    lookup = Lookup(repo.path, repo.path / ".git", wiki.config, wiki.index_dir, wiki.store)
+    hook = [n.path for n in lookup.pick(lookup.ranked("cache"), lambda key: False)]
+    assert searcher == lance == hook == _memory_order(repo) == wanted
+
+
+def test_the_same_hybrid_candidates_give_the_same_order_through_each_entry_point(entry_chunks, monkeypatch):
+    repo, wiki, chunks, intros = entry_chunks
+    alpha, beta, gamma = (f"wiki/memory/{t}.md" for t in TOPICS)
+    lexical = [(alpha, 9.0), (beta, 8.0), (gamma, 1.0)]
+    dense = [(gamma, 0.9), (beta, 0.8), (alpha, 0.1)]
+    found = _synthetic(chunks, monkeypatch, {"lexical": lexical, "dense": dense}, "hybrid")
+    expected = [h.path for h in rank_pages(found, fusion="score", top_files=5, chunks_per_file=3, limit=50)]
+    assert expected[0] == beta  # second in both lists, first fused: fusion decided
+    searcher = [d.path for d in wiki.search("cache", mode="lexical").docs]  # the candidates say hybrid
+    assert searcher == _lance_order(wiki, found, monkeypatch, "hybrid") == _memory_order(repo) == expected
+
+
+def test_the_searcher_and_the_lance_reader_fuse_a_page_whose_evidence_two_chunks_hold(entry_chunks, monkeypatch):
+    repo, wiki, chunks, intros = entry_chunks
+    alpha, beta, gamma = (f"wiki/memory/{t}.md" for t in TOPICS)
+    both = chunks | {p + "#intro": c for p, c in intros.items()}
+    # gamma's words are in its entry, its meaning in its intro: only page-level fusion adds them up.
+    lexical = [(gamma, 9.0), (beta, 8.0), (alpha, 7.0)]
+    dense = [(gamma + "#intro", 0.9), (beta, 0.88), (alpha, 0.2)]
+    found = _synthetic(both, monkeypatch, {"lexical": lexical, "dense": dense}, "hybrid")
+    found = found._replace(page_of={cid: path.partition("#")[0] for cid, path in found.page_of.items()})
+    monkeypatch.setattr(Searcher, "_candidates", lambda *a, **k: (found, dict(both.values()), None))
+    expected = rank_pages(found, fusion="score", top_files=5, chunks_per_file=3, limit=50)
+    chunk_only = rollup(score_fusion(list(found.rankings.values())), found.page_of, 5, 3, 50, SECOND_CHUNK)
+    assert [h.path for h in expected] == [gamma, beta, alpha] != [h.path for h in chunk_only]  # page fusion did
+    searcher = wiki.search("cache", mode="lexical")
+    assert [d.path for d in searcher.docs] == _lance_order(wiki, found, monkeypatch, "hybrid")
+    assert [(d.path, d.score) for d in searcher.docs] == [(h.path, h.score) for h in expected]

@@ -67,6 +67,18 @@ def test_the_cli_prints_what_it_prints_without_the_server(lexical_repo, server, 
     assert [cli(*args, cwd=lexical_repo.path) for args in runs] == local
 
 
+def test_explain_is_answered_by_the_server_as_by_the_cli(lexical_repo, server, cli, monkeypatch):
+    runs = [("ground", "rollback", "--explain"), ("ground", "rollback", "--explain", "--json")]
+    local = [cli(*args, "--no-server", cwd=lexical_repo.path) for args in runs]
+    assert "  why: lexical #1" in local[0][1] and '"explain": {' in local[1][1]
+
+    def no_local_path(*args, **kwargs):
+        raise AssertionError("the CLI answered by itself")
+
+    monkeypatch.setattr(Wiki, "open", no_local_path)
+    assert [cli(*args, cwd=lexical_repo.path) for args in runs] == local
+
+
 def test_a_worktree_edit_made_just_before_is_seen(lexical_repo, server):
     lexical_repo.write("wiki/faq.md", FAQ + "\n## Zebra\n\nThe zebra canary lives here.\n")
     asked = serve_client.ask(str(lexical_repo.path), GroundRequest("zebra canary", format="json"))

@@ -22,7 +22,7 @@ from gitwiki import gitcli
 from gitwiki.agent_hooks import cache
 from gitwiki.config import Config, normalize_corpus_path
 from gitwiki.memory.personal import PREFIX
-from gitwiki.ranking import snippet
+from gitwiki.ranking import Candidates, rank_pages, snippet
 from gitwiki.store import Store
 from gitwiki.tokens import STOP_WORDS, code_like, fts_any, fts_phrase, tokenize, words
 
@@ -234,14 +234,15 @@ class Lookup:
         ]
 
     def pick(self, notes: Iterable[Note], seen: Callable[[str], bool]) -> list[Note]:
-        """The first [agent_hooks] results notes not `seen`, one section per page."""
-        out: dict[str, Note] = {}
-        for note in notes:
-            if len(out) >= self.settings.results:
-                break
-            if not seen(note.key) and note.path not in out:
-                out[note.path] = note
-        return list(out.values())
+        """The first [agent_hooks] results pages of `notes` (one ranking, best first), each as its best section
+        not `seen`: the pages in the order the ranking pipeline gives any search's lexical candidates."""
+        fresh = {n.chunk: n for n in notes if not seen(n.key)}
+        found = Candidates(
+            {"lexical": [(c, n.score) for c, n in fresh.items()]}, {c: n.path for c, n in fresh.items()}, "lexical"
+        )
+        results = self.settings.results
+        hits = rank_pages(found, fusion="score", top_files=results, chunks_per_file=1, limit=results)
+        return [fresh[hit.chunks[0][0]] for hit in hits]
 
     def render(self, notes: list[Note], query: str = "") -> str:
         """Notes as markdown: where each one is, then a snippet around the query's words."""

@@ -38,6 +38,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         choices=("rrf", "score"),
         help="how lexical and dense rankings combine (default from [search] fusion: score)",
     )
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="also show each page's ranking numbers: lexical and dense ranks and scores, their normalization, "
+        "the fused and page scores, and what the weak flag saw (in JSON: each page's `explain`)",
+    )
     p.add_argument("--at", metavar="REV", help="search the corpus as of a commit, branch or tag")
     p.add_argument("--committed", action="store_true", help="ignore uncommitted and untracked pages")
     p.add_argument(

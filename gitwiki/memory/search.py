@@ -1,9 +1,10 @@
 """Memory search: the wiki's hybrid index restricted to the topic pages, re-ranked per entry.
 
-score = relevance (fused BM25 + dense of the entry's section) × confidence × recency × (0.7 if its
-source is stale), recency = 1 / (1 + age_days / 30). Entries must contain every query term (AND);
-when none does, any term (OR); when none does, the dense neighbours alone. At most 3 hits per topic.
-Inline `tag:x topic:y source:z` in the query filter like the parameters of the same names.
+score (`gitwiki.ranking.memory_score`) = relevance (fused BM25 + dense of the entry's section) ×
+confidence × recency × (0.7 if its source is stale), recency = 1 / (1 + age_days / 30). Entries must
+contain every query term (AND); when none does, any term (OR); when none does, the dense neighbours
+alone. At most 3 hits per topic. Inline `tag:x topic:y source:z` in the query filter like the
+parameters of the same names.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, NamedTuple
 
+from gitwiki import ranking
 from gitwiki.errors import UsageError
 from gitwiki.memory.entry import Entry, normalize_tags, parse_iso, terms, topic_name
 from gitwiki.memory.sources import STALE_FACTOR, stale
@@ -24,7 +26,6 @@ if TYPE_CHECKING:
     from gitwiki.search import CorpusView
 
 PER_TOPIC = 3
-RECENCY_DAYS = 30.0
 CANDIDATES = 400  # sections taken from the hybrid ranking (a topic page holds many)
 MODES = ("and", "or")
 DETAILS = ("full", "medium", "brief", "grouped", "topics", "count")
@@ -113,10 +114,15 @@ def in_window(entry: Entry, lo, hi) -> bool:
     return (lo is None or when >= lo) and (hi is None or when <= hi)
 
 
-def recency(entry: Entry, now: datetime) -> float:
+def age_days(entry: Entry, now: datetime) -> float:
+    """How old an entry is, in days; a year when it carries no date."""
     when = parse_iso(entry.when) if entry.when else None
-    age_days = max(0.0, (now - when).total_seconds() / 86400) if when else 365.0
-    return 1.0 / (1.0 + age_days / RECENCY_DAYS)
+    return max(0.0, (now - when).total_seconds() / 86400) if when else 365.0
+
+
+def recency(entry: Entry, now: datetime) -> float:
+    """An entry's recency weight now (`gitwiki.ranking.recency` of its age)."""
+    return ranking.recency(age_days(entry, now))
 
 
 # ---- search ----------------------------------------------------------------------------------------
@@ -157,49 +163,68 @@ def search(
         raise UsageError(f"limit must be a whole number ≥ 1, not {limit!r}")
     now = now or datetime.now(UTC)
     words, inline = split_query(query)
-    wanted = normalize_tags([tag or inline.get("tag", "")])
-    topic_glob = topic or inline.get("topic")
-    source = source or inline.get("source")
     lo, hi = window(after, before, days, hours, now)
-    files = mem.topics(topic_pattern(topic_glob))
+    filters = _filters(tag or inline.get("tag", ""), topic or inline.get("topic"), source or inline.get("source"))
+    filters |= {"after": lo.isoformat() if lo else None, "before": hi.isoformat() if hi else None}
+    files = mem.topics(topic_pattern(filters["topic"]))
     candidates = [
         (e, t)
         for tf in files.values()
         for e, t in zip(tf.page.entries, tf.terms, strict=True)
-        if (not wanted or wanted[0] in e.tags) and (not source or source in e.source) and in_window(e, lo, hi)
+        if _passes(e, filters["tag"], filters["source"]) and in_window(e, lo, hi)
     ]
-    filters = {"tag": wanted[0] if wanted else None, "topic": topic_glob, "source": source}
-    filters |= {"after": lo.isoformat() if lo else None, "before": hi.isoformat() if hi else None}
-    ranking = "recency"
+    scored, matched, ranked_by = _matched(mem, files, candidates, words, mode)
+    hits = sorted(
+        (_hit(mem, entry, rel, now) for entry, rel in scored), key=lambda h: (-h.score, h.entry.topic, h.entry.index)
+    )
+    counts = Counter(h.entry.topic for h in hits)
+    return Found(words, filters, matched, ranked_by, len(hits), _capped(hits)[:limit], dict(counts.most_common()))
+
+
+def _filters(tag: str, topic: str | None, source: str | None) -> dict:
+    """The filters as applied (the date window is added by the caller): the tag normalized as entries' are."""
+    wanted = normalize_tags([tag])
+    return {"tag": wanted[0] if wanted else None, "topic": topic, "source": source}
+
+
+def _passes(entry: Entry, tag: str | None, source: str | None) -> bool:
+    return (not tag or tag in entry.tags) and (not source or source in entry.source)
+
+
+def _matched(
+    mem: Memory, files: dict[str, TopicFile], candidates: list[tuple[Entry, frozenset[str]]], words: str, mode: str
+) -> tuple[list[tuple[Entry, float]], str, str]:
+    """The entries that match `words` with their relevance, how they matched, and what scored relevance."""
     if not words:
-        scored = [(e, 1.0) for e, _ in candidates]
-        matched = "recent"
-    else:
-        relevance, ranking = _relevance(mem, files, words)
-        needed = query_terms(words)
-        chosen = [e for e, t in candidates if needed and needed <= t] if mode == "and" else []
-        matched = "and"
-        if not chosen:
-            chosen = [e for e, t in candidates if needed & t]
-            matched = "or"
-        if not chosen:
-            chosen = [e for e, _ in candidates if relevance.get(_key(e), 0.0) > 0]
-            matched = "semantic"
-        floor = min(relevance.values(), default=1.0) / 2  # lexical matches the hybrid ranking cut off
-        scored = [(e, relevance.get(_key(e), floor)) for e in chosen]
-    hits = []
-    for entry, rel in scored:
-        is_stale = stale(mem, entry) is not None
-        score = rel * entry.confidence * recency(entry, now) * (STALE_FACTOR if is_stale else 1.0)
-        hits.append(Hit(entry, score, rel, is_stale))
-    hits.sort(key=lambda h: (-h.score, h.entry.topic, h.entry.index))
+        return [(e, 1.0) for e, _ in candidates], "recent", "recency"
+    relevance, ranked_by = _relevance(mem, files, words)
+    needed = query_terms(words)
+    chosen = [e for e, t in candidates if needed and needed <= t] if mode == "and" else []
+    matched = "and"
+    if not chosen:
+        chosen = [e for e, t in candidates if needed & t]
+        matched = "or"
+    if not chosen:
+        chosen = [e for e, _ in candidates if relevance.get(_key(e), 0.0) > 0]
+        matched = "semantic"
+    floor = min(relevance.values(), default=1.0) / 2  # lexical matches the hybrid ranking cut off
+    return [(e, relevance.get(_key(e), floor)) for e in chosen], matched, ranked_by
+
+
+def _hit(mem: Memory, entry: Entry, relevance: float, now: datetime) -> Hit:
+    is_stale = stale(mem, entry) is not None
+    score = ranking.memory_score(relevance, entry.confidence, age_days(entry, now), STALE_FACTOR if is_stale else 1.0)
+    return Hit(entry, score, relevance, is_stale)
+
+
+def _capped(hits: list[Hit]) -> list[Hit]:
+    """At most PER_TOPIC hits of each topic, in order."""
     capped, per_topic = [], dict[str, int]()
     for hit in hits:
         if per_topic.get(hit.entry.topic, 0) < PER_TOPIC:
             per_topic[hit.entry.topic] = per_topic.get(hit.entry.topic, 0) + 1
             capped.append(hit)
-    counts = Counter(h.entry.topic for h in hits)
-    return Found(words, filters, matched, ranking, len(hits), capped[:limit], dict(counts.most_common()))
+    return capped
 
 
 def highlight(text: str, words: str) -> str:
@@ -230,16 +255,10 @@ def _relevance(mem: Memory, files: dict[str, TopicFile], words: str) -> tuple[di
     embedder = mem.wiki.embedder() if s.mode != "lexical" else None
     view = memory_view(mem, files, embedder)
     with mem.wiki.store.read():
-        fused, blob_of, ranking = mem.wiki.searcher.rank(view, words, s.mode, s.fusion, embedder)
+        fused, blob_of, mode = mem.wiki.searcher.rank(view, words, s.mode, s.fusion, embedder)
         entry_of = _entry_of_chunk(mem, files, set(blob_of.values()))
-    out: dict[tuple[str, int], float] = {}
-    for cid, score in fused:
-        key = entry_of.get(cid)
-        if key is not None and score > out.get(key, 0.0):
-            out[key] = score
-    top = max(out.values(), default=0.0)
     # BM25 alone scores in arbitrary units: relevance is relative to the best hit, in (0, 1].
-    return ({k: v / top for k, v in out.items()} if top > 0 else out), ranking
+    return ranking.relative(ranking.best_of(fused, entry_of)), mode
 
 
 def _entry_of_chunk(mem: Memory, files: dict[str, TopicFile], blobs: set[str]) -> dict[int, tuple[str, int]]:
