@@ -319,12 +319,14 @@ class WikiTools(GroundTool):
     ) -> Answer:
         """Create or replace a page atomically, update the index.md blocks of its folders, index it, and return
         lint findings as advisory warnings (the write is kept either way)."""
-        report = writes.add_page(self.wiki, self._writable(corpus), path, content, overwrite)
+        report = writes.add_page(
+            self.wiki, self._writable(corpus), path, content, overwrite, commit=self.wiki.config.mcp.commit_writes
+        )
         return result(_write_text(report), report._asdict())
 
     def delete_markdown(self, path: PagePath, corpus: Corpus = None) -> Answer:
         """Delete a page, update the index.md blocks of its folders and drop it from the index."""
-        report = writes.delete_page(self.wiki, self._writable(corpus), path)
+        report = writes.delete_page(self.wiki, self._writable(corpus), path, commit=self.wiki.config.mcp.commit_writes)
         return result(_write_text(report), report._asdict())
 
     def index(

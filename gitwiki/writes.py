@@ -30,13 +30,16 @@ class WriteReport(NamedTuple):
     action: str  # "created", "overwritten" or "deleted"
     index_files: list[str]  # ancestor index.md files regenerated or scaffolded (repo-relative)
     findings: list[dict]  # advisory lint findings for the written page
-    commit: str | None  # the commit made when [mcp] commit_writes is on
+    commit: str | None  # the commit made when the caller asked for one
     indexed_commit: str  # the commit the index answers for after the write
     dirty: list[str]  # uncommitted pages now folded into search
 
 
-def add_page(wiki: Wiki, corpus: str | None, path: str, content: str, overwrite: bool = False) -> WriteReport:
-    """Write a page, refresh its ancestor index blocks, commit if configured, fold it into the index, lint it."""
+def add_page(
+    wiki: Wiki, corpus: str | None, path: str, content: str, overwrite: bool = False, *, commit: bool = False
+) -> WriteReport:
+    """Write a page, refresh its ancestor index blocks, commit it with them when `commit` (the caller's setting:
+    [mcp] commit_writes, [memory] commit), fold it into the index, lint it."""
     c = wiki.corpus(corpus)
     ref = locate(wiki.root, c, path, for_write=True)
     with wiki.store.lock():  # one writer at a time: ancestor index.md files are shared by every page below them
@@ -49,7 +52,7 @@ def add_page(wiki: Wiki, corpus: str | None, path: str, content: str, overwrite:
         except GitwikiError:
             _put_back(ref, None if created else previous)
             raise
-        commit = _commit(wiki, "add_markdown", ref, index_files)
+        made = _commit(wiki, "add_markdown", ref, index_files) if commit else None
     # Parsed for lint before the view indexes it: indexing then reads the outline from the same parse.
     doc = parse(ref.repo_path, content)
     view = wiki.view(c.name)  # parses just the new page versions (the worktree overlay)
@@ -62,11 +65,11 @@ def add_page(wiki: Wiki, corpus: str | None, path: str, content: str, overwrite:
     if written is not None:
         wiki.embed_blobs({written})
     findings = _lint(wiki, doc, set(view.pages))
-    return _report(ref, "created" if created else "overwritten", index_files, findings, commit, view)
+    return _report(ref, "created" if created else "overwritten", index_files, findings, made, view)
 
 
-def delete_page(wiki: Wiki, corpus: str | None, path: str) -> WriteReport:
-    """Delete a page, refresh its ancestor index blocks, commit if configured, prune its index rows."""
+def delete_page(wiki: Wiki, corpus: str | None, path: str, *, commit: bool = False) -> WriteReport:
+    """Delete a page, refresh its ancestor index blocks, commit that when `commit`, prune its index rows."""
     c = wiki.corpus(corpus)
     ref = locate(wiki.root, c, path, for_write=True)
     with wiki.store.lock():
@@ -78,10 +81,10 @@ def delete_page(wiki: Wiki, corpus: str | None, path: str) -> WriteReport:
         except GitwikiError:
             _put_back(ref, previous)
             raise
-        commit = _commit(wiki, "delete_markdown", ref, index_files)
+        made = _commit(wiki, "delete_markdown", ref, index_files) if commit else None
     view = wiki.view(c.name)
     wiki.prune(keep=set(view.pages.values()))
-    return _report(ref, "deleted", index_files, [], commit, view)
+    return _report(ref, "deleted", index_files, [], made, view)
 
 
 @functools.lru_cache(maxsize=8)
@@ -95,7 +98,7 @@ def _facts(index_dir: Path) -> FactsCache:
 def _check_ancestors(wiki: Wiki, corpus: CorpusConfig, ref: PageRef) -> None:
     """Refuse a write before it touches anything: an ancestor index.md that is a symlink or has a malformed
     block would fail its refresh after the page was written, leaving the page changed but the write refused
-    (and, with [mcp] commit_writes, uncommitted)."""
+    (and, when the caller commits, uncommitted)."""
     index_blocks.check_above(wiki.root, wiki.config, corpus, ref.repo_path)
 
 
@@ -151,9 +154,7 @@ def _lint(wiki: Wiki, doc: Document, pages: set[str]) -> list[dict]:
     return [f._asdict() for f in lint_document(doc, pages, wiki.config, anchors=anchors)]
 
 
-def _commit(wiki: Wiki, tool: str, ref: PageRef, index_files: list[str]) -> str | None:
-    if not wiki.config.mcp.commit_writes:
-        return None
+def _commit(wiki: Wiki, tool: str, ref: PageRef, index_files: list[str]) -> str:
     return wiki.repo.commit_paths([ref.repo_path, *index_files], f"gitwiki: {tool} {ref.repo_path}")
 
 

@@ -188,7 +188,7 @@ def test_kill_9_at_random_points_of_mcp_writes(tmp_path):
         if committing and left:  # the next write takes over the lock the killed server left, at once
             wiki = Wiki.open(repo)
             started = time.monotonic()
-            writes.add_page(wiki, None, "notes/after.md", page(f"t{trial}", 99))
+            writes.add_page(wiki, None, "notes/after.md", page(f"t{trial}", 99), commit=True)
             wiki.close()
             assert time.monotonic() - started < 4 and not (repo / ".git/index.lock").exists()
             assert not staged_deletions(repo)

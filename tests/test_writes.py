@@ -130,16 +130,26 @@ def test_commit_writes_commits_only_that_page_and_its_index_blocks(repo):
     wiki = _wiki(repo, "[mcp]\ncommit_writes = true\n")
     repo.write("unrelated.txt", "staged, not ours\n")
     repo.git("add", "unrelated.txt")
-    report = writes.add_page(wiki, None, "guides/new.md", "# New page\n")
+    report = writes.add_page(wiki, None, "guides/new.md", "# New page\n", commit=True)
     assert report.commit == repo.git("rev-parse", "HEAD").strip()
     assert repo.git("log", "-1", "--format=%s").strip() == "gitwiki: add_markdown wiki/guides/new.md"
     committed = set(repo.git("show", "--name-only", "--format=", "HEAD").split())
     assert "wiki/guides/new.md" in committed and "unrelated.txt" not in committed
     assert committed <= {"wiki/guides/new.md", *report.index_files}
     assert "A  unrelated.txt" in repo.git("status", "--porcelain")  # still staged, still not committed
-    report = writes.delete_page(wiki, None, "guides/new.md")
+    report = writes.delete_page(wiki, None, "guides/new.md", commit=True)
     assert repo.git("log", "-1", "--format=%s").strip() == "gitwiki: delete_markdown wiki/guides/new.md"
     assert "wiki/guides/new.md" not in repo.git("ls-files")
+
+
+def test_the_write_path_commits_when_its_caller_says_not_when_an_adapter_setting_does(repo):
+    """[mcp] commit_writes is the MCP server's setting and [memory] commit memory's: each passes its own."""
+    wiki = _wiki(repo, "[mcp]\ncommit_writes = true\n")
+    head = repo.git("rev-parse", "HEAD")
+    assert writes.add_page(wiki, None, "guides/kept.md", "# Kept in the worktree\n").commit is None
+    assert repo.git("rev-parse", "HEAD") == head
+    assert writes.add_page(wiki, None, "guides/made.md", "# Committed\n", commit=True).commit != head.strip()
+    assert "wiki/guides/kept.md" not in repo.git("ls-files") and "wiki/guides/made.md" in repo.git("ls-files")
 
 
 def test_a_malformed_ancestor_index_refuses_the_write_and_leaves_the_worktree_as_it_was(repo):
@@ -166,11 +176,11 @@ def test_a_refused_write_under_commit_writes_leaves_nothing_written_or_committed
     outside.write_text("# Elsewhere\n\n<!-- GITWIKI:INDEX-START -->\n<!-- GITWIKI:INDEX-END -->\n")
     (repo.path / "wiki/guides/index.md").symlink_to(outside)
     with pytest.raises(UsageError, match="is a symlink"):
-        writes.add_page(wiki, None, "guides/ops/new.md", "# New\n")
+        writes.add_page(wiki, None, "guides/ops/new.md", "# New\n", commit=True)
     assert repo.git("status", "--porcelain", "--untracked-files=all") == "?? wiki/guides/index.md\n"
     assert not (repo.path / "wiki/guides/ops").exists() and repo.git("rev-parse", "HEAD") == head
     with pytest.raises(UsageError, match="is a symlink"):
-        writes.add_page(wiki, None, "guides/deploy.md", "# Replaced\n", overwrite=True)
+        writes.add_page(wiki, None, "guides/deploy.md", "# Replaced\n", overwrite=True, commit=True)
     assert (repo.path / "wiki/guides/deploy.md").read_text() == DEPLOY
 
 
@@ -219,7 +229,7 @@ def test_commit_writes_beside_a_git_holding_index_lock(repo):
     repo.write("unrelated.txt", "staged, not ours\n")
     repo.git("add", "unrelated.txt")
     holder = _holding_index_lock(repo, 1.0)
-    report = writes.add_page(wiki, None, "guides/new.md", "# New page\n")
+    report = writes.add_page(wiki, None, "guides/new.md", "# New page\n", commit=True)
     holder.wait()
     assert report.commit == repo.git("rev-parse", "HEAD").strip()
     status = repo.git("status", "--porcelain", "--untracked-files=all").splitlines()
@@ -236,7 +246,7 @@ def test_a_stale_index_lock_keeps_the_commit_and_the_users_index(repo, monkeypat
     before = (repo.path / ".git/index").read_bytes()
     holder = _holding_index_lock(repo, 30)
     try:
-        report = writes.add_page(wiki, None, "guides/new.md", "# New page\n")
+        report = writes.add_page(wiki, None, "guides/new.md", "# New page\n", commit=True)
         assert report.commit == repo.git("rev-parse", "HEAD").strip()
         assert (repo.path / ".git/index").read_bytes() == before
         assert "git reset -q -- wiki/guides/new.md" in capsys.readouterr().err
@@ -260,7 +270,7 @@ def test_commit_writes_rebuilds_on_a_head_the_user_moved(repo, monkeypatch):
         return real(root, ref, new, old, message)
 
     monkeypatch.setattr(gitcli, "update_ref", user_commits_first)
-    report = writes.add_page(wiki, None, "guides/new.md", "# New page\n")
+    report = writes.add_page(wiki, None, "guides/new.md", "# New page\n", commit=True)
     assert len(calls) == 2 and calls[0] != calls[1]
     assert report.commit == repo.git("rev-parse", "HEAD").strip()
     assert repo.git("log", "-2", "--format=%s").splitlines() == [
@@ -288,7 +298,7 @@ def test_commit_writes_never_drops_a_concurrent_git_add(repo):
     thread.start()
     try:
         for i in range(6):
-            writes.add_page(wiki, None, f"p{i}.md", f"# Page {i}\n")
+            writes.add_page(wiki, None, f"p{i}.md", f"# Page {i}\n", commit=True)
     finally:
         done.set()
         thread.join()
@@ -325,7 +335,7 @@ def test_an_index_lock_left_by_a_killed_gitwiki_is_taken_over_at_once(repo):
     dead.wait()
     (repo.path / ".git/index.lock").write_text(f"{gitcli.LOCK_MARK}{dead.pid}\n")
     started = time.monotonic()
-    report = writes.add_page(wiki, None, "guides/new.md", "# New page\n")
+    report = writes.add_page(wiki, None, "guides/new.md", "# New page\n", commit=True)
     assert time.monotonic() - started < gitrepo.INDEX_LOCK_WAIT  # not waited for
     assert report.commit == repo.git("rev-parse", "HEAD").strip()
     assert not (repo.path / ".git/index.lock").exists() and repo.git("status", "--porcelain") == ""

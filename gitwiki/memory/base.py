@@ -6,7 +6,6 @@ those that changed. Nothing heavy is imported here; the `Wiki` it wraps is the c
 
 from __future__ import annotations
 
-import copy
 import fnmatch
 import functools
 import os
@@ -134,16 +133,6 @@ class Memory:
 
     def repo_path(self, rel: str) -> str:
         return f"{self.corpus.path}/{rel}" if self.corpus.path else rel
-
-    @functools.cached_property
-    def page_wiki(self) -> Wiki:
-        """The wiki the page write path sees: the same repo, store and model, with [memory] commit in
-        place of [mcp] commit_writes (that is the one switch the write path reads)."""
-        self.wiki.store  # noqa: B018 (open it first, so the copy shares the connection)
-        clone = copy.copy(self.wiki)
-        mcp = self.wiki.config.mcp._replace(commit_writes=self.config.commit)
-        clone.config = self.wiki.config._replace(mcp=mcp)
-        return clone
 
     # ---- reading -----------------------------------------------------------------------------------
 

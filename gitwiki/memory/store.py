@@ -216,9 +216,11 @@ def write_pages(mem: Memory, contents: dict[str, str | None], folder: str = "") 
         if old.is_file():
             replaced.add(blob_id(old.read_bytes()))
         if content is None:
-            reports.append(page_writes.delete_page(mem.page_wiki, mem.corpus.name, rel))
+            reports.append(page_writes.delete_page(mem.wiki, mem.corpus.name, rel, commit=mem.config.commit))
         else:
-            reports.append(page_writes.add_page(mem.page_wiki, mem.corpus.name, rel, content, overwrite=True))
+            reports.append(
+                page_writes.add_page(mem.wiki, mem.corpus.name, rel, content, overwrite=True, commit=mem.config.commit)
+            )
     versions = [c.encode("utf-8") for c in contents.values() if c is not None]
     _embed(mem, versions)
     # The replaced versions would stay in the full-text table, and every later query would rank them
