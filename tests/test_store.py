@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from gitwiki import store as store_mod
 from gitwiki import tokens
 from gitwiki.errors import StoreError
+from gitwiki.store import connection
 from gitwiki.wiki import Wiki
 
 PAGES = {"wiki/a.md": "# Alpha\n\nApples and apricots.\n", ".gitwiki.toml": "[embeddings]\nenabled = false\n"}
@@ -107,11 +108,11 @@ def test_switching_to_wal_waits_for_a_connection_that_holds_the_file(tmp_path):
     holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     holder.execute("CREATE TABLE t (x)")
     holder.execute("BEGIN EXCLUSIVE")
-    opener = sqlite3.connect(path, isolation_level=None, timeout=0.05, factory=store_mod._Connection)
+    opener = sqlite3.connect(path, isolation_level=None, timeout=0.05, factory=connection.IndexConnection)
     with pytest.raises(store_mod.IndexLocked, match="retry when it has finished"):
-        store_mod._set_wal(opener, patience=0.2)
+        connection._set_wal(opener, patience=0.2)
     threading.Timer(0.3, holder.commit).start()
-    store_mod._set_wal(opener, patience=5)
+    connection._set_wal(opener, patience=5)
     assert opener.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
