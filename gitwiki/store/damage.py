@@ -24,12 +24,12 @@ def string_list(raw: object, index_dir: Path) -> tuple[str, ...]:
     value = _decoded_list(raw)
     if value is None:
         reason = f"a stored breadcrumb or tag list is not a JSON list of strings: {str(raw)[:60]!r}"
-        mark(index_dir, reason)
+        mark_damaged(index_dir, reason)
         raise IndexDamaged(index_dir, reason)
     return value
 
 
-def mark(index_dir: Path, reason: str) -> None:
+def mark_damaged(index_dir: Path, reason: str) -> None:
     try:
         atomic_write(index_dir / DAMAGED_MARK, reason + "\n", sync=False)
     except OSError:

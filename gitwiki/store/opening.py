@@ -11,7 +11,7 @@ from typing import Self
 
 from gitwiki.errors import StoreError
 from gitwiki.store.connection import IndexBusy, IndexConnection, IndexDamaged, connect, transaction
-from gitwiki.store.damage import DAMAGED_MARK, integrity_problem, mark, marked, row_problem
+from gitwiki.store.damage import DAMAGED_MARK, integrity_problem, mark_damaged, marked, row_problem
 from gitwiki.store.database import DB_NAME, SCHEMA_VERSION, Database, create, schema_version_of, tokens_version
 from gitwiki.store.fulltext import retokenize_if_writable
 from gitwiki.store.lock import HOLDER_NAME, writer_lock
@@ -102,7 +102,7 @@ class Opening(Database):
         next open rebuilds them even where the next run would not check rows (`repo sync`)."""
         problem = marked(self.index_dir) or integrity_problem(self.conn, full)
         if problem is None and full and (problem := row_problem(self.conn, self.index_dir)):
-            mark(self.index_dir, problem)
+            mark_damaged(self.index_dir, problem)
         return problem
 
     @classmethod
