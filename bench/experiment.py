@@ -36,7 +36,7 @@ which are keyed by chunk text, so none of these re-embeds):
 --no-mnemonic      tldr's mnemonic brackets as brackets (`E[x]tract` → e, x, tract), as before tokens version 2
 --bm25 K1,B        score BM25 in Python (`PyBM25`: FTS5's formula, column weights and all) with another k1 / b;
                    FTS5 still finds the matching rows, the Python scorer re-ranks all of them
---head-weight W    BM25 weight of the head column (title, headings, tags; default store.FTS_WEIGHTS[0])
+--head-weight W    BM25 weight of the head column (title, headings, tags; default store.fulltext.FTS_WEIGHTS[0])
 --query-tf         count a repeated query term once per occurrence (FTS5: the term repeated in the OR)
 --min-match F      drop matches holding fewer than F of the query's distinct terms (Python scorer)
 --idf-power P      raise each term's IDF to P (rare terms count more; Python scorer)
@@ -64,9 +64,8 @@ import Stemmer
 from benchlib import ROOT, use_offline_model
 
 from gitwiki import embed, indexer, ranking, relevance, search, tokens
-from gitwiki import store as store_mod
 from gitwiki.markdown import chunker
-from gitwiki.store import embed_text
+from gitwiki.store import embed_text, fulltext
 from gitwiki.tokens import fts_any, tokenize
 
 QUESTION_WORDS = (
@@ -389,7 +388,7 @@ class PyBM25:
         for rowid, head, body in store.conn.execute("SELECT rowid, head, body FROM fts"):
             columns = (head.split(), body.split())
             self.length[rowid] = sum(map(len, columns))
-            for weight, terms in zip(store_mod.FTS_WEIGHTS, columns, strict=True):
+            for weight, terms in zip(fulltext.FTS_WEIGHTS, columns, strict=True):
                 for term, count in Counter(terms).items():
                     post = self.postings[term]
                     post[rowid] = post.get(rowid, 0.0) + weight * count
@@ -421,7 +420,7 @@ def install_lexical_levers(args) -> None:
     if variant != ("english", "ours", "both", True, True):
         patch_tokenizer(*variant)
     if args.head_weight is not None:
-        store_mod.FTS_WEIGHTS = (args.head_weight, store_mod.FTS_WEIGHTS[1])
+        fulltext.FTS_WEIGHTS = (args.head_weight, fulltext.FTS_WEIGHTS[1])
     scorers: dict[int, PyBM25] = {}
 
     def lexical(self, query, blob_paths, blob_of, pages):
@@ -566,9 +565,10 @@ def main() -> None:
         search.Searcher._lexical = lexical
 
     if args.no_prefix:  # chunk text alone, without the breadcrumb (or title) line before it
-        from gitwiki import store
+        from gitwiki.store import pages, vectors
 
-        store.embed_text = lambda breadcrumb, text, title: text
+        # both parts of the store that compose the embedded text: the chunk's hash and the text embedded
+        pages.embed_text = vectors.embed_text = lambda breadcrumb, text, title: text
 
     if args.query_stop:
         # Question boilerplate: words that say how a question is asked, not what it is about.

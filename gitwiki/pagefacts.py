@@ -443,7 +443,7 @@ def _open(path: Path, retry: bool = True) -> sqlite3.Connection | None:
 
 def _initialize(conn: sqlite3.Connection, path: Path) -> None:
     # WAL, so a hook reading the cache never waits for another one writing it. SQLite answers this pragma
-    # with SQLITE_BUSY without calling the busy handler (see store._set_wal): retry it for the timeout.
+    # with SQLITE_BUSY without calling the busy handler (see store.connection._set_wal): retry it for the timeout.
     deadline = time.monotonic() + BUSY_TIMEOUT
     while True:
         try:

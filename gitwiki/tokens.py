@@ -17,7 +17,7 @@ import Stemmer
 from gitwiki.pagetext import text_memo
 
 # Bump when tokenize's output changes: an index written with another version gets its full-text rows rebuilt
-# from its chunks on open (store.py; the vectors stay, they are keyed by chunk text). 2: mnemonic brackets.
+# from its chunks on open (store/fulltext.py; the vectors stay, they are keyed by chunk text). 2: mnemonic brackets.
 TOKENS_VERSION = "2"
 
 _WORD = re.compile(r"[^\W_]+(?:[_\-.'][^\W_]+)*", re.UNICODE)

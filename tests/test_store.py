@@ -1,6 +1,8 @@
 """The index survives damage: a corrupt or foreign-schema database is rebuilt from git."""
 
+import ast
 import json
+import re
 import sqlite3
 import threading
 
@@ -11,7 +13,9 @@ from hypothesis import strategies as st
 from gitwiki import store as store_mod
 from gitwiki import tokens
 from gitwiki.errors import StoreError
+from gitwiki.store import connection
 from gitwiki.wiki import Wiki
+from tests.helpers import ROOT
 
 PAGES = {"wiki/a.md": "# Alpha\n\nApples and apricots.\n", ".gitwiki.toml": "[embeddings]\nenabled = false\n"}
 
@@ -107,11 +111,11 @@ def test_switching_to_wal_waits_for_a_connection_that_holds_the_file(tmp_path):
     holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     holder.execute("CREATE TABLE t (x)")
     holder.execute("BEGIN EXCLUSIVE")
-    opener = sqlite3.connect(path, isolation_level=None, timeout=0.05, factory=store_mod._Connection)
+    opener = sqlite3.connect(path, isolation_level=None, timeout=0.05, factory=connection.IndexConnection)
     with pytest.raises(store_mod.IndexLocked, match="retry when it has finished"):
-        store_mod._set_wal(opener, patience=0.2)
+        connection._set_wal(opener, patience=0.2)
     threading.Timer(0.3, holder.commit).start()
-    store_mod._set_wal(opener, patience=5)
+    connection._set_wal(opener, patience=5)
     assert opener.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -171,3 +175,29 @@ def test_a_stored_list_decodes_to_strings_or_is_damage(tmp_path_factory, raw):
 @given(crumbs=st.lists(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=10)))
 def test_what_this_gitwiki_writes_reads_back(tmp_path_factory, crumbs):
     assert store_mod.string_list(json.dumps(crumbs), tmp_path_factory.mktemp("index")) == tuple(crumbs)
+
+
+SQL = re.compile(r"\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|BEGIN|COMMIT|ROLLBACK|VACUUM|WITH)\b")
+# pagefacts.sqlite is a file of its own, read by key so that the hooks stay off the search index
+OWN_DATABASES = {"pagefacts.py"}
+
+
+def sql_outside_the_store(package):
+    """(module, statement) for each SQL string literal of a module outside `store/` and the own databases."""
+    found = []
+    for file in sorted(package.rglob("*.py")):
+        rel = file.relative_to(package)
+        if rel.parts[0] == "store" or rel.as_posix() in OWN_DATABASES:
+            continue
+        for node in ast.walk(ast.parse(file.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL.match(node.value):
+                found.append((rel.as_posix(), node.value[:60]))
+    return found
+
+
+def test_every_sql_statement_against_the_index_is_in_the_store_package(tmp_path):
+    assert sql_outside_the_store(ROOT / "gitwiki") == []
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "pages.py").write_text('conn.execute("SELECT blob FROM blobs")\n')
+    (tmp_path / "search.py").write_text('conn.execute(f"DELETE FROM fts WHERE rowid = {x}")\n')
+    assert sql_outside_the_store(tmp_path) == [("search.py", "DELETE FROM fts WHERE rowid = ")]
