@@ -18,9 +18,12 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki.errors import UsageError
+
+if TYPE_CHECKING:
+    from gitwiki.wiki import Wiki
 
 DEPTH = 100  # pages retrieved per question: Recall@100 needs them, and a miss still shows its rank
 DEFAULT_PATH = ".gitwiki/eval.jsonl"
@@ -113,7 +116,7 @@ def evaluate(ranker: Ranker, questions: list[Question], modes: Iterable[tuple[st
     return out
 
 
-def wiki_ranker(wiki, corpus: str | None = None, depth: int = DEPTH) -> Ranker:
+def wiki_ranker(wiki: Wiki, corpus: str | None = None, depth: int = DEPTH) -> Ranker:
     """`Wiki.search` as a Ranker: one chunk per page, `depth` pages."""
 
     def ranked(text: str, mode: str, fusion: str | None) -> list[str]:
@@ -125,7 +128,9 @@ def wiki_ranker(wiki, corpus: str | None = None, depth: int = DEPTH) -> Ranker:
     return ranked
 
 
-def report_json(source: str, scores: list[ModeScore], gated: str, min_mrr: float | None, passed: bool) -> dict:
+def report_json(
+    source: str, scores: list[ModeScore], gated: str, min_mrr: float | None, passed: bool
+) -> dict[str, Any]:
     """The `gitwiki eval --json` document: figures per mode, and every question's rank in each."""
     return {
         "source": source,

@@ -470,7 +470,7 @@ def _shown(
     ]
 
 
-def storage_uri(start: str | os.PathLike) -> str | None:
+def storage_uri(start: str | os.PathLike[str]) -> str | None:
     """`[storage] uri` as seen from `start`, a folder in no checkout (the user config and a .gitwiki.toml there)."""
     from gitwiki import config as config_mod
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import functools
 import json as json_module
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from mcp_types import ToolAnnotations
 from pydantic import Field
@@ -19,6 +20,13 @@ from gitwiki.memory.base import Memory
 from gitwiki.memory.helix import helix_links
 from gitwiki.memory_actions import EDIT_ACTIONS, TOPIC_ACTIONS, EditCall, TopicsCall, batch_items, run_edit, run_topics
 from gitwiki.wiki import Wiki
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+    from mcp_types import CallToolResult
+
+Ours = TypeVar("Ours")
+Theirs = TypeVar("Theirs")
 
 Topic = Annotated[
     str,
@@ -119,8 +127,8 @@ class MemoryTools:
         scope: Scope = None,
     ) -> replies.Reply:
         """Store several entries at once: one lock, one write per topic; duplicates within the batch are refused too."""
-        mem, entries = stores.writer_batch(self.mem, scope, entries)
-        return replies.batch(mem, batch_items(entries), verbose=verbose)
+        mem, items = stores.writer_batch(self.mem, scope, entries)
+        return replies.batch(mem, batch_items(items), verbose=verbose)
 
     def memory_search(
         self,
@@ -335,7 +343,7 @@ def entry_number(index: int | str | None) -> int | None:
     return index
 
 
-def _one(ours, helix, name: str, helix_name: str):
+def _one(ours: Ours, helix: Theirs, name: str, helix_name: str) -> Ours | Theirs:
     """A value under our name or helix's (helix/docs/TOOLS.md), not both: two values would leave one unused."""
     if ours is not None and helix is not None and ours != helix:
         raise UsageError(f"pass {name} or helix's {helix_name}, not both")
@@ -359,7 +367,7 @@ def _items(value: list[str] | str | None, sep: str | None) -> tuple[str, ...]:
     return tuple(part for line in value.splitlines() for part in (line.split(sep) if sep else [line]))
 
 
-def _document(value: dict[str, Any] | list[Any] | str | None) -> dict | list | None:
+def _document(value: dict[str, Any] | list[Any] | str | None) -> dict[str, Any] | list[Any] | None:
     """An import document, or helix's `json` string of one."""
     if not isinstance(value, str):
         return value
@@ -369,7 +377,9 @@ def _document(value: dict[str, Any] | list[Any] | str | None) -> dict | list | N
         raise UsageError(f"import data is not JSON ({e}); pass the document topics action=export returned") from None
 
 
-def register(app, wiki: Wiki, guard) -> None:
+def register(
+    app: MCPServer, wiki: Wiki, guard: Callable[[Callable[..., replies.Reply]], Callable[..., CallToolResult]]
+) -> None:
     tools = MemoryTools(wiki)
     for name, hints in TOOLS.items():
         app.add_tool(guard(getattr(tools, name)), name=name, annotations=hints)

@@ -12,7 +12,7 @@ import fnmatch
 import re
 from collections.abc import Callable, Container, Iterable
 from pathlib import Path, PurePosixPath
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitwiki.config import CorpusConfig, matches
 from gitwiki.errors import NotFoundError, UsageError
@@ -196,7 +196,9 @@ def list_files(
     return out
 
 
-def tree(root: Path, corpus: CorpusConfig, files: list[ListedPage], under: str = "", depth: int | None = None) -> dict:
+def tree(
+    root: Path, corpus: CorpusConfig, files: list[ListedPage], under: str = "", depth: int | None = None
+) -> dict[str, Any]:
     """`files` as nested `{path, absolute_path, pages, files, subdirs}` nodes; only folders holding pages appear.
 
     `pages` counts the pages below a node; folders deeper than `depth` are listed without their contents.
@@ -230,7 +232,7 @@ def tree(root: Path, corpus: CorpusConfig, files: list[ListedPage], under: str =
     return node
 
 
-def add_folder_summaries(node: dict, pages: set[str], read: Callable[[str], str]) -> None:
+def add_folder_summaries(node: dict[str, Any], pages: set[str], read: Callable[[str], str]) -> None:
     """Give each folder node a `summary`: its index.md's front-matter description or first paragraph (None without
     an index.md). `pages` are the corpus-relative page paths, `read` returns one page's text."""
     node["summary"] = folder_summary(node["path"], pages, read)
@@ -247,5 +249,5 @@ def folder_summary(folder: str, pages: Container[str], read: Callable[[str], str
     return title_and_summary(read(index))[1] if index in pages else None
 
 
-def _node(base: Path, rel: str) -> dict:
+def _node(base: Path, rel: str) -> dict[str, Any]:
     return {"path": rel, "absolute_path": str(base / rel if rel else base), "pages": 0, "files": [], "subdirs": []}

@@ -611,14 +611,21 @@ class Repositories:
         """The corpora a search of all takes in: those of the repositories allowed and synced (never a fetch)."""
         return [name for r in self if r.allowed() and r.state().commit for name in corpus_names(r.name)]
 
-    def sync(self, name: str | None, embeddings: EmbeddingsConfig, **kwargs) -> list[SyncReport]:
+    def sync(
+        self,
+        name: str | None,
+        embeddings: EmbeddingsConfig,
+        *,
+        lexical: bool = False,
+        progress: Progress | None = None,
+    ) -> list[SyncReport]:
         if name is None and not self._by_name:
             raise UsageError("no [[repository]] is declared; see docs/configuration.md#repositories")
         chosen = [self.get(name)] if name else list(self)
         refused = [r for r in chosen if not r.allowed()]
         if refused:  # before any fetch: a sync of all is not half done
             raise ConsentRequired("; ".join(consent_message(r.config) for r in refused))
-        return [r.sync(embeddings, **kwargs) for r in chosen]
+        return [r.sync(embeddings, lexical=lexical, progress=progress) for r in chosen]
 
     def allow(self, names: list[str], allow: bool = True) -> list[RepositoryConfig]:
         """Allow (or withdraw) the named entries of the checkout's .gitwiki.toml, or all of them; returns them."""

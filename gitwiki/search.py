@@ -6,7 +6,7 @@ import functools
 import itertools
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki.config import FUSIONS, MODES, SearchConfig
 from gitwiki.embed import Embedder
@@ -134,7 +134,7 @@ class SearchResult(NamedTuple):
         """Nothing matched well: no page at all, or the best page is a weak match."""
         return not self.docs or self.docs[0].weak
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The stable `gitwiki ground --json` contract (docs/json-contract.md)."""
         return {
             "query": self.query,

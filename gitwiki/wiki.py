@@ -79,7 +79,7 @@ class Wiki:
         self._read: dict[str, dict[str, tuple[FileStamp, str]]] = {}  # corpus → worktree_overlay's `read`
 
     @classmethod
-    def open(cls, start: str | os.PathLike = ".") -> Wiki:
+    def open(cls, start: str | os.PathLike[str] = ".") -> Wiki:
         repo = GitRepo.discover(start)
         return cls(repo, *for_checkout(config_mod.load(repo.root), repo.root, Path(start)))
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gitwiki.evaluation import Question
+    from gitwiki.evaluation import ModeScore, Question
     from gitwiki.tuning import Fit, Setting
     from gitwiki.wiki import Wiki
 
@@ -205,7 +205,7 @@ def _cache_dir() -> Path:
     return Path(base) / "gitwiki" / "eval"
 
 
-def _text(source: str, scores, gate) -> str:
+def _text(source: str, scores: list[ModeScore], gate: ModeScore) -> str:
     n = len(gate.outcomes)
     lines = [
         f"{n} questions from {source}",

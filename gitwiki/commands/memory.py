@@ -4,9 +4,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gitwiki.memory.base import Memory
+    from gitwiki.memory.replies import Reply
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "memory",
         help="agent memory: topic pages of timestamped entries (store, search, brief, …)",
@@ -127,7 +132,9 @@ def _scope(p: argparse.ArgumentParser, what: str = "write there (default: [memor
     group.add_argument("--project", dest="scope", action="store_const", const="project", help=f"project memory: {what}")
 
 
-def _add(actions, name: str, help_text: str, read: bool = False) -> argparse.ArgumentParser:
+def _add(
+    actions: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str, read: bool = False
+) -> argparse.ArgumentParser:
     p = actions.add_parser(name, help=help_text, description=help_text[0].upper() + help_text[1:] + ".")
     p.add_argument(
         "--json", action="store_true", help="print the result as JSON" + (" (as the MCP tool)" if read else "")
@@ -151,7 +158,7 @@ def memory(args: argparse.Namespace) -> int:
     return 0
 
 
-def _dispatch(mem, args: argparse.Namespace):
+def _dispatch(mem: Memory, args: argparse.Namespace) -> Reply:
     from gitwiki import memory_actions as actions
     from gitwiki.memory import replies, stores
 
@@ -242,7 +249,7 @@ def _read_bytes(path: str) -> bytes:
         ) from None
 
 
-def _load_json(path: str):
+def _load_json(path: str) -> Any:
     from gitwiki.errors import UsageError
 
     try:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Collection, Iterable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from gitwiki.errors import UsageError
 from gitwiki.memory import personal, stores
-from gitwiki.memory.entry import Entry, auto_tags, first_line, jaccard, parse_iso, singular, terms
+from gitwiki.memory.entry import Entry, TopicPage, auto_tags, first_line, jaccard, parse_iso, singular, terms
 from gitwiki.memory.search import in_window, since_moment
 
 if TYPE_CHECKING:
@@ -78,6 +79,16 @@ class Chain(NamedTuple):
     refs: tuple[str, ...]  # oldest first
 
 
+class NamedPage(Protocol):
+    """A topic page as `activity` and `meta` read it: the library's `TopicFile` or the agent hooks' `Topic`."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def page(self) -> TopicPage: ...
+
+
 class TopicActivity(NamedTuple):
     topic: str
     entries: int
@@ -118,7 +129,7 @@ def brief(
     *,
     detail: str = "summary",
     since: str | float | None = None,
-    focus=None,
+    focus: str | Iterable[str] | None = None,
     compact: bool = False,
     now: datetime | None = None,
 ) -> Brief:
@@ -151,7 +162,7 @@ def _is_name(query: str) -> bool:
     return bool(re.fullmatch(r"[\w*?\[\]-]+", personal.split(query)[1]))
 
 
-def _focus(focus) -> set[str]:
+def _focus(focus: str | Iterable[str] | None) -> set[str]:
     if not focus:
         return set()
     values = focus.split(",") if isinstance(focus, str) else focus
@@ -216,7 +227,7 @@ def _chains(entries: list[Entry]) -> list[Chain]:
     return sorted(chains, key=lambda c: (-len(c.refs), c.keyword))
 
 
-def activity(files, now: datetime) -> list[TopicActivity]:
+def activity(files: Iterable[NamedPage], now: datetime) -> list[TopicActivity]:
     out = []
     cutoff = now - timedelta(days=VELOCITY_DAYS)
     for tf in files:
@@ -230,7 +241,7 @@ def activity(files, now: datetime) -> list[TopicActivity]:
     return sorted(out, key=lambda a: (a.last, a.entries), reverse=True)
 
 
-def _meta(mem: Memory, lo, compact: bool, now: datetime, detail: str) -> Brief:
+def _meta(mem: Memory, lo: datetime | None, compact: bool, now: datetime, detail: str) -> Brief:
     files = list(stores.readable_topics(mem).values())
     if lo is not None:
         files = [
@@ -241,7 +252,7 @@ def _meta(mem: Memory, lo, compact: bool, now: datetime, detail: str) -> Brief:
     return meta(files, now, compact, detail)
 
 
-def meta(files, now: datetime, compact: bool = False, detail: str = "summary") -> Brief:
+def meta(files: Collection[NamedPage], now: datetime, compact: bool = False, detail: str = "summary") -> Brief:
     """The meta-briefing of topic files (anything with `.name` and `.page.entries`): pure, so the agent hooks
     run it on pages they parsed themselves, without a `Memory`."""
     topics = activity(files, now)
@@ -262,7 +273,9 @@ def meta(files, now: datetime, compact: bool = False, detail: str = "summary") -
     return Brief("", "meta", detail, topics, themes, [], [], "\n".join(lines) + "\n")
 
 
-def _render(query: str, kind: str, tier: str, items: list[Item], chains: list[Chain], topics) -> str:
+def _render(
+    query: str, kind: str, tier: str, items: list[Item], chains: list[Chain], topics: list[TopicActivity]
+) -> str:
     current = [i for i in items if not i.superseded_by]
     superseded = [i for i in items if i.superseded_by]
     what = "topic" if kind == "topic" and len(topics) == 1 else ("topics" if kind == "topic" else "search")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.memory.base import CHECKPOINTS, Memory
@@ -51,7 +51,7 @@ class Checkpoint(NamedTuple):
     files: tuple[str, ...] = ()
     path: str = ""  # repo-relative page path
 
-    def json(self) -> dict:
+    def json(self) -> dict[str, Any]:
         return {**self._asdict(), **{k: list(getattr(self, k)) for k in LISTS}}
 
 
@@ -61,7 +61,7 @@ class Resumed(NamedTuple):
     markdown: str  # the checkpoint with its age, ready to hand to the model
 
 
-def _items(value, key: str = "items") -> tuple[str, ...]:
+def _items(value: object, key: str = "items") -> tuple[str, ...]:
     """A list field: a list of strings (one string is an item per line); an item is one line of the page.
     helix's `;`- and `,`-separated strings are split by the MCP adapter."""
     if not value:
@@ -72,7 +72,7 @@ def _items(value, key: str = "items") -> tuple[str, ...]:
     return tuple(s for s in (" ".join(v.split()).removeprefix("- ").strip() for v in values) if s)
 
 
-def _task(value) -> str:
+def _task(value: object) -> str:
     """The task's lines; one that starts with `#` is escaped, or it would start a section of the page."""
     if not isinstance(value, str):
         raise UsageError(f"checkpoint task must be text, not {value!r}")
@@ -80,7 +80,7 @@ def _task(value) -> str:
     return "\n".join("\\" + line if line.lstrip().startswith("#") else line for line in lines)
 
 
-def checkpoint_page(data: dict) -> str:
+def checkpoint_page(data: dict[str, Any]) -> str:
     """Render a checkpoint (a dict of Checkpoint's fields) as its page; UsageError for a field of the wrong
     type or a checkpoint over MAX_CHECKPOINT_CHARS."""
     saved = data.get("saved") or now_iso()
@@ -177,7 +177,7 @@ def resume(mem: Memory, name: str = "default", now: datetime | None = None) -> R
     return Resumed(found, age, markdown)
 
 
-def checkpoint_pages(exported) -> dict[str, str | None]:
+def checkpoint_pages(exported: object) -> dict[str, str | None]:
     """Exported checkpoints as their pages, each checked (UsageError names the bad one)."""
     if not isinstance(exported, list):
         raise UsageError("checkpoints of the import must be a list of checkpoint objects")

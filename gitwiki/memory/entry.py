@@ -27,8 +27,9 @@ import functools
 import math
 import re
 import unicodedata
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitwiki.errors import UsageError
 from gitwiki.tokens import STOP_WORDS, tokenize
@@ -121,7 +122,7 @@ class Entry(NamedTuple):
         """The time that counts for recency and date filters: the last change."""
         return self.modified or self.created
 
-    def json(self) -> dict:
+    def json(self) -> dict[str, Any]:
         return {
             "topic": self.topic,
             "index": self.index,
@@ -163,7 +164,7 @@ def topic_name(raw: str) -> str:
     return name
 
 
-def normalize_tags(tags) -> tuple[str, ...]:
+def normalize_tags(tags: str | Iterable[object] | None) -> tuple[str, ...]:
     """Lowercase, `#` and spaces dropped (inner spaces become dashes), singular, deduplicated, sorted."""
     if isinstance(tags, str):
         tags = tags.split(",")
@@ -314,7 +315,7 @@ def parse_iso(stamp: str) -> datetime | None:
         return None
 
 
-def is_stamp(value) -> bool:
+def is_stamp(value: object) -> bool:
     """An entry timestamp as the page format writes it: `2026-11-23T15:46:31Z`, a real date and time."""
     return isinstance(value, str) and bool(_STAMP.fullmatch(value)) and parse_iso(value) is not None
 
@@ -482,7 +483,7 @@ def parse_page(text: str, fallback_name: str) -> TopicPage:
         name = re.sub(r"^ {0,3}#[ \t]*|[ \t]+#+[ \t]*$", "", lines[first]).strip() or fallback_name
         headings = headings[1:]
     starts = [h[0] for h in headings] + [len(lines)]
-    entries: list[tuple[int, re.Match, int, int]] = []  # header line, its match, section end, next entry
+    entries: list[tuple[int, re.Match[str], int, int]] = []  # header line, its match, section end, next entry
     for n, (line, _, level) in enumerate(headings):
         match = _ENTRY.match(lines[line]) if level == 2 else None
         if match:
@@ -501,7 +502,7 @@ def parse_page(text: str, fallback_name: str) -> TopicPage:
     return TopicPage(name, preamble, tuple(parsed), "" if head == f"# {fallback_name}" else head)
 
 
-def _entry(topic: str, index: int, heading: re.Match, body: list[str], start: int, end: int) -> Entry:
+def _entry(topic: str, index: int, heading: re.Match[str], body: list[str], start: int, end: int) -> Entry:
     meta: dict[str, str] = {}
     while body and (m := _META.match(body[-1].strip())) and m.group(1) not in meta:
         meta[m.group(1)] = m.group(2).strip()
@@ -554,7 +555,7 @@ def render_entry(entry: Entry) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def render_page(name: str, entries, preamble: str = "", head: str = "", *, verify: bool = True) -> str:
+def render_page(name: str, entries: Iterable[Entry], preamble: str = "", head: str = "", *, verify: bool = True) -> str:
     """The page: its head (front matter and H1 as a person wrote them, else `# <name>`), the text before the
     first entry, then each entry followed by the text a person wrote after it.
 
@@ -583,7 +584,7 @@ def render_page(name: str, entries, preamble: str = "", head: str = "", *, verif
     return page
 
 
-def drop_entries(preamble: str, entries, drop) -> tuple[str, list[Entry]]:
+def drop_entries(preamble: str, entries: Iterable[Entry], drop: Callable[[Entry], bool]) -> tuple[str, list[Entry]]:
     """The entries `drop(entry)` does not take, with the text a person wrote after a dropped entry kept in
     place (after the entry before it, or in the preamble): deleting an entry never deletes a person's text."""
     kept: list[Entry] = []
@@ -601,7 +602,7 @@ def _join(a: str, b: str) -> str:
     return f"{a}\n\n{b}" if a and b else a or b
 
 
-def is_confidence(value) -> bool:
+def is_confidence(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= 1
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import struct
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from gitwiki.errors import UsageError
 
@@ -42,7 +43,7 @@ def is_log(data: bytes) -> bool:
     return data[:4] == MAGIC
 
 
-def parse_log(data: bytes, now: datetime | None = None) -> dict:
+def parse_log(data: bytes, now: datetime | None = None) -> dict[str, Any]:
     """The live entries of a data.log as an import document; a damaged log raises UsageError, and so does
     an entry dated after `now` (default: the clock) by more than a day."""
     if data[:4] != MAGIC:
@@ -80,7 +81,7 @@ def parse_log(data: bytes, now: datetime | None = None) -> dict:
     return _document(rows, now)
 
 
-def parse_export(data, now: datetime | None = None) -> dict:
+def parse_export(data: object, now: datetime | None = None) -> dict[str, Any]:
     """helix's JSON export (`{"topic": [{"ts": minutes, "body": …}]}`, or the list form
     `[{"topic": …, "text": …}]` its reference shows) as an import document."""
     rows: list[tuple[str, int, str, str]] = []
@@ -100,7 +101,7 @@ def parse_export(data, now: datetime | None = None) -> dict:
     return _document(rows, now)
 
 
-def is_export(data) -> bool:
+def is_export(data: object) -> bool:
     """Whether a JSON document is helix's export rather than gitwiki's (which has a `format` and a `topics`
     list; a helix topic may itself be called topics, then its items are helix entries with a body)."""
     if isinstance(data, list):
@@ -113,12 +114,12 @@ def is_export(data) -> bool:
     )
 
 
-def summary(document: dict) -> dict[str, int]:
+def summary(document: dict[str, Any]) -> dict[str, int]:
     """Entries per topic of an import document: what a dry run reports."""
     return {t["name"]: len(t["entries"]) for t in document["topics"]}
 
 
-def _export_row(topic: str, item, where: str) -> tuple[str, int, str, str]:
+def _export_row(topic: str, item: object, where: str) -> tuple[str, int, str, str]:
     if not isinstance(item, dict):
         raise UsageError(f"helix export: {where} must be an object with ts and body")
     body = item.get("body", item.get("text"))
@@ -128,11 +129,11 @@ def _export_row(topic: str, item, where: str) -> tuple[str, int, str, str]:
     return topic, minutes, body, where
 
 
-def _document(rows: list[tuple[str, int, str, str]], now: datetime | None) -> dict:
+def _document(rows: list[tuple[str, int, str, str]], now: datetime | None) -> dict[str, Any]:
     """The rows (topic, minutes, body, where) as `{"topics": [{"name", "entries"}]}`, in log order per topic."""
     # An entry cannot be written after the import runs; a day's margin covers helix's local clock.
     latest = (now or datetime.now(UTC)) + timedelta(days=1)
-    topics: dict[str, list[dict]] = {}
+    topics: dict[str, list[dict[str, Any]]] = {}
     for topic, minutes, body, where in rows:
         where = f"helix: {where} of topic {topic!r}"
         if not topic.strip():
@@ -145,7 +146,7 @@ def _document(rows: list[tuple[str, int, str, str]], now: datetime | None) -> di
     return {"topics": [{"name": name, "entries": entries} for name, entries in topics.items()]}
 
 
-def _entry(minutes: int, body: str, where: str) -> dict:
+def _entry(minutes: int, body: str, where: str) -> dict[str, Any]:
     meta: dict[str, str] = {}
     text = []
     for line in body.replace("\r\n", "\n").split("\n"):
@@ -154,7 +155,7 @@ def _entry(minutes: int, body: str, where: str) -> dict:
             meta[m.group(1)] = m.group(2).strip()
         else:
             text.append(line)
-    entry: dict = {"created": _stamp(minutes, where), "text": "\n".join(text).strip()}
+    entry: dict[str, Any] = {"created": _stamp(minutes, where), "text": "\n".join(text).strip()}
     if tags := meta.get("tags"):
         entry["tags"] = [t.strip() for t in tags.split(",") if t.strip()]
     if source := meta.get("source"):
@@ -182,7 +183,7 @@ def _link(link: str) -> str:
     return f"{name}:{int(index) + 1}" if sep and index.isdecimal() else link
 
 
-def _number(raw: str):
+def _number(raw: str) -> float | str:
     try:
         return float(raw)
     except ValueError:

@@ -395,7 +395,7 @@ def export(mem: Memory) -> Reply:
     return Reply(json.dumps(data, ensure_ascii=False, indent=1), data)
 
 
-def import_(mem: Memory, data: dict | list) -> Reply:
+def import_(mem: Memory, data: dict[str, Any] | list[Any]) -> Reply:
     """An export document (topics export's JSON, or helix's JSON export), merged in."""
     added, checkpoints = topics_mod.import_memory(mem, data)
     return _imported(added, checkpoints)

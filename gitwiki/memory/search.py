@@ -22,6 +22,7 @@ from gitwiki.memory.entry import Entry, normalize_tags, parse_iso, terms, topic_
 from gitwiki.memory.sources import STALE_FACTOR, stale
 
 if TYPE_CHECKING:
+    from gitwiki.embed import Embedder
     from gitwiki.memory.base import Memory, TopicFile
     from gitwiki.search import CorpusView
 
@@ -42,7 +43,7 @@ class Hit(NamedTuple):
 
 class Found(NamedTuple):
     query: str  # the words searched, inline filters removed
-    filters: dict  # tag, topic, source, after, before as applied
+    filters: dict[str, str | None]  # tag, topic, source, after, before as applied
     matched: str  # "and", "or", "semantic" (dense neighbours only) or "recent" (no query words)
     ranking: str  # hybrid, lexical or dense: what scored relevance
     total: int  # matching entries before the per-topic cap and the limit
@@ -68,7 +69,7 @@ def parse_day(value: str, now: datetime | None = None) -> datetime:
     return parsed
 
 
-def since_moment(value, now: datetime | None = None) -> datetime:
+def since_moment(value: str | float, now: datetime | None = None) -> datetime:
     """brief's `since`: a number of hours as helix's (helix/docs/TOOLS.md, brief: `since: "24"`), given as
     a number or a numeric string, or a day as parse_day reads it."""
     now = now or datetime.now(UTC)
@@ -84,7 +85,13 @@ def since_moment(value, now: datetime | None = None) -> datetime:
     return first if hours * 3600 >= (now - first).total_seconds() else now - timedelta(hours=hours)
 
 
-def window(after=None, before=None, days=None, hours=None, now: datetime | None = None):
+def window(
+    after: str | None = None,
+    before: str | None = None,
+    days: float | None = None,
+    hours: float | None = None,
+    now: datetime | None = None,
+) -> tuple[datetime | None, datetime | None]:
     """(earliest, latest) datetimes for the date filters; `before` is inclusive as helix's ("on or before",
     helix/DOCS.md): a date or a named day reaches to that day's end, a timestamp to that moment."""
     now = now or datetime.now(UTC)
@@ -105,7 +112,7 @@ def window(after=None, before=None, days=None, hours=None, now: datetime | None 
     return lo, hi
 
 
-def in_window(entry: Entry, lo, hi) -> bool:
+def in_window(entry: Entry, lo: datetime | None, hi: datetime | None) -> bool:
     if lo is None and hi is None:
         return True
     when = parse_iso(entry.when) if entry.when else None
@@ -181,7 +188,7 @@ def search(
     return Found(words, filters, matched, ranked_by, len(hits), _capped(hits)[:limit], dict(counts.most_common()))
 
 
-def _filters(tag: str, topic: str | None, source: str | None) -> dict:
+def _filters(tag: str, topic: str | None, source: str | None) -> dict[str, str | None]:
     """The filters as applied (the date window is added by the caller): the tag normalized as entries' are."""
     wanted = normalize_tags([tag])
     return {"tag": wanted[0] if wanted else None, "topic": topic, "source": source}
@@ -283,7 +290,7 @@ def _entry_of_chunk(mem: Memory, files: dict[str, TopicFile], blobs: set[str]) -
     return out
 
 
-def memory_view(mem: Memory, files: dict[str, TopicFile], embedder) -> CorpusView:
+def memory_view(mem: Memory, files: dict[str, TopicFile], embedder: Embedder | None) -> CorpusView:
     """The topic pages as they are on disk, as a search view; versions not yet indexed (edited by hand,
     or by another process) are parsed and embedded first."""
     from gitwiki.indexer import ensure_blobs, ensure_vectors

@@ -8,6 +8,7 @@ entry is stored, so `refresh` can diff it against the file as it is now even if 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import UsageError
@@ -112,7 +113,7 @@ def refresh(mem: Memory, entry: Entry, context: int = 3) -> Refresh | None:
     return Refresh(entry, ref.path, ref.blob, found.current, header + "".join(hunks) if hunks else "")
 
 
-def _hunk(group, old: list[str], new: list[str]) -> str:
+def _hunk(group: Sequence[tuple[str, int, int, int, int]], old: list[str], new: list[str]) -> str:
     i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
     lines = [f"@@ -{i1 + 1},{i2 - i1} +{j1 + 1},{j2 - j1} @@\n"]
     for tag, a1, a2, b1, b2 in group:

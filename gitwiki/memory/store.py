@@ -125,7 +125,9 @@ def batch(mem: Memory, items: Sequence[BatchItem], force: bool = False) -> Store
         return Stored([_as_read(mem, r) for r in results], writes)
 
 
-def _new_entry(mem: Memory, topic: str, item: BatchItem, current: dict[str, list[Entry]], entries: list[Entry]):
+def _new_entry(
+    mem: Memory, topic: str, item: BatchItem, current: dict[str, list[Entry]], entries: list[Entry]
+) -> tuple[Entry, list[str]]:
     text = clean_text(item.text)
     warnings: list[str] = []
     confidence = DEFAULT_CONFIDENCE if item.confidence is None else item.confidence
@@ -146,7 +148,7 @@ def _new_entry(mem: Memory, topic: str, item: BatchItem, current: dict[str, list
     return Entry(topic, created, text, tags, source, float(confidence), links), warnings
 
 
-def _links(raw) -> tuple[str, ...]:
+def _links(raw: object) -> tuple[str, ...]:
     if not raw:
         return ()
     values = raw.split() if isinstance(raw, str) else raw
@@ -161,7 +163,7 @@ def _links(raw) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _tags(raw) -> tuple[str, ...]:
+def _tags(raw: object) -> tuple[str, ...]:
     if not raw:
         return ()
     if not isinstance(raw, (list, tuple, str)) or not all(isinstance(t, str) for t in raw):
@@ -457,7 +459,7 @@ def _relink(links: tuple[str, ...], old: str, new: str, renumber: dict[int, int]
 # ---- import ----------------------------------------------------------------------------------------
 
 
-def import_topics(mem: Memory, topics: list[dict], dry_run: bool = False) -> dict[str, int]:
+def import_topics(mem: Memory, topics: list[object], dry_run: bool = False) -> dict[str, int]:
     """Merge exported topics into the wiki: entries not already present (same time and text) are appended
     in time order; existing entries keep their index. Returns the entries added per topic, as written
     (with `dry_run`, as they would be: every check is made, nothing is written).
@@ -500,7 +502,7 @@ def import_topics(mem: Memory, topics: list[dict], dry_run: bool = False) -> dic
     return added
 
 
-def _persons_text(name: str, value, key: str) -> str:
+def _persons_text(name: str, value: object, key: str) -> str:
     """A topic's `head` (front matter, H1), `preamble` or an entry's `after` in an import: text a person
     wrote, which must come back from the page as it went in, without an entry header or a block left open."""
     from gitwiki.memory.entry import parse_page
@@ -526,7 +528,7 @@ def _persons_text(name: str, value, key: str) -> str:
     return value
 
 
-def _from_json(topic: str, n: int, raw) -> Entry:
+def _from_json(topic: str, n: int, raw: object) -> Entry:
     """One exported entry, every field checked: a field that could end its metadata line (a newline) would
     forge entries, a value outside its range would poison every score."""
     where = f"entry {n} of topic {topic!r} in the import"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gitwiki.errors import UsageError
 from gitwiki.memory.personal import PREFIX, no_personal, split
@@ -73,14 +73,14 @@ def writer(mem: Memory, scope: str | None = None, topics: Sequence[str] = ()) ->
     return mem.personal, bare
 
 
-def writer_batch(mem: Memory, scope: str | None, items: list) -> tuple[Memory, list]:
-    """`writer` for a batch: the memory its entries go to, and the entries with their topics as it reads them."""
-    named = (
-        [i for i in items if isinstance(i, dict) and isinstance(i.get("topic"), str)] if isinstance(items, list) else []
-    )
+def writer_batch(mem: Memory, scope: str | None, items: object) -> tuple[Memory, object]:
+    """`writer` for a batch: the memory its entries go to, and the entries with their topics as it reads them.
+    `items` is the caller's JSON: anything but a list is handed on as it is, for batch_items to refuse."""
+    listed: list[Any] = items if isinstance(items, list) else []
+    named = [i for i in listed if isinstance(i, dict) and isinstance(i.get("topic"), str)]
     target, topics = writer(mem, scope, [i["topic"] for i in named])
     renamed = dict(zip(map(id, named), topics, strict=True))
-    return target, [{**i, "topic": renamed[id(i)]} if id(i) in renamed else i for i in items] if named else items
+    return target, [{**i, "topic": renamed[id(i)]} if id(i) in renamed else i for i in listed] if named else items
 
 
 def writer_edit(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki.errors import UsageError
 from gitwiki.memory import stores
@@ -40,7 +40,7 @@ class Stats(NamedTuple):
     oldest: str
     newest: str
     tags: list[tuple[str, int]]  # all of them with detail=tags, else the top 10
-    index: dict  # type: ignore[assignment]  # (shadows tuple.index) with detail=index: indexed pages, chunks and vectors of the topic pages
+    index: dict[str, Any]  # type: ignore[assignment]  # (shadows tuple.index) with detail=index: indexed pages, chunks and vectors of the topic pages
 
 
 class XRef(NamedTuple):
@@ -99,7 +99,7 @@ def stats(mem: Memory, detail: str | None = None) -> Stats:
     entries = [e for tf in files.values() for e in tf.page.entries]
     tags = Counter(t for e in entries for t in e.tags)
     stamps = sorted(e.created for e in entries if e.created)
-    index: dict = {}
+    index: dict[str, Any] = {}
     if detail == "index":
         store = mem.wiki.store
         blobs = {tf.blob for tf in files.values()}
@@ -278,7 +278,7 @@ def _rewrite(mem: Memory, drop: set[str], merged_into: dict[str, list[Entry]]) -
         write_pages(mem, contents)
 
 
-def export(mem: Memory) -> dict:
+def export(mem: Memory) -> dict[str, Any]:
     """Every topic (entries with all their fields) and checkpoint as one JSON document; import reads it back."""
     from gitwiki.memory.checkpoint import checkpoints
 
@@ -300,7 +300,9 @@ def export(mem: Memory) -> dict:
     }
 
 
-def import_memory(mem: Memory, data: dict | list, dry_run: bool = False) -> tuple[dict[str, int], list[str]]:
+def import_memory(
+    mem: Memory, data: dict[str, Any] | list[Any], dry_run: bool = False
+) -> tuple[dict[str, int], list[str]]:
     """Merge an export back: entries per topic added, and the checkpoints written (with `dry_run`, what
     would be added, every check made and nothing written). helix's JSON export is read as well."""
     from gitwiki.memory import helix
@@ -324,7 +326,7 @@ def import_helix_log(mem: Memory, log: bytes, dry_run: bool = False) -> dict[str
     return import_topics(mem, helix.parse_log(log)["topics"], dry_run)
 
 
-def _export_entry(e: Entry) -> dict:
+def _export_entry(e: Entry) -> dict[str, Any]:
     """The entry's fields, and the text a person wrote after it (`after`) when there is some."""
     data = e.json()
     for key in ("topic", "index", "lines"):
@@ -332,7 +334,7 @@ def _export_entry(e: Entry) -> dict:
     return {**data, "after": e.after} if e.after else data
 
 
-def reindex(mem: Memory) -> dict:
+def reindex(mem: Memory) -> dict[str, Any]:
     """Parse and embed every topic page version again if the index lacks it (after a rebuilt index)."""
     from gitwiki.memory.search import memory_view
 
