@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path, PurePosixPath
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitwiki import index_blocks, pagefacts
 from gitwiki.config import CorpusConfig
@@ -29,7 +29,7 @@ class WriteReport(NamedTuple):
     absolute_path: str
     action: str  # "created", "overwritten" or "deleted"
     index_files: list[str]  # ancestor index.md files regenerated or scaffolded (repo-relative)
-    findings: list[dict]  # advisory lint findings for the written page
+    findings: list[dict[str, Any]]  # advisory lint findings for the written page
     commit: str | None  # the commit made when the caller asked for one
     indexed_commit: str  # the commit the index answers for after the write
     dirty: list[str]  # uncommitted pages now folded into search
@@ -144,7 +144,7 @@ def _refresh_ancestors(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, scaffold:
     return result.changed
 
 
-def _lint(wiki: Wiki, doc: Document, pages: set[str]) -> list[dict]:
+def _lint(wiki: Wiki, doc: Document, pages: set[str]) -> list[dict[str, Any]]:
     def anchors(repo_path: str) -> list[str] | None:  # other pages' anchors, so `other.md#anchor` links are checked too
         try:
             return pagefacts.anchors(read_page_file(wiki.root, repo_path).decode("utf-8"))
@@ -159,7 +159,12 @@ def _commit(wiki: Wiki, tool: str, ref: PageRef, index_files: list[str]) -> str:
 
 
 def _report(
-    ref: PageRef, action: str, index_files: list[str], findings: list[dict], commit: str | None, view: CorpusView
+    ref: PageRef,
+    action: str,
+    index_files: list[str],
+    findings: list[dict[str, Any]],
+    commit: str | None,
+    view: CorpusView,
 ) -> WriteReport:
     return WriteReport(
         ref.corpus, ref.path, str(ref.file), action, index_files, findings, commit, view.commit, list(view.dirty)

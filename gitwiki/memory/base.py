@@ -63,7 +63,7 @@ class Memory:
         self.chunk_entries: dict[str, dict[int, tuple[str, int]]] = {}  # blob → chunk id → (topic, entry line)
 
     @classmethod
-    def open(cls, start: str | os.PathLike = ".") -> Memory:
+    def open(cls, start: str | os.PathLike[str] = ".") -> Memory:
         from gitwiki import config as config_mod
         from gitwiki.gitcli import discover
 
@@ -221,7 +221,7 @@ class Memory:
         return blob
 
 
-def no_such_entry(topic: str, n: int, index) -> NotFoundError:
+def no_such_entry(topic: str, n: int, index: object) -> NotFoundError:
     """The error for an entry number a topic does not have, naming both counts (helix's from 0)."""
     helix = f" (helix's string index '0'..'{n - 1}')" if n else ""
     return NotFoundError(f"topic {topic!r} has {n} entries, 1..{n}{helix}; there is no entry {index!r}")
