@@ -40,6 +40,18 @@ which are keyed by chunk text, so none of these re-embeds):
 --min-match F      drop matches holding fewer than F of the query's distinct terms (Python scorer)
 --idf-power P      raise each term's IDF to P (rare terms count more; Python scorer)
 
+Query feedback, a page vector, fields and a per-corpus weight (issue 24; hybrid score fusion; the feedback pages
+are the first pass's top fused pages, and the changed rankings are fused again):
+--rm3 K,T,S        lexical RM3: the T best terms of the top K pages' relevance model (score × tf / |page| × IDF)
+                   take share S of the query; scored by a Python BM25 with FTS5's formula (`Fields`)
+--dense-prf K,A    the query vector moved by A × the centroid of the top K pages (each the mean of its chunk vectors)
+--page-vector W    a third ranker at weight W: each page's card (title, description or first paragraph, H2 / H3
+                   headings) embedded once (cached in the work dir), cosine to the query
+--fields T,H,B     BM25F-like: title, headings (and tags), body weighted apart (today head 2 = title and headings)
+--corpus-weight    the lexical fusion weight from the corpus's mean chunk length (`length_weight`)
+--sweep "V; V"     search one index once per variant (`base`, `rm3=3,10,0.2`, `fields=3,2,1`, `corpus_weight`,
+                   several levers in one variant separated by spaces), scores labelled `variant:mode`
+
 Page-level fusion (gitwiki.ranking.PAGE_SHARE) was measured here before it became the default.
 
   python bench/experiment.py [options] wikidev_eval.py [its args]
@@ -439,6 +451,303 @@ def install_lexical_levers(args) -> None:
         search.fts_query = lambda text: fts_any(query_terms(text))
 
 
+# ---- query feedback, a page vector, fields, per-corpus weight (issue 24) ------------------------------
+
+
+class Fields:
+    """One store's FTS rows split into fields for the Python BM25 of the feedback and field levers: each row's
+    title terms (the page title's tokens, taken out of the head column once), its other head terms (headings and
+    tags) and its body terms; the row length is the FTS5 row's, head and body, so equal title and heading weights
+    reproduce FTS5's bm25() (checked: `--fields 2,2,1` gives the default figures)."""
+
+    def __init__(self, store) -> None:
+        self.title: dict[int, Counter] = {}
+        self.heads: dict[int, Counter] = {}
+        self.body: dict[int, Counter] = {}
+        self.length: dict[int, int] = {}
+        self.blob: dict[int, str] = {}
+        self.rows_of: dict[str, list[int]] = defaultdict(list)
+        titles = dict(store.conn.execute("SELECT blob, title FROM blobs"))
+        self.blob = dict(store.conn.execute("SELECT id, blob FROM chunks"))
+        title_terms = {blob: Counter(tokens.tokenize(t or "")) for blob, t in titles.items()}
+        self.df: Counter[str] = Counter()
+        for rowid, head, body in store.conn.execute("SELECT rowid, head, body FROM fts"):
+            head_terms, body_terms = Counter(head.split()), Counter(body.split())
+            blob = self.blob.get(rowid)
+            in_title = title_terms.get(blob, Counter()) & head_terms
+            self.title[rowid], self.heads[rowid], self.body[rowid] = in_title, head_terms - in_title, body_terms
+            self.length[rowid] = sum(head_terms.values()) + sum(body_terms.values())
+            self.df.update((head_terms | body_terms).keys())
+            if blob is not None:
+                self.rows_of[blob].append(rowid)
+        self.avgdl = sum(self.length.values()) / max(len(self.length), 1)
+        self.postings: dict[str, list[int]] = defaultdict(list)
+        for rowid in self.length:
+            for term in (self.title[rowid] | self.heads[rowid] | self.body[rowid]).keys():
+                self.postings[term].append(rowid)
+
+    def idf(self, term: str) -> float:
+        n, df = len(self.length), self.df.get(term, 0)
+        return max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
+
+    def score(self, weights: dict[str, float], columns: tuple[float, float, float]) -> list[tuple[int, str, float]]:
+        """FTS5's bm25() with k1 1.2, b 0.75 for a query of weighted terms; columns: title, headings, body."""
+        k1, b = 1.2, 0.75
+        wt, wh, wb = columns
+        scores: dict[int, float] = defaultdict(float)
+        for term, qw in weights.items():
+            idf = self.idf(term)
+            for rowid in self.postings.get(term, ()):
+                tf = wt * self.title[rowid][term] + wh * self.heads[rowid][term] + wb * self.body[rowid][term]
+                norm = k1 * (1 - b + b * self.length[rowid] / self.avgdl)
+                scores[rowid] += qw * idf * tf * (k1 + 1) / (tf + norm)
+        return [(r, self.blob[r], s) for r, s in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def rm3_weights(query_terms_: list[str], feedback, fields: Fields, terms: int, share: float) -> dict[str, float]:
+    """The RM3 query: (1 − share) × the query's terms + share × the `terms` best terms of the feedback pages'
+    relevance model, p(w | R) = Σ_page score × tf(w, page) / |page|, times the term's IDF (without it the
+    feedback pages' commonest words, `use`, `file`, win); scaled so each original term weighs 1."""
+    model: Counter[str] = Counter()
+    total = sum(score for _, score in feedback) or 1.0
+    for rows, score in feedback:
+        counts: Counter[str] = Counter()
+        for r in rows:
+            counts.update(fields.title[r])
+            counts.update(fields.heads[r])
+            counts.update(fields.body[r])
+        size = sum(counts.values()) or 1
+        for term, tf in counts.items():
+            model[term] += score / total * tf / size
+    for term in model:
+        model[term] *= fields.idf(term)
+    best = dict(model.most_common(terms)) if share > 0 else {}
+    mass = sum(best.values()) or 1.0
+    original = list(dict.fromkeys(query_terms_))
+    weights = {t: (1 - share) / len(original) for t in original}
+    for term, w in best.items():
+        weights[term] = weights.get(term, 0.0) + share * w / mass
+    scale = len(original) / (1 - share)
+    return {t: w * scale for t, w in weights.items()}
+
+
+def page_card(rows, title: str, description: str | None) -> str:
+    """What the page vector reads: title, summary (front-matter description, else the first paragraph, at most
+    60 words) and the page's H2 / H3 headings."""
+    summary = description or ""
+    if not summary and rows:
+        for block in re.split(r"\n\s*\n", rows[0].text):
+            block = block.strip()
+            if block and not block.startswith(("#", "```", "~~~", "|", "<", "---")):
+                summary = block
+                break
+    summary = " ".join(summary.split()[:60])
+    heads = list(dict.fromkeys(h for r in rows for h in r.breadcrumb[1:3] if h and h != title))
+    return "\n".join(x for x in (title, summary, "; ".join(heads)) if x)
+
+
+def length_weight(mean_terms: float) -> float:
+    """--corpus-weight: the lexical fusion weight from the corpus's mean chunk length in indexed terms, fixed before
+    any run: BM25 has more evidence in a long chunk and a single vector blurs it, so the weight rises by 0.25 per
+    tenfold length around an even split at 100 terms, kept within 0.35–0.65."""
+    return min(0.65, max(0.35, 0.5 + 0.25 * math.log10(max(mean_terms, 1.0) / 100)))
+
+
+def install_feedback_levers(args, cache_dir: Path) -> dict:
+    """--rm3 K,T,S, --dense-prf K,A, --page-vector W, --fields T,H,B, --corpus-weight: the first-pass fused
+    ranking (hybrid, score fusion) gives the feedback pages; the changed rankings are fused again."""
+    fields: dict[int, Fields] = {}
+    page_cache = NpzCache(cache_dir / "pages.npz")
+    state: dict = {"weights": None, "views": {}, "pages_embedded": 0, "page_cache": page_cache, "lengths": {}}
+
+    def fields_of(store) -> Fields:
+        if id(store) not in fields:
+            fields[id(store)] = Fields(store)
+        return fields[id(store)]
+
+    def columns():
+        return args.fields or (store_mod.FTS_WEIGHTS[0], store_mod.FTS_WEIGHTS[0], store_mod.FTS_WEIGHTS[1])
+
+    original_lexical = search.Searcher._lexical
+
+    def lexical(self, query, blob_paths, blob_of, pages):
+        if not args.fields:
+            return original_lexical(self, query, blob_paths, blob_of, pages)
+        found = fields_of(self.store).score(dict.fromkeys(query_terms(query), 1.0), columns())
+        pool = search.candidates([(cid, blob, s) for cid, blob, s in found if blob in blob_paths], pages)
+        blob_of.update((cid, blob) for cid, blob, _ in pool)
+        return [(cid, s) for cid, _, s in pool]
+
+    def page_vectors(self, view, embedder, blob_paths):
+        """Per blob of the view: its card's vector (cached on disk by text)."""
+        if view.key in state["views"]:
+            return state["views"][view.key]
+        blobs = sorted(blob_paths)
+        infos = self.store.blob_info(blobs)
+        rows_of: dict[str, list] = defaultdict(list)
+        for row in self.store.chunks_of(blobs):
+            rows_of[row.blob].append(row)
+        texts = []
+        for blob in blobs:
+            info = infos.get(blob)
+            title = (info.title if info else "") or chunker.fallback_title(blob_paths[blob])
+            texts.append(page_card(rows_of[blob], title, info.description if info else None))
+        keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+        todo = sorted(
+            {k: t for k, t in zip(keys, texts, strict=True) if k not in page_cache.data}.items(),
+            key=lambda kv: len(kv[1]),
+        )
+        for start in range(0, len(todo), 256):
+            batch = todo[start : start + 256]
+            page_cache.data.update(
+                zip((k for k, _ in batch), embedder.embed_documents([t for _, t in batch]), strict=True)
+            )
+            page_cache.dirty = True
+            print(f"page vectors: embedded {start + len(batch)}/{len(todo)}", file=sys.stderr)
+        page_cache.save()
+        state["pages_embedded"] += len(todo)
+        entry = (blobs, np.stack([page_cache.data[k] for k in keys]))
+        state["views"][view.key] = entry
+        return entry
+
+    def mean_terms(self, blob_paths, key) -> float:
+        if key not in state["lengths"]:
+            f = fields_of(self.store)
+            lengths = [f.length[r] for blob in blob_paths for r in f.rows_of.get(blob, ())]
+            state["lengths"][key] = sum(lengths) / max(len(lengths), 1)
+            print(
+                f"corpus: {len(lengths)} chunks, mean {state['lengths'][key]:.1f} terms, lexical weight "
+                f"{length_weight(state['lengths'][key]):.3f}",
+                file=sys.stderr,
+            )
+        return state["lengths"][key]
+
+    original_rank = search.Searcher._rank
+
+    def rank(self, view, query, mode, fusion, embedder, pages=1):
+        first = original_rank(self, view, query, mode, fusion, embedder, pages)
+        state["weights"] = None
+        if first.mode != "hybrid" or fusion != "score" or len(first.rankings) != 2:
+            return first
+        blob_paths = self._blob_paths(view)
+        blob_of = dict(first.blob_of)
+        rankings = list(first.rankings)
+        weights = [0.5, 0.5]
+        if args.corpus_weight:
+            w = length_weight(mean_terms(self, blob_paths, view.key))
+            weights = [w, 1 - w]
+        if args.rm3 or args.dense_prf:
+            page_of = {cid: blob_paths[blob_of[cid]] for cid, _ in first.fused}
+            depth = max(int((args.rm3 or (0,))[0]), int((args.dense_prf or (0,))[0]))
+            top = ranking.rollup(
+                first.fused,
+                page_of,
+                depth,
+                1,
+                depth,
+                ranking.SECOND_CHUNK,
+                ranking.page_fusion(first.rankings, page_of, weights),
+            )
+        if args.rm3:
+            k, n_terms, share = int(args.rm3[0]), int(args.rm3[1]), args.rm3[2]
+            f = fields_of(self.store)
+            feedback = [(f.rows_of.get(view.pages[h.path], []), h.score) for h in top[:k]]
+            q = rm3_weights(query_terms(query), feedback, f, n_terms, share)
+            found = f.score(q, columns())
+            pool = search.candidates([(cid, b, s) for cid, b, s in found if b in blob_paths], pages)
+            blob_of.update((cid, b) for cid, b, _ in pool)
+            rankings[0] = [(cid, s) for cid, _, s in pool]
+        if args.dense_prf or args.page_vector:
+            qvec = embedder.embed_query(query)
+            matrix = self._matrix(view, embedder.model_id, blob_paths)
+        if args.dense_prf:
+            k, alpha = int(args.dense_prf[0]), args.dense_prf[1]
+            rows_of: dict[str, list[int]] = defaultdict(list)
+            for i, b in enumerate(matrix.blobs):
+                rows_of[b].append(i)
+            means = []
+            for h in top[:k]:
+                v = matrix.matrix[rows_of[view.pages[h.path]]].mean(axis=0)
+                means.append(v / (np.linalg.norm(v) or 1.0))
+            moved = qvec + alpha * np.mean(means, axis=0)
+            scores = matrix.matrix @ (moved / np.linalg.norm(moved))
+            order = np.argsort(-scores, kind="stable")
+            pool = search.candidates(((matrix.ids[i], matrix.blobs[i], float(scores[i])) for i in order), pages)
+            blob_of.update((cid, b) for cid, b, _ in pool)
+            rankings[1] = [(cid, s) for cid, _, s in pool]
+        if args.page_vector:
+            blobs, cards = page_vectors(self, view, embedder, blob_paths)
+            cos = cards @ qvec
+            order = np.argsort(-cos, kind="stable")[: search.CANDIDATES]
+            best: dict[str, int] = {}  # a page's representative chunk: its best fused, else its first
+            for cid, _ in first.fused:
+                best.setdefault(blob_of[cid], cid)
+            first_row = {}
+            for cid, b in zip(matrix.ids, matrix.blobs, strict=True):
+                first_row.setdefault(b, cid)
+            third = []
+            for i in order:
+                cid = best.get(blobs[i], first_row.get(blobs[i]))
+                if cid is not None:
+                    blob_of[cid] = blobs[i]
+                    third.append((cid, float(cos[i])))
+            rankings.append(third)
+            weights = [w * (1 - args.page_vector) for w in weights] + [args.page_vector]
+        state["weights"] = weights
+        fused = ranking.score_fusion(rankings, weights)
+        return first._replace(fused=fused, blob_of=blob_of, rankings=rankings)
+
+    if args.sweep or args.rm3 or args.dense_prf or args.page_vector or args.corpus_weight or args.fields:
+        search.Searcher._lexical = lexical
+        search.Searcher._rank = rank
+
+        def page_fusion(rankings, page_of, weights=None, normalize=None):
+            return original_page_fusion(rankings, page_of, weights or state["weights"], normalize)
+
+        search.page_fusion = page_fusion
+    if args.sweep:
+        install_sweep(args)
+    return state
+
+
+FEEDBACK_LEVERS = {"rm3": None, "dense_prf": None, "page_vector": 0.0, "fields": None, "corpus_weight": False}
+
+
+def install_sweep(args) -> None:
+    """--sweep "base; rm3=3,10,0.2; fields=3,2,1; corpus_weight": every question set is searched once per variant
+    over one index (these levers act at query time only), each variant's scores labelled `variant:mode`; the
+    first variant keeps the plain labels (wikidev_eval.py --kinds reads them)."""
+    from gitwiki import evaluation
+
+    original = evaluation.evaluate
+    variants = [v.strip() for v in args.sweep.split(";") if v.strip()]
+
+    def evaluate(ranker, questions, modes):
+        modes = list(modes)
+        out = []
+        for n, variant in enumerate(variants):
+            for name, default in FEEDBACK_LEVERS.items():
+                setattr(args, name, default)
+            for part in variant.split():
+                name, _, value = part.partition("=")
+                if name != "base":
+                    setattr(
+                        args,
+                        name,
+                        True
+                        if not value
+                        else float(value)
+                        if "," not in value
+                        else tuple(map(float, value.split(","))),
+                    )
+            scores = original(ranker, questions, modes)
+            out += scores if n == 0 else [s._replace(label=f"{variant}:{s.label}") for s in scores]
+            print(f"sweep: {variant} done", file=sys.stderr)
+        return out
+
+    evaluation.evaluate = evaluate
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--windows", action="store_true")
@@ -470,6 +779,13 @@ def main() -> None:
     ap.add_argument("--head-weight", type=float)
     ap.add_argument("--min-match", type=float, default=0.0)
     ap.add_argument("--idf-power", type=float, default=1.0)
+    floats = lambda v: tuple(map(float, v.split(",")))  # noqa: E731
+    ap.add_argument("--rm3", type=floats, help="K,T,S: RM3 from the top K fused pages, T terms, share S")
+    ap.add_argument("--dense-prf", type=floats, help="K,A: query vector + A × the top K fused pages' centroid")
+    ap.add_argument("--page-vector", type=float, default=0.0, help="weight W of the page-card ranker")
+    ap.add_argument("--fields", type=floats, help="T,H,B: BM25 weights of title, headings, body")
+    ap.add_argument("--corpus-weight", action="store_true", help="lexical weight from the mean chunk length")
+    ap.add_argument("--sweep", help='variants searched over one index: "base; rm3=3,10,0.2; fields=3,2,1"')
     ap.add_argument("script")
     args, rest = ap.parse_known_args()
     use_offline_model()
@@ -479,6 +795,7 @@ def main() -> None:
     install_fusion_levers(args)
     install_chunk_levers(args)
     install_lexical_levers(args)
+    feedback = install_feedback_levers(args, args.cache_dir)
     state: dict = {"ids": None, "owner": None, "matrix": None, "embedded": 0}
 
     if args.query_cache:
@@ -591,6 +908,7 @@ def main() -> None:
     finally:
         qcache.save()
         wcache.save()
+        feedback["page_cache"].save()
         rows = len(state["owner"]) if state["owner"] is not None else 0
         print(json.dumps({"windows_embedded": state["embedded"], "window_rows": rows}), file=sys.stderr)
 
