@@ -119,10 +119,11 @@ def print_result(result: dict, as_json: bool) -> None:
 
 def print_scores(scores) -> None:
     """The figures of `gitwiki.evaluation.ModeScore`s as a table."""
-    print(f"{'method':<18} {'hit@1':>6} {'hit@5':>6} {'MRR@10':>7} {'nDCG@10':>8} {'R@100':>6} {'ms/q':>7}")
+    width = max([18, *(len(s.label) for s in scores)])
+    print(f"{'method':<{width}} {'hit@1':>6} {'hit@5':>6} {'MRR@10':>7} {'nDCG@10':>8} {'R@100':>6} {'ms/q':>7}")
     for s in scores:
         print(
-            f"{s.label:<18} {s.hit1:>6.3f} {s.hit5:>6.3f} {s.mrr10:>7.3f} {s.ndcg10:>8.4f} {s.recall100:>6.3f} "
+            f"{s.label:<{width}} {s.hit1:>6.3f} {s.hit5:>6.3f} {s.mrr10:>7.3f} {s.ndcg10:>8.4f} {s.recall100:>6.3f} "
             f"{s.ms_per_query:>7.1f}"
         )
 

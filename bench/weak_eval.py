@@ -17,7 +17,7 @@ import sys
 
 from benchlib import EVAL, WORK, corpus_config, open_wiki, use_offline_model, write_repo
 from tldr_eval import english_pages
-from wikidev_eval import uv_pages
+from wikidev_eval import wiki_set
 
 from gitwiki.evaluation import Question, load_beir, load_questions, resolve_pages
 from gitwiki.search import SearchOptions
@@ -28,7 +28,7 @@ NONSENSE = ("the", "?!", "and of the", "what is it", "...", "how do I")
 def load_set(name: str):
     """(repo pages, corpus config, work dir, questions) of a public set, paths as the repo holds them."""
     if name == "wiki-dev":
-        pages = uv_pages(EVAL / "wiki-dev" / "uv")
+        pages = wiki_set(EVAL / "wiki-dev").pages
         qs = resolve_pages(load_questions(EVAL / "wiki-dev" / "questions-uv.jsonl"), [p for p, _ in pages], "uv/")
         return pages, corpus_config("uv", "uv"), WORK / "wiki-dev", qs
     if name == "tldr":
