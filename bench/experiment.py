@@ -48,8 +48,9 @@ are the first pass's top fused pages, and the changed rankings are fused again):
 --page-vector W    a third ranker at weight W: each page's card (title, description or first paragraph, H2 / H3
                    headings) embedded once (cached in the work dir), cosine to the query
 --fields T,H,B     BM25F-like: title, headings (and tags), body weighted apart (today head 2 = title and headings)
---corpus-weight    the lexical fusion weight from the corpus's mean chunk length (`length_weight`)
---sweep "V; V"     search one index once per variant (`base`, `rm3=3,10,0.2`, `fields=3,2,1`, `corpus_weight`,
+--even-weight      score fusion's even split, as before the lexical weight followed the corpus's mean chunk
+                   length (`ranking.length_weight`, measured here as --corpus-weight)
+--sweep "V; V"     search one index once per variant (`base`, `rm3=3,10,0.2`, `fields=3,2,1`, `even_weight`,
                    several levers in one variant separated by spaces), scores labelled `variant:mode`
 
 Page-level fusion (gitwiki.ranking.PAGE_SHARE) was measured here before it became the default.
@@ -546,19 +547,12 @@ def page_card(rows, title: str, description: str | None) -> str:
     return "\n".join(x for x in (title, summary, "; ".join(heads)) if x)
 
 
-def length_weight(mean_terms: float) -> float:
-    """--corpus-weight: the lexical fusion weight from the corpus's mean chunk length in indexed terms, fixed before
-    any run: BM25 has more evidence in a long chunk and a single vector blurs it, so the weight rises by 0.25 per
-    tenfold length around an even split at 100 terms, kept within 0.35–0.65."""
-    return min(0.65, max(0.35, 0.5 + 0.25 * math.log10(max(mean_terms, 1.0) / 100)))
-
-
 def install_feedback_levers(args, cache_dir: Path) -> dict:
-    """--rm3 K,T,S, --dense-prf K,A, --page-vector W, --fields T,H,B, --corpus-weight: the first-pass fused
+    """--rm3 K,T,S, --dense-prf K,A, --page-vector W, --fields T,H,B, --even-weight: the first-pass fused
     ranking (hybrid, score fusion) gives the feedback pages; the changed rankings are fused again."""
     fields: dict[int, Fields] = {}
     page_cache = NpzCache(cache_dir / "pages.npz")
-    state: dict = {"weights": None, "views": {}, "pages_embedded": 0, "page_cache": page_cache, "lengths": {}}
+    state: dict = {"views": {}, "pages_embedded": 0, "page_cache": page_cache}
 
     def fields_of(store) -> Fields:
         if id(store) not in fields:
@@ -610,32 +604,16 @@ def install_feedback_levers(args, cache_dir: Path) -> dict:
         state["views"][view.key] = entry
         return entry
 
-    def mean_terms(self, blob_paths, key) -> float:
-        if key not in state["lengths"]:
-            f = fields_of(self.store)
-            lengths = [f.length[r] for blob in blob_paths for r in f.rows_of.get(blob, ())]
-            state["lengths"][key] = sum(lengths) / max(len(lengths), 1)
-            print(
-                f"corpus: {len(lengths)} chunks, mean {state['lengths'][key]:.1f} terms, lexical weight "
-                f"{length_weight(state['lengths'][key]):.3f}",
-                file=sys.stderr,
-            )
-        return state["lengths"][key]
-
     original_rank = search.Searcher._rank
 
     def rank(self, view, query, mode, fusion, embedder, pages=1):
         first = original_rank(self, view, query, mode, fusion, embedder, pages)
-        state["weights"] = None
         if first.mode != "hybrid" or fusion != "score" or len(first.rankings) != 2:
             return first
         blob_paths = self._blob_paths(view)
         blob_of = dict(first.blob_of)
         rankings = list(first.rankings)
-        weights = [0.5, 0.5]
-        if args.corpus_weight:
-            w = length_weight(mean_terms(self, blob_paths, view.key))
-            weights = [w, 1 - w]
+        weights = [0.5, 0.5] if args.even_weight else list(first.weights)
         if args.rm3 or args.dense_prf:
             page_of = {cid: blob_paths[blob_of[cid]] for cid, _ in first.fused}
             depth = max(int((args.rm3 or (0,))[0]), int((args.dense_prf or (0,))[0]))
@@ -693,28 +671,22 @@ def install_feedback_levers(args, cache_dir: Path) -> dict:
                     third.append((cid, float(cos[i])))
             rankings.append(third)
             weights = [w * (1 - args.page_vector) for w in weights] + [args.page_vector]
-        state["weights"] = weights
         fused = ranking.score_fusion(rankings, weights)
-        return first._replace(fused=fused, blob_of=blob_of, rankings=rankings)
+        return first._replace(fused=fused, blob_of=blob_of, rankings=rankings, weights=weights)
 
-    if args.sweep or args.rm3 or args.dense_prf or args.page_vector or args.corpus_weight or args.fields:
+    if args.sweep or args.rm3 or args.dense_prf or args.page_vector or args.even_weight or args.fields:
         search.Searcher._lexical = lexical
         search.Searcher._rank = rank
-
-        def page_fusion(rankings, page_of, weights=None, normalize=None):
-            return original_page_fusion(rankings, page_of, weights or state["weights"], normalize)
-
-        search.page_fusion = page_fusion
     if args.sweep:
         install_sweep(args)
     return state
 
 
-FEEDBACK_LEVERS = {"rm3": None, "dense_prf": None, "page_vector": 0.0, "fields": None, "corpus_weight": False}
+FEEDBACK_LEVERS = {"rm3": None, "dense_prf": None, "page_vector": 0.0, "fields": None, "even_weight": False}
 
 
 def install_sweep(args) -> None:
-    """--sweep "base; rm3=3,10,0.2; fields=3,2,1; corpus_weight": every question set is searched once per variant
+    """--sweep "base; rm3=3,10,0.2; fields=3,2,1; even_weight": every question set is searched once per variant
     over one index (these levers act at query time only), each variant's scores labelled `variant:mode`; the
     first variant keeps the plain labels (wikidev_eval.py --kinds reads them)."""
     from gitwiki import evaluation
@@ -784,7 +756,7 @@ def main() -> None:
     ap.add_argument("--dense-prf", type=floats, help="K,A: query vector + A × the top K fused pages' centroid")
     ap.add_argument("--page-vector", type=float, default=0.0, help="weight W of the page-card ranker")
     ap.add_argument("--fields", type=floats, help="T,H,B: BM25 weights of title, headings, body")
-    ap.add_argument("--corpus-weight", action="store_true", help="lexical weight from the mean chunk length")
+    ap.add_argument("--even-weight", action="store_true", help="score fusion's even split (before length_weight)")
     ap.add_argument("--sweep", help='variants searched over one index: "base; rm3=3,10,0.2; fields=3,2,1"')
     ap.add_argument("script")
     args, rest = ap.parse_known_args()

@@ -23,6 +23,14 @@ SECOND_CHUNK = 0.5
 # 0.874; docs/ 0.789 → 0.799; one-chunk pages (Cranfield, SciFact) unchanged. All page-level (1.0): docs/ −0.006.
 PAGE_SHARE = 0.5
 
+# Score fusion's lexical weight follows the corpus's mean chunk length in indexed terms (`length_weight`): BM25 has
+# more evidence in a long chunk and one vector blurs it. Formula fixed before measuring, against the even split
+# (docs/research/query-feedback-and-fields.md): no metric of seven sets lost more than 0.003, tldr MRR@10
+# +0.021, click (held out) +0.009, wiki-dev +0.002, docs/ +0.004, SciFact nDCG@10 +0.0015, Cranfield +0.0007.
+EVEN_LENGTH = 100.0  # mean indexed terms a chunk at which lexical and dense weigh the same
+LENGTH_SLOPE = 0.25  # lexical weight added per tenfold mean chunk length
+LENGTH_BOUNDS = (0.35, 0.65)
+
 # (chunk id, score), best first
 Ranked = list[tuple[int, float]]
 # One ranking's scores on a common scale, for score fusion
@@ -73,6 +81,13 @@ def page_fusion(
         for page, norm in best.items():
             fused[page] = fused.get(page, 0.0) + weight * norm
     return fused
+
+
+def length_weight(mean_terms: float) -> float:
+    """The lexical share of score fusion for a corpus whose chunks hold `mean_terms` indexed terms on average
+    (dense gets the rest): even at EVEN_LENGTH, LENGTH_SLOPE more per tenfold length, within LENGTH_BOUNDS."""
+    low, high = LENGTH_BOUNDS
+    return min(high, max(low, 0.5 + LENGTH_SLOPE * math.log10(max(mean_terms, 1.0) / EVEN_LENGTH)))
 
 
 def _even(rankings: list[Ranked]) -> list[float]:

@@ -11,7 +11,7 @@ from gitwiki.config import FUSIONS, MODES, SearchConfig
 from gitwiki.embed import Embedder
 from gitwiki.errors import UsageError
 from gitwiki.markdown.chunker import fallback_title
-from gitwiki.ranking import FUSERS, SECOND_CHUNK, Ranked, page_fusion, rollup, snippet
+from gitwiki.ranking import FUSERS, SECOND_CHUNK, Ranked, length_weight, page_fusion, rollup, score_fusion, snippet
 from gitwiki.relevance import Background, is_weak
 from gitwiki.rerank import Reranker, load_reranker, rerank
 from gitwiki.store import IndexDamaged, Store, vector_matrix
@@ -155,6 +155,7 @@ class Ranking(NamedTuple):
     cosines: dict[int, float]  # chunk id → cosine, for the chunks the dense ranker returned
     background: Background | None  # the cosine distribution over every chunk searched; None without dense
     rankings: list[Ranked]  # each ranker's own (chunk id, score), best first, as fused
+    weights: list[float] | None = None  # score fusion's weight per ranking (None: not score fusion)
 
 
 class Searcher:
@@ -169,6 +170,7 @@ class Searcher:
         self._matrices: OrderedDict[tuple[str, str], DenseMatrix] = OrderedDict()
         self._cache_size = cache_size
         self._paths: tuple[str, dict[str, str]] | None = None  # (view key, blob → path)
+        self._weights: tuple[str, list[float]] | None = None  # (view key, score fusion's weights)
 
     @classmethod
     def configured(cls, store: Store, config: SearchConfig) -> Searcher:
@@ -199,12 +201,19 @@ class Searcher:
             dense, background = self._dense(view, query, embedder, blob_paths, blob_of, pages)
             rankings.append(dense)
             cosines = dict(dense)
-        fused = rankings[0] if len(rankings) == 1 else FUSERS[fusion](rankings)
-        return Ranking(fused, blob_of, mode, cosines, background, rankings)
+        weights = None
+        if len(rankings) == 1:
+            fused = rankings[0]
+        elif fusion == "score":
+            weights = self._fusion_weights(view, blob_paths)
+            fused = score_fusion(rankings, weights)
+        else:
+            fused = FUSERS[fusion](rankings)
+        return Ranking(fused, blob_of, mode, cosines, background, rankings, weights)
 
     def search(self, view: CorpusView, query: str, options: SearchOptions, embedder: Embedder | None) -> SearchResult:
         with self.store.read():
-            fused, blob_of, mode, cosines, background, rankings = self._rank(
+            fused, blob_of, mode, cosines, background, rankings, weights = self._rank(
                 view, query, options.mode, options.fusion, embedder, options.top_files
             )
             blob_paths = self._blob_paths(view)
@@ -218,7 +227,7 @@ class Searcher:
             gated = mode == "hybrid" and options.fusion == "score"
             second = SECOND_CHUNK if gated else 0.0
             # Page-level fusion scores the rankers' own lists; a reranker's order replaces them.
-            by_page = page_fusion(rankings, page_of) if gated and self.reranker is None else None
+            by_page = page_fusion(rankings, page_of, weights) if gated and self.reranker is None else None
             hits = rollup(fused, page_of, options.top_files, options.chunks_per_file, options.limit, second, by_page)
             rows = self.store.chunks_by_id(cid for hit in hits for cid, _ in hit.chunks)
             missing = {cid for hit in hits for cid, _ in hit.chunks} - rows.keys()
@@ -269,6 +278,13 @@ class Searcher:
                 blob_paths.setdefault(blob, path)
             self._paths = (view.key, blob_paths)
         return self._paths[1]
+
+    def _fusion_weights(self, view: CorpusView, blob_paths: dict[str, str]) -> list[float]:
+        """[lexical, dense] weights of score fusion from the view's mean chunk length, kept for the last view."""
+        if self._weights is None or self._weights[0] != view.key:
+            lexical = length_weight(self.store.mean_chunk_terms(blob_paths))
+            self._weights = (view.key, [lexical, 1.0 - lexical])
+        return self._weights[1]
 
     def _lexical(self, query: str, blob_paths: dict[str, str], blob_of: dict[int, str], pages: int) -> Ranked:
         match = fts_query(query)

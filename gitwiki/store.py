@@ -361,6 +361,21 @@ class Store:
     def chunk_total(self) -> int:
         return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
 
+    def mean_chunk_terms(self, blobs: Iterable[str]) -> float:
+        """The mean count of indexed terms (title, headings, tags and text) of the chunks of `blobs`, 0 without
+        chunks: the corpus statistic score fusion weighs its rankers by (ranking.length_weight)."""
+        # Each FTS row is its terms joined by single spaces, so the spaces count them without reading them out.
+        count = total = 0
+        q = (
+            "SELECT count(*), coalesce(sum(length(f.head) - length(replace(f.head, ' ', '')) + (f.head != '') + "
+            "length(f.body) - length(replace(f.body, ' ', '')) + (f.body != '')), 0) "
+            "FROM chunks c JOIN fts f ON f.rowid = c.id WHERE c.blob IN ({marks})"
+        )
+        for rows, terms in self._select_in(q, blobs):
+            count += rows
+            total += terms
+        return total / count if count else 0.0
+
     def indexed_terms(self, ids: Iterable[int], head: bool = True) -> dict[int, set[str]]:
         """The terms the full-text index holds for each chunk (title, headings, tags unless not `head`, and
         text), as tokenized."""

@@ -1,10 +1,23 @@
 import math
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitwiki.ranking import PAGE_SHARE, dbsf, densest_start, min_max, page_fusion, rollup, rrf, score_fusion, snippet
+from gitwiki.ranking import (
+    LENGTH_BOUNDS,
+    PAGE_SHARE,
+    dbsf,
+    densest_start,
+    length_weight,
+    min_max,
+    page_fusion,
+    rollup,
+    rrf,
+    score_fusion,
+    snippet,
+)
 
 
 def test_rrf_rewards_agreement():
@@ -109,3 +122,16 @@ def test_page_fusion_adds_up_evidence_that_different_chunks_of_a_page_hold():
     assert [c for c, _ in hits[0].chunks] == [1, 2]  # the chunks keep their own order within the page
     # Without page scores the order is the chunks' own.
     assert [h.path for h in rollup(chunks, page_of, top_files=3, chunks_per_file=1, limit=10)][0] == "mentions.md"
+
+
+def test_the_lexical_weight_is_even_at_100_terms_a_chunk_and_bounded():
+    assert length_weight(100) == pytest.approx(0.5)
+    assert length_weight(1000) == pytest.approx(0.65)  # 0.75 by the slope, held at the bound
+    assert length_weight(10) == pytest.approx(0.35)
+    assert length_weight(0) == LENGTH_BOUNDS[0]  # a corpus without chunks
+    assert 0.5 < length_weight(150) < length_weight(300) < 0.65
+
+
+@given(st.floats(min_value=0, max_value=1e9, allow_nan=False))
+def test_the_lexical_weight_stays_within_its_bounds(mean_terms):
+    assert LENGTH_BOUNDS[0] <= length_weight(mean_terms) <= LENGTH_BOUNDS[1]

@@ -375,3 +375,22 @@ def test_hybrid_adds_up_a_pages_words_and_meaning_held_by_different_sections(rep
     monkeypatch.setattr(ranking, "PAGE_SHARE", 0.0)
     monkeypatch.setattr(ranking, "dbsf", ranking.min_max)
     assert paths(wiki.search("zeta omega", mode="hybrid"))[:2] == ["wiki/mentions.md", "wiki/explains.md"]
+
+
+@needs_model
+def test_score_fusion_weighs_lexical_by_the_corpus_chunk_length(repo):
+    from gitwiki.ranking import length_weight, page_fusion, score_fusion
+
+    repo.commit("pages", PAGES)
+    wiki = Wiki.open(repo.path)
+    wiki.index()
+    view, embedder, searcher = wiki.view(vectors=True), wiki.embedder(), wiki.searcher
+    ranking = searcher._rank(view, "rotate the signing key", "hybrid", "score", embedder)
+    lexical = length_weight(wiki.store.mean_chunk_terms(view.pages.values()))
+    assert lexical < 0.5  # these chunks are a few words long: dense weighs more
+    assert ranking.weights == pytest.approx([lexical, 1 - lexical])
+    assert ranking.fused == score_fusion(ranking.rankings, ranking.weights)
+    assert ranking.fused != score_fusion(ranking.rankings)  # the even split ranks them otherwise
+    page_of = {cid: "p" for cid, _ in ranking.fused}
+    assert page_fusion(ranking.rankings, page_of, ranking.weights) != page_fusion(ranking.rankings, page_of)
+    assert searcher._rank(view, "rotate the signing key", "hybrid", "rrf", embedder).weights is None

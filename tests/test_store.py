@@ -171,3 +171,26 @@ def test_a_stored_list_decodes_to_strings_or_is_damage(tmp_path_factory, raw):
 @given(crumbs=st.lists(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=10)))
 def test_what_this_gitwiki_writes_reads_back(tmp_path_factory, crumbs):
     assert store_mod.string_list(json.dumps(crumbs), tmp_path_factory.mktemp("index")) == tuple(crumbs)
+
+
+def test_mean_chunk_terms_counts_the_indexed_terms_of_the_given_pages_only(repo):
+    repo.commit(
+        "pages",
+        {
+            ".gitwiki.toml": "[embeddings]\nenabled = false\n",
+            "wiki/a.md": "# Keys\n\nRotate the signing keys every ninety days.\n\n## Revoke\n\nRevoke leaked keys.\n",
+            "wiki/b.md": "# Deploy\n\nWe deploy with argo.\n",
+        },
+    )
+    wiki = Wiki.open(repo.path)
+    wiki.index(lexical=True)
+    store = wiki.store
+    rows = store.conn.execute("SELECT c.blob, f.head, f.body FROM chunks c JOIN fts f ON f.rowid = c.id").fetchall()
+    terms: dict[str, list[int]] = {}
+    for blob, head, body in rows:
+        terms.setdefault(blob, []).append(len(head.split()) + len(body.split()))
+    a, b = sorted(terms, key=lambda blob: -len(terms[blob]))  # a.md has two chunks
+    assert store.mean_chunk_terms([a]) == pytest.approx(sum(terms[a]) / 2)
+    assert store.mean_chunk_terms([a, b]) == pytest.approx(sum(terms[a] + terms[b]) / 3)
+    assert store.mean_chunk_terms([]) == 0.0
+    assert store.mean_chunk_terms(["0" * 40]) == 0.0
