@@ -14,7 +14,7 @@ from gitwiki.gitrepo import HistoryEntry
 from gitwiki.lance_index import LanceReader
 from gitwiki.pages import ListedPage
 from gitwiki.search import CorpusView, SearchOptions, SearchResult
-from gitwiki.sources import CorpusSpec, Page, fuse, pooled, requested
+from gitwiki.sources import CorpusSpec, Page, search_corpora
 
 NO_AT = "--at needs a checkout: the shared index holds only the last exported commit"
 
@@ -116,9 +116,5 @@ class SharedIndex:
             full=full,
             explain=explain,
         )
-        names = requested(corpus, lambda name: name in self.reader.corpora(), self.corpus_names)
-        if names is None:
-            return self.source(None if corpus is None else str(corpus)).search(query, options)
-        sources = [self.source(name) for name in names]
-        each = pooled(options)
-        return fuse([(s, s.search(query, each)) for s in sources], options)
+        known = lambda name: name in self.reader.corpora()  # noqa: E731 (asked only for a search of several)
+        return search_corpora(query, corpus, options, self.source, known, self.corpus_names)

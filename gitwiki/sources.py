@@ -132,6 +132,26 @@ def requested(spec: CorpusSpec, known: Callable[[str], bool], every: Callable[[]
     return names
 
 
+def search_corpora(
+    query: str,
+    corpus: CorpusSpec,
+    options: SearchOptions,
+    source: Callable[[str | None], CorpusSource],
+    known: Callable[[str], bool],
+    every: Callable[[], list[str]],
+    at: str | None = None,
+    worktree: bool = True,
+) -> SearchResult:
+    """The search of one corpus, or of several fused into one ranking labelled by corpus; every name is checked
+    (`requested`, `source`) before any is searched."""
+    names = requested(corpus, known, every)
+    if names is None:
+        return source(None if corpus is None else str(corpus)).search(query, options, at, worktree)
+    sources = [source(name) for name in names]
+    each = pooled(options)
+    return fuse([(s, s.search(query, each, at, worktree)) for s in sources], options)
+
+
 def pooled(options: SearchOptions) -> SearchOptions:
     """The options each corpus of a search over several is searched with (see POOL)."""
     depth = max(options.top_files, POOL)

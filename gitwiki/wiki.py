@@ -37,7 +37,7 @@ from gitwiki.indexer import (
 )
 from gitwiki.repositories import Repositories, RepositoryCorpus, for_checkout
 from gitwiki.search import CorpusView, Searcher, SearchOptions, SearchResult
-from gitwiki.sources import CorpusSource, CorpusSpec, Page, fuse, pooled, requested, search_view
+from gitwiki.sources import CorpusSource, CorpusSpec, Page, search_corpora, search_view
 from gitwiki.store import LOCK_TIMEOUT, IndexDamaged, Store
 
 # How long a query waits for the writer lock to fold in uncommitted pages: enough for another query doing
@@ -391,12 +391,8 @@ class Wiki:
             full=full,
             explain=explain,
         )
-        names = requested(corpus, lambda name: name in self.corpus_names(), self.searchable_corpora)
-        if names is None:
-            return self.source(None if corpus is None else str(corpus)).search(query.strip(), options, at, worktree)
-        sources = [self.source(name) for name in names]  # every name checked before any search
-        each = pooled(options)
-        return fuse([(s, s.search(query.strip(), each, at, worktree)) for s in sources], options)
+        known = lambda name: name in self.corpus_names()  # noqa: E731 (asked only for a search of several)
+        return search_corpora(query.strip(), corpus, options, self.source, known, self.searchable_corpora, at, worktree)
 
     # ---- status ----------------------------------------------------------------------------------
 
