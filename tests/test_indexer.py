@@ -113,6 +113,39 @@ def test_unborn_head_indexes_nothing_and_worktree_pages_are_found(repo):
     assert result.docs[0].path == "wiki/new.md" and result.dirty == ("wiki/new.md",)
 
 
+def test_a_page_with_sub_second_stamps_is_known_by_them_a_tick_after_its_write(repo, monkeypatch):
+    """Back-to-back memory stores rewrite a topic page within 2 s of the last: on a filesystem that keeps
+    sub-second timestamps the overlay trusts a stamp once it is 100 ms old, where whole-second stamps still
+    wait 2 s (a write within the same second could keep them)."""
+    import os
+    import time
+
+    from gitwiki import indexer
+
+    repo.commit(
+        "pages", {**PAGES, ".gitwiki.toml": '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'}
+    )
+    reads: list[str] = []
+    real = indexer.read_page_file
+    monkeypatch.setattr(indexer, "read_page_file", lambda root, path: reads.append(path) or real(root, path))
+    wiki = Wiki.open(repo.path)
+    repo.write("wiki/fine.md", "# Fine\n\nThe heron fishes at dawn.\n")
+    repo.write("wiki/whole.md", "# Whole\n\nThe otter swims.\n")
+    whole = repo.path / "wiki/whole.md"
+    second = time.time_ns() // 1_000_000_000 * 1_000_000_000
+    os.utime(whole, ns=(second, second))  # as a filesystem of whole seconds stamps it
+    fine = (repo.path / "wiki/fine.md").stat()
+    if not (fine.st_mtime_ns % 1_000_000_000 and fine.st_ctime_ns % 1_000_000_000):
+        pytest.skip("this filesystem keeps whole-second timestamps")
+    time.sleep(0.3)
+    wiki.view()
+    assert sorted(reads) == ["wiki/fine.md", "wiki/whole.md"]
+    reads.clear()
+    wiki.view()
+    assert reads == ["wiki/whole.md"]
+    wiki.close()
+
+
 def test_the_overlay_reads_again_only_pages_whose_stamp_moved(repo, monkeypatch):
     """An uncommitted page read once is known by its stamp from then on (a long-lived server re-read every
     uncommitted page on each write); a write to it, even one keeping its size and mtime, a swap for a
@@ -124,7 +157,8 @@ def test_the_overlay_reads_again_only_pages_whose_stamp_moved(repo, monkeypatch)
     repo.commit(
         "pages", {**PAGES, ".gitwiki.toml": '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'}
     )
-    monkeypatch.setattr(indexer, "SETTLED_NS", 0)  # every read is settled: no need to wait 2 s in a test
+    monkeypatch.setattr(indexer, "SETTLED_NS", 0)  # every read is settled: no need to wait in a test
+    monkeypatch.setattr(indexer, "SETTLED_FINE_NS", 0)
     reads: list[str] = []
     real = indexer.read_page_file
     monkeypatch.setattr(indexer, "read_page_file", lambda root, path: reads.append(path) or real(root, path))

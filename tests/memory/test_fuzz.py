@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from gitwiki.errors import GitwikiError, UsageError
 from gitwiki.markdown.chunker import parser
+from gitwiki.memory import entry as entry_mod
 from gitwiki.memory import store as store_mod
 from gitwiki.memory import topics as topics_mod
 from gitwiki.memory.base import Memory
@@ -101,6 +102,34 @@ def test_any_text_is_one_entry_that_reads_back_and_commonmark_agrees(texts):
     assert [(e.text, e.tags, e.after) for e in back] == [(text, (), "") for text in cleaned]
     assert headings(page) == [0, *(e.start_line - 1 for e in back)]
     assert render_page("t", back) == page  # parse ∘ render is the identity
+
+
+# Lines of the characters a plain entry may hold, beside those that come close: the first character, line
+# ends, runs of spaces, `-`/`=`/`+` lines and numbers that would open a list or a setext underline elsewhere.
+PLAIN_TEXT = st.text(alphabet="aZ09 .,;:!?'\"()/+=%@-#*_`~<>[]\\\n", min_size=1, max_size=60)
+
+
+@settings(max_examples=1000 * SCALE, deadline=None)
+@given(text=st.one_of(PLAIN_TEXT, st.from_regex(entry_mod._PLAIN_ENTRY, fullmatch=True)))
+def test_a_text_taken_as_plain_is_one_section_without_its_parse(text):
+    """clean_text skips parsing an entry back when its text is a plain line: such a line must read back whole
+    and leave the next entry an entry, as the parse would have checked."""
+    RAN["plain texts"] += 1
+    if entry_mod._PLAIN_ENTRY.fullmatch(text):
+        assert entry_mod._one_section(text)
+        assert clean_text(text) == text
+
+
+def test_a_plain_line_is_cleaned_without_parsing_it_back(monkeypatch):
+    def parsed(text: str) -> bool:
+        raise AssertionError(f"parsed back: {text!r}")
+
+    monkeypatch.setattr(entry_mod, "_one_section", parsed)
+    assert clean_text("gotcha: the writer lock (see note 12); retry at 50%.") == (
+        "gotcha: the writer lock (see note 12); retry at 50%."
+    )
+    with pytest.raises(AssertionError, match="parsed back"):
+        clean_text("a `code span` is parsed back")
 
 
 @settings(max_examples=300 * SCALE, deadline=None)
