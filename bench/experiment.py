@@ -41,7 +41,7 @@ which are keyed by chunk text, so none of these re-embeds):
 --min-match F      drop matches holding fewer than F of the query's distinct terms (Python scorer)
 --idf-power P      raise each term's IDF to P (rare terms count more; Python scorer)
 
-Page-level fusion (gitwiki.ranking.PAGE_SHARE) was measured here before it became the default.
+Page-level fusion (gitwiki.config.PAGE_SHARE) was measured here before it became the default.
 
   python bench/experiment.py [options] wikidev_eval.py [its args]
 """

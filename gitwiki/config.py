@@ -20,7 +20,6 @@ from typing import Any, NamedTuple
 
 from gitwiki.errors import UnknownCorpus, UsageError
 from gitwiki.fs import atomic_write, path_problem
-from gitwiki.ranking import NORMALIZATIONS, PAGE_SHARE
 
 REPO_CONFIG_NAME = ".gitwiki.toml"
 DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
@@ -85,6 +84,14 @@ class RepositoryConfig(NamedTuple):
     from_checkout: bool = False
     memory: bool = False  # the personal memory repository (gitwiki.memory.personal); a local path only
 
+
+# A page's lexical and dense evidence often sits in different chunks (the words in one section, the meaning in
+# another), and chunk-level fusion then gives each chunk only half. So with score fusion a page also scores at page
+# level, each ranking's best chunk of the page fused (`ranking.page_fusion`), and its base score is PAGE_SHARE of
+# that plus the rest of its best fused chunk (docs/research/ranking.md): wiki-dev MRR@10 0.903 → 0.916, hit@1 0.851 →
+# 0.874; docs/ 0.789 → 0.799; one-chunk pages (Cranfield, SciFact) unchanged. All page-level (1.0): docs/ −0.006.
+PAGE_SHARE = 0.5
+NORMALIZATIONS = ("dbsf", "minmax")  # of each ranking's scores before score fusion (ranking.Weighting)
 
 # Fields the loader sets, never a config file.
 _LOADER_FIELDS = ("source", "from_checkout")

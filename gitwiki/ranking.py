@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Collection, Hashable, Mapping
 from typing import Any, NamedTuple, TypeVar
 
+from gitwiki.config import PAGE_SHARE
 from gitwiki.relevance import Background, Judgement, judge
 
 RRF_K = 60
@@ -20,13 +21,6 @@ RRF_K = 60
 # (docs/research/ranking.md): tldr MRR@10 0.518 → 0.597, hit@1 0.367 → 0.467; wiki-dev and docs/ ±0.001; Cranfield
 # and SciFact, one chunk a page, unchanged. Without the root (0.3 flat) wiki-dev gained 0.015 but docs/ lost 0.03.
 SECOND_CHUNK = 0.5
-
-# A page's lexical and dense evidence often sits in different chunks (the words in one section, the meaning in
-# another), and chunk-level fusion then gives each chunk only half. So with score fusion a page also scores at page
-# level, each ranking's best chunk of the page fused (`page_fusion`), and its base score is PAGE_SHARE of that plus
-# the rest of its best fused chunk (docs/research/ranking.md): wiki-dev MRR@10 0.903 → 0.916, hit@1 0.851 →
-# 0.874; docs/ 0.789 → 0.799; one-chunk pages (Cranfield, SciFact) unchanged. All page-level (1.0): docs/ −0.006.
-PAGE_SHARE = 0.5
 
 # Memory's recency: an entry RECENCY_DAYS old weighs half as much as one from today.
 RECENCY_DAYS = 30.0
@@ -140,7 +134,6 @@ def dbsf(ranking: Ranked) -> list[tuple[int, float]]:
 
 
 FUSERS: dict[str, Callable[[list[Ranked]], Ranked]] = {"rrf": rrf, "score": score_fusion}
-NORMALIZATIONS = ("dbsf", "minmax")
 
 
 def rollup(

@@ -22,10 +22,10 @@ import random
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from gitwiki.config import SearchConfig
+from gitwiki.config import NORMALIZATIONS, SearchConfig
 from gitwiki.errors import UsageError
 from gitwiki.evaluation import DEPTH, Question, first_rank
-from gitwiki.ranking import NORMALIZATIONS, SECOND_CHUNK, Ranked, Weighting, fuse, page_fusion, rollup
+from gitwiki.ranking import SECOND_CHUNK, Ranked, Weighting, fuse, page_fusion, rollup
 
 if TYPE_CHECKING:
     from gitwiki.wiki import Wiki
