@@ -1,7 +1,7 @@
 """Retrieval quality on any BEIR-format folder (corpus.jsonl, queries.jsonl, qrels/test.tsv).
 
 Each document becomes a markdown page `wiki/<id>.md` (`# title`, blank line, text) in a git repo, indexed
-and searched through `Wiki.index` / `Wiki.search`, and scored by `gitwiki.evaluation` (as `gitwiki eval
+and searched through `Wiki.index` / `Wiki.search`, and scored by `gitwiki.operations.evaluation` (as `gitwiki eval
 --beir` does) per mode and fusion, after a re-parse of every page so the figures are the code's as it stands.
 
     python bench/beir_eval.py                       # ../shared/eval/cranfield
@@ -28,14 +28,14 @@ from benchlib import (
     write_repo,
 )
 
-from gitwiki.evaluation import DEPTH, evaluate, load_beir, wiki_ranker
+from gitwiki.operations.evaluation import DEPTH, evaluate, load_beir, wiki_ranker
 
 
 def lance_ranked(wiki, uri: str, top: int = DEPTH):
     """The same index exported to LanceDB (`gitwiki lance export`), searched with LanceDB's own BM25,
     vector search, and hybrid (the two fused with gitwiki's own RRF): the comparison behind keeping SQLite FTS5."""
-    from gitwiki.lance_index import LanceReader, export
-    from gitwiki.search import SearchOptions
+    from gitwiki.search.lance_index import LanceReader, export
+    from gitwiki.search.searcher import SearchOptions
 
     export(wiki.store, uri, wiki.config.storage.ann_min_rows)
     reader, embedder = LanceReader(uri), wiki.embedder()

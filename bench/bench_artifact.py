@@ -47,8 +47,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     use_offline_model()
 
-    from gitwiki import artifact
-    from gitwiki.pull import pull
+    from gitwiki.index import artifact
+    from gitwiki.operations.pull import pull
     from gitwiki.wiki import Wiki
 
     work = WORK / "artifact"

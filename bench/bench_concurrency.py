@@ -79,8 +79,8 @@ def reader(kind: str, target: str, stop, check, final: str, results) -> None:
 
     else:
         from gitwiki.config import SearchConfig
-        from gitwiki.lance_index import LanceReader
-        from gitwiki.search import SearchOptions
+        from gitwiki.search.lance_index import LanceReader
+        from gitwiki.search.searcher import SearchOptions
 
         shared = LanceReader(target)
         options = SearchOptions.build(SearchConfig(), mode="lexical", full=True)

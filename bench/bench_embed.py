@@ -1,6 +1,6 @@
 """One query's embedding, the way a warm hybrid `ground` pays it: onnxruntime session options for a batch of one.
 
-Each variant is the lean embedder (gitwiki.onnx_embed) with its session built with other options. In each round
+Each variant is the lean embedder (gitwiki.index.onnx_embed) with its session built with other options. In each round
 every variant in turn builds its session (timed), embeds the tldr questions, and drops it: one session at a time,
 as in gitwiki, since an idle session's spinning thread pool would slow the others. Beside them, in the same
 rounds: the tokenizer alone (the floor) and fastembed's own `query_embed` (the path before onnx_embed). Last,
@@ -54,8 +54,8 @@ def main() -> None:
     import numpy as np
 
     from gitwiki.config import EmbeddingsConfig
-    from gitwiki.embed import FastembedEmbedder
-    from gitwiki.onnx_embed import MODELS, OnnxEmbedder
+    from gitwiki.index.embed import FastembedEmbedder
+    from gitwiki.index.onnx_embed import MODELS, OnnxEmbedder
 
     config = EmbeddingsConfig(model=os.environ["GITWIKI_MODEL"], model_path=os.environ["GITWIKI_MODEL_PATH"])
     model = str(Path(config.model_path or "", MODELS[config.model].model_file))

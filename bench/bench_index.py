@@ -68,10 +68,10 @@ def speed(_args) -> dict:
     """Bare fastembed on the exact texts `gitwiki index` embeds, then `Wiki.index` from an empty index."""
     from fastembed import TextEmbedding
 
-    from gitwiki.embed import _register_if_unknown
-    from gitwiki.evaluation import load_beir
+    from gitwiki.index.embed import _register_if_unknown
+    from gitwiki.index.store import embed_text
     from gitwiki.markdown.chunker import parse_page
-    from gitwiki.store import embed_text
+    from gitwiki.operations.evaluation import load_beir
 
     pages = load_beir(EVAL / "cranfield").pages
     texts = list(

@@ -55,7 +55,7 @@ def figures(ms: list[float]) -> dict:
 
 def floor_ms(uri: str) -> float:
     """Opening the table and counting its rows: what any export pays before it can tell what changed."""
-    from gitwiki.lance_index import TABLE, connect
+    from gitwiki.search.lance_index import TABLE, connect
 
     return timed(lambda: connect(uri).open_table(TABLE).count_rows())[1]
 
@@ -64,7 +64,7 @@ def exports(wiki, repo: Path, uri: str, rounds: int) -> dict:
     """A full export to a fresh table, then `rounds` of (edit EDITS pages, index, export) and (export again)."""
     import lancedb  # noqa: F401 (imported here so the first export's time is the export's, 1.3-3 s less)
 
-    from gitwiki.lance_index import export
+    from gitwiki.search.lance_index import export
 
     shutil.rmtree(uri, ignore_errors=True)
     full = export(wiki.store, uri, ann_min_rows=10**12)
@@ -100,8 +100,8 @@ def ann(wiki, exact_uri: str, ann_uri: str, texts: list[str], refine: int) -> di
     from lancedb.index import IvfPq
 
     from gitwiki.config import SearchConfig
-    from gitwiki.lance_index import TABLE, LanceReader, connect, export
-    from gitwiki.search import SearchOptions
+    from gitwiki.search.lance_index import TABLE, LanceReader, connect, export
+    from gitwiki.search.searcher import SearchOptions
 
     shutil.rmtree(ann_uri, ignore_errors=True)
     built = export(wiki.store, ann_uri, ann_min_rows=0)

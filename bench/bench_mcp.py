@@ -151,8 +151,8 @@ async def warm(repo, qs: list[str], page: str) -> dict[str, list[float]]:
 
 async def cold_cli(repo, qs: list[str], rounds: int, base: str | None) -> dict[str, list[float]]:
     """Fresh processes, interleaved, while a warm `gitwiki serve` of `repo` runs."""
-    from gitwiki.ground import GroundRequest
-    from gitwiki.serve_client import ask
+    from gitwiki.operations.ground import GroundRequest
+    from gitwiki.serve.client import ask
 
     gitwiki = [sys.executable, "-m", "gitwiki", "-C", str(repo)]
     runs = {

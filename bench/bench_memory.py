@@ -105,7 +105,7 @@ async def run(repo, args) -> dict[str, list[float]]:
 
 
 def embed_floor(n: int) -> list[float]:
-    from gitwiki.embed import load_embedder
+    from gitwiki.index.embed import load_embedder
     from gitwiki.wiki import Wiki
 
     embedder = load_embedder(Wiki.open(WORK / "memory" / "repo").config.embeddings)

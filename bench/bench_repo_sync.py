@@ -90,7 +90,7 @@ def main(argv=None) -> int:
             [sys.executable, "-m", "gitwiki", "-C", str(checkout), "repo", "sync", "-q"], check=True, env=env
         )
         cli.append(time.perf_counter() - started)
-    from gitwiki import artifact, publish
+    from gitwiki.index import artifact, publish
 
     archive = work / artifact.ARCHIVE_NAME
     wiki.repositories.get("tldr").close()

@@ -49,7 +49,7 @@ def git(repo: Path, *args: str) -> str:
 
 def write_repo(repo: Path, pages: Iterable[tuple[str, str]], config: str) -> Path:
     """A git repo holding exactly `pages` (path, text) and `.gitwiki.toml`, committed; reused when identical."""
-    from gitwiki.evaluation import write_corpus_repo
+    from gitwiki.operations.evaluation import write_corpus_repo
 
     return write_corpus_repo(repo, list(pages), config)
 
@@ -118,7 +118,7 @@ def print_result(result: dict, as_json: bool) -> None:
 
 
 def print_scores(scores) -> None:
-    """The figures of `gitwiki.evaluation.ModeScore`s as a table."""
+    """The figures of `gitwiki.operations.evaluation.ModeScore`s as a table."""
     width = max([18, *(len(s.label) for s in scores)])
     print(f"{'method':<{width}} {'hit@1':>6} {'hit@5':>6} {'MRR@10':>7} {'nDCG@10':>8} {'R@100':>6} {'ms/q':>7}")
     for s in scores:

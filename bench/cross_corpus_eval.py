@@ -17,10 +17,10 @@ import argparse
 import sys
 
 from benchlib import EVAL, WORK, emit, index_figures, open_wiki, timed_index, use_offline_model, write_repo
-from wikidev_eval import uv_pages
+from wikidev_eval import wiki_set
 
-from gitwiki.evaluation import evaluate, load_questions, resolve_pages
-from gitwiki.ranking import dbsf, min_max
+from gitwiki.operations.evaluation import evaluate, load_questions, resolve_pages
+from gitwiki.search.ranking import dbsf, min_max
 
 HALF_A = ("concepts", "getting-started", "pip")
 HALF_B = ("guides", "reference")
@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     use_offline_model()
     work = WORK / "cross-corpus"
-    pages = uv_pages(EVAL / "wiki-dev" / "uv")
+    pages = wiki_set(EVAL / "wiki-dev").pages
     repo = write_repo(work / "repo", pages, CONFIG)
     wiki = open_wiki(repo, work / "index")
     reports, seconds = timed_index(wiki)

@@ -63,10 +63,12 @@ import numpy as np
 import Stemmer
 from benchlib import ROOT, use_offline_model
 
-from gitwiki import embed, indexer, ranking, relevance, search, tokens
+from gitwiki.index import embed, indexer, tokens
+from gitwiki.index.store import embed_text, fulltext
+from gitwiki.index.tokens import fts_any, tokenize
 from gitwiki.markdown import chunker
-from gitwiki.store import embed_text, fulltext
-from gitwiki.tokens import fts_any, tokenize
+from gitwiki.search import ranking, relevance
+from gitwiki.search import searcher as search
 
 QUESTION_WORDS = (
     "difference differ way ways possible need needs want wants make makes get gets use using used instead just still "
@@ -229,7 +231,7 @@ def install_fusion_levers(args) -> None:
 
 def install_split_ids() -> None:
     """After the query cache, so the cache keys the split text."""
-    from gitwiki.onnx_embed import OnnxEmbedder
+    from gitwiki.index.onnx_embed import OnnxEmbedder
 
     def split(original):
         return lambda self, text: original(self, split_identifiers(text))
@@ -482,7 +484,7 @@ def main() -> None:
     state: dict = {"ids": None, "owner": None, "matrix": None, "embedded": 0}
 
     if args.query_cache:
-        from gitwiki.onnx_embed import OnnxEmbedder
+        from gitwiki.index.onnx_embed import OnnxEmbedder
 
         def cached(original):
             def embed_query(self, text):
@@ -565,7 +567,7 @@ def main() -> None:
         search.Searcher._lexical = lexical
 
     if args.no_prefix:  # chunk text alone, without the breadcrumb (or title) line before it
-        from gitwiki.store import pages, vectors
+        from gitwiki.index.store import pages, vectors
 
         # both parts of the store that compose the embedded text: the chunk's hash and the text embedded
         pages.embed_text = vectors.embed_text = lambda breadcrumb, text, title: text

@@ -2,7 +2,7 @@
 
 The English `pages/` tree (7,425 pages, folder layout kept) is committed to a git repo and searched
 through `Wiki.search`, so result paths are the question file's `relevant` paths as they are; scoring is
-`gitwiki.evaluation`'s, as in `gitwiki eval`.
+`gitwiki.operations.evaluation`'s, as in `gitwiki eval`.
 
     python bench/tldr_eval.py [--json]
 """
@@ -27,7 +27,7 @@ from benchlib import (
     write_repo,
 )
 
-from gitwiki.evaluation import evaluate, load_questions, wiki_ranker
+from gitwiki.operations.evaluation import evaluate, load_questions, wiki_ranker
 
 
 def english_pages(tldr: Path) -> list[tuple[str, str]]:

@@ -19,8 +19,8 @@ from benchlib import EVAL, WORK, corpus_config, open_wiki, use_offline_model, wr
 from tldr_eval import english_pages
 from wikidev_eval import wiki_set
 
-from gitwiki.evaluation import Question, load_beir, load_questions, resolve_pages
-from gitwiki.search import SearchOptions
+from gitwiki.operations.evaluation import Question, load_beir, load_questions, resolve_pages
+from gitwiki.search.searcher import SearchOptions
 
 NONSENSE = ("the", "?!", "and of the", "what is it", "...", "how do I")
 

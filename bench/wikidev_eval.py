@@ -7,7 +7,7 @@ A set is a folder in one of two layouts:
 - held-out (`bench/heldout/<name>`): `pages/` (a project's docs as fetched) and `questions.jsonl`.
 
 The pages are committed as they are to a git repo (one corpus, named after the pages folder, or after
-the set for `pages/`), indexed and searched through `Wiki.search` and scored by `gitwiki.evaluation`, as
+the set for `pages/`), indexed and searched through `Wiki.search` and scored by `gitwiki.operations.evaluation`, as
 `gitwiki eval` does; `--kinds` adds a row per question kind (lexical, paraphrase, conceptual) for every
 mode, labelled `<mode>/<kind> (<n>)`.
 
@@ -36,8 +36,8 @@ from benchlib import (
     write_repo,
 )
 
-from gitwiki.evaluation import evaluate as run_questions
-from gitwiki.evaluation import load_questions, resolve_pages, score, wiki_ranker
+from gitwiki.operations.evaluation import evaluate as run_questions
+from gitwiki.operations.evaluation import load_questions, resolve_pages, score, wiki_ranker
 
 
 class WikiSet(NamedTuple):

@@ -80,7 +80,7 @@ class RepositoryConfig(NamedTuple):
     exclude: tuple[str, ...] = ()
     source: str = "defaults"
     # Declared by the checkout's own .gitwiki.toml, which a clone brings: used only once the user allows it
-    # (`gitwiki repo allow`, gitwiki.repositories.Consents). The user's baseline is trusted.
+    # (`gitwiki repo allow`, gitwiki.sources.repositories.Consents). The user's baseline is trusted.
     from_checkout: bool = False
     memory: bool = False  # the personal memory repository (gitwiki.memory.personal); a local path only
 
@@ -105,11 +105,11 @@ class SearchConfig(NamedTuple):
     limit: int = 50
     snippet_chars: int = 240
     auto_index: bool = True  # catch up with HEAD before answering
-    reranker: str | None = None  # a fastembed cross-encoder model id; off by default (gitwiki.rerank)
+    reranker: str | None = None  # a fastembed cross-encoder model id; off by default (gitwiki.search.rerank)
     rerank_depth: int = 20  # fused chunks the cross-encoder re-scores
-    max_page_bytes: int = 1_000_000  # larger pages are indexed up to it (gitwiki.indexer.read_page), and said so
+    max_page_bytes: int = 1_000_000  # larger pages are indexed up to it (gitwiki.index.indexer.read_page), and said so
     embed_budget: int = 256  # chunks of uncommitted pages a query may embed; pages past it are searched lexically
-    # Score fusion (gitwiki.ranking.Weighting) and candidate depth: `gitwiki eval --tune` fits them to the wiki's
+    # Score fusion (gitwiki.search.ranking.Weighting) and candidate depth: `gitwiki eval --tune` fits them to the wiki's
     # own questions; these defaults are the ones measured across the benchmark sets.
     fusion_weight: float = 0.5  # the lexical ranking's weight; the dense ranking gets 1 - it
     normalization: str = "dbsf"  # of each ranking's scores before fusion: "dbsf" or "minmax"
@@ -119,7 +119,7 @@ class SearchConfig(NamedTuple):
 
 class EmbeddingsConfig(NamedTuple):
     enabled: bool = True
-    provider: str = "fastembed"  # a key of gitwiki.embed.EMBEDDERS
+    provider: str = "fastembed"  # a key of gitwiki.index.embed.EMBEDDERS
     model: str = DEFAULT_MODEL
     model_path: str | None = None
     threads: int | None = None

@@ -39,8 +39,8 @@ def path_problem(path: str) -> str | None:
     """Why the repo-relative page path `path` is refused, whatever gave it (None: it is acceptable).
 
     The one rule for every source of page paths: a local corpus's committed trees and the paths a user or
-    an agent asks for (`gitwiki.pages.locate`), another repository's trees (`gitwiki.repositories`), an
-    index archive's database (`gitwiki.artifact`). git refuses to check out `..` or `.git`, but its object
+    an agent asks for (`gitwiki.pages.pages.locate`), another repository's trees (`gitwiki.sources.repositories`), an
+    index archive's database (`gitwiki.index.artifact`). git refuses to check out `..` or `.git`, but its object
     database holds them (`git mktree` writes them), so a tree can name a page `wiki/../x.md`. `.git` is
     refused in any case, with trailing dots or spaces or HFS+'s ignored code points, before an NTFS stream name
     (`:…`), and as `git~1`: the

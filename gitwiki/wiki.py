@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki import config as config_mod
-from gitwiki import pages as pages_mod
 from gitwiki.config import Config, CorpusConfig
-from gitwiki.embed import Embedder, load_embedder
 from gitwiki.errors import NotFoundError, StoreError, UnknownCorpus, UsageError
 from gitwiki.fs import UnsafeFile, read_page_file
-from gitwiki.gitrepo import Commit, GitRepo, HistoryEntry
-from gitwiki.indexer import (
+from gitwiki.git.gitrepo import Commit, GitRepo, HistoryEntry
+from gitwiki.index.embed import Embedder, load_embedder
+from gitwiki.index.indexer import (
     FileStamp,
     IndexReport,
     Overlay,
@@ -35,10 +34,11 @@ from gitwiki.indexer import (
     update,
     worktree_overlay,
 )
-from gitwiki.repositories import Repositories, RepositoryCorpus, for_checkout
-from gitwiki.search import CorpusView, Searcher, SearchOptions, SearchResult
-from gitwiki.sources import CorpusSource, CorpusSpec, Page, search_corpora, search_view
-from gitwiki.store import LOCK_TIMEOUT, IndexDamaged, Store
+from gitwiki.index.store import LOCK_TIMEOUT, IndexDamaged, Store
+from gitwiki.pages import pages as pages_mod
+from gitwiki.search.searcher import CorpusView, Searcher, SearchOptions, SearchResult
+from gitwiki.sources.repositories import Repositories, RepositoryCorpus, for_checkout
+from gitwiki.sources.source import CorpusSource, CorpusSpec, Page, search_corpora, search_view
 
 # How long a query waits for the writer lock to fold in uncommitted pages: enough for another query doing
 # the same (milliseconds), far less than an index run (which used to hold a query for 45 s); past it the
@@ -46,8 +46,8 @@ from gitwiki.store import LOCK_TIMEOUT, IndexDamaged, Store
 OVERLAY_WAIT = 2.0
 
 if TYPE_CHECKING:
-    from gitwiki.background_embed import BackgroundEmbedder
-    from gitwiki.watch import Watcher
+    from gitwiki.index.background_embed import BackgroundEmbedder
+    from gitwiki.pages.watch import Watcher
 
 
 class CorpusStatus(NamedTuple):
@@ -107,7 +107,7 @@ class Wiki:
         """For long-lived processes: watch the corpus folders, so a query asks git for the worktree status only
         after something changed on disk. False when watching is not possible here (each query asks git)."""
         if self._watcher is None:
-            from gitwiki.watch import Watcher
+            from gitwiki.pages.watch import Watcher
 
             folders = [self.root / c.path for c in self.config.corpora]
             self._watcher = Watcher.start(folders, self.index_dir, ignored=(self.repo.common_dir, self.repo.git_dir))
@@ -307,8 +307,8 @@ class Wiki:
 
     def embed_in_background(self) -> None:
         """For long-lived processes: from now on `embed_blobs` hands its work to a thread and returns at once
-        (gitwiki.background_embed); `close` waits for that thread to finish."""
-        from gitwiki.background_embed import BackgroundEmbedder
+        (gitwiki.index.background_embed); `close` waits for that thread to finish."""
+        from gitwiki.index.background_embed import BackgroundEmbedder
 
         if self._background is None:
             self._background = BackgroundEmbedder()

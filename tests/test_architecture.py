@@ -17,13 +17,13 @@ PACKAGE = ROOT / "gitwiki"
 ADAPTER_IMPORTS = {"argparse", "mcp", "mcp_types"}
 # ... or speaks a wire protocol itself (JSON-RPC before the SDK is loaded, a listening socket)
 PROTOCOL_MARKS = ("jsonrpc", "listen")
-# the adapters, one family each; a family may import its own members
-FAMILIES = {"cli": "cli", "commands": "cli", "__main__": "cli", "agent_hooks": "hooks", "serve_socket": "socket"}
+# the adapters, one family each, by the folder they live in; a family may import its own members
+FAMILIES = {"cli": "cli", "commands": "cli", "__main__": "cli", "agent_hooks": "hooks", "mcp": "mcp", "serve": "serve"}
 # the only imports from one adapter family into another, and why
 CROSSINGS = {
     ("cli", "hooks"): "`gitwiki hook TYPE` runs the hook code and `gitwiki hooks` installs it",
     ("cli", "mcp"): "`gitwiki serve` starts the MCP server",
-    ("cli", "socket"): "`gitwiki serve` starts the socket beside it",
+    ("cli", "serve"): "`gitwiki serve` starts the socket beside it, and `gitwiki ground` asks it first",
 }
 
 
@@ -77,12 +77,12 @@ def _entry_points() -> set[str]:
 
 
 def _family(name: str) -> str | None:
-    top = name.split(".")[1] if "." in name else name
-    return "mcp" if top.startswith("mcp_") else FAMILIES.get(top)
+    return FAMILIES.get(name.split(".")[1] if "." in name else name)
 
 
 def _adapters(modules: dict[str, ast.Module]) -> dict[str, str]:
-    """Each adapter module and its family, found from its imports, its protocol and the entry points."""
+    """Each adapter module and its family, found from its imports, its protocol and the entry points; the folder of
+    an adapter is an adapter as a whole (the layout shows the layers)."""
     entries = _entry_points()
     packages = {e.removesuffix(".__main__") for e in entries if e.endswith(".__main__") and e != "gitwiki.__main__"}
     found = {}
@@ -97,6 +97,12 @@ def _adapters(modules: dict[str, ast.Module]) -> dict[str, str]:
             assert family, f"{name} is an adapter (it imports argparse or the MCP SDK, speaks a protocol or is an "
             "entry point) in no family: add it to FAMILIES"
             found[name] = family
+    # a folder holding an adapter (gitwiki.mcp, gitwiki.serve, gitwiki.commands …) holds nothing else
+    folders = {name.rsplit(".", 1)[0] for name in found if name.count(".") > 1}
+    for name in modules:
+        folder = name if name in folders else name.rsplit(".", 1)[0]
+        if folder in folders and name not in found:
+            found[name] = _family(name) or ""
     return found
 
 
@@ -157,15 +163,16 @@ def test_the_adapters_are_found_without_a_list():
     for name in (
         "gitwiki.cli",
         "gitwiki.commands.ground",
-        "gitwiki.mcp_server",
-        "gitwiki.mcp_lance",
-        "gitwiki.mcp_memory",
-        "gitwiki.mcp_early",
-        "gitwiki.serve_socket",
+        "gitwiki.mcp.server",
+        "gitwiki.mcp.lance",
+        "gitwiki.mcp.memory",
+        "gitwiki.mcp.early",
+        "gitwiki.serve.server",
+        "gitwiki.serve.client",
         "gitwiki.agent_hooks.run",
     ):
         assert name in adapters, f"{name} is not found as an adapter"
-    for name in ("gitwiki.wiki", "gitwiki.search", "gitwiki.serve_client", "gitwiki.memory.store"):
+    for name in ("gitwiki.wiki", "gitwiki.search.searcher", "gitwiki.index.store", "gitwiki.memory.store"):
         assert name not in adapters, f"{name} is library, found as an adapter"
 
 
@@ -220,6 +227,62 @@ def test_the_import_graph_has_no_cycle():
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
                 raise AssertionError("import cycle: " + " -> ".join([*path[path.index(nxt) :], nxt]))
+            if nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
+
+
+# The top of the package: the front door, the CLI's entry and what every layer uses; the rest sits in the folder of
+# its concept (docs/architecture.md, "Layout")
+TOP = {"__init__", "__main__", "cli", "config", "errors", "fs", "pagetext", "wiki"}
+LAYERS = {
+    "git",
+    "pages",
+    "index",
+    "search",
+    "sources",
+    "operations",
+    "memory",
+    "markdown",
+    "lint",
+    "commands",
+    "mcp",
+    "serve",
+    "agent_hooks",
+}
+
+
+def _room(name: str) -> str:
+    """A module's place in the layout: its folder under gitwiki/, or itself at the top."""
+    return name.split(".")[1] if name.count(".") >= 1 else name
+
+
+def test_the_layout_shows_the_layers():
+    flat = {f.stem for f in PACKAGE.glob("*.py")}
+    assert flat == TOP, f"modules at the top of gitwiki/ outside the front door: {sorted(flat - TOP)}"
+    folders = {d.name for d in PACKAGE.iterdir() if d.is_dir() and (d / "__init__.py").exists()}
+    assert folders == LAYERS, f"folders that are no layer of docs/architecture.md: {sorted(folders ^ LAYERS)}"
+
+
+def test_the_folders_import_one_another_in_one_direction():
+    """No two folders (or top modules) import each other, however far round: the layers stack."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, tree in modules.items():
+        for target in _imports(tree):
+            if target in modules and target != "gitwiki" and name != "gitwiki" and _room(target) != _room(name):
+                graph.setdefault(_room(name), set()).add(_room(target))
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                raise AssertionError("folders importing round: " + " -> ".join([*path[path.index(nxt) :], nxt]))
             if nxt not in state:
                 visit(nxt, [*path, nxt])
         state[node] = 2

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gitwiki.artifact import ARCHIVE_NAME, MANIFEST_NAME, pack, verify
 from gitwiki.errors import StoreError
-from gitwiki.store import DB_NAME
+from gitwiki.index.artifact import ARCHIVE_NAME, MANIFEST_NAME, pack, verify
+from gitwiki.index.store import DB_NAME
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 
@@ -430,7 +430,7 @@ SAFE_PART = st.text(alphabet="abcxyz-_", min_size=1, max_size=6)
 def test_a_page_path_through_git_in_any_spelling_is_refused(before, dot_git, after):
     """Every case variant of .git, with the trailing dots or spaces Windows drops, the code points HFS+
     ignores, or the 8.3 name, at any depth: refused like a local page path into .git."""
-    from gitwiki.artifact import check_page_path
+    from gitwiki.index.artifact import check_page_path
 
     path = "/".join([*before, dot_git, *after, "page.md"])
     with pytest.raises(StoreError, match="points into .git|refusing path|refusing absolute"):
@@ -442,7 +442,7 @@ def test_a_page_path_through_git_in_any_spelling_is_refused(before, dot_git, aft
     path=st.text(max_size=40) | st.lists(st.sampled_from(["wiki", ".git", ".GIT", "..", ".", "", "a.md"])).map("/".join)
 )
 def test_any_stored_path_is_accepted_as_a_page_or_refused_in_one_error(path):
-    from gitwiki.artifact import check_page_path
+    from gitwiki.index.artifact import check_page_path
 
     try:
         check_page_path(path, "wiki", "a.tar.gz")
@@ -456,7 +456,7 @@ def test_any_stored_path_is_accepted_as_a_page_or_refused_in_one_error(path):
 def test_every_case_variant_of_git_is_refused_at_every_depth():
     """The whole product the strategy above samples: 8 case variants x 5 tails x 3 ignorable code points,
     plus the 8.3 names, as the first, a middle and the last folder."""
-    from gitwiki.artifact import check_page_path
+    from gitwiki.index.artifact import check_page_path
 
     spellings = [
         "".join(ch.upper() if up else ch for ch, up in zip(".git", case, strict=True)) + ignorable + tail
@@ -476,7 +476,7 @@ def test_every_case_variant_of_git_is_refused_at_every_depth():
 @settings(max_examples=200, deadline=None)
 @given(parts=st.lists(SAFE_PART, min_size=1, max_size=4), suffix=st.sampled_from([".md", ".MD", ".markdown"]))
 def test_a_plain_page_path_inside_its_corpus_is_accepted(parts, suffix):
-    from gitwiki.artifact import check_page_path
+    from gitwiki.index.artifact import check_page_path
 
     path = "wiki/" + "/".join(parts) + suffix
     check_page_path(path, "wiki", "a.tar.gz")
@@ -534,7 +534,7 @@ def test_an_archive_with_a_value_this_gitwiki_never_writes_is_refused(archive, t
 def test_pack_on_a_full_disk_is_one_error_and_leaves_no_partial_archive(wiki_repo, tmp_path, monkeypatch):
     import errno
 
-    from gitwiki import artifact
+    from gitwiki.index import artifact
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gitwiki.artifact import ARCHIVE_NAME
+from gitwiki.index.artifact import ARCHIVE_NAME
 from tests.helpers import GitRepoFixture
 from tests.test_mcp_server import call, connect, run
 from tests.test_pull import LEXICAL, _wrap, page

@@ -9,11 +9,11 @@ import threading
 
 import pytest
 
+from gitwiki.index.store import Store
+from gitwiki.index.tokens import fts_query
 from gitwiki.memory import search as search_mod
 from gitwiki.memory import store as store_mod
 from gitwiki.memory.base import Memory
-from gitwiki.store import Store
-from gitwiki.tokens import fts_query
 from gitwiki.wiki import Wiki
 from tests.helpers import needs_model
 

@@ -223,8 +223,8 @@ def test_init_merge_changes_only_the_named_corpus_path(names, target, path, comm
 
 
 def test_search_fusion_settings_default_to_the_measured_ones_and_read_as_numbers(tmp_path):
-    from gitwiki.ranking import PAGE_SHARE
-    from gitwiki.search import CANDIDATES
+    from gitwiki.search.ranking import PAGE_SHARE
+    from gitwiki.search.searcher import CANDIDATES
 
     defaults = config.load(tmp_path, user_file=tmp_path / "none.toml").search
     assert (defaults.fusion_weight, defaults.normalization, defaults.page_share, defaults.depth) == (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gitwiki.conventions import END, START
+from gitwiki.pages.conventions import END, START
 
 
 def test_init_agents_writes_then_replaces_its_section(repo, cli):

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from gitwiki.artifact import pack
 from gitwiki.errors import StoreError
-from gitwiki.store import DAMAGED_MARK, DAMAGED_SUFFIX, DB_NAME, HOLDER_NAME
+from gitwiki.index.artifact import pack
+from gitwiki.index.store import DAMAGED_MARK, DAMAGED_SUFFIX, DB_NAME, HOLDER_NAME
 from gitwiki.wiki import Wiki
 from tests.helpers import ROOT
 
@@ -127,7 +127,7 @@ def test_full_disk_is_one_error_and_the_old_index_keeps_answering(indexed, capsy
 
 def _hold_lock(index_dir, seconds: float) -> subprocess.Popen:
     code = (
-        "import sys, time; from pathlib import Path; from gitwiki.store import writer_lock\n"
+        "import sys, time; from pathlib import Path; from gitwiki.index.store import writer_lock\n"
         f"with writer_lock(Path({str(index_dir)!r})):\n"
         "    print('held', flush=True); time.sleep(float(sys.argv[1]))\n"
     )

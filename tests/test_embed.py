@@ -1,4 +1,4 @@
-"""gitwiki.embed: a model that does not load is said once per index, and stays visible where search is used."""
+"""gitwiki.index.embed: a model that does not load is said once per index, and stays visible where search is used."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from gitwiki import embed
 from gitwiki.config import EmbeddingsConfig
+from gitwiki.index import embed
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import shutil
 
 import pytest
 
-from gitwiki import evaluation
 from gitwiki.errors import UsageError
+from gitwiki.operations import evaluation
 from tests.helpers import ROOT, needs_model
 
 LEXICAL = "[embeddings]\nenabled = false\n"

@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from gitwiki import git_hooks
-from gitwiki.gitrepo import GitRepo
+from gitwiki.git import git_hooks
+from gitwiki.git.gitrepo import GitRepo
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 

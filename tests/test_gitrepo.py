@@ -4,10 +4,10 @@ import subprocess
 
 import pytest
 
-from gitwiki import gitrepo
 from gitwiki.config import CorpusConfig
 from gitwiki.errors import NotFoundError, UsageError
-from gitwiki.gitrepo import GitRepo
+from gitwiki.git import gitrepo
+from gitwiki.git.gitrepo import GitRepo
 from tests.helpers import GIT_ENV
 
 

@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from gitwiki.evaluation import Outcome, Question, load_questions, resolve_pages, score
+from gitwiki.operations.evaluation import Outcome, Question, load_questions, resolve_pages, score
 from tests.helpers import ROOT
 
 HELDOUT = ROOT / "bench" / "heldout"

@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 
 from gitwiki import config as config_mod
-from gitwiki.index_blocks import refresh, template_dirs
 from gitwiki.markdown.index_block import BlockError, find_blocks
+from gitwiki.pages.index_blocks import refresh, template_dirs
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 START, END = "<!-- GITWIKI:INDEX-START -->", "<!-- GITWIKI:INDEX-END -->"

@@ -120,7 +120,7 @@ def test_a_page_with_sub_second_stamps_is_known_by_them_a_tick_after_its_write(r
     import os
     import time
 
-    from gitwiki import indexer
+    from gitwiki.index import indexer
 
     repo.commit(
         "pages", {**PAGES, ".gitwiki.toml": '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'}
@@ -152,7 +152,7 @@ def test_the_overlay_reads_again_only_pages_whose_stamp_moved(repo, monkeypatch)
     symlink or its version gone from the index makes the next view read it again."""
     import os
 
-    from gitwiki import indexer
+    from gitwiki.index import indexer
 
     repo.commit(
         "pages", {**PAGES, ".gitwiki.toml": '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'}

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from gitwiki.config import SearchConfig
-from gitwiki.lance_index import LanceReader, connect
-from gitwiki.search import SearchOptions
+from gitwiki.search.lance_index import LanceReader, connect
+from gitwiki.search.searcher import SearchOptions
 from tests.helpers import needs_model
 
 LEXICAL = "[embeddings]\nenabled = false\n"
@@ -273,7 +273,7 @@ class HashEmbedder:
 
 @pytest.mark.slow  # trains an IVF-HNSW-SQ index on 300 rows
 def test_ann_index_above_the_configured_size(repo, cli, tmp_path, monkeypatch):
-    from gitwiki import embed
+    from gitwiki.index import embed
 
     monkeypatch.setitem(embed.EMBEDDERS, "hash", HashEmbedder)
     monkeypatch.delenv("GITWIKI_MODEL", raising=False)

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gitwiki import mcp_early
+from gitwiki.mcp import early as mcp_early
 from tests.test_mcp_server import LEXICAL
 
 
@@ -128,7 +128,7 @@ HEADROOM = 150
 
 
 def test_the_instructions_fit_claude_codes_limit_with_room_to_spare(repo):
-    from gitwiki import mcp_lance
+    from gitwiki.mcp import lance as mcp_lance
 
     repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/faq.md": "# FAQ\n"})
     answers, _ = session(repo.path, initialize("2025-06-18"))
@@ -142,13 +142,13 @@ def list_requests(first_id: int = 1) -> list[dict]:
 
 
 def test_the_shipped_early_answers_are_what_the_sdk_answers():
-    """mcp_tools.json cannot go stale silently: made again from the live SDK, it must be the file shipped. When
-    this fails after a change to a tool, run `python -c "from gitwiki.mcp_server import write_early_answers;
-    write_early_answers()"` and commit gitwiki/mcp_tools.json."""
+    """tools.json cannot go stale silently: made again from the live SDK, it must be the file shipped. When
+    this fails after a change to a tool, run `python -c "from gitwiki.mcp.server import write_early_answers;
+    write_early_answers()"` and commit gitwiki/tools.json."""
     from importlib.metadata import version
 
     from gitwiki import __version__
-    from gitwiki.mcp_server import sdk_early_answers
+    from gitwiki.mcp.server import sdk_early_answers
 
     shipped = json.loads(mcp_early.EARLY_ANSWERS.read_text(encoding="utf-8"))
     assert (shipped["gitwiki"], shipped["mcp"]) == (__version__, version("mcp"))

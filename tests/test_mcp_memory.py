@@ -7,8 +7,8 @@ import json
 import pytest
 from mcp import MCPError
 
-from gitwiki.mcp_memory import TOOLS
-from gitwiki.memory_actions import TOPIC_ACTIONS
+from gitwiki.mcp.memory import TOOLS
+from gitwiki.memory.actions import TOPIC_ACTIONS
 from tests.test_mcp_server import call, connect, refused, run, text
 
 LEXICAL = "[embeddings]\nenabled = false\n"

@@ -14,7 +14,7 @@ import anyio
 import pytest
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 
-from gitwiki.mcp_memory import TOOLS as MEMORY_TOOLS
+from gitwiki.mcp.memory import TOOLS as MEMORY_TOOLS
 from tests.helpers import needs_model
 
 LEXICAL = "[embeddings]\nenabled = false\n"
@@ -535,7 +535,8 @@ def test_mcp_inspector_cli_lists_the_tools(wiki_repo):
 def test_a_degraded_search_is_said_in_the_instructions_and_every_ground_footer(repo, cli, monkeypatch, tmp_path):
     """No model (GITWIKI_MODEL_PATH names a folder without one) and a page past [search] max_page_bytes: what the
     model reads says so, as the CLI's footer does: the instructions' last line and each `ground` answer."""
-    from gitwiki import __version__, mcp_early
+    from gitwiki import __version__
+    from gitwiki.mcp import early as mcp_early
 
     monkeypatch.delenv("GITWIKI_MODEL", raising=False)
     monkeypatch.setenv("GITWIKI_MODEL_PATH", str(tmp_path / "no-model-here"))

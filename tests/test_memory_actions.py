@@ -1,4 +1,4 @@
-"""The adapters' action tables (gitwiki/memory_actions.py): action names onto the library's typed functions, and
+"""The adapters' action tables (gitwiki/memory/actions.py): action names onto the library's typed functions, and
 a batch's JSON items read once into BatchItems, with helix's strings."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gitwiki.errors import UsageError
+from gitwiki.memory.actions import EDIT_ACTIONS, TOPIC_ACTIONS, EditCall, TopicsCall, batch_items, run_edit, run_topics
 from gitwiki.memory.store import BatchItem
-from gitwiki.memory_actions import EDIT_ACTIONS, TOPIC_ACTIONS, EditCall, TopicsCall, batch_items, run_edit, run_topics
 
 
 def test_helix_strings_in_batch_items_are_read_as_helix_writes_them():

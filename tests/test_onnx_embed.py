@@ -1,4 +1,4 @@
-"""The lean embedder (gitwiki.onnx_embed) gives fastembed's vectors for the same model, finds the models fastembed
+"""The lean embedder (gitwiki.index.onnx_embed) gives fastembed's vectors for the same model, finds the models fastembed
 downloaded, and leaves everything it does not reproduce to fastembed."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import shutil
 import numpy as np
 import pytest
 
-from gitwiki import embed, onnx_embed
 from gitwiki.config import EmbeddingsConfig
-from gitwiki.embed import FastembedEmbedder
-from gitwiki.onnx_embed import OnnxEmbedder, lean_embedder
+from gitwiki.index import embed, onnx_embed
+from gitwiki.index.embed import FastembedEmbedder
+from gitwiki.index.onnx_embed import OnnxEmbedder, lean_embedder
 from tests.helpers import MODEL_DIR, MODEL_NAME, needs_model
 
 pytestmark = needs_model

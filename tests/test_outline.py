@@ -1,7 +1,7 @@
-"""gitwiki.outline: the ripgrep-style digest `gitwiki ground` prints."""
+"""gitwiki.search.outline: the ripgrep-style digest `gitwiki ground` prints."""
 
-from gitwiki.outline import outline
-from gitwiki.search import ChunkResult, DocResult, SearchResult
+from gitwiki.search.outline import outline
+from gitwiki.search.searcher import ChunkResult, DocResult, SearchResult
 
 DOC = DocResult(
     "wiki/deploy.md",

@@ -1,4 +1,4 @@
-"""gitwiki.page_outline: a page's section map and section addresses, and `gitwiki outline`."""
+"""gitwiki.pages.page_outline: a page's section map and section addresses, and `gitwiki outline`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from gitwiki.errors import UsageError
-from gitwiki.page_outline import Address, find_section, outline, parse_address, render
+from gitwiki.pages.page_outline import Address, find_section, outline, parse_address, render
 
 PAGE = """---
 title: Install

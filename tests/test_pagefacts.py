@@ -13,9 +13,10 @@ import sys
 
 import pytest
 
-from gitwiki import gitcli, pagefacts
 from gitwiki.errors import NotFoundError, UsageError
-from gitwiki.pagefacts import FactsCache
+from gitwiki.git import gitcli
+from gitwiki.pages import pagefacts
+from gitwiki.pages.pagefacts import FactsCache
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 START, END = "<!-- GITWIKI:INDEX-START -->", "<!-- GITWIKI:INDEX-END -->"
@@ -70,7 +71,7 @@ def test_an_unchanged_block_is_not_rendered_again(repo, cli, monkeypatch):
     _wiki(repo)
     cli("index-blocks", cwd=repo.path)
     rendered = []
-    from gitwiki import index_blocks
+    from gitwiki.pages import index_blocks
 
     real = index_blocks._render
     monkeypatch.setattr(index_blocks, "_render", lambda *a, **kw: rendered.append(a) or real(*a, **kw))
@@ -86,7 +87,7 @@ def test_an_edit_the_block_does_not_show_renders_nothing(repo, cli, monkeypatch)
     cli("index-blocks", cwd=repo.path)
     before = (repo.path / "wiki/index.md").read_bytes()
     rendered = []
-    from gitwiki import index_blocks
+    from gitwiki.pages import index_blocks
 
     real = index_blocks._render
     monkeypatch.setattr(index_blocks, "_render", lambda *a, **kw: rendered.append(a) or real(*a, **kw))
@@ -101,8 +102,8 @@ def test_an_edit_the_block_does_not_show_renders_nothing(repo, cli, monkeypatch)
 def test_after_an_edit_a_block_reads_the_titles_of_the_edited_pages_only(repo, cli, monkeypatch):
     # The block's last render is remembered with its pages' blob ids: after a commit's edits, only the
     # edited pages' old and new titles are compared, not every page's title (nor the shown-digest).
-    from gitwiki import index_blocks
-    from gitwiki.worktree_corpus import WorktreeCorpus
+    from gitwiki.pages import index_blocks
+    from gitwiki.pages.worktree_corpus import WorktreeCorpus
 
     _wiki(repo)
     cli("index-blocks", cwd=repo.path)
@@ -357,7 +358,7 @@ def test_a_version_bump_empties_the_cache_and_the_old_json_file_goes(tmp_path, m
 _WRITER = """
 import sys, time
 from pathlib import Path
-from gitwiki.pagefacts import FactsCache
+from gitwiki.pages.pagefacts import FactsCache
 index_dir, name, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 while not go.exists():
     time.sleep(0.01)

@@ -1,4 +1,4 @@
-"""gitwiki.pages: path safety, line-range reads, atomic writes, listings."""
+"""gitwiki.pages.pages: path safety, line-range reads, atomic writes, listings."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import time
 
 import pytest
 
-from gitwiki import fs, pages
+from gitwiki import fs
 from gitwiki.config import CorpusConfig
 from gitwiki.errors import NotFoundError, UsageError
+from gitwiki.pages import pages
 
 WIKI = CorpusConfig(name="wiki", path="wiki", exclude=("drafts/**",))
 DEPLOY = "# Deploy\n\nWe roll out with kubectl.[^1]\n\n## Rollback\n\nUse helm.[^src]\n\n[^1]: The runbook, section 3.\n    Continued here.\n\n[^src]: Ops handbook.\n"

@@ -6,16 +6,16 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gitwiki import pagefacts
 from gitwiki.config import Config, CorpusConfig
-from gitwiki.index_blocks import rewrite
 from gitwiki.lint import lint_text
 from gitwiki.markdown import chunker
 from gitwiki.markdown.chunker import parse_page
 from gitwiki.markdown.index_block import END_MARKER, START_MARKER
 from gitwiki.markdown.links import extract_links
 from gitwiki.markdown.summary import title_and_summary
-from gitwiki.worktree_corpus import WorktreeCorpus
+from gitwiki.pages import pagefacts
+from gitwiki.pages.index_blocks import rewrite
+from gitwiki.pages.worktree_corpus import WorktreeCorpus
 
 CONFIG = Config(corpora=(CorpusConfig(name="wiki", path=""),))
 WORDS = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)

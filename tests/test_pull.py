@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gitwiki.artifact import ARCHIVE_NAME
+from gitwiki.index.artifact import ARCHIVE_NAME
 from gitwiki.markdown.chunker import parse_page
 from tests.helpers import GitRepoFixture, needs_model
 
@@ -87,7 +87,7 @@ def test_pull_text_report(origin, cli, tmp_path):
 
 
 def test_a_wiki_that_already_searched_keeps_working_after_pull(origin, tmp_path):
-    from gitwiki.pull import pull
+    from gitwiki.operations.pull import pull
     from gitwiki.wiki import Wiki
 
     local = clone(origin, tmp_path / "clone")
@@ -398,7 +398,7 @@ def test_pull_from_github_artifact_and_release(origin, cli, tmp_path, monkeypatc
 
 
 def test_github_repo_from_remote_url(origin, tmp_path, monkeypatch):
-    from gitwiki.pull import github_repo_of
+    from gitwiki.operations.pull import github_repo_of
 
     monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
     origin.git("remote", "add", "origin", "git@github.com:acme/handbook.git")
@@ -417,7 +417,7 @@ def test_github_repo_from_remote_url(origin, tmp_path, monkeypatch):
 
 @needs_model
 def test_catch_up_embeds_only_changed_and_dirty_pages(repo, cli, tmp_path):
-    from gitwiki.pull import pull
+    from gitwiki.operations.pull import pull
     from gitwiki.wiki import Wiki
 
     topics = ["glaciers", "volcanoes", "coral reefs", "deserts", "rainforests", "tundra", "savannas", "mangroves"]
@@ -467,7 +467,7 @@ def test_catch_up_embeds_only_changed_and_dirty_pages(repo, cli, tmp_path):
 
 
 def test_token_comes_from_the_environment_or_gh(tmp_path, monkeypatch):
-    from gitwiki.pull import github_token
+    from gitwiki.operations.pull import github_token
 
     shims = tmp_path / "bin"
     shims.mkdir()

@@ -8,10 +8,11 @@ from hypothesis import strategies as st
 
 from gitwiki.agent_hooks.lookup import Lookup
 from gitwiki.config import SearchConfig
-from gitwiki.lance_index import LanceReader
+from gitwiki.index.store import Store
 from gitwiki.memory import search as memory_search
 from gitwiki.memory.base import Memory
-from gitwiki.ranking import (
+from gitwiki.search.lance_index import LanceReader
+from gitwiki.search.ranking import (
     PAGE_SHARE,
     RECENCY_DAYS,
     SECOND_CHUNK,
@@ -32,8 +33,7 @@ from gitwiki.ranking import (
     score_fusion,
     snippet,
 )
-from gitwiki.search import Searcher, SearchOptions
-from gitwiki.store import Store
+from gitwiki.search.searcher import Searcher, SearchOptions
 from gitwiki.wiki import Wiki
 
 LEXICAL_CONFIG = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gitwiki.store import DB_NAME
+from gitwiki.index.store import DB_NAME
 from tests.helpers import GIT_ENV, ROOT, GitRepoFixture
 
 pytestmark = pytest.mark.slow

@@ -27,11 +27,11 @@ from pathlib import Path
 
 import pytest
 
-from gitwiki import writes
-from gitwiki.artifact import ARCHIVE_NAME, MANIFEST_NAME
 from gitwiki.errors import GitwikiError
 from gitwiki.fs import TEMP_PREFIX
-from gitwiki.store import DB_NAME
+from gitwiki.index.artifact import ARCHIVE_NAME, MANIFEST_NAME
+from gitwiki.index.store import DB_NAME
+from gitwiki.operations import writes
 from gitwiki.wiki import Wiki
 from tests.helpers import GIT_ENV, ROOT, GitRepoFixture
 

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gitwiki.artifact import ARCHIVE_NAME
 from gitwiki.config import RepositoryConfig
 from gitwiki.errors import UsageError
-from gitwiki.repositories import Consents
+from gitwiki.index.artifact import ARCHIVE_NAME
+from gitwiki.sources.repositories import Consents
 from gitwiki.wiki import Wiki
 from tests.helpers import MODEL_NAME, GitRepoFixture, needs_model
 from tests.test_gitrepo import hostile_commit
@@ -321,7 +321,7 @@ def test_a_tag_or_a_commit_id_pins_the_repository(checkout, platform, cli):
 
 
 def test_https_credentials_come_from_the_git_credential_helper(monkeypatch):
-    from gitwiki.remote import credential_fill
+    from gitwiki.git.remote import credential_fill
 
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "credential.helper")

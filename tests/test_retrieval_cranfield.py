@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gitwiki.evaluation import beir_page_name, load_beir, ndcg
+from gitwiki.operations.evaluation import beir_page_name, load_beir, ndcg
 from tests.helpers import ROOT, needs_model
 
 pytestmark = pytest.mark.slow  # embeds a Cranfield slice and scores it
@@ -47,7 +47,7 @@ def test_hybrid_ndcg_floor_on_cranfield_slice(repo, cli, cranfield_slice):
         assert code == 0, err
         result = json.loads(out)
         assert result["mode"] == "hybrid"
-        # gitwiki.evaluation's nDCG@10 is checked against ranx's (tests/test_evaluation.py)
+        # gitwiki.operations.evaluation's nDCG@10 is checked against ranx's (tests/test_evaluation.py)
         scores.append(ndcg([d["path"] for d in result["docs"]], q.relevant))
     mean = sum(scores) / len(scores)
     assert mean >= NDCG_FLOOR, f"nDCG@10 {mean:.3f} fell below {NDCG_FLOOR} (measured {NDCG_MEASURED})"

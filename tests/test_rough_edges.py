@@ -9,9 +9,9 @@ import json
 import pytest
 
 from gitwiki import config as config_mod
-from gitwiki import embed
 from gitwiki.commands import options
 from gitwiki.config import EmbeddingsConfig
+from gitwiki.index import embed
 from gitwiki.lint import lint_text
 from gitwiki.markdown.links import heading_slugs
 from tests.helpers import MODEL_DIR, needs_model

@@ -7,9 +7,9 @@ import pytest
 
 from gitwiki.config import SearchConfig
 from gitwiki.errors import NotFoundError, UsageError
-from gitwiki.relevance import is_weak
-from gitwiki.search import SearchOptions
-from gitwiki.tokens import tokenize
+from gitwiki.index.tokens import tokenize
+from gitwiki.search.relevance import is_weak
+from gitwiki.search.searcher import SearchOptions
 from gitwiki.wiki import Wiki
 from tests.helpers import needs_model
 
@@ -185,7 +185,7 @@ class _FakeCrossEncoder:
 
 
 def test_configured_reranker_reorders_the_fused_head(repo, cli, monkeypatch):
-    from gitwiki import rerank
+    from gitwiki.search import rerank
 
     monkeypatch.setattr(rerank, "LOADER", _FakeCrossEncoder)
     monkeypatch.setattr(rerank, "_cache", {})
@@ -210,8 +210,8 @@ def test_configured_reranker_reorders_the_fused_head(repo, cli, monkeypatch):
 
 
 def test_unavailable_reranker_warns_once_and_keeps_the_fused_order(repo, cli, monkeypatch):
-    from gitwiki import rerank
     from gitwiki.errors import EmbeddingUnavailable
+    from gitwiki.search import rerank
 
     def broken(model):
         raise EmbeddingUnavailable(f"cannot load reranker {model!r}")
@@ -356,7 +356,7 @@ class _SynonymEmbedder:
 
 
 def test_hybrid_adds_up_a_pages_words_and_meaning_held_by_different_sections(repo, monkeypatch):
-    from gitwiki import embed
+    from gitwiki.index import embed
 
     monkeypatch.setitem(embed.EMBEDDERS, "synonyms", _SynonymEmbedder)
     pages = {
@@ -384,7 +384,7 @@ def test_hybrid_adds_up_a_pages_words_and_meaning_held_by_different_sections(rep
 
 
 def test_search_settings_weigh_the_rankers_and_bound_their_candidates(repo, monkeypatch):
-    from gitwiki import embed
+    from gitwiki.index import embed
 
     monkeypatch.setitem(embed.EMBEDDERS, "synonyms", _SynonymEmbedder)
     pages = {

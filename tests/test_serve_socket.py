@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gitwiki import serve_client
-from gitwiki.ground import GroundRequest
-from gitwiki.serve_socket import SocketServer
+from gitwiki.operations.ground import GroundRequest
+from gitwiki.serve import client as serve_client
+from gitwiki.serve.server import SocketServer
 from gitwiki.wiki import Wiki
 from tests.helpers import needs_model
 from tests.test_mcp_server import DEPLOY, LEXICAL
@@ -281,7 +281,7 @@ def test_idle_connections_are_capped_and_the_server_keeps_serving(lexical_repo, 
     CLI answers by itself) instead of waiting out its REQUEST_TIMEOUT on a thread of its own."""
     import select
 
-    from gitwiki import serve_socket
+    from gitwiki.serve import server as serve_socket
 
     monkeypatch.setattr(serve_socket, "REQUEST_TIMEOUT", 600.0)  # the idle ones stay for the whole test
     idle = []
@@ -309,7 +309,7 @@ def test_idle_connections_are_capped_and_the_server_keeps_serving(lexical_repo, 
 
 
 def test_a_client_that_trickles_its_request_is_dropped_when_its_time_is_up(lexical_repo, server, monkeypatch):
-    from gitwiki import serve_socket
+    from gitwiki.serve import server as serve_socket
 
     monkeypatch.setattr(serve_socket, "REQUEST_TIMEOUT", 1.0)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:

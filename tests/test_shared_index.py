@@ -9,8 +9,8 @@ import pytest
 
 from gitwiki import config as config_mod
 from gitwiki.errors import UsageError
-from gitwiki.lance_index import LanceReader
-from gitwiki.shared_index import SharedIndex
+from gitwiki.search.lance_index import LanceReader
+from gitwiki.sources.shared_index import SharedIndex
 from tests.test_sources import PAGES
 
 

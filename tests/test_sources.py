@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from gitwiki.config import SearchConfig
 from gitwiki.errors import UsageError
-from gitwiki.search import ChunkResult, DocResult, SearchOptions, SearchResult
-from gitwiki.sources import ALL, POOL, fuse, pooled, requested
+from gitwiki.search.searcher import ChunkResult, DocResult, SearchOptions, SearchResult
+from gitwiki.sources.source import ALL, POOL, fuse, pooled, requested
 from gitwiki.wiki import Wiki
 from tests.test_mcp_server import call, connect, refused, run, text
 from tests.test_repositories import checkout, handbook, platform, sync  # noqa: F401 (fixtures)

@@ -1,9 +1,9 @@
-"""gitwiki.templating: one jinja2 set-up for everything gitwiki renders."""
+"""gitwiki.pages.templating: one jinja2 set-up for everything gitwiki renders."""
 
 import jinja2
 import pytest
 
-from gitwiki.templating import environment, shipped_dir
+from gitwiki.pages.templating import environment, shipped_dir
 
 
 def test_the_shipped_templates_are_found():

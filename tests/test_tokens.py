@@ -1,7 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gitwiki.tokens import fts_query, tokenize, words
+from gitwiki.index.tokens import fts_query, tokenize, words
 
 LETTERS = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"), min_size=1, max_size=8)
 

@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from gitwiki import evaluation, tuning
 from gitwiki.errors import UsageError
+from gitwiki.operations import evaluation, tuning
 from gitwiki.wiki import Wiki
 
 
@@ -42,7 +42,7 @@ class _NoiseEmbedder:
 
 @pytest.fixture(autouse=True)
 def noise_model(monkeypatch):
-    from gitwiki import embed
+    from gitwiki.index import embed
 
     monkeypatch.setitem(embed.EMBEDDERS, "noise", _NoiseEmbedder)
 

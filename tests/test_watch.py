@@ -8,9 +8,10 @@ import shutil
 
 import pytest
 
-from gitwiki import gitrepo, watch
 from gitwiki import wiki as wiki_module
-from gitwiki.watch import Watcher
+from gitwiki.git import gitrepo
+from gitwiki.pages import watch
+from gitwiki.pages.watch import Watcher
 from gitwiki.wiki import Wiki
 from tests.helpers import needs_model
 

@@ -1,11 +1,11 @@
-"""gitwiki.worktree_corpus: which files are a corpus's pages on disk, their blob ids and titles."""
+"""gitwiki.pages.worktree_corpus: which files are a corpus's pages on disk, their blob ids and titles."""
 
 import os
 
-from gitwiki import gitcli
 from gitwiki.config import Config, CorpusConfig
-from gitwiki.pagefacts import FactsCache
-from gitwiki.worktree_corpus import PageInfo, WorktreeCorpus
+from gitwiki.git import gitcli
+from gitwiki.pages.pagefacts import FactsCache
+from gitwiki.pages.worktree_corpus import PageInfo, WorktreeCorpus
 from tests.helpers import edited_every_way
 
 WIKI = CorpusConfig("wiki", "wiki", exclude=("drafts/**",))
@@ -58,7 +58,7 @@ def _full_scan(repo, monkeypatch) -> None:
 
 
 def test_blob_ids_from_the_index_give_what_a_full_scan_gives(repo, monkeypatch):
-    from gitwiki.index_blocks import rewrite
+    from gitwiki.pages.index_blocks import rewrite
 
     edited_every_way(repo)
     racy = repo.git("ls-files", "-s", "wiki/h.md").split()[1]

@@ -1,7 +1,7 @@
-"""A page written through `gitwiki.writes` is embedded in the write, so the next hybrid search pays nothing."""
+"""A page written through `gitwiki.operations.writes` is embedded in the write, so the next hybrid search pays nothing."""
 
-from gitwiki import writes
-from gitwiki.gitcli import blob_id
+from gitwiki.git.gitcli import blob_id
+from gitwiki.operations import writes
 from gitwiki.wiki import Wiki
 from tests.helpers import needs_model
 from tests.test_pages import DEPLOY

@@ -1,4 +1,4 @@
-"""gitwiki.writes: a page write or delete with its index blocks, commit, index update and lint, on a real repo."""
+"""gitwiki.operations.writes: a page write or delete with its index blocks, commit, index update and lint, on a real repo."""
 
 import os
 import subprocess
@@ -8,9 +8,10 @@ import time
 
 import pytest
 
-from gitwiki import gitcli, gitrepo, writes
 from gitwiki.errors import UsageError
+from gitwiki.git import gitcli, gitrepo
 from gitwiki.markdown.index_block import BlockError
+from gitwiki.operations import writes
 from gitwiki.wiki import Wiki
 from tests.test_pages import DEPLOY
 
@@ -39,7 +40,7 @@ def test_add_page_indexes_the_page_and_refreshes_ancestor_index_blocks(repo):
 def test_an_overwrite_that_changes_nothing_an_index_shows_leaves_it_alone(repo, monkeypatch):
     """The index block is not rendered again (nor index.md written) when the page's title and summary stay;
     a new title renders and rewrites it."""
-    from gitwiki import index_blocks
+    from gitwiki.pages import index_blocks
 
     wiki = _wiki(repo)
     writes.add_page(wiki, None, "guides/ops/oncall.md", "# On-call\n\nPage the zebra rota.\n")
@@ -187,8 +188,8 @@ def test_a_refused_write_under_commit_writes_leaves_nothing_written_or_committed
 def test_an_ancestor_index_that_turns_bad_between_check_and_write_rolls_the_page_back(repo, monkeypatch):
     """The check before writing and the write are not one step: an index.md swapped meanwhile still
     leaves the page as it was (created: removed with the folders it made; overwritten: its old bytes)."""
-    from gitwiki import index_blocks
     from gitwiki.fs import UnsafeFile
+    from gitwiki.pages import index_blocks
 
     wiki = _wiki(repo)
     real = index_blocks.refresh

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from gitwiki import gitcli
 from gitwiki.agent_hooks import cache
+from gitwiki.git import gitcli
 
 CACHE = "agent-cochange.json"
 COMMITS = 200

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from gitwiki.tokens import code_like
+from gitwiki.index.tokens import code_like
 
 MAX_LINES = 500
 MAX_LINE = 1000  # characters of a line looked at: a definition's name comes in its first words

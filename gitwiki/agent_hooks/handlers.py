@@ -6,12 +6,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gitwiki import gitcli
 from gitwiki.agent_hooks import status
 from gitwiki.agent_hooks.lookup import Lookup, Note
 from gitwiki.agent_hooks.protocol import context, keep_going
 from gitwiki.agent_hooks.state import Session
 from gitwiki.config import matches
+from gitwiki.git import gitcli
 
 if TYPE_CHECKING:
     from gitwiki.agent_hooks.memory import Overview

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki import config as config_mod
-from gitwiki import gitcli
 from gitwiki.agent_hooks import cache
 from gitwiki.config import Config, normalize_corpus_path
+from gitwiki.git import gitcli
+from gitwiki.index.store import Store
+from gitwiki.index.tokens import STOP_WORDS, code_like, fts_any, fts_phrase, tokenize, words
 from gitwiki.memory.personal import PREFIX
-from gitwiki.ranking import Candidates, rank_pages, snippet
-from gitwiki.store import Store
-from gitwiki.tokens import STOP_WORDS, code_like, fts_any, fts_phrase, tokenize, words
+from gitwiki.search.ranking import Candidates, rank_pages, snippet
 
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory

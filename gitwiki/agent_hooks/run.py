@@ -31,10 +31,10 @@ def run(name: str, raw: bytes, cwd: str) -> str:
     if not hook.repository:
         return _dump(_handler(hook)(event))
     # The index code loads only past this point: a hook that needs no repository answers without it.
-    from gitwiki import gitcli
     from gitwiki.agent_hooks.handlers import Call
     from gitwiki.agent_hooks.lookup import Lookup
     from gitwiki.agent_hooks.state import open_session
+    from gitwiki.git import gitcli
 
     where = event.get("cwd")
     if not isinstance(where, str):

@@ -18,9 +18,9 @@ import time
 import zlib
 from pathlib import Path
 
-from gitwiki import gitcli
 from gitwiki.agent_hooks import cache
 from gitwiki.fs import stat_stamp
+from gitwiki.git import gitcli
 
 CACHE = "agent-status.json"
 MAX_FILES = 20_000  # a bigger tree is left to git, which keeps its own stat cache in the index

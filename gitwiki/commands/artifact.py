@@ -64,7 +64,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def pack_command(args: argparse.Namespace) -> int:
-    from gitwiki.artifact import ARCHIVE_NAME, pack
+    from gitwiki.index.artifact import ARCHIVE_NAME, pack
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
@@ -83,8 +83,8 @@ def pack_command(args: argparse.Namespace) -> int:
 def _refuse_missing_vectors(wiki: Wiki) -> None:
     """Every consumer of a published index searches what it holds: a lexical-only one where the config names a
     model would make every clone lexical without a word (the model failed on the packing machine, not theirs)."""
-    from gitwiki.embed import model_fix, unavailable
     from gitwiki.errors import EmbeddingUnavailable
+    from gitwiki.index.embed import model_fix, unavailable
 
     model = wiki.wanted_model()
     missing = [c.name for c in wiki.config.corpora if model and not wiki.is_fresh(c, vectors=True)]
@@ -97,7 +97,7 @@ def _refuse_missing_vectors(wiki: Wiki) -> None:
 
 
 def verify_command(args: argparse.Namespace) -> int:
-    from gitwiki.artifact import verify
+    from gitwiki.index.artifact import verify
 
     manifest = verify(path_arg(args, args.file), max_bytes_arg(args))
     print(json.dumps(manifest.to_json(), indent=2) if args.json else f"{args.file}: OK, {manifest.describe()}")
@@ -105,7 +105,7 @@ def verify_command(args: argparse.Namespace) -> int:
 
 
 def unpack_command(args: argparse.Namespace) -> int:
-    from gitwiki.artifact import unpack
+    from gitwiki.index.artifact import unpack
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
@@ -121,7 +121,7 @@ def unpack_command(args: argparse.Namespace) -> int:
 
 
 def cache_key_command(args: argparse.Namespace) -> int:
-    from gitwiki.artifact import cache_keys
+    from gitwiki.index.artifact import cache_keys
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
@@ -131,8 +131,8 @@ def cache_key_command(args: argparse.Namespace) -> int:
 
 
 def summary_command(args: argparse.Namespace) -> int:
-    from gitwiki.artifact import verify
-    from gitwiki.job_summary import SummaryInput, render
+    from gitwiki.index.artifact import verify
+    from gitwiki.index.job_summary import SummaryInput, render
 
     archive = path_arg(args, args.file)
     manifest = verify(archive)

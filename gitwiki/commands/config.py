@@ -38,7 +38,7 @@ def _load(args: argparse.Namespace) -> Config:
 
 def _load_at(args: argparse.Namespace) -> tuple[Config, Path]:
     from gitwiki import config
-    from gitwiki.gitrepo import GitRepo
+    from gitwiki.git.gitrepo import GitRepo
 
     root = GitRepo.discover(args.chdir).root
     return config.load(root), root
@@ -55,7 +55,7 @@ def show_config(args: argparse.Namespace) -> int:
 
 def validate_config(args: argparse.Namespace) -> int:
     from gitwiki.config import warnings
-    from gitwiki.repositories import Consents, consent_message
+    from gitwiki.sources.repositories import Consents, consent_message
 
     cfg, root = _load_at(args)
     consents = Consents()
@@ -68,8 +68,8 @@ def validate_config(args: argparse.Namespace) -> int:
 
 
 def download_model(args: argparse.Namespace) -> int:
-    from gitwiki.embed import EMBEDDERS
     from gitwiki.errors import EmbeddingUnavailable
+    from gitwiki.index.embed import EMBEDDERS
 
     embeddings = _load(args).embeddings
     if not embeddings.enabled:

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gitwiki.evaluation import ModeScore, Question
-    from gitwiki.tuning import Fit, Setting
+    from gitwiki.operations.evaluation import ModeScore, Question
+    from gitwiki.operations.tuning import Fit, Setting
     from gitwiki.wiki import Wiki
 
 SHOWN_MISSES = 20
@@ -59,9 +59,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def eval_command(args: argparse.Namespace) -> int:
-    from gitwiki import evaluation
     from gitwiki.commands.options import path_arg
     from gitwiki.errors import UsageError
+    from gitwiki.operations import evaluation
     from gitwiki.wiki import Wiki
 
     if args.max_questions is not None and args.max_questions < 1:
@@ -137,8 +137,8 @@ def eval_command(args: argparse.Namespace) -> int:
 
 
 def _tune(wiki: Wiki, args: argparse.Namespace, questions: list[Question], source: str) -> int:
-    from gitwiki import tuning
     from gitwiki.config import write_search
+    from gitwiki.operations import tuning
 
     fit = tuning.tune(wiki, args.corpus, questions)
     written = None

@@ -16,8 +16,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def git_hooks(args: argparse.Namespace) -> int:
-    from gitwiki import git_hooks as hooks
-    from gitwiki.gitrepo import GitRepo
+    from gitwiki.git import git_hooks as hooks
+    from gitwiki.git.gitrepo import GitRepo
 
     repo = GitRepo.discover(args.chdir)
     states = getattr(hooks, args.action)(repo)

@@ -61,7 +61,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def ground(args: argparse.Namespace) -> int:
-    from gitwiki.ground import GroundRequest
+    from gitwiki.operations.ground import GroundRequest
 
     computed: dict[str, Any] = {
         "query": " ".join(args.query),
@@ -72,7 +72,7 @@ def ground(args: argparse.Namespace) -> int:
     if args.uri is not None:
         return _ground_shared(args.chdir, args.uri, request)
     if not args.no_server:
-        from gitwiki.serve_client import ask
+        from gitwiki.serve.client import ask
 
         reply = ask(args.chdir, request)  # a running `gitwiki serve` of this checkout has everything warm
         if reply is not None:
@@ -80,17 +80,17 @@ def ground(args: argparse.Namespace) -> int:
             sys.stdout.write(reply.stdout)
             reply.check()  # an error the server met: the local path's message and exit code
             return 0
-    from gitwiki.embed import load_in_background
+    from gitwiki.index.embed import load_in_background
 
     load_in_background(args.chdir, request.mode)
     from gitwiki.errors import NotFoundError
-    from gitwiki.ground import answer
+    from gitwiki.operations.ground import answer
     from gitwiki.wiki import Wiki
 
     try:
         wiki = Wiki.open(args.chdir)
     except NotFoundError:  # no checkout here: a reader of the shared index, if one is configured
-        from gitwiki.lance_index import storage_uri
+        from gitwiki.search.lance_index import storage_uri
 
         uri = storage_uri(args.chdir)
         if uri is None:
@@ -104,7 +104,7 @@ def _ground_shared(chdir: str, uri: str, request: Any) -> int:
     from pathlib import Path
 
     from gitwiki import config as config_mod
-    from gitwiki.ground import answer_shared
+    from gitwiki.operations.ground import answer_shared
 
     sys.stdout.write(answer_shared(uri, config_mod.load(Path(chdir).resolve()), request))
     return 0

@@ -33,8 +33,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def hooks(args: argparse.Namespace) -> int:
-    from gitwiki import gitcli
     from gitwiki.agent_hooks import permissions, settings
+    from gitwiki.git import gitcli
 
     if args.user:
         path = rules = settings.user_settings()
@@ -66,8 +66,9 @@ def hooks(args: argparse.Namespace) -> int:
 
 
 def _has_index(start: str) -> bool:
-    from gitwiki import config, gitcli
-    from gitwiki.store import DB_NAME
+    from gitwiki import config
+    from gitwiki.git import gitcli
+    from gitwiki.index.store import DB_NAME
 
     checkout = gitcli.discover(start)
     return (config.index_dir(config.load(checkout.root), checkout.root, checkout.common_dir) / DB_NAME).is_file()

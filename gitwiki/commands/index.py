@@ -29,12 +29,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def index(args: argparse.Namespace) -> int:
     from gitwiki.commands.options import progress_bar
-    from gitwiki.indexer import truncation
+    from gitwiki.index.indexer import truncation
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
     if wiki.has_no_index_to_start_from():
-        from gitwiki.pull import install_published
+        from gitwiki.operations.pull import install_published
 
         install_published(wiki, lexical=args.lexical)
     with progress_bar(enabled=not args.quiet and not args.json, terminal=sys.stderr.isatty()) as progress:
@@ -60,7 +60,7 @@ DOUBLE_INDEXING_FILE = "double-indexing-warned"
 
 def _warn_double_indexing(wiki: Wiki) -> None:
     from gitwiki.fs import atomic_write
-    from gitwiki.git_hooks import double_indexing
+    from gitwiki.git.git_hooks import double_indexing
 
     marker = wiki.index_dir / DOUBLE_INDEXING_FILE
     if marker.exists() or (twice := double_indexing(wiki.repo)) is None:

@@ -25,10 +25,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def index_blocks(args: argparse.Namespace) -> int:
     # Imported when the command runs: cli.py imports every command module to build its parser.
     from gitwiki import config as config_mod
-    from gitwiki import gitcli
     from gitwiki.commands.options import repo_relative
-    from gitwiki.index_blocks import refresh
-    from gitwiki.pagefacts import FactsCache
+    from gitwiki.git import gitcli
+    from gitwiki.pages.index_blocks import refresh
+    from gitwiki.pages.pagefacts import FactsCache
 
     root, common_dir, _ = gitcli.discover(args.chdir)
     config = config_mod.load(root)

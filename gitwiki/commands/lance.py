@@ -49,7 +49,7 @@ def _uri(args: argparse.Namespace, config: Config) -> str:
 
 
 def export_command(args: argparse.Namespace) -> int:
-    from gitwiki.lance_index import export
+    from gitwiki.search.lance_index import export
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
@@ -71,9 +71,9 @@ def export_command(args: argparse.Namespace) -> int:
 
 def search_command(args: argparse.Namespace) -> int:
     from gitwiki import config as config_mod
-    from gitwiki.lance_index import LanceReader
-    from gitwiki.outline import outline
-    from gitwiki.search import SearchOptions
+    from gitwiki.search.lance_index import LanceReader
+    from gitwiki.search.outline import outline
+    from gitwiki.search.searcher import SearchOptions
 
     config = config_mod.load(Path(args.chdir).resolve())
     options = SearchOptions.build(

@@ -30,8 +30,8 @@ def lint(args: argparse.Namespace) -> int:
         return 0
 
     from gitwiki import config as config_mod
-    from gitwiki import gitcli
     from gitwiki.commands.options import repo_relative
+    from gitwiki.git import gitcli
     from gitwiki.lint import lint_repo
     from gitwiki.lint.output import FORMATS
 

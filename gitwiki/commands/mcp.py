@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def mcp_config(args: argparse.Namespace) -> int:
-    from gitwiki.gitrepo import GitRepo
+    from gitwiki.git.gitrepo import GitRepo
 
     entry: dict[str, object]
     if args.project:

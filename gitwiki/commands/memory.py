@@ -159,8 +159,7 @@ def memory(args: argparse.Namespace) -> int:
 
 
 def _dispatch(mem: Memory, args: argparse.Namespace) -> Reply:
-    from gitwiki import memory_actions as actions
-    from gitwiki.memory import replies, stores
+    from gitwiki.memory import actions, replies, stores
 
     a = args.action
     scope = getattr(args, "scope", None)

@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gitwiki.indexer import Progress
+    from gitwiki.index.indexer import Progress
 
 STAGES = {"fetch": "fetching objects", "parse": "parsing pages", "embed": "embedding chunks"}
 
 
 def max_bytes_arg(args: argparse.Namespace) -> int:
     """`--max-bytes`, defaulting to the archive cap; a non-positive value is a usage error."""
-    from gitwiki.artifact import MAX_BYTES
     from gitwiki.errors import UsageError
+    from gitwiki.index.artifact import MAX_BYTES
 
     if args.max_bytes is None:
         return MAX_BYTES
@@ -53,7 +53,7 @@ def add_init_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _init(args: argparse.Namespace) -> int:
     from gitwiki.config import REPO_CONFIG_NAME, normalize_corpus_path, write_init
-    from gitwiki.gitrepo import GitRepo
+    from gitwiki.git.gitrepo import GitRepo
 
     root = GitRepo.discover(args.chdir).root
     if args.agents and (root / REPO_CONFIG_NAME).exists() and not args.force:
@@ -61,7 +61,7 @@ def _init(args: argparse.Namespace) -> int:
     else:
         print(write_init(root, args.path, args.name, args.force).describe())
     if args.agents:
-        from gitwiki.conventions import write_agents
+        from gitwiki.pages.conventions import write_agents
 
         print(write_agents(root, normalize_corpus_path(args.path, "--path")).describe())
     return 0

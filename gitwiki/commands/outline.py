@@ -17,9 +17,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def outline(args: argparse.Namespace) -> int:
-    from gitwiki import page_outline
     from gitwiki.commands.options import path_arg
     from gitwiki.errors import NotFoundError, UsageError
+    from gitwiki.pages import page_outline
 
     file = path_arg(args, args.path)
     if not file.is_file():

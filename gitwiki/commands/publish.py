@@ -21,8 +21,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def publish_command(args: argparse.Namespace) -> int:
-    from gitwiki.gitrepo import GitRepo
-    from gitwiki.publish import commit_archive, push
+    from gitwiki.git.gitrepo import GitRepo
+    from gitwiki.index.publish import commit_archive, push
 
     root = GitRepo.discover(args.chdir).root
     commit = commit_archive(root, path_arg(args, args.file), args.ref)

@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def pull_command(args: argparse.Namespace) -> int:
-    from gitwiki.pull import parse_source, pull
+    from gitwiki.operations.pull import parse_source, pull
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)

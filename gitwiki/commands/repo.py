@@ -6,7 +6,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gitwiki.repositories import SyncReport
+    from gitwiki.sources.repositories import SyncReport
     from gitwiki.wiki import Wiki
 
 

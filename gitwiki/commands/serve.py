@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def serve(args: argparse.Namespace) -> int:
     from gitwiki import __version__
-    from gitwiki.mcp_early import Handshake, answer_initialize, log_to_stderr
+    from gitwiki.mcp.early import Handshake, answer_initialize, log_to_stderr
 
     log_to_stderr(args.log_level)
     calls = threading.Lock()  # one tool call (or CLI request) at a time, and the warm-up between them
@@ -47,20 +47,20 @@ def serve(args: argparse.Namespace) -> int:
     # (imports of 90 ms, about 0.3 s on a loaded host) and long before the MCP SDK's import (about 1 s).
     handshake = Handshake(__version__, lambda: _lexical_notice(args.chdir)) if _in_checkout(args.chdir) else None
     from gitwiki.errors import NotFoundError
-    from gitwiki.serve_socket import SocketServer
-    from gitwiki.warm import warm_up
+    from gitwiki.operations.warm import warm_up
+    from gitwiki.serve.server import SocketServer
     from gitwiki.wiki import Wiki
 
     try:
         wiki = Wiki.open(args.chdir)
     except NotFoundError:  # no checkout here: serve the shared index, if one is configured
-        from gitwiki.lance_index import storage_uri
+        from gitwiki.search.lance_index import storage_uri
 
         uri = None if handshake is not None else storage_uri(args.chdir)
         if uri is None:
             raise
         return _serve_shared(args, uri)
-    wiki.embed_in_background()  # a write answers before its page is embedded (gitwiki.background_embed)
+    wiki.embed_in_background()  # a write answers before its page is embedded (gitwiki.index.background_embed)
     cli = SocketServer.listen(wiki, calls)  # `gitwiki ground` in this checkout asks this server from now on
     if cli is not None:
         closing.append(cli.close)
@@ -71,9 +71,9 @@ def serve(args: argparse.Namespace) -> int:
         # The warm-up runs during the MCP SDK's import (0.45 s of CPU, 1.1 s on a loaded host), so a query 1 s after
         # the spawn finds the model and the vectors ready. It used to start after that import, when it still
         # imported fastembed (0.5 s holding the GIL): started together, the SDK's import took twice as long. The
-        # lean embedder's session is built without the GIL (gitwiki.onnx_embed, docs/research/embedding.md).
+        # lean embedder's session is built without the GIL (gitwiki.index.onnx_embed, docs/research/embedding.md).
         threading.Thread(target=warm_up, args=(wiki, calls), name="gitwiki-warm-up", daemon=True).start()
-        from gitwiki.mcp_server import serve as run
+        from gitwiki.mcp.server import serve as run
 
         run(wiki, calls, stdio)
     finally:
@@ -87,9 +87,9 @@ def _lexical_notice(start: str) -> str | None:
     the config and the record an earlier command left in the index dir (a few ms of light imports); None when
     that cannot be read here, e.g. GIT_DIR and friends (`Wiki.open` reports real errors)."""
     from gitwiki import config
-    from gitwiki.embed import lexical_notice
     from gitwiki.errors import GitwikiError
-    from gitwiki.gitcli import find_checkout
+    from gitwiki.git.gitcli import find_checkout
+    from gitwiki.index.embed import lexical_notice
 
     try:
         checkout = find_checkout(start)
@@ -135,7 +135,7 @@ def _stop_on_signals(calls: threading.Lock, closing: list[Callable[[], None]]) -
 
 def _serve_shared(args: argparse.Namespace, uri: str) -> int:
     from gitwiki import config as config_mod
-    from gitwiki.mcp_lance import serve as run
+    from gitwiki.mcp.lance import serve as run
 
     run(uri, config_mod.load(Path(args.chdir).resolve()))
     return 0

@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def status(args: argparse.Namespace) -> int:
-    from gitwiki.status import status as gather
+    from gitwiki.operations.status import status as gather
     from gitwiki.wiki import Wiki
 
     report = gather(Wiki.open(args.chdir), check=args.check)

@@ -10,15 +10,17 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from gitwiki import config as config_mod
-from gitwiki import gitcli, pagefacts, pagetext
+from gitwiki import pagetext
 from gitwiki.config import Config, CorpusConfig, matches, select
 from gitwiki.fs import read_page_file
-from gitwiki.gitcli import Checkout
+from gitwiki.git import gitcli
+from gitwiki.git.gitcli import Checkout
 from gitwiki.lint.registry import RULES, Context, Finding
 from gitwiki.markdown.document import Document, parse
 from gitwiki.markdown.frontmatter import YamlReader
 from gitwiki.markdown.links import link_target
-from gitwiki.pagefacts import FactsCache, link_name
+from gitwiki.pages import pagefacts
+from gitwiki.pages.pagefacts import FactsCache, link_name
 
 ORPHAN = "GW007"
 # What `link_name` strips or decodes: a fragment, a query, percent-escapes, a trailing slash.
@@ -146,7 +148,7 @@ def lint_repo(checkout: Checkout, config: Config, files: list[str] | None = None
     """Lint `files` (repo-relative; default: every staged page) from the worktree, resolving links against
     the staged pages plus `files`. Files outside every corpus are skipped.
 
-    Other pages are seen through their cached facts (`gitwiki.pagefacts`): only versions not seen before
+    Other pages are seen through their cached facts (`gitwiki.pages.pagefacts`): only versions not seen before
     are read, the staged ones in one `git cat-file --batch`.
     """
     root = checkout.root

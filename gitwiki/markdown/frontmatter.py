@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 MAX_VALUES = 10_000
 
 # Reads the YAML between the --- lines: (mapping, None) or ({}, why it is not one). `read_yaml` by default;
-# the hooks pass a cached one (gitwiki.pagefacts), since importing PyYAML costs more than a lint run's parsing.
+# the hooks pass a cached one (gitwiki.pages.pagefacts), since importing PyYAML costs more than a lint run's parsing.
 YamlReader = Callable[[str], tuple[dict[str, Any], str | None]]
 
 

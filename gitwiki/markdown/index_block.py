@@ -1,5 +1,5 @@
 """The markers of a generated index block, `<!-- GITWIKI:INDEX-START … -->` to `<!-- GITWIKI:INDEX-END -->`,
-and the options on the START marker. Pure functions over text; rendering is `gitwiki.index_blocks`."""
+and the options on the START marker. Pure functions over text; rendering is `gitwiki.pages.index_blocks`."""
 
 from __future__ import annotations
 

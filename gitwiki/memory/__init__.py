@@ -4,6 +4,6 @@ Library entry points, each a plain function over a `Memory` (from `Memory.open(p
 returning NamedTuples: `store.store`/`store.batch`, the edits `store.append`/`revise`/`tag`/`delete`/`rename`/
 `merge`, `search.search`, `brief.brief`, `checkpoint.checkpoint`/`load_checkpoint`/`resume`,
 `topics.list_topics` and the other topic actions. `replies` renders them as the MCP tools and the CLI answer,
-one typed function per action; the action names are the adapters' (`gitwiki.memory_actions`). Importing this
+one typed function per action; the action names are the adapters' (`gitwiki.memory.actions`). Importing this
 package loads nothing heavy.
 """

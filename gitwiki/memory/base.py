@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from gitwiki.config import Config, normalize_corpus_path
 from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.fs import stat_stamp
-from gitwiki.gitcli import blob_id
+from gitwiki.git.gitcli import blob_id
 from gitwiki.memory.entry import Entry, TopicPage, entry_terms, now_iso, parse_page, topic_name
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class Memory:
     @classmethod
     def open(cls, start: str | os.PathLike[str] = ".") -> Memory:
         from gitwiki import config as config_mod
-        from gitwiki.gitcli import discover
+        from gitwiki.git.gitcli import discover
 
         root = discover(start).root
         return cls(root=root, settings=config_mod.load(root))
@@ -73,7 +73,7 @@ class Memory:
     @property
     def wiki(self) -> Wiki:
         if self._wiki is None:
-            from gitwiki.gitrepo import GitRepo
+            from gitwiki.git.gitrepo import GitRepo
             from gitwiki.wiki import Wiki
 
             self._wiki = Wiki(GitRepo.discover(self.root), self.settings)

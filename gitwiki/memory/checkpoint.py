@@ -30,7 +30,7 @@ from gitwiki.memory.base import CHECKPOINTS, Memory
 from gitwiki.memory.entry import check_unicode, now_iso, parse_iso, topic_name
 
 if TYPE_CHECKING:
-    from gitwiki.writes import WriteReport
+    from gitwiki.operations.writes import WriteReport
 
 LISTS = ("done", "next", "hypotheses", "blocked", "files")
 # A checkpoint is where a task stopped, read into the model's context at the next session start: 64 KB is

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from gitwiki.errors import UsageError
-from gitwiki.tokens import STOP_WORDS, tokenize
+from gitwiki.index.tokens import STOP_WORDS, tokenize
 
 DASH = "—"
 META_KEYS = ("tags", "source", "confidence", "links", "modified")

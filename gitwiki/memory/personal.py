@@ -57,7 +57,7 @@ def location(config: Config, project: Path) -> Location | None:
         entry = chosen[0]
         named_by = f"[[repository]] {entry.name!r} in {entry.source}"
         if entry.from_checkout:
-            from gitwiki.repositories import Consents
+            from gitwiki.sources.repositories import Consents
 
             if not Consents().allowed(entry):
                 raise UsageError(
@@ -91,8 +91,8 @@ def is_repo(path: Path) -> bool:
 
 def create(path: Path) -> None:
     """`git init` a personal memory repository with its `.gitwiki.toml`, committed."""
-    from gitwiki.gitcli import run_git
-    from gitwiki.gitrepo import GitRepo
+    from gitwiki.git.gitcli import run_git
+    from gitwiki.git.gitrepo import GitRepo
 
     try:
         path.mkdir(parents=True, exist_ok=True)

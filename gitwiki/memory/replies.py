@@ -2,7 +2,7 @@
 terminal) and the data as JSON. Both adapters call these, so the two always say the same thing.
 
 One typed function per operation; which action name calls which is the adapters' business
-(gitwiki/memory_actions.py, with helix's names and string forms)."""
+(gitwiki/memory/actions.py, with helix's names and string forms)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from gitwiki.memory.entry import Entry, first_line, render_entry
 
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory
-    from gitwiki.writes import WriteReport
+    from gitwiki.operations.writes import WriteReport
 
 MEDIUM_CHARS = 240
 

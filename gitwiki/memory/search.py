@@ -1,6 +1,6 @@
 """Memory search: the wiki's hybrid index restricted to the topic pages, re-ranked per entry.
 
-score (`gitwiki.ranking.memory_score`) = relevance (fused BM25 + dense of the entry's section) ×
+score (`gitwiki.search.ranking.memory_score`) = relevance (fused BM25 + dense of the entry's section) ×
 confidence × recency × (0.7 if its source is stale), recency = 1 / (1 + age_days / 30). Entries must
 contain every query term (AND); when none does, any term (OR); when none does, the dense neighbours
 alone. At most 3 hits per topic. Inline `tag:x topic:y source:z` in the query filter like the
@@ -16,15 +16,15 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, NamedTuple
 
-from gitwiki import ranking
 from gitwiki.errors import UsageError
 from gitwiki.memory.entry import Entry, normalize_tags, parse_iso, terms, topic_name
 from gitwiki.memory.sources import STALE_FACTOR, stale
+from gitwiki.search import ranking
 
 if TYPE_CHECKING:
-    from gitwiki.embed import Embedder
+    from gitwiki.index.embed import Embedder
     from gitwiki.memory.base import Memory, TopicFile
-    from gitwiki.search import CorpusView
+    from gitwiki.search.searcher import CorpusView
 
 PER_TOPIC = 3
 CANDIDATES = 400  # sections taken from the hybrid ranking (a topic page holds many)
@@ -128,7 +128,7 @@ def age_days(entry: Entry, now: datetime) -> float:
 
 
 def recency(entry: Entry, now: datetime) -> float:
-    """An entry's recency weight now (`gitwiki.ranking.recency` of its age)."""
+    """An entry's recency weight now (`gitwiki.search.ranking.recency` of its age)."""
     return ranking.recency(age_days(entry, now))
 
 
@@ -293,8 +293,8 @@ def _entry_of_chunk(mem: Memory, files: dict[str, TopicFile], blobs: set[str]) -
 def memory_view(mem: Memory, files: dict[str, TopicFile], embedder: Embedder | None) -> CorpusView:
     """The topic pages as they are on disk, as a search view; versions not yet indexed (edited by hand,
     or by another process) are parsed and embedded first."""
-    from gitwiki.indexer import ensure_blobs, ensure_vectors
-    from gitwiki.search import CorpusView
+    from gitwiki.index.indexer import ensure_blobs, ensure_vectors
+    from gitwiki.search.searcher import CorpusView
 
     pages = {tf.repo_path: tf.blob for tf in files.values()}
     model = embedder.model_id if embedder is not None else None
@@ -302,7 +302,7 @@ def memory_view(mem: Memory, files: dict[str, TopicFile], embedder: Embedder | N
     if todo:
         store = mem.wiki.store
         if embedder is not None:
-            mem.wiki.settle_embedding()  # a store's vectors may be on their way (gitwiki.background_embed)
+            mem.wiki.settle_embedding()  # a store's vectors may be on their way (gitwiki.index.background_embed)
         with store.lock():
             sources: dict[str, Callable[[], bytes]] = {b: functools.partial(bytes, tf.data) for b, tf in todo.items()}
             ensure_blobs(store, sources)

@@ -3,7 +3,7 @@
 Each touched topic page goes through the wiki's page write path (atomic write, index blocks, optional
 commit, the page folded into the index) and its new entries are embedded before the call returns, so
 the next search finds them without paying for it; in `gitwiki serve` they are embedded on a background
-thread instead, which the next search waits for (gitwiki.background_embed). Two processes storing at
+thread instead, which the next search waits for (gitwiki.index.background_embed). Two processes storing at
 once serialize on the lock and re-read the page inside it: neither loses the other's entry.
 """
 
@@ -14,9 +14,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from gitwiki import writes as page_writes  # the safe, locked, atomic page path of the MCP page tools
 from gitwiki.errors import NotFoundError, UsageError
-from gitwiki.gitcli import blob_id
+from gitwiki.git.gitcli import blob_id
 from gitwiki.memory.base import Memory, TopicFile, no_such_entry
 from gitwiki.memory.entry import (
     DEFAULT_CONFIDENCE,
@@ -37,9 +36,10 @@ from gitwiki.memory.entry import (
     topic_name,
 )
 from gitwiki.memory.sources import parse_source, pin
+from gitwiki.operations import writes as page_writes  # the safe, locked, atomic page path of the MCP page tools
 
 if TYPE_CHECKING:
-    from gitwiki.writes import WriteReport
+    from gitwiki.operations.writes import WriteReport
 
 
 class StoreResult(NamedTuple):
@@ -239,7 +239,7 @@ def _embed(mem: Memory, versions: list[bytes]) -> None:
     embedder = mem.wiki.embedder() if versions else None
     if embedder is None:
         return
-    from gitwiki.indexer import ensure_blobs
+    from gitwiki.index.indexer import ensure_blobs
 
     sources: dict[str, Callable[[], bytes]] = {blob_id(data): functools.partial(bytes, data) for data in versions}
     ensure_blobs(mem.wiki.store, sources)

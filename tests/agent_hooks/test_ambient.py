@@ -139,7 +139,7 @@ def test_coupling_notes_come_from_co_change_history_cached_per_head(wiki, hook):
 def test_after_head_moves_only_the_new_commits_are_read(wiki, hook, monkeypatch):
     """`git log OLD..HEAD` added to the cached lists gives what a full read of the last 200 commits gives;
     a rewritten history (OLD no longer an ancestor) is read in full again."""
-    from gitwiki import gitcli
+    from gitwiki.git import gitcli
 
     def keys_note(session: str) -> str:
         text = context_of(hook("ambient", load("pre_tool_use_read", wiki.path, session_id=session), wiki.path)[1])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from gitwiki import gitcli
+from gitwiki.git import gitcli
 from tests.agent_hooks.conftest import context_of, load
 
 

@@ -154,7 +154,7 @@ def test_errors_are_one_line_with_exit_code(cli, repo, tmp_path, setup, args, co
 
 
 def test_busy_index_exit_code(cli, wiki_repo, monkeypatch):
-    from gitwiki import store
+    from gitwiki.index import store
 
     def busy(*a, **k):
         raise StoreError("the index is busy")

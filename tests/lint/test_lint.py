@@ -2,10 +2,10 @@ import json
 
 import pytest
 
-from gitwiki import pagefacts
 from gitwiki.config import Config, CorpusConfig, LintConfig
 from gitwiki.lint import RULES, Finding, lint_text
 from gitwiki.lint.runner import ORPHAN
+from gitwiki.pages import pagefacts
 from tests.helpers import edited_every_way
 
 CONFIG = Config(corpora=(CorpusConfig(name="wiki", path="wiki"),))
@@ -163,8 +163,8 @@ def test_lint_and_index_blocks_do_not_import_heavy_modules(repo):
         "onnxruntime",
         "mcp",
         "gitwiki.wiki",
-        "gitwiki.search",
-        "gitwiki.embed",
+        "gitwiki.search.searcher",
+        "gitwiki.index.embed",
     )
 
     def imported(command: str, *also: str) -> list[str]:
@@ -235,7 +235,7 @@ def test_a_page_over_the_search_limit_is_an_error_not_a_warning():
 def test_lint_of_a_repo_edited_every_way_finds_what_the_full_listing_found(repo, monkeypatch):
     """The staged listing limited to the corpus folders, `missing` by key scan and plain links' names without
     `link_name` give the findings of the whole-repo listing, key-by-key reads and `link_name` of every link."""
-    from gitwiki import gitcli
+    from gitwiki.git import gitcli
     from gitwiki.lint import runner
 
     edited_every_way(repo)

@@ -30,7 +30,7 @@ Things that bit us.
 Two threads of one process still wait for each other.
 
 [tags: gotcha, locking]
-[source: gitwiki/store.py:380@0123456789ab]
+[source: gitwiki/index/store.py:380@0123456789ab]
 [confidence: 0.85]
 [links: decisions:2 perf]
 [modified: 2026-11-21T09:30:00Z]
@@ -59,7 +59,7 @@ def test_parse_reads_every_field_and_the_line_ranges():
         created="2026-11-20T10:00:00Z",
         text="gotcha: the lock is re-entrant per thread only\n\nTwo threads of one process still wait for each other.",
         tags=("gotcha", "locking"),
-        source="gitwiki/store.py:380@0123456789ab",
+        source="gitwiki/index/store.py:380@0123456789ab",
         confidence=0.85,
         links=("decisions:2", "perf"),
         modified="2026-11-21T09:30:00Z",

@@ -348,7 +348,7 @@ def test_brief_since_is_a_moment_or_a_usage_error(value):
 @given(st.one_of(st.none(), st.integers(), st.text(max_size=12), st.sampled_from(["0", " 2 ", "²", "٣", "-1", "1e3"])))
 def test_an_mcp_index_is_an_entry_number_or_a_usage_error(value):
     """memory tools' index (a number from 1, helix's string from 0): a number ≥ 1, None, or a UsageError."""
-    from gitwiki.mcp_memory import entry_number
+    from gitwiki.mcp.memory import entry_number
 
     try:
         n = entry_number(value)

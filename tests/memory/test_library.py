@@ -1,5 +1,5 @@
 """The memory library's shape: one typed function per operation. Which action name calls which function is the
-adapters' table (gitwiki/memory_actions.py), so no library function takes `**options` or dispatches by name."""
+adapters' table (gitwiki/memory/actions.py), so no library function takes `**options` or dispatches by name."""
 
 from __future__ import annotations
 

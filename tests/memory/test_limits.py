@@ -9,9 +9,9 @@ from gitwiki.errors import UsageError
 from gitwiki.memory import checkpoint as cp
 from gitwiki.memory import search as search_mod
 from gitwiki.memory import store as store_mod
+from gitwiki.memory.actions import batch_items
 from gitwiki.memory.base import Memory
 from gitwiki.memory.entry import topic_name
-from gitwiki.memory_actions import batch_items
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
 

@@ -15,9 +15,9 @@ from gitwiki.memory import checkpoint as cp
 from gitwiki.memory import search as search_mod
 from gitwiki.memory import store as store_mod
 from gitwiki.memory import topics as topics_mod
+from gitwiki.memory.actions import batch_items
 from gitwiki.memory.base import Memory
 from gitwiki.memory.entry import parse_page
-from gitwiki.memory_actions import batch_items
 from tests.helpers import needs_model
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'

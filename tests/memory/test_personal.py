@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from gitwiki import config as config_mod
 from gitwiki.errors import NotFoundError, UsageError
-from gitwiki.mcp_memory import MemoryTools
+from gitwiki.mcp.memory import MemoryTools
 from gitwiki.memory import brief as brief_mod
 from gitwiki.memory import personal, replies, stores
 from gitwiki.memory import store as store_mod

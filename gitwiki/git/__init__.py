@@ -1,0 +1,1 @@
+"""Git through pygit2 and the git program, other repositories' objects, plain git hooks."""

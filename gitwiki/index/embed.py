@@ -1,0 +1,286 @@
+"""Text embedders behind one small Protocol. fastembed's models (ONNX on CPU) are the ones we ship: loaded by
+`onnx_embed` when it reproduces the model and its files are on disk, by fastembed otherwise.
+
+Nothing heavy is imported at module import time: fastembed and onnxruntime load on first use, so the
+hook and lint paths never pay for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gitwiki.config import EmbeddingsConfig
+from gitwiki.errors import EmbeddingUnavailable, GitwikiError
+from gitwiki.fs import atomic_write
+from gitwiki.index.onnx_embed import lean_embedder, normalized
+
+if TYPE_CHECKING:
+    import numpy as np
+    from fastembed import TextEmbedding
+
+
+class Embedder(Protocol):
+    model_id: str
+    dim: int
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray: ...  # (n, dim) float32, L2-normalized
+
+    def embed_query(self, text: str) -> np.ndarray: ...  # (dim,) float32, L2-normalized
+
+
+class FastembedEmbedder:
+    def __init__(self, config: EmbeddingsConfig) -> None:
+        self.model_id = config.model
+        self._config = config
+        self.source = "model_path"  # or "cache" (downloaded before) or "download" (fetched now)
+        self._model = self._load()
+        self.dim = int(self.embed_query("dimension probe").shape[0])
+
+    def _load(self) -> TextEmbedding:
+        config = self._config
+        if config.model_path:
+            # A local model directory must never reach out to the hub.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            if not Path(config.model_path, "model.onnx").is_file():
+                raise EmbeddingUnavailable(
+                    f"no model.onnx in {config.model_path}; point [embeddings] model_path or GITWIKI_MODEL_PATH "
+                    "at an ONNX model directory"
+                )
+        try:
+            from fastembed import TextEmbedding
+        except ImportError as e:
+            raise EmbeddingUnavailable(f"fastembed is not installed ({e}); run `pip install fastembed`") from None
+        _quiet_fastembed()
+        kwargs: dict[str, Any] = {"model_name": config.model, "threads": config.threads}
+        if config.model_path:
+            kwargs["specific_model_path"] = config.model_path
+            _register_if_unknown(config.model, config.model_path)
+        else:
+            try:  # a model fastembed downloaded before loads without touching the network
+                self.source = "cache"
+                return TextEmbedding(**kwargs, local_files_only=True)
+            except Exception:
+                self.source = "download"
+            if not _hub_reachable():
+                raise EmbeddingUnavailable(
+                    f"model {config.model!r} is not downloaded and huggingface.co cannot be reached; "
+                    "connect once to download it, or set GITWIKI_MODEL_PATH to a local model directory"
+                )
+        try:
+            return TextEmbedding(**kwargs)
+        except Exception as e:  # fastembed raises plain ValueError/OSError/hub errors; all mean "no model"
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            hint = (
+                f"set GITWIKI_MODEL (or [embeddings] model) to the name of the model in {config.model_path}"
+                if config.model_path
+                else "set GITWIKI_MODEL_PATH to a local model directory"
+            )
+            raise EmbeddingUnavailable(
+                f"cannot load embedding model {config.model!r} ({first}); {hint}, or [embeddings] enabled = false"
+            ) from None
+
+    @property
+    def model_dir(self) -> str | None:
+        """Where the model's files are on disk."""
+        found = getattr(self._model.model, "_model_dir", None)
+        return str(found) if found else self._config.model_path
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self._model.passage_embed(texts, batch_size=self._config.batch_size)
+        return normalized(np.asarray(list(vectors), dtype=np.float32))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        import numpy as np
+
+        return normalized(np.asarray(list(self._model.query_embed(text))[0], dtype=np.float32)[None, :])[0]
+
+
+def _quiet_fastembed() -> None:
+    # fastembed logs every download retry through loguru; our one warning says what matters.
+    try:
+        from loguru import logger
+
+        logger.disable("fastembed")
+    except ImportError:
+        pass
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """fastembed retries an unreachable hub for ~40 s; one connect attempt tells us up front."""
+    import socket
+
+    try:
+        socket.create_connection(("huggingface.co", 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def _register_if_unknown(model: str, model_path: str) -> None:
+    """Let a local directory hold a model fastembed does not list (mean pooling, normalized)."""
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    if model in {m["model"] for m in TextEmbedding.list_supported_models()}:
+        return
+
+    try:
+        dim = json.loads(Path(model_path, "config.json").read_text())["hidden_size"]
+    except (OSError, ValueError, KeyError):
+        raise EmbeddingUnavailable(
+            f"{model_path}/config.json does not give hidden_size; fastembed cannot load {model!r} from there"
+        ) from None
+    TextEmbedding.add_custom_model(
+        model=model,
+        pooling=PoolingType.MEAN,
+        normalization=True,
+        sources=ModelSource(hf=model),
+        dim=dim,
+        model_file="model.onnx",
+    )
+
+
+def fastembed_model(config: EmbeddingsConfig) -> Embedder:
+    """A fastembed model: without importing fastembed when `onnx_embed` can load it (0.4–0.7 s less)."""
+    return lean_embedder(config) or FastembedEmbedder(config)
+
+
+# Embedder plug-ins by `[embeddings] provider`; each takes the config and raises EmbeddingUnavailable.
+EMBEDDERS: dict[str, Callable[[EmbeddingsConfig], Embedder]] = {"fastembed": fastembed_model}
+
+_cache: dict[EmbeddingsConfig, Embedder] = {}
+_failed: dict[EmbeddingsConfig, str] = {}
+_warned: set[EmbeddingsConfig] = set()
+_cleared: set[tuple[EmbeddingsConfig, Path]] = set()  # (model, index dir) whose UNAVAILABLE_FILE is gone
+_loading = threading.Lock()  # the model may be loading on a background thread (load_in_background, warm.py)
+
+# In the index dir: why the configured model last failed to load there. The stderr warning is said once per
+# index (a hook's or CI's every command would repeat it otherwise), and `gitwiki status`, the MCP server's
+# instructions and `artifact pack` read it back without loading the model. Removed by the next load that works.
+UNAVAILABLE_FILE = "model-unavailable"
+
+
+def load_embedder(config: EmbeddingsConfig, index_dir: Path | None = None) -> Embedder | None:
+    """The configured embedder, loaded once per process; None if it cannot load, after one warning per index
+    (`index_dir`; per process without one)."""
+    if not config.enabled:
+        return None
+    embedder = _load(config)
+    if embedder is None:
+        _warn_once(config, index_dir)
+    elif index_dir is not None and (config, index_dir) not in _cleared:
+        _cleared.add((config, index_dir))  # once per process: a model that loaded stays loaded
+        with contextlib.suppress(OSError):
+            (index_dir / UNAVAILABLE_FILE).unlink(missing_ok=True)
+    return embedder
+
+
+def _warn_once(config: EmbeddingsConfig, index_dir: Path | None) -> None:
+    if config in _warned:
+        return
+    _warned.add(config)
+    reason = _failed[config]
+    if index_dir is not None and index_dir.is_dir():
+        marker = index_dir / UNAVAILABLE_FILE
+        try:
+            if marker.read_text(encoding="utf-8") == reason:
+                return  # this index was told already; `gitwiki status` and the ground footer keep saying it
+        except (OSError, UnicodeDecodeError):
+            pass
+        try:
+            atomic_write(marker, reason, sync=False)
+        except OSError:
+            pass  # a read-only index dir: the warning is then said per process, as before
+    print(f"gitwiki: warning: {reason}; using lexical search only", file=sys.stderr)
+
+
+def unavailable(config: EmbeddingsConfig, index_dir: Path | None = None) -> str | None:
+    """Why the configured model does not load: this process's own failure, else the one recorded in `index_dir`
+    by an earlier command (no load is tried). None when the model loaded, is off, or never failed here."""
+    if not config.enabled or config in _cache:
+        return None
+    if config in _failed:
+        return _failed[config]
+    if index_dir is None:
+        return None
+    try:
+        return (index_dir / UNAVAILABLE_FILE).read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def model_fix(config: EmbeddingsConfig) -> str:
+    """The next step for a model that does not load, short enough for a footer."""
+    if config.model_path:
+        return f"check that {config.model_path} holds model.onnx of {config.model!r}, or set GITWIKI_MODEL to its name"
+    return f"set GITWIKI_MODEL_PATH to a local model directory, or connect once so {config.model!r} downloads"
+
+
+def lexical_notice(config: EmbeddingsConfig, index_dir: Path | None = None) -> str | None:
+    """One line for where a person or an agent decides how far to trust a search (`gitwiki status`, the MCP
+    server's instructions): search is lexical because the configured model does not load, and how to fix it."""
+    if unavailable(config, index_dir) is None:
+        return None
+    return (
+        f"Search is lexical only (words, not meaning): the embedding model {config.model!r} does not load. "
+        f"Fix: {model_fix(config)}; `gitwiki status` says why."
+    )
+
+
+def _load(config: EmbeddingsConfig) -> Embedder | None:
+    """`load_embedder` without the warning, which a background load leaves to the caller that needs the model."""
+    if config in _cache:
+        return _cache[config]
+    with _loading:
+        if config in _cache:  # loaded by the thread we waited for
+            return _cache[config]
+        if config not in _failed:
+            try:
+                if config.provider not in EMBEDDERS:
+                    raise EmbeddingUnavailable(
+                        f"unknown [embeddings] provider {config.provider!r}; known: {', '.join(EMBEDDERS)}"
+                    )
+                _cache[config] = EMBEDDERS[config.provider](config)
+                return _cache[config]
+            except EmbeddingUnavailable as e:
+                _failed[config] = str(e)
+    return None
+
+
+def load_in_background(start: str, mode: str | None = None) -> None:
+    """A fresh process about to search the checkout at `start` (in `mode`, default the config's): start loading
+    the model on a thread now, before the library's imports and the index reads; the first `load_embedder`
+    waits for it. onnxruntime builds its session without holding the GIL (a Python loop ran at full speed beside
+    a load), so on a second core the load's 0.2–0.45 s overlaps the caller's work. Reads the config from the
+    filesystem only; where finding the checkout needs git, the model loads on first use as before."""
+    from gitwiki import config as config_mod
+    from gitwiki.git.gitcli import find_checkout
+
+    checkout = None if mode == "lexical" else find_checkout(start)
+    if checkout is None:
+        return
+    try:
+        config = config_mod.load(checkout.root)
+    except GitwikiError:  # the command's own Wiki.open reports it
+        return
+    settings = config.embeddings
+    if (mode or config.search.mode) != "lexical" and settings.enabled and settings not in _cache:
+        threading.Thread(target=_load_quietly, args=(settings,), name="gitwiki-model", daemon=True).start()
+
+
+def _load_quietly(config: EmbeddingsConfig) -> None:
+    try:
+        _load(config)
+    except Exception:  # not a thread's traceback on stderr: the command's own load meets it again and reports it
+        pass

@@ -1,0 +1,145 @@
+"""Page versions in the index: a blob's title, tags and description, and its chunks, keyed by the git blob id
+(so renames and reverts cost nothing); written with their full-text rows, dropped when no corpus state holds
+them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from gitwiki.index.store.damage import string_list
+from gitwiki.index.store.database import Database, batches, question_marks
+from gitwiki.index.store.fulltext import fts_head
+from gitwiki.index.tokens import fts_text
+
+if TYPE_CHECKING:
+    from gitwiki.markdown.chunker import ParsedPage
+
+
+class ChunkRow(NamedTuple):
+    id: int
+    blob: str
+    ord: int
+    breadcrumb: tuple[str, ...]
+    level: int
+    start_line: int
+    end_line: int
+    text: str
+
+
+class BlobInfo(NamedTuple):
+    title: str  # "" when the page has neither front-matter title nor H1
+    tags: tuple[str, ...]
+    description: str | None
+
+
+def embed_text(breadcrumb: tuple[str, ...], text: str, title: str) -> str:
+    """What the embedder reads for a chunk: where it sits, then what it says."""
+    context = " > ".join(breadcrumb) or title
+    return f"{context}\n{text}" if context else text
+
+
+def text_hash(text: str) -> str:
+    import hashlib  # loading OpenSSL costs an agent hook ~2.5 ms, and the hooks only read (docs/agent-hooks.md)
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class Pages(Database):
+    def known_blobs(self, blobs: Iterable[str]) -> set[str]:
+        return {r[0] for r in self._select_in("SELECT blob FROM blobs WHERE blob IN ({marks})", blobs)}
+
+    def add_blob(self, blob: str, page: ParsedPage) -> None:
+        """Insert one page version's chunks (call inside `write()`)."""
+        self.conn.execute(
+            "INSERT OR REPLACE INTO blobs VALUES (?,?,?,?)", (blob, page.title, json.dumps(page.tags), page.description)
+        )
+        for chunk in page.chunks:
+            cur = self.conn.execute(
+                "INSERT INTO chunks(blob, ord, breadcrumb, level, start_line, end_line, text, hash) VALUES "
+                "(?,?,?,?,?,?,?,?)",
+                (
+                    blob,
+                    chunk.ord,
+                    json.dumps(chunk.breadcrumb),
+                    chunk.level,
+                    chunk.start_line,
+                    chunk.end_line,
+                    chunk.text,
+                    text_hash(embed_text(chunk.breadcrumb, chunk.text, page.title)),
+                ),
+            )
+            self.conn.execute(
+                "INSERT INTO fts(rowid, head, body) VALUES (?,?,?)",
+                (cur.lastrowid, fts_head(page.title, chunk.breadcrumb, page.tags), fts_text(chunk.text)),
+            )
+
+    def blob_info(self, blobs: Iterable[str]) -> dict[str, BlobInfo]:
+        rows = self._select_in("SELECT blob, title, tags, description FROM blobs WHERE blob IN ({marks})", blobs)
+        return {
+            blob: BlobInfo(title, string_list(tags, self.index_dir), description)
+            for blob, title, tags, description in rows
+        }
+
+    def chunks_of(self, blobs: Iterable[str]) -> list[ChunkRow]:
+        rows = self._select_in(f"SELECT {_CHUNK_COLS} FROM chunks WHERE blob IN ({{marks}})", blobs)
+        return sorted((_chunk_row(r, self.index_dir) for r in rows), key=lambda row: row.id)
+
+    def last_sections(self, blobs: Iterable[str], level: int) -> dict[str, tuple[int, tuple[str, ...]]]:
+        """Per blob: how many sections it has at heading `level`, and the breadcrumb of the last one."""
+        # SQLite takes the bare column `breadcrumb` from the row that holds max(ord).
+        q = (
+            "SELECT blob, count(*), breadcrumb, max(ord) FROM chunks WHERE level = ? AND blob IN ({marks}) "
+            "GROUP BY blob"
+        )
+        rows = self._select_in(q, blobs, before=(level,))
+        return {blob: (count, string_list(crumb, self.index_dir)) for blob, count, crumb, _ in rows}
+
+    def chunks_by_id(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
+        return {
+            r[0]: _chunk_row(r, self.index_dir)
+            for r in self._select_in(f"SELECT {_CHUNK_COLS} FROM chunks WHERE id IN ({{marks}})", ids)
+        }
+
+    def gc(self, keep: Iterable[str] = ()) -> int:
+        """Drop chunks of blobs no corpus state references (their vectors stay cached). Returns blobs dropped."""
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS keep(blob TEXT PRIMARY KEY)")
+        self.conn.execute("DELETE FROM keep")
+        self.conn.executemany("INSERT OR IGNORE INTO keep VALUES (?)", [(b,) for b in keep])
+        dead = [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT blob FROM blobs WHERE blob NOT IN (SELECT blob FROM pages) AND blob NOT IN (SELECT "
+                "blob FROM keep)"
+            )
+        ]
+        return self._delete(dead)
+
+    def drop(self, blobs: Iterable[str]) -> int:
+        """Drop the chunks of `blobs` unless a corpus state references them: a page version that a write
+        replaced in the worktree. Returns blobs dropped."""
+        dead = list(
+            set(blobs) - {r[0] for r in self._select_in("SELECT blob FROM pages WHERE blob IN ({marks})", blobs)}
+        )
+        return self._delete(dead)
+
+    def _delete(self, dead: list[str]) -> int:
+        """Delete the rows of the blobs `dead` (blob, chunks and their full-text rows), in batches. Returns how many."""
+        for batch in batches(dead):
+            marks = question_marks(batch)
+            self.conn.execute(f"DELETE FROM fts WHERE rowid IN (SELECT id FROM chunks WHERE blob IN ({marks}))", batch)
+            self.conn.execute(f"DELETE FROM chunks WHERE blob IN ({marks})", batch)
+            self.conn.execute(f"DELETE FROM blobs WHERE blob IN ({marks})", batch)
+        return len(dead)
+
+    def chunk_count(self, blobs: Iterable[str]) -> int:
+        return sum(r[0] for r in self._select_in("SELECT count(*) FROM chunks WHERE blob IN ({marks})", blobs))
+
+
+_CHUNK_COLS = "id, blob, ord, breadcrumb, level, start_line, end_line, text"
+
+
+def _chunk_row(r: tuple[Any, ...], index_dir: Path) -> ChunkRow:
+    return ChunkRow(r[0], r[1], r[2], string_list(r[3], index_dir), r[4], r[5], r[6], r[7])

@@ -1,0 +1,38 @@
+"""Paying a long-lived process's first-query costs before the first query comes."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from gitwiki.errors import GitwikiError
+from gitwiki.operations.pull import install_published
+from gitwiki.wiki import Wiki
+
+log = logging.getLogger("gitwiki.operations.warm")
+
+
+def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
+    """Run on a background thread from the start of `gitwiki serve`: install the published index in a clone
+    without one, open the index, watch the corpora, load the model, read each indexed corpus's view and
+    vector matrix. `lock` is the one the process's calls hold, as they share the index connection; the model
+    loads outside it, so calls that need no model are answered meanwhile."""
+    started = time.perf_counter()
+    with lock:
+        if wiki.has_no_index_to_start_from():
+            install_published(wiki)
+        wiki.watch()
+    embedder = wiki.embedder()
+    loaded = time.perf_counter()
+    mode = "lexical" if embedder is None else "hybrid"
+    with lock:
+        for c in wiki.config.corpora:
+            if wiki.store.state(c.name) is None:  # a first build is the index command's job, not a warm-up's
+                continue
+            try:
+                wiki.search("warm up", c.name, mode=mode)
+            except GitwikiError as e:
+                log.info("warm-up of corpus %s: %s", c.name, e)
+    # What a first call waits for, in the server's log (--log-level INFO): docs/research/mcp-startup.md.
+    log.info("warm: model %.2f s, corpora %.2f s", loaded - started, time.perf_counter() - loaded)

@@ -1,0 +1,116 @@
+"""Knowing that nothing changed on disk without asking git: a long-lived process watches the corpus folders.
+
+At 20,000 pages the worktree status costs 40–50 ms per query (git has to stat every file); a watch
+answers "nothing happened" for a few microseconds. `Watcher.sync()` returns a generation number that
+grows whenever something under a watched folder changed; a caller keeps what it derived from the disk
+(the worktree overlay) with the generation it saw, and redoes the status only when the number moved.
+
+The race: an editor's write returns before the watcher thread has read the event, so a query right after
+it could still see the old generation. A settle time would cost every query, and a stat of the folders'
+mtimes misses in-place writes (they change only the file). `sync()` uses a fence instead: it writes a
+file of its own in a watched folder under the index dir and waits until the watcher reports that write.
+One inotify instance queues events in the order they happen, so when the fence arrives every event of
+every write that returned before the query has arrived too. Cost: one small file write and the watcher's
+hand-off, measured 0.05–0.2 ms.
+
+Where watching cannot start (no inotify, watch limit reached, folder missing, read-only index dir) or
+breaks later, `start` / `sync` return None and the caller falls back to a status per query; a fence that
+is late (a stalled machine) costs that one query a status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from watchfiles._rust_notify import RustNotify
+
+log = logging.getLogger("gitwiki.pages.watch")
+
+FENCE_DIR = "watch"
+# A fence normally arrives within a millisecond; past this the machine is stalled, and a status is the safe
+# answer for this query.
+FENCE_TIMEOUT = 1.0
+_ids = itertools.count()
+
+
+class Watcher:
+    def __init__(self, notify: RustNotify, fence_dir: Path, ignored: tuple[str, ...]) -> None:
+        self._notify = notify
+        self._fence_dir = fence_dir
+        self._fence: Path | None = None  # the last fence written
+        self._ignored = ignored  # path prefixes whose events say nothing about pages (.git, the fence dir)
+        self._generation = 0
+        self._lock = threading.Lock()
+        self._broken = False
+
+    @classmethod
+    def start(cls, folders: list[Path], index_dir: Path, ignored: tuple[Path, ...] = ()) -> Watcher | None:
+        """Watch `folders` recursively; None when that is not possible here (the caller then asks git)."""
+        fence_dir = (index_dir / FENCE_DIR).resolve()
+        try:
+            from watchfiles._rust_notify import RustNotify
+
+            fence_dir.mkdir(parents=True, exist_ok=True)
+            paths = [str(f.resolve()) for f in folders]
+            notify = RustNotify([*paths, str(fence_dir)], False, False, 50, True, True)
+        except (ImportError, OSError, RuntimeError) as e:  # RuntimeError: watchfiles' internal errors
+            log.info("not watching %s (%s); each query asks git for the worktree status", folders, e)
+            return None
+        prefixes = tuple(f"{p.resolve()}{os.sep}" for p in (*ignored, fence_dir))
+        return cls(notify, fence_dir, prefixes)
+
+    def sync(self) -> int | None:
+        """The current generation, counting every change that happened before this call. None when that is not
+        known now (the fence is late: a stalled machine) or any more (the watch broke): ask git this time."""
+        with self._lock:
+            if self._broken:
+                return None
+            # A new name per fence: a late one must not pass for the next.
+            fence = self._fence_dir / f"{os.getpid()}-{next(_ids)}"
+            try:
+                fence.write_bytes(b"")
+                if self._fence is not None:
+                    self._fence.unlink(missing_ok=True)
+                self._fence = fence
+                return self._await(str(fence))
+            except (OSError, RuntimeError) as e:
+                log.warning("file watch failed (%s); each query asks git for the worktree status from now on", e)
+                self._broken = True
+                self._close()
+                return None
+
+    def _await(self, fence: str) -> int | None:
+        deadline = time.monotonic() + FENCE_TIMEOUT
+        step = 0
+        while time.monotonic() < deadline:
+            # Returns what has arrived as soon as it stops growing, or after 1 ms with nothing. The first call
+            # checks at once (the fence has usually arrived: 0.05 ms); later ones sleep in 1 ms steps, so the
+            # watcher's own thread gets the CPU on a busy machine (spinning there measured 0.5 s fences).
+            got = self._notify.watch(0, step, 1, None)
+            step = 1
+            if isinstance(got, set):
+                if any(not path.startswith(self._ignored) for _, path in got):
+                    self._generation += 1
+                if any(path == fence for _, path in got):
+                    return self._generation
+        log.info("file watch fence took over %.1f s; asking git this time", FENCE_TIMEOUT)
+        return None
+
+    def close(self) -> None:
+        with self._lock:
+            self._broken = True
+            self._close()
+
+    def _close(self) -> None:
+        self._notify.close()
+        if self._fence is not None:
+            with contextlib.suppress(OSError):
+                self._fence.unlink(missing_ok=True)

@@ -1,0 +1,411 @@
+"""Hybrid search over one corpus view: BM25 (FTS5) + exact dense search, fused, rolled up per page."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from gitwiki.config import FUSIONS, MODES, SearchConfig
+from gitwiki.errors import UsageError
+from gitwiki.index.embed import Embedder
+from gitwiki.index.store import BlobInfo, ChunkRow, IndexDamaged, Store, vector_matrix
+from gitwiki.index.tokens import STOP_WORDS, fts_query, tokenize, words
+from gitwiki.markdown.chunker import fallback_title
+from gitwiki.search.ranking import (
+    DEFAULT_WEIGHTING,
+    Candidates,
+    PageHit,
+    PageTrace,
+    Ranked,
+    Weighting,
+    fuse,
+    judge_pages,
+    rank_pages,
+    snippet,
+)
+from gitwiki.search.relevance import Background
+from gitwiki.search.rerank import Reranker, load_reranker, rerank
+
+if TYPE_CHECKING:  # numpy loads on the first dense query: the lexical CLI path stays fast
+    import numpy as np
+
+CANDIDATES = SearchConfig().depth  # chunks taken from each ranker before fusion, unless [search] depth says
+
+
+class CorpusView(NamedTuple):
+    corpus: str
+    commit: str
+    pages: dict[str, str]  # path → blob id, as searched (worktree overlay applied when `dirty`)
+    dirty: tuple[str, ...]
+    key: str  # identifies this exact page set, for caches
+    lexical_only: tuple[str, ...] = ()  # uncommitted pages past the query-time embedding budget
+
+
+class SearchOptions(NamedTuple):
+    """One query's settings. Build them with `SearchOptions.build`, which checks what the caller gave and
+    takes the rest from config.SearchConfig."""
+
+    mode: str
+    fusion: str
+    top_files: int
+    chunks_per_file: int
+    limit: int
+    snippet_chars: int
+    full: bool
+    explain: bool = False  # trace each page's numbers (DocResult.explain)
+
+    @classmethod
+    def build(
+        cls,
+        defaults: SearchConfig,
+        *,
+        mode: str | None = None,
+        fusion: str | None = None,
+        top_files: int | None = None,
+        chunks_per_file: int | None = None,
+        limit: int | None = None,
+        snippet_chars: int | None = None,
+        full: bool = False,
+        explain: bool = False,
+    ) -> SearchOptions:
+        """The options for one query (the CLI, MCP, the LanceDB reader and `Wiki.search` all come here):
+        None takes the [search] default; a bad value is a UsageError naming it."""
+        mode = mode or defaults.mode
+        if mode not in MODES:
+            raise UsageError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        fusion = fusion or defaults.fusion
+        if fusion not in FUSIONS:
+            raise UsageError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
+        return cls(
+            mode=mode,
+            fusion=fusion,
+            top_files=_positive(top_files, defaults.top_files, "top_files"),
+            chunks_per_file=_positive(chunks_per_file, defaults.chunks_per_file, "chunks_per_file"),
+            limit=_positive(limit, defaults.limit, "limit"),
+            snippet_chars=_positive(snippet_chars, defaults.snippet_chars, "snippet_chars"),
+            full=full,
+            explain=explain,
+        )
+
+
+def _positive(value: int | None, default: int, name: str) -> int:
+    value = default if value is None else value
+    if not isinstance(value, int) or value < 1:
+        raise UsageError(f"{name} must be a whole number ≥ 1, not {value!r}")
+    return value
+
+
+class ChunkResult(NamedTuple):
+    breadcrumb: list[str]
+    start_line: int
+    end_line: int
+    score: float
+    text: str
+
+
+class DocResult(NamedTuple):
+    path: str
+    title: str
+    score: float
+    chunks: list[ChunkResult]
+    weak: bool = False  # gitwiki.search.relevance: few query terms and no standout embedding match
+    corpus: str | None = None  # the corpus it came from, when a search spanned several (`sources.fuse`)
+    explain: PageTrace | None = None  # every number that placed the page, when asked (SearchOptions.explain)
+
+
+class SearchResult(NamedTuple):
+    query: str
+    corpus: str
+    commit: str
+    mode: str
+    docs: list[DocResult]
+    dirty: tuple[str, ...] = ()
+    lexical_only: tuple[str, ...] = ()  # pages searched without vectors (query-time embedding budget spent)
+    # (folder, summary) for the folders of `docs` that have an index.md gloss, in result order: where a hit sits
+    folders: tuple[tuple[str, str], ...] = ()
+    # (corpus, commit) of each corpus a search over several spanned (`sources.fuse`); () for one corpus
+    corpora: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def weak(self) -> bool:
+        """Nothing matched well: no page at all, or the best page is a weak match."""
+        return not self.docs or self.docs[0].weak
+
+    def to_json(self) -> dict[str, Any]:
+        """The stable `gitwiki ground --json` contract (docs/json-contract.md)."""
+        return {
+            "query": self.query,
+            "corpus": self.corpus,
+            "commit": self.commit,
+            "mode": self.mode,
+            "docs": [
+                {
+                    "path": d.path,
+                    "title": d.title,
+                    "score": round(d.score, 6),
+                    "chunks": [
+                        {
+                            "breadcrumb": list(c.breadcrumb),
+                            "start_line": c.start_line,
+                            "end_line": c.end_line,
+                            "score": round(c.score, 6),
+                            "text": c.text,
+                        }
+                        for c in d.chunks
+                    ],
+                    "weak": d.weak,
+                    **({"corpus": d.corpus} if d.corpus is not None else {}),
+                }
+                | ({"explain": d.explain.to_json()} if d.explain is not None else {})
+                for d in self.docs
+            ],
+            "dirty": list(self.dirty),
+            "weak": self.weak,
+            "lexical_only": list(self.lexical_only),
+            "folders": dict(self.folders),
+            **({"corpora": dict(self.corpora)} if self.corpora else {}),
+        }
+
+
+class Searcher:
+    """Runs queries; keeps the dense matrix of recent views in memory for long-lived processes."""
+
+    def __init__(
+        self,
+        store: Store,
+        cache_size: int = 4,
+        reranker: Reranker | None = None,
+        rerank_depth: int = 20,
+        weighting: Weighting = DEFAULT_WEIGHTING,
+        depth: int = CANDIDATES,
+    ) -> None:
+        self.store = store
+        self.reranker = reranker
+        self.rerank_depth = rerank_depth
+        self.weighting = weighting
+        self.depth = depth
+        self._matrices: OrderedDict[tuple[str, str], DenseMatrix] = OrderedDict()
+        self._cache_size = cache_size
+        self._paths: tuple[str, dict[str, str]] | None = None  # (view key, blob → path)
+
+    @classmethod
+    def configured(cls, store: Store, config: SearchConfig) -> Searcher:
+        """A searcher with the [search] reranker, fusion and depth, for the local index and each repository's
+        alike."""
+        return cls(
+            store,
+            reranker=load_reranker(config.reranker),
+            rerank_depth=config.rerank_depth,
+            weighting=Weighting(config.fusion_weight, config.normalization, config.page_share),
+            depth=config.depth,
+        )
+
+    def rank(
+        self, view: CorpusView, query: str, mode: str, fusion: str, embedder: Embedder | None, pages: int = 1
+    ) -> tuple[Ranked, dict[int, str], str]:
+        """The fused chunk ranking (chunk id, score), each chunk's blob, and the mode actually used; each
+        ranker's candidates cover at least `pages` pages when the corpus has them."""
+        found, blob_of, _ = self._candidates(view, query, mode, embedder, pages)
+        return fuse(list(found.rankings.values()), fusion, self.weighting), blob_of, found.mode
+
+    def _candidates(
+        self, view: CorpusView, query: str, mode: str, embedder: Embedder | None, pages: int
+    ) -> tuple[Candidates, dict[int, str], Background | None]:
+        """Each ranker's candidates, each chunk's blob, and the query's cosine over every chunk searched (None
+        without dense)."""
+        mode = mode if embedder is not None else "lexical"
+        blob_paths = self._blob_paths(view)
+        blob_of: dict[int, str] = {}  # chunk id → blob, filled by the rankers
+        rankings: dict[str, Ranked] = {}
+        background: Background | None = None
+        if mode in ("hybrid", "lexical"):
+            rankings["lexical"] = self._lexical(query, blob_paths, blob_of, pages)
+        if embedder is not None and mode in ("hybrid", "dense"):
+            # Last: onnxruntime's threads spin for a while after a run and slow whatever follows.
+            rankings["dense"], background = self._dense(view, query, embedder, blob_paths, blob_of, pages)
+        page_of = {cid: blob_paths[blob] for cid, blob in blob_of.items()}
+        return Candidates(rankings, page_of, mode), blob_of, background
+
+    def candidates(
+        self, view: CorpusView, query: str, embedder: Embedder | None, pages: int
+    ) -> tuple[list[Ranked], dict[int, str]]:
+        """Each ranker's candidates for `query` in hybrid mode ([lexical, dense], or lexical alone without
+        `embedder`) and each chunk's page: `gitwiki eval --tune` fuses them again under every setting it tries."""
+        with self.store.read():
+            found, _, _ = self._candidates(view, query, "hybrid", embedder, pages)
+        return list(found.rankings.values()), found.page_of
+
+    def search(self, view: CorpusView, query: str, options: SearchOptions, embedder: Embedder | None) -> SearchResult:
+        with self.store.read():
+            found, _, background = self._candidates(view, query, options.mode, embedder, options.top_files)
+            hits = rank_pages(
+                found,
+                fusion=options.fusion,
+                top_files=options.top_files,
+                chunks_per_file=options.chunks_per_file,
+                limit=options.limit,
+                reorder=functools.partial(self._rerank, query) if self.reranker is not None else None,
+                explain=options.explain,
+                weighting=self.weighting,
+            )
+            rows, infos, indexed = self._page_rows(view, hits)
+        titles = {h.path: (info.title if (info := infos.get(view.pages[h.path])) else "") for h in hits}
+        titles = {path: title or fallback_title(path) for path, title in titles.items()}
+        # The FTS row's head holds the page's tags and not the fallback title: those terms are taken here.
+        tokens = {
+            h.path: indexed[h.chunks[0][0]].union(
+                tokenize(" ".join((titles[h.path], *rows[h.chunks[0][0]].breadcrumb)))
+            )
+            for h in hits
+        }
+        terms = {w.lower() for w in words(query) if w.lower() not in STOP_WORDS}
+        docs = [
+            DocResult(
+                hit.path,
+                titles[hit.path],
+                hit.score,
+                _chunks(hit, rows, terms, options),
+                judged.weak,
+                explain=hit.trace,
+            )
+            for hit, judged in judge_pages(hits, set(tokenize(query)), tokens, found, background)
+        ]
+        lexical_only = view.lexical_only if found.mode != "lexical" else ()
+        return SearchResult(query, view.corpus, view.commit, found.mode, docs, view.dirty, lexical_only)
+
+    def _rerank(self, query: str, fused: Ranked) -> Ranked:
+        assert self.reranker is not None  # only passed to rank_pages with one
+        head = self.store.chunks_by_id(cid for cid, _ in fused[: self.rerank_depth])
+        texts = {cid: "\n".join((" > ".join(r.breadcrumb), r.text)) for cid, r in head.items()}
+        return rerank(fused, texts, query, self.reranker, self.rerank_depth)
+
+    def _page_rows(
+        self, view: CorpusView, hits: list[PageHit]
+    ) -> tuple[dict[int, ChunkRow], dict[str, BlobInfo], dict[int, set[str]]]:
+        """The rows of the chunks shown, the pages' blob info, and the indexed terms of each page's best chunk."""
+        rows = self.store.chunks_by_id(cid for hit in hits for cid, _ in hit.chunks)
+        missing = {cid for hit in hits for cid, _ in hit.chunks} - rows.keys()
+        if missing:  # the rankers saw chunks the table does not hold: only a damaged file does that
+            raise IndexDamaged(self.store.index_dir, f"{len(missing)} ranked chunk(s) missing from the chunks table")
+        infos = self.store.blob_info(view.pages[h.path] for h in hits)
+        # The weak flag's terms of each best chunk, as indexed: tokenizing the texts again took 0.4 ms of a
+        # 2 ms warm lexical query (1,000 tldr pages).
+        indexed = self.store.indexed_terms((hit.chunks[0][0] for hit in hits), head=False)
+        if len(indexed) < len(hits):
+            raise IndexDamaged(self.store.index_dir, f"{len(hits) - len(indexed)} ranked chunk(s) not in the FTS table")
+        return rows, infos, indexed
+
+    def _blob_paths(self, view: CorpusView) -> dict[str, str]:
+        """blob → its first path in the view, kept for the last view: at 20,000 pages building it took 10 of a
+        warm lexical query's 24 ms."""
+        if self._paths is None or self._paths[0] != view.key:
+            blob_paths: dict[str, str] = {}
+            for path, blob in sorted(view.pages.items()):
+                blob_paths.setdefault(blob, path)
+            self._paths = (view.key, blob_paths)
+        return self._paths[1]
+
+    def _lexical(self, query: str, blob_paths: dict[str, str], blob_of: dict[int, str], pages: int) -> Ranked:
+        match = fts_query(query)
+        if match is None:
+            return []
+        limit = self.depth * 4
+        while True:
+            found = self.store.lexical(match, limit)
+            pool = candidates([(cid, blob, s) for cid, blob, s in found if blob in blob_paths], pages, self.depth)
+            # Other corpora and old page versions share the table, and one page can own most matches: look
+            # deeper while they crowd out the pages asked for.
+            if (len(pool) >= self.depth and len({blob for _, blob, _ in pool}) >= pages) or len(found) < limit:
+                blob_of.update((cid, blob) for cid, blob, _ in pool)
+                return [(cid, s) for cid, _, s in pool]
+            limit *= 8
+
+    def _dense(
+        self,
+        view: CorpusView,
+        query: str,
+        embedder: Embedder,
+        blob_paths: dict[str, str],
+        blob_of: dict[int, str],
+        pages: int,
+    ) -> tuple[Ranked, Background | None]:
+        import numpy as np
+
+        dense = self._matrix(view, embedder.model_id, blob_paths)
+        if not dense.ids:
+            return [], None
+        # einsum, not BLAS: one matrix-vector product is faster on one core than on a thread pool that
+        # has to wait for onnxruntime's spinning threads to let go of the CPU.
+        scores = np.einsum("ij,j->i", dense.matrix, embedder.embed_query(query))
+        top = np.argpartition(-scores, min(self.depth, len(scores) - 1))[: self.depth]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        if len({dense.blobs[i] for i in top}) < pages < len(set(dense.blobs)):  # one page owns the top
+            top = np.argsort(-scores, kind="stable")
+        pool = candidates(((dense.ids[i], dense.blobs[i], float(scores[i])) for i in top), pages, self.depth)
+        blob_of.update((cid, blob) for cid, blob, _ in pool)
+        return [(cid, score) for cid, _, score in pool], Background(float(scores.mean()), float(scores.std()))
+
+    def _matrix(self, view: CorpusView, model: str, blob_paths: dict[str, str]) -> DenseMatrix:
+        key = (model, view.key)
+        if key in self._matrices:
+            self._matrices.move_to_end(key)
+            return self._matrices[key]
+        # A view that differs from a cached one by a few page versions (an edit, a memory store) reuses the
+        # cached rows of the unchanged pages: reloading 1,000 vectors cost 30–76 ms on the loaded reference
+        # machine, the first search after every memory store.
+        base = next((m for (mdl, _), m in reversed(self._matrices.items()) if mdl == model), None)
+        kept = [i for i, blob in enumerate(base.blobs) if blob in blob_paths] if base else []
+        known = {base.blobs[i] for i in kept} if base else set()
+        rows, raw = self.store.vectors(model, [b for b in blob_paths if b not in known])
+        ids, blobs = [cid for cid, _ in rows], [blob for _, blob in rows]
+        matrix = vector_matrix(raw, len(rows))
+        if base is not None and kept:
+            import numpy as np
+
+            ids, blobs = [base.ids[i] for i in kept] + ids, [base.blobs[i] for i in kept] + blobs
+            matrix = np.vstack([base.matrix[kept], matrix]) if rows else base.matrix[kept]
+        entry = DenseMatrix(ids, blobs, matrix)
+        self._matrices[key] = entry
+        if len(self._matrices) > self._cache_size:
+            self._matrices.popitem(last=False)
+        return entry
+
+
+def _chunks(hit: PageHit, rows: dict[int, ChunkRow], terms: set[str], options: SearchOptions) -> list[ChunkResult]:
+    """A page's chunks as shown: whole (`full`) or a snippet around the query's terms."""
+    return [
+        ChunkResult(
+            list(rows[cid].breadcrumb),
+            rows[cid].start_line,
+            rows[cid].end_line,
+            score,
+            rows[cid].text if options.full else snippet(rows[cid].text, terms, options.snippet_chars),
+        )
+        for cid, score in hit.chunks
+    ]
+
+
+def candidates(
+    ranked: Iterable[tuple[int, str, float]], pages: int, depth: int = CANDIDATES
+) -> list[tuple[int, str, float]]:
+    """The best `depth` of (chunk id, blob, score), best first, then the best chunk of each further page
+    until `pages` pages are in: one page owning most matches must not leave `--top-files 5` with two."""
+    rest = iter(ranked)
+    pool = list(itertools.islice(rest, depth))
+    seen = {blob for _, blob, _ in pool}
+    for item in rest:
+        if len(seen) >= pages:
+            break
+        if item[1] not in seen:
+            seen.add(item[1])
+            pool.append(item)
+    return pool
+
+
+class DenseMatrix(NamedTuple):
+    ids: list[int]  # chunk id per row
+    blobs: list[str]  # blob per row
+    matrix: np.ndarray

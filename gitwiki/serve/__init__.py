@@ -1,0 +1,1 @@
+"""The serve socket pair: `gitwiki serve`'s unix socket and the CLI's client of it."""

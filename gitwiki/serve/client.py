@@ -1,0 +1,168 @@
+"""`gitwiki ground` answered by a running `gitwiki serve` of the same checkout, over a unix socket.
+
+A fresh `gitwiki ground` pays for importing pygit2, numpy and onnxruntime, opening the index and loading the
+model before it can search (1.1–2.2 s, docs/research/mcp-startup.md); a running server has all of that warm. So the CLI
+first asks the server, if one is up: this module needs only the standard library, `config` and `gitcli` (no
+pygit2, SQLite or numpy), and any failure (no server, another user's socket, a server that declines or
+dies) returns None, and the CLI answers by itself as before.
+
+The protocol is one JSON request line, one JSON reply line. The request names the checkout, the directory the
+command ran in and the environment that shapes an answer; the server declines when any of them differ from its
+own, so the answer is always the one the local path would print.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import stat
+import struct
+import time
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from gitwiki.config import index_dir, load
+from gitwiki.errors import GitwikiError
+from gitwiki.git.gitcli import find_checkout
+from gitwiki.operations.ground import GroundRequest
+
+PROTOCOL = 1
+# AF_UNIX addresses: 108 bytes with the NUL on Linux, 104 on macOS; the spare bytes fit the temporary name
+# the server binds before renaming it into place (`.NAME.PID`).
+MAX_ADDRESS = 96
+# A listening server accepts in microseconds; one that has not within this is stuck, and the CLI answers itself.
+CONNECT_TIMEOUT = 0.5
+# A query can wait for the server's other calls (one at a time) or an index catch-up, as long as the local path
+# would; past this the server is hung and the CLI answers itself.
+REPLY_TIMEOUT = 300.0
+# The environment that changes an answer (config layers, index dir, model, caches) must be the server's too.
+ENV_PREFIXES = ("GITWIKI_", "HF_", "FASTEMBED_")
+ENV_NAMES = ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "GITHUB_REPOSITORY", "GITHUB_API_URL")
+NO_SERVER = "GITWIKI_NO_SERVER"
+
+
+class ServerError(GitwikiError):
+    """A gitwiki error the server met answering: the same message and exit code the local path would give."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class Reply(NamedTuple):
+    stdout: str
+    stderr: str
+    error: str | None = None  # a gitwiki error the server met, with its exit code
+    exit_code: int = 0
+
+    def check(self) -> None:
+        """Raise the error the server met, if any, as the local path would have (`ServerError`)."""
+        if self.error is not None:
+            raise ServerError(self.error, self.exit_code)
+
+
+def environment() -> dict[str, str]:
+    """The part of this process's environment a server must share to answer for it."""
+    return {k: v for k, v in os.environ.items() if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k != NO_SERVER}
+
+
+def socket_path(index: Path, root: Path) -> Path:
+    """Where the server of the checkout at `root` listens: in the index dir, named after the checkout (the index
+    dir is shared by a repo's worktrees), or when that path is too long for AF_UNIX, a short one in the user's
+    runtime dir named after it."""
+    path = index / f"serve-{_digest(str(root))}.sock"
+    if len(os.fsencode(path)) <= MAX_ADDRESS:
+        return path
+    return runtime_dir() / f"gitwiki-{_digest(str(path))}.sock"
+
+
+def runtime_dir() -> Path:
+    """The user's runtime dir when it leaves room for a socket's name, else a folder of the user's in /tmp."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isabs(runtime) and len(os.fsencode(runtime)) <= MAX_ADDRESS - 32 and os.path.isdir(runtime):
+        return Path(runtime)
+    import tempfile  # 3 ms of imports (shutil, random), only for an index dir too deep for a socket path
+
+    return Path(tempfile.gettempdir(), f"gitwiki-{os.getuid()}")
+
+
+def ask(start: str, request: GroundRequest) -> Reply | None:
+    """The server's answer to `request` for the checkout containing `start`; None when no server of the same
+    user answers it (the caller then answers by itself). A gitwiki error the server met comes in the reply
+    (`Reply.check` raises it)."""
+    if os.environ.get(NO_SERVER) or not hasattr(socket, "AF_UNIX"):
+        return None
+    try:
+        checkout = find_checkout(start)
+        if checkout is None:  # GIT_DIR and friends, or an unusual layout: only git knows; the local path asks it
+            return None
+        path = socket_path(index_dir(load(checkout.root), checkout.root, checkout.common_dir), checkout.root)
+        message = {
+            "protocol": PROTOCOL,
+            "root": str(checkout.root),
+            "start": str(Path(start).resolve()),
+            "env": environment(),
+            "request": request._asdict(),
+        }
+        reply = _exchange(path, json.dumps(message).encode() + b"\n")
+        if reply is None or "declined" in reply:
+            return None
+        return Reply(str(reply["stdout"]), str(reply["stderr"]), reply.get("error"), int(reply.get("exit_code", 0)))
+    except (OSError, ValueError, KeyError, TypeError, GitwikiError):
+        return None  # no server, a bad reply; a bad config: the local path says so
+
+
+def _exchange(path: Path, line: bytes) -> dict[str, Any] | None:
+    st = os.stat(path)
+    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
+        return None
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(CONNECT_TIMEOUT)
+        sock.connect(str(path))
+        if peer_uid(sock) not in (None, os.getuid()):
+            return None
+        sock.settimeout(REPLY_TIMEOUT)
+        sock.sendall(line)
+        data = read_line(sock)
+    reply = json.loads(data)
+    return reply if isinstance(reply, dict) else None
+
+
+def read_line(sock: socket.socket, limit: int = 1 << 30, deadline: float | None = None) -> bytes:
+    """One line from `sock`, without its newline; ValueError when the other end hangs up before it or it is
+    longer than `limit`, TimeoutError when it has not come by `deadline` (time.monotonic(); a timeout per read
+    would let a client sending a byte at a time hold the connection for ever)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no whole line in time")
+            sock.settimeout(left)
+        chunk = sock.recv(1 << 16)
+        if not chunk:
+            raise ValueError("the connection closed before a whole line")
+        end = chunk.find(b"\n")
+        if end >= 0:
+            chunks.append(chunk[:end])
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise ValueError("line too long")
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The user id of the process at the other end (Linux's SO_PEERCRED); None where the system does not say."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
+    return int(uid)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(os.fsencode(text)).hexdigest()[:16]

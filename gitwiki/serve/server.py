@@ -1,0 +1,228 @@
+"""`gitwiki serve` answering the CLI's `gitwiki ground` over a unix socket, from its warm `Wiki`.
+
+The other end is `serve.client.py`, which has the protocol. The socket is the user's alone: created with mode
+0600 (under a umask, so there is no moment it is open to others), and each connection's peer must be the
+same user (SO_PEERCRED, where the system has it). A socket file left by a dead server is found by connecting
+to it (refused) and replaced; one whose server is alive is left to it, and this server does without a socket.
+The file is bound under a temporary name and renamed into place, so a client never meets a file that is
+bound but not yet listening.
+
+Requests are answered one at a time with the tool calls (the same lock), by `ground.answer`, the call the
+CLI's local path makes. At most MAX_CONNECTIONS connections are served at once, each given REQUEST_TIMEOUT in
+all to send its request: a connection past the cap is closed at once (its CLI answers by itself), so idle or
+slow connections cannot pile up threads (400 idle ones once made 408). A request whose checkout, directory,
+environment or configuration differs from this server's is declined, and the CLI answers it by itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import typing
+from pathlib import Path
+from typing import Any
+
+from gitwiki.config import load
+from gitwiki.errors import GitwikiError
+from gitwiki.operations.ground import GroundRequest, answer
+from gitwiki.serve import client as serve_client
+from gitwiki.sources.repositories import for_checkout
+from gitwiki.wiki import Wiki
+
+log = logging.getLogger("gitwiki.socket")
+
+# A client sends its request line at once; one that has not within this (in all) is not a gitwiki client.
+REQUEST_TIMEOUT = 10.0
+MAX_REQUEST = 1 << 20
+# Connections served at once, each on its own thread; requests wait for the lock anyway, so more would only
+# hold threads and memory. A CLI turned away answers by itself.
+MAX_CONNECTIONS = 16
+
+
+class SocketServer:
+    def __init__(self, wiki: Wiki, lock: threading.Lock, sock: socket.socket, path: Path) -> None:
+        self._wiki = wiki
+        self._lock = lock
+        self._sock = sock
+        self.path = path
+        self._inode = os.stat(path).st_ino
+        self._env = serve_client.environment()
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        threading.Thread(target=self._accept, name="gitwiki-socket", daemon=True).start()
+
+    @classmethod
+    def listen(cls, wiki: Wiki, lock: threading.Lock) -> SocketServer | None:
+        """Listen for `wiki`'s checkout, answering under `lock`; None when another live server already does or
+        no socket can be made here (the CLI then answers by itself)."""
+        if not hasattr(socket, "AF_UNIX"):
+            return None
+        path = serve_client.socket_path(wiki.index_dir, wiki.root)
+        try:
+            _private_dir(path.parent)
+            if _alive(path):
+                log.info("another gitwiki serve answers the CLI at %s", path)
+                return None
+            sock = _bind(path)
+        except OSError as e:
+            log.info("no socket for the CLI at %s: %s", path, e)
+            return None
+        return cls(wiki, lock, sock, path)
+
+    def close(self) -> None:
+        """Stop listening; the socket file goes unless another server has replaced it meanwhile."""
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the accept() of the thread (close alone does not)
+        self._sock.close()
+        with contextlib.suppress(OSError):
+            if os.stat(self.path).st_ino == self._inode:
+                os.unlink(self.path)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:  # closed
+                return
+            if not self._slots.acquire(blocking=False):
+                log.info("turned a connection away: %d are being served", MAX_CONNECTIONS)
+                conn.close()
+                continue
+            threading.Thread(target=self._serve, args=(conn,), name="gitwiki-socket-call", daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                if serve_client.peer_uid(conn) not in (None, os.getuid()):
+                    log.warning("refused a connection from another user")
+                    return
+                line = serve_client.read_line(conn, MAX_REQUEST, time.monotonic() + REQUEST_TIMEOUT)
+                message = json.loads(line)
+                conn.settimeout(None)
+                conn.sendall(json.dumps(self.reply(message), ensure_ascii=False).encode() + b"\n")
+            # The client went away, was too slow, or sent garbage (not UTF-8, not JSON, nested past the parser's
+            # recursion limit): nothing to answer.
+            except (OSError, ValueError, RecursionError) as e:
+                log.info("socket request dropped: %s", type(e).__name__)
+            finally:
+                self._slots.release()
+
+    def reply(self, message: Any) -> dict[str, Any]:
+        """The reply to one request: stdout and stderr as the local path would write them, a gitwiki error with
+        its exit code, or `declined` with the reason."""
+        refusal = self._refusal(message)
+        if refusal is not None:
+            log.info("declined a CLI request: %s", refusal)
+            return {"declined": refusal}
+        request = _request(message["request"])
+        if isinstance(request, str):
+            return {"declined": f"not a request this version knows: {request}"}
+        err = io.StringIO()
+        with self._lock, contextlib.redirect_stderr(err):  # the warnings the local path prints are the client's
+            try:
+                return {"stdout": answer(self._wiki, request), "stderr": err.getvalue()}
+            except GitwikiError as e:
+                return {"stdout": "", "stderr": err.getvalue(), "error": str(e), "exit_code": e.exit_code}
+            except Exception as e:
+                log.exception("ground over the socket crashed")  # the client answers by itself, and shows it
+                return {"declined": f"internal error ({type(e).__name__})"}
+
+    def _refusal(self, message: Any) -> str | None:
+        if not isinstance(message, dict) or message.get("protocol") != serve_client.PROTOCOL:
+            return "another protocol"
+        if not isinstance(message.get("request"), dict):
+            return "no request"
+        if message.get("root") != str(self._wiki.root):
+            return f"another checkout ({message.get('root')})"
+        if message.get("env") != self._env:
+            return "another environment"
+        root = self._wiki.root
+        start = message.get("start")
+        if not isinstance(start, str) or "\0" in start:
+            return "no start directory"
+        try:
+            seen = for_checkout(load(root), root, Path(start))
+        except GitwikiError as e:  # the configuration broke since the start: the local path reports it
+            return f"configuration: {e}"
+        if seen != (self._wiki.config, self._wiki.default):
+            return "the configuration changed since the server started, or another default corpus"
+        return None
+
+
+# Each GroundRequest field's allowed types: `str | None` → (str, NoneType).
+_FIELD_TYPES = {name: typing.get_args(hint) or (hint,) for name, hint in typing.get_type_hints(GroundRequest).items()}
+
+
+def _request(fields: dict[str, Any]) -> GroundRequest | str:
+    """The request `fields` describe, or what is wrong with them: a field of the wrong type (a list as the
+    query) once reached the search and ended in an internal error with a traceback in the server's log."""
+    try:
+        request = GroundRequest(**fields)
+    except TypeError as e:
+        return str(e)
+    for name, value in request._asdict().items():
+        allowed = _FIELD_TYPES[name]
+        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+            return f"{name} is a {type(value).__name__}"
+    return request
+
+
+def _private_dir(folder: Path) -> None:
+    """`folder` exists (the index dir, or the runtime dir, which must be the user's own and closed to others). In
+    the runtime dir, the sockets of killed servers (SIGKILL leaves its file) are removed: their repos' next
+    servers may never come, and the folder is shared by every checkout with a deep index dir."""
+    if folder != serve_client.runtime_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        return
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = os.stat(folder)
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise OSError(f"{folder} is not private to this user")
+    for name in os.listdir(folder):
+        if name.startswith("gitwiki-") and name.endswith(".sock"):
+            _alive(folder / name)
+
+
+def _alive(path: Path) -> bool:
+    """Whether a server listens at `path`; a socket file no one listens on (a dead server's) is removed."""
+    if not os.path.lexists(path):
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(serve_client.CONNECT_TIMEOUT)
+        try:
+            probe.connect(str(path))
+            return True
+        except (ConnectionRefusedError, FileNotFoundError):
+            pass
+        except OSError:  # not a socket, or one we may not use: leave it, do without
+            return True
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    log.info("removed a stale socket at %s", path)
+    return False
+
+
+def _bind(path: Path) -> socket.socket:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        old = os.umask(0o177)  # mode 0600 from the start
+        try:
+            sock.bind(str(temporary))
+        finally:
+            os.umask(old)
+        sock.listen(16)
+        os.replace(temporary, path)
+    except OSError:
+        sock.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+    return sock

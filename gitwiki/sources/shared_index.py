@@ -1,0 +1,120 @@
+"""The shared LanceDB table (`gitwiki lance export`) as corpus sources, for a reader without a checkout.
+
+The table holds chunks, not whole pages, and only the last exported commit: its corpora search (one at a time
+or fused, as a checkout's do) and refuse the page tools, history and writes with an error that says why.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from gitwiki.config import Config
+from gitwiki.errors import UsageError
+from gitwiki.git.gitrepo import HistoryEntry
+from gitwiki.pages.pages import ListedPage
+from gitwiki.search.lance_index import LanceReader
+from gitwiki.search.searcher import CorpusView, SearchOptions, SearchResult
+from gitwiki.sources.source import CorpusSpec, Page, search_corpora
+
+NO_AT = "--at needs a checkout: the shared index holds only the last exported commit"
+
+
+class SharedCorpus:
+    """One corpus of the shared table as a `sources.CorpusSource`."""
+
+    def __init__(self, reader: LanceReader, config: Config, name: str) -> None:
+        self.reader = reader
+        self.config = config  # [search] and [embeddings]: the query settings
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def _no_pages(self) -> NoReturn:
+        raise UsageError(
+            f"the shared index at {self.reader.uri} holds chunks, not pages: search corpus {self._name!r} with "
+            "ground, and read its pages in a checkout"
+        )
+
+    def view(self, at: str | None = None, worktree: bool = True, vectors: bool = False) -> CorpusView:
+        self._no_pages()
+
+    def search(self, query: str, options: SearchOptions, at: str | None = None, worktree: bool = True) -> SearchResult:
+        if at is not None:
+            raise UsageError(NO_AT)
+        return self.reader.ground(self.config, query, self._name, options)
+
+    def files(self, glob: str | None = None) -> tuple[CorpusView, list[ListedPage]]:
+        self._no_pages()
+
+    def tree(self, under: str, depth: int | None) -> tuple[CorpusView, dict[str, Any]]:
+        self._no_pages()
+
+    def read(self, path: str) -> Page:
+        self._no_pages()
+
+    def history(self, path: str, limit: int) -> tuple[str, list[HistoryEntry]]:
+        self._no_pages()
+
+    def status(self) -> dict[str, Any]:
+        return {"name": self._name, "indexed_commit": self.reader.corpora().get(self._name, "")}
+
+    def check_writable(self) -> None:
+        raise UsageError(f"the shared index at {self.reader.uri} is read-only: change pages in a checkout and export")
+
+    def truncated(self) -> tuple[str, ...]:
+        return ()
+
+    def page_key(self, path: str) -> tuple[str, str]:
+        return (self.reader.uri, path)
+
+
+class SharedIndex:
+    """The shared table's corpora by name, searched as `Wiki.search` searches a checkout's."""
+
+    def __init__(self, reader: LanceReader, config: Config) -> None:
+        self.reader = reader
+        self.config = config
+
+    @property
+    def uri(self) -> str:
+        return self.reader.uri
+
+    def corpus_names(self) -> list[str]:
+        return sorted(self.reader.corpora())
+
+    def source(self, name: str | None = None) -> SharedCorpus:
+        """Corpus `name`, else the configured default if the table holds it, else its first."""
+        return SharedCorpus(self.reader, self.config, self.reader.corpus(name, self.config.corpus().name))
+
+    def search(
+        self,
+        query: str,
+        corpus: CorpusSpec = None,
+        *,
+        mode: str | None = None,
+        top_files: int | None = None,
+        chunks_per_file: int | None = None,
+        limit: int | None = None,
+        snippet_chars: int | None = None,
+        full: bool = False,
+        fusion: str | None = None,
+        at: str | None = None,
+        explain: bool = False,
+    ) -> SearchResult:
+        if at is not None:
+            raise UsageError(NO_AT)
+        options = SearchOptions.build(
+            self.config.search,
+            mode=mode,
+            fusion=fusion,
+            top_files=top_files,
+            chunks_per_file=chunks_per_file,
+            limit=limit,
+            snippet_chars=snippet_chars,
+            full=full,
+            explain=explain,
+        )
+        known = lambda name: name in self.reader.corpora()  # noqa: E731 (asked only for a search of several)
+        return search_corpora(query, corpus, options, self.source, known, self.corpus_names)
