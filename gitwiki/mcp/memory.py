@@ -58,18 +58,16 @@ Scope = Annotated[
 
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+# edits and topics upkeep can delete entries (delete, merge, clean, compact, clear_checkpoint)
+CHANGE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 TOOLS: dict[str, ToolAnnotations] = {
     "memory_store": WRITE,
     "memory_batch": WRITE,
     "memory_search": READ,
     "memory_brief": READ,
     "memory_read": READ,
-    "memory_edit": ToolAnnotations(
-        read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
-    ),
-    "memory_topics": ToolAnnotations(
-        read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
-    ),
+    "memory_edit": CHANGE,
+    "memory_topics": CHANGE,
 }
 
 

@@ -112,13 +112,14 @@ def status(wiki: Wiki, check: bool = False) -> Status:
         for r, row in zip(wiki.repositories, repositories, strict=True)
         if check and row.commit is not None
     }
+    notice = lexical_notice(wiki.config.embeddings, wiki.index_dir)
     return Status(
         index_dir=str(wiki.index_dir),
         index_bytes=wiki.store.size_bytes(),
         corpora=rows,
         repositories=repositories,
-        lexical_notice=lexical_notice(wiki.config.embeddings, wiki.index_dir),
-        why_lexical=unavailable(wiki.config.embeddings, wiki.index_dir),
+        lexical_notice=notice,
+        why_lexical=unavailable(wiki.config.embeddings, wiki.index_dir) if notice else None,  # read only when said
         truncated={
             r.name: [p for p, _ in cut]
             for r in rows
