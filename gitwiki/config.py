@@ -26,6 +26,8 @@ DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
 FUSIONS = ("rrf", "score")
 MODES = ("hybrid", "lexical", "dense")
 MEMORY_WRITES = ("auto", "project", "personal")
+# The docs-site generator a corpus is published with: its links, navigation and conventions (gitwiki.pages.sites).
+SITES = ("github", "mkdocs", "mdbook", "docusaurus")
 
 
 class CorpusConfig(NamedTuple):
@@ -34,6 +36,7 @@ class CorpusConfig(NamedTuple):
     include: tuple[str, ...] = ("**/*.md",)
     exclude: tuple[str, ...] = ()
     lint_disable: tuple[str, ...] = ()
+    site: str = "github"  # one of SITES: plain markdown as GitHub renders it, or a docs-site generator
     source: str = "defaults"  # the file that defined it, for error messages
 
     @property
@@ -431,6 +434,9 @@ def _validate(config: Config) -> None:
             raise UsageError(f"[search] {key} must be a number from 0 to 1, not {value!r}")
     if config.search.depth < 1:
         raise UsageError("[search] depth must be a whole number ≥ 1 (chunks taken from each ranker)")
+    for corpus in config.corpora:
+        if corpus.site not in SITES:
+            raise UsageError(f"{corpus.source} [[corpus]] {corpus.name!r}: site must be one of {', '.join(SITES)}")
     if config.memory.write not in MEMORY_WRITES:
         raise UsageError(f"[memory] write must be one of {', '.join(MEMORY_WRITES)}, not {config.memory.write!r}")
     memory = [r for r in config.repositories if r.memory]
@@ -512,14 +518,16 @@ _CORPUS_HEADER = re.compile(r"[ \t]*\[\[[ \t]*corpus[ \t]*\]\]")
 _PATH_LINE = re.compile(r"^([ \t]*)path[ \t]*=.*$", re.MULTILINE)
 
 
-def write_init(root: Path, path: str, name: str, force: bool = False) -> InitReport:
+def write_init(
+    root: Path, path: str, name: str, force: bool = False, site: str = "github", include: tuple[str, ...] = ("**/*.md",)
+) -> InitReport:
     """Write `.gitwiki.toml` with one corpus at the repo `root` (`gitwiki init`). An existing file only with
     `force`, and then merged: the corpus `name` gets `path` (added if missing), everything else is kept, and
     the file as it was is copied to `.gitwiki.toml.bak` first."""
     target = root / REPO_CONFIG_NAME
     path = normalize_corpus_path(path, "--path")
     if not target.exists():
-        atomic_write(target, init_text(path, name))
+        atomic_write(target, init_text(path, name, site, include))
         return InitReport(target, name, path)
     if not force:
         raise UsageError(f"{target} exists; edit it, or pass --force to set corpus {name!r} in it (a backup is kept)")
@@ -634,14 +642,15 @@ def merge_search(text: str, values: dict[str, Any], where: Path) -> str:
     return merged
 
 
-def init_text(path: str, name: str = "wiki") -> str:
+def init_text(path: str, name: str = "wiki", site: str = "github", include: tuple[str, ...] = ("**/*.md",)) -> str:
     """The `.gitwiki.toml` that `gitwiki init` writes."""
     return (
         "# gitwiki configuration: https://github.com/gitwiki/gitwiki/blob/main/docs/configuration.md\n"
         "[[corpus]]\n"
         f"name = {_toml_value(name)}\n"
         f"path = {_toml_value(path)}\n"
-        'include = ["**/*.md"]\n'
+        f"include = {_toml_value(include)}\n"
+        f"site = {_toml_value(site)}\n"
         "\n[search]\n"
         'mode = "hybrid"\n'
         "top_files = 5\n"

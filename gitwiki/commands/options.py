@@ -35,7 +35,11 @@ def path_arg(args: argparse.Namespace, path: str | Path) -> Path:
 
 def add_init_arguments(parser: argparse.ArgumentParser) -> None:
     """`gitwiki init` and `gitwiki config init` are one command under two names: the same options, the same run."""
-    parser.add_argument("--path", default="wiki", help="the corpus folder, relative to the repo root (default: wiki)")
+    parser.add_argument(
+        "--path",
+        help="the corpus folder, relative to the repo root (default: found: a docs site's own config (mkdocs.yml, "
+        "book.toml, docusaurus.config.js), else wiki/, else docs/, else the folder with the most markdown)",
+    )
     parser.add_argument("--name", default="wiki", help="the corpus name (default: wiki)")
     parser.add_argument(
         "--force",
@@ -53,17 +57,25 @@ def add_init_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _init(args: argparse.Namespace) -> int:
     from gitwiki.config import REPO_CONFIG_NAME, normalize_corpus_path, write_init
+    from gitwiki.git import gitcli
     from gitwiki.git.gitrepo import GitRepo
+    from gitwiki.pages import sites
 
     root = GitRepo.discover(args.chdir).root
+    files = [*gitcli.staged_files(root), *gitcli.index_listing(root, "").others]
+    found = sites.detect(root, files)
+    if args.path is not None:  # the user's folder; the generator still found when its config points there
+        path = normalize_corpus_path(args.path, "--path")
+        found = found if found.path == path else sites.Choice(path, "github", "the folder given with --path")
+    print(f"corpus folder: {found.path or '.'}/ ({found.site}): {found.why}")
     if args.agents and (root / REPO_CONFIG_NAME).exists() and not args.force:
         print(f"kept {root / REPO_CONFIG_NAME} (pass --force to set the corpus in it)")
     else:
-        print(write_init(root, args.path, args.name, args.force).describe())
+        print(write_init(root, found.path, args.name, args.force, found.site, found.include).describe())
     if args.agents:
         from gitwiki.pages.conventions import write_agents
 
-        print(write_agents(root, normalize_corpus_path(args.path, "--path")).describe())
+        print(write_agents(root, found.path).describe())
     return 0
 
 

@@ -7,13 +7,20 @@ import posixpath
 import re
 from collections.abc import Iterable
 
-from gitwiki.config import matches
+from gitwiki.config import LintConfig, matches
 from gitwiki.lint.registry import Context, Problem, register
 from gitwiki.markdown import PAGE_SUFFIXES
 from gitwiki.markdown.document import Document
-from gitwiki.markdown.links import link_target
+from gitwiki.markdown.links import ANY_ANCHOR, Target, has_generated_content
+from gitwiki.pages import sites
 
 _YAML_LINE = re.compile(r"^line (\d+): ")
+
+
+def resolve(doc: Document, raw: str, ctx: Context) -> Target | None:
+    """Where a link of `doc` points, as the corpus's site generator resolves it (`gitwiki.pages.sites`)."""
+    site, prefix = (ctx.corpus.site, ctx.corpus.prefix) if ctx.corpus is not None else ("github", "")
+    return sites.resolve(site, prefix, doc.path, raw, ctx.pages)
 
 
 @register
@@ -77,7 +84,7 @@ class BrokenLink:
 
     def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
         for link in doc.links:
-            target = link_target(doc.path, link.target)
+            target = resolve(doc, link.target, ctx)
             if target is None or target.path is None or not link.target.strip():
                 continue
             if target.outside:
@@ -120,7 +127,7 @@ class BrokenAnchor:
     def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
         others: dict[str, set[str] | None] = {}
         for link in doc.links:
-            target = link_target(doc.path, link.target)
+            target = resolve(doc, link.target, ctx)
             if target is None or not target.fragment:
                 continue
             path = target.path if target.path is not None else doc.path
@@ -134,7 +141,10 @@ class BrokenAnchor:
                 anchors = others[path]
             else:
                 continue  # a missing page is GW005's finding
-            if anchors is not None and target.fragment.lower() not in {a.lower() for a in anchors}:
+            # A page with generated content (an include, a directive) has anchors no parse of its source shows.
+            if anchors is None or ANY_ANCHOR in anchors:
+                continue
+            if target.fragment.lower() not in {a.lower() for a in anchors}:
                 close = difflib.get_close_matches(target.fragment.lower(), sorted(anchors), n=1, cutoff=0.6)
                 where = "this page" if path == doc.path else path
                 yield Problem(
@@ -158,8 +168,12 @@ class Orphan:
 
 
 def is_entry_page(path: str, ctx: Context) -> bool:
-    """The corpus's front page (its index file or README) is where readers start; nothing need link to it."""
+    """The corpus's front page (its index file or README) is where readers start; nothing need link to it. In a
+    docs site every folder's index or README heads its folder, and the generator's own files (mdBook's
+    SUMMARY.md) are named by it."""
     base = ctx.corpus.prefix if ctx.corpus is not None else ""
+    if ctx.corpus is not None and sites.is_front_page(ctx.corpus.site, base, path):
+        return True
     return path in (base + ctx.config.index_blocks.filename, base + "README.md")
 
 
@@ -191,12 +205,15 @@ class TitleFirst:
     hint = "start the page with `# Title`: search results, index blocks and agents take the title from it"
 
     def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
+        if ctx.corpus is not None and ctx.corpus.site != "github" and doc.front_matter.meta.get("title"):
+            return  # a docs site renders the front matter's title as the page's H1
         body = doc.front_matter.body.split("\n")
         # A one-line HTML comment may come first: `<!-- gitwiki: disable=… -->` usually sits on top.
         first = next((i for i, line in enumerate(body) if line.strip() and not _COMMENT.match(line)), None)
         if first is None:
             yield Problem(1, 1, "the page is empty; give it a `# Title` line and some text")
-        elif not re.match(r"^ {0,3}# ", body[first]):
+        elif not re.match(r"^ {0,3}# ", body[first]) and not has_generated_content(body[first]):
+            # (a page that starts with an include, `--8<-- "CONTRIBUTING.md"`, takes its title from what it includes)
             line = first + doc.front_matter.body_line
             yield Problem(line, 1, f"the page starts with {body[first].strip()[:40]!r} instead of a `# Title` line")
 
@@ -209,9 +226,13 @@ class KebabCaseName:
 
     def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
         stem = posixpath.splitext(posixpath.basename(doc.path))[0]
-        if not _SLUG.match(stem) and not is_entry_page(doc.path, ctx):
+        generator_name = ctx.corpus is not None and sites.is_generator_name(ctx.corpus.site, doc.path)
+        if not _SLUG.match(stem) and not is_entry_page(doc.path, ctx) and not generator_name:
             slug = re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-") or "page"
             yield Problem(1, 1, f"file name {stem!r} is not a kebab-case slug", f"rename it to {slug}.md (git mv)")
+
+
+DEFAULT_MAX_PAGE_BYTES = LintConfig().max_page_bytes
 
 
 @register
@@ -222,6 +243,11 @@ class PageSize:
 
     def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
         limit = ctx.config.lint.max_page_bytes
+        # A docs site publishes its reference pages whole on purpose (a configuration reference, release notes):
+        # there the default limit is off, and only a limit the user set applies. Search chunks such a page by
+        # heading either way, and GW013 still reports a page past what search indexes.
+        if ctx.corpus is not None and ctx.corpus.site != "github" and limit == DEFAULT_MAX_PAGE_BYTES:
+            return
         size = len(doc.text.encode("utf-8"))
         if limit and size > limit:
             yield Problem(1, 1, f"the page is {size} bytes, over the {limit}-byte limit for one topic")

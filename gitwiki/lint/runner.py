@@ -18,8 +18,7 @@ from gitwiki.git.gitcli import Checkout
 from gitwiki.lint.registry import RULES, Context, Finding
 from gitwiki.markdown.document import Document, parse
 from gitwiki.markdown.frontmatter import YamlReader
-from gitwiki.markdown.links import link_target
-from gitwiki.pages import pagefacts
+from gitwiki.pages import pagefacts, sites
 from gitwiki.pages.pagefacts import FactsCache, link_name
 
 ORPHAN = "GW007"
@@ -76,6 +75,8 @@ def lint_document(
     path = doc.path
     corpus = corpus_of(config, path)
     skip = disabled_codes(config, corpus) | doc.disabled
+    if corpus is not None:
+        skip |= sites.exempt(corpus.site, corpus.prefix, path)
     ctx = Context(pages, config, corpus, anchors, linked)
     out = [
         Finding(path, p.line, p.col, code, rule.severity, p.message, p.hint or rule.hint)
@@ -115,7 +116,8 @@ def link_names(wanted: Iterable[str], config: Config) -> set[str]:
     for path in wanted:
         name = posixpath.basename(path)
         names.add(name)
-        if name in fronts:
+        names.add(posixpath.splitext(name)[0])  # Docusaurus links a page without its extension
+        if name in fronts or posixpath.splitext(name)[0] in ("index", "README"):
             names.add(posixpath.basename(posixpath.dirname(path)))
     return names
 
@@ -137,7 +139,9 @@ def linked_pages(pages: Iterable[str], links: Callable[[str], list[str]], config
             name = link_name(raw) if _NOT_PLAIN(raw) else raw.rpartition("/")[2]
             if name not in names:
                 continue
-            target = link_target(source, raw)
+            corpus = corpus_of(config, source)
+            site, prefix = (corpus.site, corpus.prefix) if corpus is not None else ("github", "")
+            target = sites.resolve(site, prefix, source, raw, wanted)
             if target is None or not target.path or target.path == source:
                 continue
             linked.update({target.path, *(f"{target.path}/{front}" for front in fronts)} & wanted)
@@ -185,6 +189,9 @@ def lint_repo(checkout: Checkout, config: Config, files: list[str] | None = None
         linked = linked_pages(
             sorted(p for p, b in keys.items() if b in sources), lambda p: fact("links", p) or [], config, set(targets)
         )
+        for corpus in config.corpora:  # the pages a docs site's own navigation lists (mkdocs nav, sidebars)
+            if corpus.site != "github":
+                linked |= sites.nav_pages(root, corpus.site, corpus.path, targets)
     if len(targets) > pagefacts.BULK:  # front matter read before, in one query rather than one a page
         facts.preload("yaml")
     pages = set(keys)

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from gitwiki.markdown.chunker import body_tokens, inline_text
 from gitwiki.markdown.frontmatter import FrontMatter, YamlReader, split_front_matter
-from gitwiki.markdown.links import Link, extract_links, heading_slugs, html_anchors
+from gitwiki.markdown.links import ANY_ANCHOR, Link, extract_links, has_generated_content, heading_slugs, html_anchors
 
 _DISABLE = re.compile(r"<!--\s*gitwiki:\s*disable\s*=\s*([A-Za-z0-9, ]+?)\s*-->", re.IGNORECASE)
 _CODE_TOKENS = ("fence", "code_block", "html_block")
@@ -42,7 +42,9 @@ class Document:
 
     @functools.cached_property
     def anchors(self) -> set[str]:
-        return set(heading_slugs(h.text for h in self.headings)) | html_anchors(self.text)
+        """Heading slugs and explicit ids; with `ANY_ANCHOR` among them when generated content may add more."""
+        found = set(heading_slugs(h.text for h in self.headings)) | html_anchors(self.text)
+        return found | {ANY_ANCHOR} if has_generated_content(self.text) else found
 
 
 def parse(path: str, text: str, read_yaml: YamlReader | None = None) -> Document:

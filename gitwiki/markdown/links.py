@@ -139,8 +139,34 @@ def heading_slugs(texts: Iterable[str]) -> list[str]:
 
 
 def html_anchors(text: str) -> set[str]:
-    """Explicit anchors: `id`/`name` attributes of inline HTML (`<a name="setup"></a>`)."""
-    return set(_HTML_ID.findall(text))
+    """Explicit anchors: `id`/`name` attributes of inline HTML (`<a name="setup"></a>`), and the ids of attribute
+    lists on other elements (`**locale**{ #mkdocs-locale }`, mkdocs attr_list, kramdown `{: #id}`)."""
+    return set(_HTML_ID.findall(text)) | set(_ATTR_LIST_ID.findall(masked(text)))
+
+
+# What "any anchor" is when a page has content its source does not show: `anchors` then holds it.
+ANY_ANCHOR = "*"
+_ATTR_LIST_ID = re.compile(r"(?<![{\\])\{:?[ \t]*(?:[.\w-]+[ \t]+|[\w-]+=\S+[ \t]+)*#([\w:.-]+)[^{}\n]*\}")
+# Content a docs-site generator puts into the page when it builds it: mkdocstrings and mkdocs-click `::: x`
+# blocks, pymdownx snippets `--8<--`, mdBook `{{#include}}`-style directives, MDX imports of other pages.
+_GENERATED = re.compile(
+    r"^ {0,3}(?:::: \S|-{1,2}8<-{1,2}|.*\{\{#(?:include|rustdoc_include|playground)\b|import\s.+\bfrom\s+['\"][^'\"]+\.mdx?['\"])",
+    re.MULTILINE,
+)
+
+
+_INCLUDE = re.compile(r"\{\{#(?:include|rustdoc_include|playground)[ \t]+([^\s:}]+)")
+
+
+def include_targets(text: str) -> list[str]:
+    """The files mdBook's `{{#include file.md}}` directives (outside code) pull into the page, as written: the
+    page includes them, so they are linked."""
+    return _INCLUDE.findall(masked(text))
+
+
+def has_generated_content(text: str) -> bool:
+    """Whether the page pulls in content its source does not show (so its headings are not all known)."""
+    return bool(_GENERATED.search(masked(text)))
 
 
 def is_external(target: str) -> bool:

@@ -24,14 +24,14 @@ from urllib.parse import unquote
 from gitwiki import pagetext
 from gitwiki.markdown import frontmatter
 from gitwiki.markdown.frontmatter import YamlReader
-from gitwiki.markdown.links import extract_links, is_external
+from gitwiki.markdown.links import extract_links, include_targets, is_external
 from gitwiki.markdown.summary import title_and_summary
 
 CACHE_NAME = "pagefacts.sqlite"
 LEGACY_NAME = "pagefacts.json"  # the one-file cache before it; removed when the SQLite file is created
 # Bump when an extraction below or the rendering of index blocks changes its output: the file's tables
 # are then dropped and refilled.
-VERSION = 4
+VERSION = 5
 
 
 def decode(data: bytes) -> str:
@@ -49,9 +49,9 @@ def info(text: str, read_yaml: YamlReader | None = None) -> list[Any]:
 
 
 def links(text: str, read_yaml: YamlReader | None = None) -> list[str]:
-    """Link targets as written that can point at another page: not external, not only a #fragment.
-    (Links are found without reading the front matter.)"""
-    out = (link.target for link in extract_links(text))
+    """Link targets as written that can point at another page: not external, not only a #fragment; mdBook's
+    `{{#include}}` files too. (Links are found without reading the front matter.)"""
+    out = [*(link.target for link in extract_links(text)), *include_targets(text)]
     return list(dict.fromkeys(t for t in out if not is_external(t) and t.partition("#")[0].partition("?")[0]))
 
 
