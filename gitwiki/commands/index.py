@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gitwiki.index.indexer import IndexReport
     from gitwiki.wiki import Wiki
 
 
@@ -51,7 +52,29 @@ def index(args: argparse.Namespace) -> int:
             print(f"gitwiki: warning: {path} is not indexed: {why}", file=sys.stderr)
         for path, size in r.truncated:
             print(f"gitwiki: warning: {path}: {truncation(size, wiki.config.search.max_page_bytes)}", file=sys.stderr)
+    _refuse_silent_zero(wiki, reports)
     return 0
+
+
+def _refuse_silent_zero(wiki: Wiki, reports: list[IndexReport]) -> None:
+    """A corpus that has no pages where it had some, or while markdown lies elsewhere, is a wrong folder, not a
+    success: said with the fix, and a non-zero exit."""
+    empty = [r for r in reports if r.pages == 0]
+    if not empty:
+        return
+    from gitwiki.errors import NotFoundError
+    from gitwiki.git import gitcli
+    from gitwiki.pages import sites
+
+    files = list(gitcli.staged_files(wiki.root))
+    problems = [
+        problem
+        for r in empty
+        if r.corpus in {c.name for c in wiki.config.corpora}
+        and (problem := sites.empty_corpus(wiki.root, files, r.corpus, wiki.config.corpus(r.corpus).path, r.deleted))
+    ]
+    if problems:
+        raise NotFoundError("; ".join(problems))
 
 
 # In the index dir: this index was told it is refreshed twice per commit (`git_hooks.double_indexing`).

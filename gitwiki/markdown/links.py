@@ -150,7 +150,8 @@ _ATTR_LIST_ID = re.compile(r"(?<![{\\])\{:?[ \t]*(?:[.\w-]+[ \t]+|[\w-]+=\S+[ \t
 # Content a docs-site generator puts into the page when it builds it: mkdocstrings and mkdocs-click `::: x`
 # blocks, pymdownx snippets `--8<--`, mdBook `{{#include}}`-style directives, MDX imports of other pages.
 _GENERATED = re.compile(
-    r"^ {0,3}(?:::: \S|-{1,2}8<-{1,2}|.*\{\{#(?:include|rustdoc_include|playground)\b|import\s.+\bfrom\s+['\"][^'\"]+\.mdx?['\"])",
+    r"^ {0,3}(?:::: \S|-{1,2}8<-{1,2}|.*\{\{#(?:include|rustdoc_include|playground)\b"
+    r"|import\s.+\bfrom\s+['\"][^'\"]+\.mdx?['\"])",
     re.MULTILINE,
 )
 

@@ -19,7 +19,17 @@ from gitwiki.config import SITES
 from gitwiki.markdown import PAGE_SUFFIXES
 from gitwiki.markdown.links import Target, link_target
 
-__all__ = ["SITES", "Choice", "detect", "nav_pages", "resolve", "exempt", "is_front_page", "is_generator_name", "config_file"]
+__all__ = [
+    "SITES",
+    "Choice",
+    "detect",
+    "nav_pages",
+    "resolve",
+    "exempt",
+    "is_front_page",
+    "is_generator_name",
+    "config_file",
+]
 
 MAX_CONFIG_BYTES = 1_000_000  # a site config file bigger than this is not read
 MKDOCS_FILES = ("mkdocs.yml", "mkdocs.yaml")
@@ -62,7 +72,7 @@ def _yaml(text: str) -> dict[str, Any]:
     Loader.add_multi_constructor("", lambda loader, suffix, node: None)
     Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
     try:
-        data = yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader whose unknown tags become None
+        data = yaml.load(text, Loader=Loader)
     except (yaml.YAMLError, RecursionError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -116,7 +126,9 @@ def detect(root: Path, files: Iterable[str]) -> Choice:
         return Choice("wiki", "github", "no markdown in the repository yet: wiki/ to start one")
     folder, count = max(per_folder.items(), key=lambda item: (item[1], item[0] != ""))
     if folder == "" or count * 2 <= sum(per_folder.values()):  # no one folder holds most: the whole repository
-        return Choice("", "github", f"{sum(per_folder.values())} markdown pages across the repository, no one folder holds most")
+        return Choice(
+            "", "github", f"{sum(per_folder.values())} markdown pages across the repository, no one folder holds most"
+        )
     return Choice(folder, "github", f"{folder}/ holds the most markdown ({count} of {sum(per_folder.values())} pages)")
 
 
@@ -125,7 +137,9 @@ def _generator_choices(root: Path, files: list[str]) -> Iterator[Choice]:
         data = _yaml(_read(root / config) or "")
         docs = _folder(posixpath.dirname(config), data.get("docs_dir"), "docs")
         if docs is not None and (count := _count(files, docs)):
-            said = "docs_dir: " + str(data["docs_dir"]) if isinstance(data.get("docs_dir"), str) else "docs_dir (default)"
+            said = (
+                "docs_dir: " + str(data["docs_dir"]) if isinstance(data.get("docs_dir"), str) else "docs_dir (default)"
+            )
             yield Choice(docs, "mkdocs", f"{config} is an mkdocs site: {said} → {docs}/ ({count} pages)")
     for config in _candidates(files, ("book.toml",)):
         book = _toml(_read(root / config) or "").get("book")
@@ -263,3 +277,21 @@ def exempt(site: str, prefix: str, path: str) -> frozenset[str]:
     """The lint codes that do not apply to `path` in a site of this kind: mdBook's SUMMARY.md is its table of
     contents."""
     return _SUMMARY_RULES if site == "mdbook" and path == prefix + "SUMMARY.md" else frozenset()
+
+
+def empty_corpus(root: Path, files: Iterable[str], name: str, path: str, deleted: int) -> str | None:
+    """What to tell the user when the corpus `name` at `path` has no pages after an index run: that the last run
+    had `deleted` pages there, or that markdown lies elsewhere in the repository (`files`), with the fix; None when
+    the repository has no markdown at all (a new wiki)."""
+    where = f"{path or '.'}/"
+    found = detect(root, files)
+    count = _count(files, found.path) if found.path != path else 0
+    fix = f"gitwiki init --path {found.path or '.'} --force" if count else "gitwiki init --path FOLDER --force"
+    if deleted:
+        return (
+            f"corpus {name!r} at {where} has no pages now, where the index had {deleted}: check the folder and "
+            f"[[corpus]] path in .gitwiki.toml ({fix}" + (f"; {found.why})" if count else ")")
+        )
+    if count:
+        return f"corpus {name!r} at {where} has no pages, but {found.why}: {fix}"
+    return None

@@ -1,0 +1,218 @@
+"""Docs-site generators (gitwiki.pages.sites): `gitwiki init` finds the markdown, `gitwiki index` refuses a silent
+zero, and lint reads links and navigation as mkdocs, mdBook and Docusaurus do, on real sites (tests/sites/*/SOURCE.md
+says where each comes from)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gitwiki.markdown.links import ANY_ANCHOR, has_generated_content, html_anchors, include_targets
+from gitwiki.pages import sites
+from tests.helpers import ROOT, GitRepoFixture
+
+SITES_DIR = ROOT / "tests" / "sites"
+# site → (corpus folder init finds, its generator, pages)
+REAL = {
+    "mkdocs": ("docs", "mkdocs", 19),
+    "mdbook": ("guide/src", "mdbook", 35),
+    "docusaurus": ("docs", "docusaurus", 9),
+}
+
+
+def _site_repo(repo: GitRepoFixture, name: str) -> GitRepoFixture:
+    shutil.copytree(SITES_DIR / name, repo.path, dirs_exist_ok=True)
+    repo.commit("the site")
+    return repo
+
+
+def _lint_codes(cli, repo: GitRepoFixture) -> tuple[Counter[str], list[dict[str, object]]]:
+    _, out, _ = cli("lint", "--format", "json", cwd=repo.path)
+    data = json.loads(out)
+    findings = data if isinstance(data, list) else data["findings"]
+    return Counter(f["code"] for f in findings), findings
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_init_finds_each_real_site_and_index_finds_its_pages(repo, cli, name):
+    folder, site, pages = REAL[name]
+    _site_repo(repo, name)
+    code, out, _ = cli("init", cwd=repo.path)
+    assert code == 0
+    assert f"corpus folder: {folder}/ ({site}): " in out  # what it chose and why, on one line
+    corpus = tomllib.loads((repo.path / ".gitwiki.toml").read_text())["corpus"][0]
+    assert (corpus["path"], corpus["site"]) == (folder, site)
+    repo.commit("config")
+    code, out, _ = cli("index", "--lexical", cwd=repo.path)
+    assert code == 0, out
+    assert f"wiki: {pages} pages" in out
+
+
+# Lint findings on the real sites before this module (as `gitwiki init --path FOLDER` set them up): mkdocs 22
+# (13 GW006, 3 GW007, 3 GW011, 2 GW010, 1 GW009), mdBook 23 (8 GW003, 7 GW010, 4 GW007, 2 GW004, 1 GW001,
+# 1 GW009), Docusaurus 6 GW007 (its .mdx pages not linted at all with the default include).
+AFTER = {
+    "mkdocs": {},
+    # the guide's own heading jumps (H1 then ####), its one page SUMMARY.md leaves out, and an include fragment
+    "mdbook": {"GW003": 8, "GW007": 1, "GW009": 1},
+    "docusaurus": {},
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_lint_on_each_real_site_reports_none_of_the_generators_conventions(repo, cli, name):
+    _site_repo(repo, name)
+    cli("init", cwd=repo.path)
+    repo.commit("config")
+    codes, findings = _lint_codes(cli, repo)
+    assert dict(codes) == AFTER[name], findings
+    if name == "mdbook":  # the one orphan is real: SUMMARY.md does not list it, so mdBook does not build it
+        assert [f["path"] for f in findings if f["code"] == "GW007"] == ["guide/src/guide/README.md"]
+
+
+def test_the_same_sites_as_plain_markdown_still_get_the_plain_findings(repo, cli):
+    """The rules are not weakened for plain markdown: the mkdocs site read as GitHub renders it."""
+    _site_repo(repo, "mkdocs")
+    cli("init", "--path", "docs", cwd=repo.path)
+    config = repo.path / ".gitwiki.toml"
+    assert 'site = "mkdocs"' in config.read_text()  # --path to the folder the site's config names: found
+    config.write_text(config.read_text().replace('site = "mkdocs"', 'site = "github"'))
+    codes, _ = _lint_codes(cli, repo)
+    assert codes["GW007"] == 3 and codes["GW011"] == 3 and codes["GW010"] == 2
+
+
+def test_a_broken_link_in_a_real_site_is_still_found(repo, cli):
+    _site_repo(repo, "mkdocs")
+    cli("init", cwd=repo.path)
+    page = repo.path / "docs/getting-started.md"
+    page.write_text(page.read_text() + "\nSee [nowhere](user-guide/nowhere.md) and [x](index.md#no-such-heading).\n")
+    repo.commit("broken")
+    codes, _ = _lint_codes(cli, repo)
+    assert codes == Counter({"GW005": 1, "GW006": 1})
+
+
+def test_titles_come_from_front_matter(repo, cli):
+    """A Docusaurus page titled in its front matter, without an H1: search shows that title, lint asks for no H1."""
+    _site_repo(repo, "docusaurus")
+    cli("init", cwd=repo.path)
+    repo.commit("faq", {"docs/faq.md": "---\nid: faq\ntitle: Frequently asked questions\n---\n\nWhy zebras stripe.\n"})
+    cli("index", "--lexical", cwd=repo.path)
+    code, out, _ = cli("ground", "--json", "--mode", "lexical", "zebras stripe", cwd=repo.path)
+    assert code == 0
+    docs = json.loads(out)["docs"]
+    assert (docs[0]["path"], docs[0]["title"]) == ("docs/faq.md", "Frequently asked questions")
+    codes, findings = _lint_codes(cli, repo)
+    assert not codes, findings
+
+
+def test_docusaurus_links_without_extension_doc_paths_and_site_paths():
+    pages = {"docs/intro.mdx", "docs/guide/setup.md", "docs/guide/index.md"}
+    for raw, want in [
+        ("./guide/setup", "docs/guide/setup.md"),
+        ("guide/setup#install", "docs/guide/setup.md"),
+        ("/docs/intro", "docs/intro.mdx"),
+        ("/docs/guide", "docs/guide/index.md"),
+        ("./guide/", "docs/guide/index.md"),
+    ]:
+        target = sites.resolve("docusaurus", "docs/", "docs/intro.mdx", raw, pages)
+        assert target is not None and target.path == want, raw
+    plain = sites.resolve("github", "docs/", "docs/intro.mdx", "./guide/setup", pages)
+    assert plain is not None and plain.path == "docs/guide/setup"  # GitHub does not add the extension
+
+
+def test_mkdocs_absolute_links_start_at_the_docs_folder():
+    target = sites.resolve("mkdocs", "docs/", "docs/a/b.md", "/user-guide/x.md#y", {"docs/user-guide/x.md"})
+    assert target is not None and (target.path, target.fragment) == ("docs/user-guide/x.md", "y")
+
+
+def test_mkdocs_nav_lists_pages_and_folders(tmp_path):
+    (tmp_path / "docs/guide").mkdir(parents=True)
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: x\nnav:\n  - Home: index.md\n  - Guide: guide/\n  - About:\n    - a.md\n"
+        "  - Ext: https://example.com\nmarkdown_extensions:\n  - pymdownx.emoji:\n"
+        "      emoji_index: !!python/name:material.extensions.emoji.twemoji\n"
+    )
+    pages = ["docs/index.md", "docs/guide/README.md", "docs/guide/one.md", "docs/a.md", "docs/b.md"]
+    assert sites.nav_pages(tmp_path, "mkdocs", "docs", pages) == {"docs/index.md", "docs/guide/README.md", "docs/a.md"}
+    (tmp_path / "mkdocs.yml").write_text("site_name: x\n")  # no nav: mkdocs lists every page
+    assert sites.nav_pages(tmp_path, "mkdocs", "docs", pages) == set(pages)
+
+
+def test_docusaurus_sidebars_by_id(tmp_path):
+    (tmp_path / "sidebars.js").write_text("export default {docs: ['intro', {type: 'doc', id: 'guide/setup'}]};")
+    pages = ["docs/intro.md", "docs/guide/setup.mdx", "docs/other.md"]
+    assert sites.nav_pages(tmp_path, "docusaurus", "docs", pages) == {"docs/intro.md", "docs/guide/setup.mdx"}
+
+
+@pytest.mark.parametrize(
+    ("files", "path", "site"),
+    [
+        ({"wiki/a.md": "# A\n", "docs/b.md": "# B\n"}, "wiki", "github"),
+        ({"docs/a.md": "# A\n", "README.md": "# R\n"}, "docs", "github"),
+        ({"handbook/a.md": "# A\n", "handbook/b.md": "# B\n", "README.md": "# R\n"}, "handbook", "github"),
+        ({"a.md": "# A\n", "b.md": "# B\n", "x/c.md": "# C\n"}, "", "github"),
+        ({"src/main.py": "print()\n"}, "wiki", "github"),
+        ({"website/mkdocs.yml": "docs_dir: pages\n", "website/pages/a.md": "# A\n"}, "website/pages", "mkdocs"),
+        ({"book/book.toml": '[book]\nsrc = "text"\n', "book/text/SUMMARY.md": "# S\n"}, "book/text", "mdbook"),
+        ({"mkdocs.yml": "docs_dir: ../../etc\n", "docs/a.md": "# A\n"}, "docs", "github"),  # no climbing out
+    ],
+)
+def test_init_chooses_the_folder(repo, cli, files, path, site):
+    repo.commit("files", files)
+    code, out, _ = cli("init", cwd=repo.path)
+    assert code == 0, out
+    corpus = tomllib.loads((repo.path / ".gitwiki.toml").read_text())["corpus"][0]
+    assert (corpus["path"], corpus["site"]) == (path, site), out
+    assert out.startswith(f"corpus folder: {path or '.'}/ ({site}): ")
+
+
+def test_index_refuses_a_silent_zero(repo, cli):
+    repo.commit("pages", {"docs/a.md": "# A\n\ntext\n", "docs/b.md": "# B\n\ntext\n"})
+    cli("init", "--path", "wiki", cwd=repo.path)
+    code, _, err = cli("index", "--lexical", cwd=repo.path)
+    assert code == 3
+    assert "has no pages, but docs/ holds 2 markdown pages: gitwiki init --path docs --force" in err
+    cli("init", "--path", "docs", "--force", cwd=repo.path)
+    assert cli("index", "--lexical", cwd=repo.path)[0] == 0
+    repo.git("rm", "-q", "-r", "docs")
+    repo.commit("pages gone")
+    code, _, err = cli("index", "--lexical", cwd=repo.path)
+    assert code == 3 and "has no pages now, where the index had 2" in err
+
+
+def test_a_new_wiki_without_markdown_indexes_quietly(repo, cli):
+    repo.commit("code", {"main.py": "print()\n"})
+    cli("init", cwd=repo.path)
+    assert cli("index", "--lexical", cwd=repo.path)[0] == 0
+
+
+def test_generated_content_and_attribute_ids():
+    assert html_anchors("*   **`locale`**{ #mkdocs-locale }: the locale\n") == {"mkdocs-locale"}
+    assert "include" not in html_anchors("{{#include file.md}}\n")
+    assert has_generated_content("::: mkdocs-click\n    :module: x\n")
+    assert has_generated_content('--8<-- "CONTRIBUTING.md"\n')
+    assert not has_generated_content("```\n::: not this\n```\n")
+    assert include_targets("Text\n{{#include arg-watcher.md}}\n") == ["arg-watcher.md"]
+    from gitwiki.markdown.document import parse
+
+    assert ANY_ANCHOR in parse("a.md", "# A\n\n{{#include b.md:2:5}}\n").anchors
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=300), st.text(max_size=300))
+def test_site_config_files_never_break_init(tmp_path_factory, yml, toml):
+    root: Path = tmp_path_factory.mktemp("site")
+    (root / "mkdocs.yml").write_text(yml)
+    (root / "book.toml").write_text(toml)
+    (root / "docusaurus.config.js").write_text(yml)
+    files = ["mkdocs.yml", "book.toml", "docusaurus.config.js", "docs/a.md", "src/b.md"]
+    choice = sites.detect(root, files)
+    assert choice.site in sites.SITES and not choice.path.startswith("..")
+    assert isinstance(sites.nav_pages(root, "mkdocs", "docs", ["docs/a.md"]), set)
