@@ -17,7 +17,8 @@ def test_init_agents_writes_then_replaces_its_section(repo, cli):
     assert code == 0 and "kept" in out, err
     again = (repo.path / "AGENTS.md").read_text()
     assert again.count(START) == 1 and again.startswith("# Agents\n\nRun the tests.\n\n")
-    assert again.endswith("\nMore rules.\n") and "`wiki/`" in again and "`docs/`" not in again
+    # the kept config's corpus, not a default: AGENTS.md and .gitwiki.toml name the same folder
+    assert again.endswith("\nMore rules.\n") and "`docs/`" in again and "`wiki/`" not in again
     assert 'path = "docs"' in (repo.path / ".gitwiki.toml").read_text()
     code, _, err = cli("init", cwd=repo.path)
     assert code == 2 and "--force" in err  # without --agents an existing config is still refused

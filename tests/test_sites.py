@@ -159,6 +159,7 @@ def test_docusaurus_sidebars_by_id(tmp_path):
         ({"handbook/a.md": "# A\n", "handbook/b.md": "# B\n", "README.md": "# R\n"}, "handbook", "github"),
         ({"a.md": "# A\n", "b.md": "# B\n", "x/c.md": "# C\n"}, "", "github"),
         ({"src/main.py": "print()\n"}, "wiki", "github"),
+        ({"README.md": "# R\n", "AGENTS.md": "# A\n"}, "wiki", "github"),  # the repository's own files
         ({"website/mkdocs.yml": "docs_dir: pages\n", "website/pages/a.md": "# A\n"}, "website/pages", "mkdocs"),
         ({"book/book.toml": '[book]\nsrc = "text"\n', "book/text/SUMMARY.md": "# S\n"}, "book/text", "mdbook"),
         ({"mkdocs.yml": "docs_dir: ../../etc\n", "docs/a.md": "# A\n"}, "docs", "github"),  # no climbing out

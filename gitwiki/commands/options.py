@@ -67,10 +67,13 @@ def _init(args: argparse.Namespace) -> int:
     if args.path is not None:  # the user's folder; the generator still found when its config points there
         path = normalize_corpus_path(args.path, "--path")
         found = found if found.path == path else sites.Choice(path, "github", "the folder given with --path")
-    print(f"corpus folder: {found.path or '.'}/ ({found.site}): {found.why}")
     if args.agents and (root / REPO_CONFIG_NAME).exists() and not args.force:
+        from gitwiki.config import load
+
         print(f"kept {root / REPO_CONFIG_NAME} (pass --force to set the corpus in it)")
+        found = found._replace(path=load(root).corpus().path)  # AGENTS.md describes the corpus that is configured
     else:
+        print(f"corpus folder: {found.path or '.'}/ ({found.site}): {found.why}")
         print(write_init(root, found.path, args.name, args.force, found.site, found.include).describe())
     if args.agents:
         from gitwiki.pages.conventions import write_agents

@@ -124,6 +124,8 @@ def detect(root: Path, files: Iterable[str]) -> Choice:
     per_folder = Counter(f.split("/")[0] if "/" in f else "" for f in files if _is_page(f))
     if not per_folder:
         return Choice("wiki", "github", "no markdown in the repository yet: wiki/ to start one")
+    if set(per_folder) == {""}:  # README.md, AGENTS.md, CHANGELOG.md: the repository's own files, not a wiki
+        return Choice("wiki", "github", "markdown only beside the code at the top (README.md …): wiki/ to start one")
     folder, count = max(per_folder.items(), key=lambda item: (item[1], item[0] != ""))
     if folder == "" or count * 2 <= sum(per_folder.values()):  # no one folder holds most: the whole repository
         return Choice(

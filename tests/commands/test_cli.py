@@ -112,7 +112,8 @@ def test_init_writes_config_once(cli, repo):
 
 def test_config_init_is_init(cli, repo):
     code, out, _ = cli("config", "init", "--path", "./docs/", "--name", "handbook", cwd=repo.path)
-    assert code == 0 and out.startswith("wrote ") and "(corpus 'handbook' at docs/); next: gitwiki index" in out
+    assert code == 0 and out.startswith("corpus folder: docs/ (github): the folder given with --path\nwrote ")
+    assert "(corpus 'handbook' at docs/); next: gitwiki index" in out
     first = (repo.path / ".gitwiki.toml").read_text()
     assert 'name = "handbook"' in first and 'path = "docs"' in first
     code, _, err = cli("config", "init", cwd=repo.path)
