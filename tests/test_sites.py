@@ -132,6 +132,21 @@ def test_mkdocs_absolute_links_start_at_the_docs_folder():
     assert target is not None and (target.path, target.fragment) == ("docs/user-guide/x.md", "y")
 
 
+def test_mkdocs_heading_ids_are_python_markdown_slugs(repo, cli):
+    """Python-Markdown's toc makes "Foo & Bar" foo-bar and "Café" cafe, where GitHub makes foo--bar and café."""
+    pages = {
+        "docs/index.md": "# Home\n\nSee [a](other.md#foo-bar) and [b](other.md#cafe-menu).\n",
+        "docs/other.md": "# Other\n\n## Foo & Bar\n\n## Café menu\n",
+    }
+    repo.commit("site", {"mkdocs.yml": "site_name: x\n", **pages})
+    cli("init", cwd=repo.path)
+    repo.commit("config")
+    assert not _lint_codes(cli, repo)[0]
+    config = repo.path / ".gitwiki.toml"
+    config.write_text(config.read_text().replace('site = "mkdocs"', 'site = "github"'))
+    assert _lint_codes(cli, repo)[0] == Counter({"GW006": 2})  # GitHub's ids differ: the plain reading reports them
+
+
 def test_mkdocs_nav_lists_pages_and_folders(tmp_path):
     (tmp_path / "docs/guide").mkdir(parents=True)
     (tmp_path / "mkdocs.yml").write_text(

@@ -144,7 +144,8 @@ class BrokenAnchor:
             # A page with generated content (an include, a directive) has anchors no parse of its source shows.
             if anchors is None or ANY_ANCHOR in anchors:
                 continue
-            if target.fragment.lower() not in {a.lower() for a in anchors}:
+            site = ctx.corpus.site if ctx.corpus is not None else "github"
+            if sites.anchor_key(site, target.fragment) not in {sites.anchor_key(site, a) for a in anchors}:
                 close = difflib.get_close_matches(target.fragment.lower(), sorted(anchors), n=1, cutoff=0.6)
                 where = "this page" if path == doc.path else path
                 yield Problem(

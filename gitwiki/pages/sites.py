@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Container, Iterable, Iterator
 from pathlib import Path
@@ -28,6 +29,7 @@ __all__ = [
     "exempt",
     "is_front_page",
     "is_generator_name",
+    "anchor_key",
     "config_file",
 ]
 
@@ -253,6 +255,20 @@ def resolve(site: str, prefix: str, source: str, raw: str, pages: Container[str]
         if path in pages:
             return Target(path, target.fragment, target.outside)
     return target
+
+
+def anchor_key(site: str, anchor: str) -> str:
+    """An anchor as the site's heading ids compare: lower case; for mkdocs (Python-Markdown's toc slugify) also
+    accents folded to ASCII, other letters dropped and runs of '-' made one, so `#foo-bar` finds the heading
+    "Foo & Bar" (GitHub's id: foo--bar)."""
+    anchor = anchor.lower()
+    if site != "mkdocs":
+        return anchor
+    folded = unicodedata.normalize("NFKD", anchor).encode("ascii", "ignore").decode("ascii")
+    return _DASHES.sub("-", folded).strip("-")
+
+
+_DASHES = re.compile(r"-{2,}")
 
 
 # Pages that head a folder or a site: nothing need link to them, and their names are the generator's own.
