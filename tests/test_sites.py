@@ -162,8 +162,11 @@ def test_mkdocs_nav_lists_pages_and_folders(tmp_path):
 
 def test_docusaurus_sidebars_by_id(tmp_path):
     (tmp_path / "sidebars.js").write_text("export default {docs: ['intro', {type: 'doc', id: 'guide/setup'}]};")
-    pages = ["docs/intro.md", "docs/guide/setup.mdx", "docs/other.md"]
-    assert sites.nav_pages(tmp_path, "docusaurus", "docs", pages) == {"docs/intro.md", "docs/guide/setup.mdx"}
+    (tmp_path / "docs/guide").mkdir(parents=True)
+    (tmp_path / "docs/guide/install-steps.md").write_text("---\nid: setup\ntitle: Setup\n---\n\ntext\n")
+    pages = ["docs/intro.md", "docs/guide/install-steps.md", "docs/other.md"]
+    listed = {"docs/intro.md", "docs/guide/install-steps.md"}  # the second by its front matter's id
+    assert sites.nav_pages(tmp_path, "docusaurus", "docs", pages) == listed
 
 
 @pytest.mark.parametrize(
@@ -232,3 +235,30 @@ def test_site_config_files_never_break_init(tmp_path_factory, yml, toml):
     choice = sites.detect(root, files)
     assert choice.site in sites.SITES and not choice.path.startswith("..")
     assert isinstance(sites.nav_pages(root, "mkdocs", "docs", ["docs/a.md"]), set)
+
+
+def test_page_size_default_is_off_in_a_docs_site_and_a_set_limit_applies(repo, cli):
+    big = "# Reference\n\n" + "".join(f"## Option {i}\n\n{'words ' * 60}\n\n" for i in range(80))
+    repo.commit("site", {"mkdocs.yml": "site_name: x\n", "docs/index.md": "# Home\n", "docs/reference.md": big})
+    cli("init", cwd=repo.path)
+    repo.commit("config")
+    assert "GW011" not in _lint_codes(cli, repo)[0]
+    config = repo.path / ".gitwiki.toml"
+    config.write_text(config.read_text() + "\n[lint]\nmax_page_bytes = 10000\n")
+    assert _lint_codes(cli, repo)[0]["GW011"] == 1
+
+
+def test_only_the_books_own_summary_is_a_table_of_contents(repo, cli):
+    toc = "# Summary\n\n[Intro](README.md)\n\n# Part\n\n- [Draft]()\n- [Nested](nested/SUMMARY.md)\n"
+    repo.commit(
+        "book",
+        {"book.toml": "[book]\n", "src/SUMMARY.md": toc, "src/README.md": "# Intro\n", "src/nested/SUMMARY.md": toc},
+    )
+    cli("init", cwd=repo.path)
+    repo.commit("config")
+    _, findings = _lint_codes(cli, repo)
+    assert {(f["path"], f["code"]) for f in findings} == {
+        ("src/nested/SUMMARY.md", "GW001"),
+        ("src/nested/SUMMARY.md", "GW004"),
+        ("src/nested/SUMMARY.md", "GW005"),  # its README.md link resolves to src/nested/README.md
+    }
