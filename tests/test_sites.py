@@ -22,6 +22,7 @@ SITES_DIR = ROOT / "tests" / "sites"
 # site → (corpus folder init finds, its generator, pages)
 REAL = {
     "mkdocs": ("docs", "mkdocs", 19),
+    "httpx": ("docs", "mkdocs", 23),
     "mdbook": ("guide/src", "mdbook", 35),
     "docusaurus": ("docs", "docusaurus", 9),
 }
@@ -57,9 +58,11 @@ def test_init_finds_each_real_site_and_index_finds_its_pages(repo, cli, name):
 
 # Lint findings on the real sites before this module (as `gitwiki init --path FOLDER` set them up): mkdocs 22
 # (13 GW006, 3 GW007, 3 GW011, 2 GW010, 1 GW009), mdBook 23 (8 GW003, 7 GW010, 4 GW007, 2 GW004, 1 GW001,
-# 1 GW009), Docusaurus 6 GW007 (its .mdx pages not linted at all with the default include).
+# 1 GW009), Docusaurus 6 GW007 (its .mdx pages not linted at all with the default include), HTTPX 27 (10 GW009
+# pages titled by nav, 8 GW007 nav-only pages, 3 GW010 snake_case names, 6 GW006 stale anchors).
 AFTER = {
     "mkdocs": {},
+    "httpx": {"GW006": 6},  # anchors to headings renamed upstream: real, still reported
     # the guide's own heading jumps (H1 then ####), its one page SUMMARY.md leaves out, and an include fragment
     "mdbook": {"GW003": 8, "GW007": 1, "GW009": 1},
     "docusaurus": {},
@@ -156,6 +159,7 @@ def test_mkdocs_nav_lists_pages_and_folders(tmp_path):
     )
     pages = ["docs/index.md", "docs/guide/README.md", "docs/guide/one.md", "docs/a.md", "docs/b.md"]
     assert sites.nav_pages(tmp_path, "mkdocs", "docs", pages) == {"docs/index.md", "docs/guide/README.md", "docs/a.md"}
+    assert sites.nav_titles(tmp_path, "mkdocs", "docs") == {"docs/index.md": "Home"}  # `- a.md` has no title
     (tmp_path / "mkdocs.yml").write_text("site_name: x\n")  # no nav: mkdocs lists every page
     assert sites.nav_pages(tmp_path, "mkdocs", "docs", pages) == set(pages)
 

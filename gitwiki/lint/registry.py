@@ -39,6 +39,7 @@ class Context(NamedTuple):
         Callable[[str], Iterable[str] | None] | None
     )  # another page's anchors (None: unreadable); None: not checked
     linked: set[str] | None  # pages that some other page links to; None: orphans are not checked
+    titled: frozenset[str] = frozenset()  # pages a docs site's navigation gives a title (mkdocs `nav`)
 
 
 class Rule(Protocol):

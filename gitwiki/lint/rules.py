@@ -206,8 +206,12 @@ class TitleFirst:
     hint = "start the page with `# Title`: search results, index blocks and agents take the title from it"
 
     def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
-        if ctx.corpus is not None and ctx.corpus.site != "github" and doc.front_matter.meta.get("title"):
-            return  # a docs site renders the front matter's title as the page's H1
+        if (
+            ctx.corpus is not None
+            and ctx.corpus.site != "github"
+            and (doc.front_matter.meta.get("title") or doc.path in ctx.titled)
+        ):
+            return  # a docs site renders the front matter's (or its nav's) title as the page's H1
         body = doc.front_matter.body.split("\n")
         # A one-line HTML comment may come first: `<!-- gitwiki: disable=… -->` usually sits on top.
         first = next((i for i, line in enumerate(body) if line.strip() and not _COMMENT.match(line)), None)
@@ -227,8 +231,10 @@ class KebabCaseName:
 
     def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
         stem = posixpath.splitext(posixpath.basename(doc.path))[0]
-        generator_name = ctx.corpus is not None and sites.is_generator_name(ctx.corpus.site, doc.path)
-        if not _SLUG.match(stem) and not is_entry_page(doc.path, ctx) and not generator_name:
+        # A docs site's file names are its published URLs: renaming one breaks every link from outside.
+        if ctx.corpus is not None and ctx.corpus.site != "github":
+            return
+        if not _SLUG.match(stem) and not is_entry_page(doc.path, ctx):
             slug = re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-") or "page"
             yield Problem(1, 1, f"file name {stem!r} is not a kebab-case slug", f"rename it to {slug}.md (git mv)")
 

@@ -52,15 +52,16 @@ def lint_text(
     anchors: Callable[[str], Iterable[str] | None] | None = None,
     linked: set[str] | None = None,
     read_yaml: YamlReader | None = None,
+    titled: frozenset[str] = frozenset(),
 ) -> list[Finding]:
     """Findings for one page at repo-relative `path`, its links resolved against `pages`.
 
     `anchors` gives another page's anchors (None when it cannot be read; `pagefacts.anchors` extracts
     them from a text), so `other.md#anchor` links can be checked; `linked` (the pages some other page links
     to) enables the orphan check, which needs the whole corpus. `read_yaml` reads the front matter (see
-    `split_front_matter`).
+    `split_front_matter`). `titled` are the pages a docs site's navigation gives a title.
     """
-    return lint_document(parse(path, text, read_yaml), pages, config, anchors=anchors, linked=linked)
+    return lint_document(parse(path, text, read_yaml), pages, config, anchors=anchors, linked=linked, titled=titled)
 
 
 def lint_document(
@@ -70,6 +71,7 @@ def lint_document(
     *,
     anchors: Callable[[str], Iterable[str] | None] | None = None,
     linked: set[str] | None = None,
+    titled: frozenset[str] = frozenset(),
 ) -> list[Finding]:
     """`lint_text` of a page already parsed (`markdown.document.parse`)."""
     path = doc.path
@@ -77,7 +79,7 @@ def lint_document(
     skip = disabled_codes(config, corpus) | doc.disabled
     if corpus is not None:
         skip |= sites.exempt(corpus.site, corpus.prefix, path)
-    ctx = Context(pages, config, corpus, anchors, linked)
+    ctx = Context(pages, config, corpus, anchors, linked, titled)
     out = [
         Finding(path, p.line, p.col, code, rule.severity, p.message, p.hint or rule.hint)
         for code, rule in RULES.items()
@@ -192,6 +194,12 @@ def lint_repo(checkout: Checkout, config: Config, files: list[str] | None = None
         for corpus in config.corpora:  # the pages a docs site's own navigation lists (mkdocs nav, sidebars)
             if corpus.site != "github":
                 linked |= sites.nav_pages(root, corpus.site, corpus.path, targets)
+    titled = frozenset(
+        page
+        for corpus in config.corpora
+        if corpus.site != "github"
+        for page in sites.nav_titles(root, corpus.site, corpus.path)
+    )
     if len(targets) > pagefacts.BULK:  # front matter read before, in one query rather than one a page
         facts.preload("yaml")
     pages = set(keys)
@@ -206,6 +214,7 @@ def lint_repo(checkout: Checkout, config: Config, files: list[str] | None = None
             anchors=lambda other: fact("anchors", other),
             linked=linked,
             read_yaml=facts.read_yaml,
+            titled=titled,
         )
     ]
     facts.save()

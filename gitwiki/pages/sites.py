@@ -25,6 +25,7 @@ __all__ = [
     "Choice",
     "detect",
     "nav_pages",
+    "nav_titles",
     "resolve",
     "exempt",
     "is_front_page",
@@ -192,7 +193,7 @@ def nav_pages(root: Path, site: str, corpus_path: str, pages: Iterable[str]) -> 
         if nav is None:
             return pages
         listed: set[str] = set()
-        for entry in _nav_strings(nav):
+        for _title, entry in _nav_entries(nav):
             target = link_target(prefix + "index.md", entry)
             if target is None or target.path is None:
                 continue
@@ -212,18 +213,32 @@ def nav_pages(root: Path, site: str, corpus_path: str, pages: Iterable[str]) -> 
     return set()
 
 
-def _nav_strings(nav: object, depth: int = 0) -> Iterator[str]:
-    """The page paths in an mkdocs `nav` (a list of strings and {title: path or list} mappings)."""
+def _nav_entries(nav: object, title: str | None = None, depth: int = 0) -> Iterator[tuple[str | None, str]]:
+    """(title or None, page path) of each page in an mkdocs `nav` (a list of strings and {title: path or list})."""
     if depth > 20:
         return
     if isinstance(nav, str):
-        yield nav
+        yield title, nav
     elif isinstance(nav, list):
         for item in nav:
-            yield from _nav_strings(item, depth + 1)
+            yield from _nav_entries(item, None, depth + 1)
     elif isinstance(nav, dict):
-        for value in nav.values():
-            yield from _nav_strings(value, depth + 1)
+        for key, value in nav.items():
+            yield from _nav_entries(value, key if isinstance(key, str) else None, depth + 1)
+
+
+def nav_titles(root: Path, site: str, corpus_path: str) -> dict[str, str]:
+    """Repo-relative page → the title an mkdocs `nav` gives it (`- Clients: advanced/clients.md`): mkdocs shows
+    that title on a page without an H1."""
+    path = config_file(root, site, corpus_path) if site == "mkdocs" else None
+    nav = _yaml(_read(path) or "").get("nav") if path else None
+    prefix = corpus_path + "/" if corpus_path else ""
+    out = {}
+    for title, entry in _nav_entries(nav):
+        target = link_target(prefix + "index.md", entry)
+        if title and target is not None and target.path and _is_page(target.path):
+            out[target.path] = title
+    return out
 
 
 def _doc_id(page: str, prefix: str, own: str | None = None) -> str:
