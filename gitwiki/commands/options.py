@@ -74,7 +74,16 @@ def _init(args: argparse.Namespace) -> int:
         found = found._replace(path=load(root).corpus().path)  # AGENTS.md describes the corpus that is configured
     else:
         print(f"corpus folder: {found.path or '.'}/ ({found.site}): {found.why}")
-        print(write_init(root, found.path, args.name, args.force, found.site, found.include).describe())
+        report = write_init(root, found.path, args.name, args.force, found.site, found.include)
+        print(report.describe())
+        if report.backup is not None:  # a merge sets the path only: say what else the site wants
+            from gitwiki.config import load
+
+            corpus = load(root).corpus(args.name)
+            missing = [f"site = {found.site!r}"] if corpus.site != found.site else []
+            missing += [f"{p!r} in include" for p in found.include if p not in corpus.include]
+            if missing:
+                print(f"note: set {' and '.join(missing)} in [[corpus]] {args.name!r} of {report.file} by hand")
     if args.agents:
         from gitwiki.pages.conventions import write_agents
 
