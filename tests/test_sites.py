@@ -130,6 +130,29 @@ def test_docusaurus_links_without_extension_doc_paths_and_site_paths():
     assert plain is not None and plain.path == "docs/guide/setup"  # GitHub does not add the extension
 
 
+def test_docusaurus_front_matter_slug_and_id_place_a_doc(repo, cli):
+    """Links by the site path a slug or id gives reach the page, for the broken-link and the orphan check."""
+    pages = {
+        "docs/intro.md": "---\nslug: /\n---\n\n# Intro\n\n[Setup](/docs/start/here), [steps](guide/setup)\n",
+        "docs/guide/a.md": "# A\n\nBack to [the start](/docs/) and [setup](./setup#run).\n",
+        "docs/guide/install-steps.md": "---\nid: setup\n---\n\n# Steps\n\n## Run\n",
+        "docs/guide/deep.md": "---\nslug: /start/here\n---\n\n# Deep\n\n[A](./a)\n",
+    }
+    repo.commit(
+        "site", {"docusaurus.config.js": "export default {};\n", "sidebars.js": "export default {s: []};\n", **pages}
+    )
+    cli("init", cwd=repo.path)
+    repo.commit("config")
+    codes, findings = _lint_codes(cli, repo)
+    assert not codes, findings
+    moved = sites.routes(repo.path, "docusaurus", "docs", pages)
+    assert moved == {
+        "": "docs/intro.md",
+        "guide/setup": "docs/guide/install-steps.md",
+        "start/here": "docs/guide/deep.md",
+    }
+
+
 def test_mkdocs_absolute_links_start_at_the_docs_folder():
     target = sites.resolve("mkdocs", "docs/", "docs/a/b.md", "/user-guide/x.md#y", {"docs/user-guide/x.md"})
     assert target is not None and (target.path, target.fragment) == ("docs/user-guide/x.md", "y")

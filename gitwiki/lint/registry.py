@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ class Context(NamedTuple):
     )  # another page's anchors (None: unreadable); None: not checked
     linked: set[str] | None  # pages that some other page links to; None: orphans are not checked
     titled: frozenset[str] = frozenset()  # pages a docs site's navigation gives a title (mkdocs `nav`)
+    moved: Mapping[str, str] | None = None  # Docusaurus: site path → the page a front-matter slug or id puts there
 
 
 class Rule(Protocol):

@@ -20,7 +20,7 @@ _YAML_LINE = re.compile(r"^line (\d+): ")
 def resolve(doc: Document, raw: str, ctx: Context) -> Target | None:
     """Where a link of `doc` points, as the corpus's site generator resolves it (`gitwiki.pages.sites`)."""
     site, prefix = (ctx.corpus.site, ctx.corpus.prefix) if ctx.corpus is not None else ("github", "")
-    return sites.resolve(site, prefix, doc.path, raw, ctx.pages)
+    return sites.resolve(site, prefix, doc.path, raw, ctx.pages, ctx.moved)
 
 
 @register

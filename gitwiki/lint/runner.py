@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -53,15 +53,18 @@ def lint_text(
     linked: set[str] | None = None,
     read_yaml: YamlReader | None = None,
     titled: frozenset[str] = frozenset(),
+    moved: Mapping[str, str] | None = None,
 ) -> list[Finding]:
     """Findings for one page at repo-relative `path`, its links resolved against `pages`.
 
     `anchors` gives another page's anchors (None when it cannot be read; `pagefacts.anchors` extracts
     them from a text), so `other.md#anchor` links can be checked; `linked` (the pages some other page links
     to) enables the orphan check, which needs the whole corpus. `read_yaml` reads the front matter (see
-    `split_front_matter`). `titled` are the pages a docs site's navigation gives a title.
+    `split_front_matter`). `titled` are the pages a docs site's navigation gives a title, `moved` the Docusaurus docs a front-matter
+    slug or id places elsewhere (`sites.routes`).
     """
-    return lint_document(parse(path, text, read_yaml), pages, config, anchors=anchors, linked=linked, titled=titled)
+    doc = parse(path, text, read_yaml)
+    return lint_document(doc, pages, config, anchors=anchors, linked=linked, titled=titled, moved=moved)
 
 
 def lint_document(
@@ -72,6 +75,7 @@ def lint_document(
     anchors: Callable[[str], Iterable[str] | None] | None = None,
     linked: set[str] | None = None,
     titled: frozenset[str] = frozenset(),
+    moved: Mapping[str, str] | None = None,
 ) -> list[Finding]:
     """`lint_text` of a page already parsed (`markdown.document.parse`)."""
     path = doc.path
@@ -79,7 +83,7 @@ def lint_document(
     skip = disabled_codes(config, corpus) | doc.disabled
     if corpus is not None:
         skip |= sites.exempt(corpus.site, corpus.prefix, path)
-    ctx = Context(pages, config, corpus, anchors, linked, titled)
+    ctx = Context(pages, config, corpus, anchors, linked, titled, moved)
     out = [
         Finding(path, p.line, p.col, code, rule.severity, p.message, p.hint or rule.hint)
         for code, rule in RULES.items()
@@ -124,7 +128,20 @@ def link_names(wanted: Iterable[str], config: Config) -> set[str]:
     return names
 
 
-def linked_pages(pages: Iterable[str], links: Callable[[str], list[str]], config: Config, wanted: set[str]) -> set[str]:
+def moved_names(moved: Mapping[str, str] | None, wanted: Iterable[str]) -> set[str]:
+    """The last segments of the site paths that reach a page of `wanted` moved by its front matter (`/docs/` for
+    the doc at `slug: /`)."""
+    wanted = set(wanted)
+    return {route.rpartition("/")[2] or "docs" for route, page in (moved or {}).items() if page in wanted}
+
+
+def linked_pages(
+    pages: Iterable[str],
+    links: Callable[[str], list[str]],
+    config: Config,
+    wanted: set[str],
+    moved: Mapping[str, str] | None = None,
+) -> set[str]:
     """The pages in `wanted` that another page links to (a folder link counts for the folder's index and README).
 
     `links` gives a page's relative link targets as written. A link can only reach a wanted page if it ends
@@ -132,7 +149,7 @@ def linked_pages(pages: Iterable[str], links: Callable[[str], list[str]], config
     number of wanted pages.
     """
     fronts = (config.index_blocks.filename, "README.md")
-    names = link_names(wanted, config)
+    names = link_names(wanted, config) | moved_names(moved, wanted)
     linked: set[str] = set()
     for source in pages:
         for raw in links(source):
@@ -143,7 +160,7 @@ def linked_pages(pages: Iterable[str], links: Callable[[str], list[str]], config
                 continue
             corpus = corpus_of(config, source)
             site, prefix = (corpus.site, corpus.prefix) if corpus is not None else ("github", "")
-            target = sites.resolve(site, prefix, source, raw, wanted)
+            target = sites.resolve(site, prefix, source, raw, wanted, moved)
             if target is None or not target.path or target.path == source:
                 continue
             linked.update({target.path, *(f"{target.path}/{front}" for front in fronts)} & wanted)
@@ -178,6 +195,12 @@ def lint_repo(checkout: Checkout, config: Config, files: list[str] | None = None
     def fact(field: str, path: str) -> list[Any] | None:
         return facts.get(field, keys[path], lambda: text(keys[path]))
 
+    moved = {
+        route: page
+        for corpus in config.corpora
+        if corpus.site == "docusaurus"
+        for route, page in sites.routes(root, corpus.site, corpus.path, keys).items()
+    }
     linked = None
     if any(ORPHAN not in disabled_codes(config, c) for c in config.corpora):
         absent = set(facts.missing("links", set(keys.values())))
@@ -187,9 +210,13 @@ def lint_repo(checkout: Checkout, config: Config, files: list[str] | None = None
                 fact("links", path)
         # Only pages with a link ending in a linted page's name can make it no orphan: at 20,000 pages
         # reading every page's links was most of a 5-file lint.
-        sources = facts.linking(link_names(targets, config))
+        sources = facts.linking(link_names(targets, config) | moved_names(moved, targets))
         linked = linked_pages(
-            sorted(p for p, b in keys.items() if b in sources), lambda p: fact("links", p) or [], config, set(targets)
+            sorted(p for p, b in keys.items() if b in sources),
+            lambda p: fact("links", p) or [],
+            config,
+            set(targets),
+            moved,
         )
         for corpus in config.corpora:  # the pages a docs site's own navigation lists (mkdocs nav, sidebars)
             if corpus.site != "github":
@@ -215,6 +242,7 @@ def lint_repo(checkout: Checkout, config: Config, files: list[str] | None = None
             linked=linked,
             read_yaml=facts.read_yaml,
             titled=titled,
+            moved=moved,
         )
     ]
     facts.save()

@@ -12,7 +12,7 @@ import posixpath
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -248,37 +248,73 @@ def _doc_id(page: str, prefix: str, own: str | None = None) -> str:
     return posixpath.join(posixpath.dirname(path), own) if own else path
 
 
-_ID_LINE = re.compile(r"^id:[ \t]*['\"]?([\w.-]+)['\"]?[ \t]*$", re.MULTILINE)
+_FIELD_LINE = re.compile(r"^(id|slug):[ \t]*['\"]?([\w./-]+)['\"]?[ \t]*$", re.MULTILINE)
 
 
-def _front_matter_id(path: Path) -> str | None:
-    """The `id:` in a page's front matter (its first 4 KB), read without YAML: sidebars name docs by it."""
+def _front_matter_fields(path: Path) -> dict[str, str]:
+    """The `id:` and `slug:` of a page's front matter (in its first 4 KB), read without YAML: Docusaurus names
+    and places a doc by them."""
     try:
+        if path.is_symlink():
+            return {}
         with path.open("rb") as f:
             head = f.read(4096).decode("utf-8", "replace")
     except OSError:
-        return None
+        return {}
     if not head.startswith("---"):
-        return None
+        return {}
     end = head.find("\n---", 3)
-    found = _ID_LINE.search(head[: end if end > 0 else len(head)])
-    return found.group(1) if found else None
+    return dict(_FIELD_LINE.findall(head[: end if end > 0 else len(head)]))
 
 
-def resolve(site: str, prefix: str, source: str, raw: str, pages: Container[str]) -> Target | None:
+def _front_matter_id(path: Path) -> str | None:
+    return _front_matter_fields(path).get("id")
+
+
+def routes(root: Path, site: str, corpus_path: str, pages: Iterable[str]) -> dict[str, str]:
+    """Docusaurus: the site path under `/docs/` (no slash at either end) → the page, of each doc whose front matter
+    moves it (`slug: /start`, `slug: setup`, `id: setup`); links by that path reach the page."""
+    if site != "docusaurus":
+        return {}
+    prefix = corpus_path + "/" if corpus_path else ""
+    out = {}
+    for page in pages:
+        if not page.startswith(prefix):
+            continue
+        fields = _front_matter_fields(root / page)
+        folder = posixpath.dirname(page[len(prefix) :])
+        slug, own = fields.get("slug"), fields.get("id")
+        if slug:
+            route = slug if slug.startswith("/") else posixpath.join(folder, slug)
+        elif own:
+            route = posixpath.join(folder, own)
+        else:
+            continue
+        out[posixpath.normpath("/" + route).strip("/")] = page
+    return out
+
+
+def resolve(
+    site: str, prefix: str, source: str, raw: str, pages: Container[str], moved: Mapping[str, str] | None = None
+) -> Target | None:
     """Where the link `raw` in the page `source` points, as the site's generator resolves it (None: external).
 
     Every generator: relative to the page. mkdocs: `/x.md` from the docs folder (`prefix`). Docusaurus: links
     without an extension (`./intro` → intro.md or .mdx, a folder → its index) and `/docs/x` site paths. Where
-    the generator's reading finds no page, the plain (GitHub) reading is given, so lint names that path."""
+    the generator's reading finds no page, the plain (GitHub) reading is given, so lint names that path. `moved`
+    are the Docusaurus docs a front-matter slug or id places elsewhere (`routes`)."""
     target = link_target(source, raw)
     if target is None or target.path is None or site not in ("mkdocs", "docusaurus") or target.path in pages:
         return target
     rest = raw.partition("#")[0].partition("?")[0]
     tries = [target.path]
+    bases = [target.path]  # the page paths the link may name, before Docusaurus's extensions are tried
     if rest.startswith("/") and not rest.startswith("//"):
-        inside = target.path.removeprefix("docs/") if site == "docusaurus" else target.path
+        inside = target.path
+        if site == "docusaurus":  # the docs plugin's routeBasePath, "docs" by default
+            inside = "" if inside == "docs" else inside.removeprefix("docs/")
         tries.append(posixpath.normpath(prefix + inside).removeprefix("./") if inside else prefix.rstrip("/"))
+        bases = tries[:]
     if site == "docusaurus":
         tries = [
             found
@@ -288,6 +324,11 @@ def resolve(site: str, prefix: str, source: str, raw: str, pages: Container[str]
     for path in tries:
         if path in pages:
             return Target(path, target.fragment, target.outside)
+    if moved:
+        for path in bases:
+            inside = path[len(prefix) :] if path.startswith(prefix) else "" if path + "/" == prefix else None
+            if inside is not None and (page := moved.get(inside.strip("/"))):
+                return Target(page, target.fragment, target.outside)
     return target
 
 
