@@ -60,8 +60,8 @@ def lint_text(
     `anchors` gives another page's anchors (None when it cannot be read; `pagefacts.anchors` extracts
     them from a text), so `other.md#anchor` links can be checked; `linked` (the pages some other page links
     to) enables the orphan check, which needs the whole corpus. `read_yaml` reads the front matter (see
-    `split_front_matter`). `titled` are the pages a docs site's navigation gives a title, `moved` the Docusaurus docs a front-matter
-    slug or id places elsewhere (`sites.routes`).
+    `split_front_matter`). `titled` are the pages a docs site's navigation gives a title, `moved` the
+    Docusaurus docs a front-matter slug or id places elsewhere (`sites.routes`).
     """
     doc = parse(path, text, read_yaml)
     return lint_document(doc, pages, config, anchors=anchors, linked=linked, titled=titled, moved=moved)

@@ -326,8 +326,8 @@ def resolve(
             return Target(path, target.fragment, target.outside)
     if moved:
         for path in bases:
-            inside = path[len(prefix) :] if path.startswith(prefix) else "" if path + "/" == prefix else None
-            if inside is not None and (page := moved.get(inside.strip("/"))):
+            rel = path[len(prefix) :] if path.startswith(prefix) else "" if path + "/" == prefix else None
+            if rel is not None and (page := moved.get(rel.strip("/"))):
                 return Target(page, target.fragment, target.outside)
     return target
 
