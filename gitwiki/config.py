@@ -9,17 +9,20 @@ name a lower layer gave: the two always describe the same model.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import functools
 import os
 import re
+import time
 import typing
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from gitwiki import trust
 from gitwiki.errors import UnknownCorpus, UsageError
-from gitwiki.fs import atomic_write, path_problem
+from gitwiki.fs import STALE_TEMP_SECONDS, TEMP_PREFIX, atomic_write, path_problem
 
 REPO_CONFIG_NAME = ".gitwiki.toml"
 DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
@@ -310,16 +313,11 @@ def _repository(table: object, path: Path, from_checkout: bool) -> RepositoryCon
     return RepositoryConfig(**values, source=str(path), from_checkout=from_checkout)
 
 
-def _memory_repository(value: str, path: Path, from_checkout: bool) -> str:
+def _memory_repository(value: str, path: Path) -> str:
     """`[memory] repository`: `~` expanded, relative to the file that says it. Every project's memory writes
     go there, so a cloned checkout's own file may not choose it (it would send the agent's writes where
     the clone says): only the user's config, or a [[repository]] with memory = true, which the user
-    allows first (`gitwiki repo allow`). A checkout may still say "" to read and write no personal memory."""
-    if from_checkout:
-        raise UsageError(
-            f"{path}: [memory] repository is the user's: set it in {user_config_path()}, or declare a [[repository]] "
-            'with memory = true here and allow it with `gitwiki repo allow`; repository = "" turns it off'
-        )
+    allows first (`gitwiki repo allow`): gitwiki.trust drops a checkout's value but for "" (no personal memory here)."""
     return str((path.parent / os.path.expanduser(value)).resolve())
 
 
@@ -359,7 +357,7 @@ def _merge_layer(state: dict[str, Any], data: dict[str, Any], path: Path, from_c
             if key == "embeddings" and "model_path" in fields and "model" not in fields:
                 state[key].pop("model", None)  # a lower layer's name is not the name of this directory's model
             if key == "memory" and fields.get("repository"):
-                fields["repository"] = _memory_repository(fields["repository"], path, from_checkout)
+                fields["repository"] = _memory_repository(fields["repository"], path)
             state[key].update(fields)
         else:
             raise UsageError(f"{path}: unknown key {key!r}; known: corpus, repository, {', '.join(SECTIONS)}")
@@ -376,11 +374,20 @@ def load(root: Path, *, user_file: Path | None = None, read: Callable[[Path], di
     overrides."""
     state: dict[str, Any] = {"corpora": [], "repositories": [], **{name: {} for name in SECTIONS}}
     files = []
+    user_file = user_file or user_config_path()
     checkout_file = root / REPO_CONFIG_NAME
-    for path in (user_file or user_config_path(), checkout_file):
-        if path.is_file():
-            _merge_layer(state, read(path), path, from_checkout=path == checkout_file)
-            files.append(str(path))
+    if user_file.is_file():
+        _merge_layer(state, read(user_file), user_file, from_checkout=False)
+        files.append(str(user_file))
+    user_memory = bool(state["memory"].get("repository")) or any(r.memory for r in state["repositories"])
+    if checkout_file.is_file():  # a stranger's file, as gitwiki.trust classifies its keys
+        data, ignored = trust.checkout_layer(read(checkout_file), checkout_file, root, user_file)
+        _merge_layer(state, data, checkout_file, from_checkout=True)
+        state["repositories"], dropped = trust.memory_conflict(user_memory, state["repositories"], checkout_file)
+        for line in (ignored, dropped):
+            if line:
+                trust.warn(line)
+        files.append(str(checkout_file))
     embeddings = state["embeddings"]
     if os.environ.get("GITWIKI_MODEL"):
         embeddings["model"] = os.environ["GITWIKI_MODEL"]
@@ -519,15 +526,15 @@ def write_init(root: Path, path: str, name: str, force: bool = False) -> InitRep
     target = root / REPO_CONFIG_NAME
     path = normalize_corpus_path(path, "--path")
     if not target.exists():
-        atomic_write(target, init_text(path, name))
+        _write_config(target, init_text(path, name))
         return InitReport(target, name, path)
     if not force:
         raise UsageError(f"{target} exists; edit it, or pass --force to set corpus {name!r} in it (a backup is kept)")
     old = target.read_text(encoding="utf-8")
     merged = merge_corpus(old, path, name, target)
     backup = target.with_name(REPO_CONFIG_NAME + ".bak")
-    atomic_write(backup, old)
-    atomic_write(target, merged)
+    _write_config(backup, old)
+    _write_config(target, merged)
     return InitReport(target, name, path, backup)
 
 
@@ -587,8 +594,25 @@ def write_search(root: Path, values: dict[str, Any]) -> Path:
         old = ""
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"cannot read {target} ({e}); fix it and run again") from None
-    atomic_write(target, merge_search(old, values, target))
+    _write_config(target, merge_search(old, values, target))
     return target
+
+
+def _write_config(target: Path, text: str) -> None:
+    """`atomic_write`, first removing the temp files a killed write of `target` left beside it (older than
+    STALE_TEMP_SECONDS: a live write holds its own for milliseconds); each write of the file so cleans up."""
+    prefix, cutoff = f"{TEMP_PREFIX}{target.name[:64]}.", time.time() - STALE_TEMP_SECONDS
+    try:
+        with os.scandir(target.parent) as entries:
+            stale = [
+                e.path for e in entries if e.name.startswith(prefix) and e.stat(follow_symlinks=False).st_mtime < cutoff
+            ]
+    except OSError:
+        stale = []
+    for path in stale:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    atomic_write(target, text)
 
 
 def merge_search(text: str, values: dict[str, Any], where: Path) -> str:
@@ -610,11 +634,12 @@ def merge_search(text: str, values: dict[str, Any], where: Path) -> str:
         found = len(segments) - 1
     segment = segments[found]
     for key, value in values.items():
-        line = re.compile(rf"^([ \t]*{re.escape(key)}[ \t]*=[ \t]*)[^#\n]*?([ \t]*(?:#.*)?)$", re.MULTILINE)
+        line = re.compile(rf"^([ \t]*{re.escape(key)}[ \t]*=[ \t]*)(.*)$", re.MULTILINE)
         setting = f"{key} = {_toml_value(value)}"
         found_line = line.search(segment)
         if found_line:
-            head, tail = found_line.group(1), found_line.group(2)
+            head, rest = found_line.group(1), found_line.group(2)
+            tail = rest[_value_end(rest) :]  # the spaces and comment after the old value
             segment = segment[: found_line.start()] + head + _toml_value(value) + tail + segment[found_line.end() :]
             continue
         keys = list(_KEY_LINE.finditer(segment))
@@ -632,6 +657,25 @@ def merge_search(text: str, values: dict[str, Any], where: Path) -> str:
     if not same:
         raise UsageError(f"cannot set [search] {', '.join(values)} in {where} safely; edit it by hand")
     return merged
+
+
+def _value_end(rest: str) -> int:
+    """Where the TOML value that starts `rest` (a line after its `=`) ends: before the spaces and `#` comment
+    after it. A `#` inside a quoted string is part of the value ("a#b"), an escaped quote does not end one."""
+    quote, i = "", 0
+    while i < len(rest):
+        ch = rest[i]
+        if quote:
+            if ch == "\\" and quote == '"':
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            break
+        i += 1
+    return len(rest[:i].rstrip(" \t"))
 
 
 def init_text(path: str, name: str = "wiki") -> str:
