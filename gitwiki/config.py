@@ -29,6 +29,8 @@ DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
 FUSIONS = ("rrf", "score")
 MODES = ("hybrid", "lexical", "dense")
 MEMORY_WRITES = ("auto", "project", "personal")
+MAX_INT = 2**31 - 1  # the largest whole number a setting takes
+MAX_THREADS = 1024  # [embeddings] threads: onnxruntime starts that many
 
 
 class CorpusConfig(NamedTuple):
@@ -262,6 +264,8 @@ def _check_type(value: object, annotation: Any, where: str) -> Any:
     if annotation is int:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise UsageError(f"{where} must be a whole number ≥ 0")
+        if value > MAX_INT:  # SQLite's and C's integers end somewhere; no setting needs more
+            raise UsageError(f"{where} must be a whole number from 0 to {MAX_INT}, not {str(value)[:40]}")
         return value
     if annotation is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -438,6 +442,8 @@ def _validate(config: Config) -> None:
             raise UsageError(f"[search] {key} must be a number from 0 to 1, not {value!r}")
     if config.search.depth < 1:
         raise UsageError("[search] depth must be a whole number ≥ 1 (chunks taken from each ranker)")
+    if (config.embeddings.threads or 0) > MAX_THREADS:
+        raise UsageError(f"[embeddings] threads must be a whole number from 0 to {MAX_THREADS}")
     if config.memory.write not in MEMORY_WRITES:
         raise UsageError(f"[memory] write must be one of {', '.join(MEMORY_WRITES)}, not {config.memory.write!r}")
     memory = [r for r in config.repositories if r.memory]
