@@ -113,7 +113,7 @@ def checkout_layer(data: dict[str, Any], path: Path, root: Path, user_file: Path
     repository at `root` checked (UsageError otherwise). Unknown keys and wrong types pass through for the
     schema check to name."""
     out: dict[str, Any] = {}
-    ignored = []
+    ignored: list[str] = []
     for table, value in data.items():
         if table in ("corpus", "repository") and isinstance(value, list):
             out[table] = [_entries(table, t, path, root, ignored) if isinstance(t, dict) else t for t in value]

@@ -68,7 +68,9 @@ def audit(event: str, args: tuple[Any, ...]) -> None:
             writes = bool(isinstance(mode, str) and set(mode) & set("wax+")) or bool(
                 isinstance(flags, int) and flags & WRITE_FLAGS
             )
-        for value in args[:2] if event in ("os.rename", "os.replace", "os.symlink", "os.link", "shutil.move") else args[:1]:
+        for value in (
+            args[:2] if event in ("os.rename", "os.replace", "os.symlink", "os.link", "shutil.move") else args[:1]
+        ):
             path = _path(value)
             if path is not None:
                 touched.append((event, os.path.realpath(path), writes))
@@ -100,7 +102,7 @@ def _run(call: Any, limit: float) -> tuple[int, str, str, float]:
     except Timeout:
         code = -1
         err.write("TIMEOUT\n")
-    except BaseException:  # noqa: BLE001 - a traceback is what the test reports
+    except BaseException:
         code = -2
         err.write(traceback.format_exc())
     finally:

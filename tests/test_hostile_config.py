@@ -171,11 +171,13 @@ def load_problem(root: Path, key: str, value: Any, places: dict[str, str], user_
         cfg = config.load(root, user_file=user_file)
     except GitwikiError as e:
         return None if str(e) and "\n" not in str(e) else f"refused in {str(e).count(chr(10)) + 1} lines"
-    except Exception as e:  # noqa: BLE001 - the finding is that it is not a GitwikiError
+    except Exception as e:
         return f"{type(e).__name__}: {e}"
     table, field = key.split(".")
     kind, top = trust.TABLE[key], root.resolve()
-    record = {"corpus": cfg.corpora[-1], "repository": (cfg.repositories or (None,))[-1]}.get(table) or getattr(cfg, table)
+    record = {"corpus": cfg.corpora[-1], "repository": (cfg.repositories or (None,))[-1]}.get(table) or getattr(
+        cfg, table
+    )
     got = getattr(record, field, None)
     if table == "repository" and (not cfg.repositories or not cfg.repositories[-1].from_checkout):
         return "a checkout's [[repository]] was not marked as needing consent"
@@ -284,11 +286,11 @@ def judge(report: dict[str, Any], tmp_path: Path, toml: str) -> None:
     assert any(Path(p).is_relative_to(top / "repo") for _, p, _ in report["touched"])  # the audit saw the run
     own = [top / d for d in ("repo", "xdg", "cache", "home", "tmp", "run", "audit")]
     problems = []
-    for event, path, writes in report["touched"]:
+    for kind, path, writes in report["touched"]:
         p = Path(path)
         if p.is_relative_to(top):
             if not any(p.is_relative_to(d) for d in own):
-                problems.append(f"{event} {path}")
+                problems.append(f"{kind} {path}")
         elif path in FORBIDDEN or path.startswith("/etc/ssh") or (writes and path not in ("/dev/null",)):
             problems.append(f"{event} {path} (write={writes})")
     victim = str(top / "victim")
@@ -343,7 +345,7 @@ def test_hostile_checkout_configs_under_audit(tmp_path_factory, hostile):
         '[eval]\npath = "out/notes.md"\n[index_blocks]\ntemplate = "/etc/passwd"\n',
         '[memory]\nrepository = "{victim}"\ndir = "../../victim"\n[storage]\nuri = "s3://attacker/b"\n',
         '[[repository]]\nname = "kb"\npath = "{victim}"\nmemory = true\n[embeddings]\nmodel_path = "/"\n',
-        '[search]\ntop_files = 1000000000000000000000000000000\nlimit = 9223372036854775808\n'
+        "[search]\ntop_files = 1000000000000000000000000000000\nlimit = 9223372036854775808\n"
         "depth = 9223372036854775807\nsnippet_chars = 2147483648\n[agent_hooks]\nmax_chars = 10000000000\n",
         # every user-only key at once: all ignored, so every command runs on past loading
         '[storage]\nindex_dir = "{victim}/.git/gitwiki"\nuri = "{victim}"\n[embeddings]\nmodel_path = "{victim}"\n'
