@@ -6,8 +6,8 @@ checkout's layer, nowhere else:
 
 - *either file*: a value that only shapes how this checkout is searched or checked (its type and range
   are checked as for any layer);
-- *user only*: a key that points gitwiki at something outside the checkout (the index dir, a storage URI,
-  a model directory, the personal memory repository). From a checkout it is ignored, with one warning
+- *user only*: a key that points gitwiki at something outside the checkout (the index dir, a model
+  directory, the personal memory repository). From a checkout it is ignored, with one warning
   line on stderr naming every such key;
 - *inside the repository*: a path a checkout may name in itself. Resolved (symlinks followed) from the
   repo root, it must stay inside the repository and out of `.git`, or loading fails with a UsageError;
@@ -77,7 +77,8 @@ TABLE: dict[str, Trust] = {
     "embeddings.threads": ANY,
     "embeddings.batch_size": ANY,
     "storage.index_dir": USER,  # where gitwiki writes and trusts its own state (docs/security.md)
-    "storage.uri": USER,  # a LanceDB URI: another host or any local folder
+    # The repo's own shared index (docs/ci.md): read only by `gitwiki lance` and by readers outside a checkout.
+    "storage.uri": ANY,
     "storage.ann_min_rows": ANY,
     "lint.disable": ANY,
     "lint.max_page_bytes": ANY,

@@ -88,7 +88,6 @@ def test_the_users_own_index_dir_is_obeyed(tmp_path, cli):
 @pytest.mark.parametrize(
     "key, value",
     [
-        ("storage.uri", "s3://attacker/bucket"),
         ("storage.index_dir", "/tmp"),
         ("embeddings.model_path", "/"),
         ("memory.repository", "~/elsewhere"),
@@ -208,3 +207,15 @@ def test_a_search_edit_keeps_a_hash_inside_a_value_and_the_comment_after_it(line
     key = line.split(" ", 1)[0]
     merged = config.merge_search(f"[search]\n{line}\n", {key: value}, Path(".gitwiki.toml"))
     assert merged == f"[search]\n{expected}\n"
+
+
+def test_every_test_docs_security_names_exists():
+    text = (ROOT / "docs/security.md").read_text(encoding="utf-8")
+    named = re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", text)
+    assert len(named) > 30
+    missing = [
+        f"{path}::{name}"
+        for path, name in named
+        if not (ROOT / path).is_file() or not re.search(rf"^(async )?def {name}\(", (ROOT / path).read_text(), re.M)
+    ]
+    assert not missing
