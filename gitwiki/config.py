@@ -200,7 +200,7 @@ class Config(NamedTuple):
             if corpus.name == name:
                 return corpus
         choices = ", ".join(c.name for c in self.corpora)
-        raise UnknownCorpus(f"no corpus named {name!r}; choose one of: {choices}")
+        raise UnknownCorpus(f"no corpus named {_shown(name)}; choose one of: {choices}")
 
 
 def index_dir(config: Config, root: Path, common_dir: Path) -> Path:
@@ -284,7 +284,7 @@ def _fields(cls: type, table: dict[str, Any], where: str) -> dict[str, Any]:
     out = {}
     for key, value in table.items():
         if key not in known:
-            raise UsageError(f"{where}: unknown key {key!r}; known keys: {', '.join(sorted(known))}")
+            raise UsageError(f"{where}: unknown key {_shown(key)}; known keys: {', '.join(sorted(known))}")
         out[key] = _check_type(value, hints[key], f"{where}: {key}")
     return out
 
@@ -307,13 +307,15 @@ def _repository(table: object, path: Path, from_checkout: bool) -> RepositoryCon
     if not name or ":" in name or "/" in name:
         raise UsageError(f"{path}: every [[repository]] needs a name without ':' or '/' (it becomes repo:NAME:wiki)")
     if bool(values.get("url")) == bool(values.get("path")):
-        raise UsageError(f"{path}: [[repository]] {name!r} needs exactly one of url or path")
+        raise UsageError(f"{path}: [[repository]] {_shown(name)} needs exactly one of url or path")
     if values.get("memory") and not values.get("path"):
-        raise UsageError(f"{path}: [[repository]] {name!r} is the memory repository: it needs a local path, not a url")
+        raise UsageError(
+            f"{path}: [[repository]] {_shown(name)} is the memory repository: it needs a local path, not a url"
+        )
     if values.get("path"):  # relative to the file that says it, like git's includes
         values["path"] = str((path.parent / os.path.expanduser(values["path"])).resolve())
     if values.get("wiki") is not None:
-        values["wiki"] = normalize_corpus_path(values["wiki"], f"{path} [[repository]] {name!r}")
+        values["wiki"] = normalize_corpus_path(values["wiki"], f"{path} [[repository]] {_shown(name)}")
     return RepositoryConfig(**values, source=str(path), from_checkout=from_checkout)
 
 
@@ -329,7 +331,9 @@ def _append_unique(entries: list[Any], entry: Any, kind: str, path: Path) -> Non
     """Array entries append; a name defined twice is an error naming both files."""
     for existing in entries:
         if existing.name == entry.name:
-            raise UsageError(f"{kind} {entry.name!r} is defined twice: in {existing.source} and in {path}; rename one")
+            raise UsageError(
+                f"{kind} {_shown(entry.name)} is defined twice: in {existing.source} and in {path}; rename one"
+            )
     entries.append(entry)
 
 
@@ -337,7 +341,7 @@ def normalize_corpus_path(raw: str, where: str | Path) -> str:
     folder = "/".join(p for p in raw.replace("\\", "/").split("/") if p not in ("", "."))
     if raw.startswith("/") or (folder and path_problem(folder)):
         raise UsageError(
-            f"{where}: corpus path {raw!r} must be a folder relative to the repo root, without '..' or .git"
+            f"{where}: corpus path {_shown(raw)} must be a folder relative to the repo root, without '..' or .git"
         )
     return folder
 
@@ -364,7 +368,7 @@ def _merge_layer(state: dict[str, Any], data: dict[str, Any], path: Path, from_c
                 fields["repository"] = _memory_repository(fields["repository"], path)
             state[key].update(fields)
         else:
-            raise UsageError(f"{path}: unknown key {key!r}; known: corpus, repository, {', '.join(SECTIONS)}")
+            raise UsageError(f"{path}: unknown key {_shown(key)}; known: corpus, repository, {', '.join(SECTIONS)}")
 
 
 def _default_corpora(root: Path) -> tuple[CorpusConfig, ...]:
@@ -429,12 +433,13 @@ def model_from_path(path: str) -> str:
 
 def _validate(config: Config) -> None:
     if config.search.mode not in MODES:
-        raise UsageError(f"[search] mode must be one of {', '.join(MODES)}, not {config.search.mode!r}")
+        raise UsageError(f"[search] mode must be one of {', '.join(MODES)}, not {_shown(config.search.mode)}")
     if config.search.fusion not in FUSIONS:
-        raise UsageError(f"[search] fusion must be one of {', '.join(FUSIONS)}, not {config.search.fusion!r}")
+        raise UsageError(f"[search] fusion must be one of {', '.join(FUSIONS)}, not {_shown(config.search.fusion)}")
     if config.search.normalization not in NORMALIZATIONS:
         raise UsageError(
-            f"[search] normalization must be one of {', '.join(NORMALIZATIONS)}, not {config.search.normalization!r}"
+            f"[search] normalization must be one of {', '.join(NORMALIZATIONS)}, "
+            f"not {_shown(config.search.normalization)}"
         )
     for key in ("fusion_weight", "page_share"):
         value = getattr(config.search, key)
@@ -445,12 +450,18 @@ def _validate(config: Config) -> None:
     if (config.embeddings.threads or 0) > MAX_THREADS:
         raise UsageError(f"[embeddings] threads must be a whole number from 0 to {MAX_THREADS}")
     if config.memory.write not in MEMORY_WRITES:
-        raise UsageError(f"[memory] write must be one of {', '.join(MEMORY_WRITES)}, not {config.memory.write!r}")
+        raise UsageError(f"[memory] write must be one of {', '.join(MEMORY_WRITES)}, not {_shown(config.memory.write)}")
     memory = [r for r in config.repositories if r.memory]
     if len(memory) > 1 or (memory and config.memory.repository):
-        named = [f"[[repository]] {r.name!r} in {r.source}" for r in memory]
+        named = [f"[[repository]] {_shown(r.name)} in {r.source}" for r in memory]
         named += ["[memory] repository"] if config.memory.repository else []
         raise UsageError(f"one personal memory repository at most: {' and '.join(named)} both name one; keep one")
+
+
+def _shown(value: object) -> str:
+    """A value in an error line, cut short: a checkout may hold a 5,000-character one."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def warnings(config: Config, root: Path) -> list[str]:
@@ -466,7 +477,7 @@ def warnings(config: Config, root: Path) -> list[str]:
             )
     for r in config.repositories:
         if r.path and not Path(r.path).exists():
-            out.append(f"[[repository]] {r.name!r}: path {r.path} does not exist; fix path in {r.source}")
+            out.append(f"[[repository]] {_shown(r.name)}: path {r.path} does not exist; fix path in {r.source}")
     return out
 
 
@@ -535,7 +546,9 @@ def write_init(root: Path, path: str, name: str, force: bool = False) -> InitRep
         _write_config(target, init_text(path, name))
         return InitReport(target, name, path)
     if not force:
-        raise UsageError(f"{target} exists; edit it, or pass --force to set corpus {name!r} in it (a backup is kept)")
+        raise UsageError(
+            f"{target} exists; edit it, or pass --force to set corpus {_shown(name)} in it (a backup is kept)"
+        )
     old = target.read_text(encoding="utf-8")
     merged = merge_corpus(old, path, name, target)
     backup = target.with_name(REPO_CONFIG_NAME + ".bak")
@@ -582,7 +595,7 @@ def merge_corpus(text: str, path: str, name: str, where: Path) -> str:
     after = corpora(merged)
     wanted = [t for t in after if isinstance(t, dict) and t.get("name") == name]
     if len(after) != len(before) + (not named) or not wanted or wanted[0].get("path") != path:
-        raise UsageError(f"cannot merge corpus {name!r} into {where} safely; edit it by hand")
+        raise UsageError(f"cannot merge corpus {_shown(name)} into {where} safely; edit it by hand")
     return merged
 
 

@@ -148,12 +148,16 @@ def confine(value: str, root: Path, where: str, name_only: bool = False) -> Path
     """`value` (a path from a checkout, relative to the repo `root`) resolved with its symlinks followed;
     a UsageError when it leads outside the repository or into `.git`."""
     if name_only and (value in ("", ".", "..") or "/" in value or "\\" in value or path_problem(value)):
-        raise UsageError(f"{where} must be a file name without '/' (not {value!r}); fix it in the checkout's file")
+        raise UsageError(
+            f"{where} must be a file name without '/' (not {value[:200]!r}); fix it in the checkout's file"
+        )
     top = root.resolve()
     try:
         target = (top / value).resolve()  # no expanduser: "~/x" is a folder named "~" here
     except (OSError, RuntimeError, ValueError) as e:  # a symlink loop, a NUL
-        raise UsageError(f"{where} = {value!r} cannot be resolved ({e}); use a path inside the repository") from None
+        raise UsageError(
+            f"{where} = {value[:200]!r} cannot be resolved ({e}); use a path inside the repository"
+        ) from None
     rel = os.path.relpath(target, top) if target.is_relative_to(top) else None
     if rel is None or (rel != "." and path_problem(rel.replace(os.sep, "/"))):
         raise UsageError(

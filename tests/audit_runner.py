@@ -107,7 +107,9 @@ def _run(call: Any, limit: float) -> tuple[int, str, str, float]:
         err.write(traceback.format_exc())
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-    return code, out.getvalue()[-2000:], err.getvalue()[-4000:], time.monotonic() - started
+    said = err.getvalue()
+    said = said if len(said) <= 8000 else said[:4000] + "\n[...]\n" + said[-4000:]
+    return code, out.getvalue()[-2000:], said, time.monotonic() - started
 
 
 def _guard_remotes() -> None:
