@@ -219,3 +219,22 @@ def test_every_test_docs_security_names_exists():
         if not (ROOT / path).is_file() or not re.search(rf"^(async )?def {name}\(", (ROOT / path).read_text(), re.M)
     ]
     assert not missing
+
+
+@pytest.mark.parametrize(
+    "toml, fragment",
+    [
+        ("[search]\ntop_files = 1000000000000000000000000000000\n", "from 0 to 2147483647"),
+        ("[search]\nlimit = 9223372036854775808\n", "from 0 to 2147483647"),
+        ("[embeddings]\nthreads = 100000\n", "threads must be a whole number from 0 to 1024"),
+        ('[memory]\nwrite = "' + "a" * 5000 + '"\n', "write must be one of"),
+        ('[search]\nmode = "' + "m" * 5000 + '"\n', "mode must be one of"),
+    ],
+)
+def test_huge_values_are_refused_in_one_short_line(tmp_path, toml, fragment):
+    """top_files = 10**30 was an OverflowError traceback in ground and memory search (26d4724), a 5,000-character
+    value came back whole in the error line."""
+    (tmp_path / ".gitwiki.toml").write_text(toml)
+    with pytest.raises(UsageError, match=fragment) as e:
+        config.load(tmp_path, user_file=tmp_path / "none.toml")
+    assert "\n" not in str(e.value) and len(str(e.value)) < 400
