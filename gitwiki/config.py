@@ -9,17 +9,20 @@ name a lower layer gave: the two always describe the same model.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import functools
 import os
 import re
+import time
 import typing
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from gitwiki import trust
 from gitwiki.errors import UnknownCorpus, UsageError
-from gitwiki.fs import atomic_write, path_problem
+from gitwiki.fs import STALE_TEMP_SECONDS, TEMP_PREFIX, atomic_write, path_problem
 
 REPO_CONFIG_NAME = ".gitwiki.toml"
 DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
@@ -28,6 +31,8 @@ MODES = ("hybrid", "lexical", "dense")
 MEMORY_WRITES = ("auto", "project", "personal")
 # The docs-site generator a corpus is published with: its links, navigation and conventions (gitwiki.pages.sites).
 SITES = ("github", "mkdocs", "mdbook", "docusaurus")
+MAX_INT = 2**31 - 1  # the largest whole number a setting takes
+MAX_THREADS = 1024  # [embeddings] threads: onnxruntime starts that many
 
 
 class CorpusConfig(NamedTuple):
@@ -198,7 +203,7 @@ class Config(NamedTuple):
             if corpus.name == name:
                 return corpus
         choices = ", ".join(c.name for c in self.corpora)
-        raise UnknownCorpus(f"no corpus named {name!r}; choose one of: {choices}")
+        raise UnknownCorpus(f"no corpus named {_shown(name)}; choose one of: {choices}")
 
 
 def index_dir(config: Config, root: Path, common_dir: Path) -> Path:
@@ -262,6 +267,8 @@ def _check_type(value: object, annotation: Any, where: str) -> Any:
     if annotation is int:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise UsageError(f"{where} must be a whole number ≥ 0")
+        if value > MAX_INT:  # SQLite's and C's integers end somewhere; no setting needs more
+            raise UsageError(f"{where} must be a whole number from 0 to {MAX_INT}, not {str(value)[:40]}")
         return value
     if annotation is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -280,7 +287,7 @@ def _fields(cls: type, table: dict[str, Any], where: str) -> dict[str, Any]:
     out = {}
     for key, value in table.items():
         if key not in known:
-            raise UsageError(f"{where}: unknown key {key!r}; known keys: {', '.join(sorted(known))}")
+            raise UsageError(f"{where}: unknown key {_shown(key)}; known keys: {', '.join(sorted(known))}")
         out[key] = _check_type(value, hints[key], f"{where}: {key}")
     return out
 
@@ -303,26 +310,23 @@ def _repository(table: object, path: Path, from_checkout: bool) -> RepositoryCon
     if not name or ":" in name or "/" in name:
         raise UsageError(f"{path}: every [[repository]] needs a name without ':' or '/' (it becomes repo:NAME:wiki)")
     if bool(values.get("url")) == bool(values.get("path")):
-        raise UsageError(f"{path}: [[repository]] {name!r} needs exactly one of url or path")
+        raise UsageError(f"{path}: [[repository]] {_shown(name)} needs exactly one of url or path")
     if values.get("memory") and not values.get("path"):
-        raise UsageError(f"{path}: [[repository]] {name!r} is the memory repository: it needs a local path, not a url")
+        raise UsageError(
+            f"{path}: [[repository]] {_shown(name)} is the memory repository: it needs a local path, not a url"
+        )
     if values.get("path"):  # relative to the file that says it, like git's includes
         values["path"] = str((path.parent / os.path.expanduser(values["path"])).resolve())
     if values.get("wiki") is not None:
-        values["wiki"] = normalize_corpus_path(values["wiki"], f"{path} [[repository]] {name!r}")
+        values["wiki"] = normalize_corpus_path(values["wiki"], f"{path} [[repository]] {_shown(name)}")
     return RepositoryConfig(**values, source=str(path), from_checkout=from_checkout)
 
 
-def _memory_repository(value: str, path: Path, from_checkout: bool) -> str:
+def _memory_repository(value: str, path: Path) -> str:
     """`[memory] repository`: `~` expanded, relative to the file that says it. Every project's memory writes
     go there, so a cloned checkout's own file may not choose it (it would send the agent's writes where
     the clone says): only the user's config, or a [[repository]] with memory = true, which the user
-    allows first (`gitwiki repo allow`). A checkout may still say "" to read and write no personal memory."""
-    if from_checkout:
-        raise UsageError(
-            f"{path}: [memory] repository is the user's: set it in {user_config_path()}, or declare a [[repository]] "
-            'with memory = true here and allow it with `gitwiki repo allow`; repository = "" turns it off'
-        )
+    allows first (`gitwiki repo allow`): gitwiki.trust drops a checkout's value but for "" (no personal memory here)."""
     return str((path.parent / os.path.expanduser(value)).resolve())
 
 
@@ -330,7 +334,9 @@ def _append_unique(entries: list[Any], entry: Any, kind: str, path: Path) -> Non
     """Array entries append; a name defined twice is an error naming both files."""
     for existing in entries:
         if existing.name == entry.name:
-            raise UsageError(f"{kind} {entry.name!r} is defined twice: in {existing.source} and in {path}; rename one")
+            raise UsageError(
+                f"{kind} {_shown(entry.name)} is defined twice: in {existing.source} and in {path}; rename one"
+            )
     entries.append(entry)
 
 
@@ -338,7 +344,7 @@ def normalize_corpus_path(raw: str, where: str | Path) -> str:
     folder = "/".join(p for p in raw.replace("\\", "/").split("/") if p not in ("", "."))
     if raw.startswith("/") or (folder and path_problem(folder)):
         raise UsageError(
-            f"{where}: corpus path {raw!r} must be a folder relative to the repo root, without '..' or .git"
+            f"{where}: corpus path {_shown(raw)} must be a folder relative to the repo root, without '..' or .git"
         )
     return folder
 
@@ -362,10 +368,10 @@ def _merge_layer(state: dict[str, Any], data: dict[str, Any], path: Path, from_c
             if key == "embeddings" and "model_path" in fields and "model" not in fields:
                 state[key].pop("model", None)  # a lower layer's name is not the name of this directory's model
             if key == "memory" and fields.get("repository"):
-                fields["repository"] = _memory_repository(fields["repository"], path, from_checkout)
+                fields["repository"] = _memory_repository(fields["repository"], path)
             state[key].update(fields)
         else:
-            raise UsageError(f"{path}: unknown key {key!r}; known: corpus, repository, {', '.join(SECTIONS)}")
+            raise UsageError(f"{path}: unknown key {_shown(key)}; known: corpus, repository, {', '.join(SECTIONS)}")
 
 
 def _default_corpora(root: Path) -> tuple[CorpusConfig, ...]:
@@ -379,11 +385,20 @@ def load(root: Path, *, user_file: Path | None = None, read: Callable[[Path], di
     overrides."""
     state: dict[str, Any] = {"corpora": [], "repositories": [], **{name: {} for name in SECTIONS}}
     files = []
+    user_file = user_file or user_config_path()
     checkout_file = root / REPO_CONFIG_NAME
-    for path in (user_file or user_config_path(), checkout_file):
-        if path.is_file():
-            _merge_layer(state, read(path), path, from_checkout=path == checkout_file)
-            files.append(str(path))
+    if user_file.is_file():
+        _merge_layer(state, read(user_file), user_file, from_checkout=False)
+        files.append(str(user_file))
+    user_memory = bool(state["memory"].get("repository")) or any(r.memory for r in state["repositories"])
+    if checkout_file.is_file():  # a stranger's file, as gitwiki.trust classifies its keys
+        data, ignored = trust.checkout_layer(read(checkout_file), checkout_file, root, user_file)
+        _merge_layer(state, data, checkout_file, from_checkout=True)
+        state["repositories"], dropped = trust.memory_conflict(user_memory, state["repositories"], checkout_file)
+        for line in (ignored, dropped):
+            if line:
+                trust.warn(line)
+        files.append(str(checkout_file))
     embeddings = state["embeddings"]
     if os.environ.get("GITWIKI_MODEL"):
         embeddings["model"] = os.environ["GITWIKI_MODEL"]
@@ -421,12 +436,13 @@ def model_from_path(path: str) -> str:
 
 def _validate(config: Config) -> None:
     if config.search.mode not in MODES:
-        raise UsageError(f"[search] mode must be one of {', '.join(MODES)}, not {config.search.mode!r}")
+        raise UsageError(f"[search] mode must be one of {', '.join(MODES)}, not {_shown(config.search.mode)}")
     if config.search.fusion not in FUSIONS:
-        raise UsageError(f"[search] fusion must be one of {', '.join(FUSIONS)}, not {config.search.fusion!r}")
+        raise UsageError(f"[search] fusion must be one of {', '.join(FUSIONS)}, not {_shown(config.search.fusion)}")
     if config.search.normalization not in NORMALIZATIONS:
         raise UsageError(
-            f"[search] normalization must be one of {', '.join(NORMALIZATIONS)}, not {config.search.normalization!r}"
+            f"[search] normalization must be one of {', '.join(NORMALIZATIONS)}, "
+            f"not {_shown(config.search.normalization)}"
         )
     for key in ("fusion_weight", "page_share"):
         value = getattr(config.search, key)
@@ -436,14 +452,22 @@ def _validate(config: Config) -> None:
         raise UsageError("[search] depth must be a whole number ≥ 1 (chunks taken from each ranker)")
     for corpus in config.corpora:
         if corpus.site not in SITES:
-            raise UsageError(f"{corpus.source} [[corpus]] {corpus.name!r}: site must be one of {', '.join(SITES)}")
+            raise UsageError(f"{corpus.source} [[corpus]] {_shown(corpus.name)}: site must be one of {', '.join(SITES)}")
+    if (config.embeddings.threads or 0) > MAX_THREADS:
+        raise UsageError(f"[embeddings] threads must be a whole number from 0 to {MAX_THREADS}")
     if config.memory.write not in MEMORY_WRITES:
-        raise UsageError(f"[memory] write must be one of {', '.join(MEMORY_WRITES)}, not {config.memory.write!r}")
+        raise UsageError(f"[memory] write must be one of {', '.join(MEMORY_WRITES)}, not {_shown(config.memory.write)}")
     memory = [r for r in config.repositories if r.memory]
     if len(memory) > 1 or (memory and config.memory.repository):
-        named = [f"[[repository]] {r.name!r} in {r.source}" for r in memory]
+        named = [f"[[repository]] {_shown(r.name)} in {r.source}" for r in memory]
         named += ["[memory] repository"] if config.memory.repository else []
         raise UsageError(f"one personal memory repository at most: {' and '.join(named)} both name one; keep one")
+
+
+def _shown(value: object) -> str:
+    """A value in an error line, cut short: a checkout may hold a 5,000-character one."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def warnings(config: Config, root: Path) -> list[str]:
@@ -459,7 +483,7 @@ def warnings(config: Config, root: Path) -> list[str]:
             )
     for r in config.repositories:
         if r.path and not Path(r.path).exists():
-            out.append(f"[[repository]] {r.name!r}: path {r.path} does not exist; fix path in {r.source}")
+            out.append(f"[[repository]] {_shown(r.name)}: path {r.path} does not exist; fix path in {r.source}")
     return out
 
 
@@ -527,15 +551,17 @@ def write_init(
     target = root / REPO_CONFIG_NAME
     path = normalize_corpus_path(path, "--path")
     if not target.exists():
-        atomic_write(target, init_text(path, name, site, include))
+        _write_config(target, init_text(path, name, site, include))
         return InitReport(target, name, path)
     if not force:
-        raise UsageError(f"{target} exists; edit it, or pass --force to set corpus {name!r} in it (a backup is kept)")
+        raise UsageError(
+            f"{target} exists; edit it, or pass --force to set corpus {_shown(name)} in it (a backup is kept)"
+        )
     old = target.read_text(encoding="utf-8")
     merged = merge_corpus(old, path, name, target)
     backup = target.with_name(REPO_CONFIG_NAME + ".bak")
-    atomic_write(backup, old)
-    atomic_write(target, merged)
+    _write_config(backup, old)
+    _write_config(target, merged)
     return InitReport(target, name, path, backup)
 
 
@@ -577,7 +603,7 @@ def merge_corpus(text: str, path: str, name: str, where: Path) -> str:
     after = corpora(merged)
     wanted = [t for t in after if isinstance(t, dict) and t.get("name") == name]
     if len(after) != len(before) + (not named) or not wanted or wanted[0].get("path") != path:
-        raise UsageError(f"cannot merge corpus {name!r} into {where} safely; edit it by hand")
+        raise UsageError(f"cannot merge corpus {_shown(name)} into {where} safely; edit it by hand")
     return merged
 
 
@@ -595,8 +621,25 @@ def write_search(root: Path, values: dict[str, Any]) -> Path:
         old = ""
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"cannot read {target} ({e}); fix it and run again") from None
-    atomic_write(target, merge_search(old, values, target))
+    _write_config(target, merge_search(old, values, target))
     return target
+
+
+def _write_config(target: Path, text: str) -> None:
+    """`atomic_write`, first removing the temp files a killed write of `target` left beside it (older than
+    STALE_TEMP_SECONDS: a live write holds its own for milliseconds); each write of the file so cleans up."""
+    prefix, cutoff = f"{TEMP_PREFIX}{target.name[:64]}.", time.time() - STALE_TEMP_SECONDS
+    try:
+        with os.scandir(target.parent) as entries:
+            stale = [
+                e.path for e in entries if e.name.startswith(prefix) and e.stat(follow_symlinks=False).st_mtime < cutoff
+            ]
+    except OSError:
+        stale = []
+    for path in stale:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    atomic_write(target, text)
 
 
 def merge_search(text: str, values: dict[str, Any], where: Path) -> str:
@@ -618,11 +661,12 @@ def merge_search(text: str, values: dict[str, Any], where: Path) -> str:
         found = len(segments) - 1
     segment = segments[found]
     for key, value in values.items():
-        line = re.compile(rf"^([ \t]*{re.escape(key)}[ \t]*=[ \t]*)[^#\n]*?([ \t]*(?:#.*)?)$", re.MULTILINE)
+        line = re.compile(rf"^([ \t]*{re.escape(key)}[ \t]*=[ \t]*)(.*)$", re.MULTILINE)
         setting = f"{key} = {_toml_value(value)}"
         found_line = line.search(segment)
         if found_line:
-            head, tail = found_line.group(1), found_line.group(2)
+            head, rest = found_line.group(1), found_line.group(2)
+            tail = rest[_value_end(rest) :]  # the spaces and comment after the old value
             segment = segment[: found_line.start()] + head + _toml_value(value) + tail + segment[found_line.end() :]
             continue
         keys = list(_KEY_LINE.finditer(segment))
@@ -640,6 +684,25 @@ def merge_search(text: str, values: dict[str, Any], where: Path) -> str:
     if not same:
         raise UsageError(f"cannot set [search] {', '.join(values)} in {where} safely; edit it by hand")
     return merged
+
+
+def _value_end(rest: str) -> int:
+    """Where the TOML value that starts `rest` (a line after its `=`) ends: before the spaces and `#` comment
+    after it. A `#` inside a quoted string is part of the value ("a#b"), an escaped quote does not end one."""
+    quote, i = "", 0
+    while i < len(rest):
+        ch = rest[i]
+        if quote:
+            if ch == "\\" and quote == '"':
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            break
+        i += 1
+    return len(rest[:i].rstrip(" \t"))
 
 
 def init_text(path: str, name: str = "wiki", site: str = "github", include: tuple[str, ...] = ("**/*.md",)) -> str:

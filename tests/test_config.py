@@ -147,12 +147,16 @@ def test_model_path_from_the_environment_names_its_model_over_a_file(tmp_path, m
 def test_a_layer_with_model_path_and_no_model_drops_a_lower_layers_model(tmp_path, monkeypatch):
     monkeypatch.delenv("GITWIKI_MODEL", raising=False)
     monkeypatch.delenv("GITWIKI_MODEL_PATH", raising=False)
+    # model_path is the user's alone (gitwiki.trust): the layers that set it are the user's file and the environment
     user = write(tmp_path / "user.toml", '[embeddings]\nmodel = "BAAI/bge-small-en-v1.5"\n')
-    write(tmp_path / "repo/.gitwiki.toml", '[embeddings]\nmodel_path = "/opt/models/minilm-onnx"\n')
+    (tmp_path / "repo").mkdir()
+    monkeypatch.setenv("GITWIKI_MODEL_PATH", "/opt/models/minilm-onnx")
     assert config.load(tmp_path / "repo", user_file=user).embeddings.model == "minilm"
-    both = '[embeddings]\nmodel_path = "/opt/models/m"\nmodel = "org/m"\n'  # a pair in one layer stays a pair
-    write(tmp_path / "repo/.gitwiki.toml", both)
+    monkeypatch.delenv("GITWIKI_MODEL_PATH")
+    write(user, '[embeddings]\nmodel_path = "/opt/models/m"\nmodel = "org/m"\n')  # a pair in one layer stays a pair
     assert config.load(tmp_path / "repo", user_file=user).embeddings.model == "org/m"
+    write(user, '[embeddings]\nmodel_path = "/opt/models/minilm-onnx"\n')
+    assert config.load(tmp_path / "repo", user_file=user).embeddings.model == "minilm"
 
 
 def test_init_does_not_pin_a_model(tmp_path, monkeypatch):

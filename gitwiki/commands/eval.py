@@ -87,11 +87,13 @@ def eval_command(args: argparse.Namespace) -> int:
         folder = path_arg(args, args.beir)
         beir = evaluation.load_beir(folder, args.split)
         work = path_arg(args, args.work) if args.work else _cache_dir() / folder.name
-        # The index lives beside the repo, so rebuilding the repo for another set keeps the vector cache.
-        config = '[[corpus]]\nname = "beir"\npath = "wiki"\n\n[storage]\nindex_dir = "../index"\n'
+        # The index lives beside the repo, so rebuilding the repo for another set keeps the vector cache; set
+        # here, as a repo's own file may not choose its index dir (gitwiki.trust).
+        config = '[[corpus]]\nname = "beir"\npath = "wiki"\n'
         if not args.json:
             print(f"indexing {len(beir.pages)} pages in {work} ...", file=sys.stderr)
         wiki = Wiki.open(evaluation.write_corpus_repo(work / "repo", beir.pages, config))
+        wiki.config = wiki.config._replace(storage=wiki.config.storage._replace(index_dir=str(work / "index")))
         wiki.index()
         questions, source = beir.questions, str(folder)
     else:

@@ -29,9 +29,11 @@ def shipped_dir() -> Path:
 def environment(search: tuple[str, ...]) -> jinja2.Environment:
     """A strict environment over the folders `search` (first match wins), with the markdown filters
     `md_text` (escape brackets and backslashes in link text) and `md_link` (percent-encode a link target)."""
-    import jinja2
+    import jinja2.sandbox
 
-    env = jinja2.Environment(
+    # Sandboxed: a checkout's own template (.gitwiki/templates/, [index_blocks] template) is a stranger's code, and
+    # plain jinja2 reaches Python from it (`cycler.__init__.__globals__.os`); the sandbox refuses that.
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(
         loader=jinja2.FileSystemLoader(list(search)),
         autoescape=False,
         trim_blocks=True,

@@ -251,11 +251,11 @@ def test_a_repository_that_is_not_git_or_inside_the_project_is_refused(tmp_path,
     assert (home / "empty/.git").is_dir()
 
 
-def test_a_checkout_cannot_choose_the_personal_repository(tmp_path, home):
+def test_a_checkout_cannot_choose_the_personal_repository(tmp_path, home, capsys):
     a = project(tmp_path, "a")
     a.write(".gitwiki.toml", PROJECT + '[memory]\nrepository = "~/elsewhere"\n')
-    with pytest.raises(UsageError, match=r"\[memory\] repository is the user's"):
-        config_mod.load(a.path)
+    assert config_mod.load(a.path).memory.repository is None  # ignored (gitwiki.trust), with one line saying so
+    assert "ignored [memory] repository" in capsys.readouterr().err
     a.write(".gitwiki.toml", PROJECT + '[[repository]]\nname = "kb"\npath = "../kb"\nmemory = true\n')
     with pytest.raises(UsageError, match="gitwiki repo allow kb"):
         personal.location(config_mod.load(a.path), a.path)
