@@ -452,7 +452,8 @@ def _validate(config: Config) -> None:
         raise UsageError("[search] depth must be a whole number ≥ 1 (chunks taken from each ranker)")
     for corpus in config.corpora:
         if corpus.site not in SITES:
-            raise UsageError(f"{corpus.source} [[corpus]] {_shown(corpus.name)}: site must be one of {', '.join(SITES)}")
+            where = f"{corpus.source} [[corpus]] {_shown(corpus.name)}"
+            raise UsageError(f"{where}: site must be one of {', '.join(SITES)}")
     if (config.embeddings.threads or 0) > MAX_THREADS:
         raise UsageError(f"[embeddings] threads must be a whole number from 0 to {MAX_THREADS}")
     if config.memory.write not in MEMORY_WRITES:
