@@ -17,7 +17,7 @@ from gitwiki.memory import search as search_mod
 from gitwiki.memory import store as store_mod
 from gitwiki.memory import stores
 from gitwiki.memory import topics as topics_mod
-from gitwiki.memory.entry import Entry, first_line, render_entry
+from gitwiki.memory.entry import Entry, first_line, render_entry, split_ref
 
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory
@@ -88,8 +88,7 @@ def _stored_text(r: store_mod.StoreResult, terse: bool, writes: list[WriteReport
     if not r.stored:
         assert r.duplicate_of is not None
         text = (
-            f"not stored: {r.overlap:.0%} like {r.duplicate_of.ref} ({first_line(r.duplicate_of.text)}); "
-            "pass force to store it anyway, or edit that entry"
+            f"already stored as {r.topic}:{r.duplicate_of.index} ({first_line(r.duplicate_of.text)}); not stored again"
         )
     else:
         assert r.entry is not None
@@ -106,7 +105,8 @@ def _result_json(r: store_mod.StoreResult) -> dict[str, Any]:
         "stored": r.stored,
         "topic": r.topic,
         "entry": r.entry.json() if r.entry else None,
-        "duplicate_of": r.duplicate_of.ref if r.duplicate_of else None,
+        "duplicate_of": f"{r.topic}:{r.duplicate_of.index}" if r.duplicate_of else None,
+        "similar_to": f"{r.topic}:{r.similar_to.index}" if r.similar_to else None,
         "overlap": round(r.overlap, 3),
         "warnings": list(r.warnings),
     }
@@ -196,6 +196,8 @@ def brief(
 
 
 def read(mem: Memory, topic: str, index: int | None = None) -> Reply:
+    """A topic page, or one entry: `index`, or the reference an answer printed (`billing:2`)."""
+    topic, index = split_ref(topic, index)
     tf = mem.topic(topic)
     owner = mem.reader(topic)[0]
     path = owner.label + tf.repo_path  # ~personal/memory/x.md: a path in the personal repository, not here
