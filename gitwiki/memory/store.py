@@ -24,7 +24,6 @@ from gitwiki.memory.entry import (
     auto_tags,
     check_unicode,
     clean_text,
-    with_text,
     drop_entries,
     first_line,
     is_confidence,
@@ -36,6 +35,7 @@ from gitwiki.memory.entry import (
     render_page,
     split_lines,
     topic_name,
+    with_text,
 )
 from gitwiki.memory.sources import parse_source, pin
 from gitwiki.operations import writes as page_writes  # the safe, locked, atomic page path of the MCP page tools
