@@ -109,8 +109,8 @@ def test_every_memory_tool_and_topics_action(repo):
     assert out["by_ref"] == [out["store"]]
     assert not out["dup"]["stored"] and (out["dup"]["duplicate_of"], out["dup"]["overlap"]) == ("gotchas:1", 1.0)
     assert [r["stored"] for r in out["batch"]["results"]] == [True, True] and out["batch"]["pages"] == [
-        "memory/decisions.md",
-        "memory/gotchas.md",
+        "wiki/memory/decisions.md",
+        "wiki/memory/gotchas.md",
     ]
     assert [h["topic"] + ":" + str(h["index"]) for h in out["search"]["hits"]] == ["gotchas:1"] and out["search"][
         "matched"

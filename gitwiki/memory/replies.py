@@ -67,8 +67,9 @@ def store(
     terse: bool = False,
 ) -> Reply:
     done = store_mod.store(mem, topic, text, tags=tags, source=source, confidence=confidence, links=links, force=force)
+    page = mem.label + mem.repo_path(mem.rel_path(done.results[0].topic))  # repo-relative, as ground prints it
     result = done.results[0]._replace(topic=mem.label + done.results[0].topic)  # ~personal/NAME in the personal one
-    return Reply(_stored_text(result, terse, done.writes), {**_result_json(result), **_writes(done.writes)})
+    return Reply(_stored_text(result, terse, done.writes, page), {**_result_json(result), **_writes(done.writes)})
 
 
 def batch(mem: Memory, entries: Sequence[store_mod.BatchItem], *, verbose: bool = False, force: bool = False) -> Reply:
@@ -84,7 +85,7 @@ def batch(mem: Memory, entries: Sequence[store_mod.BatchItem], *, verbose: bool 
     return Reply("\n".join(lines), data)
 
 
-def _stored_text(r: store_mod.StoreResult, terse: bool, writes: list[WriteReport]) -> str:
+def _stored_text(r: store_mod.StoreResult, terse: bool, writes: list[WriteReport], page: str = "") -> str:
     if not r.stored:
         assert r.duplicate_of is not None
         text = (
@@ -94,7 +95,7 @@ def _stored_text(r: store_mod.StoreResult, terse: bool, writes: list[WriteReport
         assert r.entry is not None
         text = f"stored {r.entry.ref}" + (f" [{', '.join(r.entry.tags)}]" if r.entry.tags else "")
         if not terse:
-            text += f" (lines {r.entry.start_line}-{r.entry.end_line} of {r.topic}.md)\n{_commit_note(writes)}"
+            text += f" (lines {r.entry.start_line}-{r.entry.end_line} of {page})\n{_commit_note(writes)}"
     if r.warnings:
         text += "".join(f"\nwarning: {w}" for w in r.warnings)
     return text

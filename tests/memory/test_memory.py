@@ -130,7 +130,7 @@ def test_batch_one_write_per_topic_and_intra_batch_dedup(repo_mem):
     assert [r.stored for r in done.results] == [True, True, True, True, False]
     assert done.results[1].similar_to.ref == "a:1"  # a near-duplicate: stored, with a warning
     assert done.results[4].duplicate_of.ref == "a:3"  # the same text as an earlier item: not stored twice
-    assert sorted(w.path for w in done.writes) == ["memory/a.md", "memory/b.md"]
+    assert sorted(w.path for w in done.writes) == ["wiki/memory/a.md", "wiki/memory/b.md"]
     entries = parse_page(page(repo, "a"), "a").entries
     assert [e.tags for e in entries] == [("decision",), ("decision",), ("perf",)]
     with pytest.raises(UsageError, match="entry 1"):
@@ -417,7 +417,7 @@ def test_prune_and_compact_dry_run_then_apply(repo):
 def test_checkpoint_round_trip_and_clear(repo_mem):
     repo, mem = repo_mem
     saved, writes = cp.checkpoint(mem, "ship memory", done=["format", "store"], next="search\nbrief", files=["a.py"])
-    assert saved.path == "wiki/memory/checkpoints/default.md" and writes[0].path == "memory/checkpoints/default.md"
+    assert saved.path == "wiki/memory/checkpoints/default.md" and writes[0].path == "wiki/memory/checkpoints/default.md"
     assert "checkpoints" not in mem.topics()
     loaded = cp.load_checkpoint(mem)
     assert loaded == saved and loaded.next == ("search", "brief") and loaded.hypotheses == ()
