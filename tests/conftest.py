@@ -5,8 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.helpers import MODEL_DIR, MODEL_NAME, GitRepoFixture
+
+# No per-example deadline: on a shared 2-core machine a first example that imports a module can take 0.7 s, and a
+# deadline there fails a test for the machine's load, not for the code. Hanging is bounded by the tests themselves.
+settings.register_profile("gitwiki", deadline=None)
+settings.load_profile("gitwiki")
 
 
 @pytest.fixture(autouse=True)

@@ -30,6 +30,8 @@ def test_every_memory_tool_and_topics_action(repo):
             out = {}
             out["store_text"] = await text(s, "memory_store", topic="gotchas", text=LOCK, source="src/app.py:2")
             out["store"] = (await call(s, "memory_read", topic="gotchas", index=1)).structured_content["entries"][0]
+            ref = out["store_text"].split()[1]  # `stored gotchas:1 …`: the reference memory_read takes
+            out["by_ref"] = (await call(s, "memory_read", topic=ref)).structured_content["entries"]
             out["dup"] = (await call(s, "memory_store", topic="gotchas", text=LOCK, terse=True)).structured_content
             out["batch"] = (
                 await call(
@@ -104,10 +106,11 @@ def test_every_memory_tool_and_topics_action(repo):
     out = run(main)
     assert out["store"]["tags"] == ["gotcha"] and out["store"]["source"].startswith("src/app.py:2@")
     assert out["store_text"].startswith("stored gotchas:1 [gotcha] (lines 3-")
+    assert out["by_ref"] == [out["store"]]
     assert not out["dup"]["stored"] and (out["dup"]["duplicate_of"], out["dup"]["overlap"]) == ("gotchas:1", 1.0)
     assert [r["stored"] for r in out["batch"]["results"]] == [True, True] and out["batch"]["pages"] == [
-        "memory/decisions.md",
-        "memory/gotchas.md",
+        "wiki/memory/decisions.md",
+        "wiki/memory/gotchas.md",
     ]
     assert [h["topic"] + ":" + str(h["index"]) for h in out["search"]["hits"]] == ["gotchas:1"] and out["search"][
         "matched"

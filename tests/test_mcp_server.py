@@ -182,12 +182,12 @@ def test_every_read_tool_answers_with_text_and_structured_content(wiki_repo):
     files = out["files"].structured_content
     assert (files["commit"], files["dirty"]) == (head, [])
     assert files["files"] == [
-        {"path": "faq.md", "absolute_path": str(wiki_repo.path / "wiki/faq.md")},
-        {"path": "guides/deploy.md", "absolute_path": str(wiki_repo.path / "wiki/guides/deploy.md")},
+        {"path": "wiki/faq.md", "absolute_path": str(wiki_repo.path / "wiki/faq.md")},
+        {"path": "wiki/guides/deploy.md", "absolute_path": str(wiki_repo.path / "wiki/guides/deploy.md")},
     ]
-    assert [f["path"] for f in out["glob"].structured_content["files"]] == ["guides/deploy.md"]
+    assert [f["path"] for f in out["glob"].structured_content["files"]] == ["wiki/guides/deploy.md"]
     tree = out["tree"].structured_content["tree"]
-    assert (tree["pages"], tree["subdirs"][0]["path"], tree["subdirs"][0]["pages"]) == (2, "guides", 1)
+    assert (tree["pages"], tree["subdirs"][0]["path"], tree["subdirs"][0]["pages"]) == (2, "wiki/guides", 1)
     ground = out["ground"]
     assert ground.structured_content["docs"][0]["path"] == "wiki/guides/deploy.md"
     assert ground.structured_content["commit"] == head
@@ -248,26 +248,26 @@ def test_progressive_disclosure_outline_sections_read_many_and_folder_summaries(
     ]
     assert sections[1]["bytes"] == len("## Linux\n\napt install x\n\n")
     assert out["outline"].structured_content["commit"] == head
-    assert "guides/install.md:5-8  Linux" in out["outline_text"]
+    assert "wiki/guides/install.md:5-8  Linux" in out["outline_text"]
     assert out["section_text"] == out["section"].structured_content["text"] == "## Linux\n\napt install x\n\n"
     assert out["section"].structured_content["start_line"] == 5
     assert out["by_text"] == "## Mac\n\nbrew install x\n"
     assert out["lines"] == "## Rollback\n\nUse helm rollback to undo a release.\n"
     many = out["many"].structured_content
     assert [(p["path"], p["start_line"]) for p in many["parts"]] == [
-        ("faq.md", 1),
-        ("guides/install.md", 5),
-        ("guides/deploy.md", 1),
+        ("wiki/faq.md", 1),
+        ("wiki/guides/install.md", 5),
+        ("wiki/guides/deploy.md", 1),
     ]
     assert many["left_out"] == [] and many["bytes"] == sum(len(p["text"].encode()) for p in many["parts"])
-    assert "==> guides/install.md:5-8 <==\n## Linux" in out["many_text"]
+    assert "==> wiki/guides/install.md:5-8 <==\n## Linux" in out["many_text"]
     capped = out["capped"].structured_content
-    assert [p["path"] for p in capped["parts"]] == ["guides/deploy.md"]
-    assert [p["path"] for p in capped["left_out"]] == ["guides/index.md", "guides/install.md", "faq.md"]
+    assert [p["path"] for p in capped["parts"]] == ["wiki/guides/deploy.md"]
+    assert [p["path"] for p in capped["left_out"]] == ["wiki/guides/index.md", "wiki/guides/install.md", "faq.md"]
     assert f"left out past max_bytes {cap}" in out["capped_text"]
     tree = out["tree"].structured_content["tree"]
     assert tree["summary"] is None and tree["subdirs"][0]["summary"] == "How we ship."
-    assert "guides/  (3 pages)  How we ship." in out["tree_text"]
+    assert "wiki/guides/  (3 pages)  How we ship." in out["tree_text"]
     # Folder context: search results from guides/ carry its summary, once for the two pages found there.
     ground = out["ground"]
     assert {d["path"] for d in ground.structured_content["docs"]} == {"wiki/guides/install.md", "wiki/guides/deploy.md"}
@@ -375,15 +375,76 @@ def test_writes_index_lint_and_delete_through_the_server(wiki_repo):
 
     added, found, told, again, deleted, gone = run(main)
     data = added.structured_content
-    assert (data["action"], data["path"], data["commit"]) == ("created", "runbooks/pager.md", None)
+    assert (data["action"], data["path"], data["commit"]) == ("created", "wiki/runbooks/pager.md", None)
     assert any(f["path"] == "wiki/runbooks/pager.md" and "gone.md" in f["message"] for f in data["findings"])
-    assert told.startswith("overwritten runbooks/pager.md in corpus wiki") and "1 lint finding(s)" in told
+    assert told.startswith("overwritten wiki/runbooks/pager.md in corpus wiki") and "1 lint finding(s)" in told
     assert found.structured_content["docs"][0]["path"] == "wiki/runbooks/pager.md"
     assert "wiki/runbooks/pager.md" in found.structured_content["dirty"]
     assert again.structured_content["action"] == "overwritten"
     assert deleted.structured_content["action"] == "deleted"
     assert "wiki/runbooks/pager.md" not in {d["path"] for d in gone.structured_content["docs"]}
     assert "[Pager]" not in (wiki_repo.path / "wiki/index.md").read_text()
+
+
+def test_every_page_tool_takes_and_prints_the_paths_ground_prints(wiki_repo):
+    """One path convention: the repo-relative path `ground` prints is what add_markdown, delete_markdown and
+    every read tool take, and what each prints; the corpus-relative form still works. outline_markdown prints
+    what the CLI's `gitwiki outline` prints, from the repo root or a subfolder."""
+
+    async def main():
+        async with connect(wiki_repo.path) as s:
+            found = await call(s, "ground", query="helm rollback", mode="lexical")
+            shown = found.structured_content["docs"][0]["path"]
+            out = {"shown": shown}
+            new = shown.replace("deploy.md", "oncall.md")
+            out["added"] = await text(s, "add_markdown", path=new, content="# On-call\n\nPage the rota.\n")
+            out["added_json"] = (
+                await call(s, "add_markdown", path=new, content="# On-call\n\nPage the rota!\n", overwrite=True)
+            ).structured_content
+            out["old_form"] = (
+                await call(s, "add_markdown", path="guides/legacy.md", content="# Legacy\n")
+            ).structured_content
+            out["listed"] = [f["path"] for f in (await call(s, "list_files")).structured_content["files"]]
+            out["tree_text"] = await text(s, "list_tree")
+            out["outline"] = await text(s, "outline_markdown", path=shown)
+            out["outline_old_form"] = await text(s, "outline_markdown", path="guides/deploy.md")
+            out["read"] = (await call(s, "read_markdown", path=shown)).structured_content["path"]
+            out["many"] = await text(s, "read_many", paths=["wiki/guides/o*.md", new])
+            out["footnote"] = (await call(s, "get_footnote", page=shown, footnote_number=1)).structured_content
+            out["history"] = (await call(s, "page_history", path=shown)).structured_content["path"]
+            for path in out["listed"]:  # every path a tool printed reads back
+                assert (await call(s, "read_markdown", path=path)).structured_content["path"] == path
+            out["deleted"] = await text(s, "delete_markdown", path=new)
+            out["deleted_old_form"] = await text(s, "delete_markdown", path="guides/legacy.md")
+            return out
+
+    out = run(main)
+    assert out["shown"] == "wiki/guides/deploy.md"
+    assert out["added"].startswith("created wiki/guides/oncall.md in corpus wiki\n")
+    assert (wiki_repo.path / "wiki/guides/oncall.md").exists() is False  # deleted again below
+    assert out["added_json"]["path"] == "wiki/guides/oncall.md" and out["added_json"]["action"] == "overwritten"
+    assert out["old_form"]["path"] == "wiki/guides/legacy.md"
+    assert out["listed"] == [
+        "wiki/faq.md",
+        "wiki/guides/deploy.md",
+        "wiki/guides/legacy.md",
+        "wiki/guides/oncall.md",
+        "wiki/index.md",  # scaffolded by the first write, with its index block
+    ]
+    assert out["tree_text"].startswith("wiki/  (5 pages)") and "\n  wiki/guides/  (3 pages)" in out["tree_text"]
+
+    def cli_outline(path: str, where: Path) -> str:
+        gitwiki = [sys.executable, "-m", "gitwiki", "-C", str(where), "outline", path]
+        return subprocess.run(gitwiki, capture_output=True, text=True, check=True).stdout
+
+    printed = cli_outline("wiki/guides/deploy.md", wiki_repo.path)
+    assert out["outline"] == out["outline_old_form"] == printed  # byte for byte
+    assert printed.startswith("wiki/guides/deploy.md:1-")
+    assert cli_outline("deploy.md", wiki_repo.path / "wiki/guides") == printed  # from a subfolder too
+    assert out["read"] == out["history"] == out["footnote"]["path"] == "wiki/guides/deploy.md"
+    assert out["many"].startswith("==> wiki/guides/oncall.md:1-3 <==\n# On-call")
+    assert out["deleted"].startswith("deleted wiki/guides/oncall.md in corpus wiki\n")
+    assert out["deleted_old_form"].startswith("deleted wiki/guides/legacy.md in corpus wiki\n")
 
 
 def test_a_page_edited_on_disk_between_calls_is_found_by_the_next_ground(wiki_repo):
@@ -429,7 +490,7 @@ def test_two_servers_writing_and_indexing_at_once_are_serialized(wiki_repo):
     results, files, found = run(main)
     assert len(results) == 8
     expected = {f"{p}/page{i}.md" for p in ("alpha", "beta") for i in range(4)}
-    assert expected <= {f["path"] for f in files.structured_content["files"]}
+    assert {f"wiki/{p}" for p in expected} <= {f["path"] for f in files.structured_content["files"]}
     assert {d["path"] for d in found.structured_content["docs"]} - {"wiki/index.md"} == {f"wiki/{p}" for p in expected}
     log = wiki_repo.git("log", "--format=%s").splitlines()
     assert sum(line.startswith("gitwiki: add_markdown") for line in log) == 8  # no commit lost to a race

@@ -62,16 +62,21 @@ def test_locate_refuses_writing_through_a_symlink_inside_the_corpus(tree):
         pages.locate(tree, WIKI, "alias.md", for_write=True)
 
 
-def test_locate_normalizes_and_accepts_repo_relative_paths_for_reads_only(tree):
+def test_locate_normalizes_and_takes_repo_relative_paths_for_reads_and_writes(tree):
     ref = pages.locate(tree, WIKI, "./guides//deploy.md")
     assert (ref.path, ref.repo_path, ref.file) == (
         "guides/deploy.md",
         "wiki/guides/deploy.md",
         tree / "wiki/guides/deploy.md",
     )
-    assert pages.locate(tree, WIKI, "wiki/guides/deploy.md").path == "guides/deploy.md"
-    with pytest.raises(UsageError, match="use 'guides/new.md'"):
-        pages.locate(tree, WIKI, "wiki/guides/new.md", for_write=True)
+    assert pages.locate(tree, WIKI, "wiki/guides/deploy.md") == ref  # as search prints it
+    new = pages.locate(tree, WIKI, "wiki/guides/new.md", for_write=True)
+    assert new == pages.locate(tree, WIKI, "guides/new.md", for_write=True)
+    assert new.repo_path == "wiki/guides/new.md"
+    # A folder named like the corpus inside it: the path that starts with the corpus folder is repo-relative.
+    (tree / "wiki/wiki").mkdir()
+    assert pages.locate(tree, WIKI, "wiki/x.md", for_write=True).repo_path == "wiki/x.md"
+    assert pages.locate(tree, WIKI, "wiki/wiki/x.md", for_write=True).repo_path == "wiki/wiki/x.md"
 
 
 def test_read_page_line_ranges_are_verbatim_and_checked(tree):

@@ -26,7 +26,7 @@ def _wiki(repo, extra: str = "") -> Wiki:
 def test_add_page_indexes_the_page_and_refreshes_ancestor_index_blocks(repo):
     wiki = _wiki(repo)
     report = writes.add_page(wiki, None, "guides/ops/oncall.md", "# On-call\n\nPage the zebra rota.\n")
-    assert (report.action, report.path, report.commit) == ("created", "guides/ops/oncall.md", None)
+    assert (report.action, report.path, report.commit) == ("created", "wiki/guides/ops/oncall.md", None)
     assert "wiki/guides/ops/oncall.md" in report.dirty
     assert report.indexed_commit == repo.git("rev-parse", "HEAD").strip()
     assert report.index_files == ["wiki/index.md"]  # the corpus's front index, scaffolded with its block

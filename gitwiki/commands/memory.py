@@ -27,14 +27,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     store.add_argument("--source", metavar="PATH[:LINE]", help="the code it is about, pinned to its git blob")
     store.add_argument("--confidence", type=float, metavar="X", help="0 to 1 (default 1)")
     store.add_argument("--link", dest="links", action="append", metavar="TOPIC[:N]", help="a related entry")
-    store.add_argument("--force", action="store_true", help="store even if > 70%% like an entry of the topic")
+    store.add_argument(
+        "--force",
+        action="store_true",
+        help="store without comparing with similar entries (an exact repeat is never stored)",
+    )
     store.add_argument("--terse", action="store_true", help="print only the new entry's ref")
     _scope(store)
 
     batch = _add(actions, "batch", "store entries from a JSON list [{topic, text, …}]")
     batch.add_argument("file", help="JSON file, or - for stdin")
     batch.add_argument("--verbose", action="store_true", help="a line per entry")
-    batch.add_argument("--force", action="store_true", help="store duplicates too")
+    batch.add_argument(
+        "--force", action="store_true", help="no near-duplicate warnings (exact repeats are never stored)"
+    )
     _scope(batch)
 
     search = _add(actions, "search", "search entries (relevance × confidence × recency)", read=True)
@@ -67,7 +73,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     brief.add_argument("--compact", action="store_true", help="overview of the 5 most active topics")
 
     read = _add(actions, "read", "print a topic page or one entry", read=True)
-    read.add_argument("topic")
+    read.add_argument("topic", help="a topic, or an entry as store and search name it (TOPIC:N)")
     read.add_argument("index", nargs="?", type=int, help="entry number (1-based)")
 
     edit = _add(actions, "edit", "append, revise, delete, tag, rename or merge")
@@ -155,7 +161,9 @@ def memory(args: argparse.Namespace) -> int:
         print(json.dumps(reply.data, ensure_ascii=False))
     else:
         print(reply.text)
-    return 0
+    # A store or batch that stored nothing (every entry was there already) exits 1, so a script can tell;
+    # refusals exit 2 or 3 through the error hierarchy.
+    return 1 if args.action in ("store", "batch") and not reply.data.get("stored") else 0
 
 
 def _dispatch(mem: Memory, args: argparse.Namespace) -> Reply:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -11,7 +12,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Show a markdown file's H1-H3 sections (the sections search results point at): "
         "heading, 1-based line range and size in bytes, subsections included.",
     )
-    p.add_argument("path", help="the markdown file, relative to -C DIR")
+    p.add_argument("path", help="the markdown file, relative to -C DIR (printed from the top of the repository)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=outline)
 
@@ -29,8 +30,20 @@ def outline(args: argparse.Namespace) -> int:
     except UnicodeDecodeError as e:
         raise UsageError(f"{args.path!r} is not valid UTF-8 (byte {e.start}); fix its encoding") from None
     entries = page_outline.outline(text)
+    shown = _repo_relative(file) or args.path
     if args.json:
-        print(json.dumps({"path": args.path, "sections": [e._asdict() for e in entries]}, indent=2))
+        print(json.dumps({"path": shown, "sections": [e._asdict() for e in entries]}, indent=2))
     else:
-        print(page_outline.render(args.path, entries), end="")
+        print(page_outline.render(shown, entries), end="")
     return 0
+
+
+def _repo_relative(file: Path) -> str | None:
+    """The file's path from the top of its checkout, as `ground` and the MCP tools print paths; None outside one."""
+    from gitwiki.errors import GitwikiError
+    from gitwiki.git.gitcli import discover
+
+    try:
+        return file.relative_to(discover(file.parent).root).as_posix()
+    except (GitwikiError, ValueError, OSError):
+        return None

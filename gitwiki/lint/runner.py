@@ -11,7 +11,8 @@ from typing import Any, NamedTuple
 
 from gitwiki import config as config_mod
 from gitwiki import pagetext
-from gitwiki.config import Config, CorpusConfig, matches, select
+from gitwiki.config import Config, CorpusConfig, matches, normalize_corpus_path, select
+from gitwiki.errors import GitwikiError
 from gitwiki.fs import read_page_file
 from gitwiki.git import gitcli
 from gitwiki.git.gitcli import Checkout
@@ -22,6 +23,12 @@ from gitwiki.pages import pagefacts, sites
 from gitwiki.pages.pagefacts import FactsCache, link_name
 
 ORPHAN = "GW007"
+# Memory topic pages (docs/memory.md) are gitwiki's pages of entries: what a note says, its links and headings
+# included, is the note's own, carried from wherever it was written (another checkout, helix), and a topic grows
+# past one page's size by design. The rules about content and size do not apply there (a migrated memory of 996
+# notes failed lint on 51 links its notes carried); those about the file do (front matter, H1, readable text,
+# the search limit, orphans).
+MEMORY_EXEMPT = frozenset({"GW001", "GW002", "GW003", "GW005", "GW006", "GW011"})
 # What `link_name` strips or decodes: a fragment, a query, percent-escapes, a trailing slash.
 _NOT_PLAIN = re.compile(r"[%#?]|/\Z").search
 UNREADABLE = "GW012"
@@ -34,6 +41,16 @@ class LintRun(NamedTuple):
 
 def corpus_of(config: Config, path: str) -> CorpusConfig | None:
     return next((c for c in config.corpora if matches(c, path)), None)
+
+
+def memory_folder(config: Config) -> str | None:
+    """The repo-relative folder of the memory pages, `wiki/memory/`; None when [memory] names none that works
+    (the memory commands say why)."""
+    try:
+        folder = normalize_corpus_path(config.memory.dir, "[memory] dir")
+        return f"{config.corpus(config.memory.corpus).prefix}{folder}/" if folder else None
+    except GitwikiError:
+        return None
 
 
 def disabled_codes(config: Config, corpus: CorpusConfig | None) -> set[str]:
@@ -83,6 +100,8 @@ def lint_document(
     skip = disabled_codes(config, corpus) | doc.disabled
     if corpus is not None:
         skip |= sites.exempt(corpus.site, corpus.prefix, path)
+    if (memory := memory_folder(config)) is not None and path.startswith(memory):
+        skip |= MEMORY_EXEMPT
     ctx = Context(pages, config, corpus, anchors, linked, titled, moved)
     out = [
         Finding(path, p.line, p.col, code, rule.severity, p.message, p.hint or rule.hint)

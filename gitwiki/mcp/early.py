@@ -69,7 +69,7 @@ gitwiki serves the markdown wiki of this git repository: search it, read it, edi
   `path:start-end` and a snippet. Then read just those lines with `read_markdown`.
 - `outline_markdown` maps a page (sections, line ranges, bytes); `read_markdown` also takes
   `page.md#section/sub` or `page.md:START-END`; `read_many` reads several pages, sections or globs.
-- Page paths are relative to the corpus folder (`list_corpora`); `ground`'s repo-relative paths work too.
+- Page paths are repo-relative, as `ground` prints them; every tool takes and prints that form.
 - Browse with `list_files` (glob) or `list_tree`; `get_footnote` resolves `[^n]`; `page_history` is git log.
 - Write with `add_markdown` (overwrite: true replaces) and `delete_markdown`: folder index.md blocks are
   kept current and lint warnings returned (fix them with another add_markdown). Writes land in the

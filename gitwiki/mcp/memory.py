@@ -96,12 +96,15 @@ class MemoryTools:
                 "space-separated string, 'topic:2' counted from 0."
             ),
         ] = None,
-        force: Annotated[bool, Field(description="Store even when it is > 70 % like an entry of the topic.")] = False,
+        force: Annotated[
+            bool, Field(description="Skip the near-duplicate warning (an exact repeat is never stored).")
+        ] = False,
         terse: Annotated[bool, Field(description="Answer with just the new entry's ref.")] = False,
         scope: Scope = None,
     ) -> replies.Reply:
         """Remember one entry in a topic page (created on first use). Tags come from a leading `gotcha:`,
-        `decision:`, `perf:`… too. A near-duplicate of an entry of the topic is refused unless force."""
+        `decision:`, `perf:`… too. A text the topic holds already is not stored again (the answer names it); one
+        > 70 % like an entry is stored with a warning naming it."""
         mem, (topic,) = stores.writer(self.mem, scope, [topic])
         return replies.store(
             mem,
@@ -124,7 +127,7 @@ class MemoryTools:
         verbose: Annotated[bool, Field(description="One line per entry, not only refused or warned ones.")] = False,
         scope: Scope = None,
     ) -> replies.Reply:
-        """Store several entries at once: one lock, one write per topic; duplicates within the batch are refused too."""
+        """Store several entries at once: one lock, one write per topic; repeats within the batch are caught too."""
         mem, items = stores.writer_batch(self.mem, scope, entries)
         return replies.batch(mem, batch_items(items), verbose=verbose)
 

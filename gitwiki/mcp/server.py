@@ -70,7 +70,10 @@ Corpora = Annotated[
 ]
 PagePath = Annotated[
     str,
-    Field(description="Page path relative to the corpus folder, e.g. 'guides/deploy.md' (.md or .markdown)."),
+    Field(
+        description="Page path as ground and list_files print it, e.g. 'wiki/guides/deploy.md' (relative to the "
+        "corpus folder works too: 'guides/deploy.md'); .md or .markdown."
+    ),
 ]
 
 
@@ -192,11 +195,17 @@ class WikiTools(GroundTool):
         corpus: Corpus = None,
         glob: Annotated[
             str | None,
-            Field(description="fnmatch pattern on the corpus-relative path, e.g. 'guides/*.md' or '**/deploy*'."),
+            Field(
+                description="fnmatch pattern on the page path, repo- or corpus-relative, e.g. 'wiki/guides/*.md', "
+                "'guides/*.md' or '**/deploy*'."
+            ),
         ] = None,
     ) -> Answer:
-        """List the corpus's pages as searched (HEAD plus uncommitted and untracked pages): [{path, absolute_path}]."""
-        view, files = self.wiki.source(corpus).files(glob)
+        """List the corpus's pages as searched (HEAD plus uncommitted and untracked pages): [{path, absolute_path}],
+        paths repo-relative as ground prints them."""
+        view, listed = self.wiki.source(corpus).files(glob)
+        prefix = self.wiki.corpus(view.corpus).prefix
+        files = [f._replace(path=prefix + f.path) for f in listed]
         text = "\n".join(f.path for f in files) + "\n" + _footer(len(files), "pages", view)
         return result(text, {**_freshness(view), "files": [f._asdict() for f in files]})
 
@@ -204,7 +213,8 @@ class WikiTools(GroundTool):
         self,
         corpus: Corpus = None,
         path: Annotated[
-            str | None, Field(description="Folder relative to the corpus to start from; omit for the corpus root.")
+            str | None,
+            Field(description="Folder to start from, repo- or corpus-relative; omit for the corpus root."),
         ] = None,
         depth: Annotated[
             int | None, Field(ge=1, description="Folder levels to expand; deeper folders show only their page count.")
@@ -213,12 +223,19 @@ class WikiTools(GroundTool):
         """The corpus's pages as a folder tree {path, absolute_path, pages, summary, files, subdirs}: summary is the
         folder's index.md description or first paragraph. Folders without pages are left out."""
         view, node = self.wiki.source(corpus).tree(path or "", depth)
+        _repo_paths(node, self.wiki.corpus(view.corpus).path)
         text = "\n".join(_tree_lines(node, 0)) + "\n" + _footer(node["pages"], "pages", view)
         return result(text, {**_freshness(view), "tree": node})
 
     def _page(self, corpus: str | None, path: str) -> Page:
-        """One page as it is now: on disk (uncommitted edits included) or in a synced repository."""
-        return self.wiki.source(self._corpus_for_page(corpus)).read(path)
+        """One page as it is now: on disk (uncommitted edits included) or in a synced repository; its `path`
+        repo-relative, as every tool prints it."""
+        page = self.wiki.source(self._corpus_for_page(corpus)).read(path)
+        return page._replace(path=self._repo_path(page.corpus, page.path))
+
+    def _repo_path(self, corpus: str, path: str) -> str:
+        """A corpus-relative page path as ground prints it."""
+        return self.wiki.corpus(corpus).prefix + path
 
     def outline_markdown(self, path: PagePath, corpus: Corpus = None) -> Answer:
         """A page's map before the page: its H1–H3 sections with line ranges and sizes in bytes. Read one with
@@ -233,8 +250,9 @@ class WikiTools(GroundTool):
         path: Annotated[
             str,
             Field(
-                description="Page path relative to the corpus folder, e.g. 'guides/deploy.md'; add '#setup/linux' "
-                "(heading slugs or texts, outermost first) for one section or ':10-40' for a line range."
+                description="Page path as ground prints it, e.g. 'wiki/guides/deploy.md' (or relative to the corpus "
+                "folder); add '#setup/linux' (heading slugs or texts, outermost first) for one section or ':10-40' "
+                "for a line range."
             ),
         ],
         corpus: Corpus = None,
@@ -307,7 +325,7 @@ class WikiTools(GroundTool):
             found = self.wiki.source(corpus).files(path)[1]
             if not found:
                 raise NotFoundError(f"no page matches {path!r} in corpus {corpus!r}; list_files shows the pages there")
-            out += [f.path for f in found]
+            out += [self._repo_path(corpus, f.path) for f in found]
         return out
 
     def add_markdown(
@@ -349,6 +367,7 @@ class WikiTools(GroundTool):
         """The text of footnote [^n] in a page (its definition `[^n]: ...`, continuation lines included)."""
         label = str(footnote_number).strip().removeprefix("[^").removesuffix("]")
         found = self.wiki.source(corpus).read(page)
+        found = found._replace(path=self._repo_path(found.corpus, found.path))
         line, text = footnote(found.text, label, found.path)
         return result(text, {"corpus": found.corpus, "path": found.path, "label": label, "line": line, "text": text})
 
@@ -361,6 +380,7 @@ class WikiTools(GroundTool):
         """Commits on HEAD that changed a page, newest first: id, author, date, subject (from git log)."""
         source = self.wiki.source(corpus)
         shown, entries = source.history(path, limit)
+        shown = self._repo_path(source.name, shown)
         text = "\n".join(f"{e.commit[:12]}  {e.date[:10]}  {e.author}  {e.subject}" for e in entries) or (
             f"{shown} has no commits yet (new, uncommitted page)"
         )
@@ -570,6 +590,15 @@ def _tree_lines(node: dict[str, Any], level: int) -> list[str]:
     for sub in node["subdirs"]:
         lines += _tree_lines(sub, level + 1)
     return lines
+
+
+def _repo_paths(node: dict[str, Any], folder: str) -> None:
+    """A `list_tree` node with repo-relative paths, as ground prints them (`folder`: the corpus folder)."""
+    node["path"] = "/".join(p for p in (folder, node["path"]) if p)
+    for f in node["files"]:
+        f["path"] = f"{folder}/{f['path']}" if folder else f["path"]
+    for sub in node["subdirs"]:
+        _repo_paths(sub, folder)
 
 
 def _write_text(report: writes.WriteReport) -> str:

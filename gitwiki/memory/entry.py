@@ -24,6 +24,7 @@ parse), so the entries memory reads are the sections the index and a reader see.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 import unicodedata
@@ -35,7 +36,7 @@ from gitwiki.errors import UsageError
 from gitwiki.index.tokens import STOP_WORDS, tokenize
 
 DASH = "—"
-META_KEYS = ("tags", "source", "confidence", "links", "modified")
+META_KEYS = ("tags", "source", "confidence", "links", "modified", "text")
 TITLE_CHARS = 80
 DEFAULT_CONFIDENCE = 1.0
 
@@ -104,6 +105,9 @@ class Entry(NamedTuple):
     start_line: int = 0
     end_line: int = 0
     after: str = ""  # text a person wrote after the entry's section (their own H2s), kept in place verbatim
+    # What the page shows of `text` when that is not `text` itself ("" when it is): `text` made safe to show
+    # (`clean_text`); the page then carries `text` exactly in its `[text: "…"]` line.
+    shown: str = ""
 
     @property
     def ref(self) -> str:
@@ -115,7 +119,7 @@ class Entry(NamedTuple):
 
     @property
     def heading(self) -> str:
-        return f"## {self.created} {DASH} {self.title}"
+        return f"## {self.created} {DASH} {first_line(self.shown or self.text)}"
 
     @property
     def when(self) -> str:
@@ -162,6 +166,22 @@ def topic_name(raw: str) -> str:
             "bytes, so the page's file name fits the file system): shorten it"
         )
     return name
+
+
+_REF = re.compile(r"(.+):[ \t]*(\d+)")
+
+
+def split_ref(topic: str, index: int | None = None) -> tuple[str, int | None]:
+    """A topic and entry number from what an answer printed: `billing:2` (or `~personal/billing:2`) is
+    entry 2 of billing, as `memory_store` and `memory_search` name entries; a plain topic keeps `index`.
+    A reference and a different `index` together are refused (which one was meant?)."""
+    m = _REF.fullmatch(topic.strip()) if isinstance(topic, str) else None
+    if m is None:
+        return topic, index
+    number = int(m.group(2))
+    if index is not None and index != number:
+        raise UsageError(f"{topic!r} already names entry {number}; drop the index {index} or the ':{number}'")
+    return m.group(1), number
 
 
 def normalize_tags(tags: str | Iterable[object] | None) -> tuple[str, ...]:
@@ -355,7 +375,6 @@ def clean_text(text: str) -> str:
     out: list[str] = []
     fence: tuple[str, int] | None = None
     for line in split_lines(text.strip()):
-        line = line.rstrip()
         if fence is not None:
             fence = None if _fence_closes(line, fence) else fence
         elif opened := _fence_open(line):
@@ -369,14 +388,29 @@ def clean_text(text: str) -> str:
         out.append(line)
     if fence is not None:
         out.append(fence[0] * fence[1])
-    if len(out) > 1 and out[1] and not _FENCE.match(out[0]):
-        out.insert(1, "")  # the first line is the title: the rest starts a paragraph of its own
     cleaned = "\n".join(out)
     if not _PLAIN_ENTRY.fullmatch(cleaned) and not _one_section(cleaned):
         cleaned = _as_code(cleaned)
         if not _one_section(cleaned):
             raise UsageError("the entry text cannot be stored as one section of the page; simplify its markup")
     return cleaned
+
+
+def with_text(entry: Entry, text: str) -> Entry:
+    """The entry holding `text` exactly, every character: what the page shows of it is `clean_text(text)`, and
+    when that differs (a heading demoted, a fence closed, whitespace at the ends or of a CR, …) the page
+    carries the text itself in a `[text: "…"]` line (JSON), which reading takes over what it shows."""
+    shown = clean_text(text)
+    return entry._replace(text=text, shown="" if shown == text else shown)
+
+
+def _exact(value: str) -> str | None:
+    """The text of a `[text: "…"]` line: a JSON string, else None (a line a person wrote, not gitwiki's)."""
+    try:
+        text = json.loads(value)
+    except ValueError:
+        return None
+    return text if isinstance(text, str) and text.strip() else None
 
 
 _PROBE = "2000-01-01T00:00:00Z"
@@ -510,6 +544,8 @@ def parse_page(text: str, fallback_name: str) -> TopicPage:
 def _entry(topic: str, index: int, heading: re.Match[str], body: list[str], start: int, end: int) -> Entry:
     meta: dict[str, str] = {}
     while body and (m := _META.match(body[-1].strip())) and m.group(1) not in meta:
+        if m.group(1) == "text" and _exact(m.group(2).strip()) is None:
+            break
         meta[m.group(1)] = m.group(2).strip()
         body.pop()
     text = "\n".join(body).strip()
@@ -523,10 +559,12 @@ def _entry(topic: str, index: int, heading: re.Match[str], body: list[str], star
         confidence = DEFAULT_CONFIDENCE
     if not 0 <= confidence <= 1:  # nan, a hand-typed 5: not a weight a score can use
         confidence = DEFAULT_CONFIDENCE
+    exact = _exact(meta["text"]) if "text" in meta else None
     return Entry(
         topic=topic,
         created=created,
-        text=text,
+        text=text if exact is None else exact,
+        shown="" if exact is None or exact == text else text,
         tags=normalize_tags(meta.get("tags", "")),
         source=meta.get("source", ""),
         confidence=confidence,
@@ -552,8 +590,11 @@ def render_entry(entry: Entry) -> str:
         meta.append(f"[links: {' '.join(entry.links)}]")
     if entry.modified:
         meta.append(f"[modified: {entry.modified}]")
-    body = _rest(entry.text)
-    body = entry.text if body is None else body
+    if entry.shown:  # JSON: one line whatever the text holds, read back exactly (control characters escaped)
+        meta.append(f"[text: {json.dumps(entry.text, ensure_ascii=False)}]")
+    shown = entry.shown or entry.text
+    body = _rest(shown)
+    body = shown if body is None else body
     parts = [entry.heading] + ([body] if body else [])
     if meta:
         parts.append("\n".join(meta))

@@ -17,7 +17,7 @@ from gitwiki.memory import search as search_mod
 from gitwiki.memory import store as store_mod
 from gitwiki.memory import stores
 from gitwiki.memory import topics as topics_mod
-from gitwiki.memory.entry import Entry, first_line, render_entry
+from gitwiki.memory.entry import Entry, first_line, render_entry, split_ref
 
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory
@@ -67,8 +67,9 @@ def store(
     terse: bool = False,
 ) -> Reply:
     done = store_mod.store(mem, topic, text, tags=tags, source=source, confidence=confidence, links=links, force=force)
+    page = mem.label + mem.repo_path(mem.rel_path(done.results[0].topic))  # repo-relative, as ground prints it
     result = done.results[0]._replace(topic=mem.label + done.results[0].topic)  # ~personal/NAME in the personal one
-    return Reply(_stored_text(result, terse, done.writes), {**_result_json(result), **_writes(done.writes)})
+    return Reply(_stored_text(result, terse, done.writes, page), {**_result_json(result), **_writes(done.writes)})
 
 
 def batch(mem: Memory, entries: Sequence[store_mod.BatchItem], *, verbose: bool = False, force: bool = False) -> Reply:
@@ -84,18 +85,17 @@ def batch(mem: Memory, entries: Sequence[store_mod.BatchItem], *, verbose: bool 
     return Reply("\n".join(lines), data)
 
 
-def _stored_text(r: store_mod.StoreResult, terse: bool, writes: list[WriteReport]) -> str:
+def _stored_text(r: store_mod.StoreResult, terse: bool, writes: list[WriteReport], page: str = "") -> str:
     if not r.stored:
         assert r.duplicate_of is not None
         text = (
-            f"not stored: {r.overlap:.0%} like {r.duplicate_of.ref} ({first_line(r.duplicate_of.text)}); "
-            "pass force to store it anyway, or edit that entry"
+            f"already stored as {r.topic}:{r.duplicate_of.index} ({first_line(r.duplicate_of.text)}); not stored again"
         )
     else:
         assert r.entry is not None
         text = f"stored {r.entry.ref}" + (f" [{', '.join(r.entry.tags)}]" if r.entry.tags else "")
         if not terse:
-            text += f" (lines {r.entry.start_line}-{r.entry.end_line} of {r.topic}.md)\n{_commit_note(writes)}"
+            text += f" (lines {r.entry.start_line}-{r.entry.end_line} of {page})\n{_commit_note(writes)}"
     if r.warnings:
         text += "".join(f"\nwarning: {w}" for w in r.warnings)
     return text
@@ -106,7 +106,8 @@ def _result_json(r: store_mod.StoreResult) -> dict[str, Any]:
         "stored": r.stored,
         "topic": r.topic,
         "entry": r.entry.json() if r.entry else None,
-        "duplicate_of": r.duplicate_of.ref if r.duplicate_of else None,
+        "duplicate_of": f"{r.topic}:{r.duplicate_of.index}" if r.duplicate_of else None,
+        "similar_to": f"{r.topic}:{r.similar_to.index}" if r.similar_to else None,
         "overlap": round(r.overlap, 3),
         "warnings": list(r.warnings),
     }
@@ -196,6 +197,8 @@ def brief(
 
 
 def read(mem: Memory, topic: str, index: int | None = None) -> Reply:
+    """A topic page, or one entry: `index`, or the reference an answer printed (`billing:2`)."""
+    topic, index = split_ref(topic, index)
     tf = mem.topic(topic)
     owner = mem.reader(topic)[0]
     path = owner.label + tf.repo_path  # ~personal/memory/x.md: a path in the personal repository, not here

@@ -25,6 +25,7 @@ from gitwiki.memory.entry import (
     check_unicode,
     clean_text,
     drop_entries,
+    first_line,
     is_confidence,
     is_stamp,
     near_duplicate,
@@ -34,6 +35,7 @@ from gitwiki.memory.entry import (
     render_page,
     split_lines,
     topic_name,
+    with_text,
 )
 from gitwiki.memory.sources import parse_source, pin
 from gitwiki.operations import writes as page_writes  # the safe, locked, atomic page path of the MCP page tools
@@ -45,10 +47,11 @@ if TYPE_CHECKING:
 class StoreResult(NamedTuple):
     stored: bool
     topic: str
-    entry: Entry | None  # as written (index and lines filled), None when refused as a duplicate
-    duplicate_of: Entry | None
-    overlap: float
+    entry: Entry | None  # as written (index and lines filled), None when it was there already
+    duplicate_of: Entry | None  # the entry with the same text (whitespace aside): nothing stored
+    overlap: float  # the word overlap with `duplicate_of` (1.0) or `similar_to`
     warnings: tuple[str, ...]
+    similar_to: Entry | None = None  # a near-duplicate of the stored entry, named in a warning
 
 
 class Stored(NamedTuple):
@@ -112,13 +115,22 @@ def batch(mem: Memory, items: Sequence[BatchItem], force: bool = False) -> Store
             name = mem.writable_topic(item.topic)
             entries = current.setdefault(name, [])
             entry, warnings = _new_entry(mem, name, item, current, entries)
-            duplicate = None if force or item.force else _duplicate(entry, entries)
-            if duplicate:
-                results.append(StoreResult(False, name, None, duplicate[0], duplicate[1], tuple(warnings)))
+            same = _same_text(entry, entries)
+            if same is not None:  # never twice, whatever its length and `force`: an agent retrying loses nothing
+                results.append(StoreResult(False, name, None, same, 1.0, tuple(warnings)))
                 continue
+            similar = None if force or item.force else _duplicate(entry, entries)
             entries.append(entry._replace(index=len(entries) + 1))
             touched.add(name)
-            results.append(StoreResult(True, name, entries[-1], None, 0.0, tuple(warnings)))
+            if similar is None:
+                results.append(StoreResult(True, name, entries[-1], None, 0.0, tuple(warnings)))
+                continue
+            old, overlap = similar
+            warnings.append(
+                f"{overlap:.0%} like {mem.label}{old.ref} ({first_line(old.text)}); stored anyway: if the two say the "
+                "same, revise one and delete the other"
+            )
+            results.append(StoreResult(True, name, entries[-1], None, overlap, tuple(warnings), old))
         writes = write_pages(
             mem, {t: _render(t, current[t], pages[t].page if t in pages else None) for t in sorted(touched)}
         )
@@ -128,7 +140,8 @@ def batch(mem: Memory, items: Sequence[BatchItem], force: bool = False) -> Store
 def _new_entry(
     mem: Memory, topic: str, item: BatchItem, current: dict[str, list[Entry]], entries: list[Entry]
 ) -> tuple[Entry, list[str]]:
-    text = clean_text(item.text)
+    text = item.text
+    shown = with_text(Entry(topic, "", ""), text).shown  # refuses an empty text or one no page can hold
     warnings: list[str] = []
     confidence = DEFAULT_CONFIDENCE if item.confidence is None else item.confidence
     if not is_confidence(confidence):
@@ -143,9 +156,9 @@ def _new_entry(
             warnings.append(f"link {link}: no topic {name!r} yet")
         elif index and not (index.isdecimal() and 1 <= int(index) <= len(known)):
             warnings.append(f"link {link}: topic {name!r} has {len(known)} entries")
-    created = _unique_stamp(now_iso(), text, entries)
+    created = _unique_stamp(now_iso(), shown or text, entries)
     tags = normalize_tags([*_tags(item.tags), *auto_tags(text)])
-    return Entry(topic, created, text, tags, source, float(confidence), links), warnings
+    return Entry(topic, created, text, tags, source, float(confidence), links, shown=shown), warnings
 
 
 def _links(raw: object) -> tuple[str, ...]:
@@ -184,6 +197,12 @@ def _unique_stamp(stamp: str, text: str, entries: list[Entry]) -> str:
     while f"## {now_iso(moment)} — {title}" in taken:
         moment += timedelta(seconds=1)
     return now_iso(moment)
+
+
+def _same_text(entry: Entry, entries: list[Entry]) -> Entry | None:
+    """The entry of the topic whose text is this one's, whitespace aside (runs of it, and at the ends)."""
+    words = entry.text.split()
+    return next((old for old in entries if old.text.split() == words), None)
 
 
 def _duplicate(entry: Entry, entries: list[Entry]) -> tuple[Entry, float] | None:
@@ -267,8 +286,8 @@ def append(
 
     def appended(old: Entry) -> Entry:
         # The joined text is cleaned again: a line that was a title alone (`<?php`) is a block in a body.
-        new_text = clean_text(f"{old.text}\n\n{body}")
-        return old._replace(text=new_text, tags=normalize_tags([*old.tags, *auto_tags(body)]), modified=now_iso())
+        new = with_text(old, f"{old.text}\n\n{body}")
+        return new._replace(tags=normalize_tags([*old.tags, *auto_tags(body)]), modified=now_iso())
 
     return _change(mem, "append", topic, (index, match_str, tag), appended)
 
@@ -280,7 +299,8 @@ def revise(mem: Memory, topic: str, text: str, *, index: int | None = None, matc
         raise UsageError(f"revise needs the entry's index or a match_str (memory_read {topic_name(topic)} lists them)")
 
     def revised(old: Entry) -> Entry:
-        return old._replace(text=body, tags=normalize_tags([*old.tags, *auto_tags(body)]), modified=now_iso())
+        new = with_text(old, body)
+        return new._replace(tags=normalize_tags([*old.tags, *auto_tags(body)]), modified=now_iso())
 
     return _change(mem, "revise", topic, (index, match_str, None), revised)
 
@@ -334,7 +354,8 @@ def merge(mem: Memory, topic: str, into: str) -> Edited:
 def _edit_text(action: str, text: str) -> str:
     if not isinstance(text, str) or not text.strip():
         raise UsageError(f"{action} needs text")
-    return clean_text(text)
+    clean_text(text)  # refuses a text no page can hold before anything is read
+    return text
 
 
 def _existing(name: str, pages: dict[str, TopicFile]) -> TopicPage:
@@ -488,7 +509,8 @@ def import_topics(mem: Memory, topics: list[object], dry_run: bool = False) -> d
             seen = {(e.created, e.text) for e in existing}
             new = []
             for e in sorted(entries, key=lambda e: e.created):
-                if (e.created, e.text) not in seen:
+                # `shown`: an entry imported before texts were kept exactly holds what the page showed
+                if (e.created, e.text) not in seen and (e.created, e.shown) not in seen:
                     seen.add((e.created, e.text))
                     new.append(e)
             if new:
@@ -552,10 +574,10 @@ def _from_json(topic: str, n: int, raw: object) -> Entry:
     except UsageError as e:
         raise UsageError(f"{where}: {e}") from None
     after = _persons_text(topic, raw.get("after"), "after")
-    return Entry(
+    entry = Entry(
         topic=topic,
         created=raw["created"],
-        text=clean_text(raw["text"]),
+        text="",
         tags=tags,
         source=source,
         confidence=float(confidence),
@@ -563,6 +585,7 @@ def _from_json(topic: str, n: int, raw: object) -> Entry:
         modified=modified,
         after=after,
     )
+    return with_text(entry, raw["text"])
 
 
 def _breaks_line(value: str) -> bool:

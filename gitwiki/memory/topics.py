@@ -234,7 +234,7 @@ def clean(mem: Memory, min_confidence: float = PRUNE_CONFIDENCE, apply: bool = F
 
 
 def compact(mem: Memory, topic: str | None = None, apply: bool = False) -> Maintenance:
-    """Near-duplicates within a topic (> 70 % alike, as store refuses them) folded into the newest: tags and
+    """Near-duplicates within a topic (> 70 % alike, those store warns about) folded into the newest: tags and
     links united."""
     changes, merged_into = [], {}
     for tf in mem.topics(topic).values():

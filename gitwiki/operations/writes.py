@@ -25,7 +25,7 @@ from gitwiki.wiki import Wiki
 
 class WriteReport(NamedTuple):
     corpus: str
-    path: str
+    path: str  # repo-relative, as search and every page tool print it
     absolute_path: str
     action: str  # "created", "overwritten" or "deleted"
     index_files: list[str]  # ancestor index.md files regenerated or scaffolded (repo-relative)
@@ -167,5 +167,5 @@ def _report(
     view: CorpusView,
 ) -> WriteReport:
     return WriteReport(
-        ref.corpus, ref.path, str(ref.file), action, index_files, findings, commit, view.commit, list(view.dirty)
+        ref.corpus, ref.repo_path, str(ref.file), action, index_files, findings, commit, view.commit, list(view.dirty)
     )

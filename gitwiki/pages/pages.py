@@ -51,7 +51,8 @@ def corpus_dir(root: Path, corpus: CorpusConfig) -> Path:
 
 
 def locate(root: Path, corpus: CorpusConfig, path: str, *, for_write: bool = False) -> PageRef:
-    """Check a corpus-relative page path and locate it; raise UsageError saying why it is refused."""
+    """Check a page path, repo-relative (`wiki/guides/deploy.md`, as search prints it) or relative to the corpus
+    folder (`guides/deploy.md`), and locate it; raise UsageError saying why it is refused."""
     if not isinstance(path, str) or not path.strip():
         raise UsageError("the page path is empty; give a path relative to the corpus, e.g. guides/deploy.md")
     if "\x00" in path:
@@ -72,14 +73,10 @@ def locate(root: Path, corpus: CorpusConfig, path: str, *, for_write: bool = Fal
     if PurePosixPath(rel).suffix.lower() not in PAGE_SUFFIXES:
         raise UsageError(f"{path!r} is not a markdown page; use a {' or '.join(PAGE_SUFFIXES)} file")
     base = corpus_dir(root, corpus)
-    if corpus.path and corpus.contains(rel) and not (base / corpus.path).is_dir():
-        # `ground` answers with repo-relative paths. Reading one back is unambiguous here; writing it
-        # verbatim would nest the corpus inside itself, so that is refused with the path to use.
-        if for_write:
-            raise UsageError(
-                f"{path!r} starts with the corpus folder {corpus.path!r}; paths are relative to the corpus, "
-                f"use {rel[len(corpus.path) + 1 :]!r}"
-            )
+    if corpus.path and corpus.contains(rel):
+        # The repo-relative path, as `ground` and every page tool print it. A corpus-relative path is taken
+        # too, where it cannot mean another page: one that starts with the corpus folder is repo-relative
+        # (a page in `wiki/wiki/` is `wiki/wiki/x.md`), for reads and writes alike.
         rel = rel[len(corpus.path) + 1 :]
     repo_path = f"{corpus.path}/{rel}" if corpus.path else rel
     if not matches(corpus, repo_path):
@@ -183,13 +180,15 @@ def remove_page(ref: PageRef) -> None:
 def list_files(
     root: Path, corpus: CorpusConfig, repo_paths: Iterable[str], glob: str | None = None
 ) -> list[ListedPage]:
-    """The corpus pages among `repo_paths` (e.g. a search view's pages), corpus-relative, sorted."""
+    """The corpus pages among `repo_paths` (e.g. a search view's pages), corpus-relative, sorted. `glob` matches
+    the corpus-relative path or the repo-relative one."""
     base = corpus_dir(root, corpus)
     out = []
     for repo_path in sorted(repo_paths):
         rel = repo_path[len(corpus.prefix) :]
-        if glob and not (
-            fnmatch.fnmatchcase(rel, glob) or (glob.startswith("**/") and fnmatch.fnmatchcase(rel, glob[3:]))
+        if glob and not any(
+            fnmatch.fnmatchcase(p, glob) or (glob.startswith("**/") and fnmatch.fnmatchcase(p, glob[3:]))
+            for p in (rel, repo_path)
         ):
             continue
         out.append(ListedPage(rel, str(base / rel)))
@@ -206,6 +205,8 @@ def tree(
     under = "/".join(p for p in under.replace("\\", "/").split("/") if p not in ("", "."))
     if ".." in under.split("/") or under.startswith("/"):
         raise UsageError(f"{under!r} must be a folder relative to corpus {corpus.name!r}, without '..'")
+    if corpus.path and (under == corpus.path or under.startswith(corpus.prefix)):  # repo-relative, as `locate`
+        under = under[len(corpus.prefix) :]
     base = corpus_dir(root, corpus)
     chosen = [f for f in files if not under or f.path.startswith(under + "/")]
     if under and not chosen:

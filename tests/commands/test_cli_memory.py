@@ -31,7 +31,7 @@ def test_memory_commands_round_trip(cli, wiki_repo, tmp_path):
     )
     assert code == 0 and out.startswith("stored ops:1 [ci, how-to] (lines 3-")
     code, out, _ = cli("memory", "store", "ops", DEPLOY, "--terse", cwd=path)
-    assert code == 0 and out.startswith("not stored: 100% like ops:1")
+    assert code == 1 and out.startswith("already stored as ops:1 (how-to: deploy with argo")
     batch = tmp_path / "batch.json"
     batch.write_text(
         json.dumps(
@@ -83,6 +83,48 @@ def test_memory_commands_round_trip(cli, wiki_repo, tmp_path):
     assert (code, out) == (0, "no stale sources\n")
     code, out, _ = cli("memory", "topics", "stats", "--detail", "index", "--json", cwd=path)
     assert code == 0 and json.loads(out)["index"]["pages"] == 2
+
+
+def test_the_reference_store_and_search_print_reads_the_entry_back(cli, wiki_repo):
+    """`stored ops:2` and a search's `ops:2` are what `memory read` takes; the text comes back exactly."""
+    path = wiki_repo.path
+    cli("memory", "store", "ops", DEPLOY, cwd=path)
+    text = "gotcha: argo caches  \nthe image tag\t"  # a markdown line break and a tab at the end
+    code, out, _ = cli("memory", "store", "ops", text, "--terse", cwd=path)
+    ref = out.split()[1]
+    assert (code, ref) == (0, "ops:2")
+    code, out, _ = cli("memory", "read", ref, "--json", cwd=path)
+    assert code == 0 and json.loads(out)["entries"][0]["text"] == text
+    code, out, _ = cli("memory", "search", "image", "tag", "--detail", "brief", cwd=path)
+    assert code == 0 and out.split()[0] == ref
+    code, out, _ = cli("memory", "read", out.split()[0], cwd=path)
+    assert code == 0 and out.startswith("## ") and "the image tag" in out
+    assert cli("memory", "read", "ops:2", "2", cwd=path)[0] == 0  # the same entry twice over
+    code, _, err = cli("memory", "read", "ops:2", "1", cwd=path)
+    assert code == 2 and "already names entry 2" in err
+    code, _, err = cli("memory", "read", "ops:9", cwd=path)
+    assert code == 3 and "ops" in err
+
+
+def test_store_exits_1_only_when_nothing_was_stored(cli, wiki_repo, tmp_path):
+    """An exact repeat, of any length, is not stored again (exit 1, naming the entry); a near-duplicate is stored
+    with a warning (exit 0)."""
+    path = wiki_repo.path
+    for _ in range(4):
+        code, out, _ = cli("memory", "store", "ops", "argo  needs tags", cwd=path)
+    assert code == 1 and out.startswith("already stored as ops:1 (argo  needs tags); not stored again")
+    code, out, _ = cli("memory", "store", "ops", DEPLOY, cwd=path)
+    assert code == 0
+    code, out, _ = cli("memory", "store", "ops", DEPLOY.replace("once", "only once"), "--json", cwd=path)
+    data = json.loads(out)
+    assert code == 0 and data["stored"] and (data["entry"]["index"], data["similar_to"]) == (3, "ops:2")
+    assert data["warnings"][0].endswith("stored anyway: if the two say the same, revise one and delete the other")
+    assert len(json.loads(cli("memory", "read", "ops", "--json", cwd=path)[1])["entries"]) == 3
+    batch = tmp_path / "batch.json"
+    batch.write_text(json.dumps([{"topic": "ops", "text": "argo needs tags"}]))
+    assert cli("memory", "batch", str(batch), cwd=path)[0] == 1  # nothing of the batch stored
+    batch.write_text(json.dumps([{"topic": "ops", "text": "argo needs tags"}, {"topic": "ops", "text": "new"}]))
+    assert cli("memory", "batch", str(batch), cwd=path)[0] == 0
 
 
 def test_memory_errors_map_to_exit_codes(cli, wiki_repo):

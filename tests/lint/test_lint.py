@@ -127,6 +127,30 @@ def test_cli_all_pages_json_warnings_and_subdirectory_paths(repo, cli):
     assert out.startswith("::error file=wiki/b.md,line=2,col=1,title=GW003::heading level jumps from H1 to H3")
 
 
+def test_memory_pages_are_not_linted_for_what_their_notes_carry(repo, cli):
+    """A note's links, headings and a topic's size are the note's and the memory's (docs/lint-rules.md, Memory
+    pages): `gitwiki lint` passes a memory whose notes carry links to pages of another place; the same link on a
+    page of the wiki is still an error."""
+    _wiki(repo)
+    note = "gotcha: see [the runbook](runbook.md#retries) and [empty]()\n\n#### deep heading\n\nbody"
+    assert cli("memory", "store", "ops", note, cwd=repo.path)[0] == 0
+    for n in range(30):  # a topic past [lint] max_page_bytes (20000)
+        assert cli("memory", "store", "big", f"note {n} " + "word " * 150, "--force", cwd=repo.path)[0] == 0
+    assert (repo.path / "wiki/memory/big.md").stat().st_size > 20_000
+    repo.git("add", "-A")
+    code, out, err = cli("lint", "--format", "json", cwd=repo.path)
+    findings = json.loads(out)["findings"]
+    assert code == 0, (out, err)
+    assert {f["code"] for f in findings if f["path"].startswith("wiki/memory/")} <= {ORPHAN}
+    repo.write("wiki/c.md", "# C\n\n[the runbook](runbook.md#retries)\n")
+    repo.git("add", "-A")
+    code, out, _ = cli("lint", "--format", "json", cwd=repo.path)
+    assert code == 1 and [f["code"] for f in json.loads(out)["findings"] if f["path"] == "wiki/c.md"] == [
+        ORPHAN,
+        "GW005",
+    ]
+
+
 def test_cli_all_pages_skips_a_staged_page_removed_from_disk(repo, cli):
     _wiki(repo)
     repo.write("wiki/gone.md", "# Gone\n")

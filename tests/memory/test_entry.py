@@ -18,6 +18,7 @@ from gitwiki.memory.entry import (
     render_page,
     terms,
     topic_name,
+    with_text,
 )
 from tests.memory.test_fuzz import SCALE
 
@@ -106,7 +107,7 @@ def test_an_entry_reads_back_as_written(text, whole):
 
 def test_clean_text_keeps_an_entry_one_section():
     text = clean_text("  # Big\n## Mid\n[tags: x]\n```\n## fenced\n```\n")
-    assert text == "### Big\n\n### Mid\n\\[tags: x]\n```\n## fenced\n```"
+    assert text == "### Big\n### Mid\n\\[tags: x]\n```\n## fenced\n```"
     entry = Entry("t", "2026-11-20T10:00:00Z", text)
     parsed = parse_page(render_page("t", [entry]), "t").entries
     assert len(parsed) == 1 and parsed[0].text == text and parsed[0].tags == ()
@@ -194,7 +195,7 @@ ENTRIES = st.builds(
     Entry,
     topic=st.just("t"),
     created=STAMPS,
-    text=HOSTILE_TEXT.map(_cleaned).filter(bool),
+    text=HOSTILE_TEXT.filter(lambda text: _cleaned(text) is not None),  # kept exactly (`with_text` below)
     tags=st.lists(st.one_of(WORD, HOSTILE_LINE), max_size=4).map(normalize_tags),
     source=st.one_of(st.just(""), SOURCES),
     confidence=st.floats(0, 1),
@@ -206,7 +207,7 @@ ENTRIES = st.builds(
     start_line=st.just(0),
     end_line=st.just(0),
     after=st.just(""),
-)
+).map(lambda e: with_text(e, e.text))
 
 
 def _fields(e: Entry) -> tuple:

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from gitwiki.errors import GitwikiError, UsageError
 from gitwiki.markdown.chunker import parser
 from gitwiki.memory import entry as entry_mod
+from gitwiki.memory import replies
 from gitwiki.memory import store as store_mod
 from gitwiki.memory import topics as topics_mod
 from gitwiki.memory.base import Memory
@@ -184,8 +185,11 @@ def test_store_edit_export_import_never_touch_another_entry(fuzz_mem, first, ops
         RAN["edit operations"] += 1
         try:
             if op[0] == "store":
-                e = store_mod.store(mem, topic, op[1], force=True).results[0].entry
-                model.append((e.created, e.text, e.tags))
+                r = store_mod.store(mem, topic, op[1], force=True).results[0]
+                if r.entry is None:  # the topic holds this text already (whitespace aside): never stored twice
+                    assert r.duplicate_of is not None and r.duplicate_of.text.split() == op[1].split()
+                else:
+                    model.append((r.entry.created, r.entry.text, r.entry.tags))
             elif op[0] == "delete":
                 store_mod.delete(mem, topic, index=op[1])
                 del model[op[1] - 1]
@@ -214,6 +218,39 @@ def test_store_edit_export_import_never_touch_another_entry(fuzz_mem, first, ops
     assert added == {copy: len(expected)}
     assert [(e.created, e.text, e.tags) for e in mem.topic(copy).page.entries] == expected
     assert {name: tf.data for name, tf in mem.topics().items() if name != copy} == others
+
+
+# Text as people and tools write it: trailing spaces (markdown's line break), tabs, CRLF and lone CRs, blank
+# lines and whitespace at the ends, any Unicode, beside the lines that could break a page.
+LINE_END = st.sampled_from(["\n", "\r\n", "\r", "  \n", "\t\r\n", "\n\n", "\n \n"])
+EXACT_TEXT = st.lists(
+    st.tuples(st.one_of(WORDS, HOSTILE, st.sampled_from(["  two spaces  ", "\tindented", "tab\tinside\t"])), LINE_END),
+    min_size=1,
+    max_size=6,
+).map(lambda lines: "".join(line + end for line, end in lines)[: -len(lines[-1][1]) or None])
+EXACT_TEXT = st.one_of(EXACT_TEXT, st.tuples(st.sampled_from(["", " ", "\n", "\t"]), EXACT_TEXT).map("".join))
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=40 * SCALE,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(text=EXACT_TEXT)
+def test_a_stored_text_reads_back_exactly(fuzz_mem, text):
+    """store → read gives back every character of the text: trailing spaces, tabs, CRLF, Unicode, the ends."""
+    repo, mem = fuzz_mem
+    RAN["exact texts"] += 1
+    topic = f"x{next(TOPICS)}"
+    try:
+        stored = store_mod.store(mem, topic, text).results[0]
+    except UsageError:
+        assert not text.strip()  # an empty text is the only one refused
+        return
+    assert stored.entry.text == text
+    assert replies.read(mem, stored.entry.ref).data["entries"][0]["text"] == text
+    assert Memory.open(repo.path).entry(topic, 1).text == text  # parsed anew from the page on disk
 
 
 JSON = st.recursive(

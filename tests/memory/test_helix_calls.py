@@ -242,11 +242,13 @@ def test_a_batch_items_helix_strings_mean_what_they_mean_in_store(repo):
             await helix(s, "store", topic="build", text="the release build strips symbols")
             item = {"topic": "engine", "text": "the cache needs the bridge", "tags": "gotchas, build"}
             item |= {"links": "build:1 build", "confidence": "0.5", "force": "true"}
-            done = await helix(s, "batch", entries=[item, dict(item)])
+            done = await helix(s, "batch", entries=[item, item | {"text": "the cache needs the bridge, still"}, item])
             return done, (await helix(s, "read", topic="engine"))["entries"]
 
     done, entries = run(main)
-    assert [r["stored"] for r in done["results"]] == [True, True]  # force "true": the repeat is stored too
+    # force "true" is read as true; an exact repeat is not stored even so (the same note twice says nothing more)
+    assert [r["stored"] for r in done["results"]] == [True, True, False]
+    assert done["results"][2]["duplicate_of"] == "engine:1"
     assert [(e["links"], e["tags"], e["confidence"]) for e in entries] == [
         (["build:2", "build"], ["build", "gotcha"], 0.5)
     ] * 2

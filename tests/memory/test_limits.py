@@ -46,18 +46,37 @@ def test_a_topic_name_too_long_for_a_file_name_is_refused_with_the_limit(mem):
         ("the cache is enabled for every worker in staging", "the cache is disabled for every worker in staging"),
         ("the writer lock is not held across processes here", "the writer lock is held across processes here"),
         ("the writer lock isn't held across processes here", "the writer lock is held across processes here"),
-        ("rotateSigningKey fail_fast", "rotateSigningKey fail_fast"),  # two words, not six tokens
+        ("rotateSigningKey fail_fast", "rotateSigningKey fail_safe"),  # two words, not six tokens
     ],
 )
 def test_opposites_negations_and_short_texts_are_not_duplicates(mem, new, old):
     store_mod.store(mem, "t", old)
-    assert store_mod.store(mem, "t", new).results[0].stored
+    stored = store_mod.store(mem, "t", new).results[0]
+    assert stored.stored and stored.similar_to is None and not stored.warnings
 
 
-def test_a_restatement_is_still_a_duplicate(mem):
+def test_a_restatement_is_stored_with_a_warning_naming_the_entry_it_is_like(mem):
     store_mod.store(mem, "t", "the CI tests fail on arm64 runners since tuesday")
     again = store_mod.store(mem, "t", "CI tests fail on arm64 runners since Tuesday!").results[0]
-    assert not again.stored and again.duplicate_of.ref == "t:1" and again.overlap == 1.0
+    assert again.stored and again.entry.ref == "t:2" and again.similar_to.ref == "t:1" and again.overlap == 1.0
+    assert again.warnings == (
+        "100% like t:1 (the CI tests fail on arm64 runners since tuesday); stored anyway: if the two say the same, "
+        "revise one and delete the other",
+    )
+    assert [e.ref for e in mem.topic("t").page.entries] == ["t:1", "t:2"]
+
+
+@pytest.mark.parametrize("force", [False, True])
+@pytest.mark.parametrize(
+    "again", ["rotateSigningKey fail_fast", "rotateSigningKey   fail_fast", " rotateSigningKey\tfail_fast\n"]
+)
+def test_an_exact_repeat_is_never_stored_whatever_its_length(mem, again, force):
+    """Under six words the overlap test does not apply; the same text (whitespace aside) is still the same note."""
+    store_mod.store(mem, "t", "rotateSigningKey fail_fast")
+    store_mod.store(mem, "u", "rotateSigningKey fail_fast")  # another topic: a note of its own
+    repeat = store_mod.store(mem, "t", again, force=force).results[0]
+    assert not repeat.stored and repeat.entry is None and repeat.duplicate_of.ref == "t:1"
+    assert len(mem.topic("t").page.entries) == 1 and len(mem.topic("u").page.entries) == 1
 
 
 def test_huge_spans_mean_no_lower_bound_and_nan_is_refused(mem):

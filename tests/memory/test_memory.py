@@ -70,23 +70,26 @@ def test_store_writes_a_lint_clean_page_and_auto_tags(repo_mem):
     assert found.docs[0].chunks[0].breadcrumb[1].endswith("gotcha: the lock is per thread")
 
 
-def test_duplicates_above_70_percent_on_six_tokens_are_refused_unless_forced(repo_mem):
+def test_duplicates_above_70_percent_on_six_tokens_are_stored_with_a_warning(repo_mem):
     _, mem = repo_mem
     base = "the writer lock guards every index update across worktrees and hooks"
     store_mod.store(mem, "t", base)
-    # 8 of 9 terms shared (89 %): refused, with the entry it repeats.
+    # "too" adds no term: stored, with a warning naming the entry it is like.
     dup = store_mod.store(mem, "t", base + " too").results[0]
-    assert not dup.stored and dup.duplicate_of.ref == "t:1" and dup.overlap > 0.7
+    assert dup.stored and dup.entry.ref == "t:2" and dup.similar_to.ref == "t:1" and dup.overlap > 0.7
+    assert dup.warnings[0].startswith(f"{dup.overlap:.0%} like t:1 (the writer lock guards")
     # 7 shared of 10 (70 %) is not above the threshold.
     near = store_mod.store(mem, "t", "the writer lock guards every index update across shards, queues and caches")
-    assert near.results[0].stored and near.results[0].overlap == 0.0
-    # Below 6 tokens nothing counts as a duplicate.
+    assert near.results[0].stored and near.results[0].overlap == 0.0 and near.results[0].similar_to is None
+    # Below 6 tokens nothing counts as a near-duplicate.
     assert store_mod.store(mem, "t", "lock the index").results[0].stored
     assert store_mod.store(mem, "t", "lock the index now").results[0].stored
-    forced = store_mod.store(mem, "t", base + " too", force=True).results[0]
-    assert forced.stored and forced.entry.index == 5
+    # force: no comparison, no warning.
+    forced = store_mod.store(mem, "t", base + " as well", force=True).results[0]
+    assert forced.stored and forced.entry.index == 6 and forced.similar_to is None and not forced.warnings
     # Other topics are not compared.
-    assert store_mod.store(mem, "other", base).results[0].stored
+    other = store_mod.store(mem, "other", base).results[0]
+    assert other.stored and other.similar_to is None
 
 
 def test_links_are_validated_and_sources_pinned(repo_mem):
@@ -120,13 +123,16 @@ def test_batch_one_write_per_topic_and_intra_batch_dedup(repo_mem):
                 {"topic": "a", "text": text + " always"},
                 {"topic": "b", "text": "how-to: run the benchmark with python bench/bench_memory.py"},
                 {"topic": "a", "text": "perf: fine"},
+                {"topic": "a", "text": "perf:  fine "},
             ]
         ),
     )
-    assert [r.stored for r in done.results] == [True, False, True, True]
-    assert done.results[1].duplicate_of.ref == "a:1"
-    assert sorted(w.path for w in done.writes) == ["memory/a.md", "memory/b.md"]
-    assert [e.tags for e in parse_page(page(repo, "a"), "a").entries] == [("decision",), ("perf",)]
+    assert [r.stored for r in done.results] == [True, True, True, True, False]
+    assert done.results[1].similar_to.ref == "a:1"  # a near-duplicate: stored, with a warning
+    assert done.results[4].duplicate_of.ref == "a:3"  # the same text as an earlier item: not stored twice
+    assert sorted(w.path for w in done.writes) == ["wiki/memory/a.md", "wiki/memory/b.md"]
+    entries = parse_page(page(repo, "a"), "a").entries
+    assert [e.tags for e in entries] == [("decision",), ("decision",), ("perf",)]
     with pytest.raises(UsageError, match="entry 1"):
         store_mod.batch(mem, batch_items([{"text": "no topic"}]))
 
@@ -411,7 +417,7 @@ def test_prune_and_compact_dry_run_then_apply(repo):
 def test_checkpoint_round_trip_and_clear(repo_mem):
     repo, mem = repo_mem
     saved, writes = cp.checkpoint(mem, "ship memory", done=["format", "store"], next="search\nbrief", files=["a.py"])
-    assert saved.path == "wiki/memory/checkpoints/default.md" and writes[0].path == "memory/checkpoints/default.md"
+    assert saved.path == "wiki/memory/checkpoints/default.md" and writes[0].path == "wiki/memory/checkpoints/default.md"
     assert "checkpoints" not in mem.topics()
     loaded = cp.load_checkpoint(mem)
     assert loaded == saved and loaded.next == ("search", "brief") and loaded.hypotheses == ()

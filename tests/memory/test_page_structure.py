@@ -39,7 +39,9 @@ def test_an_unclosed_fence_does_not_swallow_the_entries_after_it(mem, repo, fenc
         "second entry about the cache",
         "third entry about the lock",
     ]
-    assert entries[0].text.endswith("pytest -q\n" + fence.rstrip("python"))
+    # The text reads back as stored; the page shows it with the fence closed.
+    assert entries[0].text == f"how to run the tests\n\n{fence}\npytest -q"
+    assert entries[0].shown.endswith("pytest -q\n" + fence.rstrip("python"))
     page = (repo.path / "wiki/memory/t.md").read_text()
     assert len(commonmark_h2(page)) == 4  # the H1 and three entries, as any reader sees the page
     store_mod.delete(mem, "t", index=1)
@@ -53,7 +55,8 @@ def test_revise_with_an_unclosed_fence_keeps_modified_out_of_the_fence(mem):
     store_mod.store(mem, "t", "first")
     store_mod.store(mem, "t", "second")
     revised = store_mod.revise(mem, "t", index=1, text="now with code\n\n~~~\nmake test").entries[0]
-    assert revised.modified and revised.text == "now with code\n\n~~~\nmake test\n~~~"
+    assert revised.modified and revised.text == "now with code\n\n~~~\nmake test"
+    assert revised.shown == "now with code\n\n~~~\nmake test\n~~~"
     assert [e.title for e in mem.topic("t").page.entries] == ["now with code", "second"]
 
 

@@ -215,7 +215,9 @@ def test_the_cli_writes_with_personal_and_reads_both(tmp_path, home, cli):
         "memory", "store", "--personal", "git", "rebase --update-refs moves stacked branches", cwd=a.path
     )
     assert code == 0, err
-    assert "~personal/git:1" in out and "of ~personal/git.md" in out
+    assert "~personal/git:1" in out and "of ~personal/memory/git.md" in out  # the page, in the personal repository
+    code, out, err = cli("memory", "read", "~personal/git:1", "--json", cwd=a.path)  # the reference just printed
+    assert code == 0 and json.loads(out)["entries"][0]["text"] == "rebase --update-refs moves stacked branches", err
     code, out, err = cli("memory", "store", "--json", "--personal", "git", "git absorb folds fixups", cwd=a.path)
     assert json.loads(out)["topic"] == "~personal/git"
     code, out, err = cli("memory", "edit", "delete", "~personal/git", "2", cwd=a.path)
