@@ -239,21 +239,30 @@ def _dispatch(mem: Memory, args: argparse.Namespace) -> Reply:
 
 def _read_bytes(path: str) -> bytes:
     from gitwiki.errors import UsageError
+    from gitwiki.fs import read_bounded
+    from gitwiki.memory.topics import IMPORT_CAP
 
+    fix = "pass helix's data.log (usually ~/.helix-kb/data.log) or its JSON export"
     try:
-        return Path(path).expanduser().read_bytes()
-    except OSError as e:
-        raise UsageError(
-            f"cannot read {path} ({e.strerror}); pass helix's data.log, usually ~/.helix-kb/data.log"
-        ) from None
+        return read_bounded(Path(path).expanduser(), cap=IMPORT_CAP, what="import file", fix=fix)
+    except FileNotFoundError:
+        raise UsageError(f"cannot read {path} (no such file); {fix}") from None
 
 
 def _load_json(path: str) -> Any:
     from gitwiki.errors import UsageError
+    from gitwiki.fs import read_bounded
+    from gitwiki.memory.replies import load_json
+    from gitwiki.memory.topics import IMPORT_CAP
 
-    try:
-        return json.loads(sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise UsageError(f"cannot read {path} ({e.strerror})") from None
-    except ValueError as e:
-        raise UsageError(f"{path} is not JSON ({e})") from None
+    if path == "-":
+        raw = sys.stdin.buffer.read(IMPORT_CAP + 1)
+        if len(raw) > IMPORT_CAP:
+            raise UsageError(f"standard input holds more than {IMPORT_CAP:,} bytes; split the document")
+    else:
+        fix = "pass a JSON file gitwiki wrote (topics export) or one in its shape"
+        try:
+            raw = read_bounded(path, cap=IMPORT_CAP, what="JSON file", fix=fix)
+        except FileNotFoundError:
+            raise UsageError(f"cannot read {path} (no such file); {fix}") from None
+    return load_json(raw, f"{path} is not JSON")

@@ -204,7 +204,10 @@ class Memory:
         return loaded
 
     def file_blob(self, repo_path: str) -> str | None:
-        """The git blob id of a repo file as it is on disk now (None when missing), cached by its stat."""
+        """The git blob id of a repo file as it is on disk now (None when missing), cached by its stat; read
+        through the bounded reader (RefusedFile: not a regular file inside the repository, or too large)."""
+        from gitwiki.memory.sources import read_source
+
         file = self.root / repo_path
         try:
             st = file.stat()
@@ -214,7 +217,7 @@ class Memory:
         if cached and cached[0] == stat_stamp(st):
             return cached[1]
         try:
-            blob: str | None = blob_id(file.read_bytes())
+            blob: str | None = blob_id(read_source(self.root, repo_path))
         except OSError:
             blob = None
         self._files[file] = (stat_stamp(st), blob)
