@@ -193,6 +193,11 @@ def source_entries(lookup: Lookup, notes: list[Note], path: str) -> list[Note]:
         row = next((r for r in rows if r[_START] <= note.start_line <= r[_END]), None)
         if row is not None and row[_SOURCE_PATH] == path:
             out.append(note)
+    if out:  # a source the library does not read (a symlink out of the repository, a FIFO…) is no source
+        from gitwiki.memory.sources import source_problem
+
+        if source_problem(lookup.root, path) is not None:
+            return []
     return out
 
 
