@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitwiki.memory.sources import MAX_SOURCE_CHARS, parse_source
+from gitwiki.memory.sources import parse_source
 from tests.memory.test_helix import Log
 from tests.test_mcp_server import call, connect, refused, run
 
@@ -100,7 +100,7 @@ def test_store_refuses_outside_sources_with_or_without_a_blob(repo, cli, outside
         code, out, err = cli("memory", "store", "t", "a note", "--source", source, cwd=repo.path)
         assert (code, out) == (2, "") and len(err.strip().splitlines()) == 1 and "Traceback" not in err, (source, err)
     code, _, err = cli("memory", "store", "t", "a note", "--source", "a" * 100_000, cwd=repo.path)
-    assert code == 2 and f"at most {MAX_SOURCE_CHARS:,}" in err and len(err) < 500  # OSError before
+    assert code == 2 and "at most 1,024" in err and len(err) < 500  # OSError before
 
 
 def test_mcp_refresh_store_and_batch(repo, outside):
@@ -123,7 +123,7 @@ def test_mcp_refresh_store_and_batch(repo, outside):
         assert SECRET not in json.dumps(answer) and len(answer["ignored"]) == 5 and not answer["refresh"]
     assert "leads outside the repository through a symlink" in str(stored)
     assert "is an absolute path" in str(batch) or "must be a repo-relative path" in str(batch)
-    assert f"at most {MAX_SOURCE_CHARS:,}" in str(long)
+    assert "at most 1,024" in str(long)
     assert not (repo.path / "wiki/memory/t.md").exists()
 
 
