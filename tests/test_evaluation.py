@@ -9,6 +9,8 @@ import random
 import shutil
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitwiki.errors import UsageError
 from gitwiki.operations import evaluation
@@ -247,3 +249,31 @@ def test_evaluate_tells_progress_after_each_question_of_each_mode():
     told: list[tuple[str, int, int]] = []
     evaluation.evaluate(lambda *_: ["a.md"], questions, [("lexical", None), ("hybrid", "rrf")], lambda *a: told.append(a))
     assert told == [("eval", n, 8) for n in range(1, 9)]
+
+
+ANY_TEXT = st.text(alphabet=st.characters(exclude_categories=()), max_size=40)  # lone surrogates included
+QUESTION_VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), ANY_TEXT, st.lists(ANY_TEXT, max_size=3))
+QUESTION_LINES = st.one_of(
+    st.text(max_size=200),
+    st.builds(
+        json.dumps,
+        st.fixed_dictionaries(
+            {"question": QUESTION_VALUES, "relevant": QUESTION_VALUES},
+            optional={"id": QUESTION_VALUES, "kind": QUESTION_VALUES},
+        ),
+    ),
+    st.integers(1, 3000).map(lambda depth: "[" * depth + "]" * depth),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(QUESTION_LINES)
+def test_any_question_line_is_a_question_or_one_error_naming_its_line(line):
+    try:
+        q = evaluation.parse_question(line, "eval.jsonl:7", "q7")
+    except UsageError as e:
+        assert str(e).startswith("eval.jsonl:7: ") and "\n" not in str(e)
+        return
+    assert q.text and len(q.text) <= evaluation.MAX_QUESTION_CHARS and q.relevant and q.id
+    for value in (q.text, q.id, q.kind, *q.relevant):
+        value.encode("utf-8")  # printable and writable: no lone surrogate got through
