@@ -200,7 +200,11 @@ def _dispatch(mem: Memory, args: argparse.Namespace) -> Reply:
     if a == "read":
         return replies.read(mem, args.topic, args.index)
     if a == "import":
-        return replies.import_helix(stores.writer(mem, scope)[0], _read_bytes(args.helix), dry_run=args.dry_run)
+        from gitwiki.commands.options import progress_bar
+
+        raw = _read_bytes(args.helix)
+        with progress_bar(enabled=not getattr(args, "json", False), terminal=sys.stderr.isatty()) as progress:
+            return replies.import_helix(stores.writer(mem, scope)[0], raw, dry_run=args.dry_run, progress=progress)
     if a == "edit":
         mem, topic, to, into = stores.writer_edit(mem, scope, args.topic, args.to, args.into)
         edit = actions.EditCall(

@@ -19,7 +19,7 @@ STAGES = {
     "embed": "embedding chunks",
     "eval": "searching questions",
     "tune": "searching questions at each depth",
-    "import": "checking imported entries",
+    "import": "writing imported topic pages",
 }
 
 

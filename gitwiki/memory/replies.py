@@ -21,6 +21,7 @@ from gitwiki.memory.entry import Entry, first_line, render_entry
 from gitwiki.memory.sources import Ignored, ignored
 
 if TYPE_CHECKING:
+    from gitwiki.index.indexer import Progress
     from gitwiki.memory.base import Memory
     from gitwiki.operations.writes import WriteReport
 
@@ -422,19 +423,19 @@ def import_(mem: Memory, data: dict[str, Any] | list[Any]) -> Reply:
     return _imported(added, checkpoints, notes=notes)
 
 
-def import_helix(mem: Memory, raw: bytes, dry_run: bool = False) -> Reply:
+def import_helix(mem: Memory, raw: bytes, dry_run: bool = False, progress: Progress | None = None) -> Reply:
     """helix's knowledge base, its binary data.log or its JSON export (the file's bytes), merged in."""
     from gitwiki.memory import helix
 
     checkpoints: list[str] = []
     notes: list[str] = []
     if helix.is_log(raw):
-        added = topics_mod.import_helix_log(mem, raw, dry_run, notes)
+        added = topics_mod.import_helix_log(mem, raw, dry_run, notes, progress)
     else:
         data = load_json(raw, "not a helix data.log (no AMRL header) nor its JSON export")
         if not helix.is_export(data):
             raise UsageError("this is a gitwiki export, not helix's; import it with topics import --file")
-        added, checkpoints = topics_mod.import_memory(mem, data, dry_run, notes)
+        added, checkpoints = topics_mod.import_memory(mem, data, dry_run, notes, progress)
     return _imported(added, checkpoints, dry_run, notes)
 
 

@@ -23,6 +23,7 @@ from gitwiki.memory.entry import (
 from gitwiki.memory.sources import STALE_FACTOR, Ignored, Refresh, Staleness, ignored, refresh, stale
 
 if TYPE_CHECKING:
+    from gitwiki.index.indexer import Progress
     from gitwiki.memory.base import Memory
 
 EXPORT_FORMAT = "gitwiki-memory"
@@ -311,7 +312,11 @@ def export(mem: Memory) -> dict[str, Any]:
 
 
 def import_memory(
-    mem: Memory, data: dict[str, Any] | list[Any], dry_run: bool = False, notes: list[str] | None = None
+    mem: Memory,
+    data: dict[str, Any] | list[Any],
+    dry_run: bool = False,
+    notes: list[str] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[dict[str, int], list[str]]:
     """Merge an export back: entries per topic added, and the checkpoints written (with `dry_run`, what
     would be added, every check made and nothing written). helix's JSON export is read as well. What was
@@ -327,12 +332,12 @@ def import_memory(
     if not isinstance(data, dict) or not isinstance(data.get("topics"), list):
         raise UsageError('import needs an export document: {"topics": [{"name": …, "entries": […]}]}')
     checkpoints = checkpoint_pages(data.get("checkpoints") or [])  # checked before any topic is written
-    added = import_topics(mem, data["topics"], dry_run, notes)
+    added = import_topics(mem, data["topics"], dry_run, notes, progress)
     return added, list(checkpoints) if dry_run else import_checkpoints(mem, checkpoints)
 
 
 def import_helix_log(
-    mem: Memory, log: bytes, dry_run: bool = False, notes: list[str] | None = None
+    mem: Memory, log: bytes, dry_run: bool = False, notes: list[str] | None = None, progress: Progress | None = None
 ) -> dict[str, int]:
     """Merge the live entries of helix's binary data.log (its bytes); a damaged log writes nothing."""
     from gitwiki.memory import helix
@@ -341,7 +346,7 @@ def import_helix_log(
     notes = notes if notes is not None else []
     document = helix.parse_log(log)
     notes += document.pop("notes", [])
-    return import_topics(mem, document["topics"], dry_run, notes)
+    return import_topics(mem, document["topics"], dry_run, notes, progress)
 
 
 def _export_entry(e: Entry) -> dict[str, Any]:

@@ -500,3 +500,16 @@ def test_any_json_document_parses_as_a_helix_export_or_is_refused_cleanly(data):
     for topic in document["topics"]:
         assert isinstance(topic["name"], str) and all(isinstance(e["text"], str) for e in topic["entries"])
     assert all(isinstance(n, str) for n in document.get("notes", []))
+
+
+def test_a_long_import_shows_progress_on_stderr(mem, repo, cli, tmp_path, monkeypatch):
+    from gitwiki.commands import options
+
+    monkeypatch.setattr(options, "LINE_EVERY", 0.0)  # a line a page, not one every 5 s
+    log = Log()
+    for n in range(3):
+        log.entry(f"topic-{n}", f"entry {n}", 60 + n)
+    (tmp_path / "data.log").write_bytes(log.bytes())
+    code, out, err = cli("memory", "import", "--helix", str(tmp_path / "data.log"), cwd=repo.path)
+    assert code == 0 and out.startswith("imported 3 entries")
+    assert err.splitlines() == [f"gitwiki: writing imported topic pages {n}/3" for n in range(4)]
