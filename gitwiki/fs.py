@@ -129,7 +129,8 @@ def read_bounded(
     except FileNotFoundError:
         raise
     except OSError as e:
-        why = "was swapped for a symlink while being read" if e.errno == errno.ELOOP else f"cannot be read ({e.strerror})"
+        swapped = e.errno == errno.ELOOP
+        why = "was swapped for a symlink while being read" if swapped else f"cannot be read ({e.strerror})"
         raise _refused(what, shown, why, fix) from None
     try:
         now = os.fstat(fd)

@@ -247,12 +247,16 @@ def test_cli_eval_shows_progress_on_stderr_and_tune_counts_questions_before_sear
 def test_evaluate_tells_progress_after_each_question_of_each_mode():
     questions = [evaluation.Question(f"q{n}", f"question {n}", {"a.md": 1}) for n in range(4)]
     told: list[tuple[str, int, int]] = []
-    evaluation.evaluate(lambda *_: ["a.md"], questions, [("lexical", None), ("hybrid", "rrf")], lambda *a: told.append(a))
+    evaluation.evaluate(
+        lambda *_: ["a.md"], questions, [("lexical", None), ("hybrid", "rrf")], lambda *a: told.append(a)
+    )
     assert told == [("eval", n, 8) for n in range(1, 9)]
 
 
 ANY_TEXT = st.text(alphabet=st.characters(exclude_categories=()), max_size=40)  # lone surrogates included
-QUESTION_VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), ANY_TEXT, st.lists(ANY_TEXT, max_size=3))
+QUESTION_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), ANY_TEXT, st.lists(ANY_TEXT, max_size=3)
+)
 QUESTION_LINES = st.one_of(
     st.text(max_size=200),
     st.builds(

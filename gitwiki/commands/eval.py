@@ -141,10 +141,9 @@ def eval_command(args: argparse.Namespace) -> int:
 
 
 def _tune(wiki: Wiki, args: argparse.Namespace, questions: list[Question], source: str) -> int:
+    from gitwiki.commands.options import progress_bar
     from gitwiki.config import write_search
     from gitwiki.operations import tuning
-
-    from gitwiki.commands.options import progress_bar
 
     with progress_bar(enabled=not args.json, terminal=sys.stderr.isatty()) as progress:
         fit = tuning.tune(wiki, args.corpus, questions, progress)

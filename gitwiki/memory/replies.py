@@ -450,9 +450,7 @@ def load_json(raw: bytes | str, what: str) -> Any:
         raise UsageError(f"{what} ({e})") from None
 
 
-def _imported(
-    added: dict[str, int], checkpoints: list[str], dry_run: bool = False, notes: Sequence[str] = ()
-) -> Reply:
+def _imported(added: dict[str, int], checkpoints: list[str], dry_run: bool = False, notes: Sequence[str] = ()) -> Reply:
     text = ", ".join(f"{t} +{n}" for t, n in added.items()) or "nothing new"
     more = f"; checkpoints: {', '.join(checkpoints)}" if checkpoints else ""
     verb = "would import" if dry_run else "imported"

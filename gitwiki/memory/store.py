@@ -491,8 +491,8 @@ def import_topics(
             raise UsageError(f'topic {n} of the import must be an object {{"name": …, "entries": […]}}')
         try:
             name = mem.writable_topic(topic["name"])
-        except UsageError as e:
-            raise UsageError(f"topic {n} of the import ({_short(topic['name'])}): {e}") from None
+        except UsageError as refused:
+            raise UsageError(f"topic {n} of the import ({_short(topic['name'])}): {refused}") from None
         raw_entries = topic.get("entries", [])
         if not isinstance(raw_entries, list):
             raise UsageError(f"topic {topic['name']!r} of the import: entries must be a list of entry objects")

@@ -93,9 +93,7 @@ class Fit(NamedTuple):
         return self.chosen != self.current and self.low > 0
 
 
-def tune(
-    wiki: Wiki, corpus: str | None, questions: Sequence[Question], progress: Progress | None = None
-) -> Fit:
+def tune(wiki: Wiki, corpus: str | None, questions: Sequence[Question], progress: Progress | None = None) -> Fit:
     """The grid's best setting for `questions` against the wiki's current one, cross-validated; ranked as
     `gitwiki eval` ranks (DEPTH pages a question), so the current MRR@10 is the one `gitwiki eval` reports."""
     if len(questions) < MIN_QUESTIONS:  # before searching any: a 6 MB question was searched, then refused
@@ -138,7 +136,7 @@ def gather(
             "--tune weighs lexical against dense search and the embedding model does not load; see the "
             "warning above, or gitwiki status, for how to fix it"
         )
-    out = {}
+    out: dict[int, list[Candidates]] = {}
     levels = sorted(set(depths))
     total = len(levels) * len(questions)
     for level, depth in enumerate(levels):

@@ -424,7 +424,11 @@ def test_a_helix_topic_too_long_for_a_file_name_is_shortened_with_a_note(mem, re
     assert code == 0 and err == "" and "imported 2 entries" in out
     assert f"note: helix: the entry at byte {at} of topic 'architecture-xxx" in out
     assert f"243 bytes, more than a page's file name holds; imported as {short!r}" in out and "edit rename" in out
-    assert len(short.encode()) <= 200 and short.startswith("architecture-xxx") and (repo.path / f"wiki/memory/{short}.md").exists()
+    assert (
+        len(short.encode()) <= 200
+        and short.startswith("architecture-xxx")
+        and (repo.path / f"wiki/memory/{short}.md").exists()
+    )
     code, out, _ = cli("memory", "import", "--helix", str(tmp_path / "data.log"), cwd=repo.path)
     assert code == 0 and out.startswith("imported 0 entries")  # the same page again: nothing new
 
