@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.config import Config, normalize_corpus_path
-from gitwiki.errors import NotFoundError, UsageError
-from gitwiki.fs import stat_stamp
+from gitwiki.errors import NotFoundError, RefusedFile, UsageError
+from gitwiki.fs import read_bounded, stat_stamp
 from gitwiki.git.gitcli import blob_id
 from gitwiki.memory.entry import Entry, TopicPage, entry_terms, now_iso, parse_page, topic_name
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from gitwiki.wiki import Wiki
 
 CHECKPOINTS = "checkpoints"
+PAGE_FIX = "a memory page is a regular file inside the repository; replace the link with the page itself"
 
 
 class TopicFile(NamedTuple):
@@ -191,9 +192,9 @@ class Memory:
         cached = self._pages.get(file)
         if cached and cached[0] == key and not fresh:
             return cached[1]
-        try:
-            data = file.read_bytes()
-        except OSError:
+        try:  # a page is a file of this repository: not one a committed symlink leads to (/etc/passwd)
+            data = read_bounded(file, roots=[self.root], what="memory page", fix=PAGE_FIX)
+        except (OSError, RefusedFile):
             return None
         page = parse_page(data.decode("utf-8", errors="replace"), self.label + name)
         rel = file.relative_to(self.root).as_posix()

@@ -179,3 +179,18 @@ def test_parse_source_takes_any_text_and_never_a_line_break(raw):
         assert "\n" not in ref.path and "\r" not in ref.path and "@" not in ref.path and ref.path
         assert ref.start is None or ref.end is None or isinstance(ref.end, int)
         assert ref.blob == "" or all(c in "0123456789abcdef" for c in ref.blob)
+
+
+def test_a_memory_page_or_checkpoint_linked_out_of_the_repository_is_not_read(repo, cli, outside):
+    """A committed `wiki/memory/keys.md -> /home/…/id_rsa` printed that file through `memory read` before;
+    a checkpoint that is a FIFO blocked `resume` (and the session-start hook) for ever."""
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
+    (repo.path / "wiki/memory/checkpoints").mkdir(parents=True)
+    (repo.path / "wiki/memory/keys.md").symlink_to(outside)
+    os.mkfifo(repo.path / "wiki/memory/checkpoints/default.md")
+    code, out, err = cli("memory", "read", "keys", cwd=repo.path)
+    assert code == 3 and SECRET not in out + err and "no memory topic 'keys'" in err
+    code, out, err = cli("memory", "topics", "resume", cwd=repo.path)
+    assert code == 3 and "checkpoint" in err and SECRET not in out
+    code, out, _ = cli("memory", "search", "s3cret", cwd=repo.path)
+    assert code == 0 and SECRET not in out
