@@ -116,9 +116,15 @@ def test_mcp_refresh_store_and_batch(repo, outside):
                 s, "memory_batch", entries=[{"topic": "t", "text": "a note", "source": f"{outside}:1"}]
             )
             long = await refused(s, "memory_store", topic="t", text="a note", source="a" * 100_000)
-            return refreshed, stale, stored, batch, long
+            entry = {"created": "2026-01-01T00:00:00Z", "text": "imported note", "source": f"src/link.py:1@{BLOB}"}
+            imported = await call(
+                s, "memory_topics", action="import", data={"topics": [{"name": "imp", "entries": [entry]}]}
+            )
+            return refreshed, stale, stored, batch, long, imported.structured_content
 
-    refreshed, stale, stored, batch, long = run(main)
+    refreshed, stale, stored, batch, long, imported = run(main)
+    assert imported["added"] == {"imp": 1} and "leads outside the repository through a symlink" in imported["notes"][0]
+    assert "src/link.py" not in (repo.path / "wiki/memory/imp.md").read_text()
     for answer in (refreshed, stale):
         assert SECRET not in json.dumps(answer) and len(answer["ignored"]) == 5 and not answer["refresh"]
     assert "leads outside the repository through a symlink" in str(stored)
