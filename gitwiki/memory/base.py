@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from gitwiki.wiki import Wiki
 
 CHECKPOINTS = "checkpoints"
+SOURCE_CAP = 8 * 1024 * 1024  # bytes of a source file hashed or diffed: far more than any file an entry is about
+OUTSIDE_FIX = "a memory source is a regular file inside the repository; fix or remove the entry's [source: …]"
 PAGE_FIX = "a memory page is a regular file inside the repository; replace the link with the page itself"
 
 
@@ -207,8 +209,6 @@ class Memory:
     def file_blob(self, repo_path: str) -> str | None:
         """The git blob id of a repo file as it is on disk now (None when missing), cached by its stat; read
         through the bounded reader (RefusedFile: not a regular file inside the repository, or too large)."""
-        from gitwiki.memory.sources import read_source
-
         file = self.root / repo_path
         try:
             st = file.stat()
@@ -223,6 +223,12 @@ class Memory:
             blob = None
         self._files[file] = (stat_stamp(st), blob)
         return blob
+
+
+def read_source(root: Path, path: str) -> bytes:
+    """The bytes of an entry's source file at repo-relative `path`, through the bounded reader: RefusedFile
+    when it is no regular file inside the repository (or over SOURCE_CAP), FileNotFoundError when gone."""
+    return read_bounded(root / path, roots=[root], cap=SOURCE_CAP, what="memory source", fix=OUTSIDE_FIX)
 
 
 def no_such_entry(topic: str, n: int, index: object) -> NotFoundError:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import RefusedFile, UsageError
+from gitwiki.memory.base import OUTSIDE_FIX, SOURCE_CAP, read_source
 
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory
@@ -27,9 +28,7 @@ if TYPE_CHECKING:
 
 BLOB_CHARS = 12  # short ids keep the page readable; 12 hex digits are unique in any real repo
 STALE_FACTOR = 0.7
-SOURCE_CAP = 8 * 1024 * 1024  # bytes of a source file hashed or diffed: far more than any file an entry is about
 MAX_SOURCE_CHARS = 1024  # a `[source: …]` longer than this names no file (PATH_MAX is 4096 bytes, names 255)
-OUTSIDE_FIX = "a memory source is a regular file inside the repository; fix or remove the entry's [source: …]"
 _PLAIN_WHY = {
     "is absolute": "is an absolute path, outside the repository",
     "contains '..'": "contains '..', leading outside the repository",
@@ -120,14 +119,6 @@ def ignored(mem: Memory, entry: Entry) -> Ignored | None:
         return None
     why = source_problem(mem.root, ref.path)
     return Ignored(entry, ref.path, why) if why else None
-
-
-def read_source(root: Path, path: str) -> bytes:
-    """The bytes of the source file at repo-relative `path`, through the bounded reader: RefusedFile when it
-    is no regular file inside the repository (or over SOURCE_CAP), FileNotFoundError when it is gone."""
-    from gitwiki.fs import read_bounded
-
-    return read_bounded(root / path, roots=[root], cap=SOURCE_CAP, what="memory source", fix=OUTSIDE_FIX)
 
 
 def pin(mem: Memory, raw: str | None) -> tuple[str, list[str]]:
