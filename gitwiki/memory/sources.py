@@ -105,6 +105,8 @@ def source_problem(root: Path, path: str) -> str | None:
         return None  # gone: stale, as a deleted file is
     except OSError as e:
         return f"cannot be read ({e.strerror})"
+    if stat.S_ISDIR(st.st_mode):
+        return None  # a module's folder: named, never read (it has no blob)
     if not stat.S_ISREG(st.st_mode):
         return "is not a regular file"
     if st.st_size > SOURCE_CAP:
@@ -145,6 +147,8 @@ def pin(mem: Memory, raw: str | None) -> tuple[str, list[str]]:
     if ref.blob:
         return f"{ref.path}{lines}@{ref.blob}", []
     try:
+        if (mem.root / ref.path).is_dir():
+            raise FileNotFoundError(ref.path)
         data = read_source(mem.root, ref.path)
     except FileNotFoundError:
         return f"{ref.path}{lines}", [
