@@ -260,7 +260,8 @@ def _load_json(path: str) -> Any:
     from gitwiki.memory.topics import IMPORT_CAP
 
     if path == "-":
-        raw = sys.stdin.buffer.read(IMPORT_CAP + 1)
+        stdin = getattr(sys.stdin, "buffer", sys.stdin)  # a test's StringIO has no buffer
+        raw = stdin.read(IMPORT_CAP + 1)
         if len(raw) > IMPORT_CAP:
             raise UsageError(f"standard input holds more than {IMPORT_CAP:,} bytes; split the document")
     else:

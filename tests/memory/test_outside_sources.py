@@ -200,3 +200,17 @@ def test_a_memory_page_or_checkpoint_linked_out_of_the_repository_is_not_read(re
     assert code == 3 and "checkpoint" in err and SECRET not in out
     code, out, _ = cli("memory", "search", "s3cret", cwd=repo.path)
     assert code == 0 and SECRET not in out
+
+
+def test_batch_from_standard_input_is_read_up_to_the_cap(repo, cli, monkeypatch):
+    import io
+    import sys
+
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
+    entries = json.dumps([{"topic": "t", "text": "from stdin", "source": f"{'../' * 5}etc/passwd"}])
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(entries.encode())))
+    code, out, err = cli("memory", "batch", "-", cwd=repo.path)
+    assert code == 2 and ("leading outside the repository" in err or "repo-relative" in err)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps([{"topic": "t", "text": "from stdin"}])))
+    code, out, err = cli("memory", "batch", "-", cwd=repo.path)
+    assert code == 0 and out.startswith("stored 1 of 1"), err
