@@ -281,3 +281,18 @@ def test_any_question_line_is_a_question_or_one_error_naming_its_line(line):
     assert q.text and len(q.text) <= evaluation.MAX_QUESTION_CHARS and q.relevant and q.id
     for value in (q.text, q.id, q.kind, *q.relevant):
         value.encode("utf-8")  # printable and writable: no lone surrogate got through
+
+
+@pytest.mark.parametrize(
+    "corpus",
+    ["[" * 100_000 + "]" * 100_000, '["not an object"]', '{"_id": "d1", "title": 5, "text": ["x"]}'],
+)
+def test_a_malformed_beir_corpus_is_one_error(tmp_path, corpus):
+    folder = tmp_path / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(corpus + "\n")
+    (folder / "queries.jsonl").write_text('{"_id": "1", "text": "q"}\n')
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\td1\t1\n")
+    with pytest.raises(UsageError, match="malformed BEIR file") as info:
+        evaluation.load_beir(folder)
+    assert len(str(info.value)) < 400

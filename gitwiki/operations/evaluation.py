@@ -291,7 +291,10 @@ def load_beir(folder: Path, split: str = "test") -> BeirSet:
             for line in f:
                 if line.strip():
                     doc = json.loads(line)
-                    corpus[str(doc["_id"])] = (doc.get("title") or "", doc.get("text") or "")
+                    title, text = doc.get("title") or "", doc.get("text") or ""
+                    if not isinstance(title, str) or not isinstance(text, str):
+                        raise TypeError(f"document {str(doc['_id'])[:80]!r}: title and text must be strings")
+                    corpus[str(doc["_id"])] = (title, text)
         qrels: dict[str, dict[str, int]] = {}
         with (folder / "qrels" / f"{split}.tsv").open(encoding="utf-8") as f:
             rows = csv.reader(f, delimiter="\t")
@@ -311,8 +314,11 @@ def load_beir(folder: Path, split: str = "test") -> BeirSet:
             f"{folder} is not a BEIR folder: {e.filename} is missing (needs corpus.jsonl, queries.jsonl, "
             f"qrels/{split}.tsv)"
         ) from None
-    except (ValueError, KeyError) as e:
-        raise UsageError(f"{folder}: malformed BEIR file ({e}); check corpus.jsonl, queries.jsonl and qrels") from None
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+        why = "nested too deep" if isinstance(e, RecursionError) else str(e)[:200]
+        raise UsageError(
+            f"{folder}: malformed BEIR file ({why}); check corpus.jsonl, queries.jsonl and qrels"
+        ) from None
     pages = [(beir_page_name(did), beir_page_text(title, text)) for did, (title, text) in corpus.items()]
     return BeirSet(corpus, pages, questions)
 
