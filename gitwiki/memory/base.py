@@ -9,7 +9,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from gitwiki.wiki import Wiki
 
 CHECKPOINTS = "checkpoints"
-SOURCE_CAP = 8 * 1024 * 1024  # bytes of a source file hashed or diffed: far more than any file an entry is about
-OUTSIDE_FIX = "a memory source is a regular file inside the repository; fix or remove the entry's [source: …]"
 PAGE_FIX = "a memory page is a regular file inside the repository; replace the link with the page itself"
 
 
@@ -206,9 +204,9 @@ class Memory:
         self._pages[file] = (key, loaded)
         return loaded
 
-    def file_blob(self, repo_path: str) -> str | None:
-        """The git blob id of a repo file as it is on disk now (None when missing), cached by its stat; read
-        through the bounded reader (RefusedFile: not a regular file inside the repository, or too large)."""
+    def file_blob(self, repo_path: str, read: Callable[[Path, str], bytes]) -> str | None:
+        """The git blob id of a repo file as it is on disk now (None when missing), cached by its stat; its
+        bytes come from `read(root, repo_path)` (the sources' bounded reader, which may raise RefusedFile)."""
         file = self.root / repo_path
         try:
             st = file.stat()
@@ -218,17 +216,11 @@ class Memory:
         if cached and cached[0] == stat_stamp(st):
             return cached[1]
         try:
-            blob: str | None = blob_id(read_source(self.root, repo_path))
+            blob: str | None = blob_id(read(self.root, repo_path))
         except OSError:
             blob = None
         self._files[file] = (stat_stamp(st), blob)
         return blob
-
-
-def read_source(root: Path, path: str) -> bytes:
-    """The bytes of an entry's source file at repo-relative `path`, through the bounded reader: RefusedFile
-    when it is no regular file inside the repository (or over SOURCE_CAP), FileNotFoundError when gone."""
-    return read_bounded(root / path, roots=[root], cap=SOURCE_CAP, what="memory source", fix=OUTSIDE_FIX)
 
 
 def no_such_entry(topic: str, n: int, index: object) -> NotFoundError:

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import RefusedFile, UsageError
-from gitwiki.memory.base import OUTSIDE_FIX, SOURCE_CAP, read_source
 
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory
@@ -30,6 +29,8 @@ if TYPE_CHECKING:
 BLOB_CHARS = 12  # short ids keep the page readable; 12 hex digits are unique in any real repo
 STALE_FACTOR = 0.7
 MAX_SOURCE_CHARS = 1024  # a `[source: …]` longer than this names no file (PATH_MAX is 4096 bytes, names 255)
+SOURCE_CAP = 8 * 1024 * 1024  # bytes of a source file hashed or diffed: far more than any file an entry is about
+OUTSIDE_FIX = "a memory source is a regular file inside the repository; fix or remove the entry's [source: …]"
 _PLAIN_WHY = {
     "is absolute": "is an absolute path, outside the repository",
     "contains '..'": "contains '..', leading outside the repository",
@@ -136,6 +137,14 @@ def ignored(mem: Memory, entry: Entry) -> Ignored | None:
     return Ignored(entry, ref.path, why) if why else None
 
 
+def read_source(root: Path, path: str) -> bytes:
+    """The bytes of an entry's source file at repo-relative `path`, through the bounded reader: RefusedFile
+    when it is no regular file inside the repository (or over SOURCE_CAP), FileNotFoundError when gone."""
+    from gitwiki.fs import read_bounded
+
+    return read_bounded(root / path, roots=[root], cap=SOURCE_CAP, what="memory source", fix=OUTSIDE_FIX)
+
+
 def pin(mem: Memory, raw: str | None) -> tuple[str, list[str]]:
     """`path:line` → `path:line@blob` for the file on disk now; returns the source and any warnings. A source
     gitwiki would not read (outside the repository, not a regular file: `source_problem`) is refused, with
@@ -179,7 +188,7 @@ def stale(mem: Memory, entry: Entry) -> Staleness | None:
     if ref is None or not ref.blob or source_problem(mem.root, ref.path) is not None:
         return None
     try:
-        current = mem.file_blob(ref.path)
+        current = mem.file_blob(ref.path, read_source)
     except RefusedFile:  # swapped for something else since the check above
         return None
     if current is not None and current.startswith(ref.blob):
