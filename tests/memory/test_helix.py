@@ -491,7 +491,7 @@ HELIXISH = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(HELIXISH)
 def test_any_json_document_parses_as_a_helix_export_or_is_refused_cleanly(data):
     """The JSON parser of helix's export: a document in its shape or a UsageError, never another exception;
