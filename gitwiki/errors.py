@@ -40,3 +40,9 @@ class FetchError(GitwikiError):
     local index is untouched."""
 
     exit_code = 6
+
+
+class RefusedFile(UsageError):
+    """A file gitwiki was asked to read because a checkout, a page, a config value or an import named it, and
+    which it does not read: not a regular file (a FIFO, a device, a socket, a folder, /proc), outside the
+    folders allowed for it (symlinks followed), or larger than the cap for what it holds."""

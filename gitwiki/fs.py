@@ -15,11 +15,11 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from gitwiki.errors import UsageError
+from gitwiki.errors import RefusedFile, UsageError
 
 # Temp files live in the folder of the file they replace: os.replace is atomic only within one
 # filesystem, and the index dir may sit on another one. A killed write can leave one; the name is never
@@ -81,6 +81,118 @@ _PLAIN = re.compile(
     r"(?:/(?!\.|git~)[^/\\\x00-\x1f\x7f\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]+)*",
     re.IGNORECASE,
 )
+
+
+# What `read_bounded` reads when the caller names no cap: more than any question file, memory source or
+# template gitwiki is meant to read, far less than a /dev/zero or a runaway log would feed it.
+READ_CAP = 16 * 1024 * 1024
+MAX_PATH_CHARS = 4096  # PATH_MAX: a longer name is no file the system opens
+# Folders of files that are not files: /proc's report size 0 and never end (/proc/self/fd/0 reads stdin).
+_PSEUDO = ("/proc", "/sys", "/dev")
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a folder",
+}
+
+
+def read_bounded(
+    path: str | os.PathLike[str],
+    *,
+    roots: Sequence[str | os.PathLike[str]] | None = None,
+    cap: int = READ_CAP,
+    what: str = "file",
+    fix: str = "point gitwiki at a regular file",
+) -> bytes:
+    """The bytes of a file gitwiki reads because a checkout, a page, a config value or an import named it.
+
+    Refused with one `RefusedFile` (its message: `what`, the path, why, then `fix`) unless it is a regular
+    file (no FIFO, device, socket, folder, nothing under /proc, /sys or /dev), inside one of `roots` once
+    `..` and symlinks are resolved (None: anywhere, for a path the user typed), and at most `cap` bytes.
+    Checked on the path, then on the open file (opened without blocking and without following a symlink
+    swapped in meanwhile): the object checked is the object read. A missing file raises FileNotFoundError,
+    which callers read as "gone" or turn into their own message."""
+    shown = os.fspath(path)
+    real = resolved(shown, roots, what=what, fix=fix)
+    try:
+        before = os.stat(real)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise _refused(what, shown, f"cannot be read ({e.strerror})", fix) from None
+    _check_regular(before, what, shown, cap, fix)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(real, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        swapped = e.errno == errno.ELOOP
+        why = "was swapped for a symlink while being read" if swapped else f"cannot be read ({e.strerror})"
+        raise _refused(what, shown, why, fix) from None
+    try:
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) != (before.st_dev, before.st_ino):
+            raise _refused(what, shown, "was replaced while being read", fix)
+        _check_regular(now, what, shown, cap, fix)
+        chunks, size = [], 0
+        while size <= cap:
+            chunk = os.read(fd, min(1 << 20, cap + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as e:
+        raise _refused(what, shown, f"cannot be read ({e.strerror})", fix) from None
+    finally:
+        os.close(fd)
+    if size > cap:  # it grew while being read
+        raise _refused(what, shown, f"is larger than the {cap:,} bytes gitwiki reads for it", fix)
+    return b"".join(chunks)
+
+
+def resolved(
+    path: str | os.PathLike[str],
+    roots: Sequence[str | os.PathLike[str]] | None,
+    *,
+    what: str = "file",
+    fix: str = "point gitwiki at a regular file",
+) -> str:
+    """The real path of `path` (`..` and symlinks resolved), refused with `RefusedFile` when it is outside
+    every one of `roots` (None: no confinement) or among the system's pseudo-files (/proc, /sys, /dev)."""
+    shown = os.fspath(path)
+    if "\0" in shown or len(shown) > MAX_PATH_CHARS:
+        raise _refused(what, shown, "is no file name (a NUL, or longer than any path)", fix)
+    try:
+        real = os.path.realpath(shown)
+    except (OSError, ValueError) as e:
+        raise _refused(what, shown, f"cannot be resolved ({e})", fix) from None
+    if roots is not None and not any(within(real, os.path.realpath(root)) for root in roots):
+        where = " or ".join(os.fspath(root) for root in roots) or "no folder"
+        raise _refused(what, shown, f"is outside {where} (resolved: {real})", fix)
+    if any(within(real, pseudo) for pseudo in _PSEUDO):
+        raise _refused(what, shown, f"is a system pseudo-file ({real}), not a regular file", fix)
+    return real
+
+
+def within(real: str, folder: str) -> bool:
+    """Whether the resolved path `real` is `folder` or inside it (both resolved)."""
+    return real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _check_regular(st: os.stat_result, what: str, shown: str, cap: int, fix: str) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        kind = _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
+        raise _refused(what, shown, f"is {kind}, not a regular file", fix)
+    if st.st_size > cap:
+        raise _refused(what, shown, f"is {st.st_size:,} bytes, over the {cap:,} bytes gitwiki reads for it", fix)
+
+
+def _refused(what: str, shown: str, why: str, fix: str) -> RefusedFile:
+    name = shown if len(shown) <= 200 else shown[:200] + "…"
+    return RefusedFile(f"{what} {name!r} {why}; {fix}")
 
 
 def atomic_write(path: Path, data: str | bytes, sync: bool = True) -> None:

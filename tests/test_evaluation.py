@@ -9,6 +9,8 @@ import random
 import shutil
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitwiki.errors import UsageError
 from gitwiki.operations import evaluation
@@ -161,3 +163,141 @@ def test_the_projects_own_docs_questions(repo, cli):
     code, out, err = cli("eval", "--mode", "hybrid", "--min-mrr", "0.75", cwd=repo.path)
     assert code == 0, out + err
     assert "22 questions from .gitwiki/eval.jsonl" in out
+
+
+# ---- hostile question files (issue 28) ---------------------------------------------------------------
+
+
+GOOD_LINE = '{"question": "rotate the key", "relevant": ["wiki/keys.md"]}'
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deep"),  # RecursionError before
+        ('{"question": "q", "relevant": ["a.md"], "id": ' + "9" * 5000 + "}", "not readable JSON"),  # ValueError
+        ('{"question": "\\ud800", "relevant": ["a.md"]}', '"question" holds a lone surrogate'),
+        ('{"question": "q", "relevant": ["\\udfff.md"]}', '"relevant" holds a lone surrogate'),
+        ('{"question": "q", "relevant": ["a.md"], "id": "\\ud83d"}', '"id" holds a lone surrogate'),
+        ('{"question": "' + "why " * 1500 + '", "relevant": ["a.md"]}', "more than 2,000; ask it in fewer words"),
+        ('{"question": "q", "relevant": ["a.md"], "id": {"a": 1}}', '"id" must be a string or a whole number'),
+        ('{"question": "q", "relevant": ["a.md"], "id": "' + "i" * 300 + '"}', '"id" is 300 characters'),
+        ("[1, 2]", "not a question object"),
+    ],
+)
+def test_a_hostile_question_line_is_refused_naming_its_line(tmp_path, line, says):
+    path = tmp_path / "eval.jsonl"
+    path.write_text(GOOD_LINE + "\n\n" + line + "\n", encoding="utf-8", errors="surrogatepass")
+    with pytest.raises(UsageError) as info:
+        evaluation.load_questions(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:3: ") and says in message and "\n" not in message and len(message) < 400
+
+
+def test_the_question_file_is_read_by_the_bounded_reader(tmp_path, monkeypatch):
+    import os
+
+    from gitwiki.errors import RefusedFile
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    os.mkfifo(repo / "fifo.jsonl")  # blocked for ever before
+    (repo / "zero.jsonl").symlink_to("/dev/zero")  # read until memory ran out before
+    for path in (repo / "fifo.jsonl", repo / "zero.jsonl", "/etc/passwd"):
+        with pytest.raises(RefusedFile, match="question file .* pass --questions FILE"):
+            evaluation.load_questions(path, roots=[repo])
+    monkeypatch.setattr(evaluation, "QUESTIONS_CAP", 100)
+    (repo / "big.jsonl").write_text(GOOD_LINE * 3)
+    with pytest.raises(RefusedFile, match="over the 100 bytes"):
+        evaluation.load_questions(repo / "big.jsonl")
+
+
+@pytest.mark.parametrize("configured", ["/dev/zero", "/etc/passwd", "../outside.jsonl", "fifo.jsonl"])
+def test_cli_eval_reads_a_configured_question_file_only_inside_the_repository(small_wiki, cli, configured):
+    import os
+
+    (small_wiki.path.parent / "outside.jsonl").write_text(GOOD_LINE + "\n")
+    os.mkfifo(small_wiki.path / "fifo.jsonl")
+    small_wiki.write(
+        ".gitwiki.toml", f'[[corpus]]\nname = "wiki"\npath = "wiki"\n\n[eval]\npath = "{configured}"\n' + LEXICAL
+    )
+    code, out, err = cli("eval", cwd=small_wiki.path)
+    assert (code, out) == (2, "") and len(err.strip().splitlines()) == 1, err
+    # Refused twice over: the trust table confines [eval] path when the config loads (outside, '..'), and the
+    # bounded reader refuses what is inside but not a regular file (the FIFO) when it is opened.
+    if configured == "fifo.jsonl":
+        assert "question file" in err and "not a regular file" in err, err
+    else:
+        assert "[eval] path" in err and "outside the repository" in err, err
+
+
+def test_cli_eval_shows_progress_on_stderr_and_tune_counts_questions_before_searching(small_wiki, cli, monkeypatch):
+    from gitwiki.commands import options
+    from gitwiki.operations import tuning
+
+    monkeypatch.setattr(options, "LINE_EVERY", 0.0)  # a line a question, not one every 5 s
+    code, out, err = cli("eval", cwd=small_wiki.path)
+    assert code == 0 and [line for line in err.splitlines() if "searching questions" in line] == [
+        f"gitwiki: searching questions {n}/3" for n in (1, 2, 3)
+    ]
+
+    def searched(*args, **kwargs):
+        raise AssertionError("--tune searched before counting the questions")
+
+    monkeypatch.setattr(tuning, "gather", searched)
+    code, _, err = cli("eval", "--tune", cwd=small_wiki.path)
+    assert code == 2 and "at least 10 questions" in err
+
+
+def test_evaluate_tells_progress_after_each_question_of_each_mode():
+    questions = [evaluation.Question(f"q{n}", f"question {n}", {"a.md": 1}) for n in range(4)]
+    told: list[tuple[str, int, int]] = []
+    evaluation.evaluate(
+        lambda *_: ["a.md"], questions, [("lexical", None), ("hybrid", "rrf")], lambda *a: told.append(a)
+    )
+    assert told == [("eval", n, 8) for n in range(1, 9)]
+
+
+ANY_TEXT = st.text(alphabet=st.characters(exclude_categories=()), max_size=40)  # lone surrogates included
+QUESTION_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), ANY_TEXT, st.lists(ANY_TEXT, max_size=3)
+)
+QUESTION_LINES = st.one_of(
+    st.text(max_size=200),
+    st.builds(
+        json.dumps,
+        st.fixed_dictionaries(
+            {"question": QUESTION_VALUES, "relevant": QUESTION_VALUES},
+            optional={"id": QUESTION_VALUES, "kind": QUESTION_VALUES},
+        ),
+    ),
+    st.integers(1, 3000).map(lambda depth: "[" * depth + "]" * depth),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(QUESTION_LINES)
+def test_any_question_line_is_a_question_or_one_error_naming_its_line(line):
+    try:
+        q = evaluation.parse_question(line, "eval.jsonl:7", "q7")
+    except UsageError as e:
+        assert str(e).startswith("eval.jsonl:7: ") and "\n" not in str(e)
+        return
+    assert q.text and len(q.text) <= evaluation.MAX_QUESTION_CHARS and q.relevant and q.id
+    for value in (q.text, q.id, q.kind, *q.relevant):
+        value.encode("utf-8")  # printable and writable: no lone surrogate got through
+
+
+@pytest.mark.parametrize(
+    "corpus",
+    ["[" * 100_000 + "]" * 100_000, '["not an object"]', '{"_id": "d1", "title": 5, "text": ["x"]}'],
+)
+def test_a_malformed_beir_corpus_is_one_error(tmp_path, corpus):
+    folder = tmp_path / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(corpus + "\n")
+    (folder / "queries.jsonl").write_text('{"_id": "1", "text": "q"}\n')
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\td1\t1\n")
+    with pytest.raises(UsageError, match="malformed BEIR file") as info:
+        evaluation.load_beir(folder)
+    assert len(str(info.value)) < 400

@@ -125,3 +125,69 @@ def test_a_directory_where_a_page_is_read_is_refused_as_not_a_regular_file(tmp_p
     (tmp_path / "wiki" / "index.md").mkdir(parents=True)
     with pytest.raises(fs.UnsafeFile, match="not a regular file"):
         fs.read_page_file(tmp_path, "wiki/index.md")
+
+
+# ---- read_bounded: the one reader for files a checkout, a page, a config value or an import names ----------
+
+
+def _refused(path, **kw) -> str:
+    from gitwiki.errors import RefusedFile
+
+    with pytest.raises(RefusedFile) as info:
+        fs.read_bounded(path, what="question file", fix="pass a regular file", **kw)
+    message = str(info.value)
+    assert message.startswith("question file ") and message.endswith("; pass a regular file") and "\n" not in message
+    return message
+
+
+def test_read_bounded_reads_a_regular_file_inside_its_roots(tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"hello\n")
+    assert fs.read_bounded(tmp_path / "a.txt", roots=[tmp_path]) == b"hello\n"
+    assert fs.read_bounded(tmp_path / "a.txt", cap=6) == b"hello\n"  # exactly the cap is allowed
+    with pytest.raises(FileNotFoundError):
+        fs.read_bounded(tmp_path / "missing.txt", roots=[tmp_path])
+
+
+def test_read_bounded_refuses_what_is_not_a_regular_file(tmp_path):
+    os.mkfifo(tmp_path / "fifo")
+    assert "is a FIFO, not a regular file" in _refused(tmp_path / "fifo")  # blocked in open() without O_NONBLOCK
+    assert "is a folder" in _refused(tmp_path)
+    for pseudo in ("/dev/zero", "/proc/self/status", "/proc/self/fd/0"):
+        assert "pseudo-file" in _refused(pseudo)  # /dev/zero read until memory ran out
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    assert "pseudo-file (/dev/zero)" in _refused(tmp_path / "zero")
+    assert "no file name" in _refused("a\0b")
+    assert "no file name" in _refused("x/" * 3000)
+
+
+def test_read_bounded_keeps_to_its_roots_after_resolving_dotdot_and_symlinks(tmp_path):
+    repo, outside = tmp_path / "repo", tmp_path / "outside.txt"
+    repo.mkdir()
+    outside.write_text("secret")
+    (repo / "link.txt").symlink_to(outside)
+    (repo / "sub").mkdir()
+    for path in (outside, repo / "link.txt", repo / "sub" / ".." / ".." / "outside.txt", "/etc/passwd"):
+        assert "is outside" in _refused(path, roots=[repo])
+    assert fs.read_bounded(repo / "link.txt") == b"secret"  # a path the user typed: no roots
+
+
+def test_read_bounded_caps_the_size(tmp_path):
+    (tmp_path / "big").write_bytes(b"x" * 1001)
+    assert "is 1,001 bytes, over the 1,000 bytes" in _refused(tmp_path / "big", cap=1000)
+
+
+def test_read_bounded_reads_the_file_it_checked(tmp_path, monkeypatch):
+    """A file swapped for a FIFO (or another file) between the check and the open is refused, not read."""
+    target = tmp_path / "q.jsonl"
+    target.write_text("{}\n")
+    real_open = os.open
+
+    def swapping_open(path, flags, *args, **kw):
+        if str(path) == str(target):
+            os.unlink(target)
+            os.mkfifo(target)
+        return real_open(path, flags, *args, **kw)
+
+    monkeypatch.setattr(fs.os, "open", swapping_open)
+    message = _refused(target)  # the new FIFO may reuse the old inode number: then its kind tells
+    assert "was replaced while being read" in message or "is a FIFO" in message

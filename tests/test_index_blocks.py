@@ -159,3 +159,20 @@ def test_scaffold_exits_0_when_it_did_what_it_was_asked(repo, cli):
     assert cli("index-blocks", "--scaffold", "--check", cwd=repo.path)[0] == 0
     repo.write("wiki/b.md", "# B\n\nAbout B.\n")
     assert cli("index-blocks", "--scaffold", "--check", cwd=repo.path)[0] == 1  # --check still says "stale"
+
+
+@pytest.mark.parametrize("configured", ["/etc/passwd", "../outside.j2", "link.j2", "fifo.j2"])
+def test_a_configured_template_outside_the_repository_or_no_file_is_refused(repo, cli, configured):
+    """The checkout's `[index_blocks] template` names a file whose text lands in a page: /etc/passwd was
+    copied into the wiki's index page; a FIFO blocked the hook."""
+    import os
+
+    _wiki(repo)
+    (repo.path.parent / "outside.j2").write_text("root:x:0:0 secret\n")
+    (repo.path / "link.j2").symlink_to(repo.path.parent / "outside.j2")
+    os.mkfifo(repo.path / "fifo.j2")
+    repo.write(".gitwiki.toml", LEXICAL + f'[index_blocks]\ntemplate = "{configured}"\n')
+    code, _, err = cli("index-blocks", cwd=repo.path)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "is outside" in err or "not found" in err or "not a regular file" in err
+    assert "root:x" not in (repo.path / "wiki/index.md").read_text()

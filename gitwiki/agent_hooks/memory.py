@@ -45,6 +45,8 @@ class Topic(NamedTuple):
 def load_topics(lookup: Lookup, only: Collection[str] | None = None) -> dict[str, Topic]:
     """Every topic page (or those at the repo paths `only`), by name, from the cache where the file is
     unchanged, else parsed by the library."""
+    from gitwiki.errors import RefusedFile
+    from gitwiki.fs import read_bounded
     from gitwiki.memory.entry import TopicPage, parse_page
     from gitwiki.memory.sources import parse_source
 
@@ -62,9 +64,9 @@ def load_topics(lookup: Lookup, only: Collection[str] | None = None) -> dict[str
             continue
         hit = pages.get(path)
         if hit is None or hit[0] != key:
-            try:
-                text = file.read_bytes().decode("utf-8", errors="replace")
-            except OSError:
+            try:  # as the library reads a page: a link out of the repository, or a FIFO, is no page
+                text = read_bounded(file, roots=[mem.root]).decode("utf-8", errors="replace")
+            except (OSError, RefusedFile):
                 continue
             rows = []
             for e in parse_page(text, name).entries:
@@ -193,6 +195,11 @@ def source_entries(lookup: Lookup, notes: list[Note], path: str) -> list[Note]:
         row = next((r for r in rows if r[_START] <= note.start_line <= r[_END]), None)
         if row is not None and row[_SOURCE_PATH] == path:
             out.append(note)
+    if out:  # a source the library does not read (a symlink out of the repository, a FIFO…) is no source
+        from gitwiki.memory.sources import source_problem
+
+        if source_problem(lookup.root, path) is not None:
+            return []
     return out
 
 

@@ -59,7 +59,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def eval_command(args: argparse.Namespace) -> int:
-    from gitwiki.commands.options import path_arg
+    from gitwiki.commands.options import path_arg, progress_bar
     from gitwiki.errors import UsageError
     from gitwiki.operations import evaluation
     from gitwiki.wiki import Wiki
@@ -100,9 +100,11 @@ def eval_command(args: argparse.Namespace) -> int:
         wiki = Wiki.open(args.chdir)
         path = args.questions or Path(wiki.config.eval.path or evaluation.DEFAULT_PATH)
         path = path_arg(args, path) if args.questions else wiki.root / path
+        # A path the user typed is read where it is; one from the checkout's config only inside it.
+        loaded = evaluation.load_questions(path, roots=None if args.questions else [wiki.root])
         corpus = wiki.corpus(args.corpus)
         pages = wiki.view(corpus.name).pages
-        questions = evaluation.resolve_pages(evaluation.load_questions(path), pages, corpus.prefix)
+        questions = evaluation.resolve_pages(loaded, pages, corpus.prefix)
         source = os.path.relpath(path, wiki.root) if path.is_relative_to(wiki.root) else str(path)
     questions = questions[: args.max_questions] if args.max_questions else questions
     if args.tune:
@@ -116,11 +118,13 @@ def eval_command(args: argparse.Namespace) -> int:
         modes = ["lexical"]
         gated = "lexical"
     fusion = args.fusion
-    scores = evaluation.evaluate(
-        evaluation.wiki_ranker(wiki, None if args.beir else args.corpus),
-        questions,
-        [(m, fusion if m == "hybrid" else None) for m in modes],
-    )
+    with progress_bar(enabled=not args.json, terminal=sys.stderr.isatty()) as progress:
+        scores = evaluation.evaluate(
+            evaluation.wiki_ranker(wiki, None if args.beir else args.corpus),
+            questions,
+            [(m, fusion if m == "hybrid" else None) for m in modes],
+            progress,
+        )
     gate = next(s for s, m in zip(scores, modes, strict=True) if m == gated)
     passed = args.min_mrr is None or gate.mrr10 >= args.min_mrr
     report = evaluation.report_json(source, scores, gate.label, args.min_mrr, passed)
@@ -139,10 +143,12 @@ def eval_command(args: argparse.Namespace) -> int:
 
 
 def _tune(wiki: Wiki, args: argparse.Namespace, questions: list[Question], source: str) -> int:
+    from gitwiki.commands.options import progress_bar
     from gitwiki.config import write_search
     from gitwiki.operations import tuning
 
-    fit = tuning.tune(wiki, args.corpus, questions)
+    with progress_bar(enabled=not args.json, terminal=sys.stderr.isatty()) as progress:
+        fit = tuning.tune(wiki, args.corpus, questions, progress)
     written = None
     if fit.wins and not args.dry_run:
         written = write_search(wiki.root, fit.chosen._asdict())

@@ -208,7 +208,11 @@ def _dispatch(mem: Memory, args: argparse.Namespace) -> Reply:
     if a == "read":
         return replies.read(mem, args.topic, args.index)
     if a == "import":
-        return replies.import_helix(stores.writer(mem, scope)[0], _read_bytes(args.helix), dry_run=args.dry_run)
+        from gitwiki.commands.options import progress_bar
+
+        raw = _read_bytes(args.helix)
+        with progress_bar(enabled=not getattr(args, "json", False), terminal=sys.stderr.isatty()) as progress:
+            return replies.import_helix(stores.writer(mem, scope)[0], raw, dry_run=args.dry_run, progress=progress)
     if a == "edit":
         mem, topic, to, into = stores.writer_edit(mem, scope, args.topic, args.to, args.into)
         edit = actions.EditCall(
@@ -247,21 +251,31 @@ def _dispatch(mem: Memory, args: argparse.Namespace) -> Reply:
 
 def _read_bytes(path: str) -> bytes:
     from gitwiki.errors import UsageError
+    from gitwiki.fs import read_bounded
+    from gitwiki.memory.topics import IMPORT_CAP
 
+    fix = "pass helix's data.log (usually ~/.helix-kb/data.log) or its JSON export"
     try:
-        return Path(path).expanduser().read_bytes()
-    except OSError as e:
-        raise UsageError(
-            f"cannot read {path} ({e.strerror}); pass helix's data.log, usually ~/.helix-kb/data.log"
-        ) from None
+        return read_bounded(Path(path).expanduser(), cap=IMPORT_CAP, what="import file", fix=fix)
+    except FileNotFoundError:
+        raise UsageError(f"cannot read {path} (no such file); {fix}") from None
 
 
 def _load_json(path: str) -> Any:
     from gitwiki.errors import UsageError
+    from gitwiki.fs import read_bounded
+    from gitwiki.memory.replies import load_json
+    from gitwiki.memory.topics import IMPORT_CAP
 
-    try:
-        return json.loads(sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise UsageError(f"cannot read {path} ({e.strerror})") from None
-    except ValueError as e:
-        raise UsageError(f"{path} is not JSON ({e})") from None
+    if path == "-":
+        stdin = getattr(sys.stdin, "buffer", sys.stdin)  # a test's StringIO has no buffer
+        raw = stdin.read(IMPORT_CAP + 1)
+        if len(raw) > IMPORT_CAP:
+            raise UsageError(f"standard input holds more than {IMPORT_CAP:,} bytes; split the document")
+    else:
+        fix = "pass a JSON file gitwiki wrote (topics export) or one in its shape"
+        try:
+            raw = read_bounded(path, cap=IMPORT_CAP, what="JSON file", fix=fix)
+        except FileNotFoundError:
+            raise UsageError(f"cannot read {path} (no such file); {fix}") from None
+    return load_json(raw, f"{path} is not JSON")

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gitwiki.index.indexer import Progress
 
-STAGES = {"fetch": "fetching objects", "parse": "parsing pages", "embed": "embedding chunks"}
+STAGES = {
+    "fetch": "fetching objects",
+    "parse": "parsing pages",
+    "embed": "embedding chunks",
+    "eval": "searching questions",
+    "tune": "searching questions at each depth",
+    "import": "writing imported topic pages",
+}
 
 
 def max_bytes_arg(args: argparse.Namespace) -> int:

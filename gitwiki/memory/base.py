@@ -9,13 +9,13 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.config import Config, normalize_corpus_path
-from gitwiki.errors import NotFoundError, UsageError
-from gitwiki.fs import stat_stamp
+from gitwiki.errors import NotFoundError, RefusedFile, UsageError
+from gitwiki.fs import read_bounded, stat_stamp
 from gitwiki.git.gitcli import blob_id
 from gitwiki.memory.entry import Entry, TopicPage, entry_terms, now_iso, parse_page, topic_name
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from gitwiki.wiki import Wiki
 
 CHECKPOINTS = "checkpoints"
+PAGE_FIX = "a memory page is a regular file inside the repository; replace the link with the page itself"
 
 
 class TopicFile(NamedTuple):
@@ -191,9 +192,9 @@ class Memory:
         cached = self._pages.get(file)
         if cached and cached[0] == key and not fresh:
             return cached[1]
-        try:
-            data = file.read_bytes()
-        except OSError:
+        try:  # a page is a file of this repository: not one a committed symlink leads to (/etc/passwd)
+            data = read_bounded(file, roots=[self.root], what="memory page", fix=PAGE_FIX)
+        except (OSError, RefusedFile):
             return None
         page = parse_page(data.decode("utf-8", errors="replace"), self.label + name)
         rel = file.relative_to(self.root).as_posix()
@@ -203,8 +204,9 @@ class Memory:
         self._pages[file] = (key, loaded)
         return loaded
 
-    def file_blob(self, repo_path: str) -> str | None:
-        """The git blob id of a repo file as it is on disk now (None when missing), cached by its stat."""
+    def file_blob(self, repo_path: str, read: Callable[[Path, str], bytes]) -> str | None:
+        """The git blob id of a repo file as it is on disk now (None when missing), cached by its stat; its
+        bytes come from `read(root, repo_path)` (the sources' bounded reader, which may raise RefusedFile)."""
         file = self.root / repo_path
         try:
             st = file.stat()
@@ -214,7 +216,7 @@ class Memory:
         if cached and cached[0] == stat_stamp(st):
             return cached[1]
         try:
-            blob: str | None = blob_id(file.read_bytes())
+            blob: str | None = blob_id(read(self.root, repo_path))
         except OSError:
             blob = None
         self._files[file] = (stat_stamp(st), blob)

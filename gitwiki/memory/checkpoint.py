@@ -25,8 +25,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gitwiki.errors import NotFoundError, UsageError
-from gitwiki.memory.base import CHECKPOINTS, Memory
+from gitwiki.errors import NotFoundError, RefusedFile, UsageError
+from gitwiki.fs import read_bounded
+from gitwiki.memory.base import CHECKPOINTS, PAGE_FIX, Memory
 from gitwiki.memory.entry import check_unicode, now_iso, parse_iso, topic_name
 
 if TYPE_CHECKING:
@@ -143,9 +144,10 @@ def checkpoint(
 def load_checkpoint(mem: Memory, name: str = "default") -> Checkpoint | None:
     """The saved checkpoint, or None: the cheap read an agent hook makes at session start."""
     name = topic_name(name)
-    try:
-        text = (mem.folder / CHECKPOINTS / f"{name}.md").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+    try:  # a FIFO in a checkout blocked the session-start hook here; a symlink read a file outside
+        raw = read_bounded(mem.folder / CHECKPOINTS / f"{name}.md", roots=[mem.root], what="checkpoint", fix=PAGE_FIX)
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError, RefusedFile):
         return None
     return parse_checkpoint(text, name, mem.repo_path(mem.rel_path(name, CHECKPOINTS)))
 

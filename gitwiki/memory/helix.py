@@ -102,11 +102,12 @@ def parse_export(data: object, now: datetime | None = None) -> dict[str, Any]:
 
 
 def is_export(data: object) -> bool:
-    """Whether a JSON document is helix's export rather than gitwiki's (which has a `format` and a `topics`
-    list; a helix topic may itself be called topics, then its items are helix entries with a body)."""
+    """Whether a JSON document is helix's export rather than gitwiki's (which has a `format` string and a
+    `topics` list; a helix topic may itself be called format, then it holds a list, or topics, then its
+    items are helix entries with a body)."""
     if isinstance(data, list):
         return True
-    if not isinstance(data, dict) or "format" in data:
+    if not isinstance(data, dict) or isinstance(data.get("format"), str):
         return False
     topics = data.get("topics")
     return (topics is None and bool(data)) or (
@@ -134,16 +135,55 @@ def _document(rows: list[tuple[str, int, str, str]], now: datetime | None) -> di
     # An entry cannot be written after the import runs; a day's margin covers helix's local clock.
     latest = (now or datetime.now(UTC)) + timedelta(days=1)
     topics: dict[str, list[dict[str, Any]]] = {}
+    notes: list[str] = []
+    renamed: dict[str, str] = {}
     for topic, minutes, body, where in rows:
-        where = f"helix: {where} of topic {topic!r}"
+        where = f"helix: {where} of topic {_cut(topic)}"
         if not topic.strip():
             raise UsageError(f"{where} has an empty topic; the knowledge base is damaged")
         if _when(minutes, where) > latest:
             raise UsageError(
                 f"{where} is dated {_stamp(minutes, where)}, after today: the log is damaged or not helix's"
             )
-        topics.setdefault(topic, []).append(_entry(minutes, body, where))
-    return {"topics": [{"name": name, "entries": entries} for name, entries in topics.items()]}
+        if topic not in renamed:
+            renamed[topic] = fitting_topic(topic)
+            if renamed[topic] != topic:
+                notes.append(
+                    f"{where}: the topic's name is {len(topic.encode('utf-8'))} bytes, more than a page's file name "
+                    f"holds; imported as {renamed[topic]!r} (rename it with memory edit rename)"
+                )
+        topics.setdefault(renamed[topic], []).append(_entry(minutes, body, where))
+    document: dict[str, Any] = {"topics": [{"name": name, "entries": entries} for name, entries in topics.items()]}
+    return {**document, "notes": notes} if notes else document
+
+
+def fitting_topic(topic: str) -> str:
+    """helix's topic name as it is, or, when its page name would pass TOPIC_MAX_BYTES (helix allows 255
+    bytes, a file name `<topic>.md` no more), its longest prefix that fits with 9 bytes to spare, then `-`
+    and 8 hex digits of the full name's SHA-1: one helix topic is one page on every import, and two long
+    names alike in their first 190 bytes stay two pages."""
+    import hashlib
+
+    from gitwiki.memory.entry import TOPIC_MAX_BYTES, topic_name
+
+    try:
+        topic_name(topic)
+        return topic
+    except (UsageError, UnicodeError):
+        pass
+    digest = hashlib.sha1(topic.encode("utf-8", errors="surrogatepass")).hexdigest()[:8]
+    for keep in range(min(len(topic), 4 * TOPIC_MAX_BYTES), 0, -1):  # a run of symbols becomes one dash
+        try:
+            name = topic_name(topic[:keep])
+        except (UsageError, UnicodeError):  # still too long, or no letters in it
+            continue
+        if len(name.encode("utf-8")) <= TOPIC_MAX_BYTES - 9:
+            return f"{name}-{digest}"
+    return topic  # no letters or digits at all: the import refuses it, saying so
+
+
+def _cut(topic: str) -> str:
+    return repr(topic if len(topic) <= 80 else topic[:80] + "…")
 
 
 def _entry(minutes: int, body: str, where: str) -> dict[str, Any]:

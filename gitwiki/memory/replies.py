@@ -18,8 +18,10 @@ from gitwiki.memory import store as store_mod
 from gitwiki.memory import stores
 from gitwiki.memory import topics as topics_mod
 from gitwiki.memory.entry import Entry, first_line, render_entry, split_ref
+from gitwiki.memory.sources import Ignored, ignored
 
 if TYPE_CHECKING:
+    from gitwiki.index.indexer import Progress
     from gitwiki.memory.base import Memory
     from gitwiki.operations.writes import WriteReport
 
@@ -144,8 +146,15 @@ def search(
             "\n".join(f"{t}  {n} hit(s)" for t, n in found.per_topic.items()) or "no matches",
             {**head, "topics": found.per_topic},
         )
+    unread = {h.entry.ref: i for h in found.hits if (i := ignored(mem, h.entry)) is not None}
     hits = [
-        {**h.entry.json(), "score": round(h.score, 6), "relevance": round(h.relevance, 6), "stale": h.stale}
+        {
+            **h.entry.json(),
+            "score": round(h.score, 6),
+            "relevance": round(h.relevance, 6),
+            "stale": h.stale,
+            **({"source_ignored": unread[h.entry.ref].why} if h.entry.ref in unread else {}),
+        }
         for h in found.hits
     ]
     lines = []
@@ -155,6 +164,8 @@ def search(
             lines += [f"  {h.entry.index}. {first_line(h.entry.text)}" for h in found.hits if h.entry.topic == topic]
     for h in found.hits if detail != "grouped" else ():
         mark = "  (stale source)" if h.stale else ""
+        if h.entry.ref in unread:
+            mark = f"  (source not read: it {unread[h.entry.ref].why})"
         if detail == "brief":
             lines.append(f"{h.entry.ref}  {first_line(h.entry.text)}{mark}")
         elif detail == "medium":
@@ -349,7 +360,7 @@ def stale(mem: Memory) -> Reply:
         for s in rows
     ]
     data = {"stale": [{"entry": s.entry.ref, "path": s.path, "pinned": s.pinned, "current": s.current} for s in rows]}
-    return Reply("\n".join(lines) or "no stale sources", data)
+    return _with_ignored(Reply("\n".join(lines) or "no stale sources", data), topics_mod.ignored_sources(mem))
 
 
 def refresh(mem: Memory, topic: str | None = None, index: int | None = None) -> Reply:
@@ -363,7 +374,17 @@ def refresh(mem: Memory, topic: str | None = None, index: int | None = None) -> 
             for r in rows
         ]
     }
-    return Reply("\n".join(parts).rstrip() or "no stale sources", data)
+    reply = Reply("\n".join(parts).rstrip() or "no stale sources", data)
+    return _with_ignored(reply, topics_mod.ignored_sources(mem, topic, index))
+
+
+def _with_ignored(reply: Reply, ignored: list[Ignored]) -> Reply:
+    """The reply with a note on each entry whose source gitwiki did not read (outside the repository, …)."""
+    if not ignored:
+        return reply
+    notes = [f"ignored {i.note()}" for i in ignored]
+    data = {**reply.data, "ignored": [{"entry": i.entry.ref, "path": i.path, "why": i.why} for i in ignored]}
+    return Reply("\n".join([reply.text, *notes]), data)
 
 
 def _maintenance(m: topics_mod.Maintenance) -> Reply:
@@ -400,34 +421,50 @@ def export(mem: Memory) -> Reply:
 
 def import_(mem: Memory, data: dict[str, Any] | list[Any]) -> Reply:
     """An export document (topics export's JSON, or helix's JSON export), merged in."""
-    added, checkpoints = topics_mod.import_memory(mem, data)
-    return _imported(added, checkpoints)
+    notes: list[str] = []
+    added, checkpoints = topics_mod.import_memory(mem, data, notes=notes)
+    return _imported(added, checkpoints, notes=notes)
 
 
-def import_helix(mem: Memory, raw: bytes, dry_run: bool = False) -> Reply:
+def import_helix(mem: Memory, raw: bytes, dry_run: bool = False, progress: Progress | None = None) -> Reply:
     """helix's knowledge base, its binary data.log or its JSON export (the file's bytes), merged in."""
     from gitwiki.memory import helix
 
     checkpoints: list[str] = []
+    notes: list[str] = []
     if helix.is_log(raw):
-        added = topics_mod.import_helix_log(mem, raw, dry_run)
+        added = topics_mod.import_helix_log(mem, raw, dry_run, notes, progress)
     else:
-        try:
-            data = json.loads(raw)
-        except ValueError as e:
-            raise UsageError(f"not a helix data.log (no AMRL header) nor its JSON export ({e})") from None
+        data = load_json(raw, "not a helix data.log (no AMRL header) nor its JSON export")
         if not helix.is_export(data):
             raise UsageError("this is a gitwiki export, not helix's; import it with topics import --file")
-        added, checkpoints = topics_mod.import_memory(mem, data, dry_run)
-    return _imported(added, checkpoints, dry_run)
+        added, checkpoints = topics_mod.import_memory(mem, data, dry_run, notes, progress)
+    return _imported(added, checkpoints, dry_run, notes)
 
 
-def _imported(added: dict[str, int], checkpoints: list[str], dry_run: bool = False) -> Reply:
+def load_json(raw: bytes | str, what: str) -> Any:
+    """A JSON document an import names; one clear error for text that is not JSON, or is nested too deep for
+    the parser (a RecursionError) or holds a number too long to read (ValueError past 4,300 digits)."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise UsageError(f"{what}: it nests arrays or objects too deep to read; pass the export as written") from None
+    except ValueError as e:
+        raise UsageError(f"{what} ({e})") from None
+
+
+def _imported(added: dict[str, int], checkpoints: list[str], dry_run: bool = False, notes: Sequence[str] = ()) -> Reply:
     text = ", ".join(f"{t} +{n}" for t, n in added.items()) or "nothing new"
     more = f"; checkpoints: {', '.join(checkpoints)}" if checkpoints else ""
     verb = "would import" if dry_run else "imported"
-    data = {"added": added, "checkpoints": checkpoints, **({"dry_run": True} if dry_run else {})}
-    return Reply(f"{verb} {sum(added.values())} entries: {text}{more}", data)
+    data = {
+        "added": added,
+        "checkpoints": checkpoints,
+        **({"notes": list(notes)} if notes else {}),
+        **({"dry_run": True} if dry_run else {}),
+    }
+    lines = [f"{verb} {sum(added.values())} entries: {text}{more}", *(f"note: {n}" for n in notes)]
+    return Reply("\n".join(lines), data)
 
 
 def reindex(mem: Memory) -> Reply:

@@ -37,10 +37,11 @@ from gitwiki.memory.entry import (
     topic_name,
     with_text,
 )
-from gitwiki.memory.sources import parse_source, pin
+from gitwiki.memory.sources import parse_source, pin, source_problem
 from gitwiki.operations import writes as page_writes  # the safe, locked, atomic page path of the MCP page tools
 
 if TYPE_CHECKING:
+    from gitwiki.index.indexer import Progress
     from gitwiki.operations.writes import WriteReport
 
 
@@ -225,13 +226,18 @@ def _as_read(mem: Memory, result: StoreResult) -> StoreResult:
 # ---- the page writes -------------------------------------------------------------------------------
 
 
-def write_pages(mem: Memory, contents: dict[str, str | None], folder: str = "") -> list[WriteReport]:
-    """Write (or with None delete) topic pages through the page write path and embed what is new.
+def write_pages(
+    mem: Memory, contents: dict[str, str | None], folder: str = "", progress: Progress | None = None
+) -> list[WriteReport]:
+    """Write (or with None delete) topic pages through the page write path and embed what is new; `progress`
+    ("import", pages written, pages) is told after each page (a large import's ~0.3 s a page is its time).
 
     The caller holds the writer lock (it is re-entrant), so its read of the pages and these writes are one
     critical section."""
     reports, replaced = [], set()
-    for name, content in contents.items():
+    for n, (name, content) in enumerate(contents.items()):
+        if progress:
+            progress("import", n, len(contents))
         rel = mem.rel_path(name, folder)
         old = mem.wiki.root / mem.repo_path(rel)
         if old.is_file():
@@ -242,6 +248,8 @@ def write_pages(mem: Memory, contents: dict[str, str | None], folder: str = "") 
             reports.append(
                 page_writes.add_page(mem.wiki, mem.corpus.name, rel, content, overwrite=True, commit=mem.config.commit)
             )
+    if progress:
+        progress("import", len(contents), len(contents))
     versions = [c.encode("utf-8") for c in contents.values() if c is not None]
     _embed(mem, versions)
     # The replaced versions would stay in the full-text table, and every later query would rank them
@@ -480,23 +488,38 @@ def _relink(links: tuple[str, ...], old: str, new: str, renumber: dict[int, int]
 # ---- import ----------------------------------------------------------------------------------------
 
 
-def import_topics(mem: Memory, topics: list[object], dry_run: bool = False) -> dict[str, int]:
+def import_topics(
+    mem: Memory,
+    topics: list[object],
+    dry_run: bool = False,
+    notes: list[str] | None = None,
+    progress: Progress | None = None,
+) -> dict[str, int]:
     """Merge exported topics into the wiki: entries not already present (same time and text) are appended
     in time order; existing entries keep their index. Returns the entries added per topic, as written
     (with `dry_run`, as they would be: every check is made, nothing is written).
 
     The whole document is checked before anything is written: a bad entry refuses the import. Topics whose
-    names sanitize to one page (`Victim`, `victim`) are merged into it."""
+    names sanitize to one page (`Victim`, `victim`) are merged into it. What the import changed rather than
+    refused is said in `notes` (when given): a source outside the repository dropped, a future `modified`
+    brought back to the import's time."""
     incoming: dict[str, list[Entry]] = {}
     starts: dict[str, TopicPage] = {}  # a new page's head and preamble, from the first topic that has them
+    now = datetime.now(UTC)
+    said = notes if notes is not None else []
     for n, topic in enumerate(topics, 1):
         if not isinstance(topic, dict) or not isinstance(topic.get("name"), str):
             raise UsageError(f'topic {n} of the import must be an object {{"name": …, "entries": […]}}')
-        name = mem.writable_topic(topic["name"])
+        try:
+            name = mem.writable_topic(topic["name"])
+        except UsageError as refused:
+            raise UsageError(f"topic {n} of the import ({_short(topic['name'])}): {refused}") from None
         raw_entries = topic.get("entries", [])
         if not isinstance(raw_entries, list):
             raise UsageError(f"topic {topic['name']!r} of the import: entries must be a list of entry objects")
-        incoming.setdefault(name, []).extend(_from_json(name, m, raw) for m, raw in enumerate(raw_entries, 1))
+        incoming.setdefault(name, []).extend(
+            _from_json(mem, name, m, raw, now, said) for m, raw in enumerate(raw_entries, 1)
+        )
         head, preamble = (_persons_text(name, topic.get(key), key) for key in ("head", "preamble"))
         if (head or preamble) and name not in starts:
             starts[name] = TopicPage(name, preamble, (), head)
@@ -520,7 +543,7 @@ def import_topics(mem: Memory, topics: list[object], dry_run: bool = False) -> d
         for name, content in contents.items():
             check_unicode(content or "", f"topic {name!r} of the import")
         if contents and not dry_run:
-            write_pages(mem, contents)
+            write_pages(mem, contents, progress=progress)
     return added
 
 
@@ -550,22 +573,43 @@ def _persons_text(name: str, value: object, key: str) -> str:
     return value
 
 
-def _from_json(topic: str, n: int, raw: object) -> Entry:
+def _from_json(mem: Memory, topic: str, n: int, raw: object, now: datetime, notes: list[str]) -> Entry:
     """One exported entry, every field checked: a field that could end its metadata line (a newline) would
-    forge entries, a value outside its range would poison every score."""
+    forge entries, a value outside its range would poison every score.
+
+    Dates after the import (beyond a day of clock skew) would read as the last activity for ever: a future
+    `created` (the entry's identity, which a re-import matches on) refuses the import; a future `modified`
+    (only when it was last revised) becomes the import's time, with a note. A source outside the repository
+    is dropped with a note: helix keeps one knowledge base for every project, so its entries may name
+    files of another one, and the entry's text is still worth having."""
     where = f"entry {n} of topic {topic!r} in the import"
     if not isinstance(raw, dict):
         raise UsageError(f"{where} must be an object with created and text")
     if not isinstance(raw.get("text"), str) or not raw["text"].strip():
         raise UsageError(f"{where} has no text")
-    if not is_stamp(raw.get("created")):
-        raise UsageError(f"{where}: created must be a UTC time like 2026-11-23T15:46:31Z, not {raw.get('created')!r}")
+    latest = now + FUTURE_MARGIN
+    created = raw.get("created")
+    if not is_stamp(created):
+        raise UsageError(f"{where}: created must be a UTC time like 2026-11-23T15:46:31Z, not {_short(created)}")
+    if (parse_iso(created) or now) > latest:
+        raise UsageError(
+            f"{where}: created {created} is after today ({now_iso(now)}); the export is damaged or was written "
+            "by a wrong clock: fix the date and import again"
+        )
     modified = raw.get("modified") or ""
     if modified and not is_stamp(modified):
-        raise UsageError(f"{where}: modified must be a UTC time like 2026-11-24T09:00:00Z, not {modified!r}")
+        raise UsageError(f"{where}: modified must be a UTC time like 2026-11-24T09:00:00Z, not {_short(modified)}")
+    if modified and (parse_iso(modified) or now) > latest:
+        notes.append(f"{where}: modified {modified} is after today; imported as {now_iso(now)}")
+        modified = now_iso(now)
     source = raw.get("source") or ""
     if not isinstance(source, str) or (source and (parse_source(source) is None or _breaks_line(source))):
-        raise UsageError(f"{where}: source must be one line like src/app.py:42@3f2a9c1d0e7b, not {source!r}")
+        raise UsageError(f"{where}: source must be one line like src/app.py:42@3f2a9c1d0e7b, not {_short(source)}")
+    ref = parse_source(source) if source else None
+    why = source_problem(mem.root, ref.path) if ref is not None else None
+    if why is not None:
+        notes.append(f"{where}: source {_short(source)} {why}; imported without it")
+        source = ""
     confidence = raw.get("confidence", DEFAULT_CONFIDENCE)
     if not is_confidence(confidence):
         raise UsageError(f"{where}: confidence must be a number from 0 to 1, not {confidence!r}")
@@ -586,6 +630,15 @@ def _from_json(topic: str, n: int, raw: object) -> Entry:
         after=after,
     )
     return with_text(entry, raw["text"])
+
+
+FUTURE_MARGIN = timedelta(days=1)  # a clock a day ahead (another time zone written as UTC) is not damage
+
+
+def _short(value: object) -> str:
+    """A value quoted in a message, cut: an import may hold a 100,000-character one."""
+    shown = repr(value)
+    return shown if len(shown) <= 120 else shown[:120] + "…"
 
 
 def _breaks_line(value: str) -> bool:

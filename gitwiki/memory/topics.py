@@ -20,15 +20,19 @@ from gitwiki.memory.entry import (
     render_page,
     topic_name,
 )
-from gitwiki.memory.sources import STALE_FACTOR, Refresh, Staleness, refresh, stale
+from gitwiki.memory.sources import STALE_FACTOR, Ignored, Refresh, Staleness, ignored, refresh, stale
 
 if TYPE_CHECKING:
+    from gitwiki.index.indexer import Progress
     from gitwiki.memory.base import Memory
 
 EXPORT_FORMAT = "gitwiki-memory"
 EXPORT_VERSION = 1
 PRUNE_CONFIDENCE = 0.3  # clean's threshold
 PRUNE_DAYS = 30  # helix's default (helix/src/topics.rs)
+# An import file's largest size: a helix log of 10,000 entries is ~5 MB; a JSON document this large already
+# takes ~1 GB to parse.
+IMPORT_CAP = 64 * 1024 * 1024
 
 
 class Stats(NamedTuple):
@@ -184,11 +188,18 @@ def stale_entries(mem: Memory) -> list[Staleness]:
 
 
 def refresh_entries(mem: Memory, topic: str | None = None, index: int | None = None) -> list[Refresh]:
+    return [r for r in (refresh(mem, e) for e in _chosen(mem, topic, index)) if r is not None]
+
+
+def ignored_sources(mem: Memory, topic: str | None = None, index: int | None = None) -> list[Ignored]:
+    """The entries (all, a topic's, or one) whose source gitwiki does not read: stale and refresh name them."""
+    return [i for i in (ignored(mem, e) for e in _chosen(mem, topic, index)) if i is not None]
+
+
+def _chosen(mem: Memory, topic: str | None, index: int | None) -> list[Entry]:
     if index is not None and topic:
-        entries = [mem.entry(topic, index)]
-    else:
-        entries = [e for e in mem.entries() if not topic or e.topic == topic]
-    return [r for r in (refresh(mem, e) for e in entries) if r is not None]
+        return [mem.entry(topic, index)]
+    return [e for e in mem.entries() if not topic or e.topic == topic]
 
 
 class Idle(NamedTuple):
@@ -301,29 +312,41 @@ def export(mem: Memory) -> dict[str, Any]:
 
 
 def import_memory(
-    mem: Memory, data: dict[str, Any] | list[Any], dry_run: bool = False
+    mem: Memory,
+    data: dict[str, Any] | list[Any],
+    dry_run: bool = False,
+    notes: list[str] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[dict[str, int], list[str]]:
     """Merge an export back: entries per topic added, and the checkpoints written (with `dry_run`, what
-    would be added, every check made and nothing written). helix's JSON export is read as well."""
+    would be added, every check made and nothing written). helix's JSON export is read as well. What was
+    changed on the way in (a source dropped, a name shortened) is appended to `notes`."""
     from gitwiki.memory import helix
     from gitwiki.memory.checkpoint import checkpoint_pages, import_checkpoints
     from gitwiki.memory.store import import_topics
 
+    notes = notes if notes is not None else []
     if helix.is_export(data):
         data = helix.parse_export(data)
+        notes += data.pop("notes", [])
     if not isinstance(data, dict) or not isinstance(data.get("topics"), list):
         raise UsageError('import needs an export document: {"topics": [{"name": …, "entries": […]}]}')
     checkpoints = checkpoint_pages(data.get("checkpoints") or [])  # checked before any topic is written
-    added = import_topics(mem, data["topics"], dry_run)
+    added = import_topics(mem, data["topics"], dry_run, notes, progress)
     return added, list(checkpoints) if dry_run else import_checkpoints(mem, checkpoints)
 
 
-def import_helix_log(mem: Memory, log: bytes, dry_run: bool = False) -> dict[str, int]:
+def import_helix_log(
+    mem: Memory, log: bytes, dry_run: bool = False, notes: list[str] | None = None, progress: Progress | None = None
+) -> dict[str, int]:
     """Merge the live entries of helix's binary data.log (its bytes); a damaged log writes nothing."""
     from gitwiki.memory import helix
     from gitwiki.memory.store import import_topics
 
-    return import_topics(mem, helix.parse_log(log)["topics"], dry_run)
+    notes = notes if notes is not None else []
+    document = helix.parse_log(log)
+    notes += document.pop("notes", [])
+    return import_topics(mem, document["topics"], dry_run, notes, progress)
 
 
 def _export_entry(e: Entry) -> dict[str, Any]:

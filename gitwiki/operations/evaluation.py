@@ -16,7 +16,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -103,15 +103,26 @@ def score(label: str, outcomes: list[Outcome], seconds: float) -> ModeScore:
     )
 
 
-def evaluate(ranker: Ranker, questions: list[Question], modes: Iterable[tuple[str, str | None]]) -> list[ModeScore]:
-    """Each question through `ranker` once per (mode, fusion); one ModeScore per mode, in order."""
+def evaluate(
+    ranker: Ranker,
+    questions: list[Question],
+    modes: Iterable[tuple[str, str | None]],
+    progress: Callable[[str, int, int], None] | None = None,
+) -> list[ModeScore]:
+    """Each question through `ranker` once per (mode, fusion); one ModeScore per mode, in order. `progress`
+    (stage "eval", questions done, questions in all modes) is told after each question."""
     out = []
+    modes = list(modes)
+    total, done = len(questions) * len(modes), 0
     for mode, fusion in modes:
         started = time.perf_counter()
         outcomes = []
         for q in questions:
             ranked = tuple(ranker(q.text, mode, fusion))
             outcomes.append(Outcome(q, ranked, first_rank(ranked, q.relevant)))
+            done += 1
+            if progress:
+                progress("eval", done, total)
         out.append(score(mode if fusion is None else f"{mode}-{fusion}", outcomes, time.perf_counter() - started))
     return out
 
@@ -158,42 +169,78 @@ def report_json(
 # ---- question files -------------------------------------------------------------------------------
 
 
-def load_questions(path: Path) -> list[Question]:
-    """Questions from a JSONL file; a malformed line is a UsageError naming the file and line."""
+QUESTIONS_CAP = 16 * 1024 * 1024  # bytes of a question file: 100,000 questions of a line each fit
+MAX_QUESTION_CHARS = 2000  # a question is what a reader types; a longer one is pasted text, not a question
+MAX_ID_CHARS = 200
+MAX_RELEVANT = 1000  # labelled pages a question
+
+
+def load_questions(path: Path, roots: Sequence[Path] | None = None) -> list[Question]:
+    """Questions from a JSONL file; a malformed line is a UsageError naming the file and line. Read through
+    the bounded reader: a regular file, inside `roots` when given (a path from the checkout's config), at
+    most QUESTIONS_CAP bytes."""
+    from gitwiki.fs import read_bounded
+
+    fix = 'write one JSON object a line, {"question": "...", "relevant": ["page.md"]}, or pass --questions FILE'
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        raw = read_bounded(path, roots=roots, cap=QUESTIONS_CAP, what="question file", fix=fix)
     except FileNotFoundError:
-        raise UsageError(
-            f"{path}: no such question file; write one JSON object a line there, "
-            '{"question": "...", "relevant": ["page.md"]}, or pass --questions FILE'
-        ) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{path}: cannot read the question file ({e})") from None
+        raise UsageError(f"{path}: no such question file; {fix}") from None
+    try:
+        lines = raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: not UTF-8 at byte {e.start}; save the question file as UTF-8") from None
     questions = []
     for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UsageError(f"{where}: not JSON ({e.msg}); each line is one question object") from None
-        text = row.get("question") if isinstance(row, dict) else None
-        relevant = row.get("relevant") if isinstance(row, dict) else None
-        if not isinstance(text, str) or not text.strip():
-            raise UsageError(f'{where}: "question" must be a non-empty string')
-        if isinstance(relevant, str):
-            relevant = [relevant]
-        if not isinstance(relevant, list) or not relevant or not all(isinstance(p, str) and p for p in relevant):
-            raise UsageError(f'{where}: "relevant" must be a list of page paths')
-        questions.append(
-            Question(
-                str(row.get("id") or f"q{number}"), text.strip(), dict.fromkeys(relevant, 1), str(row.get("kind") or "")
-            )
-        )
+        if line.strip():
+            questions.append(parse_question(line, f"{path}:{number}", f"q{number}"))
     if not questions:
         raise UsageError(f"{path}: no questions in the file; add one JSON object a line")
     return questions
+
+
+def parse_question(line: str, where: str, default_id: str) -> Question:
+    """One line of a question file; a UsageError starting with `where` (file:line) says what is wrong.
+
+    The line comes from a checkout, so anything the JSON parser or the terminal cannot take is refused here
+    with its line: nesting deeper than the parser recurses, integers past Python's 4,300 digits, lone
+    surrogates (not text: they cannot be printed or written), and a question longer than MAX_QUESTION_CHARS
+    (searched before anything else was checked, 6 MB of it took minutes)."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{where}: not JSON ({e.msg}); each line is one question object") from None
+    except RecursionError:
+        raise UsageError(f"{where}: nested too deep to read; each line is one flat question object") from None
+    except ValueError as e:  # an integer of more than 4,300 digits
+        raise UsageError(f"{where}: not readable JSON ({e}); each line is one question object") from None
+    if not isinstance(row, dict):
+        raise UsageError(f'{where}: not a question object; write {{"question": "...", "relevant": ["page.md"]}}')
+    text, relevant, qid, kind = row.get("question"), row.get("relevant"), row.get("id"), row.get("kind")
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError(f'{where}: "question" must be a non-empty string')
+    if len(text) > MAX_QUESTION_CHARS:
+        raise UsageError(
+            f'{where}: "question" is {len(text):,} characters, more than {MAX_QUESTION_CHARS:,}; ask it in fewer words'
+        )
+    if isinstance(relevant, str):
+        relevant = [relevant]
+    if not isinstance(relevant, list) or not relevant or not all(isinstance(p, str) and p for p in relevant):
+        raise UsageError(f'{where}: "relevant" must be a list of page paths')
+    if len(relevant) > MAX_RELEVANT:
+        raise UsageError(f'{where}: "relevant" lists {len(relevant):,} pages, more than {MAX_RELEVANT:,}')
+    if qid is not None and not isinstance(qid, (str, int)) or isinstance(qid, bool):
+        raise UsageError(f'{where}: "id" must be a string or a whole number')
+    qid = str(qid) if qid not in (None, "") else default_id
+    if len(qid) > MAX_ID_CHARS:
+        raise UsageError(f'{where}: "id" is {len(qid):,} characters, more than {MAX_ID_CHARS}; use a short name')
+    kind = kind if isinstance(kind, str) else str(kind or "")
+    for field, value in (("question", text), ("id", qid), ("kind", kind), *(("relevant", p) for p in relevant)):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageError(f'{where}: "{field}" holds a lone surrogate (\\ud800-\\udfff), not text; fix it') from None
+    return Question(qid, text.strip(), dict.fromkeys(relevant, 1), kind[:MAX_ID_CHARS])
 
 
 def resolve_pages(questions: list[Question], pages: Iterable[str], prefix: str = "") -> list[Question]:
@@ -244,7 +291,10 @@ def load_beir(folder: Path, split: str = "test") -> BeirSet:
             for line in f:
                 if line.strip():
                     doc = json.loads(line)
-                    corpus[str(doc["_id"])] = (doc.get("title") or "", doc.get("text") or "")
+                    title, text = doc.get("title") or "", doc.get("text") or ""
+                    if not isinstance(title, str) or not isinstance(text, str):
+                        raise TypeError(f"document {str(doc['_id'])[:80]!r}: title and text must be strings")
+                    corpus[str(doc["_id"])] = (title, text)
         qrels: dict[str, dict[str, int]] = {}
         with (folder / "qrels" / f"{split}.tsv").open(encoding="utf-8") as f:
             rows = csv.reader(f, delimiter="\t")
@@ -264,8 +314,11 @@ def load_beir(folder: Path, split: str = "test") -> BeirSet:
             f"{folder} is not a BEIR folder: {e.filename} is missing (needs corpus.jsonl, queries.jsonl, "
             f"qrels/{split}.tsv)"
         ) from None
-    except (ValueError, KeyError) as e:
-        raise UsageError(f"{folder}: malformed BEIR file ({e}); check corpus.jsonl, queries.jsonl and qrels") from None
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+        why = "nested too deep" if isinstance(e, RecursionError) else str(e)[:200]
+        raise UsageError(
+            f"{folder}: malformed BEIR file ({why}); check corpus.jsonl, queries.jsonl and qrels"
+        ) from None
     pages = [(beir_page_name(did), beir_page_text(title, text)) for did, (title, text) in corpus.items()]
     return BeirSet(corpus, pages, questions)
 

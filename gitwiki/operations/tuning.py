@@ -28,6 +28,7 @@ from gitwiki.operations.evaluation import DEPTH, Question, first_rank
 from gitwiki.search.ranking import SECOND_CHUNK, Ranked, Weighting, fuse, page_fusion, rollup
 
 if TYPE_CHECKING:
+    from gitwiki.index.indexer import Progress
     from gitwiki.wiki import Wiki
 
 FOLDS = 5
@@ -92,17 +93,27 @@ class Fit(NamedTuple):
         return self.chosen != self.current and self.low > 0
 
 
-def tune(wiki: Wiki, corpus: str | None, questions: Sequence[Question]) -> Fit:
+def tune(wiki: Wiki, corpus: str | None, questions: Sequence[Question], progress: Progress | None = None) -> Fit:
     """The grid's best setting for `questions` against the wiki's current one, cross-validated; ranked as
     `gitwiki eval` ranks (DEPTH pages a question), so the current MRR@10 is the one `gitwiki eval` reports."""
+    if len(questions) < MIN_QUESTIONS:  # before searching any: a 6 MB question was searched, then refused
+        raise UsageError(
+            f"--tune needs at least {MIN_QUESTIONS} questions to hold some out ({len(questions)} given); "
+            "add questions to the file"
+        )
     current = Setting.of(wiki.config.search)
     settings = [current, *(s for s in GRID if s != current)]
-    found = gather(wiki, corpus, questions, (s.depth for s in settings), DEPTH)
+    found = gather(wiki, corpus, questions, (s.depth for s in settings), DEPTH, progress)
     return fit(reciprocal_ranks(found, questions, settings, DEPTH), current)
 
 
 def gather(
-    wiki: Wiki, corpus: str | None, questions: Sequence[Question], depths: Iterable[int], pages: int
+    wiki: Wiki,
+    corpus: str | None,
+    questions: Sequence[Question],
+    depths: Iterable[int],
+    pages: int,
+    progress: Progress | None = None,
 ) -> dict[int, list[Candidates]]:
     """Per depth, each question's hybrid candidates in `corpus`, covering at least `pages` pages."""
     from gitwiki.search.searcher import Searcher
@@ -125,10 +136,16 @@ def gather(
             "--tune weighs lexical against dense search and the embedding model does not load; see the "
             "warning above, or gitwiki status, for how to fix it"
         )
-    out = {}
-    for depth in sorted(set(depths)):
+    out: dict[int, list[Candidates]] = {}
+    levels = sorted(set(depths))
+    total = len(levels) * len(questions)
+    for level, depth in enumerate(levels):
         searcher = Searcher(wiki.store, depth=depth)
-        out[depth] = [Candidates(*searcher.candidates(view, q.text, embedder, pages)) for q in questions]
+        out[depth] = []
+        for n, q in enumerate(questions, 1):
+            out[depth].append(Candidates(*searcher.candidates(view, q.text, embedder, pages)))
+            if progress:
+                progress("tune", level * len(questions) + n, total)
     return out
 
 

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from gitwiki import pagetext
 from gitwiki.config import Config, CorpusConfig
 from gitwiki.errors import GitwikiError, UsageError
-from gitwiki.fs import UnsafeFile, read_page_file, write_page_file
+from gitwiki.fs import UnsafeFile, read_bounded, read_page_file, write_page_file
 from gitwiki.markdown.index_block import END_MARKER, START_MARKER, BlockError, BlockOptions, find_blocks
 from gitwiki.pages.pagefacts import FactsCache
 from gitwiki.pages.templating import environment, shipped_dir
@@ -58,7 +58,10 @@ def render_block(listing: WorktreeCorpus, index_path: str, options: BlockOptions
     prefix = folder + "/" if folder else ""
     name = listing.config.index_blocks.filename
     template = _template(listing.root, listing.config.index_blocks.template)
-    source = template.file.read_text(encoding="utf-8")
+    try:
+        source = read_bounded(template.file, what="index block template", fix=TEMPLATE_FIX).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"index block template {template.shown} is not UTF-8 (byte {e.start}); fix it") from None
     memoized = not _INCLUDES.search(source)
     now = _digest("\n".join(current))
     listed = [p for p in _under(listing.pages, prefix) if p != index_path]
@@ -255,6 +258,9 @@ def check_above(root: Path, config: Config, corpus: CorpusConfig, page_path: str
             raise BlockError(f"{index_path}: {e}; save it as UTF-8 text to have its blocks refreshed") from None
 
 
+TEMPLATE_FIX = "set [index_blocks] template to a template file inside the repository in .gitwiki.toml"
+
+
 def template_dirs(root: Path) -> tuple[str, ...]:
     """Where templates are looked up: the repo's `.gitwiki/templates/`, then gitwiki's own."""
     return (str(root / ".gitwiki" / "templates"), str(shipped_dir()))
@@ -262,11 +268,15 @@ def template_dirs(root: Path) -> tuple[str, ...]:
 
 def _template(root: Path, configured: str | None) -> Template:
     if configured:
-        if not (root / configured).is_file():
+        from gitwiki.fs import resolved
+
+        # The path comes from the checkout's config, and the template's text ends up in a page: a template
+        # outside the repository (/etc/passwd, a symlink out) would copy that file into the wiki.
+        target = Path(resolved(root / configured, [root], what="[index_blocks] template", fix=TEMPLATE_FIX))
+        if not target.is_file():
             raise UsageError(
                 f"[index_blocks] template {configured!r} not found under {root}; fix the path in .gitwiki.toml"
             )
-        target = (root / configured).resolve()
         return Template((str(target.parent),), target.name, target, configured)
     search = template_dirs(root)
     found = next(f for d in search if (f := Path(d, TEMPLATE_NAME)).is_file())  # jinja2's order; the shipped one exists

@@ -288,3 +288,24 @@ def test_deeply_nested_json_is_ignored_without_a_traceback(wiki):
     nested = b'{"tool_name": "Read", "tool_input": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     done = _hook_process(wiki.path, "ambient", nested)
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+
+
+def test_an_entry_whose_source_leads_out_of_the_repo_is_no_sourced_note(wiki, hook, cli, tmp_path):
+    """A checkout's memory entry pinned to a symlink out of the repository: the library never reads that
+    source, and the hook does not present the entry as the notes on it (issue 28)."""
+    outside = tmp_path / "outside.py"
+    outside.write_text("secret = 1\n")
+    (wiki.path / "src" / "away.py").symlink_to(outside)
+    entry = "## 2026-01-06T10:00:00Z — ring order\n\nring order matters\n[source: src/away.py:1@0123456789ab]\n"
+    wiki.commit("memory", {"wiki/memory/ops.md": f"# ops\n\n{entry}"})
+    assert cli("index", cwd=wiki.path)[0] == 0
+    event = load("pre_tool_use_read", wiki.path)
+    event["tool_input"] = {"file_path": str(wiki.path / "src" / "away.py")}
+    answer = hook("ambient", event, wiki.path)[1]
+    assert answer is None or "memory entries with [source: src/away.py]" not in context_of(answer)
+    # the same entry on a file inside the repository is a sourced note
+    (wiki.path / "src" / "away.py").unlink()
+    (wiki.path / "src" / "away.py").write_text("secret = 1\n")
+    event = load("pre_tool_use_read", wiki.path, session_id="inside")
+    event["tool_input"] = {"file_path": str(wiki.path / "src" / "away.py")}
+    assert "memory entries with [source: src/away.py]" in context_of(hook("ambient", event, wiki.path)[1])

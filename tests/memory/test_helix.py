@@ -399,3 +399,123 @@ def test_a_helix_json_export_imports_every_entry_with_its_fields(export_mem, ite
         )
         for minutes, (text, tags, confidence, links) in enumerate(items, 1)
     ]
+
+
+# ---- issue 28: hostile or unusual helix documents ------------------------------------------------------
+
+
+def test_a_helix_topic_named_format_imports_from_json(mem, repo):
+    """gitwiki's export has `format` as a string; helix's topic `format` holds a list (refused before)."""
+    from gitwiki.memory import replies
+
+    export = {"format": [{"ts": 60, "body": "dates are ISO 8601"}], "net": [{"ts": 61, "body": "pool of 8"}]}
+    assert replies.import_helix(mem, json.dumps(export).encode()).data["added"] == {"format": 1, "net": 1}
+    assert "dates are ISO 8601" in (repo.path / "wiki/memory/format.md").read_text()
+
+
+def test_a_helix_topic_too_long_for_a_file_name_is_shortened_with_a_note(mem, repo, cli, tmp_path):
+    """helix allows 255 bytes; a page name 200: the import is no longer refused whole, the topic is
+    shortened (the same way on every import) and the note says which, where, and how to rename it."""
+    long_topic = "architecture-" + "x" * 230
+    log = Log()
+    log.entry("ok", "a short topic's entry", 60)
+    at = log.entry(long_topic, "an entry of the long topic", 61)
+    (tmp_path / "data.log").write_bytes(log.bytes())
+    code, out, err = cli("memory", "import", "--helix", str(tmp_path / "data.log"), cwd=repo.path)
+    short = helix.fitting_topic(long_topic)
+    assert code == 0 and err == "" and "imported 2 entries" in out
+    assert f"note: helix: the entry at byte {at} of topic 'architecture-xxx" in out
+    assert f"243 bytes, more than a page's file name holds; imported as {short!r}" in out and "edit rename" in out
+    assert (
+        len(short.encode()) <= 200
+        and short.startswith("architecture-xxx")
+        and (repo.path / f"wiki/memory/{short}.md").exists()
+    )
+    code, out, _ = cli("memory", "import", "--helix", str(tmp_path / "data.log"), cwd=repo.path)
+    assert code == 0 and out.startswith("imported 0 entries")  # the same page again: nothing new
+
+
+def test_long_topics_alike_in_their_start_stay_apart():
+    a, b = "t" * 250 + "a", "t" * 250 + "b"
+    assert helix.fitting_topic(a) != helix.fitting_topic(b)
+    assert helix.fitting_topic("short") == "short" and helix.fitting_topic("-" * 300) == "-" * 300
+
+
+def test_deeply_nested_json_is_refused_with_one_line(mem, repo, cli, tmp_path):
+    """A RecursionError traceback before, through `memory import` and `topics import --file`."""
+    from gitwiki.memory import replies
+
+    nested = b'{"net": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with pytest.raises(UsageError, match="nests arrays or objects too deep"):
+        replies.import_helix(mem, nested)
+    (tmp_path / "deep.json").write_bytes(nested)
+    for args in (("import", "--helix"), ("topics", "import", "--file")):
+        code, out, err = cli("memory", *args, str(tmp_path / "deep.json"), cwd=repo.path)
+        assert code == 2 and out == "" and "too deep" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_future_modified_is_imported_as_the_import_time_and_a_future_created_is_refused(mem, repo):
+    """`[modified: 2999-01-01 00:00]` made brief report 2999 as the topic's last activity for ever."""
+    from gitwiki.memory import replies
+
+    export = {"net": [{"ts": 60, "body": "[modified: 2999-01-01 00:00]\npool of 8"}]}
+    done = replies.import_helix(mem, json.dumps(export).encode())
+    assert "note: entry 1 of topic 'net' in the import: modified 2999-01-01T00:00:00Z is after today" in done.text
+    (entry,) = mem.topics(fresh=True)["net"].page.entries
+    assert entry.modified < "2100" and entry.modified >= entry.created
+    code_export = {
+        "format": "gitwiki-memory",
+        "version": 1,
+        "topics": [{"name": "net", "entries": [{"created": "2999-01-01T00:00:00Z", "text": "from the future"}]}],
+    }
+    with pytest.raises(UsageError, match="created 2999-01-01T00:00:00Z is after today"):
+        replies.import_(mem, code_export)
+    assert "from the future" not in (repo.path / "wiki/memory/net.md").read_text()
+
+
+JSON_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=20)),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=10), inner, max_size=4)),
+    max_leaves=20,
+)
+HELIXISH = st.one_of(
+    JSON_VALUES,
+    st.dictionaries(
+        st.text(max_size=300),
+        st.lists(
+            st.fixed_dictionaries(
+                {"ts": st.one_of(st.integers(-(2**40), 2**40), JSON_VALUES), "body": st.one_of(st.text(), JSON_VALUES)}
+            ),
+            max_size=3,
+        ),
+        max_size=3,
+    ),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(HELIXISH)
+def test_any_json_document_parses_as_a_helix_export_or_is_refused_cleanly(data):
+    """The JSON parser of helix's export: a document in its shape or a UsageError, never another exception;
+    every topic it yields fits a page name or is refused at import with its own message."""
+    try:
+        document = helix.parse_export(data)
+    except UsageError as e:
+        assert "\n" not in str(e)
+        return
+    for topic in document["topics"]:
+        assert isinstance(topic["name"], str) and all(isinstance(e["text"], str) for e in topic["entries"])
+    assert all(isinstance(n, str) for n in document.get("notes", []))
+
+
+def test_a_long_import_shows_progress_on_stderr(mem, repo, cli, tmp_path, monkeypatch):
+    from gitwiki.commands import options
+
+    monkeypatch.setattr(options, "LINE_EVERY", 0.0)  # a line a page, not one every 5 s
+    log = Log()
+    for n in range(3):
+        log.entry(f"topic-{n}", f"entry {n}", 60 + n)
+    (tmp_path / "data.log").write_bytes(log.bytes())
+    code, out, err = cli("memory", "import", "--helix", str(tmp_path / "data.log"), cwd=repo.path)
+    assert code == 0 and out.startswith("imported 3 entries")
+    assert err.splitlines() == [f"gitwiki: writing imported topic pages {n}/3" for n in range(4)]
