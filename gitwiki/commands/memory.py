@@ -146,7 +146,7 @@ def _add(
 def memory(args: argparse.Namespace) -> int:
     from gitwiki.memory.base import Memory
 
-    mem = Memory.open(args.chdir)
+    mem = Memory.open(args.chdir, cache=True)  # parsed pages from the index dir: a command reads them once
     try:
         reply = _dispatch(mem, args)
     finally:
@@ -159,7 +159,7 @@ def memory(args: argparse.Namespace) -> int:
 
 
 def _dispatch(mem: Memory, args: argparse.Namespace) -> Reply:
-    from gitwiki.memory import actions, replies, stores
+    from gitwiki.memory import replies, stores
 
     a = args.action
     scope = getattr(args, "scope", None)
@@ -177,6 +177,8 @@ def _dispatch(mem: Memory, args: argparse.Namespace) -> Reply:
             terse=args.terse,
         )
     if a == "batch":
+        from gitwiki.memory import actions
+
         mem, entries = stores.writer_batch(mem, scope, _load_json(args.file))
         return replies.batch(mem, actions.batch_items(entries), verbose=args.verbose, force=args.force)
     if a == "search":
@@ -199,6 +201,8 @@ def _dispatch(mem: Memory, args: argparse.Namespace) -> Reply:
         )
     if a == "read":
         return replies.read(mem, args.topic, args.index)
+    from gitwiki.memory import actions  # the write path's modules: not imported by a search or a brief
+
     if a == "import":
         return replies.import_helix(stores.writer(mem, scope)[0], _read_bytes(args.helix), dry_run=args.dry_run)
     if a == "edit":

@@ -59,6 +59,7 @@ class Memory:
         settings: Config | None = None,
         label: str = "",
         common_dir: Path | None = None,
+        cache: bool | None = None,
     ):
         self._wiki = wiki
         # "" for a project's memory; "~personal/" for the personal memory repository, whose topics and refs
@@ -74,6 +75,9 @@ class Memory:
         base = self.root / self.corpus.path if self.corpus.path else self.root
         self.folder = base / self.dir
         self.common_dir = common_dir  # the git dir shared by the worktrees (where the index dir defaults to)
+        # Parsed pages are taken from the index dir's cache (gitwiki.memory.parsed) with a `Wiki`, or when
+        # asked: an agent hook reading a few pages does without SQLite.
+        self.use_cache = wiki is not None if cache is None else cache
         self.started = now_iso()  # the session: what this process stored since it started
         self._pages: dict[Path, tuple[tuple[int, int, int], TopicFile]] = {}
         self._files: dict[Path, tuple[tuple[int, int, int], str | None]] = {}
@@ -83,12 +87,14 @@ class Memory:
         self.chunk_entries: dict[str, dict[int, tuple[str, int] | None]] = {}  # blob → chunk id → (topic, entry line)
 
     @classmethod
-    def open(cls, start: str | os.PathLike[str] = ".") -> Memory:
+    def open(cls, start: str | os.PathLike[str] = ".", *, cache: bool = False) -> Memory:
         from gitwiki import config as config_mod
         from gitwiki.git.gitcli import discover
 
         checkout = discover(start)
-        return cls(root=checkout.root, settings=config_mod.load(checkout.root), common_dir=checkout.common_dir)
+        return cls(
+            root=checkout.root, settings=config_mod.load(checkout.root), common_dir=checkout.common_dir, cache=cache
+        )
 
     @property
     def wiki(self) -> Wiki:
@@ -137,7 +143,9 @@ class Memory:
             return None
         if not personal.is_repo(found.path):
             personal.create(found.path)
-        return Memory(root=found.path, settings=config_mod.load(found.path), label=personal.PREFIX)
+        return Memory(
+            root=found.path, settings=config_mod.load(found.path), label=personal.PREFIX, cache=self.use_cache
+        )
 
     def stores(self) -> list[Memory]:
         """The memories this one reads: itself, then the personal one."""

@@ -46,7 +46,7 @@ def cache(mem: Memory) -> MemoryEntries | None:
     if "parsed_cache" not in mem.__dict__:
         from gitwiki.index.store.memory_entries import MemoryEntries
 
-        where = mem.index_dir()
+        where = mem.index_dir() if mem.use_cache else None
         mem.__dict__["parsed_cache"] = MemoryEntries.open(where, version()) if where is not None else None
     found: MemoryEntries | None = mem.__dict__["parsed_cache"]
     return found
