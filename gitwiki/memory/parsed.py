@@ -43,10 +43,12 @@ def version() -> str:
 
 def cache(mem: Memory) -> MemoryEntries | None:
     """The cache of `mem`'s index dir, opened on first use; None where there is none to use."""
+    if not mem.use_cache:
+        return None
     if "parsed_cache" not in mem.__dict__:
         from gitwiki.index.store.memory_entries import MemoryEntries
 
-        where = mem.index_dir() if mem.use_cache else None
+        where = mem.index_dir()
         mem.__dict__["parsed_cache"] = MemoryEntries.open(where, version()) if where is not None else None
     found: MemoryEntries | None = mem.__dict__["parsed_cache"]
     return found
@@ -63,11 +65,11 @@ def lookup(mem: Memory, blobs: dict[str, str]) -> dict[str, tuple[TopicPage, tup
 
 def keep(mem: Memory, made: dict[str, tuple[str, TopicPage, tuple[frozenset[str], ...]]]) -> None:
     """Cache pages just parsed: topic as shown → (blob, parse, terms per entry)."""
-    from gitwiki.index.store.memory_entries import CachedPage
-
     store = cache(mem)
     if store is None:
         return
+    from gitwiki.index.store.memory_entries import CachedPage
+
     seen = time.time_ns()
     for shown, (blob, page, terms) in made.items():
         rows = [
