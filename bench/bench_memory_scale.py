@@ -14,7 +14,11 @@ Measured, interleaved with their floors in the same run (each repeat runs every 
   warm     one `gitwiki serve` over the MCP SDK's stdio client: memory_search p50 / p95 (2–3 words of a
            note), memory_store p50, and the MCP ping as their floor
 
-    python bench/bench_memory_scale.py [--lexical] [--rounds 10] [--searches 200] [--stores 50]
+    python bench/bench_memory_scale.py [--lexical] [--rounds 10] [--searches 200] [--stores 50] [--code DIR]
+
+`--code DIR` runs the CLI processes and the server from another gitwiki tree (an older commit, `git archive`d
+into DIR) for a before/after comparison in the same minutes. The processes are run with bytecode caching on
+(PYTHONDONTWRITEBYTECODE unset), as an installed gitwiki runs.
 """
 
 from __future__ import annotations
@@ -108,6 +112,12 @@ def build(lexical: bool) -> Path:
     return repo
 
 
+def child_env(code: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(code or Path(__file__).resolve().parent.parent)
+    return env
+
+
 def run_cmd(argv: list[str], env: dict[str, str]) -> float:
     started = time.perf_counter()
     done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -117,9 +127,9 @@ def run_cmd(argv: list[str], env: dict[str, str]) -> float:
     return elapsed * 1000
 
 
-def cold(repo: Path, texts: list[str], rounds: int) -> dict[str, list[float]]:
+def cold(repo: Path, texts: list[str], rounds: int, code: Path | None) -> dict[str, list[float]]:
     """Interleaved fresh processes: the floors, a search and a store per round."""
-    env = {**os.environ, "GITWIKI_NO_SERVER": "1"}
+    env = {**child_env(code), "GITWIKI_NO_SERVER": "1"}
     gw = [sys.executable, "-m", "gitwiki", "-C", str(repo)]
     rng = random.Random(5)
     asked = queries(texts, rng, rounds + 1)
@@ -135,11 +145,11 @@ def cold(repo: Path, texts: list[str], rounds: int) -> dict[str, list[float]]:
     return out
 
 
-async def warm(repo: Path, texts: list[str], searches: int, stores: int) -> dict[str, list[float]]:
+async def warm(repo: Path, texts: list[str], searches: int, stores: int, code: Path | None) -> dict[str, list[float]]:
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "gitwiki", "-C", str(repo), "serve"], env=dict(os.environ)
+        command=sys.executable, args=["-m", "gitwiki", "-C", str(repo), "serve"], env=child_env(code)
     )
     rng = random.Random(9)
     out: dict[str, list[float]] = defaultdict(list)
@@ -147,7 +157,7 @@ async def warm(repo: Path, texts: list[str], searches: int, stores: int) -> dict
     async def timed(name: str, **arguments: object) -> float:
         started = time.perf_counter()
         result = await session.call_tool(name, arguments)
-        if result.isError:
+        if result.is_error:
             raise SystemExit(f"{name} failed: {result.content}")
         return (time.perf_counter() - started) * 1000
 
@@ -187,6 +197,7 @@ def main() -> None:
     parser.add_argument("--searches", type=int, default=200)
     parser.add_argument("--stores", type=int, default=50)
     parser.add_argument("--parts", default="cold,warm", help="cold, warm or both (default)")
+    parser.add_argument("--code", type=Path, help="run the CLI and the server from this gitwiki tree")
     args = parser.parse_args()
     use_offline_model()
     repo = build(args.lexical)
@@ -195,12 +206,12 @@ def main() -> None:
     samples: dict[str, list[float]] = {}
     try:
         if "cold" in args.parts:
-            samples |= cold(repo, texts, args.rounds)
+            samples |= cold(repo, texts, args.rounds, args.code)
             loads.append(os.getloadavg()[0])
         if "warm" in args.parts:
             import anyio
 
-            samples |= anyio.run(warm, repo, texts, args.searches, args.stores)
+            samples |= anyio.run(warm, repo, texts, args.searches, args.stores, args.code)
             loads.append(os.getloadavg()[0])
     finally:
         git(repo, "checkout", "-q", "--", ".")  # the repo is reused by the next run: drop the stored entries
@@ -210,6 +221,7 @@ def main() -> None:
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "load_1min": [round(x, 2) for x in loads],
         "mode": "lexical" if args.lexical else "hybrid",
+        "code": str(args.code or "this tree"),
         "entries": ENTRIES,
         "topics": TOPICS,
         "ms": {name: figures(v) for name, v in samples.items()},

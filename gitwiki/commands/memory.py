@@ -146,6 +146,10 @@ def _add(
 def memory(args: argparse.Namespace) -> int:
     from gitwiki.memory.base import Memory
 
+    if args.action == "search" and args.query:
+        from gitwiki.index.embed import load_in_background
+
+        load_in_background(args.chdir)  # the query's embedding model loads beside the index reads, as ground's
     mem = Memory.open(args.chdir, cache=True)  # parsed pages from the index dir: a command reads them once
     try:
         reply = _dispatch(mem, args)

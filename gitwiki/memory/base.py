@@ -78,6 +78,9 @@ class Memory:
         # Parsed pages are taken from the index dir's cache (gitwiki.memory.parsed) with a `Wiki`, or when
         # asked: an agent hook reading a few pages does without SQLite.
         self.use_cache = wiki is not None if cache is None else cache
+        # A process that searches again and again (the MCP server, which passes its `Wiki`) keeps every page
+        # parsed once read; a command that searches once builds only the entries a search can show.
+        self.resident = wiki is not None
         self.started = now_iso()  # the session: what this process stored since it started
         self._pages: dict[Path, tuple[tuple[int, int, int], TopicFile]] = {}
         self._files: dict[Path, tuple[tuple[int, int, int], str | None]] = {}
@@ -262,6 +265,9 @@ class Memory:
         from gitwiki.memory import parsed
 
         held = self._cached(versions)
+        if held and self.resident:
+            self._load({n: (v.file, v.stamp, v.data) for n, v in versions.items() if n in held})
+            held = set()
         store = parsed.cache(self) if held else None
         keys = [(v.blob, v.name) for n, v in versions.items() if n in held]
         lines = {(v.blob, v.name): sorted(starts.get(v.name, ())) for n, v in versions.items() if n in held}
