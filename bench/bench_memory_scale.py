@@ -120,7 +120,8 @@ def child_env(code: Path | None) -> dict[str, str]:
 
 def run_cmd(argv: list[str], env: dict[str, str]) -> float:
     started = time.perf_counter()
-    done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # Not run from this checkout: `python -m` would import the gitwiki beside it, not the one on PYTHONPATH.
+    done = subprocess.run(argv, env=env, cwd=WORK, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     elapsed = time.perf_counter() - started
     if done.returncode:
         raise SystemExit(f"{argv} failed ({done.returncode}): {done.stderr}")
@@ -149,7 +150,7 @@ async def warm(repo: Path, texts: list[str], searches: int, stores: int, code: P
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "gitwiki", "-C", str(repo), "serve"], env=child_env(code)
+        command=sys.executable, args=["-m", "gitwiki", "-C", str(repo), "serve"], env=child_env(code), cwd=WORK
     )
     rng = random.Random(9)
     out: dict[str, list[float]] = defaultdict(list)
