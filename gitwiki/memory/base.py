@@ -20,6 +20,7 @@ from gitwiki.git.gitcli import blob_id
 from gitwiki.memory.entry import Entry, TopicPage, entry_terms, now_iso, parse_page, topic_name
 
 if TYPE_CHECKING:
+    from gitwiki.index.store.memory_entries import MemoryEntries
     from gitwiki.wiki import Wiki
 
 CHECKPOINTS = "checkpoints"
@@ -122,8 +123,21 @@ class Memory:
             self.common_dir = found.common_dir
         return config_mod.index_dir(self.settings, self.root, self.common_dir)
 
+    def parsed_cache(self) -> MemoryEntries | None:
+        """The index dir's cache of parsed pages (gitwiki.memory.parsed), opened on first use; None when this
+        memory does not use it or it cannot be opened."""
+        if not self.use_cache:
+            return None
+        if "_parsed_store" not in self.__dict__:
+            from gitwiki.memory import parsed
+
+            where = self.index_dir()
+            self.__dict__["_parsed_store"] = parsed.open_cache(where) if where is not None else None
+        found: MemoryEntries | None = self.__dict__["_parsed_store"]
+        return found
+
     def close(self) -> None:
-        cached = self.__dict__.pop("parsed_cache", None)
+        cached = self.__dict__.pop("_parsed_store", None)
         if cached is not None:
             cached.close()
         if self._wiki is not None:
@@ -242,11 +256,10 @@ class Memory:
 
     def _cached(self, versions: dict[str, PageVersion]) -> set[str]:
         """The names of `versions` the cache of parsed pages holds; the others are parsed now (and cached)."""
-        from gitwiki.memory import parsed
 
         todo = {n: v for n, v in versions.items() if self._parsed(v) is None}
         ask = [(v.blob, v.name) for v in todo.values() if (v.blob, v.name) not in self._in_cache]
-        store = parsed.cache(self) if ask else None
+        store = self.parsed_cache() if ask else None
         if store is not None:
             self._in_cache |= store.known(ask)
         held = {n for n, v in todo.items() if (v.blob, v.name) in self._in_cache}
@@ -268,7 +281,7 @@ class Memory:
         if held and self.resident:
             self._load({n: (v.file, v.stamp, v.data) for n, v in versions.items() if n in held})
             held = set()
-        store = parsed.cache(self) if held else None
+        store = self.parsed_cache() if held else None
         keys = [(v.blob, v.name) for n, v in versions.items() if n in held]
         lines = {(v.blob, v.name): sorted(starts.get(v.name, ())) for n, v in versions.items() if n in held}
         rows = store.matching(keys, sorted(terms) if terms is not None else None, lines) if store and keys else {}
@@ -290,11 +303,10 @@ class Memory:
 
     def entry_lines(self, name: str, version: PageVersion) -> list[tuple[int, int]]:
         """(first line, last line) of each entry of the page version of topic `name`, in page order."""
-        from gitwiki.memory import parsed
 
         tf = self._parsed(version)
         if tf is None and name in self._cached({name: version}):
-            store = parsed.cache(self)
+            store = self.parsed_cache()
             if store is not None:
                 return store.lines(version.blob, version.name)
         tf = tf or self._parsed(version)
@@ -339,7 +351,7 @@ class Memory:
         from gitwiki.memory import parsed
 
         blobs = {name: blob_id(data) for name, (_, _, data) in read.items()}
-        known = parsed.lookup(self, {self.label + n: b for n, b in blobs.items()})
+        known = parsed.lookup(self.parsed_cache(), {self.label + n: b for n, b in blobs.items()})
         made = {}
         for name, (file, key, data) in read.items():
             shown, blob = self.label + name, blobs[name]
@@ -354,7 +366,7 @@ class Memory:
             rel = file.relative_to(self.root).as_posix()
             self._pages[file] = (key, TopicFile(shown, rel, blob, page, data, terms))
         if made:
-            parsed.keep(self, made)
+            parsed.keep(self.parsed_cache(), made)
 
     def file_blob(self, repo_path: str) -> str | None:
         """The git blob id of a repo file as it is on disk now (None when missing), cached by its stat."""

@@ -18,7 +18,6 @@ from gitwiki.memory.entry import Entry, TopicPage
 
 if TYPE_CHECKING:
     from gitwiki.index.store.memory_entries import CachedPage, MemoryEntries
-    from gitwiki.memory.base import Memory
 
 FORMAT = "1"  # the rows' layout (below); the source digest covers the parser and the tokenizer
 
@@ -41,31 +40,25 @@ def version() -> str:
     return digest.hexdigest()[:16]
 
 
-def cache(mem: Memory) -> MemoryEntries | None:
-    """The cache of `mem`'s index dir, opened on first use; None where there is none to use."""
-    if not mem.use_cache:
-        return None
-    if "parsed_cache" not in mem.__dict__:
-        from gitwiki.index.store.memory_entries import MemoryEntries
+def open_cache(index_dir: Path) -> MemoryEntries | None:
+    """The cache in `index_dir`, or None where it cannot be used."""
+    from gitwiki.index.store.memory_entries import MemoryEntries
 
-        where = mem.index_dir()
-        mem.__dict__["parsed_cache"] = MemoryEntries.open(where, version()) if where is not None else None
-    found: MemoryEntries | None = mem.__dict__["parsed_cache"]
-    return found
+    return MemoryEntries.open(index_dir, version())
 
 
-def lookup(mem: Memory, blobs: dict[str, str]) -> dict[str, tuple[TopicPage, tuple[frozenset[str], ...]]]:
+def lookup(
+    store: MemoryEntries | None, blobs: dict[str, str]
+) -> dict[str, tuple[TopicPage, tuple[frozenset[str], ...]]]:
     """The pages (topic as shown → blob) the cache holds: their parse and their entries' search terms."""
-    store = cache(mem) if blobs else None
-    if store is None:
+    if store is None or not blobs:
         return {}
     found = store.pages([(blob, shown) for shown, blob in blobs.items()])
     return {shown: _page(shown, found[blob, shown]) for shown, blob in blobs.items() if (blob, shown) in found}
 
 
-def keep(mem: Memory, made: dict[str, tuple[str, TopicPage, tuple[frozenset[str], ...]]]) -> None:
+def keep(store: MemoryEntries | None, made: dict[str, tuple[str, TopicPage, tuple[frozenset[str], ...]]]) -> None:
     """Cache pages just parsed: topic as shown → (blob, parse, terms per entry)."""
-    store = cache(mem)
     if store is None:
         return
     from gitwiki.index.store.memory_entries import CachedPage

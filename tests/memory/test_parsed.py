@@ -93,7 +93,7 @@ def test_a_cached_page_reads_back_as_the_parser_gives_it(repo_mem):
     assert (
         from_cache["ops"].page.entries[0].after == "## A person's own section\n\nText a person wrote after the entry."
     )
-    store = parsed.cache(again)
+    store = again.parsed_cache()
     assert store is not None and len(store.known([(from_cache["ops"].blob, "ops")])) == 1
     again.close()
 
@@ -191,8 +191,8 @@ def test_a_page_whose_terms_would_not_read_back_is_not_cached(repo_mem):
     tf = mem.topics()["build"]
     odd = tf.page.entries[0]._replace(tags=("two words",))
     page = tf.page._replace(entries=(odd, *tf.page.entries[1:]))
-    parsed.keep(mem, {"odd": (tf.blob, page, tf.terms)})
-    store = parsed.cache(mem)
+    parsed.keep(mem.parsed_cache(), {"odd": (tf.blob, page, tf.terms)})
+    store = mem.parsed_cache()
     assert store is not None and store.known([(tf.blob, "odd")]) == set()
     mem.close()
 
