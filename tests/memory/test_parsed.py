@@ -8,12 +8,15 @@ import sqlite3
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gitwiki.index.store.memory_entries import FILE_NAME, MemoryEntries
 from gitwiki.memory import parsed
 from gitwiki.memory import search as search_mod
 from gitwiki.memory.base import Memory
-from gitwiki.memory.entry import parse_page
+from gitwiki.memory.entry import entry_terms, parse_page
+from tests.memory import test_fuzz as fuzz
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -202,3 +205,29 @@ def parsed_page():
 
     row = ("2026-01-01T00:00:00Z", "", "text", "", "", 1.0, "", 3, 4, "", " text ")
     return CachedPage("t", "", "", [row])
+
+
+STAMP = "2026-11-01T10:00:00Z"
+
+
+@given(
+    preamble=st.one_of(st.just(""), fuzz.TEXT),
+    texts=st.lists(fuzz.TEXT, min_size=1, max_size=3),
+    meta=st.lists(st.sampled_from(["", "[tags: a, b-c]", "[links: x x:2]", "[confidence: 0.4]", "[source: p:1@ab]"])),
+)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_page_reads_back_from_the_cache_as_parsed(tmp_path, preamble, texts, meta):
+    """Whatever a page holds (hostile text, a person's preamble, metadata), its cached rows read back as
+    the parser's entries and terms, or the page is not cached at all."""
+    body = "".join(f"## {STAMP} — {(t.splitlines() or ['x'])[0]}\n\n{t}\n\n" + "\n".join(meta) + "\n\n" for t in texts)
+    page = parse_page(f"# t\n\n{preamble}\n\n{body}", "t")
+    terms = tuple(entry_terms(e) for e in page.entries)
+    store = MemoryEntries.open(tmp_path / "index", parsed.version())
+    assert store is not None
+    try:
+        parsed.keep(store, {"t": ("a" * 40, page, terms)})
+        back = parsed.lookup(store, {"t": "a" * 40})
+        assert back == {} or back["t"] == (page, terms)
+        assert back or any(" " in w or w != w.strip() for e in page.entries for w in (*e.tags, *e.links))
+    finally:
+        store.close()
