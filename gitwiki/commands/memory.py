@@ -152,7 +152,11 @@ def _add(
 def memory(args: argparse.Namespace) -> int:
     from gitwiki.memory.base import Memory
 
-    mem = Memory.open(args.chdir)
+    if args.action == "search" and args.query:
+        from gitwiki.index.embed import load_in_background
+
+        load_in_background(args.chdir)  # the query's embedding model loads beside the index reads, as ground's
+    mem = Memory.open(args.chdir, cache=True)  # parsed pages from the index dir: a command reads them once
     try:
         reply = _dispatch(mem, args)
     finally:
@@ -167,7 +171,7 @@ def memory(args: argparse.Namespace) -> int:
 
 
 def _dispatch(mem: Memory, args: argparse.Namespace) -> Reply:
-    from gitwiki.memory import actions, replies, stores
+    from gitwiki.memory import replies, stores
 
     a = args.action
     scope = getattr(args, "scope", None)
@@ -185,6 +189,8 @@ def _dispatch(mem: Memory, args: argparse.Namespace) -> Reply:
             terse=args.terse,
         )
     if a == "batch":
+        from gitwiki.memory import actions
+
         mem, entries = stores.writer_batch(mem, scope, _load_json(args.file))
         return replies.batch(mem, actions.batch_items(entries), verbose=args.verbose, force=args.force)
     if a == "search":
@@ -207,6 +213,8 @@ def _dispatch(mem: Memory, args: argparse.Namespace) -> Reply:
         )
     if a == "read":
         return replies.read(mem, args.topic, args.index)
+    from gitwiki.memory import actions  # the write path's modules: not imported by a search or a brief
+
     if a == "import":
         from gitwiki.commands.options import progress_bar
 

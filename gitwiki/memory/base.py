@@ -20,6 +20,7 @@ from gitwiki.git.gitcli import blob_id
 from gitwiki.memory.entry import Entry, TopicPage, entry_terms, now_iso, parse_page, topic_name
 
 if TYPE_CHECKING:
+    from gitwiki.index.store.memory_entries import MemoryEntries
     from gitwiki.wiki import Wiki
 
 CHECKPOINTS = "checkpoints"
@@ -35,6 +36,17 @@ class TopicFile(NamedTuple):
     terms: tuple[frozenset[str], ...]  # per entry, what a search word must match (see entry_terms)
 
 
+class PageVersion(NamedTuple):
+    """A topic page as it is on disk, unparsed: what a search needs before it knows which entries it wants."""
+
+    name: str
+    repo_path: str
+    blob: str
+    data: bytes
+    file: Path
+    stamp: tuple[int, int, int]
+
+
 class Memory:
     """The memory of one checkout. Reading topic pages needs only the root and the config; the `Wiki`
     (git, the index, the model) is opened on first use, so an agent hook that lists topics or resumes a
@@ -42,7 +54,14 @@ class Memory:
     machine, pygit2 ~190 ms of it)."""
 
     def __init__(
-        self, wiki: Wiki | None = None, *, root: Path | None = None, settings: Config | None = None, label: str = ""
+        self,
+        wiki: Wiki | None = None,
+        *,
+        root: Path | None = None,
+        settings: Config | None = None,
+        label: str = "",
+        common_dir: Path | None = None,
+        cache: bool | None = None,
     ):
         self._wiki = wiki
         # "" for a project's memory; "~personal/" for the personal memory repository, whose topics and refs
@@ -57,19 +76,30 @@ class Memory:
             raise UsageError('[memory] dir must name a folder inside the corpus, e.g. dir = "memory"')
         base = self.root / self.corpus.path if self.corpus.path else self.root
         self.folder = base / self.dir
+        self.common_dir = common_dir  # the git dir shared by the worktrees (where the index dir defaults to)
+        # Parsed pages are taken from the index dir's cache (gitwiki.memory.parsed) with a `Wiki`, or when
+        # asked: an agent hook reading a few pages does without SQLite.
+        self.use_cache = wiki is not None if cache is None else cache
+        # A process that searches again and again (the MCP server, which passes its `Wiki`) keeps every page
+        # parsed once read; a command that searches once builds only the entries a search can show.
+        self.resident = wiki is not None
         self.started = now_iso()  # the session: what this process stored since it started
         self._pages: dict[Path, tuple[tuple[int, int, int], TopicFile]] = {}
         self._files: dict[Path, tuple[tuple[int, int, int], str | None]] = {}
+        self._versions: dict[Path, PageVersion] = {}  # read and hashed, not parsed
+        self._in_cache: set[tuple[str, str]] = set()  # (blob, topic) known held by the cache of parsed pages
         self.indexed: set[tuple[str, str | None]] = set()  # (blob, model) known parsed and embedded
-        self.chunk_entries: dict[str, dict[int, tuple[str, int]]] = {}  # blob → chunk id → (topic, entry line)
+        self.chunk_entries: dict[str, dict[int, tuple[str, int] | None]] = {}  # blob → chunk id → (topic, entry line)
 
     @classmethod
-    def open(cls, start: str | os.PathLike[str] = ".") -> Memory:
+    def open(cls, start: str | os.PathLike[str] = ".", *, cache: bool = False) -> Memory:
         from gitwiki import config as config_mod
         from gitwiki.git.gitcli import discover
 
-        root = discover(start).root
-        return cls(root=root, settings=config_mod.load(root))
+        checkout = discover(start)
+        return cls(
+            root=checkout.root, settings=config_mod.load(checkout.root), common_dir=checkout.common_dir, cache=cache
+        )
 
     @property
     def wiki(self) -> Wiki:
@@ -80,7 +110,37 @@ class Memory:
             self._wiki = Wiki(GitRepo.discover(self.root), self.settings)
         return self._wiki
 
+    def index_dir(self) -> Path | None:
+        """The index dir of this checkout (where parsed topic pages are cached), None when no checkout is found."""
+        from gitwiki import config as config_mod
+        from gitwiki.git.gitcli import find_checkout
+
+        if self._wiki is not None:
+            return self._wiki.index_dir
+        if self.common_dir is None:
+            found = find_checkout(self.root)
+            if found is None:
+                return None
+            self.common_dir = found.common_dir
+        return config_mod.index_dir(self.settings, self.root, self.common_dir)
+
+    def parsed_cache(self) -> MemoryEntries | None:
+        """The index dir's cache of parsed pages (gitwiki.memory.parsed), opened on first use; None when this
+        memory does not use it or it cannot be opened."""
+        if not self.use_cache:
+            return None
+        if "_parsed_store" not in self.__dict__:
+            from gitwiki.memory import parsed
+
+            where = self.index_dir()
+            self.__dict__["_parsed_store"] = parsed.open_cache(where) if where is not None else None
+        found: MemoryEntries | None = self.__dict__["_parsed_store"]
+        return found
+
     def close(self) -> None:
+        cached = self.__dict__.pop("_parsed_store", None)
+        if cached is not None:
+            cached.close()
         if self._wiki is not None:
             self._wiki.close()
         personal = self.__dict__.get("personal")
@@ -101,7 +161,9 @@ class Memory:
             return None
         if not personal.is_repo(found.path):
             personal.create(found.path)
-        return Memory(root=found.path, settings=config_mod.load(found.path), label=personal.PREFIX)
+        return Memory(
+            root=found.path, settings=config_mod.load(found.path), label=personal.PREFIX, cache=self.use_cache
+        )
 
     def stores(self) -> list[Memory]:
         """The memories this one reads: itself, then the personal one."""
@@ -143,12 +205,113 @@ class Memory:
         `fresh` (True, or topic names) re-reads those pages whatever their stat says: writers do, under the
         lock, for the pages they rewrite, because a page replaced within one filesystem timestamp tick can
         keep its size and mtime, and even its inode number."""
-        out: dict[str, TopicFile] = {}
+        files = self.topic_files(pattern)
+        again = set(files) if fresh is True else set(fresh) if fresh is not False else set()
+        read: dict[str, tuple[Path, tuple[int, int, int], bytes]] = {}  # pages to (re)load: not known by their stat
+        present = []
+        for name, file in files.items():
+            try:
+                key = stat_stamp(file.stat())
+            except OSError:
+                continue
+            cached = self._pages.get(file)
+            if not (cached and cached[0] == key and name not in again):
+                try:
+                    read[name] = (file, key, self._read_page(file))
+                except OSError:
+                    continue
+            present.append((name, file))
+        if read:
+            self._load(read)
+        return {name: self._pages[file][1] for name, file in present}
+
+    def versions(self, pattern: str | None = None) -> dict[str, PageVersion]:
+        """The topic pages on disk by name (as `topics`), read and hashed but not parsed: `candidates` then
+        parses (or takes from the cache of parsed pages) only the entries a search can use."""
+        out: dict[str, PageVersion] = {}
         for name, file in self.topic_files(pattern).items():
-            loaded = self._load(file, name, fresh is True or (fresh is not False and name in fresh))
-            if loaded is not None:
-                out[name] = loaded
+            try:
+                key = stat_stamp(file.stat())
+            except OSError:
+                continue
+            parsed = self._pages.get(file)
+            known = self._versions.get(file)
+            if parsed and parsed[0] == key:
+                tf = parsed[1]
+                out[name] = PageVersion(tf.name, tf.repo_path, tf.blob, tf.data, file, key)
+            elif known and known.stamp == key:
+                out[name] = known
+            else:
+                try:
+                    data = self._read_page(file)
+                except OSError:
+                    continue
+                rel = file.relative_to(self.root).as_posix()
+                out[name] = self._versions[file] = PageVersion(self.label + name, rel, blob_id(data), data, file, key)
         return out
+
+    def _parsed(self, version: PageVersion) -> TopicFile | None:
+        """The page parsed in this process, when it is this version."""
+        parsed = self._pages.get(version.file)
+        return parsed[1] if parsed and parsed[1].blob == version.blob else None
+
+    def _cached(self, versions: dict[str, PageVersion]) -> set[str]:
+        """The names of `versions` the cache of parsed pages holds; the others are parsed now (and cached)."""
+
+        todo = {n: v for n, v in versions.items() if self._parsed(v) is None}
+        ask = [(v.blob, v.name) for v in todo.values() if (v.blob, v.name) not in self._in_cache]
+        store = self.parsed_cache() if ask else None
+        if store is not None:
+            self._in_cache |= store.known(ask)
+        held = {n for n, v in todo.items() if (v.blob, v.name) in self._in_cache}
+        missing = {n: (v.file, v.stamp, v.data) for n, v in todo.items() if n not in held}
+        if missing:
+            self._load(missing)
+        return held
+
+    def candidates(
+        self, versions: dict[str, PageVersion], terms: frozenset[str] | None, starts: dict[str, set[int]]
+    ) -> list[tuple[Entry, frozenset[str]]]:
+        """The entries of these page versions that hold any of `terms` (all of them when None) or start at one
+        of the lines `starts` names for their topic, with their search terms, in page order. A page parsed in
+        this process is filtered here; one in the cache of parsed pages is filtered by the cache, so a search
+        builds only the entries it may show."""
+        from gitwiki.memory import parsed
+
+        held = self._cached(versions)
+        if held and self.resident:
+            self._load({n: (v.file, v.stamp, v.data) for n, v in versions.items() if n in held})
+            held = set()
+        store = self.parsed_cache() if held else None
+        keys = [(v.blob, v.name) for n, v in versions.items() if n in held]
+        lines = {(v.blob, v.name): sorted(starts.get(v.name, ())) for n, v in versions.items() if n in held}
+        rows = store.matching(keys, sorted(terms) if terms is not None else None, lines) if store and keys else {}
+        out: list[tuple[Entry, frozenset[str]]] = []
+        for name, v in versions.items():
+            if name in held:
+                out += [parsed.entry(v.name, i, row) for i, row in rows.get((v.blob, v.name), ())]
+                continue
+            tf = self._parsed(v)
+            if tf is None:  # gone between the reads
+                continue
+            at = starts.get(v.name, set())
+            out += [
+                (e, t)
+                for e, t in zip(tf.page.entries, tf.terms, strict=True)
+                if terms is None or not terms.isdisjoint(t) or e.start_line in at
+            ]
+        return out
+
+    def entry_lines(self, name: str, version: PageVersion) -> list[tuple[int, int]]:
+        """(first line, last line) of each entry of the page version of topic `name`, in page order."""
+
+        tf = self._parsed(version)
+        if tf is None and name in self._cached({name: version}):
+            store = self.parsed_cache()
+            if store is not None:
+                return store.lines(version.blob, version.name)
+        tf = tf or self._parsed(version)
+        return [(e.start_line, e.end_line) for e in tf.page.entries] if tf is not None else []
 
     def topic_files(self, pattern: str | None = None) -> dict[str, Path]:
         """The topic page files by name, unread (the agent hooks keep their own parse cache across processes):
@@ -183,26 +346,36 @@ class Memory:
             raise no_such_entry(topic, len(entries), index)
         return entries[index - 1]
 
-    def _load(self, file: Path, name: str, fresh: bool = False) -> TopicFile | None:
+    def _load(self, read: dict[str, tuple[Path, tuple[int, int, int], bytes]]) -> None:
+        """Parse the pages read (name → file, stat stamp, bytes), or take their entries from the index's
+        cache of parsed pages (gitwiki.memory.parsed) when it holds their version."""
+        from gitwiki.memory import parsed
+
+        blobs = {name: blob_id(data) for name, (_, _, data) in read.items()}
+        known = parsed.lookup(self.parsed_cache(), {self.label + n: b for n, b in blobs.items()})
+        made = {}
+        for name, (file, key, data) in read.items():
+            shown, blob = self.label + name, blobs[name]
+            found = known.get(shown)
+            if found is None:
+                page = parse_page(data.decode("utf-8", errors="replace"), shown)
+                # A search word matches the topic's own name, not the label every personal topic shares.
+                terms = tuple(entry_terms(e._replace(topic=name) if self.label else e) for e in page.entries)
+                made[shown] = (blob, page, terms)
+            else:
+                page, terms = found
+            rel = file.relative_to(self.root).as_posix()
+            self._pages[file] = (key, TopicFile(shown, rel, blob, page, data, terms))
+        if made:
+            parsed.keep(self.parsed_cache(), made)
+
+    def _read_page(self, file: Path) -> bytes:
+        """A topic page's bytes: a file of this repository, not one a committed symlink leads to (/etc/passwd);
+        raises OSError (the page is skipped) for anything the bounded reader refuses."""
         try:
-            st = file.stat()
-        except OSError:
-            return None
-        key = stat_stamp(st)
-        cached = self._pages.get(file)
-        if cached and cached[0] == key and not fresh:
-            return cached[1]
-        try:  # a page is a file of this repository: not one a committed symlink leads to (/etc/passwd)
-            data = read_bounded(file, roots=[self.root], what="memory page", fix=PAGE_FIX)
-        except (OSError, RefusedFile):
-            return None
-        page = parse_page(data.decode("utf-8", errors="replace"), self.label + name)
-        rel = file.relative_to(self.root).as_posix()
-        # A search word matches the topic's own name, not the label every personal topic shares.
-        terms = tuple(entry_terms(e._replace(topic=name) if self.label else e) for e in page.entries)
-        loaded = TopicFile(self.label + name, rel, blob_id(data), page, data, terms)
-        self._pages[file] = (key, loaded)
-        return loaded
+            return read_bounded(file, roots=[self.root], what="memory page", fix=PAGE_FIX)
+        except RefusedFile as e:
+            raise OSError(str(e)) from e
 
     def file_blob(self, repo_path: str, read: Callable[[Path, str], bytes]) -> str | None:
         """The git blob id of a repo file as it is on disk now (None when missing), cached by its stat; its

@@ -14,7 +14,6 @@ from gitwiki.errors import UsageError
 from gitwiki.memory import brief as brief_mod
 from gitwiki.memory import checkpoint as checkpoint_mod
 from gitwiki.memory import search as search_mod
-from gitwiki.memory import store as store_mod
 from gitwiki.memory import stores
 from gitwiki.memory import topics as topics_mod
 from gitwiki.memory.entry import Entry, first_line, render_entry, split_ref
@@ -22,6 +21,7 @@ from gitwiki.memory.sources import Ignored, ignored
 
 if TYPE_CHECKING:
     from gitwiki.index.indexer import Progress
+    from gitwiki.memory import store as store_mod
     from gitwiki.memory.base import Memory
     from gitwiki.operations.writes import WriteReport
 
@@ -68,6 +68,8 @@ def store(
     force: bool = False,
     terse: bool = False,
 ) -> Reply:
+    from gitwiki.memory import store as store_mod  # the page write path: not for a search
+
     done = store_mod.store(mem, topic, text, tags=tags, source=source, confidence=confidence, links=links, force=force)
     page = mem.label + mem.repo_path(mem.rel_path(done.results[0].topic))  # repo-relative, as ground prints it
     result = done.results[0]._replace(topic=mem.label + done.results[0].topic)  # ~personal/NAME in the personal one
@@ -75,6 +77,8 @@ def store(
 
 
 def batch(mem: Memory, entries: Sequence[store_mod.BatchItem], *, verbose: bool = False, force: bool = False) -> Reply:
+    from gitwiki.memory import store as store_mod
+
     done = store_mod.batch(mem, entries, force=force)
     done = done._replace(results=[r._replace(topic=mem.label + r.topic) for r in done.results])
     stored = [r for r in done.results if r.stored]
@@ -232,10 +236,14 @@ def append(
     match_str: str | None = None,
     tag: str | None = None,
 ) -> Reply:
+    from gitwiki.memory import store as store_mod
+
     return _changed(mem, store_mod.append(mem, topic, text, index=index, match_str=match_str, tag=tag))
 
 
 def revise(mem: Memory, topic: str, text: str, *, index: int | None = None, match_str: str | None = None) -> Reply:
+    from gitwiki.memory import store as store_mod
+
     return _changed(mem, store_mod.revise(mem, topic, text, index=index, match_str=match_str))
 
 
@@ -248,22 +256,30 @@ def tag(
     index: int | None = None,
     match_str: str | None = None,
 ) -> Reply:
+    from gitwiki.memory import store as store_mod
+
     return _changed(mem, store_mod.tag(mem, topic, add=add, remove=remove, index=index, match_str=match_str))
 
 
 def delete(
     mem: Memory, topic: str, *, index: int | None = None, match_str: str | None = None, all: bool = False
 ) -> Reply:
+    from gitwiki.memory import store as store_mod
+
     done = _labelled(mem, store_mod.delete(mem, topic, index=index, match_str=match_str, all=all))
     return _edited(done, f"deleted {done.removed} entr{'y' if done.removed == 1 else 'ies'} from {done.topic}")
 
 
 def rename(mem: Memory, topic: str, to: str) -> Reply:
+    from gitwiki.memory import store as store_mod
+
     done = _labelled(mem, store_mod.rename(mem, topic, to))
     return _edited(done, f"renamed {done.topic} into {done.target} ({len(done.entries)} entries)")
 
 
 def merge(mem: Memory, topic: str, into: str) -> Reply:
+    from gitwiki.memory import store as store_mod
+
     done = _labelled(mem, store_mod.merge(mem, topic, into))
     return _edited(done, f"merged {done.topic} into {done.target} ({len(done.entries)} entries)")
 
@@ -306,6 +322,8 @@ def recent(mem: Memory, limit: int | None = None, days: float | None = None, hou
 
 def entries(mem: Memory, topic: str, index: int | None = None, match_str: str | None = None) -> Reply:
     """A topic's entries, or one (index), or those containing match_str, as helix's topics entries."""
+    from gitwiki.memory import store as store_mod
+
     tf = mem.topic(topic)
     rows = list(tf.page.entries)
     if index is not None:

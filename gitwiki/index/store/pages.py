@@ -87,6 +87,10 @@ class Pages(Database):
         rows = self._select_in(f"SELECT {_CHUNK_COLS} FROM chunks WHERE blob IN ({{marks}})", blobs)
         return sorted((_chunk_row(r, self.index_dir) for r in rows), key=lambda row: row.id)
 
+    def chunk_lines(self, ids: Iterable[int]) -> dict[int, int]:
+        """chunk id → its first line, for the chunks `ids`: where a chunk is, without its text."""
+        return dict(self._select_in("SELECT id, start_line FROM chunks WHERE id IN ({marks})", ids))
+
     def last_sections(self, blobs: Iterable[str], level: int) -> dict[str, tuple[int, tuple[str, ...]]]:
         """Per blob: how many sections it has at heading `level`, and the breadcrumb of the last one."""
         # SQLite takes the bare column `breadcrumb` from the row that holds max(ord).

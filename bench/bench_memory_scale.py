@@ -1,0 +1,234 @@
+"""Agent memory at 10,000 entries over 100 topics: a cold CLI `memory search`, warm MCP calls, `memory store`.
+
+The notes are real text: each is one example of a tldr page (/work/shared/eval/tldr, English, CC BY 4.0),
+"<command>: <what it does> with `<command line>`" plus the page's summary, written into the topic of its
+command family (git, aws, npm, docker, … the 99 largest families, and `misc` for the rest), dated across a
+year, some tagged with their platform. The pages are committed and indexed beforehand (hybrid: the offline
+MiniLM model; `--lexical`: a repo with embeddings off).
+
+Measured, interleaved with their floors in the same run (each repeat runs every item once, in turn):
+
+  cold     whole-process wall time of `gitwiki memory search WORDS` (a fresh CLI, no server), beside
+           `python -c pass` and `gitwiki --version`; min / median of `--rounds`
+  store    a fresh CLI `gitwiki memory store` (a new entry into a random topic), same floors
+  warm     one `gitwiki serve` over the MCP SDK's stdio client: memory_search p50 / p95 (2–3 words of a
+           note), memory_store p50, and the MCP ping as their floor
+
+    python bench/bench_memory_scale.py [--lexical] [--rounds 10] [--searches 200] [--stores 50] [--code DIR]
+
+`--code DIR` runs the CLI processes and the server from another gitwiki tree (an older commit, `git archive`d
+into DIR) for a before/after comparison in the same minutes. The processes are run with bytecode caching on
+(PYTHONDONTWRITEBYTECODE unset), as an installed gitwiki runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from benchlib import EVAL, WORK, corpus_config, git, open_wiki, timed_index, use_offline_model, write_repo
+
+from gitwiki.memory.entry import Entry, render_page
+
+TOPICS = 100
+ENTRIES = 10_000
+NEWEST = datetime(2026, 11, 1, tzinfo=UTC)  # notes of the year before
+STOP = frozenset("a an the of to in on for with and or from by into is it its as at be this that all".split())
+
+
+def tldr_notes() -> list[tuple[str, str, str]]:
+    """(family, platform, note text) for every example of the English tldr pages, in path order."""
+    out = []
+    for page in sorted((EVAL / "tldr" / "pages").glob("*/*.md")):
+        lines = page.read_text(encoding="utf-8").splitlines()
+        summary = next((line[2:].strip() for line in lines if line.startswith("> ")), "")
+        for i, line in enumerate(lines):
+            if not line.startswith("- ") or i + 2 >= len(lines):
+                continue
+            command = lines[i + 2].strip().strip("`").replace("{{", "").replace("}}", "")
+            what = re.sub(r"\[(\w+)\]", r"\1", line[2:].strip().rstrip(":"))
+            if not command or "`" in command:
+                continue
+            text = f"{page.stem}: {what} with `{command}`\n\n{summary}"
+            out.append((page.stem.split("-")[0], page.parent.name, text))
+    return out
+
+
+def memory_pages(rng: random.Random) -> tuple[list[tuple[str, str]], list[str]]:
+    """The topic pages (path, markdown) and the texts of their notes."""
+    notes = tldr_notes()
+    sizes = Counter(family for family, _, _ in notes)
+    families = {f for f, _ in sizes.most_common(TOPICS - 1)}
+    chosen = [n for n in notes if n[0] in families]
+    rest = [n for n in notes if n[0] not in families]
+    rng.shuffle(rest)
+    chosen += [("misc", p, t) for _, p, t in rest[: ENTRIES - len(chosen)]]
+    topics: dict[str, list[Entry]] = defaultdict(list)
+    for n, (family, plat, text) in enumerate(chosen[:ENTRIES]):
+        name = re.sub(r"[^a-z0-9]+", "-", family.lower()).strip("-") or "misc"
+        when = NEWEST - timedelta(days=rng.randrange(365), seconds=rng.randrange(86400))
+        stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+        tags = () if plat == "common" else (plat,)
+        topics[name].append(Entry(name, stamp, text, tags, confidence=0.5 + (n % 6) / 10))
+    pages = [(f"wiki/memory/{name}.md", render_page(name, entries)) for name, entries in sorted(topics.items())]
+    return pages, [t for _, _, t in chosen[:ENTRIES]]
+
+
+def queries(texts: list[str], rng: random.Random, n: int) -> list[str]:
+    """2–3 content words of a random note's description, as an agent would recall it."""
+    out = []
+    while len(out) < n:
+        words = [w for w in re.findall(r"[a-z]{3,}", rng.choice(texts).split("`")[0].lower()) if w not in STOP]
+        if len(words) >= 3:
+            out.append(" ".join(rng.sample(words, rng.choice((2, 3)))))
+    return out
+
+
+def build(lexical: bool) -> Path:
+    rng = random.Random(1)
+    pages, texts = memory_pages(rng)
+    wiki_pages = [
+        ("wiki/index.md", "# Home\n\nThe project wiki.\n"),
+        ("wiki/deploy.md", "# Deploy\n\nWe deploy with argo.\n"),
+    ]
+    name = "memory-scale-lexical" if lexical else "memory-scale"
+    repo = write_repo(WORK / name / "repo", wiki_pages + pages, corpus_config("wiki", "wiki", embeddings=not lexical))
+    (WORK / name / "texts.json").write_text(json.dumps(texts))
+    wiki = open_wiki(repo, WORK / name / "index")
+    reports, seconds = timed_index(wiki)
+    wiki.close()
+    print(f"index: {reports[0].pages} pages in {seconds:.1f} s (model {reports[0].model})", file=sys.stderr)
+    return repo
+
+
+def child_env(code: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(code or Path(__file__).resolve().parent.parent)
+    return env
+
+
+def run_cmd(argv: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    # Not run from this checkout: `python -m` would import the gitwiki beside it, not the one on PYTHONPATH.
+    done = subprocess.run(argv, env=env, cwd=WORK, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    elapsed = time.perf_counter() - started
+    if done.returncode:
+        raise SystemExit(f"{argv} failed ({done.returncode}): {done.stderr}")
+    return elapsed * 1000
+
+
+def cold(repo: Path, texts: list[str], rounds: int, code: Path | None) -> dict[str, list[float]]:
+    """Interleaved fresh processes: the floors, a search and a store per round."""
+    env = {**child_env(code), "GITWIKI_NO_SERVER": "1"}
+    gw = [sys.executable, "-m", "gitwiki", "-C", str(repo)]
+    rng = random.Random(5)
+    asked = queries(texts, rng, rounds + 1)
+    out: dict[str, list[float]] = defaultdict(list)
+    run_cmd([*gw, "memory", "search", asked[-1]], env)  # the first search after an index build embeds nothing
+    for i in range(rounds):
+        out["python -c pass"].append(run_cmd([sys.executable, "-c", "pass"], env))
+        out["gitwiki --version"].append(run_cmd([*gw, "--version"], env))
+        out["memory search (cold CLI)"].append(run_cmd([*gw, "memory", "search", *asked[i].split()], env))
+        topic = f"{rng.choice(['git', 'docker', 'npm', 'misc', 'aws'])}"
+        note = f"bench note {i} {rng.random():.6f}: {rng.choice(texts).splitlines()[0]}"
+        out["memory store (cold CLI)"].append(run_cmd([*gw, "memory", "store", topic, note, "--force"], env))
+    return out
+
+
+async def warm(repo: Path, texts: list[str], searches: int, stores: int, code: Path | None) -> dict[str, list[float]]:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "gitwiki", "-C", str(repo), "serve"], env=child_env(code), cwd=WORK
+    )
+    rng = random.Random(9)
+    out: dict[str, list[float]] = defaultdict(list)
+
+    async def timed(name: str, **arguments: object) -> float:
+        started = time.perf_counter()
+        result = await session.call_tool(name, arguments)
+        if result.is_error:
+            raise SystemExit(f"{name} failed: {result.content}")
+        return (time.perf_counter() - started) * 1000
+
+    async with stdio_client(params) as streams, ClientSession(*streams) as session:
+        await session.initialize()
+        for q in queries(texts, rng, 3):
+            await timed("memory_search", query=q)
+        for q in queries(texts, rng, searches):
+            started = time.perf_counter()
+            await session.send_ping()
+            out["MCP ping"].append((time.perf_counter() - started) * 1000)
+            out["memory_search (warm MCP)"].append(await timed("memory_search", query=q))
+        for i in range(stores):
+            text = f"bench note {i} {rng.random():.6f}: {rng.choice(texts).splitlines()[0]}"
+            topic = rng.choice(["git", "docker", "npm", "misc", "aws", "kubectl"])
+            out["memory_store (warm MCP)"].append(await timed("memory_store", topic=topic, text=text, force=True))
+        out["memory_search after stores (warm MCP)"] = [
+            await timed("memory_search", query=q) for q in queries(texts, rng, 20)
+        ]
+    return out
+
+
+def figures(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {
+        "min": round(ordered[0], 1),
+        "median": round(statistics.median(ordered), 1),
+        "p95": round(ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))], 1),
+        "n": len(ordered),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lexical", action="store_true", help="embeddings off: BM25 alone")
+    parser.add_argument("--rounds", type=int, default=10, help="cold processes of each kind")
+    parser.add_argument("--searches", type=int, default=200)
+    parser.add_argument("--stores", type=int, default=50)
+    parser.add_argument("--parts", default="cold,warm", help="cold, warm or both (default)")
+    parser.add_argument("--code", type=Path, help="run the CLI and the server from this gitwiki tree")
+    args = parser.parse_args()
+    use_offline_model()
+    repo = build(args.lexical)
+    texts = json.loads((repo.parent / "texts.json").read_text())
+    loads = [os.getloadavg()[0]]
+    samples: dict[str, list[float]] = {}
+    try:
+        if "cold" in args.parts:
+            samples |= cold(repo, texts, args.rounds, args.code)
+            loads.append(os.getloadavg()[0])
+        if "warm" in args.parts:
+            import anyio
+
+            samples |= anyio.run(warm, repo, texts, args.searches, args.stores, args.code)
+            loads.append(os.getloadavg()[0])
+    finally:
+        git(repo, "checkout", "-q", "--", ".")  # the repo is reused by the next run: drop the stored entries
+        git(repo, "clean", "-fdq")
+    summary = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load_1min": [round(x, 2) for x in loads],
+        "mode": "lexical" if args.lexical else "hybrid",
+        "code": str(args.code or "this tree"),
+        "entries": ENTRIES,
+        "topics": TOPICS,
+        "ms": {name: figures(v) for name, v in samples.items()},
+    }
+    print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()

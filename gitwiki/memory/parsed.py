@@ -1,0 +1,120 @@
+"""Topic pages as parsed before: `Memory` takes a page version's entries and search terms from the index dir's
+cache (gitwiki.index.store.memory_entries) instead of parsing the page and stemming every entry again, which
+cost a fresh CLI process 1.2 s at 996 entries. Rows are made by this code and keyed by the page's git blob id
+and topic name, so a cached page reads back as the same `Entry`s the parser gives (tests/memory/test_parsed.py).
+
+The cache's version is a digest of the parser's and the tokenizer's source: a change to either, even one that
+forgets to bump a number, makes every page parse again once.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gitwiki.memory.entry import Entry, TopicPage
+
+if TYPE_CHECKING:
+    from gitwiki.index.store.memory_entries import CachedPage, MemoryEntries
+
+FORMAT = "2"  # the rows' layout (below); the source digest covers the parser and the tokenizer
+
+
+@functools.cache
+def version() -> str:
+    import hashlib
+
+    from gitwiki.index import tokens
+    from gitwiki.memory import entry
+
+    digest = hashlib.sha1(FORMAT.encode())
+    for module in (entry, tokens):
+        try:
+            digest.update(Path(module.__file__ or "").read_bytes())
+        except OSError:  # no source beside the bytecode: the package's version names the code
+            from gitwiki import __version__
+
+            digest.update(f"{module.__name__} {__version__}".encode())
+    return digest.hexdigest()[:16]
+
+
+def open_cache(index_dir: Path) -> MemoryEntries | None:
+    """The cache in `index_dir`, or None where it cannot be used."""
+    from gitwiki.index.store.memory_entries import MemoryEntries
+
+    return MemoryEntries.open(index_dir, version())
+
+
+def lookup(
+    store: MemoryEntries | None, blobs: dict[str, str]
+) -> dict[str, tuple[TopicPage, tuple[frozenset[str], ...]]]:
+    """The pages (topic as shown → blob) the cache holds: their parse and their entries' search terms."""
+    if store is None or not blobs:
+        return {}
+    found = store.pages([(blob, shown) for shown, blob in blobs.items()])
+    return {shown: _page(shown, found[blob, shown]) for shown, blob in blobs.items() if (blob, shown) in found}
+
+
+def keep(store: MemoryEntries | None, made: dict[str, tuple[str, TopicPage, tuple[frozenset[str], ...]]]) -> None:
+    """Cache pages just parsed: topic as shown → (blob, parse, terms per entry)."""
+    if store is None:
+        return
+    from gitwiki.index.store.memory_entries import CachedPage
+
+    seen = time.time_ns()
+    for shown, (blob, page, terms) in made.items():
+        rows = [
+            (
+                e.created,
+                e.modified,
+                e.text,
+                " ".join(e.tags),
+                e.source,
+                e.confidence,
+                " ".join(e.links),
+                e.start_line,
+                e.end_line,
+                e.after,
+                e.shown,
+                f" {' '.join(sorted(t))} ",  # padded: a term is found as ' word '
+            )
+            for e, t in zip(page.entries, terms, strict=True)
+        ]
+        if _splits(page, terms):
+            store.put(blob, shown, CachedPage(page.name, page.preamble, page.head, rows), seen)
+
+
+def _splits(page: TopicPage, terms: tuple[frozenset[str], ...]) -> bool:
+    """Whether every tag, link and term reads back as itself from a space-separated row (as the parser and
+    the tokenizer make them they hold no whitespace; a page that breaks that is not cached)."""
+    words = [w for e in page.entries for w in (*e.tags, *e.links)] + [w for t in terms for w in t]
+    return " ".join(words).split() == words
+
+
+def _page(shown: str, cached: CachedPage) -> tuple[TopicPage, tuple[frozenset[str], ...]]:
+    pairs = [entry(shown, i, row) for i, row in enumerate(cached.entries)]
+    entries = tuple(e for e, _ in pairs)
+    return TopicPage(cached.name, cached.preamble, entries, cached.head), tuple(t for _, t in pairs)
+
+
+def entry(shown: str, position: int, row: tuple[Any, ...]) -> tuple[Entry, frozenset[str]]:
+    """An entry (the `position`-th of its page, from 0) and its search terms, from its cached row."""
+    created, modified, text, tags, source, confidence, links, start, end, after, shown_text, words = row
+    e = Entry(
+        shown,
+        created,
+        text,
+        tuple(tags.split()),
+        source,
+        confidence,
+        tuple(links.split()),
+        modified,
+        position + 1,
+        start,
+        end,
+        after,
+        shown_text,
+    )
+    return e, frozenset(words.split())
