@@ -107,7 +107,9 @@ def _refusal(value: object) -> dict[str, Any] | str | None:
     if not isinstance(method, str):
         return error(id_, INVALID_REQUEST, 'invalid request: "method" must be a string')
     if "result" in value or "error" in value:  # the SDK would take it for a response, and answer nothing
-        return error(id_, INVALID_REQUEST, 'invalid request: a request has a "method", a response a "result" or "error"')
+        return error(
+            id_, INVALID_REQUEST, 'invalid request: a request has a "method", a response a "result" or "error"'
+        )
     if has_id and not _usable_id(value["id"]):
         return error(id_, INVALID_REQUEST, 'invalid request: "id" must be a string or an integer')
     params = value.get("params")
