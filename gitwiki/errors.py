@@ -40,3 +40,10 @@ class FetchError(GitwikiError):
     local index is untouched."""
 
     exit_code = 6
+
+
+class MissingObject(StoreError, KeyError):
+    """A git object that a ref, the index or a synced repository points at is gone from the object database (an
+    interrupted gc, a disk clean-up). A KeyError too, as pygit2 says it, for callers that look an object up."""
+
+    __str__ = Exception.__str__  # the message, not KeyError's repr of it

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import pygit2
 
 from gitwiki.config import CorpusConfig, matches
-from gitwiki.errors import GitwikiError, NotFoundError
+from gitwiki.errors import GitwikiError, MissingObject, NotFoundError
 from gitwiki.fs import path_problem, stat_stamp
 from gitwiki.git import gitcli
 from gitwiki.git.gitcli import blob_id
@@ -182,7 +182,41 @@ class GitRepo:
                     yield path, entry
 
     def read_blob(self, blob: str) -> bytes:
-        return self._repo[blob].peel(pygit2.Blob).data  # a unique prefix of the id works too
+        try:
+            return self._repo[blob].peel(pygit2.Blob).data  # a unique prefix of the id works too
+        except KeyError:
+            raise MissingObject(f"git object {blob[:12]} is missing from {self.git_dir}") from None
+
+    def has(self, object_id: str) -> bool:
+        """Whether the object is in the database (looked up, not read)."""
+        try:
+            return object_id in self._repo
+        except (ValueError, pygit2.GitError):
+            return False
+
+    def holds(self, commit_id: str) -> bool:
+        """Whether the commit and every tree and blob under it are in the object database: refs can outlive the
+        objects they point at (an interrupted gc, a disk clean-up under objects/). Existence is looked up, no
+        object is read: tens of ms for 10,000 files."""
+        repo = self._repo
+        try:
+            commit = repo[commit_id]
+        except (KeyError, ValueError, pygit2.GitError):
+            return False
+        if not isinstance(commit, pygit2.Commit):
+            return False
+        stack = [commit.tree_id]
+        while stack:
+            try:
+                tree = repo[stack.pop()]
+            except (KeyError, pygit2.GitError):
+                return False
+            for entry in tree.peel(pygit2.Tree):
+                if entry.type_str == "tree":
+                    stack.append(entry.id)
+                elif entry.type_str == "blob" and entry.id not in repo:
+                    return False
+        return True
 
     def write_blob(self, data: bytes) -> str:
         """Put `data` in the object database (loose, unreferenced until committed) and return its id."""
