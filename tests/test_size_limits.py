@@ -184,3 +184,7 @@ def test_a_query_past_the_cap_is_refused_at_once_by_the_cli_and_the_mcp_server(r
 
     error = anyio.run(main)
     assert error.error.code == -32602 and "the query is 4,001 characters" in error.error.message
+    from gitwiki.cli import build_parser
+
+    usage = build_parser("ground")._subparsers._group_actions[0].choices["ground"].format_help()
+    assert f"at most {MAX_QUERY_CHARS:,} characters" in " ".join(usage.split())  # said where it is asked
