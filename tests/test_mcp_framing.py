@@ -290,3 +290,34 @@ def test_no_id_was_answered_twice(session):
     session.exchange(b"", [])
     twice = {id_: n for id_, n in session.by_id.items() if n > 1 and id_ != "null"}
     assert not twice
+
+
+@pytest.mark.slow  # a LanceDB export, then `gitwiki serve` on it
+def test_the_shared_index_server_checks_every_line_too(repo, cli, tmp_path):
+    """`gitwiki serve` from a LanceDB table (no checkout) ran the SDK on stdin directly: the same lines went
+    unanswered there. It gets the line check, and none of the checkout server's early answers."""
+    uri = tmp_path / "lance"
+    config = LEXICAL + f'[storage]\nuri = "{uri}"\n'
+    repo.commit("wiki", {".gitwiki.toml": config, "wiki/faq.md": "# FAQ\n\nAsk the platform team.\n"})
+    assert cli("lance", "export", cwd=repo.path)[0] == 0
+    reader = tmp_path / "reader"
+    reader.mkdir()
+    (reader / ".gitwiki.toml").write_text(config)
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    server = Server(reader, env)
+    server.send(initialize("2025-06-18", "init"), {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert server.answers(1)[0]["id"] == "init"
+    session = Session(server)
+    for case in ("a batch", "params as a list", "arguments 1,200 deep", "a trailing NUL", "not JSON"):
+        sent, expected = CASES[case]
+        got = session.exchange(sent, [i for i, _ in expected if i is not None])
+        assert [(a["id"], a["error"]["code"]) for a in got] == expected, case
+    call = request("after", "tools/call", params={"name": "ground", "arguments": {"query": "platform"}})
+    session.exchange(line(call), ["after"])
+    answer = next(a for a in session.answers if a.get("id") == "after")
+    assert "faq.md" in answer["result"]["content"][0]["text"]
+    tools = session.exchange(line(request("tools", "tools/list")), ["tools"])
+    listed = next(a for a in session.answers if a.get("id") == "tools")
+    assert {t["name"] for t in listed["result"]["tools"]} == {"ground", "list_corpora"} and tools is not None
+    _, stderr = server.close()
+    assert "Traceback" not in stderr

@@ -99,8 +99,16 @@ class EarlyStdio:
     lines and answers what it can, one feeds the rest to the SDK (an unbounded queue, so a slow SDK never stops
     the reading), one copies the SDK's answers out. `close()` after the SDK returns flushes what it wrote."""
 
-    def __init__(self, first: bytes, initialize: dict[str, Any] | None, version: str, note: str | None = None) -> None:
+    def __init__(
+        self,
+        first: bytes,
+        initialize: dict[str, Any] | None,
+        version: str,
+        note: str | None = None,
+        early: bool = True,
+    ) -> None:
         self.note = note  # the instructions' last line, for the SDK's own answers to say the same
+        self._early = early  # False: only the line check, for a server whose tools are not tools.json's
         self._real_in, self._real_out = os.dup(0), os.dup(1)
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -118,7 +126,7 @@ class EarlyStdio:
         threading.Thread(target=self._read, args=(first, initialize is not None, version), daemon=True).start()
 
     def _read(self, first: bytes, handshake: bool, version: str) -> None:
-        self._answers = early_answers(version, self.note)
+        self._answers = early_answers(version, self.note) if self._early else {}
         line, _, rest = first.partition(b"\n")
         if handshake:
             self._to_sdk.put(framing.check(line).line)  # the SDK's session starts with it; its answer is dropped
@@ -331,15 +339,27 @@ def log_to_stderr(level: str) -> None:
     logging.basicConfig(level=level, stream=sys.stderr, format="gitwiki serve: %(levelname)s %(name)s: %(message)s")
 
 
-def answer_initialize(version: str, note: str | None = None) -> EarlyStdio | None:
-    """Read the first message from stdin; answer it if it is a handshake `initialize`. Returns the rerouted
-    stdio the SDK must then use (None when stdin is closed before any message)."""
+def _first_line() -> bytes:
     first = b""
     while b"\n" not in first:
         chunk = os.read(0, 65536)
         if not chunk:
             break
         first += chunk
+    return first
+
+
+def guard_lines() -> EarlyStdio | None:
+    """stdin and stdout rerouted through the line check alone (`mcp.framing`), nothing answered early: for the
+    shared-index server, whose tools are not tools.json's. None when stdin closes before any message."""
+    first = _first_line()
+    return EarlyStdio(first, None, "", early=False) if first else None
+
+
+def answer_initialize(version: str, note: str | None = None) -> EarlyStdio | None:
+    """Read the first message from stdin; answer it if it is a handshake `initialize`. Returns the rerouted
+    stdio the SDK must then use (None when stdin is closed before any message)."""
+    first = _first_line()
     if not first:
         return None
     line = first.split(b"\n", 1)[0]
