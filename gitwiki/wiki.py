@@ -378,9 +378,9 @@ class Wiki:
     ) -> SearchResult:
         """Search one corpus (None: the default one), or several ("a,b", a list, or "all": `searchable_corpora`)
         fused into one ranking whose pages are labelled with their corpus."""
+        check_query(query)  # first: a 100 MB query is not even stripped
         if not query or not query.strip():
             raise UsageError('the query is empty; say what to look for, e.g. gitwiki ground "how do we deploy"')
-        check_query(query)
         options = SearchOptions.build(
             self.config.search,
             mode=mode,

@@ -376,9 +376,9 @@ class LanceReader:
     def search(
         self, query: str, corpus: str, options: SearchOptions, embedder: Embedder | None, refresh: bool = True
     ) -> SearchResult:
+        check_query(query)
         if not query.strip():
             raise UsageError("the query is empty; say what to look for")
-        check_query(query)
         if refresh:
             self.refresh()
         found, by_id = self._candidates(query, corpus, options, embedder)
