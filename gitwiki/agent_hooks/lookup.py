@@ -24,7 +24,6 @@ from gitwiki.git import gitcli
 from gitwiki.index.store import Store
 from gitwiki.index.tokens import STOP_WORDS, code_like, fts_any, fts_phrase, tokenize, words
 from gitwiki.memory.personal import PREFIX
-from gitwiki.pagetext import printable
 from gitwiki.search.ranking import Candidates, rank_pages, snippet
 
 if TYPE_CHECKING:
@@ -256,7 +255,7 @@ class Lookup:
             )
             lines.append(f"- [{kind}] {note.path}:{note.start_line}-{note.end_line} {where}")
             lines.append("  " + snippet(note.text, terms, self.settings.snippet_chars))
-        return printable("\n".join(lines))  # a page's terminal escapes are not the agent's context
+        return "\n".join(lines)
 
 
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
