@@ -14,6 +14,7 @@ import sys
 
 from gitwiki import __version__
 from gitwiki.errors import GitwikiError
+from gitwiki.pagetext import printable
 
 # Each name is a module in gitwiki.commands with `register(subparsers)`; keep their imports light.
 COMMANDS = (
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except GitwikiError as e:
-        print(f"gitwiki: error: {e}", file=sys.stderr)
+        print(f"gitwiki: error: {printable(str(e))}", file=sys.stderr)  # it may quote a page, a path, a config
         return e.exit_code
     except KeyboardInterrupt:
         print("gitwiki: interrupted", file=sys.stderr)

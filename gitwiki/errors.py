@@ -46,3 +46,10 @@ class RefusedFile(UsageError):
     """A file gitwiki was asked to read because a checkout, a page, a config value or an import named it, and
     which it does not read: not a regular file (a FIFO, a device, a socket, a folder, /proc), outside the
     folders allowed for it (symlinks followed), or larger than the cap for what it holds."""
+
+
+class MissingObject(StoreError, KeyError):
+    """A git object that a ref, the index or a synced repository points at is gone from the object database (an
+    interrupted gc, a disk clean-up). A KeyError too, as pygit2 says it, for callers that look an object up."""
+
+    __str__ = Exception.__str__  # the message, not KeyError's repr of it

@@ -21,6 +21,26 @@ R = TypeVar("R")
 _CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
 
 
+# What a terminal acts on instead of showing it: escape sequences (CSI `ESC [ … m` colours and cursor moves, OSC
+# `ESC ] … BEL|ST` window titles and hyperlinks, DCS/PM/APC strings, their 8-bit forms) and the other control
+# characters (CR rewinds the line, BS erases). A page may hold ESC (`decode` lets terminal snippets through), and a
+# checkout's pages are untrusted: a heading must not recolour, retitle or rewrite what the user reads.
+_ESCAPES = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b[\]P^_X]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+)
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` without terminal escape sequences and control characters (newlines and tabs kept): page-derived
+    text made safe for a terminal, an error message or an agent's context."""
+    if _UNPRINTABLE.search(text) is None:
+        return text
+    return _UNPRINTABLE.sub("", _ESCAPES.sub("", text))
+
+
 class NotText(ValueError):
     """The bytes are not a text page; the message says why and where."""
 

@@ -36,7 +36,7 @@ from gitwiki.index.indexer import (
 )
 from gitwiki.index.store import LOCK_TIMEOUT, IndexDamaged, Store
 from gitwiki.pages import pages as pages_mod
-from gitwiki.search.searcher import CorpusView, Searcher, SearchOptions, SearchResult
+from gitwiki.search.searcher import CorpusView, Searcher, SearchOptions, SearchResult, check_query
 from gitwiki.sources.repositories import Repositories, RepositoryCorpus, for_checkout
 from gitwiki.sources.source import CorpusSource, CorpusSpec, Page, search_corpora, search_view
 
@@ -378,6 +378,7 @@ class Wiki:
     ) -> SearchResult:
         """Search one corpus (None: the default one), or several ("a,b", a list, or "all": `searchable_corpora`)
         fused into one ranking whose pages are labelled with their corpus."""
+        check_query(query)  # first: a 100 MB query is not even stripped
         if not query or not query.strip():
             raise UsageError('the query is empty; say what to look for, e.g. gitwiki ground "how do we deploy"')
         options = SearchOptions.build(

@@ -305,3 +305,34 @@ def test_a_file_size_limit_is_one_error_naming_it_and_the_index_stays_usable(ind
         "artifact", "pack", "--out", str(out_file), cwd=indexed.path, fsize=db(indexed).stat().st_size // 2
     )
     assert code == 4 and "Traceback" not in err and "ulimit -f" in err and not out_file.exists(), err
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_an_index_file_that_is_a_directory_or_a_fifo_is_one_error_naming_the_fix(indexed, kind):
+    """A directory where index.sqlite goes was an sqlite3.OperationalError traceback from every command; a FIFO
+    would block SQLite's first read. Neither is moved aside unasked (it may hold anything); the error names both
+    ways out, and `index --rebuild` takes the second."""
+    index_dir = indexed.path / ".git" / "gitwiki"
+    for found in index_dir.glob(DB_NAME + "*"):
+        found.unlink()
+    path = index_dir / DB_NAME
+    if kind == "directory":
+        path.mkdir()
+        (path / "kept.txt").write_text("someone's file\n")
+    else:
+        os.mkfifo(path)
+    for args in (["ground", "deploy", "--no-server"], ["status"], ["index"]):
+        code, out, err = cli(*args, cwd=indexed.path)
+        assert code == 4 and "Traceback" not in err, err
+        assert (
+            err.count("\n") == 1
+            and "gitwiki index --rebuild" in err
+            and f"rm{' -r' * (kind == 'directory')} {path}" in err
+        )
+    code, _, err = cli("index", "--rebuild", cwd=indexed.path)
+    assert code == 0, err
+    aside = index_dir / (DB_NAME + ".previous")
+    assert path.is_file() and (aside / "kept.txt").is_file() if kind == "directory" else aside.exists()
+    assert "p1.md" in cli("ground", "deploy runbook number 1", "--no-server", cwd=indexed.path)[1]
+    assert cli("index", "--rebuild", cwd=indexed.path)[0] == 0  # a file set aside over the directory set aside
+    assert aside.is_file()

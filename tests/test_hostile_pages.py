@@ -7,9 +7,12 @@ import json
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from gitwiki.errors import UsageError
 from gitwiki.markdown.frontmatter import MAX_VALUES, read_yaml
-from gitwiki.pagetext import problem
+from gitwiki.pagetext import printable, problem
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 GOOD = {f"wiki/good{i}.md": f"# Good {i}\n\nThe deploy runbook, part {i}.\n" for i in range(3)}
@@ -158,3 +161,49 @@ def test_mcp_list_files_and_ground_survive_uncommitted_bad_pages(hostile):
     assert "wiki/fresh.md" in files["dirty"]
     assert "wiki/fresh.md" in {d["path"] for d in found["docs"]}
     assert not {d["path"] for d in found["docs"]} & {"wiki/fresh-binary.md", *BINARY}
+
+
+ESCAPES = (
+    "# Rollback \x1b[31mRED\x1b[0m guide\n\n## Fix \x1b]0;pwned\x1b\\ KeyError\n\n"
+    "A KeyError in rollback_release means the \x1b[1mkey ring\x1b[0m\x1b[2K\r is stale.\n"
+)
+
+
+def test_terminal_escapes_in_a_page_are_never_printed_or_given_to_the_agent(repo, cli):
+    """A heading's ANSI colour codes and an OSC window title reached the terminal through `ground` and
+    `outline`, and the agent's context through the error-context and prompt hooks, as escapes."""
+    from gitwiki.agent_hooks.run import run
+    from gitwiki.pages.page_outline import find_section, outline
+
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/rollback.md": ESCAPES})
+    assert cli("index", cwd=repo.path)[0] == 0
+    shown = [
+        cli("ground", "rollback key ring", "--no-server", cwd=repo.path)[1],
+        cli("outline", "wiki/rollback.md", cwd=repo.path)[1],
+        cli("outline", "wiki/\x1b[31mnope.md", cwd=repo.path)[2],  # an error quoting what it was given
+    ]
+    for hook, field, value in [
+        ("error-context", "error", "KeyError: rollback_release key ring"),
+        ("prompt", "prompt", "rollback_release key ring KeyError"),
+    ]:
+        event = {"cwd": str(repo.path), "session_id": hook, field: value, "tool_name": "Bash"}
+        answer = json.loads(run(hook, json.dumps(event).encode(), str(repo.path)))
+        shown.append(answer["hookSpecificOutput"]["additionalContext"])
+    with pytest.raises(UsageError) as refused:
+        find_section("wiki/rollback.md", outline(ESCAPES), "nowhere")
+    shown.append(str(refused.value))
+    assert "Rollback RED guide" in shown[0] and "key ring" in shown[0]
+    assert "Rollback RED guide" in shown[1] and "nope.md" in shown[2]
+    assert all("Rollback RED guide" in text for text in shown[3:5])
+    for text in shown:
+        assert not any(ch in text for ch in "\x1b\r\x9b"), text
+
+
+@given(st.lists(st.text(st.characters(codec="utf-8")) | st.sampled_from(["\x1b[", "\x1b]", "\x07", "\x1b\\", "\x9b"])))
+def test_printable_text_has_no_control_character_but_newline_and_tab(parts):
+    text = "".join(parts)
+    shown = printable(text)
+    assert all(ch in "\n\t" or not (ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F) for ch in shown)
+    assert printable(shown) == shown
+    if not any(ord(ch) < 32 and ch not in "\n\t" or 0x7F <= ord(ch) <= 0x9F for ch in text):
+        assert shown == text  # text without controls is left as it is

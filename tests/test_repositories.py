@@ -548,3 +548,33 @@ def test_a_damaged_consent_file_allows_nothing_and_says_how_to_recover(tmp_path,
         assert not allowed and "remove it" in str(e)
     else:
         assert consents.allowed(ENTRY)
+
+
+def lose_objects(tmp_path: Path, name: str) -> None:
+    """What an interrupted gc or a disk clean-up leaves: the cache's refs, none of its objects."""
+    (cache,) = [p for p in (tmp_path / "cache" / "gitwiki" / "repositories").iterdir() if p.name.startswith(name)]
+    for found in [p for p in (cache / "git" / "objects").rglob("*") if p.is_file()]:
+        found.unlink()
+
+
+@pytest.mark.parametrize("first", ["ground", "sync"])
+def test_a_cache_that_lost_its_git_objects_is_cloned_again_by_itself(checkout, platform, cli, tmp_path, first):
+    """Every `ground --corpus all` ended in a KeyError traceback (the folder summary read a blob that was gone)
+    and `repo sync` failed on the dangling ref ("unknown revision 'refs/gitwiki/tip'"). Now the damage is
+    found, the cache cloned again with one note, and searches, reads and syncs answer as before."""
+    platform.work.commit("summary", {"wiki/index.md": "# Platform wiki\n\nHow the platform team runs things.\n"})
+    platform.push()
+    sync(cli, checkout.path)
+    lose_objects(tmp_path, "platform")
+    if first == "sync":
+        code, out, err = cli("repo", "sync", "platform", cwd=checkout.path)
+        assert code == 0, err
+        assert "cloned again" in out and "history rewritten" not in out
+    code, out, err = cli("ground", "--json", "--mode", "lexical", "--corpus", "all", "kubernetes", cwd=checkout.path)
+    assert code == 0, err
+    found = json.loads(out)
+    assert "wiki/deploy.md" in {d["path"] for d in found["docs"]}
+    assert dict(found["folders"])["repo:platform:wiki:wiki"] == "How the platform team runs things."
+    assert ("cloned again" in err) is (first == "ground") and "Traceback" not in err
+    (again,) = sync(cli, checkout.path, "platform")  # and the cache serves the next sync as before
+    assert again["downloaded"] is False and again["notes"] == []

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gitwiki.errors import UsageError
 from gitwiki.index.indexer import EMBED_BATCH
 from gitwiki.markdown.chunker import parse_page
 from gitwiki.wiki import Wiki
@@ -150,3 +151,40 @@ def test_a_cut_page_is_a_prefix_within_the_limit_that_still_decodes(text, limit)
     cut.decode("utf-8")  # never ends inside a character
     if b"\n" in data[:limit] and len(data) > limit:
         assert cut.endswith(b"\n")  # whole lines when there is one within the limit
+
+
+def test_a_query_past_the_cap_is_refused_at_once_by_the_cli_and_the_mcp_server(repo, cli, tmp_path):
+    """A 100 MB `ground` query was searched: 42 s and 1.55 GB. Past MAX_QUERY_CHARS it is a usage error, in the
+    library, before any work; a query at the cap is searched as usual."""
+    import anyio
+
+    from gitwiki.search.searcher import MAX_QUERY_CHARS
+    from tests.test_mcp_server import connect, refused
+
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/faq.md": "# FAQ\n\nAsk the platform team.\n"})
+    at_cap = ("platform " * MAX_QUERY_CHARS)[:MAX_QUERY_CHARS]
+    code, out, err = cli("ground", at_cap, "--json", "--no-server", cwd=repo.path)
+    assert code == 0, err
+    assert json.loads(out)["docs"][0]["path"] == "wiki/faq.md"
+    huge = "platform " * 2_000_000  # 18 MB
+    started = time.perf_counter()
+    code, out, err = cli("ground", huge, "--no-server", cwd=repo.path)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and "the query is 18,000,000 characters; at most 4,000 are searched" in err
+    assert time.perf_counter() - started < 10  # a bound against searching it, not a speed claim
+    wiki = Wiki.open(repo.path)
+    with pytest.raises(UsageError, match="at most 4,000"):
+        wiki.search(at_cap + "x")
+    wiki.close()
+
+    async def main():
+        with (tmp_path / "serve.log").open("w") as log:  # not the captured stderr: the server needs a real file
+            async with connect(repo.path, errlog=log) as session:
+                return await refused(session, "ground", query=at_cap + "x")
+
+    error = anyio.run(main)
+    assert error.error.code == -32602 and "the query is 4,001 characters" in error.error.message
+    from gitwiki.cli import build_parser
+
+    usage = build_parser("ground")._subparsers._group_actions[0].choices["ground"].format_help()
+    assert f"at most {MAX_QUERY_CHARS:,} characters" in " ".join(usage.split())  # said where it is asked

@@ -68,7 +68,17 @@ def reads_only(tool: str, arguments: object) -> bool:
     if tool != TOPICS or not isinstance(arguments, dict):
         return False
     action = arguments.get("action", TOPICS_DEFAULT_ACTION)
+    if not isinstance(action, str):  # e.g. ["clean"]: not a call the server takes; Claude Code asks as usual
+        return False
     return action in TOPICS_READ_ACTIONS or (action in TOPICS_DRY_RUNS and arguments.get("apply") in (None, False))
+
+
+def rule_matches(rule: str, tool: str) -> bool:
+    """Whether Claude Code permission rule `rule` names MCP tool `tool` (`mcp__server__name`): the tool
+    itself, its whole server (`mcp__server`) or a wildcard over it (`mcp__server__*`)."""
+    server = tool.rsplit("__", 1)[0]
+    rule = rule.strip()
+    return rule in (tool, server) or (rule.endswith("*") and tool.startswith(rule[:-1]) and rule.startswith(server))
 
 
 def approve(event: dict[str, Any]) -> dict[str, Any] | None:

@@ -37,7 +37,12 @@ def cap(text: str, limit: int) -> str:
 
 
 def context(event: str, text: str, limit: int) -> dict[str, Any] | None:
-    """Add `text` to the model's context, or None when there is nothing to add."""
+    """Add `text` to the model's context, or None when there is nothing to add. Page titles, memory topics and
+    a failed command's output reach it, so terminal escapes and control characters are left out
+    (`pagetext.printable`)."""
+    from gitwiki.pagetext import printable  # here: approve-mcp, which adds no context, does without its 1-2 ms
+
+    text = printable(text)
     if not text.strip():
         return None
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": cap(text, limit)}}

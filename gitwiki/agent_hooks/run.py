@@ -12,11 +12,14 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitwiki.agent_hooks import BY_NAME, HookType
 from gitwiki.agent_hooks.protocol import parse_event
 from gitwiki.errors import GitwikiError
+
+if TYPE_CHECKING:
+    from gitwiki.git.gitcli import Checkout
 
 LOG_NAME = "agent-hooks.log"
 LOG_MAX = 256 * 1024  # bytes before the log is rotated to agent-hooks.log.1
@@ -29,19 +32,18 @@ def run(name: str, raw: bytes, cwd: str) -> str:
         return ""
     hook = BY_NAME[name]
     if not hook.repository:
-        return _dump(_handler(hook)(event))
+        try:
+            return _dump(_handler(hook)(event))
+        except Exception:  # a field of a type the handler did not expect: logged where the checkout keeps it
+            _log_near(event, cwd, name)
+            return ""
     # The index code loads only past this point: a hook that needs no repository answers without it.
     from gitwiki.agent_hooks.handlers import Call
     from gitwiki.agent_hooks.lookup import Lookup
     from gitwiki.agent_hooks.state import open_session
-    from gitwiki.git import gitcli
 
-    where = event.get("cwd")
-    if not isinstance(where, str):
-        where = cwd
-    try:
-        checkout = gitcli.find_checkout(where) or gitcli.discover(where)
-    except (GitwikiError, OSError, ValueError):  # not in a git repository, or no path at all ("\0" in it)
+    checkout = _checkout(event, cwd)
+    if checkout is None:
         return ""
     log_dir = checkout.common_dir / "gitwiki"
     lookup = None
@@ -62,6 +64,27 @@ def run(name: str, raw: bytes, cwd: str) -> str:
     finally:
         if lookup is not None:
             lookup.close()
+
+
+def _checkout(event: dict[str, Any], cwd: str) -> Checkout | None:
+    """The git checkout the event's `cwd` (else `cwd`) is in; None outside one, or for no path at all ("\\0")."""
+    from gitwiki.git import gitcli
+
+    where = event.get("cwd")
+    start = where if isinstance(where, str) else cwd
+    try:
+        return gitcli.find_checkout(start) or gitcli.discover(start)
+    except (GitwikiError, OSError, ValueError):
+        return None
+
+
+def _log_near(event: dict[str, Any], cwd: str, name: str) -> None:
+    """Log the exception being handled in the checkout's gitwiki folder; nowhere outside a checkout."""
+    import traceback
+
+    checkout = _checkout(event, cwd)
+    if checkout is not None:
+        _log(checkout.common_dir / "gitwiki", name, traceback.format_exc())
 
 
 def _handler(hook: HookType) -> Callable[..., dict[str, Any] | None]:

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gitwiki.agent_hooks import HOOK_TIMEOUT, HOOK_TYPES, HookType, permissions
+from gitwiki.agent_hooks import HOOK_TIMEOUT, HOOK_TYPES, MCP_PREFIXES, HookType, permissions
 from gitwiki.agent_hooks.jsontext import JsonTextError, Node, insert, parse, remove, render
 from gitwiki.errors import UsageError
 from gitwiki.fs import atomic_write
@@ -40,10 +40,13 @@ class HookState(NamedTuple):
 
 class Status(NamedTuple):
     hooks: list[HookState]
-    writes: int  # of the write tools' rules, how many the rules file allows (ours or the user's)
+    writes: int  # of the write tools, how many the rules file allows (ours or the user's) and no rule refuses
     rules: Path  # the file that holds them
     plugin: list[str]  # settings files that enable the gitwiki plugin
     others: list[str]  # "EVENT: command" of the user's entries that run a gitwiki hook (not ours)
+    # gitwiki tools (bare names) a deny or ask rule of the user's matches, which wins over any allow (a rule's
+    # or the approve-mcp hook's): tool → "deny rule in FILE"
+    refused: dict[str, str] = {}
 
 
 def project_settings(root: Path) -> Path:
@@ -135,8 +138,48 @@ def status(path: Path, rules_path: Path, program: str = DEFAULT_COMMAND) -> Stat
             state = "yours" if present else "missing"
         hooks.append(HookState(hook.name, hook.event, state))
     rules_text = _read(rules_path) or "{}"
-    writes = sum(1 for r in permissions.write_rules() if _count(rules_text, ["permissions", "allow"], r))
-    return Status(hooks, writes, rules_path, plugin_enabled(path), _others(text, program))
+    refused = refusals([path, rules_path, *_beside(path), user_settings(), *MANAGED_SETTINGS])
+    writes = sum(
+        1
+        for tool, rule in zip(permissions.WRITE_TOOLS, permissions.write_rules(), strict=True)
+        if _count(rules_text, ["permissions", "allow"], rule) and tool not in refused
+    )
+    return Status(hooks, writes, rules_path, plugin_enabled(path), _others(text, program), refused)
+
+
+# Claude Code's managed (enterprise) settings, whose rules apply in every project (Linux, then macOS).
+MANAGED_SETTINGS = (
+    Path("/etc/claude-code/managed-settings.json"),
+    Path("/Library/Application Support/ClaudeCode/managed-settings.json"),
+)
+
+
+def _beside(path: Path) -> list[Path]:
+    """A project's other settings file: settings.json and settings.local.json are read together."""
+    if path.parent.name != ".claude" or path == user_settings():
+        return []
+    return [path.with_name("settings.json"), path.with_name("settings.local.json")]
+
+
+def refusals(files: list[Path]) -> dict[str, str]:
+    """gitwiki's MCP tools (bare names, as registered under `gitwiki`) that a `permissions.deny` or `.ask` rule in
+    `files` matches: Claude Code applies deny, then ask, before any allow, from every settings file it reads. A
+    file that cannot be read or parsed counts as having no rules (status reports the two it edits)."""
+    found: dict[str, str] = {}
+    for kind in ("deny", "ask"):
+        for file in dict.fromkeys(files):
+            try:
+                data = json.loads(file.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            rules = data.get("permissions", {}).get(kind) if isinstance(data, dict) else None
+            if not isinstance(rules, list):
+                continue
+            for tool in (*permissions.READ_TOOLS, *permissions.WRITE_TOOLS):
+                name = MCP_PREFIXES[0] + tool
+                if tool not in found and any(isinstance(r, str) and permissions.rule_matches(r, name) for r in rules):
+                    found[tool] = f"{kind} rule in {file}"
+    return found
 
 
 def _others(text: str, program: str) -> list[str]:

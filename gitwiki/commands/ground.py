@@ -12,7 +12,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Search the wiki as you see it: HEAD plus uncommitted and untracked pages, "
         "or the corpus as of --at REV. Results are rolled up per page, best first.",
     )
-    p.add_argument("query", nargs="+", help="what to look for")
+    p.add_argument("query", nargs="+", help="what to look for (at most 4,000 characters: MAX_QUERY_CHARS)")
     p.add_argument(
         "--mode", choices=("hybrid", "lexical", "dense"), help="ranking (default from [search] mode: hybrid)"
     )

@@ -49,10 +49,19 @@ def hooks(args: argparse.Namespace) -> int:
     for s in found.hooks:
         print(f"  {s.name} ({s.event}): {s.state}")
     total = len(permissions.WRITE_TOOLS)
-    allowed = {0: "asked", total: "allowed"}.get(found.writes, f"{found.writes} of {total} allowed")
+    # A deny or ask rule of the user's wins over our allow rules and over the approve-mcp hook's allow.
+    allowed = f"{found.writes} of {total} allowed"
+    if not any(tool in found.refused for tool in permissions.WRITE_TOOLS):
+        allowed = {0: "asked", total: "allowed"}.get(found.writes, allowed)
     approve = next(s.state for s in found.hooks if s.name == "approve-mcp")
-    print(f"  MCP reads: {'asked' if approve == 'missing' else 'allowed by the approve-mcp hook'}")
+    reads = "asked" if approve == "missing" else "allowed by the approve-mcp hook"
+    refused_reads = [tool for tool in permissions.READ_TOOLS if tool in found.refused]
+    if refused_reads and approve != "missing":
+        reads += f" except {len(refused_reads)} your rules decide"
+    print(f"  MCP reads: {reads}")
     print(f"  MCP writes ({total} tools): {allowed} (rules in {found.rules})")
+    for tool, rule in found.refused.items():
+        print(f"    {tool}: {'denied' if rule.startswith('deny') else 'asked'} by your {rule}")
     for other in found.others:
         print(f"  yours, also running a gitwiki hook: {other}")
     for where in found.plugin:

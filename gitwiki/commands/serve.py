@@ -135,7 +135,15 @@ def _stop_on_signals(calls: threading.Lock, closing: list[Callable[[], None]]) -
 
 def _serve_shared(args: argparse.Namespace, uri: str) -> int:
     from gitwiki import config as config_mod
+    from gitwiki.mcp.early import guard_lines
     from gitwiki.mcp.lance import serve as run
 
-    run(uri, config_mod.load(Path(args.chdir).resolve()))
+    config = config_mod.load(Path(args.chdir).resolve())
+    stdio = guard_lines()  # every line checked as the checkout's server checks it (mcp.framing)
+    if stdio is None:
+        return 0
+    try:
+        run(uri, config)
+    finally:
+        stdio.close()
     return 0

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import pygit2
 
 from gitwiki.config import CorpusConfig, matches
-from gitwiki.errors import GitwikiError, NotFoundError
+from gitwiki.errors import GitwikiError, MissingObject, NotFoundError, StoreError
 from gitwiki.fs import path_problem, stat_stamp
 from gitwiki.git import gitcli
 from gitwiki.git.gitcli import blob_id
@@ -85,10 +85,22 @@ class GitRepo:
         return gitdir.resolve()
 
     def head(self) -> Commit | None:
-        if self._repo.head_is_unborn:
-            return None
-        commit = self._repo.head.peel(pygit2.Commit)
+        try:
+            if self._repo.head_is_unborn:
+                return None
+            commit = self._repo.head.peel(pygit2.Commit)
+        except (KeyError, pygit2.GitError) as e:  # HEAD names a commit whose objects are gone
+            raise MissingObject(
+                f"the git repository {self.root} is damaged: HEAD cannot be read ({e}), its objects are gone (an "
+                "interrupted gc or a disk clean-up?); repair it (`git fsck`) or restore it from a copy"
+            ) from None
         return Commit(str(commit.id), str(commit.tree_id))
+
+    def check_committable(self) -> None:
+        """MissingObject unless a commit can be made on HEAD: HEAD and its tree are there (or HEAD is unborn)."""
+        head = self.head()
+        if head is not None:
+            self._tree(head.tree)
 
     def rev_parse(self, rev: str) -> Commit:
         try:
@@ -182,7 +194,41 @@ class GitRepo:
                     yield path, entry
 
     def read_blob(self, blob: str) -> bytes:
-        return self._repo[blob].peel(pygit2.Blob).data  # a unique prefix of the id works too
+        try:
+            return self._repo[blob].peel(pygit2.Blob).data  # a unique prefix of the id works too
+        except KeyError:
+            raise MissingObject(f"git object {blob[:12]} is missing from {self.git_dir}") from None
+
+    def has(self, object_id: str) -> bool:
+        """Whether the object is in the database (looked up, not read)."""
+        try:
+            return object_id in self._repo
+        except (ValueError, pygit2.GitError):
+            return False
+
+    def holds(self, commit_id: str) -> bool:
+        """Whether the commit and every tree and blob under it are in the object database: refs can outlive the
+        objects they point at (an interrupted gc, a disk clean-up under objects/). Existence is looked up, no
+        object is read: tens of ms for 10,000 files."""
+        repo = self._repo
+        try:
+            commit = repo[commit_id]
+        except (KeyError, ValueError, pygit2.GitError):
+            return False
+        if not isinstance(commit, pygit2.Commit):
+            return False
+        stack = [commit.tree_id]
+        while stack:
+            try:
+                tree = repo[stack.pop()]
+            except (KeyError, pygit2.GitError):
+                return False
+            for entry in tree.peel(pygit2.Tree):
+                if entry.type_str == "tree":
+                    stack.append(entry.id)
+                elif entry.type_str == "blob" and entry.id not in repo:
+                    return False
+        return True
 
     def write_blob(self, data: bytes) -> str:
         """Put `data` in the object database (loose, unreferenced until committed) and return its id."""
@@ -221,6 +267,16 @@ class GitRepo:
         under git's own index.lock held until it has (`gitcli.index_lock`): a committed page the index
         lacked would show as a staged deletion that the user's next commit makes.
         """
+        try:
+            return self._commit_paths(paths, message)
+        except GitwikiError:
+            raise
+        except (KeyError, pygit2.GitError) as e:  # an object the commit builds on is gone, a ref that cannot move
+            raise StoreError(
+                f"could not commit {', '.join(paths)} in {self.root} ({e}); repair the repository (`git fsck`)"
+            ) from None
+
+    def _commit_paths(self, paths: list[str], message: str) -> str:
         repo = self._repo
         head = self.head()
         staged: dict[str, tuple[pygit2.enums.FileMode, str] | None] = {}
@@ -285,7 +341,13 @@ class GitRepo:
             return None
 
     def _tree(self, oid: str | pygit2.Oid) -> pygit2.Tree:
-        return self._repo[oid].peel(pygit2.Tree)
+        try:
+            return self._repo[oid].peel(pygit2.Tree)
+        except KeyError:  # still a KeyError for the callers that look a path up in it
+            raise MissingObject(
+                f"git tree {str(oid)[:12]} is missing from {self.git_dir} (an interrupted gc or a disk clean-up?); "
+                "repair the repository (`git fsck`) or restore it from a copy"
+            ) from None
 
     def history(self, path: str, limit: int = 20, start: str | None = None) -> list[HistoryEntry]:
         """Commits on HEAD (or from the commit `start`) that changed `path`, newest first."""

@@ -12,11 +12,12 @@ first turn had no gitwiki tools. `gitwiki serve` therefore reads stdin itself fr
   against the live SDK by tests/test_mcp_early.py. They are keyed to the gitwiki and mcp versions; another
   version's file answers nothing and the SDK answers as usual. Nothing is handed over at some moment: those
   methods are always answered here, everything else always goes to the SDK, in the order it came;
-- a request holding a lone UTF-16 surrogate escape (`"\\ud800"`) is refused with -32602: the SDK cannot parse
-  it and would leave it unanswered, the client waiting forever.
+- every line is checked first (`mcp.framing`): what the SDK could not parse, and so would leave unanswered with
+  the client waiting for ever (a batch, a request without `method`, `params` as a list, nesting past 100 levels,
+  a lone UTF-16 surrogate escape, two objects or a NUL on one line, a line that is not JSON), is answered here
+  with the JSON-RPC error and never reaches the SDK.
 
-Anything else as the first message (another protocol era, a malformed request) goes to the SDK untouched, and
-then only the surrogate guard applies.
+Anything else as the first message (another protocol era) goes to the SDK untouched, after that check.
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ import json
 import logging
 import os
 import queue
-import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from gitwiki.mcp import framing
 
 log = logging.getLogger("gitwiki.mcp")
 
@@ -97,8 +99,16 @@ class EarlyStdio:
     lines and answers what it can, one feeds the rest to the SDK (an unbounded queue, so a slow SDK never stops
     the reading), one copies the SDK's answers out. `close()` after the SDK returns flushes what it wrote."""
 
-    def __init__(self, first: bytes, initialize: dict[str, Any] | None, version: str, note: str | None = None) -> None:
+    def __init__(
+        self,
+        first: bytes,
+        initialize: dict[str, Any] | None,
+        version: str,
+        note: str | None = None,
+        early: bool = True,
+    ) -> None:
         self.note = note  # the instructions' last line, for the SDK's own answers to say the same
+        self._early = early  # False: only the line check, for a server whose tools are not tools.json's
         self._real_in, self._real_out = os.dup(0), os.dup(1)
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -116,32 +126,46 @@ class EarlyStdio:
         threading.Thread(target=self._read, args=(first, initialize is not None, version), daemon=True).start()
 
     def _read(self, first: bytes, handshake: bool, version: str) -> None:
-        self._answers = early_answers(version, self.note)
-        line, newline, rest = first.partition(b"\n")
+        self._answers = early_answers(version, self.note) if self._early else {}
+        line, _, rest = first.partition(b"\n")
         if handshake:
-            self._to_sdk.put(line + newline)  # the SDK's session starts with it; its answer is dropped
+            self._to_sdk.put(framing.check(line).line)  # the SDK's session starts with it; its answer is dropped
             start = rest
         else:
             start = first  # e.g. `server/discover`, answered here like any other line
         try:
             for message in _lines(start, self._real_in):
-                acknowledgement = acknowledge(message, self._answers)
-                if acknowledgement is not None:
-                    request_id, line = acknowledgement
-                    with self._write:
-                        self._acknowledged.add(json.dumps(request_id))  # before the SDK can answer it
-                    self._send(line)
-                    self._to_sdk.put(message)
-                    continue
-                reply = reply_to(message, self._answers)
-                if reply is None:
-                    self._to_sdk.put(message)
-                elif reply:
-                    self._send(reply)
+                try:
+                    self._take(message)
+                except OSError:
+                    raise
+                except Exception:  # a bug here must not end the session: the line is lost, the next one is read
+                    log.exception("could not handle a line from the client")
+                    self._send(_encode(framing.error(None, framing.INTERNAL_ERROR, "internal error reading a line")))
         except OSError:
             pass
         finally:
             self._to_sdk.put(None)  # the SDK sees the client's end of input
+
+    def _take(self, line: bytes) -> None:
+        checked = framing.check(line)
+        if checked.message is None:
+            if checked.note:
+                log.info("refused a line: %s", checked.note)
+            if checked.reply:
+                self._send(checked.reply)
+            return
+        reply = _early_reply(checked.message, len(line), self._answers)
+        if reply is None:
+            acknowledgement = acknowledge(line, self._answers)
+            if acknowledgement is not None:
+                request_id, sent = acknowledgement
+                with self._write:
+                    self._acknowledged.add(json.dumps(request_id))  # before the SDK can answer it
+                self._send(sent)
+            self._to_sdk.put(checked.line)
+        elif reply:
+            self._send(reply)
 
     def _feed(self, in_w: int) -> None:
         try:
@@ -196,22 +220,20 @@ class EarlyStdio:
 
 def reply_to(line: bytes, answers: dict[str, dict[str, Any]]) -> bytes | None:
     """Our answer to a client's line (`answers`: era → method → result, see `early_answers`), b"" to drop it,
-    None to pass it to the SDK."""
-    if len(line) > 4096 and not _SURROGATE_ESCAPE.search(line):
+    None to pass it to the SDK. A line that is not a message the SDK can take (`mcp.framing`) is answered or
+    dropped here, never passed on: the SDK answers nothing it cannot parse."""
+    checked = framing.check(line)
+    if checked.message is None:
+        if checked.note:
+            log.info("refused a line: %s", checked.note)
+        return checked.reply
+    return _early_reply(checked.message, len(line), answers)
+
+
+def _early_reply(message: dict[str, Any], size: int, answers: dict[str, dict[str, Any]]) -> bytes | None:
+    """Our answer to a message framing passed, or None to pass it to the SDK."""
+    if size > 4096:
         return None  # a tool call's arguments: the SDK's (only short lines can be a method answered here)
-    message = _parse(line)
-    if not isinstance(message, dict):
-        return None  # the SDK answers what it cannot parse, and batches
-    if _has_lone_surrogate(message):
-        if "id" not in message or "method" not in message:
-            log.warning("dropped a message with a lone surrogate escape (not a request, so no answer)")
-            return b""
-        log.info("refused %s: a lone surrogate escape", message.get("method"))
-        reason = (
-            "invalid params: a string in the request holds a lone UTF-16 surrogate escape (\\ud800-\\udfff), "
-            "which is not text; send the characters as UTF-8 or as escaped surrogate pairs"
-        )
-        return _encode({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32602, "message": reason}})
     params = message.get("params")
     if "id" not in message or not (params is None or _only_meta(params)):
         return None  # a notification, a cursor, arguments: the SDK's
@@ -240,29 +262,15 @@ def acknowledge(line: bytes, answers: dict[str, dict[str, Any]]) -> tuple[object
         return None
     if set(params) != {"_meta", "notifications"}:
         return None
-    if _has_lone_surrogate(message):
-        return None  # reply_to refuses it
     acknowledgement = {"_meta": {SUBSCRIPTION: message["id"]}, "notifications": known["acknowledged"]}
     return message["id"], _encode({"jsonrpc": "2.0", "method": ACKNOWLEDGED, "params": acknowledgement})
-
-
-# What can start a lone surrogate in JSON text: a backslash-u escape of D800-DFFF (raw surrogates are not UTF-8).
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _parse(line: bytes) -> object:
     try:
         return json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
-
-
-def _has_lone_surrogate(message: object) -> bool:
-    try:
-        json.dumps(message, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _only_meta(params: object) -> bool:
@@ -331,15 +339,27 @@ def log_to_stderr(level: str) -> None:
     logging.basicConfig(level=level, stream=sys.stderr, format="gitwiki serve: %(levelname)s %(name)s: %(message)s")
 
 
-def answer_initialize(version: str, note: str | None = None) -> EarlyStdio | None:
-    """Read the first message from stdin; answer it if it is a handshake `initialize`. Returns the rerouted
-    stdio the SDK must then use (None when stdin is closed before any message)."""
+def _first_line() -> bytes:
     first = b""
     while b"\n" not in first:
         chunk = os.read(0, 65536)
         if not chunk:
             break
         first += chunk
+    return first
+
+
+def guard_lines() -> EarlyStdio | None:
+    """stdin and stdout rerouted through the line check alone (`mcp.framing`), nothing answered early: for the
+    shared-index server, whose tools are not tools.json's. None when stdin closes before any message."""
+    first = _first_line()
+    return EarlyStdio(first, None, "", early=False) if first else None
+
+
+def answer_initialize(version: str, note: str | None = None) -> EarlyStdio | None:
+    """Read the first message from stdin; answer it if it is a handshake `initialize`. Returns the rerouted
+    stdio the SDK must then use (None when stdin is closed before any message)."""
+    first = _first_line()
     if not first:
         return None
     line = first.split(b"\n", 1)[0]
@@ -368,11 +388,8 @@ class Handshake:
 
 
 def _answer(line: bytes, version: str, note: str | None = None) -> dict[str, Any] | None:
-    try:
-        message = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(message, dict) or message.get("method") != "initialize" or "id" not in message:
+    message = framing.check(line).message  # anything else is refused by the reader, as any line is
+    if message is None or message.get("method") != "initialize" or "id" not in message:
         return None
     params = message.get("params")
     if not isinstance(params, dict) or not isinstance(params.get("protocolVersion"), str):

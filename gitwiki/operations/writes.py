@@ -5,6 +5,7 @@ other feature that writes pages, so that every write leaves the wiki consistent.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from pathlib import Path, PurePosixPath
@@ -44,15 +45,17 @@ def add_page(
     ref = locate(wiki.root, c, path, for_write=True)
     with wiki.store.lock():  # one writer at a time: ancestor index.md files are shared by every page below them
         _check_ancestors(wiki, c, ref)
+        if commit:
+            wiki.repo.check_committable()  # a write the caller wants committed is refused before it is made
         previous = _old_bytes(ref) if overwrite else None
         created = write_page(ref, content, overwrite=overwrite, max_bytes=wiki.config.mcp.max_page_bytes)
         try:
             same = previous is not None and _listed_the_same(wiki, c, ref, previous, content)
             index_files = [] if same else _refresh_ancestors(wiki, c, ref, scaffold=True)
+            made = _commit(wiki, "add_markdown", ref, index_files) if commit else None
         except GitwikiError:
-            _put_back(ref, None if created else previous)
+            _undo(wiki, c, ref, None if created else previous)
             raise
-        made = _commit(wiki, "add_markdown", ref, index_files) if commit else None
     # Parsed for lint before the view indexes it: indexing then reads the outline from the same parse.
     doc = parse(ref.repo_path, content)
     view = wiki.view(c.name)  # parses just the new page versions (the worktree overlay)
@@ -74,14 +77,16 @@ def delete_page(wiki: Wiki, corpus: str | None, path: str, *, commit: bool = Fal
     ref = locate(wiki.root, c, path, for_write=True)
     with wiki.store.lock():
         _check_ancestors(wiki, c, ref)
+        if commit:
+            wiki.repo.check_committable()
         previous = _old_bytes(ref)
         remove_page(ref)
         try:
             index_files = _refresh_ancestors(wiki, c, ref, scaffold=False)
+            made = _commit(wiki, "delete_markdown", ref, index_files) if commit else None
         except GitwikiError:
-            _put_back(ref, previous)
+            _undo(wiki, c, ref, previous)
             raise
-        made = _commit(wiki, "delete_markdown", ref, index_files) if commit else None
     view = wiki.view(c.name)
     wiki.prune(keep=set(view.pages.values()))
     return _report(ref, "deleted", index_files, [], made, view)
@@ -116,6 +121,16 @@ def _put_back(ref: PageRef, previous: bytes | None) -> None:
         remove_page(ref)
     else:
         write_page_file(ref.root, ref.repo_path, previous, overwrite=True)
+
+
+def _undo(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, previous: bytes | None) -> None:
+    """Put the page back as it was after a write that failed on its way (an index.md swapped under it, a commit
+    the repository could not take): an acknowledged write is never half made, and a refused one leaves
+    nothing. The index blocks above it are refreshed again to list what is there; if that fails too, the
+    index-blocks hook brings them up to date."""
+    _put_back(ref, previous)
+    with contextlib.suppress(GitwikiError, OSError):
+        _refresh_ancestors(wiki, corpus, ref, scaffold=False)
 
 
 def _listed_the_same(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, previous: bytes, content: str) -> bool:

@@ -12,6 +12,7 @@ from typing import NamedTuple
 from gitwiki.errors import UsageError
 from gitwiki.markdown.chunker import page_sections
 from gitwiki.markdown.links import slugify
+from gitwiki.pagetext import printable
 
 
 class OutlineEntry(NamedTuple):
@@ -68,7 +69,7 @@ def find_section(path: str, entries: list[OutlineEntry], section: str) -> Outlin
         if e.level and (e.slug_path == wanted or e.slug_path.endswith("/" + wanted)):
             return e
     known = ", ".join(f"#{e.slug_path}" for e in entries if e.level) or "(the page has no H1–H3 headings)"
-    raise UsageError(f"no section {section!r} in {path!r}; its sections are: {known}")
+    raise UsageError(printable(f"no section {section!r} in {path!r}; its sections are: {known}"))
 
 
 def render(path: str, entries: list[OutlineEntry]) -> str:
@@ -79,4 +80,4 @@ def render(path: str, entries: list[OutlineEntry]) -> str:
         rows.append(
             f"{pad}{path}:{e.start_line}-{e.end_line}  {e.title or '(before the first heading)'}  ({e.bytes} bytes)"
         )
-    return "\n".join(rows) + "\n"
+    return printable("\n".join(rows)) + "\n"  # a heading's terminal escapes shown as text, not acted on

@@ -28,7 +28,7 @@ from gitwiki.index.store import ChunkRow, State, Store, vector_matrix
 from gitwiki.index.tokens import STOP_WORDS, tokenize, words
 from gitwiki.markdown.chunker import fallback_title
 from gitwiki.search.ranking import Candidates, PageHit, Ranked, judge_pages, rank_pages, snippet
-from gitwiki.search.searcher import CANDIDATES, ChunkResult, DocResult, SearchOptions, SearchResult
+from gitwiki.search.searcher import CANDIDATES, ChunkResult, DocResult, SearchOptions, SearchResult, check_query
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -376,6 +376,7 @@ class LanceReader:
     def search(
         self, query: str, corpus: str, options: SearchOptions, embedder: Embedder | None, refresh: bool = True
     ) -> SearchResult:
+        check_query(query)
         if not query.strip():
             raise UsageError("the query is empty; say what to look for")
         if refresh:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
+from gitwiki.pagetext import printable
 from gitwiki.search.ranking import PageTrace
 from gitwiki.search.relevance import WEAK_COVERAGE, WEAK_Z
 from gitwiki.search.searcher import SearchResult
@@ -14,34 +15,39 @@ def outline(
 ) -> str:
     """`mode_note`: why the mode is not the one asked for (e.g. the model does not load), after the mode;
     `truncated`: the corpus's pages indexed in part (over [search] max_page_bytes)."""
+    query = printable(result.query)
     if not result.docs:
         mode = f"{result.mode}; {mode_note}" if mode_note else result.mode
-        return f"no results for {result.query!r} in corpus {result.corpus!r} ({mode})\n"
+        return f"no results for {query!r} in corpus {result.corpus!r} ({mode})\n"
     mode = f"{result.mode} ({mode_note})" if mode_note else result.mode
     bold, dim, cyan, reset = ("\033[1m", "\033[2m", "\033[36m", "\033[0m") if color else ("", "", "", "")
     lines = []
     if result.weak:
         lines += [
-            f"weak match: no page below holds most of the words of {result.query!r} or stands out in meaning; "
+            f"weak match: no page below holds most of the words of {query!r} or stands out in meaning; "
             "the wiki may not cover it (rephrase, or read these as guesses)",
             "",
         ]
     summaries, shown = dict(result.folders), set()
+    # Page text (paths, titles, sections, snippets, folder summaries) is printed as text, never as the terminal
+    # escapes a checkout's page may carry (`pagetext.printable`).
     for doc in result.docs:
+        path, title = printable(doc.path), printable(doc.title)
         folder = doc.path.rpartition("/")[0]
         # A search over several corpora labels each page (and keys its folders) with its corpus.
         label = f"[{doc.corpus}] " if doc.corpus is not None else ""
         key = f"{doc.corpus}:{folder}" if doc.corpus is not None else folder
         if key in summaries and key not in shown:  # once per folder, above its first page
             shown.add(key)
-            lines.append(f"{dim}{label}{folder or '.'}/  {summaries[key]}{reset}")
+            lines.append(f"{dim}{label}{printable(folder or '.')}/  {printable(summaries[key])}{reset}")
         mark = ", weak" if doc.weak else ""
-        lines.append(f"{label}{bold}{doc.path}{reset}  {doc.title}  {dim}({score_text(doc.score)}{mark}){reset}")
+        lines.append(f"{label}{bold}{path}{reset}  {title}  {dim}({score_text(doc.score)}{mark}){reset}")
         for chunk in doc.chunks:
-            crumb = " > ".join(chunk.breadcrumb) or doc.title
-            lines.append(f"  {cyan}{doc.path}:{chunk.start_line}-{chunk.end_line}{reset}  {crumb}")
+            crumb = printable(" > ".join(chunk.breadcrumb)) or title
+            lines.append(f"  {cyan}{path}:{chunk.start_line}-{chunk.end_line}{reset}  {crumb}")
             # Full chunks keep their own lines (code!); one-line snippets are wrapped.
-            body = chunk.text.splitlines() if "\n" in chunk.text else textwrap.wrap(chunk.text, 100)
+            text = printable(chunk.text)
+            body = text.splitlines() if "\n" in text else textwrap.wrap(text, 100)
             lines.extend("    " + line for line in body or [""])
         if doc.explain is not None:
             lines.extend(f"  {dim}{line}{reset}" for line in explain_lines(doc.explain))
@@ -55,10 +61,10 @@ def outline(
         footer += f" · {len(result.dirty)} uncommitted page(s) included"
     if result.lexical_only:
         footer += f" · {len(result.lexical_only)} searched lexically only (embedding budget): "
-        footer += ", ".join(result.lexical_only[:3]) + (" …" if len(result.lexical_only) > 3 else "")
+        footer += printable(", ".join(result.lexical_only[:3])) + (" …" if len(result.lexical_only) > 3 else "")
     if truncated:
         footer += f" · {len(truncated)} page(s) searched only up to [search] max_page_bytes: "
-        footer += ", ".join(truncated[:3]) + (" …" if len(truncated) > 3 else "")
+        footer += printable(", ".join(truncated[:3])) + (" …" if len(truncated) > 3 else "")
     lines.append(f"{dim}{footer}{reset}")
     return "\n".join(lines) + "\n"
 

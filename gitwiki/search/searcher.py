@@ -44,6 +44,22 @@ class CorpusView(NamedTuple):
     lexical_only: tuple[str, ...] = ()  # uncommitted pages past the query-time embedding budget
 
 
+# The longest query searched, in characters. A query is what someone types or an agent writes: a question, keywords,
+# a pasted error line with its frame; 4,000 characters hold about 600 words, twice what the embedding model reads
+# (it truncates at 256 tokens, some 1,000-1,500 characters) and far more than BM25 needs to rank. Past it a query
+# is a pasted file or log, and it was searched whole: 100 MB took 42 s and 1.55 GB of memory.
+MAX_QUERY_CHARS = 4_000
+
+
+def check_query(query: str) -> None:
+    """UsageError for a query longer than MAX_QUERY_CHARS, before any work is done for it."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise UsageError(
+            f"the query is {len(query):,} characters; at most {MAX_QUERY_CHARS:,} are searched: say what to look "
+            "for in a sentence or some keywords (from a log or a file, its telling line)"
+        )
+
+
 class SearchOptions(NamedTuple):
     """One query's settings. Build them with `SearchOptions.build`, which checks what the caller gave and
     takes the rest from config.SearchConfig."""

@@ -9,10 +9,13 @@ repository that is the current checkout is not external: its two corpora become 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
+import shutil
+import sys
 import tempfile
 import time
 import tomllib
@@ -29,7 +32,7 @@ from gitwiki.config import (
     SearchConfig,
     user_config_path,
 )
-from gitwiki.errors import GitwikiError, NotFoundError, UsageError
+from gitwiki.errors import GitwikiError, MissingObject, NotFoundError, StoreError, UsageError
 from gitwiki.fs import atomic_write, path_problem
 from gitwiki.git import remote
 from gitwiki.git.gitrepo import Commit, GitRepo, HistoryEntry
@@ -224,6 +227,7 @@ class Repository:
         self.consents = consents
         key = hashlib.sha1((config.url or config.path or "").encode()).hexdigest()[:12]
         self.cache_dir = cache_home() / f"{config.name}-{key}"
+        self._damaged = False  # objects found missing: the next sync clones again
 
     @property
     def name(self) -> str:
@@ -288,6 +292,9 @@ class Repository:
         self.require_consent()
         started = time.perf_counter()
         before = self.state()
+        notes: list[str] = []
+        if self.config.url and (self._damaged or (before.commit is not None and not self.git.holds(before.commit))):
+            notes.append(self._set_cache_aside())
         try:
             fetched = self._fetch(want_artifact=before.commit is None, progress=progress)
         except GitwikiError as e:
@@ -295,12 +302,11 @@ class Repository:
                 raise
             self._save(before._replace(error=str(e), failed_at=time.time()))
             return SyncReport(
-                self.name, before.commit, before.commit, False, False, False, str(e), (), [], _since(started)
+                self.name, before.commit, before.commit, False, False, False, str(e), tuple(notes), [], _since(started)
             )
         commit = fetched.commit
         rewritten = before.commit is not None and not self.objects.is_ancestor(before.commit, commit.id)
         wiki = self.config.wiki if self.config.wiki is not None else own_wiki(self.objects, commit)
-        notes: list[str] = []
         installed = fetched.artifact is not None and self._install_artifact(embeddings, notes)
         model = embeddings.model if embeddings.enabled else None
         reports = []
@@ -333,6 +339,38 @@ class Repository:
             reports,
             _since(started),
         )
+
+    def _set_cache_aside(self) -> str:
+        """Remove the bare cache of a url repository whose objects are gone (an interrupted gc, a disk clean-up
+        under objects/): its refs then point at nothing and every read of a page failed. The cache is gitwiki's own
+        copy, so the fetch that follows clones the repository again; the index is kept (its rows are keyed by
+        blob id: pages that did not change are not parsed again). Returns the note saying so."""
+        self.__dict__.pop("objects", None)
+        self._damaged = False
+        cache = self.cache_dir / "git"
+        aside = self.cache_dir / f"git.damaged-{os.getpid()}"
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(cache, aside)  # first, so that no reader opens it half deleted
+        shutil.rmtree(aside, ignore_errors=True)
+        return "the cached git objects were missing (an interrupted gc or a disk clean-up?): cloned again"
+
+    def repair(self, embeddings: EmbeddingsConfig) -> None:
+        """After a read found an object missing: clone a url repository's cache again and sync (lexically: the
+        vectors are the index's, kept), saying so on stderr. A path repository is its owner's to repair."""
+        if self.config.path:
+            raise StoreError(
+                f"repository {self.name} at {self.config.path} is missing git objects its last sync pointed at; "
+                f"repair it there (`git fsck`), then run `gitwiki repo sync {self.name}`"
+            )
+        self._damaged = True
+        report = self.sync(embeddings, lexical=True)
+        for note in report.notes:
+            print(f"gitwiki: {self.name}: {note}", file=sys.stderr)
+        if report.error:
+            raise StoreError(
+                f"repository {self.name}'s cache lost git objects and could not be fetched again ({report.error}); "
+                f"run `gitwiki repo sync {self.name}` when {self.location} is reachable"
+            )
 
     def _fetch(self, *, want_artifact: bool, progress: Progress | None) -> remote.Fetched:
         if self.config.path:
@@ -369,6 +407,9 @@ class Repository:
         """The synced pages of corpus `name` (syncing first if it never was and `auto_sync`)."""
         self.require_consent()
         state = self.store.state(name)
+        if state is not None and self.config.url and not self.git.has(state.commit):
+            self.repair(embeddings)  # the cache lost its objects: every page read would fail
+            state = self.store.state(name)
         if state is None:
             if not auto_sync:
                 raise NotFoundError(f"repository {self.name} is not synced yet; run `gitwiki repo sync {self.name}`")
@@ -493,7 +534,15 @@ class RepositoryCorpus:
         return search_view(self.repository.searcher, view, query, options, embedder, self.config, read, fix)
 
     def _read_text(self, path: str) -> str:
-        return self.repository.read(self._name, path)[1]
+        return self._read(path)[1]
+
+    def _read(self, path: str) -> tuple[str, str]:
+        """`Repository.read`, once more after the cache is cloned again when the page's object was gone."""
+        try:
+            return self.repository.read(self._name, path)
+        except MissingObject:
+            self.repository.repair(self._embeddings)
+            return self.repository.read(self._name, path)
 
     def files(self, glob: str | None = None) -> tuple[CorpusView, list[pages.ListedPage]]:
         view = self.view()
@@ -508,7 +557,7 @@ class RepositoryCorpus:
         return view, node
 
     def read(self, path: str) -> Page:
-        shown, text = self.repository.read(self._name, path)
+        shown, text = self._read(path)
         return Page(self._name, shown, "", text, {"commit": self.repository.state().commit, "dirty": False})
 
     def history(self, path: str, limit: int) -> tuple[str, list[HistoryEntry]]:

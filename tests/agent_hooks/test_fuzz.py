@@ -15,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from gitwiki.agent_hooks import BY_NAME
+from gitwiki.agent_hooks import BY_NAME, MCP_PREFIXES
 from gitwiki.agent_hooks.failures import error_lines
+from gitwiki.agent_hooks.permissions import READ_TOOLS, TOPICS_DRY_RUNS, TOPICS_READ_ACTIONS, WRITE_TOOLS
 from gitwiki.agent_hooks.run import run
 from gitwiki.agent_hooks.shell import shell_use
 from tests.agent_hooks.conftest import FIXTURES, load
@@ -61,6 +62,9 @@ segments = st.builds(
     st.sampled_from("cat head tail sed less bat grep rg git find cd ls".split()),
     st.lists(arguments | shell_words | st.text(max_size=12), max_size=6),
 )
+mcp_tools = st.builds(
+    lambda prefix, tool: prefix + tool, st.sampled_from(MCP_PREFIXES), st.sampled_from(READ_TOOLS + WRITE_TOOLS)
+)
 commands = st.lists(segments | shell_words | st.text(max_size=12), max_size=8).map(" ".join)
 huge = st.integers(min_value=0, max_value=2_000_000).map(lambda n: ("error " + "x/" * 7 + "a") * (n // 16))
 strings = st.text() | commands | huge
@@ -73,7 +77,7 @@ def events(draw, root: str):
         # relative ones are taken from the test's directory, the wiki: no other repository is ever touched
         "cwd": draw(st.just(root) | st.just(root + "/src") | st.text(max_size=20).map(lambda t: t.lstrip("/"))),
         "hook_event_name": draw(st.sampled_from(["PreToolUse", "PostToolUse", "PostToolUseFailure"]) | st.text()),
-        "tool_name": draw(st.sampled_from(["Read", "Edit", "Write", "Glob", "Grep", "Bash"]) | st.text()),
+        "tool_name": draw(st.sampled_from(["Read", "Edit", "Write", "Glob", "Grep", "Bash"]) | mcp_tools | st.text()),
     }
     field = st.just(root + "/src/keys.py") | st.just("src/keys.py") | strings | json_values
     drawn["tool_input"] = draw(
@@ -86,6 +90,9 @@ def events(draw, root: str):
                 "content": field,
                 "old_string": field,
                 "new_string": field,
+                # memory_topics's, for approve-mcp: the actions it knows, or any JSON where a string goes
+                "action": st.sampled_from(sorted(TOPICS_READ_ACTIONS | TOPICS_DRY_RUNS)) | json_values,
+                "apply": json_values,
             },
         )
         | json_values
@@ -175,3 +182,26 @@ def test_fuzzed_bash_calls_never_fail_or_hang(wiki, monkeypatch, command, output
         answer = run(hook_type, json.dumps(drawn).encode(), str(wiki.path))
     _check(wiki.path, answer)
     event(f"{hook_type}: {'an answer' if answer else 'no answer'}")
+
+
+@FUZZ
+@given(
+    tool=mcp_tools | st.text(max_size=30),
+    tool_input=st.fixed_dictionaries(
+        {},
+        optional={
+            "action": st.sampled_from(sorted(TOPICS_READ_ACTIONS | TOPICS_DRY_RUNS)) | json_values,
+            "apply": json_values,
+            "query": json_values,
+        },
+    )
+    | json_values,
+)
+def test_fuzzed_mcp_calls_get_allow_or_nothing_from_approve_mcp(wiki, monkeypatch, tool, tool_input):
+    """Any field of any type where gitwiki's MCP tools take a string (`"action": ["clean"]` was a TypeError, exit 1)."""
+    monkeypatch.chdir(wiki.path)
+    drawn = {"hook_event_name": "PreToolUse", "cwd": str(wiki.path), "tool_name": tool, "tool_input": tool_input}
+    answer = run("approve-mcp", json.dumps(drawn).encode(), str(wiki.path))
+    _check(wiki.path, answer)
+    if answer:
+        assert json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "allow"

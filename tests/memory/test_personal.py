@@ -335,3 +335,49 @@ def test_through_the_mcp_server_scope_is_a_parameter_and_a_bad_one_is_refused(tm
 
     run(main)
     assert (home / "kb/memory/vim.md").is_file() and not (a.path / "wiki/memory").exists()
+
+
+def test_a_personal_repository_whose_objects_are_gone_refuses_the_store_and_writes_nothing(tmp_path, home, cli):
+    """An interrupted gc or a disk clean-up under ~/kb/.git/objects: `memory store --personal` was a pygit2
+    traceback, and the entry was in the page anyway, uncommitted (a retry stored it twice). Now one error
+    naming the repository and the repair, and the page as it was: the write was never acknowledged, so
+    nothing is lost by refusing it."""
+    user_config(tmp_path)
+    a = project(tmp_path, "a")
+    code, _, err = cli("memory", "store", "--personal", "deploy", "gotcha: canaries first", cwd=a.path)
+    assert code == 0, err
+    kb = home / "kb"
+    for found in [p for p in (kb / ".git" / "objects").rglob("*") if p.is_file()]:
+        found.unlink()
+    page = (kb / "memory" / "deploy.md").read_bytes()
+    code, out, err = cli("memory", "store", "--personal", "deploy", "gotcha: roll back with helm", cwd=a.path)
+    assert code == 4 and out == "" and "Traceback" not in err
+    assert err.count("\n") == 1 and f"git repository {kb} is damaged" in err and "git fsck" in err
+    assert (kb / "memory" / "deploy.md").read_bytes() == page
+    code, out, err = cli("memory", "store", "--project", "deploy", "gotcha: roll back with helm", cwd=a.path)
+    assert code == 0, err  # the project's memory is another repository, and unharmed
+
+
+def test_a_commit_that_fails_after_the_write_puts_the_page_back(tmp_path, home, monkeypatch):
+    """A personal repository commits every write; when the commit fails (a ref that cannot move, a disk that
+    fills), the write is undone instead of left uncommitted behind an error."""
+    from gitwiki.errors import StoreError
+    from gitwiki.git.gitrepo import GitRepo
+
+    user_config(tmp_path)
+    a = project(tmp_path, "a")
+    mem = Memory.open(a.path)
+    target, (topic,) = stores.writer(mem, "personal", ["deploy"])
+    store_mod.store(target, topic, "gotcha: canaries first")
+    kb = home / "kb"
+    page = (kb / "memory" / "deploy.md").read_bytes()
+
+    def refuse(self, paths, message):
+        raise StoreError("the ref could not move")
+
+    monkeypatch.setattr(GitRepo, "commit_paths", refuse)
+    with pytest.raises(StoreError, match="the ref could not move"):
+        store_mod.store(target, topic, "gotcha: roll back with helm")
+    assert (kb / "memory" / "deploy.md").read_bytes() == page
+    assert git(kb, "status", "--porcelain") == ""
+    mem.close()

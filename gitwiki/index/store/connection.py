@@ -141,13 +141,23 @@ class IndexConnection(sqlite3.Connection):
 
 
 def connect(path: Path, read_only: bool = False) -> sqlite3.Connection:
-    if read_only:
-        # A read-only dir cannot hold WAL's -shm file, so SQLite could not even read; nobody can write
-        # there either, which is what `immutable` promises.
-        uri = f"file:{path}?mode=ro&immutable=1"
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, factory=IndexConnection)
-    else:
-        conn = sqlite3.connect(path, isolation_level=None, timeout=30, check_same_thread=False, factory=IndexConnection)
+    try:
+        if read_only:
+            # A read-only dir cannot hold WAL's -shm file, so SQLite could not even read; nobody can write
+            # there either, which is what `immutable` promises.
+            uri = f"file:{path}?mode=ro&immutable=1"
+            conn = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False, factory=IndexConnection
+            )
+        else:
+            conn = sqlite3.connect(
+                path, isolation_level=None, timeout=30, check_same_thread=False, factory=IndexConnection
+            )
+    except sqlite3.Error as e:  # e.g. a directory in its place, or a folder without permission
+        raise StoreError(
+            f"cannot open the index at {path} ({e}): remove it (the index is built again from git) or run "
+            "`gitwiki index --rebuild`, which moves it aside"
+        ) from None
     conn.index_dir = path.parent
     if not read_only:
         try:

@@ -4,7 +4,9 @@ damaged or of another schema, read-only where this process cannot write."""
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import stat
 import sys
 from pathlib import Path
 from typing import Self
@@ -37,6 +39,11 @@ class Opening(Database):
             raise StoreError(f"cannot create index dir {index_dir} ({e.strerror}); set [storage] index_dir") from None
         mark = marked(index_dir)
         rebuild = rebuild or (mark and f"it is damaged ({mark})")
+        if not rebuild and (problem := not_a_database(path)):  # not ours to move aside unasked: it may hold anything
+            remove = "rm -r" if path.is_dir() else "rm"
+            raise IndexDamaged(
+                index_dir, f"{DB_NAME} there {problem}, not a database file; `{remove} {path}` removes it"
+            )
         try:
             if rebuild:
                 with writer_lock(index_dir):
@@ -134,7 +141,11 @@ def _move_aside(path: Path, why: str) -> None:
     for suffix in ("", "-wal", "-shm"):
         source = Path(str(path) + suffix)
         target = Path(str(aside) + suffix)
+        if target.is_dir() and not target.is_symlink():  # an older one set aside was a directory too
+            shutil.rmtree(target)
         if source.exists():
+            if source.is_dir() != target.is_dir():  # rename cannot put a directory over a file or the other way
+                target.unlink(missing_ok=True)
             os.replace(source, target)
         else:
             target.unlink(missing_ok=True)
@@ -145,6 +156,20 @@ def _move_aside(path: Path, why: str) -> None:
             f"gitwiki: warning: index at {path} moved aside to {aside.name}: {why}; rebuilding it from git",
             file=sys.stderr,
         )
+
+
+def not_a_database(path: Path) -> str | None:
+    """What is wrong with `path` as the index's database file, if it exists: a directory, a FIFO or a device,
+    where SQLite fails to open (a traceback) or blocks on a read for ever."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"cannot be looked at ({e.strerror})"
+    if stat.S_ISREG(mode):
+        return None
+    return "is a directory" if stat.S_ISDIR(mode) else "is not a regular file"
 
 
 def _writer_died(index_dir: Path) -> bool:
