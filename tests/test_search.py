@@ -230,6 +230,29 @@ def test_unavailable_reranker_warns_once_and_keeps_the_fused_order(repo, cli, mo
     assert "cannot load reranker 'missing/model'" in err and "results keep the fused order" in err
 
 
+def test_identifiers_are_found_as_written_and_the_exact_one_first(repo, cli):
+    repo.commit(
+        "pages",
+        {
+            ".gitwiki.toml": LEXICAL,
+            "wiki/exports.md": "# Exports\n\nList the public names in `__all__` at the top of the module.\n",
+            "wiki/all.md": "# All of it\n\nAll the names, all the time, for all of us.\n",
+            "wiki/push.md": "# Push\n\nA rejected push can be overwritten with `git push --force`.\n",
+            "wiki/force.md": "# Force\n\nForce majeure: the force of a contract, force and more force.\n",
+            "wiki/hooks.md": "# Hooks\n\nCall `attrs.resolve_types` once every class is defined.\n",
+            "wiki/types.md": "# Types\n\nResolve the types of a class: types, types and types resolved.\n",
+        },
+    )
+    for query, page in (
+        ("__all__", "wiki/exports.md"),  # was "no results": "all" is a stop word
+        ("--force", "wiki/push.md"),
+        ("resolve_types", "wiki/hooks.md"),
+    ):
+        code, out, err = cli("ground", "--json", "--", query, cwd=repo.path)
+        assert code == 0, err
+        assert json.loads(out)["docs"][0]["path"] == page, (query, out)
+
+
 def test_weak_flag_lexical(repo, cli):
     """Min-max fusion always puts something first; the weak flag says when that something is a guess."""
     repo.commit("pages", {".gitwiki.toml": "[embeddings]\nenabled = false\n", **PAGES})
