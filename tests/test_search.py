@@ -237,15 +237,15 @@ def test_identifiers_are_found_as_written_and_the_exact_one_first(repo, cli):
             ".gitwiki.toml": LEXICAL,
             "wiki/exports.md": "# Exports\n\nList the public names in `__all__` at the top of the module.\n",
             "wiki/all.md": "# All of it\n\nAll the names, all the time, for all of us.\n",
-            "wiki/push.md": "# Push\n\nA rejected push can be overwritten with `git push --force`.\n",
-            "wiki/force.md": "# Force\n\nForce majeure: the force of a contract, force and more force.\n",
+            "wiki/trial.md": "# Trial\n\nTry a sync first with `--dry-run`.\n",
+            "wiki/run.md": "# Run\n\nA dry summer: run, run and run again in the dry heat.\n",
             "wiki/hooks.md": "# Hooks\n\nCall `attrs.resolve_types` once every class is defined.\n",
             "wiki/types.md": "# Types\n\nResolve the types of a class: types, types and types resolved.\n",
         },
     )
     for query, page in (
         ("__all__", "wiki/exports.md"),  # was "no results": "all" is a stop word
-        ("--force", "wiki/push.md"),
+        ("--dry-run", "wiki/trial.md"),
         ("resolve_types", "wiki/hooks.md"),
     ):
         code, out, err = cli("ground", "--json", "--", query, cwd=repo.path)

@@ -3,10 +3,10 @@
 Words are lower-cased, identifiers are split (`rotateSigningKey`, `rotate_signing_key` and
 `rotate-signing-key` all yield rotate, signing, key, plus the whole identifier; each part of a dotted path
 `attrs.resolve_types` is kept whole too), English stop words are dropped and the rest is Snowball-stemmed.
-A dunder name or a long flag also yields its whole form with a marker (`__all__` → dunderall, all;
-`--dry-run` → flagdryrun, dryrun, dry, run): FTS5 drops the underscores and dashes, and without the marker
-`__all__` would be the stop word "all" alone and `--force` any "force". The output feeds SQLite FTS5 with its plain unicode61
-tokenizer, which then only has to split on spaces.
+A dunder name also yields its whole form marked (`__all__` → dunderall, all): FTS5 drops the underscores,
+and unmarked `__all__` would be the stop word "all" alone. Long flags are not marked (`--force` is force):
+a mark ranks pages that use the flag above the page that explains it (docs/research/tokenization.md).
+The output feeds SQLite FTS5 with its plain unicode61 tokenizer, which then only has to split on spaces.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from gitwiki.pagetext import text_memo
 
 # Bump when tokenize's output changes: an index written with another version gets its full-text rows rebuilt
 # from its chunks on open (store/fulltext.py; the vectors stay, they are keyed by chunk text). 2: mnemonic brackets.
-# 3: dunder names and long flags marked, dotted paths' parts kept whole.
+# 3: dunder names marked, dotted paths' parts kept whole.
 TOKENS_VERSION = "3"
 
 _WORD = re.compile(r"[^\W_]+(?:[_\-.'][^\W_]+)*", re.UNICODE)
@@ -30,9 +30,8 @@ _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 # brackets they cut the word into "e", "x", "tract". Only letters followed by a letter: `args[i]`, `[x] done`
 # and `[link](url)` are left alone.
 _SEPARATORS = re.compile(r"[_\-.']")
-# The marks of a decorated identifier's whole form: letters, as FTS5's unicode61 splits on anything else.
+# The mark of a dunder name's whole form: letters, as FTS5's unicode61 splits on anything else.
 DUNDER_MARK = "dunder"
-FLAG_MARK = "flag"
 _MNEMONIC = re.compile(r"\[([^\W\d_]{1,3})\](?=[^\W\d_])")
 
 # The classic English stop list (Lucene/SMART core), kept short: rare words carry the meaning.
@@ -64,17 +63,11 @@ def _split_camel(chunk: str) -> list[str]:
     return _CAMEL.findall(chunk) if chunk.isascii() else [chunk]
 
 
-def _decoration(text: str, start: int, end: int) -> str:
-    """The mark of the identifier at text[start:end] if it is a dunder name (`__init__`) or a long flag
-    (`--dry-run`, not the `--` inside `a--b` or `<!--`), else ""."""
-    if start < 2 or text[start - 1] not in "_-":
-        return ""
-    before = text[start - 2 : start]
-    if before == "__" and text[end : end + 2] == "__":
-        return DUNDER_MARK
-    if before == "--" and (start == 2 or not (text[start - 3].isalnum() or text[start - 3] in "_-!")):
-        return FLAG_MARK
-    return ""
+def _dunder(text: str, start: int, end: int) -> bool:
+    """Whether the identifier at text[start:end] is a dunder name (`__init__`, `__about__.py`)."""
+    if start < 2 or text[start - 1] != "_" or text[start - 2 : start] != "__" or text[end : end + 2] != "__":
+        return False
+    return start == 2 or not text[start - 3].isalnum()  # not the `b` of `a__b__`
 
 
 def _parts(word: str) -> list[str]:
@@ -86,21 +79,21 @@ def _joined(word: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    """Surface tokens: whole identifiers (marked when decorated), their parts, and CJK characters as single tokens."""
+    """Surface tokens: whole identifiers (dunder names marked), their parts, and CJK characters as single tokens."""
     out: list[str] = []
     if "[" in text:
         text = _MNEMONIC.sub(r"\1", text)
     for match in _WORD.finditer(text):
         word = match.group()
-        mark = _decoration(text, match.start(), match.end())
-        if not mark and word.isascii() and word.isalpha() and word[1:].islower():
+        dunder = _dunder(text, match.start(), match.end())
+        if not dunder and word.isascii() and word.isalpha() and word[1:].islower():
             # A plain word ("list", "List") has no parts and no CJK: what the general path gives, 3.3x faster
             # over 1,000 tldr pages (0.40 → 0.12 s; a warm query tokenizes its best chunks for the weak flag).
             out.append(word.lower())
             continue
         parts = _parts(word)
-        if mark:
-            out.append(mark + _joined(word))
+        if dunder:
+            out.append(DUNDER_MARK + _joined(word))
         if len(parts) > 1:
             out.append(_joined(word))
             if "." in word:  # `attrs.resolve_types` is found by `resolve_types` too
