@@ -426,6 +426,8 @@ def test_weak_flag_hybrid_marks_a_query_whose_words_the_wiki_does_not_hold(repo,
         seen = first["explain"]["weak"]
         assert seen["coverage"] == 0.0 and seen["z"] > seen["needs_z"], (query, seen)  # a standout either way
         assert found["weak"] is weak and seen["known"] == (0.0 if weak else 0.5), (query, seen)
+    code, out, _ = cli("ground", "omega blorf", "--explain", cwd=repo.path)
+    assert out.startswith("weak match:") and "query terms in the index 0.00 (the z counts from 0.5)" in out
 
 
 def test_a_weak_judgement_needs_the_query_words_known_for_the_dense_standout_to_count():
