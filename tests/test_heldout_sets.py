@@ -19,6 +19,8 @@ from tests.helpers import ROOT
 HELDOUT = ROOT / "bench" / "heldout"
 SETS = sorted(p for p in HELDOUT.iterdir() if p.is_dir()) if HELDOUT.is_dir() else []
 KINDS = ("lexical", "paraphrase", "conceptual")
+IDENTIFIERS = ROOT / "bench" / "identifiers"
+IDENTIFIER_SETS = sorted(p for p in IDENTIFIERS.iterdir() if p.is_dir()) if IDENTIFIERS.is_dir() else []
 
 
 @pytest.fixture
@@ -49,6 +51,22 @@ def test_a_held_out_set_is_labelled_balanced_and_has_its_provenance(folder, wiki
     assert re.search(r"\b[0-9a-f]{40}\b", readme), "the README names the source commit"
     assert all(f"`{k}` ({kinds[k]})" in readme for k in KINDS), "the README's counts per kind are the file's"
     assert (folder / "LICENSE").read_text(encoding="utf-8").strip()
+
+
+@pytest.mark.parametrize("folder", IDENTIFIER_SETS, ids=lambda p: p.name)
+def test_an_identifier_set_asks_for_identifiers_as_written_and_has_its_provenance(folder, wikidev_eval):
+    found = wikidev_eval.wiki_set(folder)
+    assert found.corpus == folder.name and len(found.pages) >= 25
+    questions = resolve_pages(load_questions(found.questions), [p for p, _ in found.pages], f"{folder.name}/")
+    assert len(questions) >= 20 and len({q.id for q in questions}) == len(questions)
+    # Each question names code as it is written: a dunder, snake_case, a dotted path, a flag, a dashed key,
+    # CamelCase or an environment variable.
+    code = re.compile(r"__\w+__|\w+_\w+|\w+\.\w+|--\w|\w+-\w+|[a-z][A-Z]|[A-Z][a-z]+[A-Z]")
+    assert all(code.search(q.text) for q in questions), [q.text for q in questions if not code.search(q.text)]
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    assert re.search(r"sha256\s+`[0-9a-f]{64}`", readme), "the README names the sdist it copied the pages from"
+    assert f"{len(questions)} questions" in readme
+    assert "MIT" in (folder / "LICENSE").read_text(encoding="utf-8")
 
 
 def test_the_eval_script_reads_the_held_out_and_the_wiki_dev_layouts(tmp_path, wikidev_eval):

@@ -8,7 +8,7 @@ import pytest
 from gitwiki.config import SearchConfig
 from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.index.tokens import tokenize
-from gitwiki.search.relevance import is_weak
+from gitwiki.search.relevance import Background, is_weak, judge, known_share
 from gitwiki.search.searcher import SearchOptions
 from gitwiki.wiki import Wiki
 from tests.helpers import needs_model
@@ -230,6 +230,29 @@ def test_unavailable_reranker_warns_once_and_keeps_the_fused_order(repo, cli, mo
     assert "cannot load reranker 'missing/model'" in err and "results keep the fused order" in err
 
 
+def test_identifiers_are_found_as_written_and_the_exact_one_first(repo, cli):
+    repo.commit(
+        "pages",
+        {
+            ".gitwiki.toml": LEXICAL,
+            "wiki/exports.md": "# Exports\n\nList the public names in `__all__` at the top of the module.\n",
+            "wiki/all.md": "# All of it\n\nAll the names, all the time, for all of us.\n",
+            "wiki/trial.md": "# Trial\n\nTry a sync first with `--dry-run`.\n",
+            "wiki/run.md": "# Run\n\nA dry summer: run, run and run again in the dry heat.\n",
+            "wiki/hooks.md": "# Hooks\n\nCall `attrs.resolve_types` once every class is defined.\n",
+            "wiki/types.md": "# Types\n\nResolve the types of a class: types, types and types resolved.\n",
+        },
+    )
+    for query, page in (
+        ("__all__", "wiki/exports.md"),  # was "no results": "all" is a stop word
+        ("--dry-run", "wiki/trial.md"),
+        ("resolve_types", "wiki/hooks.md"),
+    ):
+        code, out, err = cli("ground", "--json", "--", query, cwd=repo.path)
+        assert code == 0, err
+        assert json.loads(out)["docs"][0]["path"] == page, (query, out)
+
+
 def test_weak_flag_lexical(repo, cli):
     """Min-max fusion always puts something first; the weak flag says when that something is a guess."""
     repo.commit("pages", {".gitwiki.toml": "[embeddings]\nenabled = false\n", **PAGES})
@@ -381,6 +404,40 @@ def test_hybrid_adds_up_a_pages_words_and_meaning_held_by_different_sections(rep
     )
     wiki = Wiki.open(repo.path)
     assert paths(wiki.search("zeta omega", mode="hybrid"))[:2] == ["wiki/mentions.md", "wiki/explains.md"]
+
+
+def test_weak_flag_hybrid_marks_a_query_whose_words_the_wiki_does_not_hold(repo, cli, monkeypatch):
+    """The best of many chunks always stands out a little; a query whose words the index does not hold at all
+    (gibberish, another topic) is weak however far its best cosine stands out."""
+    from gitwiki.index import embed
+
+    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", _SynonymEmbedder)
+    pages = {
+        "wiki/sense.md": "# Sense\n\nkappa kappa\n",  # what the embedder reads as the meaning of "omega"
+        **{f"wiki/pad{i}.md": f"# Pad {i}\n\nnothing to see\n" for i in range(30)},
+    }
+    repo.commit("pages", {**pages, ".gitwiki.toml": '[embeddings]\nprovider = "synonyms"\n'})
+    for query, weak in (("omega blorf", True), ("omega see", False), ("omega pad", False)):
+        code, out, err = cli("ground", query, "--json", "--explain", cwd=repo.path)
+        assert code == 0, err
+        found = json.loads(out)
+        first = found["docs"][0]
+        assert found["mode"] == "hybrid" and first["path"] == "wiki/sense.md", query
+        seen = first["explain"]["weak"]
+        assert seen["coverage"] == 0.0 and seen["z"] > seen["needs_z"], (query, seen)  # a standout either way
+        assert found["weak"] is weak and seen["known"] == (0.0 if weak else 0.5), (query, seen)
+    code, out, _ = cli("ground", "omega blorf", "--explain", cwd=repo.path)
+    assert out.startswith("weak match:") and "query terms in the index 0.00 (the z counts from 0.5)" in out
+
+
+def test_a_weak_judgement_needs_the_query_words_known_for_the_dense_standout_to_count():
+    standout = Background(0.04, 0.05)  # a cosine of 0.25 is 4.2 deviations out
+    assert judge({"zxqv", "blorf"}, [], 0.25, standout, known=0.0).weak
+    assert not judge({"rotat", "key"}, [], 0.25, standout, known=0.5).weak
+    assert judge({"rotat", "key"}, [], 0.25, None, known=1.0).weak  # lexical: coverage alone speaks
+    assert not judge({"rotat", "key"}, ["rotat", "key"], None, None, known=0.0).weak
+    assert known_share({"a", "b", "c", "d"}, {"a": 3, "b": 0, "c": 1}) == 0.5
+    assert known_share(set(), {}) == 1.0
 
 
 def test_search_settings_weigh_the_rankers_and_bound_their_candidates(repo, monkeypatch):

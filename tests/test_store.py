@@ -142,6 +142,28 @@ def test_rows_of_an_older_tokenizer_are_re_tokenized_on_open_and_vectors_kept(re
     assert "moved aside" not in capfd.readouterr().err
 
 
+def test_an_index_of_tokens_version_2_finds_dunder_names_after_open_and_after_an_edit(repo):
+    repo.commit("pages", {**PAGES, "wiki/exports.md": "# Exports\n\nName the public API in `__all__`.\n"})
+    wiki = Wiki.open(repo.path)
+    wiki.index()
+    conn = wiki.store.conn
+    # As version 2 wrote it: `__all__` was the stop word "all", so the row holds nothing of it.
+    conn.execute("UPDATE meta SET value = '2' WHERE key = 'tokens_version'")
+    conn.execute("UPDATE fts SET body = 'name public api' WHERE body LIKE '%dunderal%'")
+    assert wiki.search("__all__", mode="lexical").docs == []
+    wiki.close()
+    again = Wiki.open(repo.path)
+    assert [d.path for d in again.search("__all__", mode="lexical").docs] == ["wiki/exports.md"]
+    again.close()
+    # An incremental run after the rebuild: the edited page's new row and the untouched one both answer.
+    repo.commit("edit", {"wiki/a.md": "# Alpha\n\nApples, apricots and `__init__.py`.\n"})
+    third = Wiki.open(repo.path)
+    third.index()
+    assert [d.path for d in third.search("__init__", mode="lexical").docs] == ["wiki/a.md"]
+    assert [d.path for d in third.search("__all__", mode="lexical").docs] == ["wiki/exports.md"]
+    third.close()
+
+
 JSON_TEXT = st.one_of(
     st.text(max_size=40),
     st.builds(

@@ -71,3 +71,41 @@ def test_mnemonic_brackets_read_as_the_word():
 def test_a_bracketed_mnemonic_inside_or_before_a_word_tokenizes_as_the_word(prefix, mark, rest):
     assert tokenize(f"{prefix}[{mark}]{rest}") == tokenize(prefix + mark + rest)
     assert tokenize(f"[{mark}]{rest}") == tokenize(mark + rest)
+
+
+def test_dunder_names_keep_a_marked_whole_form():
+    # FTS5 drops underscores: unmarked, `__all__` would be the stop word "all" and nothing else.
+    assert words("__all__") == ["dunderall", "all"]
+    assert tokenize("__all__ and __about__.py") == ["dunderal", "dunderabout", "py"]
+    assert words("x.__init__()") == ["x", "dunderinit", "init"]
+    # Not dunders: underscores on one side only, markdown-like runs inside a word.
+    assert words("_private __half half__ a__b__") == ["private", "half", "half", "a", "b"]
+
+
+def test_long_flags_are_their_words_whole_and_split():
+    # Unmarked on purpose: a flag mark ranked pages that use `--locked` above the one that explains it.
+    assert words("--dry-run") == ["dryrun", "dry", "run"]
+    assert words("git push --force") == ["git", "push", "force"]
+
+
+def test_each_part_of_a_dotted_path_is_kept_whole_too():
+    assert words("os.path.join") == ["ospathjoin", "os", "path", "join"]
+    assert words("attrs.resolve_types") == ["attrsresolvetypes", "resolvetypes", "attrs", "resolve", "types"]
+    assert set(tokenize("FrozenInstanceError")) < set(tokenize("attrs.exceptions.FrozenInstanceError"))
+    assert set(tokenize("snake_case_name")) == set(tokenize("snakeCaseName"))
+
+
+def test_a_query_for_an_identifier_asks_for_its_whole_form_and_its_parts():
+    assert fts_query("__all__") == '"dunderal"'  # was None: "all" is a stop word
+    assert fts_query("attrs.resolve_types") == '"attrsresolvetyp" OR "resolvetyp" OR "attr" OR "resolv" OR "type"'
+
+
+IDENTIFIER = st.lists(LETTERS, min_size=1, max_size=4)
+
+
+@given(IDENTIFIER, st.sampled_from(["_", ".", "-"]), st.sampled_from(["__{}__", "--{}", "{}", "`{}`"]))
+def test_an_identifier_in_text_yields_its_tokens_as_a_query_for_it_would(parts, sep, form):
+    # Indexing and queries tokenize with one function: an identifier written in a sentence holds every
+    # term a query of that identifier alone asks for.
+    name = form.format(sep.join(parts))
+    assert set(tokenize(name)) <= set(tokenize(f"See {name}, then run it."))

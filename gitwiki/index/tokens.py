@@ -1,9 +1,12 @@
 """Lexical tokenization shared by indexing and queries: one function, so both sides always agree.
 
 Words are lower-cased, identifiers are split (`rotateSigningKey`, `rotate_signing_key` and
-`rotate-signing-key` all yield rotate, signing, key, plus the whole identifier), English stop words are
-dropped and the rest is Snowball-stemmed. The output feeds SQLite FTS5 with its plain unicode61
-tokenizer, which then only has to split on spaces.
+`rotate-signing-key` all yield rotate, signing, key, plus the whole identifier; each part of a dotted path
+`attrs.resolve_types` is kept whole too), English stop words are dropped and the rest is Snowball-stemmed.
+A dunder name also yields its whole form marked (`__all__` → dunderall, all): FTS5 drops the underscores,
+and unmarked `__all__` would be the stop word "all" alone. Long flags are not marked (`--force` is force):
+a mark ranks pages that use the flag above the page that explains it (docs/research/tokenization.md).
+The output feeds SQLite FTS5 with its plain unicode61 tokenizer, which then only has to split on spaces.
 """
 
 from __future__ import annotations
@@ -18,13 +21,17 @@ from gitwiki.pagetext import text_memo
 
 # Bump when tokenize's output changes: an index written with another version gets its full-text rows rebuilt
 # from its chunks on open (store/fulltext.py; the vectors stay, they are keyed by chunk text). 2: mnemonic brackets.
-TOKENS_VERSION = "2"
+# 3: dunder names marked, dotted paths' parts kept whole.
+TOKENS_VERSION = "3"
 
 _WORD = re.compile(r"[^\W_]+(?:[_\-.'][^\W_]+)*", re.UNICODE)
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 # Letters in brackets inside a word mark its mnemonic (tldr pages: "E[x]tract a g[z]ipped [f]ile"); read as
 # brackets they cut the word into "e", "x", "tract". Only letters followed by a letter: `args[i]`, `[x] done`
 # and `[link](url)` are left alone.
+_SEPARATORS = re.compile(r"[_\-.']")
+# The mark of a dunder name's whole form: letters, as FTS5's unicode61 splits on anything else.
+DUNDER_MARK = "dunder"
 _MNEMONIC = re.compile(r"\[([^\W\d_]{1,3})\](?=[^\W\d_])")
 
 # The classic English stop list (Lucene/SMART core), kept short: rare words carry the meaning.
@@ -56,21 +63,41 @@ def _split_camel(chunk: str) -> list[str]:
     return _CAMEL.findall(chunk) if chunk.isascii() else [chunk]
 
 
+def _dunder(text: str, start: int, end: int) -> bool:
+    """Whether the identifier at text[start:end] is a dunder name (`__init__`, `__about__.py`)."""
+    if start < 2 or text[start - 1] != "_" or text[start - 2 : start] != "__" or text[end : end + 2] != "__":
+        return False
+    return start == 2 or not text[start - 3].isalnum()  # not the `b` of `a__b__`
+
+
+def _parts(word: str) -> list[str]:
+    return [p for chunk in _SEPARATORS.split(word) for p in _split_camel(chunk)]
+
+
+def _joined(word: str) -> str:
+    return _SEPARATORS.sub("", word).lower()
+
+
 def words(text: str) -> list[str]:
-    """Surface tokens: whole identifiers, their parts, and CJK characters as single tokens."""
+    """Surface tokens: whole identifiers (dunder names marked), their parts, and CJK characters as single tokens."""
     out: list[str] = []
     if "[" in text:
         text = _MNEMONIC.sub(r"\1", text)
     for match in _WORD.finditer(text):
         word = match.group()
-        if word.isascii() and word.isalpha() and word[1:].islower():
+        dunder = _dunder(text, match.start(), match.end())
+        if not dunder and word.isascii() and word.isalpha() and word[1:].islower():
             # A plain word ("list", "List") has no parts and no CJK: what the general path gives, 3.3x faster
             # over 1,000 tldr pages (0.40 → 0.12 s; a warm query tokenizes its best chunks for the weak flag).
             out.append(word.lower())
             continue
-        parts = [p for chunk in re.split(r"[_\-.']", word) for p in _split_camel(chunk)]
+        parts = _parts(word)
+        if dunder:
+            out.append(DUNDER_MARK + _joined(word))
         if len(parts) > 1:
-            out.append(re.sub(r"[_\-.']", "", word).lower())
+            out.append(_joined(word))
+            if "." in word:  # `attrs.resolve_types` is found by `resolve_types` too
+                out.extend(_joined(c) for c in word.split(".") if len(_parts(c)) > 1)
         for part in parts or [word]:
             if not part.isascii() and _cjk().search(part):
                 out.extend(ch for ch in part)

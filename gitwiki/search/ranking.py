@@ -350,14 +350,16 @@ def judge_pages(
     tokens: Mapping[str, Collection[str]],
     found: Candidates,
     background: Background | None,
+    known: float = 1.0,
 ) -> list[tuple[PageHit, Judgement]]:
     """The weak flag of each page (gitwiki.search.relevance) from its best chunk's `tokens` (by path: title, breadcrumb
-    and text as indexed) and its best cosine among the dense candidates; a trace, if any, records it."""
+    and text as indexed), its best cosine among the dense candidates and the share of `terms` the index `known`s;
+    a trace, if any, records it."""
     cosines = dict(found.rankings.get("dense", ()))
     judged = []
     for hit in hits:
         cosine = max((cosines[cid] for cid, _ in hit.chunks if cid in cosines), default=None)
-        judgement = judge(terms, tokens[hit.path], cosine, background)
+        judgement = judge(terms, tokens[hit.path], cosine, background, known)
         trace = hit.trace._replace(weak=judgement) if hit.trace is not None else None
         judged.append((hit._replace(trace=trace), judgement))
     return judged

@@ -5,7 +5,10 @@ A page is a weak match when the query has no content words at all ("the", "?!"),
 holds under half of the query's content terms (stemmed, stop words dropped) *and* the chunk's embedding
 does not stand out from the whole corpus for this query: its cosine lies fewer than WEAK_Z standard
 deviations above the mean cosine of every chunk searched. The z-score, not the raw cosine, because raw
-cosines sit in different ranges per model (bge-small rarely scores below 0.5, MiniLM often does).
+cosines sit in different ranges per model (bge-small rarely scores below 0.5, MiniLM often does). The
+standout is not trusted when under half of the query's content terms occur anywhere in the index: the best
+of a thousand chunks stands 3.5-5 deviations out for gibberish too ("zxqv blorf wibble": z 3.95 on
+wiki-dev), while every labelled question of the sets has at least 0.8 of its terms in the index.
 
 Measured on the public sets with all-MiniLM-L6-v2 (docs/research/weak-matches.md, bench/weak_eval.py):
 on wiki-dev, Cranfield and SciFact the flag is on for 16–41 % of questions whose answer pages were removed and
@@ -15,11 +18,12 @@ on wiki-dev, Cranfield and SciFact the flag is on for 16–41 % of questions who
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple
 
 WEAK_COVERAGE = 0.5
 WEAK_Z = 3.5
+WEAK_KNOWN = 0.5
 
 
 class Background(NamedTuple):
@@ -42,6 +46,7 @@ class Judgement(NamedTuple):
     cosine: float | None  # the page's best cosine among the dense candidates
     background: Background | None  # the query's cosine over every chunk searched (None: lexical, or unknown)
     z: float | None  # (cosine − background mean) / its std: the standout WEAK_Z asks for
+    known: float = 1.0  # the share of the query's content terms that occur anywhere in the index
 
     def to_json(self) -> dict[str, Any]:
         def rounded(x: float | None) -> float | None:
@@ -56,15 +61,24 @@ class Judgement(NamedTuple):
             "background": None if bg is None else {"mean": round(bg.mean, 6), "std": round(bg.std, 6)},
             "z": rounded(self.z),
             "needs_z": WEAK_Z,
+            "known": round(self.known, 6),
+            "needs_known": WEAK_KNOWN,
         }
 
 
-def judge(terms: set[str], tokens: Collection[str], cosine: float | None, background: Background | None) -> Judgement:
+def judge(
+    terms: set[str],
+    tokens: Collection[str],
+    cosine: float | None,
+    background: Background | None,
+    known: float = 1.0,
+) -> Judgement:
     """Whether a page whose best chunk has the terms `tokens` (title and breadcrumb included) is a weak answer,
     and the evidence.
 
     `cosine` is the chunk's similarity to the query (None when it was not among the dense candidates),
-    `background` None in lexical mode, where only the term coverage can speak.
+    `background` None in lexical mode, where only the term coverage can speak; `known` the share of `terms`
+    the index holds at all (`known_share`).
     """
     share = coverage(terms, tokens)
     z = None
@@ -75,8 +89,13 @@ def judge(terms: set[str], tokens: Collection[str], cosine: float | None, backgr
     elif share >= WEAK_COVERAGE:
         weak = False
     else:
-        weak = background is None or z is None or z < WEAK_Z
-    return Judgement(weak, share, cosine, background, z)
+        weak = background is None or z is None or z < WEAK_Z or known < WEAK_KNOWN
+    return Judgement(weak, share, cosine, background, z, known)
+
+
+def known_share(terms: set[str], chunks_holding: Mapping[str, int]) -> float:
+    """The share of `terms` that some chunk holds, from each term's chunk count (`FullText.term_chunks`)."""
+    return sum(1 for t in terms if chunks_holding.get(t)) / len(terms) if terms else 1.0
 
 
 def is_weak(terms: set[str], tokens: Collection[str], cosine: float | None, background: Background | None) -> bool:

@@ -26,7 +26,7 @@ from gitwiki.search.ranking import (
     rank_pages,
     snippet,
 )
-from gitwiki.search.relevance import Background
+from gitwiki.search.relevance import Background, known_share
 from gitwiki.search.rerank import Reranker, load_reranker, rerank
 
 if TYPE_CHECKING:  # numpy loads on the first dense query: the lexical CLI path stays fast
@@ -268,6 +268,9 @@ class Searcher:
                 weighting=self.weighting,
             )
             rows, infos, indexed = self._page_rows(view, hits)
+            content = set(tokenize(query))
+            # Only the dense standout needs it: lexical coverage already reads a term the index lacks as missing.
+            known = known_share(content, self.store.term_chunks(content)) if background is not None else 1.0
         titles = {h.path: (info.title if (info := infos.get(view.pages[h.path])) else "") for h in hits}
         titles = {path: title or fallback_title(path) for path, title in titles.items()}
         # The FTS row's head holds the page's tags and not the fallback title: those terms are taken here.
@@ -287,7 +290,7 @@ class Searcher:
                 judged.weak,
                 explain=hit.trace,
             )
-            for hit, judged in judge_pages(hits, set(tokenize(query)), tokens, found, background)
+            for hit, judged in judge_pages(hits, content, tokens, found, background, known)
         ]
         lexical_only = view.lexical_only if found.mode != "lexical" else ()
         return SearchResult(query, view.corpus, view.commit, found.mode, docs, view.dirty, lexical_only)
