@@ -6,21 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import MODEL_DIR, MODEL_NAME, GitRepoFixture
+from tests.helpers import GitRepoFixture, isolate
 
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path, monkeypatch):
     """No user config or cache, no real model download, no index dir leaking between tests."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # [[repository]] caches
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.delenv("GITWIKI_INDEX_DIR", raising=False)
-    if MODEL_DIR is not None:
-        monkeypatch.setenv("GITWIKI_MODEL_PATH", str(MODEL_DIR))
-        monkeypatch.setenv("GITWIKI_MODEL", MODEL_NAME)
-    else:
-        monkeypatch.delenv("GITWIKI_MODEL_PATH", raising=False)
+    isolate(monkeypatch, tmp_path)
 
 
 @pytest.fixture
