@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import GitRepoFixture, isolate
+from tests.e2e import claude_cli
+from tests.helpers import ROOT, GitRepoFixture, isolate
+
+E2E = ROOT / "tests" / "e2e"
 
 
 @pytest.fixture(autouse=True)
@@ -33,3 +36,38 @@ def cli(capsys):
         return code, out.out, out.err
 
     return run
+
+
+def _e2e_selected(config: pytest.Config) -> bool:
+    """Whether this run's paths and `-m` take in the real-client suite (tests/e2e, marked e2e and slow)."""
+    paths = [Path(str(arg).split("::")[0]).resolve() for arg in config.args] or [ROOT / "tests"]
+    if not any(E2E.is_relative_to(path) or path.is_relative_to(E2E) for path in paths):
+        return False
+    expression = config.option.markexpr
+    if not expression:
+        return True
+    try:
+        from _pytest.mark.expression import Expression  # pytest's own reading of -m
+
+        return Expression.compile(expression).evaluate(lambda name, **_: name in ("e2e", "slow"))
+    except Exception:  # a pytest without it: the plain reading
+        return "not e2e" not in expression and "not slow" not in expression
+
+
+def _e2e_download_notice(config: pytest.Config) -> str | None:
+    if hasattr(config, "workerinput") or claude_cli.is_installed() or not _e2e_selected(config):
+        return None
+    return f"gitwiki: {claude_cli.notice()}"
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Said before any test runs: the e2e suite's first run downloads Claude Code (tests/e2e/claude_cli.py)."""
+    return _e2e_download_notice(config)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """`-q` hides the report header: the download notice is then written on its own, still before any test."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    line = _e2e_download_notice(session.config)
+    if line and reporter is not None and not reporter.showheader:
+        reporter.write_line(line, yellow=True)
