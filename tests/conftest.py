@@ -7,7 +7,10 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests.helpers import MODEL_DIR, MODEL_NAME, GitRepoFixture
+from tests.e2e import claude_cli
+from tests.helpers import ROOT, GitRepoFixture, isolate
+
+E2E = ROOT / "tests" / "e2e"
 
 # No per-example deadline: on a shared 2-core machine a first example that imports a module can take 0.7 s, and a
 # deadline there fails a test for the machine's load, not for the code. Hanging is bounded by the tests themselves.
@@ -18,15 +21,7 @@ settings.load_profile("gitwiki")
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path, monkeypatch):
     """No user config or cache, no real model download, no index dir leaking between tests."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # [[repository]] caches
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.delenv("GITWIKI_INDEX_DIR", raising=False)
-    if MODEL_DIR is not None:
-        monkeypatch.setenv("GITWIKI_MODEL_PATH", str(MODEL_DIR))
-        monkeypatch.setenv("GITWIKI_MODEL", MODEL_NAME)
-    else:
-        monkeypatch.delenv("GITWIKI_MODEL_PATH", raising=False)
+    isolate(monkeypatch, tmp_path)
 
 
 @pytest.fixture
@@ -47,3 +42,38 @@ def cli(capsys):
         return code, out.out, out.err
 
     return run
+
+
+def _e2e_selected(config: pytest.Config) -> bool:
+    """Whether this run's paths and `-m` take in the real-client suite (tests/e2e, marked e2e and slow)."""
+    paths = [Path(str(arg).split("::")[0]).resolve() for arg in config.args] or [ROOT / "tests"]
+    if not any(E2E.is_relative_to(path) or path.is_relative_to(E2E) for path in paths):
+        return False
+    expression = config.option.markexpr
+    if not expression:
+        return True
+    try:
+        from _pytest.mark.expression import Expression  # pytest's own reading of -m
+
+        return Expression.compile(expression).evaluate(lambda name, **_: name in ("e2e", "slow"))
+    except Exception:  # a pytest without it: the plain reading
+        return "not e2e" not in expression and "not slow" not in expression
+
+
+def _e2e_download_notice(config: pytest.Config) -> str | None:
+    if hasattr(config, "workerinput") or claude_cli.is_installed() or not _e2e_selected(config):
+        return None
+    return f"gitwiki: {claude_cli.notice()}"
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Said before any test runs: the e2e suite's first run downloads Claude Code (tests/e2e/claude_cli.py)."""
+    return _e2e_download_notice(config)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """`-q` hides the report header: the download notice is then written on its own, still before any test."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    line = _e2e_download_notice(session.config)
+    if line and reporter is not None and not reporter.showheader:
+        reporter.write_line(line, yellow=True)

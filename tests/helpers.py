@@ -6,6 +6,7 @@ Importable as `tests.helpers` from any test module; conftest.py only turns them 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -39,12 +40,36 @@ needs_model = pytest.mark.skipif(
 )
 
 
+def isolate(monkeypatch: pytest.MonkeyPatch, base: Path) -> None:
+    """No user config or cache, no real model download, no index dir from outside: what every test runs in
+    (conftest's isolated_env), and what a module- or session-scoped fixture builds its template in."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "xdg"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(base / "cache"))  # [[repository]] caches
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("GITWIKI_INDEX_DIR", raising=False)
+    if MODEL_DIR is not None:
+        monkeypatch.setenv("GITWIKI_MODEL_PATH", str(MODEL_DIR))
+        monkeypatch.setenv("GITWIKI_MODEL", MODEL_NAME)
+    else:
+        monkeypatch.delenv("GITWIKI_MODEL_PATH", raising=False)
+
+
 class GitRepoFixture:
     """A real git repository with helpers to write pages and commit them."""
 
     def __init__(self, path: Path):
         self.path = path
         self.git("init", "-q", "-b", "main")
+
+    @classmethod
+    def copied(cls, template: Path, dest: Path) -> GitRepoFixture:
+        """A copy of a repository built once (by a module- or session-scoped fixture), its index dir included,
+        for a test to change freely; git's stat cache is refreshed for the copy's new inodes and ctimes."""
+        shutil.copytree(template, dest, symlinks=True)
+        repo = cls.__new__(cls)
+        repo.path = dest
+        subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=dest, capture_output=True)
+        return repo
 
     def git(self, *args: str) -> str:
         env = {**os.environ, **GIT_ENV}

@@ -5,6 +5,7 @@ and no module imports back into a cycle."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import tomllib
 
@@ -27,6 +28,7 @@ CROSSINGS = {
 }
 
 
+@functools.cache  # parsed once per run: six tests walk the same trees and none changes them
 def _modules() -> dict[str, ast.Module]:
     out = {}
     for file in PACKAGE.rglob("*.py"):
@@ -36,7 +38,8 @@ def _modules() -> dict[str, ast.Module]:
     return out
 
 
-def _imports(tree: ast.Module) -> set[str]:
+@functools.cache  # by tree (a node hashes by identity): each test asks again of the same trees
+def _imports(tree: ast.Module) -> frozenset[str]:
     """Every gitwiki module a module imports, at the top or inside a function (a call-time import is still one)."""
     found = set()
     for node in ast.walk(tree):
@@ -45,10 +48,11 @@ def _imports(tree: ast.Module) -> set[str]:
             found.update(f"{node.module}.{a.name}" for a in node.names)
         elif isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith("gitwiki"))
-    return found
+    return frozenset(found)
 
 
-def _external(tree: ast.Module) -> set[str]:
+@functools.cache  # by tree (a node hashes by identity): each test asks again of the same trees
+def _external(tree: ast.Module) -> frozenset[str]:
     """The top-level names of the packages a module imports."""
     found = set()
     for node in ast.walk(tree):
@@ -56,9 +60,10 @@ def _external(tree: ast.Module) -> set[str]:
             found.update(a.name.split(".")[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             found.add(node.module.split(".")[0])
-    return found
+    return frozenset(found)
 
 
+@functools.cache  # by tree (a node hashes by identity): each test asks again of the same trees
 def _speaks_a_protocol(tree: ast.Module) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and node.value == PROTOCOL_MARKS[0]:

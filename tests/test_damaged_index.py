@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -16,20 +17,32 @@ from gitwiki.errors import StoreError
 from gitwiki.index.artifact import pack
 from gitwiki.index.store import DAMAGED_MARK, DAMAGED_SUFFIX, DB_NAME, HOLDER_NAME
 from gitwiki.wiki import Wiki
-from tests.helpers import ROOT
+from tests.helpers import ROOT, GitRepoFixture, isolate
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 PAGES = 60
 
 
-@pytest.fixture
-def indexed(repo):
+@pytest.fixture(scope="module")
+def indexed_once(tmp_path_factory) -> Path:
+    """PAGES pages committed and indexed by the CLI once per module (per xdist worker): every test damages
+    its own copy of it (`indexed`), so none pays the index run in its setup."""
+    base = tmp_path_factory.mktemp("indexed")
+    (base / "repo").mkdir()
+    repo = GitRepoFixture(base / "repo")
     repo.write(".gitwiki.toml", LEXICAL)
     for i in range(PAGES):
         repo.write(f"p{i}.md", f"# Page {i}\n\n" + f"The deploy runbook number {i} says: roll forward.\n" * 40)
     repo.commit("pages")
-    assert cli("index", cwd=repo.path)[0] == 0
-    return repo
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate(monkeypatch, base)
+        assert cli("index", cwd=repo.path)[0] == 0
+    return repo.path
+
+
+@pytest.fixture
+def indexed(indexed_once, tmp_path) -> GitRepoFixture:
+    return GitRepoFixture.copied(indexed_once, tmp_path / "repo")
 
 
 def cli(*args: str, cwd) -> tuple[int, str, str]:

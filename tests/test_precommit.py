@@ -55,7 +55,10 @@ def hooks_repo(tmp_path_factory):
 
 @pytest.fixture
 def env(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("PRE_COMMIT_HOME", str(tmp_path_factory.getbasetemp() / "pre-commit-home"))
+    # One hook env for the run: under xdist the workers share the run's temp root (pre-commit locks its store).
+    base = tmp_path_factory.getbasetemp()
+    home = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "pre-commit-home"
+    monkeypatch.setenv("PRE_COMMIT_HOME", str(home))
     monkeypatch.setenv("VIRTUALENV_SYSTEM_SITE_PACKAGES", "1")
     return {**os.environ, **GIT_ENV}
 
@@ -73,21 +76,24 @@ def _commit(cwd, env):
     )
 
 
-def test_try_repo_lint_all_files_reports_file_line_col(repo, hooks_repo, env):
-    repo.commit(
-        "init",
-        {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n\n[A](a.md)\n", "wiki/a.md": "# A\n\n[gone](gone.md)\n"},
-    )
-    done = _pre_commit(repo.path, env, "try-repo", str(hooks_repo), "gitwiki-lint", "--all-files")
+def _config(hooks_repo) -> str:
+    """The hooks repo at its commit with all three hooks: both tests' runs share one hook env (keyed by repo and
+    rev), so pre-commit builds the venv and pip-installs gitwiki once."""
+    rev = _git(hooks_repo, "rev-parse", "HEAD").strip()
+    hooks = "\n".join(f"      - id: {h}" for h in ("gitwiki-lint", "gitwiki-index-blocks", "gitwiki-index"))
+    return f"repos:\n  - repo: {hooks_repo}\n    rev: {rev}\n    hooks:\n{hooks}\n"
+
+
+def test_lint_all_files_reports_file_line_col(repo, hooks_repo, env):
+    pages = {"wiki/index.md": "# Home\n\n[A](a.md)\n", "wiki/a.md": "# A\n\n[gone](gone.md)\n"}
+    repo.commit("init", {".gitwiki.toml": LEXICAL, ".pre-commit-config.yaml": _config(hooks_repo), **pages})
+    done = _pre_commit(repo.path, env, "run", "gitwiki-lint", "--all-files")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "wiki/a.md:3:1: GW005 link to missing page 'gone.md'" in done.stdout
 
 
 def test_commit_runs_lint_and_fixer_then_post_commit_index(repo, hooks_repo, env, cli):
-    rev = _git(hooks_repo, "rev-parse", "HEAD").strip()
-    hooks = "\n".join(f"      - id: {h}" for h in ("gitwiki-lint", "gitwiki-index-blocks", "gitwiki-index"))
-    config = f"repos:\n  - repo: {hooks_repo}\n    rev: {rev}\n    hooks:\n{hooks}\n"
-    repo.commit("init", {".gitwiki.toml": LEXICAL, ".pre-commit-config.yaml": config})
+    repo.commit("init", {".gitwiki.toml": LEXICAL, ".pre-commit-config.yaml": _config(hooks_repo)})
     done = _pre_commit(repo.path, env, "install", "--hook-type", "pre-commit", "--hook-type", "post-commit")
     assert done.returncode == 0, done.stderr
 

@@ -41,3 +41,41 @@ def test_the_research_log_is_a_corpus_apart_from_the_user_docs():
     assert not config.matches(corpora["docs"], page)
     assert config.matches(corpora["research"], page)
     assert config.matches(corpora["docs"], "docs/benchmarks.md")
+
+
+# A runner given a bare `gitwiki` fetches the PyPI project of that name, which is not this one (the distribution is
+# gitwiki-search): `uvx gitwiki`, `uv tool install gitwiki`, `pipx run gitwiki` would all install it.
+RUNNER = re.compile(r"\b(?:uvx|uv\s+tool\s+(?:run|install)|pipx\s+(?:run|install))\b(?P<rest>[^`\n]*)")
+FROM_US = re.compile(r"--(?:from|spec)[ =](?:gitwiki-search\b|git\+https://github\.com/gitwiki/gitwiki\b)")
+
+
+def wrong_runners(text: str) -> list[str]:
+    """Each runner command in `text` that names gitwiki without saying to take it from gitwiki-search."""
+    found = []
+    for match in RUNNER.finditer(text):
+        rest = match["rest"]
+        if re.search(r"(?<![\w-])gitwiki(?![\w-])", rest) and not FROM_US.search(rest):
+            found.append(match[0].strip())
+    return found
+
+
+def test_wrong_runners_are_found():
+    assert wrong_runners("run `uvx gitwiki index`, or `uv tool install gitwiki`; `pipx run gitwiki`") == [
+        "uvx gitwiki index",
+        "uv tool install gitwiki",
+        "pipx run gitwiki",
+    ]
+    assert wrong_runners("`uvx --from gitwiki-search gitwiki index` or `uvx --from=gitwiki-search gitwiki`") == []
+    assert wrong_runners("`uv tool install gitwiki-search`, `uvx ruff`, `pipx run --spec gitwiki-search gitwiki`") == []
+
+
+def test_no_doc_template_or_plugin_runs_the_unrelated_pypi_gitwiki():
+    shipped = [*PAGES, ROOT / "action.yml", *(ROOT / "templates").rglob("*"), *(ROOT / "plugins").rglob("*")]
+    shipped += [*(ROOT / "ci").rglob("*"), *(ROOT / "gitwiki").rglob("*.py")]  # help texts and docstrings
+    found = [
+        f"{path.relative_to(ROOT)}: {command}"
+        for path in shipped
+        if path.is_file()
+        for command in wrong_runners(path.read_text(encoding="utf-8"))
+    ]
+    assert found == []

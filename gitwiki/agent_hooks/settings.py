@@ -66,8 +66,8 @@ def user_settings() -> Path:
 
 def command_for(hook: HookType, program: str = DEFAULT_COMMAND) -> str:
     """`gitwiki-hook TYPE`, the lean entry point, from beside `program` (`/opt/gw/bin/gitwiki` gives
-    `/opt/gw/bin/gitwiki-hook`); a `program` that is not one path to gitwiki (`uvx gitwiki`) keeps the CLI
-    form `PROGRAM hook TYPE`."""
+    `/opt/gw/bin/gitwiki-hook`); a `program` that is not one path to gitwiki (`uvx --from gitwiki-search
+    gitwiki`) keeps the CLI form `PROGRAM hook TYPE`."""
     folder, name = os.path.split(program)
     if name in PROGRAMS and not any(c.isspace() for c in program):
         return f"{os.path.join(folder, HOOK_PROGRAMS[PROGRAMS.index(name)])} {hook.name}"

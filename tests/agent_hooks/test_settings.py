@@ -122,7 +122,7 @@ def test_the_command_is_gitwiki_hook_beside_the_program():
     assert command_for(ambient) == "gitwiki-hook ambient"
     assert command_for(ambient, "/opt/gw/bin/gitwiki") == "/opt/gw/bin/gitwiki-hook ambient"
     # not one path to gitwiki: the CLI form, which the lean entry point cannot stand in for
-    assert command_for(ambient, "uvx gitwiki") == "uvx gitwiki hook ambient"
+    assert command_for(ambient, "uvx --from gitwiki-search gitwiki") == "uvx --from gitwiki-search gitwiki hook ambient"
     assert command_for(ambient, "/opt/gw/bin/gw") == "/opt/gw/bin/gw hook ambient"
 
 

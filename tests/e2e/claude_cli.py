@@ -7,6 +7,7 @@ log rather than inside a test) and prints the binary's path, or why it is unavai
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -19,6 +20,8 @@ from pathlib import Path
 VERSION = "2.1.332"
 PACKAGE = "@anthropic-ai/claude-code"
 INSTALL_TIMEOUT = 600
+# What the first run fetches, measured for 2.1.332 on linux-x64 (the platform package is nearly all of it).
+SIZE = "~190 MB download, ~400 MB installed"
 # npm's messages for a registry it cannot reach; any other install failure is a real error, not a skip.
 NETWORK_ERRORS = ("ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ECONNREFUSED", "ECONNRESET", "ENETUNREACH", "network")
 
@@ -37,6 +40,27 @@ def binary(prefix: Path) -> Path:
     return prefix / "node_modules" / ".bin" / "claude"
 
 
+def prefix_dir() -> Path:
+    return cache_dir() / f"claude-code-{VERSION}"
+
+
+def is_installed() -> bool:
+    """Whether the pinned version sits in the cache, read from its package.json (no node start-up)."""
+    manifest = prefix_dir() / "node_modules" / PACKAGE / "package.json"
+    try:
+        return json.loads(manifest.read_text(encoding="utf-8")).get("version") == VERSION
+    except (OSError, ValueError):
+        return False
+
+
+def notice() -> str:
+    """The line said before the download: what, how big, where to, and how to leave the suite out."""
+    return (
+        f"the e2e tests install {PACKAGE}@{VERSION} with npm ({SIZE}) into {prefix_dir()} on first use; "
+        "`-m 'not e2e'` leaves them out"
+    )
+
+
 def installed_version(path: Path) -> str | None:
     try:
         out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=60).stdout
@@ -48,12 +72,13 @@ def installed_version(path: Path) -> str | None:
 def ensure() -> Path:
     """The pinned CLI's path, installing it on first use (into a temp dir renamed into place, so concurrent
     runs never see half an install). Raises Unavailable only when npm is missing or the registry unreachable."""
-    prefix = cache_dir() / f"claude-code-{VERSION}"
+    prefix = prefix_dir()
     if installed_version(binary(prefix)) == VERSION:
         return binary(prefix)
     npm = shutil.which("npm")
     if npm is None:
         raise Unavailable(f"npm is not on PATH; the e2e suite installs {PACKAGE}@{VERSION} with it")
+    print(f"gitwiki: {notice()}", file=sys.stderr, flush=True)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".claude-code-{VERSION}-", dir=prefix.parent))
     try:

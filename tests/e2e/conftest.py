@@ -3,6 +3,7 @@ wiki repo set up exactly as docs/agent-hooks.md and docs/mcp.md say, with a capt
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -14,9 +15,13 @@ from tests.e2e.mock_api import MockAnthropic
 
 
 @pytest.fixture(scope="session")
-def claude_binary() -> Path:
+def claude_binary(pytestconfig) -> Path:
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
     try:
-        return claude_cli.ensure()
+        # Uncaptured, so that the line ensure() says before a download reaches the terminal (the report
+        # header said it already; tests/conftest.py).
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            return claude_cli.ensure()
     except claude_cli.Unavailable as exc:
         pytest.skip(f"Claude Code {claude_cli.VERSION} unavailable: {exc}")
 
