@@ -405,6 +405,7 @@ def test_auto_writes_a_topic_where_it_already_lives(tmp_path, home, cli):
     assert stores.writer(mem, None, ["rust", "go"])[0] is mem.personal
     assert stores.writer(mem, None, ["rust", "notes"])[0] is mem
     assert stores.writer(mem, "project", ["rust"])[0] is mem  # a scope decides over the topic's home
+    assert stores.writer_edit(mem, None, "rust", None, None)[0] is mem.personal  # an edit finds it there too
     store_mod.store(mem, "rust", "the project pins its toolchain in rust-toolchain.toml")
     assert stores.writer(mem, None, ["rust"])[0] is mem
     mem.close()
