@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 from mcp import MCPError
@@ -196,3 +197,28 @@ def test_the_cli_refuses_a_malformed_import_on_one_line(repo, cli, tmp_path):
     code, out, err = cli("memory", "topics", "import", "--file", str(bad), cwd=repo.path)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "created must be a UTC time" in err
     assert not (repo.path / "wiki/memory").exists()
+
+
+def test_an_argument_no_tool_takes_is_refused_not_dropped(repo):
+    """helix's `compact` with `log` or `mode`, and any unknown argument, ran as if it were not given (the SDK's
+    argument model drops unknown keys): now invalid params naming it, and nothing is written."""
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n"})
+
+    async def main():
+        async with connect(repo.path) as s:
+            await text(s, "memory_store", topic="t", text="the build cache lives in .cache/build")
+            await text(s, "memory_store", topic="t", text="the build cache lives in .cache/build now", force=True)
+            out = {"compact": await refused(s, "memory_topics", action="compact", apply=True, log=True, mode="x")}
+            out["store"] = await refused(s, "memory_store", topic="t", text="new", tgas="perf")
+            out["ground"] = await refused(s, "ground", query="cache", limt=3)
+            out["read"] = (await call(s, "memory_read", topic="t")).structured_content
+            return out
+
+    out = run(main)
+    for key in ("compact", "store", "ground"):
+        assert out[key].error.code == -32602, (key, out[key])
+    assert str(out["compact"]).startswith("memory_topics does not take log, mode; it takes: action, apply,")
+    assert "memory_store does not take tgas" in str(out["store"]) and "ground does not take limt" in str(out["ground"])
+    assert len(out["read"]["entries"]) == 2  # the refused compact folded nothing; the refused store added nothing
+    done = subprocess.run(["gitwiki", "memory", "topics", "compact", "--log"], cwd=repo.path, capture_output=True)
+    assert done.returncode == 2 and b"unrecognized arguments: --log" in done.stderr  # the CLI: a usage error

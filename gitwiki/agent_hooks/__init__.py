@@ -76,7 +76,7 @@ HOOK_TYPES = (
         "approve-mcp",
         "PreToolUse",
         "|".join(p + ".*" for p in MCP_PREFIXES),
-        "allows gitwiki's read-only MCP tools",
+        "allows gitwiki's read-only MCP tools and memory writes that only add",
         "permissions:approve",
         repository=False,  # the tool name decides
     ),

@@ -1,13 +1,15 @@
 """Which of gitwiki's own MCP tools Claude Code may run without asking (docs/agent-hooks.md#permissions).
 
-The read-only tools always: the `approve-mcp` hook (PreToolUse, so it runs in every mode, `claude -p`
+The read-only tools and the memory writes that only add (docs/security.md says why those are safe) always:
+the `approve-mcp` hook (PreToolUse, so it runs in every mode, `claude -p`
 included, and for the plugin's tools too) answers `permissionDecision: allow` for them. Not permission
 rules: Claude Code 2.1.332 ignores .claude/settings.json's `permissions.allow` in a workspace the user has
 not trusted, which a `claude -p` run in a fresh checkout is ("Ignoring 1 permissions.allow entry from
-.claude/settings.json: this workspace has not been trusted"), while it runs that file's hooks. The writes
-only where the user chose `gitwiki hooks install --allow-writes`, which adds their rules to a file Claude
-Code honours there: the workspace's settings.local.json, or the user settings. `memory_topics` reads or
-writes by its action: the hook allows its reading actions, the rule all of them.
+.claude/settings.json: this workspace has not been trusted"), while it runs that file's hooks. The other
+writes (page writes, index runs, memory edits and upkeep that remove or rewrite entries) only where the user
+chose `gitwiki hooks install --allow-writes`, which adds their rules to a file Claude Code honours there:
+the workspace's settings.local.json, or the user settings. `memory_topics` reads or writes by its action:
+the hook allows its reading actions and checkpoint, the rule all of them.
 
 The tool names are listed here, not read from the server: its table holds the MCP SDK's annotation types,
 which a hook must not import (~0.7 s). tests/agent_hooks/test_permissions.py keeps this table equal to
@@ -50,8 +52,14 @@ TOPICS_READ_ACTIONS = frozenset(
 )
 TOPICS_DRY_RUNS = frozenset({"clean", "compact"})
 TOPICS_DEFAULT_ACTION = "list"
+# Writes that only add to memory: a new entry (or a new checkpoint page, the older one kept in git) that a
+# person reviews and reverts as any markdown change, nothing removed or rewritten. Not import: it replaces
+# checkpoints; not reindex: a rebuild of the whole index.
+ADD_TOOLS = ("memory_store", "memory_batch")
+TOPICS_ADD_ACTIONS = frozenset({"checkpoint"})
 
 REASON = "gitwiki: a read-only tool of the gitwiki MCP server"
+ADD_REASON = "gitwiki: a memory write that only adds (markdown in git: reviewed and reverted as any change)"
 
 
 def write_rules() -> list[str]:
@@ -65,12 +73,26 @@ def reads_only(tool: str, arguments: object) -> bool:
     """Whether this call of gitwiki tool `tool` only reads."""
     if tool in READ_TOOLS:
         return True
+    action = _topics_action(tool, arguments)
+    if action is None:
+        return False
+    return action in TOPICS_READ_ACTIONS or (
+        action in TOPICS_DRY_RUNS and isinstance(arguments, dict) and arguments.get("apply") in (None, False)
+    )
+
+
+def adds_only(tool: str, arguments: object) -> bool:
+    """Whether this call of gitwiki tool `tool` writes memory that only adds: an entry, a batch, a checkpoint."""
+    return tool in ADD_TOOLS or _topics_action(tool, arguments) in TOPICS_ADD_ACTIONS
+
+
+def _topics_action(tool: str, arguments: object) -> str | None:
+    """The action of a memory_topics call; None for another tool or a call the server would not take."""
     if tool != TOPICS or not isinstance(arguments, dict):
-        return False
+        return None
     action = arguments.get("action", TOPICS_DEFAULT_ACTION)
-    if not isinstance(action, str):  # e.g. ["clean"]: not a call the server takes; Claude Code asks as usual
-        return False
-    return action in TOPICS_READ_ACTIONS or (action in TOPICS_DRY_RUNS and arguments.get("apply") in (None, False))
+    # e.g. ["clean"]: not a call the server takes; Claude Code asks as usual
+    return action if isinstance(action, str) else None
 
 
 def rule_matches(rule: str, tool: str) -> bool:
@@ -82,18 +104,23 @@ def rule_matches(rule: str, tool: str) -> bool:
 
 
 def approve(event: dict[str, Any]) -> dict[str, Any] | None:
-    """PreToolUse: allow a read of gitwiki's own MCP server; no answer for anything else, so Claude Code
-    applies the user's rules (a deny or ask rule still wins over this allow) and asks as usual."""
+    """PreToolUse: allow a read of gitwiki's own MCP server, or a memory write that only adds; no answer for
+    anything else, so Claude Code applies the user's rules (a deny or ask rule still wins over this allow)
+    and asks as usual."""
     name = event.get("tool_name")
     if not isinstance(name, str):
         return None
     for prefix in MCP_PREFIXES:
-        if name.startswith(prefix) and reads_only(name[len(prefix) :], event.get("tool_input")):
+        if not name.startswith(prefix):
+            continue
+        tool, arguments = name[len(prefix) :], event.get("tool_input")
+        reason = REASON if reads_only(tool, arguments) else ADD_REASON if adds_only(tool, arguments) else None
+        if reason:
             return {
                 "hookSpecificOutput": {
                     "hookEventName": "PreToolUse",
                     "permissionDecision": "allow",
-                    "permissionDecisionReason": REASON,
+                    "permissionDecisionReason": reason,
                 }
             }
     return None

@@ -8,10 +8,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "hooks",
         help="install, remove or show gitwiki's Claude Code hooks and tool permissions",
         description="Add gitwiki's Claude Code hooks to .claude/settings.json (or the user settings with --user): "
-        "they bring wiki and memory context, and let Claude Code run gitwiki's read-only MCP tools without "
-        "asking, in every mode. Every other byte of the file stays as it was. `uninstall` removes exactly "
-        "what `install` added (recorded in gitwiki-hooks.json beside the settings); `status` shows it. A "
-        "settings file that is not valid JSON is reported and left as it is.",
+        "they bring wiki and memory context, and let Claude Code run gitwiki's read-only MCP tools and its "
+        "memory writes that only add (store, batch, checkpoint) without asking, in every mode. Every other byte "
+        "of the file stays as it was. `uninstall` removes exactly what `install` added (recorded in "
+        "gitwiki-hooks.json beside the settings); `status` shows it. A settings file that is not valid JSON is "
+        "reported and left as it is.",
     )
     p.add_argument("action", choices=("install", "uninstall", "status"))
     p.add_argument("--user", action="store_true", help="the user settings (~/.claude/settings.json), not the project's")
@@ -25,8 +26,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--allow-writes",
         action="store_true",
-        help="install: also let Claude Code run gitwiki's writing tools (add_markdown, delete_markdown, index, "
-        "memory_store, memory_batch, memory_edit, memory_topics) without asking: permission rules in "
+        help="install: also let Claude Code run gitwiki's other writing tools (add_markdown, delete_markdown, "
+        "index, memory_edit, memory_topics's writing actions) without asking: permission rules in "
         ".claude/settings.local.json (with --user, the user settings)",
     )
     p.set_defaults(func=hooks)
@@ -59,6 +60,11 @@ def hooks(args: argparse.Namespace) -> int:
     if refused_reads and approve != "missing":
         reads += f" except {len(refused_reads)} your rules decide"
     print(f"  MCP reads: {reads}")
+    adds = "asked" if approve == "missing" else "allowed by the approve-mcp hook"
+    refused_adds = [tool for tool in (*permissions.ADD_TOOLS, permissions.TOPICS) if tool in found.refused]
+    if refused_adds and approve != "missing":
+        adds += f" except {len(refused_adds)} your rules decide"
+    print(f"  MCP memory adds (memory_store, memory_batch, topics checkpoint): {adds}")
     print(f"  MCP writes ({total} tools): {allowed} (rules in {found.rules})")
     for tool, rule in found.refused.items():
         print(f"    {tool}: {'denied' if rule.startswith('deny') else 'asked'} by your {rule}")

@@ -15,7 +15,7 @@ from mcp.server.mcpserver import MCPServer
 from gitwiki import __version__
 from gitwiki.config import Config
 from gitwiki.mcp.early import SERVER_NAME
-from gitwiki.mcp.server import READ, Answer, GroundTool, guarded, result
+from gitwiki.mcp.server import READ, Answer, GroundTool, StrictServer, guarded, result
 from gitwiki.search.lance_index import LanceReader
 from gitwiki.sources.shared_index import SharedIndex
 
@@ -46,7 +46,7 @@ class SharedTools(GroundTool):
 
 
 def build_server(reader: LanceReader, config: Config, serial: threading.Lock) -> MCPServer:
-    app = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    app = StrictServer(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     tools = SharedTools(SharedIndex(reader, config))
     app.add_tool(guarded(tools.ground, serial), name="ground", annotations=READ)
     app.add_tool(guarded(tools.list_corpora, serial), name="list_corpora", annotations=READ)

@@ -407,11 +407,32 @@ TOOLS: dict[str, ToolAnnotations] = {
 }
 
 
+class StrictServer(MCPServer[Any]):
+    """The SDK's server, but a tool argument the tool does not take is refused (-32602, naming the ones it
+    takes), as an action's parameter it does not read is (memory.actions): the SDK's argument models drop
+    unknown keys, so helix's `compact` with `log` or `mode` ran as a plain compact, and a misspelt option
+    (`limt`) was silently its default."""
+
+    _takes: dict[str, frozenset[str]] | None = None
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if self._takes is None:
+            self._takes = {t.name: frozenset(t.input_schema.get("properties", {})) for t in await self.list_tools()}
+        takes = self._takes.get(name)
+        unknown = sorted(set(arguments) - takes) if takes is not None and isinstance(arguments, dict) else []
+        if unknown:
+            log.info("%s refused: unknown arguments %s", name, unknown)
+            raise MCPError(
+                INVALID_PARAMS, f"{name} does not take {', '.join(unknown)}; it takes: {', '.join(sorted(takes or ()))}"
+            )
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server(wiki: Wiki, serial: threading.Lock, note: str | None = None) -> MCPServer:
     """`note`: the instructions' last line (what `mcp.early` answered with, so the SDK says the same)."""
     from gitwiki.mcp import memory as mcp_memory
 
-    app = MCPServer(SERVER_NAME, instructions=instructions(note), version=__version__, log_level="WARNING")
+    app = StrictServer(SERVER_NAME, instructions=instructions(note), version=__version__, log_level="WARNING")
     tools = WikiTools(wiki)
     for name, hints in TOOLS.items():
         app.add_tool(guarded(getattr(tools, name), serial), name=name, annotations=hints)

@@ -2,8 +2,9 @@
 
 No query: a meta-briefing (topics by activity, velocity, themes). A topic or a glob (`iris-*`), or any
 other words (searched): its entries after a dedup pass (identical text in several topics → one entry,
-"also in"), a supersession pass (an entry > 60 % like a clearly newer one of the same topic is
-SUPERSEDED), temporal chains (entries whose dominant keyword is shared, in time order), classified as
+"also in"), a supersession pass (an entry > 60 % like one of the same topic written two days or more
+later is SUPERSEDED, as helix's), temporal chains (entries of one topic whose dominant keyword is shared,
+in time order, the keyword shown as written), classified as
 helix does (by tag, then the leading `prefix:`, then keywords) into
 ARCHITECTURE, DATA FLOW, INVARIANTS, GOTCHAS, DECISIONS, HOW-TO, PERFORMANCE, GAPS, UNTAGGED,
 rendered as a tier: `summary` (about 15 lines), `scan` (one line per entry) or `full`.
@@ -18,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from gitwiki.errors import UsageError
+from gitwiki.index.tokens import tokenize, words
 from gitwiki.memory import personal, stores
 from gitwiki.memory.entry import Entry, TopicPage, auto_tags, first_line, jaccard, parse_iso, singular, terms
 from gitwiki.memory.search import in_window, since_moment
@@ -61,7 +63,9 @@ _RESCUE_WORD = {w: c for c, words in RESCUE_WORDS.items() for w in words}
 _RESCUE = re.compile(r"\b(" + "|".join(map(re.escape, sorted(_RESCUE_WORD, key=len, reverse=True))) + ")")
 _WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 SUPERSEDE_OVERLAP = 0.6
-SUPERSEDE_AFTER = timedelta(minutes=1)  # entries of one batch are not corrections of each other
+# helix's rule (helix/src/brief.rs `supersede`): the newer entry is two calendar days or more younger. Notes
+# of one session, a minute or an hour apart, are steps of one piece of work, not a correction of each other.
+SUPERSEDE_DAYS = 2
 CHAIN_MIN = 3
 SUMMARY_LINES = 15
 VELOCITY_DAYS = 7
@@ -197,7 +201,7 @@ def classify(entries: list[Entry]) -> list[Item]:
             old_time = parse_iso(old.when)
             for new in reversed(group[i + 1 :]):
                 new_time = parse_iso(new.when)
-                clearly_newer = old_time and new_time and new_time - old_time >= SUPERSEDE_AFTER
+                clearly_newer = old_time and new_time and (new_time.date() - old_time.date()).days >= SUPERSEDE_DAYS
                 if clearly_newer and jaccard(terms(old.text), terms(new.text)) > SUPERSEDE_OVERLAP:
                     newer[old.ref] = new.ref
                     break
@@ -208,7 +212,16 @@ def classify(entries: list[Entry]) -> list[Item]:
 
 
 def _chains(entries: list[Entry]) -> list[Chain]:
-    """Entries whose dominant keyword (their most shared term that is not everywhere) is the same, in time order."""
+    """Per topic, as helix's (a chain is one topic's story): entries whose dominant keyword (their most shared
+    term that is not everywhere) is the same, in time order."""
+    by_topic: dict[str, list[Entry]] = {}
+    for e in entries:
+        by_topic.setdefault(e.topic, []).append(e)
+    chains = [c for group in by_topic.values() for c in _topic_chains(group)]
+    return sorted(chains, key=lambda c: (-len(c.refs), c.keyword))
+
+
+def _topic_chains(entries: list[Entry]) -> list[Chain]:
     if len(entries) < CHAIN_MIN:
         return []
     sets = [terms(e.text) for e in entries]
@@ -219,12 +232,25 @@ def _chains(entries: list[Entry]) -> list[Chain]:
         if shared:
             dominant = max(shared, key=lambda t: (df[t], t))
             groups.setdefault(dominant, []).append(entry)
-    chains = [
-        Chain(word, tuple(e.ref for e in sorted(group, key=lambda e: e.created)))
-        for word, group in groups.items()
+    return [
+        Chain(_as_written(term, group), tuple(e.ref for e in sorted(group, key=lambda e: e.created)))
+        for term, group in groups.items()
         if len(group) >= CHAIN_MIN
     ]
-    return sorted(chains, key=lambda c: (-len(c.refs), c.keyword))
+
+
+def _as_written(term: str, entries: list[Entry]) -> str:
+    """The stemmed `term` as the entries write it (`redi` → redis): its most common form, the shorter and
+    then the first alphabetically on a tie; the term itself if no word stems to it."""
+    forms: Counter[str] = Counter()
+    stems: dict[str, list[str]] = {}
+    for e in entries:
+        for word in words(e.text):
+            if word not in stems:
+                stems[word] = tokenize(word)
+            if stems[word] == [term]:
+                forms[word] += 1
+    return min(forms, key=lambda w: (-forms[w], len(w), w)) if forms else term
 
 
 def activity(files: Iterable[NamedPage], now: datetime) -> list[TopicActivity]:

@@ -2,8 +2,9 @@
 configured beside the project's: the routing of writes, the topics of both, and search fused over both.
 
 Where a write goes: the call's scope (`project` or `personal`), a topic with the `~personal/` prefix, else
-`[memory] write`: `auto` (the default) writes to the project when it has topic pages, else to the
-personal repository when there is one; `project` and `personal` always there.
+`[memory] write`: `auto` (the default) writes where the call's topics already live; a new topic (or one
+both memories have) goes to the project when it has topic pages, else to the personal repository when
+there is one; `project` and `personal` always there.
 """
 
 from __future__ import annotations
@@ -62,15 +63,40 @@ def writer(mem: Memory, scope: str | None = None, topics: Sequence[str] = ()) ->
     if scope is None:
         chosen = mem.config.write
         if chosen == "auto":
-            # A project that keeps topic pages writes there (reviewed with the code); one that has none, into
-            # the personal repository, as helix writes everything into its one knowledge base.
-            chosen = "personal" if not mem.topic_files() and mem.personal is not None else "project"
+            chosen = _auto(mem, bare)
         scope = chosen
     if scope == "project":
         return mem, bare
     if mem.personal is None:
         raise no_personal()
     return mem.personal, bare
+
+
+def _auto(mem: Memory, topics: Sequence[str]) -> str:
+    """`write = "auto"`: where the call's topics already live, so that `rust` does not grow in the project
+    beside `~personal/rust` (a topic both memories have: the project's). New topics, or topics that live
+    apart: a project that keeps topic pages writes there (reviewed with the code), one that has none into
+    the personal repository, as helix writes everything into its one knowledge base."""
+    if mem.personal is None:
+        return "project"
+    project = mem.topic_files()
+    names = {n for n in map(_name, topics) if n is not None}
+    if names:
+        personal = mem.personal.topic_files()
+        homes = {"project" if n in project else "personal" for n in names if n in project or n in personal}
+        if len(homes) == 1:
+            return homes.pop()
+    return "project" if project else "personal"
+
+
+def _name(topic: str) -> str | None:
+    """The page name a topic is stored under; None for a name the store will refuse (it says why)."""
+    from gitwiki.memory.entry import topic_name
+
+    try:
+        return topic_name(topic)
+    except UsageError:
+        return None
 
 
 def writer_batch(mem: Memory, scope: str | None, items: object) -> tuple[Memory, object]:

@@ -190,7 +190,8 @@ def test_subagent_gets_the_topic_list(wiki, hook):
 
 def test_approve_mcp_allows_the_read_only_gitwiki_tools_only(repo, hook, tmp_path):
     """PreToolUse (Claude Code runs no PermissionRequest hook under -p): allow for gitwiki's reads, from the
-    server registered as gitwiki or from the plugin; no answer for its writes or any other tool."""
+    server registered as gitwiki or from the plugin; no answer for its writes that remove or rewrite (memory
+    writes that only add are allowed: test_permissions.py) or any other tool."""
     code, answer = hook("approve-mcp", load("pre_tool_use_mcp", repo.path), tmp_path)
     assert code == 0
     assert answer == {
@@ -214,9 +215,9 @@ def test_approve_mcp_allows_the_read_only_gitwiki_tools_only(repo, hook, tmp_pat
         ), arguments
     for tool, arguments in (
         ("mcp__gitwiki__add_markdown", {"path": "x.md", "content": "# x"}),
-        ("mcp__gitwiki__memory_store", {"topic": "t", "text": "x"}),
+        ("mcp__gitwiki__memory_edit", {"action": "delete", "topic": "t", "index": 1}),
         ("mcp__gitwiki__memory_topics", {"action": "clean", "apply": True}),
-        ("mcp__gitwiki__memory_topics", {"action": "checkpoint", "task": "x"}),
+        ("mcp__gitwiki__memory_topics", {"action": "clear_checkpoint"}),
         ("mcp__gitwiki__memory_topics", "list"),
         ("mcp__github__create_issue", {}),
         ("mcp__gitwiki_evil__ground", {}),

@@ -24,14 +24,81 @@ def test_every_memory_topics_action_is_classified():
     from gitwiki.memory.actions import TOPIC_ACTIONS
 
     reads = permissions.TOPICS_READ_ACTIONS | permissions.TOPICS_DRY_RUNS
-    assert reads <= set(TOPIC_ACTIONS)
-    # the rest write: import, reindex (the index), checkpoint and clear_checkpoint (pages)
-    assert set(TOPIC_ACTIONS) - reads == {"import", "reindex", "checkpoint", "clear_checkpoint"}
+    assert reads <= set(TOPIC_ACTIONS) and not reads & permissions.TOPICS_ADD_ACTIONS
+    # the rest write: checkpoint only adds (a new page; the older one stays in git); import (it replaces
+    # checkpoints), reindex (the index) and clear_checkpoint (a page deleted) ask
+    assert permissions.TOPICS_ADD_ACTIONS == {"checkpoint"}
+    assert set(TOPIC_ACTIONS) - reads - permissions.TOPICS_ADD_ACTIONS == {"import", "reindex", "clear_checkpoint"}
+    assert set(permissions.ADD_TOOLS) < set(permissions.WRITE_TOOLS)
     from gitwiki.mcp.memory import MemoryTools
 
     parameters = inspect.signature(MemoryTools.memory_topics).parameters
     assert parameters["action"].default == permissions.TOPICS_DEFAULT_ACTION
     assert parameters["apply"].default is False  # clean and compact are dry runs unless asked
+
+
+READ = "gitwiki: a read-only tool of the gitwiki MCP server"
+ADD = permissions.ADD_REASON
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "decision"),
+    [
+        ("memory_search", {"query": "lock"}, READ),
+        ("memory_topics", {}, READ),  # list, the default action
+        ("memory_topics", {"action": "compact"}, READ),  # a dry run
+        # memory writes that only add: allowed, in every mode (a PreToolUse answer, so under -p too)
+        ("memory_store", {"topic": "t", "text": "x"}, ADD),
+        ("memory_store", {"topic": "t", "text": "x", "force": True, "scope": "personal"}, ADD),
+        ("memory_batch", {"entries": [{"topic": "t", "text": "x"}]}, ADD),
+        ("memory_topics", {"action": "checkpoint", "task": "ship it"}, ADD),
+        # writes that remove or rewrite: no answer, so Claude Code asks unless --allow-writes' rules allow them
+        ("memory_edit", {"action": "append", "topic": "t", "text": "x"}, None),
+        ("memory_edit", {"action": "delete", "topic": "t", "all": True}, None),
+        ("memory_edit", {"action": "rename", "topic": "t", "to": "u"}, None),
+        ("memory_edit", {"action": "merge", "topic": "t", "into": "u"}, None),
+        ("memory_topics", {"action": "clean", "apply": True}, None),
+        ("memory_topics", {"action": "compact", "apply": True}, None),
+        ("memory_topics", {"action": "clear_checkpoint"}, None),
+        ("memory_topics", {"action": "import", "data": {"topics": []}}, None),
+        ("memory_topics", {"action": "reindex"}, None),
+        ("memory_topics", {"action": ["checkpoint"], "task": "x"}, None),
+        ("add_markdown", {"path": "x.md", "content": "# x"}, None),
+        ("delete_markdown", {"path": "x.md"}, None),
+        ("index", {}, None),
+    ],
+)
+@pytest.mark.parametrize("prefix", ["mcp__gitwiki__", "mcp__plugin_gitwiki_gitwiki__"])
+def test_approve_mcp_decides_per_tool_and_action(prefix, tool, arguments, decision):
+    answer = permissions.approve({"tool_name": prefix + tool, "tool_input": arguments})
+    if decision is None:
+        assert answer is None
+    else:
+        assert answer == {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "allow",
+                "permissionDecisionReason": decision,
+            }
+        }
+
+
+def test_hooks_status_reports_memory_adds_allowed_by_the_hook_unless_a_rule_of_yours_decides(
+    repo, cli, tmp_path, monkeypatch
+):
+    repo.commit("start")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    (tmp_path / "claude").mkdir()
+    assert cli("hooks", "install", cwd=repo.path)[0] == 0
+    line = "MCP memory adds (memory_store, memory_batch, topics checkpoint):"
+    assert f"{line} allowed by the approve-mcp hook\n" in cli("hooks", "status", cwd=repo.path)[1]
+    user = tmp_path / "claude" / "settings.json"
+    user.write_text(json.dumps({"permissions": {"deny": ["mcp__gitwiki__memory_store"]}}))
+    out = cli("hooks", "status", cwd=repo.path)[1]
+    assert f"{line} allowed by the approve-mcp hook except 1 your rules decide" in out
+    assert f"memory_store: denied by your deny rule in {user}" in out
+    assert cli("hooks", "uninstall", cwd=repo.path)[0] == 0
+    assert f"{line} asked\n" in cli("hooks", "status", cwd=repo.path)[1]
 
 
 MISTYPED = [["clean"], {"list": True}, 5, None, True, "", "\u0000"]

@@ -44,7 +44,11 @@ def test_install_then_uninstall_gives_back_the_file_byte_for_byte(repo, cli):
     assert out.splitlines()[0] == f"settings: {target}"
     assert all(f"  {h.name} ({h.event}): installed" in out for h in HOOK_TYPES)
     local = repo.path / ".claude" / "settings.local.json"
-    assert f"  MCP reads: allowed by the approve-mcp hook\n  MCP writes (7 tools): asked (rules in {local})\n" in out
+    assert (
+        "  MCP reads: allowed by the approve-mcp hook\n"
+        "  MCP memory adds (memory_store, memory_batch, topics checkpoint): allowed by the approve-mcp hook\n"
+        f"  MCP writes (7 tools): asked (rules in {local})\n"
+    ) in out
     installed = _settings(repo)
     assert installed["permissions"] == OTHER["permissions"] and installed["model"] == "opus"
     assert not local.exists()

@@ -293,7 +293,7 @@ def test_brief_dedup_supersession_chains_categories_and_tiers(repo):
         ("iris-auth:4", "UNTAGGED"),
         ("iris-auth:5", "UNTAGGED"),
     ]
-    assert b.chains == [brief_mod.Chain("redi", ("iris-auth:3", "iris-auth:4", "iris-auth:5", "iris-auth:6"))]
+    assert b.chains == [brief_mod.Chain("redis", ("iris-auth:3", "iris-auth:4", "iris-auth:5", "iris-auth:6"))]
     assert "## SUPERSEDED\n\n- iris-auth:1 gotcha: tokens expire after one hour in staging → iris-auth:2" in b.markdown
     assert "- iris-auth:3 2026-11-02 decision: sessions live in redis (also in iris-web:1)" in b.markdown
     summary = brief_mod.brief(mem, "iris-*", now=NOW).markdown.splitlines()
@@ -312,6 +312,51 @@ def test_brief_dedup_supersession_chains_categories_and_tiers(repo):
     assert words.kind == "search" and [i.entry.ref for i in words.items] == ["iris-auth:5"]
     with pytest.raises(UsageError, match="focus"):
         brief_mod.brief(mem, "iris-*", focus=["nope"])
+
+
+def test_brief_chains_stay_in_a_topic_and_show_the_word_as_written(repo):
+    """Chains showed the stem (`redi`) and ran across topics: a word shared by two topics' entries chained them."""
+    write_topic(
+        repo,
+        "cache",
+        entry_md("2026-11-01T00:00:00Z", "Redis evicts keys under memory pressure"),
+        entry_md("2026-11-02T00:00:00Z", "redis eviction policy is allkeys-lru"),
+        entry_md("2026-11-03T00:00:00Z", "redis keys carry a one-day TTL"),
+        entry_md("2026-11-04T00:00:00Z", "the CDN caches images for a week"),
+    )
+    write_topic(
+        repo,
+        "queue",
+        entry_md("2026-11-05T00:00:00Z", "jobs wait in redis lists"),
+        entry_md("2026-11-06T00:00:00Z", "redis streams replaced the lists"),
+        entry_md("2026-11-07T00:00:00Z", "workers poll every second"),
+    )
+    repo.commit("init", {".gitwiki.toml": LEXICAL})
+    b = brief_mod.brief(Memory.open(repo.path), "*", detail="scan", now=NOW)
+    assert b.chains == [brief_mod.Chain("redis", ("cache:1", "cache:2", "cache:3"))]
+    assert "## CHAINS\n\n- redis: cache:1 → cache:2 → cache:3\n" in b.markdown
+
+
+def test_supersession_needs_two_days_between_entries_as_helix(repo):
+    """An entry was SUPERSEDED by a like one written a minute later (helix: two calendar days or more apart)."""
+    first = "the build cache lives in .cache/build"
+    write_topic(
+        repo,
+        "build",
+        entry_md("2026-11-01T10:00:00Z", first),
+        entry_md("2026-11-01T10:01:00Z", first + " now"),  # a minute later: a step of the same work
+        entry_md("2026-11-02T23:59:00Z", first + " today"),  # the next day
+    )
+    write_topic(
+        repo,
+        "ci",
+        entry_md("2026-11-01T23:00:00Z", "the ci cache lives in .cache/ci"),
+        entry_md("2026-11-03T00:30:00Z", "the ci cache lives in .cache/ci now"),  # two calendar days later
+    )
+    repo.commit("init", {".gitwiki.toml": LEXICAL})
+    mem = Memory.open(repo.path)
+    superseded = {i.entry.ref: i.superseded_by for i in brief_mod.brief(mem, "*", now=NOW).items if i.superseded_by}
+    assert superseded == {"ci:1": "ci:2"}
 
 
 def test_meta_brief_ranks_topics_by_activity(repo):

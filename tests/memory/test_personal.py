@@ -381,3 +381,36 @@ def test_a_commit_that_fails_after_the_write_puts_the_page_back(tmp_path, home, 
     assert (kb / "memory" / "deploy.md").read_bytes() == page
     assert git(kb, "status", "--porcelain") == ""
     mem.close()
+
+
+def test_auto_writes_a_topic_where_it_already_lives(tmp_path, home, cli):
+    """With a personal memory holding `rust` and a project with other topic pages, `memory store rust …` went
+    to a new project `rust` beside `~personal/rust`."""
+    user_config(tmp_path)
+    a = project(tmp_path, "a", {"wiki/memory/notes.md": "# notes\n"})
+    mem = Memory.open(a.path)
+    store_mod.store(mem.personal, "rust", "gotcha: cargo caches the registry index in CARGO_HOME")
+    mem.close()
+    code, out, err = cli("memory", "store", "rust", "clippy's pedantic group is opt-in per crate", cwd=a.path)
+    assert code == 0 and out.startswith("stored ~personal/rust:2"), (out, err)
+    assert not (a.path / "wiki/memory/rust.md").exists()
+    assert "pedantic" in (home / "kb/memory/rust.md").read_text()
+    # A name as the page is stored (Rust → rust) is the same topic; a new topic follows the old rule.
+    mem = Memory.open(a.path)
+    assert stores.writer(mem, None, ["Rust"])[0] is mem.personal
+    assert stores.writer(mem, None, ["go"])[0] is mem
+    assert stores.writer(mem, None, ["notes"])[0] is mem
+    # A batch whose topics live in the personal memory (and new ones) goes there; topics that live apart, and
+    # a topic both memories have, go where a new topic would.
+    assert stores.writer(mem, None, ["rust", "go"])[0] is mem.personal
+    assert stores.writer(mem, None, ["rust", "notes"])[0] is mem
+    assert stores.writer(mem, "project", ["rust"])[0] is mem  # a scope decides over the topic's home
+    assert stores.writer_edit(mem, None, "rust", None, None)[0] is mem.personal  # an edit finds it there too
+    store_mod.store(mem, "rust", "the project pins its toolchain in rust-toolchain.toml")
+    assert stores.writer(mem, None, ["rust"])[0] is mem
+    mem.close()
+    user_config(tmp_path, write="project")  # and so does write = "project"
+    mem = Memory.open(a.path)
+    (a.path / "wiki/memory/rust.md").unlink()
+    assert stores.writer(mem, None, ["rust"])[0] is mem
+    mem.close()
