@@ -129,7 +129,9 @@ def _architecture_table() -> list[list[str]]:
             rows.append(row)
             row = None
         elif section == "Modules" and token.type == "paragraph_open" and tokens[i + 1].content.startswith("|"):
-            raise AssertionError(f"docs/architecture-modules.md: a table row renders as text: {tokens[i + 1].content[:60]!r}")
+            raise AssertionError(
+                f"docs/architecture-modules.md: a table row renders as text: {tokens[i + 1].content[:60]!r}"
+            )
     assert tables == 1, f"docs/architecture-modules.md's module table renders as {tables} tables"
     return rows[1:]
 
