@@ -1,9 +1,13 @@
-"""The project's own docs read by topic: no page names internal work items, the benchmarks page and the research
-log stay within the page-size lint limit, and the research log is searched as a corpus of its own."""
+"""The project's own docs read by topic: no page names internal work items, every page lints clean with gitwiki's
+own linter (one topic per page within the page-size limit, no broken links or anchors, no orphans), and the research
+log is searched as a corpus of its own."""
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 from gitwiki import config
@@ -32,6 +36,24 @@ def test_the_benchmarks_page_and_the_research_log_fit_the_page_size_limit():
     sizes = {page.name: page.stat().st_size for page in pages}
     assert {name: size for name, size in sizes.items() if size > limit} == {}
     assert len(sizes) > 2  # the research log holds the history the benchmarks page used to
+
+
+def test_the_projects_own_docs_lint_clean(repo, cli):
+    """`gitwiki lint` on a copy of the committed docs and .gitwiki.toml: no finding at all, so no page over the
+    20,000-byte limit (GW011), no broken link (GW005) or anchor, no orphan; the limit is the default, not raised."""
+    assert config.load(ROOT).lint.max_page_bytes == config.LintConfig().max_page_bytes
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z", "docs", ".gitwiki.toml"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split("\0")
+    for rel in filter(None, tracked):
+        (repo.path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / rel, repo.path / rel)
+    repo.commit("docs")
+    code, out, err = cli("lint", "--format", "json", cwd=repo.path)
+    report = json.loads(out)
+    found = [f"{f['path']}:{f['line']}: {f['code']} {f['message']}" for f in report["findings"]]
+    assert (code, found, report["errors"], report["warnings"]) == (0, [], 0, 0), err
+    assert sum(rel.endswith(".md") for rel in tracked) > 40  # every page of both corpora was there to lint
 
 
 def test_the_research_log_is_a_corpus_apart_from_the_user_docs():

@@ -4,7 +4,7 @@ artifacts under memory and disk ceilings; two MCP servers committing beside a us
 Each trial asserts nothing lost, nothing outside the corpus and no traceback.
 
 Trial counts stay small in CI (the file runs in well under 90 s); `GITWIKI_RELIABILITY_TRIALS=N`
-multiplies them for the bigger runs whose counts docs/reliability.md publishes. Each test prints its
+multiplies them for the bigger runs whose counts docs/reliability-writes.md publishes. Each test prints its
 tally (`-s` shows it).
 """
 

@@ -120,7 +120,7 @@ def list_command(args: argparse.Namespace) -> int:
         print(json.dumps([{**s._asdict(), "state": s.state} for s in rows], indent=2))
         return 0
     if not rows:
-        print("no [[repository]] declared; see docs/configuration.md")
+        print("no [[repository]] declared; see docs/configuration-repositories.md")
     for s in rows:
         print(
             f"{s.name}  {s.location}  ref {s.ref or '(HEAD)'}  commit {(s.commit or '-')[:12]}  wiki {s.wiki or '.'}/"

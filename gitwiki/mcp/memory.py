@@ -1,4 +1,4 @@
-"""The memory tools of `gitwiki serve` (docs/memory.md): thin wrappers over `gitwiki.memory.replies`.
+"""The memory tools of `gitwiki serve` (docs/memory-tools.md): thin wrappers over `gitwiki.memory.replies`.
 
 mcp_server.build_server registers them next to the page tools, behind the same guard (calls one at a
 time, gitwiki errors as JSON-RPC errors). One `Memory` per server keeps the parsed topic pages warm.
@@ -237,7 +237,7 @@ class MemoryTools:
         self,
         action: Annotated[
             Literal[tuple(TOPIC_ACTIONS)],  # type: ignore[valid-type]
-            Field(description="What to do; see docs/memory.md. Default list."),
+            Field(description="What to do; see docs/memory-tools.md. Default list."),
         ] = "list",
         topic: Annotated[
             str | None, Field(description="entries, xref, refresh, compact: the topic (list: a glob).")

@@ -436,7 +436,7 @@ def build_server(wiki: Wiki, serial: threading.Lock, note: str | None = None) ->
     tools = WikiTools(wiki)
     for name, hints in TOOLS.items():
         app.add_tool(guarded(getattr(tools, name), serial), name=name, annotations=hints)
-    mcp_memory.register(app, wiki, lambda method: guarded(method, serial))  # memory_* tools, docs/memory.md
+    mcp_memory.register(app, wiki, lambda method: guarded(method, serial))  # memory_* tools, docs/memory-tools.md
     return app
 
 

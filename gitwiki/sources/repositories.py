@@ -671,7 +671,7 @@ class Repositories:
         progress: Progress | None = None,
     ) -> list[SyncReport]:
         if name is None and not self._by_name:
-            raise UsageError("no [[repository]] is declared; see docs/configuration.md#repositories")
+            raise UsageError("no [[repository]] is declared; see docs/configuration-repositories.md#repositories")
         chosen = [self.get(name)] if name else list(self)
         refused = [r for r in chosen if not r.allowed()]
         if refused:  # before any fetch: a sync of all is not half done

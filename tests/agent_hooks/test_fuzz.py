@@ -1,7 +1,7 @@
 """Hook events fuzzed (hypothesis): arbitrary JSON, deep nesting, huge strings, shell commands. Every hook
 answers with valid hook JSON or nothing, never raises, never logs an internal error, never hangs.
 
-GITWIKI_FUZZ_EXAMPLES sets the examples per test (docs/reliability.md gives a larger run's counts)."""
+GITWIKI_FUZZ_EXAMPLES sets the examples per test (docs/reliability-writes.md gives a larger run's counts)."""
 
 from __future__ import annotations
 

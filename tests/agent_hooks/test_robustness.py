@@ -14,7 +14,7 @@ from tests.agent_hooks.conftest import context_of, load
 from tests.helpers import ROOT
 
 HEAVY = ("lancedb", "fastembed", "onnxruntime", "numpy", "pygit2", "mcp", "pydantic", "rich")
-# What the lean entry point leaves out (docs/agent-hooks.md, "Speed"): the CLI's parser.
+# What the lean entry point leaves out (docs/agent-hooks-types.md, "Speed"): the CLI's parser.
 LEAN_SKIPS = ("argparse", "gitwiki.cli")
 CACHED_SKIPS = (
     *LEAN_SKIPS,
@@ -97,7 +97,7 @@ def test_the_hook_path_imports_no_heavy_library(wiki, entry):
 def test_a_hook_on_unchanged_files_loads_no_parser_hash_or_git_process_module(wiki):
     """Once the caches in the index dir hold the config, the memory pages' blob ids and parsed entries and
     the coupling history, a search hook loads neither tomllib, OpenSSL's hashes, subprocess nor the memory
-    library's parser (docs/agent-hooks.md, "Speed")."""
+    library's parser (docs/agent-hooks-types.md, "Speed")."""
     entry = ["-m", "gitwiki.agent_hooks"]
     for hook_type, fixture in HOOKS[:2]:
         _loaded(wiki, entry, hook_type, fixture, "first")  # fills the caches

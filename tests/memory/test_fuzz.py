@@ -210,7 +210,7 @@ def test_store_edit_export_import_never_touch_another_entry(fuzz_mem, first, ops
         return
     others = {name: tf.data for name, tf in mem.topics().items()}
     added, _ = topics_mod.import_memory(mem, json.loads(json.dumps({"topics": [{**mine, "name": copy}]})))
-    # Import appends in time order and takes an entry once per (time, text), as docs/memory.md says.
+    # Import appends in time order and takes an entry once per (time, text), as docs/memory-tools.md says.
     first_seen: dict[tuple[str, str], tuple[str, str, tuple[str, ...]]] = {}
     for c, t, tags in model:
         first_seen.setdefault((c, t), (c, t, tags))

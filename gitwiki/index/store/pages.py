@@ -42,7 +42,7 @@ def embed_text(breadcrumb: tuple[str, ...], text: str, title: str) -> str:
 
 
 def text_hash(text: str) -> str:
-    import hashlib  # loading OpenSSL costs an agent hook ~2.5 ms, and the hooks only read (docs/agent-hooks.md)
+    import hashlib  # loading OpenSSL costs an agent hook ~2.5 ms, and the hooks only read (docs/agent-hooks-types.md)
 
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
