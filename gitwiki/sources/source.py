@@ -3,8 +3,8 @@
 
 `Wiki.source(name)` resolves a corpus name to its source, so the MCP server, the CLI and the hooks never ask which
 kind a corpus is; a source that cannot do something (write to another repository, read a page from a table of
-chunks) refuses with an error that says why and what to do instead. A query over several corpora searches each
-source and fuses the per-corpus rankings here (`fuse`).
+chunks) refuses with an error that says why and what to do instead. A query over several corpora searches the
+corpora of one index as one view (`search_union`: one scale) and fuses the rankings of different indexes (`fuse`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from gitwiki.search.searcher import CorpusView, DocResult, Searcher, SearchOptio
 # The corpora a query names: None (the default one), one name, "a,b", ALL, or a list of names.
 CorpusSpec = str | Sequence[str] | None
 ALL = "all"
-# Each corpus of a search over several is asked for at least POOL pages, so that the normalization of its page
-# scores sees more than the few pages shown. wiki-dev split across two corpora (bench/cross_corpus_eval.py,
+# Each index of a search over several indexes (the checkout beside a synced repository) is asked for at least POOL
+# pages, so that the normalization of its page scores sees more than the few pages shown. Measured when every corpus
+# was fused this way: wiki-dev split across two corpora (bench/cross_corpus_eval.py,
 # docs/research/cross-corpus.md), hybrid MRR@10: 0.855 asking each for the 10 pages shown, 0.873 for 20, 0.880 for
 # 40, 0.895 for 100 (all of them); the same pages in one corpus 0.925.
 POOL = 50
