@@ -2,11 +2,13 @@
 as one (`ground --corpus a,b`, fused by `sources.fuse`), against the same pages in one corpus.
 
 One repo holds `uv/` once; corpus `uv` takes every page, `half-a` the folders concepts, getting-started, pip and
-index.md (38 pages), `half-b` guides and reference (42). The three corpora share the page versions, so one index
-(and one embedding of each chunk) serves all. Each question is asked for the top `--depth` pages (each corpus of
-the split is asked as deep). For comparison, the same split merged other ways: `raw` by the corpora's raw page
-scores; `dbsf@N`, `minmax@N` with each half asked N pages (`--pool`) and normalized by `ranking.dbsf` or
-`ranking.min_max` before the cut.
+index.md (38 pages), `half-b` guides and reference (42), and `splitK-J` (K = 2, 4, 8; J < K) the pages dealt round
+by round in path order, page i to corpus i mod K. Every corpus shares the page versions, so one index (and one
+embedding of each chunk) serves all. Each question is asked for the top `--depth` pages. `fused` is the product
+(`ground --corpus a,b,...`); for comparison, the same split merged other ways, each corpus asked on its own:
+`raw` by the corpora's raw page scores; `dbsf@N`, `minmax@N` with each corpus asked N pages (`--pool`) and
+normalized by `ranking.dbsf` or `ranking.min_max` before the cut (`dbsf@50` is what `fuse` did for every list of
+corpora before they were searched as one view).
 
     python bench/cross_corpus_eval.py [--json] [--depth 10]
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from benchlib import EVAL, WORK, emit, index_figures, open_wiki, timed_index, use_offline_model, write_repo
 from wikidev_eval import wiki_set
@@ -29,6 +32,19 @@ HALF_B = ("guides", "reference")
 def _include(folders: tuple[str, ...], extra: tuple[str, ...] = ()) -> str:
     globs = [g for f in folders for g in (f"{f}/*.md", f"{f}/**/*.md")] + list(extra)
     return "[" + ", ".join(f'"{g}"' for g in globs) + "]"
+
+
+SPLITS = (2, 4, 8)
+
+
+def _split_config(paths: list[str]) -> str:
+    """Corpora splitK-J: page i (in path order, `uv/`-relative) in corpus i mod K."""
+    out = []
+    for k in SPLITS:
+        for j in range(k):
+            mine = "[" + ", ".join(f'"{p}"' for p in paths[j::k]) + "]"
+            out.append(f'[[corpus]]\nname = "split{k}-{j}"\npath = "uv"\ninclude = {mine}\n')
+    return "\n".join(out)
 
 
 CONFIG = f"""[[corpus]]
@@ -50,17 +66,20 @@ include = {_include(HALF_B)}
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--depth", type=int, default=10, help="pages asked of each corpus and kept (default 10)")
-    ap.add_argument("--pool", type=int, default=100, help="pages asked of each half for the deep variants")
+    ap.add_argument("--pool", type=int, default=50, help="pages asked of each corpus for the deep variants")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     use_offline_model()
     work = WORK / "cross-corpus"
     pages = wiki_set(EVAL / "wiki-dev").pages
-    repo = write_repo(work / "repo", pages, CONFIG)
+    relative = sorted(p.removeprefix("uv/") for p, _ in pages)
+    repo = write_repo(work / "repo", pages, CONFIG + "\n" + _split_config(relative))
     wiki = open_wiki(repo, work / "index")
     reports, seconds = timed_index(wiki)
     sizes = {r.corpus: r.pages for r in reports}
     assert sizes["half-a"] + sizes["half-b"] == sizes["uv"], sizes  # the halves split the pages, no overlap
+    for k in SPLITS:
+        assert sum(sizes[f"split{k}-{j}"] for j in range(k)) == sizes["uv"], sizes
     questions = resolve_pages(load_questions(EVAL / "wiki-dev" / "questions-uv.jsonl"), [p for p, _ in pages], "uv/")
 
     def search(corpus: str, text: str, mode: str, fusion: str | None, depth: int = args.depth):
@@ -71,12 +90,12 @@ def main(argv=None) -> int:
     def ranker(corpus: str):
         return lambda text, mode, fusion: [d.path for d in search(corpus, text, mode, fusion).docs]
 
-    def merged(normalize, depth: int):
-        """The halves asked `depth` pages each, each list normalized by `normalize`, merged, cut to --depth."""
+    def merged(normalize, depth: int, corpora: tuple[str, ...] = ("half-a", "half-b")):
+        """The corpora asked `depth` pages each, each list normalized by `normalize`, merged, cut to --depth."""
 
         def rank(text: str, mode: str, fusion: str | None) -> list[str]:
             scored = []
-            for half in ("half-a", "half-b"):
+            for half in corpora:
                 docs = search(half, text, mode, fusion, depth).docs
                 scored += [(s, docs[i].path) for i, s in normalize([(i, d.score) for i, d in enumerate(docs)])]
             return [path for _, path in sorted(scored, key=lambda s: -s[0])][: args.depth]
@@ -85,7 +104,7 @@ def main(argv=None) -> int:
 
     modes = (("lexical", None), ("hybrid", "score"))
     deep = args.pool
-    methods = (
+    methods: tuple[tuple[str, Callable[[str, str, str | None], list[str]]], ...] = (
         ("one", ranker("uv")),
         ("fused", ranker("half-a,half-b")),
         ("raw", merged(lambda ranked: [(i, s) for i, s in ranked], args.depth)),
@@ -93,6 +112,9 @@ def main(argv=None) -> int:
         (f"minmax@{args.depth}", merged(min_max, args.depth)),
         (f"minmax@{deep}", merged(min_max, deep)),
     )
+    for k in SPLITS:
+        names = tuple(f"split{k}-{j}" for j in range(k))
+        methods += ((f"split{k} fused", ranker(",".join(names))), (f"split{k} dbsf@{deep}", merged(dbsf, deep, names)))
     scores = []
     for label, rank in methods:
         for s in evaluate(rank, questions, modes):

@@ -38,7 +38,7 @@ from gitwiki.index.store import LOCK_TIMEOUT, IndexDamaged, Store
 from gitwiki.pages import pages as pages_mod
 from gitwiki.search.searcher import CorpusView, Searcher, SearchOptions, SearchResult, check_query
 from gitwiki.sources.repositories import Repositories, RepositoryCorpus, for_checkout
-from gitwiki.sources.source import CorpusSource, CorpusSpec, Page, search_corpora, search_view
+from gitwiki.sources.source import CorpusSource, CorpusSpec, Page, Scope, search_corpora, search_view
 
 # How long a query waits for the writer lock to fold in uncommitted pages: enough for another query doing
 # the same (milliseconds), far less than an index run (which used to hold a query for 45 s); past it the
@@ -460,6 +460,9 @@ class LocalCorpus:
         return self.wiki._local_view(self.config, at, worktree, vectors)
 
     def search(self, query: str, options: SearchOptions, at: str | None = None, worktree: bool = True) -> SearchResult:
+        return search_view(self.scope(options, at, worktree), query, options)
+
+    def scope(self, options: SearchOptions, at: str | None = None, worktree: bool = True) -> Scope:
         view = self.view(at, worktree, vectors=options.mode != "lexical")
         embedder = self.wiki.embedder() if options.mode != "lexical" else None
         repo, root = self.wiki.repo, self.wiki.root
@@ -471,7 +474,7 @@ class LocalCorpus:
             return repo.read_blob(view.pages[path]).decode("utf-8", errors="replace")
 
         fix = "add markdown there or fix [[corpus]] path in .gitwiki.toml"
-        return search_view(self.wiki.searcher, view, query, options, embedder, self.config, read, fix)
+        return Scope(self.wiki.searcher, view, embedder, read, self.config, fix)
 
     def files(self, glob: str | None = None) -> tuple[CorpusView, list[pages_mod.ListedPage]]:
         view = self.view()

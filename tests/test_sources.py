@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from gitwiki.config import SearchConfig
 from gitwiki.errors import UsageError
 from gitwiki.search.searcher import ChunkResult, DocResult, SearchOptions, SearchResult
-from gitwiki.sources.source import ALL, POOL, fuse, pooled, requested
+from gitwiki.sources.source import ALL, POOL, fuse, labelled, pooled, requested
 from gitwiki.wiki import Wiki
 from tests.test_mcp_server import call, connect, refused, run, text
 from tests.test_repositories import checkout, handbook, platform, sync  # noqa: F401 (fixtures)
@@ -61,6 +61,31 @@ def test_ground_over_several_corpora_is_one_ranking_labelled_by_corpus(two, cli,
     assert code == 0, err
     assert "[ops] ops/deploy.md" in out and "[dev] dev/build.md" in out
     assert "corpora " in out.splitlines()[-1] and "ops at " in out.splitlines()[-1]
+
+
+TWELVE = "[embeddings]\nenabled = false\n" + "".join(
+    f'\n[[corpus]]\nname = "c{i:02}"\npath = "c{i:02}"\n' for i in range(12)
+)
+
+
+def test_a_search_of_twelve_corpora_ranks_the_page_holding_both_words_first(repo, cli):
+    # Eleven corpora hold one of the query's words each, the last one the only page with both. Each corpus on its
+    # own scale made every corpus's best page 1.0 and broke ties by corpus order: the two-word page came last.
+    pages = {".gitwiki.toml": TWELVE}
+    for i in range(11):
+        word = ("remote", "rollback")[i % 2]
+        pages[f"c{i:02}/note.md"] = f"# Note {i}\n\nThe {word} step of the release is described here.\n"
+        pages[f"c{i:02}/other.md"] = f"# Other {i}\n\nFormat code with ruff before review.\n"
+    pages["c11/both.md"] = "# Both\n\nA remote rollback undoes the release on every host.\n"
+    pages["c11/other.md"] = "# Other 11\n\nFormat code with ruff before review.\n"
+    repo.commit("twelve", pages)
+    found = ground(cli, repo.path, "remote rollback", "--corpus", "all")
+    assert len(found["corpora"]) == 12
+    assert (found["docs"][0]["corpus"], found["docs"][0]["path"]) == ("c11", "c11/both.md")
+    assert found["docs"][0]["score"] > found["docs"][1]["score"]  # above the rest, not a tie won by corpus order
+    # the same pages as one corpus rank the same way, with the same scores
+    one = ground(cli, repo.path, "remote rollback", "--corpus", ",".join(f"c{i:02}" for i in reversed(range(12))))
+    assert [(d["path"], d["score"]) for d in one["docs"]] == [(d["path"], d["score"]) for d in found["docs"]]
 
 
 def test_the_default_stays_one_corpus_without_labels(two, cli):
@@ -162,7 +187,8 @@ def _result(corpus: str, scores: list[float], paths: list[str] | None = None) ->
         DocResult(p, p, s, chunks)
         for p, s in zip(paths or [f"p{i}.md" for i in range(len(scores))], scores, strict=True)
     ]
-    return SearchResult("q", corpus, f"{corpus}-commit", "hybrid", docs)
+    # as `search_corpora` hands each index's result to `fuse`: labelled by corpus
+    return labelled(corpus, SearchResult("q", corpus, f"{corpus}-commit", "hybrid", docs))
 
 
 class _Source:

@@ -42,7 +42,7 @@ from gitwiki.index.indexer import IndexReport, Progress, corpus_tree, ensure_vec
 from gitwiki.index.store import Store
 from gitwiki.pages import pages
 from gitwiki.search.searcher import CorpusView, Searcher, SearchOptions, SearchResult
-from gitwiki.sources.source import Page, search_view
+from gitwiki.sources.source import Page, Scope, search_view
 
 DEFAULT_WIKI = "wiki"
 STATE_FILE = "sync.json"
@@ -527,11 +527,13 @@ class RepositoryCorpus:
         return self.repository.view(self._name, embedder, self._embeddings, self._auto_sync)
 
     def search(self, query: str, options: SearchOptions, at: str | None = None, worktree: bool = True) -> SearchResult:
+        return search_view(self.scope(options, at, worktree), query, options)
+
+    def scope(self, options: SearchOptions, at: str | None = None, worktree: bool = True) -> Scope:
         view = self.view(at, worktree, vectors=options.mode != "lexical")
         embedder = self._embedder() if options.mode != "lexical" else None
-        read = self._read_text
         fix = "set wiki in its [[repository]] in .gitwiki.toml"
-        return search_view(self.repository.searcher, view, query, options, embedder, self.config, read, fix)
+        return Scope(self.repository.searcher, view, embedder, self._read_text, self.config, fix)
 
     def _read_text(self, path: str) -> str:
         return self._read(path)[1]

@@ -3,14 +3,14 @@
 
 `Wiki.source(name)` resolves a corpus name to its source, so the MCP server, the CLI and the hooks never ask which
 kind a corpus is; a source that cannot do something (write to another repository, read a page from a table of
-chunks) refuses with an error that says why and what to do instead. A query over several corpora searches each
-source and fuses the per-corpus rankings here (`fuse`).
+chunks) refuses with an error that says why and what to do instead. A query over several corpora searches the
+corpora of one index as one view (`search_union`: one scale) and fuses the rankings of different indexes (`fuse`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from gitwiki.config import CorpusConfig
 from gitwiki.errors import NotFoundError, UsageError
@@ -23,8 +23,9 @@ from gitwiki.search.searcher import CorpusView, DocResult, Searcher, SearchOptio
 # The corpora a query names: None (the default one), one name, "a,b", ALL, or a list of names.
 CorpusSpec = str | Sequence[str] | None
 ALL = "all"
-# Each corpus of a search over several is asked for at least POOL pages, so that the normalization of its page
-# scores sees more than the few pages shown. wiki-dev split across two corpora (bench/cross_corpus_eval.py,
+# Each index of a search over several indexes (the checkout beside a synced repository) is asked for at least POOL
+# pages, so that the normalization of its page scores sees more than the few pages shown. Measured when every corpus
+# was fused this way: wiki-dev split across two corpora (bench/cross_corpus_eval.py,
 # docs/research/cross-corpus.md), hybrid MRR@10: 0.855 asking each for the 10 pages shown, 0.873 for 20, 0.880 for
 # 40, 0.895 for 100 (all of them); the same pages in one corpus 0.925.
 POOL = 50
@@ -89,30 +90,53 @@ class CorpusSource(Protocol):
         ...
 
 
-def search_view(
-    searcher: Searcher,
-    view: CorpusView,
-    query: str,
-    options: SearchOptions,
-    embedder: Embedder | None,
-    corpus: CorpusConfig,
-    read: Callable[[str], str],
-    fix: str,
-) -> SearchResult:
-    """Search a source's view of `corpus` with its own searcher, with the index.md summary of each result's folder
-    (`read`: a repo-relative page's text as the view has it); `fix` says how to give an empty corpus pages."""
-    if not view.pages:
+class Scope(NamedTuple):
+    """What one corpus of an index searches for a query: corpora whose scopes share a searcher (one index, one set
+    of BM25 statistics) are searched as one view, so their pages are scored on one scale (`search_corpora`)."""
+
+    searcher: Searcher
+    view: CorpusView
+    embedder: Embedder | None
+    read: Callable[[str], str]  # a repo-relative page's text as the view has it
+    config: CorpusConfig
+    fix: str  # how to give an empty corpus pages
+
+
+@runtime_checkable
+class Scoped(Protocol):
+    """A source searched through a view of an index it may share with other corpora (a checkout's corpora, the two
+    corpora of one synced repository)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def scope(self, options: SearchOptions, at: str | None = None, worktree: bool = True) -> Scope: ...
+
+
+def search_view(scope: Scope, query: str, options: SearchOptions) -> SearchResult:
+    """Search a source's view with its own searcher, with the index.md summary of each result's folder."""
+    view = _check_pages(scope)
+    found = scope.searcher.search(view, query, options, scope.embedder)
+    return found._replace(folders=_folders(found.docs, view, scope.read))
+
+
+def _check_pages(scope: Scope) -> CorpusView:
+    if not scope.view.pages:
+        corpus = scope.config
         where = corpus.prefix or "the repo root"
         raise NotFoundError(
-            f"corpus {corpus.name!r} has no pages under {where} matching {', '.join(corpus.include)}; {fix}"
+            f"corpus {corpus.name!r} has no pages under {where} matching {', '.join(corpus.include)}; {scope.fix}"
         )
-    found = searcher.search(view, query, options, embedder)
+    return scope.view
+
+
+def _folders(docs: Sequence[DocResult], view: CorpusView, read: Callable[[str], str]) -> tuple[tuple[str, str], ...]:
     folders: dict[str, str] = {}
-    for folder in dict.fromkeys(d.path.rpartition("/")[0] for d in found.docs):
+    for folder in dict.fromkeys(d.path.rpartition("/")[0] for d in docs):
         summary = folder_summary(folder, view.pages, read)
         if summary:
             folders[folder] = summary
-    return found._replace(folders=tuple(folders.items()))
+    return tuple(folders.items())
 
 
 def requested(spec: CorpusSpec, known: Callable[[str], bool], every: Callable[[], list[str]]) -> list[str] | None:
@@ -142,14 +166,77 @@ def search_corpora(
     at: str | None = None,
     worktree: bool = True,
 ) -> SearchResult:
-    """The search of one corpus, or of several fused into one ranking labelled by corpus; every name is checked
-    (`requested`, `source`) before any is searched."""
+    """The search of one corpus, or of several as one ranking labelled by corpus; every name is checked
+    (`requested`, `source`) before any is searched.
+
+    Corpora of one index (`Scoped` sources sharing a searcher) are searched as one view, the union of their pages:
+    one BM25 over one candidate set, one normalization, so they rank exactly as one corpus holding their pages
+    would. Only results of different indexes (a synced repository beside the checkout, the shared table) are fused
+    by `fuse`, each normalized on its own."""
     names = requested(corpus, known, every)
     if names is None:
         return source(None if corpus is None else str(corpus)).search(query, options, at, worktree)
     sources = [source(name) for name in names]
-    each = pooled(options)
-    return fuse([(s, s.search(query, each, at, worktree)) for s in sources], options)
+    # Views are built (and an index brought up to date) only once every name is known to exist.
+    groups: dict[int, list[tuple[CorpusSource, Scope | None]]] = {}
+    for s in sources:
+        scope = s.scope(options, at, worktree) if isinstance(s, Scoped) else None
+        groups.setdefault(id(s) if scope is None else id(scope.searcher), []).append((s, scope))
+    several = len(groups) > 1
+    each = pooled(options) if several else options
+    results = []
+    for group in groups.values():
+        first, scope = group[0]
+        if scope is None:
+            results.append((first, labelled(first.name, first.search(query, each, at, worktree))))
+        else:
+            results.append((first, search_union(query, [(s.name, sc) for s, sc in group if sc is not None], each)))
+    return fuse(results, options) if several else results[0][1]
+
+
+def search_union(query: str, scopes: Sequence[tuple[str, Scope]], options: SearchOptions) -> SearchResult:
+    """Corpora of one index, (name, scope) each, searched as one view (the union of their pages), each page
+    labelled with the first corpus that holds it; the result has the shape of a search over several (`labelled`)."""
+    views = [(name, _check_pages(scope)) for name, scope in scopes]
+    pages: dict[str, str] = {}
+    owner: dict[str, str] = {}
+    for name, view in views:
+        for path, blob in view.pages.items():
+            pages.setdefault(path, blob)
+            owner.setdefault(path, name)
+    first = scopes[0][1]
+    union = CorpusView(
+        ",".join(name for name, _ in views),
+        first.view.commit,
+        pages,
+        tuple(dict.fromkeys(p for _, v in views for p in v.dirty)),
+        "+".join(v.key for _, v in views),
+        tuple(dict.fromkeys(p for _, v in views for p in v.lexical_only)),
+    )
+    reads = {name: scope.read for name, scope in scopes}
+    found = first.searcher.search(union, query, options, first.embedder)
+    folders = _folders(found.docs, union, lambda path: reads[owner[path]](path))
+    where = {d.path.rpartition("/")[0]: owner[d.path] for d in reversed(found.docs)}
+    return found._replace(
+        corpus=union.corpus,
+        commit="",
+        docs=[d._replace(corpus=owner[d.path]) for d in found.docs],
+        dirty=tuple(f"{name}:{p}" for name, v in views for p in v.dirty),
+        lexical_only=tuple(f"{name}:{p}" for name, v in views for p in v.lexical_only) if found.lexical_only else (),
+        folders=tuple((f"{where[folder]}:{folder}", text) for folder, text in folders),
+        corpora=tuple((name, v.commit) for name, v in views),
+    )
+
+
+def labelled(name: str, found: SearchResult) -> SearchResult:
+    """One corpus's result in the shape of a search over several: pages, dirty pages and folders named by corpus."""
+    return found._replace(
+        docs=[d._replace(corpus=name) for d in found.docs],
+        dirty=tuple(f"{found.corpus}:{p}" for p in found.dirty),
+        lexical_only=tuple(f"{found.corpus}:{p}" for p in found.lexical_only),
+        folders=tuple((f"{found.corpus}:{folder}", text) for folder, text in found.folders),
+        corpora=((found.corpus, found.commit),),
+    )
 
 
 def pooled(options: SearchOptions) -> SearchOptions:
@@ -159,19 +246,21 @@ def pooled(options: SearchOptions) -> SearchOptions:
 
 
 def fuse(results: Sequence[tuple[CorpusSource, SearchResult]], options: SearchOptions) -> SearchResult:
-    """One ranking over several corpora's results, each page labelled with its corpus.
+    """One ranking over the results of different indexes (each `labelled`, or a `search_union`), with the source
+    that gave each (for `page_key`).
 
-    Each corpus's page scores are put on a common scale with `ranking.dbsf` before they are merged: a corpus's scores
-    depend on its mode (BM25 alone is unbounded, fused scores lie near 0–1) and on its own candidates. On wiki-dev
-    split in two, hybrid MRR@10 0.895 against 0.870 merging the raw scores (docs/research/cross-corpus.md). A page
-    reached through two overlapping corpora (a wiki folder and the whole repository) appears once, at its better
-    place. The first `options.top_files` pages are kept, with `options.limit` chunks in all.
+    Each result's page scores are put on a common scale with `ranking.dbsf` before they are merged: a result's
+    scores depend on its mode (BM25 alone is unbounded, fused scores lie near 0–1) and on its own index's statistics
+    and candidates. On wiki-dev split in two, hybrid MRR@10 0.895 against 0.870 merging the raw scores
+    (docs/research/cross-corpus.md). A page reached through two overlapping corpora (a wiki folder and the whole
+    repository) appears once, at its better place. The first `options.top_files` pages are kept, with
+    `options.limit` chunks in all.
     """
     scored: list[tuple[float, int, tuple[tuple[str, str], DocResult]]] = []
     for order, (source, found) in enumerate(results):
         normalized = dict(dbsf([(i, d.score) for i, d in enumerate(found.docs)]))
         for i, doc in enumerate(found.docs):
-            scored.append((normalized[i], order, (source.page_key(doc.path), doc._replace(corpus=source.name))))
+            scored.append((normalized[i], order, (source.page_key(doc.path), doc)))
     docs: list[DocResult] = []
     seen, budget = set(), options.limit
     for score, _, (key, doc) in sorted(scored, key=lambda s: (-s[0], s[1])):
@@ -182,16 +271,15 @@ def fuse(results: Sequence[tuple[CorpusSource, SearchResult]], options: SearchOp
         seen.add(key)
         docs.append(doc._replace(score=score, chunks=doc.chunks[:budget]))
         budget -= len(docs[-1].chunks)
-    names = [found.corpus for _, found in results]
     modes = sorted({found.mode for _, found in results})
     return SearchResult(
         query=results[0][1].query,
-        corpus=",".join(names),
+        corpus=",".join(found.corpus for _, found in results),
         commit="",
         mode=modes[0] if len(modes) == 1 else "+".join(modes),
         docs=docs,
-        dirty=tuple(f"{r.corpus}:{p}" for _, r in results for p in r.dirty),
-        lexical_only=tuple(f"{r.corpus}:{p}" for _, r in results for p in r.lexical_only),
-        folders=tuple((f"{r.corpus}:{folder}", text) for _, r in results for folder, text in r.folders),
-        corpora=tuple((r.corpus, r.commit) for _, r in results),
+        dirty=tuple(p for _, r in results for p in r.dirty),
+        lexical_only=tuple(p for _, r in results for p in r.lexical_only),
+        folders=tuple(f for _, r in results for f in r.folders),
+        corpora=tuple(c for _, r in results for c in r.corpora),
     )
