@@ -387,3 +387,36 @@ def test_nav_titles_never_fail_and_stay_inside_the_corpus(text, site, corpus_pat
 def test_nav_titles_from_mdbook_summary_link_texts():
     text = "# Summary\n\n[Intro](README.md)\n\n- [`init` *command*](cli/init.md)\n- [Draft]()\n- [Web](https://x.org)\n"
     assert sites.titles_from_nav("mdbook", "src", text) == {"src/README.md": "Intro", "src/cli/init.md": "init command"}
+
+
+def test_listings_follow_the_site_nav_then_the_alphabet(repo, cli):
+    """list_files and list_tree give a site's pages in its nav's order (a folder entry stands for the pages in it),
+    the pages it leaves out after them, alphabetically; a `github` corpus lists alphabetically as before."""
+    from gitwiki.wiki import Wiki
+
+    _site_repo(repo, "mkdocs")
+    cli("init", cwd=repo.path)
+    repo.commit("config", {"docs/zz-unlisted.md": "# Unlisted\n", "docs/aa-unlisted.md": "# Also unlisted\n"})
+    cli("index", "--lexical", cwd=repo.path)
+    _, files = Wiki.open(repo.path).source().files()
+    paths = [f.path for f in files]
+    user_guide = sorted(p for p in paths if p.startswith("user-guide/"))
+    dev_guide = sorted(p for p in paths if p.startswith("dev-guide/"))
+    about = ["about/release-notes.md", "about/contributing.md", "about/license.md"]
+    assert paths == [
+        "index.md",
+        "getting-started.md",
+        *user_guide,
+        *dev_guide,
+        *about,
+        "aa-unlisted.md",
+        "zz-unlisted.md",
+    ]
+    _, node = Wiki.open(repo.path).source().tree("", None)
+    assert [f["path"] for f in node["files"]] == ["index.md", "getting-started.md", "aa-unlisted.md", "zz-unlisted.md"]
+    assert [s["path"] for s in node["subdirs"]] == ["user-guide", "dev-guide", "about"]
+    config = repo.path / ".gitwiki.toml"
+    config.write_text(config.read_text().replace('site = "mkdocs"', 'site = "github"'))
+    repo.commit("plain")
+    _, files = Wiki.open(repo.path).source().files()
+    assert [f.path for f in files] == sorted(paths)

@@ -28,6 +28,7 @@ __all__ = [
     "nav_file",
     "nav_titles",
     "titles_from_nav",
+    "order_from_nav",
     "resolve",
     "exempt",
     "is_front_page",
@@ -249,6 +250,22 @@ def nav_titles(root: Path, site: str, corpus_path: str) -> dict[str, str]:
 
 def titles_from_nav(site: str, corpus_path: str, text: str) -> dict[str, str]:
     """`nav_titles` from the text of the site's `nav_file`."""
+    out: dict[str, str] = {}
+    for title, page in _nav_targets(site, corpus_path, text):
+        if title:
+            out.setdefault(page, title)
+    return out
+
+
+def order_from_nav(site: str, corpus_path: str, text: str) -> list[str]:
+    """The repo-relative pages the site's navigation (the text of its `nav_file`) lists, in its order, each once; a
+    folder entry (mkdocs `- Guide: guide/`) as the folder with a trailing slash, standing for the pages in it."""
+    return list(dict.fromkeys(page for _, page in _nav_targets(site, corpus_path, text, folders=True)))
+
+
+def _nav_targets(site: str, corpus_path: str, text: str, folders: bool = False) -> Iterator[tuple[str | None, str]]:
+    """(title or None, repo-relative page) of each page entry of an mkdocs `nav` or an mdBook SUMMARY.md; with
+    `folders`, mkdocs folder entries too (`folder/`)."""
     prefix = corpus_path + "/" if corpus_path else ""
     if site == "mdbook":
         entries: Iterable[tuple[str | None, str]] = (
@@ -258,12 +275,14 @@ def titles_from_nav(site: str, corpus_path: str, text: str) -> dict[str, str]:
     else:
         entries = _nav_entries(_yaml(text).get("nav") if site == "mkdocs" and text else None)
         base = prefix + "index.md"
-    out: dict[str, str] = {}
     for title, entry in entries:
         target = link_target(base, entry)
-        if title and target is not None and target.path and _is_page(target.path):
-            out.setdefault(target.path, title)
-    return out
+        if target is None or not target.path or target.outside:
+            continue
+        if _is_page(target.path):
+            yield title, target.path
+        elif folders and site == "mkdocs" and entry.endswith("/") and (target.path + "/").startswith(prefix):
+            yield title, target.path + "/"
 
 
 # A SUMMARY.md chapter: `[Title](path.md)` (a draft chapter `[Title]()` has no page).
