@@ -36,6 +36,7 @@ from gitwiki.index.indexer import (
 )
 from gitwiki.index.store import LOCK_TIMEOUT, IndexDamaged, Store
 from gitwiki.pages import pages as pages_mod
+from gitwiki.pages import sites
 from gitwiki.search.searcher import CorpusView, Searcher, SearchOptions, SearchResult, check_query
 from gitwiki.sources.repositories import Repositories, RepositoryCorpus, for_checkout
 from gitwiki.sources.source import CorpusSource, CorpusSpec, Page, Scope, search_corpora, search_view
@@ -77,6 +78,8 @@ class Wiki:
         self._embedded: dict[str, tuple[tuple[object, ...], tuple[str, ...]]] = {}
         self._background: BackgroundEmbedder | None = None  # see embed_in_background
         self._read: dict[str, dict[str, tuple[FileStamp, str]]] = {}  # corpus → worktree_overlay's `read`
+        # corpus → ((nav file, its text), (titles, order)): see _nav_file
+        self._nav: dict[str, tuple[tuple[str, str], tuple[dict[str, str], list[str]]]] = {}
 
     @classmethod
     def open(cls, start: str | os.PathLike[str] = ".") -> Wiki:
@@ -211,6 +214,38 @@ class Wiki:
         return self.source(corpus).view(at, worktree, vectors)
 
     def _local_view(self, c: CorpusConfig, at: str | None, worktree: bool, vectors: bool) -> CorpusView:
+        return self._view(c, at, worktree, vectors)._replace(titles=self.nav_titles(c))
+
+    def nav_titles(self, corpus: CorpusConfig) -> dict[str, str]:
+        """Path → the title the corpus's docs-site navigation (mkdocs `nav`, mdBook SUMMARY.md) gives a page: a
+        search shows it for a page without a title of its own."""
+        return self._nav_file(corpus)[0]
+
+    def nav_order(self, corpus: CorpusConfig) -> list[str]:
+        """The pages the corpus's docs-site navigation lists, in its order ([] without one): listings follow it."""
+        return self._nav_file(corpus)[1]
+
+    def _nav_file(self, corpus: CorpusConfig) -> tuple[dict[str, str], list[str]]:
+        """The nav's titles and order, read from the worktree on each call and parsed again only when its text
+        changed."""
+        if corpus.site not in ("mkdocs", "mdbook"):
+            return {}, []
+        path = sites.nav_file(self.root, corpus.site, corpus.path)
+        try:
+            text = path.read_text(encoding="utf-8") if path and path.stat().st_size <= sites.MAX_CONFIG_BYTES else ""
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        key = (str(path), text)
+        cached = self._nav.get(corpus.name)
+        if cached is None or cached[0] != key:
+            parsed = (
+                sites.titles_from_nav(corpus.site, corpus.path, text),
+                sites.order_from_nav(corpus.site, corpus.path, text),
+            )
+            cached = self._nav[corpus.name] = (key, parsed)
+        return cached[1]
+
+    def _view(self, c: CorpusConfig, at: str | None, worktree: bool, vectors: bool) -> CorpusView:
         embedder = self.embedder() if vectors else None
         if "store" in self.__dict__ and self.store.replaced():  # e.g. `gitwiki pull` in another process
             self.reopen()
@@ -478,7 +513,8 @@ class LocalCorpus:
 
     def files(self, glob: str | None = None) -> tuple[CorpusView, list[pages_mod.ListedPage]]:
         view = self.view()
-        return view, pages_mod.list_files(self.wiki.root, self.config, view.pages, glob)
+        order = self.wiki.nav_order(self.config)
+        return view, pages_mod.list_files(self.wiki.root, self.config, view.pages, glob, order)
 
     def tree(self, under: str, depth: int | None) -> tuple[CorpusView, dict[str, Any]]:
         view, files = self.files()

@@ -297,3 +297,126 @@ def test_only_the_books_own_summary_is_a_table_of_contents(repo, cli):
         ("src/nested/SUMMARY.md", "GW004"),
         ("src/nested/SUMMARY.md", "GW005"),  # its README.md link resolves to src/nested/README.md
     }
+
+
+def _titles(cli, repo: GitRepoFixture, query: str) -> dict[str, str]:
+    code, out, err = cli("ground", "--json", "--mode", "lexical", "--top-files", "10", query, cwd=repo.path)
+    assert code == 0, err
+    return {d["path"]: d["title"] for d in json.loads(out)["docs"]}
+
+
+def test_search_titles_a_page_without_h1_by_the_site_nav_and_follows_a_nav_change(repo, cli):
+    """HTTPX's pages start without an H1 (mkdocs shows their `nav` title): search shows that title, a page with an
+    H1 keeps it, and a renamed nav entry shows after `gitwiki index` though no page's blob changed."""
+    _site_repo(repo, "httpx")
+    cli("init", cwd=repo.path)
+    nav = (repo.path / "mkdocs.yml").read_text()
+    repo.commit(
+        "config", {"mkdocs.yml": nav.replace("Extensions: 'advanced/extensions.md'", "Ext: 'advanced/extensions.md'")}
+    )
+    cli("index", "--lexical", cwd=repo.path)
+    titles = _titles(cli, repo, "connection pool limits client")
+    assert titles["docs/advanced/resource-limits.md"] == "Resource Limits"  # no H1: the nav's title
+    assert titles["docs/advanced/clients.md"] == "Clients"
+    assert titles["docs/advanced/extensions.md"] == "Extensions"  # its own H1, not the nav's "Ext"
+    code, out, _ = cli("ground", "--mode", "lexical", "connection pool size limits keyword", cwd=repo.path)
+    assert code == 0 and "docs/advanced/resource-limits.md  Resource Limits  (" in out
+    repo.commit("nav", {"mkdocs.yml": nav.replace("Resource Limits: ", "Connection pools: ")})
+    code, out, _ = cli("index", "--lexical", cwd=repo.path)
+    assert code == 0, out
+    titles = _titles(cli, repo, "connection pool limits client")
+    assert titles["docs/advanced/resource-limits.md"] == "Connection pools"  # not the stale "Resource Limits"
+
+
+def test_search_titles_mdbook_chapters_by_summary_and_plain_corpora_by_file_name(repo, cli):
+    """mdBook: a chapter without an H1 takes its SUMMARY.md link text. The same page in a `github` corpus (no
+    site) keeps the file name, as before."""
+    _site_repo(repo, "mdbook")
+    cli("init", cwd=repo.path)
+    summary = repo.path / "guide/src/SUMMARY.md"
+    summary.write_text(summary.read_text() + "\n- [Zebra stripes](zebras.md)\n")
+    repo.commit("chapter", {"guide/src/zebras.md": "Why zebras stripe, without a heading.\n"})
+    cli("index", "--lexical", cwd=repo.path)
+    assert _titles(cli, repo, "zebras stripe")["guide/src/zebras.md"] == "Zebra stripes"
+    config = repo.path / ".gitwiki.toml"
+    config.write_text(config.read_text().replace('site = "mdbook"', 'site = "github"'))
+    repo.commit("plain")
+    cli("index", "--lexical", cwd=repo.path)
+    assert _titles(cli, repo, "zebras stripe")["guide/src/zebras.md"] == "zebras"
+
+
+def test_index_blocks_title_pages_by_the_site_nav_and_follow_a_nav_change(repo, cli):
+    """An index block lists a page without an H1 by its nav title, and renders again when only the nav changed."""
+    repo.commit(
+        "site",
+        {
+            "mkdocs.yml": "site_name: x\nnav:\n  - Home: index.md\n  - Setting up: setup.md\n  - Usage: usage.md\n",
+            "docs/index.md": "# Home\n\n<!-- GITWIKI:INDEX-START -->\n<!-- GITWIKI:INDEX-END -->\n",
+            "docs/setup.md": "Install it first.\n",
+            "docs/usage.md": "# Using it\n\nRun it.\n",
+        },
+    )
+    cli("init", cwd=repo.path)
+    repo.commit("config")
+    assert cli("index-blocks", cwd=repo.path)[0] == 1  # 1: it rewrote a block
+    block = (repo.path / "docs/index.md").read_text()
+    assert "[Setting up](setup.md)" in block and "Using it" in block and "Usage" not in block
+    repo.write("mkdocs.yml", "site_name: x\nnav:\n  - Home: index.md\n  - Installing: setup.md\n  - Usage: usage.md\n")
+    assert cli("index-blocks", cwd=repo.path)[0] == 1
+    block = (repo.path / "docs/index.md").read_text()
+    assert "[Installing](setup.md)" in block and "Setting up" not in block
+
+
+_NAV_TEXT = st.text(alphabet=st.sampled_from(list("[]()<>:-# \n\t'\"{}!/.*`_ab.md")), max_size=300) | st.text(
+    max_size=200
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_NAV_TEXT, st.sampled_from(["mkdocs", "mdbook", "docusaurus", "github"]), st.sampled_from(["", "docs", "a/b"]))
+def test_nav_titles_never_fail_and_stay_inside_the_corpus(text, site, corpus_path):
+    """Any mkdocs.yml or SUMMARY.md text gives a mapping of pages to non-empty titles, never a path that climbs out
+    of the repository."""
+    titles = sites.titles_from_nav(site, corpus_path, text)
+    assert all(title and isinstance(title, str) for title in titles.values())
+    assert not any(p.startswith(("/", "../")) or p == ".." for p in titles)
+    if site in ("docusaurus", "github"):
+        assert titles == {}
+
+
+def test_nav_titles_from_mdbook_summary_link_texts():
+    text = "# Summary\n\n[Intro](README.md)\n\n- [`init` *command*](cli/init.md)\n- [Draft]()\n- [Web](https://x.org)\n"
+    assert sites.titles_from_nav("mdbook", "src", text) == {"src/README.md": "Intro", "src/cli/init.md": "init command"}
+
+
+def test_listings_follow_the_site_nav_then_the_alphabet(repo, cli):
+    """list_files and list_tree give a site's pages in its nav's order (a folder entry stands for the pages in it),
+    the pages it leaves out after them, alphabetically; a `github` corpus lists alphabetically as before."""
+    from gitwiki.wiki import Wiki
+
+    _site_repo(repo, "mkdocs")
+    cli("init", cwd=repo.path)
+    repo.commit("config", {"docs/zz-unlisted.md": "# Unlisted\n", "docs/aa-unlisted.md": "# Also unlisted\n"})
+    cli("index", "--lexical", cwd=repo.path)
+    _, files = Wiki.open(repo.path).source().files()
+    paths = [f.path for f in files]
+    user_guide = sorted(p for p in paths if p.startswith("user-guide/"))
+    dev_guide = sorted(p for p in paths if p.startswith("dev-guide/"))
+    about = ["about/release-notes.md", "about/contributing.md", "about/license.md"]
+    assert paths == [
+        "index.md",
+        "getting-started.md",
+        *user_guide,
+        *dev_guide,
+        *about,
+        "aa-unlisted.md",
+        "zz-unlisted.md",
+    ]
+    _, node = Wiki.open(repo.path).source().tree("", None)
+    assert [f["path"] for f in node["files"]] == ["index.md", "getting-started.md", "aa-unlisted.md", "zz-unlisted.md"]
+    assert [s["path"] for s in node["subdirs"]] == ["user-guide", "dev-guide", "about"]
+    config = repo.path / ".gitwiki.toml"
+    config.write_text(config.read_text().replace('site = "mkdocs"', 'site = "github"'))
+    repo.commit("plain")
+    _, files = Wiki.open(repo.path).source().files()
+    assert [f.path for f in files] == sorted(paths)

@@ -65,7 +65,8 @@ def render_block(listing: WorktreeCorpus, index_path: str, options: BlockOptions
     memoized = not _INCLUDES.search(source)
     now = _digest("\n".join(current))
     listed = [p for p in _under(listing.pages, prefix) if p != index_path]
-    head = _digest(repr((source, options, index_path, name)))
+    # the site's nav titles name pages without an H1: a renamed nav entry changes the block with no page's blob
+    head = _digest(repr((source, options, index_path, name, sorted(listing.nav_titles.items()))))
     pages, blobs = "\0".join(listed), list(map(listing.blob, listed))  # joined: a repr of 20,000 pairs cost more
     by_blobs = _digest(f"{head}\n{pages}\n" + "\0".join(blobs))
     if memoized and (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
@@ -178,13 +178,19 @@ def remove_page(ref: PageRef) -> None:
 
 
 def list_files(
-    root: Path, corpus: CorpusConfig, repo_paths: Iterable[str], glob: str | None = None
+    root: Path,
+    corpus: CorpusConfig,
+    repo_paths: Iterable[str],
+    glob: str | None = None,
+    order: Sequence[str] = (),
 ) -> list[ListedPage]:
-    """The corpus pages among `repo_paths` (e.g. a search view's pages), corpus-relative, sorted. `glob` matches
-    the corpus-relative path or the repo-relative one."""
+    """The corpus pages among `repo_paths` (e.g. a search view's pages), corpus-relative: those in `order` (a docs
+    site's navigation, repo-relative) first and in its order, then the others sorted. `glob` matches the
+    corpus-relative path or the repo-relative one."""
     base = corpus_dir(root, corpus)
+    rank = {path: i for i, path in enumerate(order)}
     out = []
-    for repo_path in sorted(repo_paths):
+    for repo_path in sorted(repo_paths, key=lambda p: (_nav_rank(rank, p), p)):
         rel = repo_path[len(corpus.prefix) :]
         if glob and not any(
             fnmatch.fnmatchcase(p, glob) or (glob.startswith("**/") and fnmatch.fnmatchcase(p, glob[3:]))
@@ -193,6 +199,18 @@ def list_files(
             continue
         out.append(ListedPage(rel, str(base / rel)))
     return out
+
+
+def _nav_rank(rank: dict[str, int], path: str) -> int:
+    """Where `path` stands in a site's navigation: its own entry, else its nearest folder's (`guide/`), else last."""
+    if path in rank:
+        return rank[path]
+    folder = path
+    while "/" in folder:
+        folder = folder.rpartition("/")[0]
+        if folder + "/" in rank:
+            return rank[folder + "/"]
+    return len(rank)
 
 
 def tree(

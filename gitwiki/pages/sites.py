@@ -25,7 +25,10 @@ __all__ = [
     "Choice",
     "detect",
     "nav_pages",
+    "nav_file",
     "nav_titles",
+    "titles_from_nav",
+    "order_from_nav",
     "resolve",
     "exempt",
     "is_front_page",
@@ -227,18 +230,69 @@ def _nav_entries(nav: object, title: str | None = None, depth: int = 0) -> Itera
             yield from _nav_entries(value, key if isinstance(key, str) else None, depth + 1)
 
 
+def nav_file(root: Path, site: str, corpus_path: str) -> Path | None:
+    """The file a site's navigation titles come from: mkdocs.yml, or mdBook's SUMMARY.md; None for the others."""
+    if site == "mkdocs":
+        return config_file(root, site, corpus_path)
+    if site == "mdbook":
+        path = root / corpus_path / "SUMMARY.md" if corpus_path else root / "SUMMARY.md"
+        return path if path.is_file() and not path.is_symlink() else None
+    return None
+
+
 def nav_titles(root: Path, site: str, corpus_path: str) -> dict[str, str]:
-    """Repo-relative page → the title an mkdocs `nav` gives it (`- Clients: advanced/clients.md`): mkdocs shows
-    that title on a page without an H1."""
-    path = config_file(root, site, corpus_path) if site == "mkdocs" else None
-    nav = _yaml(_read(path) or "").get("nav") if path else None
-    prefix = corpus_path + "/" if corpus_path else ""
-    out = {}
-    for title, entry in _nav_entries(nav):
-        target = link_target(prefix + "index.md", entry)
-        if title and target is not None and target.path and _is_page(target.path):
-            out[target.path] = title
+    """Repo-relative page → the title the site's navigation gives it: an mkdocs `nav` entry
+    (`- Clients: advanced/clients.md`), an mdBook SUMMARY.md link text (`- [Installation](guide/installation.md)`).
+    The generator shows that title for a page without an H1."""
+    path = nav_file(root, site, corpus_path)
+    return titles_from_nav(site, corpus_path, (_read(path) or "") if path else "")
+
+
+def titles_from_nav(site: str, corpus_path: str, text: str) -> dict[str, str]:
+    """`nav_titles` from the text of the site's `nav_file`."""
+    out: dict[str, str] = {}
+    for title, page in _nav_targets(site, corpus_path, text):
+        if title:
+            out.setdefault(page, title)
     return out
+
+
+def order_from_nav(site: str, corpus_path: str, text: str) -> list[str]:
+    """The repo-relative pages the site's navigation (the text of its `nav_file`) lists, in its order, each once; a
+    folder entry (mkdocs `- Guide: guide/`) as the folder with a trailing slash, standing for the pages in it."""
+    return list(dict.fromkeys(page for _, page in _nav_targets(site, corpus_path, text, folders=True)))
+
+
+def _nav_targets(site: str, corpus_path: str, text: str, folders: bool = False) -> Iterator[tuple[str | None, str]]:
+    """(title or None, repo-relative page) of each page entry of an mkdocs `nav` or an mdBook SUMMARY.md; with
+    `folders`, mkdocs folder entries too (`folder/`)."""
+    prefix = corpus_path + "/" if corpus_path else ""
+    if site == "mdbook":
+        entries: Iterable[tuple[str | None, str]] = (
+            (_summary_text(m.group(1)), m.group(2)) for m in _SUMMARY_LINK.finditer(text)
+        )
+        base = prefix + "SUMMARY.md"
+    else:
+        entries = _nav_entries(_yaml(text).get("nav") if site == "mkdocs" and text else None)
+        base = prefix + "index.md"
+    for title, entry in entries:
+        target = link_target(base, entry)
+        if target is None or not target.path or target.outside:
+            continue
+        if _is_page(target.path):
+            yield title, target.path
+        elif folders and site == "mkdocs" and entry.endswith("/") and (target.path + "/").startswith(prefix):
+            yield title, target.path + "/"
+
+
+# A SUMMARY.md chapter: `[Title](path.md)` (a draft chapter `[Title]()` has no page).
+_SUMMARY_LINK = re.compile(r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])+)\]\(<?([^()<>\s]+)>?\)")
+_INLINE_MARKS = re.compile(r"[`*_]")
+
+
+def _summary_text(raw: str) -> str:
+    """A SUMMARY.md link text as the sidebar shows it: without its code and emphasis marks."""
+    return _INLINE_MARKS.sub("", raw).strip()
 
 
 def _doc_id(page: str, prefix: str, own: str | None = None) -> str:

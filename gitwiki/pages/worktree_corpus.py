@@ -7,10 +7,11 @@ regular ones, and the page-facts cache spares re-reading unchanged pages.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -19,6 +20,7 @@ from gitwiki.fs import UnsafeFile, read_page_file
 from gitwiki.git import gitcli
 from gitwiki.git.gitcli import blob_id
 from gitwiki.markdown.chunker import fallback_title
+from gitwiki.pages import sites
 from gitwiki.pages.pagefacts import FactsCache, decode
 
 
@@ -81,19 +83,25 @@ class WorktreeCorpus:
                     self._info[path] = None
                     return None
                 blob = self._blobs[path] = blob_id(data)
-            self._info[path] = _page_info(path, self.facts.get("info", blob, lambda: decode(data)))
+            self._info[path] = _page_info(path, self.facts.get("info", blob, lambda: decode(data)), self.nav_titles)
         return self._info[path]
 
     def shows_as(self, path: str, blob: str) -> bool:
         """Whether page version `blob` (an earlier one of `path`) has its info cached, equal to the page's now."""
         known, found = self.facts.cached("info", blob)
-        return known and _page_info(path, found) == self.info(path)
+        return known and _page_info(path, found, self.nav_titles) == self.info(path)
 
     def forget(self, path: str) -> None:
         """`path` was rewritten: what is known about it is stale."""
         self._blobs.pop(path, None)
         self._info.pop(path, None)
         self._stats[path] = os.lstat(self._top + path)
+
+    @functools.cached_property
+    def nav_titles(self) -> dict[str, str]:
+        """Path → the title the docs site's navigation gives a page (gitwiki.pages.sites): a page's title when it
+        has none of its own. Applied over the cached info, which is keyed by the page's blob alone."""
+        return sites.nav_titles(self.root, self.corpus.site, self.corpus.path) if self.corpus.site != "github" else {}
 
     def index_files(self) -> list[str]:
         """Every index file of the corpus, deepest first (a parent's listing may show a child's title)."""
@@ -102,8 +110,8 @@ class WorktreeCorpus:
         return sorted(found, key=lambda p: (-p.count("/"), p))
 
 
-def _page_info(path: str, found: list[Any] | None) -> PageInfo | None:
-    return None if found is None else PageInfo(found[0] or fallback_title(path), found[1])
+def _page_info(path: str, found: list[Any] | None, nav: Mapping[str, str]) -> PageInfo | None:
+    return None if found is None else PageInfo(found[0] or nav.get(path) or fallback_title(path), found[1])
 
 
 def _pages(corpus: CorpusConfig, paths: Iterable[str]) -> list[str]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 import itertools
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki.config import FUSIONS, MODES, SearchConfig
@@ -42,6 +43,9 @@ class CorpusView(NamedTuple):
     dirty: tuple[str, ...]
     key: str  # identifies this exact page set, for caches
     lexical_only: tuple[str, ...] = ()  # uncommitted pages past the query-time embedding budget
+    # path → the title a docs site's navigation gives the page (gitwiki.pages.sites.nav_titles): shown for a page
+    # without a front-matter title or H1. Applied here, not indexed, so an edited nav re-titles no page version.
+    titles: Mapping[str, str] = MappingProxyType({})
 
 
 # The longest query searched, in characters. A query is what someone types or an agent writes: a question, keywords,
@@ -272,7 +276,7 @@ class Searcher:
             # Only the dense standout needs it: lexical coverage already reads a term the index lacks as missing.
             known = known_share(content, self.store.term_chunks(content)) if background is not None else 1.0
         titles = {h.path: (info.title if (info := infos.get(view.pages[h.path])) else "") for h in hits}
-        titles = {path: title or fallback_title(path) for path, title in titles.items()}
+        titles = {path: title or view.titles.get(path) or fallback_title(path) for path, title in titles.items()}
         # The FTS row's head holds the page's tags and not the fallback title: those terms are taken here.
         tokens = {
             h.path: indexed[h.chunks[0][0]].union(
