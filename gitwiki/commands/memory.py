@@ -254,7 +254,13 @@ def _dispatch(mem: Memory, args: argparse.Namespace) -> Reply:
         task=args.task,
         **lists,
     )
-    return actions.run_topics(stores.topics_memory(mem, scope, args.topics_action), args.topics_action, call)
+    target = stores.topics_memory(mem, scope, args.topics_action)
+    if args.topics_action == "import" and call.data is not None:  # a long import shows progress, as --helix does
+        from gitwiki.commands.options import progress_bar
+
+        with progress_bar(enabled=not getattr(args, "json", False), terminal=sys.stderr.isatty()) as progress:
+            return replies.import_(target, call.data, progress=progress)
+    return actions.run_topics(target, args.topics_action, call)
 
 
 def _read_bytes(path: str) -> bytes:

@@ -437,10 +437,10 @@ def export(mem: Memory) -> Reply:
     return Reply(json.dumps(data, ensure_ascii=False, indent=1), data)
 
 
-def import_(mem: Memory, data: dict[str, Any] | list[Any]) -> Reply:
+def import_(mem: Memory, data: dict[str, Any] | list[Any], progress: Progress | None = None) -> Reply:
     """An export document (topics export's JSON, or helix's JSON export), merged in."""
     notes: list[str] = []
-    added, checkpoints = topics_mod.import_memory(mem, data, notes=notes)
+    added, checkpoints = topics_mod.import_memory(mem, data, notes=notes, progress=progress)
     return _imported(added, checkpoints, notes=notes)
 
 

@@ -192,3 +192,20 @@ def test_export_json_import_keeps_every_entry_with_every_field(round_trip_mem, e
     back = next(t for t in topics_mod.export(mem)["topics"] if t["name"] == name)["entries"]
     written = [{**r, "confidence": float(f"{r['confidence']:g}")} for r in expected]
     assert back == written
+
+
+def test_a_long_topics_import_shows_progress_on_stderr(repo, cli, tmp_path, monkeypatch):
+    """`topics import --file` of an export writes its pages with the progress `memory import --helix` shows."""
+    from gitwiki.commands import options
+
+    monkeypatch.setattr(options, "LINE_EVERY", 0.0)  # a line a page, not one every 5 s
+    repo.commit("init", {".gitwiki.toml": '[search]\nmode = "lexical"\n[embeddings]\nenabled = false\n'})
+    topics = [
+        {"name": f"topic-{n}", "entries": [{"created": f"2026-01-0{n + 1}T00:00:00Z", "text": f"entry {n}"}]}
+        for n in range(3)
+    ]
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps({"topics": topics}))
+    code, out, err = cli("memory", "topics", "import", "--file", str(export), cwd=repo.path)
+    assert code == 0 and "3" in out, out
+    assert err.splitlines() == [f"gitwiki: writing imported topic pages {n}/3" for n in range(4)], err
