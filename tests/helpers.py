@@ -89,6 +89,15 @@ class GitRepoFixture:
         return self.git("rev-parse", "HEAD").strip()
 
 
+def fake_program(folder: Path, name: str, script: str) -> Path:
+    """A shell script `name` in `folder` (made if missing), standing in for a real program on PATH."""
+    folder.mkdir(parents=True, exist_ok=True)
+    program = folder / name
+    program.write_text("#!/bin/sh\n" + script)
+    program.chmod(0o755)
+    return program
+
+
 def edited_every_way(repo: GitRepoFixture) -> None:
     """A wiki whose worktree and index differ from HEAD and each other in every way a hook meets."""
     pages = {f"wiki/{name}.md": f"# {name.title()}\n\nAbout {name}, see [a](a.md).\n" for name in "abcdefghij"}

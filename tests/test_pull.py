@@ -468,12 +468,10 @@ def test_catch_up_embeds_only_changed_and_dirty_pages(repo, cli, tmp_path):
 
 def test_token_comes_from_the_environment_or_gh(tmp_path, monkeypatch):
     from gitwiki.operations.pull import github_token
+    from tests.helpers import fake_program
 
     shims = tmp_path / "bin"
-    shims.mkdir()
-    gh = shims / "gh"
-    gh.write_text('#!/bin/sh\n[ "$1 $2" = "auth token" ] && echo gho_from_gh\n')
-    gh.chmod(0o755)
+    fake_program(shims, "gh", '[ "$1 $2" = "auth token" ] && echo gho_from_gh\n')
     monkeypatch.setenv("PATH", f"{shims}:/usr/bin:/bin")
     monkeypatch.delenv("GH_TOKEN", raising=False)
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_env")

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import _e2e_selected
 from tests.e2e import claude_cli
-from tests.helpers import ROOT
+from tests.helpers import ROOT, fake_program
 
 
 def test_the_notice_names_package_version_size_place_and_how_to_skip(tmp_path, monkeypatch):
@@ -28,10 +28,7 @@ def test_the_notice_names_package_version_size_place_and_how_to_skip(tmp_path, m
 def test_the_install_says_so_on_stderr_before_npm_runs(tmp_path, monkeypatch, capfd):
     """A registry that cannot be reached: the notice is out before npm is, and the suite then skips."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    npm = bin_dir / "npm"
-    npm.write_text('#!/bin/sh\necho "npm started" >&2\necho "npm error code ENOTFOUND" >&2\nexit 1\n')
-    npm.chmod(0o755)
+    fake_program(bin_dir, "npm", 'echo "npm started" >&2\necho "npm error code ENOTFOUND" >&2\nexit 1\n')
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("GITWIKI_E2E_CACHE", str(tmp_path / "cache"))
     with pytest.raises(claude_cli.Unavailable, match="unreachable"):
