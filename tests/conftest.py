@@ -18,6 +18,19 @@ settings.register_profile("gitwiki", deadline=None)
 settings.load_profile("gitwiki")
 
 
+def pytest_configure(config):
+    """Byte-compile gitwiki once, in the main process: the tests start hundreds of gitwiki processes, and where
+    PYTHONDONTWRITEBYTECODE is set (as on the CI machine) an editable install never gets its .pyc files, so each
+    process compiled every module it imported again (a fresh clone's suite: 4:19 against 3:40)."""
+    if hasattr(config, "workerinput"):  # an xdist worker: the main process has done it
+        return
+    import compileall
+
+    from tests.helpers import ROOT
+
+    compileall.compile_dir(ROOT / "gitwiki", quiet=2)
+
+
 def pytest_xdist_auto_num_workers(config):
     """`-n auto`: at least 4 workers. The tests spend about half their time waiting on the git, gitwiki and server
     processes they start, so on the 2-core CI machine two workers left a core idle (5:00, 108-127% CPU) and four

@@ -11,6 +11,34 @@ from gitwiki.git.gitrepo import GitRepo
 from tests.helpers import GIT_ENV
 
 
+def test_worktree_changes_takes_the_status_again_when_a_file_vanishes_mid_scan(repo, monkeypatch):
+    """libgit2 lists the worktree, then hashes each file: one removed in between by another writer (an atomic
+    write's temp file) failed the scan with "error reading file for hashing" (two MCP servers writing at once)."""
+    monkeypatch.setattr(gitrepo, "FOLDER_STATUS_FROM", 10**9)
+    repo.commit(files={"wiki/a.md": "# A\n"})
+    repo.write("wiki/a.md", "# A, edited\n")
+    git = GitRepo.discover(repo.path)
+    real = git._repo
+
+    class Vanishing:
+        failures = 2
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def status(self, **kwargs):
+            if Vanishing.failures:
+                Vanishing.failures -= 1
+                raise OSError("error reading file for hashing: ")
+            return real.status(**kwargs)
+
+    monkeypatch.setattr(git, "_repo", Vanishing())
+    assert git.worktree_changes(CorpusConfig("wiki", "wiki")) == {"wiki/a.md": True}
+    Vanishing.failures = 99
+    with pytest.raises(OSError, match="hashing"):  # a worktree that never settles is still an error
+        git.worktree_changes(CorpusConfig("wiki", "wiki"))
+
+
 @pytest.mark.parametrize("folder_status_from", [0, 10**9], ids=["git-status-of-the-folder", "pygit2-whole-worktree"])
 def test_worktree_changes_list_what_differs_from_head_in_the_corpus(repo, monkeypatch, folder_status_from):
     monkeypatch.setattr(gitrepo, "FOLDER_STATUS_FROM", folder_status_from)

@@ -242,11 +242,7 @@ class GitRepo:
         if corpus.path and len(self._repo.index) > FOLDER_STATUS_FROM:
             paths = gitcli.changed_files(self.root, corpus.path)
         else:
-            paths = [
-                p
-                for p, flags in self._repo.status(untracked_files="all").items()
-                if not flags & pygit2.GIT_STATUS_IGNORED
-            ]
+            paths = [p for p, flags in self._status().items() if not flags & pygit2.GIT_STATUS_IGNORED]
         changed: dict[str, bool] = {}
         root = self.root  # a realpath each time it is asked for
         for path in paths:
@@ -257,6 +253,19 @@ class GitRepo:
         for path in gitcli.skip_worktree(root, gone):
             del changed[path]  # left out by a sparse checkout: the committed page is still the page
         return changed
+
+    def _status(self, attempts: int = 5) -> dict[str, int]:
+        """The worktree status. libgit2 lists the files and then hashes them: a file another writer removes
+        in between (an atomic write's temp file, a page deleted) fails the whole scan with "error reading file
+        for hashing", so the scan is taken again; seen with two servers writing one repository at once."""
+        for attempt in range(attempts):
+            try:
+                return dict(self._repo.status(untracked_files="all"))
+            except OSError:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(0.01 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def commit_paths(self, paths: list[str], message: str) -> str:
         """Commit the worktree state of exactly `paths` (added, changed or deleted) on HEAD; returns the commit id.
