@@ -124,7 +124,8 @@ def usable(id_: object) -> bool:
     return isinstance(id_, str | int) and not isinstance(id_, bool)
 
 
-@settings(max_examples=300, deadline=None)
+# 100 a run: each example runs the SDK's pydantic parser (about 50 ms); the 24 hand-built cases pin the known ones.
+@settings(max_examples=100, deadline=None)
 @given(st.one_of(MESSAGES, st.lists(MESSAGES, max_size=3), JSON))
 def test_what_is_passed_on_the_sdk_takes_as_sent_and_every_id_refused_is_answered(value):
     """Against the SDK's own parser: a line passed on is one it validates as the same kind of message with the
@@ -276,7 +277,7 @@ def live_lines(draw, serial=[0]):  # noqa: B006  (a counter across examples: eve
     return text, ids, ids
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(live_lines())
 def test_random_lines_each_id_answered_once_and_the_server_alive(session, sent):
     raw, must, may = sent
