@@ -9,12 +9,10 @@ name a lower layer gave: the two always describe the same model.
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import functools
 import os
 import re
-import time
 import typing
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -22,7 +20,7 @@ from typing import Any, NamedTuple
 
 from gitwiki import trust
 from gitwiki.errors import UnknownCorpus, UsageError
-from gitwiki.fs import STALE_TEMP_SECONDS, TEMP_PREFIX, atomic_write, path_problem
+from gitwiki.fs import atomic_write, path_problem
 
 REPO_CONFIG_NAME = ".gitwiki.toml"
 DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
@@ -552,7 +550,7 @@ def write_init(
     target = root / REPO_CONFIG_NAME
     path = normalize_corpus_path(path, "--path")
     if not target.exists():
-        _write_config(target, init_text(path, name, site, include))
+        atomic_write(target, init_text(path, name, site, include))
         return InitReport(target, name, path)
     if not force:
         raise UsageError(
@@ -561,8 +559,8 @@ def write_init(
     old = target.read_text(encoding="utf-8")
     merged = merge_corpus(old, path, name, target)
     backup = target.with_name(REPO_CONFIG_NAME + ".bak")
-    _write_config(backup, old)
-    _write_config(target, merged)
+    atomic_write(backup, old)
+    atomic_write(target, merged)
     return InitReport(target, name, path, backup)
 
 
@@ -622,25 +620,8 @@ def write_search(root: Path, values: dict[str, Any]) -> Path:
         old = ""
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"cannot read {target} ({e}); fix it and run again") from None
-    _write_config(target, merge_search(old, values, target))
+    atomic_write(target, merge_search(old, values, target))
     return target
-
-
-def _write_config(target: Path, text: str) -> None:
-    """`atomic_write`, first removing the temp files a killed write of `target` left beside it (older than
-    STALE_TEMP_SECONDS: a live write holds its own for milliseconds); each write of the file so cleans up."""
-    prefix, cutoff = f"{TEMP_PREFIX}{target.name[:64]}.", time.time() - STALE_TEMP_SECONDS
-    try:
-        with os.scandir(target.parent) as entries:
-            stale = [
-                e.path for e in entries if e.name.startswith(prefix) and e.stat(follow_symlinks=False).st_mtime < cutoff
-            ]
-    except OSError:
-        stale = []
-    for path in stale:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-    atomic_write(target, text)
 
 
 def merge_search(text: str, values: dict[str, Any], where: Path) -> str:

@@ -10,6 +10,7 @@ checked: the object checked is the object written.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -202,6 +203,7 @@ def atomic_write(path: Path, data: str | bytes, sync: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
+        _remove_stale_temps(folder, path.name)
         _replace_in(folder, path.name, data, sync=sync)
     finally:
         os.close(folder)
@@ -361,13 +363,22 @@ def stat_stamp(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def _remove_stale_temps(folder: int) -> None:
-    cutoff = time.time() - STALE_TEMP_SECONDS
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            if entry.name.startswith(TEMP_PREFIX):
-                try:
-                    if entry.stat(follow_symlinks=False).st_mtime < cutoff:
-                        os.unlink(entry.name, dir_fd=folder)
-                except OSError:
-                    pass
+def _remove_stale_temps(folder: int, name: str = "") -> None:
+    """Remove the temp files killed writes left in `folder` (those of the file `name` only, when given); a folder
+    that cannot be listed is left as it is (the write itself then says what is wrong)."""
+    cutoff, prefix = time.time() - STALE_TEMP_SECONDS, f"{TEMP_PREFIX}{name[:64]}." if name else TEMP_PREFIX
+    try:
+        with os.scandir(folder) as entries:
+            stale = [e.name for e in entries if e.name.startswith(prefix) and _older(e, cutoff)]
+    except OSError:
+        return
+    for name in stale:
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=folder)
+
+
+def _older(entry: os.DirEntry[str], cutoff: float) -> bool:
+    try:
+        return entry.stat(follow_symlinks=False).st_mtime < cutoff
+    except OSError:
+        return False

@@ -191,3 +191,21 @@ def test_read_bounded_reads_the_file_it_checked(tmp_path, monkeypatch):
     monkeypatch.setattr(fs.os, "open", swapping_open)
     message = _refused(target)  # the new FIFO may reuse the old inode number: then its kind tells
     assert "was replaced while being read" in message or "is a FIFO" in message
+
+
+def test_atomic_write_removes_the_temp_files_killed_writes_of_its_file_left(tmp_path):
+    import os
+    import time
+
+    from gitwiki.fs import STALE_TEMP_SECONDS, TEMP_PREFIX, atomic_write
+
+    old, live = tmp_path / f"{TEMP_PREFIX}x.toml.aaaa", tmp_path / f"{TEMP_PREFIX}x.toml.bbbb"
+    other = tmp_path / f"{TEMP_PREFIX}y.md.cccc"  # another file's: its own next write removes it
+    for path, text in ((old, "killed"), (live, "being written"), (other, "killed")):
+        path.write_text(text)
+    then = time.time() - STALE_TEMP_SECONDS - 5
+    os.utime(old, (then, then))
+    os.utime(other, (then, then))
+    atomic_write(tmp_path / "x.toml", "new\n")
+    assert (tmp_path / "x.toml").read_text() == "new\n"
+    assert not old.exists() and live.exists() and other.exists()

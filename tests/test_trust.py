@@ -180,9 +180,11 @@ def test_the_users_memory_repository_wins_over_a_checkouts_memory_true(tmp_path,
 
 
 def test_a_config_write_removes_the_temp_files_killed_writes_left(tmp_path):
-    stale = tmp_path / f"{config.TEMP_PREFIX}.gitwiki.toml.0123456789ab"
-    fresh = tmp_path / f"{config.TEMP_PREFIX}.gitwiki.toml.ba9876543210"  # a write running now
-    other = tmp_path / f"{config.TEMP_PREFIX}notes.md.0123456789ab"  # not this file's
+    from gitwiki.fs import TEMP_PREFIX
+
+    stale = tmp_path / f"{TEMP_PREFIX}.gitwiki.toml.0123456789ab"
+    fresh = tmp_path / f"{TEMP_PREFIX}.gitwiki.toml.ba9876543210"  # a write running now
+    other = tmp_path / f"{TEMP_PREFIX}notes.md.0123456789ab"  # not this file's
     for path in (stale, fresh, other):
         path.write_text("half")
     old = time.time() - 3600
