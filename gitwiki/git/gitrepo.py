@@ -258,14 +258,12 @@ class GitRepo:
         """The worktree status. libgit2 lists the files and then hashes them: a file another writer removes
         in between (an atomic write's temp file, a page deleted) fails the whole scan with "error reading file
         for hashing", so the scan is taken again; seen with two servers writing one repository at once."""
-        for attempt in range(attempts):
+        for attempt in range(1, attempts):
             try:
                 return dict(self._repo.status(untracked_files="all"))
             except OSError:
-                if attempt == attempts - 1:
-                    raise
-                time.sleep(0.01 * (attempt + 1))
-        raise AssertionError("unreachable")
+                time.sleep(0.01 * attempt)
+        return dict(self._repo.status(untracked_files="all"))  # the last try's error is the caller's
 
     def commit_paths(self, paths: list[str], message: str) -> str:
         """Commit the worktree state of exactly `paths` (added, changed or deleted) on HEAD; returns the commit id.
