@@ -231,10 +231,7 @@ class Wiki:
         if corpus.site not in ("mkdocs", "mdbook"):
             return {}, []
         path = sites.nav_file(self.root, corpus.site, corpus.path)
-        try:
-            text = path.read_text(encoding="utf-8") if path and path.stat().st_size <= sites.MAX_CONFIG_BYTES else ""
-        except (OSError, UnicodeDecodeError):
-            text = ""
+        text = (sites.read_small(path) if path else None) or ""
         key = (str(path), text)
         cached = self._nav.get(corpus.name)
         if cached is None or cached[0] != key:
