@@ -1,7 +1,7 @@
 """A cloned checkout's `.gitwiki.toml`, built by an attacker: every key with paths outside the repository, `..`,
 symlinks out, devices, FIFOs, URLs, huge and odd values. Whatever it says, gitwiki reads and writes only the
 repository, its index dir and the user's own dirs, connects nowhere, ends every command in time and says a
-refusal in one line, never a traceback (issue 28; the classes are gitwiki.trust.TABLE).
+refusal in one line, never a traceback (the classes are gitwiki.trust.TABLE).
 
 Two layers: every key × every hostile value through `config.load` in this process (fast, exhaustive), then
 hypothesis-built files mixing several keys, with the main commands and the agent hooks run in a subprocess
@@ -359,7 +359,7 @@ def test_hostile_checkout_configs_under_audit(tmp_path_factory, hostile):
     ],
     ids=["index-dir-and-fifo", "symlink-and-absolute", "memory-and-uri", "repository-and-model", "huge", "user-only"],
 )
-def test_the_findings_of_issue_28_under_audit(tmp_path, toml):
+def test_the_hand_built_hostile_checkouts_under_audit(tmp_path, toml):
     repo, places = scene(tmp_path)
     text = toml.format(**places)
     (repo.path / ".gitwiki.toml").write_text(text)
