@@ -1,6 +1,6 @@
 """Issue 11's smaller findings: explicit heading ids, a model named by its directory, whole warnings, progress
 lines without a terminal. (Exit codes and `mcp config` env are in tests/commands/test_cli.py and
-tests/test_mcp_server.py.)"""
+tests/mcp/test_server.py.)"""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ sparse models) where onnxruntime and tokenizers take 0.04–0.13 s, and that imp
 `gitwiki ground` (docs/research/embedding.md). So for the models in `MODELS`, once their files
 are on disk (a model_path, or fastembed's own download cache), gitwiki loads them here, reproducing what
 fastembed does: its tokenizer set-up (`fastembed.common.preprocessor_utils.load_tokenizer`), its session
-options (less the thread pool's spin-wait), its batches and its pooling. tests/test_onnx_embed.py holds the
+options (less the thread pool's spin-wait), its batches and its pooling. tests/index/test_onnx_embed.py holds the
 vectors of both to 1e-5. The model id stays the configured one, so an index embedded by either is the other's
 too. Every other case (a model not listed, not downloaded yet, a GPU build of onnxruntime) goes to fastembed.
 """

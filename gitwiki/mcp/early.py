@@ -9,7 +9,7 @@ first turn had no gitwiki tools. `gitwiki serve` therefore reads stdin itself fr
   difference is one warning on stderr);
 - `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list` and `ping` are answered from
   `tools.json`: the SDK's answers for this server, written by `mcp.server.write_early_answers()` and checked
-  against the live SDK by tests/test_mcp_early.py. They are keyed to the gitwiki and mcp versions; another
+  against the live SDK by tests/mcp/test_early.py. They are keyed to the gitwiki and mcp versions; another
   version's file answers nothing and the SDK answers as usual. Nothing is handed over at some moment: those
   methods are always answered here, everything else always goes to the SDK, in the order it came;
 - every line is checked first (`mcp.framing`): what the SDK could not parse, and so would leave unanswered with
@@ -53,7 +53,7 @@ LISTEN = "subscriptions/listen"
 LISTENED = {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True}
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
-# What the SDK (mcp 2.x) negotiates and declares; tests/test_mcp_early.py checks these against it.
+# What the SDK (mcp 2.x) negotiates and declares; tests/mcp/test_early.py checks these against it.
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_HANDSHAKE_VERSION = "2025-11-25"
 CAPABILITIES = {
@@ -62,7 +62,7 @@ CAPABILITIES = {
     "tools": {"listChanged": False},
 }
 
-# Claude Code cuts server instructions at 2,048 characters; tests/test_mcp_early.py keeps these under that with room
+# Claude Code cuts server instructions at 2,048 characters; tests/mcp/test_early.py keeps these under that with room
 # for a line added at run time (e.g. that search is lexical only).
 INSTRUCTIONS = """\
 gitwiki serves the markdown wiki of this git repository: search it, read it, edit it safely.

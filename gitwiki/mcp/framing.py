@@ -36,7 +36,7 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
 # Deeper than any MCP message needs (a tool call's arguments sit at depth 3, their values a few levels more), well
-# under the SDK's parser (pydantic-core's jiter stops at 200, tests/test_mcp_framing.py checks) and Python's json
+# under the SDK's parser (pydantic-core's jiter stops at 200, tests/mcp/test_framing.py checks) and Python's json
 # (its recursion limit, about 1,000).
 MAX_DEPTH = 100
 

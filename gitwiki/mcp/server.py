@@ -552,7 +552,7 @@ def _ask(requests: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
 
 
 def write_early_answers() -> None:
-    """Write `mcp.early.EARLY_ANSWERS` for the installed SDK; tests/test_mcp_early.py says when it is due."""
+    """Write `mcp.early.EARLY_ANSWERS` for the installed SDK; tests/mcp/test_early.py says when it is due."""
     from importlib.metadata import version
 
     shipped = {"gitwiki": __version__, "mcp": version("mcp"), "eras": sdk_early_answers()}

@@ -6,7 +6,7 @@ question's candidates are fetched once per depth of the grid; every setting is t
 Python, as `Searcher.search` ranks hybrid score fusion without a reranker. (Once per depth, not cut from the
 deepest list: a shallower dense list holds no extra pages when the corpus has fewer pages than asked for, so a cut
 list would differ from what that depth fetches.) The replay must stay the search's own ranking:
-tests/test_tuning.py compares them setting by setting.
+tests/operations/test_tuning.py compares them setting by setting.
 
 Cross-validation: the questions are shuffled into `folds` folds, `repeats` times with seeds 0, 1, …; on each fold
 the setting with the best MRR@10 on the other folds is chosen (the current setting wins ties) and scored on the

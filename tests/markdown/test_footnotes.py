@@ -2,7 +2,7 @@ import pytest
 
 from gitwiki.errors import NotFoundError
 from gitwiki.markdown.footnotes import footnote, footnotes
-from tests.test_pages import DEPLOY
+from tests.pages.test_pages import DEPLOY
 
 
 def test_footnotes_join_continuations_and_skip_code_fences():

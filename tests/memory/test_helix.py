@@ -17,9 +17,9 @@ from gitwiki.errors import UsageError
 from gitwiki.memory import helix, replies
 from gitwiki.memory.base import Memory
 from gitwiki.memory.entry import normalize_tags
+from tests.mcp.test_server import call, connect, refused, run
 from tests.memory.test_entry import ENTRIES
 from tests.memory.test_fuzz import SCALE
-from tests.test_mcp_server import call, connect, refused, run
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
 

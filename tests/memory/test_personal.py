@@ -316,7 +316,7 @@ def test_hybrid_search_ranks_each_memory_in_its_own_index(tmp_path, home):
 
 
 def test_through_the_mcp_server_scope_is_a_parameter_and_a_bad_one_is_refused(tmp_path, home):
-    from tests.test_mcp_server import call, connect, refused, run
+    from tests.mcp.test_server import call, connect, refused, run
 
     user_config(tmp_path, write="project")
     a = project(tmp_path, "a")

@@ -11,8 +11,8 @@ import pytest
 
 from gitwiki.index.artifact import ARCHIVE_NAME
 from tests.helpers import GitRepoFixture
-from tests.test_mcp_server import call, connect, run
-from tests.test_pull import LEXICAL, _wrap, page
+from tests.mcp.test_server import call, connect, run
+from tests.operations.test_pull import LEXICAL, _wrap, page
 
 LINE = "gitwiki: no local index; installing the one published at origin refs/gitwiki/index"
 

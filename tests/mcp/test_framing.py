@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from gitwiki.mcp import framing
 from tests.helpers import GitRepoFixture
-from tests.test_mcp_early import Server, initialize
-from tests.test_mcp_server import LEXICAL
+from tests.mcp.test_early import Server, initialize
+from tests.mcp.test_server import LEXICAL
 
 
 def request(id_: object, method: object = "ping", **more: object) -> dict[str, Any]:

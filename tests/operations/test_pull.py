@@ -510,7 +510,7 @@ def _force_onto_ref(work: GitRepoFixture, archive: Path, remote: str) -> None:
 def test_a_poisoned_index_is_not_packed_published_or_installed(repo, cli, tmp_path):
     """A source index holding a non-JSON breadcrumb: pack and publish refuse it; forced onto the ref anyway,
     a consumer's `repo sync` refuses to install it and indexes from git, and every search answers."""
-    from tests.test_artifact import doctored
+    from tests.index.test_artifact import doctored
 
     bare = tmp_path / "pub.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
@@ -585,7 +585,7 @@ def test_a_broken_install_is_found_by_the_next_query_and_rebuilt_by_the_next_syn
 def test_pull_refuses_an_archive_page_outside_its_local_corpus(origin, cli, tmp_path):
     """The archive's page table is trusted when its tree matches: a page it lists for corpus `wiki` must lie
     in the local `wiki/` folder, as a local page would."""
-    from tests.test_artifact import doctored
+    from tests.index.test_artifact import doctored
 
     local = clone(origin, tmp_path / "clone")
     outside = doctored(

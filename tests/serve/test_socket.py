@@ -24,7 +24,7 @@ from gitwiki.serve import client as serve_client
 from gitwiki.serve.server import SocketServer
 from gitwiki.wiki import Wiki
 from tests.helpers import needs_model
-from tests.test_mcp_server import DEPLOY, LEXICAL
+from tests.mcp.test_server import DEPLOY, LEXICAL
 
 FAQ = "# FAQ\n\nAsk the platform team about access.\n"
 WAIT = 60.0  # generous: CI is a loaded 2-core machine

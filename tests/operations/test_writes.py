@@ -13,7 +13,7 @@ from gitwiki.git import gitcli, gitrepo
 from gitwiki.markdown.index_block import BlockError
 from gitwiki.operations import writes
 from gitwiki.wiki import Wiki
-from tests.test_pages import DEPLOY
+from tests.pages.test_pages import DEPLOY
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 
@@ -345,7 +345,7 @@ def test_an_index_lock_left_by_a_killed_gitwiki_is_taken_over_at_once(repo):
 def test_over_mcp_a_refused_add_markdown_is_invalid_params_and_leaves_nothing(repo, tmp_path):
     """The finding as an agent meets it: `add_markdown` below a symlinked index.md with commit_writes on
     answers -32602 and leaves no page, no scaffolded index.md and no commit."""
-    from tests.test_mcp_server import connect, refused, run
+    from tests.mcp.test_server import connect, refused, run
 
     _wiki(repo, "[mcp]\ncommit_writes = true\n")
     head = repo.git("rev-parse", "HEAD")

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gitwiki.mcp import early as mcp_early
-from tests.test_mcp_server import LEXICAL
+from tests.mcp.test_server import LEXICAL
 
 
 def test_the_early_answer_declares_what_the_sdk_does():

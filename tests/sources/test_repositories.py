@@ -18,9 +18,9 @@ from gitwiki.errors import UsageError
 from gitwiki.index.artifact import ARCHIVE_NAME
 from gitwiki.sources.repositories import Consents
 from gitwiki.wiki import Wiki
+from tests.git.test_gitrepo import hostile_commit
 from tests.helpers import MODEL_NAME, GitRepoFixture, needs_model
-from tests.test_gitrepo import hostile_commit
-from tests.test_mcp_server import call, connect, refused, run
+from tests.mcp.test_server import call, connect, refused, run
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 

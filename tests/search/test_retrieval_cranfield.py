@@ -47,7 +47,7 @@ def test_hybrid_ndcg_floor_on_cranfield_slice(repo, cli, cranfield_slice):
         assert code == 0, err
         result = json.loads(out)
         assert result["mode"] == "hybrid"
-        # gitwiki.operations.evaluation's nDCG@10 is checked against ranx's (tests/test_evaluation.py)
+        # gitwiki.operations.evaluation's nDCG@10 is checked against ranx's (tests/operations/test_evaluation.py)
         scores.append(ndcg([d["path"] for d in result["docs"]], q.relevant))
     mean = sum(scores) / len(scores)
     assert mean >= NDCG_FLOOR, f"nDCG@10 {mean:.3f} fell below {NDCG_FLOOR} (measured {NDCG_MEASURED})"

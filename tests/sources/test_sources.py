@@ -14,8 +14,8 @@ from gitwiki.errors import UsageError
 from gitwiki.search.searcher import ChunkResult, DocResult, SearchOptions, SearchResult
 from gitwiki.sources.source import ALL, POOL, fuse, labelled, pooled, requested
 from gitwiki.wiki import Wiki
-from tests.test_mcp_server import call, connect, refused, run, text
-from tests.test_repositories import checkout, handbook, platform, sync  # noqa: F401 (fixtures)
+from tests.mcp.test_server import call, connect, refused, run, text
+from tests.sources.test_repositories import checkout, handbook, platform, sync  # noqa: F401 (fixtures)
 
 TWO = """[embeddings]
 enabled = false

@@ -4,7 +4,7 @@ from gitwiki.git.gitcli import blob_id
 from gitwiki.operations import writes
 from gitwiki.wiki import Wiki
 from tests.helpers import needs_model
-from tests.test_pages import DEPLOY
+from tests.pages.test_pages import DEPLOY
 
 
 @needs_model
