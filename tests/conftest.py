@@ -10,8 +10,6 @@ from hypothesis import settings
 from tests.e2e import claude_cli
 from tests.helpers import ROOT, GitRepoFixture, isolate
 
-E2E = ROOT / "tests" / "e2e"
-
 # No per-example deadline: on a shared 2-core machine a first example that imports a module can take 0.7 s, and a
 # deadline there fails a test for the machine's load, not for the code. Hanging is bounded by the tests themselves.
 settings.register_profile("gitwiki", deadline=None)
@@ -25,8 +23,6 @@ def pytest_configure(config):
     if hasattr(config, "workerinput"):  # an xdist worker: the main process has done it
         return
     import compileall
-
-    from tests.helpers import ROOT
 
     compileall.compile_dir(ROOT / "gitwiki", quiet=2)
 
@@ -66,24 +62,17 @@ def cli(capsys):
     return run
 
 
-def _e2e_selected(config: pytest.Config) -> bool:
-    """Whether this run's paths and `-m` take in the real-client suite (tests/e2e, marked e2e and slow)."""
-    paths = [Path(str(arg).split("::")[0]).resolve() for arg in config.args] or [ROOT / "tests"]
-    if not any(E2E.is_relative_to(path) or path.is_relative_to(E2E) for path in paths):
-        return False
-    expression = config.option.markexpr
-    if not expression:
-        return True
-    try:
-        from _pytest.mark.expression import Expression  # pytest's own reading of -m
-
-        return Expression.compile(expression).evaluate(lambda name, **_: name in ("e2e", "slow"))
-    except Exception:  # a pytest without it: the plain reading
-        return "not e2e" not in expression and "not slow" not in expression
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    """HOME in a tmp dir: where a user config's `~/kb` personal memory is made (tests.memory.helpers.user_config)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    return home
 
 
 def _e2e_download_notice(config: pytest.Config) -> str | None:
-    if hasattr(config, "workerinput") or claude_cli.is_installed() or not _e2e_selected(config):
+    if hasattr(config, "workerinput") or claude_cli.is_installed() or not claude_cli.selected(config):
         return None
     return f"gitwiki: {claude_cli.notice()}"
 

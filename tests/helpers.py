@@ -23,6 +23,16 @@ GIT_ENV = {
 }
 
 
+# A checkout that searches by words only (no model needed): most tests' `.gitwiki.toml`.
+LEXICAL = "[embeddings]\nenabled = false\n"
+# Two deploy pages with footnotes: the MCP and socket tests search "rollback", the page and write tests read the
+# continued and the named footnote.
+DEPLOY = "# Deploy\n\nWe roll out with kubectl.[^1]\n\n## Rollback\n\nUse helm rollback to undo a release.\n\n[^1]: The runbook, section 3.\n"
+FOOTNOTED_DEPLOY = "# Deploy\n\nWe roll out with kubectl.[^1]\n\n## Rollback\n\nUse helm.[^src]\n\n[^1]: The runbook, section 3.\n    Continued here.\n\n[^src]: Ops handbook.\n"
+# `GITWIKI_RELIABILITY_TRIALS=N` runs the fuzz and fault-injection tests with N times their examples.
+SCALE = int(os.environ.get("GITWIKI_RELIABILITY_TRIALS", "1"))
+
+
 def find_model_dir() -> Path | None:
     for candidate in (os.environ.get("GITWIKI_MODEL_PATH"), ROOT.parent / "shared/models/all-MiniLM-L6-v2-onnx"):
         if candidate and Path(candidate, "model.onnx").is_file():
@@ -71,6 +81,13 @@ class GitRepoFixture:
         subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=dest, capture_output=True)
         return repo
 
+    @classmethod
+    def existing(cls, path: Path) -> GitRepoFixture:
+        """The helpers over a checkout that exists already (a clone)."""
+        repo = cls.__new__(cls)
+        repo.path = path
+        return repo
+
     def git(self, *args: str) -> str:
         env = {**os.environ, **GIT_ENV}
         return subprocess.run(["git", *args], cwd=self.path, env=env, check=True, capture_output=True, text=True).stdout
@@ -87,6 +104,11 @@ class GitRepoFixture:
         self.git("add", "-A")
         self.git("commit", "-q", "--allow-empty", "-m", message)
         return self.git("rev-parse", "HEAD").strip()
+
+
+def numbered_page(i: int, word: str = "walrus") -> str:
+    """Page `i` of a small wiki, one sentence naming `word`: what the index, pull and archive tests search for."""
+    return f"# Page {i}\n\nThe {word} number {i} sings at dawn.\n"
 
 
 def fake_program(folder: Path, name: str, script: str) -> Path:
@@ -130,3 +152,26 @@ def edited_every_way(repo: GitRepoFixture) -> None:
     racy.write_text("# H, edited, racy\n")
     os.utime(racy, ns=(st.st_atime_ns, st.st_mtime_ns))
     os.utime(repo.path / ".git/index", ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def hostile_commit(path: Path) -> str:
+    """A commit on main of the repo at `path` whose tree holds `..`, `.git`, `.GIT` and `GIT~1` folders
+    beside pages: git writes such trees (`git mktree`) and transports them, though it refuses to check them
+    out."""
+
+    def git(*args: str, input: str = "") -> str:
+        env = {**os.environ, **GIT_ENV}
+        return subprocess.run(["git", *args], cwd=path, env=env, input=input, capture_output=True, text=True).stdout
+
+    blob = git("hash-object", "-w", "--stdin", input="# X\n\nsecret\n").strip()
+    page = git("hash-object", "-w", "--stdin", input="# Page\n\nnot a secret\n").strip()
+    inner = git("mktree", input=f"100644 blob {blob}\tx.md\n").strip()
+    wiki = git(
+        "mktree",
+        input="".join(f"040000 tree {inner}\t{name}\n" for name in ("..", ".git", ".GIT", "GIT~1", "ok"))
+        + f"100644 blob {page}\tpage.md\n",
+    ).strip()
+    root = git("mktree", input=f"040000 tree {wiki}\twiki\n").strip()
+    commit = git("commit-tree", root, "-m", "hostile").strip()
+    git("update-ref", "refs/heads/main", commit)
+    return commit

@@ -297,3 +297,61 @@ def test_the_folders_import_one_another_in_one_direction():
     for start in sorted(graph):
         if start not in state:
             visit(start, [start])
+
+
+# ---- the tests mirror the layers ------------------------------------------------------------------------------
+
+TESTS = ROOT / "tests"
+
+
+def _test_files() -> list:
+    """Every Python file of the test suite (the vendored docs sites under tests/sites are data)."""
+    return [f for f in TESTS.rglob("*.py") if "sites" not in f.relative_to(TESTS).parts[:1]]
+
+
+def _is_test_module(name: str) -> bool:
+    """A module pytest collects or loads by itself: a `test_*` file or a conftest."""
+    last = name.rsplit(".", 1)[-1]
+    return last.startswith("test_") or last == "conftest"
+
+
+def test_every_layer_has_its_test_folder():
+    """tests/<folder>/ holds the tests of gitwiki/<folder>/; tests/ itself the top modules' and whole-tool tests."""
+    missing = sorted(
+        layer
+        for layer in LAYERS
+        if not any((TESTS / layer).glob("test_*.py")) or not (TESTS / layer / "__init__.py").exists()
+    )
+    assert not missing, f"layers without a test folder (tests/<folder>/__init__.py and test_*.py): {missing}"
+
+
+def test_a_test_named_after_a_module_of_a_folder_lives_in_that_folder():
+    modules = {f.stem: f.parent.relative_to(PACKAGE).parts[0] for f in PACKAGE.glob("*/**/*.py")}
+    misplaced = {
+        f.name: f"tests/{modules[f.stem.removeprefix('test_')]}/"
+        for f in TESTS.glob("test_*.py")
+        if not (PACKAGE / f"{f.stem.removeprefix('test_')}.py").exists() and f.stem.removeprefix("test_") in modules
+    }
+    assert not misplaced, f"flat tests of a folder's module, and where they belong: {misplaced}"
+
+
+def test_no_test_module_imports_another():
+    """Shared fixtures live in a conftest.py, shared helpers in a helpers module (tests/helpers.py, tests/mcp/client.py
+    ...): a test module imported by another runs its module-level code twice and hides what is shared."""
+    found = []
+    for file in _test_files():
+        rel = file.relative_to(ROOT).with_suffix("")
+        package = ".".join(rel.parts[:-1])
+        for node in ast.walk(ast.parse(file.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parent, *([base] if base else [])])
+                targets = [base, *(f"{base}.{a.name}" for a in node.names)]
+            else:
+                continue
+            found += [f"{rel}: {t}" for t in targets if t.split(".")[0] == "tests" and _is_test_module(t)]
+    assert not found, "test modules imported by another module:\n" + "\n".join(found)

@@ -146,7 +146,7 @@ def test_what_counts_as_a_text_page(data, why):
 def test_mcp_list_files_and_ground_survive_uncommitted_bad_pages(hostile):
     import anyio
 
-    from tests.mcp.test_server import call, connect
+    from tests.mcp.client import call, connect
 
     hostile.write("wiki/fresh.md", "---\ndate: 2024-13-45\n---\n# Fresh\n\nAn uncommitted deploy page.\n")
     (hostile.path / "wiki/fresh-binary.md").write_bytes(b"\x00\x01 deploy")

@@ -159,7 +159,7 @@ def test_a_query_past_the_cap_is_refused_at_once_by_the_cli_and_the_mcp_server(r
     import anyio
 
     from gitwiki.search.searcher import MAX_QUERY_CHARS
-    from tests.mcp.test_server import connect, refused
+    from tests.mcp.client import connect, refused
 
     repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/faq.md": "# FAQ\n\nAsk the platform team.\n"})
     at_cap = ("platform " * MAX_QUERY_CHARS)[:MAX_QUERY_CHARS]

@@ -10,33 +10,7 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).parent / "fixtures"
-
-PAGES = {
-    ".gitwiki.toml": '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n',
-    "wiki/deploy.md": "# Deploy\n\n## Rollback\n\nTo roll back a release, run `rollback_release` with the previous tag.\n",
-    "wiki/crypto.md": "# Crypto\n\n## Key ring\n\nThe `KeyRing` class holds the active signing keys in memory.\n",
-    "wiki/keys.md": "# Keys\n\n## Rotation policy\n\nSigning keys rotate every month; old ones stay valid a week.\n",
-    "wiki/architecture.md": "# Architecture\n\n## Layout\n\nSigning lives in src/keys.py, next to the deploy code.\n",
-    "wiki/legacy.md": "# Legacy\n\n## Unwrapping\n\n`legacy_unwrap` is kept for v1 archives; do not call it elsewhere.\n",
-    "wiki/cache.md": "# Cache\n\n## Stale entries\n\nA signing key cache that is stale after rotation means the cache was not flushed.\n",
-    "wiki/memory/keys.md": (
-        "# keys\n\n## 2026-01-02T10:00:00Z — gotcha: rotation order\n\n"
-        "gotcha: rotation must flush the cache first.\n[tags: gotcha]\n[source: src/keys.py:3@0123abc]\n"
-    ),
-    "wiki/memory/checkpoints/default.md": (
-        "# Checkpoint default\n\nSaved 2026-01-03T09:00:00Z.\n\n## Task\n\nfix key rotation\n\n"
-        "## Next\n\n- write the rotation test\n"
-    ),
-    "src/keys.py": (
-        "import os\n\n\ndef rotate_signing_key(ring):\n    return legacy_unwrap(ring)\n\n\nclass KeyRing:\n    pass\n"
-    ),
-}
-
-
-def load(name: str, root: Path, **changes) -> dict:
-    text = (FIXTURES / f"{name}.json").read_text().replace("{root}", str(root))
-    return {**json.loads(text), **changes}
+from tests.agent_hooks.helpers import PAGES
 
 
 @pytest.fixture
@@ -67,8 +41,3 @@ def hook(capsys, monkeypatch):
         return code, (json.loads(out.out) if out.out.strip() else None)
 
     return run
-
-
-def context_of(answer: dict | None) -> str:
-    assert answer is not None
-    return answer["hookSpecificOutput"]["additionalContext"]

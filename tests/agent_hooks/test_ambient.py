@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.agent_hooks.conftest import context_of, load
+from tests.agent_hooks.helpers import context_of, load
 
 
 def _layers(text: str) -> dict[str, list[str]]:

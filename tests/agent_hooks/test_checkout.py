@@ -6,7 +6,7 @@ import os
 import time
 
 from gitwiki.git import gitcli
-from tests.agent_hooks.conftest import context_of, load
+from tests.agent_hooks.helpers import context_of, load
 
 
 def test_find_checkout_agrees_with_git_in_a_repo_a_subfolder_and_a_worktree(repo, tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from gitwiki.agent_hooks.failures import BUILD_COMMAND, error_lines
-from tests.agent_hooks.conftest import FIXTURES, context_of, load
+from tests.agent_hooks.helpers import FIXTURES, context_of, load
 from tests.helpers import ROOT
 
 OUTPUTS = FIXTURES / "failures"

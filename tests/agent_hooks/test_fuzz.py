@@ -20,7 +20,7 @@ from gitwiki.agent_hooks.failures import error_lines
 from gitwiki.agent_hooks.permissions import READ_TOOLS, TOPICS_DRY_RUNS, TOPICS_READ_ACTIONS, WRITE_TOOLS
 from gitwiki.agent_hooks.run import run
 from gitwiki.agent_hooks.shell import shell_use
-from tests.agent_hooks.conftest import FIXTURES, load
+from tests.agent_hooks.helpers import FIXTURES, load
 
 EXAMPLES = int(os.environ.get("GITWIKI_FUZZ_EXAMPLES", "40"))
 GUARD = 30  # seconds one example may take before it counts as a hang (a generous bound, not a speed claim)

@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from tests.agent_hooks.conftest import PAGES, context_of, load
+from tests.agent_hooks.helpers import PAGES, context_of, load
 
 
 def test_session_briefing_reports_corpora_freshness_memory_and_checkpoint(wiki, hook):

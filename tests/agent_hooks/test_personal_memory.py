@@ -6,10 +6,10 @@ import pytest
 
 from gitwiki.memory import store as store_mod
 from gitwiki.memory.base import Memory
-from tests.agent_hooks.conftest import context_of, load
-from tests.memory.test_personal import home, project, user_config
+from tests.agent_hooks.helpers import context_of, load
+from tests.memory.helpers import project, user_config
 
-pytestmark = pytest.mark.usefixtures(home.__name__)
+pytestmark = pytest.mark.usefixtures("home")
 
 
 def test_hooks_see_personal_memory(tmp_path, cli, hook):

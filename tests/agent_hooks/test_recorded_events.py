@@ -9,7 +9,7 @@ import re
 import pytest
 
 from gitwiki.agent_hooks import HOOK_TYPES
-from tests.agent_hooks.conftest import FIXTURES, context_of, load
+from tests.agent_hooks.helpers import FIXTURES, context_of, load
 
 RECORDED = sorted(p.stem for p in (FIXTURES / "claude_code_events").glob("*.json"))
 

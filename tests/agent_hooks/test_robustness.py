@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.agent_hooks.conftest import context_of, load
+from tests.agent_hooks.helpers import context_of, load
 from tests.helpers import ROOT
 
 HEAVY = ("lancedb", "fastembed", "onnxruntime", "numpy", "pygit2", "mcp", "pydantic", "rich")

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from gitwiki.agent_hooks import state
-from tests.agent_hooks.conftest import context_of, load
+from tests.agent_hooks.helpers import context_of, load
 
 
 def test_the_second_copy_of_an_event_stays_silent_in_either_order(wiki, hook):

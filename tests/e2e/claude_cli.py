@@ -15,6 +15,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
 
 # Pinned so the recorded hook events and the request shapes the tests read stay the ones checked in.
 VERSION = "2.1.332"
@@ -23,11 +27,28 @@ INSTALL_TIMEOUT = 600
 # What the first run fetches, measured for 2.1.332 on linux-x64 (the platform package is nearly all of it).
 SIZE = "~190 MB download, ~400 MB installed"
 # npm's messages for a registry it cannot reach; any other install failure is a real error, not a skip.
+E2E = Path(__file__).resolve().parent
 NETWORK_ERRORS = ("ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ECONNREFUSED", "ECONNRESET", "ENETUNREACH", "network")
 
 
 class Unavailable(Exception):
     """npm is missing or the registry cannot be reached: the e2e suite skips with this reason."""
+
+
+def selected(config: pytest.Config) -> bool:
+    """Whether this run's paths and `-m` take in the real-client suite (tests/e2e, marked e2e and slow)."""
+    paths = [Path(str(arg).split("::")[0]).resolve() for arg in config.args] or [E2E.parent]
+    if not any(E2E.is_relative_to(path) or path.is_relative_to(E2E) for path in paths):
+        return False
+    expression = config.option.markexpr
+    if not expression:
+        return True
+    try:
+        from _pytest.mark.expression import Expression  # pytest's own reading of -m
+
+        return Expression.compile(expression).evaluate(lambda name, **_: name in ("e2e", "slow"))
+    except Exception:  # a pytest without it: the plain reading
+        return "not e2e" not in expression and "not slow" not in expression
 
 
 def cache_dir() -> Path:

@@ -10,7 +10,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import _e2e_selected
 from tests.e2e import claude_cli
 from tests.helpers import ROOT, fake_program
 
@@ -52,7 +51,7 @@ def test_the_install_says_so_on_stderr_before_npm_runs(tmp_path, monkeypatch, ca
 def test_the_notice_is_given_when_the_run_takes_in_the_e2e_suite(monkeypatch, args, markexpr, selected):
     monkeypatch.chdir(ROOT)
     config = SimpleNamespace(args=args, option=SimpleNamespace(markexpr=markexpr))
-    assert _e2e_selected(config) is selected
+    assert claude_cli.selected(config) is selected
 
 
 def test_pytest_prints_the_notice_before_the_tests_even_under_q(tmp_path):

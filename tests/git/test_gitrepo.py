@@ -8,7 +8,7 @@ from gitwiki.config import CorpusConfig
 from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.git import gitrepo
 from gitwiki.git.gitrepo import GitRepo
-from tests.helpers import GIT_ENV
+from tests.helpers import hostile_commit
 
 
 def test_worktree_changes_takes_the_status_again_when_a_file_vanishes_mid_scan(repo, monkeypatch):
@@ -165,29 +165,6 @@ def test_status_says_that_submodules_in_a_corpus_are_skipped(repo, tmp_path, cli
     assert "submodules skipped (their pages are not indexed): wiki/ext" in out
     code, out, _ = cli("status", "--json", cwd=repo.path)
     assert json.loads(out)["corpora"][0]["submodules"] == ["wiki/ext"]
-
-
-def hostile_commit(path) -> str:
-    """A commit on main of the repo at `path` whose tree holds `..`, `.git`, `.GIT` and `GIT~1` folders
-    beside pages: git writes such trees (`git mktree`) and transports them, though it refuses to check them
-    out."""
-
-    def git(*args: str, input: str = "") -> str:
-        env = {**os.environ, **GIT_ENV}
-        return subprocess.run(["git", *args], cwd=path, env=env, input=input, capture_output=True, text=True).stdout
-
-    blob = git("hash-object", "-w", "--stdin", input="# X\n\nsecret\n").strip()
-    page = git("hash-object", "-w", "--stdin", input="# Page\n\nnot a secret\n").strip()
-    inner = git("mktree", input=f"100644 blob {blob}\tx.md\n").strip()
-    wiki = git(
-        "mktree",
-        input="".join(f"040000 tree {inner}\t{name}\n" for name in ("..", ".git", ".GIT", "GIT~1", "ok"))
-        + f"100644 blob {page}\tpage.md\n",
-    ).strip()
-    root = git("mktree", input=f"040000 tree {wiki}\twiki\n").strip()
-    commit = git("commit-tree", root, "-m", "hostile").strip()
-    git("update-ref", "refs/heads/main", commit)
-    return commit
 
 
 def test_tree_entries_named_dot_dot_or_dot_git_are_never_pages(repo):

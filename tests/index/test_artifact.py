@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import itertools
 import json
 import os
@@ -20,6 +19,7 @@ from hypothesis import strategies as st
 from gitwiki.errors import StoreError
 from gitwiki.index.artifact import ARCHIVE_NAME, MANIFEST_NAME, pack, verify
 from gitwiki.index.store import DB_NAME
+from tests.index.archives import doctored, manifest_bytes, read_archive, regular, write_archive
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 
@@ -51,7 +51,6 @@ def index_db(repo):
 
 def digest(path):
     """What the index holds and which file it is: equal means untouched (WAL checkpoints aside)."""
-    import sqlite3
 
     conn = sqlite3.connect(path)
     try:
@@ -59,44 +58,6 @@ def digest(path):
     finally:
         conn.close()
     return path.stat().st_ino, hashlib.sha256(repr(content).encode()).hexdigest()
-
-
-def read_archive(path):
-    with tarfile.open(path, "r:gz") as tar:
-        manifest = json.loads(tar.extractfile(MANIFEST_NAME).read())
-        db = tar.extractfile(DB_NAME).read()
-    return manifest, db
-
-
-def write_archive(path, members):
-    """members: (TarInfo, bytes | None) in order; the caller decides every header field."""
-    with tarfile.open(path, "w:gz") as tar:
-        for info, data in members:
-            if data is not None:
-                info.size = len(data)
-            tar.addfile(info, io.BytesIO(data) if data is not None else None)
-    return path
-
-
-def regular(name, data):
-    return tarfile.TarInfo(name), data
-
-
-def manifest_bytes(manifest):
-    return json.dumps(manifest).encode()
-
-
-def doctored(genuine, path, sql):
-    """A self-consistent archive (manifest size and sha256 match) whose database ran `sql`."""
-    manifest, db = read_archive(genuine)
-    scratch = path.with_suffix(".sqlite")
-    scratch.write_bytes(db)
-    conn = sqlite3.connect(scratch)
-    conn.executescript(sql)
-    conn.close()
-    data = scratch.read_bytes()
-    manifest["files"] = [{"path": DB_NAME, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}]
-    return write_archive(path, [regular(MANIFEST_NAME, manifest_bytes(manifest)), regular(DB_NAME, data)])
 
 
 def oversized_pax_header(genuine, path, declared=1 << 30):
@@ -162,7 +123,6 @@ def test_round_trip(wiki_repo, archive, cli, tmp_path):
 
 
 def test_uncommitted_pages_are_not_shipped(wiki_repo, cli, tmp_path):
-    import sqlite3
 
     wiki_repo.write("wiki/draft.md", "# Draft\n\nThe zanzibar merger is confidential.\n")
     code, out, _ = cli("ground", "--json", "zanzibar merger", cwd=wiki_repo.path)
@@ -381,7 +341,6 @@ def test_model_mismatch_needs_accept_model(wiki_repo, archive, cli, monkeypatch)
 
 def test_unpack_replaces_a_live_wal_index(wiki_repo, archive, cli):
     """The old database's WAL must not be replayed onto the new one."""
-    import sqlite3
 
     wiki_repo.commit("more", {"wiki/extra.md": "# Extra\n\nOtters hold hands.\n"})
     assert cli("index", "-q", cwd=wiki_repo.path)[0] == 0

@@ -2,11 +2,11 @@ import pytest
 
 from gitwiki.errors import NotFoundError
 from gitwiki.markdown.footnotes import footnote, footnotes
-from tests.pages.test_pages import DEPLOY
+from tests.helpers import FOOTNOTED_DEPLOY
 
 
 def test_footnotes_join_continuations_and_skip_code_fences():
-    text = DEPLOY + "\n```\n[^2]: not a definition\n```\n[^1]: a duplicate, ignored\n"
+    text = FOOTNOTED_DEPLOY + "\n```\n[^2]: not a definition\n```\n[^1]: a duplicate, ignored\n"
     notes = footnotes(text)
     assert notes == {"1": (9, "The runbook, section 3.\nContinued here."), "src": (12, "Ops handbook.")}
     assert footnote(text, "src", "deploy.md") == (12, "Ops handbook.")

@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import signal
 import socket
 import subprocess
-import sys
-import threading
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from gitwiki.mcp import early as mcp_early
-from tests.mcp.test_server import LEXICAL
+from tests.helpers import LEXICAL
+from tests.mcp.client import Server, initialize
 
 
 def test_the_early_answer_declares_what_the_sdk_does():
@@ -27,54 +25,6 @@ def test_the_early_answer_declares_what_the_sdk_does():
     assert mcp_early.LATEST_HANDSHAKE_VERSION == version.LATEST_HANDSHAKE_VERSION
 
 
-class Server:
-    """`gitwiki serve` as a subprocess spoken to in raw JSON-RPC lines; its answers are read on a thread, so a
-    missing answer fails the test after `timeout` instead of hanging it."""
-
-    def __init__(self, repo_path, env: dict | None = None) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "gitwiki", "-C", str(repo_path), "serve"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env or dict(os.environ),
-        )
-        self.lines: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.put(line)
-        self.lines.put(b"")
-
-    def send(self, *messages: dict) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
-        self.process.stdin.flush()
-
-    def answers(self, count: int, timeout: float = 60) -> list[dict]:
-        out = []
-        for _ in range(count):
-            try:
-                line = self.lines.get(timeout=timeout)
-            except queue.Empty:
-                pytest.fail(f"no answer within {timeout} s after {out}")
-            assert line, f"the server closed stdout after {out}"
-            out.append(json.loads(line))
-        return out
-
-    def close(self) -> tuple[list[dict], str]:
-        """Hang up; what the server still wrote, and its stderr."""
-        assert self.process.stdin is not None and self.process.stderr is not None
-        self.process.stdin.close()
-        self.process.wait(timeout=60)
-        rest = []
-        while (line := self.lines.get(timeout=10)) != b"":
-            rest.append(json.loads(line))
-        return rest, self.process.stderr.read().decode()
-
-
 def session(repo_path, *messages: dict) -> tuple[list[dict], str]:
     """Send raw JSON-RPC lines, read an answer for each request, then hang up; returns the answers and stderr."""
     server = Server(repo_path)
@@ -82,12 +32,6 @@ def session(repo_path, *messages: dict) -> tuple[list[dict], str]:
     answers = server.answers(sum("id" in m for m in messages))
     rest, stderr = server.close()  # nothing more may come: one answer per request
     return answers + rest, stderr
-
-
-def initialize(version: str, id_: object = 0) -> dict:
-    client = {"name": "test", "version": "1"}
-    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": client}
-    return {"jsonrpc": "2.0", "id": id_, "method": "initialize", "params": params}
 
 
 @pytest.mark.parametrize(("asked", "given"), [("2025-06-18", "2025-06-18"), ("1999-01-01", "2025-11-25")])

@@ -14,9 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gitwiki.mcp import framing
-from tests.helpers import GitRepoFixture
-from tests.mcp.test_early import Server, initialize
-from tests.mcp.test_server import LEXICAL
+from tests.helpers import LEXICAL, GitRepoFixture
+from tests.mcp.client import Server, initialize
 
 
 def request(id_: object, method: object = "ping", **more: object) -> dict[str, Any]:

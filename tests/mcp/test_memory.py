@@ -10,7 +10,7 @@ from mcp import MCPError
 
 from gitwiki.mcp.memory import TOOLS
 from gitwiki.memory.actions import TOPIC_ACTIONS
-from tests.mcp.test_server import call, connect, refused, run, text
+from tests.mcp.client import call, connect, refused, run, text
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 LOCK = "gotcha: the writer lock is re-entrant per thread, not across processes or other threads"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.mcp.test_server import call, connect, run
+from tests.mcp.client import call, connect, run
 
 CONFIG = "[embeddings]\nenabled = false\n\n[search]\nauto_index = false\n"
 

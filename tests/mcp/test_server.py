@@ -7,18 +7,15 @@ import os
 import shutil
 import subprocess
 import sys
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import pytest
-from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 
 from gitwiki.mcp.memory import TOOLS as MEMORY_TOOLS
-from tests.helpers import needs_model
+from tests.helpers import DEPLOY, LEXICAL, needs_model
+from tests.mcp.client import call, connect, refused, run, text
 
-LEXICAL = "[embeddings]\nenabled = false\n"
-DEPLOY = "# Deploy\n\nWe roll out with kubectl.[^1]\n\n## Rollback\n\nUse helm rollback to undo a release.\n\n[^1]: The runbook, section 3.\n"
 TOOLS = {
     "list_corpora",
     "list_files",
@@ -33,44 +30,6 @@ TOOLS = {
     "get_footnote",
     "page_history",
 } | set(MEMORY_TOOLS)
-
-
-def server_params(repo_path: Path) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=sys.executable, args=["-m", "gitwiki", "-C", str(repo_path), "serve"], env=dict(os.environ)
-    )
-
-
-@asynccontextmanager
-async def connect(repo_path: Path, errlog=None):
-    async with stdio_client(server_params(repo_path), errlog=errlog or sys.stderr) as streams:
-        async with ClientSession(*streams) as session:
-            await session.initialize()
-            yield session
-
-
-def run(fn, *args):
-    return anyio.run(fn, *args)
-
-
-async def call(session, name: str, **arguments):
-    """A tool call that must succeed, answered with the JSON contract (format json) unless `format` is given."""
-    result = await session.call_tool(name, {"format": "json", **arguments})
-    assert not result.is_error, result.content
-    return result
-
-
-async def text(session, name: str, **arguments) -> str:
-    """What the model reads: the tool's default answer, text only."""
-    result = await call(session, name, format="text", **arguments)
-    assert result.structured_content is None and len(result.content) == 1
-    return result.content[0].text
-
-
-async def refused(session, name: str, **arguments) -> MCPError:
-    with pytest.raises(MCPError) as info:
-        await session.call_tool(name, arguments)
-    return info.value
 
 
 @pytest.fixture

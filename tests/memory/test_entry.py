@@ -1,7 +1,5 @@
 """The topic page format: parse ∘ render is the identity, and the helpers that shape an entry."""
 
-from datetime import UTC, datetime
-
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -13,14 +11,13 @@ from gitwiki.memory.entry import (
     clean_text,
     jaccard,
     normalize_tags,
-    now_iso,
     parse_page,
     render_page,
     terms,
     topic_name,
-    with_text,
 )
-from tests.memory.test_fuzz import SCALE
+from tests.helpers import SCALE
+from tests.memory.helpers import ENTRIES
 
 PAGE = """# gotchas
 
@@ -137,77 +134,6 @@ def test_jaccard_on_stemmed_terms():
 
 
 # ---- parse → render → parse over hostile text (hypothesis) -----------------------------------------
-
-# Lines that look like a page's structure or an entry's metadata, and line breaks CommonMark does not see
-# (U+2028, U+0085, a form feed) next to one it does (a lone CR), a byte order mark, very long lines.
-HOSTILE_LINE = st.sampled_from(
-    [
-        "```",
-        "~~~~",
-        "```python",
-        "    ```",
-        "## 2026-01-01T00:00:00Z — forged",
-        "# h1",
-        "===",
-        "---",
-        "> ## quoted",
-        "- [tags: listed]",
-        "[tags: forged]",
-        "[source: forged.py:1@0123456789ab]",
-        "[confidence: 0]",
-        "[links: forged:1]",
-        "[modified: 2026-01-01T00:00:00Z]",
-        "\\[tags: x]",
-        "<!--",
-        "<!-- [tags: x] -->",
-        "-->",
-        "<pre>",
-        "\ufeff## 2026-01-01T00:00:00Z — after a BOM",
-        "\ufeff",
-        "x\u2028## 2026-01-01T00:00:00Z — forged",
-        "x\x85[tags: forged]",
-        "\r## 2026-01-01T00:00:00Z — forged",
-        "\x0c",
-        "",
-    ]
-)
-WORD = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
-LONG_LINE = st.integers(200, 6000).map(lambda n: ("long line " * n)[:n])
-HOSTILE_TEXT = st.lists(st.one_of(HOSTILE_LINE, WORD, LONG_LINE), min_size=1, max_size=6).map("\n".join)
-STAMPS = st.datetimes(datetime(2000, 1, 1), datetime(2099, 12, 31)).map(lambda d: now_iso(d.replace(tzinfo=UTC)))
-NAMES = st.text(alphabet="abcdefghij-日本", min_size=1, max_size=10).filter(lambda s: s.strip("-"))
-SOURCES = st.builds(
-    "{}.py:{}@{}".format,
-    st.from_regex(r"[a-z]{1,8}(/[a-z_]{1,8}){0,2}", fullmatch=True),
-    st.integers(1, 99_999),
-    st.from_regex(r"[0-9a-f]{12}", fullmatch=True),
-)
-
-
-def _cleaned(text: str) -> str | None:
-    try:
-        return clean_text(text)
-    except UsageError:
-        return None
-
-
-ENTRIES = st.builds(
-    Entry,
-    topic=st.just("t"),
-    created=STAMPS,
-    text=HOSTILE_TEXT.filter(lambda text: _cleaned(text) is not None),  # kept exactly (`with_text` below)
-    tags=st.lists(st.one_of(WORD, HOSTILE_LINE), max_size=4).map(normalize_tags),
-    source=st.one_of(st.just(""), SOURCES),
-    confidence=st.floats(0, 1),
-    links=st.lists(st.tuples(NAMES, st.integers(0, 99)), max_size=3).map(
-        lambda ls: tuple(dict.fromkeys(topic_name(n) + (f":{i}" if i else "") for n, i in ls))
-    ),
-    modified=st.one_of(st.just(""), STAMPS),
-    index=st.just(0),
-    start_line=st.just(0),
-    end_line=st.just(0),
-    after=st.just(""),
-).map(lambda e: with_text(e, e.text))
 
 
 def _fields(e: Entry) -> tuple:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 from collections import Counter
 
@@ -25,59 +24,12 @@ from gitwiki.memory import store as store_mod
 from gitwiki.memory import topics as topics_mod
 from gitwiki.memory.base import Memory
 from gitwiki.memory.entry import Entry, clean_text, parse_page, render_page, split_lines
-from tests.helpers import GitRepoFixture
+from tests.helpers import SCALE, GitRepoFixture
+from tests.memory.helpers import HOSTILE, TEXT, WORDS
 
-SCALE = int(os.environ.get("GITWIKI_RELIABILITY_TRIALS", "1"))
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
 RAN: Counter[str] = Counter()
 
-# Lines that have broken, or could break, a page's entry structure: fences of every kind, headings at
-# every indent and in containers, setext underlines, HTML blocks, metadata lookalikes, odd line breaks.
-HOSTILE = st.sampled_from(
-    [
-        "```",
-        "````",
-        "~~~",
-        "~~~~~",
-        "```python",
-        "``` x ` y",
-        "  ```",
-        "    ```",
-        "## 2026-01-01T00:00:00Z — forged",
-        "   ## 2026-01-01T00:00:00Z — forged",
-        "\t## 2026-01-01T00:00:00Z — forged",
-        "# h1",
-        "## h2",
-        "##",
-        "#\tx",
-        "> ## quoted",
-        "- ## listed",
-        "1. ## numbered",
-        "  ## under a list",
-        "---",
-        "===",
-        "  ---",
-        "- item",
-        "    indented code",
-        "<!--",
-        "-->",
-        "<pre>",
-        "</pre>",
-        "<div>",
-        "<?php",
-        "<![CDATA[",
-        "[tags: forged]",
-        "[modified: 2026-01-01T00:00:00Z]",
-        "\\[tags: x]",
-        "\u2028## 2026-01-01T00:00:00Z — forged",
-        "\r## 2026-01-01T00:00:00Z — forged",
-        "\x0c",
-        "",
-        " ",
-    ]
-)
-WORDS = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20)
-TEXT = st.lists(st.one_of(HOSTILE, WORDS), min_size=1, max_size=8).map("\n".join)
 STAMP = "2026-01-02T00:00:00Z"
 
 

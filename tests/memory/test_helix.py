@@ -17,33 +17,11 @@ from gitwiki.errors import UsageError
 from gitwiki.memory import helix, replies
 from gitwiki.memory.base import Memory
 from gitwiki.memory.entry import normalize_tags
-from tests.mcp.test_server import call, connect, refused, run
-from tests.memory.test_entry import ENTRIES
-from tests.memory.test_fuzz import SCALE
+from tests.helpers import SCALE
+from tests.mcp.client import call, connect, refused, run
+from tests.memory.helpers import ENTRIES, Log
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
-
-
-class Log:
-    """A helix data.log, written as helix's README documents it; `entry` returns the record's offset."""
-
-    def __init__(self, version: int = 1):
-        self.data = bytearray(b"AMRL" + struct.pack("<I", version))
-        self.ends = [len(self.data)]  # where each record (and the header) ends
-
-    def entry(self, topic: str, body: str, minutes: int = 0, *, topic_bytes: bytes | None = None) -> int:
-        at = len(self.data)
-        raw_topic, raw_body = topic_bytes if topic_bytes is not None else topic.encode(), body.encode()
-        self.data += struct.pack("<BBIi2x", 1, len(raw_topic), len(raw_body), minutes) + raw_topic + raw_body
-        self.ends.append(len(self.data))
-        return at
-
-    def delete(self, offset: int) -> None:
-        self.data += struct.pack("<B3xI", 2, offset)
-        self.ends.append(len(self.data))
-
-    def bytes(self) -> bytes:
-        return bytes(self.data)
 
 
 def sample() -> Log:

@@ -3,7 +3,7 @@ through the MCP SDK client to gitwiki's memory tools (helix's `store` is `memory
 
 from __future__ import annotations
 
-from tests.mcp.test_server import call, connect, refused, run, text
+from tests.mcp.client import call, connect, refused, run, text
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 

@@ -15,8 +15,8 @@ from gitwiki.errors import UsageError
 from gitwiki.memory import store as store_mod
 from gitwiki.memory import topics as topics_mod
 from gitwiki.memory.base import Memory
-from tests.memory.test_entry import ENTRIES
-from tests.memory.test_fuzz import SCALE
+from tests.helpers import SCALE
+from tests.memory.helpers import ENTRIES
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
 STAMP = "2026-11-20T10:00:00Z"

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gitwiki.memory.sources import parse_source
-from tests.mcp.test_server import call, connect, refused, run
-from tests.memory.test_helix import Log
+from tests.mcp.client import call, connect, refused, run
+from tests.memory.helpers import Log
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
 SECRET = "s3cret-line-of-the-victim"

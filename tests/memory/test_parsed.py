@@ -16,7 +16,7 @@ from gitwiki.memory import parsed
 from gitwiki.memory import search as search_mod
 from gitwiki.memory.base import Memory
 from gitwiki.memory.entry import entry_terms, parse_page
-from tests.memory import test_fuzz as fuzz
+from tests.memory.helpers import TEXT
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -211,8 +211,8 @@ STAMP = "2026-11-01T10:00:00Z"
 
 
 @given(
-    preamble=st.one_of(st.just(""), fuzz.TEXT),
-    texts=st.lists(fuzz.TEXT, min_size=1, max_size=3),
+    preamble=st.one_of(st.just(""), TEXT),
+    texts=st.lists(TEXT, min_size=1, max_size=3),
     meta=st.lists(st.sampled_from(["", "[tags: a, b-c]", "[links: x x:2]", "[confidence: 0.4]", "[source: p:1@ab]"])),
 )
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -20,33 +20,8 @@ from gitwiki.memory import store as store_mod
 from gitwiki.memory import topics as topics_mod
 from gitwiki.memory.base import Memory
 from gitwiki.wiki import Wiki
-from tests.helpers import GitRepoFixture, needs_model
-
-PROJECT = '[[corpus]]\nname = "wiki"\npath = "wiki"\n'
-USER = '[memory]\nrepository = "~/kb"\n{write}[embeddings]\nenabled = false\n'
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch) -> Path:
-    """HOME in a tmp dir, with a user config naming ~/kb as the personal memory (not created yet)."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    return home
-
-
-def user_config(tmp_path, write: str = "") -> None:
-    path = tmp_path / "xdg" / "gitwiki" / "config.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(USER.format(write=f'write = "{write}"\n' if write else ""))
-
-
-def project(tmp_path, name: str, pages: dict[str, str] | None = None) -> GitRepoFixture:
-    path = tmp_path / name
-    path.mkdir()
-    repo = GitRepoFixture(path)
-    repo.commit("init", {".gitwiki.toml": PROJECT, "wiki/index.md": "# Home\n", **(pages or {})})
-    return repo
+from tests.helpers import needs_model
+from tests.memory.helpers import PROJECT, project, user_config
 
 
 def git(path: Path, *args: str) -> str:
@@ -316,7 +291,7 @@ def test_hybrid_search_ranks_each_memory_in_its_own_index(tmp_path, home):
 
 
 def test_through_the_mcp_server_scope_is_a_parameter_and_a_bad_one_is_refused(tmp_path, home):
-    from tests.mcp.test_server import call, connect, refused, run
+    from tests.mcp.client import call, connect, refused, run
 
     user_config(tmp_path, write="project")
     a = project(tmp_path, "a")

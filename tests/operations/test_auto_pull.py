@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from gitwiki.index.artifact import ARCHIVE_NAME
-from tests.helpers import GitRepoFixture
-from tests.mcp.test_server import call, connect, run
-from tests.operations.test_pull import LEXICAL, _wrap, page
+from tests.helpers import LEXICAL, GitRepoFixture, numbered_page
+from tests.mcp.client import call, connect, run
 
 LINE = "gitwiki: no local index; installing the one published at origin refs/gitwiki/index"
 
@@ -22,7 +21,7 @@ def remote(repo, cli, tmp_path) -> Path:
     """A bare remote holding main (3 pages) and the published index of its HEAD."""
     repo.write(".gitwiki.toml", LEXICAL)
     for i in range(3):
-        repo.write(f"wiki/p{i}.md", page(i))
+        repo.write(f"wiki/p{i}.md", numbered_page(i))
     repo.commit("pages")
     bare = tmp_path / "remote.git"
     repo.git("init", "-q", "--bare", "-b", "main", str(bare))
@@ -37,7 +36,7 @@ def remote(repo, cli, tmp_path) -> Path:
 
 def fresh_clone(remote: Path, where: Path) -> GitRepoFixture:
     subprocess.run(["git", "clone", "-q", str(remote), str(where)], check=True)
-    return _wrap(where)
+    return GitRepoFixture.existing(where)
 
 
 def index_json(cli, cwd) -> tuple[dict, str]:
@@ -48,7 +47,7 @@ def index_json(cli, cwd) -> tuple[dict, str]:
 
 def test_index_in_a_fresh_clone_installs_the_published_index_and_catches_up(remote, cli, tmp_path):
     local = fresh_clone(remote, tmp_path / "clone")
-    local.commit("ahead", {"wiki/p1.md": page(1, "narwhal")})
+    local.commit("ahead", {"wiki/p1.md": numbered_page(1, "narwhal")})
     report, err = index_json(cli, local.path)
     assert err.count(LINE) == 1
     # and what it installed: the fetched commit and the pages it held
@@ -74,7 +73,7 @@ def test_auto_pull_off_builds_from_scratch(remote, cli, tmp_path):
 
 
 def test_a_remote_without_a_published_index_is_indexed_as_before(repo, cli, tmp_path):
-    repo.commit("pages", {".gitwiki.toml": LEXICAL, "wiki/p0.md": page(0)})
+    repo.commit("pages", {".gitwiki.toml": LEXICAL, "wiki/p0.md": numbered_page(0)})
     bare = tmp_path / "remote.git"
     repo.git("init", "-q", "--bare", "-b", "main", str(bare))
     repo.git("remote", "add", "origin", str(bare))

@@ -17,13 +17,8 @@ import pytest
 
 from gitwiki.index.artifact import ARCHIVE_NAME
 from gitwiki.markdown.chunker import parse_page
-from tests.helpers import GitRepoFixture, needs_model
-
-LEXICAL = "[embeddings]\nenabled = false\n"
-
-
-def page(i: int, word: str = "walrus") -> str:
-    return f"# Page {i}\n\nThe {word} number {i} sings at dawn.\n"
+from tests.helpers import LEXICAL, GitRepoFixture, needs_model, numbered_page
+from tests.index.archives import doctored
 
 
 @pytest.fixture
@@ -31,7 +26,7 @@ def origin(repo, cli, tmp_path):
     """A lexical wiki with a packed archive of its HEAD index."""
     repo.write(".gitwiki.toml", LEXICAL)
     for i in range(3):
-        repo.write(f"wiki/p{i}.md", page(i))
+        repo.write(f"wiki/p{i}.md", numbered_page(i))
     repo.commit("pages")
     code, _, err = cli("artifact", "pack", "--out", str(tmp_path / ARCHIVE_NAME), cwd=repo.path)
     assert code == 0, err
@@ -40,14 +35,7 @@ def origin(repo, cli, tmp_path):
 
 def clone(origin: GitRepoFixture, where: Path) -> GitRepoFixture:
     origin.git("clone", "-q", str(origin.path), str(where))
-    return _wrap(where)
-
-
-def _wrap(path: Path) -> GitRepoFixture:
-    """The fixture's helpers over an existing checkout (a clone)."""
-    fixture = object.__new__(GitRepoFixture)
-    fixture.path = path
-    return fixture
+    return GitRepoFixture.existing(where)
 
 
 def pull_json(cli, cwd, *args):
@@ -64,7 +52,7 @@ def top_path(cli, cwd, query):
 
 def test_pull_from_file_then_catch_up_lexically(origin, cli, tmp_path):
     local = clone(origin, tmp_path / "clone")
-    local.commit("ahead", {"wiki/p1.md": page(1, "narwhal")})
+    local.commit("ahead", {"wiki/p1.md": numbered_page(1, "narwhal")})
     report = pull_json(cli, local.path, "--from", str(tmp_path / ARCHIVE_NAME))
     (r,) = report["reports"]
     assert (r["added"], r["changed"], r["deleted"], r["parsed"]) == (0, 1, 0, 1)
@@ -73,7 +61,7 @@ def test_pull_from_file_then_catch_up_lexically(origin, cli, tmp_path):
 
 def test_pull_text_report(origin, cli, tmp_path):
     local = clone(origin, tmp_path / "clone")
-    local.commit("ahead", {"wiki/p1.md": page(1, "narwhal")})
+    local.commit("ahead", {"wiki/p1.md": numbered_page(1, "narwhal")})
     code, out, err = cli("pull", "--from", str(tmp_path / ARCHIVE_NAME), cwd=local.path)
     lines = out.splitlines()
     assert code == 0, err
@@ -93,7 +81,7 @@ def test_a_wiki_that_already_searched_keeps_working_after_pull(origin, tmp_path)
     local = clone(origin, tmp_path / "clone")
     wiki = Wiki.open(local.path)
     assert wiki.search("walrus number 1").docs[0].path == "wiki/p1.md"  # builds and opens a local index
-    local.commit("ahead", {"wiki/p0.md": page(0, "beluga")})
+    local.commit("ahead", {"wiki/p0.md": numbered_page(0, "beluga")})
     report = pull(wiki, str(tmp_path / ARCHIVE_NAME))
     assert report.reports[0].parsed == 1
     assert wiki.search("beluga").docs[0].path == "wiki/p0.md"
@@ -260,7 +248,7 @@ def test_publish_to_a_ref_then_pull_with_git_auth(origin, cli, tmp_path):
     ).stdout.split()
     assert parents == [published]  # parentless: old archives do not pile up in history
 
-    local = _wrap(tmp_path / "clone")
+    local = GitRepoFixture.existing(tmp_path / "clone")
     subprocess.run(["git", "clone", "-q", str(bare), str(local.path)], check=True)
     local.write("wiki/new.md", "# New\n\nA dugong arrives.\n")
     report = pull_json(cli, local.path)  # default source: refs/gitwiki/index on origin
@@ -284,7 +272,7 @@ def test_pull_from_a_branch_leaves_the_local_branch_alone(origin, cli, tmp_path)
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
     origin.git("remote", "add", "origin", str(bare))
     origin.git("push", "-q", "origin", "main")
-    local = _wrap(tmp_path / "clone")
+    local = GitRepoFixture.existing(tmp_path / "clone")
     subprocess.run(["git", "clone", "-q", str(bare), str(local.path)], check=True)
     local.git("branch", "idx", "origin/main")
     local.git("checkout", "-q", "idx")
@@ -371,7 +359,7 @@ def test_pull_from_github_artifact_and_release(origin, cli, tmp_path, monkeypatc
     }
     handler = type("H", (Quiet,), {"routes": routes, "seen": []})
     local = clone(origin, tmp_path / "clone")
-    local.commit("ahead", {"wiki/p2.md": page(2, "manatee")})
+    local.commit("ahead", {"wiki/p2.md": numbered_page(2, "manatee")})
     monkeypatch.delenv("GH_TOKEN", raising=False)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no `gh` to ask for a token
     with serve(handler) as server:
@@ -442,7 +430,7 @@ def test_catch_up_embeds_only_changed_and_dirty_pages(repo, cli, tmp_path):
     repo.commit("add", {"wiki/comets.md": added})
     (repo.path / "wiki/5.md").unlink()
     repo.commit("delete")
-    local = _wrap(tmp_path / "clone")
+    local = GitRepoFixture.existing(tmp_path / "clone")
     repo.git("clone", "-q", str(repo.path), str(local.path))
     local.write("wiki/3.md", dirty)
 
@@ -510,13 +498,12 @@ def _force_onto_ref(work: GitRepoFixture, archive: Path, remote: str) -> None:
 def test_a_poisoned_index_is_not_packed_published_or_installed(repo, cli, tmp_path):
     """A source index holding a non-JSON breadcrumb: pack and publish refuse it; forced onto the ref anyway,
     a consumer's `repo sync` refuses to install it and indexes from git, and every search answers."""
-    from tests.index.test_artifact import doctored
 
     bare = tmp_path / "pub.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
     repo.write(".gitwiki.toml", LEXICAL)
     for i in range(3):
-        repo.write(f"wiki/p{i}.md", page(i))
+        repo.write(f"wiki/p{i}.md", numbered_page(i))
     repo.commit("pages")
     repo.git("remote", "add", "origin", str(bare))
     repo.git("push", "-q", "origin", "main")
@@ -553,7 +540,7 @@ def test_a_broken_install_is_found_by_the_next_query_and_rebuilt_by_the_next_syn
     (no traceback) and marks it; the next sync rebuilds it from git instead of saying "unchanged"."""
     bare = tmp_path / "pub.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
-    repo.commit("pages", {**{f"wiki/p{i}.md": page(i) for i in range(3)}, ".gitwiki.toml": LEXICAL})
+    repo.commit("pages", {**{f"wiki/p{i}.md": numbered_page(i) for i in range(3)}, ".gitwiki.toml": LEXICAL})
     repo.git("push", "-q", str(bare), "main")
     user_config = tmp_path / "xdg" / "gitwiki" / "config.toml"
     user_config.parent.mkdir(parents=True, exist_ok=True)
@@ -585,7 +572,6 @@ def test_a_broken_install_is_found_by_the_next_query_and_rebuilt_by_the_next_syn
 def test_pull_refuses_an_archive_page_outside_its_local_corpus(origin, cli, tmp_path):
     """The archive's page table is trusted when its tree matches: a page it lists for corpus `wiki` must lie
     in the local `wiki/` folder, as a local page would."""
-    from tests.index.test_artifact import doctored
 
     local = clone(origin, tmp_path / "clone")
     outside = doctored(

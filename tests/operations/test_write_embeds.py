@@ -3,13 +3,12 @@
 from gitwiki.git.gitcli import blob_id
 from gitwiki.operations import writes
 from gitwiki.wiki import Wiki
-from tests.helpers import needs_model
-from tests.pages.test_pages import DEPLOY
+from tests.helpers import FOOTNOTED_DEPLOY, needs_model
 
 
 @needs_model
 def test_add_page_embeds_the_new_page(repo):
-    repo.commit("init", {"wiki/guides/deploy.md": DEPLOY})
+    repo.commit("init", {"wiki/guides/deploy.md": FOOTNOTED_DEPLOY})
     wiki = Wiki.open(repo.path)
     wiki.index()
     content = "# On-call\n\nPage the zebra rota.\n"

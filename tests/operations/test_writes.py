@@ -13,13 +13,13 @@ from gitwiki.git import gitcli, gitrepo
 from gitwiki.markdown.index_block import BlockError
 from gitwiki.operations import writes
 from gitwiki.wiki import Wiki
-from tests.pages.test_pages import DEPLOY
+from tests.helpers import FOOTNOTED_DEPLOY
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 
 
 def _wiki(repo, extra: str = "") -> Wiki:
-    repo.commit("init", {".gitwiki.toml": LEXICAL + extra, "wiki/guides/deploy.md": DEPLOY})
+    repo.commit("init", {".gitwiki.toml": LEXICAL + extra, "wiki/guides/deploy.md": FOOTNOTED_DEPLOY})
     return Wiki.open(repo.path)
 
 
@@ -165,7 +165,7 @@ def test_a_malformed_ancestor_index_refuses_the_write_and_leaves_the_worktree_as
     assert (repo.path / "wiki/index.md").read_text() == "# Home\n\n<!-- GITWIKI:INDEX-START -->\n"
     with pytest.raises(BlockError):
         writes.delete_page(wiki, None, "guides/deploy.md")
-    assert (repo.path / "wiki/guides/deploy.md").read_text() == DEPLOY
+    assert (repo.path / "wiki/guides/deploy.md").read_text() == FOOTNOTED_DEPLOY
 
 
 def test_a_refused_write_under_commit_writes_leaves_nothing_written_or_committed(repo, tmp_path):
@@ -182,7 +182,7 @@ def test_a_refused_write_under_commit_writes_leaves_nothing_written_or_committed
     assert not (repo.path / "wiki/guides/ops").exists() and repo.git("rev-parse", "HEAD") == head
     with pytest.raises(UsageError, match="is a symlink"):
         writes.add_page(wiki, None, "guides/deploy.md", "# Replaced\n", overwrite=True, commit=True)
-    assert (repo.path / "wiki/guides/deploy.md").read_text() == DEPLOY
+    assert (repo.path / "wiki/guides/deploy.md").read_text() == FOOTNOTED_DEPLOY
 
 
 def test_an_ancestor_index_that_turns_bad_between_check_and_write_rolls_the_page_back(repo, monkeypatch):
@@ -204,10 +204,10 @@ def test_an_ancestor_index_that_turns_bad_between_check_and_write_rolls_the_page
     assert not (repo.path / "wiki/guides/ops").exists()
     with pytest.raises(UnsafeFile):
         writes.add_page(wiki, None, "guides/deploy.md", "# Replaced\n", overwrite=True)
-    assert (repo.path / "wiki/guides/deploy.md").read_text() == DEPLOY
+    assert (repo.path / "wiki/guides/deploy.md").read_text() == FOOTNOTED_DEPLOY
     with pytest.raises(UnsafeFile):
         writes.delete_page(wiki, None, "guides/deploy.md")
-    assert (repo.path / "wiki/guides/deploy.md").read_text() == DEPLOY  # deleted, then put back
+    assert (repo.path / "wiki/guides/deploy.md").read_text() == FOOTNOTED_DEPLOY  # deleted, then put back
 
 
 def _holding_index_lock(repo, seconds: float) -> subprocess.Popen:
@@ -345,7 +345,7 @@ def test_an_index_lock_left_by_a_killed_gitwiki_is_taken_over_at_once(repo):
 def test_over_mcp_a_refused_add_markdown_is_invalid_params_and_leaves_nothing(repo, tmp_path):
     """The finding as an agent meets it: `add_markdown` below a symlinked index.md with commit_writes on
     answers -32602 and leaves no page, no scaffolded index.md and no commit."""
-    from tests.mcp.test_server import connect, refused, run
+    from tests.mcp.client import connect, refused, run
 
     _wiki(repo, "[mcp]\ncommit_writes = true\n")
     head = repo.git("rev-parse", "HEAD")

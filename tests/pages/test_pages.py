@@ -11,15 +11,15 @@ from gitwiki import fs
 from gitwiki.config import CorpusConfig
 from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.pages import pages
+from tests.helpers import FOOTNOTED_DEPLOY
 
 WIKI = CorpusConfig(name="wiki", path="wiki", exclude=("drafts/**",))
-DEPLOY = "# Deploy\n\nWe roll out with kubectl.[^1]\n\n## Rollback\n\nUse helm.[^src]\n\n[^1]: The runbook, section 3.\n    Continued here.\n\n[^src]: Ops handbook.\n"
 
 
 @pytest.fixture
 def tree(tmp_path):
     (tmp_path / "wiki/guides").mkdir(parents=True)
-    (tmp_path / "wiki/guides/deploy.md").write_text(DEPLOY)
+    (tmp_path / "wiki/guides/deploy.md").write_text(FOOTNOTED_DEPLOY)
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside/secret.md").write_text("# Secret\n")
     return tmp_path
@@ -82,7 +82,7 @@ def test_locate_normalizes_and_takes_repo_relative_paths_for_reads_and_writes(tr
 def test_read_page_line_ranges_are_verbatim_and_checked(tree):
     ref = pages.locate(tree, WIKI, "guides/deploy.md")
     whole = pages.read_page(ref)
-    assert whole.text == DEPLOY and (whole.start_line, whole.end_line, whole.total_lines) == (1, 12, 12)
+    assert whole.text == FOOTNOTED_DEPLOY and (whole.start_line, whole.end_line, whole.total_lines) == (1, 12, 12)
     part = pages.read_page(ref, 5, 7)
     assert part.text == "## Rollback\n\nUse helm.[^src]\n"
     assert pages.read_page(ref, 12, 99).text == "[^src]: Ops handbook.\n"

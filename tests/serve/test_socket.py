@@ -23,8 +23,7 @@ from gitwiki.operations.ground import GroundRequest
 from gitwiki.serve import client as serve_client
 from gitwiki.serve.server import SocketServer
 from gitwiki.wiki import Wiki
-from tests.helpers import needs_model
-from tests.mcp.test_server import DEPLOY, LEXICAL
+from tests.helpers import DEPLOY, LEXICAL, needs_model
 
 FAQ = "# FAQ\n\nAsk the platform team about access.\n"
 WAIT = 60.0  # generous: CI is a loaded 2-core machine

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 import socket
-import subprocess
 import threading
 from pathlib import Path
 
@@ -18,82 +17,9 @@ from gitwiki.errors import UsageError
 from gitwiki.index.artifact import ARCHIVE_NAME
 from gitwiki.sources.repositories import Consents
 from gitwiki.wiki import Wiki
-from tests.git.test_gitrepo import hostile_commit
-from tests.helpers import MODEL_NAME, GitRepoFixture, needs_model
-from tests.mcp.test_server import call, connect, refused, run
-
-LEXICAL = "[embeddings]\nenabled = false\n"
-
-
-class Upstream:
-    """A working repo that pushes to a bare one; the bare one is what gitwiki fetches."""
-
-    def __init__(self, where: Path, pages: dict[str, str]):
-        where.mkdir()
-        (where / "work").mkdir()
-        self.work = GitRepoFixture(where / "work")
-        self.bare = where / "remote.git"
-        self.work.commit("pages", pages)
-        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(self.bare)], check=True)
-        self.work.git("remote", "add", "origin", str(self.bare))
-        self.push()
-
-    @property
-    def url(self) -> str:
-        return self.bare.as_uri()
-
-    def push(self, *flags: str) -> None:
-        self.work.git("push", "-q", *flags, "origin", "main")
-
-
-def declare(*repos: tuple[str, Upstream], extra: str = LEXICAL) -> str:
-    entries = "".join(f'[[repository]]\nname = "{name}"\nurl = "{up.url}"\n\n' for name, up in repos)
-    return entries + extra
-
-
-@pytest.fixture
-def platform(tmp_path) -> Upstream:
-    return Upstream(
-        tmp_path / "platform",
-        {
-            "wiki/deploy.md": "# Deploy\n\nWe roll out with kubernetes canaries.\n",
-            "wiki/oncall.md": "# On call\n\nPage the platform team.[^1]\n\n[^1]: Rota in the HR tool.\n",
-            "README.md": "# Platform\n\nThe readme mentions kubernetes too.\n",
-        },
-    )
-
-
-@pytest.fixture
-def handbook(tmp_path) -> Upstream:
-    return Upstream(
-        tmp_path / "handbook",
-        {
-            ".gitwiki.toml": '[[corpus]]\nname = "hb"\npath = "docs"\n',
-            "docs/holidays.md": "# Holidays\n\nTwenty-five days of annual leave.\n",
-        },
-    )
-
-
-@pytest.fixture
-def checkout(repo, platform, handbook, cli):
-    repo.commit(
-        "init",
-        {".gitwiki.toml": declare(("platform", platform), ("handbook", handbook)), "wiki/a.md": "# A\n\nlocal page\n"},
-    )
-    allow(cli, repo.path)
-    return repo
-
-
-def allow(cli, cwd: Path, *names: str) -> None:
-    """Consent to the checkout's own [[repository]] entries, as its user would after reading them."""
-    code, out, err = cli("repo", "allow", *names, cwd=cwd)
-    assert code == 0 and "allowed " in out, err
-
-
-def sync(cli, cwd: Path, *args: str) -> list[dict]:
-    code, out, err = cli("repo", "sync", "--json", *args, cwd=cwd)
-    assert code == 0, err
-    return json.loads(out)
+from tests.helpers import LEXICAL, MODEL_NAME, GitRepoFixture, hostile_commit, needs_model
+from tests.mcp.client import call, connect, refused, run
+from tests.sources.helpers import allow, declare, sync
 
 
 def top(cli, cwd: Path, query: str, *args: str) -> dict:

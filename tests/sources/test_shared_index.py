@@ -11,7 +11,7 @@ from gitwiki import config as config_mod
 from gitwiki.errors import UsageError
 from gitwiki.search.lance_index import LanceReader
 from gitwiki.sources.shared_index import SharedIndex
-from tests.sources.test_sources import PAGES
+from tests.sources.helpers import PAGES
 
 
 @pytest.fixture

@@ -14,27 +14,8 @@ from gitwiki.errors import UsageError
 from gitwiki.search.searcher import ChunkResult, DocResult, SearchOptions, SearchResult
 from gitwiki.sources.source import ALL, POOL, fuse, labelled, pooled, requested
 from gitwiki.wiki import Wiki
-from tests.mcp.test_server import call, connect, refused, run, text
-from tests.sources.test_repositories import checkout, handbook, platform, sync  # noqa: F401 (fixtures)
-
-TWO = """[embeddings]
-enabled = false
-
-[[corpus]]
-name = "ops"
-path = "ops"
-
-[[corpus]]
-name = "dev"
-path = "dev"
-"""
-PAGES = {
-    ".gitwiki.toml": TWO,
-    "ops/deploy.md": "# Deploy\n\nRoll out the release with kubectl and watch the canary.\n",
-    "ops/oncall.md": "# On call\n\nPage the platform team when the canary fails.\n",
-    "dev/build.md": "# Build\n\nThe release build runs make and signs the canary binary.\n",
-    "dev/style.md": "# Style\n\nFormat code with ruff before review.\n",
-}
+from tests.mcp.client import call, connect, refused, run, text
+from tests.sources.helpers import PAGES, sync
 
 
 @pytest.fixture
@@ -102,7 +83,7 @@ def test_an_unknown_corpus_among_several_is_named_before_any_search(two, cli):
     assert code == 2 and "give one name, several as a,b, or all" in err
 
 
-def test_a_synced_repository_is_searched_beside_the_local_corpus_and_a_page_shows_once(checkout, cli):  # noqa: F811
+def test_a_synced_repository_is_searched_beside_the_local_corpus_and_a_page_shows_once(checkout, cli):
     sync(cli, checkout.path)
     found = ground(cli, checkout.path, "kubernetes", "--corpus", "wiki,repo:platform:wiki,repo:platform:corpus")
     paths = [(d["corpus"], d["path"]) for d in found["docs"]]
@@ -123,7 +104,7 @@ def test_a_synced_repository_is_searched_beside_the_local_corpus_and_a_page_show
     }
 
 
-def test_all_leaves_out_repositories_not_synced_instead_of_fetching(checkout, cli):  # noqa: F811
+def test_all_leaves_out_repositories_not_synced_instead_of_fetching(checkout, cli):
     found = ground(cli, checkout.path, "local page", "--corpus", "all")
     assert list(found["corpora"]) == ["wiki"] and found["docs"][0]["corpus"] == "wiki"
 
@@ -160,7 +141,7 @@ def test_each_kind_of_source_answers_for_its_corpus(two):
         wiki.close()
 
 
-def test_a_repository_source_refuses_writes_itself(checkout, cli):  # noqa: F811
+def test_a_repository_source_refuses_writes_itself(checkout, cli):
     sync(cli, checkout.path, "platform")
     wiki = Wiki.open(checkout.path)
     try:
