@@ -24,7 +24,6 @@ SESSION_DIR = "agent-sessions"
 EXPIRY = 4 * 3600
 PRUNE_EVERY = 600
 PRUNED = ".pruned"  # its mtime: when expired sessions were last removed
-PHASES = ("Research", "Build", "Verify", "Debug")
 # Claude Code runs a command registered both by the plugin and in the settings once per source, at the
 # same time, on byte-identical stdin (anthropics/claude-code#76297): the copy that takes the session lock
 # second, within this many seconds (its hook timeout: the first copy is done or killed by then), says nothing.

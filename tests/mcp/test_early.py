@@ -88,7 +88,7 @@ def list_requests(first_id: int = 1) -> list[dict]:
 def test_the_shipped_early_answers_are_what_the_sdk_answers():
     """tools.json cannot go stale silently: made again from the live SDK, it must be the file shipped. When
     this fails after a change to a tool, run `python -c "from gitwiki.mcp.server import write_early_answers;
-    write_early_answers()"` and commit gitwiki/tools.json."""
+    write_early_answers()"` and commit gitwiki/mcp/tools.json."""
     from importlib.metadata import version
 
     from gitwiki import __version__

@@ -26,8 +26,9 @@ from gitwiki.index.store.vectors import Vectors, vector_matrix
 
 
 class Store(Opening, FullText, Vectors, States, Snapshots):
-    """The index: opened (`Opening`), its page versions and chunks (`Pages`), their full-text rows (`FullText`)
-    and vectors (`Vectors`), the corpus states (`States`), and snapshots for artifacts (`Snapshots`)."""
+    """The index: opened (`Opening`), its full-text rows (`FullText`), vectors (`Vectors`), corpus states (`States`)
+    and snapshots for artifacts (`Snapshots`); the page versions and chunks (`Pages`) come as the base that
+    `Vectors` and `Snapshots` build on."""
 
 
 __all__ = [

@@ -91,16 +91,6 @@ class Pages(Database):
         """chunk id → its first line, for the chunks `ids`: where a chunk is, without its text."""
         return dict(self._select_in("SELECT id, start_line FROM chunks WHERE id IN ({marks})", ids))
 
-    def last_sections(self, blobs: Iterable[str], level: int) -> dict[str, tuple[int, tuple[str, ...]]]:
-        """Per blob: how many sections it has at heading `level`, and the breadcrumb of the last one."""
-        # SQLite takes the bare column `breadcrumb` from the row that holds max(ord).
-        q = (
-            "SELECT blob, count(*), breadcrumb, max(ord) FROM chunks WHERE level = ? AND blob IN ({marks}) "
-            "GROUP BY blob"
-        )
-        rows = self._select_in(q, blobs, before=(level,))
-        return {blob: (count, string_list(crumb, self.index_dir)) for blob, count, crumb, _ in rows}
-
     def chunks_by_id(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         return {
             r[0]: _chunk_row(r, self.index_dir)
