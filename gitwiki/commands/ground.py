@@ -61,6 +61,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def ground(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from gitwiki.operations.ground import GroundRequest
 
     computed: dict[str, Any] = {
@@ -68,7 +70,8 @@ def ground(args: argparse.Namespace) -> int:
         "worktree": not args.committed,
         "color": args.format == "outline" and sys.stdout.isatty(),
     }
-    request = GroundRequest(**computed, **{f: getattr(args, f) for f in GroundRequest._fields if f not in computed})
+    asked = {f.name: getattr(args, f.name) for f in dataclasses.fields(GroundRequest) if f.name not in computed}
+    request = GroundRequest(**computed, **asked)
     if args.uri is not None:
         return _ground_shared(args.chdir, args.uri, request)
     if not args.no_server:
