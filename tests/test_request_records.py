@@ -97,3 +97,25 @@ print("seen", seen)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "seen [7, 8]"
     assert "deploy.md" in done.stdout
+
+
+# memory search's filters and a stored entry's fields, and where they may be listed: the record, and the MCP tool
+# (flat: its JSON schema). `store.store` is the Python callers' shortcut that builds one BatchItem; `Entry` is the
+# entry as stored, not a request.
+MEMORY_FILTERS = {"limit", "after", "before", "days", "hours", "tag", "topic", "source", "mode"}
+MEMORY_SEARCH_PLACES = {"memory.search.MemoryQuery", "mcp.memory.MemoryTools.memory_search"}
+ENTRY_FIELDS = {"topic", "text", "tags", "source", "confidence", "links", "force"}
+STORE_PLACES = {
+    "memory.store.BatchItem",
+    "memory.store.store",
+    "mcp.memory.MemoryTools.memory_store",
+    "memory.entry.Entry",
+}
+
+
+def test_memory_search_filters_are_listed_in_two_places():
+    assert _listings(MEMORY_FILTERS, 5) == MEMORY_SEARCH_PLACES
+
+
+def test_a_stored_entry_is_listed_by_its_record_and_the_tool():
+    assert _listings(ENTRY_FIELDS, 5) == STORE_PLACES
