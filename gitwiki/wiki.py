@@ -37,6 +37,7 @@ from gitwiki.index.indexer import (
 from gitwiki.index.store import LOCK_TIMEOUT, IndexDamaged, Store
 from gitwiki.pages import pages as pages_mod
 from gitwiki.pages import sites
+from gitwiki.search.request import SearchRequest
 from gitwiki.search.searcher import CorpusView, Searcher, SearchOptions, SearchResult, check_query
 from gitwiki.sources.repositories import Repositories, RepositoryCorpus, for_checkout
 from gitwiki.sources.source import CorpusSource, CorpusSpec, Page, Scope, search_corpora, search_view
@@ -392,40 +393,22 @@ class Wiki:
 
     # ---- search ----------------------------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        corpus: CorpusSpec = None,
-        *,
-        mode: str | None = None,
-        top_files: int | None = None,
-        chunks_per_file: int | None = None,
-        limit: int | None = None,
-        snippet_chars: int | None = None,
-        full: bool = False,
-        fusion: str | None = None,
-        at: str | None = None,
-        worktree: bool = True,
-        explain: bool = False,
-    ) -> SearchResult:
+    def search(self, request: SearchRequest | str, corpus: CorpusSpec = None, **asked: Any) -> SearchResult:
         """Search one corpus (None: the default one), or several ("a,b", a list, or "all": `searchable_corpora`)
-        fused into one ranking whose pages are labelled with their corpus."""
+        fused into one ranking whose pages are labelled with their corpus. `request` is a `SearchRequest`, or its
+        query with the corpus and the other fields as keywords: `search("deploy", mode="lexical")`."""
+        if isinstance(request, str):
+            request = SearchRequest(request, corpus, **asked)
+        query = request.query
         check_query(query)  # first: a 100 MB query is not even stripped
         if not query or not query.strip():
             raise UsageError('the query is empty; say what to look for, e.g. gitwiki ground "how do we deploy"')
-        options = SearchOptions.build(
-            self.config.search,
-            mode=mode,
-            fusion=fusion,
-            top_files=top_files,
-            chunks_per_file=chunks_per_file,
-            limit=limit,
-            snippet_chars=snippet_chars,
-            full=full,
-            explain=explain,
-        )
+        options = SearchOptions.build(self.config.search, request)
         known = lambda name: name in self.corpus_names()  # noqa: E731 (asked only for a search of several)
-        return search_corpora(query.strip(), corpus, options, self.source, known, self.searchable_corpora, at, worktree)
+        every = self.searchable_corpora
+        return search_corpora(
+            query.strip(), request.corpus, options, self.source, known, every, request.at, request.worktree
+        )
 
     # ---- status ----------------------------------------------------------------------------------
 

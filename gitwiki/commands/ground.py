@@ -61,6 +61,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def ground(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from gitwiki.operations.ground import GroundRequest
 
     computed: dict[str, Any] = {
@@ -68,7 +70,10 @@ def ground(args: argparse.Namespace) -> int:
         "worktree": not args.committed,
         "color": args.format == "outline" and sys.stdout.isatty(),
     }
-    request = GroundRequest(**computed, **{f: getattr(args, f) for f in GroundRequest._fields if f not in computed})
+    # Every field with a flag of its name: a new search option is a SearchRequest field and a flag, nothing here.
+    asked = {f.name: getattr(args, f.name) for f in dataclasses.fields(GroundRequest) if hasattr(args, f.name)}
+    asked.update(computed)
+    request = GroundRequest(**asked)
     if args.uri is not None:
         return _ground_shared(args.chdir, args.uri, request)
     if not args.no_server:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory
     from gitwiki.memory.replies import Reply
+    from gitwiki.memory.search import MemoryQuery
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -177,36 +178,18 @@ def _dispatch(mem: Memory, args: argparse.Namespace) -> Reply:
     scope = getattr(args, "scope", None)
     if a == "store":
         mem, (topic,) = stores.writer(mem, scope, [args.topic])
-        return replies.store(
-            mem,
-            topic,
-            " ".join(args.text),
-            tags=args.tags or (),
-            source=args.source,
-            confidence=args.confidence,
-            links=args.links or (),
-            force=args.force,
-            terse=args.terse,
-        )
+        from gitwiki.memory.store import BatchItem
+
+        text = " ".join(args.text)
+        item = BatchItem(topic, text, args.tags or (), args.source, args.confidence, args.links or (), args.force)
+        return replies.store(mem, item, terse=args.terse)
     if a == "batch":
         from gitwiki.memory import actions
 
         mem, entries = stores.writer_batch(mem, scope, _load_json(args.file))
         return replies.batch(mem, actions.batch_items(entries), verbose=args.verbose, force=args.force)
     if a == "search":
-        return replies.search(
-            mem,
-            " ".join(args.query) or None,
-            detail=args.detail,
-            limit=args.limit,
-            after=args.after,
-            before=args.before,
-            days=args.days,
-            hours=args.hours,
-            tag=args.tag,
-            topic=args.topic,
-            mode=args.mode,
-        )
+        return replies.search(mem, _memory_query(args), detail=args.detail)
     if a == "brief":
         return replies.brief(
             mem, args.query, detail=args.detail, since=args.since, focus=args.focus or (), compact=args.compact
@@ -261,6 +244,16 @@ def _dispatch(mem: Memory, args: argparse.Namespace) -> Reply:
         with progress_bar(enabled=not getattr(args, "json", False), terminal=sys.stderr.isatty()) as progress:
             return replies.import_(target, call.data, progress=progress)
     return actions.run_topics(target, args.topics_action, call)
+
+
+def _memory_query(args: argparse.Namespace) -> MemoryQuery:
+    """`memory search`'s MemoryQuery: every field that has a flag of its name (a new filter is a field and a flag)."""
+    import dataclasses
+
+    from gitwiki.memory.search import MemoryQuery
+
+    asked = {f.name: getattr(args, f.name) for f in dataclasses.fields(MemoryQuery) if hasattr(args, f.name)}
+    return MemoryQuery(**{**asked, "query": " ".join(args.query) or None})
 
 
 def _read_bytes(path: str) -> bytes:

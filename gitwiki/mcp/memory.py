@@ -19,6 +19,8 @@ from gitwiki.memory import replies, stores
 from gitwiki.memory.actions import EDIT_ACTIONS, TOPIC_ACTIONS, EditCall, TopicsCall, batch_items, run_edit, run_topics
 from gitwiki.memory.base import Memory
 from gitwiki.memory.helix import helix_links
+from gitwiki.memory.search import MemoryQuery
+from gitwiki.memory.store import BatchItem
 from gitwiki.wiki import Wiki
 
 if TYPE_CHECKING:
@@ -106,17 +108,8 @@ class MemoryTools:
         `decision:`, `perf:`… too. A text the topic holds already is not stored again (the answer names it); one
         > 70 % like an entry is stored with a warning naming it."""
         mem, (topic,) = stores.writer(self.mem, scope, [topic])
-        return replies.store(
-            mem,
-            topic,
-            text,
-            tags=_listed(tags),
-            source=source,
-            confidence=confidence,
-            links=helix_links(links) if isinstance(links, str) else links or (),
-            force=force,
-            terse=terse,
-        )
+        linked = helix_links(links) if isinstance(links, str) else links or ()
+        return replies.store(mem, BatchItem(topic, text, _listed(tags), source, confidence, linked, force), terse=terse)
 
     def memory_batch(
         self,
@@ -154,19 +147,10 @@ class MemoryTools:
         ] = "and",
     ) -> replies.Reply:
         """Search memory entries: hybrid relevance × confidence × recency (stale sources count 0.7)."""
-        return replies.search(
-            self.mem,
-            query,
-            detail=detail,
-            limit=limit,
-            after=after,
-            before=before,
-            days=days,
-            hours=hours,
-            tag=tag,
-            topic=topic,
-            mode=mode,
+        asked = MemoryQuery(
+            query, limit=limit, after=after, before=before, days=days, hours=hours, tag=tag, topic=topic, mode=mode
         )
+        return replies.search(self.mem, asked, detail=detail)
 
     def memory_brief(
         self,

@@ -48,8 +48,9 @@ from gitwiki.operations import writes
 from gitwiki.operations.ground import footer_notes
 from gitwiki.pages import page_outline, pages
 from gitwiki.search.outline import outline
+from gitwiki.search.request import SearchRequest
 from gitwiki.search.searcher import CorpusView, SearchResult
-from gitwiki.sources.source import ALL, CorpusSpec, Page
+from gitwiki.sources.source import ALL, Page
 from gitwiki.wiki import Wiki
 
 log = logging.getLogger("gitwiki.mcp")
@@ -91,18 +92,7 @@ def result(text: str, data: dict[str, Any]) -> Answer:
 class Searchable(Protocol):
     """What the `ground` tool searches: a `Wiki`, or the shared LanceDB index (`sources.shared_index.SharedIndex`)."""
 
-    def search(
-        self,
-        query: str,
-        corpus: CorpusSpec = None,
-        *,
-        mode: str | None = None,
-        top_files: int | None = None,
-        chunks_per_file: int | None = None,
-        limit: int | None = None,
-        snippet_chars: int | None = None,
-        explain: bool = False,
-    ) -> SearchResult: ...
+    def search(self, request: SearchRequest) -> SearchResult: ...
 
 
 Notes = Callable[[str | None, SearchResult], dict[str, Any]]
@@ -148,14 +138,16 @@ class GroundTool:
         best first (format json: the `gitwiki ground --json` document). Read the hits with read_markdown and their
         line ranges."""
         found = self.corpora.search(
-            query,
-            corpus,
-            mode=mode,
-            top_files=top_files,
-            chunks_per_file=chunks_per_file,
-            limit=limit,
-            snippet_chars=snippet_chars,
-            explain=explain,
+            SearchRequest(
+                query,
+                corpus,
+                mode=mode,
+                top_files=top_files,
+                chunks_per_file=chunks_per_file,
+                limit=limit,
+                snippet_chars=snippet_chars,
+                explain=explain,
+            )
         )
         return result(outline(found, **self.notes(mode, found)), found.to_json())
 

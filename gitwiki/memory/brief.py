@@ -22,7 +22,7 @@ from gitwiki.errors import UsageError
 from gitwiki.index.tokens import tokenize, words
 from gitwiki.memory import personal, stores
 from gitwiki.memory.entry import Entry, TopicPage, auto_tags, first_line, jaccard, parse_iso, singular, terms
-from gitwiki.memory.search import in_window, since_moment
+from gitwiki.memory.search import MemoryQuery, in_window, since_moment
 
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory
@@ -149,7 +149,7 @@ def brief(
     if files:
         entries, kind = [e for tf in files.values() for e in tf.page.entries], "topic"
     else:
-        entries, kind = [h.entry for h in stores.search(mem, query, limit=200, now=now).hits], "search"
+        entries, kind = [h.entry for h in stores.search(mem, MemoryQuery(query, limit=200, now=now)).hits], "search"
     entries = [e for e in entries if in_window(e, lo, None)]
     items = classify(entries)
     chains = _chains([i.entry for i in items if not i.superseded_by])

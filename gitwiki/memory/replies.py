@@ -56,21 +56,11 @@ def _commit_note(writes: list[WriteReport]) -> str:
 # ---- store and batch -------------------------------------------------------------------------------
 
 
-def store(
-    mem: Memory,
-    topic: str,
-    text: str,
-    *,
-    tags: Sequence[str] = (),
-    source: str | None = None,
-    confidence: float | None = None,
-    links: Sequence[str] = (),
-    force: bool = False,
-    terse: bool = False,
-) -> Reply:
+def store(mem: Memory, item: store_mod.BatchItem, *, terse: bool = False) -> Reply:
+    """The answer to storing one entry, as the adapter read it (its topic already routed by `stores.writer`)."""
     from gitwiki.memory import store as store_mod  # the page write path: not for a search
 
-    done = store_mod.store(mem, topic, text, tags=tags, source=source, confidence=confidence, links=links, force=force)
+    done = store_mod.batch(mem, [item])
     page = mem.label + mem.repo_path(mem.rel_path(done.results[0].topic))  # repo-relative, as ground prints it
     result = done.results[0]._replace(topic=mem.label + done.results[0].topic)  # ~personal/NAME in the personal one
     return Reply(_stored_text(result, terse, done.writes, page), {**_result_json(result), **_writes(done.writes)})
@@ -122,25 +112,11 @@ def _result_json(r: store_mod.StoreResult) -> dict[str, Any]:
 # ---- search, brief, read ---------------------------------------------------------------------------
 
 
-def search(
-    mem: Memory,
-    query: str | None = None,
-    *,
-    detail: str = "medium",
-    limit: int = 10,
-    after: str | None = None,
-    before: str | None = None,
-    days: float | None = None,
-    hours: float | None = None,
-    tag: str | None = None,
-    topic: str | None = None,
-    mode: str = "and",
-) -> Reply:
+def search(mem: Memory, query: search_mod.MemoryQuery | str | None = None, *, detail: str = "medium") -> Reply:
+    """The answer to a memory search (`query`: a `MemoryQuery`, or just its words) at `detail`."""
     if detail not in search_mod.DETAILS:
         raise UsageError(f"detail must be one of {', '.join(search_mod.DETAILS)}, not {detail!r}")
-    found = stores.search(
-        mem, query, limit=limit, after=after, before=before, days=days, hours=hours, tag=tag, topic=topic, mode=mode
-    )
+    found = stores.search(mem, query)
     head = {k: v for k, v in found._asdict().items() if k not in ("hits", "per_topic")}
     summary = f"{len(found.hits)} of {found.total} entries ({found.matched} match, {found.ranking})"
     if detail == "count":

@@ -15,6 +15,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -34,6 +35,25 @@ MODES = ("and", "or")
 DETAILS = ("full", "medium", "brief", "grouped", "topics", "count")
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}|today|yesterday|this-week")  # a day, not a moment in it
 _INLINE = re.compile(r"(?<!\S)(tag|topic|source):(\S+)")
+
+
+@dataclass(frozen=True)
+class MemoryQuery:
+    """One memory search as the caller asks it, built once by the adapter (the CLI's `memory search`, the MCP
+    `memory_search` tool) and passed whole to `search`: the words (with inline `tag:x topic:y source:z`), the
+    filters, the match mode and the number of hits. Checked by `search`; `now` fixes the clock (tests, brief)."""
+
+    query: str | None = None
+    limit: int = 10
+    after: str | None = None
+    before: str | None = None
+    days: float | None = None
+    hours: float | None = None
+    tag: str | None = None
+    topic: str | None = None
+    source: str | None = None
+    mode: str = "and"
+    now: datetime | None = None
 
 
 class Hit(NamedTuple):
@@ -151,29 +171,18 @@ def query_terms(text: str) -> frozenset[str]:
     return terms(spaced)
 
 
-def search(
-    mem: Memory,
-    query: str | None = None,
-    *,
-    limit: int = 10,
-    after: str | None = None,
-    before: str | None = None,
-    days: float | None = None,
-    hours: float | None = None,
-    tag: str | None = None,
-    topic: str | None = None,
-    source: str | None = None,
-    mode: str = "and",
-    now: datetime | None = None,
-) -> Found:
-    if mode not in MODES:
-        raise UsageError(f"mode must be and or or, not {mode!r}")
+def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
+    """The entries of one memory matching `query`: a `MemoryQuery`, or just its words."""
+    q = query if isinstance(query, MemoryQuery) else MemoryQuery(query)
+    if q.mode not in MODES:
+        raise UsageError(f"mode must be and or or, not {q.mode!r}")
+    limit = q.limit
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise UsageError(f"limit must be a whole number ≥ 1, not {limit!r}")
-    now = now or datetime.now(UTC)
-    words, inline = split_query(query)
-    lo, hi = window(after, before, days, hours, now)
-    filters = _filters(tag or inline.get("tag", ""), topic or inline.get("topic"), source or inline.get("source"))
+    now = q.now or datetime.now(UTC)
+    words, inline = split_query(q.query)
+    lo, hi = window(q.after, q.before, q.days, q.hours, now)
+    filters = _filters(q.tag or inline.get("tag", ""), q.topic or inline.get("topic"), q.source or inline.get("source"))
     filters |= {"after": lo.isoformat() if lo else None, "before": hi.isoformat() if hi else None}
     files = mem.versions(topic_pattern(filters["topic"]))
     relevance, ranked_by = _relevance(mem, files, words) if words else ({}, "recency")
@@ -187,7 +196,7 @@ def search(
         for e, t in mem.candidates(files, wanted, starts)
         if _passes(e, filters["tag"], filters["source"]) and in_window(e, lo, hi)
     ]
-    scored, matched = _matched(candidates, words, mode, relevance)
+    scored, matched = _matched(candidates, words, q.mode, relevance)
     hits = sorted(
         (_hit(mem, entry, rel, now) for entry, rel in scored), key=lambda h: (-h.score, h.entry.topic, h.entry.index)
     )

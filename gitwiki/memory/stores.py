@@ -9,8 +9,8 @@ there is one; `project` and `personal` always there.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from gitwiki.errors import UsageError
@@ -19,7 +19,7 @@ from gitwiki.memory.personal import PREFIX, no_personal, split
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory, TopicFile
     from gitwiki.memory.entry import Entry
-    from gitwiki.memory.search import Found
+    from gitwiki.memory.search import Found, MemoryQuery
 
 SCOPES = ("project", "personal")
 LEVELS = ("recent", "and", "or", "semantic")  # search's match levels, best first
@@ -125,22 +125,9 @@ def topics_memory(mem: Memory, scope: str | None, action: str) -> Memory:
     return writer(mem, scope)[0] if scope or action == "import" else mem
 
 
-def search(
-    mem: Memory,
-    query: str | None = None,
-    *,
-    topic: str | None = None,
-    limit: int = 10,
-    after: str | None = None,
-    before: str | None = None,
-    days: float | None = None,
-    hours: float | None = None,
-    tag: str | None = None,
-    source: str | None = None,
-    mode: str = "and",
-    now: datetime | None = None,
-) -> Found:
-    """memory search over the project's memory and the personal one, fused into one list.
+def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
+    """memory search over the project's memory and the personal one, fused into one list (`query`: a
+    `MemoryQuery`, or just its words).
 
     Each memory ranks its own entries in its own index, relevance relative to its best hit, so each
     memory's best is 1 however well it matched. The lists merge by score at the best match level either
@@ -151,23 +138,13 @@ def search(
     from gitwiki.memory import search as search_mod
     from gitwiki.memory.entry import entry_terms
 
-    def one(owner: Memory, name: str | None, depth: int) -> Found:
-        return search_mod.search(
-            owner,
-            query,
-            limit=depth,
-            after=after,
-            before=before,
-            days=days,
-            hours=hours,
-            tag=tag,
-            topic=name,
-            source=source,
-            mode=mode,
-            now=now,
-        )
+    q = query if isinstance(query, search_mod.MemoryQuery) else search_mod.MemoryQuery(query)
+    topic, limit = q.topic, q.limit
 
-    words, inline = search_mod.split_query(query)
+    def one(owner: Memory, name: str | None, depth: int) -> Found:
+        return search_mod.search(owner, dataclasses.replace(q, limit=depth, topic=name))
+
+    words, inline = search_mod.split_query(q.query)
     wanted = topic or inline.get("topic")
     if wanted:
         owner, name = mem.reader(wanted)

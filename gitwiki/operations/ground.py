@@ -7,7 +7,10 @@ the search modules are imported by `answer` itself.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gitwiki.search.request import SearchRequest
 
 if TYPE_CHECKING:
     from gitwiki.config import Config
@@ -17,21 +20,14 @@ if TYPE_CHECKING:
 FORMATS = ("outline", "json", "json-pretty")
 
 
-class GroundRequest(NamedTuple):
-    query: str
-    corpus: str | None = None
-    mode: str | None = None
-    top_files: int | None = None
-    chunks_per_file: int | None = None
-    limit: int | None = None
-    snippet_chars: int | None = None
-    full: bool = False
-    fusion: str | None = None
-    at: str | None = None
-    worktree: bool = True
+@dataclass(frozen=True)
+class GroundRequest(SearchRequest):
+    """A search and how to print it: what `gitwiki ground` asks, here or of a running `gitwiki serve` (whose
+    socket carries it field by field, `serve.server._request`)."""
+
+    corpus: str | None = None  # the CLI names one corpus or "a,b": a string on the socket too
     format: str = "outline"
     color: bool = False  # outline only: ANSI styles, when stdout is a terminal
-    explain: bool = False  # each page's ranking numbers (after its sections; the JSON's `explain`)
 
 
 def answer(wiki: Wiki, request: GroundRequest) -> str:
@@ -41,7 +37,7 @@ def answer(wiki: Wiki, request: GroundRequest) -> str:
         from gitwiki.operations.pull import install_published  # fetching and archives: only in a clone without an index
 
         install_published(wiki, lexical=request.mode == "lexical")
-    result = wiki.search(request.query, request.corpus, **_search_options(request))
+    result = wiki.search(request)
     return render(result, request, **footer_notes(wiki, request.mode, result))
 
 
@@ -51,9 +47,7 @@ def answer_shared(uri: str, config: Config, request: GroundRequest) -> str:
     from gitwiki.search.lance_index import LanceReader
     from gitwiki.sources.shared_index import SharedIndex
 
-    search = _search_options(request)
-    del search["worktree"]
-    return render(SharedIndex(LanceReader(uri), config).search(request.query, request.corpus, **search), request)
+    return render(SharedIndex(LanceReader(uri), config).search(request), request)
 
 
 def footer_notes(wiki: Wiki, mode: str | None, result: SearchResult) -> dict[str, Any]:
@@ -81,13 +75,6 @@ def _truncated(wiki: Wiki, result: SearchResult) -> tuple[str, ...]:
     if not result.corpora:
         return wiki.source(result.corpus).truncated()
     return tuple(f"{name}:{path}" for name, _ in result.corpora for path in wiki.source(name).truncated())
-
-
-def _search_options(request: GroundRequest) -> dict[str, Any]:
-    search = request._asdict()  # the fields between corpus and format are Wiki.search's keywords
-    for name in ("query", "corpus", "format", "color"):
-        del search[name]
-    return search
 
 
 def render(

@@ -33,6 +33,8 @@ from gitwiki.search.rerank import Reranker, load_reranker, rerank
 if TYPE_CHECKING:  # numpy loads on the first dense query: the lexical CLI path stays fast
     import numpy as np
 
+    from gitwiki.search.request import SearchRequest
+
 CANDIDATES = SearchConfig().depth  # chunks taken from each ranker before fusion, unless [search] depth says
 
 
@@ -74,41 +76,30 @@ class SearchOptions(NamedTuple):
     chunks_per_file: int
     limit: int
     snippet_chars: int
-    full: bool
+    full: bool = False
     explain: bool = False  # trace each page's numbers (DocResult.explain)
 
     @classmethod
-    def build(
-        cls,
-        defaults: SearchConfig,
-        *,
-        mode: str | None = None,
-        fusion: str | None = None,
-        top_files: int | None = None,
-        chunks_per_file: int | None = None,
-        limit: int | None = None,
-        snippet_chars: int | None = None,
-        full: bool = False,
-        explain: bool = False,
-    ) -> SearchOptions:
-        """The options for one query (the CLI, MCP, the LanceDB reader and `Wiki.search` all come here):
-        None takes the [search] default; a bad value is a UsageError naming it."""
-        mode = mode or defaults.mode
+    def build(cls, defaults: SearchConfig, asked: SearchRequest | None = None, **given: Any) -> SearchOptions:
+        """The options for one query (the CLI, MCP, the LanceDB reader and `Wiki.search` all come here), from the
+        option fields of `asked` and the keywords `given`: None takes the [search] default; a bad value is a
+        UsageError naming it. Any other field of this record is taken as asked, else its default."""
+        values = {name: getattr(asked, name) for name in cls._fields if hasattr(asked, name)} if asked else {}
+        unknown = set(given) - set(cls._fields)
+        if unknown:
+            raise TypeError(f"SearchOptions.build() got unexpected keyword(s): {', '.join(sorted(unknown))}")
+        values.update(given)
+        mode = values.get("mode") or defaults.mode
         if mode not in MODES:
             raise UsageError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-        fusion = fusion or defaults.fusion
+        fusion = values.get("fusion") or defaults.fusion
         if fusion not in FUSIONS:
             raise UsageError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
-        return cls(
-            mode=mode,
-            fusion=fusion,
-            top_files=_positive(top_files, defaults.top_files, "top_files"),
-            chunks_per_file=_positive(chunks_per_file, defaults.chunks_per_file, "chunks_per_file"),
-            limit=_positive(limit, defaults.limit, "limit"),
-            snippet_chars=_positive(snippet_chars, defaults.snippet_chars, "snippet_chars"),
-            full=full,
-            explain=explain,
-        )
+        checked: dict[str, Any] = {"mode": mode, "fusion": fusion}
+        for name in ("top_files", "chunks_per_file", "limit", "snippet_chars"):
+            checked[name] = _positive(values.get(name), getattr(defaults, name), name)
+        rest: dict[str, Any] = {n: values.get(n, cls._field_defaults.get(n)) for n in cls._fields if n not in checked}
+        return cls(**checked, **rest)
 
 
 def _positive(value: int | None, default: int, name: str) -> int:

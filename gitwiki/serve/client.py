@@ -13,6 +13,7 @@ own, so the answer is always the one the local path would print.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -104,7 +105,7 @@ def ask(start: str, request: GroundRequest) -> Reply | None:
             "root": str(checkout.root),
             "start": str(Path(start).resolve()),
             "env": environment(),
-            "request": request._asdict(),
+            "request": dataclasses.asdict(request),
         }
         reply = _exchange(path, json.dumps(message).encode() + b"\n")
         if reply is None or "declined" in reply:

@@ -17,6 +17,7 @@ environment or configuration differs from this server's is declined, and the CLI
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import logging
@@ -165,7 +166,7 @@ def _request(fields: dict[str, Any]) -> GroundRequest | str:
         request = GroundRequest(**fields)
     except TypeError as e:
         return str(e)
-    for name, value in request._asdict().items():
+    for name, value in dataclasses.asdict(request).items():
         allowed = _FIELD_TYPES[name]
         if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
             return f"{name} is a {type(value).__name__}"

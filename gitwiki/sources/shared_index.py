@@ -13,6 +13,7 @@ from gitwiki.errors import UsageError
 from gitwiki.git.gitrepo import HistoryEntry
 from gitwiki.pages.pages import ListedPage
 from gitwiki.search.lance_index import LanceReader
+from gitwiki.search.request import SearchRequest
 from gitwiki.search.searcher import CorpusView, SearchOptions, SearchResult
 from gitwiki.sources.source import CorpusSpec, Page, search_corpora
 
@@ -88,33 +89,12 @@ class SharedIndex:
         """Corpus `name`, else the configured default if the table holds it, else its first."""
         return SharedCorpus(self.reader, self.config, self.reader.corpus(name, self.config.corpus().name))
 
-    def search(
-        self,
-        query: str,
-        corpus: CorpusSpec = None,
-        *,
-        mode: str | None = None,
-        top_files: int | None = None,
-        chunks_per_file: int | None = None,
-        limit: int | None = None,
-        snippet_chars: int | None = None,
-        full: bool = False,
-        fusion: str | None = None,
-        at: str | None = None,
-        explain: bool = False,
-    ) -> SearchResult:
-        if at is not None:
+    def search(self, request: SearchRequest | str, corpus: CorpusSpec = None, **asked: Any) -> SearchResult:
+        """As `Wiki.search`: a `SearchRequest`, or its query with the other fields as keywords."""
+        if isinstance(request, str):
+            request = SearchRequest(request, corpus, **asked)
+        if request.at is not None:
             raise UsageError(NO_AT)
-        options = SearchOptions.build(
-            self.config.search,
-            mode=mode,
-            fusion=fusion,
-            top_files=top_files,
-            chunks_per_file=chunks_per_file,
-            limit=limit,
-            snippet_chars=snippet_chars,
-            full=full,
-            explain=explain,
-        )
+        options = SearchOptions.build(self.config.search, request)
         known = lambda name: name in self.reader.corpora()  # noqa: E731 (asked only for a search of several)
-        return search_corpora(query, corpus, options, self.source, known, self.corpus_names)
+        return search_corpora(request.query, request.corpus, options, self.source, known, self.corpus_names)

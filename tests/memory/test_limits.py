@@ -81,11 +81,11 @@ def test_an_exact_repeat_is_never_stored_whatever_its_length(mem, again, force):
 
 def test_huge_spans_mean_no_lower_bound_and_nan_is_refused(mem):
     store_mod.store(mem, "t", "an old note")
-    assert search_mod.search(mem, None, days=10**12).total == 1
-    assert search_mod.search(mem, None, hours=1e308).total == 1
-    assert search_mod.search(mem, None, hours=float("inf")).total == 1
+    assert search_mod.search(mem, search_mod.MemoryQuery(None, days=10**12)).total == 1
+    assert search_mod.search(mem, search_mod.MemoryQuery(None, hours=1e308)).total == 1
+    assert search_mod.search(mem, search_mod.MemoryQuery(None, hours=float("inf"))).total == 1
     with pytest.raises(UsageError, match="days must be a positive number"):
-        search_mod.search(mem, None, days=float("nan"))
+        search_mod.search(mem, search_mod.MemoryQuery(None, days=float("nan")))
 
 
 def test_checkpoints_are_capped_on_save_and_in_resume(mem, repo):

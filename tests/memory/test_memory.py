@@ -178,7 +178,7 @@ def test_search_and_first_then_or_fallback_and_identifier_splitting(repo_mem):
     assert both.matched == "and" and [h.entry.ref for h in both.hits] == ["a:1"]
     either = search_mod.search(mem, "signing passwords")
     assert either.matched == "or" and {h.entry.ref for h in either.hits} == {"a:1", "a:2", "b:1"}
-    forced_or = search_mod.search(mem, "signing vault", mode="or")
+    forced_or = search_mod.search(mem, search_mod.MemoryQuery("signing vault", mode="or"))
     assert forced_or.matched == "or" and forced_or.hits[0].entry.ref == "a:2" and len(forced_or.hits) == 2
     assert search_mod.search(mem, "the of and").hits == []  # stop words only
 
@@ -194,7 +194,7 @@ def test_search_ranks_by_confidence_and_recency_and_caps_three_per_topic(repo):
     )
     repo.commit("init", {".gitwiki.toml": LEXICAL})
     mem = Memory.open(repo.path)
-    found = search_mod.search(mem, "cache eviction", now=NOW, limit=10)
+    found = search_mod.search(mem, search_mod.MemoryQuery("cache eviction", now=NOW, limit=10))
     assert found.total == 7 and len(found.hits) == 5
     refs = [h.entry.ref for h in found.hits]
     assert refs[:2] == ["few:2", "few:1"]  # recent; full confidence before 0.5
@@ -216,7 +216,7 @@ def test_search_filters_inline_and_dates(repo):
     mem = Memory.open(repo.path)
 
     def refs(query=None, **kw):
-        return [h.entry.ref for h in search_mod.search(mem, query, now=NOW, **kw).hits]
+        return [h.entry.ref for h in search_mod.search(mem, search_mod.MemoryQuery(query, now=NOW, **kw)).hits]
 
     def chosen(query=None, **kw):
         return sorted(refs(query, **kw))
@@ -235,10 +235,10 @@ def test_search_filters_inline_and_dates(repo):
     assert chosen("deploy", days=2) == ["dev:1", "ops:1", "ops:2"]
     assert refs(tag="decision") == ["ops:1", "ops:3"]  # no words: newest first
     # ops:2's source file does not exist any more: stale, × 0.7.
-    stale_hit = next(h for h in search_mod.search(mem, "argo", now=NOW).hits)
+    stale_hit = next(h for h in search_mod.search(mem, search_mod.MemoryQuery("argo", now=NOW)).hits)
     assert stale_hit.stale and stale_hit.score == pytest.approx(stale_hit.relevance * 0.7 / (1 + 1.125 / 30))
     with pytest.raises(UsageError, match="date"):
-        search_mod.search(mem, "x", after="last tuesday")
+        search_mod.search(mem, search_mod.MemoryQuery("x", after="last tuesday"))
 
 
 def test_stale_after_a_commit_lowers_confidence_and_refresh_shows_the_diff(repo_mem):

@@ -118,10 +118,10 @@ QUERIES = [
 
 @pytest.mark.parametrize(("query", "options"), QUERIES)
 def test_a_search_from_the_cache_answers_as_one_from_the_pages(repo_mem, query, options):
-    plain = search_mod.search(_fresh(repo_mem, cache=False), query, now=NOW, **options)
+    plain = search_mod.search(_fresh(repo_mem, cache=False), search_mod.MemoryQuery(query, now=NOW, **options))
     _fresh(repo_mem, cache=True).topics()  # fills the cache
     cached_mem = _fresh(repo_mem, cache=True)
-    cached = search_mod.search(cached_mem, query, now=NOW, **options)
+    cached = search_mod.search(cached_mem, search_mod.MemoryQuery(query, now=NOW, **options))
     assert cached == plain
     assert cached_mem._pages == {}  # no page parsed: the entries came from the cache
 
@@ -129,7 +129,7 @@ def test_a_search_from_the_cache_answers_as_one_from_the_pages(repo_mem, query, 
 def test_an_edited_page_is_parsed_again_not_read_from_the_cache(repo_mem):
     _fresh(repo_mem, cache=True).topics()
     repo_mem.write("wiki/memory/build.md", BUILD + "\n## 2026-11-20T00:00:00Z — wheels moved to the new cache\n")
-    found = search_mod.search(_fresh(repo_mem, cache=True), "wheels", now=NOW)
+    found = search_mod.search(_fresh(repo_mem, cache=True), search_mod.MemoryQuery("wheels", now=NOW))
     assert [h.entry.ref for h in found.hits] == ["build:3", "build:1"]
 
 
@@ -143,7 +143,7 @@ def test_a_damaged_cache_is_set_aside_and_the_search_still_answers(repo_mem):
     for suffix in ("-wal", "-shm"):
         (where / f"{FILE_NAME}{suffix}").unlink(missing_ok=True)
     again = _fresh(repo_mem, cache=True)
-    assert [h.entry.ref for h in search_mod.search(again, "canary", now=NOW).hits] == ["ops:1"]
+    assert [h.entry.ref for h in search_mod.search(again, search_mod.MemoryQuery("canary", now=NOW)).hits] == ["ops:1"]
     again.close()
     conn = sqlite3.connect(where / FILE_NAME)
     assert conn.execute("SELECT count(*) FROM pages").fetchone()[0] == 2  # rebuilt from the pages

@@ -19,6 +19,7 @@ from gitwiki.memory import personal, replies, stores
 from gitwiki.memory import store as store_mod
 from gitwiki.memory import topics as topics_mod
 from gitwiki.memory.base import Memory
+from gitwiki.memory.search import MemoryQuery
 from gitwiki.wiki import Wiki
 from tests.helpers import needs_model
 from tests.memory.helpers import PROJECT, project, user_config
@@ -93,7 +94,7 @@ def test_a_topic_in_both_memories_stays_two_topics(tmp_path, home):
     # out the other's any-word matches, as one memory does.
     one = replies.search(mem, "canary dashboard")
     assert [h["topic"] for h in one.data["hits"]] == ["~personal/deploy"] and one.data["matched"] == "and"
-    assert [h["topic"] for h in replies.search(mem, "deploy", topic="~personal/deploy").data["hits"]] == [
+    assert [h["topic"] for h in replies.search(mem, MemoryQuery("deploy", topic="~personal/deploy")).data["hits"]] == [
         "~personal/deploy"
     ]
     assert [h["topic"] for h in replies.search(mem, "deploy topic:deploy").data["hits"]] == ["deploy"]

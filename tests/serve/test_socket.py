@@ -3,6 +3,7 @@ it would have printed by itself, and answers by itself whenever the server canno
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -115,7 +116,7 @@ def test_the_server_declines_what_it_cannot_answer_for(lexical_repo, server, mon
             "root": str(lexical_repo.path.resolve()),
             "start": str(lexical_repo.path),
             "env": serve_client.environment(),
-            "request": request._asdict(),
+            "request": dataclasses.asdict(request),
         }
     ) == {"declined": "the configuration changed since the server started, or another default corpus"}
     code, out, _ = cli("ground", "rollback", cwd=lexical_repo.path)  # the CLI answers by itself
@@ -133,7 +134,7 @@ def test_another_worktree_is_not_answered_by_this_ones_server(lexical_repo, serv
             "root": str(other.resolve()),
             "start": str(other),
             "env": serve_client.environment(),
-            "request": GroundRequest("zebra")._asdict(),
+            "request": dataclasses.asdict(GroundRequest("zebra")),
         }
     )
     assert reply == {"declined": f"another checkout ({other.resolve()})"}
@@ -333,7 +334,9 @@ _json = st.recursive(
     max_leaves=12,
 )
 _request_fields = st.dictionaries(
-    st.sampled_from([*GroundRequest._fields, "nope"]) | st.text(max_size=8), _json | st.text(), max_size=5
+    st.sampled_from([*(f.name for f in dataclasses.fields(GroundRequest)), "nope"]) | st.text(max_size=8),
+    _json | st.text(),
+    max_size=5,
 )
 
 
