@@ -331,7 +331,9 @@ def _lance_order(wiki, found, monkeypatch, mode):
 
 
 def _memory_order(repo):
-    found = memory_search.search(Memory.open(repo.path), "cache", now=datetime(2026, 11, 23, tzinfo=UTC))
+    found = memory_search.search(
+        Memory.open(repo.path), memory_search.MemoryQuery("cache", now=datetime(2026, 11, 23, tzinfo=UTC))
+    )
     return [f"wiki/memory/{h.entry.topic}.md" for h in found.hits]
 
 
