@@ -194,7 +194,7 @@ class Tuned(NamedTuple):
 def tune(evalset: EvalSet, write: bool = True, progress: Progress | None = None) -> Tuned:
     """Fit `[search]` to the questions; the chosen settings are written to `.gitwiki.toml` only when they win on
     held-out folds (and `write`)."""
-    from gitwiki.config import write_search
+    from gitwiki.config_edit import write_search
     from gitwiki.operations import tuning
 
     fit = tuning.tune(evalset.wiki, evalset.corpus, evalset.questions, progress)
