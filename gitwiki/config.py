@@ -86,7 +86,7 @@ class RepositoryConfig(NamedTuple):
     exclude: tuple[str, ...] = ()
     source: str = "defaults"
     # Declared by the checkout's own .gitwiki.toml, which a clone brings: used only once the user allows it
-    # (`gitwiki repo allow`, gitwiki.sources.repositories.Consents). The user's baseline is trusted.
+    # (`gitwiki repo allow`, gitwiki.sources.consents.Consents). The user's baseline is trusted.
     from_checkout: bool = False
     memory: bool = False  # the personal memory repository (gitwiki.memory.personal); a local path only
 
