@@ -59,8 +59,8 @@ def matches(corpus: CorpusConfig, path: str) -> bool:
 
 def select(corpus: CorpusConfig, paths: Iterable[str]) -> list[str]:
     """The `paths` that belong to `corpus`, in their order. The hooks filter every path of a 20,000-page
-    wiki: one comprehension matching each glob from the prefix's end instead of a `matches` call per path
-    took 9-13 against 50-54 ms for 20,000 paths (load 9)."""
+    wiki: one comprehension matching each glob from the prefix's end, a fifth of the time of a `matches` call
+    per path (docs/research/hooks.md)."""
     prefix, start = corpus.prefix, len(corpus.prefix)
     include, exclude = _globs(corpus.include), _globs(corpus.exclude)
     return [p for p in paths if p.startswith(prefix) and include(p, start) and not exclude(p, start)]
