@@ -1,6 +1,7 @@
 """docs/architecture-modules.md's module table lists every module, and the package keeps its shape: the adapters are found
-from what they do (not from a list), never import each other or a private name, the library never imports them,
-and no module imports back into a cycle."""
+from what they do (not from a list), import each other only at the CROSSINGS listed and never a private name, the
+library never imports them, and no module imports back into a cycle. The tests keep that shape: a test folder per
+layer, and no test module imported by another."""
 
 from __future__ import annotations
 
