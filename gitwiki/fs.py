@@ -1,11 +1,11 @@
 """File writes and page reads that cannot be redirected: atomic replaces, and pages reached one folder
 at a time through directory handles.
 
-Checking a path and then opening it is a race: swap a folder for a symlink in between and the write
-lands outside the wiki (measured on the old check-then-write code: 1 page and 44 temp files outside the
-corpus in one run). So pages are opened component by component, each relative to the folder handle
-before it with O_NOFOLLOW, and the temp file is created and renamed inside the folder handle that was
-checked: the object checked is the object written.
+Checking a path and then opening it is a race: swap a folder for a symlink in between and the write lands
+outside the wiki (the old check-then-write code let a page and dozens of temp files out in one run). So
+pages are opened component by component, each relative to the folder handle before it with O_NOFOLLOW, and
+the temp file is created and renamed inside the folder handle that was checked: the object checked is the
+object written.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ checkout's layer, nowhere else:
 - *inside the repository*: a path a checkout may name in itself. Resolved (symlinks followed) from the
   repo root, it must stay inside the repository and out of `.git`, or loading fails with a UsageError;
 - *needs consent*: a `[[repository]]` entry, used once the user allows it (`gitwiki repo allow`, kept in
-  the user's config dir by gitwiki.sources.repositories.Consents).
+  the user's config dir by gitwiki.sources.consents.Consents).
 
 docs/security.md argues each choice; tests/test_trust.py holds that the table covers every key.
 """

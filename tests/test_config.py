@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitwiki import config
+from gitwiki import config, config_edit
 from gitwiki.errors import UsageError
 
 
@@ -93,7 +93,7 @@ def test_unknown_corpus_lists_choices(tmp_path):
 
 
 def test_init_text_round_trips(tmp_path):
-    write(tmp_path / ".gitwiki.toml", config.init_text("docs", "handbook"))
+    write(tmp_path / ".gitwiki.toml", config_edit.init_text("docs", "handbook"))
     cfg = config.load(tmp_path)
     assert [(c.name, c.path) for c in cfg.corpora] == [("handbook", "docs")]
     shown = config.to_toml(cfg)
@@ -162,7 +162,7 @@ def test_a_layer_with_model_path_and_no_model_drops_a_lower_layers_model(tmp_pat
 def test_init_does_not_pin_a_model(tmp_path, monkeypatch):
     monkeypatch.delenv("GITWIKI_MODEL", raising=False)
     monkeypatch.setenv("GITWIKI_MODEL_PATH", str(tmp_path / "all-MiniLM-L6-v2-onnx"))
-    config.write_init(tmp_path, "wiki", "wiki")
+    config_edit.write_init(tmp_path, "wiki", "wiki")
     assert "\nmodel =" not in (tmp_path / ".gitwiki.toml").read_text()
     assert config.load(tmp_path).embeddings.model == "all-MiniLM-L6-v2"
 
@@ -184,12 +184,12 @@ top_files = 9
 
 def test_init_force_merges_and_keeps_a_backup(tmp_path):
     (tmp_path / ".gitwiki.toml").write_text(USER_CONFIG)
-    report = config.write_init(tmp_path, "docs", "wiki", force=True)
+    report = config_edit.write_init(tmp_path, "docs", "wiki", force=True)
     text = (tmp_path / ".gitwiki.toml").read_text()
     assert text == USER_CONFIG.replace('path = "wiki"', 'path = "docs"')  # one line changed, nothing dropped
     assert (tmp_path / ".gitwiki.toml.bak").read_text() == USER_CONFIG
     assert "every other setting kept" in report.describe() and ".gitwiki.toml.bak" in report.describe()
-    config.write_init(tmp_path, "handbook", "handbook", force=True)  # another corpus: added after the last one
+    config_edit.write_init(tmp_path, "handbook", "handbook", force=True)  # another corpus: added after the last one
     cfg = config.load(tmp_path, user_file=tmp_path / "none.toml")
     assert [(c.name, c.path) for c in cfg.corpora] == [("wiki", "docs"), ("handbook", "handbook")]
     assert [r.name for r in cfg.repositories] == ["platform"] and cfg.search.top_files == 9
@@ -199,7 +199,7 @@ def test_init_force_merges_and_keeps_a_backup(tmp_path):
 def test_init_force_refuses_a_file_it_cannot_read_and_changes_nothing(tmp_path):
     (tmp_path / ".gitwiki.toml").write_text("[[corpus]\nname = \n")
     with pytest.raises(UsageError, match="not valid TOML"):
-        config.write_init(tmp_path, "docs", "wiki", force=True)
+        config_edit.write_init(tmp_path, "docs", "wiki", force=True)
     assert (tmp_path / ".gitwiki.toml").read_text() == "[[corpus]\nname = \n"
     assert not (tmp_path / ".gitwiki.toml.bak").exists()
 
@@ -217,7 +217,7 @@ def test_init_merge_changes_only_the_named_corpus_path(names, target, path, comm
 
     text = comment + "".join(f'[[corpus]]\nname = "{n}"\npath = "p{i}"\n\n' for i, n in enumerate(names))
     text += f'[search]\ntop_files = {top}\n[[repository]]\nname = "r"\npath = "/srv/r"\n'
-    merged = config.merge_corpus(text, path, target, Path(".gitwiki.toml"))
+    merged = config_edit.merge_corpus(text, path, target, Path(".gitwiki.toml"))
     before, after = tomllib.loads(text), tomllib.loads(merged)
     assert {k: v for k, v in after.items() if k != "corpus"} == {k: v for k, v in before.items() if k != "corpus"}
     want = [dict(c, path=path) if c["name"] == target else c for c in before.get("corpus", [])]
@@ -271,7 +271,7 @@ def test_merge_search_sets_the_keys_and_keeps_every_other_line(head, table, tail
     text = head + (table or "") + tail
     text = text if newline or not text else text.rstrip("\n")
     values = {k: TUNED[k] for k in keys}
-    merged = config.merge_search(text, values, Path(".gitwiki.toml"))
+    merged = config_edit.merge_search(text, values, Path(".gitwiki.toml"))
     before, after = tomllib.loads(text), tomllib.loads(merged)
     assert after == {**before, "search": {**before.get("search", {}), **values}}
     old_lines = [line for line in text.splitlines() if not any(line.lstrip().startswith(k) for k in keys)]
@@ -293,18 +293,18 @@ def test_merge_search_sets_the_keys_and_keeps_every_other_line(head, table, tail
 def test_merge_search_refuses_a_layout_it_cannot_edit_and_writes_nothing(tmp_path, text):
     path = write(tmp_path / ".gitwiki.toml", text)
     with pytest.raises(UsageError, match="edit it by hand"):
-        config.write_search(tmp_path, TUNED)
+        config_edit.write_search(tmp_path, TUNED)
     assert path.read_text() == text
 
 
 def test_write_search_refuses_a_file_that_is_not_toml(tmp_path):
     path = write(tmp_path / ".gitwiki.toml", "[search\n")
     with pytest.raises(UsageError, match="is not valid TOML"):
-        config.write_search(tmp_path, TUNED)
+        config_edit.write_search(tmp_path, TUNED)
     assert path.read_text() == "[search\n"
 
 
 def test_write_search_creates_the_file_when_there_is_none(tmp_path):
-    written = config.write_search(tmp_path, TUNED)
+    written = config_edit.write_search(tmp_path, TUNED)
     assert written == tmp_path / ".gitwiki.toml"
     assert config.load(tmp_path, user_file=tmp_path / "none.toml").search.page_share == 0.25

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gitwiki import config, trust
+from gitwiki import config, config_edit, trust
 from gitwiki.errors import UsageError
 from tests.helpers import ROOT, GitRepoFixture
 
@@ -190,9 +190,9 @@ def test_a_config_write_removes_the_temp_files_killed_writes_left(tmp_path):
     old = time.time() - 3600
     for path in (stale, other):
         os.utime(path, (old, old))
-    config.write_search(tmp_path, {"depth": 100})
+    config_edit.write_search(tmp_path, {"depth": 100})
     assert not stale.exists() and fresh.exists() and other.exists()
-    config.write_init(tmp_path, "wiki", "wiki", force=True)
+    config_edit.write_init(tmp_path, "wiki", "wiki", force=True)
     assert config.load(tmp_path, user_file=tmp_path / "none.toml").search.depth == 100
 
 
@@ -208,7 +208,7 @@ def test_a_config_write_removes_the_temp_files_killed_writes_left(tmp_path):
 )
 def test_a_search_edit_keeps_a_hash_inside_a_value_and_the_comment_after_it(line, value, expected):
     key = line.split(" ", 1)[0]
-    merged = config.merge_search(f"[search]\n{line}\n", {key: value}, Path(".gitwiki.toml"))
+    merged = config_edit.merge_search(f"[search]\n{line}\n", {key: value}, Path(".gitwiki.toml"))
     assert merged == f"[search]\n{expected}\n"
 
 

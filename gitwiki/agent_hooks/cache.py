@@ -4,7 +4,7 @@ starting git. A cache that is missing, unreadable or of another shape is made ag
 not synced (a crash may lose a cache, never tear one).
 
 This module also holds the config layers' cache: tomllib, with the datetime and string modules it loads,
-cost every hook process ~3 ms (-X importtime, min of 7 runs) to parse files that rarely change. A layer
+cost every hook process ~3 ms to parse files that rarely change. A layer
 JSON cannot hold (a TOML date) is parsed every time.
 """
 

@@ -33,7 +33,7 @@ BLOB_CACHE = "agent-blobs.json"
 CANDIDATES = 400  # FTS rows read per query: other corpora and old page versions share the table
 KEPT = 40  # of those, the best live sections whose text is read (a hook shows 3 per search)
 # A prompt term in more than this share of all chunks is left out of the MATCH (the rarest one always stays):
-# BM25 weighs it little, and scoring every row that holds it cost 6.4 of 7 ms per query on the bench wiki.
+# BM25 weighs it little, and scoring every row that holds it was most of a query's time.
 COMMON = 0.25
 
 
@@ -117,7 +117,7 @@ class Lookup:
 
     def memory_files(self) -> dict[str, str]:
         """Repo-relative path → absolute path of the memory folder's pages on disk. Plain strings and os.walk:
-        pathlib (rglob, relative_to, read_bytes) took 7 of the 9 ms this costs for 50 pages."""
+        pathlib (rglob, relative_to, read_bytes) was most of this call's cost."""
         root = str(self.root)
         found = {}
         for folder, _, names in os.walk(os.path.join(root, self.memory_prefix)):

@@ -2,13 +2,12 @@
 on the root and config alone (no `Wiki`, so no pygit2) for where the topic pages are, its parser for them, its
 meta-brief, checkpoints and session notion.
 
-Parsing every topic page costs a hook too much: `Memory.topics()` took 40-55 ms for the benchmark's 1,000
-entries in 50 pages (load 10 on 2 cores; 57 % of it the search terms a hook never uses, 31 % `parse_page`).
-So the entries' metadata, without their text, is cached in the index dir per page, keyed by the page file's
-inode, mtime and size, as `Memory` keys its in-process cache: a hook re-parses only the pages that changed.
-On top of it, the overview the session and subagent hooks show (agent-overview.json) and layer 1's reading
-of the cached rows let a hook on unchanged memory run without importing the library at all (it is imported
-inside the functions that parse).
+Parsing every topic page costs a hook too much, most of it for search terms a hook never uses
+(docs/research/agent-hooks.md). So the entries' metadata, without their text, is cached in the index dir per page,
+keyed by the page file's inode, mtime and size, as `Memory` keys its in-process cache: a hook re-parses only the
+pages that changed. On top of it, the overview the session and subagent hooks show (agent-overview.json) and layer
+1's reading of the cached rows let a hook on unchanged memory run without importing the library at all (it is
+imported inside the functions that parse).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The session briefing's worktree status, without starting git when nothing it looks at has changed.
 
-`git status` over the corpus folders cost the session hook 10-25 ms (a process, plus ~3 ms to import
-subprocess), on every session start, though the worktree is usually as the last session left it. So its
+`git status` over the corpus folders (a process, and the subprocess import) cost the session hook more than
+the rest of it, on every session start, though the worktree is usually as the last session left it. So its
 answer is cached in the index dir under a stamp: HEAD, git's index file, the ignore files that can apply,
-and the path, inode, mtime and size of every file under the folders (os.scandir: ~2 ms for 1,050 files).
+and the path, inode, mtime and size of every file under the folders (one os.scandir walk).
 A matching stamp answers from the cache; any change runs git again. Like git's "racily clean" rule, a
 stamp holding a file changed in the last SETTLED_NS is not trusted: that file may change again within the
 same mtime tick without the stamp seeing it. The user's global excludes file (core.excludesFile) is not in

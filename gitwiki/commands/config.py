@@ -55,7 +55,7 @@ def show_config(args: argparse.Namespace) -> int:
 
 def validate_config(args: argparse.Namespace) -> int:
     from gitwiki.config import warnings
-    from gitwiki.sources.repositories import Consents, consent_message
+    from gitwiki.sources.consents import Consents, consent_message
 
     cfg, root = _load_at(args)
     consents = Consents()

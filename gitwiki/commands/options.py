@@ -63,7 +63,8 @@ def add_init_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from gitwiki.config import REPO_CONFIG_NAME, normalize_corpus_path, write_init
+    from gitwiki.config import REPO_CONFIG_NAME, normalize_corpus_path
+    from gitwiki.config_edit import write_init
     from gitwiki.git import gitcli
     from gitwiki.git.gitrepo import GitRepo
     from gitwiki.pages import sites

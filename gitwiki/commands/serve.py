@@ -44,7 +44,7 @@ def serve(args: argparse.Namespace) -> int:
     if args.uri is not None:
         return _serve_shared(args, args.uri)
     # In a checkout the handshake is answered from the start, on a thread of its own, while the wiki is opened
-    # (imports of 90 ms, about 0.3 s on a loaded host) and long before the MCP SDK's import (about 1 s).
+    # and long before the MCP SDK's import (about 1 s).
     handshake = Handshake(__version__, lambda: _lexical_notice(args.chdir)) if _in_checkout(args.chdir) else None
     from gitwiki.errors import NotFoundError
     from gitwiki.operations.warm import warm_up
@@ -68,10 +68,9 @@ def serve(args: argparse.Namespace) -> int:
         stdio = answer_initialize(__version__) if handshake is None else handshake.stdio()
         if stdio is None:  # the client hung up before saying anything
             return 0
-        # The warm-up runs during the MCP SDK's import (0.45 s of CPU, 1.1 s on a loaded host), so a query 1 s after
-        # the spawn finds the model and the vectors ready. It used to start after that import, when it still
-        # imported fastembed (0.5 s holding the GIL): started together, the SDK's import took twice as long. The
-        # lean embedder's session is built without the GIL (gitwiki.index.onnx_embed, docs/research/embedding.md).
+        # The warm-up runs during the MCP SDK's import, so a query 1 s after the spawn finds the model and the
+        # vectors ready; the lean embedder's session is built without the GIL, so the two do not slow each other
+        # (gitwiki.index.onnx_embed, docs/research/mcp-startup.md).
         threading.Thread(target=warm_up, args=(wiki, calls), name="gitwiki-warm-up", daemon=True).start()
         from gitwiki.mcp.server import serve as run
 

@@ -262,8 +262,8 @@ def _orphaned(lock: Path) -> bool:
 
 
 def read_head(root: str | os.PathLike[str]) -> str | None:
-    """HEAD's commit id read from git's files without starting git (`git rev-parse HEAD` cost an agent hook
-    9-20 ms on the loaded 2-core host): the worktree's HEAD, then the loose ref or `packed-refs` line it names.
+    """HEAD's commit id read from git's files without starting git (a `git rev-parse HEAD` process is a large
+    share of an agent hook's budget): the worktree's HEAD, then the loose ref or `packed-refs` line it names.
     None when that cannot tell (reftable, GIT_DIR and friends set, an unborn branch): ask git then."""
     if any(os.environ.get(name) for name in _PATH_VARS):
         return None
@@ -347,7 +347,7 @@ def index_listing(root: str | os.PathLike[str], folder: str) -> IndexListing:
 def changed_files(root: str | os.PathLike[str], folder: str) -> list[str]:
     """Repo-relative paths under `folder` whose worktree state differs from HEAD: changed, staged, deleted or
     untracked, never ignored. Asking git for just the folder keeps a wiki inside a big code repo cheap (a
-    20,000-file repo: 9 ms against 58 ms for a status of the whole worktree), and `--no-optional-locks`
+    fifth of a status of the whole worktree at 20,000 files), and `--no-optional-locks`
     keeps git from writing its index while it looks."""
     where = _pathspec([folder])
     records = _paths(
@@ -402,7 +402,7 @@ def changed_together(root: str | os.PathLike[str], commits: int) -> list[list[st
 
 def changed_together_since(root: str | os.PathLike[str], old: str, commits: int) -> list[list[str]] | None:
     """What `changed_together` lists for the commits HEAD has and `old` has not, newest first: the agent hooks
-    add them to the lists they cached at `old` instead of reading 200 commits again (31-42 ms). None when
+    add them to the lists they cached at `old` instead of reading 200 commits again. None when
     that is not a continuation: `old` is not an ancestor of HEAD (history rewritten), or is gone, or more
     than `commits` commits are new. `--boundary` names the excluded parents, so `old` is among them exactly
     when it is an ancestor."""

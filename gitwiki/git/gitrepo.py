@@ -20,9 +20,9 @@ from gitwiki.fs import path_problem, stat_stamp
 from gitwiki.git import gitcli
 from gitwiki.git.gitcli import blob_id
 
-# pygit2 can only check the whole worktree (about 3 ms per 1,000 tracked files); `git status -- FOLDER`
-# costs a subprocess (4–5 ms) but only the folder's share. Past this many tracked files, a corpus in a folder
-# of a bigger repo asks git: a 100-page wiki in a 20,000-file repo, 9 ms instead of 58 ms per query.
+# pygit2 can only check the whole worktree; `git status -- FOLDER` costs a subprocess but only the folder's
+# share. Past this many tracked files, a corpus in a folder of a bigger repo asks git (a 100-page wiki in a
+# 20,000-file repo: 12 ms instead of 60 ms per query, docs/research/index-and-query.md).
 FOLDER_STATUS_FROM = 2000
 
 # commit_paths rebuilds its commit on a HEAD that moved meanwhile this many times, after a random pause

@@ -1,11 +1,10 @@
 """Embedding new page versions on a thread of a long-lived process, after the write that made them answered.
 
-A page write (a memory store, add_markdown) embedded the page's new sections before it answered: 14–22 ms
-(min–median) of a 32–53 ms memory store at load 2.3 on the 2-core reference machine, and more under load
-(docs/research/memory-speed.md). In `gitwiki serve` the write still parses the page and writes its full-text
-rows before it answers, so the entry is found lexically at once, and hands the page version to this thread,
-which embeds the sections that have no vector yet, through a connection of its own. A search that needs those
-vectors waits for the thread first (`settle`) rather than embedding the same text again.
+A page write (a memory store, add_markdown) embedded the page's new sections before it answered, which was the
+larger part of a memory store (docs/research/memory-speed.md). In `gitwiki serve` the write still parses the page
+and writes its full-text rows before it answers, so the entry is found lexically at once, and hands the page
+version to this thread, which embeds the sections that have no vector yet, through a connection of its own. A
+search that needs those vectors waits for the thread first (`settle`) rather than embedding the same text again.
 
 Vectors are a content-addressed cache, one row per (model, text hash) that nothing rewrites, so the thread
 writes them in a transaction of their own without the index's writer lock (SQLite's own lock orders it with

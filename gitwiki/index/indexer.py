@@ -233,8 +233,7 @@ def update(
         old = store.pages(corpus.name) if state else {}
         new = repo.pages(corpus, tree or None)
         parsed = ensure_blobs(store, git_sources(repo, set(new.values())), progress, max_bytes)
-        # A state's model had vectors for all its pages: only blobs new to the listing can lack them
-        # (a 1,000-page corpus with one changed page: 58 ms of vector lookups saved per corpus).
+        # A state's model had vectors for all its pages: only blobs new to the listing can lack them.
         need = set(new.values()) - (set(old.values()) if state is not None and state.model == model else set())
         embedded = ensure_vectors(store, embedder, need, progress) if embedder else 0
         with store.write():
@@ -276,8 +275,8 @@ class Overlay(NamedTuple):
 # later write gets newer ones (within one timestamp tick of a read it might not). A tick is a second on
 # filesystems that keep whole seconds (2 s for FAT's mtime); one that keeps sub-second stamps (ext4, xfs,
 # btrfs, tmpfs: nanoseconds from a clock that ticks every 1–10 ms; exFAT: 10 ms) needs only its tick. With
-# 2 s for every file, a server taking back-to-back memory stores re-read and hashed ~26 of its 50 uncommitted
-# topic pages per store (each was rewritten within 2 s), 5 of a store's 39 ms under cProfile at load 6.
+# 2 s for every file, a server taking back-to-back memory stores re-read and hashed about half of its
+# uncommitted topic pages per store (each was rewritten within 2 s).
 SETTLED_NS = 2_000_000_000
 SETTLED_FINE_NS = 100_000_000
 FileStamp = tuple[int, int, int, int, int]
@@ -329,9 +328,9 @@ def worktree_overlay(
 ) -> Overlay:
     """Fold uncommitted and untracked pages into `committed` (the listing of corpus tree `tree`), parsing (not
     embedding) new versions. `read` (path → stamp and blob id of the bytes read; kept by the caller between
-    calls) spares re-reading a page whose stamp did not change and whose version the index still holds:
-    each memory store in a long-lived server re-read every uncommitted topic page (50 after 100 stores),
-    7 of the 41 ms its view took under cProfile at load 11 (docs/research/memory-speed.md)."""
+    calls) spares re-reading a page whose stamp did not change and whose version the index still holds, as
+    each memory store in a long-lived server did for every uncommitted topic page
+    (docs/research/memory-speed.md)."""
     changes = repo.worktree_changes(corpus)
     if not changes:
         return Overlay(committed, (), tree)

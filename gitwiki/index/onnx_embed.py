@@ -55,9 +55,8 @@ class OnnxEmbedder:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         if config.threads is not None:
             options.intra_op_num_threads = options.inter_op_num_threads = config.threads
-        # Idle pool threads spin on a core waiting for work by default; on a busy host that made a one-query embed
-        # 12.4 ms at the median against 4.8 ms without spinning (min 2.4 / 2.7 ms), and building the session
-        # 174 -> 116 ms (bench/bench_embed.py, docs/research/embedding.md). The vectors are the same.
+        # Idle pool threads spin on a core waiting for work by default, which on a busy host more than doubled a
+        # one-query embed (docs/research/embedding.md). The vectors are the same.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session: InferenceSession = ort.InferenceSession(
             str(model_dir / spec.model_file), sess_options=options, providers=["CPUExecutionProvider"]

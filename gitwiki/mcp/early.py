@@ -1,6 +1,6 @@
 """Answering what a client asks first before the MCP SDK is imported, and guarding every request line.
 
-Importing the SDK costs about 1 s of CPU (2.2–2.7 s on a loaded 2-core host), and Claude Code sends its first
+Importing the SDK costs about 1 s of CPU (more on a loaded host), and Claude Code sends its first
 model request 1–2 s after `initialize` is answered: a `tools/list` left to the SDK came too late, and the model's
 first turn had no gitwiki tools. `gitwiki serve` therefore reads stdin itself from the spawn on:
 
@@ -317,9 +317,9 @@ def early_answers(version: str, note: str | None = None) -> dict[str, Any]:
 
 
 def _distribution_version(name: str) -> str | None:
-    """`importlib.metadata.version(name)` without importing importlib.metadata (90–110 ms of CPU on a loaded
-    2-core host, for email and zipfile, while the SDK's import wants the same core): the version in the name of
-    the first `NAME-VERSION.dist-info` folder on sys.path."""
+    """`importlib.metadata.version(name)` without importing importlib.metadata (~100 ms of CPU for email and
+    zipfile, while the SDK's import wants the same core): the version in the name of the first
+    `NAME-VERSION.dist-info` folder on sys.path."""
     prefix, suffix = name + "-", ".dist-info"
     for entry in sys.path:
         try:

@@ -50,8 +50,7 @@ class PageVersion(NamedTuple):
 class Memory:
     """The memory of one checkout. Reading topic pages needs only the root and the config; the `Wiki`
     (git, the index, the model) is opened on first use, so an agent hook that lists topics or resumes a
-    checkpoint does not load pygit2 (importing gitwiki.wiki: ~400 ms on the loaded 2-core reference
-    machine, pygit2 ~190 ms of it)."""
+    checkpoint does not load pygit2 (importing gitwiki.wiki costs more than a hook's whole budget)."""
 
     def __init__(
         self,

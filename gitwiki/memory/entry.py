@@ -416,8 +416,7 @@ def _exact(value: str) -> str | None:
 _PROBE = "2000-01-01T00:00:00Z"
 # One line of letters, digits, spaces and punctuation that opens no block, code span, HTML, link, emphasis or
 # heading closer: it stays one section without parsing it back (tests/memory/test_fuzz.py checks that it
-# does). Most entries are such lines; a 10,000-entry helix import spent 2.8 of its 18 s under cProfile
-# rendering and parsing every entry back.
+# does). Most entries are such lines, and parsing every one back was a sixth of a large helix import.
 _PLAIN_ENTRY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9 .,;:!?'\"()/+=%@-]*[A-Za-z0-9.,;:!?'\"()/+=%@-])?")
 
 

@@ -57,7 +57,7 @@ def location(config: Config, project: Path) -> Location | None:
         entry = chosen[0]
         named_by = f"[[repository]] {entry.name!r} in {entry.source}"
         if entry.from_checkout:
-            from gitwiki.sources.repositories import Consents
+            from gitwiki.sources.consents import Consents
 
             if not Consents().allowed(entry):
                 raise UsageError(

@@ -137,9 +137,8 @@ def _listed_the_same(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, previous: b
     """Whether an overwrite leaves every index block above the page as it is: blocks list pages by path,
     title and summary only, so when the path stays and the title and summary do (a memory store appends
     an entry below them) and the front index exists, there is nothing to refresh. Listing the corpus for a
-    refresh asks git three times: 4–9 ms (min–median) of each memory store at load 2.3 on the 2-core
-    reference machine (docs/research/memory-speed.md). An index file itself is always refreshed (its own
-    blocks are in the text written). A listing left stale by a hand edit is the index-blocks hook's to fix."""
+    refresh asks git three times (docs/research/memory-speed.md). An index file itself is always refreshed
+    (its own blocks are in the text written). A listing left stale by a hand edit is the index-blocks hook's to fix."""
     name = wiki.config.index_blocks.filename
     if PurePosixPath(ref.repo_path).name == name or not os.path.lexists(wiki.root / PurePosixPath(corpus.path, name)):
         return False

@@ -11,7 +11,7 @@ mtimes misses in-place writes (they change only the file). `sync()` uses a fence
 file of its own in a watched folder under the index dir and waits until the watcher reports that write.
 One inotify instance queues events in the order they happen, so when the fence arrives every event of
 every write that returned before the query has arrived too. Cost: one small file write and the watcher's
-hand-off, measured 0.05–0.2 ms.
+hand-off, a fraction of a millisecond.
 
 Where watching cannot start (no inotify, watch limit reached, folder missing, read-only index dir) or
 breaks later, `start` / `sync` return None and the caller falls back to a status per query; a fence that
@@ -92,8 +92,8 @@ class Watcher:
         step = 0
         while time.monotonic() < deadline:
             # Returns what has arrived as soon as it stops growing, or after 1 ms with nothing. The first call
-            # checks at once (the fence has usually arrived: 0.05 ms); later ones sleep in 1 ms steps, so the
-            # watcher's own thread gets the CPU on a busy machine (spinning there measured 0.5 s fences).
+            # checks at once (the fence has usually arrived); later ones sleep in 1 ms steps, so the watcher's
+            # own thread gets the CPU on a busy machine (spinning there made fences take half a second).
             got = self._notify.watch(0, step, 1, None)
             step = 1
             if isinstance(got, set):

@@ -47,9 +47,7 @@ LAYOUT = "3"
 REWRITE_SHARE = 0.5
 REWRITE_MIN_PAGES = 100  # a diff of fewer pages always merges, however small the table
 # The ANN index is an HNSW graph in each IVF partition over 8-bit scalar-quantized vectors, searched with EF
-# candidates. bench_lance.py (47,772 tldr chunks, 200 real queries, exact search 18.6 ms median): recall@10 0.989 at
-# 3.0 ms; ef 50 0.972; IVF-PQ (lancedb's defaults) 0.481 at 4.0 ms, 0.915 at 4.6 ms with a 10x refine by full
-# vectors, no better with 50 probes; and the HNSW index builds in 9 s against 14 s.
+# candidates: recall@10 0.989 where lancedb's default IVF-PQ reached 0.481 (docs/research/lancedb.md).
 EF = 150
 TAGS_KEPT = 2  # the newest and the one before: a reader that just resolved the older one can still open it
 

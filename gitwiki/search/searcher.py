@@ -305,16 +305,16 @@ class Searcher:
         if missing:  # the rankers saw chunks the table does not hold: only a damaged file does that
             raise IndexDamaged(self.store.index_dir, f"{len(missing)} ranked chunk(s) missing from the chunks table")
         infos = self.store.blob_info(view.pages[h.path] for h in hits)
-        # The weak flag's terms of each best chunk, as indexed: tokenizing the texts again took 0.4 ms of a
-        # 2 ms warm lexical query (1,000 tldr pages).
+        # The weak flag's terms of each best chunk, as indexed: tokenizing the texts again was a fifth of a warm
+        # lexical query.
         indexed = self.store.indexed_terms((hit.chunks[0][0] for hit in hits), head=False)
         if len(indexed) < len(hits):
             raise IndexDamaged(self.store.index_dir, f"{len(hits) - len(indexed)} ranked chunk(s) not in the FTS table")
         return rows, infos, indexed
 
     def _blob_paths(self, view: CorpusView) -> dict[str, str]:
-        """blob → its first path in the view, kept for the last view: at 20,000 pages building it took 10 of a
-        warm lexical query's 24 ms."""
+        """blob → its first path in the view, kept for the last view: at 20,000 pages building it was 40 % of a
+        warm lexical query."""
         if self._paths is None or self._paths[0] != view.key:
             blob_paths: dict[str, str] = {}
             for path, blob in sorted(view.pages.items()):
@@ -368,8 +368,8 @@ class Searcher:
             self._matrices.move_to_end(key)
             return self._matrices[key]
         # A view that differs from a cached one by a few page versions (an edit, a memory store) reuses the
-        # cached rows of the unchanged pages: reloading 1,000 vectors cost 30–76 ms on the loaded reference
-        # machine, the first search after every memory store.
+        # cached rows of the unchanged pages: reloading them all was the cost of the first search after every
+        # memory store.
         base = next((m for (mdl, _), m in reversed(self._matrices.items()) if mdl == model), None)
         kept = [i for i, blob in enumerate(base.blobs) if blob in blob_paths] if base else []
         known = {base.blobs[i] for i in kept} if base else set()

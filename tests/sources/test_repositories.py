@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from gitwiki.config import RepositoryConfig
 from gitwiki.errors import UsageError
 from gitwiki.index.artifact import ARCHIVE_NAME
-from gitwiki.sources.repositories import Consents
+from gitwiki.sources.consents import Consents
 from gitwiki.wiki import Wiki
 from tests.helpers import LEXICAL, MODEL_NAME, GitRepoFixture, hostile_commit, needs_model
 from tests.mcp.client import call, connect, refused, run

@@ -117,7 +117,7 @@ def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
 class _Cursor(sqlite3.Cursor):
     """Every statement and every row fetched raises a damaged file, a full disk or a read-only index as
     StoreError with the next step, on whatever read or write path it is met. (The Python-level `__next__`
-    costs ~0.25 µs a row, measured over 200,000 rows: ~5 ms for a cold dense query over 20,000 chunks.)"""
+    costs ~0.25 µs a row: ~5 ms for a cold dense query over 20,000 chunks.)"""
 
     def _fail(self, e: sqlite3.DatabaseError | UnicodeDecodeError) -> Exception:
         conn = self.connection
