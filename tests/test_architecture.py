@@ -297,3 +297,11 @@ def test_the_folders_import_one_another_in_one_direction():
     for start in sorted(graph):
         if start not in state:
             visit(start, [start])
+
+
+def test_the_front_door_stays_small():
+    """`Wiki` opens the repo, resolves corpora and searches; how a corpus of this checkout is viewed, overlaid with
+    the worktree and embedded lives in `sources/local.py`, beside the other sources."""
+    wiki = next(n for n in _modules()["gitwiki.wiki"].body if isinstance(n, ast.ClassDef) and n.name == "Wiki")
+    methods = [f.name for f in wiki.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)]
+    assert len(methods) <= 25, methods

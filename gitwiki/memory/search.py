@@ -317,7 +317,7 @@ def memory_view(mem: Memory, files: Mapping[str, PageVersion | TopicFile], embed
     todo = {tf.blob: tf for tf in files.values() if (tf.blob, model) not in mem.indexed}
     store = mem.wiki.store
     if todo and embedder is not None:
-        mem.wiki.settle_embedding()  # a store's vectors may be on their way (gitwiki.index.background_embed)
+        mem.wiki.local.settle_embedding()  # a store's vectors may be on their way (gitwiki.index.background_embed)
     # Asked before the writer lock: a fresh process finds every version indexed and takes no lock.
     if todo and (set(todo) - store.known_blobs(todo) or (model and store.missing_vectors(model, todo))):
         with store.lock():

@@ -270,7 +270,7 @@ def _embed(mem: Memory, versions: list[bytes]) -> None:
 
     sources: dict[str, Callable[[], bytes]] = {blob_id(data): functools.partial(bytes, data) for data in versions}
     ensure_blobs(mem.wiki.store, sources)
-    if mem.wiki.embed_blobs(set(sources)):
+    if mem.wiki.local.embed_blobs(set(sources)):
         mem.indexed.update((blob, embedder.model_id) for blob in sources)
 
 
