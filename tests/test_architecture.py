@@ -356,3 +356,11 @@ def test_no_test_module_imports_another():
                 continue
             found += [f"{rel}: {t}" for t in targets if t.split(".")[0] == "tests" and _is_test_module(t)]
     assert not found, "test modules imported by another module:\n" + "\n".join(found)
+
+
+def test_the_front_door_stays_small():
+    """`Wiki` opens the repo, resolves corpora and searches; how a corpus of this checkout is viewed, overlaid with
+    the worktree and embedded lives in `sources/local.py`, beside the other sources."""
+    wiki = next(n for n in _modules()["gitwiki.wiki"].body if isinstance(n, ast.ClassDef) and n.name == "Wiki")
+    methods = [f.name for f in wiki.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)]
+    assert len(methods) <= 25, methods

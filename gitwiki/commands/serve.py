@@ -60,7 +60,7 @@ def serve(args: argparse.Namespace) -> int:
         if uri is None:
             raise
         return _serve_shared(args, uri)
-    wiki.embed_in_background()  # a write answers before its page is embedded (gitwiki.index.background_embed)
+    wiki.local.embed_in_background()  # a write answers before its page is embedded (gitwiki.index.background_embed)
     cli = SocketServer.listen(wiki, calls)  # `gitwiki ground` in this checkout asks this server from now on
     if cli is not None:
         closing.append(cli.close)

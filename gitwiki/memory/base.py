@@ -9,7 +9,8 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -20,6 +21,7 @@ from gitwiki.git.gitcli import blob_id
 from gitwiki.memory.entry import Entry, TopicPage, entry_terms, now_iso, parse_page, topic_name
 
 if TYPE_CHECKING:
+    from gitwiki.index.store import Store
     from gitwiki.index.store.memory_entries import MemoryEntries
     from gitwiki.wiki import Wiki
 
@@ -108,6 +110,26 @@ class Memory:
 
             self._wiki = Wiki(GitRepo.discover(self.root), self.settings)
         return self._wiki
+
+    # ---- the search index the topic pages are parsed and embedded into (the wiki's) ----------------
+
+    @property
+    def search_index(self) -> Store:
+        return self.wiki.store
+
+    def lock(self) -> AbstractContextManager[None]:
+        """The index's writer lock (re-entrant): a change to topic pages reads them, writes them and indexes
+        them as one critical section."""
+        return self.wiki.store.lock()
+
+    def read(self) -> AbstractContextManager[None]:
+        """One consistent snapshot of the index for several reads (a search's ranking and its chunk lookups)."""
+        return self.wiki.store.read()
+
+    def drop(self, blobs: Iterable[str]) -> None:
+        """Drop the index rows of page versions a write replaced (unless a corpus state still holds them)."""
+        with self.wiki.store.write():
+            self.wiki.store.drop(blobs)
 
     def index_dir(self) -> Path | None:
         """The index dir of this checkout (where parsed topic pages are cached), None when no checkout is found."""

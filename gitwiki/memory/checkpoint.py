@@ -136,7 +136,7 @@ def checkpoint(
     data = {"name": name, "saved": now_iso(), "task": task, "done": done, "next": next}
     data |= {"hypotheses": hypotheses, "blocked": blocked, "files": files}
     page = checkpoint_page(data)
-    with mem.wiki.store.lock():
+    with mem.lock():
         writes = write_pages(mem, {name: page}, folder=CHECKPOINTS)
     return parse_checkpoint(page, name, mem.repo_path(mem.rel_path(name, CHECKPOINTS))), writes
 
@@ -201,7 +201,7 @@ def import_checkpoints(mem: Memory, pages: dict[str, str | None]) -> list[str]:
     from gitwiki.memory.store import write_pages
 
     if pages:
-        with mem.wiki.store.lock():
+        with mem.lock():
             write_pages(mem, pages, folder=CHECKPOINTS)
     return list(pages)
 
@@ -210,7 +210,7 @@ def clear_checkpoint(mem: Memory, name: str = "default") -> list[WriteReport]:
     from gitwiki.memory.store import write_pages
 
     name = topic_name(name)
-    with mem.wiki.store.lock():
+    with mem.lock():
         if load_checkpoint(mem, name) is None:
             raise _missing(name)
         return write_pages(mem, {name: None}, folder=CHECKPOINTS)

@@ -276,7 +276,7 @@ def _relevance(mem: Memory, files: dict[str, PageVersion], words: str) -> tuple[
     s = mem.wiki.config.search
     embedder = mem.wiki.embedder() if s.mode != "lexical" else None
     view = memory_view(mem, files, embedder)
-    with mem.wiki.store.read():
+    with mem.read():
         fused, blob_of, mode = mem.wiki.searcher.rank(view, words, s.mode, s.fusion, embedder)
         entry_of = _entry_of_chunk(mem, files, blob_of)
     # BM25 alone scores in arbitrary units: relevance is relative to the best hit, in (0, 1].
@@ -289,7 +289,7 @@ def _entry_of_chunk(mem: Memory, files: dict[str, PageVersion], blob_of: dict[in
         live = {v.blob for v in files.values()}
         mem.chunk_entries = {b: v for b, v in mem.chunk_entries.items() if b in live}
     unknown = [cid for cid, blob in blob_of.items() if cid not in mem.chunk_entries.get(blob, {})]
-    lines = mem.wiki.store.chunk_lines(unknown) if unknown else {}
+    lines = mem.search_index.chunk_lines(unknown) if unknown else {}
     by_blob = {v.blob: (name, v) for name, v in files.items()}
     spans: dict[str, list[tuple[int, int]]] = {}  # blob → its entries' line ranges, read once here
     for cid in unknown:
@@ -315,9 +315,9 @@ def memory_view(mem: Memory, files: Mapping[str, PageVersion | TopicFile], embed
     pages = {tf.repo_path: tf.blob for tf in files.values()}
     model = embedder.model_id if embedder is not None else None
     todo = {tf.blob: tf for tf in files.values() if (tf.blob, model) not in mem.indexed}
-    store = mem.wiki.store
+    store = mem.search_index
     if todo and embedder is not None:
-        mem.wiki.settle_embedding()  # a store's vectors may be on their way (gitwiki.index.background_embed)
+        mem.wiki.local.settle_embedding()  # a store's vectors may be on their way (gitwiki.index.background_embed)
     # Asked before the writer lock: a fresh process finds every version indexed and takes no lock.
     if todo and (set(todo) - store.known_blobs(todo) or (model and store.missing_vectors(model, todo))):
         with store.lock():

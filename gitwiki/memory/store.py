@@ -107,7 +107,7 @@ def batch(mem: Memory, items: Sequence[BatchItem], force: bool = False) -> Store
     an earlier one of the same batch is refused like any duplicate."""
     if not items:
         raise UsageError("entries must be a non-empty list of {topic, text, tags?, source?, confidence?, links?}")
-    with mem.wiki.store.lock():
+    with mem.lock():
         pages = mem.topics(fresh={mem.writable_topic(item.topic) for item in items})
         current = {name: list(t.page.entries) for name, t in pages.items()}
         results: list[StoreResult] = []
@@ -254,8 +254,7 @@ def write_pages(
     _embed(mem, versions)
     # The replaced versions would stay in the full-text table, and every later query would rank them
     # only to filter them out (measured: 2,000 such chunks after 100 stores doubled search time).
-    with mem.wiki.store.write():
-        mem.wiki.store.drop(replaced - {blob_id(v) for v in versions})
+    mem.drop(replaced - {blob_id(v) for v in versions})
     return reports
 
 
@@ -269,8 +268,8 @@ def _embed(mem: Memory, versions: list[bytes]) -> None:
     from gitwiki.index.indexer import ensure_blobs
 
     sources: dict[str, Callable[[], bytes]] = {blob_id(data): functools.partial(bytes, data) for data in versions}
-    ensure_blobs(mem.wiki.store, sources)
-    if mem.wiki.embed_blobs(set(sources)):
+    ensure_blobs(mem.search_index, sources)
+    if mem.wiki.local.embed_blobs(set(sources)):
         mem.indexed.update((blob, embedder.model_id) for blob in sources)
 
 
@@ -339,7 +338,7 @@ def delete(
     """Delete one entry (by index or match_str, else the last), or with `all` every entry of the topic."""
     if all and (index is not None or match_str):
         raise UsageError("delete takes one of index, match_str or all")
-    with mem.wiki.store.lock():
+    with mem.lock():
         name = topic_name(topic)
         page = _existing(name, mem.topics(fresh={name}))
         entries = list(page.entries)
@@ -380,7 +379,7 @@ def _change(
     change: Callable[[Entry], Entry],
 ) -> Edited:
     """Change the entry `target` (index, match_str, tag) picks, under the lock."""
-    with mem.wiki.store.lock():
+    with mem.lock():
         name = topic_name(topic)
         page = _existing(name, mem.topics(fresh={name}))
         entries = list(page.entries)
@@ -430,7 +429,7 @@ def _move(mem: Memory, action: Literal["rename", "merge"], topic: str, target_ra
     """rename (to a new topic) or merge (append into an existing one), rewriting links that pointed here."""
     if not target_raw:
         raise UsageError(f"{action} needs {'to' if action == 'rename' else 'into'}: the other topic's name")
-    with mem.wiki.store.lock():
+    with mem.lock():
         name = topic_name(topic)
         pages = mem.topics(fresh=True)
         _existing(name, pages)
@@ -523,7 +522,7 @@ def import_topics(
         head, preamble = (_persons_text(name, topic.get(key), key) for key in ("head", "preamble"))
         if (head or preamble) and name not in starts:
             starts[name] = TopicPage(name, preamble, (), head)
-    with mem.wiki.store.lock():
+    with mem.lock():
         pages = mem.topics(fresh=True)
         contents: dict[str, str | None] = {}
         added: dict[str, int] = {}

@@ -105,7 +105,7 @@ def stats(mem: Memory, detail: str | None = None) -> Stats:
     stamps = sorted(e.created for e in entries if e.created)
     index: dict[str, Any] = {}
     if detail == "index":
-        store = mem.wiki.store
+        store = mem.search_index
         blobs = {tf.blob for tf in files.values()}
         embedder = mem.wiki.embedder()
         missing = store.missing_vectors(embedder.model_id, blobs) if embedder else []
@@ -271,7 +271,7 @@ def compact(mem: Memory, topic: str | None = None, apply: bool = False) -> Maint
 def _rewrite(mem: Memory, drop: set[str], merged_into: dict[str, list[Entry]]) -> None:
     from gitwiki.memory.store import write_pages
 
-    with mem.wiki.store.lock():
+    with mem.lock():
         contents: dict[str, str | None] = {}
         for name, tf in mem.topics(fresh=True).items():
             preamble, kept = drop_entries(tf.page.preamble, tf.page.entries, lambda e: e.ref in drop)
@@ -368,6 +368,6 @@ def reindex(mem: Memory) -> dict[str, Any]:
     blobs = set(view.pages.values())
     return {
         "pages": len(blobs),
-        "chunks": mem.wiki.store.chunk_count(blobs),
+        "chunks": mem.search_index.chunk_count(blobs),
         "model": embedder.model_id if embedder else None,
     }

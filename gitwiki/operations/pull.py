@@ -109,7 +109,7 @@ def pull(
         archive, fetched = fetch(wiki, src, Path(tmp), remote=remote, github_repo=github_repo, max_bytes=max_bytes)
         manifest = artifact.unpack(archive, index_dir, wiki.wanted_model(), accept_model, max_bytes, corpus_paths)
     reports = wiki.index(lexical=lexical)
-    embedded = 0 if lexical else wiki.embed_worktree()
+    embedded = 0 if lexical else wiki.local.embed_worktree()
     return PullReport(str(src), fetched, manifest, reports, embedded, time.perf_counter() - started)
 
 

@@ -66,7 +66,7 @@ def add_page(
     # for a symlink): then there is nothing of it to embed.
     written = view.pages.get(ref.repo_path)
     if written is not None:
-        wiki.embed_blobs({written})
+        wiki.local.embed_blobs({written})
     findings = _lint(wiki, doc, set(view.pages))
     return _report(ref, "created" if created else "overwritten", index_files, findings, made, view)
 

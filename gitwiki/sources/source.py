@@ -1,4 +1,4 @@
-"""Where a corpus's pages come from, behind one interface: the local checkout (`wiki.LocalCorpus`), a synced
+"""Where a corpus's pages come from, behind one interface: the local checkout (`sources.local.LocalCorpus`), a synced
 [[repository]] (`repositories.RepositoryCorpus`) and the shared LanceDB table (`sources.shared_index.SharedCorpus`).
 
 `Wiki.source(name)` resolves a corpus name to its source, so the MCP server, the CLI and the hooks never ask which

@@ -25,7 +25,7 @@ def served(repo):
     """A Memory over a wiki that embeds in the background, as `gitwiki serve` has it."""
     repo.commit("init", {"wiki/index.md": "# Home\n"})
     wiki = Wiki.open(repo.path)
-    wiki.embed_in_background()
+    wiki.local.embed_in_background()
     mem = Memory(wiki)
     yield mem
     wiki.close()
@@ -109,7 +109,7 @@ def test_a_failed_background_embedding_is_done_by_the_next_search(served, monkey
     broken.set()
     monkeypatch.setattr(embedder, "embed_documents", failing)
     store_mod.store(served, "t", TEXT)
-    served.wiki.settle_embedding()
+    served.wiki.local.settle_embedding()
     broken.clear()
     assert failures and missing(served)
     found = search_mod.search(served, "how do releases reach prod")
@@ -124,7 +124,7 @@ from gitwiki.memory.base import Memory
 from gitwiki.wiki import Wiki
 
 wiki = Wiki.open(sys.argv[1])
-wiki.embed_in_background()
+wiki.local.embed_in_background()
 mem = Memory(wiki)
 embedder = wiki.embedder()
 embedder.embed_documents = lambda texts: threading.Event().wait()  # the model never answers

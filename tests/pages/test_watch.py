@@ -8,10 +8,10 @@ import shutil
 
 import pytest
 
-from gitwiki import wiki as wiki_module
 from gitwiki.git import gitrepo
 from gitwiki.pages import watch
 from gitwiki.pages.watch import Watcher
+from gitwiki.sources import local as local_module
 from gitwiki.wiki import Wiki
 from tests.helpers import needs_model
 
@@ -96,7 +96,7 @@ def test_without_a_watch_each_query_asks_git(repo, status_calls, monkeypatch):
 def test_a_broken_watch_falls_back_to_git(watched, status_calls):
     repo, wiki = watched
     wiki.search("argo")
-    fences = wiki._watcher._fence_dir
+    fences = wiki.local._watcher._fence_dir
     shutil.rmtree(fences)
     fences.write_text("")  # no fence can be written (even by root): the watch is no longer trusted
     repo.write("wiki/deploy.md", "# Deploy\n\nWe deploy with nomad.\n")
@@ -124,8 +124,8 @@ def test_a_watched_hybrid_query_looks_for_missing_vectors_only_after_a_change(re
     wiki = Wiki.open(repo.path)
     assert wiki.watch()
     calls = []
-    real = wiki_module.ensure_vectors
-    monkeypatch.setattr(wiki_module, "ensure_vectors", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = local_module.ensure_vectors
+    monkeypatch.setattr(local_module, "ensure_vectors", lambda *a, **k: calls.append(1) or real(*a, **k))
     repo.write("wiki/garden.md", "# Garden\n\nWater the tomatoes.\n")
     for _ in range(3):
         assert wiki.search("watering vegetables").docs[0].path == "wiki/garden.md"
