@@ -33,7 +33,7 @@ import random
 import re
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from benchlib import EVAL, ROOT, WORK, corpus_config, open_wiki, reset_text_index, timed_index, use_offline_model
@@ -86,7 +86,8 @@ class Loaded:
             tldr = EVAL / "tldr"
             self.corpus = "tldr"
             self.pages = [
-                (str(p.relative_to(tldr)), p.read_text(encoding="utf-8")) for p in sorted((tldr / "pages").rglob("*.md"))
+                (str(p.relative_to(tldr)), p.read_text(encoding="utf-8"))
+                for p in sorted((tldr / "pages").rglob("*.md"))
             ]
             self.questions = load_questions(tldr / "questions.jsonl")
             self.depth = 10  # as tldr_eval.py
@@ -275,7 +276,11 @@ def pseudo_questions(loaded: Loaded, anchors: dict[str, list[str]], cap: int, se
     store, view = loaded.wiki.store, loaded.view
     path_of = {blob: path for path, blob in view.pages.items()}
     infos = store.blob_info(view.pages.values())
-    kinds: dict[str, dict[str, set[str]]] = {"title": defaultdict(set), "heading": defaultdict(set), "link": defaultdict(set)}
+    kinds: dict[str, dict[str, set[str]]] = {
+        "title": defaultdict(set),
+        "heading": defaultdict(set),
+        "link": defaultdict(set),
+    }
     for blob, info in infos.items():
         if info.title and tokenize(info.title):
             kinds["title"][info.title.strip()].add(path_of[blob])
@@ -292,7 +297,7 @@ def pseudo_questions(loaded: Loaded, anchors: dict[str, list[str]], cap: int, se
         items = sorted(found.items())
         rng.shuffle(items)
         for n, (text, targets) in enumerate(items[:cap]):
-            out.append(Question(f"{kind}{n}", text, {t: 1 for t in sorted(targets)}, kind))
+            out.append(Question(f"{kind}{n}", text, dict.fromkeys(sorted(targets), 1), kind))
     return out
 
 
@@ -314,7 +319,8 @@ def figures(label: str, questions: Sequence[Question], ranked: Sequence[list[str
 
 
 def line(f: dict, base: dict | None = None) -> str:
-    text = f"{f['label']:<28} {f['hit1']:.3f} / {f['hit5']:.3f} / {f['mrr10']:.3f} / nDCG {f['ndcg10']:.4f} / R@100 {f['r100']:.3f}"
+    text = f"{f['label']:<28} {f['hit1']:.3f} / {f['hit5']:.3f} / {f['mrr10']:.3f} / nDCG {f['ndcg10']:.4f}"
+    text += f" / R@100 {f['r100']:.3f}"
     if base is not None:
         deltas = [f[k] - base[k] for k in ("hit1", "hit5", "mrr10", "ndcg10")]
         text += "  (" + " / ".join(f"{d:+.3f}" for d in deltas) + ")"
@@ -338,7 +344,7 @@ def misses(questions: Sequence[Question], found: list[tuning.Candidates], ranked
         if rank == 1:
             continue
         lex, dense = (page_ranks(x, c.page_of) for x in c.rankings) if len(c.rankings) == 2 else ({}, {})
-        answer = min(q.relevant, key=lambda p: (r.index(p) if p in r else 10**6))
+        answer = min(q.relevant, key=lambda p: r.index(p) if p in r else 10**6)
         top = r[0] if r else None
         rows.append(
             {
@@ -417,7 +423,15 @@ def main(argv=None) -> int:
         extras = []
         for q in questions:
             scored = scorer.score(tokenize(q.text))
-            extras.append(dict(zip([p for p, _ in scored], [n for _, n in dbsf([(i, s) for i, (_, s) in enumerate(scored)])], strict=True)))
+            extras.append(
+                dict(
+                    zip(
+                        [p for p, _ in scored],
+                        [n for _, n in dbsf([(i, s) for i, (_, s) in enumerate(scored)])],
+                        strict=True,
+                    )
+                )
+            )
         for share in map(float, args.anchor.split(",")):
             ranked = [replay(c, current, depth, e, share) for c, e in zip(found[current.depth], extras, strict=True)]
             f = figures(f"anchor={share}", questions, ranked)
@@ -430,9 +444,11 @@ def main(argv=None) -> int:
             infos = loaded.wiki.store.blob_info(loaded.view.pages.values())
             path_of = {blob: path for path, blob in loaded.view.pages.items()}
             described = {path_of[b]: [i.description] for b, i in infos.items() if i.description}
-            docs = described if args.field_source == "descriptions" else {
-                p: anchors.get(p, []) + described.get(p, []) for p in set(anchors) | set(described)
-            }
+            docs = (
+                described
+                if args.field_source == "descriptions"
+                else {p: anchors.get(p, []) + described.get(p, []) for p in set(anchors) | set(described)}
+            )
         field = FieldBm25(loaded, docs, args.anchor_first)
         for weight in [0.0, *map(float, args.anchor_field.split(","))]:
             ranked = []
@@ -469,7 +485,7 @@ def main(argv=None) -> int:
             print(line(f, base))
 
     if args.pseudo:
-        pseudo = [q for q in pseudo_questions(loaded, anchors, args.cap) if q.kind in args.kinds.split(',')]
+        pseudo = [q for q in pseudo_questions(loaded, anchors, args.cap) if q.kind in args.kinds.split(",")]
         print(f"pseudo-questions: {json.dumps(Counter(q.kind for q in pseudo))}")
         settings = [current, *(s for s in tuning.GRID if s != current)]
         depths = sorted({s.depth for s in settings})
