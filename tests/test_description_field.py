@@ -69,3 +69,14 @@ def test_an_index_of_tokens_version_3_gains_descriptions_on_open(repo):
     assert lexical(again, "transitive reproducible") == ["wiki/lock.md"]
     version = again.store.conn.execute("SELECT value FROM meta WHERE key = 'tokens_version'").fetchone()
     assert version == (tokens.TOKENS_VERSION,)
+
+
+def test_a_page_found_by_its_description_is_not_a_weak_match(repo):
+    wiki = opened(repo, {"wiki/lock.md": LOCKS, "wiki/cache.md": OTHER})
+    found = wiki.search("transitive reproducible", mode="lexical")
+    assert [(d.path, d.weak) for d in found.docs] == [("wiki/lock.md", False)]
+    # The description counts on the first chunk only, as it is indexed: the Format section's words stay its own.
+    assert [(d.path, d.weak) for d in wiki.search("TOML table per package", mode="lexical").docs] == [
+        ("wiki/lock.md", False)
+    ]
+    assert wiki.search("quantum chromodynamics", mode="lexical").weak
