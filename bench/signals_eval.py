@@ -15,6 +15,8 @@ page). The `base` row is today's ranking and equals the eval scripts' hybrid-sco
 --anchor-field W,...  anchor text as a field of the lexical ranker: every chunk of a page gets its anchor terms in a
                   third column of weight W, scored with the Python BM25 (FTS5's formula: one length normalization
                   over all columns); `field=0` is the same scorer without anchors, the row to compare with
+--dense-description  a described page's first chunk re-embedded with its description (breadcrumb, description, text),
+                  the dense ranking recomputed over the view's vectors; a control row with the vectors unchanged first
 --pseudo          self-supervised fitting: the pages' titles, H2/H3 headings and incoming link texts as questions
                   for their pages; `tuning.fit` chooses among `tuning.GRID` on them (cross-validated, written only
                   when the held-out interval is above 0), and the choice is scored on the real questions; the fit on
@@ -384,6 +386,7 @@ def main(argv=None) -> int:
     ap.add_argument("--kinds", default="title,heading,link", help="pseudo-question kinds")
     ap.add_argument("--no-descriptions", action="store_true", help="anchor text without index.md descriptions")
     ap.add_argument("--pseudo", action="store_true")
+    ap.add_argument("--dense-description", action="store_true", help="first chunks embedded with the description")
     ap.add_argument("--cap", type=int, default=150, help="pseudo-questions per kind")
     ap.add_argument("--json", type=Path, help="write every figure here")
     args = ap.parse_args(argv)
@@ -481,6 +484,48 @@ def main(argv=None) -> int:
                 rankings = [lexical, *c.rankings[1:]]
                 ranked.append(tuning.replay(tuning.Candidates(rankings, page_of), current, depth))
             f = figures(f"add={weight}", questions, ranked)
+            out["variants"].append(f)
+            print(line(f, base))
+
+    if args.dense_description:
+        # The first chunk of a page with a description embedded with it: "breadcrumb\ndescription\ntext".
+        import numpy as np
+
+        from gitwiki.index.store import embed_text
+        from gitwiki.search.searcher import Searcher, candidates
+
+        store, view = loaded.wiki.store, loaded.view
+        searcher = Searcher(store, depth=current.depth)
+        blob_paths = searcher._blob_paths(view)
+        matrix = searcher._matrix(view, loaded.embedder.model_id, blob_paths)
+        infos = store.blob_info(view.pages.values())
+        rows = store.chunks_by_id(matrix.ids)
+        swap = {}
+        for i, cid in enumerate(matrix.ids):
+            row = rows[cid]
+            info = infos.get(row.blob)
+            if row.ord == 0 and info and info.description:
+                swap[i] = embed_text(row.breadcrumb, f"{info.description}\n{row.text}", info.title)
+        print(f"dense description: {len(swap)} first chunks re-embedded")
+        dense = matrix.matrix.copy()
+        if swap:
+            vectors = loaded.wiki.embedder().embed_documents(list(swap.values()))
+            for i, v in zip(swap, vectors, strict=True):
+                dense[i] = v
+        for label, vectors_used in (("dense control", matrix.matrix), ("dense description", dense)):
+            ranked = []
+            for q, c in zip(questions, found[current.depth], strict=True):
+                scores = np.einsum("ij,j->i", vectors_used, loaded.embedder.embed_query(q.text))
+                order = np.argsort(-scores, kind="stable")
+                if len({matrix.blobs[i] for i in order[: current.depth]}) >= depth or depth >= len(set(matrix.blobs)):
+                    order = order[: current.depth]  # as Searcher._dense: the full order only when one page owns the top
+                pool = candidates(
+                    ((matrix.ids[i], matrix.blobs[i], float(scores[i])) for i in order), depth, current.depth
+                )
+                page_of = dict(c.page_of) | {cid: blob_paths[blob] for cid, blob, _ in pool}
+                rankings = [c.rankings[0], [(cid, sc) for cid, _, sc in pool]]
+                ranked.append(tuning.replay(tuning.Candidates(rankings, page_of), current, depth))
+            f = figures(label, questions, ranked)
             out["variants"].append(f)
             print(line(f, base))
 
