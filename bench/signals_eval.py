@@ -14,16 +14,23 @@ page). The `base` row is today's ranking and equals the eval scripts' hybrid-sco
                   dense sides sharing 1 − W
 --anchor-field W,...  anchor text as a field of the lexical ranker: every chunk of a page gets its anchor terms in a
                   third column of weight W, scored with the Python BM25 (FTS5's formula: one length normalization
-                  over all columns); `field=0` is the same scorer without anchors, the row to compare with
+                  over all columns); `field=0` is the same scorer without anchors, the row to compare with;
+                  --anchor-first puts the column on each page's first chunk only, --field-source descriptions (or
+                  both) fills it with the page's front-matter description instead, --no-descriptions leaves the
+                  list items' descriptions out of the anchor text
+--anchor-add W,...  the page's anchor BM25 × W added to each of its chunks' lexical scores before fusion
 --dense-description  a described page's first chunk re-embedded with its description (breadcrumb, description, text),
                   the dense ranking recomputed over the view's vectors; a control row with the vectors unchanged first
 --pseudo          self-supervised fitting: the pages' titles, H2/H3 headings and incoming link texts as questions
                   for their pages; `tuning.fit` chooses among `tuning.GRID` on them (cross-validated, written only
                   when the held-out interval is above 0), and the choice is scored on the real questions; the fit on
-                  the real questions (what `eval --tune` does) is shown beside it
+                  the real questions (what `eval --tune` does) is shown beside it; --kinds title,heading,link
+                  chooses the pseudo-questions, --cap how many of each
 
     python bench/signals_eval.py --set wiki-dev --misses --anchor 0.1,0.2 --pseudo
     python bench/signals_eval.py --set click | starlette | docs | cranfield | scifact | tldr
+
+(tldr has no cached vectors here: its first run embeds 7,425 pages.)
 """
 
 from __future__ import annotations
