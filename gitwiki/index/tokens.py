@@ -19,10 +19,11 @@ import Stemmer
 
 from gitwiki.pagetext import text_memo
 
-# Bump when tokenize's output changes: an index written with another version gets its full-text rows rebuilt
-# from its chunks on open (store/fulltext.py; the vectors stay, they are keyed by chunk text). 2: mnemonic brackets.
-# 3: dunder names marked, dotted paths' parts kept whole.
-TOKENS_VERSION = "3"
+# Bump when tokenize's output or what the full-text rows hold changes: an index written with another version gets
+# its full-text rows rebuilt from its chunks on open (store/fulltext.py; the vectors stay, they are keyed by chunk
+# text). 2: mnemonic brackets. 3: dunder names marked, dotted paths' parts kept whole. 4: a page's front-matter
+# description in its first chunk's head (store/fulltext.py, lead_description).
+TOKENS_VERSION = "4"
 
 _WORD = re.compile(r"[^\W_]+(?:[_\-.'][^\W_]+)*", re.UNICODE)
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")

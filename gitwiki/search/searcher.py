@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from gitwiki.config import FUSIONS, MODES, SearchConfig
 from gitwiki.errors import UsageError
 from gitwiki.index.embed import Embedder
-from gitwiki.index.store import BlobInfo, ChunkRow, IndexDamaged, Store, vector_matrix
+from gitwiki.index.store import BlobInfo, ChunkRow, IndexDamaged, Store, lead_description, vector_matrix
 from gitwiki.index.tokens import STOP_WORDS, fts_query, tokenize, words
 from gitwiki.markdown.chunker import fallback_title
 from gitwiki.search.ranking import (
@@ -268,10 +268,11 @@ class Searcher:
             known = known_share(content, self.store.term_chunks(content)) if background is not None else 1.0
         titles = {h.path: (info.title if (info := infos.get(view.pages[h.path])) else "") for h in hits}
         titles = {path: title or view.titles.get(path) or fallback_title(path) for path, title in titles.items()}
-        # The FTS row's head holds the page's tags and not the fallback title: those terms are taken here.
+        # The FTS row's head holds the page's tags and not the fallback title: those terms are taken here, with the
+        # description a page's first chunk is searched by (a page found by its description alone is no weak match).
         tokens = {
             h.path: indexed[h.chunks[0][0]].union(
-                tokenize(" ".join((titles[h.path], *rows[h.chunks[0][0]].breadcrumb)))
+                tokenize(" ".join((titles[h.path], *rows[h.chunks[0][0]].breadcrumb, _described(h, rows, infos, view))))
             )
             for h in hits
         }
@@ -386,6 +387,12 @@ class Searcher:
         if len(self._matrices) > self._cache_size:
             self._matrices.popitem(last=False)
         return entry
+
+
+def _described(hit: PageHit, rows: dict[int, ChunkRow], infos: dict[str, BlobInfo], view: CorpusView) -> str:
+    """The description the page's best chunk is indexed with ("" unless it is the page's first chunk)."""
+    info = infos.get(view.pages[hit.path])
+    return (lead_description(rows[hit.chunks[0][0]].ord, info.description) if info else None) or ""
 
 
 def _chunks(hit: PageHit, rows: dict[int, ChunkRow], terms: set[str], options: SearchOptions) -> list[ChunkResult]:

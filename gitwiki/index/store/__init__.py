@@ -16,7 +16,7 @@ this package holds every SQL statement run against the index.
 from gitwiki.index.store.connection import IndexBusy, IndexDamaged, IndexLocked, write_failure
 from gitwiki.index.store.damage import DAMAGED_MARK, integrity_problem, row_problem, string_list
 from gitwiki.index.store.database import DB_NAME, SCHEMA_VERSION, expected_schema_objects
-from gitwiki.index.store.fulltext import FullText
+from gitwiki.index.store.fulltext import FullText, lead_description
 from gitwiki.index.store.lock import HOLDER_NAME, LOCK_TIMEOUT, writer_lock
 from gitwiki.index.store.opening import DAMAGED_SUFFIX, PREVIOUS_SUFFIX, REBUILD_ASKED, Opening
 from gitwiki.index.store.pages import BlobInfo, ChunkRow, embed_text, text_hash
@@ -51,6 +51,7 @@ __all__ = [
     "expected_schema_objects",
     "install",
     "integrity_problem",
+    "lead_description",
     "row_problem",
     "snapshot",
     "string_list",

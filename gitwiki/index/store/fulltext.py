@@ -47,8 +47,16 @@ class FullText(Database):
         return {rowid: {*heading.split(), *body.split()} for rowid, heading, body in rows}
 
 
-def fts_head(title: str, breadcrumb: Iterable[str], tags: Iterable[str]) -> str:
-    return fts_text(" ".join((title, *breadcrumb, *tags)))
+def fts_head(title: str, breadcrumb: Iterable[str], tags: Iterable[str], description: str | None = None) -> str:
+    """The head column: title, headings and tags, and on a page's first chunk (`lead_description`) its front-matter
+    description, which says what the page is for in the words a question uses (docs/research/signals.md)."""
+    return fts_text(" ".join((title, *breadcrumb, *tags, description or "")))
+
+
+def lead_description(ord_: int, description: str | None) -> str | None:
+    """The description a chunk's head carries: the page's, on its first chunk only (on every chunk it lifted the
+    pages with many chunks: wiki-dev lost a question from the top 5)."""
+    return description if ord_ == 0 else None
 
 
 def _retokenize(conn: sqlite3.Connection) -> None:
@@ -57,13 +65,23 @@ def _retokenize(conn: sqlite3.Connection) -> None:
     index_dir = getattr(conn, "index_dir", Path("."))
     conn.execute("DELETE FROM fts")
     rows = conn.execute(
-        "SELECT c.id, b.title, c.breadcrumb, b.tags, c.text FROM chunks c JOIN blobs b ON b.blob = c.blob"
+        "SELECT c.id, b.title, c.breadcrumb, b.tags, c.text, c.ord, b.description FROM chunks c "
+        "JOIN blobs b ON b.blob = c.blob"
     ).fetchall()
     conn.executemany(
         "INSERT INTO fts(rowid, head, body) VALUES (?,?,?)",
         (
-            (cid, fts_head(title, string_list(crumb, index_dir), string_list(tags, index_dir)), fts_text(text))
-            for cid, title, crumb, tags, text in rows
+            (
+                cid,
+                fts_head(
+                    title,
+                    string_list(crumb, index_dir),
+                    string_list(tags, index_dir),
+                    lead_description(ord_, description),
+                ),
+                fts_text(text),
+            )
+            for cid, title, crumb, tags, text, ord_, description in rows
         ),
     )
     conn.execute("INSERT OR REPLACE INTO meta VALUES ('tokens_version', ?)", (TOKENS_VERSION,))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki.index.store.damage import string_list
 from gitwiki.index.store.database import Database, batches, question_marks
-from gitwiki.index.store.fulltext import fts_head
+from gitwiki.index.store.fulltext import fts_head, lead_description
 from gitwiki.index.tokens import fts_text
 
 if TYPE_CHECKING:
@@ -73,7 +73,11 @@ class Pages(Database):
             )
             self.conn.execute(
                 "INSERT INTO fts(rowid, head, body) VALUES (?,?,?)",
-                (cur.lastrowid, fts_head(page.title, chunk.breadcrumb, page.tags), fts_text(chunk.text)),
+                (
+                    cur.lastrowid,
+                    fts_head(page.title, chunk.breadcrumb, page.tags, lead_description(chunk.ord, page.description)),
+                    fts_text(chunk.text),
+                ),
             )
 
     def blob_info(self, blobs: Iterable[str]) -> dict[str, BlobInfo]:
