@@ -59,7 +59,7 @@ from bench_mcp import NOOP_SERVER
 from benchlib import ROOT, WORK, corpus_config, open_wiki, timed_index, use_offline_model, write_repo
 
 QUERY = "list files in a directory"
-TAG = "GITWIKI_SESSBENCH_RUN"  # not a GITWIKI_ prefix the socket compares: every session has the same value anyway
+TAG = "SESSBENCH_RUN"  # no GITWIKI_ prefix: the environment the server compares stays the user's
 REPLY_TIMEOUT = 120.0
 ECHO = "import sys; sys.stdout.write(sys.stdin.readline()); sys.stdout.flush(); sys.stdin.read()"
 PARTS = ("spawn", "warm", "claude")
@@ -147,8 +147,8 @@ class Session:
         return ms, str(content[0].get("text", ""))
 
     def close(self, wait: float = 5.0) -> None:
-        """Close its stdin (how a client ends a stdio session) and give it `wait` s to exit; a process that
-        stays (an owner lingering on purpose) is left to `Bench.settle`."""
+        """Close its stdin (how a client ends a stdio session) and give it `wait` s to exit; gitwiki's are
+        closed with no wait and left to `Bench.settle` (an owner may linger on purpose)."""
         if self.process.stdin is not None and not self.process.stdin.closed:
             try:
                 self.process.stdin.close()
@@ -335,7 +335,7 @@ class Bench:
                 self.add("later_session_own_rss_mib", rss_mib(tree([session.pid])))
         self.add("five_sessions_rss_mib", self.session_rss(sessions))
         for session in sessions:
-            session.close()
+            session.close(wait=0)
         self.settle()
 
     def spawn_rounds(self, rounds: int) -> None:
@@ -383,7 +383,9 @@ class Bench:
                     self.add(f"{name}_ms", ms)
                     time.sleep(gap / 1000)
         self.load("warm_after")
-        for session in (first, second, noop, *([qmd] if qmd else [])):
+        for session in (first, second):
+            session.close(wait=0)
+        for session in (noop, *([qmd] if qmd else [])):
             session.close()
         self.settle()
         return sum(
@@ -468,7 +470,7 @@ def claude_rounds(bench: Bench, rounds: int, busy: int) -> dict[str, Any]:
                 }
     finally:
         if holder is not None:
-            holder.close()
+            holder.close(wait=0)
         for claude, repo in setups.values():
             bench.settle(repo, claude.env)
         shutil.rmtree(base, ignore_errors=True)
@@ -496,13 +498,6 @@ def table(result: dict[str, Any]) -> Iterator[str]:
     """The figures as a markdown table, each beside its floor or peer from the same run."""
     s = result["samples"]
 
-    def mm(name: str, unit: str = "ms") -> str:
-        """min / median"""
-        return f"{number(s[name]['min'])} / {number(s[name]['median'])} {unit}" if name in s else "—"
-
-    def p50(name: str) -> str:
-        return f"{number(s[name]['median'])} ms" if name in s else "—"
-
     def load(part: str) -> str:
         before, after = result["loads"].get(f"{part}_before"), result["loads"].get(f"{part}_after")
         return f"load {before[0]} → {after[0]}" if before and after else "not run"
@@ -516,39 +511,64 @@ def table(result: dict[str, Any]) -> Iterator[str]:
     yield ""
     yield "| measure | gitwiki | floor or peer, same run | target |"
     yield "|---|---|---|---|"
-    floors = f"`python -c` echo {mm('echo_first_line_ms')}; SDK no-op server {mm('sdk_noop_first_call_ms')}"
+    yield from spawn_rows(s, result) if "no_owner_first_search_ms" in s else ()
+    yield from warm_rows(s) if "sdk_noop_ms" in s else ()
+    yield from claude_rows(result)
+    if result["answers_differing"]:
+        yield f"answers differing between the two warm sessions: {result['answers_differing']}"
+    if result["killed"]:
+        yield f"processes ended by pid after 15 s: {result['killed']}"
+
+
+def mm(s: dict[str, dict[str, float]], name: str, unit: str = "ms") -> str:
+    """min / median"""
+    return f"{number(s[name]['min'])} / {number(s[name]['median'])} {unit}" if name in s else "—"
+
+
+def p50(s: dict[str, dict[str, float]], name: str) -> str:
+    return f"{number(s[name]['median'])} ms" if name in s else "—"
+
+
+def spawn_rows(s: dict[str, dict[str, float]], result: dict[str, Any]) -> Iterator[str]:
+    floors = f"`python -c` echo {mm(s, 'echo_first_line_ms')}; SDK no-op server {mm(s, 'sdk_noop_first_call_ms')}"
     yield (
-        f"| spawn → first search, no owner (min / median) | {mm('no_owner_first_search_ms')} | {floors};"
-        f" qmd {mm('qmd_first_search_ms')} | ≤ qmd's |"
+        f"| spawn → first search, no owner (min / median) | {mm(s, 'no_owner_first_search_ms')} | {floors};"
+        f" qmd {mm(s, 'qmd_first_search_ms')} | ≤ qmd's |"
     )
-    yield f"| spawn → first search, owner up | {mm('owner_up_first_search_ms')} | as above | ≤ 100 ms |"
+    yield f"| spawn → first search, owner up | {mm(s, 'owner_up_first_search_ms')} | as above | ≤ 100 ms |"
     yield (
-        f"| spawn → `initialize` answered | no owner {mm('no_owner_initialize_ms')}; owner up"
-        f" {mm('owner_up_initialize_ms')} | SDK no-op server {mm('sdk_noop_initialize_ms')};"
-        f" qmd {mm('qmd_initialize_ms')} | |"
+        f"| spawn → `initialize` answered | no owner {mm(s, 'no_owner_initialize_ms')}; owner up"
+        f" {mm(s, 'owner_up_initialize_ms')} | SDK no-op server {mm(s, 'sdk_noop_initialize_ms')};"
+        f" qmd {mm(s, 'qmd_initialize_ms')} | |"
     )
     yield (
-        f"| RSS, one session | {mm('one_session_rss_mib', 'MiB')} | python idle {mm('echo_rss_mib', 'MiB')};"
-        f" SDK no-op server {mm('sdk_noop_rss_mib', 'MiB')}; qmd server + launcher {mm('qmd_rss_mib', 'MiB')} |"
+        f"| RSS, one session | {mm(s, 'one_session_rss_mib', 'MiB')} | python idle {mm(s, 'echo_rss_mib', 'MiB')};"
+        f" SDK no-op server {mm(s, 'sdk_noop_rss_mib', 'MiB')}; qmd server + launcher {mm(s, 'qmd_rss_mib', 'MiB')} |"
         " ≤ qmd's |"
     )
     yield (
-        f"| RSS of a later session's own processes, owner up | {mm('later_session_own_rss_mib', 'MiB')} |"
-        f" python idle {mm('echo_rss_mib', 'MiB')} | ≤ 30 MiB |"
+        f"| RSS of a later session's own processes, owner up | {mm(s, 'later_session_own_rss_mib', 'MiB')} |"
+        f" python idle {mm(s, 'echo_rss_mib', 'MiB')} | ≤ 30 MiB |"
     )
     yield (
-        f"| RSS, five sessions of one repository | {mm('five_sessions_rss_mib', 'MiB')}"
+        f"| RSS, five sessions of one repository | {mm(s, 'five_sessions_rss_mib', 'MiB')}"
         f" ({result['five_over_one_rss']} × one, medians) | | ≤ 1.3 × one |"
     )
+
+
+def warm_rows(s: dict[str, dict[str, float]]) -> Iterator[str]:
     yield (
-        f"| warm lexical p50, first / second session | {p50('warm_lexical_first_ms')} /"
-        f" {p50('warm_lexical_second_ms')} | SDK no-op {p50('sdk_noop_ms')}; qmd {p50('qmd_warm_lexical_ms')} |"
-        " ≤ qmd's |"
+        f"| warm lexical p50, first / second session | {p50(s, 'warm_lexical_first_ms')} /"
+        f" {p50(s, 'warm_lexical_second_ms')} | SDK no-op {p50(s, 'sdk_noop_ms')};"
+        f" qmd {p50(s, 'qmd_warm_lexical_ms')} | ≤ qmd's |"
     )
     yield (
-        f"| warm hybrid p50, first / second session | {p50('warm_hybrid_first_ms')} /"
-        f" {p50('warm_hybrid_second_ms')} | | ≤ 10 ms |"
+        f"| warm hybrid p50, first / second session | {p50(s, 'warm_hybrid_first_ms')} /"
+        f" {p50(s, 'warm_hybrid_second_ms')} | | ≤ 10 ms |"
     )
+
+
+def claude_rows(result: dict[str, Any]) -> Iterator[str]:
     for key, figures in (result.get("claude") or {}).items():
         if not key.startswith("busy_"):
             continue
@@ -561,10 +581,6 @@ def table(result: dict[str, Any]) -> Iterator[str]:
             f" {figures['full_owner_up']['first_request_has_tools']} of {result['claude']['rounds']})"
             f" | without (plain) {plain['min_s']:.2f} / {plain['median_s']:.2f} s | ≤ +0.25 s |"
         )
-    if result["answers_differing"]:
-        yield f"answers differing between the two warm sessions: {result['answers_differing']}"
-    if result["killed"]:
-        yield f"processes ended by pid after 15 s: {result['killed']}"
 
 
 def main() -> None:
@@ -602,8 +618,10 @@ def main() -> None:
         if "spawn" in parts:
             bench.spawn_rounds(args.rounds)
             print(f"spawn rounds done at {time.time() - started:.0f} s", file=sys.stderr)
-        differing = bench.warm(args.warm_rounds, args.gap) if "warm" in parts else None
-        print(f"warm rounds done at {time.time() - started:.0f} s", file=sys.stderr)
+        differing = None
+        if "warm" in parts:
+            differing = bench.warm(args.warm_rounds, args.gap)
+            print(f"warm rounds done at {time.time() - started:.0f} s", file=sys.stderr)
         claude = claude_rounds(bench, args.claude_rounds, args.busy) if "claude" in parts else None
     finally:
         bench.settle()
