@@ -38,6 +38,7 @@ query is one `lex` search with `rerank: false`: BM25 against BM25.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import select
@@ -193,8 +194,9 @@ def tree(pids: list[int]) -> set[int]:
     return out
 
 
-def tagged(tag: str, needle: bytes = b"") -> set[int]:
-    """Processes whose environment carries TAG=tag (and whose command line holds `needle`)."""
+def tagged(tag: str, needle: bytes = b"", cwds: set[Path] | None = None) -> set[int]:
+    """Processes whose environment carries TAG=tag (whose command line holds `needle`, whose working
+    directory is one of `cwds`)."""
     marker = f"{TAG}={tag}".encode()
     out = set()
     for entry in os.scandir("/proc"):
@@ -203,9 +205,10 @@ def tagged(tag: str, needle: bytes = b"") -> set[int]:
         try:
             environ = Path(entry.path, "environ").read_bytes()
             cmdline = Path(entry.path, "cmdline").read_bytes()
+            cwd = Path(os.readlink(Path(entry.path, "cwd"))) if cwds is not None else None
         except OSError:
             continue
-        if marker in environ.split(b"\0") and needle in cmdline:
+        if marker in environ.split(b"\0") and needle in cmdline and (cwds is None or cwd in cwds):
             out.add(int(entry.name))
     return out
 
@@ -257,29 +260,27 @@ class Bench:
     def serve(self, env: dict[str, str] | None = None, cwd: Path | None = None) -> Session:
         return Session([*self.gitwiki, "serve"], env or self.env, cwd or self.repo)
 
-    def settle(self, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
-        """No gitwiki process of this run left: the owner stopped (where `serve --stop` exists), the rest
-        waited for, and after 15 s ended by pid."""
-        if self.can_stop:
-            subprocess.run(
-                [*self.gitwiki, "serve", "--stop"],
-                cwd=cwd or self.repo,
-                env=env or self.env,
-                capture_output=True,
-                timeout=60,
-            )
+    def settle(self, *places: tuple[Path, dict[str, str]]) -> None:
+        """No gitwiki process of this run left in these checkouts (by default the wiki's): each one's owner
+        stopped (where `serve --stop` exists), the rest waited for, and after 15 s ended by pid."""
+        places = places or ((self.repo, self.env),)
+        for cwd, env in places:
+            if self.can_stop:
+                subprocess.run([*self.gitwiki, "serve", "--stop"], cwd=cwd, env=env, capture_output=True, timeout=60)
+        cwds = {cwd.resolve() for cwd, _ in places}
         deadline = time.monotonic() + 15
-        while (left := tagged(self.tag, b"gitwiki")) and time.monotonic() < deadline:
+        while (left := tagged(self.tag, b"gitwiki", cwds)) and time.monotonic() < deadline:
             time.sleep(0.05)
         if not left:
             return
         self.killed += len(left)
+        for pid in left:
+            with contextlib.suppress(OSError):
+                print(f"ending {pid}: {Path(f'/proc/{pid}/cmdline').read_bytes()!r}", file=sys.stderr)
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            for pid in tagged(self.tag, b"gitwiki"):
-                try:
+            for pid in tagged(self.tag, b"gitwiki", cwds):
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
             time.sleep(1.0)
 
     def session_rss(self, sessions: list[Session]) -> float:
@@ -451,7 +452,7 @@ def claude_rounds(bench: Bench, rounds: int, busy: int) -> dict[str, Any]:
             def before_run(name: str) -> None:
                 if name == "full_no_owner" and bench.can_stop:  # the owner the last run left behind
                     claude, repo = setups[name]
-                    bench.settle(repo, claude.env)
+                    bench.settle((repo, claude.env))
 
             for loops in (0, busy) if busy else (0,):
                 measured = bench_claude.measure(setups, api, rounds, loops, before_run)
@@ -471,8 +472,7 @@ def claude_rounds(bench: Bench, rounds: int, busy: int) -> dict[str, Any]:
     finally:
         if holder is not None:
             holder.close(wait=0)
-        for claude, repo in setups.values():
-            bench.settle(repo, claude.env)
+        bench.settle(*((repo, claude.env) for claude, repo in setups.values()))
         shutil.rmtree(base, ignore_errors=True)
     return out
 
