@@ -13,9 +13,10 @@ interleaved rounds (the order of the variants rotating per round):
                          server (`initialize` + its tool), and qmd's server (`initialize` + a BM25 `query`)
   RSS                    VmRSS (/proc/PID/status) summed over every process of a session: its process tree, and
                          any process carrying this run's tag in its environment (an owner that left the session's
-                         tree); one session after its first search, a second session while the first is up (its
-                         own tree), five sessions of the one repository (started one after another, each after
-                         its first search), qmd's server and launcher, the SDK's no-op server and the echo
+                         tree), read 0.5 s after the last answer: five sessions of the one repository started
+                         one after another, each once the one before has answered its first search (the first
+                         alone: "one session"; each later one's own tree: "a later session's own"; all five),
+                         qmd's server and launcher, the SDK's no-op server and the echo
   warm p50               lexical and hybrid `ground` over the first session and over a second one of the same
                          checkout, interleaved question by question with qmd's lexical `query` and the SDK's no-op
   claude -p              bench_claude.py's rounds (Claude Code against the mock Messages API): plain, full (hooks +
@@ -23,8 +24,9 @@ interleaved rounds (the order of the variants rotating per round):
                          and with --busy `python -c 'while 1: pass'` loops
 
 "no owner" is made sure of: between variants every session is closed and, when `gitwiki serve --help` offers
-`--stop`, the checkout's owner is stopped with it; processes left with this run's tag are waited for (and ended by
-pid after 15 s, counted in the output). The 1-minute load average is recorded around each part.
+`--stop`, the checkout's owner is stopped with it; gitwiki processes left with this run's tag in that checkout are
+waited for (and ended by pid after 15 s, counted in the output). The load average is recorded around each part.
+docs/research/sessions.md has the figures of a run and how to install qmd with node 22 from npm.
 
 qmd (npm `@tobilu/qmd`, node >= 22): --qmd PATH/TO/qmd and, when the node on PATH is older, --qmd-node PATH/TO/node;
 it gets its own HOME (--qmd-home, by default under GITWIKI_BENCH_WORK), where the wiki's pages are added as the
