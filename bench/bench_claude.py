@@ -27,6 +27,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,14 +41,64 @@ from tests.e2e.mock_api import MockAnthropic, Turn  # noqa: E402
 SETUPS = ("plain", "hooks", "mcp", "full")
 
 
-def prepare(name: str, base: Path, binary: Path, url: str) -> tuple[Claude, Path]:
+def prepare(
+    name: str, base: Path, binary: Path, url: str, kind: str | None = None, code: str | None = None
+) -> tuple[Claude, Path]:
+    """Set-up `kind` (by default `name`, one of SETUPS) in base/name; `code`: another checkout's gitwiki."""
+    kind = kind or name
     claude = Claude(binary, base / name / "home", url)
+    if code is not None:
+        claude.env["PYTHONPATH"] = code
     repo = make_wiki(base / name / "repo", claude.env)
-    if name in ("hooks", "full"):
+    if kind in ("hooks", "full"):
         sh(["gitwiki", "hooks", "install"], repo, claude.env)
-    if name in ("mcp", "full"):
+    if kind in ("mcp", "full"):
         claude.command("mcp", "add", "gitwiki", "--", "gitwiki", "serve", cwd=repo)
     return claude, repo
+
+
+@dataclass
+class Rounds:
+    """What interleaved rounds of `claude -p` measured, per set-up."""
+
+    walls: dict[str, list[float]]
+    first_has_tools: dict[str, int]
+    load_before: float
+    load_after: float
+
+
+def measure(
+    setups: dict[str, tuple[Claude, Path]],
+    api: MockAnthropic,
+    runs: int,
+    busy: int,
+    before_run: Callable[[str], None] | None = None,
+) -> Rounds:
+    """`runs` rounds, each running every set-up once in a rotating order, with `busy` CPU loops meanwhile;
+    `before_run(name)` is called (untimed) before each run."""
+    names = list(setups)
+    walls: dict[str, list[float]] = {n: [] for n in names}
+    first_has_tools: dict[str, int] = dict.fromkeys(names, 0)
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+    try:
+        load_before = os.getloadavg()[0]
+        for i in range(runs):
+            for n in names[i % len(names) :] + names[: i % len(names)]:
+                claude, repo = setups[n]
+                if before_run is not None:
+                    before_run(n)
+                api.reset([Turn(text="done")])
+                run = claude.run("-p", PROMPT, cwd=repo, debug_log=False)
+                walls[n].append(run.seconds)
+                requests = api.messages()
+                if requests and not tools_report(requests[0], EXPECTED_TOOLS):
+                    first_has_tools[n] += 1
+        load_after = os.getloadavg()[0]
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+    return Rounds(walls, first_has_tools, load_before, load_after)
 
 
 def main() -> int:
@@ -61,29 +113,14 @@ def main() -> int:
         ap.error(f"unknown set-ups: {sorted(unknown)}")
     binary = claude_cli.ensure()
     base = Path(tempfile.mkdtemp(prefix="gitwiki-bench-claude-"))
-    loops: list[subprocess.Popen] = []
-    walls: dict[str, list[float]] = {n: [] for n in names}
-    first_has_tools: dict[str, int] = dict.fromkeys(names, 0)
     try:
         with MockAnthropic([Turn(text="done")]) as api:
             setups = {n: prepare(n, base, binary, api.url) for n in names}
-            loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
-            load_before = os.getloadavg()[0]
-            for i in range(args.runs):
-                for n in names[i % len(names) :] + names[: i % len(names)]:
-                    claude, repo = setups[n]
-                    api.reset([Turn(text="done")])
-                    run = claude.run("-p", PROMPT, cwd=repo, debug_log=False)
-                    walls[n].append(run.seconds)
-                    requests = api.messages()
-                    if requests and not tools_report(requests[0], EXPECTED_TOOLS):
-                        first_has_tools[n] += 1
-            load_after = os.getloadavg()[0]
+            rounds = measure(setups, api, args.runs, args.busy)
     finally:
-        for loop in loops:
-            loop.kill()
-            loop.wait()
         shutil.rmtree(base, ignore_errors=True)
+    walls, first_has_tools = rounds.walls, rounds.first_has_tools
+    load_before, load_after = rounds.load_before, rounds.load_after
     plain = statistics.median(walls["plain"]) if "plain" in walls else None
     figures = {
         "claude_code": claude_cli.VERSION,
