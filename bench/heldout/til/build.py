@@ -22,9 +22,7 @@ from pathlib import Path
 MIRROR = Path(os.environ.get("TIL_MIRROR", "/work/.mirror/jbranchaud+til/repo"))
 COMMIT = "453e9edbdf2be4165b65cbcce7342ac7bb9c4859"
 # Largest first: the four of 150+ notes are where a per-topic hit cap bites.
-TOPICS = (
-    "rails postgres ruby vim python react elixir tmux go css typescript mysql jq sed"
-).split()
+TOPICS = ("rails postgres ruby vim python react elixir tmux go css typescript mysql jq sed").split()
 CREATED = "2026-01-15T12:00:00Z"
 PROJECT_CONFIG = '[[corpus]]\nname = "wiki"\npath = "wiki"\n'
 
