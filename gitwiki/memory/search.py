@@ -326,6 +326,8 @@ def joint_relevance(owners: list[tuple[Memory, dict[str, PageVersion]]], words: 
 
 def _fuse(lists: list[list[tuple[Key, float]]], fusion: str, weighting: ranking.Weighting) -> dict[Key, float]:
     """Score fusion of entry lists, as the wiki's searcher fuses chunk lists (its weights and normalization)."""
+    if not lists:  # no entry holds a query word, and no ranker was embedded
+        return {}
     ids: dict[Key, int] = {}
     numbered = [[(ids.setdefault(key, len(ids)), score) for key, score in ranked] for ranked in lists]
     keys = list(ids)

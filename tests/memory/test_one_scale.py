@@ -105,3 +105,9 @@ def test_joint_relevance_splits_back_by_memory(mem):
     (weak,) = joint[mem.root][0].values()
     (strong,) = joint[personal.root][0].values()
     assert strong == 1.0 and 0 < weak < 1.0 and joint[mem.root][1] == "lexical"
+
+
+def test_a_query_no_entry_of_either_memory_matches_finds_nothing(mem):
+    fill(mem, "aaa", "ops")
+    found = stores.search(mem, "kubernetes")
+    assert found.hits == [] and found.total == 0
