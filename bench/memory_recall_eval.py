@@ -120,6 +120,7 @@ def main() -> None:
             if r is None or r > 1
         ]
     if args.json:
+        result["gitwiki_ranks"] = ours  # per question, for paired comparisons between runs
         print(json.dumps(result, indent=2))
         return
     for system in ("gitwiki", "rrf_script", "bm25"):

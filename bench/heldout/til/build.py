@@ -83,7 +83,7 @@ def build(work: Path, personal: tuple[str, ...] | list[str] = ()):  # -> (Memory
         entries = [{"created": CREATED, "text": text} for _, text in items]
         added = import_topics(owner, [{"name": topic, "entries": entries}])
         assert added == {topic: len(items)}, (topic, added)
-        shown = f"{owner.label}{topic}"
+        shown = f"{owner.label or ''}{topic}"
         for i, (nid, _) in enumerate(items, 1):
             note_of[(shown, i)] = nid
     (work / "note_of.json").write_text(json.dumps([[t, i, nid] for (t, i), nid in note_of.items()]))
