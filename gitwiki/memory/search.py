@@ -14,9 +14,12 @@ import functools
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.errors import UsageError
@@ -270,7 +273,11 @@ def _key(entry: Entry) -> tuple[str, int]:
 
 
 def _relevance(mem: Memory, files: dict[str, PageVersion], words: str) -> tuple[dict[tuple[str, int], float], str]:
-    """Each entry's best section score in the wiki's hybrid ranking of just these pages, relative to the best."""
+    """Each entry's best section score in the wiki's hybrid ranking of just these pages, relative to the best;
+    inside `one_scale`, this memory's share of the relevance ranked over every memory searched together."""
+    shared = _ONE_SCALE.get()
+    if shared is not None and mem.root in shared:
+        return shared[mem.root]
     if not files:
         return {}, "lexical"
     s = mem.wiki.config.search
@@ -281,6 +288,78 @@ def _relevance(mem: Memory, files: dict[str, PageVersion], words: str) -> tuple[
         entry_of = _entry_of_chunk(mem, files, blob_of)
     # BM25 alone scores in arbitrary units: relevance is relative to the best hit, in (0, 1].
     return ranking.relative(ranking.best_of(fused, entry_of)), mode
+
+
+# ---- one scale over several memories --------------------------------------------------------------
+
+Relevance = tuple[dict[tuple[str, int], float], str]  # (topic, entry's first line) → relevance; the ranking used
+Key = tuple[int, str, int]  # (which memory, topic, entry's first line)
+# The relevance `one_scale` computed for each memory (by its root) while a search over several is under way.
+_ONE_SCALE: ContextVar[dict[Path, Relevance] | None] = ContextVar("memory_one_scale", default=None)
+
+
+@contextmanager
+def one_scale(mems: list[Memory], query: str | None) -> Iterator[None]:
+    """Searches made inside score relevance on one scale over `mems` (the project's and the personal memory):
+    each ranker's entries of every memory are normalized and fused as one list (`joint_relevance`), so a
+    memory's best is 1 only when it is the best of all, and a strong personal hit outranks a weak project one."""
+    words = split_query(query)[0]
+    if len(mems) < 2 or not words:
+        yield
+        return
+    token = _ONE_SCALE.set(joint_relevance([(m, m.versions(None)) for m in mems], words))
+    try:
+        yield
+    finally:
+        _ONE_SCALE.reset(token)
+
+
+def joint_relevance(owners: list[tuple[Memory, dict[str, PageVersion]]], words: str) -> dict[Path, Relevance]:
+    """Each memory's entries' relevance, fused over all of them: the lexical and the dense ranker of each
+    memory run in its own index and give each entry its best section's raw score (BM25, cosine: the same
+    units in every index), the lists of one ranker are merged, then normalized and fused once with the first
+    memory's weighting, and made relative to the best of all."""
+    per_ranker: dict[str, list[tuple[Key, float]]] = {}
+    for n, (mem, files) in enumerate(owners):
+        for ranker, entries in _entry_rankings(mem, files, words).items():
+            per_ranker.setdefault(ranker, []).extend(((n, t, line), s) for (t, line), s in entries.items())
+    lists = [sorted(per_ranker[r], key=lambda kv: -kv[1]) for r in ("lexical", "dense") if per_ranker.get(r)]
+    first = owners[0][0].wiki
+    best = ranking.relative(_fuse(lists, first.config.search.fusion, first.searcher.weighting))
+    mode = "hybrid" if len(lists) == 2 else ("dense" if "dense" in per_ranker else "lexical")
+    out: dict[Path, Relevance] = {mem.root: ({}, mode) for mem, _ in owners}
+    for (n, topic, line), score in best.items():
+        out[owners[n][0].root][0][(topic, line)] = score
+    return out
+
+
+def _fuse(lists: list[list[tuple[Key, float]]], fusion: str, weighting: ranking.Weighting) -> dict[Key, float]:
+    """Score fusion of entry lists, as the wiki's searcher fuses chunk lists (its weights and normalization)."""
+    if not lists:  # no entry holds a query word, and no ranker was embedded
+        return {}
+    ids: dict[Key, int] = {}
+    numbered = [[(ids.setdefault(key, len(ids)), score) for key, score in ranked] for ranked in lists]
+    keys = list(ids)
+    if fusion == "rrf":
+        fused = ranking.rrf(numbered)
+    else:
+        fused = ranking.score_fusion(numbered, weighting.weights(numbered), weighting.normalizer)
+    return {keys[i]: score for i, score in fused}
+
+
+def _entry_rankings(mem: Memory, files: dict[str, PageVersion], words: str) -> dict[str, dict[tuple[str, int], float]]:
+    """Each ranker's raw score of each entry (its best section) in `mem`'s own index."""
+    if not files:
+        return {}
+    s = mem.wiki.config.search
+    embedder = mem.wiki.embedder() if s.mode != "lexical" else None
+    view = memory_view(mem, files, embedder)
+    found, page_of = mem.wiki.searcher.candidates(view, words, embedder, 1)
+    rankings = dict(zip(("lexical", "dense"), found, strict=False))  # lexical first; dense when embedded
+    blob_of = {cid: view.pages[path] for cid, path in page_of.items() if path in view.pages}
+    with mem.wiki.store.read():
+        entry_of = _entry_of_chunk(mem, files, blob_of)
+    return {name: ranking.best_of(r, entry_of) for name, r in rankings.items()}
 
 
 def _entry_of_chunk(mem: Memory, files: dict[str, PageVersion], blob_of: dict[int, str]) -> dict[int, tuple[str, int]]:

@@ -129,14 +129,12 @@ def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
     """memory search over the project's memory and the personal one, fused into one list (`query`: a
     `MemoryQuery`, or just its words).
 
-    Each memory ranks its own entries in its own index, relevance relative to its best hit, so each
-    memory's best is 1 however well it matched. The lists merge by score at the best match level either
-    reached: when one memory has entries holding every query word, the other's any-word or dense-only
-    matches are left out, as one memory leaves them out. At the any-word level a score is weighed by the
-    share of the query's words the entry holds, the one measure both memories share: otherwise a weak
-    match, the best of its memory, would tie with the other memory's strong one."""
+    Each memory ranks its own entries in its own index, and the rankings are fused on one scale
+    (`gitwiki.memory.search.one_scale`): BM25 and cosine mean the same in both, so a strong personal hit
+    outranks a weak project one, and each memory's best is not 1 unless it is the best of all. The lists
+    merge by score at the best match level either reached: when one memory has entries holding every query
+    word, the other's any-word or dense-only matches are left out, as one memory leaves them out."""
     from gitwiki.memory import search as search_mod
-    from gitwiki.memory.entry import entry_terms
 
     q = query if isinstance(query, search_mod.MemoryQuery) else search_mod.MemoryQuery(query)
     topic, limit = q.topic, q.limit
@@ -154,17 +152,14 @@ def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
         return one(mem, None, limit)
     # Every hit of each memory (a bad limit is refused by search): the weighing below reorders them.
     depth = max(limit, FUSE_DEPTH) if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else limit
-    found = [one(m, None, depth) for m in stores]
+    with search_mod.one_scale(stores, q.query):
+        found = [one(m, None, depth) for m in stores]
     hit = [f for f in found if f.hits]
     if not hit:
         return found[0]
     best = min(LEVELS.index(f.matched) for f in hit)
     kept = [f for f in hit if LEVELS.index(f.matched) == best]
     hits = [h for f in kept for h in f.hits]
-    if kept[0].matched == "or":
-        needed = search_mod.query_terms(words)
-        share = [len(needed & entry_terms(h.entry._replace(topic=split(h.entry.topic)[1]))) / len(needed) for h in hits]
-        hits = [h._replace(score=h.score * s) for h, s in zip(hits, share, strict=True)]
     hits.sort(key=lambda h: (-h.score, h.entry.topic, h.entry.index))
     per_topic: dict[str, int] = {}
     for f in kept:

@@ -1,0 +1,136 @@
+"""Memory recall on the til held-out set (bench/heldout/til): gitwiki's `memory search` against a plain
+BM25 + MiniLM RRF script (bench/heldout/til/rrf_script.py) and BM25 alone, over the same 1,018 entries.
+
+Per question the rank of the labelled note in each system's top 10; hit@1, hit@5, MRR@10 overall and per
+kind (lexical, paraphrase, conceptual); the paired difference gitwiki − script with a 95% bootstrap
+interval (10,000 resamples of the questions). `--personal` puts every second topic (by size) into a
+personal memory, so search fuses the project's and the personal memory's hits.
+
+    python bench/memory_recall_eval.py [--personal] [--rebuild] [--misses] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+from benchlib import WORK, use_offline_model
+
+HERE = Path(__file__).resolve().parent / "heldout" / "til"
+sys.path.insert(0, str(HERE))
+KINDS = ("lexical", "paraphrase", "conceptual")
+DEPTH = 10
+
+
+def metrics(ranks: list[int | None]) -> dict[str, float]:
+    n = len(ranks)
+    return {
+        "hit@1": round(sum(r == 1 for r in ranks) / n, 3),
+        "hit@5": round(sum(r is not None and r <= 5 for r in ranks) / n, 3),
+        "mrr@10": round(sum(1 / r for r in ranks if r is not None and r <= DEPTH) / n, 3),
+    }
+
+
+def rr(rank: int | None) -> float:
+    return 1 / rank if rank is not None and rank <= DEPTH else 0.0
+
+
+def paired(a: list[int | None], b: list[int | None], seed: int = 7) -> dict[str, list[float] | float]:
+    """MRR@10 and hit@5 of a − b, with the 2.5 and 97.5 percentiles of 10,000 bootstrap resamples."""
+    rng = random.Random(seed)
+    out: dict[str, list[float] | float] = {}
+    for name, value in (("mrr@10", rr), ("hit@5", lambda r: float(r is not None and r <= 5))):
+        diffs = [value(x) - value(y) for x, y in zip(a, b, strict=True)]
+        n = len(diffs)
+        means = sorted(sum(rng.choice(diffs) for _ in range(n)) / n for _ in range(10_000))
+        out[name] = round(sum(diffs) / n, 4)
+        out[name + " 95%"] = [round(means[250], 4), round(means[9750], 4)]
+    return out
+
+
+def gitwiki_ranks(mem, note_of, questions) -> list[int | None]:
+    from gitwiki.memory import stores
+
+    ranks: list[int | None] = []
+    for q in questions:
+        hits = stores.search(mem, q["question"], limit=DEPTH).hits
+        got = [note_of.get((h.entry.topic, h.entry.index)) for h in hits]
+        ranks.append(got.index(q["relevant"][0]) + 1 if q["relevant"][0] in got else None)
+    return ranks
+
+
+def script_ranks(texts: dict[str, str], questions) -> tuple[list[int | None], list[int | None]]:
+    import rrf_script
+
+    ids = list(texts)
+    fused = rrf_script.rank(list(texts.values()), [q["question"] for q in questions])
+    tokenized = [rrf_script.tokens(t) for t in texts.values()]
+    out_rrf, out_bm25 = [], []
+    for q, ranking in zip(questions, fused, strict=True):
+        target = ids.index(q["relevant"][0])
+        out_rrf.append(ranking.index(target) + 1 if target in ranking[:DEPTH] else None)
+        lexical = rrf_script.bm25(tokenized, rrf_script.tokens(q["question"]))
+        order = sorted(range(len(ids)), key=lambda i: -lexical[i])[:DEPTH]
+        out_bm25.append(order.index(target) + 1 if target in order and lexical[target] > 0 else None)
+    return out_rrf, out_bm25
+
+
+def table(ranks: list[int | None], questions) -> dict[str, dict[str, float]]:
+    rows = {"all": metrics(ranks)}
+    for kind in KINDS:
+        rows[kind] = metrics([r for r, q in zip(ranks, questions, strict=True) if q["kind"] == kind])
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--personal", action="store_true", help="every second topic in a personal memory")
+    parser.add_argument("--rebuild", action="store_true", help="build the memory again (else reused)")
+    parser.add_argument("--misses", action="store_true", help="list the questions gitwiki misses at 5")
+    parser.add_argument("--no-script", action="store_true", help="gitwiki only (the script's figures are fixed)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    use_offline_model()
+    import build
+
+    questions = [json.loads(line) for line in (HERE / "questions.jsonl").read_text().splitlines() if line]
+    work = WORK / ("til-personal" if args.personal else "til")
+    personal = build.TOPICS[1::2] if args.personal else ()
+    mem, note_of = build.open_built(work, personal, rebuild=args.rebuild)
+    started = time.perf_counter()
+    ours = gitwiki_ranks(mem, note_of, questions)  # the first search embeds what the import did not
+    seconds = time.perf_counter() - started
+    result: dict = {"set": "til", "questions": len(questions), "personal": list(personal)}
+    result["gitwiki"] = table(ours, questions)
+    result["gitwiki_seconds"] = round(seconds, 1)
+    if not args.no_script:
+        texts = {nid: text for items in build.notes().values() for nid, text in items}
+        script, plain = script_ranks(texts, questions)
+        result["rrf_script"] = table(script, questions)
+        result["bm25"] = table(plain, questions)
+        result["gitwiki_minus_script"] = paired(ours, script)
+    if args.misses:
+        result["misses"] = [
+            {"id": q["id"], "kind": q["kind"], "rank": r, "question": q["question"], "note": q["relevant"][0]}
+            for r, q in zip(ours, questions, strict=True)
+            if r is None or r > 1
+        ]
+    if args.json:
+        result["gitwiki_ranks"] = ours  # per question, for paired comparisons between runs
+        print(json.dumps(result, indent=2))
+        return
+    for system in ("gitwiki", "rrf_script", "bm25"):
+        for row, m in result.get(system, {}).items():
+            print(f"{system:10} {row:10} " + "  ".join(f"{k} {v:.3f}" for k, v in m.items()))
+    if "gitwiki_minus_script" in result:
+        print("gitwiki - script:", result["gitwiki_minus_script"])
+    for miss in result.get("misses", []):
+        print(f"  {miss['id']} {miss['kind']:10} rank {miss['rank']}  {miss['question']}  [{miss['note']}]")
+
+
+if __name__ == "__main__":
+    main()
