@@ -17,7 +17,10 @@ from gitwiki.operations.evaluation import Outcome, Question, load_questions, res
 from tests.helpers import ROOT
 
 HELDOUT = ROOT / "bench" / "heldout"
-SETS = sorted(p for p in HELDOUT.iterdir() if p.is_dir()) if HELDOUT.is_dir() else []
+FOLDERS = sorted(p for p in HELDOUT.iterdir() if p.is_dir()) if HELDOUT.is_dir() else []
+SETS = [p for p in FOLDERS if (p / "pages").is_dir()]
+# A memory recall set keeps no pages: its build.py extracts the notes from the source at a pinned commit.
+MEMORY_SETS = [p for p in FOLDERS if not (p / "pages").is_dir()]
 KINDS = ("lexical", "paraphrase", "conceptual")
 IDENTIFIERS = ROOT / "bench" / "identifiers"
 IDENTIFIER_SETS = sorted(p for p in IDENTIFIERS.iterdir() if p.is_dir()) if IDENTIFIERS.is_dir() else []
@@ -96,3 +99,21 @@ def test_kind_rows_score_each_kind_in_every_mode(wikidev_eval):
         "dense/lexical (1)": (1.0, 1.0),
         "dense/paraphrase (1)": (0.0, 0.5),
     }
+
+
+def test_there_is_a_memory_recall_set():
+    assert MEMORY_SETS, [p.name for p in FOLDERS]
+
+
+@pytest.mark.parametrize("folder", MEMORY_SETS, ids=lambda p: p.name)
+def test_a_memory_recall_set_is_labelled_balanced_and_has_its_provenance(folder):
+    questions = [json.loads(line) for line in (folder / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(questions) >= 60 and len({q["id"] for q in questions}) == len(questions)
+    kinds = Counter(q["kind"] for q in questions)
+    assert set(kinds) == set(KINDS) and all(kinds[k] >= len(questions) * 0.3 for k in KINDS), kinds
+    labels = Counter(label for q in questions for label in q["relevant"])
+    assert len(labels) >= len(questions) * 0.9 and all(label.endswith(".md") for label in labels)
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    assert re.search(r"\b[0-9a-f]{40}\b", readme), "the README names the source commit"
+    assert re.search(r"\b[0-9a-f]{40}\b", (folder / "build.py").read_text(encoding="utf-8")), "build.py pins it"
+    assert (folder / "LICENSE").read_text(encoding="utf-8").strip()
