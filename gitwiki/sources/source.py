@@ -16,9 +16,13 @@ from gitwiki.config import CorpusConfig
 from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.git.gitrepo import HistoryEntry
 from gitwiki.index.embed import Embedder
+from gitwiki.index.statistics import TermStats, union
+from gitwiki.index.tokens import tokenize
 from gitwiki.pages.pages import ListedPage, folder_summary
-from gitwiki.search.ranking import dbsf
-from gitwiki.search.searcher import CorpusView, DocResult, Searcher, SearchOptions, SearchResult
+from gitwiki.search.ranking import PageHit, Weighting, dbsf, rank_pages
+from gitwiki.search.relevance import Background, known_share
+from gitwiki.search.searcher import CorpusView, DocResult, Pool, Searcher, SearchOptions, SearchResult
+from gitwiki.search.shards import merge, split
 
 # The corpora a query names: None (the default one), one name, "a,b", ALL, or a list of names.
 CorpusSpec = str | Sequence[str] | None
@@ -183,6 +187,9 @@ def search_corpora(
         scope = s.scope(options, at, worktree) if isinstance(s, Scoped) else None
         groups.setdefault(id(s) if scope is None else id(scope.searcher), []).append((s, scope))
     several = len(groups) > 1
+    if several and all(scope is not None for group in groups.values() for _, scope in group):
+        shards = [ViewShard([(s, sc) for s, sc in group if sc is not None]) for group in groups.values()]
+        return search_shards(query, shards, options)
     each = pooled(options) if several else options
     results = []
     for group in groups.values():
@@ -197,34 +204,152 @@ def search_corpora(
 def search_union(query: str, scopes: Sequence[tuple[str, Scope]], options: SearchOptions) -> SearchResult:
     """Corpora of one index, (name, scope) each, searched as one view (the union of their pages), each page
     labelled with the first corpus that holds it; the result has the shape of a search over several (`labelled`)."""
-    views = [(name, _check_pages(scope)) for name, scope in scopes]
-    pages: dict[str, str] = {}
-    owner: dict[str, str] = {}
-    for name, view in views:
-        for path, blob in view.pages.items():
-            pages.setdefault(path, blob)
-            owner.setdefault(path, name)
-    first = scopes[0][1]
-    union = CorpusView(
-        ",".join(name for name, _ in views),
-        first.view.commit,
-        pages,
-        tuple(dict.fromkeys(p for _, v in views for p in v.dirty)),
-        "+".join(v.key for _, v in views),
-        tuple(dict.fromkeys(p for _, v in views for p in v.lexical_only)),
+    union = Union(scopes)
+    first = union.first
+    found = first.searcher.search(union.view, query, options, first.embedder)
+    return union.label(found, found.docs)
+
+
+class Union:
+    """The corpora of one index, (name, scope) each, as one view: the union of their pages, each page owned by the
+    first corpus that holds it."""
+
+    def __init__(self, scopes: Sequence[tuple[str, Scope]]) -> None:
+        self.views = [(name, _check_pages(scope)) for name, scope in scopes]
+        pages: dict[str, str] = {}
+        self.owner: dict[str, str] = {}
+        for name, view in self.views:
+            for path, blob in view.pages.items():
+                pages.setdefault(path, blob)
+                self.owner.setdefault(path, name)
+        self.first = scopes[0][1]
+        views = self.views
+        self.view = CorpusView(
+            ",".join(name for name, _ in views),
+            self.first.view.commit,
+            pages,
+            tuple(dict.fromkeys(p for _, v in views for p in v.dirty)),
+            "+".join(v.key for _, v in views),
+            tuple(dict.fromkeys(p for _, v in views for p in v.lexical_only)),
+        )
+        self.reads = {name: scope.read for name, scope in scopes}
+
+    def label(self, found: SearchResult, docs: Sequence[DocResult]) -> SearchResult:
+        """`found` (a search of this view) with `docs` as its pages, in the shape of a search over several."""
+        owner, views = self.owner, self.views
+        folders = _folders(docs, self.view, lambda path: self.reads[owner[path]](path))
+        where = {d.path.rpartition("/")[0]: owner[d.path] for d in reversed(docs)}
+        return found._replace(
+            corpus=self.view.corpus,
+            commit="",
+            docs=[d._replace(corpus=owner[d.path]) for d in docs],
+            dirty=tuple(f"{name}:{p}" for name, v in views for p in v.dirty),
+            lexical_only=tuple(f"{name}:{p}" for name, v in views for p in v.lexical_only if found.lexical_only),
+            folders=tuple((f"{where[folder]}:{folder}", text) for folder, text in folders),
+            corpora=tuple((name, v.commit) for name, v in views),
+        )
+
+
+class Shard(Protocol):
+    """One index's part of a search over several separate indexes (`search_shards`): its BM25 statistics for the
+    query, its candidates scored with the statistics of all of them, and its pages once they are ranked."""
+
+    @property
+    def settings(self) -> tuple[Weighting, int]:
+        """How it fuses (`[search] fusion_weight`, normalization, page_share) and how deep each ranker looks."""
+        ...
+
+    def statistics(self, query: str) -> TermStats: ...
+
+    def pool(self, query: str, options: SearchOptions, stats: TermStats) -> Pool: ...
+
+    def page_key(self, path: str) -> tuple[str, str]: ...
+
+    def documents(
+        self,
+        query: str,
+        hits: list[PageHit],
+        pool: Pool,
+        background: Background | None,
+        known: float,
+        options: SearchOptions,
+    ) -> SearchResult:
+        """Its ranked pages `hits` as shown, in the shape of a search over several (each page labelled)."""
+        ...
+
+
+class ViewShard:
+    """The corpora of one index (`Scoped` sources sharing a searcher) as one view, and that as a `Shard`."""
+
+    def __init__(self, sources: Sequence[tuple[CorpusSource, Scope]]) -> None:
+        self.union = Union([(s.name, scope) for s, scope in sources])
+        self.source = sources[0][0]
+        self.searcher = self.union.first.searcher
+
+    @property
+    def settings(self) -> tuple[Weighting, int]:
+        return self.searcher.weighting, self.searcher.depth
+
+    def statistics(self, query: str) -> TermStats:
+        return self.searcher.statistics(query)
+
+    def pool(self, query: str, options: SearchOptions, stats: TermStats) -> Pool:
+        return self.searcher.pool(self.union.view, query, options, self.union.first.embedder, stats)
+
+    def page_key(self, path: str) -> tuple[str, str]:
+        return self.source.page_key(path)
+
+    def documents(
+        self,
+        query: str,
+        hits: list[PageHit],
+        pool: Pool,
+        background: Background | None,
+        known: float,
+        options: SearchOptions,
+    ) -> SearchResult:
+        view = self.union.view
+        docs = self.searcher.documents(view, query, hits, pool.found, background, known, options)
+        lexical_only = view.lexical_only if pool.found.mode != "lexical" else ()
+        return self.union.label(SearchResult(query, view.corpus, "", pool.found.mode, [], (), lexical_only), docs)
+
+
+def search_shards(query: str, shards: Sequence[Shard], options: SearchOptions) -> SearchResult:
+    """Separate indexes searched as one would be that held all their pages: each gives its BM25 statistics for
+    the query's terms, their sum scores every index's chunks (`index.statistics.bm25`: FTS5's formula, dense
+    cosines compare as they are), the candidates are merged (`shards.merge`) and fused, normalized and rolled up
+    once (`ranking.rank_pages`); each index then shows its own pages."""
+    stats = union(shard.statistics(query) for shard in shards)
+    pools = [shard.pool(query, options, stats) for shard in shards]
+    weighting, depth = shards[0].settings
+    merged = merge(pools, [shard.page_key for shard in shards], depth, options.top_files)
+    hits = rank_pages(
+        merged.found,
+        fusion=options.fusion,
+        top_files=options.top_files,
+        chunks_per_file=options.chunks_per_file,
+        limit=options.limit,
+        explain=options.explain,
+        weighting=weighting,
     )
-    reads = {name: scope.read for name, scope in scopes}
-    found = first.searcher.search(union, query, options, first.embedder)
-    folders = _folders(found.docs, union, lambda path: reads[owner[path]](path))
-    where = {d.path.rpartition("/")[0]: owner[d.path] for d in reversed(found.docs)}
-    return found._replace(
-        corpus=union.corpus,
+    content = set(tokenize(query))
+    known = known_share(content, stats.holding) if merged.background is not None else 1.0
+    shown = [
+        shard.documents(query, mine, pool, merged.background, known, options)
+        for shard, pool, mine in zip(shards, pools, split(hits, merged, len(shards)), strict=True)
+    ]
+    by_page = {(i, d.path): d for i, found in enumerate(shown) for d in found.docs}
+    docs = [by_page[merged.pages[hit.path]] for hit in hits]
+    return SearchResult(
+        query=query,
+        corpus=",".join(found.corpus for found in shown),
         commit="",
-        docs=[d._replace(corpus=owner[d.path]) for d in found.docs],
-        dirty=tuple(f"{name}:{p}" for name, v in views for p in v.dirty),
-        lexical_only=tuple(f"{name}:{p}" for name, v in views for p in v.lexical_only) if found.lexical_only else (),
-        folders=tuple((f"{where[folder]}:{folder}", text) for folder, text in folders),
-        corpora=tuple((name, v.commit) for name, v in views),
+        mode=merged.found.mode,
+        docs=docs,
+        dirty=tuple(p for r in shown for p in r.dirty),
+        lexical_only=tuple(p for r in shown for p in r.lexical_only),
+        folders=tuple(f for r in shown for f in r.folders),
+        corpora=tuple(c for r in shown for c in r.corpora),
     )
 
 
