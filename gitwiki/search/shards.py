@@ -23,8 +23,9 @@ class Merged(NamedTuple):
 
 
 def page(shard: int, path: str) -> str:
-    """A page's name among the pages of several indexes: two indexes may hold the same path."""
-    return f"{shard}\x00{path}"
+    """A page's name among the pages of several indexes (two may hold the same path): the path first, so that
+    pages of equal score are ordered by path as in one index (`ranking.rollup`)."""
+    return f"{path}\x00{shard}"
 
 
 def merge(pools: Sequence[Pool], keys: Sequence[Callable[[str], Hashable]], depth: int, pages: int) -> Merged:
