@@ -170,3 +170,42 @@ def test_separate_index_files_rank_as_one_index_in_hybrid_mode(tmp_path, cli):
         assert [d["path"] for d in found["docs"]] == [d["path"] for d in same["docs"]], query
         assert [d["score"] for d in found["docs"]] == pytest.approx([d["score"] for d in same["docs"]], abs=1e-5)
         assert [d["weak"] for d in found["docs"]] == [d["weak"] for d in same["docs"]]
+
+
+def test_the_shared_table_searched_beside_the_checkout_ranks_as_one_index(tmp_path, cli):
+    # A team's pages in the shared LanceDB table, the reader's own page in its checkout: the table's BM25 over the
+    # terms the SQLite index holds, with the statistics of both, as one index holding all the pages would score.
+    from gitwiki import config as config_mod
+    from gitwiki.search.lance_index import LanceReader
+    from gitwiki.search.searcher import SearchOptions
+    from gitwiki.sources.shared_index import SharedIndex
+    from gitwiki.sources.source import search_corpora
+
+    uri = str(tmp_path / "lance")
+    team = _repo(tmp_path / "team")
+    corpora = "".join(f'\n[[corpus]]\nname = "c{i:02}"\npath = "c{i:02}"\n' for i in range(12))
+    pages = {k: v for i in range(12) for k, v in _twelve(i).items()}
+    team.commit("init", {".gitwiki.toml": LEXICAL + f'[storage]\nuri = "{uri}"\n' + corpora, **pages})
+    code, _, err = cli("lance", "export", cwd=team.path)
+    assert code == 0, err
+    mine = _repo(tmp_path / "mine")
+    mine.commit("init", {".gitwiki.toml": LEXICAL + WIKI, **LOCAL_PAGE})
+    wiki = Wiki.open(mine.path)
+    wiki.index()
+    shared = SharedIndex(LanceReader(uri), config_mod.load(team.path))
+    names = ["wiki", *(f"c{i:02}" for i in range(12))]
+
+    def source(name: str | None):
+        return wiki.source(name) if name == "wiki" else shared.source(name)
+
+    options = SearchOptions.build(wiki.config.search)
+    found = search_corpora("remote rollback", names, options, source, lambda _: False, lambda: names)
+    assert (found.docs[0].corpus, found.docs[0].path) == ("c11", "c11/both.md")
+    assert found.docs[0].score > found.docs[1].score
+    assert dict(found.corpora).keys() == set(names)
+    one = ground(cli, _one_index(tmp_path, LEXICAL + WIKI).path, "remote rollback", "--corpus", "all")
+    assert [d.path for d in found.docs] == [d["path"] for d in one["docs"]]
+    assert [d.score for d in found.docs] == pytest.approx([d["score"] for d in one["docs"]], abs=1e-6)
+    # the reader's own page is found beside the table's, labelled with its corpus
+    mixed = search_corpora("where the team keeps notes", names, options, source, lambda _: False, lambda: names)
+    assert (mixed.docs[0].corpus, mixed.docs[0].path) == ("wiki", "wiki/readme.md")

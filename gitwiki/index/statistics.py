@@ -11,7 +11,7 @@ avgdl)) with D the row's tokens in all columns, avgdl the table's tokens over it
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 K1 = 1.2
@@ -41,6 +41,22 @@ def union(parts: Iterable[TermStats]) -> TermStats:
         for term, n in part.holding.items():
             holding[term] = holding.get(term, 0) + n
     return TermStats(rows, tokens, holding)
+
+
+def frequencies(columns: Sequence[str], terms: Iterable[str], weights: Sequence[float]) -> tuple[dict[str, float], int]:
+    """A row's weighted frequency of each of `terms` and its tokens, from its full-text columns as indexed
+    (pre-tokenized text, `tokens.fts_text`: FTS5's unicode61 only splits it on the spaces); a column past
+    `weights` weighs 1, as in FTS5."""
+    found = dict.fromkeys(terms, 0.0)
+    length = 0
+    for i, text in enumerate(columns):
+        weight = weights[i] if i < len(weights) else 1.0
+        tokens = text.split()
+        length += len(tokens)
+        for token in tokens:
+            if token in found:
+                found[token] += weight
+    return found, length
 
 
 def bm25(frequencies: Mapping[str, float], length: int, stats: TermStats) -> float:

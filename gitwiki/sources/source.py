@@ -117,6 +117,22 @@ class Scoped(Protocol):
     def scope(self, options: SearchOptions, at: str | None = None, worktree: bool = True) -> Scope: ...
 
 
+@runtime_checkable
+class Sharded(Protocol):
+    """A source searched without a `Scope` (the shared LanceDB table) that can still take part in a search over
+    several indexes, as a `Shard` of its own index for the corpora of that index named."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def index(self) -> object:
+        """What its corpora are searched in: sources of the same index make one shard."""
+        ...
+
+    def shard(self, names: Sequence[str], options: SearchOptions, at: str | None = None) -> Shard: ...
+
+
 def search_view(scope: Scope, query: str, options: SearchOptions) -> SearchResult:
     """Search a source's view with its own searcher, with the index.md summary of each result's folder."""
     view = _check_pages(scope)
@@ -185,20 +201,30 @@ def search_corpora(
     groups: dict[int, list[tuple[CorpusSource, Scope | None]]] = {}
     for s in sources:
         scope = s.scope(options, at, worktree) if isinstance(s, Scoped) else None
-        groups.setdefault(id(s) if scope is None else id(scope.searcher), []).append((s, scope))
-    several = len(groups) > 1
-    if several and all(scope is not None for group in groups.values() for _, scope in group):
-        shards = [ViewShard([(s, sc) for s, sc in group if sc is not None]) for group in groups.values()]
-        return search_shards(query, shards, options)
-    each = pooled(options) if several else options
+        index = scope.searcher if scope is not None else s.index if isinstance(s, Sharded) else s
+        groups.setdefault(id(index), []).append((s, scope))
+    if len(groups) > 1 and all(scope is not None or isinstance(s, Sharded) for g in groups.values() for s, scope in g):
+        return search_shards(query, [_shard(group, options, at) for group in groups.values()], options)
+    # One index, or a source that cannot share statistics among them: each index (each corpus of a source without
+    # a scope) searched on its own and the lists fused.
+    parts = sum(1 if group[0][1] is not None else len(group) for group in groups.values())
+    each = pooled(options) if parts > 1 else options
     results = []
     for group in groups.values():
         first, scope = group[0]
         if scope is None:
-            results.append((first, labelled(first.name, first.search(query, each, at, worktree))))
+            results += [(s, labelled(s.name, s.search(query, each, at, worktree))) for s, _ in group]
         else:
             results.append((first, search_union(query, [(s.name, sc) for s, sc in group if sc is not None], each)))
-    return fuse(results, options) if several else results[0][1]
+    return fuse(results, options) if parts > 1 else results[0][1]
+
+
+def _shard(group: Sequence[tuple[CorpusSource, Scope | None]], options: SearchOptions, at: str | None) -> Shard:
+    """The corpora of one index as a `Shard`: a view of their scopes, or the index's own (`Sharded`)."""
+    first = group[0][0]
+    if isinstance(first, Sharded):
+        return first.shard([s.name for s, _ in group], options, at)
+    return ViewShard([(s, scope) for s, scope in group if scope is not None])
 
 
 def search_union(query: str, scopes: Sequence[tuple[str, Scope]], options: SearchOptions) -> SearchResult:

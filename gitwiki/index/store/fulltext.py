@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from gitwiki.errors import StoreError
-from gitwiki.index.statistics import TermStats
+from gitwiki.index.statistics import TermStats, frequencies
 from gitwiki.index.store.connection import IndexDamaged, transaction
 from gitwiki.index.store.damage import string_list
 from gitwiki.index.store.database import Database, tokens_version
@@ -47,20 +47,13 @@ class FullText(Database):
     def term_counts(self, ids: Iterable[int], terms: Iterable[str]) -> dict[int, tuple[dict[str, float], int]]:
         """Each full-text row's weighted frequency of each of `terms` (FTS_WEIGHTS per column, as `lexical` scores)
         and its tokens in all columns: what `statistics.bm25` scores a row with."""
-        wanted = set(terms)
-        out: dict[int, tuple[dict[str, float], int]] = {}
-        for rowid, *columns in self._select_in("SELECT rowid, * FROM fts WHERE rowid IN ({marks})", ids):
-            freqs = dict.fromkeys(wanted, 0.0)
-            length = 0
-            for i, text in enumerate(columns):
-                weight = FTS_WEIGHTS[i] if i < len(FTS_WEIGHTS) else 1.0
-                tokens = (text or "").split()  # pre-tokenized (tokens.fts_text): unicode61 splits on the spaces
-                length += len(tokens)
-                for token in tokens:
-                    if token in wanted:
-                        freqs[token] += weight
-            out[rowid] = (freqs, length)
-        return out
+        wanted = list(terms)
+        return {rowid: frequencies(columns, wanted, FTS_WEIGHTS) for rowid, columns in self.indexed_text(ids).items()}
+
+    def indexed_text(self, ids: Iterable[int]) -> dict[int, tuple[str, ...]]:
+        """Each full-text row's columns (head, body) as indexed: pre-tokenized text."""
+        rows = self._select_in("SELECT rowid, * FROM fts WHERE rowid IN ({marks})", ids)
+        return {rowid: tuple(text or "" for text in columns) for rowid, *columns in rows}
 
     def chunk_total(self) -> int:
         return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
