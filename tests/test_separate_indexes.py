@@ -206,6 +206,11 @@ def test_the_shared_table_searched_beside_the_checkout_ranks_as_one_index(tmp_pa
     one = ground(cli, _one_index(tmp_path, LEXICAL + WIKI).path, "remote rollback", "--corpus", "all")
     assert [d.path for d in found.docs] == [d["path"] for d in one["docs"]]
     assert [d.score for d in found.docs] == pytest.approx([d["score"] for d in one["docs"]], abs=1e-6)
+    # the table's corpora alone are one shard too: one BM25 over the table, not twelve lists merged
+    code, out, err = cli("ground", "--json", "--uri", uri, "--corpus", "all", "remote rollback", cwd=mine.path)
+    assert code == 0, err
+    alone = json.loads(out)["docs"]
+    assert (alone[0]["corpus"], alone[0]["path"]) == ("c11", "c11/both.md") and alone[0]["score"] > alone[1]["score"]
     # the reader's own page is found beside the table's, labelled with its corpus
     mixed = search_corpora("where the team keeps notes", names, options, source, lambda _: False, lambda: names)
     assert (mixed.docs[0].corpus, mixed.docs[0].path) == ("wiki", "wiki/readme.md")

@@ -203,11 +203,11 @@ def search_corpora(
         scope = s.scope(options, at, worktree) if isinstance(s, Scoped) else None
         index = scope.searcher if scope is not None else s.index if isinstance(s, Sharded) else s
         groups.setdefault(id(index), []).append((s, scope))
-    if len(groups) > 1 and all(scope is not None or isinstance(s, Sharded) for g in groups.values() for s, scope in g):
-        return search_shards(query, [_shard(group, options, at) for group in groups.values()], options)
-    # One index, or a source that cannot share statistics among them: each index (each corpus of a source without
-    # a scope) searched on its own and the lists fused.
+    # Searches to merge if nothing shared statistics: one per index of scoped sources, one per other source.
     parts = sum(1 if group[0][1] is not None else len(group) for group in groups.values())
+    if parts > 1 and all(scope is not None or isinstance(s, Sharded) for g in groups.values() for s, scope in g):
+        return search_shards(query, [_shard(group, options, at) for group in groups.values()], options)
+    # One index, or a source that cannot share statistics: each searched on its own and the lists fused.
     each = pooled(options) if parts > 1 else options
     results = []
     for group in groups.values():
