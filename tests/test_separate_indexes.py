@@ -16,7 +16,7 @@ from gitwiki.index.tokens import fts_query, query_terms
 from gitwiki.search.ranking import Candidates
 from gitwiki.search.relevance import Background
 from gitwiki.search.searcher import Pool
-from gitwiki.search.shards import background, merge
+from gitwiki.search.shards import background, kept, merge
 from gitwiki.wiki import Wiki
 from tests.helpers import GitRepoFixture, needs_model
 
@@ -74,6 +74,9 @@ def test_merged_pools_keep_the_best_chunks_of_all_and_a_page_of_two_indexes_once
     assert pages == [(0, "x.md"), (0, "y.md"), (1, "z.md")]  # the best 2, then one chunk of a third page
     assert [s for _, s in ranked] == [9.0, 3.0, 1.0]
     assert [merged.origin[cid] for cid, _ in ranked] == [(0, 1), (0, 2), (1, 5)]
+    # what each index judges its pages by: its candidates the merge kept, in its own chunk ids
+    assert kept(merged, 1, b).found.rankings == {"lexical": [(5, 1.0)]}
+    assert kept(merged, 0, a).found.rankings == {"lexical": lexical_a}
 
 
 def test_the_background_of_several_indexes_is_that_of_all_their_chunks():

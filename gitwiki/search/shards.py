@@ -81,3 +81,13 @@ def split(hits: Sequence[PageHit], merged: Merged, shards: int) -> list[list[Pag
             trace = trace._replace(rankers=rankers, best_chunk=local[trace.best_chunk])
         out[shard].append(hit._replace(path=path, chunks=[(local[cid], s) for cid, s in hit.chunks], trace=trace))
     return out
+
+
+def kept(merged: Merged, shard: int, pool: Pool) -> Pool:
+    """`pool` with only its candidates the merge kept: what one index would have judged its pages by (the weak
+    flag reads a page's cosine only among the dense candidates)."""
+    rankings = {
+        ranker: [(merged.origin[cid][1], score) for cid, score in ranked if merged.origin[cid][0] == shard]
+        for ranker, ranked in merged.found.rankings.items()
+    }
+    return pool._replace(found=pool.found._replace(rankings=rankings))

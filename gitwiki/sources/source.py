@@ -22,7 +22,7 @@ from gitwiki.pages.pages import ListedPage, folder_summary
 from gitwiki.search.ranking import PageHit, Weighting, dbsf, rank_pages
 from gitwiki.search.relevance import Background, known_share
 from gitwiki.search.searcher import CorpusView, DocResult, Pool, Searcher, SearchOptions, SearchResult
-from gitwiki.search.shards import merge, split
+from gitwiki.search.shards import kept, merge, split
 
 # The corpora a query names: None (the default one), one name, "a,b", ALL, or a list of names.
 CorpusSpec = str | Sequence[str] | None
@@ -361,8 +361,8 @@ def search_shards(query: str, shards: Sequence[Shard], options: SearchOptions) -
     content = set(tokenize(query))
     known = known_share(content, stats.holding) if merged.background is not None else 1.0
     shown = [
-        shard.documents(query, mine, pool, merged.background, known, options)
-        for shard, pool, mine in zip(shards, pools, split(hits, merged, len(shards)), strict=True)
+        shard.documents(query, mine, kept(merged, i, pool), merged.background, known, options)
+        for i, (shard, pool, mine) in enumerate(zip(shards, pools, split(hits, merged, len(shards)), strict=True))
     ]
     by_page = {(i, d.path): d for i, found in enumerate(shown) for d in found.docs}
     docs = [by_page[merged.pages[hit.path]] for hit in hits]
