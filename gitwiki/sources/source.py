@@ -4,7 +4,8 @@
 `Wiki.source(name)` resolves a corpus name to its source, so the MCP server, the CLI and the hooks never ask which
 kind a corpus is; a source that cannot do something (write to another repository, read a page from a table of
 chunks) refuses with an error that says why and what to do instead. A query over several corpora searches the
-corpora of one index as one view (`search_union`: one scale) and fuses the rankings of different indexes (`fuse`).
+corpora of one index as one view (`search_union`: one scale) and separate indexes as `Shard`s of one search
+(`search_shards`: BM25 with the statistics of all of them, one fusion), so that it ranks as one corpus would.
 """
 
 from __future__ import annotations
@@ -191,8 +192,9 @@ def search_corpora(
 
     Corpora of one index (`Scoped` sources sharing a searcher) are searched as one view, the union of their pages:
     one BM25 over one candidate set, one normalization, so they rank exactly as one corpus holding their pages
-    would. Only results of different indexes (a synced repository beside the checkout, the shared table) are fused
-    by `fuse`, each normalized on its own."""
+    would. Separate indexes (a synced repository beside the checkout, the shared table) are `Shard`s of one search
+    (`search_shards`), on the same scale. Only a source that can do neither would be searched alone and its list
+    fused by `fuse`, normalized on its own."""
     names = requested(corpus, known, every)
     if names is None:
         return source(None if corpus is None else str(corpus)).search(query, options, at, worktree)
