@@ -217,3 +217,18 @@ def test_the_shared_table_searched_beside_the_checkout_ranks_as_one_index(tmp_pa
     # the reader's own page is found beside the table's, labelled with its corpus
     mixed = search_corpora("where the team keeps notes", names, options, source, lambda _: False, lambda: names)
     assert (mixed.docs[0].corpus, mixed.docs[0].path) == ("wiki", "wiki/readme.md")
+
+
+def test_a_cut_averages_record_is_a_damaged_index(repo):
+    from gitwiki.index.store import IndexDamaged
+
+    repo.commit("pages", {".gitwiki.toml": LEXICAL, "wiki/a.md": "# A\n\nremote rollback\n"})
+    wiki = Wiki.open(repo.path)
+    wiki.index()
+    store = wiki.store
+    with store.read():
+        assert store.term_stats(["remot"]).holding == {"remot": 1}
+    with store.lock(), store.write():
+        store.conn.execute("UPDATE fts_data SET block = x'82' WHERE id = 1")  # a varint that says more follows
+    with pytest.raises(IndexDamaged, match="averages record is cut short"), store.read():
+        store.term_stats(["remot"])

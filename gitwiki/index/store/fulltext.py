@@ -41,7 +41,10 @@ class FullText(Database):
         """BM25's statistics of this index for `terms`: its full-text rows and their tokens, as FTS5's own `bm25()`
         reads them (the table's averages record), and the rows holding each term (`term_chunks`)."""
         row = self.conn.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
-        counts = _varints(row[0]) if row and row[0] else [0]
+        try:
+            counts = _varints(row[0]) if row and row[0] else [0]
+        except ValueError as e:
+            raise IndexDamaged(self.index_dir, str(e)) from None
         return TermStats(counts[0], sum(counts[1:]), self.term_chunks(terms))
 
     def term_counts(self, ids: Iterable[int], terms: Iterable[str]) -> dict[int, tuple[dict[str, float], int]]:
@@ -74,7 +77,7 @@ def _varints(data: bytes) -> list[int]:
         value = 0
         for k in range(9):
             if i + k >= len(data):
-                raise IndexDamaged(Path("."), "the full-text averages record is cut short")
+                raise ValueError("the full-text averages record is cut short")
             byte = data[i + k]
             if k == 8:
                 value = (value << 8) | byte
