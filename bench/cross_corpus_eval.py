@@ -10,12 +10,18 @@ embedding of each chunk) serves all. Each question is asked for the top `--depth
 normalized by `ranking.dbsf` or `ranking.min_max` before the cut (`dbsf@50` is what `fuse` did for every list of
 corpora before they were searched as one view).
 
-    python bench/cross_corpus_eval.py [--json] [--depth 10]
+`--separate` also deals the pages into K = 2, 4, 8 SEPARATE git repositories (`sepK-J`), declared as path
+[[repository]] entries and synced, each into an index file of its own: `sepK` searches their K `repo:sepK-J:wiki`
+corpora together (`sources.search_shards`: BM25 with the statistics of all K indexes, one fusion), `sepK dbsf@N`
+merges them searched one by one (what a search over several indexes did before).
+
+    python bench/cross_corpus_eval.py [--json] [--depth 10] [--separate]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 
@@ -63,20 +69,46 @@ include = {_include(HALF_B)}
 """
 
 
+SEPARATE = '[[corpus]]\nname = "uv"\npath = "uv"\n'
+
+
+def _separate(work, pages: list[tuple[str, str]]) -> str:
+    """Repositories sepK-J, each a git repo holding page i (in path order) when i mod K = J, as [[repository]]
+    entries for the checkout's config."""
+    pages = sorted(pages)
+    out = []
+    for k in SPLITS:
+        for j in range(k):
+            repo = write_repo(work / f"sep{k}-{j}", pages[j::k], SEPARATE)
+            out.append(f'[[repository]]\nname = "sep{k}-{j}"\npath = "{repo}"\nwiki = "uv"\n')
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--depth", type=int, default=10, help="pages asked of each corpus and kept (default 10)")
     ap.add_argument("--pool", type=int, default=50, help="pages asked of each corpus for the deep variants")
+    ap.add_argument("--separate", action="store_true", help="also split into separate synced repositories")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     use_offline_model()
     work = WORK / "cross-corpus"
     pages = wiki_set(EVAL / "wiki-dev").pages
     relative = sorted(p.removeprefix("uv/") for p, _ in pages)
-    repo = write_repo(work / "repo", pages, CONFIG + "\n" + _split_config(relative))
+    config = CONFIG + "\n" + _split_config(relative)
+    if args.separate:
+        # The repositories' indexes and the consent to them live in the work dir, not the user's own dirs.
+        os.environ["XDG_CACHE_HOME"] = str(work / "cache")
+        os.environ["XDG_CONFIG_HOME"] = str(work / "config")
+        config += "\n" + _separate(work / "separate", pages)
+    repo = write_repo(work / "repo", pages, config)
     wiki = open_wiki(repo, work / "index")
     reports, seconds = timed_index(wiki)
-    sizes = {r.corpus: r.pages for r in reports}
+    if args.separate:
+        wiki.repositories.allow([])
+        for synced in wiki.repositories.sync(None, wiki.config.embeddings):
+            reports += synced.reports
+    sizes = {r.corpus: r.pages for r in reports if not r.corpus.startswith("repo:")}
     assert sizes["half-a"] + sizes["half-b"] == sizes["uv"], sizes  # the halves split the pages, no overlap
     for k in SPLITS:
         assert sum(sizes[f"split{k}-{j}"] for j in range(k)) == sizes["uv"], sizes
@@ -115,6 +147,10 @@ def main(argv=None) -> int:
     for k in SPLITS:
         names = tuple(f"split{k}-{j}" for j in range(k))
         methods += ((f"split{k} fused", ranker(",".join(names))), (f"split{k} dbsf@{deep}", merged(dbsf, deep, names)))
+    if args.separate:
+        for k in SPLITS:
+            names = tuple(f"repo:sep{k}-{j}:wiki" for j in range(k))
+            methods += ((f"sep{k}", ranker(",".join(names))), (f"sep{k} dbsf@{deep}", merged(dbsf, deep, names)))
     scores = []
     for label, rank in methods:
         for s in evaluate(rank, questions, modes):

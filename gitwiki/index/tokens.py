@@ -133,10 +133,12 @@ def fts_phrase(text: str) -> str | None:
 
 def fts_query(text: str) -> str | None:
     """An FTS5 MATCH expression: any of the query terms (BM25 does the weighting), or None if empty."""
-    terms = dict.fromkeys(tokenize(text))
-    if not terms:
-        terms = dict.fromkeys(_stemmer().stemWords(words(text)))  # a query of only stop words
-    return fts_any(terms)
+    return fts_any(query_terms(text))
+
+
+def query_terms(text: str) -> list[str]:
+    """The terms `fts_query` matches, once each: the query's tokens, or its stemmed words when all are stop words."""
+    return list(dict.fromkeys(tokenize(text) or _stemmer().stemWords(words(text))))
 
 
 def fts_any(terms: Iterable[str]) -> str | None:

@@ -24,11 +24,23 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from gitwiki.errors import NotFoundError, StoreError, UnknownCorpus, UsageError
 from gitwiki.index.embed import Embedder, load_embedder
+from gitwiki.index.statistics import TermStats, bm25, frequencies
 from gitwiki.index.store import ChunkRow, State, Store, vector_matrix
-from gitwiki.index.tokens import STOP_WORDS, tokenize, words
+from gitwiki.index.store.fulltext import FTS_WEIGHTS
+from gitwiki.index.tokens import STOP_WORDS, query_terms, tokenize, words
 from gitwiki.markdown.chunker import fallback_title
 from gitwiki.search.ranking import Candidates, PageHit, Ranked, judge_pages, rank_pages, snippet
-from gitwiki.search.searcher import CANDIDATES, ChunkResult, DocResult, SearchOptions, SearchResult, check_query
+from gitwiki.search.relevance import Background
+from gitwiki.search.searcher import (
+    CANDIDATES,
+    ChunkResult,
+    DocResult,
+    Pool,
+    SearchOptions,
+    SearchResult,
+    candidates,
+    check_query,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -42,7 +54,10 @@ TABLE = "chunks"
 TAG_PREFIX = "gitwiki-v"
 # The row layout. A table written with another one is rewritten whole (in one commit) by the next export.
 # 3: the vector index is IVF-HNSW-SQ (was IVF-PQ, which a reader had to refine).
-LAYOUT = "3"
+# 4: `terms`, each chunk's full-text head and body as the SQLite index holds them (a line each), with a full-text
+# index of its own: a search of the table beside other indexes scores BM25 as they do, on one scale (`statistics`).
+LAYOUT = "4"
+
 # Above this share of changed rows one overwrite commit is cheaper than a merge (and a long IN list).
 REWRITE_SHARE = 0.5
 REWRITE_MIN_PAGES = 100  # a diff of fewer pages always merges, however small the table
@@ -140,6 +155,7 @@ def _chunks(store: Store, pages: Iterable[tuple[str, str, str]]) -> list[_Chunk]
 
 def _rows(store: Store, model: str | None, chunks: Iterable[_Chunk]) -> Iterator[dict[str, Any]]:
     chunks = list(chunks)
+    indexed = store.indexed_text(c.chunk.id for c in chunks)
     vectors: dict[int, Any] = {}
     if model:
         ids, raw = store.vectors(model, {c.chunk.blob for c in chunks})
@@ -156,6 +172,7 @@ def _rows(store: Store, model: str | None, chunks: Iterable[_Chunk]) -> Iterator
             "end_line": c.chunk.end_line,
             "text": c.chunk.text,
             "fts": " ".join((c.title, *c.chunk.breadcrumb, c.chunk.text)),
+            "terms": "\n".join(indexed.get(c.chunk.id, ())[:2]),
         }
         if model:
             if c.chunk.id not in vectors:
@@ -178,6 +195,7 @@ def _schema(model: str | None, dim: int | None, state: dict[str, Any]) -> pa.Sch
         pa.field("end_line", pa.int32()),
         pa.field("text", pa.string()),
         pa.field("fts", pa.string()),
+        pa.field("terms", pa.string()),
     ]
     if model and dim:
         fields.append(pa.field("vector", pa.list_(pa.float32(), dim)))
@@ -274,6 +292,17 @@ def _update_indexes(table: Table, changed: bool, rewritten: bool, ann_min_rows: 
     indexed = {tuple(i.columns) for i in table.list_indices()}
     if rewritten or ("fts",) not in indexed:
         table.create_index("fts", config=FTS(), replace=True)
+    if rewritten or ("terms",) not in indexed:
+        # The tokens as they are: the SQLite index's, already lower-cased and stemmed.
+        plain = FTS(
+            base_tokenizer="whitespace",
+            lower_case=False,
+            stem=False,
+            remove_stop_words=False,
+            ascii_folding=False,
+            max_token_length=None,
+        )
+        table.create_index("terms", config=plain, replace=True)
     elif changed:
         # Folds the new rows into the full-text and vector indexes and compacts small fragments; until then
         # they are searched unindexed, so this is for speed only. Old versions stay 7 days (lancedb's default).
@@ -314,6 +343,7 @@ class LanceReader:
         self.table = table
         self.uri = uri
         self.version = -1
+        self._tokens: tuple[int, int] | None = None  # (version, the tokens of `terms`): `statistics`
         self.refresh()
 
     def refresh(self) -> None:
@@ -363,13 +393,17 @@ class LanceReader:
         """What `gitwiki ground` answers from the table: the embedder is the table's model (a reader has no
         index of its own to pick one), loaded only when the mode needs it."""
         self.refresh()
-        embedder = None
-        if options.mode != "lexical" and self.has_vectors and self.model:
-            settings = config.embeddings
-            if settings.model != self.model:  # a model path configured for another model would not fit
-                settings = settings._replace(model=self.model, model_path=None)
-            embedder = load_embedder(settings) if settings.enabled else None
+        embedder = self.embedder(config, options.mode)
         return self.search(query, self.corpus(corpus, config.corpus().name), options, embedder, refresh=False)
+
+    def embedder(self, config: Config, mode: str) -> Embedder | None:
+        """The table's model, loaded when `mode` needs it and the table has vectors."""
+        if mode == "lexical" or not self.has_vectors or not self.model:
+            return None
+        settings = config.embeddings
+        if settings.model != self.model:  # a model path configured for another model would not fit
+            settings = settings._replace(model=self.model, model_path=None)
+        return load_embedder(settings) if settings.enabled else None
 
     def search(
         self, query: str, corpus: str, options: SearchOptions, embedder: Embedder | None, refresh: bool = True
@@ -388,14 +422,31 @@ class LanceReader:
             limit=options.limit,
             explain=options.explain,
         )
+        # with dense, the weak flag needs every chunk's cosine: the table gives its top
+        judge = found.mode == "lexical"
+        docs = self.documents(query, hits, by_id, found, None, 1.0, options, judge)
+        return SearchResult(query, corpus, self.commits.get(corpus, ""), found.mode, docs)
+
+    def documents(
+        self,
+        query: str,
+        hits: list[PageHit],
+        by_id: dict[int, dict[str, Any]],
+        found: Candidates,
+        background: Background | None,
+        known: float,
+        options: SearchOptions,
+        judge: bool = True,
+    ) -> list[DocResult]:
+        """The pages `hits` as shown, from their candidate rows `by_id`; the weak flag when `judge`."""
         titles = {h.path: by_id[h.chunks[0][0]]["title"] or fallback_title(h.path) for h in hits}
         weak: dict[str, bool] = {}
-        if found.mode == "lexical":  # with dense, the weak flag needs every chunk's cosine: the table gives its top
+        if judge:
             tokens = {h.path: _tokens(titles[h.path], by_id[h.chunks[0][0]]) for h in hits}
-            judged = judge_pages(hits, set(tokenize(query)), tokens, found, None)
+            judged = judge_pages(hits, set(tokenize(query)), tokens, found, background, known)
             hits, weak = [h for h, _ in judged], {h.path: j.weak for h, j in judged}
         terms = {w.lower() for w in words(query) if w.lower() not in STOP_WORDS}
-        docs = [
+        return [
             DocResult(
                 hit.path,
                 titles[hit.path],
@@ -406,7 +457,64 @@ class LanceReader:
             )
             for hit in hits
         ]
-        return SearchResult(query, corpus, self.commits.get(corpus, ""), found.mode, docs)
+
+    def statistics(self, query: str) -> TermStats:
+        """The table's BM25 statistics for the query's terms, as `FullText.term_stats` gives an index's: its rows,
+        their tokens and the rows holding each term, all in `terms` (the tokens the SQLite index holds)."""
+        self.refresh()
+        if self._tokens is None or self._tokens[0] != self.version:
+            column = self.table.search().select(["terms"]).limit(None).to_arrow().column("terms")
+            self._tokens = (self.version, sum(len(t.split()) for t in column.to_pylist() if t))
+        rows = self.table.count_rows()
+        holding = {}
+        for term in query_terms(query):
+            fts = self.table.search(term, query_type="fts", fts_columns="terms").select(["_score"])
+            holding[term] = fts.limit(max(rows, 1)).to_arrow().num_rows
+        return TermStats(rows, self._tokens[1], holding)
+
+    def pool(
+        self, query: str, corpora: list[str], options: SearchOptions, embedder: Embedder | None, stats: TermStats
+    ) -> tuple[Pool, dict[int, dict[str, Any]]]:
+        """The candidates of `corpora` for a search beside other indexes (`sources.shared_index.LanceShard`): BM25
+        scored with `stats` over `terms` (`statistics.bm25`, as a SQLite index scores), cosines as they are; a
+        page of two of the corpora is taken from the first. No background: the table gives only its top cosines."""
+        self.refresh()
+        usable = embedder is not None and self.has_vectors and embedder.model_id == self.model
+        vector = embedder.embed_query(query) if embedder is not None and usable and options.mode != "lexical" else None
+        mode = options.mode if vector is not None else "lexical"
+        where = "corpus IN (" + ",".join("'" + c.replace("'", "''") + "'" for c in corpora) + ")"
+        limit = max(CANDIDATES, options.limit)
+        order = {c: i for i, c in enumerate(corpora)}
+        columns = ["key", "corpus", "path", "title", "breadcrumb", "start_line", "end_line", "text", "terms"]
+        rows: dict[tuple[str, int], dict[str, Any]] = {}  # (path, start line) → its row of the first corpus
+
+        def kept(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            for row in sorted(found, key=lambda r: order.get(r["corpus"], len(order))):
+                rows.setdefault((row["path"], row["start_line"]), row)
+            return [row for row in found if rows[(row["path"], row["start_line"])] is row]
+
+        ids: dict[str, int] = {}
+        rankings: dict[str, Ranked] = {}
+        terms = query_terms(query)
+        if mode in ("hybrid", "lexical") and terms:
+            fts = self.table.search(" ".join(terms), query_type="fts", fts_columns="terms")
+            found = kept(fts.where(where, prefilter=True).select([*columns, "_score"]).limit(4 * limit).to_list())
+            scored = [(row, bm25(*frequencies(row["terms"].split("\n"), terms, FTS_WEIGHTS), stats)) for row in found]
+            scored.sort(key=lambda rs: -rs[1])
+            cut = candidates(((ids.setdefault(r["key"], len(ids)), r["path"], s) for r, s in scored), options.top_files)
+            rankings["lexical"] = [(cid, s) for cid, _, s in cut]
+        if vector is not None:
+            dense = cast(
+                "LanceVectorQueryBuilder", self.table.search(vector, query_type="vector", vector_column_name="vector")
+            ).distance_type("cosine")
+            if self.ann:
+                dense = dense.ef(max(EF, limit))
+            found = kept(dense.where(where, prefilter=True).select([*columns, "_distance"]).limit(limit).to_list())
+            rankings["dense"] = [(ids.setdefault(row["key"], len(ids)), 1.0 - row["_distance"]) for row in found]
+        by_key = {row["key"]: row for row in rows.values()}
+        by_id = {i: by_key[key] for key, i in ids.items()}
+        page_of = {i: row["path"] for i, row in by_id.items()}
+        return Pool(Candidates(rankings, page_of, mode), None, 0), by_id
 
     def _candidates(
         self, query: str, corpus: str, options: SearchOptions, embedder: Embedder | None

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from gitwiki.config import FUSIONS, MODES, SearchConfig
 from gitwiki.errors import UsageError
 from gitwiki.index.embed import Embedder
+from gitwiki.index.statistics import TermStats, bm25
 from gitwiki.index.store import BlobInfo, ChunkRow, IndexDamaged, Store, lead_description, vector_matrix
-from gitwiki.index.tokens import STOP_WORDS, fts_query, tokenize, words
+from gitwiki.index.tokens import STOP_WORDS, fts_query, query_terms, tokenize, words
 from gitwiki.markdown.chunker import fallback_title
 from gitwiki.search.ranking import (
     DEFAULT_WEIGHTING,
@@ -223,17 +224,27 @@ class Searcher:
         return fuse(list(found.rankings.values()), fusion, self.weighting), blob_of, found.mode
 
     def _candidates(
-        self, view: CorpusView, query: str, mode: str, embedder: Embedder | None, pages: int
+        self,
+        view: CorpusView,
+        query: str,
+        mode: str,
+        embedder: Embedder | None,
+        pages: int,
+        stats: TermStats | None = None,
     ) -> tuple[Candidates, dict[int, str], Background | None]:
         """Each ranker's candidates, each chunk's blob, and the query's cosine over every chunk searched (None
-        without dense)."""
+        without dense); BM25 by this index's own statistics, or by `stats` when given (`pool`)."""
         mode = mode if embedder is not None else "lexical"
         blob_paths = self._blob_paths(view)
         blob_of: dict[int, str] = {}  # chunk id → blob, filled by the rankers
         rankings: dict[str, Ranked] = {}
         background: Background | None = None
         if mode in ("hybrid", "lexical"):
-            rankings["lexical"] = self._lexical(query, blob_paths, blob_of, pages)
+            rankings["lexical"] = (
+                self._lexical(query, blob_paths, blob_of, pages)
+                if stats is None
+                else self._lexical_with(query, blob_paths, blob_of, pages, stats)
+            )
         if embedder is not None and mode in ("hybrid", "dense"):
             # Last: onnxruntime's threads spin for a while after a run and slow whatever follows.
             rankings["dense"], background = self._dense(view, query, embedder, blob_paths, blob_of, pages)
@@ -262,10 +273,57 @@ class Searcher:
                 explain=options.explain,
                 weighting=self.weighting,
             )
-            rows, infos, indexed = self._page_rows(view, hits)
             content = set(tokenize(query))
             # Only the dense standout needs it: lexical coverage already reads a term the index lacks as missing.
             known = known_share(content, self.store.term_chunks(content)) if background is not None else 1.0
+            docs = self._documents(view, query, hits, found, background, known, options)
+        lexical_only = view.lexical_only if found.mode != "lexical" else ()
+        return SearchResult(query, view.corpus, view.commit, found.mode, docs, view.dirty, lexical_only)
+
+    def statistics(self, query: str) -> TermStats:
+        """This index's BM25 statistics for the query's terms (`FullText.term_stats`): a search over several
+        indexes adds them up and scores every index with the sum (`sources.source.search_shards`)."""
+        with self.store.read():
+            return self.store.term_stats(query_terms(query))
+
+    def pool(
+        self, view: CorpusView, query: str, options: SearchOptions, embedder: Embedder | None, stats: TermStats
+    ) -> Pool:
+        """Each ranker's candidates as `search` takes them, but BM25 scored with `stats` (the statistics of every
+        index searched together), so that candidates of separate indexes compare: dense cosines already do."""
+        with self.store.read():
+            found, _, background = self._candidates(view, query, options.mode, embedder, options.top_files, stats)
+        searched = 0
+        if background is not None and embedder is not None:  # the matrix `_candidates` just used, cached
+            searched = len(self._matrix(view, embedder.model_id, self._blob_paths(view)).ids)
+        return Pool(found, background, searched)
+
+    def documents(
+        self,
+        view: CorpusView,
+        query: str,
+        hits: list[PageHit],
+        found: Candidates,
+        background: Background | None,
+        known: float,
+        options: SearchOptions,
+    ) -> list[DocResult]:
+        """The pages `hits` of this index as `search` shows them (a search over several indexes ranks them)."""
+        with self.store.read():
+            return self._documents(view, query, hits, found, background, known, options)
+
+    def _documents(
+        self,
+        view: CorpusView,
+        query: str,
+        hits: list[PageHit],
+        found: Candidates,
+        background: Background | None,
+        known: float,
+        options: SearchOptions,
+    ) -> list[DocResult]:
+        content = set(tokenize(query))
+        rows, infos, indexed = self._page_rows(view, hits)
         titles = {h.path: (info.title if (info := infos.get(view.pages[h.path])) else "") for h in hits}
         titles = {path: title or view.titles.get(path) or fallback_title(path) for path, title in titles.items()}
         # The FTS row's head holds the page's tags and not the fallback title: those terms are taken here, with the
@@ -288,8 +346,7 @@ class Searcher:
             )
             for hit, judged in judge_pages(hits, content, tokens, found, background, known)
         ]
-        lexical_only = view.lexical_only if found.mode != "lexical" else ()
-        return SearchResult(query, view.corpus, view.commit, found.mode, docs, view.dirty, lexical_only)
+        return docs
 
     def _rerank(self, query: str, fused: Ranked) -> Ranked:
         assert self.reranker is not None  # only passed to rank_pages with one
@@ -333,6 +390,28 @@ class Searcher:
             pool = candidates([(cid, blob, s) for cid, blob, s in found if blob in blob_paths], pages, self.depth)
             # Other corpora and old page versions share the table, and one page can own most matches: look
             # deeper while they crowd out the pages asked for.
+            if (len(pool) >= self.depth and len({blob for _, blob, _ in pool}) >= pages) or len(found) < limit:
+                blob_of.update((cid, blob) for cid, blob, _ in pool)
+                return [(cid, s) for cid, _, s in pool]
+            limit *= 8
+
+    def _lexical_with(
+        self, query: str, blob_paths: dict[str, str], blob_of: dict[int, str], pages: int, stats: TermStats
+    ) -> Ranked:
+        """`_lexical` with BM25 scored by `stats` (`statistics.bm25`, FTS5's formula): FTS5 finds the matches by its
+        own statistics, at least 4 × depth of them, and they are scored and cut again."""
+        match, terms = fts_query(query), query_terms(query)
+        if match is None:
+            return []
+        limit = self.depth * 4
+        while True:
+            found = self.store.lexical(match, limit)
+            held = [(cid, blob) for cid, blob, _ in found if blob in blob_paths]
+            counts = self.store.term_counts((cid for cid, _ in held), terms)
+            scored = sorted(
+                ((cid, blob, bm25(*counts[cid], stats)) for cid, blob in held if cid in counts), key=lambda c: -c[2]
+            )
+            pool = candidates(scored, pages, self.depth)
             if (len(pool) >= self.depth and len({blob for _, blob, _ in pool}) >= pages) or len(found) < limit:
                 blob_of.update((cid, blob) for cid, blob, _ in pool)
                 return [(cid, s) for cid, _, s in pool]
@@ -424,6 +503,14 @@ def candidates(
             seen.add(item[1])
             pool.append(item)
     return pool
+
+
+class Pool(NamedTuple):
+    """One index's candidates for a search over several (`Searcher.pool`)."""
+
+    found: Candidates  # chunk ids of this index; page_of gives paths of its view
+    background: Background | None  # the query's cosine over every chunk this index searched (None: no dense)
+    searched: int  # how many chunks that was
 
 
 class DenseMatrix(NamedTuple):

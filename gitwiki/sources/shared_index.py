@@ -6,15 +6,19 @@ or fused, as a checkout's do) and refuse the page tools, history and writes with
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from gitwiki.config import Config
 from gitwiki.errors import UsageError
 from gitwiki.git.gitrepo import HistoryEntry
+from gitwiki.index.statistics import TermStats
 from gitwiki.pages.pages import ListedPage
 from gitwiki.search.lance_index import LanceReader
+from gitwiki.search.ranking import PageHit, Weighting
+from gitwiki.search.relevance import Background
 from gitwiki.search.request import SearchRequest
-from gitwiki.search.searcher import CorpusView, SearchOptions, SearchResult
+from gitwiki.search.searcher import CorpusView, Pool, SearchOptions, SearchResult
 from gitwiki.sources.source import CorpusSpec, Page, search_corpora
 
 NO_AT = "--at needs a checkout: the shared index holds only the last exported commit"
@@ -69,6 +73,63 @@ class SharedCorpus:
 
     def page_key(self, path: str) -> tuple[str, str]:
         return (self.reader.uri, path)
+
+    @property
+    def index(self) -> LanceReader:
+        return self.reader
+
+    def shard(self, names: Sequence[str], options: SearchOptions, at: str | None = None) -> LanceShard:
+        if at is not None:
+            raise UsageError(NO_AT)
+        return LanceShard(self.reader, self.config, list(names))
+
+
+class LanceShard:
+    """Corpora of the shared table as one `sources.Shard` of a search beside other indexes: BM25 over the terms the
+    SQLite index holds (`LanceReader.statistics`, `LanceReader.pool`), so that its pages rank on their scale."""
+
+    def __init__(self, reader: LanceReader, config: Config, names: list[str]) -> None:
+        self.reader = reader
+        self.config = config
+        self.names = names
+        self._rows: dict[int, dict[str, Any]] = {}
+
+    @property
+    def settings(self) -> tuple[Weighting, int]:
+        search = self.config.search
+        return Weighting(search.fusion_weight, search.normalization, search.page_share), search.depth
+
+    def statistics(self, query: str) -> TermStats:
+        return self.reader.statistics(query)
+
+    def pool(self, query: str, options: SearchOptions, stats: TermStats) -> Pool:
+        embedder = self.reader.embedder(self.config, options.mode)
+        found, self._rows = self.reader.pool(query, self.names, options, embedder, stats)
+        return found
+
+    def page_key(self, path: str) -> tuple[str, str]:
+        return (self.reader.uri, path)
+
+    def documents(
+        self,
+        query: str,
+        hits: list[PageHit],
+        pool: Pool,
+        background: Background | None,
+        known: float,
+        options: SearchOptions,
+    ) -> SearchResult:
+        docs = self.reader.documents(query, hits, self._rows, pool.found, background, known, options)
+        corpus = {h.path: self._rows[h.chunks[0][0]]["corpus"] for h in hits}
+        commits = self.reader.corpora()
+        return SearchResult(
+            query,
+            ",".join(self.names),
+            "",
+            pool.found.mode,
+            [d._replace(corpus=corpus[d.path]) for d in docs],
+            corpora=tuple((name, commits.get(name, "")) for name in self.names),
+        )
 
 
 class SharedIndex:

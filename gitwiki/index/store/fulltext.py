@@ -8,7 +8,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from gitwiki.errors import StoreError
-from gitwiki.index.store.connection import transaction
+from gitwiki.index.statistics import TermStats, frequencies
+from gitwiki.index.store.connection import IndexDamaged, transaction
 from gitwiki.index.store.damage import string_list
 from gitwiki.index.store.database import Database, tokens_version
 from gitwiki.index.store.lock import writer_lock
@@ -36,6 +37,27 @@ class FullText(Database):
         self.conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_vocab USING fts5vocab(main, fts, 'row')")
         return dict(self._select_in("SELECT term, doc FROM temp.fts_vocab WHERE term IN ({marks})", terms))
 
+    def term_stats(self, terms: Iterable[str]) -> TermStats:
+        """BM25's statistics of this index for `terms`: its full-text rows and their tokens, as FTS5's own `bm25()`
+        reads them (the table's averages record), and the rows holding each term (`term_chunks`)."""
+        row = self.conn.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
+        try:
+            counts = _varints(row[0]) if row and row[0] else [0]
+        except ValueError as e:
+            raise IndexDamaged(self.index_dir, str(e)) from None
+        return TermStats(counts[0], sum(counts[1:]), self.term_chunks(terms))
+
+    def term_counts(self, ids: Iterable[int], terms: Iterable[str]) -> dict[int, tuple[dict[str, float], int]]:
+        """Each full-text row's weighted frequency of each of `terms` (FTS_WEIGHTS per column, as `lexical` scores)
+        and its tokens in all columns: what `statistics.bm25` scores a row with."""
+        wanted = list(terms)
+        return {rowid: frequencies(columns, wanted, FTS_WEIGHTS) for rowid, columns in self.indexed_text(ids).items()}
+
+    def indexed_text(self, ids: Iterable[int]) -> dict[int, tuple[str, ...]]:
+        """Each full-text row's columns (head, body) as indexed: pre-tokenized text."""
+        rows = self._select_in("SELECT rowid, * FROM fts WHERE rowid IN ({marks})", ids)
+        return {rowid: tuple(text or "" for text in columns) for rowid, *columns in rows}
+
     def chunk_total(self) -> int:
         return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
 
@@ -45,6 +67,27 @@ class FullText(Database):
         columns = "head, body" if head else "'', body"
         rows = self._select_in(f"SELECT rowid, {columns} FROM fts WHERE rowid IN ({{marks}})", ids)
         return {rowid: {*heading.split(), *body.split()} for rowid, heading, body in rows}
+
+
+def _varints(data: bytes) -> list[int]:
+    """SQLite's varints (big-endian, 7 bits a byte, the ninth byte whole): FTS5's averages record is the row count,
+    then each column's tokens."""
+    out, i = [], 0
+    while i < len(data):
+        value = 0
+        for k in range(9):
+            if i + k >= len(data):
+                raise ValueError("the full-text averages record is cut short")
+            byte = data[i + k]
+            if k == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        out.append(value)
+        i += k + 1
+    return out
 
 
 def fts_head(title: str, breadcrumb: Iterable[str], tags: Iterable[str], description: str | None = None) -> str:
