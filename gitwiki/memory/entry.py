@@ -538,8 +538,8 @@ def parse_page(text: str, fallback_name: str) -> TopicPage:
             body.pop()
         # One string names the entry's parse: the topic and the header line hold no newline.
         entry = _section_entry(f"{fallback_name}\n{lines[line]}\n" + "\n".join(body))
-        place = {"index": n + 1, "start_line": line + 1, "end_line": line + 1 + len(body)}
-        parsed.append(entry._replace(**place, after=_trim(lines[end:after_end])))
+        start, after = line + 1, _trim(lines[end:after_end])
+        parsed.append(entry._replace(index=n + 1, start_line=start, end_line=start + len(body), after=after))
     head = "\n".join(lines[:head_end]).rstrip()
     return TopicPage(name, preamble, tuple(parsed), "" if head == f"# {fallback_name}" else head)
 
