@@ -24,6 +24,7 @@ from gitwiki.index.tokens import tokenize, words
 from gitwiki.memory import personal, stores
 from gitwiki.memory.entry import Entry, TopicPage, auto_tags, first_line, jaccard, parse_iso, singular, terms
 from gitwiki.memory.search import in_window, since_moment
+from gitwiki.pagetext import text_memo
 
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory
@@ -263,12 +264,17 @@ def _topic_chains(entries: list[Entry]) -> list[Chain]:
     ]
 
 
+@text_memo(8_000_000)  # a server briefs the same entries again and again
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(words(text))
+
+
 def _as_written(term: str, entries: list[Entry], stems: dict[str, list[str]]) -> str:
     """The stemmed `term` as the entries write it (`redi` → redis): its most common form, the shorter and
     then the first alphabetically on a tie; the term itself if no word stems to it."""
     forms: Counter[str] = Counter()
     for e in entries:
-        for word in words(e.text):
+        for word in _words(e.text):
             if word not in stems:
                 stems[word] = tokenize(word)
             if stems[word] == [term]:
