@@ -168,18 +168,21 @@ def server_pid() -> int | None:
     return None
 
 
+_THREAD_NS: dict[str, int] = {}  # the last reading of every thread of the server seen, alive or not
+
+
 def cpu_ms(pid: int | None) -> float:
     """CPU time of a process so far, every thread's (the SDK runs a tool on a worker thread), ms, from the
-    scheduler's nanosecond counters (0 when they cannot be read)."""
+    scheduler's nanosecond counters; a thread that has ended counts with its last reading, so the figure
+    never goes back (0 when nothing can be read)."""
     if pid is None:
         return 0.0
-    total = 0
     for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
         try:
-            total += int(stat.read_text().split()[0])
+            _THREAD_NS[stat.parent.name] = int(stat.read_text().split()[0])
         except (OSError, ValueError, IndexError):
             continue
-    return total / 1e6
+    return sum(_THREAD_NS.values()) / 1e6
 
 
 async def warm(

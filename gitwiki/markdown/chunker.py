@@ -111,15 +111,13 @@ _whole: dict[str, tuple[Block, ...]] = {}  # oldest first
 _whole_lock = threading.Lock()
 
 
-def body_blocks(body: str) -> list[Block]:
-    """The blocks of a whole page body (lines counted in the body), parsed part by part where the parts stand for
-    the whole; a body parsed whole is remembered for `outline_of`."""
+def body_blocks(body: str) -> list[tuple[int, tuple[Block, ...]]]:
+    """The blocks of a whole page body, as (line of the body a part starts at, its blocks with lines counted in
+    the part): parsed part by part where the parts stand for the whole (one part at 0 when parsed whole). A
+    body parsed whole is remembered for `outline_of`."""
     parts = _parts(body)
     if parts is not None:
-        out: list[Block] = []
-        for line, part in parts:
-            out.extend(b._replace(start=b.start + line, end=b.end + line) for b in part.blocks)
-        return out
+        return [(line, part.blocks) for line, part in parts]
     with _whole_lock:
         blocks = _whole.pop(body, None)
     if blocks is None:
@@ -129,7 +127,7 @@ def body_blocks(body: str) -> list[Block]:
             _whole[body] = blocks
             while len(_whole) > _WHOLE_KEPT:
                 del _whole[next(iter(_whole))]
-    return list(blocks)
+    return [(0, blocks)]
 
 
 def inline_text(token: Token) -> str:

@@ -61,16 +61,18 @@ def parse(path: str, text: str, read_yaml: YamlReader | None = None) -> Document
     )
     # Parsed part by part where the parts stand for the whole, so a page that grows by one section (a memory
     # store) re-parses that section only; indexing the same version next reads its outline from these parts.
-    for block in body_blocks(fm.body):
-        first = block.start + offset
-        if block.type == "heading_open":
-            marker = "#" if block.markup.startswith("#") else None  # a setext heading starts at its text
-            doc.headings.append(Heading(int(block.tag[1]), block.text, first + 1, _col(lines[first], marker)))
-        elif block.type in _CODE_TOKENS:
-            skip.update(range(first, block.end + offset))
-            if block.type == "fence":
-                lang = block.info.split()[0].lower() if block.info.strip() else ""
-                doc.fences.append(Fence(lang, block.content, first + 1, _col(lines[first], block.markup[0])))
+    for part_line, blocks in body_blocks(fm.body):
+        at = part_line + offset  # a block's line in its part → its line in the file
+        for block in blocks:
+            first = block.start + at
+            if block.type == "heading_open":
+                marker = "#" if block.markup.startswith("#") else None  # a setext heading starts at its text
+                doc.headings.append(Heading(int(block.tag[1]), block.text, first + 1, _col(lines[first], marker)))
+            elif block.type in _CODE_TOKENS:
+                skip.update(range(first, block.end + at))
+                if block.type == "fence":
+                    lang = block.info.split()[0].lower() if block.info.strip() else ""
+                    doc.fences.append(Fence(lang, block.content, first + 1, _col(lines[first], block.markup[0])))
     doc.links = extract_links(text, skip)
     return doc
 
