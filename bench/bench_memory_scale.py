@@ -12,9 +12,16 @@ Measured, interleaved with their floors in the same run (each repeat runs every 
            `python -c pass` and `gitwiki --version`; min / median of `--rounds`
   store    a fresh CLI `gitwiki memory store` (a new entry into a random topic), same floors
   warm     one `gitwiki serve` over the MCP SDK's stdio client: memory_search p50 / p95 (2–3 words of a
-           note), memory_store p50, and the MCP ping as their floor
+           note), memory_store (a new entry into one of six topics, 35 to 1,200 entries each), memory_brief of
+           one topic, of a glob over a few topics and the meta-briefing; beside them the MCP ping and memory_read
+           of one entry, the floors. Each call's CPU time in the server process is read from /proc (its
+           utime + stime before and after), a figure the host's load moves far less than wall time.
+  import   `gitwiki memory topics import --file` of the 10,000 notes as an export document into a fresh repo
+           (hybrid: every entry embedded), wall time and how many progress lines reached stderr (a pipe: one
+           line every 5 s) while stdout held the reply alone; beside it `python -c pass` and `gitwiki --version`
 
-    python bench/bench_memory_scale.py [--lexical] [--rounds 10] [--searches 200] [--stores 50] [--code DIR]
+    python bench/bench_memory_scale.py [--lexical] [--rounds 10] [--searches 200] [--stores 50] [--briefs 50]
+        [--parts cold,warm,import] [--code DIR]
 
 `--code DIR` runs the CLI processes and the server from another gitwiki tree (an older commit, `git archive`d
 into DIR) for a before/after comparison in the same minutes. The processes are run with bytecode caching on
@@ -68,6 +75,8 @@ def tldr_notes() -> list[tuple[str, str, str]]:
 def memory_pages(rng: random.Random) -> tuple[list[tuple[str, str]], list[str]]:
     """The topic pages (path, markdown) and the texts of their notes."""
     notes = tldr_notes()
+    if not notes:  # a worktree outside the main checkout's parent: the set is not where benchlib looks
+        raise SystemExit(f"no tldr pages under {EVAL / 'tldr' / 'pages'}: set GITWIKI_BENCH_SHARED to the shared dir")
     sizes = Counter(family for family, _, _ in notes)
     families = {f for f, _ in sizes.most_common(TOPICS - 1)}
     chosen = [n for n in notes if n[0] in families]
@@ -146,7 +155,39 @@ def cold(repo: Path, texts: list[str], rounds: int, code: Path | None) -> dict[s
     return out
 
 
-async def warm(repo: Path, texts: list[str], searches: int, stores: int, code: Path | None) -> dict[str, list[float]]:
+def server_pid() -> int | None:
+    """The `gitwiki serve` child of this process (the stdio client spawned it), for its CPU time."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and b"serve" in cmdline:
+            return int(stat.parent.name)
+    return None
+
+
+_THREAD_NS: dict[str, int] = {}  # the last reading of every thread of the server seen, alive or not
+
+
+def cpu_ms(pid: int | None) -> float:
+    """CPU time of a process so far, every thread's (the SDK runs a tool on a worker thread), ms, from the
+    scheduler's nanosecond counters; a thread that has ended counts with its last reading, so the figure
+    never goes back (0 when nothing can be read)."""
+    if pid is None:
+        return 0.0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            _THREAD_NS[stat.parent.name] = int(stat.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return sum(_THREAD_NS.values()) / 1e6
+
+
+async def warm(
+    repo: Path, texts: list[str], searches: int, stores: int, briefs: int, code: Path | None
+) -> dict[str, list[float]]:
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     params = StdioServerParameters(
@@ -155,30 +196,106 @@ async def warm(repo: Path, texts: list[str], searches: int, stores: int, code: P
     rng = random.Random(9)
     out: dict[str, list[float]] = defaultdict(list)
 
-    async def timed(name: str, **arguments: object) -> float:
+    async def timed(label: str, name: str, **arguments: object) -> float:
+        before = cpu_ms(pid)
         started = time.perf_counter()
         result = await session.call_tool(name, arguments)
+        elapsed = (time.perf_counter() - started) * 1000
         if result.is_error:
             raise SystemExit(f"{name} failed: {result.content}")
-        return (time.perf_counter() - started) * 1000
+        if pid is not None and label:
+            out[f"server CPU: {label}"].append(cpu_ms(pid) - before)
+        return elapsed
 
     async with stdio_client(params) as streams, ClientSession(*streams) as session:
         await session.initialize()
+        pid = server_pid()
         for q in queries(texts, rng, 3):
-            await timed("memory_search", query=q)
+            await timed("", "memory_search", query=q)
+        await timed("", "memory_store", topic="tiny", text="the one entry of a small topic, read as a floor")
         for q in queries(texts, rng, searches):
             started = time.perf_counter()
             await session.send_ping()
             out["MCP ping"].append((time.perf_counter() - started) * 1000)
-            out["memory_search (warm MCP)"].append(await timed("memory_search", query=q))
+            out["memory_read of one entry"].append(await timed("memory_read", "memory_read", topic="tiny"))
+            out["memory_search"].append(await timed("memory_search", "memory_search", query=q))
         for i in range(stores):
             text = f"bench note {i} {rng.random():.6f}: {rng.choice(texts).splitlines()[0]}"
             topic = rng.choice(["git", "docker", "npm", "misc", "aws", "kubectl"])
-            out["memory_store (warm MCP)"].append(await timed("memory_store", topic=topic, text=text, force=True))
-        out["memory_search after stores (warm MCP)"] = [
-            await timed("memory_search", query=q) for q in queries(texts, rng, 20)
-        ]
-    return out
+            out["memory_store"].append(await timed("memory_store", "memory_store", topic=topic, text=text, force=True))
+        for q in queries(texts, rng, 20):
+            out["memory_search after the stores"].append(await timed("", "memory_search", query=q))
+        for _ in range(briefs):
+            topic = rng.choice(["git", "docker", "npm", "aws", "kubectl", "gh"])
+            out["memory_brief of a topic"].append(await timed("brief of a topic", "memory_brief", query=topic))
+            glob = rng.choice("gdnp") + "*"
+            out["memory_brief of a glob"].append(await timed("brief of a glob", "memory_brief", query=glob))
+            out["memory_brief, the meta-briefing"].append(await timed("the meta-briefing", "memory_brief"))
+    return {f"{k} (warm MCP)" if not k.startswith(("MCP", "server")) else k: v for k, v in out.items()}
+
+
+def export_document(repo: Path) -> dict[str, object]:
+    """The memory of the built repo as an export document (what `memory topics export` writes)."""
+    from gitwiki.memory.entry import parse_page
+
+    topics = []
+    for page in sorted((repo / "wiki" / "memory").glob("*.md")):
+        entries = parse_page(page.read_text(encoding="utf-8"), page.stem).entries
+        topics.append(
+            {
+                "name": page.stem,
+                "entries": [
+                    {"created": e.created, "text": e.text, "tags": list(e.tags), "confidence": e.confidence}
+                    for e in entries
+                ],
+            }
+        )
+    return {"format": "gitwiki-memory", "version": 1, "topics": topics}
+
+
+def import_run(repo: Path, lexical: bool, code: Path | None) -> tuple[dict[str, list[float]], dict[str, object]]:
+    """One import of the 10,000 notes into a fresh repo, beside the process floors."""
+    base = repo.parent / "import"
+    document = base / "export.json"
+    base.mkdir(exist_ok=True)
+    document.write_text(json.dumps(export_document(repo)))
+    target = base / "repo"
+    if target.exists():
+        import shutil
+
+        shutil.rmtree(target)
+    write_repo(
+        target,
+        [("wiki/index.md", "# Home\n\nThe project wiki.\n")],
+        corpus_config("wiki", "wiki", embeddings=not lexical),
+    )
+    env = {**child_env(code), "GITWIKI_NO_SERVER": "1", "GITWIKI_INDEX_DIR": str(base / "index")}
+    if (base / "index").exists():
+        import shutil
+
+        shutil.rmtree(base / "index")
+    gw = [sys.executable, "-m", "gitwiki", "-C", str(target)]
+    out: dict[str, list[float]] = defaultdict(list)
+    out["python -c pass"].append(run_cmd([sys.executable, "-c", "pass"], env))
+    out["gitwiki --version"].append(run_cmd([*gw, "--version"], env))
+    out["gitwiki index (3 pages, before the import)"].append(run_cmd([*gw, "index"], env))
+    started = time.perf_counter()
+    done = subprocess.run(
+        [*gw, "memory", "topics", "import", "--file", str(document)], env=env, cwd=WORK, capture_output=True, text=True
+    )
+    out["memory topics import, 10,000 entries"].append((time.perf_counter() - started) * 1000)
+    if done.returncode:
+        raise SystemExit(f"import failed ({done.returncode}): {done.stderr}")
+    progress = [line for line in done.stderr.splitlines() if line.startswith("gitwiki: ")]
+    entries = sum(page.read_text().count("\n## 20") for page in (target / "wiki" / "memory").glob("*.md"))
+    seen = {
+        "progress lines on stderr": len(progress),
+        "first and last progress line": [progress[0], progress[-1]] if progress else [],
+        "stdout": done.stdout.strip().splitlines()[:2],
+        "progress on stdout": any(line.startswith("gitwiki: ") for line in done.stdout.splitlines()),
+        "entries in the pages": entries,
+    }
+    return out, seen
 
 
 def figures(values: list[float]) -> dict[str, float]:
@@ -197,7 +314,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10, help="cold processes of each kind")
     parser.add_argument("--searches", type=int, default=200)
     parser.add_argument("--stores", type=int, default=50)
-    parser.add_argument("--parts", default="cold,warm", help="cold, warm or both (default)")
+    parser.add_argument("--briefs", type=int, default=50)
+    parser.add_argument("--parts", default="cold,warm", help="cold, warm, import, comma-separated (default cold,warm)")
     parser.add_argument("--code", type=Path, help="run the CLI and the server from this gitwiki tree")
     args = parser.parse_args()
     use_offline_model()
@@ -205,6 +323,7 @@ def main() -> None:
     texts = json.loads((repo.parent / "texts.json").read_text())
     loads = [os.getloadavg()[0]]
     samples: dict[str, list[float]] = {}
+    seen: dict[str, object] = {}
     try:
         if "cold" in args.parts:
             samples |= cold(repo, texts, args.rounds, args.code)
@@ -212,7 +331,11 @@ def main() -> None:
         if "warm" in args.parts:
             import anyio
 
-            samples |= anyio.run(warm, repo, texts, args.searches, args.stores, args.code)
+            samples |= anyio.run(warm, repo, texts, args.searches, args.stores, args.briefs, args.code)
+            loads.append(os.getloadavg()[0])
+        if "import" in args.parts:
+            timings, seen = import_run(repo, args.lexical, args.code)
+            samples |= timings
             loads.append(os.getloadavg()[0])
     finally:
         git(repo, "checkout", "-q", "--", ".")  # the repo is reused by the next run: drop the stored entries
@@ -226,6 +349,7 @@ def main() -> None:
         "entries": ENTRIES,
         "topics": TOPICS,
         "ms": {name: figures(v) for name, v in samples.items()},
+        "import": seen,
     }
     print(json.dumps(summary, indent=2))
 

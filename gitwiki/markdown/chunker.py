@@ -59,29 +59,75 @@ def parser() -> MarkdownIt:
     return MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
 
-# The last page bodies parsed whole, by text: lint parses a written page whole, and indexing the same version
-# right after (a page write, each page of a memory import) reads its outline from those tokens instead of
-# parsing it again, part by part (docs/research/memory-speed.md). Only the last two are kept, and none over
-# 1M characters: `gitwiki lint` of a whole corpus must not hold every page's tokens, and a front index.md
-# listing 20,000 pages is better served by `outline_of`'s memo of its parts.
+class Block(NamedTuple):
+    """What lint's page parse and the outline read of one markdown-it block token (a token itself is too heavy to
+    remember for every part of every page): every top-level block, and every heading and code block at any depth."""
+
+    type: str
+    tag: str
+    markup: str
+    level: int  # nesting level: 0 at the top
+    start: int  # 0-based line of the body (or of the part it was parsed in)
+    end: int  # exclusive
+    info: str  # a fence's info string
+    content: str  # a fence's content
+    text: str  # a heading's plain text
+
+
+_KEPT_TYPES = ("heading_open", "fence", "code_block", "html_block")
+
+
+def _blocks(tokens: list[Token]) -> tuple[Block, ...]:
+    out = []
+    for i, tok in enumerate(tokens):
+        if tok.map is None or tok.nesting == -1 or (tok.level and tok.type not in _KEPT_TYPES):
+            continue
+        fence = tok.type == "fence"
+        text = inline_text(tokens[i + 1]) if tok.type == "heading_open" else ""
+        out.append(
+            Block(
+                tok.type,
+                tok.tag,
+                tok.markup,
+                tok.level,
+                tok.map[0],
+                tok.map[1],
+                tok.info if fence else "",
+                tok.content if fence else "",
+                text,
+            )
+        )
+    return tuple(out)
+
+
+# The last page bodies parsed whole, by text: lint parses a written page (`body_blocks`), and indexing the same
+# version right after reads its outline from that parse. A body is parsed part by part (see `outline_of`), each
+# part remembered by its text, so a memory store that appends an entry to a 300 KB topic page parses the new
+# part alone (docs/research/memory-store-scale.md); a body the parts cannot stand for is parsed whole, and the
+# last two such bodies are kept, none over 1M characters (`gitwiki lint` of a corpus must not hold them all).
 _WHOLE_KEPT = 2
 _WHOLE_MAX_CHARS = 1_000_000
-_whole: dict[str, list[Token]] = {}  # oldest first
+_whole: dict[str, tuple[Block, ...]] = {}  # oldest first
 _whole_lock = threading.Lock()
 
 
-def body_tokens(body: str) -> list[Token]:
-    """markdown-it's tokens of a whole page body, remembered for `outline_of` of the same body."""
+def body_blocks(body: str) -> list[tuple[int, tuple[Block, ...]]]:
+    """The blocks of a whole page body, as (line of the body a part starts at, its blocks with lines counted in
+    the part): parsed part by part where the parts stand for the whole (one part at 0 when parsed whole). A
+    body parsed whole is remembered for `outline_of`."""
+    parts = _parts(body)
+    if parts is not None:
+        return [(line, part.blocks) for line, part in parts]
     with _whole_lock:
-        tokens = _whole.pop(body, None)
-    if tokens is None:
-        tokens = parser().parse(body)
+        blocks = _whole.pop(body, None)
+    if blocks is None:
+        blocks = _blocks(parser().parse(body))
     if len(body) <= _WHOLE_MAX_CHARS:
         with _whole_lock:
-            _whole[body] = tokens
+            _whole[body] = blocks
             while len(_whole) > _WHOLE_KEPT:
                 del _whole[next(iter(_whole))]
-    return tokens
+    return [(0, blocks)]
 
 
 def inline_text(token: Token) -> str:
@@ -175,52 +221,69 @@ def outline_of(body: str) -> tuple[list[SectionHeading], list[tuple[int, int]]]:
     ~300 ms of each page write under load. Where the parts could parse differently from the whole (a
     reference definition, which applies to the whole page; a bare CR; a block left open at a cut), the
     whole body is parsed."""
-    with _whole_lock:
-        whole = _whole.get(body)
-    if whole is not None:  # parsed whole a moment ago (`body_tokens`)
-        return _outline(whole)
-    cuts = [m.start() for m in _ATX.finditer(body)]
-    if len(cuts) < 2 or "\r" in body:
-        return _outline(parser().parse(body))
-    if cuts[0] != 0:
-        cuts.insert(0, 0)
+    parts = _parts(body)
+    if parts is None:
+        with _whole_lock:
+            whole = _whole.get(body)
+        return _outline_blocks(whole if whole is not None else _blocks(parser().parse(body)))
     headings: list[SectionHeading] = []
     blocks: list[tuple[int, int]] = []
-    line = 0
-    for start, end in zip(cuts, [*cuts[1:], len(body)], strict=True):
-        part = body[start:end]
-        part_headings, part_blocks, whole_only = _part_outline(part) if end != len(body) else _last_outline(part)
-        if whole_only:
-            return _outline(parser().parse(body))
-        headings.extend(h._replace(line=h.line + line) for h in part_headings)
-        blocks.extend((b_start + line, b_end + line) for b_start, b_end in part_blocks)
-        line += part.count("\n")
+    for line, part in parts:
+        headings.extend(h._replace(line=h.line + line) for h in part.headings)
+        blocks.extend((b_start + line, b_end + line) for b_start, b_end in part.spans)
     return headings, blocks
 
 
-PartOutline = tuple[tuple[SectionHeading, ...], tuple[tuple[int, int], ...], bool]
+class PartParse(NamedTuple):
+    """One part of a body parsed on its own (lines counted in the part)."""
+
+    blocks: tuple[Block, ...]
+    headings: tuple[SectionHeading, ...]  # its outline: top-level H1–H3 …
+    spans: tuple[tuple[int, int], ...]  # … and the line spans of its top-level blocks
+    whole_only: bool  # the body must be parsed whole instead
+
+
+def _parts(body: str) -> list[tuple[int, PartParse]] | None:
+    """The body's parts (cut at column-0 ATX heading lines) with the line each starts at, parsed (or taken
+    from the memo); None when the body is to be parsed whole."""
+    cuts = [m.start() for m in _ATX.finditer(body)]
+    if len(cuts) < 2 or "\r" in body:
+        return None
+    if cuts[0] != 0:
+        cuts.insert(0, 0)
+    out = []
+    line = 0
+    for start, end in zip(cuts, [*cuts[1:], len(body)], strict=True):
+        part = body[start:end]
+        parsed = _part_outline(part) if end != len(body) else _last_outline(part)
+        if parsed.whole_only:
+            return None
+        out.append((line, parsed))
+        line += part.count("\n")
+    return out
 
 
 @text_memo(16_000_000)
-def _part_outline(part: str) -> PartOutline:
-    """The outline of one part of a body, and whether the body must be parsed whole instead: the part
-    defines a link reference (it applies to every part), or a block in it may run on past its end."""
+def _part_outline(part: str) -> PartParse:
+    """One part of a body parsed, and whether the body must be parsed whole instead: the part defines a link
+    reference (it applies to every part), or a block in it may run on past its end."""
     return _outline_part(part, last=False)
 
 
 @text_memo(16_000_000)
-def _last_outline(part: str) -> PartOutline:
+def _last_outline(part: str) -> PartParse:
     """`_part_outline` of the body's last part, where a block may run on to the end."""
     return _outline_part(part, last=True)
 
 
-def _outline_part(part: str, last: bool) -> PartOutline:
+def _outline_part(part: str, last: bool) -> PartParse:
     env: dict[str, Any] = {}
     tokens = parser().parse(part, env)
-    headings, blocks = _outline(tokens)
+    blocks = _blocks(tokens)
+    headings, spans = _outline_blocks(blocks)
     lines = part.split("\n")
     whole_only = bool(env.get("references")) or (not last and any(_open_at_end(t, lines) for t in tokens))
-    return tuple(headings), tuple(blocks), whole_only
+    return PartParse(blocks, tuple(headings), tuple(spans), whole_only)
 
 
 def _open_at_end(token: Token, lines: list[str]) -> bool:
@@ -247,15 +310,19 @@ def _open_at_end(token: Token, lines: list[str]) -> bool:
 
 def _outline(tokens: list[Token]) -> tuple[list[SectionHeading], list[tuple[int, int]]]:
     """Top-level H1–H3 headings and the line spans of every top-level block."""
+    return _outline_blocks(_blocks(tokens))
+
+
+def _outline_blocks(blocks: tuple[Block, ...] | list[Block]) -> tuple[list[SectionHeading], list[tuple[int, int]]]:
     headings: list[SectionHeading] = []
-    blocks: list[tuple[int, int]] = []
-    for i, tok in enumerate(tokens):
-        if tok.level != 0 or tok.map is None or tok.nesting == -1:
+    spans: list[tuple[int, int]] = []
+    for b in blocks:
+        if b.level != 0:
             continue
-        blocks.append((tok.map[0], tok.map[1]))
-        if tok.type == "heading_open" and tok.tag in SPLIT_LEVELS:
-            headings.append(SectionHeading(int(tok.tag[1]), inline_text(tokens[i + 1]), tok.map[0]))
-    return headings, blocks
+        spans.append((b.start, b.end))
+        if b.type == "heading_open" and b.tag in SPLIT_LEVELS:
+            headings.append(SectionHeading(int(b.tag[1]), b.text, b.start))
+    return headings, spans
 
 
 def _sections(headings: list[SectionHeading], n_lines: int) -> Iterator[tuple[int, tuple[str, ...], int, int]]:

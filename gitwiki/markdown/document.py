@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from gitwiki.markdown.chunker import body_tokens, inline_text
+from gitwiki.markdown.chunker import body_blocks
 from gitwiki.markdown.frontmatter import FrontMatter, YamlReader, split_front_matter
 from gitwiki.markdown.links import ANY_ANCHOR, Link, extract_links, has_generated_content, heading_slugs, html_anchors
 
@@ -59,21 +59,20 @@ def parse(path: str, text: str, read_yaml: YamlReader | None = None) -> Document
         fm,
         disabled={c.strip().upper() for m in _DISABLE.finditer(text) for c in m.group(1).split(",") if c.strip()},
     )
-    tokens = body_tokens(fm.body)  # indexing the same version next reads its outline from these
-    for i, tok in enumerate(tokens):
-        if tok.map is None or tok.nesting == -1:
-            continue
-        first = tok.map[0] + offset
-        if tok.type == "heading_open":
-            marker = "#" if tok.markup.startswith("#") else None  # a setext heading starts at its text
-            doc.headings.append(
-                Heading(int(tok.tag[1]), inline_text(tokens[i + 1]), first + 1, _col(lines[first], marker))
-            )
-        elif tok.type in _CODE_TOKENS:
-            skip.update(range(first, tok.map[1] + offset))
-            if tok.type == "fence":
-                lang = tok.info.split()[0].lower() if tok.info.strip() else ""
-                doc.fences.append(Fence(lang, tok.content, first + 1, _col(lines[first], tok.markup[0])))
+    # Parsed part by part where the parts stand for the whole, so a page that grows by one section (a memory
+    # store) re-parses that section only; indexing the same version next reads its outline from these parts.
+    for part_line, blocks in body_blocks(fm.body):
+        at = part_line + offset  # a block's line in its part → its line in the file
+        for block in blocks:
+            first = block.start + at
+            if block.type == "heading_open":
+                marker = "#" if block.markup.startswith("#") else None  # a setext heading starts at its text
+                doc.headings.append(Heading(int(block.tag[1]), block.text, first + 1, _col(lines[first], marker)))
+            elif block.type in _CODE_TOKENS:
+                skip.update(range(first, block.end + at))
+                if block.type == "fence":
+                    lang = block.info.split()[0].lower() if block.info.strip() else ""
+                    doc.fences.append(Fence(lang, block.content, first + 1, _col(lines[first], block.markup[0])))
     doc.links = extract_links(text, skip)
     return doc
 

@@ -238,9 +238,13 @@ class Memory:
             cached = self._pages.get(file)
             if not (cached and cached[0] == key and name not in again):
                 try:
-                    read[name] = (file, key, self._read_page(file))
+                    data = self._read_page(file)
                 except OSError:
                     continue
+                if cached and cached[1].data == data:  # read again under a writer's lock, unchanged: as parsed
+                    self._pages[file] = (key, cached[1])
+                else:
+                    read[name] = (file, key, data)
             present.append((name, file))
         if read:
             self._load(read)
@@ -380,8 +384,15 @@ class Memory:
             found = known.get(shown)
             if found is None:
                 page = parse_page(data.decode("utf-8", errors="replace"), shown)
+                # An entry the version parsed before holds as it is (all an append leaves) has its terms: at
+                # 800 entries, stemming them all again was most of a store's re-read of its page.
+                before = self._pages.get(file)
+                had = dict(zip(before[1].page.entries, before[1].terms, strict=True)) if before else {}
                 # A search word matches the topic's own name, not the label every personal topic shares.
-                terms = tuple(entry_terms(e._replace(topic=name) if self.label else e) for e in page.entries)
+                terms = tuple(
+                    had[e] if e in had else entry_terms(e._replace(topic=name) if self.label else e)
+                    for e in page.entries
+                )
                 made[shown] = (blob, page, terms)
             else:
                 page, terms = found

@@ -12,6 +12,7 @@ rendered as a tier: `summary` (about 15 lines), `scan` (one line per entry) or `
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable
@@ -23,6 +24,7 @@ from gitwiki.index.tokens import tokenize, words
 from gitwiki.memory import personal, stores
 from gitwiki.memory.entry import Entry, TopicPage, auto_tags, first_line, jaccard, parse_iso, singular, terms
 from gitwiki.memory.search import MemoryQuery, in_window, since_moment
+from gitwiki.pagetext import text_memo
 
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory
@@ -197,18 +199,40 @@ def classify(entries: list[Entry]) -> list[Item]:
         by_topic.setdefault(e.topic, []).append(e)
     for group in by_topic.values():
         group.sort(key=lambda e: e.when)
-        for i, old in enumerate(group):
-            old_time = parse_iso(old.when)
-            for new in reversed(group[i + 1 :]):
-                new_time = parse_iso(new.when)
-                clearly_newer = old_time and new_time and (new_time.date() - old_time.date()).days >= SUPERSEDE_DAYS
-                if clearly_newer and jaccard(terms(old.text), terms(new.text)) > SUPERSEDE_OVERLAP:
-                    newer[old.ref] = new.ref
+        sets = [terms(e.text) for e in group]
+        days = [moment.date() if (moment := parse_iso(e.when)) else None for e in group]
+        for i, later in enumerate(_similar_later(sets)):
+            old_day = days[i]
+            for j in later:  # the newest first: the entry that supersedes is the latest one that can
+                new_day = days[j]
+                clearly_newer = old_day and new_day and (new_day - old_day).days >= SUPERSEDE_DAYS
+                if clearly_newer and jaccard(sets[i], sets[j]) > SUPERSEDE_OVERLAP:
+                    newer[group[i].ref] = group[j].ref
                     break
     order = {c: n for n, c in enumerate((*CATEGORIES, UNTAGGED))}
     items = [Item(e, category(e), also, newer.get(e.ref, "")) for e, also in kept]
     items.sort(key=lambda i: (order[i.category], i.entry.when, i.entry.ref))
     return items
+
+
+def _similar_later(sets: list[frozenset[str]]) -> list[list[int]]:
+    """For each term set, the later ones (by position, the last first) that may share more than
+    SUPERSEDE_OVERLAP of their terms with it; every pair above it is among them, and the caller checks each.
+
+    Prefix filtering (as in set-similarity joins): with the terms ordered rarest first, two sets whose
+    Jaccard overlap is at least t share a term among the first |s| - ceil(t·|s|) + 1 of each. One longer
+    prefix than that is taken, so a rounding of t·|s| cannot lose a pair. Comparing every pair of a topic's
+    entries was 0.44 s of a brief of a 794-entry topic."""
+    df = Counter(t for s in sets for t in s)
+    seen: dict[str, list[int]] = {}
+    later: list[set[int]] = [set() for _ in sets]
+    for j, s in enumerate(sets):
+        ranked = sorted(s, key=lambda t: (df[t], t))
+        for t in ranked[: len(ranked) - math.floor(SUPERSEDE_OVERLAP * len(ranked)) + 1]:
+            for i in seen.get(t, ()):
+                later[i].add(j)
+            seen.setdefault(t, []).append(j)
+    return [sorted(js, reverse=True) for js in later]
 
 
 def _chains(entries: list[Entry]) -> list[Chain]:
@@ -232,20 +256,25 @@ def _topic_chains(entries: list[Entry]) -> list[Chain]:
         if shared:
             dominant = max(shared, key=lambda t: (df[t], t))
             groups.setdefault(dominant, []).append(entry)
+    stems: dict[str, list[str]] = {}  # one topic's words stemmed once, not once per chain
     return [
-        Chain(_as_written(term, group), tuple(e.ref for e in sorted(group, key=lambda e: e.created)))
+        Chain(_as_written(term, group, stems), tuple(e.ref for e in sorted(group, key=lambda e: e.created)))
         for term, group in groups.items()
         if len(group) >= CHAIN_MIN
     ]
 
 
-def _as_written(term: str, entries: list[Entry]) -> str:
+@text_memo(8_000_000)  # a server briefs the same entries again and again
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(words(text))
+
+
+def _as_written(term: str, entries: list[Entry], stems: dict[str, list[str]]) -> str:
     """The stemmed `term` as the entries write it (`redi` → redis): its most common form, the shorter and
     then the first alphabetically on a tie; the term itself if no word stems to it."""
     forms: Counter[str] = Counter()
-    stems: dict[str, list[str]] = {}
     for e in entries:
-        for word in words(e.text):
+        for word in _words(e.text):
             if word not in stems:
                 stems[word] = tokenize(word)
             if stems[word] == [term]:

@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 
 from gitwiki.errors import UsageError
 from gitwiki.index.tokens import STOP_WORDS, tokenize
+from gitwiki.pagetext import text_memo
 
 DASH = "—"
 META_KEYS = ("tags", "source", "confidence", "links", "modified", "text")
@@ -530,14 +531,27 @@ def parse_page(text: str, fallback_name: str) -> TopicPage:
                 entries[-2] = (*entries[-2][:3], line)
     preamble = _trim(lines[head_end : entries[0][0] if entries else len(lines)])
     parsed = []
-    for n, (line, match, end, after_end) in enumerate(entries):
+    for n, (line, _, end, after_end) in enumerate(entries):
         body = lines[line + 1 : end]
         while body and not body[-1].strip():
             body.pop()
-        entry = _entry(fallback_name, n + 1, match, body, line + 1, line + 1 + len(body))
-        parsed.append(entry._replace(after=_trim(lines[end:after_end])))
+        # One string names the entry's parse: the topic and the header line hold no newline.
+        entry = _section_entry(f"{fallback_name}\n{lines[line]}\n" + "\n".join(body))
+        start, after = line + 1, _trim(lines[end:after_end])
+        parsed.append(entry._replace(index=n + 1, start_line=start, end_line=start + len(body), after=after))
     head = "\n".join(lines[:head_end]).rstrip()
     return TopicPage(name, preamble, tuple(parsed), "" if head == f"# {fallback_name}" else head)
+
+
+@text_memo(32_000_000)
+def _section_entry(section: str) -> Entry:
+    """The entry of one section ("topic\nheader line\nbody"), its place in the page left at 0: a store rewrites
+    a page of hundreds of entries and reads it back twice (the render's check, the new version), so every entry
+    but the new one is parsed once per process, not once per store."""
+    topic, line, body = section.split("\n", 2)
+    match = _ENTRY.match(line)
+    assert match is not None  # parse_page passes entry header lines only
+    return _entry(topic, 0, match, body.split("\n") if body else [], 0, 0)
 
 
 def _entry(topic: str, index: int, heading: re.Match[str], body: list[str], start: int, end: int) -> Entry:

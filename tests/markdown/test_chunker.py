@@ -138,14 +138,14 @@ def test_an_edit_to_one_section_reparses_that_section_only(monkeypatch):
 
 
 def test_a_body_parsed_whole_gives_its_outline_and_only_the_last_two_small_ones_are_kept():
-    """Lint's whole parse of a page (`body_tokens`) is what indexing the same page reads its outline from,
-    with the outline the parts would give; a whole corpus linted keeps the tokens of two pages, not all."""
-    bodies = [f"# Page {n}\n\nText {n}.\n\n## Part\n\n- item {n}\n\n## More\n\nEnd.\n" for n in range(3)]
-    expected = [chunker.outline_of(b) for b in bodies]  # parsed part by part
+    """Lint's whole parse of a page (`body_blocks`, for a body the parts cannot stand for: a reference
+    definition) is what indexing the same page reads its outline from; a whole corpus linted keeps two, not all."""
+    bodies = [f"# Page {n}\n\nText [x][r].\n\n## Part\n\n- item {n}\n\n[r]: https://x/{n}\n" for n in range(3)]
+    expected = [chunker._outline(chunker.parser().parse(b)) for b in bodies]
     for body in bodies:
-        chunker.body_tokens(body)
+        chunker.body_blocks(body)
     assert list(chunker._whole) == bodies[1:]
     assert [chunker.outline_of(b) for b in bodies] == expected
     big = "# Big\n\n" + "word " * 250_000
-    chunker.body_tokens(big)
+    chunker.body_blocks(big)
     assert big not in chunker._whole
