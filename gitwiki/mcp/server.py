@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+import io
 import json
 import logging
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -592,6 +594,24 @@ def serve(wiki: Wiki, serial: threading.Lock, stdio: EarlyStdio) -> None:
         stdio.close()
         with serial:  # not under a running warm-up
             wiki.close()
+
+
+def serve_connection(app: MCPServer, conn: socket.socket) -> None:
+    """Run one MCP session of `app` on `conn` (a bridge's, `gitwiki.mcp.bridge`) until the bridge hangs up: the
+    SDK's own session over the connection's lines, as over stdio, with an event loop of its own on this thread.
+    The bridge checked every line (`mcp.framing`) and answered the early methods, as `mcp.early` does."""
+    reader = io.TextIOWrapper(conn.makefile("rb"), encoding="utf-8", errors="replace")
+    writer = io.TextIOWrapper(conn.makefile("wb"), encoding="utf-8", write_through=True)
+
+    async def run() -> None:
+        async with stdio_server(anyio.wrap_file(reader), anyio.wrap_file(writer)) as (read, write):
+            lowlevel = app._lowlevel_server
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+    try:
+        anyio.run(run)
+    except (OSError, ExceptionGroup) as e:  # the bridge went away mid-answer
+        log.info("a session's connection ended: %s", e)
 
 
 def _freshness(view: CorpusView) -> dict[str, Any]:

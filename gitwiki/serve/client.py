@@ -41,6 +41,8 @@ REPLY_TIMEOUT = 300.0
 ENV_PREFIXES = ("GITWIKI_", "HF_", "FASTEMBED_")
 ENV_NAMES = ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "GITHUB_REPOSITORY", "GITHUB_API_URL")
 NO_SERVER = "GITWIKI_NO_SERVER"
+# `gitwiki serve` runs each session in its own process (docs/mcp.md); it changes no answer.
+SERVE_ALONE = "GITWIKI_SERVE_ALONE"
 
 
 class ServerError(GitwikiError):
@@ -65,7 +67,7 @@ class Reply(NamedTuple):
 
 def environment() -> dict[str, str]:
     """The part of this process's environment a server must share to answer for it."""
-    return {k: v for k, v in os.environ.items() if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k != NO_SERVER}
+    return {k: v for k, v in os.environ.items() if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k not in (NO_SERVER, SERVE_ALONE)}
 
 
 def socket_path(index: Path, root: Path) -> Path:

@@ -7,6 +7,12 @@ to it (refused) and replaced; one whose server is alive is left to it, and this 
 The file is bound under a temporary name and renamed into place, so a client never meets a file that is
 bound but not yet listening.
 
+As the owner of its checkout (`serve.owner`, `gitwiki serve --owner-fd`), the server also takes MCP sessions: a
+connection that opens with `"session": true` is checked as a request is, accepted, and handed to `sessions` (the
+MCP server, run on that connection until it closes); `status` and `stop` requests are answered for `gitwiki
+status` and `gitwiki serve --stop`. `wait_idle` returns when the owner should end: stopped, or no session for the
+idle timeout.
+
 Requests are answered one at a time with the tool calls (the same lock), by `ground.answer`, the call the
 CLI's local path makes. At most MAX_CONNECTIONS connections are served at once, each given REQUEST_TIMEOUT in
 all to send its request: a connection past the cap is closed at once (its CLI answers by itself), so idle or
@@ -25,6 +31,7 @@ import socket
 import threading
 import time
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +50,29 @@ MAX_REQUEST = 1 << 20
 # Connections served at once, each on its own thread; requests wait for the lock anyway, so more would only
 # hold threads and memory. A CLI turned away answers by itself.
 MAX_CONNECTIONS = 16
+# MCP sessions served at once (each holds a thread while its client is connected).
+MAX_SESSIONS = 64
+# An owner started for a session waits this long for its first one even with idle_timeout 0.
+FIRST_SESSION_GRACE = 30.0
 
 
 class SocketServer:
-    def __init__(self, wiki: Wiki, lock: threading.Lock, sock: socket.socket, path: Path) -> None:
+    def __init__(
+        self,
+        wiki: Wiki,
+        lock: threading.Lock,
+        sock: socket.socket,
+        path: Path,
+        sessions: Callable[[socket.socket], None] | None = None,
+    ) -> None:
         self._wiki = wiki
+        self._sessions = sessions
+        self._state = threading.Condition()
+        self._active = 0  # sessions connected now
+        self._served = 0  # sessions served since the start
+        self._last = time.monotonic()  # when the last session left (or the server started)
+        self._stopping = False
+        self.since = time.time()
         self._lock = lock
         self._sock = sock
         self.path = path
@@ -57,9 +82,12 @@ class SocketServer:
         threading.Thread(target=self._accept, name="gitwiki-socket", daemon=True).start()
 
     @classmethod
-    def listen(cls, wiki: Wiki, lock: threading.Lock) -> SocketServer | None:
-        """Listen for `wiki`'s checkout, answering under `lock`; None when another live server already does or
-        no socket can be made here (the CLI then answers by itself)."""
+    def listen(
+        cls, wiki: Wiki, lock: threading.Lock, sessions: Callable[[socket.socket], None] | None = None
+    ) -> SocketServer | None:
+        """Listen for `wiki`'s checkout, answering under `lock` (and running MCP sessions with `sessions`, for an
+        owner); None when another live server already does or no socket can be made here (the CLI then answers
+        by itself)."""
         if not hasattr(socket, "AF_UNIX"):
             return None
         path = serve_client.socket_path(wiki.index_dir, wiki.root)
@@ -72,7 +100,30 @@ class SocketServer:
         except OSError as e:
             log.info("no socket for the CLI at %s: %s", path, e)
             return None
-        return cls(wiki, lock, sock, path)
+        return cls(wiki, lock, sock, path, sessions)
+
+    def wait_idle(self, idle_timeout: float) -> None:
+        """Return when `stop` was asked, or no session has been connected for `idle_timeout` seconds (0: when
+        the last one leaves; before the first, at least FIRST_SESSION_GRACE)."""
+        with self._state:
+            while not self._stopping:
+                wait = idle_timeout if self._served else max(idle_timeout, FIRST_SESSION_GRACE)
+                left = self._last + wait - time.monotonic()
+                if self._active == 0 and left <= 0:
+                    return
+                self._state.wait(timeout=None if self._active else left)
+
+    def status(self) -> dict[str, Any]:
+        """What `gitwiki status` shows of the owner."""
+        with self._state:
+            return {
+                "pid": os.getpid(),
+                "since": self.since,
+                "sessions": self._active,
+                "served": self._served,
+                "rss_kib": _rss_kib(),
+                "root": str(self._wiki.root),
+            }
 
     def close(self) -> None:
         """Stop listening; the socket file goes unless another server has replaced it meanwhile."""
@@ -96,6 +147,7 @@ class SocketServer:
             threading.Thread(target=self._serve, args=(conn,), name="gitwiki-socket-call", daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
+        released = False
         with conn:
             try:
                 if serve_client.peer_uid(conn) not in (None, os.getuid()):
@@ -104,17 +156,59 @@ class SocketServer:
                 line = serve_client.read_line(conn, MAX_REQUEST, time.monotonic() + REQUEST_TIMEOUT)
                 message = json.loads(line)
                 conn.settimeout(None)
+                if isinstance(message, dict) and message.get("session") is True:
+                    self._slots.release()  # a session holds a session's place, not a request's
+                    released = True
+                    self._session(conn, message)
+                    return
                 conn.sendall(json.dumps(self.reply(message), ensure_ascii=False).encode() + b"\n")
             # The client went away, was too slow, or sent garbage (not UTF-8, not JSON, nested past the parser's
             # recursion limit): nothing to answer.
             except (OSError, ValueError, RecursionError) as e:
                 log.info("socket request dropped: %s", type(e).__name__)
             finally:
-                self._slots.release()
+                if not released:
+                    self._slots.release()
+
+    def _session(self, conn: socket.socket, message: dict[str, Any]) -> None:
+        """Run one MCP session on `conn`, if this server takes sessions and the session is for it."""
+        refusal = "this server takes no sessions (gitwiki serve --alone)" if self._sessions is None else None
+        refusal = refusal or self._refusal(message, session=True)
+        with self._state:
+            if refusal is None and self._stopping:
+                refusal = "the owner is stopping"
+            if refusal is None and self._active >= MAX_SESSIONS:
+                refusal = f"{MAX_SESSIONS} sessions are connected"
+            if refusal is None:
+                self._active += 1
+                self._served += 1
+        if refusal is not None:
+            log.info("declined a session: %s", refusal)
+            conn.sendall(json.dumps({"declined": refusal}).encode() + b"\n")
+            return
+        assert self._sessions is not None
+        try:
+            conn.sendall(json.dumps({"session": "accepted", "pid": os.getpid()}).encode() + b"\n")
+            self._sessions(conn)
+        except Exception:  # one session's end, however it ends, is not the owner's
+            log.exception("a session ended with an error")
+        finally:
+            with self._state:
+                self._active -= 1
+                self._last = time.monotonic()
+                self._state.notify_all()
 
     def reply(self, message: Any) -> dict[str, Any]:
         """The reply to one request: stdout and stderr as the local path would write them, a gitwiki error with
         its exit code, or `declined` with the reason."""
+        if isinstance(message, dict) and message.get("status") is True and self._sessions is not None:
+            return self.status()
+        if isinstance(message, dict) and message.get("stop") is True and self._sessions is not None:
+            log.info("stopping: asked by gitwiki serve --stop")
+            with self._state:
+                self._stopping = True
+                self._state.notify_all()
+            return {"stopping": os.getpid()}
         refusal = self._refusal(message)
         if refusal is not None:
             log.info("declined a CLI request: %s", refusal)
@@ -132,10 +226,10 @@ class SocketServer:
                 log.exception("ground over the socket crashed")  # the client answers by itself, and shows it
                 return {"declined": f"internal error ({type(e).__name__})"}
 
-    def _refusal(self, message: Any) -> str | None:
+    def _refusal(self, message: Any, session: bool = False) -> str | None:
         if not isinstance(message, dict) or message.get("protocol") != serve_client.PROTOCOL:
             return "another protocol"
-        if not isinstance(message.get("request"), dict):
+        if not session and not isinstance(message.get("request"), dict):
             return "no request"
         if message.get("root") != str(self._wiki.root):
             return f"another checkout ({message.get('root')})"
@@ -170,6 +264,18 @@ def _request(fields: dict[str, Any]) -> GroundRequest | str:
         if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
             return f"{name} is a {type(value).__name__}"
     return request
+
+
+def _rss_kib() -> int | None:
+    """This process's resident memory in KiB (Linux's /proc), None elsewhere."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _private_dir(folder: Path) -> None:
