@@ -1,0 +1,329 @@
+"""One warm owner per checkout: the first `gitwiki serve` starts it, every session is a stdio bridge to it that
+answers as a direct session does, and the bridges survive the owner's death (kill -9) and notice its hang."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitwiki.serve import owner as serve_owner
+from tests.test_mcp_server import DEPLOY, LEXICAL
+
+WAIT = 60.0  # generous: a loaded 2-core machine starts an owner in seconds
+HELLO = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "test", "version": "1"},
+}
+HEAVY = ("mcp.server", "mcp_types", "numpy", "pygit2", "onnxruntime", "fastembed", "pydantic")
+
+
+class Session:
+    """One `gitwiki serve` process and its JSON-RPC lines, read on a thread (a test never blocks for ever)."""
+
+    def __init__(self, repo: Path, *flags: str, importtime: bool = False) -> None:
+        python = [sys.executable, "-X", "importtime"] if importtime else [sys.executable]
+        self.process = subprocess.Popen(
+            [*python, "-m", "gitwiki", "-C", str(repo), "serve", "--log-level", "INFO", *flags],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.stderr: list[bytes] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=lambda: self.stderr.extend(self.process.stderr), daemon=True).start()  # type: ignore[arg-type]
+        self.next_id = 1
+
+    def _read(self) -> None:
+        for line in self.process.stdout:  # type: ignore[union-attr]
+            self.lines.put(json.loads(line))
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> int:
+        id_ = self.next_id
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": id_, "method": method, **({"params": params} if params else {})})
+        return id_
+
+    def answer(self, id_: int, timeout: float = WAIT) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            message = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            if message.get("id") == id_:
+                return message
+
+    def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = WAIT) -> dict[str, Any]:
+        return self.answer(self.request(method, params), timeout)
+
+    def tool(self, name: str, **arguments: Any) -> dict[str, Any]:
+        return self.call("tools/call", {"name": name, "arguments": arguments})
+
+    def open(self) -> dict[str, Any]:
+        answer = self.answer(self._initialize())
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return answer
+
+    def _initialize(self) -> int:
+        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": HELLO})
+        return 0
+
+    def close(self) -> int:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        return self.process.wait(timeout=WAIT)
+
+
+def status(repo: Path) -> dict[str, Any] | None:
+    where = serve_owner.place(str(repo))
+    assert where is not None
+    return serve_owner.ask(where, "status")
+
+
+def wait_for(condition: Any, what: str) -> Any:
+    deadline = time.monotonic() + WAIT
+    while not (found := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+    return found
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # a zombie (the owner's parent bridge has not reaped it yet) is gone too
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+@pytest.fixture
+def shared(repo, monkeypatch):
+    """A repo whose `gitwiki serve` sessions share an owner; every owner it had is gone after the test."""
+    monkeypatch.delenv("GITWIKI_SERVE_ALONE", raising=False)
+    repo.commit("init", {".gitwiki.toml": LEXICAL + "\n[mcp]\nidle_timeout = 30\n", "wiki/deploy.md": DEPLOY})
+    sessions: list[Session] = []
+    yield repo, sessions
+    for session in sessions:
+        if session.process.poll() is None:
+            session.process.kill()
+    found = status(repo.path)
+    if found is not None:
+        os.kill(found["pid"], signal.SIGKILL)
+
+
+def start(shared: Any, *flags: str, importtime: bool = False) -> Session:
+    repo, sessions = shared
+    session = Session(repo.path, *flags, importtime=importtime)
+    sessions.append(session)
+    return session
+
+
+def owner_pid(repo: Path) -> int:
+    found = wait_for(lambda: status(repo), "an owner")
+    return int(found["pid"])
+
+
+def text(answer: dict[str, Any]) -> str:
+    return str(answer["result"]["content"][0]["text"])
+
+
+def test_the_second_session_bridges_to_the_first_ones_owner(shared):
+    repo, _ = shared
+    first = start(shared)
+    first.open()
+    assert "wiki/deploy.md" in text(first.tool("ground", query="helm rollback"))
+    pid = owner_pid(repo.path)
+    assert pid != first.process.pid  # the owner is a process of its own: it outlives the session
+
+    second = start(shared, importtime=True)
+    second.open()
+    assert "wiki/deploy.md" in text(second.tool("ground", query="helm rollback"))
+    found = status(repo.path)
+    assert found is not None and found["pid"] == pid and found["sessions"] == 2 and found["served"] == 2
+    assert found["rss_kib"] > 0
+    assert first.close() == 0 and second.close() == 0
+    # the bridge never imported the SDK, the model's runtime or pygit2 (python -X importtime lists every import)
+    imported = {line.split(b"|")[-1].strip().decode() for line in second.stderr if line.startswith(b"import time:")}
+    assert imported and not {name for name in imported if name.split(".")[0] in HEAVY or name in HEAVY}
+    assert status(repo.path)["sessions"] == 0  # the owner stays for the next session
+
+
+def drift_script(session: Session) -> list[dict[str, Any]]:
+    """What a client sees of a session, in order: the handshake, the lists, answers and refusals."""
+    seen = [session.open()]
+    for method in ("tools/list", "prompts/list", "resources/list", "ping"):
+        seen.append(session.call(method))
+    calls = [
+        ("ground", {"query": "helm rollback"}),
+        ("ground", {"query": "helm rollback", "format": "json"}),
+        ("read_markdown", {"path": "wiki/deploy.md#rollback"}),
+        ("outline_markdown", {"path": "wiki/deploy.md"}),
+        ("get_footnote", {"page": "wiki/deploy.md", "footnote_number": 1}),
+        ("read_markdown", {"path": "wiki/nope.md"}),  # a refusal: -32602 with the message
+        ("ground", {"query": "x", "limt": 3}),  # an unknown argument
+        ("memory_search", {"query": "rollback"}),
+    ]
+    for name, arguments in calls:
+        seen.append(session.tool(name, **arguments))
+    session.send({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": []})  # framing's refusal
+    seen.append(session.answer(99))
+    return seen
+
+
+def test_a_bridged_session_answers_as_a_direct_one(shared):
+    bridge = start(shared)
+    bridged = drift_script(bridge)
+    assert owner_pid(shared[0].path) != bridge.process.pid
+    assert bridge.close() == 0
+    direct = drift_script(start(shared, "--alone"))
+    assert bridged == direct
+    assert len(direct[1]["result"]["tools"]) > 10 and "error" in direct[-1]
+
+
+def test_two_sessions_starting_at_once_share_one_owner(shared):
+    repo, _ = shared
+    sessions = [start(shared), start(shared)]
+    for session in sessions:
+        session.open()
+    answers = [text(s.tool("ground", query="helm rollback")) for s in sessions]
+    assert answers[0] == answers[1] and "wiki/deploy.md" in answers[0]
+    found = status(repo.path)
+    assert found is not None and found["sessions"] == 2
+    where = serve_owner.place(str(repo.path))
+    assert where is not None and serve_owner.held(where)
+    # no second owner lingers: every gitwiki process left is a session or the one owner
+    owners = [line for line in _processes(repo.path) if "--owner-fd" in line]
+    assert len(owners) == 1, owners
+
+
+def _processes(repo: Path) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+            except OSError:
+                continue
+    return [line for line in found if "gitwiki" in line and f"-C {repo} serve" in line]
+
+
+def test_every_bridge_recovers_from_a_killed_owner_and_reads_are_asked_again(shared):
+    repo, _ = shared
+    a, b = start(shared), start(shared)
+    a.open()
+    b.open()
+    assert "wiki/deploy.md" in text(a.tool("ground", query="helm rollback"))
+    pid = owner_pid(repo.path)
+    # an acknowledged write survives the owner's death
+    written = a.tool("add_markdown", path="wiki/kept.md", content="# Kept\n\nA canary page about zebras.\n")
+    assert "created wiki/kept.md" in text(written)
+    # a read in flight when the owner dies: stopped first, so the call is surely out when the kill comes
+    os.kill(pid, signal.SIGSTOP)
+    in_flight = a.request("tools/call", {"name": "ground", "arguments": {"query": "zebras"}})
+    time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)
+    assert "wiki/kept.md" in text(a.answer(in_flight))
+    new = owner_pid(repo.path)
+    assert new != pid
+    # the other bridge reconnects to the same new owner, its session opened again for it
+    assert "canary page about zebras" in text(b.tool("read_markdown", path="wiki/kept.md"))
+    assert status(repo.path)["sessions"] == 2
+    assert a.close() == 0 and b.close() == 0
+
+
+def test_a_write_in_flight_when_the_owner_dies_is_answered_not_resent(shared):
+    repo, _ = shared
+    session = start(shared)
+    session.open()
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))  # connected to the owner
+    pid = owner_pid(repo.path)
+    os.kill(pid, signal.SIGSTOP)
+    write = session.request("tools/call", {"name": "add_markdown", "arguments": {"path": "wiki/w.md", "content": "# W\n"}})
+    time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)
+    answer = session.answer(write)
+    assert answer["error"]["code"] == -32603 and "may or may not have been made" in answer["error"]["message"]
+    assert not (repo.path / "wiki/w.md").exists()  # the stopped owner never read it; nothing was sent twice
+    # the caller checks and writes again, on the new owner
+    assert "created wiki/w.md" in text(session.tool("add_markdown", path="wiki/w.md", content="# W\n"))
+    assert owner_pid(repo.path) != pid
+
+
+def test_a_hung_owner_is_answered_for_within_a_bound(shared):
+    repo, _ = shared
+    session = start(shared)
+    session.open()
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))  # connected to the owner
+    pid = owner_pid(repo.path)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        answer = session.call("tools/call", {"name": "ground", "arguments": {"query": "helm"}}, timeout=30)
+        took = time.monotonic() - started
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert "hung" in answer["error"]["message"] and str(pid) in answer["error"]["message"]
+    assert took < 15, took  # bridge.PROBE_EVERY + HANG_AFTER, and the load's margin
+    # the owner woke up: the session goes on with it
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))
+
+
+def test_the_owner_ends_after_its_idle_timeout_and_stop_ends_it_at_once(shared):
+    repo, _ = shared
+    repo.commit("idle", {".gitwiki.toml": LEXICAL + "\n[mcp]\nidle_timeout = 0\n"})
+    session = start(shared)
+    session.open()
+    pid = owner_pid(repo.path)
+    assert session.close() == 0
+    wait_for(lambda: gone(pid), "the owner to end with its last session (idle_timeout 0)")
+    assert status(repo.path) is None
+
+    repo.commit("linger", {".gitwiki.toml": LEXICAL + "\n[mcp]\nidle_timeout = 300\n"})
+    session = start(shared)
+    session.open()
+    pid = owner_pid(repo.path)
+    assert session.close() == 0
+    time.sleep(0.5)
+    assert status(repo.path) is not None  # lingering for the next session
+    code = subprocess.run(
+        [sys.executable, "-m", "gitwiki", "-C", str(repo.path), "serve", "--stop"], capture_output=True, text=True
+    )
+    assert code.returncode == 0 and f"pid {pid}" in code.stdout
+    wait_for(lambda: gone(pid), "the owner to stop")
+
+
+def test_status_shows_the_owner_and_the_cli_never_starts_one(shared, cli):
+    repo, _ = shared
+    code, out, _ = cli("ground", "helm rollback", cwd=repo.path)
+    assert code == 0 and "wiki/deploy.md" in out
+    code, out, _ = cli("status", cwd=repo.path)
+    assert "owner: none" in out
+    where = serve_owner.place(str(repo.path))
+    assert where is not None and not serve_owner.held(where)
+    session = start(shared)
+    session.open()
+    pid = owner_pid(repo.path)
+    wait_for(lambda: status(repo.path)["sessions"] == 1, "the bridge to connect")
+    code, out, _ = cli("status", cwd=repo.path)
+    assert f"owner: pid {pid} since " in out and "1 session(s) now, 1 served, RSS " in out
+    code, out, _ = cli("status", "--json", cwd=repo.path)
+    assert json.loads(out)["owner"]["pid"] == pid
