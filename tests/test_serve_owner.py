@@ -327,3 +327,32 @@ def test_status_shows_the_owner_and_the_cli_never_starts_one(shared, cli):
     assert f"owner: pid {pid} since " in out and "1 session(s) now, 1 served, RSS " in out
     code, out, _ = cli("status", "--json", cwd=repo.path)
     assert json.loads(out)["owner"]["pid"] == pid
+
+
+def test_memory_search_is_answered_by_the_owner_as_by_the_cli(shared, cli, monkeypatch):
+    repo, _ = shared
+    for text_ in ("gotcha: helm rollback needs the release name", "decision: deploys go through kubectl"):
+        assert cli("memory", "store", "ops", text_, cwd=repo.path)[0] == 0
+    runs = [("memory", "search", "rollback"), ("memory", "search", "deploys", "--json"), ("memory", "search")]
+    with monkeypatch.context() as m:
+        m.setenv("GITWIKI_NO_SERVER", "1")
+        local = [cli(*args, cwd=repo.path) for args in runs]
+    assert "release name" in local[0][1]
+    session = start(shared)
+    session.open()
+    owner_pid(repo.path)
+
+    def no_local_path(*args, **kwargs):
+        raise AssertionError("the CLI answered by itself")
+
+    from gitwiki.memory.base import Memory
+
+    monkeypatch.setattr(Memory, "open", no_local_path)
+    served = [cli(*args, cwd=repo.path) for args in runs]
+    assert [served[0], served[2]] == [local[0], local[2]]
+    # the score decays with the entry's age (a microsecond's difference between the two runs): the rest is the same
+    unscored = [
+        {**json.loads(out), "hits": [{**h, "score": None} for h in json.loads(out)["hits"]]}
+        for _, out, _ in (served[1], local[1])
+    ]
+    assert unscored[0] == unscored[1] and unscored[0]["total"] == 1

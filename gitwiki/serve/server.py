@@ -33,7 +33,7 @@ import time
 import typing
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitwiki.config import load
 from gitwiki.errors import GitwikiError
@@ -41,6 +41,9 @@ from gitwiki.operations.ground import GroundRequest, answer
 from gitwiki.serve import client as serve_client
 from gitwiki.sources.repositories import for_checkout
 from gitwiki.wiki import Wiki
+
+if TYPE_CHECKING:
+    from gitwiki.memory.base import Memory
 
 log = logging.getLogger("gitwiki.socket")
 
@@ -72,6 +75,7 @@ class SocketServer:
         self._served = 0  # sessions served since the start
         self._last = time.monotonic()  # when the last session left (or the server started)
         self._stopping = False
+        self._memory: Memory | None = None  # memory search's, kept warm (parsed topic pages) as the MCP tools'
         self.since = time.time()
         self._lock = lock
         self._sock = sock
@@ -209,6 +213,8 @@ class SocketServer:
                 self._stopping = True
                 self._state.notify_all()
             return {"stopping": os.getpid()}
+        if isinstance(message, dict) and isinstance(message.get("memory_search"), dict):
+            return self._memory_search(message)
         refusal = self._refusal(message)
         if refusal is not None:
             log.info("declined a CLI request: %s", refusal)
@@ -225,6 +231,36 @@ class SocketServer:
             except Exception as e:
                 log.exception("ground over the socket crashed")  # the client answers by itself, and shows it
                 return {"declined": f"internal error ({type(e).__name__})"}
+
+    def _memory_search(self, message: dict[str, Any]) -> dict[str, Any]:
+        """`gitwiki memory search` as the CLI's local path prints it, from this server's warm `Memory`."""
+        fields = message["memory_search"]
+        refusal = self._refusal(message, session=True)
+        if refusal is None and (set(fields) != set(serve_client.MEMORY_SEARCH) or any(
+            not isinstance(fields[k], allowed) or (isinstance(fields[k], bool) and bool not in allowed)
+            for k, allowed in serve_client.MEMORY_SEARCH.items()
+        )):
+            refusal = "not a memory search this version knows"
+        if refusal is not None:
+            log.info("declined a memory search: %s", refusal)
+            return {"declined": refusal}
+        from gitwiki.memory import replies
+        from gitwiki.memory.base import Memory
+
+        options = {k: v for k, v in fields.items() if k not in ("query", "json")}
+        err = io.StringIO()
+        with self._lock, contextlib.redirect_stderr(err):
+            try:
+                if self._memory is None:
+                    self._memory = Memory(self._wiki)
+                reply = replies.search(self._memory, fields["query"], **options)
+            except GitwikiError as e:
+                return {"stdout": "", "stderr": err.getvalue(), "error": str(e), "exit_code": e.exit_code}
+            except Exception as e:
+                log.exception("memory search over the socket crashed")
+                return {"declined": f"internal error ({type(e).__name__})"}
+        shown = json.dumps(reply.data, ensure_ascii=False) if fields["json"] else reply.text
+        return {"stdout": shown + "\n", "stderr": err.getvalue()}
 
     def _refusal(self, message: Any, session: bool = False) -> str | None:
         if not isinstance(message, dict) or message.get("protocol") != serve_client.PROTOCOL:
