@@ -257,7 +257,9 @@ def test_a_write_in_flight_when_the_owner_dies_is_answered_not_resent(shared):
     assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))  # connected to the owner
     pid = owner_pid(repo.path)
     os.kill(pid, signal.SIGSTOP)
-    write = session.request("tools/call", {"name": "add_markdown", "arguments": {"path": "wiki/w.md", "content": "# W\n"}})
+    write = session.request(
+        "tools/call", {"name": "add_markdown", "arguments": {"path": "wiki/w.md", "content": "# W\n"}}
+    )
     time.sleep(0.2)
     os.kill(pid, signal.SIGKILL)
     answer = session.answer(write)

@@ -67,7 +67,11 @@ class Reply(NamedTuple):
 
 def environment() -> dict[str, str]:
     """The part of this process's environment a server must share to answer for it."""
-    return {k: v for k, v in os.environ.items() if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k not in (NO_SERVER, SERVE_ALONE)}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k not in (NO_SERVER, SERVE_ALONE)
+    }
 
 
 def socket_path(index: Path, root: Path) -> Path:

@@ -236,10 +236,13 @@ class SocketServer:
         """`gitwiki memory search` as the CLI's local path prints it, from this server's warm `Memory`."""
         fields = message["memory_search"]
         refusal = self._refusal(message, session=True)
-        if refusal is None and (set(fields) != set(serve_client.MEMORY_SEARCH) or any(
-            not isinstance(fields[k], allowed) or (isinstance(fields[k], bool) and bool not in allowed)
-            for k, allowed in serve_client.MEMORY_SEARCH.items()
-        )):
+        if refusal is None and (
+            set(fields) != set(serve_client.MEMORY_SEARCH)
+            or any(
+                not isinstance(fields[k], allowed) or (isinstance(fields[k], bool) and bool not in allowed)
+                for k, allowed in serve_client.MEMORY_SEARCH.items()
+            )
+        ):
             refusal = "not a memory search this version knows"
         if refusal is not None:
             log.info("declined a memory search: %s", refusal)
