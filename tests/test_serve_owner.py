@@ -414,3 +414,22 @@ def test_fast_calls_answer_read_only_tools_as_the_sdk_does(repo, monkeypatch):
     assert through_fast == through_sdk
     assert [json.loads(d) for d in direct if d] == through_sdk[1:]
     wiki.close()
+
+
+def test_an_owner_whose_configuration_changed_hands_over_to_a_new_one(shared):
+    repo, _ = shared
+    old = start(shared)
+    old.open()
+    assert "wiki/deploy.md" in text(old.tool("ground", query="helm rollback"))
+    pid = owner_pid(repo.path)
+    (repo.path / ".gitwiki.toml").write_text(LEXICAL + "\n[mcp]\nidle_timeout = 30\n[search]\ntop_files = 2\n")
+    new = start(shared)
+    new.open()
+    assert "wiki/deploy.md" in text(new.tool("ground", query="helm rollback"))
+    fresh = owner_pid(repo.path)
+    assert fresh != pid  # a new owner, of the new configuration, took the new session
+    assert not gone(pid)  # the old one still serves its session ...
+    assert "wiki/deploy.md" in text(old.tool("ground", query="helm rollback"))
+    assert old.close() == 0
+    wait_for(lambda: gone(pid), "the retired owner to end with its last session")
+    assert status(repo.path)["pid"] == fresh

@@ -168,7 +168,9 @@ def _own(args: argparse.Namespace) -> int:
     wiki.embed_in_background()
     note = _lexical_notice(args.chdir)
     app = build_server(wiki, calls, note)
-    server = SocketServer.listen(wiki, calls, lambda conn: serve_connection(app, conn))
+    server = SocketServer.listen(
+        wiki, calls, lambda conn: serve_connection(app, conn), retire=lambda: os.close(args.owner_fd)
+    )
     if server is None:
         log.warning("another gitwiki serve holds this checkout's socket; this owner ends")
         return 1

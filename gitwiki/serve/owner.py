@@ -96,6 +96,8 @@ def connect(where: Place, timeout: float = client.CONNECT_TIMEOUT) -> socket.soc
     if isinstance(reply, dict) and reply.get("session") == "accepted":
         return sock
     sock.close()
+    if isinstance(reply, dict) and reply.get("retired"):
+        return None  # an owner of the old configuration, retired by this request: the next one is ours to start
     return Declined(str(reply.get("declined", "no sessions here")) if isinstance(reply, dict) else "a bad reply")
 
 

@@ -55,6 +55,7 @@ MAX_REQUEST = 1 << 20
 MAX_CONNECTIONS = 16
 # MCP sessions served at once (each holds a thread while its client is connected).
 MAX_SESSIONS = 64
+CONFIG_CHANGED = "the configuration changed since the server started"
 # An owner started for a session waits this long for its first one even with idle_timeout 0.
 FIRST_SESSION_GRACE = 30.0
 
@@ -67,9 +68,12 @@ class SocketServer:
         sock: socket.socket,
         path: Path,
         sessions: Callable[[socket.socket], None] | None = None,
+        retire: Callable[[], None] | None = None,
     ) -> None:
         self._wiki = wiki
         self._sessions = sessions
+        self._retire = retire  # gives up the owner lock, so that a new owner can start beside this one
+        self._retired = False
         self._state = threading.Condition()
         self._active = 0  # sessions connected now
         self._served = 0  # sessions served since the start
@@ -87,7 +91,11 @@ class SocketServer:
 
     @classmethod
     def listen(
-        cls, wiki: Wiki, lock: threading.Lock, sessions: Callable[[socket.socket], None] | None = None
+        cls,
+        wiki: Wiki,
+        lock: threading.Lock,
+        sessions: Callable[[socket.socket], None] | None = None,
+        retire: Callable[[], None] | None = None,
     ) -> SocketServer | None:
         """Listen for `wiki`'s checkout, answering under `lock` (and running MCP sessions with `sessions`, for an
         owner); None when another live server already does or no socket can be made here (the CLI then answers
@@ -104,14 +112,15 @@ class SocketServer:
         except OSError as e:
             log.info("no socket for the CLI at %s: %s", path, e)
             return None
-        return cls(wiki, lock, sock, path, sessions)
+        return cls(wiki, lock, sock, path, sessions, retire)
 
     def wait_idle(self, idle_timeout: float) -> None:
         """Return when `stop` was asked, or no session has been connected for `idle_timeout` seconds (0: when
-        the last one leaves; before the first, at least FIRST_SESSION_GRACE)."""
+        the last one leaves; before the first, at least FIRST_SESSION_GRACE), or the owner retired (its
+        configuration changed) and its last session left."""
         with self._state:
             while not self._stopping:
-                wait = idle_timeout if self._served else max(idle_timeout, FIRST_SESSION_GRACE)
+                wait = 0 if self._retired else idle_timeout if self._served else max(idle_timeout, FIRST_SESSION_GRACE)
                 left = self._last + wait - time.monotonic()
                 if self._active == 0 and left <= 0:
                     return
@@ -178,6 +187,10 @@ class SocketServer:
         """Run one MCP session on `conn`, if this server takes sessions and the session is for it."""
         refusal = "this server takes no sessions (gitwiki serve --alone)" if self._sessions is None else None
         refusal = refusal or self._refusal(message, session=True)
+        if refusal == CONFIG_CHANGED and self._sessions is not None:
+            self._retire_now()
+            conn.sendall(json.dumps({"declined": refusal, "retired": True}).encode() + b"\n")
+            return
         with self._state:
             if refusal is None and self._stopping:
                 refusal = "the owner is stopping"
@@ -232,6 +245,20 @@ class SocketServer:
                 log.exception("ground over the socket crashed")  # the client answers by itself, and shows it
                 return {"declined": f"internal error ({type(e).__name__})"}
 
+    def _retire_now(self) -> None:
+        """The checkout's configuration changed since this owner started: a new session needs a new owner. This
+        one stops listening and gives up the owner lock (the session asking starts the next owner), serves the
+        sessions it has until they leave, and ends."""
+        with self._state:
+            if self._retired:
+                return
+            self._retired = True
+            self._state.notify_all()
+        log.info("retiring: the configuration changed; a new owner takes the new sessions")
+        self.close()
+        if self._retire is not None:
+            self._retire()
+
     def _memory_search(self, message: dict[str, Any]) -> dict[str, Any]:
         """`gitwiki memory search` as the CLI's local path prints it, from this server's warm `Memory`."""
         fields = message["memory_search"]
@@ -282,8 +309,10 @@ class SocketServer:
             seen = for_checkout(load(root), root, Path(start))
         except GitwikiError as e:  # the configuration broke since the start: the local path reports it
             return f"configuration: {e}"
-        if seen != (self._wiki.config, self._wiki.default):
-            return "the configuration changed since the server started, or another default corpus"
+        if seen[0] != self._wiki.config:
+            return CONFIG_CHANGED
+        if seen[1] != self._wiki.default:
+            return "another default corpus"
         return None
 
 
