@@ -433,3 +433,17 @@ def test_an_owner_whose_configuration_changed_hands_over_to_a_new_one(shared):
     assert old.close() == 0
     wait_for(lambda: gone(pid), "the retired owner to end with its last session")
     assert status(repo.path)["pid"] == fresh
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_a_bridge_at_once_and_the_owner_stays(shared, signum):
+    repo, _ = shared
+    session = start(shared)
+    session.open()
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))
+    pid = owner_pid(repo.path)
+    session.process.send_signal(signum)
+    assert session.process.wait(timeout=WAIT) == -signum
+    assert b"Traceback" not in b"".join(session.stderr)
+    wait_for(lambda: status(repo.path)["sessions"] == 0, "the owner to see the session leave")
+    assert status(repo.path)["pid"] == pid

@@ -149,6 +149,10 @@ def _bridge(args: argparse.Namespace) -> int | None:
         return None
     if got is None:
         owner.start(where, args.chdir)
+    # A bridge holds nothing to finish: SIGINT and SIGTERM end it at once, of the signal, without a traceback (a
+    # call in flight is the owner's to finish; its answer has no one to go to).
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
     return bridge.run(_Owner(where, args.chdir), got, __version__, _lexical_notice(args.chdir))
 
 
