@@ -287,6 +287,14 @@ def test_a_hung_owner_is_answered_for_within_a_bound(shared):
     assert took < 15, took  # bridge.PROBE_EVERY + HANG_AFTER, and the load's margin
     # the owner woke up: the session goes on with it
     assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))
+    # `serve --stop` ends a hung owner too (it cannot answer the request to stop)
+    os.kill(pid, signal.SIGSTOP)
+    stopped = subprocess.run(
+        [sys.executable, "-m", "gitwiki", "-C", str(repo.path), "serve", "--stop"], capture_output=True, text=True
+    )
+    assert stopped.returncode == 0 and f"killed the hung gitwiki owner (pid {pid})" in stopped.stdout
+    wait_for(lambda: gone(pid), "the hung owner to end")
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))  # on a new owner
 
 
 def test_the_owner_ends_after_its_idle_timeout_and_stop_ends_it_at_once(shared):

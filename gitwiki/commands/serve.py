@@ -162,9 +162,11 @@ def _own(args: argparse.Namespace) -> int:
     has been connected for [mcp] idle_timeout seconds or `gitwiki serve --stop`."""
     from gitwiki.mcp.server import build_server, serve_connection
     from gitwiki.operations.warm import warm_up
+    from gitwiki.serve import owner
     from gitwiki.serve.server import SocketServer
     from gitwiki.wiki import Wiki
 
+    owner.mark(args.owner_fd)
     calls = threading.Lock()
     closing: list[Callable[[], None]] = []
     _stop_on_signals(calls, closing)
@@ -200,7 +202,9 @@ def _stop(chdir: str) -> int:
         raise NotFoundError(f"no git checkout at {chdir}")
     reply = owner.ask(where, "stop")
     if reply is None:
-        print("no gitwiki owner runs for this checkout")
+        pid = owner.kill(where) if owner.held(where) else None  # alive but not answering: hung
+        shown = f"killed the hung gitwiki owner (pid {pid})"
+        print("no gitwiki owner runs for this checkout" if pid is None else shown)
         return 0
     print(f"stopped the gitwiki owner (pid {reply.get('stopping')})")
     return 0

@@ -161,6 +161,33 @@ def held(where: Place) -> bool:
     return False
 
 
+def mark(fd: int) -> None:
+    """Write this process's pid into the owner lock it holds on `fd`: `kill` reads it when the owner hangs."""
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+
+
+def kill(where: Place, wait: float = 5.0) -> int | None:
+    """End an owner that holds the lock but does not answer: SIGTERM, then after `wait` seconds SIGKILL. Only a
+    process whose command line is an owner's (`serve --owner-fd`) is signalled; its pid, or None."""
+    import signal
+
+    try:
+        pid = int(where.lock.read_text(encoding="ascii").strip())
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError):
+        return None
+    if b"serve" not in command or b"--owner-fd" not in command:
+        return None
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait
+    while held(where) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if held(where):
+        os.kill(pid, signal.SIGKILL)
+    return pid
+
+
 def ask(where: Place, what: str, timeout: float = PROBE_TIMEOUT) -> dict[str, Any] | None:
     """The owner's reply to a `status` or `stop` request; None when no owner answers within `timeout`."""
     try:
