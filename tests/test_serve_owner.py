@@ -455,3 +455,36 @@ def test_a_signal_ends_a_bridge_at_once_and_the_owner_stays(shared, signum):
     assert b"Traceback" not in b"".join(session.stderr)
     wait_for(lambda: status(repo.path)["sessions"] == 0, "the owner to see the session leave")
     assert status(repo.path)["pid"] == pid
+
+
+def test_kill_9_during_writes_loses_no_acknowledged_write_and_leaves_no_call_unanswered(shared):
+    """Writes sent back to back, the owner killed at a different moment each round: every write is answered (a
+    result, or the error that says it may or may not have been made); every answered one is on disk whole; an
+    errored one is wholly there or not at all."""
+    repo, _ = shared
+    session = start(shared)
+    session.open()
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))
+    seen = {"result": 0, "error": 0}
+    for round_, delay in enumerate((0.1, 1.0, 3.0)):
+        assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))  # connected, warm
+        pid = owner_pid(repo.path)
+        bodies = {f"wiki/r{round_}-{i}.md": f"# Page {round_} {i}\n\n" + "words " * 2000 + "\n" for i in range(6)}
+        ids = {
+            session.request("tools/call", {"name": "add_markdown", "arguments": {"path": path, "content": body}}): path
+            for path, body in bodies.items()
+        }
+        time.sleep(delay)
+        os.kill(pid, signal.SIGKILL)
+        for id_, path in ids.items():
+            answer = session.answer(id_)
+            on_disk = repo.path / path
+            seen["result" if "result" in answer else "error"] += 1
+            if "result" in answer:
+                assert on_disk.read_text() == bodies[path], path  # acknowledged: there, whole
+            else:
+                assert "may or may not have been made" in answer["error"]["message"]
+                assert not on_disk.exists() or on_disk.read_text() == bodies[path], path
+        wait_for(lambda pid=pid: gone(pid), "the killed owner to be reaped")
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))  # a new owner serves
+    assert sum(seen.values()) == 18, seen
