@@ -172,11 +172,19 @@ def _own(args: argparse.Namespace) -> int:
     _stop_on_signals(calls, closing)
     wiki = Wiki.open(args.chdir)
     wiki.embed_in_background()
-    note = _lexical_notice(args.chdir)
-    app = build_server(wiki, calls, note)
-    server = SocketServer.listen(
-        wiki, calls, lambda conn: serve_connection(app, conn), retire=lambda: os.close(args.owner_fd)
+    # The socket first (the CLI's `ground` is served from now on), the MCP SDK's import (about 1 s) beside it: a
+    # session that comes meanwhile waits for it on its own thread.
+    app: list[Any] = []
+    built = threading.Thread(
+        target=lambda: app.append(build_server(wiki, calls, _lexical_notice(args.chdir))), name="gitwiki-sdk"
     )
+    built.start()
+
+    def session(conn: socket.socket) -> None:
+        built.join()
+        serve_connection(app[0], conn)
+
+    server = SocketServer.listen(wiki, calls, session, retire=lambda: os.close(args.owner_fd))
     if server is None:
         log.warning("another gitwiki serve holds this checkout's socket; this owner ends")
         return 1
