@@ -488,3 +488,47 @@ def test_kill_9_during_writes_loses_no_acknowledged_write_and_leaves_no_call_una
         wait_for(lambda pid=pid: gone(pid), "the killed owner to be reaped")
     assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))  # a new owner serves
     assert sum(seen.values()) == 18, seen
+
+
+STATELESS_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.332"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+LISTEN = {
+    "jsonrpc": "2.0",
+    "id": "listen:0",
+    "method": "subscriptions/listen",
+    "params": {
+        "_meta": STATELESS_META,
+        "notifications": {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True},
+    },
+}
+
+
+def stateless_script(session: Session) -> list[dict[str, Any]]:
+    """The stateless era (Claude Code 2.1.332): `server/discover`, a subscription, calls carrying their era."""
+    session.send({"jsonrpc": "2.0", "id": "d", "method": "server/discover", "params": {"_meta": STATELESS_META}})
+    session.send(LISTEN)
+    seen = [session.answer("d"), session.lines.get(timeout=WAIT)]  # type: ignore[arg-type]
+    for i, query in enumerate(("helm rollback", "kubectl")):
+        params = {"name": "ground", "arguments": {"query": query}, "_meta": STATELESS_META}
+        session.send({"jsonrpc": "2.0", "id": 50 + i, "method": "tools/call", "params": params})
+        seen.append(session.answer(50 + i))
+    return seen
+
+
+def test_the_stateless_era_bridged_answers_as_direct_and_survives_the_owner(shared):
+    repo, _ = shared
+    bridge = start(shared)
+    bridged = stateless_script(bridge)
+    pid = owner_pid(repo.path)
+    os.kill(pid, signal.SIGKILL)
+    params = {"name": "ground", "arguments": {"query": "helm rollback"}, "_meta": STATELESS_META}
+    bridge.send({"jsonrpc": "2.0", "id": 60, "method": "tools/call", "params": params})
+    assert bridge.answer(60) == bridged[2] | {"id": 60}  # asked of the new owner, its subscription replayed
+    assert bridge.close() == 0
+    assert bridge.lines.empty()  # the new owner's acknowledgement of the replayed subscription was not passed on
+    direct = stateless_script(start(shared, "--alone"))
+    assert bridged == direct
+    assert direct[1]["method"] == "notifications/subscriptions/acknowledged"
