@@ -149,7 +149,8 @@ def owner_session(repo: Path, code: Path | None) -> subprocess.Popen[bytes]:
 def stop_owner(repo: Path, session: subprocess.Popen[bytes] | None, code: Path | None) -> None:
     if session is not None:
         session.communicate(b"", timeout=60)
-    subprocess.run([sys.executable, "-m", "gitwiki", "-C", str(repo), "serve", "--stop"], env=child_env(code), cwd=WORK)
+    stop = [sys.executable, "-m", "gitwiki", "-C", str(repo), "serve", "--stop"]
+    subprocess.run(stop, env=child_env(code), cwd=WORK, stdout=subprocess.DEVNULL)  # stdout is the report
 
 
 def cold(repo: Path, texts: list[str], rounds: int, code: Path | None, owned: bool = False) -> dict[str, list[float]]:
