@@ -41,6 +41,7 @@ class Session:
         )
         self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
         self.stderr: list[bytes] = []
+        self.early: dict[Any, dict[str, Any]] = {}
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=lambda: self.stderr.extend(self.process.stderr), daemon=True).start()  # type: ignore[arg-type]
         self.next_id = 1
@@ -60,12 +61,14 @@ class Session:
         self.send({"jsonrpc": "2.0", "id": id_, "method": method, **({"params": params} if params else {})})
         return id_
 
-    def answer(self, id_: int, timeout: float = WAIT) -> dict[str, Any]:
+    def answer(self, id_: int | str, timeout: float = WAIT) -> dict[str, Any]:
+        """The answer to request `id_`; answers to others that come first are kept for their turn."""
         deadline = time.monotonic() + timeout
-        while True:
+        while id_ not in self.early:
             message = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
-            if message.get("id") == id_:
-                return message
+            if "id" in message and "method" not in message:
+                self.early[message["id"]] = message
+        return self.early.pop(id_)
 
     def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = WAIT) -> dict[str, Any]:
         return self.answer(self.request(method, params), timeout)

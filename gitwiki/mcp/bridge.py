@@ -176,8 +176,8 @@ class Bridge:
         with self._send:
             try:
                 sock.sendall(line)
-            except OSError:
-                self._lost(sock)
+            except OSError:  # the owner is gone: its reader meets the end after the answers still buffered
+                pass
 
     def _sent(self, line: bytes, opening: bool) -> None:
         """Record `line` as on its way to the owner (holding _state)."""
@@ -202,9 +202,8 @@ class Bridge:
         with self._send:
             try:
                 sock.sendall(b"".join(lines))
-            except OSError:
-                self._lost(sock)
-                return
+            except OSError:  # as in _forward: the reader below meets the connection's end
+                pass
         threading.Thread(target=self._read, args=(sock,), name="gitwiki-bridge-read", daemon=True).start()
 
     def _replay(self, line: bytes) -> bytes:
