@@ -9,7 +9,8 @@ MiniLM model; `--lexical`: a repo with embeddings off).
 Measured, interleaved with their floors in the same run (each repeat runs every item once, in turn):
 
   cold     whole-process wall time of `gitwiki memory search WORDS` (a fresh CLI, no server), beside
-           `python -c pass` and `gitwiki --version`; min / median of `--rounds`
+           `python -c pass` and `gitwiki --version`; min / median of `--rounds`; with `--owner` also the same
+           search asked of the checkout's warm owner (a `gitwiki serve` session held open, docs/mcp.md)
   store    a fresh CLI `gitwiki memory store` (a new entry into a random topic), same floors
   warm     one `gitwiki serve` over the MCP SDK's stdio client: memory_search p50 / p95 (2–3 words of a
            note), memory_store (a new entry into one of six topics, 35 to 1,200 entries each), memory_brief of
@@ -137,9 +138,36 @@ def run_cmd(argv: list[str], env: dict[str, str]) -> float:
     return elapsed * 1000
 
 
-def cold(repo: Path, texts: list[str], rounds: int, code: Path | None) -> dict[str, list[float]]:
-    """Interleaved fresh processes: the floors, a search and a store per round."""
+def owner_session(repo: Path, code: Path | None) -> subprocess.Popen[bytes]:
+    """A `gitwiki serve` session held open, once its checkout's owner answers (it starts one if none runs)."""
+    from gitwiki.serve import owner
+
+    env = {k: v for k, v in child_env(code).items() if k not in ("GITWIKI_NO_SERVER", "GITWIKI_SERVE_ALONE")}
+    session = subprocess.Popen(
+        [sys.executable, "-m", "gitwiki", "-C", str(repo), "serve"], env=env, cwd=WORK, stdin=subprocess.PIPE
+    )
+    where = owner.place(str(repo))
+    deadline = time.monotonic() + 120
+    while where is None or owner.ask(where, "status") is None:
+        if time.monotonic() > deadline:
+            raise SystemExit("no gitwiki owner answered in 120 s")
+        time.sleep(0.1)
+    return session
+
+
+def stop_owner(repo: Path, session: subprocess.Popen[bytes] | None, code: Path | None) -> None:
+    if session is not None:
+        session.communicate(b"", timeout=60)
+    stop = [sys.executable, "-m", "gitwiki", "-C", str(repo), "serve", "--stop"]
+    subprocess.run(stop, env=child_env(code), cwd=WORK, stdout=subprocess.DEVNULL)  # stdout is the report
+
+
+def cold(repo: Path, texts: list[str], rounds: int, code: Path | None, owned: bool = False) -> dict[str, list[float]]:
+    """Interleaved fresh processes: the floors, a search and a store per round (and with `owned`, the search asked
+    of the checkout's owner)."""
     env = {**child_env(code), "GITWIKI_NO_SERVER": "1"}
+    session = owner_session(repo, code) if owned else None
+    to_owner = {k: v for k, v in env.items() if k != "GITWIKI_NO_SERVER"}
     gw = [sys.executable, "-m", "gitwiki", "-C", str(repo)]
     rng = random.Random(5)
     asked = queries(texts, rng, rounds + 1)
@@ -149,9 +177,14 @@ def cold(repo: Path, texts: list[str], rounds: int, code: Path | None) -> dict[s
         out["python -c pass"].append(run_cmd([sys.executable, "-c", "pass"], env))
         out["gitwiki --version"].append(run_cmd([*gw, "--version"], env))
         out["memory search (cold CLI)"].append(run_cmd([*gw, "memory", "search", *asked[i].split()], env))
+        if session is not None:
+            search = [*gw, "memory", "search", *asked[i].split()]
+            out["memory search (CLI, owner up)"].append(run_cmd(search, to_owner))
         topic = f"{rng.choice(['git', 'docker', 'npm', 'misc', 'aws'])}"
         note = f"bench note {i} {rng.random():.6f}: {rng.choice(texts).splitlines()[0]}"
         out["memory store (cold CLI)"].append(run_cmd([*gw, "memory", "store", topic, note, "--force"], env))
+    if owned:
+        stop_owner(repo, session, code)
     return out
 
 
@@ -317,6 +350,7 @@ def main() -> None:
     parser.add_argument("--briefs", type=int, default=50)
     parser.add_argument("--parts", default="cold,warm", help="cold, warm, import, comma-separated (default cold,warm)")
     parser.add_argument("--code", type=Path, help="run the CLI and the server from this gitwiki tree")
+    parser.add_argument("--owner", action="store_true", help="cold: also the CLI search with the owner up")
     args = parser.parse_args()
     use_offline_model()
     repo = build(args.lexical)
@@ -326,7 +360,7 @@ def main() -> None:
     seen: dict[str, object] = {}
     try:
         if "cold" in args.parts:
-            samples |= cold(repo, texts, args.rounds, args.code)
+            samples |= cold(repo, texts, args.rounds, args.code, args.owner)
             loads.append(os.getloadavg()[0])
         if "warm" in args.parts:
             import anyio
@@ -337,6 +371,7 @@ def main() -> None:
             timings, seen = import_run(repo, args.lexical, args.code)
             samples |= timings
             loads.append(os.getloadavg()[0])
+            stop_owner(repo, None, args.code)  # the session's owner would stay warm for [mcp] idle_timeout
     finally:
         git(repo, "checkout", "-q", "--", ".")  # the repo is reused by the next run: drop the stored entries
         git(repo, "clean", "-fdq")

@@ -159,6 +159,9 @@ class EvalConfig(NamedTuple):
 class McpConfig(NamedTuple):
     commit_writes: bool = False
     max_page_bytes: int = 1_000_000
+    # Seconds the checkout's owner (`gitwiki serve`, docs/mcp.md) stays warm after its last session leaves; 0: it
+    # ends with the last session.
+    idle_timeout: int = 600
 
 
 class AgentHooksConfig(NamedTuple):

@@ -87,6 +87,7 @@ TABLE: dict[str, Trust] = {
     "index_blocks.template": INSIDE,
     "mcp.commit_writes": ANY,
     "mcp.max_page_bytes": ANY,
+    "mcp.idle_timeout": ANY,  # at worst the user's own process stays warm longer (`gitwiki serve --stop` ends it)
     "agent_hooks.max_chars": ANY,
     "agent_hooks.results": ANY,
     "agent_hooks.snippet_chars": ANY,

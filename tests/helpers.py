@@ -57,6 +57,9 @@ def isolate(monkeypatch: pytest.MonkeyPatch, base: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(base / "cache"))  # [[repository]] caches
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv("GITWIKI_INDEX_DIR", raising=False)
+    # Each `gitwiki serve` a test starts serves alone: an owner outlives its session (docs/mcp.md), and would
+    # outlive the test. tests/test_serve_owner.py clears this.
+    monkeypatch.setenv("GITWIKI_SERVE_ALONE", "1")
     if MODEL_DIR is not None:
         monkeypatch.setenv("GITWIKI_MODEL_PATH", str(MODEL_DIR))
         monkeypatch.setenv("GITWIKI_MODEL", MODEL_NAME)

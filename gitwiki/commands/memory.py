@@ -153,6 +153,17 @@ def _add(
 def memory(args: argparse.Namespace) -> int:
     from gitwiki.memory.base import Memory
 
+    if args.action == "search":
+        from gitwiki.serve.client import MEMORY_SEARCH, ask_memory_search
+
+        query = " ".join(args.query) or None
+        fields = {k: query if k == "query" else getattr(args, k) for k in MEMORY_SEARCH}
+        answered = ask_memory_search(args.chdir, fields)  # a running `gitwiki serve` has the model warm
+        if answered is not None:
+            sys.stderr.write(answered.stderr)
+            sys.stdout.write(answered.stdout)
+            answered.check()
+            return 0
     if args.action == "search" and args.query:
         from gitwiki.index.embed import load_in_background
 

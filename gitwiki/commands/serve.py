@@ -4,9 +4,11 @@ import argparse
 import logging
 import os
 import signal
+import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("gitwiki.mcp")
 
@@ -30,6 +32,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="serve `ground` from the LanceDB table at URI (`gitwiki lance export`), no checkout needed; outside "
         "a checkout [storage] uri is used",
     )
+    p.add_argument(
+        "--alone",
+        action="store_true",
+        help="serve this session in this process, without sharing the checkout's warm owner (docs/mcp.md); "
+        "GITWIKI_SERVE_ALONE=1 (or GITWIKI_NO_SERVER=1) does the same for every session",
+    )
+    p.add_argument(
+        "--stop",
+        action="store_true",
+        help="stop this checkout's owner (the warm server sessions share) and exit; its sessions start a new one "
+        "on their next call",
+    )
+    p.add_argument("--owner-fd", type=int, help=argparse.SUPPRESS)  # the owner lock, from `serve.owner.start`
     p.set_defaults(func=serve)
 
 
@@ -38,6 +53,15 @@ def serve(args: argparse.Namespace) -> int:
     from gitwiki.mcp.early import Handshake, answer_initialize, log_to_stderr
 
     log_to_stderr(args.log_level)
+    if args.stop:
+        return _stop(args.chdir)
+    if args.owner_fd is not None:
+        return _own(args)
+    alone = args.alone or any(os.environ.get(name) for name in ("GITWIKI_NO_SERVER", "GITWIKI_SERVE_ALONE"))
+    if args.uri is None and not alone and _in_checkout(args.chdir):
+        bridged = _bridge(args)
+        if bridged is not None:
+            return bridged
     calls = threading.Lock()  # one tool call (or CLI request) at a time, and the warm-up between them
     closing: list[Callable[[], None]] = []
     _stop_on_signals(calls, closing)
@@ -78,6 +102,118 @@ def serve(args: argparse.Namespace) -> int:
     finally:
         if cli is not None:
             cli.close()
+    return 0
+
+
+class _Owner:
+    """`mcp.bridge.Owner` for one checkout, over `serve.owner`."""
+
+    def __init__(self, where: Any, chdir: str) -> None:
+        self._where = where
+        self._chdir = chdir
+
+    def connect(self) -> socket.socket | str | None:
+        from gitwiki.serve import owner
+
+        got = owner.connect(self._where)
+        return got.reason if isinstance(got, owner.Declined) else got
+
+    def start(self) -> bool:
+        from gitwiki.serve import owner
+
+        return owner.start(self._where, self._chdir)
+
+    def alive(self, timeout: float) -> bool:
+        from gitwiki.serve import owner
+
+        return owner.ask(self._where, "status", timeout) is not None
+
+    def where(self) -> str:
+        return str(self._where.log)
+
+
+def _bridge(args: argparse.Namespace) -> int | None:
+    """Serve this session through the checkout's owner, starting one if none runs; None when this session must
+    run alone (an owner of another environment or configuration answers, or there is no place for one)."""
+    from gitwiki import __version__
+    from gitwiki.mcp import bridge
+    from gitwiki.serve import owner
+
+    where = owner.place(args.chdir)
+    if where is None:
+        return None
+    got = owner.connect(where)
+    if isinstance(got, owner.Declined):
+        log.info("running alone: the owner declined (%s)", got.reason)
+        return None
+    if got is None:
+        owner.start(where, args.chdir)
+    # A bridge holds nothing to finish: SIGINT and SIGTERM end it at once, of the signal, without a traceback (a
+    # call in flight is the owner's to finish; its answer has no one to go to).
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+    return bridge.run(_Owner(where, args.chdir), got, __version__, _lexical_notice(args.chdir))
+
+
+def _own(args: argparse.Namespace) -> int:
+    """Be the checkout's owner (started by `serve.owner.start`, holding the lock on `--owner-fd`): the wiki,
+    the model and the watch warm, MCP sessions and the CLI's requests served over the socket, until no session
+    has been connected for [mcp] idle_timeout seconds or `gitwiki serve --stop`."""
+    from gitwiki.mcp.server import build_server, serve_connection
+    from gitwiki.operations.warm import warm_up
+    from gitwiki.serve import owner
+    from gitwiki.serve.server import SocketServer
+    from gitwiki.wiki import Wiki
+
+    owner.mark(args.owner_fd)
+    calls = threading.Lock()
+    closing: list[Callable[[], None]] = []
+    _stop_on_signals(calls, closing)
+    wiki = Wiki.open(args.chdir)
+    wiki.local.embed_in_background()
+    # The socket first (the CLI's `ground` is served from now on), the MCP SDK's import (about 1 s) beside it: a
+    # session that comes meanwhile waits for it on its own thread.
+    app: list[Any] = []
+    built = threading.Thread(
+        target=lambda: app.append(build_server(wiki, calls, _lexical_notice(args.chdir))), name="gitwiki-sdk"
+    )
+    built.start()
+
+    def session(conn: socket.socket) -> None:
+        built.join()
+        serve_connection(app[0], conn)
+
+    server = SocketServer.listen(wiki, calls, session, retire=lambda: os.close(args.owner_fd))
+    if server is None:
+        log.warning("another gitwiki serve holds this checkout's socket; this owner ends")
+        return 1
+    closing.append(server.close)
+    log.info("owner of %s, pid %d", wiki.root, os.getpid())
+    threading.Thread(target=warm_up, args=(wiki, calls), name="gitwiki-warm-up", daemon=True).start()
+    try:
+        server.wait_idle(wiki.config.mcp.idle_timeout)
+    finally:
+        server.close()
+        with calls:
+            wiki.close()
+    log.info("owner ends")
+    return 0
+
+
+def _stop(chdir: str) -> int:
+    from gitwiki.errors import NotFoundError
+    from gitwiki.serve import owner
+
+    where = owner.place(chdir)
+    if where is None:
+        raise NotFoundError(f"no git checkout at {chdir}")
+    reply = owner.ask(where, "stop")
+    if reply is None:
+        pid = owner.kill(where) if owner.held(where) else None  # alive but not answering: hung
+        shown = f"killed the hung gitwiki owner (pid {pid})"
+        print("no gitwiki owner runs for this checkout" if pid is None else shown)
+        return 0
+    print(f"stopped the gitwiki owner (pid {reply.get('stopping')})")
     return 0
 
 

@@ -420,3 +420,23 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+# The pieces `mcp.bridge` shares with this module's reader: a bridge answers the same lines the same way.
+def read_lines(start: bytes, fd: int) -> Iterator[bytes]:
+    """`start`'s lines and then `fd`'s, as the early reader reads the client's."""
+    return _lines(start, fd)
+
+
+def read_first_line() -> bytes:
+    """stdin's first line (and whatever came with it); b"" when stdin closes first."""
+    return _first_line()
+
+
+def initialize_answer(line: bytes, version: str, note: str | None = None) -> dict[str, Any] | None:
+    """The answer to a handshake `initialize` line, as the SDK would give it; None for anything else."""
+    return _answer(line, version, note)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    _write_all(fd, data)

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import functools
 import inspect
+import io
 import json
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import Annotated, Any, Literal, NamedTuple, Protocol, cast
+from typing import IO, Annotated, Any, Literal, NamedTuple, Protocol, cast
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -43,6 +46,8 @@ from gitwiki.mcp.early import (
     SUBSCRIPTION,
     EarlyStdio,
     instructions,
+    read_lines,
+    write_all,
 )
 from gitwiki.operations import writes
 from gitwiki.operations.ground import footer_notes
@@ -584,6 +589,131 @@ def serve(wiki: Wiki, serial: threading.Lock, stdio: EarlyStdio) -> None:
         stdio.close()
         with serial:  # not under a running warm-up
             wiki.close()
+
+
+def serve_connection(app: MCPServer, conn: socket.socket) -> None:
+    """Run one MCP session of `app` on `conn` (a bridge's, `gitwiki.mcp.bridge`) until the bridge hangs up: the
+    SDK's own session over the connection's lines, as over stdio, with an event loop of its own on this thread.
+    The bridge checked every line (`mcp.framing`) and answered the early methods, as `mcp.early` does.
+
+    A read-only tool's call is answered by `FastCalls` without the SDK's session layer when it can be (see
+    there); every other line, and a call it declines, goes to the SDK in the order it came."""
+    send = threading.Lock()  # whole lines on the connection, from the SDK and from FastCalls
+    fast = FastCalls(app)
+    sdk_r, sdk_w = os.pipe()
+    reader = io.TextIOWrapper(os.fdopen(sdk_r, "rb"), encoding="utf-8", errors="replace")
+
+    def pump() -> None:
+        try:
+            for line in read_lines(b"", conn.fileno()):
+                answer = fast.answer(line)
+                if answer is None:
+                    write_all(sdk_w, line)
+                else:
+                    with send:
+                        conn.sendall(answer)
+        except OSError:
+            pass
+        finally:
+            os.close(sdk_w)  # the SDK's session sees the end of its input
+
+    async def run() -> None:
+        lines = cast(IO[str], _Lines(conn, send))  # all of a file the SDK's writer uses: write and flush
+        async with stdio_server(anyio.wrap_file(reader), anyio.wrap_file(lines)) as (read, write):
+            lowlevel = app._lowlevel_server
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+    threading.Thread(target=pump, name="gitwiki-session-read", daemon=True).start()
+    try:
+        anyio.run(run)
+    except (OSError, ExceptionGroup) as e:  # the bridge went away mid-answer
+        log.info("a session's connection ended: %s", e)
+    finally:
+        reader.close()
+
+
+class _Lines:
+    """The SDK's stdout for one session: each line it writes goes whole onto the connection."""
+
+    def __init__(self, conn: socket.socket, send: threading.Lock) -> None:
+        self._conn, self._send = conn, send
+
+    def write(self, text: str) -> int:
+        with self._send:
+            self._conn.sendall(text.encode("utf-8"))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+class FastCalls:
+    """Answers a session's call of a read-only tool directly: the SDK's own argument validation
+    (`validate_arguments`, and the unknown-argument refusal of StrictServer) and the same tool function, its
+    result dumped as the SDK dumps it, without the SDK's per-call layer (its session's streams, request context
+    and the thread hops between them). Only the plain case: a `tools/call` after the session's `initialize`,
+    with no `_meta`, that validates and returns a result. Anything else (an error, a refusal, another era) is
+    declined (None) and the SDK answers it, running the tool again if it ran: it only reads."""
+
+    def __init__(self, app: MCPServer) -> None:
+        self._app = app
+        self._tools: dict[str, Any] | None = None
+        self._opened = False
+
+    def answer(self, line: bytes) -> bytes | None:
+        if not self._opened:
+            self._opened = b'"initialize"' in line and _method(line) == "initialize"
+            return None
+        if b'"tools/call"' not in line:
+            return None
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return None
+        params = message.get("params") if isinstance(message, dict) else None
+        if message.get("method") != "tools/call" or "id" not in message or not isinstance(params, dict):
+            return None
+        if set(params) - {"name", "arguments"}:
+            return None
+        arguments = params.get("arguments") or {}
+        tool = self._read_only().get(params.get("name"))  # type: ignore[arg-type]
+        if (
+            tool is None
+            or not isinstance(arguments, dict)
+            or set(arguments) - set(tool.parameters.get("properties", {}))
+        ):
+            return None
+        try:
+            result = tool.fn(**tool.fn_metadata.validate_arguments(arguments))
+        except Exception:  # a refusal or a bad argument: the SDK's answer, in the SDK's words
+            return None
+        if not isinstance(result, CallToolResult):
+            return None
+        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if dumped.get("resultType") == "complete":
+            del dumped["resultType"]  # the handshake era's wire has none (the SDK's per-version sieve drops it)
+        return (
+            json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": dumped}, ensure_ascii=False).encode() + b"\n"
+        )
+
+    def _read_only(self) -> dict[str, Any]:
+        if self._tools is None:
+            manager = self._app._tool_manager
+            self._tools = {
+                t.name: t
+                for t in manager.list_tools()
+                if t.annotations is not None and t.annotations.read_only_hint
+                if not (t.context_kwarg or t.is_async or t.resolved_params)
+            }
+        return self._tools
+
+
+def _method(line: bytes) -> object:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    return message.get("method") if isinstance(message, dict) else None
 
 
 def _freshness(view: CorpusView) -> dict[str, Any]:

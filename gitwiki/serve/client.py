@@ -42,6 +42,8 @@ REPLY_TIMEOUT = 300.0
 ENV_PREFIXES = ("GITWIKI_", "HF_", "FASTEMBED_")
 ENV_NAMES = ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "GITHUB_REPOSITORY", "GITHUB_API_URL")
 NO_SERVER = "GITWIKI_NO_SERVER"
+# `gitwiki serve` runs each session in its own process (docs/mcp.md); it changes no answer.
+SERVE_ALONE = "GITWIKI_SERVE_ALONE"
 
 
 class ServerError(GitwikiError):
@@ -66,7 +68,11 @@ class Reply(NamedTuple):
 
 def environment() -> dict[str, str]:
     """The part of this process's environment a server must share to answer for it."""
-    return {k: v for k, v in os.environ.items() if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k != NO_SERVER}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k not in (NO_SERVER, SERVE_ALONE)
+    }
 
 
 def socket_path(index: Path, root: Path) -> Path:
@@ -93,6 +99,32 @@ def ask(start: str, request: GroundRequest) -> Reply | None:
     """The server's answer to `request` for the checkout containing `start`; None when no server of the same
     user answers it (the caller then answers by itself). A gitwiki error the server met comes in the reply
     (`Reply.check` raises it)."""
+    return _ask(start, "request", dataclasses.asdict(request))
+
+
+def ask_memory_search(start: str, fields: dict[str, Any]) -> Reply | None:
+    """`gitwiki memory search` answered by the server (its model warm), as `ask`: `fields` are the command's
+    options (MEMORY_SEARCH), `json` among them; None when no server answers."""
+    return _ask(start, "memory_search", fields)
+
+
+# `gitwiki memory search`'s options a server takes, and their types (a float option takes an int too).
+MEMORY_SEARCH: dict[str, tuple[type, ...]] = {
+    "query": (str, type(None)),
+    "detail": (str,),
+    "limit": (int,),
+    "after": (str, type(None)),
+    "before": (str, type(None)),
+    "days": (float, int, type(None)),
+    "hours": (float, int, type(None)),
+    "tag": (str, type(None)),
+    "topic": (str, type(None)),
+    "mode": (str,),
+    "json": (bool,),
+}
+
+
+def _ask(start: str, kind: str, request: dict[str, Any]) -> Reply | None:
     if os.environ.get(NO_SERVER) or not hasattr(socket, "AF_UNIX"):
         return None
     try:
@@ -105,7 +137,7 @@ def ask(start: str, request: GroundRequest) -> Reply | None:
             "root": str(checkout.root),
             "start": str(Path(start).resolve()),
             "env": environment(),
-            "request": dataclasses.asdict(request),
+            kind: request,
         }
         reply = _exchange(path, json.dumps(message).encode() + b"\n")
         if reply is None or "declined" in reply:

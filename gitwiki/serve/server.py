@@ -7,6 +7,12 @@ to it (refused) and replaced; one whose server is alive is left to it, and this 
 The file is bound under a temporary name and renamed into place, so a client never meets a file that is
 bound but not yet listening.
 
+As the owner of its checkout (`serve.owner`, `gitwiki serve --owner-fd`), the server also takes MCP sessions: a
+connection that opens with `"session": true` is checked as a request is, accepted, and handed to `sessions` (the
+MCP server, run on that connection until it closes); `status` and `stop` requests are answered for `gitwiki
+status` and `gitwiki serve --stop`. `wait_idle` returns when the owner should end: stopped, or no session for the
+idle timeout.
+
 Requests are answered one at a time with the tool calls (the same lock), by `ground.answer`, the call the
 CLI's local path makes. At most MAX_CONNECTIONS connections are served at once, each given REQUEST_TIMEOUT in
 all to send its request: a connection past the cap is closed at once (its CLI answers by itself), so idle or
@@ -26,8 +32,9 @@ import socket
 import threading
 import time
 import typing
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitwiki.config import load
 from gitwiki.errors import GitwikiError
@@ -35,6 +42,9 @@ from gitwiki.operations.ground import GroundRequest, answer
 from gitwiki.serve import client as serve_client
 from gitwiki.sources.repositories import for_checkout
 from gitwiki.wiki import Wiki
+
+if TYPE_CHECKING:
+    from gitwiki.memory.base import Memory
 
 log = logging.getLogger("gitwiki.socket")
 
@@ -44,11 +54,34 @@ MAX_REQUEST = 1 << 20
 # Connections served at once, each on its own thread; requests wait for the lock anyway, so more would only
 # hold threads and memory. A CLI turned away answers by itself.
 MAX_CONNECTIONS = 16
+# MCP sessions served at once (each holds a thread while its client is connected).
+MAX_SESSIONS = 64
+CONFIG_CHANGED = "the configuration changed since the server started"
+# An owner started for a session waits this long for its first one even with idle_timeout 0.
+FIRST_SESSION_GRACE = 30.0
 
 
 class SocketServer:
-    def __init__(self, wiki: Wiki, lock: threading.Lock, sock: socket.socket, path: Path) -> None:
+    def __init__(
+        self,
+        wiki: Wiki,
+        lock: threading.Lock,
+        sock: socket.socket,
+        path: Path,
+        sessions: Callable[[socket.socket], None] | None = None,
+        retire: Callable[[], None] | None = None,
+    ) -> None:
         self._wiki = wiki
+        self._sessions = sessions
+        self._retire = retire  # gives up the owner lock, so that a new owner can start beside this one
+        self._retired = False
+        self._state = threading.Condition()
+        self._active = 0  # sessions connected now
+        self._served = 0  # sessions served since the start
+        self._last = time.monotonic()  # when the last session left (or the server started)
+        self._stopping = False
+        self._memory: Memory | None = None  # memory search's, kept warm (parsed topic pages) as the MCP tools'
+        self.since = time.time()
         self._lock = lock
         self._sock = sock
         self.path = path
@@ -58,9 +91,16 @@ class SocketServer:
         threading.Thread(target=self._accept, name="gitwiki-socket", daemon=True).start()
 
     @classmethod
-    def listen(cls, wiki: Wiki, lock: threading.Lock) -> SocketServer | None:
-        """Listen for `wiki`'s checkout, answering under `lock`; None when another live server already does or
-        no socket can be made here (the CLI then answers by itself)."""
+    def listen(
+        cls,
+        wiki: Wiki,
+        lock: threading.Lock,
+        sessions: Callable[[socket.socket], None] | None = None,
+        retire: Callable[[], None] | None = None,
+    ) -> SocketServer | None:
+        """Listen for `wiki`'s checkout, answering under `lock` (and running MCP sessions with `sessions`, for an
+        owner); None when another live server already does or no socket can be made here (the CLI then answers
+        by itself)."""
         if not hasattr(socket, "AF_UNIX"):
             return None
         path = serve_client.socket_path(wiki.index_dir, wiki.root)
@@ -73,7 +113,31 @@ class SocketServer:
         except OSError as e:
             log.info("no socket for the CLI at %s: %s", path, e)
             return None
-        return cls(wiki, lock, sock, path)
+        return cls(wiki, lock, sock, path, sessions, retire)
+
+    def wait_idle(self, idle_timeout: float) -> None:
+        """Return when `stop` was asked, or no session has been connected for `idle_timeout` seconds (0: when
+        the last one leaves; before the first, at least FIRST_SESSION_GRACE), or the owner retired (its
+        configuration changed) and its last session left."""
+        with self._state:
+            while not self._stopping:
+                wait = 0 if self._retired else idle_timeout if self._served else max(idle_timeout, FIRST_SESSION_GRACE)
+                left = self._last + wait - time.monotonic()
+                if self._active == 0 and left <= 0:
+                    return
+                self._state.wait(timeout=None if self._active else left)
+
+    def status(self) -> dict[str, Any]:
+        """What `gitwiki status` shows of the owner."""
+        with self._state:
+            return {
+                "pid": os.getpid(),
+                "since": self.since,
+                "sessions": self._active,
+                "served": self._served,
+                "rss_kib": _rss_kib(),
+                "root": str(self._wiki.root),
+            }
 
     def close(self) -> None:
         """Stop listening; the socket file goes unless another server has replaced it meanwhile."""
@@ -97,6 +161,7 @@ class SocketServer:
             threading.Thread(target=self._serve, args=(conn,), name="gitwiki-socket-call", daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
+        released = False
         with conn:
             try:
                 if serve_client.peer_uid(conn) not in (None, os.getuid()):
@@ -105,17 +170,65 @@ class SocketServer:
                 line = serve_client.read_line(conn, MAX_REQUEST, time.monotonic() + REQUEST_TIMEOUT)
                 message = json.loads(line)
                 conn.settimeout(None)
+                if isinstance(message, dict) and message.get("session") is True:
+                    self._slots.release()  # a session holds a session's place, not a request's
+                    released = True
+                    self._session(conn, message)
+                    return
                 conn.sendall(json.dumps(self.reply(message), ensure_ascii=False).encode() + b"\n")
             # The client went away, was too slow, or sent garbage (not UTF-8, not JSON, nested past the parser's
             # recursion limit): nothing to answer.
             except (OSError, ValueError, RecursionError) as e:
                 log.info("socket request dropped: %s", type(e).__name__)
             finally:
-                self._slots.release()
+                if not released:
+                    self._slots.release()
+
+    def _session(self, conn: socket.socket, message: dict[str, Any]) -> None:
+        """Run one MCP session on `conn`, if this server takes sessions and the session is for it."""
+        refusal = "this server takes no sessions (gitwiki serve --alone)" if self._sessions is None else None
+        refusal = refusal or self._refusal(message, session=True)
+        if refusal == CONFIG_CHANGED and self._sessions is not None:
+            self._retire_now()
+            conn.sendall(json.dumps({"declined": refusal, "retired": True}).encode() + b"\n")
+            return
+        with self._state:
+            if refusal is None and self._stopping:
+                refusal = "the owner is stopping"
+            if refusal is None and self._active >= MAX_SESSIONS:
+                refusal = f"{MAX_SESSIONS} sessions are connected"
+            if refusal is None:
+                self._active += 1
+                self._served += 1
+        if refusal is not None:
+            log.info("declined a session: %s", refusal)
+            conn.sendall(json.dumps({"declined": refusal}).encode() + b"\n")
+            return
+        assert self._sessions is not None
+        try:
+            conn.sendall(json.dumps({"session": "accepted", "pid": os.getpid()}).encode() + b"\n")
+            self._sessions(conn)
+        except Exception:  # one session's end, however it ends, is not the owner's
+            log.exception("a session ended with an error")
+        finally:
+            with self._state:
+                self._active -= 1
+                self._last = time.monotonic()
+                self._state.notify_all()
 
     def reply(self, message: Any) -> dict[str, Any]:
         """The reply to one request: stdout and stderr as the local path would write them, a gitwiki error with
         its exit code, or `declined` with the reason."""
+        if isinstance(message, dict) and message.get("status") is True and self._sessions is not None:
+            return self.status()
+        if isinstance(message, dict) and message.get("stop") is True and self._sessions is not None:
+            log.info("stopping: asked by gitwiki serve --stop")
+            with self._state:
+                self._stopping = True
+                self._state.notify_all()
+            return {"stopping": os.getpid()}
+        if isinstance(message, dict) and isinstance(message.get("memory_search"), dict):
+            return self._memory_search(message)
         refusal = self._refusal(message)
         if refusal is not None:
             log.info("declined a CLI request: %s", refusal)
@@ -133,10 +246,58 @@ class SocketServer:
                 log.exception("ground over the socket crashed")  # the client answers by itself, and shows it
                 return {"declined": f"internal error ({type(e).__name__})"}
 
-    def _refusal(self, message: Any) -> str | None:
+    def _retire_now(self) -> None:
+        """The checkout's configuration changed since this owner started: a new session needs a new owner. This
+        one stops listening and gives up the owner lock (the session asking starts the next owner), serves the
+        sessions it has until they leave, and ends."""
+        with self._state:
+            if self._retired:
+                return
+            self._retired = True
+            self._state.notify_all()
+        log.info("retiring: the configuration changed; a new owner takes the new sessions")
+        self.close()
+        if self._retire is not None:
+            self._retire()
+
+    def _memory_search(self, message: dict[str, Any]) -> dict[str, Any]:
+        """`gitwiki memory search` as the CLI's local path prints it, from this server's warm `Memory`."""
+        fields = message["memory_search"]
+        refusal = self._refusal(message, session=True)
+        if refusal is None and (
+            set(fields) != set(serve_client.MEMORY_SEARCH)
+            or any(
+                not isinstance(fields[k], allowed) or (isinstance(fields[k], bool) and bool not in allowed)
+                for k, allowed in serve_client.MEMORY_SEARCH.items()
+            )
+        ):
+            refusal = "not a memory search this version knows"
+        if refusal is not None:
+            log.info("declined a memory search: %s", refusal)
+            return {"declined": refusal}
+        from gitwiki.memory import replies
+        from gitwiki.memory.base import Memory
+        from gitwiki.memory.search import MemoryQuery
+
+        query = MemoryQuery(**{k: v for k, v in fields.items() if k not in ("detail", "json")})
+        err = io.StringIO()
+        with self._lock, contextlib.redirect_stderr(err):
+            try:
+                if self._memory is None:
+                    self._memory = Memory(self._wiki)
+                reply = replies.search(self._memory, query, detail=fields["detail"])
+            except GitwikiError as e:
+                return {"stdout": "", "stderr": err.getvalue(), "error": str(e), "exit_code": e.exit_code}
+            except Exception as e:
+                log.exception("memory search over the socket crashed")
+                return {"declined": f"internal error ({type(e).__name__})"}
+        shown = json.dumps(reply.data, ensure_ascii=False) if fields["json"] else reply.text
+        return {"stdout": shown + "\n", "stderr": err.getvalue()}
+
+    def _refusal(self, message: Any, session: bool = False) -> str | None:
         if not isinstance(message, dict) or message.get("protocol") != serve_client.PROTOCOL:
             return "another protocol"
-        if not isinstance(message.get("request"), dict):
+        if not session and not isinstance(message.get("request"), dict):
             return "no request"
         if message.get("root") != str(self._wiki.root):
             return f"another checkout ({message.get('root')})"
@@ -150,8 +311,10 @@ class SocketServer:
             seen = for_checkout(load(root), root, Path(start))
         except GitwikiError as e:  # the configuration broke since the start: the local path reports it
             return f"configuration: {e}"
-        if seen != (self._wiki.config, self._wiki.default):
-            return "the configuration changed since the server started, or another default corpus"
+        if seen[0] != self._wiki.config:
+            return CONFIG_CHANGED
+        if seen[1] != self._wiki.default:
+            return "another default corpus"
         return None
 
 
@@ -171,6 +334,18 @@ def _request(fields: dict[str, Any]) -> GroundRequest | str:
         if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
             return f"{name} is a {type(value).__name__}"
     return request
+
+
+def _rss_kib() -> int | None:
+    """This process's resident memory in KiB (Linux's /proc), None elsewhere."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _private_dir(folder: Path) -> None:

@@ -118,7 +118,7 @@ def test_the_server_declines_what_it_cannot_answer_for(lexical_repo, server, mon
             "env": serve_client.environment(),
             "request": dataclasses.asdict(request),
         }
-    ) == {"declined": "the configuration changed since the server started, or another default corpus"}
+    ) == {"declined": "the configuration changed since the server started"}
     code, out, _ = cli("ground", "rollback", cwd=lexical_repo.path)  # the CLI answers by itself
     assert code == 0 and "wiki/deploy.md" in out
 

@@ -1,0 +1,386 @@
+"""A `gitwiki serve` that pipes its session to the checkout's owner instead of serving it itself.
+
+The owner (`serve.owner`) has the index, the model and the MCP SDK warm; a bridge imports none of them. It answers
+what `mcp.early` answers (the handshake `initialize`, the lists, `ping`, the subscription's acknowledgement, and
+every line the SDK could not parse) exactly as a direct server does, and passes every other line to the owner,
+which runs the session's SDK state on that connection (one session per bridge). The owner's lines come back
+verbatim, so a bridged session is a direct one, byte for byte, but for the pipe.
+
+When the connection ends under a call (the owner was killed, or stopped), the bridge gets an owner again: it
+starts one unless another process holds the owner lock (`serve.owner.start`: one of the bridges starts it, the
+others wait for its socket), replays the session's opening (`initialize`, `notifications/initialized`, a
+subscription) with ids of its own whose answers it drops, and then:
+
+- resends the requests the owner had not answered that only read (`tools/call` of a tool the early answers mark
+  `readOnlyHint`, and every method but `tools/call`): asking again changes nothing;
+- answers a write in flight (any other tool) with a JSON-RPC error and never resends it: the owner may have died
+  before the write or after it (a write is atomic: the page or entry is wholly there or not), and a second
+  `add_markdown` or `memory_store` would fail on the first's page or store the entry twice. Only the caller can
+  look and decide. A write the owner answered was on disk before its answer was sent, so none is lost.
+
+An owner that hangs (stopped, or stuck holding the interpreter) is noticed while a call is out: the bridge asks
+its status every PROBE_EVERY seconds on a connection of its own, which the owner answers on a thread of its
+own; no answer within HANG_AFTER, and every call out is answered with an error naming the owner's pid.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+import time
+from typing import Any, NamedTuple, Protocol
+
+from gitwiki.mcp import early, framing
+
+log = logging.getLogger("gitwiki.bridge")
+
+PROBE_EVERY = 1.0  # while a call is out for this long, the owner's status is asked
+HANG_AFTER = 5.0  # an owner that does not answer its status in this is hung
+CALL_TIMEOUT = 300.0  # a call the owner answers status for but never answers: as long as the CLI waits
+START_TIMEOUT = 60.0  # a new owner not listening after this: the calls waiting for it are answered with an error
+CLOSE_WAIT = 10.0  # after the client's input ends, how long answers still due are waited for
+REPLAY = "gitwiki-bridge-replay-"
+INITIALIZED = "notifications/initialized"
+
+
+class Owner(Protocol):
+    """What a bridge needs of the owner's side (`serve.owner`, bound to one checkout by `gitwiki serve`)."""
+
+    def connect(self) -> socket.socket | str | None:
+        """A session connection; a reason when an owner answers but declines; None when no owner answers."""
+
+    def start(self) -> bool:
+        """Start an owner unless one is running or starting."""
+
+    def alive(self, timeout: float) -> bool:
+        """Whether the owner answers a status request within `timeout`."""
+
+    def where(self) -> str:
+        """Where the owner's log is, for an error message."""
+
+
+class Pending(NamedTuple):
+    line: bytes
+    safe: bool  # a read: asked again of a new owner
+    at: float  # when it was sent (time.monotonic()), or 0.0 while it waits for a connection
+
+
+def read_only_tools(answers: dict[str, dict[str, Any]]) -> frozenset[str]:
+    """The tools the early answers' `tools/list` marks read-only."""
+    tools = answers.get(early.HANDSHAKE, {}).get("tools/list", {}).get("tools", [])
+    return frozenset(
+        t["name"]
+        for t in tools
+        if isinstance(t, dict) and isinstance(t.get("annotations"), dict) and t["annotations"].get("readOnlyHint")
+    )
+
+
+class Bridge:
+    def __init__(self, owner: Owner, answers: dict[str, dict[str, Any]], sock: socket.socket | None) -> None:
+        self._owner = owner
+        self._answers = answers
+        self._reads = read_only_tools(answers)
+        self._state = threading.Condition()
+        self._send = threading.Lock()  # whole lines to the owner
+        self._out = threading.Lock()  # whole lines to the client
+        self._sock: socket.socket | None = None
+        self._connecting = False
+        self._declined: str | None = None
+        self._pending: dict[str, Pending] = {}  # requests the owner has yet to answer, in the order sent
+        self._queue: list[tuple[bytes, bool]] = []  # lines waiting for a connection (line, opens the session)
+        self._opening: list[bytes] = []  # the session's opening lines, as sent: replayed to a new owner
+        self._drop: set[str] = set()  # ids whose answers are not the client's (replays, the early initialize)
+        self._answered: set[str] = set()  # ids the bridge answered itself: the owner's late answers are dropped
+        self._acknowledged: set[str] = set()  # subscriptions acknowledged here
+        self._replays = 0
+        self._closed = False
+        if sock is not None:
+            self._attach(sock)
+        else:
+            self._reconnect()
+        threading.Thread(target=self._watch, name="gitwiki-bridge-watch", daemon=True).start()
+
+    # --- the client's side
+
+    def take(self, line: bytes, answered_early: bool = False) -> None:
+        """A line from the client: answered here, or passed to the owner."""
+        reply = early.reply_to(line, self._answers)
+        if reply is not None:
+            if reply:
+                self._write(reply)
+            return
+        message = json.loads(line)  # framing passed it: a JSON object
+        method = message.get("method")
+        key = json.dumps(message["id"]) if "id" in message else None
+        opening = answered_early or method == INITIALIZED
+        if method == early.LISTEN and key is not None:
+            acknowledgement = early.acknowledge(line, self._answers)
+            if acknowledgement is not None:
+                with self._state:
+                    self._acknowledged.add(key)
+                self._write(acknowledgement[1])
+                opening = True
+        with self._state:
+            if answered_early and key is not None:
+                self._drop.add(key)
+            elif key is not None and method is not None and not opening:
+                if self._declined is not None:
+                    self._refuse(key, self._declined)
+                    return
+                self._pending[key] = Pending(line, self._safe(message), 0.0)
+        self._forward(line, opening)
+
+    def close(self) -> None:
+        """The client's input ended: wait (up to CLOSE_WAIT) for the answers still due, then hang up."""
+        deadline = time.monotonic() + CLOSE_WAIT
+        with self._state:
+            self._closed = True
+            while self._pending and (left := deadline - time.monotonic()) > 0:
+                self._state.wait(left)
+            sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()
+
+    def _safe(self, message: dict[str, Any]) -> bool:
+        if message.get("method") != "tools/call":
+            return True
+        params = message.get("params")
+        return isinstance(params, dict) and params.get("name") in self._reads
+
+    def _write(self, line: bytes) -> None:
+        with self._out:
+            try:
+                early.write_all(1, line)
+            except OSError:
+                pass  # the client is gone; its input's end will follow
+
+    def _refuse(self, key: str, reason: str) -> None:
+        """Answer request `key` with an error (called holding _state)."""
+        self._pending.pop(key, None)
+        self._answered.add(key)
+        error = framing.error(json.loads(key), framing.INTERNAL_ERROR, reason)
+        self._write(json.dumps(error, separators=(",", ":")).encode() + b"\n")
+        self._state.notify_all()
+
+    # --- the owner's side
+
+    def _forward(self, line: bytes, opening: bool) -> None:
+        with self._state:
+            sock = self._sock
+            if sock is None:
+                self._queue.append((line, opening))
+                return
+            self._sent(line, opening)
+        with self._send:
+            try:
+                sock.sendall(line)
+            except OSError:  # the owner is gone: its reader meets the end after the answers still buffered
+                pass
+
+    def _sent(self, line: bytes, opening: bool) -> None:
+        """Record `line` as on its way to the owner (holding _state)."""
+        if opening:
+            self._opening.append(line)
+            return
+        message = json.loads(line)
+        key = json.dumps(message.get("id"))
+        if "method" in message and key in self._pending:
+            self._pending[key] = self._pending[key]._replace(at=time.monotonic())
+
+    def _attach(self, sock: socket.socket) -> None:
+        """Make `sock` the owner connection: the opening replayed, then the lines that waited."""
+        with self._state:
+            lines = [self._replay(line) for line in self._opening]
+            for line, opening in self._queue:
+                self._sent(line, opening)
+                lines.append(line)
+            self._queue = []
+            self._sock = sock
+            self._connecting = False
+        with self._send:
+            try:
+                sock.sendall(b"".join(lines))
+            except OSError:  # as in _forward: the reader below meets the connection's end
+                pass
+        threading.Thread(target=self._read, args=(sock,), name="gitwiki-bridge-read", daemon=True).start()
+
+    def _replay(self, line: bytes) -> bytes:
+        """An opening line for a new owner: a request gets an id of the bridge's own, whose answer is dropped."""
+        message = json.loads(line)
+        if "id" not in message:
+            return line
+        self._replays += 1
+        new = f"{REPLAY}{self._replays}"
+        self._drop.add(json.dumps(new))
+        if message.get("method") == early.LISTEN:
+            self._acknowledged.add(json.dumps(new))
+        return json.dumps({**message, "id": new}, separators=(",", ":")).encode() + b"\n"
+
+    def _read(self, sock: socket.socket) -> None:
+        try:
+            for line in early.read_lines(b"", sock.fileno()):
+                if self._keep(line):
+                    self._write(line)
+        except (OSError, ValueError):
+            pass
+        self._lost(sock)
+
+    def _keep(self, line: bytes) -> bool:
+        """Whether a line from the owner is the client's (answers to replays and to calls answered here are not)."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return True
+        if not isinstance(message, dict):
+            return True
+        with self._state:
+            if "method" not in message and "id" in message:
+                key = json.dumps(message["id"])
+                if key in self._drop:
+                    self._drop.discard(key)
+                    return False
+                if key in self._answered:
+                    self._answered.discard(key)
+                    return False
+                self._pending.pop(key, None)
+                self._state.notify_all()
+            elif message.get("method") == early.ACKNOWLEDGED:
+                meta = (message.get("params") or {}).get("_meta") or {}
+                return json.dumps(meta.get(early.SUBSCRIPTION)) not in self._acknowledged
+        return True
+
+    def _lost(self, sock: socket.socket) -> None:
+        """The owner connection ended: reads are resent to the next owner, writes in flight answered."""
+        with self._state:
+            if self._sock is not sock:
+                return
+            self._sock = None
+            resend = []
+            for key, call in list(self._pending.items()):
+                if call.at == 0.0:
+                    continue  # still in the queue
+                if call.safe:
+                    resend.append((call.line, False))
+                    self._pending[key] = call._replace(at=0.0)
+                else:
+                    self._refuse(
+                        key,
+                        "gitwiki's owner process ended during this write: it may or may not have been made. "
+                        "Check (read_markdown, memory_search) before trying it again",
+                    )
+            self._queue = resend + self._queue
+            closed = self._closed
+        sock.close()
+        log.info("the owner connection ended; %d read(s) will be asked again", len(resend))
+        if not closed:
+            self._reconnect()
+
+    def _reconnect(self) -> None:
+        with self._state:
+            if self._connecting:
+                return
+            self._connecting = True
+        threading.Thread(target=self._connect_loop, name="gitwiki-bridge-connect", daemon=True).start()
+
+    def _connect_loop(self) -> None:
+        since = time.monotonic()
+        delay = 0.01
+        while True:
+            with self._state:
+                if self._closed and not self._pending:
+                    self._connecting = False
+                    return
+            got = self._owner.connect()
+            if isinstance(got, socket.socket):
+                log.info("connected to the owner after %.0f ms", (time.monotonic() - since) * 1000)
+                self._attach(got)
+                return
+            if isinstance(got, str):
+                self._give_up(f"gitwiki's owner declined this session ({got}); run `gitwiki serve --alone`")
+                return
+            self._owner.start()
+            if time.monotonic() - since > START_TIMEOUT:
+                self._fail_waiting(f"no gitwiki owner started in {START_TIMEOUT:.0f} s; see {self._owner.where()}")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+
+    def _give_up(self, reason: str) -> None:
+        with self._state:
+            self._declined = reason
+            self._connecting = False
+            for key in list(self._pending):
+                self._refuse(key, reason)
+            self._queue = []
+
+    def _fail_waiting(self, reason: str) -> None:
+        with self._state:
+            for key in list(self._pending):
+                self._refuse(key, reason)
+            self._queue = [(line, opening) for line, opening in self._queue if opening]
+
+    def _watch(self) -> None:
+        """Answer the calls of a hung owner: see the module's docstring."""
+        while True:
+            time.sleep(PROBE_EVERY / 2)
+            now = time.monotonic()
+            with self._state:
+                if self._closed and not self._pending:
+                    return
+                out = {k: c for k, c in self._pending.items() if c.at and now - c.at >= PROBE_EVERY}
+                sock = self._sock
+            if not out or sock is None:
+                continue
+            if self._owner.alive(HANG_AFTER):
+                overdue = [k for k, c in out.items() if now - c.at >= CALL_TIMEOUT]
+                reason = f"gitwiki's owner has not answered this call in {CALL_TIMEOUT:.0f} s"
+            else:
+                overdue = list(out)
+                reason = (
+                    f"gitwiki's owner (pid {self._peer_pid(sock)}) does not answer: it is hung. `gitwiki serve "
+                    f"--stop` or kill it; the next call starts a new one (log: {self._owner.where()})"
+                )
+            with self._state:
+                for key in overdue:
+                    if key in self._pending:
+                        self._refuse(key, reason)
+
+    @staticmethod
+    def _peer_pid(sock: socket.socket) -> str:
+        option = getattr(socket, "SO_PEERCRED", None)
+        if option is None:
+            return "?"
+        try:
+            return str(int.from_bytes(sock.getsockopt(socket.SOL_SOCKET, option, 12)[:4], "little"))
+        except OSError:
+            return "?"
+
+
+def run(owner: Owner, sock: socket.socket | None, version: str, note: str | None = None) -> int:
+    """Bridge this process's stdin and stdout to the owner (`sock`: a session already open, or None to get one)."""
+    first = early.read_first_line()
+    if not first:
+        if sock is not None:
+            sock.close()
+        return 0
+    line, _, rest = first.partition(b"\n")
+    answer = early.initialize_answer(line, version, note)
+    if answer is not None:
+        early.write_all(1, json.dumps(answer, separators=(",", ":")).encode() + b"\n")
+    bridge = Bridge(owner, early.early_answers(version, note), sock)
+    try:
+        start = first
+        if answer is not None:
+            bridge.take(line + b"\n", answered_early=True)
+            start = rest
+        for message in early.read_lines(start, 0):
+            try:
+                bridge.take(message)
+            except (ValueError, KeyError, TypeError):  # a bug here must not end the session
+                log.exception("could not pass a line on")
+    except OSError:
+        pass
+    finally:
+        bridge.close()
+    return 0

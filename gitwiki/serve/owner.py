@@ -1,0 +1,215 @@
+"""The one warm `gitwiki serve` of a checkout (its owner), seen from a process that wants it: find it, start it,
+open an MCP session on it, ask its status, stop it. Standard library, `config` and `gitcli` only: a bridge and
+`gitwiki status` import this and never pygit2, numpy or the MCP SDK.
+
+The owner listens on the checkout's socket (`client.socket_path`, served by `serve.server.SocketServer`) and holds
+an exclusive `flock` on the lock file beside it for as long as it lives; the kernel drops that lock when the
+process dies, kill -9 included. Only `gitwiki serve` starts an owner: the starter takes the lock first
+(non-blocking) and hands the locked descriptor to the owner it spawns, so of two sessions starting at once, or of
+every bridge of a killed owner, exactly one starts the next and the others wait for its socket.
+
+A session connection opens with one JSON line (`{"protocol", "session": true, "root", "start", "env"}`) and the
+owner's reply (`{"session": "accepted", "pid"}` or `{"declined": reason}`); after that the connection carries the
+session's JSON-RPC lines both ways, one MCP session per connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import stat
+import sys
+import time
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from gitwiki.config import index_dir, load
+from gitwiki.errors import GitwikiError
+from gitwiki.git.gitcli import find_checkout
+from gitwiki.serve import client
+
+# The owner's start-up log: its stderr, kept beside the lock (truncated when it passes this at a start).
+MAX_LOG = 1 << 20
+# What a status or stop request may take before the owner counts as hung.
+PROBE_TIMEOUT = 2.0
+
+
+class Declined(NamedTuple):
+    """An owner answered, but not for us (another environment or configuration): this session runs alone."""
+
+    reason: str
+
+
+class Place(NamedTuple):
+    """Where the owner of one checkout lives: its socket, lock and log, and the directory sessions start in."""
+
+    root: Path
+    start: Path
+    socket: Path
+
+    @property
+    def lock(self) -> Path:
+        return self.socket.with_name(self.socket.name.removesuffix(".sock") + ".lock")
+
+    @property
+    def log(self) -> Path:
+        return self.socket.with_name(self.socket.name.removesuffix(".sock") + ".log")
+
+
+def place(start: str) -> Place | None:
+    """The owner's place for the checkout containing `start`; None outside a checkout git can be asked about
+    without pygit2 (GIT_DIR and friends), or when the configuration does not load (the caller reports it)."""
+    try:
+        checkout = find_checkout(start)
+        if checkout is None:
+            return None
+        index = index_dir(load(checkout.root), checkout.root, checkout.common_dir)
+    except (OSError, ValueError, GitwikiError):
+        return None
+    return Place(checkout.root, Path(start).resolve(), client.socket_path(index, checkout.root))
+
+
+def connect(where: Place, timeout: float = client.CONNECT_TIMEOUT) -> socket.socket | Declined | None:
+    """An MCP session on the owner (the connection, past the opening exchange); `Declined` when an owner answers
+    but will not serve this session; None when no owner answers."""
+    message = {
+        "protocol": client.PROTOCOL,
+        "session": True,
+        "root": str(where.root),
+        "start": str(where.start),
+        "env": client.environment(),
+    }
+    try:
+        sock = _open(where.socket, timeout)
+    except OSError:
+        return None
+    try:
+        sock.sendall(json.dumps(message).encode() + b"\n")
+        reply = json.loads(client.read_line(sock, 1 << 16, time.monotonic() + max(timeout, PROBE_TIMEOUT)))
+        sock.settimeout(None)
+    except (OSError, ValueError):
+        sock.close()
+        return None
+    if isinstance(reply, dict) and reply.get("session") == "accepted":
+        return sock
+    sock.close()
+    if isinstance(reply, dict) and reply.get("retired"):
+        return None  # an owner of the old configuration, retired by this request: the next one is ours to start
+    return Declined(str(reply.get("declined", "no sessions here")) if isinstance(reply, dict) else "a bad reply")
+
+
+def start(where: Place, chdir: str) -> bool:
+    """Start an owner for `where`, unless one holds the lock (running or starting): True when this call started
+    it. The owner runs detached (its own session, stdin and stdout on /dev/null, stderr into the log), so it
+    outlives the session that started it: a client ends its server at the session's end (SIGINT, then SIGTERM)."""
+    import subprocess  # 5 ms, only when an owner is started
+
+    where.lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(where.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        with contextlib.suppress(OSError):
+            if os.stat(where.log).st_size > MAX_LOG:
+                os.truncate(where.log, 0)
+        with open(where.log, "ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "gitwiki", "-C", chdir, "serve", "--owner-fd", str(fd)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                pass_fds=(fd,),
+                start_new_session=True,
+            )
+        import threading
+
+        threading.Thread(target=process.wait, name="gitwiki-owner-reaper", daemon=True).start()
+        return True
+    finally:
+        os.close(fd)  # the owner holds the lock through its own copy of the descriptor
+
+
+def hold(where: Place) -> int | None:
+    """Take the owner lock for this process (an owner started by hand); None when another holds it."""
+    where.lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(where.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def held(where: Place) -> bool:
+    """Whether a live process holds the owner lock (an owner running, or one starting)."""
+    try:
+        fd = os.open(where.lock, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def mark(fd: int) -> None:
+    """Write this process's pid into the owner lock it holds on `fd`: `kill` reads it when the owner hangs."""
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+
+
+def kill(where: Place, wait: float = 5.0) -> int | None:
+    """End an owner that holds the lock but does not answer: SIGTERM, then after `wait` seconds SIGKILL. Only a
+    process whose command line is an owner's (`serve --owner-fd`) is signalled; its pid, or None."""
+    import signal
+
+    try:
+        pid = int(where.lock.read_text(encoding="ascii").strip())
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError):
+        return None
+    if b"serve" not in command or b"--owner-fd" not in command:
+        return None
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait
+    while held(where) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if held(where):
+        os.kill(pid, signal.SIGKILL)
+    return pid
+
+
+def ask(where: Place, what: str, timeout: float = PROBE_TIMEOUT) -> dict[str, Any] | None:
+    """The owner's reply to a `status` or `stop` request; None when no owner answers within `timeout`."""
+    try:
+        with _open(where.socket, client.CONNECT_TIMEOUT) as sock:
+            sock.sendall(json.dumps({"protocol": client.PROTOCOL, what: True}).encode() + b"\n")
+            reply = json.loads(client.read_line(sock, 1 << 16, time.monotonic() + timeout))
+    except (OSError, ValueError):
+        return None
+    return reply if isinstance(reply, dict) and "declined" not in reply else None
+
+
+def _open(path: Path, timeout: float) -> socket.socket:
+    st = os.stat(path)
+    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
+        raise OSError(f"{path} is not this user's socket")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(str(path))
+        if client.peer_uid(sock) not in (None, os.getuid()):
+            raise OSError("another user's socket")
+    except OSError:
+        sock.close()
+        raise
+    return sock

@@ -1,0 +1,537 @@
+"""One warm owner per checkout: the first `gitwiki serve` starts it, every session is a stdio bridge to it that
+answers as a direct session does, and the bridges survive the owner's death (kill -9) and notice its hang."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitwiki.serve import owner as serve_owner
+from tests.helpers import DEPLOY, LEXICAL
+
+WAIT = 60.0  # generous: a loaded 2-core machine starts an owner in seconds
+HELLO = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "test", "version": "1"},
+}
+HEAVY = ("mcp.server", "mcp_types", "numpy", "pygit2", "onnxruntime", "fastembed", "pydantic")
+
+
+class Session:
+    """One `gitwiki serve` process and its JSON-RPC lines, read on a thread (a test never blocks for ever)."""
+
+    def __init__(self, repo: Path, *flags: str, importtime: bool = False) -> None:
+        python = [sys.executable, "-X", "importtime"] if importtime else [sys.executable]
+        self.process = subprocess.Popen(
+            [*python, "-m", "gitwiki", "-C", str(repo), "serve", "--log-level", "INFO", *flags],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.stderr: list[bytes] = []
+        self.early: dict[Any, dict[str, Any]] = {}
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=lambda: self.stderr.extend(self.process.stderr), daemon=True).start()  # type: ignore[arg-type]
+        self.next_id = 1
+
+    def _read(self) -> None:
+        for line in self.process.stdout:  # type: ignore[union-attr]
+            self.lines.put(json.loads(line))
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> int:
+        id_ = self.next_id
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": id_, "method": method, **({"params": params} if params else {})})
+        return id_
+
+    def answer(self, id_: int | str, timeout: float = WAIT) -> dict[str, Any]:
+        """The answer to request `id_`; answers to others that come first are kept for their turn."""
+        deadline = time.monotonic() + timeout
+        while id_ not in self.early:
+            message = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            if "id" in message and "method" not in message:
+                self.early[message["id"]] = message
+        return self.early.pop(id_)
+
+    def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = WAIT) -> dict[str, Any]:
+        return self.answer(self.request(method, params), timeout)
+
+    def tool(self, name: str, **arguments: Any) -> dict[str, Any]:
+        return self.call("tools/call", {"name": name, "arguments": arguments})
+
+    def open(self) -> dict[str, Any]:
+        answer = self.answer(self._initialize())
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return answer
+
+    def _initialize(self) -> int:
+        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": HELLO})
+        return 0
+
+    def close(self) -> int:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        return self.process.wait(timeout=WAIT)
+
+
+def status(repo: Path) -> dict[str, Any] | None:
+    where = serve_owner.place(str(repo))
+    assert where is not None
+    return serve_owner.ask(where, "status")
+
+
+def wait_for(condition: Any, what: str) -> Any:
+    deadline = time.monotonic() + WAIT
+    while not (found := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+    return found
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # a zombie (the owner's parent bridge has not reaped it yet) is gone too
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+@pytest.fixture
+def shared(repo, monkeypatch):
+    """A repo whose `gitwiki serve` sessions share an owner; every owner it had is gone after the test."""
+    monkeypatch.delenv("GITWIKI_SERVE_ALONE", raising=False)
+    repo.commit("init", {".gitwiki.toml": LEXICAL + "\n[mcp]\nidle_timeout = 30\n", "wiki/deploy.md": DEPLOY})
+    sessions: list[Session] = []
+    yield repo, sessions
+    for session in sessions:
+        if session.process.poll() is None:
+            session.process.kill()
+    found = status(repo.path)
+    if found is not None:
+        os.kill(found["pid"], signal.SIGKILL)
+
+
+def start(shared: Any, *flags: str, importtime: bool = False) -> Session:
+    repo, sessions = shared
+    session = Session(repo.path, *flags, importtime=importtime)
+    sessions.append(session)
+    return session
+
+
+def owner_pid(repo: Path) -> int:
+    found = wait_for(lambda: status(repo), "an owner")
+    return int(found["pid"])
+
+
+def text(answer: dict[str, Any]) -> str:
+    return str(answer["result"]["content"][0]["text"])
+
+
+def test_the_second_session_bridges_to_the_first_ones_owner(shared):
+    repo, _ = shared
+    first = start(shared)
+    first.open()
+    assert "wiki/deploy.md" in text(first.tool("ground", query="helm rollback"))
+    pid = owner_pid(repo.path)
+    assert pid != first.process.pid  # the owner is a process of its own: it outlives the session
+
+    second = start(shared, importtime=True)
+    second.open()
+    assert "wiki/deploy.md" in text(second.tool("ground", query="helm rollback"))
+    found = status(repo.path)
+    assert found is not None and found["pid"] == pid and found["sessions"] == 2 and found["served"] == 2
+    assert found["rss_kib"] > 0
+    assert first.close() == 0 and second.close() == 0
+    # the bridge never imported the SDK, the model's runtime or pygit2 (python -X importtime lists every import)
+    imported = {line.split(b"|")[-1].strip().decode() for line in second.stderr if line.startswith(b"import time:")}
+    assert imported and not {name for name in imported if name.split(".")[0] in HEAVY or name in HEAVY}
+    assert status(repo.path)["sessions"] == 0  # the owner stays for the next session
+
+
+def drift_script(session: Session) -> list[dict[str, Any]]:
+    """What a client sees of a session, in order: the handshake, the lists, answers and refusals."""
+    seen = [session.open()]
+    for method in ("tools/list", "prompts/list", "resources/list", "ping"):
+        seen.append(session.call(method))
+    calls = [
+        ("ground", {"query": "helm rollback"}),
+        ("ground", {"query": "helm rollback", "format": "json"}),
+        ("read_markdown", {"path": "wiki/deploy.md#rollback"}),
+        ("outline_markdown", {"path": "wiki/deploy.md"}),
+        ("get_footnote", {"page": "wiki/deploy.md", "footnote_number": 1}),
+        ("read_markdown", {"path": "wiki/nope.md"}),  # a refusal: -32602 with the message
+        ("ground", {"query": "x", "limt": 3}),  # an unknown argument
+        ("memory_search", {"query": "rollback"}),
+    ]
+    for name, arguments in calls:
+        seen.append(session.tool(name, **arguments))
+    session.send({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": []})  # framing's refusal
+    seen.append(session.answer(99))
+    return seen
+
+
+def test_a_bridged_session_answers_as_a_direct_one(shared):
+    bridge = start(shared)
+    bridged = drift_script(bridge)
+    assert owner_pid(shared[0].path) != bridge.process.pid
+    assert bridge.close() == 0
+    direct = drift_script(start(shared, "--alone"))
+    assert bridged == direct
+    assert len(direct[1]["result"]["tools"]) > 10 and "error" in direct[-1]
+
+
+def test_two_sessions_starting_at_once_share_one_owner(shared):
+    repo, _ = shared
+    sessions = [start(shared), start(shared)]
+    for session in sessions:
+        session.open()
+    answers = [text(s.tool("ground", query="helm rollback")) for s in sessions]
+    assert answers[0] == answers[1] and "wiki/deploy.md" in answers[0]
+    found = status(repo.path)
+    assert found is not None and found["sessions"] == 2
+    where = serve_owner.place(str(repo.path))
+    assert where is not None and serve_owner.held(where)
+    # no second owner lingers: every gitwiki process left is a session or the one owner
+    owners = [line for line in _processes(repo.path) if "--owner-fd" in line]
+    assert len(owners) == 1, owners
+
+
+def _processes(repo: Path) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+            except OSError:
+                continue
+    return [line for line in found if "gitwiki" in line and f"-C {repo} serve" in line]
+
+
+def test_every_bridge_recovers_from_a_killed_owner_and_reads_are_asked_again(shared):
+    repo, _ = shared
+    a, b = start(shared), start(shared)
+    a.open()
+    b.open()
+    assert "wiki/deploy.md" in text(a.tool("ground", query="helm rollback"))
+    pid = owner_pid(repo.path)
+    # an acknowledged write survives the owner's death
+    written = a.tool("add_markdown", path="wiki/kept.md", content="# Kept\n\nA canary page about zebras.\n")
+    assert "created wiki/kept.md" in text(written)
+    # a read in flight when the owner dies: stopped first, so the call is surely out when the kill comes
+    os.kill(pid, signal.SIGSTOP)
+    in_flight = a.request("tools/call", {"name": "ground", "arguments": {"query": "zebras"}})
+    time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)
+    assert "wiki/kept.md" in text(a.answer(in_flight))
+    new = owner_pid(repo.path)
+    assert new != pid
+    # the other bridge reconnects to the same new owner, its session opened again for it
+    assert "canary page about zebras" in text(b.tool("read_markdown", path="wiki/kept.md"))
+    assert status(repo.path)["sessions"] == 2
+    assert a.close() == 0 and b.close() == 0
+
+
+def test_a_write_in_flight_when_the_owner_dies_is_answered_not_resent(shared):
+    repo, _ = shared
+    session = start(shared)
+    session.open()
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))  # connected to the owner
+    pid = owner_pid(repo.path)
+    os.kill(pid, signal.SIGSTOP)
+    write = session.request(
+        "tools/call", {"name": "add_markdown", "arguments": {"path": "wiki/w.md", "content": "# W\n"}}
+    )
+    time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)
+    answer = session.answer(write)
+    assert answer["error"]["code"] == -32603 and "may or may not have been made" in answer["error"]["message"]
+    assert not (repo.path / "wiki/w.md").exists()  # the stopped owner never read it; nothing was sent twice
+    # the caller checks and writes again, on the new owner
+    assert "created wiki/w.md" in text(session.tool("add_markdown", path="wiki/w.md", content="# W\n"))
+    assert owner_pid(repo.path) != pid
+
+
+def test_a_hung_owner_is_answered_for_within_a_bound(shared):
+    repo, _ = shared
+    session = start(shared)
+    session.open()
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))  # connected to the owner
+    pid = owner_pid(repo.path)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        answer = session.call("tools/call", {"name": "ground", "arguments": {"query": "helm"}}, timeout=30)
+        took = time.monotonic() - started
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert "hung" in answer["error"]["message"] and str(pid) in answer["error"]["message"]
+    assert took < 15, took  # bridge.PROBE_EVERY + HANG_AFTER, and the load's margin
+    # the owner woke up: the session goes on with it
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))
+    # `serve --stop` ends a hung owner too (it cannot answer the request to stop)
+    os.kill(pid, signal.SIGSTOP)
+    stopped = subprocess.run(
+        [sys.executable, "-m", "gitwiki", "-C", str(repo.path), "serve", "--stop"], capture_output=True, text=True
+    )
+    assert stopped.returncode == 0 and f"killed the hung gitwiki owner (pid {pid})" in stopped.stdout
+    wait_for(lambda: gone(pid), "the hung owner to end")
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))  # on a new owner
+
+
+def test_the_owner_ends_after_its_idle_timeout_and_stop_ends_it_at_once(shared):
+    repo, _ = shared
+    repo.commit("idle", {".gitwiki.toml": LEXICAL + "\n[mcp]\nidle_timeout = 0\n"})
+    session = start(shared)
+    session.open()
+    pid = owner_pid(repo.path)
+    assert session.close() == 0
+    wait_for(lambda: gone(pid), "the owner to end with its last session (idle_timeout 0)")
+    assert status(repo.path) is None
+
+    repo.commit("linger", {".gitwiki.toml": LEXICAL + "\n[mcp]\nidle_timeout = 300\n"})
+    session = start(shared)
+    session.open()
+    pid = owner_pid(repo.path)
+    assert session.close() == 0
+    time.sleep(0.5)
+    assert status(repo.path) is not None  # lingering for the next session
+    code = subprocess.run(
+        [sys.executable, "-m", "gitwiki", "-C", str(repo.path), "serve", "--stop"], capture_output=True, text=True
+    )
+    assert code.returncode == 0 and f"pid {pid}" in code.stdout
+    wait_for(lambda: gone(pid), "the owner to stop")
+
+
+def test_status_shows_the_owner_and_the_cli_never_starts_one(shared, cli):
+    repo, _ = shared
+    code, out, _ = cli("ground", "helm rollback", cwd=repo.path)
+    assert code == 0 and "wiki/deploy.md" in out
+    code, out, _ = cli("status", cwd=repo.path)
+    assert "owner: none" in out
+    where = serve_owner.place(str(repo.path))
+    assert where is not None and not serve_owner.held(where)
+    session = start(shared)
+    session.open()
+    pid = owner_pid(repo.path)
+    wait_for(lambda: status(repo.path)["sessions"] == 1, "the bridge to connect")
+    code, out, _ = cli("status", cwd=repo.path)
+    assert f"owner: pid {pid} since " in out and "1 session(s) now, 1 served, RSS " in out
+    code, out, _ = cli("status", "--json", cwd=repo.path)
+    assert json.loads(out)["owner"]["pid"] == pid
+
+
+def test_memory_search_is_answered_by_the_owner_as_by_the_cli(shared, cli, monkeypatch):
+    repo, _ = shared
+    for text_ in ("gotcha: helm rollback needs the release name", "decision: deploys go through kubectl"):
+        assert cli("memory", "store", "ops", text_, cwd=repo.path)[0] == 0
+    runs = [("memory", "search", "rollback"), ("memory", "search", "deploys", "--json"), ("memory", "search")]
+    with monkeypatch.context() as m:
+        m.setenv("GITWIKI_NO_SERVER", "1")
+        local = [cli(*args, cwd=repo.path) for args in runs]
+    assert "release name" in local[0][1]
+    session = start(shared)
+    session.open()
+    owner_pid(repo.path)
+
+    def no_local_path(*args, **kwargs):
+        raise AssertionError("the CLI answered by itself")
+
+    from gitwiki.memory.base import Memory
+
+    monkeypatch.setattr(Memory, "open", no_local_path)
+    served = [cli(*args, cwd=repo.path) for args in runs]
+    assert [served[0], served[2]] == [local[0], local[2]]
+    # the score decays with the entry's age (a microsecond's difference between the two runs): the rest is the same
+    unscored = [
+        {**json.loads(out), "hits": [{**h, "score": None} for h in json.loads(out)["hits"]]}
+        for _, out, _ in (served[1], local[1])
+    ]
+    assert unscored[0] == unscored[1] and unscored[0]["total"] == 1
+
+
+def test_fast_calls_answer_read_only_tools_as_the_sdk_does(repo, monkeypatch):
+    """The owner's direct answers (`mcp.server.FastCalls`) against the SDK's own, over a session connection."""
+    import socket as socket_mod
+
+    from gitwiki.mcp import server as mcp_server
+    from gitwiki.wiki import Wiki
+
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/deploy.md": DEPLOY})
+    wiki = Wiki.open(repo.path)
+    app = mcp_server.build_server(wiki, threading.Lock())
+    calls = [
+        {"name": "ground", "arguments": {"query": "helm rollback"}},
+        {"name": "ground", "arguments": {"query": "helm rollback", "format": "json", "explain": True}},
+        {"name": "read_markdown", "arguments": {"path": "wiki/deploy.md#rollback"}},
+        {"name": "list_files", "arguments": {}},
+        {"name": "outline_markdown", "arguments": {"path": "wiki/deploy.md", "format": "json"}},
+    ]
+    opening = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": HELLO},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+    requests = [{"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": c} for i, c in enumerate(calls)]
+
+    def session() -> list[dict[str, Any]]:
+        ours, theirs = socket_mod.socketpair()
+        runner = threading.Thread(target=mcp_server.serve_connection, args=(app, theirs))
+        runner.start()
+        ours.sendall(b"".join(json.dumps(m).encode() + b"\n" for m in [*opening, *requests]))
+        reader = ours.makefile("rb")
+        answers = [json.loads(reader.readline()) for _ in range(len(requests) + 1)]
+        reader.close()  # the socket closes only once its file is closed too
+        ours.close()
+        runner.join(WAIT)
+        assert not runner.is_alive()  # the session ends with its connection
+        return sorted(answers, key=lambda a: a["id"])
+
+    fast = mcp_server.FastCalls(app)
+    assert fast.answer(json.dumps(opening[0]).encode() + b"\n") is None  # the SDK opens the session
+    direct = [fast.answer(json.dumps(r).encode() + b"\n") for r in requests]
+    assert all(direct)
+    # what it declines goes to the SDK: a refusal, an unknown argument, a write
+    for declined in (
+        {"name": "read_markdown", "arguments": {"path": "wiki/nope.md"}},
+        {"name": "ground", "arguments": {"query": "x", "limt": 1}},
+        {"name": "add_markdown", "arguments": {"path": "wiki/a.md", "content": "# A\n"}},
+    ):
+        line = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": declined}).encode()
+        assert fast.answer(line + b"\n") is None, declined
+    through_fast = session()
+    monkeypatch.setattr(mcp_server.FastCalls, "answer", lambda self, line: None)
+    through_sdk = session()
+    assert through_fast == through_sdk
+    assert [json.loads(d) for d in direct if d] == through_sdk[1:]
+    wiki.close()
+
+
+def test_an_owner_whose_configuration_changed_hands_over_to_a_new_one(shared):
+    repo, _ = shared
+    old = start(shared)
+    old.open()
+    assert "wiki/deploy.md" in text(old.tool("ground", query="helm rollback"))
+    pid = owner_pid(repo.path)
+    (repo.path / ".gitwiki.toml").write_text(LEXICAL + "\n[mcp]\nidle_timeout = 30\n[search]\ntop_files = 2\n")
+    new = start(shared)
+    new.open()
+    assert "wiki/deploy.md" in text(new.tool("ground", query="helm rollback"))
+    fresh = owner_pid(repo.path)
+    assert fresh != pid  # a new owner, of the new configuration, took the new session
+    assert not gone(pid)  # the old one still serves its session ...
+    assert "wiki/deploy.md" in text(old.tool("ground", query="helm rollback"))
+    assert old.close() == 0
+    wait_for(lambda: gone(pid), "the retired owner to end with its last session")
+    assert status(repo.path)["pid"] == fresh
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_a_bridge_at_once_and_the_owner_stays(shared, signum):
+    repo, _ = shared
+    session = start(shared)
+    session.open()
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))
+    pid = owner_pid(repo.path)
+    session.process.send_signal(signum)
+    assert session.process.wait(timeout=WAIT) == -signum
+    assert b"Traceback" not in b"".join(session.stderr)
+    wait_for(lambda: status(repo.path)["sessions"] == 0, "the owner to see the session leave")
+    assert status(repo.path)["pid"] == pid
+
+
+def test_kill_9_during_writes_loses_no_acknowledged_write_and_leaves_no_call_unanswered(shared):
+    """Writes sent back to back, the owner killed at a different moment each round: every write is answered (a
+    result, or the error that says it may or may not have been made); every answered one is on disk whole; an
+    errored one is wholly there or not at all."""
+    repo, _ = shared
+    session = start(shared)
+    session.open()
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))
+    seen = {"result": 0, "error": 0}
+    for round_, delay in enumerate((0.1, 1.0, 3.0)):
+        assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))  # connected, warm
+        pid = owner_pid(repo.path)
+        bodies = {f"wiki/r{round_}-{i}.md": f"# Page {round_} {i}\n\n" + "words " * 2000 + "\n" for i in range(6)}
+        ids = {
+            session.request("tools/call", {"name": "add_markdown", "arguments": {"path": path, "content": body}}): path
+            for path, body in bodies.items()
+        }
+        time.sleep(delay)
+        os.kill(pid, signal.SIGKILL)
+        for id_, path in ids.items():
+            answer = session.answer(id_)
+            on_disk = repo.path / path
+            seen["result" if "result" in answer else "error"] += 1
+            if "result" in answer:
+                assert on_disk.read_text() == bodies[path], path  # acknowledged: there, whole
+            else:
+                assert "may or may not have been made" in answer["error"]["message"]
+                assert not on_disk.exists() or on_disk.read_text() == bodies[path], path
+        wait_for(lambda pid=pid: gone(pid), "the killed owner to be reaped")
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))  # a new owner serves
+    assert sum(seen.values()) == 18, seen
+
+
+STATELESS_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.332"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+LISTEN = {
+    "jsonrpc": "2.0",
+    "id": "listen:0",
+    "method": "subscriptions/listen",
+    "params": {
+        "_meta": STATELESS_META,
+        "notifications": {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True},
+    },
+}
+
+
+def stateless_script(session: Session) -> list[dict[str, Any]]:
+    """The stateless era (Claude Code 2.1.332): `server/discover`, a subscription, calls carrying their era."""
+    session.send({"jsonrpc": "2.0", "id": "d", "method": "server/discover", "params": {"_meta": STATELESS_META}})
+    session.send(LISTEN)
+    seen = [session.answer("d"), session.lines.get(timeout=WAIT)]  # type: ignore[arg-type]
+    for i, query in enumerate(("helm rollback", "kubectl")):
+        params = {"name": "ground", "arguments": {"query": query}, "_meta": STATELESS_META}
+        session.send({"jsonrpc": "2.0", "id": 50 + i, "method": "tools/call", "params": params})
+        seen.append(session.answer(50 + i))
+    return seen
+
+
+def test_the_stateless_era_bridged_answers_as_direct_and_survives_the_owner(shared):
+    repo, _ = shared
+    bridge = start(shared)
+    bridged = stateless_script(bridge)
+    pid = owner_pid(repo.path)
+    os.kill(pid, signal.SIGKILL)
+    params = {"name": "ground", "arguments": {"query": "helm rollback"}, "_meta": STATELESS_META}
+    bridge.send({"jsonrpc": "2.0", "id": 60, "method": "tools/call", "params": params})
+    assert bridge.answer(60) == bridged[2] | {"id": 60}  # asked of the new owner, its subscription replayed
+    assert bridge.close() == 0
+    assert bridge.lines.empty()  # the new owner's acknowledgement of the replayed subscription was not passed on
+    direct = stateless_script(start(shared, "--alone"))
+    assert bridged == direct
+    assert direct[1]["method"] == "notifications/subscriptions/acknowledged"
