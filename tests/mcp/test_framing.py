@@ -211,6 +211,7 @@ def session(tmp_path_factory):
     repo = GitRepoFixture(root / "repo")
     repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/faq.md": "# FAQ\n\nAsk the platform team.\n"})
     env = {**os.environ, "XDG_CONFIG_HOME": str(root / "xdg"), "XDG_CACHE_HOME": str(root / "cache")}
+    env["GITWIKI_SERVE_ALONE"] = "1"  # as every test's (tests.helpers.isolate): an owner would outlive the module
     server = Server(repo.path, env)
     server.send(initialize("2025-06-18", "init"), {"jsonrpc": "2.0", "method": "notifications/initialized"})
     assert server.answers(1)[0]["id"] == "init"

@@ -128,9 +128,8 @@ def shared(repo, monkeypatch):
     for session in sessions:
         if session.process.poll() is None:
             session.process.kill()
-    found = status(repo.path)
-    if found is not None:
-        os.kill(found["pid"], signal.SIGKILL)
+    for pid, _ in _owners(repo.path):  # every owner the test started, answering or not
+        os.kill(pid, signal.SIGKILL)
 
 
 def start(shared: Any, *flags: str, importtime: bool = False) -> Session:
@@ -214,19 +213,22 @@ def test_two_sessions_starting_at_once_share_one_owner(shared):
     where = serve_owner.place(str(repo.path))
     assert where is not None and serve_owner.held(where)
     # no second owner lingers: every gitwiki process left is a session or the one owner
-    owners = [line for line in _processes(repo.path) if "--owner-fd" in line]
+    owners = _owners(repo.path)
     assert len(owners) == 1, owners
 
 
-def _processes(repo: Path) -> list[str]:
+def _owners(repo: Path) -> list[tuple[int, str]]:
+    """The live owner processes of `repo` (pid, command line)."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+                line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             except OSError:
                 continue
-    return [line for line in found if "gitwiki" in line and f"-C {repo} serve" in line]
+            if f"-C {repo} serve --owner-fd" in line and not gone(int(entry.name)):
+                found.append((int(entry.name), line))
+    return found
 
 
 def test_every_bridge_recovers_from_a_killed_owner_and_reads_are_asked_again(shared):
