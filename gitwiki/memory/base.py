@@ -377,7 +377,7 @@ class Memory:
             files = []
         names = (f[:-3] for f in files)
         # The same Path object for a page each time: the caches keyed by it then match it by identity, where a new
-        # Path compared its parts (30,000 comparisons a search at 100 topics).
+        # Path compared its parts (400 comparisons a search at 100 topics).
         paths = self._paths
         return {
             n: paths[n] if n in paths else paths.setdefault(n, self.folder / f"{n}.md")
