@@ -49,6 +49,14 @@ class PageVersion(NamedTuple):
     stamp: tuple[int, int, int]
 
 
+class Postings(NamedTuple):
+    """A parsed page version's entries by position: those holding each search term, those starting at each line."""
+
+    terms: tuple[frozenset[str], ...]  # the version's `TopicFile.terms`, by identity: which version this indexes
+    by_term: dict[str, list[int]]
+    by_line: dict[int, list[int]]
+
+
 class Memory:
     """The memory of one checkout. Reading topic pages needs only the root and the config; the `Wiki`
     (git, the index, the model) is opened on first use, so an agent hook that lists topics or resumes a
@@ -91,6 +99,9 @@ class Memory:
         self._in_cache: set[tuple[str, str]] = set()  # (blob, topic) known held by the cache of parsed pages
         self.indexed: set[tuple[str, str | None]] = set()  # (blob, model) known parsed and embedded
         self.chunk_entries: dict[str, dict[int, tuple[str, int] | None]] = {}  # blob → chunk id → (topic, entry line)
+        # A parsed page's entries by search term and by first line (`_postings`), built on a page's first search.
+        self._postings: dict[Path, Postings] = {}
+        self._paths: dict[str, Path] = {}  # topic page files by name, made once (`topic_files`)
 
     @classmethod
     def open(cls, start: str | os.PathLike[str] = ".", *, cache: bool = False) -> Memory:
@@ -319,13 +330,30 @@ class Memory:
             tf = self._parsed(v)
             if tf is None:  # gone between the reads
                 continue
-            at = starts.get(v.name, set())
-            out += [
-                (e, t)
-                for e, t in zip(tf.page.entries, tf.terms, strict=True)
-                if terms is None or not terms.isdisjoint(t) or e.start_line in at
-            ]
+            if terms is None:
+                out += zip(tf.page.entries, tf.terms, strict=True)
+                continue
+            # The entries holding a term or starting at a line named, from the page's postings: a scan of every
+            # entry's terms was most of a warm search's CPU at 10,000 entries.
+            post = self.postings(v.file, tf)
+            chosen = {i for term in terms for i in post.by_term.get(term, ())}
+            chosen.update(i for line in starts.get(v.name, ()) for i in post.by_line.get(line, ()))
+            out += [(tf.page.entries[i], tf.terms[i]) for i in sorted(chosen)]
         return out
+
+    def postings(self, file: Path, tf: TopicFile) -> Postings:
+        """The page's entries (their positions) by search term and by first line, built once per parsed version."""
+        held = self._postings.get(file)
+        if held is not None and held.terms is tf.terms:
+            return held
+        by_term: dict[str, list[int]] = {}
+        by_line: dict[int, list[int]] = {}
+        for i, (entry, its_terms) in enumerate(zip(tf.page.entries, tf.terms, strict=True)):
+            for term in its_terms:
+                by_term.setdefault(term, []).append(i)
+            by_line.setdefault(entry.start_line, []).append(i)
+        made = self._postings[file] = Postings(tf.terms, by_term, by_line)
+        return made
 
     def entry_lines(self, name: str, version: PageVersion) -> list[tuple[int, int]]:
         """(first line, last line) of each entry of the page version of topic `name`, in page order."""
@@ -348,7 +376,14 @@ class Memory:
         except OSError:
             files = []
         names = (f[:-3] for f in files)
-        return {n: self.folder / f"{n}.md" for n in names if not pattern or fnmatch.fnmatchcase(n, pattern)}
+        # The same Path object for a page each time: the caches keyed by it then match it by identity, where a new
+        # Path compared its parts (400 comparisons a search at 100 topics).
+        paths = self._paths
+        return {
+            n: paths[n] if n in paths else paths.setdefault(n, self.folder / f"{n}.md")
+            for n in names
+            if not pattern or fnmatch.fnmatchcase(n, pattern)
+        }
 
     def topic(self, name: str) -> TopicFile:
         """A topic of this memory, or (`~personal/…`) of the personal one."""
