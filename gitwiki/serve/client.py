@@ -92,7 +92,10 @@ def runtime_dir() -> Path:
         return Path(runtime)
     import tempfile  # 3 ms of imports (shutil, random), only for an index dir too deep for a socket path
 
-    return Path(tempfile.gettempdir(), f"gitwiki-{os.getuid()}")
+    # A deep TMPDIR (a test harness's, a sandbox's) leaves no room for the socket's name either: /tmp then.
+    temp = tempfile.gettempdir()
+    base = temp if len(os.fsencode(temp)) <= MAX_ADDRESS - 48 else "/tmp"
+    return Path(base, f"gitwiki-{os.getuid()}")
 
 
 def ask(start: str, request: GroundRequest) -> Reply | None:

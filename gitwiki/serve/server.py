@@ -111,7 +111,7 @@ class SocketServer:
                 return None
             sock = _bind(path)
         except OSError as e:
-            log.info("no socket for the CLI at %s: %s", path, e)
+            log.warning("no socket for the CLI at %s: %s", path, e)
             return None
         return cls(wiki, lock, sock, path, sessions, retire)
 

@@ -203,6 +203,20 @@ def test_the_socket_lives_in_the_index_dir_unless_that_path_is_too_long(tmp_path
     assert serve_client.socket_path(deep, root).parent == serve_client.runtime_dir()
 
 
+def test_a_deep_tmpdir_without_a_runtime_dir_still_leaves_room_for_the_socket(tmp_path, monkeypatch):
+    """A test harness's or sandbox's TMPDIR can be too deep for the socket's name (and the temporary name the
+    server binds first): an owner then could never listen, and every session waited for it in vain."""
+    import tempfile as tempfile_module
+
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    deep = tmp_path / ("deep-" * 20)
+    deep.mkdir()
+    monkeypatch.setattr(tempfile_module, "tempdir", str(deep))
+    path = serve_client.socket_path(Path("/src", "x" * 100, ".git/gitwiki"), Path("/src/project"))
+    assert path.parent == Path("/tmp", f"gitwiki-{os.getuid()}")
+    assert len(os.fsencode(path.with_name(f".{path.name}.4194304"))) < 104  # macOS's limit, the lower one
+
+
 def test_an_index_dir_too_long_for_af_unix_uses_a_short_path(lexical_repo, tmp_path, monkeypatch):
     runtime = Path(tempfile.mkdtemp(prefix="gw"))  # short, unlike tmp_path
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
