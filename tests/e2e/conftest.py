@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import claude_cli
-from tests.e2e.harness import Project, documented_setup
+from tests.e2e.harness import MADE, Project, documented_setup, sh
 from tests.e2e.mock_api import MockAnthropic
 
 
@@ -35,3 +35,13 @@ def api():
 @pytest.fixture(scope="module")
 def project(tmp_path_factory, claude_binary, api) -> Project:
     return documented_setup(tmp_path_factory.mktemp("e2e"), claude_binary, api.url, capture=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def stop_owners():
+    """`gitwiki serve --stop` in every wiki the module made: no owner outlives the tests that started it."""
+    yield
+    while MADE:
+        repo, env = MADE.pop()
+        if repo.is_dir():
+            sh(["gitwiki", "serve", "--stop"], repo, env)

@@ -207,9 +207,15 @@ def sh(argv: list[str], cwd: Path, env: dict[str, str], timeout: float = SETUP_T
     return done.stdout
 
 
+# Every wiki made, with its environment: the owner a session starts there outlives the session by design
+# ([mcp] idle_timeout), so the suite stops it when the module ends (conftest.py's `stop_owners`).
+MADE: list[tuple[Path, dict[str, str]]] = []
+
+
 def make_wiki(path: Path, env: dict[str, str]) -> Path:
     """A git repo with PAGES committed, `gitwiki init` and `gitwiki index` run: the docs' first two steps."""
     path.mkdir(parents=True)
+    MADE.append((path, env))
     sh(["git", "init", "-q", "-b", "main"], path, env)
     for rel, text in PAGES.items():
         (path / rel).parent.mkdir(parents=True, exist_ok=True)
