@@ -13,8 +13,6 @@ own, so the answer is always the one the local path would print.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import os
 import socket
@@ -22,12 +20,14 @@ import stat
 import struct
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki.config import index_dir, load
 from gitwiki.errors import GitwikiError
 from gitwiki.git.gitcli import find_checkout
-from gitwiki.operations.ground import GroundRequest
+
+if TYPE_CHECKING:
+    from gitwiki.operations.ground import GroundRequest
 
 PROTOCOL = 1
 # AF_UNIX addresses: 108 bytes with the NUL on Linux, 104 on macOS; the spare bytes fit the temporary name
@@ -102,6 +102,8 @@ def ask(start: str, request: GroundRequest) -> Reply | None:
     """The server's answer to `request` for the checkout containing `start`; None when no server of the same
     user answers it (the caller then answers by itself). A gitwiki error the server met comes in the reply
     (`Reply.check` raises it)."""
+    import dataclasses  # with inspect, ast and dis: 2 MiB a stdio bridge (which only asks for sessions) does without
+
     return _ask(start, "request", dataclasses.asdict(request))
 
 
@@ -201,4 +203,9 @@ def peer_uid(sock: socket.socket) -> int | None:
 
 
 def _digest(text: str) -> str:
-    return hashlib.sha256(os.fsencode(text)).hexdigest()[:16]
+    """A short stable name for `text` (FNV-1a, 64 bits): it only names a file in the user's own folder, and
+    hashlib would load OpenSSL, 3 MiB of every stdio bridge's memory."""
+    value = 0xCBF29CE484222325
+    for byte in os.fsencode(text):
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{value:016x}"
