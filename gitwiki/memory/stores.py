@@ -142,7 +142,7 @@ def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
     def one(owner: Memory, name: str | None, depth: int) -> Found:
         return search_mod.search(owner, dataclasses.replace(q, limit=depth, topic=name))
 
-    words, inline = search_mod.split_query(q.query)
+    inline = search_mod.split_query(q.query)[1]
     wanted = topic or inline.get("topic")
     if wanted:
         owner, name = mem.reader(wanted)
@@ -150,7 +150,7 @@ def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
     stores = mem.stores()
     if len(stores) == 1:
         return one(mem, None, limit)
-    # Every hit of each memory (a bad limit is refused by search): the weighing below reorders them.
+    # Every hit of each memory (a bad limit is refused by search): the merge below re-sorts them by score.
     depth = max(limit, FUSE_DEPTH) if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else limit
     with search_mod.one_scale(stores, q.query):
         found = [one(m, None, depth) for m in stores]

@@ -107,13 +107,10 @@ def start(where: Place, chdir: str) -> bool:
     outlives the session that started it: a client ends its server at the session's end (SIGINT, then SIGTERM)."""
     import subprocess  # 5 ms, only when an owner is started
 
-    where.lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(where.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = hold(where)
+    if fd is None:
+        return False
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
         with contextlib.suppress(OSError):
             if os.stat(where.log).st_size > MAX_LOG:
                 os.truncate(where.log, 0)
@@ -135,7 +132,7 @@ def start(where: Place, chdir: str) -> bool:
 
 
 def hold(where: Place) -> int | None:
-    """Take the owner lock for this process (an owner started by hand); None when another holds it."""
+    """Take the owner lock (for an owner started by hand, or the one `start` spawns); None when another holds it."""
     where.lock.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(where.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
