@@ -409,3 +409,16 @@ def test_a_frame_nested_past_the_parser_is_dropped_without_a_traceback(lexical_r
     assert died == []
     asked = serve_client.ask(str(lexical_repo.path), GroundRequest("rollback"))
     assert asked is not None and "wiki/deploy.md" in asked.stdout
+
+
+def test_a_memory_search_sent_to_the_server_carries_every_option_the_command_has():
+    """The CLI sends the server the options named in MEMORY_SEARCH and the local path builds its MemoryQuery from
+    every flag named after a field: a flag added to one and not the other would be dropped when a server answers."""
+    import dataclasses
+
+    from gitwiki.cli import build_parser
+    from gitwiki.memory.search import MemoryQuery
+
+    args = build_parser("memory").parse_args(["memory", "search", "deploy"])
+    flags = set(vars(args)) & ({f.name for f in dataclasses.fields(MemoryQuery)} | {"detail", "json"})
+    assert set(serve_client.MEMORY_SEARCH) == flags | {"query"}
