@@ -28,6 +28,7 @@ from gitwiki.search.ranking import (
     rank_pages,
     snippet,
 )
+from gitwiki.search.query_vectors import QueryVectors
 from gitwiki.search.relevance import Background, known_share
 from gitwiki.search.rerank import Reranker, load_reranker, rerank
 
@@ -202,6 +203,7 @@ class Searcher:
         self._matrices: OrderedDict[tuple[str, str], DenseMatrix] = OrderedDict()
         self._cache_size = cache_size
         self._paths: tuple[str, dict[str, str]] | None = None  # (view key, blob → path)
+        self.queries = QueryVectors()
 
     @classmethod
     def configured(cls, store: Store, config: SearchConfig) -> Searcher:
@@ -433,7 +435,7 @@ class Searcher:
             return [], None
         # einsum, not BLAS: one matrix-vector product is faster on one core than on a thread pool that
         # has to wait for onnxruntime's spinning threads to let go of the CPU.
-        scores = np.einsum("ij,j->i", dense.matrix, embedder.embed_query(query))
+        scores = np.einsum("ij,j->i", dense.matrix, self.queries.vector(embedder, query))
         top = np.argpartition(-scores, min(self.depth, len(scores) - 1))[: self.depth]
         top = top[np.argsort(-scores[top], kind="stable")]
         if len({dense.blobs[i] for i in top}) < pages < len(set(dense.blobs)):  # one page owns the top
