@@ -1,6 +1,11 @@
 """gitwiki.search.outline: the ripgrep-style digest `gitwiki ground` prints."""
 
-from gitwiki.search.outline import outline
+import textwrap
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gitwiki.search.outline import outline, wrap
 from gitwiki.search.searcher import ChunkResult, DocResult, SearchResult
 
 DOC = DocResult(
@@ -69,3 +74,18 @@ def test_a_tiny_positive_score_is_not_shown_as_zero():
     tiny = DOC._replace(score=1.97e-06)
     assert "(1.97e-06)" in outline(SearchResult("helm", "wiki", "abc", "lexical", [tiny]))
     assert "(0.5123)" in outline(SearchResult("helm", "wiki", "abc", "lexical", [DOC]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    text=st.one_of(
+        st.text(alphabet="ab-—. \t\n\u00a0\u2003é…'!?_1", max_size=300),
+        st.lists(st.text(alphabet="abé-—.,'!?_1", min_size=1, max_size=14), max_size=40).map(" ".join),
+        st.lists(st.sampled_from(["-l", "--all", "a-b", "x--y", "well-known", "-", "word", "é-é-é"]), max_size=60).map(
+            " ".join
+        ),
+    ),
+    width=st.sampled_from([1, 2, 3, 5, 8, 20, 100]),
+)
+def test_wrap_gives_textwraps_lines(text, width):
+    assert wrap(text, width) == textwrap.wrap(text, width)

@@ -205,6 +205,24 @@ def test_rank_pages_is_fusion_page_fusion_and_rollup_of_the_candidates():
     )
 
 
+def test_rank_pages_normalizes_each_ranking_once(monkeypatch):
+    """Chunk fusion and page fusion take the same normalized lists: computed once each, the same hits."""
+    from gitwiki.search import ranking
+
+    lexical, dense = [(1, 8.0), (3, 6.0), (4, 0.5)], [(2, 0.9), (3, 0.8), (4, 0.5)]
+    found = _candidates({"lexical": lexical, "dense": dense}, {1: "a.md", 2: "a.md", 3: "b.md", 4: "c.md"}, "hybrid")
+    expected = rank_pages(found, fusion="score", top_files=3, chunks_per_file=2, limit=10)
+    seen: list[object] = []
+
+    def counted(ranking):
+        seen.append(ranking)
+        return dbsf(ranking)
+
+    monkeypatch.setattr(ranking, "dbsf", counted)
+    assert rank_pages(found, fusion="score", top_files=3, chunks_per_file=2, limit=10) == expected
+    assert seen == [lexical, dense]
+
+
 def test_rank_pages_with_a_reorder_keeps_its_order_and_drops_page_fusion():
     lexical, dense = [(1, 8.0), (2, 6.0)], [(2, 0.9), (1, 0.1)]
     found = _candidates({"lexical": lexical, "dense": dense}, {1: "a.md", 2: "b.md"}, "hybrid")

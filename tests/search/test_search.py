@@ -461,3 +461,29 @@ def test_search_settings_weigh_the_rankers_and_bound_their_candidates(repo, monk
     wiki = Wiki.open(repo.path)
     rankings, _ = wiki.searcher.candidates(wiki.view(vectors=True), "zeta omega", wiki.embedder(), 1)
     assert [len(r) for r in rankings] == [2, 2]  # 7 pages hold zeta, and 8 have vectors
+
+
+def test_a_hybrid_query_asked_again_is_not_embedded_again(repo, monkeypatch):
+    """A long-lived process (the owner of a checkout) keeps the vectors of recent queries: the same answer, no
+    model run."""
+    from gitwiki.index import embed
+
+    asked: list[str] = []
+
+    class Counting(_SynonymEmbedder):
+        def embed_query(self, text):
+            asked.append(text)
+            return super().embed_query(text)
+
+    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", Counting)
+    monkeypatch.setattr(embed, "_cache", {})  # not the instance an earlier test loaded
+    pages = {"wiki/sense.md": "# Sense\n\nkappa zeta\n", "wiki/pad.md": "# Pad\n\nnothing\n"}
+    repo.commit("pages", {**pages, ".gitwiki.toml": '[embeddings]\nprovider = "synonyms"\n'})
+    wiki = Wiki.open(repo.path)
+    first = wiki.search("zeta omega", mode="hybrid")
+    embedded = len(asked)  # the model's dimension probe, the query
+    assert wiki.search("zeta omega", mode="hybrid") == first
+    assert wiki.search("zeta omega", mode="dense").docs[0].path == "wiki/sense.md"
+    assert len(asked) == embedded and asked.count("zeta omega") == 1
+    wiki.search("omega", mode="hybrid")
+    assert asked[-1] == "omega"
