@@ -438,9 +438,12 @@ class Searcher:
         scores = np.einsum("ij,j->i", dense.matrix, self.queries.vector(embedder, query))
         top = np.argpartition(-scores, min(self.depth, len(scores) - 1))[: self.depth]
         top = top[np.argsort(-scores[top], kind="stable")]
-        if len({dense.blobs[i] for i in top}) < pages < len(set(dense.blobs)):  # one page owns the top
+        # Python ints and floats (tolist): indexing the lists with numpy's, item by item, cost 0.1 ms a query
+        if len({dense.blobs[i] for i in top.tolist()}) < pages < len(set(dense.blobs)):  # one page owns the top
             top = np.argsort(-scores, kind="stable")
-        pool = candidates(((dense.ids[i], dense.blobs[i], float(scores[i])) for i in top), pages, self.depth)
+        ids, blobs = dense.ids, dense.blobs
+        ranked = zip(top.tolist(), scores[top].tolist(), strict=True)
+        pool = candidates(((ids[i], blobs[i], score) for i, score in ranked), pages, self.depth)
         blob_of.update((cid, blob) for cid, blob, _ in pool)
         return [(cid, score) for cid, _, score in pool], Background(float(scores.mean()), float(scores.std()))
 
