@@ -17,13 +17,13 @@ import json
 import os
 import socket
 import stat
-import struct
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki.config import index_dir, load
 from gitwiki.errors import GitwikiError
+from gitwiki.fs import socket_peer
 from gitwiki.git.gitcli import find_checkout
 
 if TYPE_CHECKING:
@@ -221,11 +221,8 @@ def read_line(sock: socket.socket, limit: int = 1 << 30, deadline: float | None 
 
 def peer_uid(sock: socket.socket) -> int | None:
     """The user id of the process at the other end (Linux's SO_PEERCRED); None where the system does not say."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return None
-    _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
-    return int(uid)
+    found = socket_peer(sock)
+    return None if found is None else found[1]
 
 
 def _digest(text: str) -> str:
