@@ -26,6 +26,7 @@ CROSSINGS = {
     ("cli", "hooks"): "`gitwiki hook TYPE` runs the hook code and `gitwiki hooks` installs it",
     ("cli", "mcp"): "`gitwiki serve` starts the MCP server",
     ("cli", "serve"): "`gitwiki serve` starts the socket beside it, and `gitwiki ground` asks it first",
+    ("hooks", "serve"): "a hook that searches asks the checkout's running owner first, as `gitwiki ground` does",
 }
 
 

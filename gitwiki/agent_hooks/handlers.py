@@ -37,7 +37,12 @@ class Call(NamedTuple):
         return context(event, f"{title}\n{self.lookup.render(notes, query)}", self.limit)
 
     def search(self, query: str) -> list[Note]:
-        return self.lookup.pick(self.lookup.search_all(query), self.session.seen)
+        """The best sections for `query` not yet injected: the checkout's owner's when one is up, else our own."""
+        from gitwiki.agent_hooks import owner  # the socket client: only the hooks that search load it
+
+        where = self.event.get("cwd")
+        found = owner.search_all(self.lookup, where if isinstance(where, str) else ".", query)
+        return self.lookup.pick(self.lookup.search_all(query) if found is None else found, self.session.seen)
 
 
 def session_start(call: Call) -> dict[str, Any] | None:

@@ -37,14 +37,16 @@ def run(name: str, raw: bytes, cwd: str) -> str:
         except Exception:  # a field of a type the handler did not expect: logged where the checkout keeps it
             _log_near(event, cwd, name)
             return ""
+    checkout = _checkout(event, cwd)
+    if checkout is None:
+        return ""
+    if name == "stop" and _quiet_stop(event, checkout):
+        return ""
     # The index code loads only past this point: a hook that needs no repository answers without it.
     from gitwiki.agent_hooks.handlers import Call
     from gitwiki.agent_hooks.lookup import Lookup
     from gitwiki.agent_hooks.state import open_session
 
-    checkout = _checkout(event, cwd)
-    if checkout is None:
-        return ""
     log_dir = checkout.common_dir / "gitwiki"
     lookup = None
     try:
@@ -76,6 +78,26 @@ def _checkout(event: dict[str, Any], cwd: str) -> Checkout | None:
         return gitcli.find_checkout(start) or gitcli.discover(start)
     except (GitwikiError, OSError, ValueError):
         return None
+
+
+def _quiet_stop(event: dict[str, Any], checkout: Checkout) -> bool:
+    """Whether the Stop hook has nothing to say, seen from the session's state alone: nothing edited, or reminded
+    already (handlers.stop). Every `claude -p` ends with a Stop hook, and most edit nothing: this answers before
+    the index, SQLite and the ranking load (~10 ms of the hook's ~60). False when unsure: the handler decides."""
+    if event.get("stop_hook_active"):
+        return True
+    session_id = event.get("session_id")
+    try:
+        from gitwiki import config as config_mod
+        from gitwiki.agent_hooks import cache
+        from gitwiki.agent_hooks.state import peek
+
+        config = config_mod.load(checkout.root, read=cache.config_reader(checkout.common_dir / "gitwiki"))
+        index = config_mod.index_dir(config, checkout.root, checkout.common_dir)
+        data = peek(index, session_id) if isinstance(session_id, str) and session_id else {}
+    except Exception:  # a config error and the like: the full path logs it
+        return False
+    return not data.get("edited") or bool(data.get("reminded"))
 
 
 def _log_near(event: dict[str, Any], cwd: str, name: str) -> None:

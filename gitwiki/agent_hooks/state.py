@@ -121,6 +121,17 @@ def open_session(index_dir: Path, session_id: str) -> Iterator[Session]:
         atomic_write(path, json.dumps(session.data), sync=False)
 
 
+def peek(index_dir: Path, session_id: str) -> dict[str, Any]:
+    """The session's state as last saved, read without its lock (a save replaces the file whole); {} for none or
+    an expired one. For a hook that only decides whether it has anything to do."""
+    try:
+        data = json.loads((index_dir / SESSION_DIR / _file_name(session_id)).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    updated = data.get("updated") if isinstance(data, dict) else None
+    return data if isinstance(updated, int | float) and time.time() - updated < EXPIRY else {}
+
+
 def _load(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

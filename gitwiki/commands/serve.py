@@ -111,17 +111,37 @@ class _Owner:
     def __init__(self, where: Any, chdir: str) -> None:
         self._where = where
         self._chdir = chdir
+        self._started = False  # an owner started here has yet to take our session
 
     def connect(self) -> socket.socket | str | None:
         from gitwiki.serve import owner
 
         got = owner.connect(self._where)
+        if got is not None:
+            self._started = False
         return got.reason if isinstance(got, owner.Declined) else got
 
     def start(self) -> bool:
         from gitwiki.serve import owner
 
-        return owner.start(self._where, self._chdir)
+        started = owner.start(self._where, self._chdir)
+        self._started = self._started or started
+        return started
+
+    def failed(self) -> str | None:
+        """The owner holds its lock from the spawn to its end (the kernel drops it, kill -9 included): one started
+        here whose lock is free and whose socket did not take the session (`connect` just failed) has ended."""
+        from gitwiki.serve import owner
+
+        if not self._started or owner.held(self._where):
+            return None
+        self._started = False
+        try:  # its last words: the one line a start-up error leaves in the log
+            last = self._where.log.read_bytes()[-4096:].decode("utf-8", "replace").strip().splitlines()[-1:]
+        except OSError:
+            last = []
+        said = f"; its log ends: {last[0].strip()}" if last else ""
+        return f"gitwiki's owner process ended as it started{said} ({self._where.log})"
 
     def alive(self, timeout: float) -> bool:
         from gitwiki.serve import owner
@@ -146,13 +166,14 @@ def _bridge(args: argparse.Namespace) -> int | None:
     if isinstance(got, owner.Declined):
         log.info("running alone: the owner declined (%s)", got.reason)
         return None
+    owned = _Owner(where, args.chdir)
     if got is None:
-        owner.start(where, args.chdir)
+        owned.start()
     # A bridge holds nothing to finish: SIGINT and SIGTERM end it at once, of the signal, without a traceback (a
     # call in flight is the owner's to finish; its answer has no one to go to).
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_DFL)
-    return bridge.run(_Owner(where, args.chdir), got, __version__, _lexical_notice(args.chdir))
+    return bridge.run(owned, got, __version__, _lexical_notice(args.chdir))
 
 
 def _own(args: argparse.Namespace) -> int:

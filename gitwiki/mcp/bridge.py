@@ -32,6 +32,7 @@ import threading
 import time
 from typing import Any, NamedTuple, Protocol
 
+from gitwiki.fs import socket_peer
 from gitwiki.mcp import early, framing
 
 log = logging.getLogger("gitwiki.bridge")
@@ -59,6 +60,9 @@ class Owner(Protocol):
 
     def where(self) -> str:
         """Where the owner's log is, for an error message."""
+
+    def failed(self) -> str | None:
+        """Why the owner this process started has ended without ever taking a session; None while it has not."""
 
 
 class Pending(NamedTuple):
@@ -300,6 +304,19 @@ class Bridge:
             if isinstance(got, str):
                 self._give_up(f"gitwiki's owner declined this session ({got}); run `gitwiki serve --alone`")
                 return
+            failed = self._owner.failed()
+            if failed is not None:
+                # The owner we started died before it listened. Not a wait for START_TIMEOUT (nor an owner
+                # spawned again every few ms meanwhile), and not this session served alone: an owner ends at
+                # start of what a session alone would end of too (the config, the index dir, the SDK). So the
+                # calls waiting are answered at once with the owner's own last words, the handshake and the lists
+                # still answer here, and the next call starts an owner again (its cause may be fixed by then).
+                self._fail_waiting(failed)
+                with self._state:
+                    while not self._pending and not self._closed:
+                        self._state.wait(PROBE_EVERY / 4)
+                since = time.monotonic()
+                continue
             self._owner.start()
             if time.monotonic() - since > START_TIMEOUT:
                 self._fail_waiting(f"no gitwiki owner started in {START_TIMEOUT:.0f} s; see {self._owner.where()}")
@@ -348,13 +365,11 @@ class Bridge:
 
     @staticmethod
     def _peer_pid(sock: socket.socket) -> str:
-        option = getattr(socket, "SO_PEERCRED", None)
-        if option is None:
-            return "?"
         try:
-            return str(int.from_bytes(sock.getsockopt(socket.SOL_SOCKET, option, 12)[:4], "little"))
+            found = socket_peer(sock)
         except OSError:
             return "?"
+        return "?" if found is None else str(found[0])
 
 
 def run(owner: Owner, sock: socket.socket | None, version: str, note: str | None = None) -> int:

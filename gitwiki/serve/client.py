@@ -17,13 +17,13 @@ import json
 import os
 import socket
 import stat
-import struct
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki.config import index_dir, load
 from gitwiki.errors import GitwikiError
+from gitwiki.fs import socket_peer
 from gitwiki.git.gitcli import find_checkout
 
 if TYPE_CHECKING:
@@ -113,6 +113,31 @@ def ask_memory_search(start: str, fields: dict[str, Any]) -> Reply | None:
     return _ask(start, "memory_search", fields)
 
 
+def ask_search(root: Path, index: Path, start: str, fields: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+    """`gitwiki ground --json`'s result (SearchResult.to_json) from the server of the checkout at `root` (index dir
+    `index`), for a caller that has both at hand and `timeout` seconds in all (the hooks: a hung server must not
+    hold a tool call); `fields` are GroundRequest's. None when no server answers in time, it declines or it meets
+    an error: the caller then searches by itself."""
+    if os.environ.get(NO_SERVER) or not hasattr(socket, "AF_UNIX"):
+        return None
+    message = {
+        "protocol": PROTOCOL,
+        "root": str(root),
+        "start": str(Path(start).resolve()),
+        "env": environment(),
+        "request": {**fields, "format": "json"},
+    }
+    try:
+        line = json.dumps(message).encode() + b"\n"
+        reply = _exchange(socket_path(index, root), line, time.monotonic() + timeout)
+        if reply is None or "declined" in reply or reply.get("error") is not None:
+            return None
+        found = json.loads(reply["stdout"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
 # `gitwiki memory search`'s options a server takes, and their types (a float option takes an int too).
 MEMORY_SEARCH: dict[str, tuple[type, ...]] = {
     "query": (str, type(None)),
@@ -152,18 +177,19 @@ def _ask(start: str, kind: str, request: dict[str, Any]) -> Reply | None:
         return None  # no server, a bad reply; a bad config: the local path says so
 
 
-def _exchange(path: Path, line: bytes) -> dict[str, Any] | None:
+def _exchange(path: Path, line: bytes, deadline: float | None = None) -> dict[str, Any] | None:
+    """The server's reply to `line`; by `deadline` (time.monotonic()) in all when one is given."""
     st = os.stat(path)
     if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
         return None
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(CONNECT_TIMEOUT)
+        sock.settimeout(CONNECT_TIMEOUT if deadline is None else max(deadline - time.monotonic(), 0.001))
         sock.connect(str(path))
         if peer_uid(sock) not in (None, os.getuid()):
             return None
         sock.settimeout(REPLY_TIMEOUT)
         sock.sendall(line)
-        data = read_line(sock)
+        data = read_line(sock, deadline=deadline)
     reply = json.loads(data)
     return reply if isinstance(reply, dict) else None
 
@@ -195,11 +221,8 @@ def read_line(sock: socket.socket, limit: int = 1 << 30, deadline: float | None 
 
 def peer_uid(sock: socket.socket) -> int | None:
     """The user id of the process at the other end (Linux's SO_PEERCRED); None where the system does not say."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return None
-    _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
-    return int(uid)
+    found = socket_peer(sock)
+    return None if found is None else found[1]
 
 
 def _digest(text: str) -> str:

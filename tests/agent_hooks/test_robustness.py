@@ -105,6 +105,30 @@ def test_a_hook_on_unchanged_files_loads_no_parser_hash_or_git_process_module(wi
         assert not loaded & set(CACHED_SKIPS), (hook_type, loaded & set(CACHED_SKIPS))
 
 
+def test_a_stop_hook_with_nothing_to_say_answers_before_the_index_code_loads(wiki, hook):
+    """Every `claude -p` ends with a Stop hook, and most sessions edit nothing: that hook reads the session's state
+    and ends, without SQLite, the index or the ranking; one whose session edited a file still reminds."""
+
+    def stop_loads(session: str) -> tuple[bytes, set[str]]:
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "gitwiki.agent_hooks", "stop"],
+            input=json.dumps(load("stop", wiki.path, session_id=session)).encode(),
+            capture_output=True,
+            cwd=wiki.path,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert done.returncode == 0, done.stderr[-500:]
+        return done.stdout, {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()[1:]}
+
+    hook("prompt", load("user_prompt_submit", wiki.path, session_id="quiet"), wiki.path)  # a session, no edits
+    out, loaded = stop_loads("quiet")
+    assert out == b""
+    assert not loaded & {"sqlite3", "gitwiki.index.store", "gitwiki.agent_hooks.lookup", "gitwiki.search.ranking"}
+    hook("ambient", load("pre_tool_use_edit", wiki.path, session_id="edits"), wiki.path)
+    out, loaded = stop_loads("edits")
+    assert json.loads(out)["decision"] == "block" and "gitwiki.agent_hooks.lookup" in loaded
+
+
 def test_the_cli_form_answers_as_gitwiki_hook_does(wiki, hook):
     for hook_type, fixture in (("prompt", "user_prompt_submit"), ("ambient", "pre_tool_use_read")):
         event = load(fixture, wiki.path)

@@ -7,6 +7,7 @@ import json
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -537,3 +538,48 @@ def test_the_stateless_era_bridged_answers_as_direct_and_survives_the_owner(shar
     direct = stateless_script(start(shared, "--alone"))
     assert bridged == direct
     assert direct[1]["method"] == "notifications/subscriptions/acknowledged"
+
+
+def test_a_bridge_whose_owner_exits_at_start_answers_at_once_and_tries_again_on_the_next_call(shared):
+    """An owner that dies before it listens (here: something else listens on its socket and hangs up on every
+    connection, so the owner it starts ends with status 1) is seen by its lock coming free: the call waiting is
+    answered at once with the owner's last words, not after bridge.START_TIMEOUT with owners spawned again and
+    again meanwhile, and the next call, once the cause is gone, starts an owner that answers it."""
+    repo, _ = shared
+    where = serve_owner.place(str(repo.path))
+    assert where is not None
+    where.socket.parent.mkdir(parents=True, exist_ok=True)
+    squatter = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    squatter.bind(str(where.socket))
+    squatter.listen(16)
+    gave_up = "holds this checkout's socket"
+
+    def ended() -> int:  # the owners that ended so, by their log
+        return where.log.read_text().count(gave_up) if where.log.exists() else 0
+
+    before = ended()
+
+    def hang_up() -> None:
+        while True:
+            try:
+                conn, _ = squatter.accept()
+            except OSError:
+                return
+            conn.close()
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    try:
+        session = start(shared)
+        session.open()  # the handshake is the bridge's own
+        started = time.monotonic()
+        answer = session.call("tools/call", {"name": "ground", "arguments": {"query": "helm"}}, timeout=40)
+        took = time.monotonic() - started
+        message = answer["error"]["message"]
+        assert "owner process ended as it started" in message and gave_up in message, message
+        assert took < 30, took  # an owner's start and exit on a loaded machine; START_TIMEOUT is 60 s
+        assert ended() - before == 1  # one owner started, not one every few ms
+        assert session.call("tools/list")["result"]["tools"]  # the session goes on
+    finally:
+        squatter.close()
+        where.socket.unlink()
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))  # a new owner, started now
