@@ -313,7 +313,7 @@ def near_duplicate(new: str, old: str) -> float | None:
     return overlap
 
 
-@functools.lru_cache(maxsize=65536)  # each render asks it of every entry of the page, and a store of its headings
+@functools.lru_cache(maxsize=32768)  # each render asks it of every entry of the page, and a store of its headings
 def first_line(text: str) -> str:
     """The heading's title: the first line that says something (not blank, not a code fence), cut at 80."""
     line = next((s.strip() for s in text.split("\n") if s.strip() and not _FENCE.match(s)), "")
@@ -591,8 +591,16 @@ def _entry(topic: str, index: int, heading: re.Match[str], body: list[str], star
     )
 
 
-@functools.lru_cache(maxsize=32768)  # a store renders its whole topic page: every entry but the new one as before
 def render_entry(entry: Entry) -> str:
+    """The entry's section. Remembered: a store renders its whole topic page, every entry but the new one as
+    the store before rendered it."""
+    try:
+        return _rendered(entry)
+    except TypeError:  # a list where a tuple belongs (unhashable): rendered all the same
+        return _render_entry(entry)
+
+
+def _render_entry(entry: Entry) -> str:
     meta = []
     if entry.tags:
         meta.append(f"[tags: {', '.join(entry.tags)}]")
@@ -615,6 +623,9 @@ def render_entry(entry: Entry) -> str:
     if meta:
         parts.append("\n".join(meta))
     return "\n\n".join(parts) + "\n"
+
+
+_rendered = functools.lru_cache(maxsize=32768)(_render_entry)
 
 
 def render_page(name: str, entries: Iterable[Entry], preamble: str = "", head: str = "", *, verify: bool = True) -> str:
