@@ -101,10 +101,12 @@ def ensure_blobs(
     sources: dict[str, Callable[[], bytes]],
     progress: Progress | None = None,
     max_bytes: int = MAX_PAGE_BYTES,
+    replacing: Mapping[str, str] | None = None,
 ) -> Parsed:
     """Parse and store every blob in `sources` the store lacks (the caller holds the store's lock); a page that
     cannot be indexed is stored without chunks (said why in `skipped`), one over `max_bytes` with its first
-    `max_bytes` only (in `truncated`)."""
+    `max_bytes` only (in `truncated`). `replacing` maps a blob to the version it replaces, which is dropped
+    (unless a corpus state holds it) and whose unchanged chunks carry over (`Store.replace_blob`)."""
     known = store.known_blobs(sources)  # one query for all, not one per blob
     missing = [b for b in sources if b not in known]
     skipped: dict[str, str] = {}
@@ -116,7 +118,10 @@ def ensure_blobs(
             if why:
                 skipped[blob] = why
             sizes[blob] = len(data) if len(data) > max_bytes and not why else None
-            store.add_blob(blob, page)
+            if replacing and blob in replacing:
+                store.replace_blob(replacing[blob], blob, page)
+            else:
+                store.add_blob(blob, page)
             if progress:
                 progress("parse", i, len(missing))
     _record_truncated(store.index_dir, sizes)

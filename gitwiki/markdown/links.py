@@ -89,6 +89,8 @@ def extract_links(text: str, skip_lines: Iterable[int] | None = None) -> list[Li
     `skip_lines` (0-based) are lines that are code according to a real parse; without it fenced
     blocks are found line by line.
     """
+    if "](" not in text and "]:" not in text:  # every link needs one, and masking only blanks text out
+        return []  # (a memory store lints its whole topic page: masking 300 KB cost ~10 ms)
     source = masked(text, skip_lines)
     starts = [0] + [m.end() for m in re.finditer("\n", source)]
 

@@ -65,32 +65,42 @@ def keep(store: MemoryEntries | None, made: dict[str, tuple[str, TopicPage, tupl
 
     seen = time.time_ns()
     for shown, (blob, page, terms) in made.items():
-        rows = [
-            (
-                e.created,
-                e.modified,
-                e.text,
-                " ".join(e.tags),
-                e.source,
-                e.confidence,
-                " ".join(e.links),
-                e.start_line,
-                e.end_line,
-                e.after,
-                e.shown,
-                f" {' '.join(sorted(t))} ",  # padded: a term is found as ' word '
-            )
-            for e, t in zip(page.entries, terms, strict=True)
-        ]
-        if _splits(page, terms):
-            store.put(blob, shown, CachedPage(page.name, page.preamble, page.head, rows), seen)
+        made_rows = [_row(e, t) for e, t in zip(page.entries, terms, strict=True)]
+        if all(splits for _, splits in made_rows):
+            store.put(blob, shown, CachedPage(page.name, page.preamble, page.head, [r for r, _ in made_rows]), seen)
 
 
-def _splits(page: TopicPage, terms: tuple[frozenset[str], ...]) -> bool:
-    """Whether every tag, link and term reads back as itself from a space-separated row (as the parser and
-    the tokenizer make them they hold no whitespace; a page that breaks that is not cached)."""
-    words = [w for e in page.entries for w in (*e.tags, *e.links)] + [w for t in terms for w in t]
-    return " ".join(words).split() == words
+def _row(e: Entry, terms: frozenset[str]) -> tuple[tuple[Any, ...], bool]:
+    """An entry's cached row, and whether every tag, link and term of it reads back as itself from a
+    space-separated row (as the parser and the tokenizer make them they hold no whitespace; a page with one
+    that does not is not cached). Remembered: a store keeps a topic's new version, every entry but the new one
+    as the version before had it."""
+    try:
+        return _made_row(e, terms)
+    except TypeError:  # unhashable (a list where a tuple belongs): made all the same
+        return _make_row(e, terms)
+
+
+def _make_row(e: Entry, terms: frozenset[str]) -> tuple[tuple[Any, ...], bool]:
+    words = [*e.tags, *e.links, *terms]
+    row = (
+        e.created,
+        e.modified,
+        e.text,
+        " ".join(e.tags),
+        e.source,
+        e.confidence,
+        " ".join(e.links),
+        e.start_line,
+        e.end_line,
+        e.after,
+        e.shown,
+        f" {' '.join(sorted(terms))} ",  # padded: a term is found as ' word '
+    )
+    return row, " ".join(words).split() == words
+
+
+_made_row = functools.lru_cache(maxsize=32768)(_make_row)
 
 
 def _page(shown: str, cached: CachedPage) -> tuple[TopicPage, tuple[frozenset[str], ...]]:

@@ -240,11 +240,14 @@ def write_pages(
             progress("import", n, len(contents))
         rel = mem.rel_path(name, folder)
         old = mem.wiki.root / mem.repo_path(rel)
-        if old.is_file():
-            replaced.add(blob_id(old.read_bytes()))
+        previous = blob_id(old.read_bytes()) if old.is_file() else None
+        if previous is not None:
+            replaced.add(previous)
         if content is None:
             reports.append(page_writes.delete_page(mem.wiki, mem.corpus.name, rel, commit=mem.config.commit))
         else:
+            if previous is not None:
+                _carry_over(mem, previous, content)
             reports.append(
                 page_writes.add_page(mem.wiki, mem.corpus.name, rel, content, overwrite=True, commit=mem.config.commit)
             )
@@ -256,6 +259,19 @@ def write_pages(
     # only to filter them out (measured: 2,000 such chunks after 100 stores doubled search time).
     mem.drop(replaced - {blob_id(v) for v in versions})
     return reports
+
+
+def _carry_over(mem: Memory, previous: str, content: str) -> None:
+    """Index the page's new version before it is written, from the version it replaces: the entries that did
+    not change keep their index rows (`Store.replace_blob`), where indexing it after the write re-inserted
+    every row of the page (~1,200 at 10,000 entries) and dropping the old version deleted them all. The
+    write's own indexing then finds the version known."""
+    from gitwiki.index.indexer import ensure_blobs
+
+    data = content.encode("utf-8")
+    blob = blob_id(data)
+    sources: dict[str, Callable[[], bytes]] = {blob: functools.partial(bytes, data)}
+    ensure_blobs(mem.search_index, sources, max_bytes=mem.wiki.local.max_bytes, replacing={blob: previous})
 
 
 def _embed(mem: Memory, versions: list[bytes]) -> None:

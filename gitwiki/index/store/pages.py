@@ -15,7 +15,7 @@ from gitwiki.index.store.fulltext import fts_head, lead_description
 from gitwiki.index.tokens import fts_text
 
 if TYPE_CHECKING:
-    from gitwiki.markdown.chunker import ParsedPage
+    from gitwiki.markdown.chunker import Chunk, ParsedPage
 
 
 class ChunkRow(NamedTuple):
@@ -41,6 +41,10 @@ def embed_text(breadcrumb: tuple[str, ...], text: str, title: str) -> str:
     return f"{context}\n{text}" if context else text
 
 
+def _chunk_hash(page: ParsedPage, chunk: Chunk) -> str:
+    return text_hash(embed_text(chunk.breadcrumb, chunk.text, page.title))
+
+
 def text_hash(text: str) -> str:
     import hashlib  # loading OpenSSL costs an agent hook ~2.5 ms, and the hooks only read (docs/agent-hooks-types.md)
 
@@ -53,32 +57,66 @@ class Pages(Database):
 
     def add_blob(self, blob: str, page: ParsedPage) -> None:
         """Insert one page version's chunks (call inside `write()`)."""
+        self._put_blob(blob, page)
+        for chunk in page.chunks:
+            self._insert_chunk(blob, page, chunk, json.dumps(chunk.breadcrumb), _chunk_hash(page, chunk))
+
+    def replace_blob(self, old: str, blob: str, page: ParsedPage) -> int:
+        """Insert `blob`'s chunks as `add_blob` does and drop `old`, a version it replaces, as `drop` does; a chunk
+        of `old` that `blob` holds unchanged (text, breadcrumb, level, hash and full-text head: every indexed value)
+        keeps its row, full-text row and id, and only its blob, place and lines move. A store into a topic page
+        rewrites it whole: re-inserting every chunk cost ~1,200 full-text deletes and inserts at 10,000 entries.
+        When a corpus state holds `old`, it keeps its rows and `blob` is inserted whole. Returns the rows kept
+        (call inside `write()`)."""
+        known = self.known_blobs([old, blob])
+        if blob not in known and old in known and not self._held([old]):
+            kept = self.blob_info([old])[old] == BlobInfo(page.title, tuple(page.tags), page.description)
+        else:
+            kept = False
+        if not kept:
+            if blob not in known:
+                self.add_blob(blob, page)
+            if old != blob:
+                self.drop([old])
+            return 0
+        lead = page.description is not None  # the head of the first chunk carries it (`lead_description`)
+        free: dict[tuple[str, str, int, bool, str], list[int]] = {}
+        rows = self.conn.execute(
+            "SELECT id, breadcrumb, level, ord, text, hash FROM chunks WHERE blob = ? ORDER BY ord DESC", (old,)
+        )
+        for cid, crumb, level, ord_, text, h in rows:  # last first: each key's list pops in page order
+            free.setdefault((text, crumb, level, lead and ord_ == 0, h), []).append(cid)
+        self._put_blob(blob, page)
+        moved: list[tuple[str, int, int, int, int]] = []
+        for chunk in page.chunks:
+            crumb, h = json.dumps(chunk.breadcrumb), _chunk_hash(page, chunk)
+            ids = free.get((chunk.text, crumb, chunk.level, lead and chunk.ord == 0, h))
+            if ids:
+                moved.append((blob, chunk.ord, chunk.start_line, chunk.end_line, ids.pop()))
+            else:
+                self._insert_chunk(blob, page, chunk, crumb, h)
+        self.conn.executemany("UPDATE chunks SET blob = ?, ord = ?, start_line = ?, end_line = ? WHERE id = ?", moved)
+        self._delete([old])  # what is left of it
+        return len(moved)
+
+    def _put_blob(self, blob: str, page: ParsedPage) -> None:
         self.conn.execute(
             "INSERT OR REPLACE INTO blobs VALUES (?,?,?,?)", (blob, page.title, json.dumps(page.tags), page.description)
         )
-        for chunk in page.chunks:
-            cur = self.conn.execute(
-                "INSERT INTO chunks(blob, ord, breadcrumb, level, start_line, end_line, text, hash) VALUES "
-                "(?,?,?,?,?,?,?,?)",
-                (
-                    blob,
-                    chunk.ord,
-                    json.dumps(chunk.breadcrumb),
-                    chunk.level,
-                    chunk.start_line,
-                    chunk.end_line,
-                    chunk.text,
-                    text_hash(embed_text(chunk.breadcrumb, chunk.text, page.title)),
-                ),
-            )
-            self.conn.execute(
-                "INSERT INTO fts(rowid, head, body) VALUES (?,?,?)",
-                (
-                    cur.lastrowid,
-                    fts_head(page.title, chunk.breadcrumb, page.tags, lead_description(chunk.ord, page.description)),
-                    fts_text(chunk.text),
-                ),
-            )
+
+    def _insert_chunk(self, blob: str, page: ParsedPage, chunk: Chunk, crumb: str, h: str) -> None:
+        cur = self.conn.execute(
+            "INSERT INTO chunks(blob, ord, breadcrumb, level, start_line, end_line, text, hash) VALUES (?,?,?,?,?,?,?,?)",
+            (blob, chunk.ord, crumb, chunk.level, chunk.start_line, chunk.end_line, chunk.text, h),
+        )
+        self.conn.execute(
+            "INSERT INTO fts(rowid, head, body) VALUES (?,?,?)",
+            (
+                cur.lastrowid,
+                fts_head(page.title, chunk.breadcrumb, page.tags, lead_description(chunk.ord, page.description)),
+                fts_text(chunk.text),
+            ),
+        )
 
     def blob_info(self, blobs: Iterable[str]) -> dict[str, BlobInfo]:
         rows = self._select_in("SELECT blob, title, tags, description FROM blobs WHERE blob IN ({marks})", blobs)
@@ -118,10 +156,12 @@ class Pages(Database):
     def drop(self, blobs: Iterable[str]) -> int:
         """Drop the chunks of `blobs` unless a corpus state references them: a page version that a write
         replaced in the worktree. Returns blobs dropped."""
-        dead = list(
-            set(blobs) - {r[0] for r in self._select_in("SELECT blob FROM pages WHERE blob IN ({marks})", blobs)}
-        )
+        dead = list(set(blobs) - self._held(blobs))
         return self._delete(dead)
+
+    def _held(self, blobs: Iterable[str]) -> set[str]:
+        """Those of `blobs` that a corpus state references."""
+        return {r[0] for r in self._select_in("SELECT blob FROM pages WHERE blob IN ({marks})", blobs)}
 
     def _delete(self, dead: list[str]) -> int:
         """Delete the rows of the blobs `dead` (blob, chunks and their full-text rows), in batches. Returns how many."""
