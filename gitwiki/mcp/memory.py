@@ -13,7 +13,6 @@ from mcp_types import ToolAnnotations
 
 from gitwiki.mcp.memory_tools import MemoryTools, entry_number
 from gitwiki.memory import replies
-from gitwiki.wiki import Wiki
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -37,8 +36,7 @@ TOOLS: dict[str, ToolAnnotations] = {
 
 
 def register(
-    app: MCPServer, wiki: Wiki, guard: Callable[[Callable[..., replies.Reply]], Callable[..., CallToolResult]]
+    app: MCPServer, tools: MemoryTools, guard: Callable[[Callable[..., replies.Reply]], Callable[..., CallToolResult]]
 ) -> None:
-    tools = MemoryTools(wiki)
     for name, hints in TOOLS.items():
         app.add_tool(guard(getattr(tools, name)), name=name, annotations=hints)

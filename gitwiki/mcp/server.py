@@ -46,9 +46,9 @@ from gitwiki.mcp.early import (
     SUBSCRIPTION,
     EarlyStdio,
     instructions,
-    read_lines,
     write_all,
 )
+from gitwiki.mcp.lean import Bodies, tool_bodies
 from gitwiki.mcp.wiki_tools import Answer, GroundTool, Searchable, WikiTools, result
 from gitwiki.wiki import Wiki
 
@@ -100,15 +100,19 @@ class StrictServer(MCPServer[Any]):
         return await super().call_tool(name, arguments, context)
 
 
-def build_server(wiki: Wiki, serial: threading.Lock, note: str | None = None) -> MCPServer:
-    """`note`: the instructions' last line (what `mcp.early` answered with, so the SDK says the same)."""
+def build_server(
+    wiki: Wiki, serial: threading.Lock, note: str | None = None, bodies: Bodies | None = None
+) -> MCPServer:
+    """`note`: the instructions' last line (what `mcp.early` answered with, so the SDK says the same); `bodies`: the
+    tool bodies to register (the owner's lean path shares its own, and so their warm `Memory`), new ones if None."""
     from gitwiki.mcp import memory as mcp_memory
 
     app = StrictServer(SERVER_NAME, instructions=instructions(note), version=__version__, log_level="WARNING")
-    tools = WikiTools(wiki)
+    bodies = bodies or tool_bodies(wiki)
     for name, hints in TOOLS.items():
-        app.add_tool(guarded(getattr(tools, name), serial), name=name, annotations=hints)
-    mcp_memory.register(app, wiki, lambda method: guarded(method, serial))  # memory_* tools, docs/memory-tools.md
+        app.add_tool(guarded(getattr(bodies.pages, name), serial), name=name, annotations=hints)
+    # memory_* tools, docs/memory-tools.md
+    mcp_memory.register(app, bodies.memory, lambda method: guarded(method, serial))
     return app
 
 
@@ -268,126 +272,66 @@ def serve(wiki: Wiki, serial: threading.Lock, stdio: EarlyStdio) -> None:
             wiki.close()
 
 
-def serve_connection(app: MCPServer, conn: socket.socket) -> None:
-    """Run one MCP session of `app` on `conn` (a bridge's, `gitwiki.mcp.bridge`) until the bridge hangs up: the
-    SDK's own session over the connection's lines, as over stdio, with an event loop of its own on this thread.
-    The bridge checked every line (`mcp.framing`) and answered the early methods, as `mcp.early` does.
+class SdkSession:
+    """The SDK's session on one connection of the owner, for the lines its lean path (`mcp.session`) does not
+    answer: started with the first of them, fed line by line in the order they came (through a pipe, as over
+    stdio), its answers written whole onto the connection. The session's opening, which the lean path answered,
+    is replayed to it first; the answer to `drop` (that `initialize`'s id) is then not sent again."""
 
-    A read-only tool's call is answered by `FastCalls` without the SDK's session layer when it can be (see
-    there); every other line, and a call it declines, goes to the SDK in the order it came."""
-    send = threading.Lock()  # whole lines on the connection, from the SDK and from FastCalls
-    fast = FastCalls(app)
-    sdk_r, sdk_w = os.pipe()
-    reader = io.TextIOWrapper(os.fdopen(sdk_r, "rb"), encoding="utf-8", errors="replace")
+    def __init__(self, app: MCPServer, conn: socket.socket, send: threading.Lock, drop: object = None) -> None:
+        sdk_r, self._sdk_w = os.pipe()
+        reader = io.TextIOWrapper(os.fdopen(sdk_r, "rb"), encoding="utf-8", errors="replace")
+        lines = _Lines(conn, send, drop)
+        self._thread = threading.Thread(
+            target=self._run, args=(app, reader, lines), name="gitwiki-sdk-session", daemon=True
+        )
+        self._thread.start()
 
-    def pump() -> None:
+    def feed(self, line: bytes) -> None:
+        write_all(self._sdk_w, line)
+
+    def close(self, wait: float = 10.0) -> None:
+        """The end of the session's input: the SDK answers what it has and returns."""
+        os.close(self._sdk_w)
+        self._thread.join(wait)
+
+    @staticmethod
+    def _run(app: MCPServer, reader: io.TextIOWrapper, lines: _Lines) -> None:
+        async def run() -> None:
+            async with stdio_server(anyio.wrap_file(reader), anyio.wrap_file(cast(IO[str], lines))) as (read, write):
+                lowlevel = app._lowlevel_server
+                await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
         try:
-            for line in read_lines(b"", conn.fileno()):
-                answer = fast.answer(line)
-                if answer is None:
-                    write_all(sdk_w, line)
-                else:
-                    with send:
-                        conn.sendall(answer)
-        except OSError:
-            pass
+            anyio.run(run)
+        except (OSError, ExceptionGroup) as e:  # the bridge went away mid-answer
+            log.info("a session's connection ended: %s", e)
         finally:
-            os.close(sdk_w)  # the SDK's session sees the end of its input
-
-    async def run() -> None:
-        lines = cast(IO[str], _Lines(conn, send))  # all of a file the SDK's writer uses: write and flush
-        async with stdio_server(anyio.wrap_file(reader), anyio.wrap_file(lines)) as (read, write):
-            lowlevel = app._lowlevel_server
-            await lowlevel.run(read, write, lowlevel.create_initialization_options())
-
-    threading.Thread(target=pump, name="gitwiki-session-read", daemon=True).start()
-    try:
-        anyio.run(run)
-    except (OSError, ExceptionGroup) as e:  # the bridge went away mid-answer
-        log.info("a session's connection ended: %s", e)
-    finally:
-        reader.close()
+            reader.close()
 
 
 class _Lines:
-    """The SDK's stdout for one session: each line it writes goes whole onto the connection."""
+    """The SDK's stdout for one session: each line it writes goes whole onto the connection, but the answer to
+    `drop` (an id answered already)."""
 
-    def __init__(self, conn: socket.socket, send: threading.Lock) -> None:
+    def __init__(self, conn: socket.socket, send: threading.Lock, drop: object = None) -> None:
         self._conn, self._send = conn, send
+        self._drop = json.dumps(drop) if drop is not None else None
 
     def write(self, text: str) -> int:
+        if self._drop is not None and self._answers_dropped(text):
+            self._drop = None
+            return len(text)
         with self._send:
             self._conn.sendall(text.encode("utf-8"))
         return len(text)
 
+    def _answers_dropped(self, text: str) -> bool:
+        try:
+            message = json.loads(text)
+        except ValueError:
+            return False
+        return isinstance(message, dict) and "method" not in message and json.dumps(message.get("id")) == self._drop
+
     def flush(self) -> None:
         pass
-
-
-class FastCalls:
-    """Answers a session's call of a read-only tool directly: the SDK's own argument validation
-    (`validate_arguments`, and the unknown-argument refusal of StrictServer) and the same tool function, its
-    result dumped as the SDK dumps it, without the SDK's per-call layer (its session's streams, request context
-    and the thread hops between them). Only the plain case: a `tools/call` after the session's `initialize`,
-    with no `_meta`, that validates and returns a result. Anything else (an error, a refusal, another era) is
-    declined (None) and the SDK answers it, running the tool again if it ran: it only reads."""
-
-    def __init__(self, app: MCPServer) -> None:
-        self._app = app
-        self._tools: dict[str, Any] | None = None
-        self._opened = False
-
-    def answer(self, line: bytes) -> bytes | None:
-        if not self._opened:
-            self._opened = b'"initialize"' in line and _method(line) == "initialize"
-            return None
-        if b'"tools/call"' not in line:
-            return None
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return None
-        params = message.get("params") if isinstance(message, dict) else None
-        if message.get("method") != "tools/call" or "id" not in message or not isinstance(params, dict):
-            return None
-        if set(params) - {"name", "arguments"}:
-            return None
-        arguments = params.get("arguments") or {}
-        tool = self._read_only().get(params.get("name"))  # type: ignore[arg-type]
-        if (
-            tool is None
-            or not isinstance(arguments, dict)
-            or set(arguments) - set(tool.parameters.get("properties", {}))
-        ):
-            return None
-        try:
-            result = tool.fn(**tool.fn_metadata.validate_arguments(arguments))
-        except Exception:  # a refusal or a bad argument: the SDK's answer, in the SDK's words
-            return None
-        if not isinstance(result, CallToolResult):
-            return None
-        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        if dumped.get("resultType") == "complete":
-            del dumped["resultType"]  # the handshake era's wire has none (the SDK's per-version sieve drops it)
-        return (
-            json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": dumped}, ensure_ascii=False).encode() + b"\n"
-        )
-
-    def _read_only(self) -> dict[str, Any]:
-        if self._tools is None:
-            manager = self._app._tool_manager
-            self._tools = {
-                t.name: t
-                for t in manager.list_tools()
-                if t.annotations is not None and t.annotations.read_only_hint
-                if not (t.context_kwarg or t.is_async or t.resolved_params)
-            }
-        return self._tools
-
-
-def _method(line: bytes) -> object:
-    try:
-        message = json.loads(line)
-    except ValueError:
-        return None
-    return message.get("method") if isinstance(message, dict) else None

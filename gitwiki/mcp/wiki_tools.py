@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, Protocol
 
 from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.markdown.footnotes import footnote
-from gitwiki.operations import writes
 from gitwiki.operations.ground import footer_notes
 from gitwiki.pages import page_outline, pages
 from gitwiki.search.outline import outline
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     from pydantic import Field
 
     from gitwiki.mcp.schema import Corpora, Corpus, PagePath
+    from gitwiki.operations import writes
 
 __all__ = ["Annotated", "Literal"]  # what the string annotations name, evaluated by `mcp.schema.annotations`
 
@@ -282,6 +282,8 @@ class WikiTools(GroundTool):
     ) -> Answer:
         """Create or replace a page atomically, update the index.md blocks of its folders, index it, and return
         lint findings as advisory warnings (the write is kept either way)."""
+        from gitwiki.operations import writes  # 20 ms of imports (lint) a session that only reads does without
+
         report = writes.add_page(
             self.wiki, self._writable(corpus), path, content, overwrite, commit=self.wiki.config.mcp.commit_writes
         )
@@ -289,6 +291,8 @@ class WikiTools(GroundTool):
 
     def delete_markdown(self, path: PagePath, corpus: Corpus = None) -> Answer:
         """Delete a page, update the index.md blocks of its folders and drop it from the index."""
+        from gitwiki.operations import writes
+
         report = writes.delete_page(self.wiki, self._writable(corpus), path, commit=self.wiki.config.mcp.commit_writes)
         return result(_write_text(report), report._asdict())
 
