@@ -1,6 +1,6 @@
 """The memory tools' bodies (docs/memory-tools.md): thin wrappers over `gitwiki.memory.replies`, for the SDK's
 registration (`mcp.memory`) and the owner's lean path (`mcp.lean`) alike. Nothing here imports the SDK or pydantic:
-the annotations stay strings until the SDK's registration evaluates them (`mcp.schema.annotations`). One `Memory`
+the annotations stay strings until the SDK's registration evaluates them (`mcp.schema.namespace`). One `Memory`
 per server keeps the parsed topic pages warm.
 """
 

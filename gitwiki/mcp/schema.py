@@ -1,6 +1,6 @@
 """The tool parameters' types as the MCP SDK reads them (pydantic `Field`s: descriptions, bounds), for the
 annotations of `mcp.wiki_tools` and `mcp.memory`, which are strings there so that the owner's lean path
-(`mcp.lean`) runs the same tool bodies without importing pydantic. `annotations()` is the namespace the SDK's
+(`mcp.lean`) runs the same tool bodies without importing pydantic. `namespace()` is the namespace the SDK's
 registration evaluates them in (`mcp.server.guarded`)."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ Scope = Annotated[
 ]
 
 
-def annotations(module_globals: dict[str, Any]) -> dict[str, Any]:
+def namespace(module_globals: dict[str, Any]) -> dict[str, Any]:
     """The namespace a tool body's string annotations are evaluated in: its module's globals and these types."""
     return {
         **module_globals,

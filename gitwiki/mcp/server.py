@@ -175,7 +175,7 @@ def guarded(method: Callable[..., Answered], serial: threading.Lock) -> Callable
         return CallToolResult(content=[TextContent(type="text", text=answer.text)])
 
     # the bodies' annotations are strings naming `mcp.schema`'s types (mcp.wiki_tools, mcp.memory_tools)
-    names = schema.annotations(getattr(method, "__globals__", {}))
+    names = schema.namespace(getattr(method, "__globals__", {}))
     signature = inspect.signature(method, eval_str=True, globals=names)
     call.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=[*signature.parameters.values(), FORMAT], return_annotation=CallToolResult

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from gitwiki.mcp.schema import Corpora, Corpus, PagePath
     from gitwiki.operations import writes
 
-__all__ = ["Annotated", "Literal"]  # what the string annotations name, evaluated by `mcp.schema.annotations`
+__all__ = ["Annotated", "Literal"]  # what the string annotations name, evaluated by `mcp.schema.namespace`
 
 
 class Answer(NamedTuple):
