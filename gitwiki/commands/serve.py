@@ -180,7 +180,13 @@ def _own(args: argparse.Namespace) -> int:
     """Be the checkout's owner (started by `serve.owner.start`, holding the lock on `--owner-fd`): the wiki,
     the model and the watch warm, MCP sessions and the CLI's requests served over the socket, until no session
     has been connected for [mcp] idle_timeout seconds or `gitwiki serve --stop`."""
-    from gitwiki.mcp.server import build_server, serve_connection
+    from gitwiki.index.embed import load_in_background
+
+    # The model first, on a thread (onnxruntime builds its session without the GIL): its 0.2-0.45 s of load runs
+    # beside the imports and the index's opening below, and the session's first hybrid search waits for it.
+    load_in_background(args.chdir)
+    from gitwiki import __version__
+    from gitwiki.mcp.session import Sessions
     from gitwiki.operations.warm import warm_up
     from gitwiki.serve import owner
     from gitwiki.serve.server import SocketServer
@@ -192,17 +198,9 @@ def _own(args: argparse.Namespace) -> int:
     _stop_on_signals(calls, closing)
     wiki = Wiki.open(args.chdir)
     wiki.local.embed_in_background()
-    # The socket first (the CLI's `ground` is served from now on), the MCP SDK's import (about 1 s) beside it: a
-    # session that comes meanwhile waits for it on its own thread.
-    app: list[Any] = []
-    built = threading.Thread(
-        target=lambda: app.append(build_server(wiki, calls, _lexical_notice(args.chdir))), name="gitwiki-sdk"
-    )
-    built.start()
-
-    def session(conn: socket.socket) -> None:
-        built.join()
-        serve_connection(app[0], conn)
+    # Sessions are answered without the MCP SDK (`mcp.session`); it is imported only for a line that needs it.
+    sessions = Sessions(wiki, calls, __version__, _lexical_notice(args.chdir))
+    session = sessions.serve
 
     server = SocketServer.listen(wiki, calls, session, retire=lambda: os.close(args.owner_fd))
     if server is None:

@@ -23,7 +23,8 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
         if wiki.has_no_index_to_start_from():
             install_published(wiki)
         wiki.watch()
-    embedder = wiki.embedder()
+    # A lexical-mode config never loads the model here: a call asking for hybrid loads it then.
+    embedder = None if wiki.config.search.mode == "lexical" else wiki.embedder()
     loaded = time.perf_counter()
     mode = "lexical" if embedder is None else "hybrid"
     with lock:

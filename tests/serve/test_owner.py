@@ -374,62 +374,6 @@ def test_memory_search_is_answered_by_the_owner_as_by_the_cli(shared, cli, monke
     assert unscored[0] == unscored[1] and unscored[0]["total"] == 1
 
 
-def test_fast_calls_answer_read_only_tools_as_the_sdk_does(repo, monkeypatch):
-    """The owner's direct answers (`mcp.server.FastCalls`) against the SDK's own, over a session connection."""
-    import socket as socket_mod
-
-    from gitwiki.mcp import server as mcp_server
-    from gitwiki.wiki import Wiki
-
-    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/deploy.md": DEPLOY})
-    wiki = Wiki.open(repo.path)
-    app = mcp_server.build_server(wiki, threading.Lock())
-    calls = [
-        {"name": "ground", "arguments": {"query": "helm rollback"}},
-        {"name": "ground", "arguments": {"query": "helm rollback", "format": "json", "explain": True}},
-        {"name": "read_markdown", "arguments": {"path": "wiki/deploy.md#rollback"}},
-        {"name": "list_files", "arguments": {}},
-        {"name": "outline_markdown", "arguments": {"path": "wiki/deploy.md", "format": "json"}},
-    ]
-    opening = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": HELLO},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    ]
-    requests = [{"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": c} for i, c in enumerate(calls)]
-
-    def session() -> list[dict[str, Any]]:
-        ours, theirs = socket_mod.socketpair()
-        runner = threading.Thread(target=mcp_server.serve_connection, args=(app, theirs))
-        runner.start()
-        ours.sendall(b"".join(json.dumps(m).encode() + b"\n" for m in [*opening, *requests]))
-        reader = ours.makefile("rb")
-        answers = [json.loads(reader.readline()) for _ in range(len(requests) + 1)]
-        reader.close()  # the socket closes only once its file is closed too
-        ours.close()
-        runner.join(WAIT)
-        assert not runner.is_alive()  # the session ends with its connection
-        return sorted(answers, key=lambda a: a["id"])
-
-    fast = mcp_server.FastCalls(app)
-    assert fast.answer(json.dumps(opening[0]).encode() + b"\n") is None  # the SDK opens the session
-    direct = [fast.answer(json.dumps(r).encode() + b"\n") for r in requests]
-    assert all(direct)
-    # what it declines goes to the SDK: a refusal, an unknown argument, a write
-    for declined in (
-        {"name": "read_markdown", "arguments": {"path": "wiki/nope.md"}},
-        {"name": "ground", "arguments": {"query": "x", "limt": 1}},
-        {"name": "add_markdown", "arguments": {"path": "wiki/a.md", "content": "# A\n"}},
-    ):
-        line = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": declined}).encode()
-        assert fast.answer(line + b"\n") is None, declined
-    through_fast = session()
-    monkeypatch.setattr(mcp_server.FastCalls, "answer", lambda self, line: None)
-    through_sdk = session()
-    assert through_fast == through_sdk
-    assert [json.loads(d) for d in direct if d] == through_sdk[1:]
-    wiki.close()
-
-
 def test_an_owner_whose_configuration_changed_hands_over_to_a_new_one(shared):
     repo, _ = shared
     old = start(shared)
