@@ -195,9 +195,10 @@ class Memory:
             return None
         if not personal.is_repo(found.path):
             personal.create(found.path)
-        return Memory(
-            root=found.path, settings=config_mod.load(found.path), label=personal.PREFIX, cache=self.use_cache
-        )
+        settings = config_mod.load(found.path)
+        made = Memory(root=found.path, settings=settings, label=personal.PREFIX, cache=self.use_cache)
+        made.resident = self.resident  # a server searches both again and again
+        return made
 
     def stores(self) -> list[Memory]:
         """The memories this one reads: itself, then the personal one."""

@@ -369,24 +369,10 @@ def one_scale(mems: list[Memory], query: str | None) -> Iterator[None]:
 
 
 def joint_relevance(owners: list[tuple[Memory, dict[str, PageVersion]]], words: str) -> dict[Path, Relevance]:
-    """Each memory's entries' relevance, fused over all of them: the lexical and the dense ranker of each
-    memory run in its own index and give each entry its best section's raw score, BM25 with the statistics of
-    every index searched added up (`statistics.union`: as if one index held all their rows) and cosines, the
-    lists of one ranker are merged, then normalized and fused once with the first memory's weighting, and made
+    """Each memory's entries' relevance, fused over all of them: each ranker's raw entry scores of every memory
+    (`joint_rankings`) are merged, then normalized and fused once with the first memory's weighting, and made
     relative to the best of all."""
-    from gitwiki.index.statistics import union
-
-    searched = [(mem, files) for mem, files in owners if files]
-    stats = union(mem.wiki.searcher.statistics(words) for mem, _ in searched)
-    per_ranker: dict[str, list[tuple[Key, float]]] = {}
-    shared: Embedder | None = None
-    for n, (mem, files) in enumerate(owners):
-        if not files:
-            continue
-        shared = query_embedder(mem, words, shared) or shared
-        embedder = shared if mem.wiki.config.search.mode != "lexical" else None
-        for ranker, entries in _entry_rankings(mem, files, words, stats, embedder).items():
-            per_ranker.setdefault(ranker, []).extend(((n, t, line), s) for (t, line), s in entries.items())
+    per_ranker = joint_rankings(owners, words)
     lists = [sorted(per_ranker[r], key=lambda kv: -kv[1]) for r in ("lexical", "dense") if per_ranker.get(r)]
     first = owners[0][0].wiki
     best = ranking.relative(_fuse(lists, first.config.search.fusion, first.searcher.weighting))
@@ -395,6 +381,35 @@ def joint_relevance(owners: list[tuple[Memory, dict[str, PageVersion]]], words: 
     for (n, topic, line), score in best.items():
         out[owners[n][0].root][0][(topic, line)] = score
     return out
+
+
+def joint_rankings(
+    owners: list[tuple[Memory, dict[str, PageVersion]]], words: str
+) -> dict[str, list[tuple[Key, float]]]:
+    """Each ranker's raw score of every entry (its best section) of every memory, `Key`'s first item the memory's
+    place in `owners`: the lexical and the dense ranker of each memory run in its own index, BM25 with the
+    statistics of all the indexes added up (`statistics.union`, as if one index held every memory's rows; the
+    pages are indexed first) and cosines, which mean the same in every index."""
+    from gitwiki.index.statistics import union
+
+    searched: list[tuple[int, Memory, dict[str, PageVersion], CorpusView, Embedder | None]] = []
+    shared: Embedder | None = None
+    for n, (mem, files) in enumerate(owners):
+        if not files:
+            continue
+        embedder = query_embedder(mem, words, shared)
+        shared = embedder or shared
+        searched.append((n, mem, files, memory_view(mem, files, embedder), embedder))
+    stats = union(mem.wiki.searcher.statistics(words) for _, mem, _, _, _ in searched)
+    per_ranker: dict[str, list[tuple[Key, float]]] = {}
+    for n, mem, files, view, embedder in searched:
+        with mem.read():
+            rankings, blob_of, _ = _rankings(mem, view, words, "hybrid", embedder, stats)
+            entry_of = _entry_of_chunk(mem, files, blob_of)
+        for ranker, ranked in rankings.items():
+            entries = ranking.best_of(ranked, entry_of)
+            per_ranker.setdefault(ranker, []).extend(((n, t, line), s) for (t, line), s in entries.items())
+    return per_ranker
 
 
 def _fuse(lists: list[list[tuple[Key, float]]], fusion: str, weighting: ranking.Weighting) -> dict[Key, float]:
@@ -409,19 +424,6 @@ def _fuse(lists: list[list[tuple[Key, float]]], fusion: str, weighting: ranking.
     else:
         fused = ranking.score_fusion(numbered, weighting.weights(numbered), weighting.normalizer)
     return {keys[i]: score for i, score in fused}
-
-
-def _entry_rankings(
-    mem: Memory, files: dict[str, PageVersion], words: str, stats: TermStats, embedder: Embedder | None
-) -> dict[str, dict[tuple[str, int], float]]:
-    """Each ranker's raw score of each entry (its best section) in `mem`'s own index, BM25 with `stats`."""
-    if not files:
-        return {}
-    view = memory_view(mem, files, embedder)
-    with mem.read():
-        rankings, blob_of, _ = _rankings(mem, view, words, "hybrid", embedder, stats)
-        entry_of = _entry_of_chunk(mem, files, blob_of)
-    return {name: ranking.best_of(r, entry_of) for name, r in rankings.items()}
 
 
 def _entry_of_chunk(mem: Memory, files: dict[str, PageVersion], blob_of: dict[int, str]) -> dict[int, tuple[str, int]]:
