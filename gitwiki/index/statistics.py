@@ -28,7 +28,8 @@ class TermStats(NamedTuple):
 
     def idf(self, term: str) -> float:
         n = self.holding.get(term, 0)
-        return max(MIN_IDF, math.log((self.rows - n + 0.5) / (n + 0.5)))
+        idf = math.log((self.rows - n + 0.5) / (n + 0.5))
+        return idf if idf > 0.0 else MIN_IDF  # as fts5_aux.c: only a value not above 0 is replaced
 
 
 def union(parts: Iterable[TermStats]) -> TermStats:
@@ -64,5 +65,12 @@ def bm25(frequencies: Mapping[str, float], length: int, stats: TermStats) -> flo
     every query term once), `length` its tokens: FTS5's `-bm25()` with `stats` in place of its own table's."""
     if stats.rows <= 0:
         return 0.0
-    scale = K1 * (1 - B + B * length / (stats.tokens / stats.rows)) if stats.tokens > 0 else K1
-    return sum(stats.idf(term) * f * (K1 + 1) / (f + scale) for term, f in frequencies.items() if f > 0)
+    avgdl = stats.tokens / stats.rows
+    if stats.tokens <= 0:
+        return sum(stats.idf(term) * ((f * (K1 + 1.0)) / (f + K1)) for term, f in frequencies.items() if f > 0)
+    # fts5Bm25Function's expression as written, so that the doubles are FTS5's to the last bit.
+    return sum(
+        stats.idf(term) * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * length / avgdl)))
+        for term, f in frequencies.items()
+        if f > 0
+    )

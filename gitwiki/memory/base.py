@@ -23,6 +23,7 @@ from gitwiki.memory.entry import Entry, TopicPage, entry_terms, now_iso, parse_p
 if TYPE_CHECKING:
     from gitwiki.index.store import Store
     from gitwiki.index.store.memory_entries import MemoryEntries
+    from gitwiki.memory.bm25 import Lexicon
     from gitwiki.wiki import Wiki
 
 CHECKPOINTS = "checkpoints"
@@ -102,6 +103,7 @@ class Memory:
         # A parsed page's entries by search term and by first line (`_postings`), built on a page's first search.
         self._postings: dict[Path, Postings] = {}
         self._paths: dict[str, Path] = {}  # topic page files by name, made once (`topic_files`)
+        self.lexicon: Lexicon | None = None  # BM25 postings kept warm when `resident` (gitwiki.memory.bm25)
 
     @classmethod
     def open(cls, start: str | os.PathLike[str] = ".", *, cache: bool = False) -> Memory:
@@ -193,9 +195,10 @@ class Memory:
             return None
         if not personal.is_repo(found.path):
             personal.create(found.path)
-        return Memory(
-            root=found.path, settings=config_mod.load(found.path), label=personal.PREFIX, cache=self.use_cache
-        )
+        settings = config_mod.load(found.path)
+        made = Memory(root=found.path, settings=settings, label=personal.PREFIX, cache=self.use_cache)
+        made.resident = self.resident  # a server searches both again and again
+        return made
 
     def stores(self) -> list[Memory]:
         """The memories this one reads: itself, then the personal one."""

@@ -29,6 +29,7 @@ from gitwiki.search import ranking
 
 if TYPE_CHECKING:
     from gitwiki.index.embed import Embedder
+    from gitwiki.index.statistics import TermStats
     from gitwiki.memory.base import Memory, PageVersion, TopicFile
     from gitwiki.search.searcher import CorpusView
 
@@ -281,13 +282,66 @@ def _relevance(mem: Memory, files: dict[str, PageVersion], words: str) -> tuple[
     if not files:
         return {}, "lexical"
     s = mem.wiki.config.search
-    embedder = mem.wiki.embedder() if s.mode != "lexical" else None
+    embedder = query_embedder(mem, words)
     view = memory_view(mem, files, embedder)
     with mem.read():
-        fused, blob_of, mode = mem.wiki.searcher.rank(view, words, s.mode, s.fusion, embedder)
+        rankings, blob_of, mode = _rankings(mem, view, words, s.mode, embedder, None)
+        fused = ranking.fuse(list(rankings.values()), s.fusion, mem.wiki.searcher.weighting)
         entry_of = _entry_of_chunk(mem, files, blob_of)
     # BM25 alone scores in arbitrary units: relevance is relative to the best hit, in (0, 1].
     return ranking.relative(ranking.best_of(fused, entry_of)), mode
+
+
+def query_embedder(mem: Memory, words: str, shared: Embedder | None = None) -> Embedder | None:
+    """The embedder of `mem`'s dense ranker (None: lexical), its query vector already on its way
+    (`query_vector.QueryVector`); `shared`, another memory's for the same words, when its model is the same."""
+    if mem.wiki.config.search.mode == "lexical":
+        return None
+    embedder = mem.wiki.embedder()
+    if embedder is None:
+        return None
+    if shared is not None and shared.model_id == embedder.model_id:
+        return shared
+    from gitwiki.memory.query_vector import QueryVector
+
+    return QueryVector(embedder, words)
+
+
+def _rankings(
+    mem: Memory, view: CorpusView, words: str, mode: str, embedder: Embedder | None, stats: TermStats | None
+) -> tuple[dict[str, ranking.Ranked], dict[int, str], str]:
+    """Each ranker's chunks as `Searcher.rank` takes them (lexical first), each chunk's blob and the mode used;
+    BM25 with `stats` when given (every memory searched together), else with this index's own."""
+    mode = mode if embedder is not None else "lexical"
+    rankings: dict[str, ranking.Ranked] = {}
+    blob_of: dict[int, str] = {}
+    if mode in ("hybrid", "lexical"):
+        rankings["lexical"], blob_of = _lexical(mem, view, words, stats)
+    if embedder is not None and mode in ("hybrid", "dense"):
+        found, dense_blobs, _ = mem.wiki.searcher._candidates(view, words, "dense", embedder, 1)
+        rankings["dense"] = found.rankings.get("dense", [])
+        blob_of.update(dense_blobs)
+    return rankings, blob_of, mode
+
+
+def _lexical(
+    mem: Memory, view: CorpusView, words: str, stats: TermStats | None
+) -> tuple[ranking.Ranked, dict[int, str]]:
+    """The BM25 ranking of the view's chunks: in a process that searches again and again, from the postings kept
+    warm (`gitwiki.memory.bm25`, the same scores), else FTS5's."""
+    from gitwiki.index.tokens import query_terms as fts_terms
+    from gitwiki.memory import bm25
+
+    searcher = mem.wiki.searcher
+    terms = fts_terms(words)
+    if mem.resident and bm25.plain(terms):
+        store = mem.search_index
+        if mem.lexicon is None:
+            mem.lexicon = bm25.Lexicon()
+        given = stats if stats is not None else store.term_stats(terms)
+        return mem.lexicon.ranking(store, view.pages.values(), terms, given, searcher.depth)
+    found, blob_of, _ = searcher._candidates(view, words, "lexical", None, 1, stats)
+    return found.rankings.get("lexical", []), blob_of
 
 
 # ---- one scale over several memories --------------------------------------------------------------
@@ -315,14 +369,10 @@ def one_scale(mems: list[Memory], query: str | None) -> Iterator[None]:
 
 
 def joint_relevance(owners: list[tuple[Memory, dict[str, PageVersion]]], words: str) -> dict[Path, Relevance]:
-    """Each memory's entries' relevance, fused over all of them: the lexical and the dense ranker of each
-    memory run in its own index and give each entry its best section's raw score (BM25, cosine: the same
-    units in every index), the lists of one ranker are merged, then normalized and fused once with the first
-    memory's weighting, and made relative to the best of all."""
-    per_ranker: dict[str, list[tuple[Key, float]]] = {}
-    for n, (mem, files) in enumerate(owners):
-        for ranker, entries in _entry_rankings(mem, files, words).items():
-            per_ranker.setdefault(ranker, []).extend(((n, t, line), s) for (t, line), s in entries.items())
+    """Each memory's entries' relevance, fused over all of them: each ranker's raw entry scores of every memory
+    (`joint_rankings`) are merged, then normalized and fused once with the first memory's weighting, and made
+    relative to the best of all."""
+    per_ranker = joint_rankings(owners, words)
     lists = [sorted(per_ranker[r], key=lambda kv: -kv[1]) for r in ("lexical", "dense") if per_ranker.get(r)]
     first = owners[0][0].wiki
     best = ranking.relative(_fuse(lists, first.config.search.fusion, first.searcher.weighting))
@@ -331,6 +381,35 @@ def joint_relevance(owners: list[tuple[Memory, dict[str, PageVersion]]], words: 
     for (n, topic, line), score in best.items():
         out[owners[n][0].root][0][(topic, line)] = score
     return out
+
+
+def joint_rankings(
+    owners: list[tuple[Memory, dict[str, PageVersion]]], words: str
+) -> dict[str, list[tuple[Key, float]]]:
+    """Each ranker's raw score of every entry (its best section) of every memory, `Key`'s first item the memory's
+    place in `owners`: the lexical and the dense ranker of each memory run in its own index, BM25 with the
+    statistics of all the indexes added up (`statistics.union`, as if one index held every memory's rows; the
+    pages are indexed first) and cosines, which mean the same in every index."""
+    from gitwiki.index.statistics import union
+
+    searched: list[tuple[int, Memory, dict[str, PageVersion], CorpusView, Embedder | None]] = []
+    shared: Embedder | None = None
+    for n, (mem, files) in enumerate(owners):
+        if not files:
+            continue
+        embedder = query_embedder(mem, words, shared)
+        shared = embedder or shared
+        searched.append((n, mem, files, memory_view(mem, files, embedder), embedder))
+    stats = union(mem.wiki.searcher.statistics(words) for _, mem, _, _, _ in searched)
+    per_ranker: dict[str, list[tuple[Key, float]]] = {}
+    for n, mem, files, view, embedder in searched:
+        with mem.read():
+            rankings, blob_of, _ = _rankings(mem, view, words, "hybrid", embedder, stats)
+            entry_of = _entry_of_chunk(mem, files, blob_of)
+        for ranker, ranked in rankings.items():
+            entries = ranking.best_of(ranked, entry_of)
+            per_ranker.setdefault(ranker, []).extend(((n, t, line), s) for (t, line), s in entries.items())
+    return per_ranker
 
 
 def _fuse(lists: list[list[tuple[Key, float]]], fusion: str, weighting: ranking.Weighting) -> dict[Key, float]:
@@ -345,21 +424,6 @@ def _fuse(lists: list[list[tuple[Key, float]]], fusion: str, weighting: ranking.
     else:
         fused = ranking.score_fusion(numbered, weighting.weights(numbered), weighting.normalizer)
     return {keys[i]: score for i, score in fused}
-
-
-def _entry_rankings(mem: Memory, files: dict[str, PageVersion], words: str) -> dict[str, dict[tuple[str, int], float]]:
-    """Each ranker's raw score of each entry (its best section) in `mem`'s own index."""
-    if not files:
-        return {}
-    s = mem.wiki.config.search
-    embedder = mem.wiki.embedder() if s.mode != "lexical" else None
-    view = memory_view(mem, files, embedder)
-    found, page_of = mem.wiki.searcher.candidates(view, words, embedder, 1)
-    rankings = dict(zip(("lexical", "dense"), found, strict=False))  # lexical first; dense when embedded
-    blob_of = {cid: view.pages[path] for cid, path in page_of.items() if path in view.pages}
-    with mem.wiki.store.read():
-        entry_of = _entry_of_chunk(mem, files, blob_of)
-    return {name: ranking.best_of(r, entry_of) for name, r in rankings.items()}
 
 
 def _entry_of_chunk(mem: Memory, files: dict[str, PageVersion], blob_of: dict[int, str]) -> dict[int, tuple[str, int]]:

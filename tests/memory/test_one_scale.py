@@ -111,3 +111,51 @@ def test_a_query_no_entry_of_either_memory_matches_finds_nothing(mem):
     fill(mem, "aaa", "ops")
     found = stores.search(mem, "kubernetes")
     assert found.hits == [] and found.total == 0
+
+
+SPLIT = {
+    "alpha": ("deploy with argo, then watch the rollout", "the cache warms in a minute", "rollback by tag"),
+    "beta": ("a deploy rollback restores the previous deploy", "tokens rotate monthly"),
+    "gamma": ("cache keys carry the deploy id", "rollback rollback rollback", "argo syncs every three minutes"),
+    "delta": ("the vault holds the deploy token", "nothing about it at all"),
+}
+
+
+def write_topics(mem: Memory, topics: list[str]) -> None:
+    from gitwiki.memory.entry import Entry, render_page
+
+    mem.folder.mkdir(parents=True, exist_ok=True)
+    for topic in topics:
+        notes = [Entry(topic, f"2026-01-0{i + 1}T00:00:00Z", text) for i, text in enumerate(SPLIT[topic])]
+        (mem.folder / f"{topic}.md").write_text(render_page(topic, notes))
+
+
+def lexical_scores(owners: list[Memory], words: str) -> dict[tuple[str, int], float]:
+    """Each entry's raw BM25 (its best section) as a search over `owners` together scores it, by bare topic."""
+    ranked = search_mod.joint_rankings([(m, m.versions(None)) for m in owners], words)["lexical"]
+    return {(topic.removeprefix("~personal/"), line): score for (_, topic, line), score in ranked}
+
+
+@pytest.mark.parametrize("resident", [False, True], ids=["fts5", "warm"])
+@pytest.mark.parametrize("words", ["deploy rollback", "cache argo token", "rollback"])
+def test_a_memory_split_across_project_and_personal_scores_as_one_memory(tmp_path, mem, resident, words):
+    personal = mem.personal
+    assert personal is not None
+    (tmp_path / "one").mkdir()
+    repo = GitRepoFixture(tmp_path / "one")
+    repo.commit("init", {".gitwiki.toml": PROJECT, "wiki/index.md": "# Home\n"})
+    one = Memory.open(repo.path)
+    write_topics(one, list(SPLIT))  # every topic in one memory
+    write_topics(mem, ["alpha", "beta"])  # the same topics split over the project and the personal memory
+    write_topics(personal, ["gamma", "delta"])
+    for m in (one, mem, personal):
+        m.resident = resident
+    whole = lexical_scores([one], words)
+    split = lexical_scores([mem, personal], words)
+    assert whole and set(split) == set(whole)
+    for key, score in whole.items():
+        assert split[key] == pytest.approx(score, rel=1e-9, abs=1e-12), key
+    # Each index on its own statistics (as before): the personal entries' scores are not one memory's.
+    alone = lexical_scores([personal], words)
+    assert any(abs(alone[key] - whole[key]) > 1e-6 for key in alone)
+    one.close()

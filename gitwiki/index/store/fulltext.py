@@ -58,6 +58,20 @@ class FullText(Database):
         rows = self._select_in("SELECT rowid, * FROM fts WHERE rowid IN ({marks})", ids)
         return {rowid: tuple(text or "" for text in columns) for rowid, *columns in rows}
 
+    def blob_rows(self, blobs: Iterable[str]) -> list[tuple[int, str, str, str, int]]:
+        """(chunk id, blob, head, body, tokens) of every full-text row of `blobs`: the columns as indexed and
+        the row's length as FTS5's `bm25()` reads it (its docsize record), to score them outside SQLite
+        (`memory.bm25`)."""
+        rows = self._select_in(
+            "SELECT c.id, c.blob, f.head, f.body, d.sz FROM chunks c JOIN fts f ON f.rowid = c.id "
+            "JOIN fts_docsize d ON d.id = c.id WHERE c.blob IN ({marks})",
+            blobs,
+        )
+        try:
+            return [(cid, blob, head or "", body or "", sum(_varints(sz or b""))) for cid, blob, head, body, sz in rows]
+        except ValueError as e:
+            raise IndexDamaged(self.index_dir, str(e)) from None
+
     def chunk_total(self) -> int:
         return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
 

@@ -1,0 +1,164 @@
+"""BM25 of a memory's topic pages kept warm in a process that searches again and again (the MCP server): each
+page version's full-text rows are read once (`Store.blob_rows`) into postings, and a query is scored over the
+pages searched with numpy, as FTS5's `bm25()` scores it (the same operations in the same order, so the same
+doubles), with the statistics given: the index's own (`FullText.term_stats`), or those of every memory searched
+together (`statistics.union`), so that a memory split across the project and the personal repository ranks as
+one would.
+
+Why: FTS5 scores every row holding any query term before it sorts them, old page versions and other corpora
+included; at 10,000 entries that was ~5 ms of a ~9 ms warm lexical search, this ~0.3 ms (docs/research/
+memory-search-speed.md). A command that searches once keeps FTS5: reading every row would cost more.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from gitwiki.index.statistics import K1, B, TermStats
+from gitwiki.index.store.fulltext import FTS_WEIGHTS
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from gitwiki.index.store import Store
+
+Ranked = list[tuple[int, float]]
+
+
+def plain(terms: Sequence[str]) -> bool:
+    """Whether FTS5's unicode61 reads each of `terms` as one token equal to it (ASCII letters and digits, lower
+    case), as it reads the pre-tokenized rows split on spaces: only then do the postings here count what it counts."""
+    return bool(terms) and all(t.isascii() and t.isalnum() and t == t.lower() for t in terms)
+
+
+class Rows(NamedTuple):
+    """One page version's full-text rows: their chunk ids and lengths, and each term's rows and weighted frequency."""
+
+    ids: np.ndarray  # int64 chunk id per row
+    lengths: np.ndarray  # float64 tokens per row (FTS5's docsize)
+    spans: dict[str, tuple[int, int]]  # term → its slice of `at` and `freq`
+    at: np.ndarray  # int64 row positions, grouped by term
+    freq: np.ndarray  # float64 weighted frequency (head 2, body 1: FTS_WEIGHTS) of the term in that row
+
+
+class View(NamedTuple):
+    """The rows of the page versions searched, one after another."""
+
+    blobs: tuple[str, ...]
+    offsets: tuple[int, ...]  # where each blob's rows start
+    ids: np.ndarray
+    lengths: np.ndarray
+    blob_at: np.ndarray  # int64 index into `blobs` per row
+
+
+def rows_of(records: Iterable[tuple[int, str, str, str, int]]) -> dict[str, Rows]:
+    """The postings of each blob from its full-text rows (chunk id, blob, head, body, tokens)."""
+    import numpy as np
+
+    grouped: dict[str, list[tuple[int, str, str, int]]] = {}
+    for cid, blob, head, body, length in records:
+        grouped.setdefault(blob, []).append((cid, head, body, length))
+    out: dict[str, Rows] = {}
+    for blob, rows in grouped.items():
+        rows.sort()
+        counts: dict[str, dict[int, float]] = {}
+        for pos, (_, head, body, _) in enumerate(rows):
+            for weight, text in zip(FTS_WEIGHTS, (head, body), strict=False):
+                for token in text.split():
+                    held = counts.get(token)
+                    if held is None:
+                        held = counts[sys.intern(token)] = {}
+                    held[pos] = held.get(pos, 0.0) + weight
+        spans: dict[str, tuple[int, int]] = {}
+        at: list[int] = []
+        freq: list[float] = []
+        for term, held in counts.items():
+            spans[term] = (len(at), len(at) + len(held))
+            at.extend(held)
+            freq.extend(held.values())
+        out[blob] = Rows(
+            np.array([r[0] for r in rows], dtype=np.int64),
+            np.array([r[3] for r in rows], dtype=np.float64),
+            spans,
+            np.array(at, dtype=np.int64),
+            np.array(freq, dtype=np.float64),
+        )
+    return out
+
+
+class Lexicon:
+    """The postings of every page version one memory searched in this process, by blob (a blob's rows do not
+    change); versions no longer searched are forgotten when the pages searched change."""
+
+    def __init__(self) -> None:
+        self.blobs: dict[str, Rows] = {}
+        self.view: View | None = None
+
+    def ranking(
+        self, store: Store, blobs: Iterable[str], terms: Sequence[str], stats: TermStats, depth: int
+    ) -> tuple[Ranked, dict[int, str]]:
+        """The best `depth` rows of `blobs` holding any of `terms`, by FTS5's BM25 with `stats`, best first (ties
+        by chunk id), and each one's blob: what `Searcher._lexical` takes from FTS5 for these pages."""
+        import numpy as np
+
+        view = self._view(store, blobs)
+        if not view.blobs or stats.rows <= 0:
+            return [], {}
+        avgdl = stats.tokens / stats.rows
+        scores = np.zeros(len(view.ids), dtype=np.float64)
+        held = np.zeros(len(view.ids), dtype=bool)
+        for term in dict.fromkeys(terms):
+            at, f = self._postings(view, term)
+            if not len(at):
+                continue
+            d = view.lengths[at]
+            # fts5Bm25Function's expression, term by term in query order.
+            scores[at] += stats.idf(term) * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / avgdl)))
+            held[at] = True
+        found = np.flatnonzero(held)
+        order = found[np.lexsort((view.ids[found], -scores[found]))][:depth]
+        ranked = [(int(cid), float(s)) for cid, s in zip(view.ids[order], scores[order], strict=True)]
+        blob_of = {int(view.ids[i]): view.blobs[int(view.blob_at[i])] for i in order}
+        return ranked, blob_of
+
+    def _view(self, store: Store, blobs: Iterable[str]) -> View:
+        import numpy as np
+
+        wanted = tuple(sorted(set(blobs)))
+        if self.view is not None and self.view.blobs == wanted:
+            return self.view
+        missing = [b for b in wanted if b not in self.blobs]
+        if missing:
+            self.blobs.update(rows_of(store.blob_rows(missing)))
+        if len(self.blobs) > 2 * max(len(wanted), 1):  # a long-lived server: forget replaced page versions
+            self.blobs = {b: r for b, r in self.blobs.items() if b in wanted}
+        present = tuple(b for b in wanted if b in self.blobs)
+        parts = [self.blobs[b] for b in present]
+        sizes = [len(p.ids) for p in parts]
+        offsets = tuple(int(x) for x in np.cumsum([0, *sizes[:-1]])) if parts else ()
+        self.view = View(
+            present,
+            offsets,
+            np.concatenate([p.ids for p in parts]) if parts else np.zeros(0, dtype=np.int64),
+            np.concatenate([p.lengths for p in parts]) if parts else np.zeros(0, dtype=np.float64),
+            np.repeat(np.arange(len(parts), dtype=np.int64), sizes) if parts else np.zeros(0, dtype=np.int64),
+        )
+        return self.view
+
+    def _postings(self, view: View, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """The view's rows holding `term` (positions) and the term's weighted frequency in each."""
+        import numpy as np
+
+        at: list[np.ndarray] = []
+        freq: list[np.ndarray] = []
+        for blob, offset in zip(view.blobs, view.offsets, strict=True):
+            rows = self.blobs[blob]
+            span = rows.spans.get(term)
+            if span is not None:
+                at.append(rows.at[span[0] : span[1]] + offset)
+                freq.append(rows.freq[span[0] : span[1]])
+        if not at:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        return np.concatenate(at), np.concatenate(freq)
