@@ -16,6 +16,7 @@ from gitwiki.index.statistics import TermStats, bm25
 from gitwiki.index.store import BlobInfo, ChunkRow, IndexDamaged, Store, lead_description, vector_matrix
 from gitwiki.index.tokens import STOP_WORDS, fts_query, query_terms, tokenize, words
 from gitwiki.markdown.chunker import fallback_title
+from gitwiki.search.query_vectors import QueryVectors
 from gitwiki.search.ranking import (
     DEFAULT_WEIGHTING,
     Candidates,
@@ -28,7 +29,6 @@ from gitwiki.search.ranking import (
     rank_pages,
     snippet,
 )
-from gitwiki.search.query_vectors import QueryVectors
 from gitwiki.search.relevance import Background, known_share
 from gitwiki.search.rerank import Reranker, load_reranker, rerank
 
