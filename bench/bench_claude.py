@@ -9,7 +9,8 @@ prompt against the e2e suite's mock Messages API (a one-turn text answer), in se
   full    both, the documented set-up
 
 Runs are interleaved (each round runs every set-up, in a rotating order) so that all see the same load.
-Prints per set-up the min and median wall, the median minus plain's, and for set-ups with the MCP server the
+Prints per set-up the min and median wall, the median minus plain's, the median CPU (Claude Code and the hooks and
+server it waits for; not a detached owner), and for set-ups with the MCP server the
 runs whose FIRST model request already offered gitwiki's tools; the 1-minute load average before and after.
 `--busy N` keeps N busy CPU loops running for the whole measurement (the target: tools in the first
 request in 20 of 20 runs with 4 loops on 2 cores).
@@ -71,6 +72,7 @@ class Rounds:
     load_before: float
     load_after: float
     floors: dict[str, list[float]] | None = None
+    cpu: dict[str, list[float]] | None = None  # CPU seconds of each run: Claude Code, its hooks and MCP server
 
 
 # The hooks one `claude -p` with a text-only answer runs, one process each (no tool call: no PreToolUse).
@@ -95,18 +97,12 @@ def floors(claude: Claude, repo: Path, round_: int) -> dict[str, float]:
             for name, fields in ONE_TURN_HOOKS
         },
     }
-    import resource
-
-    def cpu() -> float:
-        used = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return used.ru_utime + used.ru_stime
-
     out = {}
     for name, (command, stdin) in runs.items():
-        started, spent = time.perf_counter(), cpu()
+        started, spent = time.perf_counter(), _children_cpu()
         subprocess.run(command, input=stdin, capture_output=True, cwd=repo, env=claude.env, check=True)
         out[name] = time.perf_counter() - started
-        out[f"{name}, CPU"] = cpu() - spent  # what the load does not stretch
+        out[f"{name}, CPU"] = _children_cpu() - spent  # what the load does not stretch
     return out
 
 
@@ -116,29 +112,34 @@ def measure(
     runs: int,
     busy: int,
     before_run: Callable[[str], None] | None = None,
-    floors_in: str | None = None,
+    floors_in: tuple[str, ...] = (),
 ) -> Rounds:
     """`runs` rounds, each running every set-up once in a rotating order, with `busy` CPU loops meanwhile;
-    `before_run(name)` is called (untimed) before each run; `floors_in`: a set-up whose repository `floors` are
-    timed in, once a round."""
+    `before_run(name)` is called (untimed) before each run; `floors_in`: the set-ups whose repositories `floors`
+    are timed in, once a round (a second one's figures named NAME@base)."""
     names = list(setups)
     walls: dict[str, list[float]] = {n: [] for n in names}
+    cpu: dict[str, list[float]] = {n: [] for n in names}
     floor_times: dict[str, list[float]] = {}
     first_has_tools: dict[str, int] = dict.fromkeys(names, 0)
     loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     try:
         load_before = os.getloadavg()[0]
         for i in range(runs):
-            if floors_in is not None:
-                for name, seconds in floors(*setups[floors_in], i).items():
-                    floor_times.setdefault(name, []).append(seconds)
+            for k, where in enumerate(floors_in):
+                for name, seconds in floors(*setups[where], i).items():
+                    if not k or name.startswith("gitwiki-hook"):
+                        floor_times.setdefault(name + ("@base" if k else ""), []).append(seconds)
             for n in names[i % len(names) :] + names[: i % len(names)]:
                 claude, repo = setups[n]
                 if before_run is not None:
                     before_run(n)
                 api.reset([Turn(text="done")])
+                spent = _children_cpu()
                 run = claude.run("-p", PROMPT, cwd=repo, debug_log=False)
                 walls[n].append(run.seconds)
+                # the processes Claude Code waited for (not a detached owner: that one is shared by sessions)
+                cpu[n].append(_children_cpu() - spent)
                 requests = api.messages()
                 if requests and not tools_report(requests[0], EXPECTED_TOOLS):
                     first_has_tools[n] += 1
@@ -147,7 +148,14 @@ def measure(
         for loop in loops:
             loop.kill()
             loop.wait()
-    return Rounds(walls, first_has_tools, load_before, load_after, floor_times or None)
+    return Rounds(walls, first_has_tools, load_before, load_after, floor_times or None, cpu)
+
+
+def _children_cpu() -> float:
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def main() -> int:
@@ -173,7 +181,8 @@ def main() -> int:
                 code = str(args.base.resolve())
                 for n in [n for n in names if n != "plain"]:
                     setups[f"{n}@base"] = prepare(f"{n}@base", base, binary, api.url, n, code)
-            floors_in = ("hooks" if "hooks" in names else "full") if args.floors else None
+            kind = "hooks" if "hooks" in names else "full"
+            floors_in = ((kind, f"{kind}@base") if args.base is not None else (kind,)) if args.floors else ()
             rounds = measure(setups, api, args.runs, args.busy, floors_in=floors_in)
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -192,6 +201,7 @@ def main() -> int:
                 "median_s": round(statistics.median(w), 3),
                 "minus_plain_s": None if plain is None else round(statistics.median(w) - plain, 3),
                 "first_request_has_tools": first_has_tools[n] if n.split("@")[0] in ("mcp", "full") else None,
+                "cpu_median_s": round(statistics.median(rounds.cpu[n]), 3) if rounds.cpu else None,
             }
             for n, w in walls.items()
         },
@@ -214,7 +224,8 @@ def main() -> int:
             if f["first_request_has_tools"] is None
             else f"  tools in 1st request {f['first_request_has_tools']}/{args.runs}"
         )
-        print(f"  {n:11} min {f['min_s']:.2f} s  median {f['median_s']:.2f} s{delta}{tools}")
+        cpu = f"  CPU {f['cpu_median_s']:.2f} s" if f["cpu_median_s"] is not None else ""
+        print(f"  {n:11} min {f['min_s']:.2f} s  median {f['median_s']:.2f} s{delta}{cpu}{tools}")
     for n, f in figures["floors"].items():
         print(f"  {n:22} min {f['min_ms']:.1f} ms  median {f['median_ms']:.1f} ms")
     return 0
