@@ -9,12 +9,18 @@ prompt against the e2e suite's mock Messages API (a one-turn text answer), in se
   full    both, the documented set-up
 
 Runs are interleaved (each round runs every set-up, in a rotating order) so that all see the same load.
-Prints per set-up the min and median wall, the median minus plain's, and for set-ups with the MCP server the
+Prints per set-up the min and median wall, the median minus plain's, the median CPU (Claude Code and the hooks and
+server it waits for; not a detached owner), and for set-ups with the MCP server the
 runs whose FIRST model request already offered gitwiki's tools; the 1-minute load average before and after.
 `--busy N` keeps N busy CPU loops running for the whole measurement (the target: tools in the first
 request in 20 of 20 runs with 4 loops on 2 cores).
 
-Usage: python bench/bench_claude.py [--runs 20] [--busy 0] [--setups plain,full] [--json]
+`--base DIR` adds each set-up but plain again as NAME@base, its hooks and server the gitwiki checkout at DIR (say
+main's), interleaved in the same rounds. `--floors` times (wall and CPU), in each round, `python -c pass` and
+`python -S -c pass` (the interpreter every hook and server starts) and each hook a one-turn `claude -p` runs
+(SessionStart, UserPromptSubmit, Stop), fed the events Claude Code sends, in the hooks set-up's repository.
+
+Usage: python bench/bench_claude.py [--runs 20] [--busy 0] [--setups plain,full] [--base DIR] [--floors] [--json]
 """
 
 from __future__ import annotations
@@ -65,6 +71,39 @@ class Rounds:
     first_has_tools: dict[str, int]
     load_before: float
     load_after: float
+    floors: dict[str, list[float]] | None = None
+    cpu: dict[str, list[float]] | None = None  # CPU seconds of each run: Claude Code, its hooks and MCP server
+
+
+# The hooks one `claude -p` with a text-only answer runs, one process each (no tool call: no PreToolUse).
+ONE_TURN_HOOKS = (
+    ("session", {"hook_event_name": "SessionStart", "source": "startup"}),
+    ("prompt", {"hook_event_name": "UserPromptSubmit", "prompt": PROMPT}),
+    ("stop", {"hook_event_name": "Stop", "stop_hook_active": False}),
+)
+
+
+def floors(claude: Claude, repo: Path, round_: int) -> dict[str, float]:
+    """Seconds of `python -c pass`, `python -S -c pass` and each of ONE_TURN_HOOKS' `gitwiki-hook` processes (a
+    session of their own per round, as each `claude -p` is), in `repo` with `claude`'s environment."""
+    import time
+
+    event = {"session_id": f"floors-{round_}", "transcript_path": "", "cwd": str(repo), "permission_mode": "default"}
+    runs = {
+        "python -c pass": ([sys.executable, "-c", "pass"], b""),
+        "python -S -c pass": ([sys.executable, "-S", "-c", "pass"], b""),
+        **{
+            f"gitwiki-hook {name}": (["gitwiki-hook", name], json.dumps({**event, **fields}).encode())
+            for name, fields in ONE_TURN_HOOKS
+        },
+    }
+    out = {}
+    for name, (command, stdin) in runs.items():
+        started, spent = time.perf_counter(), _children_cpu()
+        subprocess.run(command, input=stdin, capture_output=True, cwd=repo, env=claude.env, check=True)
+        out[name] = time.perf_counter() - started
+        out[f"{name}, CPU"] = _children_cpu() - spent  # what the load does not stretch
+    return out
 
 
 def measure(
@@ -73,23 +112,34 @@ def measure(
     runs: int,
     busy: int,
     before_run: Callable[[str], None] | None = None,
+    floors_in: tuple[str, ...] = (),
 ) -> Rounds:
     """`runs` rounds, each running every set-up once in a rotating order, with `busy` CPU loops meanwhile;
-    `before_run(name)` is called (untimed) before each run."""
+    `before_run(name)` is called (untimed) before each run; `floors_in`: the set-ups whose repositories `floors`
+    are timed in, once a round (a second one's figures named NAME@base)."""
     names = list(setups)
     walls: dict[str, list[float]] = {n: [] for n in names}
+    cpu: dict[str, list[float]] = {n: [] for n in names}
+    floor_times: dict[str, list[float]] = {}
     first_has_tools: dict[str, int] = dict.fromkeys(names, 0)
     loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     try:
         load_before = os.getloadavg()[0]
         for i in range(runs):
+            for k, where in enumerate(floors_in):
+                for name, seconds in floors(*setups[where], i).items():
+                    if not k or name.startswith("gitwiki-hook"):
+                        floor_times.setdefault(name + ("@base" if k else ""), []).append(seconds)
             for n in names[i % len(names) :] + names[: i % len(names)]:
                 claude, repo = setups[n]
                 if before_run is not None:
                     before_run(n)
                 api.reset([Turn(text="done")])
+                spent = _children_cpu()
                 run = claude.run("-p", PROMPT, cwd=repo, debug_log=False)
                 walls[n].append(run.seconds)
+                # the processes Claude Code waited for (not a detached owner: that one is shared by sessions)
+                cpu[n].append(_children_cpu() - spent)
                 requests = api.messages()
                 if requests and not tools_report(requests[0], EXPECTED_TOOLS):
                     first_has_tools[n] += 1
@@ -98,7 +148,14 @@ def measure(
         for loop in loops:
             loop.kill()
             loop.wait()
-    return Rounds(walls, first_has_tools, load_before, load_after)
+    return Rounds(walls, first_has_tools, load_before, load_after, floor_times or None, cpu)
+
+
+def _children_cpu() -> float:
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def main() -> int:
@@ -106,17 +163,27 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20, help="rounds; each runs every set-up once")
     ap.add_argument("--busy", type=int, default=0, help="busy CPU loops running meanwhile")
     ap.add_argument("--setups", default="plain,full", help=f"comma-separated, from {','.join(SETUPS)}")
+    ap.add_argument("--base", type=Path, help="another gitwiki checkout: its set-ups run as NAME@base beside")
+    ap.add_argument("--floors", action="store_true", help="time python's start and each one-turn hook per round")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
     names = args.setups.split(",")
     if unknown := set(names) - set(SETUPS):
         ap.error(f"unknown set-ups: {sorted(unknown)}")
+    if args.floors and not {"hooks", "full"} & set(names):
+        ap.error("--floors times the hooks in the hooks or full set-up: name one")
     binary = claude_cli.ensure()
     base = Path(tempfile.mkdtemp(prefix="gitwiki-bench-claude-"))
     try:
         with MockAnthropic([Turn(text="done")]) as api:
             setups = {n: prepare(n, base, binary, api.url) for n in names}
-            rounds = measure(setups, api, args.runs, args.busy)
+            if args.base is not None:
+                code = str(args.base.resolve())
+                for n in [n for n in names if n != "plain"]:
+                    setups[f"{n}@base"] = prepare(f"{n}@base", base, binary, api.url, n, code)
+            kind = "hooks" if "hooks" in names else "full"
+            floors_in = ((kind, f"{kind}@base") if args.base is not None else (kind,)) if args.floors else ()
+            rounds = measure(setups, api, args.runs, args.busy, floors_in=floors_in)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     walls, first_has_tools = rounds.walls, rounds.first_has_tools
@@ -133,9 +200,14 @@ def main() -> int:
                 "min_s": round(min(w), 3),
                 "median_s": round(statistics.median(w), 3),
                 "minus_plain_s": None if plain is None else round(statistics.median(w) - plain, 3),
-                "first_request_has_tools": first_has_tools[n] if n in ("mcp", "full") else None,
+                "first_request_has_tools": first_has_tools[n] if n.split("@")[0] in ("mcp", "full") else None,
+                "cpu_median_s": round(statistics.median(rounds.cpu[n]), 3) if rounds.cpu else None,
             }
             for n, w in walls.items()
+        },
+        "floors": {
+            n: {"min_ms": round(min(t) * 1000, 1), "median_ms": round(statistics.median(t) * 1000, 1)}
+            for n, t in (rounds.floors or {}).items()
         },
     }
     if args.json:
@@ -152,7 +224,10 @@ def main() -> int:
             if f["first_request_has_tools"] is None
             else f"  tools in 1st request {f['first_request_has_tools']}/{args.runs}"
         )
-        print(f"  {n:6} min {f['min_s']:.2f} s  median {f['median_s']:.2f} s{delta}{tools}")
+        cpu = f"  CPU {f['cpu_median_s']:.2f} s" if f["cpu_median_s"] is not None else ""
+        print(f"  {n:11} min {f['min_s']:.2f} s  median {f['median_s']:.2f} s{delta}{cpu}{tools}")
+    for n, f in figures["floors"].items():
+        print(f"  {n:22} min {f['min_ms']:.1f} ms  median {f['median_ms']:.1f} ms")
     return 0
 
 

@@ -467,6 +467,7 @@ def claude_rounds(bench: Bench, rounds: int, busy: int) -> dict[str, Any]:
                             "median_s": round(statistics.median(walls), 3),
                             "minus_plain_s": round(statistics.median(walls) - plain, 3),
                             "first_request_has_tools": measured.first_has_tools[name] if name != "plain" else None,
+                            "cpu_median_s": round(statistics.median(measured.cpu[name]), 3) if measured.cpu else None,
                         }
                         for name, walls in measured.walls.items()
                     },
@@ -581,8 +582,16 @@ def claude_rows(result: dict[str, Any]) -> Iterator[str]:
             f" | {figures['full_no_owner']['minus_plain_s']:+.2f} / {figures['full_owner_up']['minus_plain_s']:+.2f} s"
             f" (tools in the 1st request {figures['full_no_owner']['first_request_has_tools']} /"
             f" {figures['full_owner_up']['first_request_has_tools']} of {result['claude']['rounds']})"
-            f" | without (plain) {plain['min_s']:.2f} / {plain['median_s']:.2f} s | ≤ +0.25 s |"
+            f"{_cpu(figures)} | without (plain) {plain['min_s']:.2f} / {plain['median_s']:.2f} s | ≤ +0.25 s |"
         )
+
+
+def _cpu(figures: dict[str, Any]) -> str:
+    """The runs' median CPU (Claude Code and what it waits for), when the figures have it."""
+    names = ("plain", "full_no_owner", "full_owner_up")
+    if any(figures[n].get("cpu_median_s") is None for n in names):
+        return ""
+    return "; CPU " + " / ".join(f"{figures[n]['cpu_median_s']:.2f}" for n in names) + " s (without / no owner / up)"
 
 
 def main() -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import stat
 import time
 from pathlib import Path
@@ -27,6 +26,8 @@ from gitwiki.fs import socket_peer
 from gitwiki.git.gitcli import find_checkout
 
 if TYPE_CHECKING:
+    import socket
+
     from gitwiki.operations.ground import GroundRequest
 
 PROTOCOL = 1
@@ -118,7 +119,7 @@ def ask_search(root: Path, index: Path, start: str, fields: dict[str, Any], time
     `index`), for a caller that has both at hand and `timeout` seconds in all (the hooks: a hung server must not
     hold a tool call); `fields` are GroundRequest's. None when no server answers in time, it declines or it meets
     an error: the caller then searches by itself."""
-    if os.environ.get(NO_SERVER) or not hasattr(socket, "AF_UNIX"):
+    if os.environ.get(NO_SERVER) or os.name != "posix":
         return None
     message = {
         "protocol": PROTOCOL,
@@ -155,7 +156,7 @@ MEMORY_SEARCH: dict[str, tuple[type, ...]] = {
 
 
 def _ask(start: str, kind: str, request: dict[str, Any]) -> Reply | None:
-    if os.environ.get(NO_SERVER) or not hasattr(socket, "AF_UNIX"):
+    if os.environ.get(NO_SERVER) or os.name != "posix":
         return None
     try:
         checkout = find_checkout(start)
@@ -182,6 +183,8 @@ def _exchange(path: Path, line: bytes, deadline: float | None = None) -> dict[st
     st = os.stat(path)
     if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
         return None
+    import socket  # 1-2 ms of imports (selectors, select), paid only when a server's socket is there
+
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(CONNECT_TIMEOUT if deadline is None else max(deadline - time.monotonic(), 0.001))
         sock.connect(str(path))
