@@ -112,7 +112,8 @@ class Pages(Database):
 
     def _insert_chunk(self, blob: str, page: ParsedPage, chunk: Chunk, crumb: str, h: str) -> None:
         cur = self.conn.execute(
-            "INSERT INTO chunks(blob, ord, breadcrumb, level, start_line, end_line, text, hash) VALUES (?,?,?,?,?,?,?,?)",
+            "INSERT INTO chunks(blob, ord, breadcrumb, level, start_line, end_line, text, hash) VALUES "
+            "(?,?,?,?,?,?,?,?)",
             (blob, chunk.ord, crumb, chunk.level, chunk.start_line, chunk.end_line, chunk.text, h),
         )
         self.conn.execute(
