@@ -69,8 +69,9 @@ def from_scratch(store: Store, text: str) -> str:
 
 
 def topic(entries: list[str], description: str | None = None) -> str:
-    page = render_page("notes", [Entry("notes", f"2026-01-{i % 28 + 1:02d}T00:00:{i % 60:02d}Z", t) for i, t in
-                                 enumerate(entries)])
+    page = render_page(
+        "notes", [Entry("notes", f"2026-01-{i % 28 + 1:02d}T00:00:{i % 60:02d}Z", t) for i, t in enumerate(entries)]
+    )
     return f"---\ndescription: {description}\n---\n{page}" if description else page
 
 

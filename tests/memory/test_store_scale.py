@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from gitwiki.git.gitcli import blob_id
+from gitwiki.index.store import Store
+from gitwiki.markdown.chunker import parse_page as chunk_page
 from gitwiki.memory import base, entry
 from gitwiki.memory import store as store_mod
 from gitwiki.memory.base import Memory
@@ -70,3 +73,27 @@ def test_a_store_into_a_large_page_reads_back_every_entry_as_a_fresh_process_wou
     assert stored is not None and stored.index == 41
     fresh = Memory.open(repo.path).topics()["git"]
     assert mem.topics()["git"].page == fresh.page and mem.topics()["git"].terms == fresh.terms
+
+
+def chunk_rows(index: Store, blob: str) -> list[tuple[object, ...]]:
+    """The index rows of a page version, page order: (id, ord, lines, text, head, body)."""
+    return index.conn.execute(
+        "SELECT c.id, c.ord, c.start_line, c.end_line, c.text, f.head, f.body FROM chunks c JOIN fts f "
+        "ON f.rowid = c.id WHERE c.blob = ? ORDER BY c.ord",
+        (blob,),
+    ).fetchall()
+
+
+def test_a_store_keeps_the_index_rows_of_the_entries_it_did_not_change(mem, repo):
+    store_mod.store(mem, "git", "a first note: git stash keeps the worktree changes aside")  # a draft version now
+    draft = blob_id((mem.folder / "git.md").read_bytes())
+    before = chunk_rows(mem.search_index, draft)
+    store_mod.store(mem, "git", "a second note: git bisect finds the commit that broke it")
+    text = (mem.folder / "git.md").read_bytes()
+    after = chunk_rows(mem.search_index, blob_id(text))
+    assert [r[0] for r in after[: len(before)]] == [r[0] for r in before]  # the same rows, not new ones
+    assert chunk_rows(mem.search_index, draft) == [] and not mem.search_index.known_blobs([draft])
+    fresh = Store.open(repo.path / "fresh-index")
+    with fresh.write():
+        fresh.add_blob(blob_id(text), chunk_page(text.decode()))
+    assert [r[1:] for r in after] == [r[1:] for r in chunk_rows(fresh, blob_id(text))]  # as indexed from scratch

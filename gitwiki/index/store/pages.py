@@ -4,6 +4,7 @@ them."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -41,6 +42,11 @@ def embed_text(breadcrumb: tuple[str, ...], text: str, title: str) -> str:
     return f"{context}\n{text}" if context else text
 
 
+@functools.lru_cache(maxsize=65536)  # the same headings come back with every version of a page
+def _crumb_json(breadcrumb: tuple[str, ...]) -> str:
+    return json.dumps(breadcrumb)
+
+
 def _chunk_hash(page: ParsedPage, chunk: Chunk) -> str:
     return text_hash(embed_text(chunk.breadcrumb, chunk.text, page.title))
 
@@ -59,7 +65,7 @@ class Pages(Database):
         """Insert one page version's chunks (call inside `write()`)."""
         self._put_blob(blob, page)
         for chunk in page.chunks:
-            self._insert_chunk(blob, page, chunk, json.dumps(chunk.breadcrumb), _chunk_hash(page, chunk))
+            self._insert_chunk(blob, page, chunk, _crumb_json(chunk.breadcrumb), _chunk_hash(page, chunk))
 
     def replace_blob(self, old: str, blob: str, page: ParsedPage) -> int:
         """Insert `blob`'s chunks as `add_blob` does and drop `old`, a version it replaces, as `drop` does; a chunk
@@ -89,7 +95,7 @@ class Pages(Database):
         self._put_blob(blob, page)
         moved: list[tuple[str, int, int, int, int]] = []
         for chunk in page.chunks:
-            crumb, h = json.dumps(chunk.breadcrumb), _chunk_hash(page, chunk)
+            crumb, h = _crumb_json(chunk.breadcrumb), _chunk_hash(page, chunk)
             ids = free.get((chunk.text, crumb, chunk.level, lead and chunk.ord == 0, h))
             if ids:
                 moved.append((blob, chunk.ord, chunk.start_line, chunk.end_line, ids.pop()))
@@ -106,7 +112,8 @@ class Pages(Database):
 
     def _insert_chunk(self, blob: str, page: ParsedPage, chunk: Chunk, crumb: str, h: str) -> None:
         cur = self.conn.execute(
-            "INSERT INTO chunks(blob, ord, breadcrumb, level, start_line, end_line, text, hash) VALUES (?,?,?,?,?,?,?,?)",
+            "INSERT INTO chunks(blob, ord, breadcrumb, level, start_line, end_line, text, hash) VALUES "
+            "(?,?,?,?,?,?,?,?)",
             (blob, chunk.ord, crumb, chunk.level, chunk.start_line, chunk.end_line, chunk.text, h),
         )
         self.conn.execute(
