@@ -234,10 +234,10 @@ class LeanTools:
         params = message.get("params")
         if message.get("method") != "tools/call" or "id" not in message or not isinstance(params, dict):
             return None
-        meta = params.get("_meta")
-        if set(params) - {"name", "arguments", "_meta"} or ("_meta" in params and not isinstance(meta, dict)):
+        meta = params.get("_meta", {})
+        if set(params) - {"name", "arguments", "_meta"} or not isinstance(meta, dict):
             return None
-        stateless = isinstance(meta, dict) and any(str(k).startswith(_PROTOCOL_META) for k in meta)
+        stateless = any(str(k).startswith(_PROTOCOL_META) for k in meta)
         if (stateless and not _stateless(meta)) or not (stateless or opened):
             return None
         arguments = params.get("arguments")
