@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
+from gitwiki.mcp.early import SERVER_NAME, STATELESS_VERSION
 from gitwiki.mcp.wiki_tools import WikiTools
 from gitwiki.wiki import Wiki
 
@@ -37,8 +38,25 @@ log = logging.getLogger("gitwiki.mcp")
 # JSON-RPC error codes, as mcp_types has them
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-# The stateless era's requests carry their protocol version here; their answers differ (resultType ...): the SDK's.
+# The stateless era's requests carry their protocol version, client and capabilities in params._meta, and its
+# answers carry resultType and the server's name and version.
 _PROTOCOL_META = "io.modelcontextprotocol/"
+_STATELESS_META = frozenset(_PROTOCOL_META + k for k in ("protocolVersion", "clientInfo", "clientCapabilities"))
+_SERVER_INFO = _PROTOCOL_META + "serverInfo"
+
+
+def _stateless(meta: dict[str, Any]) -> bool:
+    """A stateless-era request's `_meta` as Claude Code and the SDK's client send it: the era this server's
+    early answers know, the client named, its capabilities given; anything else is the SDK's to judge."""
+    info = meta.get(_PROTOCOL_META + "clientInfo")
+    return (
+        set(meta) == _STATELESS_META
+        and meta[_PROTOCOL_META + "protocolVersion"] == STATELESS_VERSION
+        and isinstance(info, dict)
+        and isinstance(info.get("name"), str)
+        and isinstance(info.get("version"), str)
+        and isinstance(meta[_PROTOCOL_META + "clientCapabilities"], dict)
+    )
 
 
 class Answered(Protocol):
@@ -200,8 +218,9 @@ class LeanTools:
     """The tool calls a session's lines hold, answered without the SDK where they can be (see the module's
     docstring). `schemas`: tools.json's `tools/list` tools, each answered by the body of its name."""
 
-    def __init__(self, bodies: Bodies, schemas: Iterable[dict[str, Any]], serial: threading.Lock) -> None:
+    def __init__(self, bodies: Bodies, schemas: Iterable[dict[str, Any]], serial: threading.Lock, version: str) -> None:
         self._serial = serial
+        self._version = version  # the server's, which the stateless era's answers name
         self._bodies = bodies
         self._validators = {
             t["name"]: Validator(t["name"], t.get("inputSchema", {}))
@@ -209,15 +228,17 @@ class LeanTools:
             if isinstance(t, dict) and isinstance(t.get("name"), str)
         }
 
-    def answer(self, message: dict[str, Any]) -> bytes | None:
-        """The answer line to a `tools/call` request (a checked JSON-RPC message), or None: the SDK's."""
+    def answer(self, message: dict[str, Any], opened: bool = True) -> bytes | None:
+        """The answer line to a `tools/call` request (a checked JSON-RPC message), or None: the SDK's. `opened`:
+        whether the session's `initialize` was answered (a call of the handshake era before it is the SDK's)."""
         params = message.get("params")
         if message.get("method") != "tools/call" or "id" not in message or not isinstance(params, dict):
             return None
-        meta = params.get("_meta")
-        if set(params) - {"name", "arguments", "_meta"} or (
-            "_meta" in params and (not isinstance(meta, dict) or any(str(k).startswith(_PROTOCOL_META) for k in meta))
-        ):
+        meta = params.get("_meta", {})
+        if set(params) - {"name", "arguments", "_meta"} or not isinstance(meta, dict):
+            return None
+        stateless = any(str(k).startswith(_PROTOCOL_META) for k in meta)
+        if (stateless and not _stateless(meta)) or not (stateless or opened):
             return None
         arguments = params.get("arguments")
         arguments = {} if arguments is None else arguments
@@ -240,15 +261,15 @@ class LeanTools:
         outcome = self._call(validator.name, body, checked)
         if isinstance(outcome, Refused):
             return _error(message["id"], outcome)
-        if format == "json":  # the serialized JSON as text too, as `mcp.server.guarded` returns it
-            text = json.dumps(outcome.data, ensure_ascii=False)
-            result: dict[str, Any] = {
-                "content": [{"text": text, "type": "text"}],
-                "isError": False,
-                "structuredContent": outcome.data,
-            }
-        else:
-            result = {"content": [{"text": outcome.text, "type": "text"}], "isError": False}
+        text = json.dumps(outcome.data, ensure_ascii=False) if format == "json" else outcome.text
+        # the serialized JSON as text too, as `mcp.server.guarded` returns it; keys in the order the SDK writes them
+        result: dict[str, Any] = {"content": [{"text": text, "type": "text"}], "isError": False}
+        if stateless:
+            result["resultType"] = "complete"
+        if format == "json":
+            result["structuredContent"] = outcome.data
+        if stateless:
+            result["_meta"] = {_SERVER_INFO: {"name": SERVER_NAME, "version": self._version}}
         return encode({"jsonrpc": "2.0", "id": message["id"], "result": result})
 
     def _call(self, name: str, body: Callable[..., Answered], arguments: dict[str, Any]) -> Answered | Refused:

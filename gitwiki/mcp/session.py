@@ -46,7 +46,7 @@ class Sessions:
         # no early answers for this gitwiki and SDK (another version's tools.json): the SDK answers every line
         schemas = self._answers.get(early.HANDSHAKE, {}).get("tools/list", {}).get("tools", [])
         self.bodies = tool_bodies(wiki)
-        self._lean = LeanTools(self.bodies, schemas, serial)
+        self._lean = LeanTools(self.bodies, schemas, serial, version)
         self._app: MCPServer | None = None
         self._building = threading.Lock()
 
@@ -103,7 +103,7 @@ class Sessions:
             return None
         method = message.get("method")
         if method == "tools/call":
-            return self._lean.answer(message) if opened else None
+            return self._lean.answer(message, opened=bool(opened))
         if sdk:
             return None  # the SDK holds the session's state from now on
         if method == INITIALIZE and not opened and "id" in message:
@@ -116,6 +116,11 @@ class Sessions:
         if method == INITIALIZED and opened and "id" not in message:
             opening.append(line)
             return b""
+        if method == early.LISTEN and self._answers:
+            # The SDK acknowledges a subscription and then sends nothing on it (every list here is fixed): the
+            # acknowledgement, which the bridge has sent already and drops, is all it gets.
+            acknowledgement = early.acknowledge(line, self._answers)
+            return acknowledgement[1] if acknowledgement is not None else None
         return early.reply_to(line, self._answers) if self._answers else None
 
 

@@ -119,18 +119,19 @@ def call(request_id: int, name: str, arguments: dict[str, Any]) -> dict[str, Any
     }
 
 
-def talk(serve: Any, requests: list[dict[str, Any]]) -> dict[Any, bytes]:
-    """The answer lines (by id) a session served by `serve(conn)` writes for the opening and `requests`."""
+def talk(serve: Any, requests: list[dict[str, Any]], opening: bool = True) -> dict[Any, bytes]:
+    """The answer lines (by id; a notification by its method) a session served by `serve(conn)` writes for the
+    opening and `requests`, each request's line read before the next is sent."""
     ours, theirs = socket.socketpair()
     runner = threading.Thread(target=serve, args=(theirs,))
     runner.start()
     reader = ours.makefile("rb")
     answers: dict[Any, bytes] = {}
-    for message in [*OPENING, *requests]:  # one at a time: a write's answer before the next request
+    for message in [*(OPENING if opening else []), *requests]:  # one at a time: a write's answer before the next
         ours.sendall(json.dumps(message).encode() + b"\n")
         if "id" in message:
             line = reader.readline()
-            answers[json.loads(line)["id"]] = line
+            answers[json.loads(line).get("id", json.loads(line).get("method"))] = line
     reader.close()
     ours.close()
     runner.join(WAIT)
@@ -165,7 +166,7 @@ def test_every_tool_is_answered_as_the_sdk_answers_it(repo, wiki, tmp_path):
     sessions = Sessions(wiki, serial, __version__)
     through_lean = talk(sessions.serve, requests)
     through_sdk = talk(sdk_serve(wiki, serial), requests)
-    tools = lean.LeanTools(sessions.bodies, schemas, serial)
+    tools = lean.LeanTools(sessions.bodies, schemas, serial, __version__)
     direct = [tools.answer(request) for request in requests]  # before the writes change the checkout
     written = talk(Sessions(copy, serial, __version__).serve, writes), talk(sdk_serve(wiki, serial), writes)
     copy.close()
@@ -214,17 +215,44 @@ def test_a_session_of_tool_calls_never_builds_the_sdks_server(wiki):
     assert sessions._app is None
 
 
-def test_a_call_of_the_stateless_era_is_the_sdks(wiki):
-    tools = lean.LeanTools(
-        lean.tool_bodies(wiki),
-        early.early_answers(__version__)[early.HANDSHAKE]["tools/list"]["tools"],
-        threading.Lock(),
-    )
-    meta = {"io.modelcontextprotocol/protocolVersion": early.STATELESS_VERSION}
+def test_the_stateless_era_is_answered_as_the_sdk_answers_it(wiki):
+    """Claude Code's era (no initialize; each request names its version in `_meta`): its calls and its
+    subscription, byte for byte as the SDK's session writes them."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": early.STATELESS_VERSION,
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    listen = {
+        "jsonrpc": "2.0",
+        "id": "L",
+        "method": early.LISTEN,
+        "params": {"_meta": meta, "notifications": early.LISTENED},
+    }
+    cases = [("ground", {"query": "helm rollback"}), ("ground", {"query": "helm", "format": "json"})]
+    cases += [("read_markdown", {"path": "wiki/nope.md"}), ("ground", {"query": "x", "limt": 1})]
+    requests = [listen] + [
+        {**call(i + 1, name, args), "params": {"name": name, "arguments": args, "_meta": meta}}
+        for i, (name, args) in enumerate(cases)
+    ]
+    serial = threading.Lock()
+    sessions = Sessions(wiki, serial, __version__)
+    through_lean = talk(sessions.serve, requests, opening=False)
+    assert sessions._app is None
+    assert through_lean == talk(sdk_serve(wiki, serial), requests, opening=False)
+    assert len(through_lean) == len(requests)  # the acknowledgement, and an answer to each call
+
+
+def test_a_call_the_lean_path_is_not_sure_of_is_the_sdks(wiki):
+    schemas = early.early_answers(__version__)[early.HANDSHAKE]["tools/list"]["tools"]
+    tools = lean.LeanTools(lean.tool_bodies(wiki), schemas, threading.Lock(), __version__)
     message = call(1, "ground", {"query": "helm"})
     assert tools.answer(message) is not None
-    assert tools.answer({**message, "params": {**message["params"], "_meta": meta}}) is None
+    assert tools.answer(message, opened=False) is None  # a handshake-era call before initialize
+    odd = {"io.modelcontextprotocol/protocolVersion": "2099-01-01"}
+    assert tools.answer({**message, "params": {**message["params"], "_meta": odd}}) is None
     assert tools.answer({**message, "params": {**message["params"], "_meta": {"progressToken": 3}}}) is not None
+    assert tools.answer({**message, "params": {**message["params"], "task": {}}}) is None
 
 
 # ---- the validator against pydantic's own validation (the SDK's argument models)
