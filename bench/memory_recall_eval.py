@@ -6,7 +6,7 @@ kind (lexical, paraphrase, conceptual); the paired difference gitwiki − script
 interval (10,000 resamples of the questions). `--personal` puts every second topic (by size) into a
 personal memory, so search fuses the project's and the personal memory's hits.
 
-    python bench/memory_recall_eval.py [--personal] [--rebuild] [--misses] [--json]
+    python bench/memory_recall_eval.py [--personal] [--rebuild] [--misses] [--resident] [--json]
 """
 
 from __future__ import annotations
@@ -54,10 +54,11 @@ def paired(a: list[int | None], b: list[int | None], seed: int = 7) -> dict[str,
 
 def gitwiki_ranks(mem, note_of, questions) -> list[int | None]:
     from gitwiki.memory import stores
+    from gitwiki.memory.search import MemoryQuery
 
     ranks: list[int | None] = []
     for q in questions:
-        hits = stores.search(mem, q["question"], limit=DEPTH).hits
+        hits = stores.search(mem, MemoryQuery(q["question"], limit=DEPTH)).hits
         got = [note_of.get((h.entry.topic, h.entry.index)) for h in hits]
         ranks.append(got.index(q["relevant"][0]) + 1 if q["relevant"][0] in got else None)
     return ranks
@@ -92,6 +93,7 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true", help="build the memory again (else reused)")
     parser.add_argument("--misses", action="store_true", help="list the questions gitwiki misses at 5")
     parser.add_argument("--no-script", action="store_true", help="gitwiki only (the script's figures are fixed)")
+    parser.add_argument("--resident", action="store_true", help="search as the MCP server does (BM25 kept warm)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     use_offline_model()
@@ -101,6 +103,8 @@ def main() -> None:
     work = WORK / ("til-personal" if args.personal else "til")
     personal = build.TOPICS[1::2] if args.personal else ()
     mem, note_of = build.open_built(work, personal, rebuild=args.rebuild)
+    if args.resident:
+        mem.resident = True  # the personal memory, made on first use, takes it from the project's
     started = time.perf_counter()
     ours = gitwiki_ranks(mem, note_of, questions)  # the first search embeds what the import did not
     seconds = time.perf_counter() - started

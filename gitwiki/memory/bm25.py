@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from gitwiki.index.store import Store
 
 Ranked = list[tuple[int, float]]
+TERMS_KEPT = 4096  # terms whose postings over the pages searched are kept until those pages change
 
 
 def plain(terms: Sequence[str]) -> bool:
@@ -95,6 +96,7 @@ class Lexicon:
     def __init__(self) -> None:
         self.blobs: dict[str, Rows] = {}
         self.view: View | None = None
+        self.terms: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # the view's postings of the terms asked
 
     def ranking(
         self, store: Store, blobs: Iterable[str], terms: Sequence[str], stats: TermStats, depth: int
@@ -134,6 +136,7 @@ class Lexicon:
             self.blobs.update(rows_of(store.blob_rows(missing)))
         if len(self.blobs) > 2 * max(len(wanted), 1):  # a long-lived server: forget replaced page versions
             self.blobs = {b: r for b, r in self.blobs.items() if b in wanted}
+        self.terms = {}
         present = tuple(b for b in wanted if b in self.blobs)
         parts = [self.blobs[b] for b in present]
         sizes = [len(p.ids) for p in parts]
@@ -151,6 +154,8 @@ class Lexicon:
         """The view's rows holding `term` (positions) and the term's weighted frequency in each."""
         import numpy as np
 
+        if term in self.terms:
+            return self.terms[term]
         at: list[np.ndarray] = []
         freq: list[np.ndarray] = []
         for blob, offset in zip(view.blobs, view.offsets, strict=True):
@@ -159,6 +164,8 @@ class Lexicon:
             if span is not None:
                 at.append(rows.at[span[0] : span[1]] + offset)
                 freq.append(rows.freq[span[0] : span[1]])
-        if not at:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        return np.concatenate(at), np.concatenate(freq)
+        found = (np.concatenate(at), np.concatenate(freq)) if at else (np.zeros(0, np.int64), np.zeros(0, np.float64))
+        if len(self.terms) >= TERMS_KEPT:
+            self.terms.clear()
+        self.terms[term] = found
+        return found

@@ -189,17 +189,25 @@ def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
     filters = _filters(q.tag or inline.get("tag", ""), q.topic or inline.get("topic"), q.source or inline.get("source"))
     filters |= {"after": lo.isoformat() if lo else None, "before": hi.isoformat() if hi else None}
     files = mem.versions(topic_pattern(filters["topic"]))
-    relevance, ranked_by = _relevance(mem, files, words) if words else ({}, "recency")
-    # Only entries holding a query term, or ranked by the index, can match: the others are not built.
-    starts: dict[str, set[int]] = {}
-    for name, line in relevance:
-        starts.setdefault(name, set()).add(line)
+    # The query's vector is on its way (a worker thread) while the entries holding its terms are found.
+    embedder = query_embedder(mem, words) if words and files and not _shared(mem) else None
     wanted = query_terms(words) if words else None
-    candidates = [
-        (e, t)
-        for e, t in mem.candidates(files, wanted, starts)
-        if _passes(e, filters["tag"], filters["source"]) and in_window(e, lo, hi)
-    ]
+
+    def passing(starts: dict[str, set[int]]) -> list[tuple[Entry, frozenset[str]]]:
+        found = mem.candidates(files, wanted, starts)
+        if not (filters["tag"] or filters["source"] or lo or hi):  # nothing to filter: a common word finds 1,000s
+            return found
+        return [(e, t) for e, t in found if _passes(e, filters["tag"], filters["source"]) and in_window(e, lo, hi)]
+
+    # Only entries holding a query term can match by words; those ranked by the index (dense neighbours) only
+    # when none does: the others are not built.
+    candidates = passing({})
+    relevance, ranked_by = _relevance(mem, files, words, embedder) if words else ({}, "recency")
+    if wanted is not None and not any(wanted & t for _, t in candidates):
+        starts: dict[str, set[int]] = {}
+        for name, line in relevance:
+            starts.setdefault(name, set()).add(line)
+        candidates = passing(starts)
     scored, matched = _matched(candidates, words, q.mode, relevance)
     hits = sorted(
         (_hit(mem, entry, rel, now) for entry, rel in scored), key=lambda h: (-h.score, h.entry.topic, h.entry.index)
@@ -273,16 +281,24 @@ def _key(entry: Entry) -> tuple[str, int]:
     return entry.topic, entry.start_line
 
 
-def _relevance(mem: Memory, files: dict[str, PageVersion], words: str) -> tuple[dict[tuple[str, int], float], str]:
-    """Each entry's best section score in the wiki's hybrid ranking of just these pages, relative to the best;
-    inside `one_scale`, this memory's share of the relevance ranked over every memory searched together."""
+def _shared(mem: Memory) -> Relevance | None:
+    """The relevance `one_scale` ranked for `mem` over every memory searched together, if it is under way."""
     shared = _ONE_SCALE.get()
-    if shared is not None and mem.root in shared:
-        return shared[mem.root]
+    return shared.get(mem.root) if shared is not None else None
+
+
+def _relevance(
+    mem: Memory, files: dict[str, PageVersion], words: str, embedder: Embedder | None
+) -> tuple[dict[tuple[str, int], float], str]:
+    """Each entry's best section score in the wiki's hybrid ranking of just these pages, relative to the best
+    (`embedder`: `query_embedder`'s); inside `one_scale`, this memory's share of the relevance ranked over every
+    memory searched together."""
+    shared = _shared(mem)
+    if shared is not None:
+        return shared
     if not files:
         return {}, "lexical"
     s = mem.wiki.config.search
-    embedder = query_embedder(mem, words)
     view = memory_view(mem, files, embedder)
     with mem.read():
         rankings, blob_of, mode = _rankings(mem, view, words, s.mode, embedder, None)
@@ -469,7 +485,22 @@ def memory_view(mem: Memory, files: Mapping[str, PageVersion | TopicFile], embed
             if embedder is not None:
                 ensure_vectors(store, embedder, set(todo))
     mem.indexed.update((b, model) for b in todo)
+    return CorpusView(mem.corpus.name, "", pages, (), _view_key(pages))
+
+
+_VIEW_KEYS: dict[int, tuple[dict[str, str], str]] = {}  # number of pages → the last pages of that many, their key
+
+
+def _view_key(pages: dict[str, str]) -> str:
+    """A key naming exactly these pages, for the searcher's caches; the last one is remembered: hashing released
+    the GIL to a query being embedded beside it, and waited up to 5 ms (the switch interval) to get it back."""
     import hashlib  # OpenSSL, ~2.5 ms: not for the agent hooks, which import this module for its brief
 
+    known = _VIEW_KEYS.get(len(pages))
+    if known is not None and known[0] == pages:
+        return known[1]
     digest = hashlib.sha1(repr(sorted(pages.items())).encode()).hexdigest()
-    return CorpusView(mem.corpus.name, "", pages, (), f"memory:{digest}")
+    _VIEW_KEYS[len(pages)] = (dict(pages), f"memory:{digest}")
+    if len(_VIEW_KEYS) > 16:
+        _VIEW_KEYS.pop(next(iter(_VIEW_KEYS)))
+    return f"memory:{digest}"
