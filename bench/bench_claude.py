@@ -183,7 +183,11 @@ def main() -> int:
                     setups[f"{n}@base"] = prepare(f"{n}@base", base, binary, api.url, n, code)
             kind = "hooks" if "hooks" in names else "full"
             floors_in = ((kind, f"{kind}@base") if args.base is not None else (kind,)) if args.floors else ()
-            rounds = measure(setups, api, args.runs, args.busy, floors_in=floors_in)
+            try:
+                rounds = measure(setups, api, args.runs, args.busy, floors_in=floors_in)
+            finally:  # the owners the sessions started outlive them ([mcp] idle_timeout): not the repos' removal
+                for claude, repo in setups.values():
+                    subprocess.run(["gitwiki", "serve", "--stop"], cwd=repo, env=claude.env, capture_output=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     walls, first_has_tools = rounds.walls, rounds.first_has_tools

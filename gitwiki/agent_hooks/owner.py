@@ -33,7 +33,8 @@ def search_all(lookup: Lookup, start: str, query: str) -> list[Note] | None:
 def search(lookup: Lookup, start: str, query: str) -> list[Note] | None:
     """Sections for `query` from the owner, best first, scored so that `Lookup.pick` keeps the owner's order; None
     when no owner answers (the caller then searches by itself). Pages the owner calls weak matches are left out, as
-    `Lookup.search` leaves out sections that cover too little of the query."""
+    `Lookup.search` leaves out sections that cover too little of the query; when all are weak (on a small wiki
+    every page can be), None too: the hook's own coverage rule decides, as it did before there was an owner."""
     if lookup.store is None:  # no index yet: the owner would build one first, far past a hook's budget
         return None
     fields = {
@@ -47,7 +48,7 @@ def search(lookup: Lookup, start: str, query: str) -> list[Note] | None:
     if found is None:
         return None
     try:
-        return _notes(found, lookup.label)
+        return _notes(found, lookup.label) or None
     except (KeyError, TypeError, ValueError):  # a reply of another shape: an owner of another version
         return None
 

@@ -105,8 +105,21 @@ def test_an_owners_reply_of_another_shape_is_not_used(wiki, hook, monkeypatch):
     assert "wiki/deploy.md:3-5" in text
 
 
+def _page(path: str, weak: bool, heading: str) -> dict:
+    chunk = {"breadcrumb": [heading], "start_line": 1, "end_line": 3, "text": f"## {heading}\n\nrollback", "score": 1}
+    return {"path": path, "weak": weak, "chunks": [chunk]}
+
+
 def test_weak_pages_of_the_owner_are_left_out(wiki, hook, monkeypatch):
-    chunk = {"breadcrumb": ["Deploy"], "start_line": 1, "end_line": 2, "text": "rollback", "score": 1.0}
-    found = {"docs": [{"path": "wiki/deploy.md", "weak": True, "chunks": [chunk]}]}
+    found = {"docs": [_page("wiki/cache.md", True, "Stale entries"), _page("wiki/keys.md", False, "Rotation policy")]}
     monkeypatch.setattr(serve_client, "ask_search", lambda *a: found)
-    assert hook("prompt", load("user_prompt_submit", wiki.path), wiki.path) == (0, None)
+    text = context_of(hook("prompt", load("user_prompt_submit", wiki.path), wiki.path)[1])
+    assert "wiki/keys.md:1-3 Rotation policy" in text and "wiki/cache.md" not in text
+
+
+def test_when_every_page_of_the_owner_is_weak_the_hooks_own_search_decides(wiki, hook, monkeypatch):
+    """On a small wiki the owner can call every page weak; the hook's coverage rule then answers, as before."""
+    found = {"docs": [_page("wiki/cache.md", True, "Stale entries")]}
+    monkeypatch.setattr(serve_client, "ask_search", lambda *a: found)
+    text = context_of(hook("prompt", load("user_prompt_submit", wiki.path), wiki.path)[1])
+    assert "- [wiki] wiki/deploy.md:3-5 Deploy › Rollback" in text and "wiki/cache.md" not in text
