@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import socket
+import stat
 import threading
 import time
 import typing
@@ -361,12 +362,16 @@ def _private_dir(folder: Path) -> None:
         raise OSError(f"{folder} is not private to this user")
     for name in os.listdir(folder):
         if name.startswith("gitwiki-") and name.endswith(".sock"):
-            _alive(folder / name)
+            with contextlib.suppress(OSError):  # one entry that cannot be probed must not stop every owner here
+                _alive(folder / name)
 
 
 def _alive(path: Path) -> bool:
     """Whether a server listens at `path`; a socket file no one listens on (a dead server's) is removed."""
-    if not os.path.lexists(path):
+    try:
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):  # a file or folder squatting the name: not ours to remove
+            return True
+    except FileNotFoundError:
         return False
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
         probe.settimeout(serve_client.CONNECT_TIMEOUT)

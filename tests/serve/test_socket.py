@@ -193,6 +193,30 @@ def test_a_dead_servers_socket_is_replaced_and_a_closed_one_removed(lexical_repo
     wiki.close()
 
 
+def test_a_folder_squatting_a_socket_name_in_the_runtime_dir_stops_no_owner(lexical_repo, tmp_path, monkeypatch):
+    """The runtime dir is shared by every checkout with a deep index dir: one entry there that is not a socket (a
+    folder left by a crashed test, a file) is left alone, and every server still listens, its own path included."""
+    runtime = Path(tempfile.mkdtemp(prefix="gw"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("GITWIKI_INDEX_DIR", str(tmp_path / ("deep-" * 30) / "index"))
+    (runtime / "gitwiki-0123456789abcdef.sock").mkdir()  # another checkout's name, a folder
+    wiki = Wiki.open(lexical_repo.path)
+    listening = SocketServer.listen(wiki, threading.Lock())
+    assert listening is not None
+    asked = serve_client.ask(str(lexical_repo.path), GroundRequest("rollback"))
+    assert asked is not None and "wiki/deploy.md" in asked.stdout
+    assert (runtime / "gitwiki-0123456789abcdef.sock").is_dir()
+    own = listening.path
+    listening.close()
+    own.mkdir()  # this checkout's own name squatted: no listening there, no error, the folder kept
+    assert SocketServer.listen(wiki, threading.Lock()) is None
+    assert own.is_dir()
+    wiki.close()
+    for folder in runtime.iterdir():
+        folder.rmdir()
+    runtime.rmdir()
+
+
 def test_the_socket_lives_in_the_index_dir_unless_that_path_is_too_long(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     root = Path("/src/project")
