@@ -102,11 +102,13 @@ def extract_links(text: str, skip_lines: Iterable[int] | None = None) -> list[Li
         return row + 1, offset - starts[row] + 1
 
     found = []
-    for m in _INLINE.finditer(source):
+    # Each scan only where its marks survived masking: the inline pattern tries every position of the text
+    # (57 ms over a 300 KB memory page whose one ']:' is in code).
+    for m in _INLINE.finditer(source) if "](" in source else ():
         dest = m.group(3)
         line, col = position(m.start())
         found.append((m.start(), Link(_unwrap(dest), line, col, m.group(2), "image" if m.group(1) else "link")))
-    for m in _DEFINITION.finditer(source):
+    for m in _DEFINITION.finditer(source) if "]:" in source else ():
         line, col = position(m.start(1) - 1)
         found.append((m.start(1) - 1, Link(_unwrap(m.group(2)), line, col, m.group(1), "definition")))
     return [link for _, link in sorted(found)]

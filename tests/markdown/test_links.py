@@ -78,3 +78,17 @@ def test_masking_blanks_code_and_comments_in_place_and_a_text_without_link_marks
     if "](" not in text and "]:" not in text:
         found = [*links._INLINE.finditer(source), *links._DEFINITION.finditer(source)]
         assert extract_links(text) == [] == found
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab`[]()!:<>-\n \t\\#é", max_size=80))
+def test_links_are_where_both_patterns_match_the_masked_text(text):
+    """extract_links skips a pattern whose marks masking left nowhere: what it finds is every match of both."""
+    source = links.masked(text)
+    starts = sorted(
+        [m.start() for m in links._INLINE.finditer(source)]
+        + [m.start(1) - 1 for m in links._DEFINITION.finditer(source)]
+    )
+    found = extract_links(text)
+    lines = text.split("\n")
+    assert [sum(len(x) + 1 for x in lines[: link.line - 1]) + link.col - 1 for link in found] == starts
