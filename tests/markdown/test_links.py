@@ -1,3 +1,7 @@
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gitwiki.markdown import links
 from gitwiki.markdown.links import (
     Link,
     Target,
@@ -60,3 +64,31 @@ def test_link_target_relative_absolute_fragment_and_external():
     assert link_target("wiki/a.md", "./") == Target("wiki", None, False)
     for external in ("https://example.com/a.md", "mailto:x@y", "//cdn/x.md"):
         assert link_target("a.md", external) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab`[]()!:<>-\n \t\\#~é", max_size=80))
+def test_masking_blanks_code_and_comments_in_place_and_a_text_without_link_marks_has_no_links(text):
+    """Masked text keeps every newline and length (a char-by-char model); extract_links' early answer for a text
+    holding neither '](' nor ']:' is what the scan would find."""
+    source = links.masked(text)
+    assert len(source) == len(text)
+    assert [i for i, c in enumerate(source) if c == "\n"] == [i for i, c in enumerate(text) if c == "\n"]
+    assert all(s == t or s == " " for s, t in zip(source, text, strict=True))
+    if "](" not in text and "]:" not in text:
+        found = [*links._INLINE.finditer(source), *links._DEFINITION.finditer(source)]
+        assert extract_links(text) == [] == found
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab`[]()!:<>-\n \t\\#é", max_size=80))
+def test_links_are_where_both_patterns_match_the_masked_text(text):
+    """extract_links skips a pattern whose marks masking left nowhere: what it finds is every match of both."""
+    source = links.masked(text)
+    starts = sorted(
+        [m.start() for m in links._INLINE.finditer(source)]
+        + [m.start(1) - 1 for m in links._DEFINITION.finditer(source)]
+    )
+    found = extract_links(text)
+    lines = text.split("\n")
+    assert [sum(len(x) + 1 for x in lines[: link.line - 1]) + link.col - 1 for link in found] == starts

@@ -1,6 +1,6 @@
 """Page versions in the index: a blob's title, tags and description, and its chunks, keyed by the git blob id
 (so renames and reverts cost nothing); written with their full-text rows, dropped when no corpus state holds
-them."""
+them. A version replacing one that no state holds takes over the rows of its unchanged chunks (`replace_blob`)."""
 
 from __future__ import annotations
 
