@@ -27,7 +27,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from watchfiles._rust_notify import RustNotify
@@ -39,22 +39,6 @@ FENCE_DIR = "watch"
 # answer for this query.
 FENCE_TIMEOUT = 1.0
 _ids = itertools.count()
-
-
-class Watch(Protocol):
-    """What a watch gives a long-lived process: `Watcher` (watchfiles, any platform) or `inotify.Inotify`."""
-
-    def sync(self) -> int | None: ...
-
-    def close(self) -> None: ...
-
-
-def start(folders: list[Path], index_dir: Path, ignored: tuple[Path, ...] = ()) -> Watch | None:
-    """Watch `folders` recursively: with inotify read at query time where it works (Linux: no thread to wait for,
-    see `pages.inotify`), else with watchfiles and a fence; None when neither can (the caller asks git)."""
-    from gitwiki.pages.inotify import Inotify
-
-    return Inotify.start(folders, (*ignored, index_dir)) or Watcher.start(folders, index_dir, ignored)
 
 
 class Watcher:

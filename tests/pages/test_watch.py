@@ -1,6 +1,5 @@
 """A watched Wiki (what `gitwiki serve` runs) asks git for the worktree status only after a change, yet every
-change on disk is in the very next query: in-place writes, new folders, deletions, staging and commits. Both
-watches: inotify read at query time (Linux) and watchfiles with its fence (elsewhere, and where inotify fails)."""
+change on disk is in the very next query: in-place writes, new folders, deletions, staging and commits."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import shutil
 import pytest
 
 from gitwiki.git import gitrepo
-from gitwiki.pages import inotify, watch
+from gitwiki.pages import watch
 from gitwiki.pages.watch import Watcher
 from gitwiki.sources import local as local_module
 from gitwiki.wiki import Wiki
@@ -19,25 +18,11 @@ from tests.helpers import needs_model
 LEXICAL = "[embeddings]\nenabled = false\n"
 
 
-needs_inotify = pytest.mark.skipif(inotify.Inotify.start([]) is None, reason="inotify: Linux only")
-
-
-@pytest.fixture(params=["inotify", "watchfiles"])
-def backend(request, monkeypatch):
-    if request.param == "inotify":
-        if inotify.Inotify.start([]) is None:
-            pytest.skip("inotify: Linux only")
-    else:
-        monkeypatch.setattr(inotify.Inotify, "start", classmethod(lambda cls, *a, **k: None))
-    return request.param
-
-
 @pytest.fixture
-def watched(repo, backend):
+def watched(repo):
     repo.commit("pages", {".gitwiki.toml": LEXICAL, "wiki/deploy.md": "# Deploy\n\nWe deploy with argo.\n"})
     wiki = Wiki.open(repo.path)
     assert wiki.watch()
-    assert isinstance(wiki.local._watcher, inotify.Inotify if backend == "inotify" else Watcher)
     yield repo, wiki
     wiki.close()
 
@@ -100,7 +85,7 @@ def test_a_commit_or_staging_without_file_changes_is_seen(watched):
 
 def test_without_a_watch_each_query_asks_git(repo, status_calls, monkeypatch):
     repo.commit("pages", {".gitwiki.toml": LEXICAL, "wiki/deploy.md": "# Deploy\n\nWe deploy with argo.\n"})
-    monkeypatch.setattr(watch, "start", lambda *a, **k: None)
+    monkeypatch.setattr(Watcher, "start", classmethod(lambda cls, *a, **k: None))
     wiki = Wiki.open(repo.path)
     assert not wiki.watch()
     for _ in range(3):
@@ -108,7 +93,6 @@ def test_without_a_watch_each_query_asks_git(repo, status_calls, monkeypatch):
     assert len(status_calls) == 3
 
 
-@pytest.mark.parametrize("backend", ["watchfiles"], indirect=True)
 def test_a_broken_watch_falls_back_to_git(watched, status_calls):
     repo, wiki = watched
     wiki.search("argo")
@@ -122,7 +106,6 @@ def test_a_broken_watch_falls_back_to_git(watched, status_calls):
     fences.unlink()
 
 
-@pytest.mark.parametrize("backend", ["watchfiles"], indirect=True)
 def test_a_late_fence_costs_one_status_and_the_watch_goes_on(watched, status_calls, monkeypatch):
     repo, wiki = watched
     wiki.search("argo")
@@ -162,56 +145,3 @@ def test_a_write_right_before_a_query_is_never_missed(watched):
         with open(page, "a", encoding="utf-8") as f:
             f.write(f"\n{word}\n")
         assert paths(wiki.search(word)) == ["wiki/deploy.md"], i
-
-
-@needs_inotify
-@pytest.mark.parametrize("backend", ["inotify"], indirect=True)
-def test_inotify_sees_into_a_folder_moved_and_falls_back_when_broken(watched, status_calls):
-    repo, wiki = watched
-    repo.write("wiki/old/place/garden.md", "# Garden\n\nWater the tomatoes.\n")
-    assert paths(wiki.search("tomatoes")) == ["wiki/old/place/garden.md"]
-    os.rename(repo.path / "wiki/old", repo.path / "wiki/new")  # its watch now names a path that is gone
-    assert paths(wiki.search("tomatoes")) == ["wiki/new/place/garden.md"]
-    (repo.path / "wiki/new/place/deeper").mkdir()  # made under the moved folder: watched at its new place
-    repo.write("wiki/new/place/deeper/shed.md", "# Shed\n\nOil the spade.\n")
-    assert paths(wiki.search("spade")) == ["wiki/new/place/deeper/shed.md"]
-    with open(repo.path / "wiki/new/place/deeper/shed.md", "a", encoding="utf-8") as f:
-        f.write("\nSharpen the hoe.\n")
-    assert paths(wiki.search("hoe")) == ["wiki/new/place/deeper/shed.md"]
-    calls = len(status_calls)
-    wiki.search("hoe")
-    assert len(status_calls) == calls  # nothing changed
-    broken = wiki.local._watcher
-    fd, broken._fd = broken._fd, -1  # its queue cannot be read: every query asks git from now on
-    os.close(fd)
-    repo.write("wiki/deploy.md", "# Deploy\n\nWe deploy with nomad.\n")
-    assert paths(wiki.search("nomad")) == ["wiki/deploy.md"]
-    wiki.search("nomad")
-    assert len(status_calls) == calls + 2
-
-
-@needs_inotify
-def test_inotify_counts_a_lost_queue_as_a_change_and_watches_everything_again(tmp_path):
-    (tmp_path / "a").mkdir()
-    watched = inotify.Inotify.start([tmp_path])
-    assert watched is not None
-    before = watched.sync()
-    assert watched.sync() == before  # nothing happened
-    assert watched._event(-1, inotify.IN_Q_OVERFLOW, "")  # events were lost: a walk of everything follows
-    assert watched.sync() == before + 1
-    (tmp_path / "a" / "page.md").write_text("x")  # still watched after the walk
-    assert watched.sync() > before + 1
-    watched.close()
-    assert watched.sync() is None
-
-
-@needs_inotify
-def test_inotify_ignores_changes_under_the_ignored_folders_and_fails_on_a_missing_folder(tmp_path):
-    (tmp_path / ".git").mkdir()
-    watched = inotify.Inotify.start([tmp_path], ignored=(tmp_path / ".git",))
-    assert watched is not None
-    before = watched.sync()
-    (tmp_path / ".git" / "index").write_text("x")
-    assert watched.sync() == before
-    watched.close()
-    assert inotify.Inotify.start([tmp_path / "missing"]) is None
