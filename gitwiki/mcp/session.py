@@ -26,6 +26,9 @@ log = logging.getLogger("gitwiki.mcp")
 
 INITIALIZE = "initialize"
 INITIALIZED = "notifications/initialized"
+# Notifications the SDK's session would take in silence here: a cancellation comes after the call's answer (each
+# call is answered before the next line is read), and no tool depends on the client's roots.
+QUIET = ("notifications/cancelled", "notifications/roots/list_changed")
 
 
 class Feed(Protocol):
@@ -116,6 +119,8 @@ class Sessions:
         if method == INITIALIZED and opened and "id" not in message:
             opening.append(line)
             return b""
+        if method in QUIET and "id" not in message:
+            return b""  # a call here is answered before the next line is read: there is nothing left to cancel
         if method == early.LISTEN and self._answers:
             # The SDK acknowledges a subscription and then sends nothing on it (every list here is fixed): the
             # acknowledgement, which the bridge has sent already and drops, is all it gets.
