@@ -9,6 +9,8 @@ interleaved rounds (the order of the variants rotating per round):
   spawn → first search   from the spawn to the answer of the first `ground` (its default mode, hybrid), sent once
                          `initialize` is answered: with no session of the checkout running ("no owner"), and while
                          another session of the same checkout is up and has answered a search ("owner up"); beside
+                         with no owner, a first `ground` in lexical mode too (the kind of search qmd's `lex` query
+                         is; the owner still loads the model beside it); beside
                          the floors, spawned in the same rounds: `python -c` echoing a line, the MCP SDK's no-op
                          server (`initialize` + its tool), and qmd's server (`initialize` + a BM25 `query`)
   RSS                    VmRSS (/proc/PID/status) summed over every process of a session: its process tree, and
@@ -288,9 +290,9 @@ class Bench:
     def session_rss(self, sessions: list[Session]) -> float:
         return rss_mib(tree([s.pid for s in sessions]) | tagged(self.tag, b"gitwiki"))
 
-    def first_search(self, session: Session, name: str) -> None:
+    def first_search(self, session: Session, name: str, **arguments: str) -> None:
         self.add(f"{name}_initialize_ms", session.initialize())
-        session.call("ground", {"query": QUERY})
+        session.call("ground", {"query": QUERY, **arguments})
         self.add(f"{name}_first_search_ms", session.since_spawn())
 
     # -- the variants of a spawn round
@@ -312,6 +314,14 @@ class Bench:
         time.sleep(SETTLE)
         self.add("sdk_noop_rss_mib", rss_mib(tree([session.pid])))
         session.close()
+
+    def lexical_first(self) -> None:
+        """No owner, a first search of the kind qmd's `lex` query is (BM25 only): the owner still starts loading
+        the model beside it, as it does for every spawn."""
+        session = self.serve()
+        self.first_search(session, "no_owner_lexical", mode="lexical")
+        session.close(wait=0)
+        self.settle()
 
     def qmd_first(self) -> None:
         assert self.qmd is not None
@@ -342,7 +352,7 @@ class Bench:
         self.settle()
 
     def spawn_rounds(self, rounds: int) -> None:
-        variants: list[Callable[[], None]] = [self.echo, self.noop, self.sessions]
+        variants: list[Callable[[], None]] = [self.echo, self.noop, self.sessions, self.lexical_first]
         if self.qmd:
             variants.append(self.qmd_first)
         self.settle()
@@ -537,6 +547,10 @@ def spawn_rows(s: dict[str, dict[str, float]], result: dict[str, Any]) -> Iterat
     yield (
         f"| spawn → first search, no owner (min / median) | {mm(s, 'no_owner_first_search_ms')} | {floors};"
         f" qmd {mm(s, 'qmd_first_search_ms')} | ≤ qmd's |"
+    )
+    yield (
+        f"| spawn → first lexical search, no owner (BM25 only, as qmd's `lex`) |"
+        f" {mm(s, 'no_owner_lexical_first_search_ms')} | qmd {mm(s, 'qmd_first_search_ms')} | ≤ qmd's |"
     )
     yield f"| spawn → first search, owner up | {mm(s, 'owner_up_first_search_ms')} | as above | ≤ 100 ms |"
     yield (
