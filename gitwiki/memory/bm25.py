@@ -47,11 +47,19 @@ class Rows(NamedTuple):
 class View(NamedTuple):
     """The rows of the page versions searched, one after another."""
 
-    blobs: tuple[str, ...]
+    key: tuple[str, ...]  # the blobs asked
+    blobs: tuple[str, ...]  # those with rows
     offsets: tuple[int, ...]  # where each blob's rows start
     ids: np.ndarray
     lengths: np.ndarray
     blob_at: np.ndarray  # int64 index into `blobs` per row
+
+
+def _empty() -> Rows:
+    """A page version without full-text rows (not indexed, or nothing to index)."""
+    import numpy as np
+
+    return Rows(np.zeros(0, np.int64), np.zeros(0, np.float64), {}, np.zeros(0, np.int64), np.zeros(0, np.float64))
 
 
 def rows_of(records: Iterable[tuple[int, str, str, str, int]]) -> dict[str, Rows]:
@@ -93,19 +101,21 @@ class Lexicon:
     """The postings of every page version one memory searched in this process, by blob (a blob's rows do not
     change); versions no longer searched are forgotten when the pages searched change."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: Store) -> None:
+        self.store = store  # a store opened again (a rebuilt index) starts a new lexicon
         self.blobs: dict[str, Rows] = {}
         self.view: View | None = None
+        self.version = -1  # the store's data_version when the view was made
         self.terms: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # the view's postings of the terms asked
 
     def ranking(
-        self, store: Store, blobs: Iterable[str], terms: Sequence[str], stats: TermStats, depth: int
+        self, blobs: Iterable[str], terms: Sequence[str], stats: TermStats, depth: int
     ) -> tuple[Ranked, dict[int, str]]:
         """The best `depth` rows of `blobs` holding any of `terms`, by FTS5's BM25 with `stats`, best first (ties
         by chunk id), and each one's blob: what `Searcher._lexical` takes from FTS5 for these pages."""
         import numpy as np
 
-        view = self._view(store, blobs)
+        view = self._view(blobs)
         if not view.blobs or stats.rows <= 0:
             return [], {}
         avgdl = stats.tokens / stats.rows
@@ -125,15 +135,27 @@ class Lexicon:
         blob_of = {int(view.ids[i]): view.blobs[int(view.blob_at[i])] for i in order}
         return ranked, blob_of
 
-    def _view(self, store: Store, blobs: Iterable[str]) -> View:
+    def _view(self, blobs: Iterable[str]) -> View:
         import numpy as np
 
         wanted = tuple(sorted(set(blobs)))
-        if self.view is not None and self.view.blobs == wanted:
+        # Another process's commit (a rebuild, a gc) may have indexed a page version again, with new chunk ids.
+        version = self.store.data_version()
+        if self.view is not None and self.view.key == wanted and self.version == version:
             return self.view
+        self.version = version
+        # Rows read before count only while their chunk ids are the ones indexed now: a version dropped after
+        # a write and written again (an entry stored, then deleted) is indexed with new ids.
+        spans = self.store.blob_spans(wanted)
+        for blob in [b for b in wanted if b in self.blobs]:
+            ids = self.blobs[blob].ids
+            held = (int(ids[0]), int(ids[-1]), len(ids)) if len(ids) else None
+            if spans.get(blob) != held:
+                del self.blobs[blob]
         missing = [b for b in wanted if b not in self.blobs]
         if missing:
-            self.blobs.update(rows_of(store.blob_rows(missing)))
+            self.blobs.update(rows_of(self.store.blob_rows(missing)))
+            self.blobs.update((b, _empty()) for b in missing if b not in self.blobs)
         if len(self.blobs) > 2 * max(len(wanted), 1):  # a long-lived server: forget replaced page versions
             self.blobs = {b: r for b, r in self.blobs.items() if b in wanted}
         self.terms = {}
@@ -142,6 +164,7 @@ class Lexicon:
         sizes = [len(p.ids) for p in parts]
         offsets = tuple(int(x) for x in np.cumsum([0, *sizes[:-1]])) if parts else ()
         self.view = View(
+            wanted,
             present,
             offsets,
             np.concatenate([p.ids for p in parts]) if parts else np.zeros(0, dtype=np.int64),
