@@ -188,17 +188,22 @@ def cold(repo: Path, texts: list[str], rounds: int, code: Path | None, owned: bo
     return out
 
 
-def server_pid() -> int | None:
-    """The `gitwiki serve` child of this process (the stdio client spawned it), for its CPU time."""
+def server_pid(repo: Path | None = None) -> int | None:
+    """The process that answers the calls, for its CPU time: the checkout's owner (`serve --owner-fd` with `-C
+    repo`) when the session handed itself to one, else the `gitwiki serve` child of this process (the stdio
+    client spawned it)."""
+    child = None
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
-            cmdline = (stat.parent / "cmdline").read_bytes()
+            cmdline = (stat.parent / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if int(fields[1]) == os.getpid() and b"serve" in cmdline:
+        if repo is not None and b"--owner-fd" in cmdline and os.fsencode(repo) in cmdline:
             return int(stat.parent.name)
-    return None
+        if int(fields[1]) == os.getpid() and b"serve" in cmdline:
+            child = int(stat.parent.name)
+    return child
 
 
 def owner_pid(repo: Path) -> int | None:
@@ -257,9 +262,10 @@ async def warm(
     owner = None
     async with stdio_client(params) as streams, ClientSession(*streams) as session:
         await session.initialize()
-        pid = server_pid()
+        pid = None
         for q in queries(texts, rng, 3):
             await timed("", "memory_search", query=q)
+        pid = server_pid(repo)  # after a few calls: the owner the session handed itself to is up
         await timed("", "memory_store", topic="tiny", text="the one entry of a small topic, read as a floor")
         owner = owner_pid(repo)  # the server's CPU and the owner's, when the session has one
         for q in queries(texts, rng, searches):
@@ -384,6 +390,7 @@ def main() -> None:
 
             samples |= anyio.run(warm, repo, texts, args.searches, args.stores, args.briefs, args.code)
             loads.append(os.getloadavg()[0])
+            stop_owner(repo, None, args.code)  # else the next run's session (another --code) would be its
         if "import" in args.parts:
             timings, seen = import_run(repo, args.lexical, args.code)
             samples |= timings

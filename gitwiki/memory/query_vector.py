@@ -6,6 +6,7 @@ the longer of the two, not their sum. The last few queries' vectors are kept: an
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -58,6 +59,7 @@ class QueryVector:
         self._future: Future[np.ndarray] | None = None
         if self._vector is None:
             self._future = _worker().submit(embedder.embed_query, text)
+            time.sleep(0)  # let go of the GIL: the worker starts now, not when the search next waits on I/O
 
     def wait(self) -> np.ndarray:
         if self._vector is None:

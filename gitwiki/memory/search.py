@@ -352,10 +352,10 @@ def _lexical(
     terms = fts_terms(words)
     if mem.resident and bm25.plain(terms):
         store = mem.search_index
-        if mem.lexicon is None:
-            mem.lexicon = bm25.Lexicon()
+        if mem.lexicon is None or mem.lexicon.store is not store:
+            mem.lexicon = bm25.Lexicon(store)
         given = stats if stats is not None else store.term_stats(terms)
-        return mem.lexicon.ranking(store, view.pages.values(), terms, given, searcher.depth)
+        return mem.lexicon.ranking(view.pages.values(), terms, given, searcher.depth)
     found, blob_of, _ = searcher._candidates(view, words, "lexical", None, 1, stats)
     return found.rankings.get("lexical", []), blob_of
 

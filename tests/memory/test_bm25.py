@@ -68,13 +68,13 @@ def fts5(mem: Memory, query: str, blobs: set[str], depth: int) -> list[tuple[int
 def test_the_warm_postings_rank_as_fts5_to_the_bit(memory, depth):
     store = memory.search_index
     blobs = {v.blob for v in memory.versions(None).values()}
-    lexicon = bm25.Lexicon()
+    lexicon = bm25.Lexicon(store)
     with memory.read():
         total = store.term_stats([])
         assert total.rows > sum(1 for _ in blobs)  # old versions and index.md share the table
         for query in QUERIES:
             terms = query_terms(query)
-            ranked, blob_of = lexicon.ranking(store, blobs, terms, store.term_stats(terms), depth)
+            ranked, blob_of = lexicon.ranking(blobs, terms, store.term_stats(terms), depth)
             assert ranked == fts5(memory, query, blobs, depth), query
             assert set(blob_of) == {cid for cid, _ in ranked} and set(blob_of.values()) <= blobs
 
@@ -100,15 +100,37 @@ def test_only_plain_terms_are_scored_outside_fts5():
 
 
 def test_replaced_page_versions_are_forgotten(memory):
-    lexicon = bm25.Lexicon()
     store = memory.search_index
+    lexicon = bm25.Lexicon(store)
     blobs = {v.blob for v in memory.versions(None).values()}
     with memory.read():
         old = {r[0] for r in store.conn.execute("SELECT DISTINCT blob FROM chunks")} - blobs
         assert old
-        lexicon.ranking(store, blobs | old, ["deploy"], store.term_stats(["deploy"]), 10)
+        lexicon.ranking(blobs | old, ["deploy"], store.term_stats(["deploy"]), 10)
         assert set(lexicon.blobs) == blobs | old
-        lexicon.ranking(store, blobs, ["deploy"], store.term_stats(["deploy"]), 10)
+        lexicon.ranking(blobs, ["deploy"], store.term_stats(["deploy"]), 10)
         assert set(lexicon.blobs) == blobs | old  # kept while they are few
-        lexicon.ranking(store, {next(iter(blobs))}, ["deploy"], store.term_stats(["deploy"]), 10)
+        lexicon.ranking({next(iter(blobs))}, ["deploy"], store.term_stats(["deploy"]), 10)
         assert set(lexicon.blobs) == {next(iter(blobs))}
+
+
+def test_a_page_version_indexed_again_is_read_again(memory):
+    """Stored, then deleted: the page's old version is written again and indexed with new chunk ids."""
+    store = memory.search_index
+    versions = memory.versions(None)
+    blobs = {v.blob for v in versions.values()}
+    lexicon = bm25.Lexicon(store)
+    with memory.read():
+        lexicon.ranking(blobs, ["deploy"], store.term_stats(["deploy"]), 200)
+    again = versions["git"]
+    with memory.read():
+        before = store.blob_spans([again.blob])[again.blob]
+    with store.lock():
+        memory.drop([again.blob])
+    memory.indexed.clear()
+    search_mod.memory_view(memory, {"git": again}, None)  # indexed again: new ids
+    with memory.read():
+        assert store.blob_spans([again.blob])[again.blob] != before
+        asked = blobs | {"0" * 40}  # another view than the last (one page more, never indexed)
+        ranked, _ = lexicon.ranking(asked, ["deploy"], store.term_stats(["deploy"]), 200)
+        assert ranked and ranked == fts5(memory, "deploy", blobs, 200)

@@ -72,6 +72,14 @@ class FullText(Database):
         except ValueError as e:
             raise IndexDamaged(self.index_dir, str(e)) from None
 
+    def blob_spans(self, blobs: Iterable[str]) -> dict[str, tuple[int, int, int]]:
+        """blob → (lowest chunk id, highest, how many) of its chunks: whether rows read before are still these
+        (a page version dropped and indexed again has new chunk ids)."""
+        rows = self._select_in(
+            "SELECT blob, min(id), max(id), count(*) FROM chunks WHERE blob IN ({marks}) GROUP BY blob", blobs
+        )
+        return {blob: (low, high, n) for blob, low, high, n in rows}
+
     def chunk_total(self) -> int:
         return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
 

@@ -1,0 +1,84 @@
+"""A memory search's query embedded in a worker thread (gitwiki.memory.query_vector): the vector is the embedder's,
+asked once per text while it is remembered, a failure is raised where the search waits for it, and documents are
+embedded only once the query's run is over (one model, never two threads in it at once)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from gitwiki.memory import query_vector
+
+
+class Counting:
+    """An embedder that records its calls and the thread each ran on; `gate` holds a query run until set."""
+
+    model_id = "test/counting"
+    dim = 3
+
+    def __init__(self, fail: bool = False) -> None:
+        self.queries: list[tuple[str, str]] = []
+        self.documents: list[list[str]] = []
+        self.gate = threading.Event()
+        self.gate.set()
+        self.running = False
+        self.fail = fail
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self.running = True
+        self.gate.wait(5)
+        self.queries.append((text, threading.current_thread().name))
+        self.running = False
+        if self.fail:
+            raise RuntimeError("model went away")
+        return np.array([len(text), 1.0, 0.0], dtype=np.float32)
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        assert not self.running, "documents embedded while the query ran"
+        self.documents.append(texts)
+        return np.ones((len(texts), 3), dtype=np.float32)
+
+
+@pytest.fixture(autouse=True)
+def forget():
+    query_vector._kept.clear()
+    yield
+    query_vector._kept.clear()
+
+
+def test_the_vector_is_the_embedders_and_is_made_in_the_worker():
+    embedder = Counting()
+    vector = query_vector.QueryVector(embedder, "deploy rollback")
+    assert np.array_equal(vector.embed_query("deploy rollback"), [15, 1, 0])
+    assert embedder.queries[0][1].startswith("gitwiki-query-vector")
+    assert np.array_equal(vector.embed_query("other words"), [11, 1, 0])  # not the one on its way: asked here
+    assert [q for q, _ in embedder.queries] == ["deploy rollback", "other words"]
+
+
+def test_a_text_asked_again_is_not_embedded_again():
+    embedder = Counting()
+    first = query_vector.QueryVector(embedder, "deploy rollback").wait()
+    again = query_vector.QueryVector(embedder, "deploy rollback").wait()
+    assert again is first and len(embedder.queries) == 1
+    for n in range(query_vector.KEPT):  # pushed out by as many other queries
+        query_vector.QueryVector(embedder, f"query {n}").wait()
+    query_vector.QueryVector(embedder, "deploy rollback").wait()
+    assert len(embedder.queries) == query_vector.KEPT + 2
+
+
+def test_a_failed_embedding_is_raised_where_the_search_waits():
+    vector = query_vector.QueryVector(Counting(fail=True), "deploy")
+    with pytest.raises(RuntimeError, match="model went away"):
+        vector.embed_query("deploy")
+    assert query_vector.remembered(Counting.model_id, "deploy") is None
+
+
+def test_documents_wait_for_the_query_run():
+    embedder = Counting()
+    embedder.gate.clear()
+    vector = query_vector.QueryVector(embedder, "deploy")
+    threading.Timer(0.05, embedder.gate.set).start()
+    assert vector.embed_documents(["a page"]).shape == (1, 3)  # Counting asserts the query run was over
+    assert embedder.documents == [["a page"]] and len(embedder.queries) == 1
