@@ -41,6 +41,8 @@ PROBE_EVERY = 1.0  # while a call is out for this long, the owner's status is as
 HANG_AFTER = 5.0  # an owner that does not answer its status in this is hung
 CALL_TIMEOUT = 300.0  # a call the owner answers status for but never answers: as long as the CLI waits
 START_TIMEOUT = 60.0  # a new owner not listening after this: the calls waiting for it are answered with an error
+POLL = 0.01  # between connects to an owner that is starting
+FAST_POLL_FOR = 3.0  # seconds of polling every POLL before backing off to 0.2 s
 CLOSE_WAIT = 10.0  # after the client's input ends, how long answers still due are waited for
 REPLAY = "gitwiki-bridge-replay-"
 INITIALIZED = "notifications/initialized"
@@ -290,7 +292,7 @@ class Bridge:
 
     def _connect_loop(self) -> None:
         since = time.monotonic()
-        delay = 0.01
+        delay = POLL
         while True:
             with self._state:
                 if self._closed and not self._pending:
@@ -321,7 +323,9 @@ class Bridge:
             if time.monotonic() - since > START_TIMEOUT:
                 self._fail_waiting(f"no gitwiki owner started in {START_TIMEOUT:.0f} s; see {self._owner.where()}")
             time.sleep(delay)
-            delay = min(delay * 2, 0.2)
+            # An owner starting answers 0.25-0.5 s after its spawn: polling every 10 ms that long (a connect to a
+            # missing socket costs microseconds) reaches it at once, where doubling waits overshot it by up to 0.2 s.
+            delay = POLL if time.monotonic() - since < FAST_POLL_FOR else min(delay * 2, 0.2)
 
     def _give_up(self, reason: str) -> None:
         with self._state:
