@@ -1,13 +1,13 @@
 """A memory search's query embedded in a worker thread from the moment its words are known, while the search
 reads its pages and ranks them by BM25 (onnxruntime and SQLite let go of the GIL): a hybrid search then waits for
-the longer of the two, not their sum. The last few queries' vectors are kept: an agent asks the same words again.
+the longer of the two, not their sum. The vectors are kept with the page search's (`search.query_vectors`): an
+agent asks the same words again.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -15,9 +15,8 @@ if TYPE_CHECKING:
     import numpy as np
 
     from gitwiki.index.embed import Embedder
+    from gitwiki.search.query_vectors import QueryVectors
 
-KEPT = 64  # query vectors kept, by (model, text)
-_kept: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 
@@ -30,32 +29,17 @@ def _worker() -> ThreadPoolExecutor:
         return _pool
 
 
-def remembered(model: str, text: str) -> np.ndarray | None:
-    with _lock:
-        vector = _kept.get((model, text))
-        if vector is not None:
-            _kept.move_to_end((model, text))
-        return vector
-
-
-def remember(model: str, text: str, vector: np.ndarray) -> None:
-    with _lock:
-        _kept[(model, text)] = vector
-        _kept.move_to_end((model, text))
-        while len(_kept) > KEPT:
-            _kept.popitem(last=False)
-
-
 class QueryVector:
     """An embedder whose query vector for `text` is on its way (`embed_query` waits for it); documents are
     embedded once it has arrived, so that one model is never run from two threads at once."""
 
-    def __init__(self, embedder: Embedder, text: str) -> None:
+    def __init__(self, embedder: Embedder, text: str, kept: QueryVectors) -> None:
         self.embedder = embedder
         self.model_id = embedder.model_id
         self.dim = embedder.dim
         self.text = text
-        self._vector = remembered(self.model_id, text)
+        self._kept = kept
+        self._vector = kept.kept(embedder, text)
         self._future: Future[np.ndarray] | None = None
         if self._vector is None:
             self._future = _worker().submit(embedder.embed_query, text)
@@ -64,8 +48,7 @@ class QueryVector:
     def wait(self) -> np.ndarray:
         if self._vector is None:
             assert self._future is not None  # set whenever no vector was remembered
-            self._vector = self._future.result()
-            remember(self.model_id, self.text, self._vector)
+            self._vector = self._kept.keep(self.embedder, self.text, self._future.result())
         return self._vector
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:

@@ -320,7 +320,7 @@ def query_embedder(mem: Memory, words: str, shared: Embedder | None = None) -> E
         return shared
     from gitwiki.memory.query_vector import QueryVector
 
-    return QueryVector(embedder, words)
+    return QueryVector(embedder, words, mem.wiki.searcher.queries)
 
 
 def _rankings(
@@ -334,7 +334,7 @@ def _rankings(
     if mode in ("hybrid", "lexical"):
         rankings["lexical"], blob_of = _lexical(mem, view, words, stats)
     if embedder is not None and mode in ("hybrid", "dense"):
-        found, dense_blobs, _ = mem.wiki.searcher._candidates(view, words, "dense", embedder, 1)
+        found, dense_blobs = mem.wiki.searcher.rankings(view, words, "dense", embedder, 1)
         rankings["dense"] = found.rankings.get("dense", [])
         blob_of.update(dense_blobs)
     return rankings, blob_of, mode
@@ -356,7 +356,7 @@ def _lexical(
             mem.lexicon = bm25.Lexicon(store)
         given = stats if stats is not None else store.term_stats(terms)
         return mem.lexicon.ranking(view.pages.values(), terms, given, searcher.depth)
-    found, blob_of, _ = searcher._candidates(view, words, "lexical", None, 1, stats)
+    found, blob_of = searcher.rankings(view, words, "lexical", None, 1, stats)
     return found.rankings.get("lexical", []), blob_of
 
 

@@ -32,17 +32,27 @@ class QueryVectors:
 
     def vector(self, embedder: Embedder, query: str) -> np.ndarray:
         """`embedder.embed_query(query)`, kept for the next time."""
+        vector = self.kept(embedder, query)
+        if vector is None:
+            vector = self.keep(embedder, query, embedder.embed_query(query))
+        return vector
+
+    def kept(self, embedder: Embedder, query: str) -> np.ndarray | None:
+        """The vector `embedder` gave `query` lately, if it is still kept."""
         key = (embedder.model_id, query)
         with self._lock:
             got = self._vectors.get(key)
             if got is not None and got[0] is embedder:  # another instance of the model (reloaded): its own
                 self._vectors.move_to_end(key)
                 return got[1]
-        vector = embedder.embed_query(query)
+        return None
+
+    def keep(self, embedder: Embedder, query: str, vector: np.ndarray) -> np.ndarray:
+        """Keep `vector`, `embedder`'s for `query` (embedded here or on another thread), and return it."""
         vector.flags.writeable = False  # shared by every search of the query
         with self._lock:
-            self._vectors[key] = (embedder, vector)
-            self._vectors.move_to_end(key)
+            self._vectors[(embedder.model_id, query)] = (embedder, vector)
+            self._vectors.move_to_end((embedder.model_id, query))
             while len(self._vectors) > self._size:
                 self._vectors.popitem(last=False)
         return vector

@@ -253,6 +253,20 @@ class Searcher:
         page_of = {cid: blob_paths[blob] for cid, blob in blob_of.items()}
         return Candidates(rankings, page_of, mode), blob_of, background
 
+    def rankings(
+        self,
+        view: CorpusView,
+        query: str,
+        mode: str,
+        embedder: Embedder | None,
+        pages: int,
+        stats: TermStats | None = None,
+    ) -> tuple[Candidates, dict[int, str]]:
+        """Each ranker's candidates in `mode` and each chunk's blob, inside a read the caller holds (memory search
+        ranks its entries from them)."""
+        found, blob_of, _ = self._candidates(view, query, mode, embedder, pages, stats)
+        return found, blob_of
+
     def candidates(
         self, view: CorpusView, query: str, embedder: Embedder | None, pages: int
     ) -> tuple[list[Ranked], dict[int, str]]:

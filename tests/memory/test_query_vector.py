@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from gitwiki.memory import query_vector
+from gitwiki.search.query_vectors import QUERIES, QueryVectors
 
 
 class Counting:
@@ -41,44 +42,44 @@ class Counting:
         return np.ones((len(texts), 3), dtype=np.float32)
 
 
-@pytest.fixture(autouse=True)
-def forget():
-    query_vector._kept.clear()
-    yield
-    query_vector._kept.clear()
+@pytest.fixture
+def kept():
+    return QueryVectors()
 
 
-def test_the_vector_is_the_embedders_and_is_made_in_the_worker():
+def test_the_vector_is_the_embedders_and_is_made_in_the_worker(kept):
     embedder = Counting()
-    vector = query_vector.QueryVector(embedder, "deploy rollback")
+    vector = query_vector.QueryVector(embedder, "deploy rollback", kept)
     assert np.array_equal(vector.embed_query("deploy rollback"), [15, 1, 0])
     assert embedder.queries[0][1].startswith("gitwiki-query-vector")
     assert np.array_equal(vector.embed_query("other words"), [11, 1, 0])  # not the one on its way: asked here
     assert [q for q, _ in embedder.queries] == ["deploy rollback", "other words"]
 
 
-def test_a_text_asked_again_is_not_embedded_again():
+def test_a_text_asked_again_is_not_embedded_again(kept):
     embedder = Counting()
-    first = query_vector.QueryVector(embedder, "deploy rollback").wait()
-    again = query_vector.QueryVector(embedder, "deploy rollback").wait()
+    first = query_vector.QueryVector(embedder, "deploy rollback", kept).wait()
+    again = query_vector.QueryVector(embedder, "deploy rollback", kept).wait()
     assert again is first and len(embedder.queries) == 1
-    for n in range(query_vector.KEPT):  # pushed out by as many other queries
-        query_vector.QueryVector(embedder, f"query {n}").wait()
-    query_vector.QueryVector(embedder, "deploy rollback").wait()
-    assert len(embedder.queries) == query_vector.KEPT + 2
+    assert kept.vector(embedder, "deploy rollback") is first  # one cache with the page search's
+    for n in range(QUERIES):  # pushed out by as many other queries
+        query_vector.QueryVector(embedder, f"query {n}", kept).wait()
+    query_vector.QueryVector(embedder, "deploy rollback", kept).wait()
+    assert len(embedder.queries) == QUERIES + 2
 
 
-def test_a_failed_embedding_is_raised_where_the_search_waits():
-    vector = query_vector.QueryVector(Counting(fail=True), "deploy")
+def test_a_failed_embedding_is_raised_where_the_search_waits(kept):
+    embedder = Counting(fail=True)
+    vector = query_vector.QueryVector(embedder, "deploy", kept)
     with pytest.raises(RuntimeError, match="model went away"):
         vector.embed_query("deploy")
-    assert query_vector.remembered(Counting.model_id, "deploy") is None
+    assert kept.kept(embedder, "deploy") is None
 
 
-def test_documents_wait_for_the_query_run():
+def test_documents_wait_for_the_query_run(kept):
     embedder = Counting()
     embedder.gate.clear()
-    vector = query_vector.QueryVector(embedder, "deploy")
+    vector = query_vector.QueryVector(embedder, "deploy", kept)
     threading.Timer(0.05, embedder.gate.set).start()
     assert vector.embed_documents(["a page"]).shape == (1, 3)  # Counting asserts the query run was over
     assert embedder.documents == [["a page"]] and len(embedder.queries) == 1
