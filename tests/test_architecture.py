@@ -1,4 +1,4 @@
-"""docs/architecture-modules.md's module table lists every module, and the package keeps its shape: the adapters are found
+"""The module tables of docs/architecture-modules*.md list every module, and the package keeps its shape: the adapters are found
 from what they do (not from a list), import each other only at the CROSSINGS listed and never a private name, the
 library never imports them, and no module imports back into a cycle. The tests keep that shape: a test folder per
 layer, and no test module imported by another."""
@@ -113,9 +113,17 @@ def _adapters(modules: dict[str, ast.Module]) -> dict[str, str]:
     return found
 
 
+MODULE_PAGES = ("docs/architecture-modules.md", "docs/architecture-modules-adapters.md")  # one table each
+
+
 def _architecture_table() -> list[list[str]]:
-    """The rows of the table under "## Modules" in docs/architecture-modules.md, as markdown renders it."""
-    tokens = MarkdownIt("commonmark").enable("table").parse((ROOT / "docs/architecture-modules.md").read_text())
+    """The rows of the module tables of MODULE_PAGES (each page's table under "## Modules"), as markdown renders
+    them."""
+    return [row for page in MODULE_PAGES for row in _module_table(page)]
+
+
+def _module_table(page: str) -> list[list[str]]:
+    tokens = MarkdownIt("commonmark").enable("table").parse((ROOT / page).read_text())
     rows: list[list[str]] = []
     section, tables, row = "", 0, None
     for i, token in enumerate(tokens):
@@ -131,10 +139,8 @@ def _architecture_table() -> list[list[str]]:
             rows.append(row)
             row = None
         elif section == "Modules" and token.type == "paragraph_open" and tokens[i + 1].content.startswith("|"):
-            raise AssertionError(
-                f"docs/architecture-modules.md: a table row renders as text: {tokens[i + 1].content[:60]!r}"
-            )
-    assert tables == 1, f"docs/architecture-modules.md's module table renders as {tables} tables"
+            raise AssertionError(f"{page}: a table row renders as text: {tokens[i + 1].content[:60]!r}")
+    assert tables == 1, f"{page}'s module table renders as {tables} tables"
     return rows[1:]
 
 
@@ -162,9 +168,9 @@ def test_every_module_is_in_the_architecture_table():
         if file.name not in ("__init__.py", "__main__.py") and file.parent.name != "commands"
     }
     missing = {m for m in modules if m not in listed and m.rsplit("/", 1)[0] + "/*" not in listed}
-    assert not missing, f"modules missing from docs/architecture-modules.md's table: {sorted(missing)}"
+    assert not missing, f"modules missing from the tables of {MODULE_PAGES}: {sorted(missing)}"
     stale = {m for m in listed if "*" not in m and m not in modules}
-    assert not stale, f"docs/architecture-modules.md lists modules that do not exist: {sorted(stale)}"
+    assert not stale, f"{MODULE_PAGES} list modules that do not exist: {sorted(stale)}"
 
 
 def test_the_adapters_are_found_without_a_list():
