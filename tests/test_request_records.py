@@ -19,7 +19,7 @@ PACKAGE = ROOT / "gitwiki"
 SEARCH_OPTIONS = {"mode", "fusion", "top_files", "chunks_per_file", "limit", "snippet_chars", "full", "explain"}
 # Where they may stand: the request as asked, the options as resolved, and the MCP tool, whose JSON schema is its
 # signature (gitwiki/mcp/tools.json) and so stays flat.
-SEARCH_PLACES = {"search.request.SearchRequest", "search.searcher.SearchOptions", "mcp.server.GroundTool.ground"}
+SEARCH_PLACES = {"search.request.SearchRequest", "search.searcher.SearchOptions", "mcp.wiki_tools.GroundTool.ground"}
 # Where an option is not restated but lives: its [search] default, and the ranking that uses it (the pure
 # `rank_pages`, which the hooks call without a SearchOptions).
 SEARCH_HOMES = {"config.SearchConfig", "search.ranking.rank_pages"}
@@ -103,12 +103,12 @@ print("seen", seen)
 # (flat: its JSON schema). `store.store` is the Python callers' shortcut that builds one BatchItem; `Entry` is the
 # entry as stored, not a request.
 MEMORY_FILTERS = {"limit", "after", "before", "days", "hours", "tag", "topic", "source", "mode"}
-MEMORY_SEARCH_PLACES = {"memory.search.MemoryQuery", "mcp.memory.MemoryTools.memory_search"}
+MEMORY_SEARCH_PLACES = {"memory.search.MemoryQuery", "mcp.memory_tools.MemoryTools.memory_search"}
 ENTRY_FIELDS = {"topic", "text", "tags", "source", "confidence", "links", "force"}
 STORE_PLACES = {
     "memory.store.BatchItem",
     "memory.store.store",
-    "mcp.memory.MemoryTools.memory_store",
+    "mcp.memory_tools.MemoryTools.memory_store",
     "memory.entry.Entry",
 }
 
