@@ -17,7 +17,8 @@ from gitwiki.memory.entry import (
     topic_name,
 )
 from tests.helpers import SCALE
-from tests.memory.helpers import ENTRIES
+from gitwiki.memory import entry as entry_mod
+from tests.memory.helpers import ENTRIES, HOSTILE_TEXT, TEXT
 
 PAGE = """# gotchas
 
@@ -154,3 +155,35 @@ def test_parse_render_parse_keeps_every_field_over_hostile_text(entries):
     assert [_fields(e) for e in back] == [_fields(e) for e in entries]
     assert render_page("t", back) == page
     assert parse_page(page.encode("utf-8").decode("utf-8"), "t").entries == back
+
+
+PERSON_TEXT = st.one_of(st.just(""), HOSTILE_TEXT, TEXT)
+HEADS = st.sampled_from(["", "# t", "# Notes by hand", "---\ntitle: x\n---\n# t", "---\n- a\n---", "\ufeff---\n---"])
+
+
+@settings(max_examples=300 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    head=HEADS,
+    preamble=PERSON_TEXT,
+    entries=st.lists(st.tuples(ENTRIES, PERSON_TEXT), max_size=4),
+)
+def test_the_checked_render_parses_as_the_page_alone(head, preamble, entries):
+    """render_page's check parses the page with a probe entry after it; the store reads the page back from that
+    parse (without the probe). Whatever a person wrote around the entries (fences, HTML, lists, headings, front
+    matter), it is the page's own parse."""
+    made = [e._replace(after=after.strip()) for e, after in entries]
+    try:
+        page = render_page("t", made, preamble.strip(), head)
+    except UsageError:
+        return  # refused: nothing is kept
+    assert entry_mod._checked is not None and entry_mod._checked[1] is page
+    assert parse_page(page, "t") is entry_mod._checked[2]  # the read back takes it
+    assert entry_mod._checked[2] == entry_mod._parse_page(page, "t")
+    assert parse_page(page, "u") == entry_mod._parse_page(page, "u")  # another name: parsed
+
+
+def test_a_page_other_than_the_checked_one_is_parsed():
+    page = render_page("t", [Entry("t", "2026-01-01T00:00:00Z", "one")])
+    other = page.replace("one", "two")
+    assert parse_page(other, "t").entries[0].text == "two"
+    assert parse_page(page, "t").entries[0].text == "one"
