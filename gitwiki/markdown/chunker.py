@@ -186,7 +186,7 @@ def parse_page(text: str, fallback: str = "") -> ParsedPage:
                 Chunk(len(chunks), crumb, level, piece_start + offset, piece_start + len(lines) - 1 + offset, body)
             )
         made[key] = (section_blocks, chunks[first:])
-    _keep(_last_sections, (offset, fm.body, made))
+    _keep(_last_sections, (offset, fm.body, made), last)
     chunks = _drop_bare_headings(chunks)
     return ParsedPage(
         title=title,
@@ -218,11 +218,13 @@ def _latest(kept: list[_T], body: str) -> _T | None:
     return found
 
 
-def _keep(kept: list[_T], record: _T) -> None:
+def _keep(kept: list[_T], record: _T, replaces: _T | None = None) -> None:
+    """Keep `record` (the newest last), in place of `replaces` (the version it grew from: one page, one record)."""
     if len(record[1]) > _WHOLE_MAX_CHARS:  # `gitwiki lint` of a corpus must not hold its largest pages
         return
     with _whole_lock:
-        kept[:] = [r for r in kept if r[1] != record[1]][-(_BODIES_KEPT - 1) :] + [record]
+        rest = [r for r in kept if r is not replaces and r[1] != record[1]]
+        kept[:] = rest[-(_BODIES_KEPT - 1) :] + [record]
 
 
 class Section(NamedTuple):
@@ -317,7 +319,7 @@ def _cut_parts(body: str) -> list[tuple[int, PartParse]] | None:
             if tail is None:
                 return None
             out = before[:-1] + tail[0]
-            _keep(_last_cut, (tail[1], body, tail[2], out))
+            _keep(_last_cut, (tail[1], body, tail[2], out), last)
             return out
     cuts = [m.start() for m in _ATX.finditer(body)]
     if len(cuts) < 2 or "\r" in body:
