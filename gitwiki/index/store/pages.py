@@ -48,7 +48,19 @@ def _crumb_json(breadcrumb: tuple[str, ...]) -> str:
 
 
 def _chunk_hash(page: ParsedPage, chunk: Chunk) -> str:
-    return text_hash(embed_text(chunk.breadcrumb, chunk.text, page.title))
+    if len(chunk.text) > _HASHES_TEXT_MAX:
+        return text_hash(embed_text(chunk.breadcrumb, chunk.text, page.title))
+    return _remembered_hash(chunk.breadcrumb, chunk.text, page.title)
+
+
+# A chunk's hash is remembered: a memory store rewrites a topic page whose ~1,200 chunks all come back unchanged
+# (hashing them again was ~2 ms of each store). Short texts only, so that the memo stays small.
+_HASHES_TEXT_MAX = 4096
+
+
+@functools.lru_cache(maxsize=32768)
+def _remembered_hash(breadcrumb: tuple[str, ...], text: str, title: str) -> str:
+    return text_hash(embed_text(breadcrumb, text, title))
 
 
 def text_hash(text: str) -> str:
