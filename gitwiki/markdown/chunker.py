@@ -276,10 +276,30 @@ def outline_of(body: str) -> tuple[list[SectionHeading], list[tuple[int, int]]]:
         return _outline_blocks(whole if whole is not None else _blocks(parser().parse(body)))
     headings: list[SectionHeading] = []
     blocks: list[tuple[int, int]] = []
-    for line, part in parts:
+    counts = [(0, 0)]  # headings and blocks of the parts before each part
+    # A body that extends one outlined before by whole lines has its parts up to that one's last (`_cut_parts`):
+    # their headings and blocks are taken, the rest added (a memory store: 1,200 parts, one new).
+    last = _latest(_outlines, body)
+    done = 0 if last is None else len(last[0]) - 1
+    if done > 0 and len(parts) > done and parts[:done] == last[0][:done]:  # the same objects, compared at once
+        n_headings, n_blocks = last[4][done]
+        headings, blocks, counts = last[2][:n_headings], last[3][:n_blocks], last[4][: done + 1]
+    else:
+        done = 0
+    for line, part in parts[done:]:
         headings.extend(SectionHeading(h.level, h.text, h.line + line) for h in part.headings)
         blocks.extend((b_start + line, b_end + line) for b_start, b_end in part.spans)
-    return headings, blocks
+        counts.append((len(headings), len(blocks)))
+    _keep(_outlines, (parts, body, headings, blocks, counts), last)
+    return list(headings), list(blocks)
+
+
+# The bodies outlined last: (parts, body, headings, blocks, headings and blocks before each part).
+_outlines: list[
+    tuple[
+        list[tuple[int, PartParse]], str, list[SectionHeading], list[tuple[int, int]], list[tuple[int, int]]
+    ]
+] = []
 
 
 class PartParse(NamedTuple):

@@ -166,14 +166,15 @@ _LINES = st.lists(st.one_of(_WORDS, _TRICKY, _HEADING), max_size=12).map("\n".jo
 
 def _fresh_parse(text: str) -> chunker.ParsedPage:
     """parse_page with nothing kept from the pages parsed before (the parts' memo holds results by text)."""
-    kept = (list(chunker._last_cut), list(chunker._last_sections), chunker._last_parts)
+    kept = (list(chunker._last_cut), list(chunker._last_sections), list(chunker._outlines), chunker._last_parts)
     chunker._last_cut.clear()
     chunker._last_sections.clear()
+    chunker._outlines.clear()
     chunker._last_parts = None
     try:
         return parse_page(text, "f")
     finally:
-        chunker._last_cut[:], chunker._last_sections[:], chunker._last_parts = kept
+        chunker._last_cut[:], chunker._last_sections[:], chunker._outlines[:], chunker._last_parts = kept
 
 
 @settings(max_examples=300, deadline=None)
