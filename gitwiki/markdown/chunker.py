@@ -280,12 +280,11 @@ def outline_of(body: str) -> tuple[list[SectionHeading], list[tuple[int, int]]]:
     # A body that extends one outlined before by whole lines has its parts up to that one's last (`_cut_parts`):
     # their headings and blocks are taken, the rest added (a memory store: 1,200 parts, one new).
     last = _latest(_outlines, body)
-    done = 0 if last is None else len(last[0]) - 1
-    if done > 0 and len(parts) > done and parts[:done] == last[0][:done]:  # the same objects, compared at once
+    done = 0
+    if last is not None and 0 < len(last[0]) - 1 < len(parts) and parts[: len(last[0]) - 1] == last[0][:-1]:
+        done = len(last[0]) - 1  # the parts compared are the same objects: compared at once
         n_headings, n_blocks = last[4][done]
         headings, blocks, counts = last[2][:n_headings], last[3][:n_blocks], last[4][: done + 1]
-    else:
-        done = 0
     for line, part in parts[done:]:
         headings.extend(SectionHeading(h.level, h.text, h.line + line) for h in part.headings)
         blocks.extend((b_start + line, b_end + line) for b_start, b_end in part.spans)
@@ -296,9 +295,7 @@ def outline_of(body: str) -> tuple[list[SectionHeading], list[tuple[int, int]]]:
 
 # The bodies outlined last: (parts, body, headings, blocks, headings and blocks before each part).
 _outlines: list[
-    tuple[
-        list[tuple[int, PartParse]], str, list[SectionHeading], list[tuple[int, int]], list[tuple[int, int]]
-    ]
+    tuple[list[tuple[int, PartParse]], str, list[SectionHeading], list[tuple[int, int]], list[tuple[int, int]]]
 ] = []
 
 

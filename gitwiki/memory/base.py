@@ -427,7 +427,9 @@ class Memory:
                 before = self._pages.get(file)
                 old = before[1].page.entries if before else ()
                 # The entries it starts with (an append leaves all) are taken by place, the others by value.
-                n = next((i for i, (a, b) in enumerate(zip(page.entries, old)) if not (a is b or a == b)), None)
+                n = next(
+                    (i for i, (a, b) in enumerate(zip(page.entries, old, strict=False)) if not (a is b or a == b)), None
+                )
                 n = min(len(page.entries), len(old)) if n is None else n
                 had = dict(zip(old[n:], before[1].terms[n:], strict=True)) if before else {}
                 # A search word matches the topic's own name, not the label every personal topic shares.

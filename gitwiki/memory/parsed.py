@@ -71,20 +71,23 @@ def keep(store: MemoryEntries | None, made: dict[str, Parsed], before: dict[str,
     for shown, (blob, page, terms) in made.items():
         prior = (before or {}).get(shown)
         n = 0 if prior is None or prior[0] == blob else _same_start(page, terms, prior[1], prior[2])
-        if n:
+        if prior is not None and n:
             rows = [_row(e, t) for e, t in zip(page.entries[n:], terms[n:], strict=True)]
             cached = CachedPage(page.name, page.preamble, page.head, [r for r, _ in rows])
-            if not all(splits for _, splits in rows) or store.put(blob, shown, cached, seen, (prior[0], n)):  # type: ignore[index]
+            # Rows that would not read back: the page is not cached (as when it is put whole).
+            if not all(splits for _, splits in rows) or store.put(blob, shown, cached, seen, (prior[0], n)):
                 continue
         made_rows = [_row(e, t) for e, t in zip(page.entries, terms, strict=True)]
         if all(splits for _, splits in made_rows):
             store.put(blob, shown, CachedPage(page.name, page.preamble, page.head, [r for r, _ in made_rows]), seen)
 
 
-def _same_start(page: TopicPage, terms: tuple[frozenset[str], ...], old: TopicPage, old_terms: tuple[frozenset[str], ...]) -> int:
+def _same_start(
+    page: TopicPage, terms: tuple[frozenset[str], ...], old: TopicPage, old_terms: tuple[frozenset[str], ...]
+) -> int:
     """How many entries (with their terms) the two versions share at their start: rows are made of nothing else."""
     n = 0
-    for a, b, ta, tb in zip(page.entries, old.entries, terms, old_terms):
+    for a, b, ta, tb in zip(page.entries, old.entries, terms, old_terms, strict=False):
         if not ((a is b or a == b) and (ta is tb or ta == tb)):
             break
         n += 1

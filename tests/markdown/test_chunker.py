@@ -190,11 +190,15 @@ def test_a_page_that_grows_chunks_as_it_does_parsed_afresh(head, first, added):
 
 
 def test_an_appended_section_keeps_the_chunks_before_it(monkeypatch):
-    page = "# Git\n\n" + "".join(f"## 2026-01-{n % 28 + 1:02d}T00:00:00Z — note {n}\n\nText `{n}`.\n\n" for n in range(50))
+    page = "# Git\n\n" + "".join(
+        f"## 2026-01-{n % 28 + 1:02d}T00:00:00Z — note {n}\n\nText `{n}`.\n\n" for n in range(50)
+    )
     before = parse_page(page, "git")
     pieces: list[int] = []
     real = chunker._pieces
-    monkeypatch.setattr(chunker, "_pieces", lambda lines, start, end, blocks: pieces.append(start) or real(lines, start, end, blocks))
+    monkeypatch.setattr(
+        chunker, "_pieces", lambda lines, start, end, blocks: pieces.append(start) or real(lines, start, end, blocks)
+    )
     grown = page + "## 2026-02-01T00:00:00Z — a new note\n\nmore\n"
     after = parse_page(grown, "git")
     assert len(pieces) == 2  # the new section and the one before it (it ended at the end) are cut, no other

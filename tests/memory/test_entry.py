@@ -5,6 +5,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gitwiki.errors import UsageError
+from gitwiki.memory import entry as entry_mod
 from gitwiki.memory.entry import (
     Entry,
     TopicPage,
@@ -19,7 +20,6 @@ from gitwiki.memory.entry import (
     topic_name,
 )
 from tests.helpers import SCALE
-from gitwiki.memory import entry as entry_mod
 from tests.memory.helpers import ENTRIES, HOSTILE_TEXT, TEXT
 
 PAGE = """# gotchas
