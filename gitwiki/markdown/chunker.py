@@ -12,7 +12,7 @@ import posixpath
 import re
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from gitwiki.markdown.frontmatter import meta_str, meta_tags, split_front_matter
 from gitwiki.pagetext import text_memo
@@ -157,8 +157,24 @@ def parse_page(text: str, fallback: str = "") -> ParsedPage:
     chunks: list[Chunk] = []
     offset = fm.body_line  # body line i (0-based) is file line i + offset
     block_starts = [b[0] for b in blocks]  # in document order, so each section's blocks are one slice
+    # A section's chunks are a function of its lines, place, level, breadcrumb and blocks: a section of the body
+    # parsed last, whose lines this body holds unchanged (it starts with that body), is not cut again when all
+    # the rest is equal. A memory store appends an entry to a page of 1,200 sections, one section new.
+    last = _latest(_last_sections, fm.body)
+    same_lines = 0
+    if last is not None and last[0] == offset:
+        same_lines = last[1].count("\n")  # whole lines of the last body, each unchanged here
+    known = last[2] if last is not None and same_lines else {}
+    made: dict[tuple[int, tuple[str, ...], int, int], tuple[list[tuple[int, int]], list[Chunk]]] = {}
     for level, crumb, start, end in _sections(headings, len(body_lines)):
         section_blocks = blocks[bisect.bisect_left(block_starts, start) : bisect.bisect_left(block_starts, end)]
+        key = (level, crumb, start, end)
+        before = known.get(key) if end <= same_lines else None
+        if before is not None and before[0] == section_blocks:
+            chunks += before[1]
+            made[key] = before
+            continue
+        first = len(chunks)
         for piece_start, piece_end in _pieces(body_lines, start, end, section_blocks):
             lines = body_lines[piece_start:piece_end]
             while lines and not lines[-1].strip():
@@ -169,6 +185,8 @@ def parse_page(text: str, fallback: str = "") -> ParsedPage:
             chunks.append(
                 Chunk(len(chunks), crumb, level, piece_start + offset, piece_start + len(lines) - 1 + offset, body)
             )
+        made[key] = (section_blocks, chunks[first:])
+    _keep(_last_sections, (offset, fm.body, made), last)
     chunks = _drop_bare_headings(chunks)
     return ParsedPage(
         title=title,
@@ -177,6 +195,36 @@ def parse_page(text: str, fallback: str = "") -> ParsedPage:
         chunks=tuple(Chunk(i, *c[1:]) for i, c in enumerate(chunks)),
         front_matter_error=fm.error,
     )
+
+
+# The bodies `parse_page` cut last (a few pages: a server stores into several topics in turn): (its first line
+# in the file, the body, its sections' blocks and chunks by (level, breadcrumb, first line, end)). The chunks keep
+# the index they had there; the page renumbers them.
+_last_sections: list[
+    tuple[int, str, dict[tuple[int, tuple[str, ...], int, int], tuple[list[tuple[int, int]], list[Chunk]]]]
+] = []
+_BODIES_KEPT = 16
+_T = TypeVar("_T", bound=tuple[Any, ...])
+
+
+def _latest(kept: list[_T], body: str) -> _T | None:
+    """The kept record (its body second) of the longest body that `body` extends by whole lines, if any."""
+    found = None
+    for record in list(kept):
+        before: str = record[1]
+        if before.endswith("\n") and len(body) > len(before) and body.startswith(before):
+            if found is None or len(before) > len(found[1]):
+                found = record
+    return found
+
+
+def _keep(kept: list[_T], record: _T, replaces: _T | None = None) -> None:
+    """Keep `record` (the newest last), in place of `replaces` (the version it grew from: one page, one record)."""
+    if len(record[1]) > _WHOLE_MAX_CHARS:  # `gitwiki lint` of a corpus must not hold its largest pages
+        return
+    with _whole_lock:
+        rest = [r for r in kept if r is not replaces and r[1] != record[1]]
+        kept[:] = rest[-(_BODIES_KEPT - 1) :] + [record]
 
 
 class Section(NamedTuple):
@@ -228,10 +276,27 @@ def outline_of(body: str) -> tuple[list[SectionHeading], list[tuple[int, int]]]:
         return _outline_blocks(whole if whole is not None else _blocks(parser().parse(body)))
     headings: list[SectionHeading] = []
     blocks: list[tuple[int, int]] = []
-    for line, part in parts:
+    counts = [(0, 0)]  # headings and blocks of the parts before each part
+    # A body that extends one outlined before by whole lines has its parts up to that one's last (`_cut_parts`):
+    # their headings and blocks are taken, the rest added (a memory store: 1,200 parts, one new).
+    last = _latest(_outlines, body)
+    done = 0
+    if last is not None and 0 < len(last[0]) - 1 < len(parts) and parts[: len(last[0]) - 1] == last[0][:-1]:
+        done = len(last[0]) - 1  # the parts compared are the same objects: compared at once
+        n_headings, n_blocks = last[4][done]
+        headings, blocks, counts = last[2][:n_headings], last[3][:n_blocks], last[4][: done + 1]
+    for line, part in parts[done:]:
         headings.extend(SectionHeading(h.level, h.text, h.line + line) for h in part.headings)
         blocks.extend((b_start + line, b_end + line) for b_start, b_end in part.spans)
-    return headings, blocks
+        counts.append((len(headings), len(blocks)))
+    _keep(_outlines, (parts, body, headings, blocks, counts), last)
+    return list(headings), list(blocks)
+
+
+# The bodies outlined last: (parts, body, headings, blocks, headings and blocks before each part).
+_outlines: list[
+    tuple[list[tuple[int, PartParse]], str, list[SectionHeading], list[tuple[int, int]], list[tuple[int, int]]]
+] = []
 
 
 class PartParse(NamedTuple):
@@ -260,6 +325,19 @@ _last_parts: tuple[str, list[tuple[int, PartParse]] | None] | None = None
 
 
 def _cut_parts(body: str) -> list[tuple[int, PartParse]] | None:
+    last = _latest(_last_cut, body)
+    if last is not None:
+        # The body of the last cut with lines added: a cut is found by its line alone and every line of that
+        # body is here unchanged, so its parts up to its last one are this body's too (the same texts, the
+        # same parses); only its last part onwards is cut and parsed again.
+        at, _, line, before = last
+        if "\r" not in body[at:]:
+            tail = _cut_from(body, at, line)
+            if tail is None:
+                return None
+            out = before[:-1] + tail[0]
+            _keep(_last_cut, (tail[1], body, tail[2], out), last)
+            return out
     cuts = [m.start() for m in _ATX.finditer(body)]
     if len(cuts) < 2 or "\r" in body:
         return None
@@ -274,7 +352,27 @@ def _cut_parts(body: str) -> list[tuple[int, PartParse]] | None:
             return None
         out.append((line, parsed))
         line += part.count("\n")
+    _keep(_last_cut, (cuts[-1], body, out[-1][0], out))
     return out
+
+
+def _cut_from(body: str, at: int, line: int) -> tuple[list[tuple[int, PartParse]], int, int] | None:
+    """`_cut_parts` of the body from `at` (where a part starts, at body line `line`) on: the parts, where the
+    last one starts and its line; None when a part must be parsed whole."""
+    cuts = [m.start() for m in _ATX.finditer(body, at)]
+    out = []
+    for start, end in zip(cuts, [*cuts[1:], len(body)], strict=True):
+        part = body[start:end]
+        parsed = _part_outline(part) if end != len(body) else _last_outline(part)
+        if parsed.whole_only:
+            return None
+        out.append((line, parsed))
+        line += part.count("\n")
+    return out, cuts[-1], out[-1][0]
+
+
+# The last bodies cut into parts: (where its last part starts, the body, that part's line, the parts).
+_last_cut: list[tuple[int, str, int, list[tuple[int, PartParse]]]] = []
 
 
 @text_memo(16_000_000)

@@ -416,7 +416,7 @@ class Memory:
 
         blobs = {name: blob_id(data) for name, (_, _, data) in read.items()}
         known = parsed.lookup(self.parsed_cache(), {self.label + n: b for n, b in blobs.items()})
-        made = {}
+        made, before_made = {}, {}
         for name, (file, key, data) in read.items():
             shown, blob = self.label + name, blobs[name]
             found = known.get(shown)
@@ -425,19 +425,27 @@ class Memory:
                 # An entry the version parsed before holds as it is (all an append leaves) has its terms: at
                 # 800 entries, stemming them all again was most of a store's re-read of its page.
                 before = self._pages.get(file)
-                had = dict(zip(before[1].page.entries, before[1].terms, strict=True)) if before else {}
+                old = before[1].page.entries if before else ()
+                # The entries it starts with (an append leaves all) are taken by place, the others by value.
+                n = next(
+                    (i for i, (a, b) in enumerate(zip(page.entries, old, strict=False)) if not (a is b or a == b)), None
+                )
+                n = min(len(page.entries), len(old)) if n is None else n
+                had = dict(zip(old[n:], before[1].terms[n:], strict=True)) if before else {}
                 # A search word matches the topic's own name, not the label every personal topic shares.
-                terms = tuple(
+                terms = (before[1].terms[:n] if before else ()) + tuple(
                     had[e] if e in had else entry_terms(e._replace(topic=name) if self.label else e)
-                    for e in page.entries
+                    for e in page.entries[n:]
                 )
                 made[shown] = (blob, page, terms)
+                if before:
+                    before_made[shown] = (before[1].blob, before[1].page, before[1].terms)
             else:
                 page, terms = found
             rel = file.relative_to(self.root).as_posix()
             self._pages[file] = (key, TopicFile(shown, rel, blob, page, data, terms))
         if made:
-            parsed.keep(self.parsed_cache(), made)
+            parsed.keep(self.parsed_cache(), made, before_made)
 
     def _read_page(self, file: Path) -> bytes:
         """A topic page's bytes: a file of this repository, not one a committed symlink leads to (/etc/passwd);

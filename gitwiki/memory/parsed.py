@@ -57,17 +57,41 @@ def lookup(
     return {shown: _page(shown, found[blob, shown]) for shown, blob in blobs.items() if (blob, shown) in found}
 
 
-def keep(store: MemoryEntries | None, made: dict[str, tuple[str, TopicPage, tuple[frozenset[str], ...]]]) -> None:
-    """Cache pages just parsed: topic as shown → (blob, parse, terms per entry)."""
+Parsed = tuple[str, TopicPage, tuple[frozenset[str], ...]]  # (blob, parse, terms per entry)
+
+
+def keep(store: MemoryEntries | None, made: dict[str, Parsed], before: dict[str, Parsed] | None = None) -> None:
+    """Cache pages just parsed: topic as shown → (blob, parse, terms per entry); `before`: the version each
+    replaces, as parsed, whose rows the entries the two share at their start take over (a store appends one)."""
     if store is None:
         return
     from gitwiki.index.store.memory_entries import CachedPage
 
     seen = time.time_ns()
     for shown, (blob, page, terms) in made.items():
+        prior = (before or {}).get(shown)
+        n = 0 if prior is None or prior[0] == blob else _same_start(page, terms, prior[1], prior[2])
+        if prior is not None and n:
+            rows = [_row(e, t) for e, t in zip(page.entries[n:], terms[n:], strict=True)]
+            cached = CachedPage(page.name, page.preamble, page.head, [r for r, _ in rows])
+            # Rows that would not read back: the page is not cached (as when it is put whole).
+            if not all(splits for _, splits in rows) or store.put(blob, shown, cached, seen, (prior[0], n)):
+                continue
         made_rows = [_row(e, t) for e, t in zip(page.entries, terms, strict=True)]
         if all(splits for _, splits in made_rows):
             store.put(blob, shown, CachedPage(page.name, page.preamble, page.head, [r for r, _ in made_rows]), seen)
+
+
+def _same_start(
+    page: TopicPage, terms: tuple[frozenset[str], ...], old: TopicPage, old_terms: tuple[frozenset[str], ...]
+) -> int:
+    """How many entries (with their terms) the two versions share at their start: rows are made of nothing else."""
+    n = 0
+    for a, b, ta, tb in zip(page.entries, old.entries, terms, old_terms, strict=False):
+        if not ((a is b or a == b) and (ta is tb or ta == tb)):
+            break
+        n += 1
+    return n
 
 
 def _row(e: Entry, terms: frozenset[str]) -> tuple[tuple[Any, ...], bool]:

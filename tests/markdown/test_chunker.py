@@ -1,3 +1,6 @@
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from gitwiki.markdown import chunker
 from gitwiki.markdown.chunker import MAX_PIECES, estimate_pieces, parse_page
 from gitwiki.markdown.frontmatter import split_front_matter
@@ -149,3 +152,55 @@ def test_a_body_parsed_whole_gives_its_outline_and_only_the_last_two_small_ones_
     big = "# Big\n\n" + "word " * 250_000
     chunker.body_blocks(big)
     assert big not in chunker._whole
+
+
+_WORDS = st.text(alphabet="abc xyz`*_[]()<>#", min_size=0, max_size=12)
+_TRICKY = st.sampled_from(
+    ["```", "~~~~", "    ```", "- ```", "> # quoted", "- ## listed", "<div>", "<pre>", "<!--", "-->", "</pre>"]
+    + ["| a | b |", "|---|---|", "[ref]: https://x", "#### deep", "- item", "  continued", "", "text", "===", "---"]
+    + ["a\rb", "---\ntitle: t\n---", "x " * 200]
+)
+_HEADING = st.builds(lambda n, w: "#" * n + " " + w, st.integers(1, 3), _WORDS)
+_LINES = st.lists(st.one_of(_WORDS, _TRICKY, _HEADING), max_size=12).map("\n".join)
+
+
+def _fresh_parse(text: str) -> chunker.ParsedPage:
+    """parse_page with nothing kept from the pages parsed before (the parts' memo holds results by text)."""
+    kept = (list(chunker._last_cut), list(chunker._last_sections), list(chunker._outlines), chunker._last_parts)
+    chunker._last_cut.clear()
+    chunker._last_sections.clear()
+    chunker._outlines.clear()
+    chunker._last_parts = None
+    try:
+        return parse_page(text, "f")
+    finally:
+        chunker._last_cut[:], chunker._last_sections[:], chunker._outlines[:], chunker._last_parts = kept
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["", "---\ntitle: x\n---\n", "# T\n\n"]), _LINES, st.lists(_LINES, min_size=1, max_size=5))
+def test_a_page_that_grows_chunks_as_it_does_parsed_afresh(head, first, added):
+    """A page that grows at its end (a memory topic page, an entry appended) keeps the parts and the sections'
+    chunks of the version before: the chunks must be those of the page parsed with nothing kept."""
+    text = head + first
+    assert parse_page(text, "f") == _fresh_parse(text)
+    for more in added:
+        text += "\n" + more if more.startswith("#") else more + "\n"
+        assert parse_page(text, "f") == _fresh_parse(text)
+
+
+def test_an_appended_section_keeps_the_chunks_before_it(monkeypatch):
+    page = "# Git\n\n" + "".join(
+        f"## 2026-01-{n % 28 + 1:02d}T00:00:00Z — note {n}\n\nText `{n}`.\n\n" for n in range(50)
+    )
+    before = parse_page(page, "git")
+    pieces: list[int] = []
+    real = chunker._pieces
+    monkeypatch.setattr(
+        chunker, "_pieces", lambda lines, start, end, blocks: pieces.append(start) or real(lines, start, end, blocks)
+    )
+    grown = page + "## 2026-02-01T00:00:00Z — a new note\n\nmore\n"
+    after = parse_page(grown, "git")
+    assert len(pieces) == 2  # the new section and the one before it (it ended at the end) are cut, no other
+    assert after.chunks[:-1] == before.chunks and after.chunks[-1].text.endswith("more")
+    assert after == _fresh_parse(grown)

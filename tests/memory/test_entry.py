@@ -5,19 +5,22 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gitwiki.errors import UsageError
+from gitwiki.memory import entry as entry_mod
 from gitwiki.memory.entry import (
     Entry,
+    TopicPage,
     auto_tags,
     clean_text,
     jaccard,
     normalize_tags,
     parse_page,
+    render_entry,
     render_page,
     terms,
     topic_name,
 )
 from tests.helpers import SCALE
-from tests.memory.helpers import ENTRIES
+from tests.memory.helpers import ENTRIES, HOSTILE_TEXT, TEXT
 
 PAGE = """# gotchas
 
@@ -154,3 +157,53 @@ def test_parse_render_parse_keeps_every_field_over_hostile_text(entries):
     assert [_fields(e) for e in back] == [_fields(e) for e in entries]
     assert render_page("t", back) == page
     assert parse_page(page.encode("utf-8").decode("utf-8"), "t").entries == back
+
+
+PERSON_TEXT = st.one_of(st.just(""), HOSTILE_TEXT, TEXT)
+HEADS = st.sampled_from(["", "# t", "# Notes by hand", "---\ntitle: x\n---\n# t", "---\n- a\n---", "\ufeff---\n---"])
+
+
+def _slow_check(page: str, entries: list[Entry]) -> TopicPage | None:
+    """render_page's check done the plain way: the whole page parsed with a probe entry after it."""
+    probed = entry_mod._parse_page(page + "\n" + render_entry(Entry("t", entry_mod._PROBE, "probe")), "t")
+    expected = [(e.created, e.text) for e in entries] + [(entry_mod._PROBE, "probe")]
+    if [(e.created, e.text) for e in probed.entries] != expected:
+        return None
+    return TopicPage(probed.name, probed.preamble, probed.entries[:-1], probed.head)
+
+
+@settings(max_examples=200 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    head=HEADS,
+    preamble=PERSON_TEXT,
+    entries=st.lists(st.tuples(ENTRIES, PERSON_TEXT), max_size=3),
+    appended=st.lists(st.tuples(ENTRIES, st.one_of(st.just(""), PERSON_TEXT)), min_size=1, max_size=4),
+)
+def test_the_checked_render_parses_as_the_page_alone(head, preamble, entries, appended):
+    """render_page's check parses the page with a probe entry after it (after a page it checked before, the
+    entries appended to it alone); the store reads the page back from that parse without the probe. Whatever a
+    person wrote around the entries (fences, HTML, lists, headings, front matter) and whatever the entries
+    hold, the check refuses what the whole page's check refuses, and the parse is the page's own."""
+    entry_mod._checked.clear()
+    made = [e._replace(after=after.strip()) for e, after in entries]
+    for e, after in [(None, None), *appended]:
+        if e is not None:
+            made.append(e._replace(after=after.strip()))
+        try:
+            page = render_page("t", made, preamble.strip(), head)
+        except UsageError:
+            page = render_page("t", made, preamble.strip(), head, verify=False)
+            assert _slow_check(page, made) is None
+            continue
+        assert _slow_check(page, made) == entry_mod._parse_page(page, "t")
+        kept = entry_mod._checked["t"]
+        assert kept[0] is page and parse_page(page, "t") is kept[1]  # the read back takes it
+        assert kept[1] == entry_mod._parse_page(page, "t")
+        assert parse_page(page, "u") == entry_mod._parse_page(page, "u")  # another name: parsed
+
+
+def test_a_page_other_than_the_checked_one_is_parsed():
+    page = render_page("t", [Entry("t", "2026-01-01T00:00:00Z", "one")])
+    other = page.replace("one", "two")
+    assert parse_page(other, "t").entries[0].text == "two"
+    assert parse_page(page, "t").entries[0].text == "one"

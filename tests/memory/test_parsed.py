@@ -5,12 +5,14 @@ damaged, foreign or unwritable cache costs a parse, never an answer."""
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from datetime import UTC, datetime
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gitwiki.git.gitcli import blob_id
 from gitwiki.index.store.memory_entries import FILE_NAME, MemoryEntries
 from gitwiki.memory import parsed
 from gitwiki.memory import search as search_mod
@@ -231,3 +233,45 @@ def test_any_page_reads_back_from_the_cache_as_parsed(tmp_path, preamble, texts,
         assert back or any(" " in w or w != w.strip() for e in page.entries for w in (*e.tags, *e.links))
     finally:
         store.close()
+
+
+@given(
+    texts=st.lists(TEXT, min_size=1, max_size=4),
+    added=st.lists(TEXT, min_size=1, max_size=2),
+    changed=st.booleans(),
+    cached_before=st.booleans(),
+)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_version_keeping_the_entries_it_starts_with_reads_back_as_one_cached_whole(
+    tmp_path, texts, added, changed, cached_before
+):
+    """A store's new version takes the cached rows of the entries the version before starts with: it reads back
+    as the same version cached whole, and when the version before is not cached, it is cached whole."""
+    sections = [f"## {STAMP} — {(t.splitlines() or ['x'])[0]}\n\n{t}\n\n" for t in texts]
+    old_text = "# t\n\n" + "".join(sections)
+    old = parse_page(old_text, "t")
+    if changed:  # an entry revised in the middle: the rows after it are made again
+        sections[len(sections) // 2] = f"## {STAMP} — revised\n\nrevised\n\n"
+    sections += [f"## 2026-11-02T00:00:00Z — {(t.splitlines() or ['x'])[0]}\n\n{t}\n\n" for t in added]
+    new_text = "# t\n\n" + "".join(sections)
+    new = parse_page(new_text, "t")
+    ob, nb = blob_id(old_text.encode()), blob_id(new_text.encode())  # a blob id names its text
+    run = tmp_path / uuid.uuid4().hex  # a fresh cache per example
+    old_terms = tuple(entry_terms(e) for e in old.entries)
+    new_terms = tuple(entry_terms(e) for e in new.entries)
+    for where, before in (("whole", None), ("kept", {"t": (ob, old, old_terms)})):
+        store = MemoryEntries.open(run / where / "index", parsed.version())
+        assert store is not None
+        try:
+            if cached_before:
+                parsed.keep(store, {"t": (ob, old, old_terms)})
+            parsed.keep(store, {"t": (nb, new, new_terms)}, before)
+            back = parsed.lookup(store, {"t": nb})
+            assert back == {} or back["t"] == (new, new_terms)
+            rows = store.conn.execute("SELECT * FROM entries WHERE blob = ? ORDER BY ord", (nb,)).fetchall()
+            if where == "whole":
+                whole = rows
+            else:
+                assert rows == whole
+        finally:
+            store.close()

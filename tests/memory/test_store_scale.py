@@ -97,3 +97,19 @@ def test_a_store_keeps_the_index_rows_of_the_entries_it_did_not_change(mem, repo
     with fresh.write():
         fresh.add_blob(blob_id(text), chunk_page(text.decode()))
     assert [r[1:] for r in after] == [r[1:] for r in chunk_rows(fresh, blob_id(text))]  # as indexed from scratch
+
+
+def test_a_heading_taken_in_that_second_moves_the_stamp_on_and_another_title_does_not():
+    from gitwiki.memory.entry import Entry
+    from gitwiki.memory.store import _unique_stamp
+
+    stamp = "2026-11-28T10:00:00Z"
+    entries = [
+        Entry("t", stamp, "deploy: use argo"),
+        Entry("t", stamp, "something else"),
+        Entry("t", "2026-11-28T10:00:01Z", "deploy: use argo\n\nagain"),
+        Entry("t", "2026-11-28T10:00:02Z", "x", shown="deploy: use argo"),  # the heading is of what the page shows
+    ]
+    assert _unique_stamp(stamp, "deploy: use argo\n\nthird", entries) == "2026-11-28T10:00:03Z"
+    assert _unique_stamp(stamp, "a new title", entries) == stamp
+    assert _unique_stamp("2026-11-28T10:00:04Z", "deploy: use argo", entries) == "2026-11-28T10:00:04Z"

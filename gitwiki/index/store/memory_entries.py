@@ -189,22 +189,37 @@ class MemoryEntries:
                     out.setdefault((r[0], r[1]), []).append((r[2], r[3:]))
         return out
 
-    def put(self, blob: str, topic: str, page: CachedPage, seen: int) -> None:
+    def put(self, blob: str, topic: str, page: CachedPage, seen: int, same: tuple[str, int] | None = None) -> bool:
         """Keep a page version's rows; older versions of the topic beyond VERSIONS_KEPT are dropped. Skipped
-        (the page is parsed again next time) when another process holds the file longer than BUSY_MS."""
+        (the page is parsed again next time) when another process holds the file longer than BUSY_MS.
+
+        `same` (a version of the topic, n): the page's first n entries are that version's first n, whose rows
+        are copied; `page.entries` holds the rows from the n-th on. False (nothing kept) when the cache does
+        not hold those n rows: then the caller puts the page whole."""
         if not self.writable:
-            return
+            return True
+        first = 0 if same is None else same[1]
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 self.conn.execute("DELETE FROM entries WHERE blob = ? AND topic = ?", (blob, topic))
                 self.conn.execute(
                     "INSERT OR REPLACE INTO pages VALUES (?,?,?,?,?,?,?)",
-                    (blob, topic, page.name, page.preamble, page.head, len(page.entries), seen),
+                    (blob, topic, page.name, page.preamble, page.head, first + len(page.entries), seen),
                 )
+                if same is not None and first:
+                    # A store appends an entry to a page of 1,200: their rows are copied within SQLite.
+                    copied = self.conn.execute(
+                        f"INSERT INTO entries SELECT ?, topic, ord, {', '.join(ENTRY_COLUMNS)} FROM entries "
+                        "WHERE blob = ? AND topic = ? AND ord < ?",
+                        (blob, same[0], topic, first),
+                    ).rowcount
+                    if copied != first:
+                        self.conn.execute("ROLLBACK")
+                        return False
                 self.conn.executemany(
                     f"INSERT INTO entries VALUES (?,?,?,{_marks(ENTRY_COLUMNS)})",
-                    [(blob, topic, i, *row) for i, row in enumerate(page.entries)],
+                    [(blob, topic, first + i, *row) for i, row in enumerate(page.entries)],
                 )
                 old = self.conn.execute(
                     "SELECT blob FROM pages WHERE topic = ? AND blob != ? ORDER BY seen DESC LIMIT -1 OFFSET ?",
@@ -219,6 +234,7 @@ class MemoryEntries:
                 raise
         except sqlite3.DatabaseError:
             pass  # busy, full or read-only: a cache write is not worth an error
+        return True
 
 
 def _read_only(path: Path, version: str) -> MemoryEntries | None:

@@ -48,7 +48,19 @@ def _crumb_json(breadcrumb: tuple[str, ...]) -> str:
 
 
 def _chunk_hash(page: ParsedPage, chunk: Chunk) -> str:
-    return text_hash(embed_text(chunk.breadcrumb, chunk.text, page.title))
+    if len(chunk.text) > _HASHES_TEXT_MAX:
+        return text_hash(embed_text(chunk.breadcrumb, chunk.text, page.title))
+    return _remembered_hash(chunk.breadcrumb, chunk.text, page.title)
+
+
+# A chunk's hash is remembered: a memory store rewrites a topic page whose ~1,200 chunks all come back unchanged
+# (hashing them again was ~2 ms of each store). Short texts only, so that the memo stays small.
+_HASHES_TEXT_MAX = 4096
+
+
+@functools.lru_cache(maxsize=32768)
+def _remembered_hash(breadcrumb: tuple[str, ...], text: str, title: str) -> str:
+    return text_hash(embed_text(breadcrumb, text, title))
 
 
 def text_hash(text: str) -> str:
@@ -87,9 +99,9 @@ class Pages(Database):
             return 0
         lead = page.description is not None  # the head of the first chunk carries it (`lead_description`)
         free: dict[tuple[str, str, int, bool, str], list[int]] = {}
-        rows = self.conn.execute(
+        rows = self.conn.execute(  # fetched at once: a row fetched by iteration costs a Python call (1,200 here)
             "SELECT id, breadcrumb, level, ord, text, hash FROM chunks WHERE blob = ? ORDER BY ord DESC", (old,)
-        )
+        ).fetchall()
         for cid, crumb, level, ord_, text, h in rows:  # last first: each key's list pops in page order
             free.setdefault((text, crumb, level, lead and ord_ == 0, h), []).append(cid)
         self._put_blob(blob, page)
