@@ -343,23 +343,26 @@ def _cut_parts(body: str) -> list[tuple[int, PartParse]] | None:
         return None
     if cuts[0] != 0:
         cuts.insert(0, 0)
-    out = []
-    line = 0
-    for start, end in zip(cuts, [*cuts[1:], len(body)], strict=True):
-        part = body[start:end]
-        parsed = _part_outline(part) if end != len(body) else _last_outline(part)
-        if parsed.whole_only:
-            return None
-        out.append((line, parsed))
-        line += part.count("\n")
-    _keep(_last_cut, (cuts[-1], body, out[-1][0], out))
-    return out
+    parts = _outline_parts(body, cuts, 0)
+    if parts is None:
+        return None
+    _keep(_last_cut, (cuts[-1], body, parts[-1][0], parts))
+    return parts
 
 
 def _cut_from(body: str, at: int, line: int) -> tuple[list[tuple[int, PartParse]], int, int] | None:
     """`_cut_parts` of the body from `at` (where a part starts, at body line `line`) on: the parts, where the
     last one starts and its line; None when a part must be parsed whole."""
     cuts = [m.start() for m in _ATX.finditer(body, at)]
+    out = _outline_parts(body, cuts, line)
+    if out is None:
+        return None
+    return out, cuts[-1], out[-1][0]
+
+
+def _outline_parts(body: str, cuts: list[int], line: int) -> list[tuple[int, PartParse]] | None:
+    """The parts of `body` between `cuts` (the first at body line `line`), each with its line; None when one must
+    be parsed whole."""
     out = []
     for start, end in zip(cuts, [*cuts[1:], len(body)], strict=True):
         part = body[start:end]
@@ -368,7 +371,7 @@ def _cut_from(body: str, at: int, line: int) -> tuple[list[tuple[int, PartParse]
             return None
         out.append((line, parsed))
         line += part.count("\n")
-    return out, cuts[-1], out[-1][0]
+    return out
 
 
 # The last bodies cut into parts: (where its last part starts, the body, that part's line, the parts).
