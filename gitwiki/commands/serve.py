@@ -8,7 +8,10 @@ import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gitwiki.serve.server import SocketServer
 
 log = logging.getLogger("gitwiki.mcp")
 
@@ -85,9 +88,8 @@ def serve(args: argparse.Namespace) -> int:
             raise
         return _serve_shared(args, uri)
     wiki.local.embed_in_background()  # a write answers before its page is embedded (gitwiki.index.background_embed)
-    cli = SocketServer.listen(wiki, calls)  # `gitwiki ground` in this checkout asks this server from now on
-    if cli is not None:
-        closing.append(cli.close)
+    # `gitwiki ground` in this checkout asks this server from now on
+    cli = _listen(closing, lambda: SocketServer.listen(wiki, calls))
     try:
         stdio = answer_initialize(__version__) if handshake is None else handshake.stdio()
         if stdio is None:  # the client hung up before saying anything
@@ -202,11 +204,10 @@ def _own(args: argparse.Namespace) -> int:
     sessions = Sessions(wiki, calls, __version__, _lexical_notice(args.chdir))
     session = sessions.serve
 
-    server = SocketServer.listen(wiki, calls, session, retire=lambda: os.close(args.owner_fd))
+    server = _listen(closing, lambda: SocketServer.listen(wiki, calls, session, retire=lambda: os.close(args.owner_fd)))
     if server is None:
         log.warning("another gitwiki serve holds this checkout's socket; this owner ends")
         return 1
-    closing.append(server.close)
     log.info("owner of %s, pid %d", wiki.root, os.getpid())
     threading.Thread(target=warm_up, args=(wiki, calls), name="gitwiki-warm-up", daemon=True).start()
     try:
@@ -262,6 +263,20 @@ def _in_checkout(start: str) -> bool:
         return True
     here = Path(start).resolve()
     return any((folder / ".git").exists() for folder in (here, *here.parents))
+
+
+def _listen(closing: list[Callable[[], None]], listen: Callable[[], SocketServer | None]) -> SocketServer | None:
+    """`listen()`, its server's close in `closing` before a SIGINT or SIGTERM is handled: the socket file appears
+    inside `listen`, and a client that signals as soon as it sees it would otherwise leave it behind."""
+    signals = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    try:
+        server = listen()
+        if server is not None:
+            closing.append(server.close)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+    return server
 
 
 def _stop_on_signals(calls: threading.Lock, closing: list[Callable[[], None]]) -> None:
