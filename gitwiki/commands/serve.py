@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,7 +69,7 @@ def serve(args: argparse.Namespace) -> int:
             return bridged
     calls = threading.Lock()  # one tool call (or CLI request) at a time, and the warm-up between them
     closing: list[Callable[[], None]] = []
-    _stop_on_signals(calls, closing)
+    hold = _stop_on_signals(calls, closing)
     if args.uri is not None:
         return _serve_shared(args, args.uri)
     # In a checkout the handshake is answered from the start, on a thread of its own, while the wiki is opened
@@ -89,7 +91,7 @@ def serve(args: argparse.Namespace) -> int:
         return _serve_shared(args, uri)
     wiki.local.embed_in_background()  # a write answers before its page is embedded (gitwiki.index.background_embed)
     # `gitwiki ground` in this checkout asks this server from now on
-    cli = _listen(closing, lambda: SocketServer.listen(wiki, calls))
+    cli = _listen(hold, closing, lambda: SocketServer.listen(wiki, calls))
     try:
         stdio = answer_initialize(__version__) if handshake is None else handshake.stdio()
         if stdio is None:  # the client hung up before saying anything
@@ -197,14 +199,16 @@ def _own(args: argparse.Namespace) -> int:
     owner.mark(args.owner_fd)
     calls = threading.Lock()
     closing: list[Callable[[], None]] = []
-    _stop_on_signals(calls, closing)
+    hold = _stop_on_signals(calls, closing)
     wiki = Wiki.open(args.chdir)
     wiki.local.embed_in_background()
     # Sessions are answered without the MCP SDK (`mcp.session`); it is imported only for a line that needs it.
     sessions = Sessions(wiki, calls, __version__, _lexical_notice(args.chdir))
     session = sessions.serve
 
-    server = _listen(closing, lambda: SocketServer.listen(wiki, calls, session, retire=lambda: os.close(args.owner_fd)))
+    server = _listen(
+        hold, closing, lambda: SocketServer.listen(wiki, calls, session, retire=lambda: os.close(args.owner_fd))
+    )
     if server is None:
         log.warning("another gitwiki serve holds this checkout's socket; this owner ends")
         return 1
@@ -265,31 +269,39 @@ def _in_checkout(start: str) -> bool:
     return any((folder / ".git").exists() for folder in (here, *here.parents))
 
 
-def _listen(closing: list[Callable[[], None]], listen: Callable[[], SocketServer | None]) -> SocketServer | None:
-    """`listen()`, its server's close in `closing` before a SIGINT or SIGTERM is handled: the socket file appears
+Hold = Callable[[], AbstractContextManager[None]]  # `_stop_on_signals`' hold
+
+
+def _listen(
+    hold: Hold, closing: list[Callable[[], None]], listen: Callable[[], SocketServer | None]
+) -> SocketServer | None:
+    """`listen()`, its server's close in `closing` before a SIGINT or SIGTERM is acted on: the socket file appears
     inside `listen`, and a client that signals as soon as it sees it would otherwise leave it behind."""
-    signals = {signal.SIGINT, signal.SIGTERM}
-    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
-    try:
+    with hold():
         server = listen()
         if server is not None:
             closing.append(server.close)
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
     return server
 
 
-def _stop_on_signals(calls: threading.Lock, closing: list[Callable[[], None]]) -> None:
+def _stop_on_signals(calls: threading.Lock, closing: list[Callable[[], None]]) -> Hold:
     """SIGINT and SIGTERM end the server at once, without a traceback: after the tool call in progress (up to 0.5 s,
     so a write is not cut short; writes are atomic either way) and after `closing` (the CLI socket), the process dies of
-    the signal (the shell's 130 for SIGINT), as a client that sent it expects.
+    the signal (the shell's 130 for SIGINT), as a client that sent it expects. Returns `hold`: a signal that comes
+    inside `with hold():` is acted on at its end (a mask would not do: any thread may take a process's signal, and
+    Python runs the handler on the main thread all the same).
 
     Left to Python and the SDK, SIGINT did nothing until stdin closed: it cancels the event loop, which then waits
     for the SDK's stdin reader, a thread blocked in read() (Claude Code: "SIGINT failed, sending SIGTERM"). The
     process ends without `finally` blocks and thread joins; the index is SQLite in WAL mode and the locks are
     the kernel's, released with the process."""
+    holding: list[bool] = []
+    held: list[int] = []  # signals that came while holding
 
     def stop(signum: int, _frame: object) -> None:
+        if holding:
+            held.append(signum)
+            return
         log.info("stopping on %s", signal.Signals(signum).name)
         if not calls.acquire(timeout=0.5):
             log.warning("stopping during a call that took more than 0.5 s")
@@ -298,8 +310,19 @@ def _stop_on_signals(calls: threading.Lock, closing: list[Callable[[], None]]) -
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
+    @contextlib.contextmanager
+    def hold() -> Iterator[None]:
+        holding.append(True)
+        try:
+            yield
+        finally:
+            holding.clear()
+            if held:
+                stop(held[0], None)
+
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, stop)
+    return hold
 
 
 def _serve_shared(args: argparse.Namespace, uri: str) -> int:

@@ -114,8 +114,15 @@ def test_a_late_fence_costs_one_status_and_the_watch_goes_on(watched, status_cal
     assert paths(wiki.search("nomad")) == ["wiki/deploy.md"]
     monkeypatch.setattr(watch, "FENCE_TIMEOUT", 1.0)
     assert paths(wiki.search("nomad")) == ["wiki/deploy.md"]  # the late fence and the edit count as a change
+    assert len(status_calls) >= 3
+    # The watch goes on: quiet queries cost no status. (The edit's own events can come in two batches, the second
+    # after a fence on a loaded host: one more query may see it, none after that.)
     wiki.search("nomad")
-    assert len(status_calls) == 3
+    settled = len(status_calls)
+    assert settled <= 4
+    for _ in range(3):
+        wiki.search("nomad")
+    assert len(status_calls) == settled
 
 
 @needs_model
