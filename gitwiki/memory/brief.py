@@ -119,12 +119,17 @@ def category(entry: Entry) -> str:
     """As helix classifies: by tag; else by the text's leading `prefix:` (the auto-tags); else by a
     category's tag word in its first line; else by the rescue words in its first 3 lines; else UNTAGGED."""
     found = {TAG_CATEGORY[t] for t in entry.tags if t in TAG_CATEGORY}
+    return next((c for c in CATEGORIES if c in found), UNTAGGED) if found else _text_category(entry.text)
+
+
+@text_memo(8_000_000)  # a server briefs the same entries again and again
+def _text_category(text: str) -> str:
+    """`category` of an entry whose tags name none: from its text alone."""
+    found = {TAG_CATEGORY[t] for t in auto_tags(text) if t in TAG_CATEGORY}
     if not found:
-        found = {TAG_CATEGORY[t] for t in auto_tags(entry.text) if t in TAG_CATEGORY}
+        found = {TAG_CATEGORY[w] for w in _WORD.findall(first_line(text).lower()) if w in TAG_CATEGORY}
     if not found:
-        found = {TAG_CATEGORY[w] for w in _WORD.findall(entry.title.lower()) if w in TAG_CATEGORY}
-    if not found:
-        head = " ".join([line for line in entry.text.split("\n") if line.strip()][:3]).lower()
+        head = " ".join([line for line in text.split("\n") if line.strip()][:3]).lower()
         found = {_RESCUE_WORD[w] for w in _RESCUE.findall(head)}
     return next((c for c in CATEGORIES if c in found), UNTAGGED)
 
@@ -256,7 +261,7 @@ def _topic_chains(entries: list[Entry]) -> list[Chain]:
         if shared:
             dominant = max(shared, key=lambda t: (df[t], t))
             groups.setdefault(dominant, []).append(entry)
-    stems: dict[str, list[str]] = {}  # one topic's words stemmed once, not once per chain
+    stems: dict[str, tuple[str, ...]] = {}  # one topic's words stemmed once, not once per chain
     return [
         Chain(_as_written(term, group, stems), tuple(e.ref for e in sorted(group, key=lambda e: e.created)))
         for term, group in groups.items()
@@ -269,15 +274,20 @@ def _words(text: str) -> tuple[str, ...]:
     return tuple(words(text))
 
 
-def _as_written(term: str, entries: list[Entry], stems: dict[str, list[str]]) -> str:
+@text_memo(1_000_000)  # a word's stems: the same words come back in every brief
+def _stem(word: str) -> tuple[str, ...]:
+    return tuple(tokenize(word))
+
+
+def _as_written(term: str, entries: list[Entry], stems: dict[str, tuple[str, ...]]) -> str:
     """The stemmed `term` as the entries write it (`redi` → redis): its most common form, the shorter and
     then the first alphabetically on a tie; the term itself if no word stems to it."""
     forms: Counter[str] = Counter()
     for e in entries:
         for word in _words(e.text):
             if word not in stems:
-                stems[word] = tokenize(word)
-            if stems[word] == [term]:
+                stems[word] = _stem(word)
+            if stems[word] == (term,):
                 forms[word] += 1
     return min(forms, key=lambda w: (-forms[w], len(w), w)) if forms else term
 
