@@ -326,7 +326,7 @@ def query_embedder(mem: Memory, words: str, shared: Embedder | None = None) -> E
 def _rankings(
     mem: Memory, view: CorpusView, words: str, mode: str, embedder: Embedder | None, stats: TermStats | None
 ) -> tuple[dict[str, ranking.Ranked], dict[int, str], str]:
-    """Each ranker's chunks as `Searcher.rank` takes them (lexical first), each chunk's blob and the mode used;
+    """Each ranker's chunks as `ranking.fuse` takes them (lexical first), each chunk's blob and the mode used;
     BM25 with `stats` when given (every memory searched together), else with this index's own."""
     mode = mode if embedder is not None else "lexical"
     rankings: dict[str, ranking.Ranked] = {}

@@ -24,7 +24,6 @@ from gitwiki.search.ranking import (
     PageTrace,
     Ranked,
     Weighting,
-    fuse,
     judge_pages,
     rank_pages,
     snippet,
@@ -216,14 +215,6 @@ class Searcher:
             weighting=Weighting(config.fusion_weight, config.normalization, config.page_share),
             depth=config.depth,
         )
-
-    def rank(
-        self, view: CorpusView, query: str, mode: str, fusion: str, embedder: Embedder | None, pages: int = 1
-    ) -> tuple[Ranked, dict[int, str], str]:
-        """The fused chunk ranking (chunk id, score), each chunk's blob, and the mode actually used; each
-        ranker's candidates cover at least `pages` pages when the corpus has them."""
-        found, blob_of, _ = self._candidates(view, query, mode, embedder, pages)
-        return fuse(list(found.rankings.values()), fusion, self.weighting), blob_of, found.mode
 
     def _candidates(
         self,
