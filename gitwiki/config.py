@@ -368,11 +368,29 @@ def _merge_layer(state: dict[str, Any], data: dict[str, Any], path: Path, from_c
             fields = _fields(SECTIONS[key], value, f"{path} [{key}]")
             if key == "embeddings" and "model_path" in fields and "model" not in fields:
                 state[key].pop("model", None)  # a lower layer's name is not the name of this directory's model
+            if key == "embeddings" and "model" in fields and "model_path" not in fields:
+                _drop_other_models_path(state[key], fields["model"])
             if key == "memory" and fields.get("repository"):
                 fields["repository"] = _memory_repository(fields["repository"], path)
             state[key].update(fields)
         else:
             raise UsageError(f"{path}: unknown key {_shown(key)}; known: corpus, repository, {', '.join(SECTIONS)}")
+
+
+def _drop_other_models_path(embeddings: dict[str, Any], model: str) -> None:
+    """A layer that names another model than a lower layer's directory holds (a checkout pinning the model its
+    index was built with, over the user's local MiniLM) means that model: loading the directory under its name
+    would label one model's vectors as another's."""
+    path = embeddings.get("model_path")
+    held = embeddings.get("model") or (model_from_path(path) if path else "")
+    if path and _model_name(held) != _model_name(model):
+        del embeddings["model_path"]
+
+
+def _model_name(model: str) -> str:
+    """A model's name without its organisation: `sentence-transformers/all-MiniLM-L6-v2` is the directory
+    `all-MiniLM-L6-v2-onnx` holds."""
+    return model.rsplit("/", 1)[-1].lower()
 
 
 def _default_corpora(root: Path) -> tuple[CorpusConfig, ...]:

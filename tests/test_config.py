@@ -159,6 +159,26 @@ def test_a_layer_with_model_path_and_no_model_drops_a_lower_layers_model(tmp_pat
     assert config.load(tmp_path / "repo", user_file=user).embeddings.model == "minilm"
 
 
+def test_a_checkout_naming_another_model_than_the_users_directory_gets_that_model(tmp_path, monkeypatch):
+    # The user's local MiniLM directory used to load under the checkout's pinned name: MiniLM vectors labelled
+    # as bge's, and a query embedded by one model searched against the other's.
+    monkeypatch.delenv("GITWIKI_MODEL", raising=False)
+    monkeypatch.delenv("GITWIKI_MODEL_PATH", raising=False)
+    user = write(tmp_path / "user.toml", '[embeddings]\nmodel_path = "/opt/models/all-MiniLM-L6-v2-onnx"\n')
+    repo = tmp_path / "repo"
+    write(repo / ".gitwiki.toml", '[embeddings]\nmodel = "BAAI/bge-small-en-v1.5"\n')
+    embeddings = config.load(repo, user_file=user).embeddings
+    assert (embeddings.model, embeddings.model_path) == ("BAAI/bge-small-en-v1.5", None)
+    # the same model named with its organisation is the directory's: the local copy is used
+    write(repo / ".gitwiki.toml", '[embeddings]\nmodel = "sentence-transformers/all-MiniLM-L6-v2"\n')
+    embeddings = config.load(repo, user_file=user).embeddings
+    assert embeddings.model == "sentence-transformers/all-MiniLM-L6-v2"
+    assert embeddings.model_path == "/opt/models/all-MiniLM-L6-v2-onnx"
+    write(user, '[embeddings]\nmodel_path = "/opt/models/x"\nmodel = "org/bge-small-en-v1.5"\n')  # named pair
+    write(repo / ".gitwiki.toml", '[embeddings]\nmodel = "BAAI/bge-small-en-v1.5"\n')
+    assert config.load(repo, user_file=user).embeddings.model_path == "/opt/models/x"
+
+
 def test_init_does_not_pin_a_model(tmp_path, monkeypatch):
     monkeypatch.delenv("GITWIKI_MODEL", raising=False)
     monkeypatch.setenv("GITWIKI_MODEL_PATH", str(tmp_path / "all-MiniLM-L6-v2-onnx"))
