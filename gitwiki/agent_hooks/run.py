@@ -42,6 +42,10 @@ def run(name: str, raw: bytes, cwd: str) -> str:
         return ""
     if name == "stop" and _quiet_stop(event, checkout):
         return ""
+    if name == "session" and event.get("source") != "compact":
+        briefed = _kept_briefing(event, raw, checkout)
+        if briefed is not None:
+            return briefed
     # The index code loads only past this point: a hook that needs no repository answers without it.
     from gitwiki.agent_hooks.handlers import Call
     from gitwiki.agent_hooks.lookup import Lookup
@@ -98,6 +102,38 @@ def _quiet_stop(event: dict[str, Any], checkout: Checkout) -> bool:
     except Exception:  # a config error and the like: the full path logs it
         return False
     return not data.get("edited") or bool(data.get("reminded"))
+
+
+def _kept_briefing(event: dict[str, Any], raw: bytes, checkout: Checkout) -> str | None:
+    """SessionStart's answer from the briefing the last session kept (briefing.py), before the index code loads:
+    SQLite, the store and the ranking are a third of the hook's CPU. None when there is none that still holds:
+    the full path makes it (and logs what is wrong, if anything is)."""
+    try:
+        from gitwiki import config as config_mod
+        from gitwiki.agent_hooks import briefing, cache
+
+        config = config_mod.load(checkout.root, read=cache.config_reader(checkout.common_dir / "gitwiki"))
+        index = config_mod.index_dir(config, checkout.root, checkout.common_dir)
+        made_of = briefing.key(checkout.root, checkout.git_dir, config, index)
+        text = briefing.cached(index, made_of) if made_of is not None else None
+    except Exception:
+        return None
+    if text is None:
+        return None
+    from gitwiki.agent_hooks.protocol import context
+    from gitwiki.agent_hooks.state import open_session
+
+    session_id = event.get("session_id")
+    try:
+        with open_session(index, session_id if isinstance(session_id, str) else "") as session:
+            if not session.first_to_answer("session", raw, event.get("transcript_path")):  # the plugin's copy
+                return ""
+    except Exception:
+        import traceback
+
+        _log(index, "session", traceback.format_exc())
+        return ""
+    return _dump(context("SessionStart", text, config.agent_hooks.max_chars))
 
 
 def _log_near(event: dict[str, Any], cwd: str, name: str) -> None:

@@ -17,6 +17,7 @@ import os
 import time
 import zlib
 from pathlib import Path
+from typing import Any
 
 from gitwiki.agent_hooks import cache
 from gitwiki.fs import stat_stamp
@@ -40,6 +41,14 @@ def worktree_status(root: Path, git_dir: Path, index_dir: Path, folders: list[st
     if stamp is not None and found_head == head:
         cache.save(index_dir / CACHE, {"key": key, "changed": changed})
     return found_head, changed
+
+
+def key(root: Path, git_dir: Path, folders: list[str]) -> list[Any] | None:
+    """What `worktree_status` over `folders` answers from, as its cache keys it: HEAD, the folders and the stamp;
+    None when the stamp cannot be trusted (then git runs)."""
+    head = gitcli.read_head(root)
+    stamp = _stamp(root, git_dir, folders) if head is not None else None
+    return None if stamp is None else [head, folders, stamp]
 
 
 def _stamp(root: Path, git_dir: Path, folders: list[str]) -> int | None:
