@@ -25,9 +25,8 @@ if TYPE_CHECKING:
 
 CACHE = "agent-briefing.json"
 VERSION = 1  # of the briefing's text: a kept one of another version is made again
-# The store's DB_NAME and its write-ahead log: every write to the index changes one of them (not imported from the
-# store, whose import is what a kept briefing saves).
-INDEX_FILES = ("index.sqlite", "index.sqlite-wal")
+# The index and its write-ahead log: every write to the index changes one of them.
+INDEX_FILES = (cache.INDEX, cache.INDEX + "-wal")
 
 
 def key(root: Path, git_dir: Path, config: Config, index_dir: Path) -> list[Any] | None:
@@ -50,6 +49,9 @@ def key(root: Path, git_dir: Path, config: Config, index_dir: Path) -> list[Any]
             continue
         except OSError:
             return None
+        if name != INDEX_FILES[0] and not st.st_size:  # an empty log (a reader's open makes one) holds no write
+            stamps.append(None)
+            continue
         if st.st_mtime_ns > recent:  # written just now: another write may follow within the same mtime tick
             return None
         stamps.append(cache.stamp(st))

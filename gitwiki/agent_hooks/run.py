@@ -57,7 +57,9 @@ def run(name: str, raw: bytes, cwd: str) -> str:
         handler = _handler(hook)
         lookup = Lookup.from_checkout(checkout)
         log_dir = lookup.index_dir
-        session_id = event.get("session_id") if lookup.store is not None else None
+        # No session state where there is no index: the index dir is not made for it (checked without opening the
+        # index, which a hook the owner answers never needs).
+        session_id = event.get("session_id") if lookup.indexed else None
         with open_session(lookup.index_dir, session_id if isinstance(session_id, str) else "") as session:
             if not session.first_to_answer(name, raw, event.get("transcript_path")):  # plugin and settings copies
                 return ""

@@ -3,6 +3,7 @@ gives, without the index code, until anything it is made of changes."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -19,7 +20,9 @@ from tests.helpers import ROOT
 
 def _settle(wiki) -> None:
     """Backdate every file of the checkout (worktree, git's, the index dir's) past status.SETTLED_NS: a checkout
-    left alone since the last session."""
+    left alone since the last session. The in-process CLI's index connections are closed first: the last one to
+    close checkpoints the WAL into the index file, whenever the garbage collector gets to it."""
+    gc.collect()
     past = time.time() - 30
     for path in wiki.path.rglob("*"):
         if path.is_file():
@@ -146,3 +149,22 @@ def test_a_personal_memory_repository_is_never_in_a_kept_briefing(wiki):
     assert briefing.key(wiki.path, wiki.path / ".git", config, index) is not None
     personal = config._replace(memory=config.memory._replace(repository="/elsewhere/memory"))
     assert briefing.key(wiki.path, wiki.path / ".git", personal, index) is None
+
+
+def test_the_index_files_stamped_are_the_stores_and_an_empty_log_is_no_write(wiki):
+    from gitwiki.agent_hooks import cache
+    from gitwiki.index.store.database import DB_NAME
+
+    assert cache.INDEX == DB_NAME
+    config = config_mod.load(wiki.path)
+    index = wiki.path / ".git" / "gitwiki"
+    wal = index / (DB_NAME + "-wal")
+    wal.unlink(missing_ok=True)
+    _settle(wiki)
+    before = briefing.key(wiki.path, wiki.path / ".git", config, index)
+    wal.write_bytes(b"")  # what a reader's open leaves
+    assert briefing.key(wiki.path, wiki.path / ".git", config, index) == before is not None
+    wal.write_bytes(b"\0" * 32)  # a write, just now: not trusted yet
+    assert briefing.key(wiki.path, wiki.path / ".git", config, index) is None
+    _settle(wiki)
+    assert briefing.key(wiki.path, wiki.path / ".git", config, index) not in (before, None)
