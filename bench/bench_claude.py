@@ -7,6 +7,9 @@ prompt against the e2e suite's mock Messages API (a one-turn text answer), in se
   hooks   `gitwiki hooks install`
   mcp     `claude mcp add gitwiki -- gitwiki serve`
   full    both, the documented set-up
+  nullhooks  hooks on the same events whose command is `true`: what Claude Code spends around a hook of its own
+  nullmcp    an MCP server answering what a bridge answers (gitwiki's initialize, tool and other lists, from a
+             file) in a `python -S` process: what Claude Code spends on an MCP server with gitwiki's tools
 
 Runs are interleaved (each round runs every set-up, in a rotating order) so that all see the same load.
 Prints per set-up the min and median wall, the median minus plain's, the median CPU (Claude Code and the hooks and
@@ -48,7 +51,24 @@ from tests.e2e import claude_cli  # noqa: E402
 from tests.e2e.harness import EXPECTED_TOOLS, PROMPT, Claude, make_wiki, sh, tools_report  # noqa: E402
 from tests.e2e.mock_api import MockAnthropic, Turn  # noqa: E402
 
-SETUPS = ("plain", "hooks", "mcp", "full")
+SETUPS = ("plain", "hooks", "mcp", "full", "nullhooks", "nullmcp")
+FLOORS = ("nullhooks", "nullmcp")  # run once, not again as NAME@base or NAME@venv
+
+# nullmcp's server: the answers by method, the initialize's protocol version echoed.
+REPLAY = """import json, sys
+answers = json.load(open(sys.argv[1]))
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    method = message.get("method")
+    if method == "initialize":
+        result = dict(answers["initialize"], protocolVersion=message["params"]["protocolVersion"])
+    else:
+        result = answers["lists"].get(method, {})
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\\n")
+    sys.stdout.flush()
+"""
 
 
 def prepare(
@@ -73,6 +93,40 @@ def prepare(
         sh(["gitwiki", "hooks", "install"], repo, claude.env)
     if kind in ("mcp", "full"):
         claude.command("mcp", "add", "gitwiki", "--", "gitwiki", "serve", cwd=repo)
+    if kind == "nullmcp":
+        from gitwiki import __version__
+        from gitwiki.mcp import early
+
+        started = early._answer(  # what a bridge answers to Claude Code's initialize
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "bench", "version": "0"},
+                    },
+                }
+            ).encode(),
+            __version__,
+        )
+        assert started is not None
+        answers = {"initialize": started["result"], "lists": early.early_answers(__version__)[early.HANDSHAKE]}
+        (base / name / "answers.json").write_text(json.dumps(answers))
+        (base / name / "replay.py").write_text(REPLAY)
+        server = [sys.executable, "-S", str(base / name / "replay.py"), str(base / name / "answers.json")]
+        claude.command("mcp", "add", "gitwiki", "--", *server, cwd=repo)
+    if kind == "nullhooks":
+        from gitwiki.agent_hooks.settings import hooks_table
+
+        table = hooks_table()
+        for groups in table.values():
+            for group in groups:
+                group["hooks"] = [{**hook, "command": "true"} for hook in group["hooks"]]
+        (repo / ".claude").mkdir(exist_ok=True)
+        (repo / ".claude" / "settings.json").write_text(json.dumps({"hooks": table}, indent=2) + "\n")
     return claude, repo
 
 
@@ -232,11 +286,11 @@ def main() -> int:
             setups = {n: prepare(n, base, binary, api.url) for n in names}
             if args.base is not None:
                 code = str(args.base.resolve())
-                for n in [n for n in names if n != "plain"]:
+                for n in [n for n in names if n not in ("plain", *FLOORS)]:
                     setups[f"{n}@base"] = prepare(f"{n}@base", base, binary, api.url, n, code)
             if args.venv:
                 bin_dir = make_venv(base / "venv")
-                for n in [n for n in names if n != "plain"]:
+                for n in [n for n in names if n not in ("plain", *FLOORS)]:
                     setups[f"{n}@venv"] = prepare(f"{n}@venv", base, binary, api.url, n, bin_dir=bin_dir)
             kind = "hooks" if "hooks" in names else "full"
             others = [f"{kind}@base"] * (args.base is not None) + [f"{kind}@venv"] * args.venv
@@ -262,7 +316,9 @@ def main() -> int:
                 "min_s": round(min(w), 3),
                 "median_s": round(statistics.median(w), 3),
                 "minus_plain_s": None if plain is None else round(statistics.median(w) - plain, 3),
-                "first_request_has_tools": first_has_tools[n] if n.split("@")[0] in ("mcp", "full") else None,
+                "first_request_has_tools": first_has_tools[n]
+                if n.split("@")[0] in ("mcp", "full", "nullmcp")
+                else None,
                 "cpu_median_s": round(statistics.median(rounds.cpu[n]), 3) if rounds.cpu else None,
             }
             for n, w in walls.items()
