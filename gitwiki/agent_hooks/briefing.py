@@ -30,14 +30,12 @@ INDEX_FILES = (cache.INDEX, cache.INDEX + "-wal")
 
 
 def key(root: Path, git_dir: Path, config: Config, index_dir: Path) -> list[Any] | None:
-    """What the briefing of the checkout at `root` is made of, stamped, as JSON holds it; None when it cannot be
-    trusted or there is no index (the briefing then says how to build one)."""
+    """What the briefing of the checkout at `root` is made of, stamped, as JSON holds it (`worktree` its fourth
+    item: `status.key`'s answer); None when it cannot be trusted or there is no index (the briefing then says how
+    to build one)."""
     from gitwiki import __version__
 
     if config.memory.repository or any(r.memory for r in config.repositories):
-        return None
-    worktree = status.key(root, git_dir, [c.path for c in config.corpora])
-    if worktree is None:
         return None
     recent = time.time_ns() - status.SETTLED_NS
     stamps: list[list[int] | None] = []
@@ -56,6 +54,9 @@ def key(root: Path, git_dir: Path, config: Config, index_dir: Path) -> list[Any]
             return None
         stamps.append(cache.stamp(st))
     if stamps[0] is None:
+        return None
+    worktree = status.key(root, git_dir, [c.path for c in config.corpora])  # the walk last: the dearest part
+    if worktree is None:
         return None
     made: list[Any] = json.loads(json.dumps([VERSION, __version__, repr(config), worktree, stamps]))
     return made

@@ -57,7 +57,9 @@ def session_start(call: Call) -> dict[str, Any] | None:
         lines.append("There is no gitwiki index yet: run `gitwiki index`.")
         return context("SessionStart", "\n".join(lines), call.limit)
     corpora = lookup.config.corpora
-    head, changed_all = status.worktree_status(lookup.root, lookup.git_dir, lookup.index_dir, [c.path for c in corpora])
+    folders = [c.path for c in corpora]
+    known = made_of[3] if made_of is not None else None  # the key's walk of the folders, not made twice
+    head, changed_all = status.worktree_status(lookup.root, lookup.git_dir, lookup.index_dir, folders, known)
     changed_all = _unsearched(lookup, changed_all)
     states = {c.name: lookup.store.state(c.name) for c in corpora}
     moved = head is not None and any(s is not None and s.commit != head for s in states.values())

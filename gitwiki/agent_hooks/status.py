@@ -28,10 +28,16 @@ MAX_FILES = 20_000  # a bigger tree is left to git, which keeps its own stat cac
 SETTLED_NS = 2_000_000_000
 
 
-def worktree_status(root: Path, git_dir: Path, index_dir: Path, folders: list[str]) -> tuple[str | None, list[str]]:
-    """What `gitcli.worktree_status(root, folders)` answers, from the cache when the stamp still matches."""
-    head = gitcli.read_head(root)
-    stamp = _stamp(root, git_dir, folders) if head is not None else None
+def worktree_status(
+    root: Path, git_dir: Path, index_dir: Path, folders: list[str], known: list[Any] | None = None
+) -> tuple[str | None, list[str]]:
+    """What `gitcli.worktree_status(root, folders)` answers, from the cache when the stamp still matches; `known`:
+    `key`'s answer for the same folders, made just before (the files are not walked again)."""
+    if known is not None:
+        head, stamp = known[0], known[2]
+    else:
+        head = gitcli.read_head(root)
+        stamp = _stamp(root, git_dir, folders) if head is not None else None
     key = [head, folders, stamp]
     if stamp is not None:
         data = cache.load(index_dir / CACHE)

@@ -168,3 +168,17 @@ def test_the_index_files_stamped_are_the_stores_and_an_empty_log_is_no_write(wik
     assert briefing.key(wiki.path, wiki.path / ".git", config, index) is None
     _settle(wiki)
     assert briefing.key(wiki.path, wiki.path / ".git", config, index) not in (before, None)
+
+
+def test_a_briefing_made_anew_walks_the_corpus_folders_once(wiki, brief, monkeypatch):
+    """The key's stamp of the worktree is the status cache's too: a big wiki's walk is not made twice."""
+    from gitwiki.agent_hooks import status
+
+    walks = []
+    real = status._stamp
+    monkeypatch.setattr(status, "_stamp", lambda *a: walks.append(1) or real(*a))
+    _settle(wiki)
+    brief(fresh=True)
+    assert len(walks) == 1
+    brief()
+    assert len(walks) == 2  # the kept one's key
