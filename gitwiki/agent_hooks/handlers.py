@@ -19,6 +19,9 @@ class Call(NamedTuple):
     event: dict[str, Any]
     lookup: Lookup
     session: Session
+    # SessionStart: the briefing's key (briefing.key), made before the index code loaded to look for a kept one;
+    # None: made here
+    made_of: list[Any] | None = None
 
     @property
     def limit(self) -> int:
@@ -48,7 +51,7 @@ def session_start(call: Call) -> dict[str, Any] | None:
         return context("SessionStart", after_compaction(call), call.limit)
     lookup = call.lookup
     # Stamped before anything is read: a change made meanwhile leaves a key that no longer matches.
-    made_of = briefing.key(lookup.root, lookup.git_dir, lookup.config, lookup.index_dir)
+    made_of = call.made_of or briefing.key(lookup.root, lookup.git_dir, lookup.config, lookup.index_dir)
     lines = [
         "gitwiki: this repository keeps a wiki and an agent memory as markdown in git; "
         f"{ASK} before answering, and store what you learn with the gitwiki memory tools."
