@@ -182,3 +182,13 @@ def test_a_briefing_made_anew_walks_the_corpus_folders_once(wiki, brief, monkeyp
     assert len(walks) == 1
     brief()
     assert len(walks) == 2  # the kept one's key
+
+
+def test_a_kept_briefing_is_given_once_when_the_plugin_and_the_settings_both_run_the_hook(wiki, brief, hook, made):
+    _settle(wiki)
+    brief()
+    event = load("session_start", wiki.path, session_id="twice")
+    first = hook("session", event, wiki.path)
+    assert first[0] == 0 and context_of(first[1])
+    assert hook("session", event, wiki.path) == (0, None)  # the same event again: the second copy
+    assert len(made) == 1  # both from the kept one
