@@ -12,6 +12,7 @@ repository, whose pages it does not cover) the briefing is made anew every time,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -78,7 +79,8 @@ def cached(index_dir: Path, made_of: list[Any]) -> str | None:
 def keep(index_dir: Path, made_of: list[Any], text: str, checkpoint: Any, until: float) -> None:
     """Keep a briefing: its `text` but for the checkpoint, the checkpoint's (path, text, saved at), and the time
     until which it holds."""
-    cache.save(index_dir / CACHE, {"key": made_of, "text": text, "checkpoint": checkpoint, "until": until})
+    with contextlib.suppress(OSError):  # an index dir that cannot be written to: the briefing is only not kept
+        cache.save(index_dir / CACHE, {"key": made_of, "text": text, "checkpoint": checkpoint, "until": until})
 
 
 def checkpoint_lines(found: tuple[str, str, float | None] | None) -> list[str]:
