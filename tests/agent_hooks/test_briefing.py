@@ -192,3 +192,19 @@ def test_a_kept_briefing_is_given_once_when_the_plugin_and_the_settings_both_run
     assert first[0] == 0 and context_of(first[1])
     assert hook("session", event, wiki.path) == (0, None)  # the same event again: the second copy
     assert len(made) == 1  # both from the kept one
+
+
+def test_a_briefing_that_cannot_be_kept_is_still_answered(wiki, brief, monkeypatch):
+    from gitwiki.agent_hooks import cache
+
+    real = cache.save
+
+    def refused(path, data):
+        if path.name == briefing.CACHE:
+            raise PermissionError(13, "Permission denied", str(path))
+        real(path, data)
+
+    monkeypatch.setattr(cache, "save", refused)
+    _settle(wiki)
+    assert brief().startswith("gitwiki: this repository keeps a wiki")
+    assert not _kept(wiki).exists()
