@@ -7,6 +7,9 @@ prompt against the e2e suite's mock Messages API (a one-turn text answer), in se
   hooks   `gitwiki hooks install`
   mcp     `claude mcp add gitwiki -- gitwiki serve`
   full    both, the documented set-up
+  nullhooks  hooks on the same events whose command is `true`: what Claude Code spends around a hook of its own
+  nullmcp    an MCP server answering what a bridge answers (gitwiki's initialize, tool and other lists, from a
+             file) in a `python -S` process: what Claude Code spends on an MCP server with gitwiki's tools
 
 Runs are interleaved (each round runs every set-up, in a rotating order) so that all see the same load.
 Prints per set-up the min and median wall, the median minus plain's, the median CPU (Claude Code and the hooks and
@@ -16,11 +19,15 @@ runs whose FIRST model request already offered gitwiki's tools; the 1-minute loa
 request in 20 of 20 runs with 4 loops on 2 cores).
 
 `--base DIR` adds each set-up but plain again as NAME@base, its hooks and server the gitwiki checkout at DIR (say
-main's), interleaved in the same rounds. `--floors` times (wall and CPU), in each round, `python -c pass` and
-`python -S -c pass` (the interpreter every hook and server starts) and each hook a one-turn `claude -p` runs
-(SessionStart, UserPromptSubmit, Stop), fed the events Claude Code sends, in the hooks set-up's repository.
+main's), interleaved in the same rounds. `--venv` adds them again as NAME@venv, gitwiki run by the interpreter of a
+fresh `python -m venv` (no system site packages), as pipx and `uv tool` install it: its start runs only the venv's
+`.pth` files, not those of this interpreter's site-packages (a sandbox's among them; see make_venv). `--floors` times
+(wall and CPU), in each round, `python -c pass` and `python -S -c pass` (the interpreter every hook and server
+starts) and each hook a one-turn `claude -p` runs (SessionStart, UserPromptSubmit, Stop), fed the events Claude
+Code sends, in the hooks set-up's repository (and in NAME@base's and NAME@venv's).
 
-Usage: python bench/bench_claude.py [--runs 20] [--busy 0] [--setups plain,full] [--base DIR] [--floors] [--json]
+Usage: python bench/bench_claude.py [--runs 20] [--busy 0] [--setups plain,full] [--base DIR] [--venv] [--floors]
+    [--json]
 """
 
 from __future__ import annotations
@@ -44,23 +51,116 @@ from tests.e2e import claude_cli  # noqa: E402
 from tests.e2e.harness import EXPECTED_TOOLS, PROMPT, Claude, make_wiki, sh, tools_report  # noqa: E402
 from tests.e2e.mock_api import MockAnthropic, Turn  # noqa: E402
 
-SETUPS = ("plain", "hooks", "mcp", "full")
+SETUPS = ("plain", "hooks", "mcp", "full", "nullhooks", "nullmcp")
+FLOORS = ("nullhooks", "nullmcp")  # run once, not again as NAME@base or NAME@venv
+
+# nullmcp's server: the answers by method, the initialize's protocol version echoed.
+REPLAY = """import json, sys
+answers = json.load(open(sys.argv[1]))
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    method = message.get("method")
+    if method == "initialize":
+        result = dict(answers["initialize"], protocolVersion=message["params"]["protocolVersion"])
+    else:
+        result = answers["lists"].get(method, {})
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\\n")
+    sys.stdout.flush()
+"""
 
 
 def prepare(
-    name: str, base: Path, binary: Path, url: str, kind: str | None = None, code: str | None = None
+    name: str,
+    base: Path,
+    binary: Path,
+    url: str,
+    kind: str | None = None,
+    code: str | None = None,
+    bin_dir: Path | None = None,
 ) -> tuple[Claude, Path]:
-    """Set-up `kind` (by default `name`, one of SETUPS) in base/name; `code`: another checkout's gitwiki."""
+    """Set-up `kind` (by default `name`, one of SETUPS) in base/name; `code`: another checkout's gitwiki; `bin_dir`:
+    where `gitwiki` and `gitwiki-hook` are found first (a venv's, from make_venv)."""
     kind = kind or name
     claude = Claude(binary, base / name / "home", url)
     if code is not None:
         claude.env["PYTHONPATH"] = code
+    if bin_dir is not None:
+        claude.env["PATH"] = os.pathsep.join([str(bin_dir), claude.env["PATH"]])
     repo = make_wiki(base / name / "repo", claude.env)
     if kind in ("hooks", "full"):
         sh(["gitwiki", "hooks", "install"], repo, claude.env)
     if kind in ("mcp", "full"):
         claude.command("mcp", "add", "gitwiki", "--", "gitwiki", "serve", cwd=repo)
+    if kind == "nullmcp":
+        from gitwiki import __version__
+        from gitwiki.mcp import early
+
+        started = early._answer(  # what a bridge answers to Claude Code's initialize
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "bench", "version": "0"},
+                    },
+                }
+            ).encode(),
+            __version__,
+        )
+        assert started is not None
+        answers = {"initialize": started["result"], "lists": early.early_answers(__version__)[early.HANDSHAKE]}
+        (base / name / "answers.json").write_text(json.dumps(answers))
+        (base / name / "replay.py").write_text(REPLAY)
+        server = [sys.executable, "-S", str(base / name / "replay.py"), str(base / name / "answers.json")]
+        claude.command("mcp", "add", "gitwiki", "--", *server, cwd=repo)
+    if kind == "nullhooks":
+        from gitwiki.agent_hooks.settings import hooks_table
+
+        table = hooks_table()
+        for groups in table.values():
+            for group in groups:
+                group["hooks"] = [{**hook, "command": "true"} for hook in group["hooks"]]
+        (repo / ".claude").mkdir(exist_ok=True)
+        (repo / ".claude" / "settings.json").write_text(json.dumps({"hooks": table}, indent=2) + "\n")
     return claude, repo
+
+
+# A console script as pip writes it (pipx installs with pip): the same lines as this interpreter's own.
+CONSOLE_SCRIPT = """#!{python}
+# -*- coding: utf-8 -*-
+import re
+import sys
+from {module} import main
+if __name__ == "__main__":
+    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
+    sys.exit(main())
+"""
+
+
+def make_venv(where: Path) -> Path:
+    """A fresh venv, its bin dir returned: `python -m venv --without-pip` (pipx and `uv tool` make theirs without
+    pip too), no system site packages, and gitwiki's two console scripts. gitwiki comes from PYTHONPATH, as in every
+    set-up; its dependencies, installed in this interpreter's site-packages, from a path line in a `.pth` file: the
+    folder goes on sys.path as if they were installed in the venv, and its own `.pth` files are not run (they are
+    what a venv leaves out: here a sandbox's, which imports certifi at every interpreter start)."""
+    import site
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    python = where / "bin" / "python"
+    found = subprocess.run(
+        [python, "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True, text=True, check=True
+    )
+    Path(found.stdout.strip(), "gitwiki-deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    for name, module in (("gitwiki", "gitwiki.cli"), ("gitwiki-hook", "gitwiki.agent_hooks.__main__")):
+        script = where / "bin" / name
+        script.write_text(CONSOLE_SCRIPT.format(python=python, module=module))
+        script.chmod(0o755)
+    return where / "bin"
 
 
 @dataclass
@@ -83,15 +183,15 @@ ONE_TURN_HOOKS = (
 )
 
 
-def floors(claude: Claude, repo: Path, round_: int) -> dict[str, float]:
+def floors(claude: Claude, repo: Path, round_: int, python: str = sys.executable) -> dict[str, float]:
     """Seconds of `python -c pass`, `python -S -c pass` and each of ONE_TURN_HOOKS' `gitwiki-hook` processes (a
     session of their own per round, as each `claude -p` is), in `repo` with `claude`'s environment."""
     import time
 
     event = {"session_id": f"floors-{round_}", "transcript_path": "", "cwd": str(repo), "permission_mode": "default"}
     runs = {
-        "python -c pass": ([sys.executable, "-c", "pass"], b""),
-        "python -S -c pass": ([sys.executable, "-S", "-c", "pass"], b""),
+        "python -c pass": ([python, "-c", "pass"], b""),
+        "python -S -c pass": ([python, "-S", "-c", "pass"], b""),
         **{
             f"gitwiki-hook {name}": (["gitwiki-hook", name], json.dumps({**event, **fields}).encode())
             for name, fields in ONE_TURN_HOOKS
@@ -116,7 +216,8 @@ def measure(
 ) -> Rounds:
     """`runs` rounds, each running every set-up once in a rotating order, with `busy` CPU loops meanwhile;
     `before_run(name)` is called (untimed) before each run; `floors_in`: the set-ups whose repositories `floors`
-    are timed in, once a round (a second one's figures named NAME@base)."""
+    are timed in, once a round (the figures of KIND@base named NAME@base; of KIND@venv, with the venv's python,
+    NAME@venv)."""
     names = list(setups)
     walls: dict[str, list[float]] = {n: [] for n in names}
     cpu: dict[str, list[float]] = {n: [] for n in names}
@@ -126,10 +227,13 @@ def measure(
     try:
         load_before = os.getloadavg()[0]
         for i in range(runs):
-            for k, where in enumerate(floors_in):
-                for name, seconds in floors(*setups[where], i).items():
-                    if not k or name.startswith("gitwiki-hook"):
-                        floor_times.setdefault(name + ("@base" if k else ""), []).append(seconds)
+            for where in floors_in:
+                suffix = where[where.index("@") :] if "@" in where else ""
+                claude, repo = setups[where]
+                python = shutil.which("python", path=claude.env["PATH"]) if suffix == "@venv" else sys.executable
+                for name, seconds in floors(claude, repo, i, python or sys.executable).items():
+                    if suffix != "@base" or name.startswith("gitwiki-hook"):
+                        floor_times.setdefault(name + suffix, []).append(seconds)
             for n in names[i % len(names) :] + names[: i % len(names)]:
                 claude, repo = setups[n]
                 if before_run is not None:
@@ -164,6 +268,9 @@ def main() -> int:
     ap.add_argument("--busy", type=int, default=0, help="busy CPU loops running meanwhile")
     ap.add_argument("--setups", default="plain,full", help=f"comma-separated, from {','.join(SETUPS)}")
     ap.add_argument("--base", type=Path, help="another gitwiki checkout: its set-ups run as NAME@base beside")
+    ap.add_argument(
+        "--venv", action="store_true", help="the set-ups again with gitwiki run from a fresh venv, as NAME@venv"
+    )
     ap.add_argument("--floors", action="store_true", help="time python's start and each one-turn hook per round")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
@@ -179,10 +286,15 @@ def main() -> int:
             setups = {n: prepare(n, base, binary, api.url) for n in names}
             if args.base is not None:
                 code = str(args.base.resolve())
-                for n in [n for n in names if n != "plain"]:
+                for n in [n for n in names if n not in ("plain", *FLOORS)]:
                     setups[f"{n}@base"] = prepare(f"{n}@base", base, binary, api.url, n, code)
+            if args.venv:
+                bin_dir = make_venv(base / "venv")
+                for n in [n for n in names if n not in ("plain", *FLOORS)]:
+                    setups[f"{n}@venv"] = prepare(f"{n}@venv", base, binary, api.url, n, bin_dir=bin_dir)
             kind = "hooks" if "hooks" in names else "full"
-            floors_in = ((kind, f"{kind}@base") if args.base is not None else (kind,)) if args.floors else ()
+            others = [f"{kind}@base"] * (args.base is not None) + [f"{kind}@venv"] * args.venv
+            floors_in = (kind, *others) if args.floors else ()
             try:
                 rounds = measure(setups, api, args.runs, args.busy, floors_in=floors_in)
             finally:  # the owners the sessions started outlive them ([mcp] idle_timeout): not the repos' removal
@@ -204,7 +316,9 @@ def main() -> int:
                 "min_s": round(min(w), 3),
                 "median_s": round(statistics.median(w), 3),
                 "minus_plain_s": None if plain is None else round(statistics.median(w) - plain, 3),
-                "first_request_has_tools": first_has_tools[n] if n.split("@")[0] in ("mcp", "full") else None,
+                "first_request_has_tools": first_has_tools[n]
+                if n.split("@")[0] in ("mcp", "full", "nullmcp")
+                else None,
                 "cpu_median_s": round(statistics.median(rounds.cpu[n]), 3) if rounds.cpu else None,
             }
             for n, w in walls.items()

@@ -20,6 +20,7 @@ from gitwiki.config import read_toml
 from gitwiki.fs import atomic_write, stat_stamp
 
 CONFIG = "agent-config.json"
+INDEX = "index.sqlite"  # the store's DB_NAME: named here so that a hook sees whether there is one without its import
 
 
 def load(path: Path) -> dict[str, Any]:

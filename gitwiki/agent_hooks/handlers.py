@@ -3,18 +3,14 @@ ones that parse source files and error output)."""
 
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-from gitwiki.agent_hooks import status
+from gitwiki.agent_hooks import briefing, status
 from gitwiki.agent_hooks.lookup import Lookup, Note
 from gitwiki.agent_hooks.protocol import context, keep_going
 from gitwiki.agent_hooks.state import Session
 from gitwiki.config import matches
 from gitwiki.git import gitcli
-
-if TYPE_CHECKING:
-    from gitwiki.agent_hooks.memory import Overview
 
 ASK = "search them with the gitwiki MCP tools or `gitwiki ground QUERY`"
 
@@ -23,6 +19,9 @@ class Call(NamedTuple):
     event: dict[str, Any]
     lookup: Lookup
     session: Session
+    # SessionStart: the briefing's key (briefing.key), made before the index code loaded to look for a kept one;
+    # None: made here
+    made_of: list[Any] | None = None
 
     @property
     def limit(self) -> int:
@@ -51,6 +50,8 @@ def session_start(call: Call) -> dict[str, Any] | None:
     if call.event.get("source") == "compact":
         return context("SessionStart", after_compaction(call), call.limit)
     lookup = call.lookup
+    # Stamped before anything is read: a change made meanwhile leaves a key that no longer matches.
+    made_of = call.made_of or briefing.key(lookup.root, lookup.git_dir, lookup.config, lookup.index_dir)
     lines = [
         "gitwiki: this repository keeps a wiki and an agent memory as markdown in git; "
         f"{ASK} before answering, and store what you learn with the gitwiki memory tools."
@@ -59,7 +60,9 @@ def session_start(call: Call) -> dict[str, Any] | None:
         lines.append("There is no gitwiki index yet: run `gitwiki index`.")
         return context("SessionStart", "\n".join(lines), call.limit)
     corpora = lookup.config.corpora
-    head, changed_all = status.worktree_status(lookup.root, lookup.git_dir, lookup.index_dir, [c.path for c in corpora])
+    folders = [c.path for c in corpora]
+    known = made_of[3] if made_of is not None else None  # the key's walk of the folders, not made twice
+    head, changed_all = status.worktree_status(lookup.root, lookup.git_dir, lookup.index_dir, folders, known)
     changed_all = _unsearched(lookup, changed_all)
     states = {c.name: lookup.store.state(c.name) for c in corpora}
     moved = head is not None and any(s is not None and s.commit != head for s in states.values())
@@ -81,7 +84,9 @@ def session_start(call: Call) -> dict[str, Any] | None:
     if known.topics:
         lines.append(memory.render_topics(known.topics))
         lines.append(known.meta)
-    lines.extend(_checkpoint(known))
+    if made_of is not None:  # the next session answers with it while nothing it is made of changes (briefing.py)
+        briefing.keep(lookup.index_dir, made_of, "\n".join(lines), known.checkpoint, known.until)
+    lines.extend(briefing.checkpoint_lines(known.checkpoint))
     return context("SessionStart", "\n".join(lines), call.limit)
 
 
@@ -102,17 +107,8 @@ def after_compaction(call: Call) -> str:
         lines.append(f"Files edited this session: {', '.join(s.edits[-10:])}.")
     from gitwiki.agent_hooks import memory
 
-    lines.extend(_checkpoint(memory.overview(call.lookup)))
+    lines.extend(briefing.checkpoint_lines(memory.overview(call.lookup).checkpoint))
     return "\n".join(lines)
-
-
-def _checkpoint(known: Overview) -> list[str]:
-    found = known.checkpoint
-    if found is None:
-        return []
-    path, text, saved = found
-    age = max(time.time() - saved, 0.0) if saved is not None else 0.0
-    return [f"Checkpoint ({_age(age)} ago, {path}):", text]
 
 
 def prompt(call: Call) -> dict[str, Any] | None:
@@ -155,10 +151,3 @@ def subagent(call: Call) -> dict[str, Any] | None:
     if not topics:
         return None
     return context("SubagentStart", f"gitwiki {memory.render_topics(topics, 30)}; {ASK} before answering.", call.limit)
-
-
-def _age(seconds: float) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit}"
-    return f"{int(seconds)}s"

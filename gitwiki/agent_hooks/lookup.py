@@ -21,12 +21,12 @@ from gitwiki import config as config_mod
 from gitwiki.agent_hooks import cache
 from gitwiki.config import Config, normalize_corpus_path
 from gitwiki.git import gitcli
-from gitwiki.index.store import Store
 from gitwiki.index.tokens import STOP_WORDS, code_like, fts_any, fts_phrase, tokenize, words
 from gitwiki.memory.personal import PREFIX
 from gitwiki.search.ranking import Candidates, rank_pages, snippet
 
 if TYPE_CHECKING:
+    from gitwiki.index.store import Store
     from gitwiki.memory.base import Memory
 
 BLOB_CACHE = "agent-blobs.json"
@@ -54,25 +54,50 @@ class Note(NamedTuple):
 
 class Lookup:
     def __init__(
-        self, root: Path, git_dir: Path, config: Config, index_dir: Path, store: Store | None, label: str = ""
+        self,
+        root: Path,
+        git_dir: Path,
+        config: Config,
+        index_dir: Path,
+        store: Store | None,
+        label: str = "",
+        *,
+        opened: bool = True,
     ):
+        """`opened=False`: `store` is left out and the index opened at the first use of `.store`."""
         self.root = root
         self.git_dir = git_dir  # this worktree's
         self.config = config
         self.settings = config.agent_hooks
         self.index_dir = index_dir
-        self.store = store
+        if opened:
+            self.store = store
         self.label = label  # "~personal/" for the personal memory repository: its notes' paths start with it
 
     @classmethod
     def from_checkout(cls, checkout: gitcli.Checkout, label: str = "") -> Lookup:
+        """The checkout's lookup, its index opened when first searched: a hook the owner answers (owner.py) loads
+        neither SQLite nor the store."""
         config = config_mod.load(checkout.root, read=cache.config_reader(checkout.common_dir / "gitwiki"))
         index_dir = config_mod.index_dir(config, checkout.root, checkout.common_dir)
-        return cls(checkout.root, checkout.git_dir, config, index_dir, Store.open_existing(index_dir), label)
+        return cls(checkout.root, checkout.git_dir, config, index_dir, None, label, opened=False)
+
+    @functools.cached_property
+    def store(self) -> Store | None:
+        """The index as it is; None when there is no usable one."""
+        from gitwiki.index.store import Store
+
+        return Store.open_existing(self.index_dir)
+
+    @property
+    def indexed(self) -> bool:
+        """Whether there is an index, seen without opening it (it may still turn out unusable: `.store` is None)."""
+        return (self.index_dir / cache.INDEX).is_file()
 
     def close(self) -> None:
-        if self.store is not None:
-            self.store.close()
+        store = self.__dict__.get("store")  # not opened: nothing to close
+        if store is not None:
+            store.close()
         found = self.__dict__.get("personal")
         if found is not None:
             found.close()

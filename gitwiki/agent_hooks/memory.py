@@ -13,6 +13,7 @@ imported inside the functions that parse).
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import posixpath
 from collections.abc import Collection
@@ -110,6 +111,7 @@ class Overview(NamedTuple):
     topics: list[tuple[str, int]]  # (topic, entries), most recently written first
     meta: str  # the library's compact meta-briefing: totals and the five most active topics
     checkpoint: tuple[str, str, float | None] | None  # the newest: (path, text without title, saved at)
+    until: float = math.inf  # when the first entry counted as recent leaves the meta-brief's 7-day window
 
 
 def overview(lookup: Lookup) -> Overview:
@@ -128,7 +130,8 @@ def overview(lookup: Lookup) -> Overview:
     try:
         if data["stamps"] == stamps and now.timestamp() < data["until"]:
             found = data["checkpoint"]
-            return Overview([(t, n) for t, n in data["topics"]], data["meta"], tuple(found) if found else None)
+            topics = [(t, n) for t, n in data["topics"]]
+            return Overview(topics, data["meta"], tuple(found) if found else None, float(data["until"]))
     except (KeyError, TypeError, ValueError):
         pass
     from gitwiki.memory.brief import VELOCITY_DAYS, meta
@@ -141,7 +144,7 @@ def overview(lookup: Lookup) -> Overview:
     entries = (e for t in found_topics.values() for e in t.page.entries)
     recent = [s.timestamp() + window for e in entries if (s := parse_iso(e.when))]
     until = min((u for u in recent if u > now.timestamp()), default=float("inf"))
-    made = Overview([(a.topic, a.entries) for a in brief.topics], brief.markdown.strip(), _checkpoint(lookup))
+    made = Overview([(a.topic, a.entries) for a in brief.topics], brief.markdown.strip(), _checkpoint(lookup), until)
     cache.save(lookup.index_dir / OVERVIEW, {"stamps": stamps, "until": until, **made._asdict()})  # inf: Infinity
     return made
 

@@ -35,7 +35,7 @@ def search(lookup: Lookup, start: str, query: str) -> list[Note] | None:
     when no owner answers (the caller then searches by itself). Pages the owner calls weak matches are left out, as
     `Lookup.search` leaves out sections that cover too little of the query; when all are weak (on a small wiki
     every page can be), None too: the hook's own coverage rule decides, as it did before there was an owner."""
-    if lookup.store is None:  # no index yet: the owner would build one first, far past a hook's budget
+    if not lookup.indexed:  # no index yet: the owner would build one first, far past a hook's budget
         return None
     fields = {
         "query": query,

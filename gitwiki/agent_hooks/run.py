@@ -42,6 +42,11 @@ def run(name: str, raw: bytes, cwd: str) -> str:
         return ""
     if name == "stop" and _quiet_stop(event, checkout):
         return ""
+    made_of = None
+    if name == "session" and event.get("source") != "compact":
+        briefed, made_of = _kept_briefing(event, raw, checkout)
+        if briefed is not None:
+            return briefed
     # The index code loads only past this point: a hook that needs no repository answers without it.
     from gitwiki.agent_hooks.handlers import Call
     from gitwiki.agent_hooks.lookup import Lookup
@@ -53,11 +58,13 @@ def run(name: str, raw: bytes, cwd: str) -> str:
         handler = _handler(hook)
         lookup = Lookup.from_checkout(checkout)
         log_dir = lookup.index_dir
-        session_id = event.get("session_id") if lookup.store is not None else None
+        # No session state where there is no index: the index dir is not made for it (checked without opening the
+        # index, which a hook the owner answers never needs).
+        session_id = event.get("session_id") if lookup.indexed else None
         with open_session(lookup.index_dir, session_id if isinstance(session_id, str) else "") as session:
             if not session.first_to_answer(name, raw, event.get("transcript_path")):  # plugin and settings copies
                 return ""
-            return _dump(handler(Call(event, lookup, session)))
+            return _dump(handler(Call(event, lookup, session, made_of)))
     except Exception:
         import traceback  # 1.5 ms with linecache and tokenize, paid only when something went wrong
 
@@ -98,6 +105,39 @@ def _quiet_stop(event: dict[str, Any], checkout: Checkout) -> bool:
     except Exception:  # a config error and the like: the full path logs it
         return False
     return not data.get("edited") or bool(data.get("reminded"))
+
+
+def _kept_briefing(event: dict[str, Any], raw: bytes, checkout: Checkout) -> tuple[str | None, list[Any] | None]:
+    """SessionStart's answer from the briefing the last session kept (briefing.py), before the index code loads:
+    SQLite, the store and the ranking are a third of the hook's CPU; and the briefing's key. No answer when none
+    still holds: the full path makes it with that key (and logs what is wrong, if anything is)."""
+    made_of = None
+    try:
+        from gitwiki import config as config_mod
+        from gitwiki.agent_hooks import briefing, cache
+
+        config = config_mod.load(checkout.root, read=cache.config_reader(checkout.common_dir / "gitwiki"))
+        index = config_mod.index_dir(config, checkout.root, checkout.common_dir)
+        made_of = briefing.key(checkout.root, checkout.git_dir, config, index)
+        text = briefing.cached(index, made_of) if made_of is not None else None
+    except Exception:
+        return None, made_of
+    if text is None:
+        return None, made_of
+    from gitwiki.agent_hooks.protocol import context
+    from gitwiki.agent_hooks.state import open_session
+
+    session_id = event.get("session_id")
+    try:
+        with open_session(index, session_id if isinstance(session_id, str) else "") as session:
+            if not session.first_to_answer("session", raw, event.get("transcript_path")):  # the plugin's copy
+                return "", made_of
+    except Exception:
+        import traceback
+
+        _log(index, "session", traceback.format_exc())
+        return "", made_of
+    return _dump(context("SessionStart", text, config.agent_hooks.max_chars)), made_of
 
 
 def _log_near(event: dict[str, Any], cwd: str, name: str) -> None:

@@ -17,6 +17,7 @@ import os
 import time
 import zlib
 from pathlib import Path
+from typing import Any
 
 from gitwiki.agent_hooks import cache
 from gitwiki.fs import stat_stamp
@@ -27,10 +28,16 @@ MAX_FILES = 20_000  # a bigger tree is left to git, which keeps its own stat cac
 SETTLED_NS = 2_000_000_000
 
 
-def worktree_status(root: Path, git_dir: Path, index_dir: Path, folders: list[str]) -> tuple[str | None, list[str]]:
-    """What `gitcli.worktree_status(root, folders)` answers, from the cache when the stamp still matches."""
-    head = gitcli.read_head(root)
-    stamp = _stamp(root, git_dir, folders) if head is not None else None
+def worktree_status(
+    root: Path, git_dir: Path, index_dir: Path, folders: list[str], known: list[Any] | None = None
+) -> tuple[str | None, list[str]]:
+    """What `gitcli.worktree_status(root, folders)` answers, from the cache when the stamp still matches; `known`:
+    `key`'s answer for the same folders, made just before (the files are not walked again)."""
+    if known is not None:
+        head, stamp = known[0], known[2]
+    else:
+        head = gitcli.read_head(root)
+        stamp = _stamp(root, git_dir, folders) if head is not None else None
     key = [head, folders, stamp]
     if stamp is not None:
         data = cache.load(index_dir / CACHE)
@@ -40,6 +47,14 @@ def worktree_status(root: Path, git_dir: Path, index_dir: Path, folders: list[st
     if stamp is not None and found_head == head:
         cache.save(index_dir / CACHE, {"key": key, "changed": changed})
     return found_head, changed
+
+
+def key(root: Path, git_dir: Path, folders: list[str]) -> list[Any] | None:
+    """What `worktree_status` over `folders` answers from, as its cache keys it: HEAD, the folders and the stamp;
+    None when the stamp cannot be trusted (then git runs)."""
+    head = gitcli.read_head(root)
+    stamp = _stamp(root, git_dir, folders) if head is not None else None
+    return None if stamp is None else [head, folders, stamp]
 
 
 def _stamp(root: Path, git_dir: Path, folders: list[str]) -> int | None:

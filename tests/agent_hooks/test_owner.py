@@ -57,6 +57,17 @@ def test_a_prompt_hook_gets_the_owners_answer_when_one_is_up(wiki, hook, owner, 
     assert len(owner) == 2
 
 
+def test_a_prompt_the_owner_answers_never_opens_the_index(wiki, hook, owner, monkeypatch):
+    """SQLite and the store are the hook's own search: with the owner's answer the hook loads neither."""
+
+    def never(self):
+        raise AssertionError("the hook opened the index")
+
+    monkeypatch.setattr(Lookup, "store", property(never))
+    text = context_of(hook("prompt", load("user_prompt_submit", wiki.path), wiki.path)[1])
+    assert "- [wiki] wiki/deploy.md:3-5 Deploy › Rollback" in text and len(owner) == 1
+
+
 def test_the_owners_answer_shows_what_the_hooks_own_search_shows(wiki, hook, owner, monkeypatch):
     event = load("user_prompt_submit", wiki.path)
     from_owner = context_of(hook("prompt", event, wiki.path)[1])
