@@ -12,7 +12,8 @@ the other writers): a search that waits for it while holding that lock cannot de
 are written loses nothing: the next search or index update finds them missing and embeds them, as it does
 for a page edited by hand.
 
-The thread waits for a pause in the writes before it embeds (`QUIET` without a new one, `MOST` at most), then
+The thread waits for a pause in the writes before it embeds (no write under way and `QUIET` without a new one,
+`MOST` at most), then
 embeds everything queued at once: on two cores, a model running beside the next store made that store a half
 slower again (a memory store at 10,000 entries, docs/research/memory-store-scale.md), and stores come in runs (an
 agent noting what it learned at the end of a task). A search does not wait for the pause (`settle`).
@@ -20,10 +21,11 @@ agent noting what it learned at the end of a task). A search does not wait for t
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from gitwiki.index.indexer import ensure_vectors
@@ -48,6 +50,7 @@ class BackgroundEmbedder:
         self._busy = False
         self._closed = False
         self._waiting = 0  # `settle` calls waiting: no pause then
+        self._writing = 0  # writes under way (`writing`): the pause lasts while one is
         self._quiet, self._most = quiet, most
         self._first = self._last = 0.0  # when the oldest queued job and the newest were submitted
         self._changed = threading.Condition()
@@ -68,6 +71,19 @@ class BackgroundEmbedder:
                 self._thread.start()
             self._changed.notify_all()
         return True
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """A write is under way: what is queued waits for it to end (and for the pause after it)."""
+        with self._changed:
+            self._writing += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._writing -= 1
+                self._last = time.monotonic()
+                self._changed.notify_all()
 
     def settle(self) -> None:
         """Return once everything submitted so far is embedded (or given up on: see `_run`)."""
@@ -94,7 +110,8 @@ class BackgroundEmbedder:
         """Wait (holding the condition) until the submissions pause, or someone waits for them."""
         while not self._closed and not self._waiting:
             now = time.monotonic()
-            due = min(self._last + self._quiet, self._first + self._most)
+            latest = self._first + self._most
+            due = latest if self._writing else min(self._last + self._quiet, latest)
             if now >= due:
                 return
             self._changed.wait(due - now)

@@ -166,6 +166,7 @@ def test_a_run_of_writes_goes_to_the_model_in_one_call_and_a_search_does_not_wai
         assert len(model.calls) == 1 and len(model.calls[0]) == 4  # one call: the four entries the versions added
         assert lacking(store, blobs[-1]) == set()
 
+        background.close()
         background = BackgroundEmbedder(quiet=60.0, most=600.0)
         latest = write(store, previous, topic(["alpha beta", *WORDS]))
         background.submit(store, model, {latest})
@@ -175,5 +176,24 @@ def test_a_run_of_writes_goes_to_the_model_in_one_call_and_a_search_does_not_wai
         waited.join(30)
         assert not waited.is_alive() and time.monotonic() - started < 30
         assert lacking(store, latest) == set()
+    finally:
+        background.close()
+
+
+def test_nothing_is_embedded_while_a_write_is_under_way(tmp_path):
+    """A store slower than the pause (a loaded host) must not find the model running beside the next one: the
+    pause lasts while a write is under way."""
+    store, model = Store.open(tmp_path / "i"), FakeEmbedder()
+    first = write(store, None, topic(["alpha beta"]))
+    background = BackgroundEmbedder(quiet=0.05, most=30.0)
+    try:
+        with background.writing():
+            assert background.submit(store, model, {first})
+            time.sleep(0.5)  # ten pauses
+            assert model.calls == []
+        deadline = time.monotonic() + 20
+        while not model.calls and time.monotonic() < deadline:  # embedded once the write is over, unasked
+            time.sleep(0.02)
+        assert model.calls and lacking(store, first) == set()
     finally:
         background.close()
