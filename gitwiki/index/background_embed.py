@@ -12,11 +12,11 @@ the other writers): a search that waits for it while holding that lock cannot de
 are written loses nothing: the next search or index update finds them missing and embeds them, as it does
 for a page edited by hand.
 
-The thread waits for a pause in the writes before it embeds (no write under way and `QUIET` without a new one,
-`MOST` at most), then
-embeds everything queued at once: on two cores, a model running beside the next store made that store a half
-slower again (a memory store at 10,000 entries, docs/research/memory-store-scale.md), and stores come in runs (an
-agent noting what it learned at the end of a task). A search does not wait for the pause (`settle`).
+The thread waits for a pause in the writes before it embeds (no write under way, and `QUIET` without a new
+one; `MOST` at most), then embeds everything queued in one call: on two cores, the model running beside the next
+store made a memory store at 10,000 entries cost twice the CPU of a lexical one (docs/research/memory-store-scale.md),
+and stores come in runs (an agent noting what it learned at the end of a task). A search does not wait for the
+pause (`settle`), but for what is queued: after a run of stores, the first search embeds the run's entries.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("gitwiki.index.embed")
 
 QUIET = 0.25  # seconds without a new submission before the thread embeds what is queued
-MOST = 2.0  # seconds a submission waits at most for that pause
+MOST = 10.0  # seconds a submission waits at most for that pause (a search does not wait for it)
 
 
 class BackgroundEmbedder:
