@@ -273,10 +273,11 @@ def _similar_later(sets: list[frozenset[str]]) -> list[list[int]]:
     prefix than that is taken, so a rounding of t·|s| cannot lose a pair. Comparing every pair of a topic's
     entries was 0.44 s of a brief of a 794-entry topic."""
     df = Counter(t for s in sets for t in s)
+    rank = {t: n for n, t in enumerate(sorted(df, key=lambda t: (df[t], t)))}  # each term's place, sorted once
     seen: dict[str, list[int]] = {}
     later: list[set[int]] = [set() for _ in sets]
     for j, s in enumerate(sets):
-        ranked = sorted(s, key=lambda t: (df[t], t))
+        ranked = sorted(s, key=rank.__getitem__)
         for t in ranked[: len(ranked) - math.floor(SUPERSEDE_OVERLAP * len(ranked)) + 1]:
             for i in seen.get(t, ()):
                 later[i].add(j)
