@@ -182,8 +182,9 @@ def _record_truncated(index_dir: Path, sizes: dict[str, int | None]) -> None:
 
 def ensure_vectors(store: Store, embedder: Embedder, blobs: Iterable[str], progress: Progress | None = None) -> int:
     """Embed the chunk texts of `blobs` that have no cached vector; returns how many were embedded."""
+    missing, held = store.vectors_to_embed(embedder.model_id, blobs)
     # Shortest first: a batch is padded to its longest text, so similar lengths waste the least compute.
-    need = sorted(store.missing_vectors(embedder.model_id, blobs), key=lambda item: len(item[1]))
+    need = sorted(missing, key=lambda item: len(item[1]))
     for start in range(0, len(need), EMBED_BATCH):
         batch = need[start : start + EMBED_BATCH]
         matrix = embedder.embed_documents([text for _, text in batch])
@@ -191,6 +192,7 @@ def ensure_vectors(store: Store, embedder: Embedder, blobs: Iterable[str], progr
             store.put_vectors(embedder.model_id, [h for h, _ in batch], matrix)
         if progress:
             progress("embed", start + len(batch), len(need))
+    store.vectors_complete(embedder.model_id, held)
     return len(need)
 
 

@@ -227,7 +227,8 @@ def entry_terms(entry: Entry) -> frozenset[str]:
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    return len(a & b) / len(a | b) if a or b else 0.0
+    shared = len(a & b)  # |a ∪ b| = |a| + |b| - |a ∩ b|, without building the union
+    return shared / (len(a) + len(b) - shared) if a or b else 0.0
 
 
 DUPLICATE_OVERLAP = 0.7  # Jaccard overlap of word sets above which a new entry is a duplicate

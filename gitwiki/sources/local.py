@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -302,6 +303,10 @@ class LocalCorpora:
         with self.store.lock():
             ensure_vectors(self.store, embedder, blobs)
         return True
+
+    def writing(self) -> AbstractContextManager[None]:
+        """Around a write of pages: the background thread (if any) does not start embedding during it."""
+        return self._background.writing() if self._background is not None else contextlib.nullcontext()
 
     def settle_embedding(self) -> None:
         """Wait for the background thread to embed what was handed to it, before looking for vectors that are

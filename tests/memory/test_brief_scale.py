@@ -78,3 +78,29 @@ def test_a_large_topic_compares_only_pairs_that_can_be_alike(monkeypatch):
     monkeypatch.setattr(brief, "jaccard", lambda a, b: compared.append(1) or jaccard(a, b))
     brief.classify(entries)
     assert len(compared) < 2_000
+
+
+def test_a_topic_briefed_again_is_not_compared_again_and_any_change_is(monkeypatch):
+    """A server briefs the same topics again and again: supersession and chains are remembered by the entries
+    themselves, so a brief of unchanged topics compares nothing, and a changed entry is compared afresh."""
+    entries = [
+        Entry(
+            "t",
+            f"2026-0{1 + n % 9}-{1 + n % 28:02d}T00:00:00Z",
+            f"redis cache expiry {VOCAB[n % len(VOCAB)]}",
+            index=n + 1,
+        )
+        for n in range(40)
+    ]
+    first = brief.classify(list(entries)), brief._chains(list(entries))
+    compared = []
+    real = brief._similar_later
+    monkeypatch.setattr(brief, "_similar_later", lambda sets: compared.append(sets) or real(sets))
+    monkeypatch.setattr(brief, "_topic_chains", lambda group: compared.append(group) or [])
+    assert (brief.classify(list(entries)), brief._chains(list(entries))) == first and compared == []
+    changed = [*entries[:-1], entries[-1]._replace(text="redis cache expiry rollout lock")]
+    monkeypatch.undo()
+    items = brief.classify(list(changed))
+    assert {i.entry.ref: i.superseded_by for i in items if i.superseded_by} == every_pair(list(changed))
+    live = [i.entry for i in items if not i.superseded_by]
+    assert brief._chains(live) == sorted(brief._topic_chains(live), key=lambda c: (-len(c.refs), c.keyword))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Iterable, Iterator, Sized
 from contextlib import AbstractContextManager
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gitwiki.index.store.connection import IndexDamaged, transaction
+from gitwiki.index.store.embedded import EmbeddedMemo, memo_for
 from gitwiki.index.store.lock import LOCK_TIMEOUT, writer_lock
 from gitwiki.index.tokens import TOKENS_VERSION
 
@@ -45,6 +47,16 @@ class Database:
 
     def close(self) -> None:
         self.conn.close()
+        self.__dict__.pop("embedded", None)  # a closed connection no longer keeps its file's memo
+
+    @functools.cached_property
+    def embedded(self) -> EmbeddedMemo:
+        """What this process knows of the file's vectors (`gitwiki.index.store.embedded`), for every thread's
+        connection to it."""
+        path = next((row[2] for row in self.conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+        if path and Path(path) == self.index_dir / DB_NAME:
+            return memo_for(path, self._inode)  # the inode as it was connected to
+        return memo_for(path, _inode(Path(path)) if path else None)
 
     def replaced(self) -> bool:
         """Whether the database file was replaced since this store opened it (`gitwiki pull`, an artifact

@@ -106,6 +106,7 @@ class Pages(Database):
             free.setdefault((text, crumb, level, lead and ord_ == 0, h), []).append(cid)
         self._put_blob(blob, page)
         moved: list[tuple[str, int, int, int, int]] = []
+        added: dict[str, str] = {}  # hash → text to embed, of the chunks `old` did not hold
         for chunk in page.chunks:
             crumb, h = _crumb_json(chunk.breadcrumb), _chunk_hash(page, chunk)
             ids = free.get((chunk.text, crumb, chunk.level, lead and chunk.ord == 0, h))
@@ -113,11 +114,16 @@ class Pages(Database):
                 moved.append((blob, chunk.ord, chunk.start_line, chunk.end_line, ids.pop()))
             else:
                 self._insert_chunk(blob, page, chunk, crumb, h)
+                added[h] = embed_text(chunk.breadcrumb, chunk.text, page.title)
         self.conn.executemany("UPDATE chunks SET blob = ?, ord = ?, start_line = ?, end_line = ? WHERE id = ?", moved)
+        # Its vectors are those of `old` and of `added`: once `old` has all of its own, `Vectors.missing_vectors`
+        # looks at `added` alone. (Before `old` is dropped, and forgotten with it.)
+        self.embedded.record_added(blob, old, added)
         self._delete([old])  # what is left of it
         return len(moved)
 
     def _put_blob(self, blob: str, page: ParsedPage) -> None:
+        self.embedded.forget([blob])  # what was known of its rows no longer holds
         self.conn.execute(
             "INSERT OR REPLACE INTO blobs VALUES (?,?,?,?)", (blob, page.title, json.dumps(page.tags), page.description)
         )
@@ -184,6 +190,7 @@ class Pages(Database):
 
     def _delete(self, dead: list[str]) -> int:
         """Delete the rows of the blobs `dead` (blob, chunks and their full-text rows), in batches. Returns how many."""
+        self.embedded.forget(dead)
         for batch in batches(dead):
             marks = question_marks(batch)
             self.conn.execute(f"DELETE FROM fts WHERE rowid IN (SELECT id FROM chunks WHERE blob IN ({marks}))", batch)

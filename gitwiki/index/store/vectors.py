@@ -3,6 +3,7 @@ is never embedded again."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -16,16 +17,61 @@ if TYPE_CHECKING:
 class Vectors(Pages):
     def missing_vectors(self, model: str, blobs: Iterable[str]) -> list[tuple[str, str]]:
         """(hash, text to embed) for chunks of `blobs` that have no vector for `model`, deduplicated."""
+        return self.vectors_to_embed(model, blobs)[0]
+
+    def vectors_to_embed(self, model: str, blobs: Iterable[str]) -> tuple[list[tuple[str, str]], set[str]]:
+        """`missing_vectors`, and the versions of `blobs` the index holds, which have every vector once those are
+        written (`vectors_complete`). A version this process knows has every vector is not looked at, and one that
+        added chunks to such a version (a memory store's topic page), or to one of `blobs` that will have every
+        vector, only at those (`gitwiki.index.store.embedded`)."""
+        memo = self.embedded
+        asked = set(blobs)
+        covered = {b for b in asked if memo.complete(model, b)}  # every vector, or every missing one found here
+        added: dict[str, dict[str, str]] = {}
+        records = {b: r for b in asked - covered if (r := memo.added(model, b)) is not None}
+        grew = True
+        while grew:  # a chain of stores: each version adds to the one before, the first to a complete one
+            grew = False
+            for blob, (old, texts, complete) in records.items():
+                if blob not in covered and (complete or old in covered):
+                    covered.add(blob)
+                    added[blob] = texts
+                    grew = True
+        scan = [b for b in asked if b not in covered]
+        done = covered - set(added)
         need: dict[str, str] = {}
-        titles = {b: info.title for b, info in self.blob_info(blobs).items()}
+        if not scan and not added:
+            return [], done
+        # One snapshot: a version the writer drops between two reads would read as having no chunks to embed.
+        with contextlib.nullcontext() if self.conn.in_transaction else self.read():
+            # A version gone already (replaced by the next store) has no title: none of its chunks is looked at,
+            # but what it added is in `added`, and the version that replaced it holds it.
+            titles = {b: info.title for b, info in self.blob_info([*scan, *added]).items()}
+            texts = {h: text for only in added.values() for h, text in only.items()}
+            if texts:
+                q = "SELECT hash FROM vectors WHERE model = ? AND hash IN ({marks})"
+                have = {row[0] for row in self._select_in(q, texts, before=(model,))}
+                need.update((h, text) for h, text in texts.items() if h not in have)
+            for h, text in self._scanned(model, scan, titles):
+                need.setdefault(h, text)
+        return list(need.items()), done | set(titles)
+
+    def _scanned(self, model: str, blobs: Iterable[str], titles: dict[str, str]) -> list[tuple[str, str]]:
+        """Every chunk of `blobs` (those in `titles`) without a vector for `model`: (hash, text to embed)."""
+        need: dict[str, str] = {}
         q = (
             "SELECT c.blob, c.hash, c.breadcrumb, c.text FROM chunks c WHERE c.blob IN ({marks}) "
             "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model = ? AND v.hash = c.hash)"
         )
-        for blob, h, crumb, text in self._select_in(q, titles, after=(model,)):
+        for blob, h, crumb, text in self._select_in(q, [b for b in blobs if b in titles], after=(model,)):
             if h not in need:
                 need[h] = embed_text(string_list(crumb, self.index_dir), text, titles[blob])
         return list(need.items())
+
+    def vectors_complete(self, model: str, blobs: Iterable[str]) -> None:
+        """Every chunk of `blobs` (held by the index when their missing vectors were found) now has a vector for
+        `model`: remembered, so that `missing_vectors` need not look at them again."""
+        self.embedded.mark_complete(model, blobs)
 
     def put_vectors(self, model: str, hashes: list[str], matrix: np.ndarray) -> None:
         self.conn.executemany(
