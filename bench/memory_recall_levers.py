@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -173,6 +174,92 @@ def make_first_chunk(weight: float) -> Callable[[Lab, Question], dict]:
     return lever
 
 
+STAMP = re.compile(r"(?m)^(## )?\d{4}-\d{2}-\d{2}T[0-9:.]+Z — ")
+
+
+def alt_matrix(lab: Lab, name: str) -> np.ndarray:
+    """Every topic-page chunk embedded again as `embed_text` builds it but without the entry's timestamp
+    (`## 2026-01-15T12:00:00Z — title` in the breadcrumb and the heading line): rows in `lab.extra_ids` order,
+    cached under WORK."""
+    from gitwiki.index.store.pages import embed_text
+
+    cache = WORK / f"{name}-nostamp.npy"
+    if cache.is_file():
+        return np.load(cache)
+    store = lab.mem.search_index
+    conn = store.conn
+    rows = {
+        cid: (json.loads(crumb), text, title)
+        for cid, crumb, text, title in conn.execute(
+            "select c.id, c.breadcrumb, c.text, b.title from chunks c join blobs b on b.blob = c.blob"
+        ).fetchall()
+    }
+    texts = []
+    for cid in lab.extra_ids:
+        crumb, text, title = rows[int(cid)]
+        texts.append(embed_text(tuple(STAMP.sub("", c) for c in crumb), STAMP.sub(r"\1", text), title))
+    matrix = lab.mem.wiki.embedder().embed_documents(texts)
+    np.save(cache, matrix)
+    return matrix
+
+
+def make_nostamp() -> Callable[[Lab, Question], dict]:
+    """The dense side over chunks embedded without the entry's timestamp."""
+
+    def lever(lab: Lab, q: Question) -> dict:
+        scores = lab.nostamp @ q.query
+        top = np.argsort(-scores)[: lab.depth]
+        dense = [(int(lab.extra_ids[i]), float(scores[i])) for i in top]
+        return fused_entries(lab, [q.lexical, dense])
+
+    return lever
+
+
+def make_second(weight: float, root: bool) -> Callable[[Lab, Question], dict]:
+    """An entry's relevance from its fused chunks: the best plus `weight` × the second best (/ sqrt of its
+    ranked chunks when `root`), as the wiki's pages add their second chunk (`ranking.SECOND_CHUNK`)."""
+
+    def lever(lab: Lab, q: Question) -> dict:
+        from gitwiki.search import ranking
+
+        fused = ranking.score_fusion([q.lexical, q.dense], lab.weighting.weights([q.lexical, q.dense]), ranking.dbsf)
+        per: dict = {}
+        for cid, score in fused:
+            key = lab.entry_of.get(cid)
+            if key is not None and score > 0:
+                per.setdefault(key, []).append(score)
+        out = {}
+        for key, scores in per.items():
+            extra = scores[1] if len(scores) > 1 else 0.0
+            out[key] = scores[0] + weight * extra / (len(scores) ** 0.5 if root else 1.0)
+        return ranking.relative(out)
+
+    return lever
+
+
+def make_lexical_sum(rest: float) -> Callable[[Lab, Question], dict]:
+    """Entry-level lexical score: its best chunk's BM25 + `rest` × the sum of its other chunks' (1: the sum,
+    near BM25 over the whole note as the script scores it); dense: the best chunk; the entry lists fused."""
+
+    def lever(lab: Lab, q: Question) -> dict:
+        from gitwiki.search import ranking
+
+        per: dict = {}
+        for cid, score in q.lexical:
+            key = lab.entry_of.get(cid)
+            if key is not None:
+                per.setdefault(key, []).append(score)
+        lexical = {k: v[0] + rest * sum(v[1:]) for k, v in per.items()}
+        dense = ranking.best_of(q.dense, lab.entry_of)
+        lists = [
+            sorted(((lab.first_chunk[k], s) for k, s in scores.items()), key=lambda kv: -kv[1])
+            for scores in (lexical, dense)
+        ]
+        return fused_entries(lab, lists)
+
+    return lever
+
+
 def make_entry_fusion() -> Callable[[Lab, Question], dict]:
     """Best chunk per entry in each ranker first, then fusion of the entry lists."""
 
@@ -196,7 +283,7 @@ def make_admit(rule: str, arg: float) -> Callable:
 
     original = ms._matched
 
-    def matched(candidates, words, mode, relevance):  # noqa: ANN001, ANN202
+    def matched(candidates, words, mode, relevance):
         if rule == "or":
             return original(candidates, words, "or", relevance)
         chosen, how = original(candidates, words, mode, relevance)
@@ -222,9 +309,16 @@ LEVERS: dict[str, Callable[[Lab, Question], dict]] = {
     "prf1-0.5": make_prf(1, 0.5),
     "topic-0.2": make_topic_prior(0.2),
     "topic-0.5": make_topic_prior(0.5),
+    "topic-1": make_topic_prior(1.0),
     "first-0.5": make_first_chunk(0.5),
     "first-1": make_first_chunk(1.0),
     "entry-fusion": make_entry_fusion(),
+    "nostamp": make_nostamp(),
+    "lexsum-1": make_lexical_sum(1.0),
+    "lexsum-0.5": make_lexical_sum(0.5),
+    "second-0.3": make_second(0.3, False),
+    "second-0.5r": make_second(0.5, True),
+    "second-0.15": make_second(0.15, False),
 }
 
 
@@ -245,7 +339,7 @@ def prepare(lab: Lab) -> None:
 
 
 def ranks_with(
-    lab: Lab, lever: Callable[[Lab, Question], dict], matcher: Callable | None = None, cap: int = 3
+    lab: Lab, lever: Callable[[Lab, Question], dict], matcher: Callable | None = None, cap: int = 3, free: int = 0
 ) -> list[int | None]:
     from gitwiki.memory import search as ms
     from gitwiki.memory import stores
@@ -253,9 +347,16 @@ def ranks_with(
     by_words = {q.words: q for q in lab.ranked.values()}
     original, original_matched, original_cap = ms._relevance, ms._matched, ms.PER_TOPIC
 
-    def relevance(mem, files, words, embedder):  # noqa: ANN001, ANN202
+    def relevance(mem, files, words, embedder):
         return lever(lab, by_words[words]), "hybrid"
 
+    original_capped = ms._capped
+    if free:  # the cap counts only hits after the first `free`
+
+        def capped(hits):
+            return hits[:free] + [h for h in original_capped(hits) if h not in hits[:free]]
+
+        ms._capped = capped  # type: ignore[assignment]
     ms._relevance = relevance  # type: ignore[assignment]
     ms._matched = matcher or original_matched  # type: ignore[assignment]
     ms.PER_TOPIC = cap
@@ -268,10 +369,11 @@ def ranks_with(
         return out
     finally:
         ms._relevance, ms._matched, ms.PER_TOPIC = original, original_matched, original_cap  # type: ignore[assignment]
+        ms._capped = original_capped  # type: ignore[assignment]
 
 
 def matcher_of(name: str) -> Callable:
-    """"or", "topN" (N best by relevance admitted), "aboveX" (relevance ≥ X × the best AND match's)."""
+    """Names: `or`, `topN` (the N best by relevance admitted), `aboveX` (relevance ≥ X × the best AND match)."""
     if name == "or":
         return make_admit("or", 0)
     if name.startswith("top"):
@@ -288,16 +390,19 @@ def main() -> None:
     use_offline_model()
     lab = open_lab(args.set)
     prepare(lab)
+    if "nostamp" in args.levers:
+        lab.nostamp = alt_matrix(lab, args.set)  # type: ignore[attr-defined]
     from memory_recall_eval import gitwiki_ranks
 
     real = gitwiki_ranks(lab.mem, lab.note_of, lab.questions)
     out: dict[str, Any] = {"set": args.set}
     base = None
     for spec in args.levers.split(","):
-        # lever[+matcher][@cap]: e.g. main+top5@99
-        name, _, cap = spec.partition("@")
+        # lever[+matcher][@cap[/free]]: e.g. main+top5@99, main@3/5 (the cap counts after the top 5)
+        name, _, capping = spec.partition("@")
+        cap, _, free = capping.partition("/")
         lever, _, matcher = name.partition("+")
-        ranks = ranks_with(lab, LEVERS[lever], matcher_of(matcher) if matcher else None, int(cap or 3))
+        ranks = ranks_with(lab, LEVERS[lever], matcher_of(matcher) if matcher else None, int(cap or 3), int(free or 0))
         name = spec
         if name == "main":
             base = ranks
