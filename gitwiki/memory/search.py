@@ -259,8 +259,9 @@ def _above_and(
     "another") are all in many entries but not in the one it asks for (docs/research/memory-recall-2.md: the
     simonw set's MRR@10 0.769 → 0.819, til's unchanged)."""
     bar = max(r for _, r in chosen)
-    have = {_key(e) for e, _ in chosen}
-    return [(e, r) for e, _ in candidates if (r := relevance.get(_key(e), 0.0)) >= bar > 0 and _key(e) not in have]
+    above = {key for key, r in relevance.items() if r >= bar > 0} - {_key(e) for e, r in chosen if r >= bar}
+    # Mostly empty: the candidates (thousands, for a common word) are scanned only when there is one to list.
+    return [(e, relevance[_key(e)]) for e, _ in candidates if _key(e) in above] if above else []
 
 
 def _hit(mem: Memory, entry: Entry, relevance: float, now: datetime) -> Hit:
