@@ -161,16 +161,18 @@ def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
     best = min(LEVELS.index(f.matched) for f in hit)
     kept = [f for f in hit if LEVELS.index(f.matched) == best]
     hits = [h for f in kept for h in f.hits]
-    if LEVELS[best] == "and":
-        hits += _above_and(kept[0].query, hits, [f for f in hit if f.matched == "or"])
+    extra = _above_and(kept[0].query, hits, [f for f in hit if f.matched == "or"]) if LEVELS[best] == "and" else []
+    hits += extra
     hits.sort(key=lambda h: (-h.score, h.entry.topic, h.entry.index))
     per_topic: dict[str, int] = {}
     for f in kept:
         per_topic.update(f.per_topic)
+    for h in extra:
+        per_topic[h.entry.topic] = per_topic.get(h.entry.topic, 0) + 1
     return found[0]._replace(
         matched=kept[0].matched,
         ranking="/".join(sorted({f.ranking for f in kept})),
-        total=sum(f.total for f in kept),
+        total=sum(f.total for f in kept) + len(extra),
         hits=hits[:limit],
         per_topic=dict(sorted(per_topic.items(), key=lambda kv: -kv[1])),
     )

@@ -182,3 +182,4 @@ def test_an_any_word_match_scored_above_the_other_memorys_and_match_is_kept(mem)
     assert found.matched == "and"
     assert [h.entry.topic for h in found.hits] == ["~personal/sqlite", "ops"]
     assert found.hits[0].relevance == 1.0 > found.hits[1].relevance
+    assert found.total == 2 and found.per_topic == {"ops": 1, "~personal/sqlite": 1}
