@@ -1,17 +1,19 @@
-"""Memory recall on the til held-out set (bench/heldout/til): gitwiki's `memory search` against a plain
-BM25 + MiniLM RRF script (bench/heldout/til/rrf_script.py) and BM25 alone, over the same 1,018 entries.
+"""Memory recall on a held-out set (bench/heldout/til: 1,018 jbranchaud/til notes; bench/heldout/simonw: 432
+simonw/til notes): gitwiki's `memory search` against a plain BM25 + MiniLM RRF script
+(bench/heldout/til/rrf_script.py) and BM25 alone, over the same entries.
 
 Per question the rank of the labelled note in each system's top 10; hit@1, hit@5, MRR@10 overall and per
 kind (lexical, paraphrase, conceptual); the paired difference gitwiki − script with a 95% bootstrap
 interval (10,000 resamples of the questions). `--personal` puts every second topic (by size) into a
 personal memory, so search fuses the project's and the personal memory's hits.
 
-    python bench/memory_recall_eval.py [--personal] [--rebuild] [--misses] [--resident] [--json]
+    python bench/memory_recall_eval.py [--set til|simonw] [--personal] [--rebuild] [--misses] [--resident] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import random
 import sys
@@ -20,8 +22,9 @@ from pathlib import Path
 
 from benchlib import WORK, use_offline_model
 
-HERE = Path(__file__).resolve().parent / "heldout" / "til"
-sys.path.insert(0, str(HERE))
+HELDOUT = Path(__file__).resolve().parent / "heldout"
+SETS = ("til", "simonw")
+sys.path.insert(0, str(HELDOUT / "til"))  # rrf_script, the same for every set
 KINDS = ("lexical", "paraphrase", "conceptual")
 DEPTH = 10
 
@@ -87,8 +90,18 @@ def table(ranks: list[int | None], questions) -> dict[str, dict[str, float]]:
     return rows
 
 
+def load_build(name: str):  # -> the set's build module
+    """bench/heldout/<name>/build.py (each set has its own, same interface)."""
+    spec = importlib.util.spec_from_file_location(f"heldout_{name}_build", HELDOUT / name / "build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--set", choices=SETS, default="til", help="which held-out set (default til)")
     parser.add_argument("--personal", action="store_true", help="every second topic in a personal memory")
     parser.add_argument("--rebuild", action="store_true", help="build the memory again (else reused)")
     parser.add_argument("--misses", action="store_true", help="list the questions gitwiki misses at 5")
@@ -97,10 +110,10 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     use_offline_model()
-    import build
-
-    questions = [json.loads(line) for line in (HERE / "questions.jsonl").read_text().splitlines() if line]
-    work = WORK / ("til-personal" if args.personal else "til")
+    build = load_build(args.set)
+    here = HELDOUT / args.set
+    questions = [json.loads(line) for line in (here / "questions.jsonl").read_text().splitlines() if line]
+    work = WORK / (f"{args.set}-personal" if args.personal else args.set)
     personal = build.TOPICS[1::2] if args.personal else ()
     mem, note_of = build.open_built(work, personal, rebuild=args.rebuild)
     if args.resident:
@@ -108,7 +121,7 @@ def main() -> None:
     started = time.perf_counter()
     ours = gitwiki_ranks(mem, note_of, questions)  # the first search embeds what the import did not
     seconds = time.perf_counter() - started
-    result: dict = {"set": "til", "questions": len(questions), "personal": list(personal)}
+    result: dict = {"set": args.set, "questions": len(questions), "personal": list(personal)}
     result["gitwiki"] = table(ours, questions)
     result["gitwiki_seconds"] = round(seconds, 1)
     if not args.no_script:

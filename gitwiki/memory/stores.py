@@ -19,7 +19,7 @@ from gitwiki.memory.personal import PREFIX, no_personal, split
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory, TopicFile
     from gitwiki.memory.entry import Entry
-    from gitwiki.memory.search import Found, MemoryQuery
+    from gitwiki.memory.search import Found, Hit, MemoryQuery
 
 SCOPES = ("project", "personal")
 LEVELS = ("recent", "and", "or", "semantic")  # search's match levels, best first
@@ -133,7 +133,8 @@ def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
     (`gitwiki.memory.search.one_scale`): BM25 and cosine mean the same in both, so a strong personal hit
     outranks a weak project one, and each memory's best is not 1 unless it is the best of all. The lists
     merge by score at the best match level either reached: when one memory has entries holding every query
-    word, the other's any-word or dense-only matches are left out, as one memory leaves them out."""
+    word, the other's any-word or dense-only matches are left out, as one memory leaves them out, except the
+    any-word matches scored at least as high as the best entry holding every word (as one memory keeps them)."""
     from gitwiki.memory import search as search_mod
 
     q = query if isinstance(query, search_mod.MemoryQuery) else search_mod.MemoryQuery(query)
@@ -160,14 +161,33 @@ def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
     best = min(LEVELS.index(f.matched) for f in hit)
     kept = [f for f in hit if LEVELS.index(f.matched) == best]
     hits = [h for f in kept for h in f.hits]
+    extra = _above_and(kept[0].query, hits, [f for f in hit if f.matched == "or"]) if LEVELS[best] == "and" else []
+    hits += extra
     hits.sort(key=lambda h: (-h.score, h.entry.topic, h.entry.index))
     per_topic: dict[str, int] = {}
     for f in kept:
         per_topic.update(f.per_topic)
+    for h in extra:
+        per_topic[h.entry.topic] = per_topic.get(h.entry.topic, 0) + 1
     return found[0]._replace(
         matched=kept[0].matched,
         ranking="/".join(sorted({f.ranking for f in kept})),
-        total=sum(f.total for f in kept),
+        total=sum(f.total for f in kept) + len(extra),
         hits=hits[:limit],
         per_topic=dict(sorted(per_topic.items(), key=lambda kv: -kv[1])),
     )
+
+
+def _above_and(words: str, hits: list[Hit], others: list[Found]) -> list[Hit]:
+    """The other memories' any-word matches scored at least as high as the best entry holding every word, as
+    one memory lists them (`gitwiki.memory.search._above_and`); the hits of the memories that matched every
+    word hold such entries listed for their score, so the best holding every word is looked for."""
+    from gitwiki.memory.entry import entry_terms
+    from gitwiki.memory.search import query_terms
+
+    needed = query_terms(words)
+    ordered = sorted(hits, key=lambda h: -h.relevance)
+    bar = next(
+        (h.relevance for h in ordered if needed <= entry_terms(h.entry._replace(topic=split(h.entry.topic)[1]))), 0.0
+    )
+    return [h for f in others for h in f.hits if h.relevance >= bar > 0]

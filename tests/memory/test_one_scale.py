@@ -159,3 +159,27 @@ def test_a_memory_split_across_project_and_personal_scores_as_one_memory(tmp_pat
     alone = lexical_scores([personal], words)
     assert any(abs(alone[key] - whole[key]) > 1e-6 for key in alone)
     one.close()
+
+
+def test_an_any_word_match_scored_above_the_other_memorys_and_match_is_kept(mem):
+    # The personal note lacks "file" and "another" (common words here); a long project note holds every word.
+    personal = mem.personal
+    assert personal is not None
+    answer = (
+        "Copy tables between SQLite databases: attach database 'blog.db' as blog, then create table blog.til as"
+        " select from the attached database; sqlite copies the table"
+    )
+    bystander = (
+        "Backups run nightly and write one file per day; another job prunes them. "
+        + "The retention policy keeps thirty days of archives on the storage volume and reports sizes. " * 12
+        + "Restoring means you attach the drive, copy the archive, open the sqlite database and check one table."
+    )
+    store_mod.store(personal, "sqlite", answer)
+    store_mod.store(mem, "ops", bystander)
+    common = ("a config file is read at start", "another worker takes over on failure", "the log file rotates daily")
+    store_mod.batch(mem, [store_mod.BatchItem("misc", text) for text in (*FILLER, *common)])
+    found = stores.search(mem, "attach database to copy a table from one sqlite file into another")
+    assert found.matched == "and"
+    assert [h.entry.topic for h in found.hits] == ["~personal/sqlite", "ops"]
+    assert found.hits[0].relevance == 1.0 > found.hits[1].relevance
+    assert found.total == 2 and found.per_topic == {"ops": 1, "~personal/sqlite": 1}

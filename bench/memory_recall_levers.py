@@ -1,0 +1,431 @@
+"""Ranking levers for memory search, tried on the held-out recall sets (bench/heldout/til, bench/heldout/simonw)
+without rebuilding or re-embedding: each question's lexical and dense chunk rankings are taken once from
+gitwiki's own rankers (`gitwiki.memory.search._rankings`), and a lever is a function from them to the entries'
+relevance, put in place of `_relevance` so the rest of `memory search` (AND/OR levels, confidence × recency, the
+per-topic cap, the limit) runs as it is. `main` reproduces memory search's own ranks (checked).
+
+    python bench/memory_recall_levers.py [--set til|simonw] [--levers main,prf,...] [--json]
+
+Prints hit@1, hit@5, MRR@10 per kind and each lever − main paired (95% bootstrap interval, as
+bench/memory_recall_eval.py computes it). Figures: docs/research/memory-recall-2.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from benchlib import WORK, use_offline_model
+from memory_recall_eval import DEPTH, HELDOUT, KINDS, load_build, metrics, paired
+
+
+@dataclass
+class Question:
+    """One question's rankings as gitwiki's rankers gave them."""
+
+    words: str
+    lexical: list[tuple[int, float]]  # chunk id, BM25 (FTS5, best first)
+    dense: list[tuple[int, float]]  # chunk id, cosine (the top `depth`)
+    query: np.ndarray  # the query vector
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Lab:
+    mem: Any
+    note_of: dict[tuple[str, int], str]
+    entry_of: dict[int, tuple[str, int]]  # chunk id → (topic, entry's first line)
+    vectors: dict[int, np.ndarray]  # chunk id → vector (every chunk of a topic page)
+    questions: list[dict]
+    ranked: dict[str, Question]
+    depth: int
+    weighting: Any
+
+    def entry_vectors(self) -> dict[tuple[str, int], np.ndarray]:
+        """Each entry's first chunk's vector (its title and lead)."""
+        first: dict[tuple[str, int], int] = {}
+        for cid in sorted(self.entry_of):
+            first.setdefault(self.entry_of[cid], cid)
+        return {key: self.vectors[cid] for key, cid in first.items()}
+
+
+def open_lab(name: str) -> Lab:
+    from gitwiki.memory import search as ms
+
+    build = load_build(name)
+    questions = [json.loads(line) for line in (HELDOUT / name / "questions.jsonl").read_text().splitlines() if line]
+    mem, note_of = build.open_built(WORK / name)
+    files = mem.versions(None)
+    embedder = mem.wiki.embedder()
+    view = ms.memory_view(mem, files, embedder)
+    store = mem.search_index
+    ranked: dict[str, Question] = {}
+    entry_of: dict[int, tuple[str, int]] = {}
+    with mem.read():
+        for q in questions:
+            words = ms.split_query(q["question"])[0]
+            rankings, blob_of, _ = ms._rankings(mem, view, words, "hybrid", embedder, None)
+            entry_of |= ms._entry_of_chunk(mem, files, blob_of)
+            ranked[q["id"]] = Question(
+                words, rankings.get("lexical", []), rankings.get("dense", []), embedder.embed_query(words)
+            )
+        blobs = {v.blob for v in files.values()}
+        conn = store.conn if hasattr(store, "conn") else store._conn
+        rows = conn.execute(
+            "select c.id, v.vec from chunks c join vectors v on v.hash = c.hash and v.model = ?"
+            f" where c.blob in ({','.join('?' * len(blobs))})",
+            (embedder.model_id, *blobs),
+        ).fetchall()
+    vectors = {cid: np.frombuffer(vec, dtype=np.float32) for cid, vec in rows}
+    # every chunk of every topic page, not only those some question ranked
+    all_blobs = {cid: blob for cid, blob in conn.execute("select id, blob from chunks").fetchall() if blob in blobs}
+    entry_of |= ms._entry_of_chunk(mem, files, all_blobs)
+    return Lab(mem, note_of, entry_of, vectors, questions, ranked, mem.wiki.searcher.depth, mem.wiki.searcher.weighting)
+
+
+# ---- levers: (lab, question) → relevance of entries, (topic, first line) → score --------------------------
+
+
+def fused_entries(lab: Lab, lists: list[list[tuple[int, float]]], weights: list[float] | None = None) -> dict:
+    from gitwiki.search import ranking
+
+    w = weights or lab.weighting.weights(lists)
+    fused = ranking.score_fusion(lists, w, lab.weighting.normalizer) if len(lists) > 1 else lists[0]
+    return ranking.relative(ranking.best_of(fused, lab.entry_of))
+
+
+def lever_main(lab: Lab, q: Question) -> dict:
+    return fused_entries(lab, [q.lexical, q.dense])
+
+
+def dense_list(lab: Lab, vector: np.ndarray) -> list[tuple[int, float]]:
+    ids = lab.extra_ids
+    scores = lab.extra_matrix @ vector
+    top = np.argsort(-scores)[: lab.depth]
+    return [(int(ids[i]), float(scores[i])) for i in top]
+
+
+def make_prf(k: int, alpha: float) -> Callable[[Lab, Question], dict]:
+    """Pseudo-relevance feedback on the dense side: the query vector moved toward the mean of the vectors of
+    the top-k chunks of the first fused ranking (entries' best chunks), renormalized, and ranked again."""
+
+    def lever(lab: Lab, q: Question) -> dict:
+        from gitwiki.search import ranking
+
+        fused = ranking.score_fusion([q.lexical, q.dense], lab.weighting.weights([q.lexical, q.dense]), ranking.dbsf)
+        seen: set = set()
+        top: list[int] = []
+        for cid, _ in fused:
+            key = lab.entry_of.get(cid)
+            if key is None or key in seen:
+                continue
+            seen.add(key)
+            top.append(cid)
+            if len(top) == k:
+                break
+        centroid = np.mean([lab.vectors[c] for c in top if c in lab.vectors], axis=0)
+        moved = q.query + alpha * centroid
+        moved /= np.linalg.norm(moved)
+        return fused_entries(lab, [q.lexical, dense_list(lab, moved)])
+
+    return lever
+
+
+def make_topic_prior(beta: float, by: str = "centroid") -> Callable[[Lab, Question], dict]:
+    """A topic-level ranker as a prior: each entry's relevance × (1 + beta × s), s the query's cosine with its
+    topic (the centroid of the topic's entry vectors), min-max scaled over the topics."""
+
+    def lever(lab: Lab, q: Question) -> dict:
+        base = lever_main(lab, q)
+        cos = {t: float(v @ q.query) for t, v in lab.topic_centroids.items()}
+        lo, hi = min(cos.values()), max(cos.values())
+        s = {t: (c - lo) / (hi - lo) if hi > lo else 0.0 for t, c in cos.items()}
+        return {k: v * (1 + beta * s[k[0]]) for k, v in base.items()}
+
+    return lever
+
+
+def make_first_chunk(weight: float) -> Callable[[Lab, Question], dict]:
+    """Dense at the entry level: the entry's first chunk (title and lead) weighs `weight`, its best chunk the
+    rest, instead of the best chunk alone (long notes: a max over many chunks favours length)."""
+
+    def lever(lab: Lab, q: Question) -> dict:
+        firsts = lab.first_chunk
+        scores = lab.extra_matrix @ q.query
+        by_entry: dict = {}
+        for i, cid in enumerate(lab.extra_ids):
+            key = lab.entry_of.get(int(cid))
+            if key is None:
+                continue
+            s = float(scores[i])
+            best, first = by_entry.get(key, (-1.0, None))
+            by_entry[key] = (max(best, s), s if firsts.get(key) == int(cid) else first)
+        dense = []
+        for key, (best, first) in by_entry.items():
+            dense.append((lab.first_chunk[key], weight * (first if first is not None else best) + (1 - weight) * best))
+        dense.sort(key=lambda kv: -kv[1])
+        return fused_entries(lab, [q.lexical, dense[: lab.depth]])
+
+    return lever
+
+
+STAMP = re.compile(r"(?m)^(## )?\d{4}-\d{2}-\d{2}T[0-9:.]+Z — ")
+
+
+def alt_matrix(lab: Lab, name: str) -> np.ndarray:
+    """Every topic-page chunk embedded again as `embed_text` builds it but without the entry's timestamp
+    (`## 2026-01-15T12:00:00Z — title` in the breadcrumb and the heading line): rows in `lab.extra_ids` order,
+    cached under WORK."""
+    from gitwiki.index.store.pages import embed_text
+
+    cache = WORK / f"{name}-nostamp.npy"
+    if cache.is_file():
+        return np.load(cache)
+    store = lab.mem.search_index
+    conn = store.conn
+    rows = {
+        cid: (json.loads(crumb), text, title)
+        for cid, crumb, text, title in conn.execute(
+            "select c.id, c.breadcrumb, c.text, b.title from chunks c join blobs b on b.blob = c.blob"
+        ).fetchall()
+    }
+    texts = []
+    for cid in lab.extra_ids:
+        crumb, text, title = rows[int(cid)]
+        texts.append(embed_text(tuple(STAMP.sub("", c) for c in crumb), STAMP.sub(r"\1", text), title))
+    matrix = lab.mem.wiki.embedder().embed_documents(texts)
+    np.save(cache, matrix)
+    return matrix
+
+
+def make_nostamp() -> Callable[[Lab, Question], dict]:
+    """The dense side over chunks embedded without the entry's timestamp."""
+
+    def lever(lab: Lab, q: Question) -> dict:
+        scores = lab.nostamp @ q.query
+        top = np.argsort(-scores)[: lab.depth]
+        dense = [(int(lab.extra_ids[i]), float(scores[i])) for i in top]
+        return fused_entries(lab, [q.lexical, dense])
+
+    return lever
+
+
+def make_second(weight: float, root: bool) -> Callable[[Lab, Question], dict]:
+    """An entry's relevance from its fused chunks: the best plus `weight` × the second best (/ sqrt of its
+    ranked chunks when `root`), as the wiki's pages add their second chunk (`ranking.SECOND_CHUNK`)."""
+
+    def lever(lab: Lab, q: Question) -> dict:
+        from gitwiki.search import ranking
+
+        fused = ranking.score_fusion([q.lexical, q.dense], lab.weighting.weights([q.lexical, q.dense]), ranking.dbsf)
+        per: dict = {}
+        for cid, score in fused:
+            key = lab.entry_of.get(cid)
+            if key is not None and score > 0:
+                per.setdefault(key, []).append(score)
+        out = {}
+        for key, scores in per.items():
+            extra = scores[1] if len(scores) > 1 else 0.0
+            out[key] = scores[0] + weight * extra / (len(scores) ** 0.5 if root else 1.0)
+        return ranking.relative(out)
+
+    return lever
+
+
+def make_lexical_sum(rest: float) -> Callable[[Lab, Question], dict]:
+    """Entry-level lexical score: its best chunk's BM25 + `rest` × the sum of its other chunks' (1: the sum,
+    near BM25 over the whole note as the script scores it); dense: the best chunk; the entry lists fused."""
+
+    def lever(lab: Lab, q: Question) -> dict:
+        from gitwiki.search import ranking
+
+        per: dict = {}
+        for cid, score in q.lexical:
+            key = lab.entry_of.get(cid)
+            if key is not None:
+                per.setdefault(key, []).append(score)
+        lexical = {k: v[0] + rest * sum(v[1:]) for k, v in per.items()}
+        dense = ranking.best_of(q.dense, lab.entry_of)
+        lists = [
+            sorted(((lab.first_chunk[k], s) for k, s in scores.items()), key=lambda kv: -kv[1])
+            for scores in (lexical, dense)
+        ]
+        return fused_entries(lab, lists)
+
+    return lever
+
+
+def make_entry_fusion() -> Callable[[Lab, Question], dict]:
+    """Best chunk per entry in each ranker first, then fusion of the entry lists."""
+
+    def lever(lab: Lab, q: Question) -> dict:
+        from gitwiki.search import ranking
+
+        lists = []
+        for ranked in (q.lexical, q.dense):
+            best = ranking.best_of(ranked, lab.entry_of)
+            lists.append(sorted(((lab.first_chunk[k], s) for k, s in best.items()), key=lambda kv: -kv[1]))
+        return fused_entries(lab, lists)
+
+    return lever
+
+
+def make_admit(rule: str, arg: float) -> Callable:
+    """A `_matched` that keeps the AND level but also lists entries missing a word that the hybrid ranking
+    places high: rule "top" — the `arg` best entries by relevance; "above" — relevance ≥ arg × the best AND
+    match's; "or" — no AND level at all (every entry holding any word)."""
+    from gitwiki.memory import search as ms
+
+    original = ms._matched
+
+    def matched(candidates, words, mode, relevance):
+        if rule == "or":
+            return original(candidates, words, "or", relevance)
+        chosen, how = original(candidates, words, mode, relevance)
+        if how != "and":
+            return chosen, how
+        have = {ms._key(e) for e, _ in chosen}
+        if rule == "top":
+            admit = {k for k, _ in sorted(relevance.items(), key=lambda kv: -kv[1])[: int(arg)]}
+        else:
+            bar = arg * max((r for _, r in chosen), default=1.0)
+            admit = {k for k, r in relevance.items() if r >= bar}
+        extra = [(e, relevance[ms._key(e)]) for e, _ in candidates if ms._key(e) in admit - have]
+        return chosen + extra, how
+
+    return matched
+
+
+LEVERS: dict[str, Callable[[Lab, Question], dict]] = {
+    "main": lever_main,
+    "prf3-0.5": make_prf(3, 0.5),
+    "prf5-0.5": make_prf(5, 0.5),
+    "prf3-1": make_prf(3, 1.0),
+    "prf1-0.5": make_prf(1, 0.5),
+    "topic-0.2": make_topic_prior(0.2),
+    "topic-0.5": make_topic_prior(0.5),
+    "topic-1": make_topic_prior(1.0),
+    "first-0.5": make_first_chunk(0.5),
+    "first-1": make_first_chunk(1.0),
+    "entry-fusion": make_entry_fusion(),
+    "nostamp": make_nostamp(),
+    "lexsum-1": make_lexical_sum(1.0),
+    "lexsum-0.5": make_lexical_sum(0.5),
+    "second-0.3": make_second(0.3, False),
+    "second-0.5r": make_second(0.5, True),
+    "second-0.15": make_second(0.15, False),
+}
+
+
+def prepare(lab: Lab) -> None:
+    ids = np.array(sorted(lab.vectors))
+    lab.extra_ids = ids  # type: ignore[attr-defined]
+    lab.extra_matrix = np.stack([lab.vectors[int(i)] for i in ids])  # type: ignore[attr-defined]
+    first: dict = {}
+    for cid in sorted(lab.entry_of):
+        first.setdefault(lab.entry_of[cid], cid)
+    lab.first_chunk = first  # type: ignore[attr-defined]
+    by_topic: dict[str, list[np.ndarray]] = {}
+    for key, cid in first.items():
+        if cid in lab.vectors:
+            by_topic.setdefault(key[0], []).append(lab.vectors[cid])
+    cents = {t: np.mean(v, axis=0) for t, v in by_topic.items()}
+    lab.topic_centroids = {t: c / np.linalg.norm(c) for t, c in cents.items()}  # type: ignore[attr-defined]
+
+
+def ranks_with(
+    lab: Lab, lever: Callable[[Lab, Question], dict], matcher: Callable | None = None, cap: int = 3, free: int = 0
+) -> list[int | None]:
+    from gitwiki.memory import search as ms
+    from gitwiki.memory import stores
+
+    by_words = {q.words: q for q in lab.ranked.values()}
+    original, original_matched, original_cap = ms._relevance, ms._matched, ms.PER_TOPIC
+
+    def relevance(mem, files, words, embedder):
+        return lever(lab, by_words[words]), "hybrid"
+
+    original_capped = ms._capped
+    if free:  # the cap counts only hits after the first `free`
+
+        def capped(hits):
+            return hits[:free] + [h for h in original_capped(hits) if h not in hits[:free]]
+
+        ms._capped = capped  # type: ignore[assignment]
+    ms._relevance = relevance  # type: ignore[assignment]
+    ms._matched = matcher or original_matched  # type: ignore[assignment]
+    ms.PER_TOPIC = cap
+    try:
+        out: list[int | None] = []
+        for q in lab.questions:
+            hits = stores.search(lab.mem, ms.MemoryQuery(q["question"], limit=DEPTH)).hits
+            got = [lab.note_of.get((h.entry.topic, h.entry.index)) for h in hits]
+            out.append(got.index(q["relevant"][0]) + 1 if q["relevant"][0] in got else None)
+        return out
+    finally:
+        ms._relevance, ms._matched, ms.PER_TOPIC = original, original_matched, original_cap  # type: ignore[assignment]
+        ms._capped = original_capped  # type: ignore[assignment]
+
+
+def matcher_of(name: str) -> Callable:
+    """Names: `or`, `topN` (the N best by relevance admitted), `aboveX` (relevance ≥ X × the best AND match)."""
+    if name == "or":
+        return make_admit("or", 0)
+    if name.startswith("top"):
+        return make_admit("top", float(name[3:]))
+    return make_admit("above", float(name[5:]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--set", choices=("til", "simonw"), default="til")
+    parser.add_argument("--levers", default=",".join(LEVERS))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    use_offline_model()
+    lab = open_lab(args.set)
+    prepare(lab)
+    if "nostamp" in args.levers:
+        lab.nostamp = alt_matrix(lab, args.set)  # type: ignore[attr-defined]
+    from memory_recall_eval import gitwiki_ranks
+
+    real = gitwiki_ranks(lab.mem, lab.note_of, lab.questions)
+    out: dict[str, Any] = {"set": args.set}
+    base = None
+    for spec in args.levers.split(","):
+        # lever[+matcher][@cap[/free]]: e.g. main+top5@99, main@3/5 (the cap counts after the top 5)
+        name, _, capping = spec.partition("@")
+        cap, _, free = capping.partition("/")
+        lever, _, matcher = name.partition("+")
+        ranks = ranks_with(lab, LEVERS[lever], matcher_of(matcher) if matcher else None, int(cap or 3), int(free or 0))
+        name = spec
+        if name == "main":
+            base = ranks
+            assert ranks == real, "the lab's main must reproduce memory search"
+        row = {"all": metrics(ranks)}
+        for kind in KINDS:
+            row[kind] = metrics([r for r, q in zip(ranks, lab.questions, strict=True) if q["kind"] == kind])
+        if base is not None and name != "main":
+            row["vs main"] = paired(ranks, base)
+        row["ranks"] = ranks
+        out[name] = row
+        if not args.json:
+            m = row["all"]
+            vs = row.get("vs main", {})
+            print(
+                f"{name:14} {m['hit@1']:.3f} {m['hit@5']:.3f} {m['mrr@10']:.3f}  "
+                + " ".join(f"{k[:4]} {row[k]['mrr@10']:.3f}" for k in KINDS)
+                + (f"  dMRR {vs['mrr@10']:+.3f} {vs['mrr@10 95%']}  dhit5 {vs['hit@5']:+.3f}" if vs else ""),
+                flush=True,
+            )
+    if args.json:
+        print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

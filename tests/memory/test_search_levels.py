@@ -1,0 +1,51 @@
+"""Memory search's match levels: the AND pass (entries holding every query word) does not hide an entry the
+hybrid ranking scores higher that holds only some of them (docs/research/memory-recall-2.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gitwiki.memory import search as search_mod
+from gitwiki.memory import store as store_mod
+from gitwiki.memory.base import Memory
+
+LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
+QUERY = "attach database to copy a table from one sqlite file into another"
+# The note asked for: every strong word of the question, but not "file" or "another".
+ANSWER = "Copy tables between SQLite databases: attach database 'blog.db' as blog, then create table blog.til as select from the attached database; sqlite copies the table"
+# A long note that happens to hold every word once, about something else.
+BYSTANDER = (
+    "Backups run nightly and write one file per day; another job prunes them. "
+    + "The retention policy keeps thirty days of archives on the storage volume and reports sizes. " * 6
+    + "Restoring means you attach the drive, copy the archive, open the sqlite database and check one table."
+)
+FILLER = ["a config file is read at start", "another worker takes over on failure", "the log file rotates daily"]
+
+
+@pytest.fixture
+def mem(repo):
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n\nThe wiki.\n"})
+    mem = Memory.open(repo.path)
+    store_mod.store(mem, "sqlite", ANSWER)
+    store_mod.store(mem, "ops", BYSTANDER)
+    for text in FILLER:
+        store_mod.store(mem, "ops", text)
+    return mem
+
+
+def test_an_entry_missing_a_word_but_ranked_above_every_and_match_is_listed_first(mem):
+    found = search_mod.search(mem, QUERY)
+    refs = [h.entry.ref for h in found.hits]
+    assert found.matched == "and" and refs[:2] == ["sqlite:1", "ops:1"], refs
+    assert found.hits[0].relevance == 1.0 > found.hits[1].relevance
+
+
+def test_entries_ranked_below_the_best_and_match_stay_out(mem):
+    # "copies the archive" holds every word of this question; the sqlite note scores lower, so AND alone answers.
+    found = search_mod.search(mem, "nightly backups retention archive")
+    assert found.matched == "and" and [h.entry.ref for h in found.hits] == ["ops:1"]
+
+
+def test_or_mode_is_unchanged(mem):
+    found = search_mod.search(mem, search_mod.MemoryQuery(QUERY, mode="or"))
+    assert found.matched == "or" and {"sqlite:1", "ops:1"} <= {h.entry.ref for h in found.hits}
