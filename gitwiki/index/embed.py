@@ -275,7 +275,9 @@ def load_in_background(start: str, mode: str | None = None) -> None:
     except GitwikiError:  # the command's own Wiki.open reports it
         return
     settings = config.embeddings
-    if (mode or config.search.mode) != "lexical" and settings.enabled and settings not in _cache:
+    # a model loading already (an owner's, started by `gitwiki.__main__`) is not waited for by a second thread
+    loading = _loading.locked()
+    if (mode or config.search.mode) != "lexical" and settings.enabled and settings not in _cache and not loading:
         threading.Thread(target=_load_quietly, args=(settings,), name="gitwiki-model", daemon=True).start()
 
 
