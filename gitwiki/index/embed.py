@@ -267,7 +267,8 @@ def load_in_background(start: str, mode: str | None = None) -> None:
     from gitwiki import config as config_mod
     from gitwiki.git.gitcli import find_checkout
 
-    checkout = None if mode == "lexical" else find_checkout(start)
+    # a model loading already (an owner's, asked for by `gitwiki.__main__`) needs no second thread to wait for it
+    checkout = None if mode == "lexical" or _loading.locked() else find_checkout(start)
     if checkout is None:
         return
     try:
@@ -275,9 +276,7 @@ def load_in_background(start: str, mode: str | None = None) -> None:
     except GitwikiError:  # the command's own Wiki.open reports it
         return
     settings = config.embeddings
-    # a model loading already (an owner's, started by `gitwiki.__main__`) is not waited for by a second thread
-    loading = _loading.locked()
-    if (mode or config.search.mode) != "lexical" and settings.enabled and settings not in _cache and not loading:
+    if (mode or config.search.mode) != "lexical" and settings.enabled and settings not in _cache:
         threading.Thread(target=_load_quietly, args=(settings,), name="gitwiki-model", daemon=True).start()
 
 

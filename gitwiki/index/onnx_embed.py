@@ -51,9 +51,6 @@ class OnnxEmbedder:
         self.source = source  # "model_path" or "cache", as FastembedEmbedder says it
         self._pooling = spec.pooling
         self._batch_size = config.batch_size
-        # The tokenizer first: its load holds the interpreter (40-80 ms) where the session's build below does not, so
-        # in a starting owner it runs beside the imports, not beside the first search (docs/research/sessions-lean.md).
-        self._tokenizer = load_tokenizer(model_dir)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         if config.threads is not None:
@@ -65,6 +62,7 @@ class OnnxEmbedder:
             str(model_dir / spec.model_file), sess_options=options, providers=["CPUExecutionProvider"]
         )
         self._inputs = {i.name for i in self._session.get_inputs()}
+        self._tokenizer = load_tokenizer(model_dir)
         width = self._session.get_outputs()[0].shape[-1]
         self.dim = width if isinstance(width, int) else int(self.embed_query("dimension probe").shape[0])
 

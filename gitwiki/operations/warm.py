@@ -8,7 +8,6 @@ import threading
 import time
 
 from gitwiki.errors import GitwikiError
-from gitwiki.operations.pull import install_published
 from gitwiki.wiki import Wiki
 
 log = logging.getLogger("gitwiki.operations.warm")
@@ -22,6 +21,8 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
     started = time.perf_counter()
     with lock:
         if wiki.has_no_index_to_start_from():
+            from gitwiki.operations.pull import install_published  # http and archives: a clone without an index
+
             install_published(wiki)
         wiki.watch()
     # A lexical-mode config never loads the model here: a call asking for hybrid loads it then.
