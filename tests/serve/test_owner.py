@@ -594,3 +594,20 @@ def test_an_owner_answers_lexical_calls_while_its_model_loads_and_hybrid_ones_on
     assert text(later.tool("ground", query="helm rollback")) == waited
     assert session.close() == 0 and later.close() == 0
     assert events.read_text().splitlines().count(f"build {pid}") == 1  # the owner's own start did not load it again
+
+
+def test_a_session_the_owner_declines_runs_alone_and_starts_no_owner(shared, monkeypatch):
+    repo, _ = shared
+    first = start(shared)
+    first.open()
+    assert "wiki/deploy.md" in text(first.tool("ground", query="helm rollback"))
+    pid = owner_pid(repo.path)
+    monkeypatch.setenv("GITWIKI_TEST_OTHER", "1")  # another environment: the owner would answer it differently
+    other = start(shared)
+    other.open()
+    assert "wiki/deploy.md" in text(other.tool("ground", query="helm rollback"))
+    found = status(repo.path)
+    assert found is not None and found["pid"] == pid and found["sessions"] == 1  # not bridged: answered itself
+    assert [p for p, _ in _owners(repo.path)] == [pid]
+    assert other.close() == 0 and first.close() == 0
+    assert b"running alone: the owner declined (another environment)" in b"".join(other.stderr)
