@@ -54,6 +54,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
+    alone = args.alone or any(os.environ.get(name) for name in ("GITWIKI_NO_SERVER", "GITWIKI_SERVE_ALONE"))
+    bridging = not args.stop and args.owner_fd is None and args.uri is None and not alone and _in_checkout(args.chdir)
+    # A session finding no owner starts one before its own imports below: the owner's start-up runs beside them.
+    found = _find_owner(args.chdir) if bridging else None
     from gitwiki import __version__
     from gitwiki.mcp.early import Handshake, answer_initialize, log_to_stderr
 
@@ -62,11 +66,10 @@ def serve(args: argparse.Namespace) -> int:
         return _stop(args.chdir)
     if args.owner_fd is not None:
         return _own(args)
-    alone = args.alone or any(os.environ.get(name) for name in ("GITWIKI_NO_SERVER", "GITWIKI_SERVE_ALONE"))
-    if args.uri is None and not alone and _in_checkout(args.chdir):
-        bridged = _bridge(args)
-        if bridged is not None:
-            return bridged
+    if isinstance(found, str):
+        log.info("running alone: the owner declined (%s)", found)
+    elif found is not None:
+        return _bridge(args, *found)
     calls = threading.Lock()  # one tool call (or CLI request) at a time, and the warm-up between them
     closing: list[Callable[[], None]] = []
     hold = _stop_on_signals(calls, closing)
@@ -156,23 +159,30 @@ class _Owner:
         return str(self._where.log)
 
 
-def _bridge(args: argparse.Namespace) -> int | None:
-    """Serve this session through the checkout's owner, starting one if none runs; None when this session must
-    run alone (an owner of another environment or configuration answers, or there is no place for one)."""
-    from gitwiki import __version__
-    from gitwiki.mcp import bridge
+def _find_owner(chdir: str) -> tuple[_Owner, socket.socket | None] | str | None:
+    """The checkout's owner for a new session, asked (and started, when none answers) before the session's own
+    imports: its `_Owner` and the session's connection (None: an owner was started, or is starting); a reason when
+    an owner answers but declines this session (another environment or configuration); None when there is no
+    place for an owner. Either of the last two: this session runs alone."""
     from gitwiki.serve import owner
 
-    where = owner.place(args.chdir)
+    where = owner.place(chdir)
     if where is None:
         return None
     got = owner.connect(where)
     if isinstance(got, owner.Declined):
-        log.info("running alone: the owner declined (%s)", got.reason)
-        return None
-    owned = _Owner(where, args.chdir)
+        return got.reason
+    owned = _Owner(where, chdir)
     if got is None:
         owned.start()
+    return owned, got
+
+
+def _bridge(args: argparse.Namespace, owned: _Owner, got: socket.socket | None) -> int:
+    """Serve this session through the checkout's owner (`_find_owner`'s)."""
+    from gitwiki import __version__
+    from gitwiki.mcp import bridge
+
     # A bridge holds nothing to finish: SIGINT and SIGTERM end it at once, of the signal, without a traceback (a
     # call in flight is the owner's to finish; its answer has no one to go to).
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -267,7 +267,8 @@ def load_in_background(start: str, mode: str | None = None) -> None:
     from gitwiki import config as config_mod
     from gitwiki.git.gitcli import find_checkout
 
-    checkout = None if mode == "lexical" else find_checkout(start)
+    # a model loading already (an owner's, asked for by `gitwiki.__main__`) needs no second thread to wait for it
+    checkout = None if mode == "lexical" or _loading.locked() else find_checkout(start)
     if checkout is None:
         return
     try:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 
 from gitwiki.errors import GitwikiError
-from gitwiki.operations.pull import install_published
 from gitwiki.wiki import Wiki
 
 log = logging.getLogger("gitwiki.operations.warm")
@@ -21,6 +21,8 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
     started = time.perf_counter()
     with lock:
         if wiki.has_no_index_to_start_from():
+            from gitwiki.operations.pull import install_published  # http and archives: a clone without an index
+
             install_published(wiki)
         wiki.watch()
     # A lexical-mode config never loads the model here: a call asking for hybrid loads it then.
@@ -37,3 +39,21 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
                 log.info("warm-up of corpus %s: %s", c.name, e)
     # What a first call waits for, in the server's log (--log-level INFO): docs/research/mcp-startup.md.
     log.info("warm: model %.2f s, corpora %.2f s", loaded - started, time.perf_counter() - loaded)
+    release_freed_heap()
+
+
+def release_freed_heap() -> bool:
+    """Hand the heap pages freed by the start-up back to the system (glibc's `malloc_trim`): the model's build
+    and the first searches free a few MiB that would otherwise stay in the process's RSS for its whole life
+    (docs/research/sessions-lean.md). False where there is no glibc."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # musl: no glibc, no malloc_trim
+        return False
+    trim.argtypes = [ctypes.c_size_t]
+    trim(0)
+    return True

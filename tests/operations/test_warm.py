@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import platform
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -22,3 +25,37 @@ def test_the_warm_up_loads_the_model_only_when_search_is_not_lexical(repo, monke
     warm_up(wiki, threading.Lock())
     wiki.close()
     assert asked == ([] if mode == "lexical" else ["model"])
+
+
+def test_the_warm_up_ends_by_handing_freed_heap_back(repo, monkeypatch):
+    from gitwiki.operations import warm
+
+    repo.commit("init", {".gitwiki.toml": '[search]\nmode = "lexical"\n', "wiki/deploy.md": DEPLOY})
+    wiki = Wiki.open(repo.path)
+    wiki.index(lexical=True)
+    released: list[bool] = []
+    monkeypatch.setattr(warm, "release_freed_heap", lambda: released.append(True) or True)
+    warm.warm_up(wiki, threading.Lock())
+    wiki.close()
+    assert released == [True]
+
+
+def _rss_kib() -> int:
+    status = Path("/proc/self/status").read_text()
+    return int(status.split("VmRSS:")[1].split()[0])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc only")
+def test_freed_heap_is_handed_back_to_the_system_on_glibc(monkeypatch):
+    from gitwiki.operations.warm import release_freed_heap
+
+    # 80 MB in blocks under glibc's mmap threshold, freed below one still held: free() alone keeps it all in RSS
+    blocks = [bytearray(1000) for _ in range(80_000)]
+    held = bytearray(1000)
+    del blocks
+    before = _rss_kib()
+    assert release_freed_heap() is True
+    assert _rss_kib() < before - 40_000
+    assert held is not None
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert release_freed_heap() is False  # no glibc there: nothing is done

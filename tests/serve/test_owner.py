@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from gitwiki.serve import owner as serve_owner
-from tests.helpers import DEPLOY, LEXICAL
+from tests.helpers import DEPLOY, LEXICAL, needs_model
 
 WAIT = 60.0  # generous: a loaded 2-core machine starts an owner in seconds
 HELLO = {
@@ -527,3 +527,87 @@ def test_a_bridge_whose_owner_exits_at_start_answers_at_once_and_tries_again_on_
         squatter.close()
         where.socket.unlink()
     assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))  # a new owner, started now
+
+
+# Put on the owner's PYTHONPATH as sitecustomize: notes in EVENTS each ask for a background load (and whether the CLI
+# was imported by then) and each start of the model's build, which waits for GATE.
+GATED_MODEL = """
+import os, sys, time
+from gitwiki.index import embed, onnx_embed
+
+build, load_in_background = onnx_embed.OnnxEmbedder.__init__, embed.load_in_background
+
+
+def note(event):
+    with open(os.environ["TEST_MODEL_EVENTS"], "a") as f:
+        f.write(f"{event} {os.getpid()}\\n")
+
+
+def gated(self, *args, **kwargs):
+    note("build")
+    deadline = time.monotonic() + 60
+    while not os.path.exists(os.environ["TEST_MODEL_GATE"]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    build(self, *args, **kwargs)
+
+
+def asked(*args, **kwargs):
+    note("asked-after-cli" if "gitwiki.cli" in sys.modules else "asked-before-cli")
+    load_in_background(*args, **kwargs)
+
+
+onnx_embed.OnnxEmbedder.__init__ = gated
+embed.load_in_background = asked
+"""
+
+
+@needs_model
+def test_an_owner_answers_lexical_calls_while_its_model_loads_and_hybrid_ones_once_it_has(shared, cli, monkeypatch):
+    """The owner asks for its model's load before the CLI's imports (`gitwiki.__main__`), on a thread: a lexical
+    call does not wait for it, a hybrid one does and answers as once the model is in, and the model loads once."""
+    repo, _ = shared
+    repo.commit("hybrid", {".gitwiki.toml": "[mcp]\nidle_timeout = 30\n"})
+    assert cli("index", cwd=repo.path)[0] == 0  # embedded here: the owner's calls only need the query's vector
+    hooks = repo.path.parent / "gated"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(GATED_MODEL)
+    gate, events = hooks / "open", hooks / "events"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(hooks), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("TEST_MODEL_GATE", str(gate))
+    monkeypatch.setenv("TEST_MODEL_EVENTS", str(events))
+
+    session = start(shared)
+    session.open()
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback", mode="lexical"))
+    pid = owner_pid(repo.path)
+    seen = events.read_text().splitlines()
+    assert seen[0] == f"asked-before-cli {pid}" and seen.count(f"build {pid}") == 1  # loading, held at the gate
+    hybrid = session.request("tools/call", {"name": "ground", "arguments": {"query": "helm rollback"}})
+    with pytest.raises(queue.Empty):
+        session.answer(hybrid, timeout=1.0)
+    gate.touch()
+    waited = text(session.answer(hybrid))
+    assert "wiki/deploy.md" in waited
+
+    later = start(shared)  # the owner's model is in now: a new session's hybrid call answers as the first did
+    later.open()
+    assert text(later.tool("ground", query="helm rollback")) == waited
+    assert session.close() == 0 and later.close() == 0
+    assert events.read_text().splitlines().count(f"build {pid}") == 1  # the owner's own start did not load it again
+
+
+def test_a_session_the_owner_declines_runs_alone_and_starts_no_owner(shared, monkeypatch):
+    repo, _ = shared
+    first = start(shared)
+    first.open()
+    assert "wiki/deploy.md" in text(first.tool("ground", query="helm rollback"))
+    pid = owner_pid(repo.path)
+    monkeypatch.setenv("GITWIKI_TEST_OTHER", "1")  # another environment: the owner would answer it differently
+    other = start(shared)
+    other.open()
+    assert "wiki/deploy.md" in text(other.tool("ground", query="helm rollback"))
+    found = status(repo.path)
+    assert found is not None and found["pid"] == pid and found["sessions"] == 1  # not bridged: answered itself
+    assert [p for p, _ in _owners(repo.path)] == [pid]
+    assert other.close() == 0 and first.close() == 0
+    assert b"running alone: the owner declined (another environment)" in b"".join(other.stderr)
