@@ -463,7 +463,7 @@ class Searcher:
         top = np.argpartition(-scores, min(self.depth, len(scores) - 1))[: self.depth]
         top = top[np.argsort(-scores[top], kind="stable")]
         # Python ints and floats (tolist): indexing the lists with numpy's, item by item, cost 0.1 ms a query
-        if len({dense.blobs[i] for i in top.tolist()}) < pages < len(set(dense.blobs)):  # one page owns the top
+        if len({dense.blobs[i] for i in top.tolist()}) < pages < dense.distinct:  # one page owns the top
             top = np.argsort(-scores, kind="stable")
         ids, blobs = dense.ids, dense.blobs
         ranked = zip(top.tolist(), scores[top].tolist(), strict=True)
@@ -490,7 +490,7 @@ class Searcher:
 
             ids, blobs = [base.ids[i] for i in kept] + ids, [base.blobs[i] for i in kept] + blobs
             matrix = np.vstack([base.matrix[kept], matrix]) if rows else base.matrix[kept]
-        entry = DenseMatrix(ids, blobs, matrix)
+        entry = DenseMatrix(ids, blobs, matrix, len(set(blobs)))
         self._matrices[key] = entry
         if len(self._matrices) > self._cache_size:
             self._matrices.popitem(last=False)
@@ -546,3 +546,4 @@ class DenseMatrix(NamedTuple):
     ids: list[int]  # chunk id per row
     blobs: list[str]  # blob per row
     matrix: np.ndarray
+    distinct: int  # how many blobs (page versions) the rows hold
