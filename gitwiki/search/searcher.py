@@ -410,10 +410,14 @@ class Searcher:
     def _matches(self, match: str, limit: int) -> list[tuple[int, str, float]]:
         """`store.lexical(match, limit)`, each chunk's blob taken from those kept: a chunk id names the same blob until
         the database changes (ids of deleted chunks may be given again), so they are kept for one generation."""
-        ranked = self.store.lexical_ranked(match, limit)
         generation = self.store.generation()
         if self._blobs[0] != generation or len(self._blobs[1]) > MAX_KEPT_BLOBS:
-            self._blobs = (generation, {})
+            # nothing kept: the join, which costs no more than looking each blob up (a search after every memory
+            # store comes here), and its blobs kept
+            found = self.store.lexical(match, limit)
+            self._blobs = (generation, {cid: sys.intern(blob) for cid, blob, _ in found})
+            return found
+        ranked = self.store.lexical_ranked(match, limit)
         blobs = self._blobs[1]
         missing = [cid for cid, _ in ranked if cid not in blobs]
         if missing:
