@@ -9,8 +9,9 @@ apart (a sleeping watcher thread, as between an agent's calls), in three ways:
   hybrid_embed    mode hybrid with the kept vectors dropped before each call: the model runs every time
 
 With --base DIR the same runs in a process of that checkout's code, the two alternating --processes times, so
-both see the same load. Prints min / p50 per way and checkout, the load average before and after, as JSON, and
-whether the two checkouts' answers (the outline text) were the same.
+both see the same load. Prints min / p50 per way and checkout (and the p50 of the calling thread's CPU time, which
+a loaded host's scheduling moves less), the load average before and after, as JSON, and whether the two
+checkouts' answers (the outline text) were the same.
 
     python bench/bench_ground_warm.py [--rounds 3] [--gap 10] [--base /work/main] [--processes 3]
 """
@@ -50,6 +51,7 @@ def measure(code: str, rounds: int, gap: float) -> dict[str, object]:
     for way in WAYS:
         tools.ground("warm up", mode=way.split("_")[0])
     times: dict[str, list[float]] = {way: [] for way in WAYS}
+    cpu: dict[str, list[float]] = {way: [] for way in WAYS}  # the calling thread's CPU time: less of the load's noise
     answers: dict[str, list[str]] = {way: [] for way in WAYS}
     for _ in range(rounds):
         for q in qs:
@@ -57,15 +59,22 @@ def measure(code: str, rounds: int, gap: float) -> dict[str, object]:
                 if way == "hybrid_embed" and queries is not None:  # this query's vector only
                     queries._vectors.pop((wiki.embedder().model_id, q), None)
                 time.sleep(gap / 1000)
-                started = time.perf_counter()
+                started, started_cpu = time.perf_counter(), time.thread_time()
                 text = tools.ground(q, mode=way.split("_")[0]).text
                 times[way].append((time.perf_counter() - started) * 1000)
+                cpu[way].append((time.thread_time() - started_cpu) * 1000)
                 answers[way].append(text)
     wiki.close()
     return {
         "watching": watching,
         "ms": {
-            w: {"min": round(min(t), 3), "p50": round(statistics.median(t), 3), "n": len(t)} for w, t in times.items()
+            w: {
+                "min": round(min(t), 3),
+                "p50": round(statistics.median(t), 3),
+                "cpu_p50": round(statistics.median(cpu[w]), 3),
+                "n": len(t),
+            }
+            for w, t in times.items()
         },
         "answers": answers,
     }
@@ -108,6 +117,7 @@ def main() -> None:
             way: {
                 "min": min(r["ms"][way]["min"] for r in done),  # type: ignore[index]
                 "p50 of each process": [r["ms"][way]["p50"] for r in done],  # type: ignore[index]
+                "CPU p50 of each process": [r["ms"][way].get("cpu_p50") for r in done],  # type: ignore[index]
             }
             for way in WAYS
         }

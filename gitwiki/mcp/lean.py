@@ -141,11 +141,17 @@ def _pre_parsed(schema: dict[str, Any], value: Any) -> Any:
     replaced when that gives anything but a string or a number."""
     if not isinstance(value, str) or _plain_string(schema):
         return value
+    if not value.lstrip(" \t\n\r").startswith(_REPLACING):
+        return value  # JSON text of a list, an object, true, false or null starts so; anything else stays as it is
     try:
         parsed = json.loads(value)
     except (ValueError, RecursionError):
         return value
     return value if isinstance(parsed, str | int | float) else parsed
+
+
+# how the JSON text of the values `_pre_parsed` replaces a string with begins (after JSON's whitespace)
+_REPLACING = ("[", "{", "t", "f", "n")
 
 
 def _plain_string(schema: dict[str, Any]) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import re
 import textwrap
 
 from gitwiki.pagetext import printable
@@ -69,38 +71,57 @@ def outline(
     return "\n".join(lines) + "\n"
 
 
+# a hyphen after a letter of its word: where textwrap may cut one (a leading run of hyphens, `--all`, cuts nothing)
+_INNER_HYPHEN = re.compile(r"[^\s-]-")
+# word → the lengths of the pieces textwrap's regex cuts it into (the regex was most of a snippet's wrap); the words
+# of command-line pages (`--dry-run`, `{{path/to/file}}`) come back in snippet after snippet
+_PIECES: dict[str, tuple[int, ...]] = {}
+_MAX_PIECES = 4096
+
+
 def wrap(text: str, width: int) -> list[str]:
     """`textwrap.wrap(text, width)`, the same lines, for text of words split by single spaces (a snippet) at a
-    quarter of the cost: textwrap was most of rendering a warm `ground` (43 µs a snippet, 15 snippets). A word is
+    twentieth of the cost: textwrap was most of rendering a warm `ground` (43 µs a snippet, 15 snippets). A word is
     cut where textwrap cuts it (its own regex: after a hyphen between letters, before an em-dash); a text with
     other whitespace or a piece longer than a line is textwrap's."""
-    if not text or text != " ".join(text.split()):
+    if not text or text != " ".join(text.split()) or max(map(len, text.split(" "))) > width:
         return textwrap.wrap(text, width)
-    chunks: list[str] = []
-    for word in text.split(" "):
-        if "-" in word.lstrip("-"):  # a leading run of hyphens (an option, `--all`) cuts nothing
-            chunks.extend(c for c in textwrap.TextWrapper.wordsep_re.split(word) if c)
+    cuts: list[int] = []  # where a line may end inside a word, as textwrap's chunks allow
+    if _INNER_HYPHEN.search(text):
+        at = 0
+        for word in text.split(" "):
+            if "-" in word.lstrip("-"):
+                cut = at
+                for length in _pieces(word):
+                    cut += length
+                    cuts.append(cut)
+                cuts.pop()  # the word's end: a space follows, or the text ends
+            at += len(word) + 1
+    # textwrap's greedy fill: each line ends at the last space or cut that leaves it `width` long at most; the space
+    # that ends a line is dropped
+    lines = []
+    start = 0
+    while len(text) - start > width:
+        space = text.rfind(" ", start, start + width + 1)
+        before = bisect.bisect_right(cuts, start + width)
+        cut = cuts[before - 1] if before else -1
+        if cut > space:
+            lines.append(text[start:cut])
+            start = cut
         else:
-            chunks.append(word)
-        chunks.append(" ")
-    chunks.pop()
-    if max(map(len, chunks)) > width:
-        return textwrap.wrap(text, width)
-    # textwrap's greedy fill: the space that ends a line is dropped, and the one that would begin the next
-    lines: list[str] = []
-    line: list[str] = []
-    used = 0
-    for chunk in chunks:
-        if used + len(chunk) <= width:
-            line.append(chunk)
-            used += len(chunk)
-            continue
-        if line[-1] == " ":
-            line.pop()
-        lines.append("".join(line))
-        line, used = ([], 0) if chunk == " " else ([chunk], len(chunk))
-    lines.append("".join(line))
+            lines.append(text[start:space])
+            start = space + 1
+    lines.append(text[start:])
     return lines
+
+
+def _pieces(word: str) -> tuple[int, ...]:
+    pieces = _PIECES.get(word)
+    if pieces is None:
+        if len(_PIECES) >= _MAX_PIECES:
+            _PIECES.clear()
+        pieces = _PIECES[word] = tuple(len(p) for p in textwrap.TextWrapper.wordsep_re.split(word) if p)
+    return pieces
 
 
 def score_text(score: float) -> str:

@@ -6,9 +6,11 @@ is scored here too. Also cuts snippets."""
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 import re
 from collections.abc import Callable, Collection, Hashable, Mapping
+from operator import itemgetter
 from typing import Any, NamedTuple, TypeVar
 
 from gitwiki.config import PAGE_SHARE
@@ -65,7 +67,7 @@ def rrf(rankings: list[Ranked], k: int = RRF_K) -> Ranked:
     for ranking in rankings:
         for rank, (cid, _) in enumerate(ranking, 1):
             fused[cid] = fused.get(cid, 0.0) + 1.0 / (k + rank)
-    return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+    return _best_first(fused)
 
 
 def score_fusion(
@@ -76,7 +78,15 @@ def score_fusion(
     for ranking, weight in zip(rankings, weights or _even(rankings), strict=False):
         for cid, norm in (normalize or dbsf)(ranking):
             fused[cid] = fused.get(cid, 0.0) + weight * norm
-    return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+    return _best_first(fused)
+
+
+def _best_first(scores: dict[int, float]) -> Ranked:
+    """(chunk id, score) by score, highest first, ties by id: two sorts without a Python key function, a quarter
+    faster than one by (-score, id) (a stable sort keeps the ids' order among equal scores)."""
+    ranked = sorted(scores.items())
+    ranked.sort(key=itemgetter(1), reverse=True)
+    return ranked
 
 
 def page_fusion(
@@ -164,7 +174,8 @@ def rollup(
         path: base[path] + (second / math.sqrt(len(chunks)) * chunks[1][1] if len(chunks) > 1 else 0.0)
         for path, chunks in grouped.items()
     }
-    pages = sorted(grouped.items(), key=lambda kv: (-scored[kv[0]], kv[0]))[:top_files]
+    # the first top_files of the sorted list, without sorting the rest (hundreds of pages for five)
+    pages = heapq.nsmallest(top_files, grouped.items(), key=lambda kv: (-scored[kv[0]], kv[0]))
     hits, budget = [], limit
     for path, chunks in pages:
         if budget <= 0:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import sys
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -56,6 +57,8 @@ class CorpusView(NamedTuple):
 # (it truncates at 256 tokens, some 1,000-1,500 characters) and far more than BM25 needs to rank. Past it a query
 # is a pasted file or log, and it was searched whole: 100 MB took 42 s and 1.55 GB of memory.
 MAX_QUERY_CHARS = 4_000
+# chunk ids whose blob a searcher keeps at most (`Searcher._matches`): 64k of them hold about 6 MB
+MAX_KEPT_BLOBS = 1 << 16
 
 
 def check_query(query: str) -> None:
@@ -202,6 +205,8 @@ class Searcher:
         self._matrices: OrderedDict[tuple[str, str], DenseMatrix] = OrderedDict()
         self._cache_size = cache_size
         self._paths: tuple[str, dict[str, str]] | None = None  # (view key, blob → path)
+        # chunk id → blob of the chunks BM25 has returned, while the database's generation holds (`_matches`)
+        self._blobs: tuple[tuple[int, int], dict[int, str]] = ((-1, -1), {})
         self.queries = QueryVectors()
 
     @classmethod
@@ -393,7 +398,7 @@ class Searcher:
             return []
         limit = self.depth * 4
         while True:
-            found = self.store.lexical(match, limit)
+            found = self._matches(match, limit)
             pool = candidates([(cid, blob, s) for cid, blob, s in found if blob in blob_paths], pages, self.depth)
             # Other corpora and old page versions share the table, and one page can own most matches: look
             # deeper while they crowd out the pages asked for.
@@ -401,6 +406,24 @@ class Searcher:
                 blob_of.update((cid, blob) for cid, blob, _ in pool)
                 return [(cid, s) for cid, _, s in pool]
             limit *= 8
+
+    def _matches(self, match: str, limit: int) -> list[tuple[int, str, float]]:
+        """`store.lexical(match, limit)`, each chunk's blob taken from those kept: a chunk id names the same blob until
+        the database changes (ids of deleted chunks may be given again), so they are kept for one generation."""
+        generation = self.store.generation()
+        if self._blobs[0] != generation or len(self._blobs[1]) > MAX_KEPT_BLOBS:
+            # nothing kept: the join, which costs no more than looking each blob up (a search after every memory
+            # store comes here), and its blobs kept
+            found = self.store.lexical(match, limit)
+            self._blobs = (generation, {cid: sys.intern(blob) for cid, blob, _ in found})
+            return found
+        ranked = self.store.lexical_ranked(match, limit)
+        blobs = self._blobs[1]
+        missing = [cid for cid, _ in ranked if cid not in blobs]
+        if missing:
+            blobs.update((cid, sys.intern(blob)) for cid, blob in self.store.chunk_blobs(missing).items())
+        # a chunk missing from the table is left out, as the join left it out
+        return [(cid, blobs[cid], s) for cid, s in ranked if cid in blobs]
 
     def _lexical_with(
         self, query: str, blob_paths: dict[str, str], blob_of: dict[int, str], pages: int, stats: TermStats
@@ -444,7 +467,7 @@ class Searcher:
         top = np.argpartition(-scores, min(self.depth, len(scores) - 1))[: self.depth]
         top = top[np.argsort(-scores[top], kind="stable")]
         # Python ints and floats (tolist): indexing the lists with numpy's, item by item, cost 0.1 ms a query
-        if len({dense.blobs[i] for i in top.tolist()}) < pages < len(set(dense.blobs)):  # one page owns the top
+        if len({dense.blobs[i] for i in top.tolist()}) < pages < dense.distinct:  # one page owns the top
             top = np.argsort(-scores, kind="stable")
         ids, blobs = dense.ids, dense.blobs
         ranked = zip(top.tolist(), scores[top].tolist(), strict=True)
@@ -471,7 +494,7 @@ class Searcher:
 
             ids, blobs = [base.ids[i] for i in kept] + ids, [base.blobs[i] for i in kept] + blobs
             matrix = np.vstack([base.matrix[kept], matrix]) if rows else base.matrix[kept]
-        entry = DenseMatrix(ids, blobs, matrix)
+        entry = DenseMatrix(ids, blobs, matrix, len(set(blobs)))
         self._matrices[key] = entry
         if len(self._matrices) > self._cache_size:
             self._matrices.popitem(last=False)
@@ -527,3 +550,4 @@ class DenseMatrix(NamedTuple):
     ids: list[int]  # chunk id per row
     blobs: list[str]  # blob per row
     matrix: np.ndarray
+    distinct: int  # how many blobs (page versions) the rows hold

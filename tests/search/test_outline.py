@@ -84,8 +84,15 @@ def test_a_tiny_positive_score_is_not_shown_as_zero():
         st.lists(st.sampled_from(["-l", "--all", "a-b", "x--y", "well-known", "-", "word", "é-é-é"]), max_size=60).map(
             " ".join
         ),
+        # a command-line page's words: cut after a hyphen between letters only, some near a line's width
+        st.lists(
+            st.sampled_from(
+                ["{{[-l|--files-with-matches]}}", "--dry-run`", "a1-b", "ab--cd", "--x--y", "a-", "_-_", "x" * 19]
+            ),
+            max_size=30,
+        ).map(" ".join),
     ),
-    width=st.sampled_from([1, 2, 3, 5, 8, 20, 100]),
+    width=st.sampled_from([1, 2, 3, 5, 8, 13, 20, 21, 30, 100]),
 )
 def test_wrap_gives_textwraps_lines(text, width):
     assert wrap(text, width) == textwrap.wrap(text, width)

@@ -402,3 +402,22 @@ def test_the_searcher_and_the_lance_reader_fuse_a_page_whose_evidence_two_chunks
     searcher = wiki.search("cache", mode="lexical")
     assert [d.path for d in searcher.docs] == _lance_order(wiki, found, monkeypatch, "hybrid")
     assert [(d.path, d.score) for d in searcher.docs] == [(h.path, h.score) for h in expected]
+
+
+@given(st.dictionaries(st.integers(-50, 50), st.sampled_from([0.0, -0.0, 0.25, 0.5, 1.0, 1e-9]) | st.floats(-2, 2)))
+def test_fused_chunks_are_ordered_by_score_then_id(scores):
+    """Score and RRF fusion order the chunks best first, ties by chunk id (two sorts, as one by (-score, id) did)."""
+    from gitwiki.search.ranking import _best_first
+
+    assert _best_first(scores) == sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+@given(st.dictionaries(st.text("ab/", min_size=1, max_size=3), st.floats(0, 1)), st.integers(1, 6))
+def test_rollup_keeps_the_best_pages_in_the_order_a_full_sort_gives(page_scores, top_files):
+    from gitwiki.search.ranking import rollup
+
+    page_of = dict(enumerate(page_scores))
+    ranked = sorted(((i, page_scores[p]) for i, p in page_of.items()), key=lambda kv: (-kv[1], kv[0]))
+    hits = rollup(ranked, page_of, top_files, 1, 100)
+    best = sorted(page_scores.items(), key=lambda kv: (-kv[1], kv[0]))[:top_files]
+    assert [(h.path, h.score) for h in hits] == best

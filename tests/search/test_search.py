@@ -487,3 +487,69 @@ def test_a_hybrid_query_asked_again_is_not_embedded_again(repo, monkeypatch):
     assert len(asked) == embedded and asked.count("zeta omega") == 1
     wiki.search("omega", mode="hybrid")
     assert asked[-1] == "omega"
+
+
+class _Matches:
+    """The three store calls `Searcher._matches` makes, over a chunk table the test changes."""
+
+    def __init__(self) -> None:
+        self.blob_of = {1: "a", 2: "a", 3: "b"}
+        self.changes = 0
+        self.joined = 0
+        self.looked_up: list[list[int]] = []
+
+    def lexical_ranked(self, match, limit):
+        return [(cid, 1.0 / cid) for cid in sorted(self.blob_of)][:limit]
+
+    def lexical(self, match, limit):
+        self.joined += 1
+        return [(cid, self.blob_of[cid], score) for cid, score in self.lexical_ranked(match, limit)]
+
+    def generation(self):
+        return (0, self.changes)
+
+    def chunk_blobs(self, ids):
+        self.looked_up.append(list(ids))
+        return {cid: self.blob_of[cid] for cid in ids if cid in self.blob_of}
+
+
+def test_bm25_candidates_keep_each_chunks_blob_until_the_database_changes():
+    from gitwiki.search.searcher import Searcher
+
+    store = _Matches()
+    searcher = Searcher(store)  # type: ignore[arg-type]
+    assert searcher._matches("x", 10) == [(1, "a", 1.0), (2, "a", 0.5), (3, "b", 1 / 3)]
+    assert store.joined == 1  # nothing kept yet: the join, whose blobs are kept
+    assert searcher._matches("x", 10) == [(1, "a", 1.0), (2, "a", 0.5), (3, "b", 1 / 3)]
+    assert store.joined == 1 and store.looked_up == []  # the second search joined and looked up nothing
+    store.blob_of[4] = "d"  # a chunk added by this connection's own write: a new generation
+    store.changes += 1
+    assert searcher._matches("x", 10)[3] == (4, "d", 0.25)
+    assert store.joined == 2
+    store.blob_of = {1: "a", 2: "a", 3: "c", 4: "d"}  # chunk 3 deleted and its id given to a chunk of another page
+    store.changes += 1
+    assert searcher._matches("x", 10)[2] == (3, "c", 1 / 3)
+    searcher._blobs[1].pop(2)  # one blob not kept: looked up alone
+    assert searcher._matches("x", 10)[1] == (2, "a", 0.5)
+    assert store.looked_up == [[2]] and store.joined == 3
+
+
+def test_bm25_candidates_match_the_index_across_another_processs_reindex(lexical_repo):
+    """The blobs kept by a warm searcher follow a re-index made through another connection (deleted chunks' ids
+    given again), as the join with `chunks` did."""
+    warm = Wiki.open(lexical_repo.path)
+    assert paths(warm.search("argo")) == ["wiki/deploy.md"]
+    lexical_repo.commit("move", {"wiki/deploy.md": "# Deploy\n\nWe ship by hand.\n", "wiki/keys.md": "argo keys\n"})
+    other = Wiki.open(lexical_repo.path)
+    assert paths(other.search("argo")) == ["wiki/keys.md"]
+    other.prune(set())
+    other.close()
+    assert paths(warm.search("argo")) == ["wiki/keys.md"]
+    assert paths(warm.search("hand")) == ["wiki/deploy.md"]
+    store = warm.searcher.store
+    with store.read():
+        from gitwiki.index.tokens import fts_query
+
+        for word in ("argo", "hand", "keys", "deploy"):
+            match = fts_query(word) or ""
+            assert warm.searcher._matches(match, 100) == store.lexical(match, 100)

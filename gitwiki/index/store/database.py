@@ -67,6 +67,11 @@ class Database:
         """Changes whenever another connection commits to this database (SQLite's own counter)."""
         return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
+    def generation(self) -> tuple[int, int]:
+        """Moves with every change to the database: another connection's commit (`data_version`) or a row this
+        connection changed (`total_changes`, which data_version does not count)."""
+        return self.data_version(), self.conn.total_changes
+
     def schema_version(self) -> int | None:
         return schema_version_of(self.conn)
 

@@ -32,6 +32,18 @@ class FullText(Database):
         except sqlite3.OperationalError as e:
             raise StoreError(f"full-text query failed ({e}); rephrase the query") from None
 
+    def lexical_ranked(self, match: str, limit: int) -> list[tuple[int, float]]:
+        """`lexical` without each chunk's blob, in the same order: (chunk id, BM25 score), best first. The join with
+        `chunks` was a third of the statement (0.2 ms a warm query over 1,000 pages)."""
+        q = (
+            f"SELECT rowid, -bm25(fts, {FTS_WEIGHTS[0]}, {FTS_WEIGHTS[1]}) AS s FROM fts WHERE fts MATCH ? "
+            "ORDER BY s DESC LIMIT ?"
+        )
+        try:
+            return self.conn.execute(q, (match, limit)).fetchall()
+        except sqlite3.OperationalError as e:
+            raise StoreError(f"full-text query failed ({e}); rephrase the query") from None
+
     def term_chunks(self, terms: Iterable[str]) -> dict[str, int]:
         """How many chunks hold each term (every indexed page version counts), from FTS5's vocabulary."""
         self.conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_vocab USING fts5vocab(main, fts, 'row')")

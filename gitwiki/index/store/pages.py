@@ -158,6 +158,10 @@ class Pages(Database):
         """chunk id → its first line, for the chunks `ids`: where a chunk is, without its text."""
         return dict(self._select_in("SELECT id, start_line FROM chunks WHERE id IN ({marks})", ids))
 
+    def chunk_blobs(self, ids: Iterable[int]) -> dict[int, str]:
+        """chunk id → the page version (blob) it belongs to, for the chunks `ids` the table holds."""
+        return dict(self._select_in("SELECT id, blob FROM chunks WHERE id IN ({marks})", ids))
+
     def chunks_by_id(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         return {
             r[0]: _chunk_row(r, self.index_dir)
