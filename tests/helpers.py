@@ -178,3 +178,8 @@ def hostile_commit(path: Path) -> str:
     commit = git("commit-tree", root, "-m", "hostile").strip()
     git("update-ref", "refs/heads/main", commit)
     return commit
+
+
+def peak_rss(pid: int) -> int:
+    """A live process's peak resident memory so far, in bytes (Linux: VmHWM)."""
+    return int(Path(f"/proc/{pid}/status").read_text().split("VmHWM:")[1].split()[0]) * 1024

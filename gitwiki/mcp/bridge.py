@@ -393,7 +393,7 @@ def run(owner: Owner, sock: socket.socket | None, version: str, note: str | None
         if answer is not None:
             bridge.take(line + b"\n", answered_early=True)
             start = rest
-        for message in early.read_lines(start, 0):
+        for message in early.read_lines(start, 0, framing.MAX_LINE):
             try:
                 bridge.take(message)
             except (ValueError, KeyError, TypeError):  # a bug here must not end the session

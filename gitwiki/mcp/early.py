@@ -134,7 +134,7 @@ class EarlyStdio:
         else:
             start = first  # e.g. `server/discover`, answered here like any other line
         try:
-            for message in _lines(start, self._real_in):
+            for message in _lines(start, self._real_in, framing.MAX_LINE):
                 try:
                     self._take(message)
                 except OSError:
@@ -277,23 +277,54 @@ def _only_meta(params: object) -> bool:
     return isinstance(params, dict) and set(params) <= {"_meta"}
 
 
-def _lines(start: bytes, fd: int) -> Iterator[bytes]:
+def _lines(start: bytes, fd: int, cap: int | None = None) -> Iterator[bytes]:
     """The lines (newline kept) of `start` and then of what `fd` gives until its end; a last unterminated line too.
-    Only each new chunk is searched for a line end, so a long line costs its length, not its length squared."""
+    Only each new chunk is searched for a line end, so a long line costs its length, not its length squared. With
+    `cap`, a line longer than that is read to its end but not kept: its head comes as `framing.Oversized`."""
     parts = [start] if start else []
+    size = len(start)
     while True:
         chunk = b"".join(parts) if parts and b"\n" in parts[-1] else None
         if chunk is not None:
             *whole, tail = chunk.split(b"\n")
             yield from (line + b"\n" for line in whole)
             parts = [tail] if tail else []
+            size = len(tail)
+            continue
+        if cap is not None and size > cap:
+            head, rest = _head(parts), _skip_line(fd)
+            yield framing.Oversized(head)
+            if rest is None:
+                return
+            parts, size = [rest] if rest else [], len(rest)
             continue
         read = os.read(fd, 65536)
         if not read:
             break
         parts.append(read)
+        size += len(read)
     if parts:
         yield b"".join(parts)
+
+
+def _skip_line(fd: int) -> bytes | None:
+    """Read `fd` past the end of the line under way, keeping none of it: what came after the newline (None: `fd`
+    ended first)."""
+    while read := os.read(fd, 65536):
+        end = read.find(b"\n")
+        if end >= 0:
+            return read[end + 1 :]
+    return None
+
+
+def _head(parts: list[bytes]) -> bytes:
+    """The first `framing.HEAD` bytes of `parts`, without joining them (a copy of the whole line)."""
+    head = bytearray()
+    for part in parts:
+        head += part[: framing.HEAD - len(head)]
+        if len(head) >= framing.HEAD:
+            break
+    return bytes(head)
 
 
 def early_answers(version: str, note: str | None = None) -> dict[str, Any]:
@@ -341,7 +372,7 @@ def log_to_stderr(level: str) -> None:
 
 def _first_line() -> bytes:
     first = b""
-    while b"\n" not in first:
+    while b"\n" not in first and len(first) <= framing.MAX_LINE:  # `_lines` drops the rest of a longer one
         chunk = os.read(0, 65536)
         if not chunk:
             break
@@ -423,9 +454,9 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 # The pieces `mcp.bridge` shares with this module's reader: a bridge answers the same lines the same way.
-def read_lines(start: bytes, fd: int) -> Iterator[bytes]:
-    """`start`'s lines and then `fd`'s, as the early reader reads the client's."""
-    return _lines(start, fd)
+def read_lines(start: bytes, fd: int, cap: int | None = None) -> Iterator[bytes]:
+    """`start`'s lines and then `fd`'s, as the early reader reads the client's (`cap`: see `_lines`)."""
+    return _lines(start, fd, cap)
 
 
 def read_first_line() -> bytes:

@@ -40,7 +40,13 @@ INTERNAL_ERROR = -32603
 # (its recursion limit, about 1,000).
 MAX_DEPTH = 100
 
+# A line longer than any MCP message needs (a page write is capped at [mcp] max_page_bytes, 1 MB by default) is
+# not kept in memory while it lasts: its first HEAD bytes are, for its id (`early.read_lines`).
+MAX_LINE = 64 * 2**20
+HEAD = 4096
+
 ONE_PER_LINE = "send one JSON-RPC message per line, as UTF-8 JSON"
+TOO_LONG = f"invalid request: a message is at most {MAX_LINE // 2**20} MiB on one line; send a smaller one"
 TOO_DEEP = f"invalid params: the message is nested deeper than {MAX_DEPTH} levels"
 LONE_SURROGATE = (
     "invalid params: a string in the request holds a lone UTF-16 surrogate escape (\\ud800-\\udfff), which is not "
@@ -62,8 +68,14 @@ class Checked(NamedTuple):
 NOTHING = Checked(None, b"")
 
 
+class Oversized(bytes):
+    """The first `HEAD` bytes of a line longer than `MAX_LINE`, the rest of which was read and dropped."""
+
+
 def check(line: bytes) -> Checked:
     """What to do with one line a client sent (its newline included or not)."""
+    if isinstance(line, Oversized):
+        return _salvaged(bytes(line), INVALID_REQUEST, TOO_LONG)
     text = line.strip(b" \t\r\n")
     if not text:
         return NOTHING

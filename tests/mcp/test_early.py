@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gitwiki.mcp import early as mcp_early
+from gitwiki.mcp import framing
 from tests.helpers import LEXICAL
 from tests.mcp.client import Server, initialize
 
@@ -223,6 +224,32 @@ def test_lines_are_the_bytes_cut_after_each_newline_however_they_arrive(start, c
     assert lines == [line + b"\n" for line in data.split(b"\n")[:-1]] + (
         [data.rsplit(b"\n", 1)[-1]] * (not data.endswith(b"\n") and data != b"")
     )
+
+
+@given(
+    st.binary(max_size=64),
+    st.lists(st.binary(min_size=1, max_size=300), max_size=12),
+    st.integers(1, 200),
+)
+def test_a_line_over_the_cap_comes_as_its_head_and_the_lines_after_it_are_whole(start, chunks, cap):
+    """A hostile client's endless line: only its head is kept (for its id), every other line is as without a cap."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with ours, theirs:
+        for chunk in chunks:
+            theirs.send(chunk)
+        theirs.shutdown(socket.SHUT_WR)
+        lines = list(mcp_early._lines(start, ours.fileno(), cap))
+    data = start + b"".join(chunks)
+    expected = [line + b"\n" for line in data.split(b"\n")[:-1]] + (
+        [data.rsplit(b"\n", 1)[-1]] * (not data.endswith(b"\n") and data != b"")
+    )
+    assert len(lines) == len(expected)
+    for got, line in zip(lines, expected, strict=True):
+        if isinstance(got, framing.Oversized):
+            # dropped only once more than `cap` bytes of it had come (a read's worth may be more)
+            assert len(line.rstrip(b"\n")) > cap and line.startswith(got) and len(got) <= framing.HEAD
+        else:
+            assert got == line and len(line.rstrip(b"\n")) <= cap + 64 + 300
 
 
 SURROGATES = st.sampled_from(["\ud800", "\udbff", "\udc00", "\udfff"])

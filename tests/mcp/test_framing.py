@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gitwiki.mcp import framing
-from tests.helpers import LEXICAL, GitRepoFixture
+from tests.helpers import LEXICAL, GitRepoFixture, peak_rss
 from tests.mcp.client import Server, initialize
 
 
@@ -232,6 +232,18 @@ def test_a_good_call_after_the_malformed_lines_is_served(session):
     got = session.exchange(line(call), ["after"])
     answer = next(a for a in session.answers if a.get("id") == "after")
     assert "faq.md" in answer["result"]["content"][0]["text"] and got is not None
+
+
+def test_a_line_over_64_mib_is_refused_by_its_id_without_being_kept(session):
+    """A client (or a page it was talked into writing) sending an endless line made the server keep all of it."""
+    head = b'{"jsonrpc":"2.0","id":"huge","method":"tools/call","params":{"name":"ground","arguments":{"query":"'
+    raw = head + b"x" * (3 * framing.MAX_LINE) + b'"}}}'
+    before = peak_rss(session.server.process.pid)
+    got = session.exchange(raw, ["huge"])
+    assert [(a["id"], a["error"]["code"], a["error"]["message"]) for a in got] == [
+        ("huge", framing.INVALID_REQUEST, framing.TOO_LONG)
+    ]
+    assert peak_rss(session.server.process.pid) - before < 1.5 * framing.MAX_LINE  # not the line's 192 MiB
 
 
 ARGUMENTS = st.dictionaries(

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
+from gitwiki.mcp import framing
 from gitwiki.serve import owner as serve_owner
-from tests.helpers import DEPLOY, LEXICAL, needs_model
+from tests.helpers import DEPLOY, LEXICAL, needs_model, peak_rss
 
 WAIT = 60.0  # generous: a loaded 2-core machine starts an owner in seconds
 HELLO = {
@@ -168,6 +169,22 @@ def test_the_second_session_bridges_to_the_first_ones_owner(shared):
     imported = {line.split(b"|")[-1].strip().decode() for line in second.stderr if line.startswith(b"import time:")}
     assert imported and not {name for name in imported if name.split(".")[0] in HEAVY or name in HEAVY}
     assert status(repo.path)["sessions"] == 0  # the owner stays for the next session
+
+
+def test_a_line_over_64_mib_is_refused_by_the_bridge_and_the_session_goes_on(shared):
+    first = start(shared)
+    first.open()
+    second = start(shared)
+    second.open()  # a bridge: the first session's process started the owner
+    assert second.process.stdin is not None
+    before = peak_rss(second.process.pid)
+    head = b'{"jsonrpc":"2.0","id":"huge","method":"tools/call","params":{"name":"ground","arguments":{"query":"'
+    second.process.stdin.write(head + b"x" * (3 * framing.MAX_LINE) + b'"}}}\n')
+    second.process.stdin.flush()
+    assert second.answer("huge")["error"] == {"code": framing.INVALID_REQUEST, "message": framing.TOO_LONG}
+    assert "wiki/deploy.md" in text(second.tool("ground", query="helm rollback"))
+    assert peak_rss(second.process.pid) - before < 1.5 * framing.MAX_LINE  # not the line's 192 MiB
+    assert first.close() == 0 and second.close() == 0
 
 
 def drift_script(session: Session) -> list[dict[str, Any]]:
