@@ -79,6 +79,10 @@ class Lookup:
         """The checkout's lookup, its index opened when first searched: a hook the owner answers (owner.py) loads
         neither SQLite nor the store."""
         config = config_mod.load(checkout.root, read=cache.config_reader(checkout.common_dir / "gitwiki"))
+        if label:  # the personal memory repository keeps its index in its own git dir, as the library does
+            from gitwiki.memory import personal
+
+            config = personal.own_index(config, checkout.common_dir)
         index_dir = config_mod.index_dir(config, checkout.root, checkout.common_dir)
         return cls(checkout.root, checkout.git_dir, config, index_dir, None, label, opened=False)
 

@@ -192,6 +192,7 @@ class Memory:
         """The personal memory read beside this one (gitwiki.memory.personal), created on first use; None when
         none is configured, and for the personal memory itself."""
         from gitwiki import config as config_mod
+        from gitwiki.git.gitcli import find_checkout
         from gitwiki.memory import personal
 
         found = None if self.label else personal.location(self.settings, self.root)
@@ -199,7 +200,10 @@ class Memory:
             return None
         if not personal.is_repo(found.path):
             personal.create(found.path)
+        checkout = find_checkout(found.path)
         settings = config_mod.load(found.path)
+        if checkout is not None:
+            settings = personal.own_index(settings, checkout.common_dir)
         made = Memory(root=found.path, settings=settings, label=personal.PREFIX, cache=self.use_cache)
         made.resident = self.resident  # a server searches both again and again
         return made

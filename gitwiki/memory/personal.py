@@ -48,6 +48,13 @@ def split(topic: str) -> tuple[str, str]:
     return "", topic
 
 
+def own_index(config: Config, common_dir: Path) -> Config:
+    """The personal memory repository's `config` with its index in its own git dir (`common_dir`): an index_dir of
+    the user's config or $GITWIKI_INDEX_DIR names the project's too, and two repositories in one index dir undo each
+    other's rows (a search of both, right after an import, lost the project's first topic)."""
+    return config._replace(storage=config.storage._replace(index_dir=str(common_dir / "gitwiki")))
+
+
 def location(config: Config, project: Path) -> Location | None:
     """The personal memory repository the config names, checked but not created; None when there is none."""
     chosen = [r for r in config.repositories if r.memory]

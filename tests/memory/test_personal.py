@@ -77,6 +77,35 @@ def test_project_a_stores_to_personal_and_project_b_reads_and_searches_it(tmp_pa
     mem_b.close()
 
 
+def test_an_index_dir_for_every_repository_leaves_the_personal_memory_its_own(tmp_path, home, monkeypatch):
+    # GITWIKI_INDEX_DIR (or the user's [storage] index_dir) named one dir for the project and the personal memory
+    # alike: the two repositories undid each other's rows there, and a search of both right after an import of
+    # 432 notes lost the project's first topic (bench/memory_recall_eval.py --set simonw --personal: MRR 0.41).
+    monkeypatch.setenv("GITWIKI_INDEX_DIR", str(tmp_path / "shared-index"))
+    user_config(tmp_path)
+    a = project(tmp_path, "a")
+    mem = Memory.open(a.path)
+    target, (topic,) = stores.writer(mem, "personal", ["rust"])
+    store_mod.store(target, topic, "gotcha: cargo caches the registry index in CARGO_HOME")
+    target, (topic,) = stores.writer(mem, "project", ["deploy"])
+    store_mod.store(target, topic, "gotcha: helm rollback needs the release's revision number")
+    assert mem.personal is not None
+    assert mem.index_dir() == tmp_path / "shared-index"
+    assert mem.personal.index_dir() == home / "kb" / ".git" / "gitwiki"
+    assert [h["topic"] for h in replies.search(mem, "cargo registry").data["hits"]] == ["~personal/rust"]
+    assert [h["topic"] for h in replies.search(mem, "helm rollback").data["hits"]] == ["deploy"]
+    mem.close()
+    # the hooks read the personal memory's index where the library keeps it
+    from gitwiki.agent_hooks.lookup import Lookup
+    from gitwiki.git import gitcli
+
+    checkout = gitcli.find_checkout(a.path)
+    assert checkout is not None
+    lookup = Lookup.from_checkout(checkout)
+    assert lookup.personal is not None and lookup.personal.index_dir == home / "kb" / ".git" / "gitwiki"
+    lookup.close()
+
+
 def test_a_topic_in_both_memories_stays_two_topics(tmp_path, home):
     user_config(tmp_path)
     a = project(tmp_path, "a")
