@@ -1,20 +1,15 @@
 """A page version that replaces another takes over the rows of its unchanged chunks (`Store.replace_blob`): the rows
 it ends with are exactly those indexing it from scratch gives, and the version it replaced is gone."""
 
-import hashlib
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gitwiki.index.store import Store
 from gitwiki.markdown.chunker import parse_page
 from gitwiki.memory.entry import Entry, render_page
+from tests.index.versions import blob_of, index_version
 
 WORDS = ["alpha", "beta", "gamma", "delta", "deploy", "argo", "cache", "merge"]
-
-
-def blob_of(text: str) -> str:
-    return hashlib.sha1(text.encode()).hexdigest()
 
 
 def rows(store: Store, blob: str) -> tuple[object, ...]:
@@ -48,16 +43,7 @@ def index_chain(store: Store, versions: list[str]) -> str:
     """Index `versions` of one page in turn, each replacing the one before (as a memory store does)."""
     previous = None
     for text in versions:
-        blob = blob_of(text)
-        with store.write():
-            if previous is None or store.known_blobs([blob]):
-                if not store.known_blobs([blob]):
-                    store.add_blob(blob, parse_page(text))
-                if previous not in (None, blob):
-                    store.drop([previous])
-            else:
-                store.replace_blob(previous, blob, parse_page(text))
-        previous = blob
+        previous = index_version(store, previous, text)
     return previous or ""
 
 

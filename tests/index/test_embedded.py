@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from gitwiki.index.background_embed import BackgroundEmbedder
 from gitwiki.index.indexer import ensure_vectors
 from gitwiki.index.store import Store
-from gitwiki.markdown.chunker import parse_page
 from gitwiki.memory.entry import Entry, render_page
+from tests.index.versions import index_version
 
 WORDS = ["alpha", "beta", "gamma", "delta", "deploy", "argo", "cache", "merge"]
 
@@ -41,10 +41,6 @@ class FakeEmbedder:
         return self.embed_documents([text])[0]
 
 
-def blob_of(text: str) -> str:
-    return hashlib.sha1(text.encode()).hexdigest()
-
-
 def topic(entries: list[str]) -> str:
     return render_page(
         "notes", [Entry("notes", f"2026-01-{i % 28 + 1:02d}T00:00:{i % 60:02d}Z", t) for i, t in enumerate(entries)]
@@ -63,25 +59,11 @@ def lacking(store: Store, blob: str) -> set[str]:
     }
 
 
-def write(store: Store, previous: str | None, text: str) -> str:
-    """Index `text` as the version replacing `previous`, as a memory store does."""
-    blob = blob_of(text)
-    with store.write():
-        if previous is None or previous == blob or store.known_blobs([blob]):
-            if not store.known_blobs([blob]):
-                store.add_blob(blob, parse_page(text))
-            if previous not in (None, blob):
-                store.drop([previous])
-        else:
-            store.replace_blob(previous, blob, parse_page(text))
-    return blob
-
-
 def test_a_version_that_added_to_a_complete_one_is_looked_at_through_what_it_added(tmp_path, monkeypatch):
     store, model = Store.open(tmp_path / "i"), FakeEmbedder()
-    first = write(store, None, topic(["alpha beta", "gamma delta"]))
+    first = index_version(store, None, topic(["alpha beta", "gamma delta"]))
     ensure_vectors(store, model, {first})
-    second = write(store, first, topic(["alpha beta", "gamma delta", "deploy with argo"]))
+    second = index_version(store, first, topic(["alpha beta", "gamma delta", "deploy with argo"]))
     scanned = []
     real = Store._scanned
     monkeypatch.setattr(Store, "_scanned", lambda self, *a: scanned.append(a[1]) or real(self, *a))
@@ -113,7 +95,7 @@ def test_the_vectors_found_missing_are_those_a_look_at_every_chunk_finds(tmp_pat
     index_dir = tmp_path_factory.mktemp("index")
     store, model = Store.open(index_dir), FakeEmbedder()
     entries = list(start)
-    current = write(store, None, topic(entries))
+    current = index_version(store, None, topic(entries))
     pending = {current}
     for action, at, words, then in steps:
         where = at % (len(entries) + 1)
@@ -125,7 +107,7 @@ def test_the_vectors_found_missing_are_those_a_look_at_every_chunk_finds(tmp_pat
             entries.pop(where % len(entries))
         elif action == "revise":
             entries[where % len(entries)] = words
-        current = write(store, current, topic(entries))
+        current = index_version(store, current, topic(entries))
         pending.add(current)
         assert {h for h, _ in store.missing_vectors(model.model_id, [current])} == lacking(store, current)
         if then == "wait":
@@ -149,14 +131,14 @@ def test_the_vectors_found_missing_are_those_a_look_at_every_chunk_finds(tmp_pat
 
 def test_a_run_of_writes_goes_to_the_model_in_one_call_and_a_search_does_not_wait_for_the_pause(tmp_path):
     store, model = Store.open(tmp_path / "i"), FakeEmbedder()
-    first = write(store, None, topic(["alpha beta"]))
+    first = index_version(store, None, topic(["alpha beta"]))
     ensure_vectors(store, model, {first})
     model.calls.clear()
     background = BackgroundEmbedder(quiet=1.0, most=30.0)
     try:
         blobs, previous = [], first
         for n in range(2, 5):
-            previous = write(store, previous, topic(["alpha beta", *WORDS[:n]]))
+            previous = index_version(store, previous, topic(["alpha beta", *WORDS[:n]]))
             assert background.submit(store, model, {previous})
             blobs.append(previous)
         time.sleep(0.2)
@@ -168,7 +150,7 @@ def test_a_run_of_writes_goes_to_the_model_in_one_call_and_a_search_does_not_wai
 
         background.close()
         background = BackgroundEmbedder(quiet=60.0, most=600.0)
-        latest = write(store, previous, topic(["alpha beta", *WORDS]))
+        latest = index_version(store, previous, topic(["alpha beta", *WORDS]))
         background.submit(store, model, {latest})
         waited = threading.Thread(target=background.settle)
         started = time.monotonic()
@@ -184,7 +166,7 @@ def test_nothing_is_embedded_while_a_write_is_under_way(tmp_path):
     """A store slower than the pause (a loaded host) must not find the model running beside the next one: the
     pause lasts while a write is under way."""
     store, model = Store.open(tmp_path / "i"), FakeEmbedder()
-    first = write(store, None, topic(["alpha beta"]))
+    first = index_version(store, None, topic(["alpha beta"]))
     background = BackgroundEmbedder(quiet=0.05, most=30.0)
     try:
         with background.writing():

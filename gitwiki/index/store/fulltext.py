@@ -6,6 +6,7 @@ import sqlite3
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from gitwiki.errors import StoreError
 from gitwiki.index.statistics import TermStats, frequencies
@@ -26,11 +27,7 @@ class FullText(Database):
             f"SELECT m.id, c.blob, m.s FROM (SELECT rowid AS id, -bm25(fts, {FTS_WEIGHTS[0]}, {FTS_WEIGHTS[1]}) AS s "
             "FROM fts WHERE fts MATCH ? ORDER BY s DESC LIMIT ?) m JOIN chunks c ON c.id = m.id ORDER BY m.s DESC"
         )
-        try:
-            # fetchall, not iteration: _Cursor.__next__ is a Python call per row (400 rows per agent hook query)
-            return self.conn.execute(q, (match, limit)).fetchall()
-        except sqlite3.OperationalError as e:
-            raise StoreError(f"full-text query failed ({e}); rephrase the query") from None
+        return self._matching(q, match, limit)
 
     def lexical_ranked(self, match: str, limit: int) -> list[tuple[int, float]]:
         """`lexical` without each chunk's blob, in the same order: (chunk id, BM25 score), best first. The join with
@@ -39,7 +36,11 @@ class FullText(Database):
             f"SELECT rowid, -bm25(fts, {FTS_WEIGHTS[0]}, {FTS_WEIGHTS[1]}) AS s FROM fts WHERE fts MATCH ? "
             "ORDER BY s DESC LIMIT ?"
         )
+        return self._matching(q, match, limit)
+
+    def _matching(self, q: str, match: str, limit: int) -> list[Any]:
         try:
+            # fetchall, not iteration: _Cursor.__next__ is a Python call per row (400 rows per agent hook query)
             return self.conn.execute(q, (match, limit)).fetchall()
         except sqlite3.OperationalError as e:
             raise StoreError(f"full-text query failed ({e}); rephrase the query") from None
