@@ -115,11 +115,15 @@ def test_a_late_fence_costs_one_status_and_the_watch_goes_on(watched, status_cal
     monkeypatch.setattr(watch, "FENCE_TIMEOUT", 1.0)
     assert paths(wiki.search("nomad")) == ["wiki/deploy.md"]  # the late fence and the edit count as a change
     assert len(status_calls) >= 3
-    # The watch goes on: quiet queries cost no status. (The edit's own events can come in two batches, the second
-    # after a fence on a loaded host: one more query may see it, none after that.)
-    wiki.search("nomad")
+    # The watch goes on: once the edit's events are all in, quiet queries cost no status. (On a loaded host they
+    # can come in more batches than one, each after a fence: a query or two more may see them, none after that.)
+    for _ in range(10):
+        before = len(status_calls)
+        wiki.search("nomad")
+        if len(status_calls) == before:
+            break
     settled = len(status_calls)
-    assert settled <= 4
+    assert settled <= 6
     for _ in range(3):
         wiki.search("nomad")
     assert len(status_calls) == settled
