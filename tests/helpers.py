@@ -5,10 +5,14 @@ Importable as `tests.helpers` from any test module; conftest.py only turns them 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -183,3 +187,19 @@ def hostile_commit(path: Path) -> str:
 def peak_rss(pid: int) -> int:
     """A live process's peak resident memory so far, in bytes (Linux: VmHWM)."""
     return int(Path(f"/proc/{pid}/status").read_text().split("VmHWM:")[1].split()[0]) * 1024
+
+
+@contextlib.contextmanager
+def socket_server(path: Path) -> Iterator[Any]:
+    """A socket server in this process over its own `Wiki` of the repo at `path` (what `gitwiki serve` starts)."""
+    from gitwiki.serve.server import SocketServer
+    from gitwiki.wiki import Wiki
+
+    wiki = Wiki.open(path)
+    listening = SocketServer.listen(wiki, threading.Lock())
+    assert listening is not None
+    try:
+        yield listening
+    finally:
+        listening.close()
+        wiki.close()

@@ -4,7 +4,6 @@ owner is up, when it declines, or when it hangs: within the hook's budget, never
 from __future__ import annotations
 
 import socket
-import threading
 import time
 
 import pytest
@@ -16,6 +15,7 @@ from gitwiki.serve import client as serve_client
 from gitwiki.serve.server import SocketServer
 from gitwiki.wiki import Wiki
 from tests.agent_hooks.helpers import context_of, load
+from tests.helpers import socket_server
 
 
 @pytest.fixture
@@ -32,12 +32,8 @@ def owner(wiki, monkeypatch):
         return found
 
     monkeypatch.setattr(SocketServer, "reply", counted)
-    opened = Wiki.open(wiki.path)
-    listening = SocketServer.listen(opened, threading.Lock())
-    assert listening is not None
-    yield answered
-    listening.close()
-    opened.close()
+    with socket_server(wiki.path):
+        yield answered
 
 
 def no_local_search(*args, **kwargs):

@@ -24,7 +24,7 @@ from gitwiki.operations.ground import GroundRequest
 from gitwiki.serve import client as serve_client
 from gitwiki.serve.server import SocketServer
 from gitwiki.wiki import Wiki
-from tests.helpers import DEPLOY, LEXICAL, needs_model
+from tests.helpers import DEPLOY, LEXICAL, needs_model, socket_server
 
 FAQ = "# FAQ\n\nAsk the platform team about access.\n"
 WAIT = 60.0  # generous: CI is a loaded 2-core machine
@@ -47,12 +47,8 @@ def lexical_repo(repo):
 @pytest.fixture
 def server(lexical_repo):
     """A socket server in this process over its own `Wiki` of the repo (what `gitwiki serve` starts)."""
-    wiki = Wiki.open(lexical_repo.path)
-    listening = SocketServer.listen(wiki, threading.Lock())
-    assert listening is not None
-    yield listening
-    listening.close()
-    wiki.close()
+    with socket_server(lexical_repo.path) as listening:
+        yield listening
 
 
 def test_the_cli_prints_what_it_prints_without_the_server(lexical_repo, server, cli, monkeypatch):
