@@ -33,19 +33,14 @@ def worktree_status(
 ) -> tuple[str | None, list[str]]:
     """What `gitcli.worktree_status(root, folders)` answers, from the cache when the stamp still matches; `known`:
     `key`'s answer for the same folders, made just before (the files are not walked again)."""
-    if known is not None:
-        head, stamp = known[0], known[2]
-    else:
-        head = gitcli.read_head(root)
-        stamp = _stamp(root, git_dir, folders) if head is not None else None
-    key = [head, folders, stamp]
-    if stamp is not None:
+    made = known if known is not None else key(root, git_dir, folders)
+    if made is not None:
         data = cache.load(index_dir / CACHE)
-        if data.get("key") == key and isinstance(data.get("changed"), list):
-            return head, data["changed"]
+        if data.get("key") == made and isinstance(data.get("changed"), list):
+            return made[0], data["changed"]
     found_head, changed = gitcli.worktree_status(root, folders)
-    if stamp is not None and found_head == head:
-        cache.save(index_dir / CACHE, {"key": key, "changed": changed})
+    if made is not None and found_head == made[0]:
+        cache.save(index_dir / CACHE, {"key": made, "changed": changed})
     return found_head, changed
 
 
