@@ -1,4 +1,4 @@
-"""What every agent session pays for gitwiki, measured from outside (issue 33): spawn, memory, warm calls, `claude -p`.
+"""What every agent session pays for gitwiki, measured from outside: spawn, memory, warm calls, `claude -p`.
 
 Black-box: it spawns `gitwiki serve` as an MCP client does (in the repository, the console script, a raw JSON-RPC
 client over stdio: `initialize`, then `tools/call`) and reads /proc, so the same script measures any checkout's
