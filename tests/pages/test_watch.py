@@ -115,18 +115,18 @@ def test_a_late_fence_costs_one_status_and_the_watch_goes_on(watched, status_cal
     monkeypatch.setattr(watch, "FENCE_TIMEOUT", 1.0)
     assert paths(wiki.search("nomad")) == ["wiki/deploy.md"]  # the late fence and the edit count as a change
     assert len(status_calls) >= 3
-    # The watch goes on: once the edit's events are all in, quiet queries cost no status. (On a loaded host they
-    # can come in more batches than one, each after a fence: a query or two more may see them, none after that.)
-    for _ in range(10):
+    # The watch goes on: once the edit's events are all in, quiet queries cost no status. On a loaded host they can
+    # trail the fences in more batches than one, with a quiet query between two of them (seen in CI): a few more
+    # queries may see them, then three in a row cost nothing. A watch that broke never gets there.
+    quiet = 0
+    for _ in range(20):
         before = len(status_calls)
         wiki.search("nomad")
-        if len(status_calls) == before:
+        quiet = quiet + 1 if len(status_calls) == before else 0
+        if quiet == 3:
             break
-    settled = len(status_calls)
-    assert settled <= 6
-    for _ in range(3):
-        wiki.search("nomad")
-    assert len(status_calls) == settled
+    assert quiet == 3, f"{len(status_calls)} status calls, none quiet three queries in a row"
+    assert len(status_calls) <= 6
 
 
 @needs_model
