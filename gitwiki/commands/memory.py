@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         choices=("full", "medium", "brief", "grouped", "topics", "count"),
         help="how much of each hit (default medium: a line and 240 characters)",
     )
-    search.add_argument("--limit", type=int, default=10, help="most hits (default 10, at most 3 per topic)")
+    search.add_argument("--limit", type=int, default=10, help="most hits (default 10, at most 4 per topic)")
     search.add_argument("--after", metavar="DATE", help="YYYY-MM-DD, today, yesterday or this-week")
     search.add_argument("--before", metavar="DATE", help="YYYY-MM-DD, today, yesterday or this-week")
     search.add_argument("--days", type=float, help="only the last N days")

@@ -91,7 +91,7 @@ class MemoryTools:
             Field(description="full text, medium (default), brief lines, grouped by topic, topics, or count."),
         ] = "medium",
         limit: Annotated[
-            int, Field(ge=1, description="Most hits (default 10; at most 3 per topic; the answer says how many match).")
+            int, Field(ge=1, description="Most hits (default 10; at most 4 per topic; the answer says how many match).")
         ] = 10,
         after: Date = None,
         before: Date = None,

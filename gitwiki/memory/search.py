@@ -4,7 +4,7 @@ score (`gitwiki.search.ranking.memory_score`) = relevance (fused BM25 + dense of
 confidence × recency × (0.7 if its source is stale), recency = 1 / (1 + age_days / 30). Entries must
 contain every query term (AND), and those holding some that the hybrid ranking scores at least as high as
 the best of them are listed too; when none holds every term, any term (OR); when none does, the dense
-neighbours alone. At most 3 hits per topic. Inline `tag:x topic:y source:z` in the query filter like the
+neighbours alone. At most 4 hits per topic. Inline `tag:x topic:y source:z` in the query filter like the
 parameters of the same names.
 """
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from gitwiki.memory.base import Memory, PageVersion, TopicFile
     from gitwiki.search.searcher import CorpusView
 
-PER_TOPIC = 3
+PER_TOPIC = 4
 CANDIDATES = 400  # sections taken from the hybrid ranking (a topic page holds many)
 MODES = ("and", "or")
 DETAILS = ("full", "medium", "brief", "grouped", "topics", "count")

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 SCOPES = ("project", "personal")
 LEVELS = ("recent", "and", "or", "semantic")  # search's match levels, best first
-FUSE_DEPTH = 1000  # hits taken from each memory before they are merged (search caps 3 per topic)
+FUSE_DEPTH = 1000  # hits taken from each memory before they are merged (search caps 4 per topic)
 
 
 def check_scope(scope: str | None) -> None:

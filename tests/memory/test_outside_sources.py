@@ -79,9 +79,9 @@ def test_search_of_entries_with_outside_sources_reads_none_of_them(repo, cli, ou
     _hostile_repo(repo, outside, [f"/dev/zero:1@{BLOB}"])
     code, out, err = cli("memory", "search", "hostile", "--detail", "brief", cwd=repo.path)
     assert code == 0 and err == ""
-    assert out.count("(source not read: it ") == 3 and "3 of 6 entries" in out and SECRET not in out  # 3 a topic
+    assert out.count("(source not read: it ") == 4 and "4 of 6 entries" in out and SECRET not in out  # 4 a topic
     data = json.loads(cli("memory", "search", "hostile", "--json", cwd=repo.path)[1])
-    assert all(h["source_ignored"] and not h["stale"] for h in data["hits"]) and len(data["hits"]) == 3  # per topic
+    assert all(h["source_ignored"] and not h["stale"] for h in data["hits"]) and len(data["hits"]) == 4  # per topic
     code, out, _ = cli("memory", "topics", "stats", "--json", cwd=repo.path)
     assert code == 0 and json.loads(out)["stale"] == 0
 
