@@ -15,6 +15,7 @@ from gitwiki import config as config_mod
 from gitwiki.config import Config, CorpusConfig
 from gitwiki.errors import UnknownCorpus, UsageError
 from gitwiki.git.gitrepo import Commit, GitRepo
+from gitwiki.index.claim import claim
 from gitwiki.index.embed import Embedder, load_embedder
 from gitwiki.index.indexer import (
     IndexReport,
@@ -53,7 +54,8 @@ class Wiki:
 
     @property
     def index_dir(self) -> Path:
-        return config_mod.index_dir(self.config, self.root, self.repo.common_dir)
+        common = self.repo.common_dir
+        return claim(config_mod.index_dir(self.config, self.root, common), self.root, common)
 
     @functools.cached_property
     def store(self) -> Store:

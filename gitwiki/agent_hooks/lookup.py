@@ -21,6 +21,7 @@ from gitwiki import config as config_mod
 from gitwiki.agent_hooks import cache
 from gitwiki.config import Config, normalize_corpus_path
 from gitwiki.git import gitcli
+from gitwiki.index.claim import IndexDirInUse, claim
 from gitwiki.index.tokens import STOP_WORDS, code_like, fts_any, fts_phrase, tokenize, words
 from gitwiki.memory.personal import PREFIX
 from gitwiki.search.ranking import Candidates, rank_pages, snippet
@@ -84,6 +85,10 @@ class Lookup:
 
             config = personal.own_index(config, checkout.common_dir)
         index_dir = config_mod.index_dir(config, checkout.root, checkout.common_dir)
+        try:
+            claim(index_dir, checkout.root, checkout.common_dir)
+        except IndexDirInUse:  # another repository's index: no notes from it (the CLI and tools say why)
+            return cls(checkout.root, checkout.git_dir, config, index_dir, None, label)
         return cls(checkout.root, checkout.git_dir, config, index_dir, None, label, opened=False)
 
     @functools.cached_property

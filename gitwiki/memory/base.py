@@ -19,6 +19,7 @@ from gitwiki.config import Config, normalize_corpus_path
 from gitwiki.errors import NotFoundError, RefusedFile, UsageError
 from gitwiki.fs import read_bounded, stat_stamp
 from gitwiki.git.gitcli import blob_id
+from gitwiki.index.claim import claim
 from gitwiki.memory.entry import Entry, TopicPage, entry_terms, now_iso, parse_page, topic_name
 
 if TYPE_CHECKING:
@@ -160,7 +161,7 @@ class Memory:
             if found is None:
                 return None
             self.common_dir = found.common_dir
-        return config_mod.index_dir(self.settings, self.root, self.common_dir)
+        return claim(config_mod.index_dir(self.settings, self.root, self.common_dir), self.root, self.common_dir)
 
     def parsed_cache(self) -> MemoryEntries | None:
         """The index dir's cache of parsed pages (gitwiki.memory.parsed), opened on first use; None when this
