@@ -38,7 +38,7 @@ collection `wiki` on the first run. Offline its expansion, vector and rerank mod
 query is one `lex` search with `rerank: false`: BM25 against BM25.
 
     python bench/bench_sessions.py [--rounds 5] [--warm-rounds 2] [--claude-rounds 5] [--busy 2] [--base DIR]
-        [--qmd QMD [--qmd-node NODE]] [--parts spawn,warm,claude] [--json]
+        [--qmd QMD [--qmd-node NODE]] [--parts spawn,warm,claude] [--venv] [--json]
 """
 
 from __future__ import annotations
@@ -245,13 +245,18 @@ class Bench:
     samples: dict[str, list[float]] = field(default_factory=dict)
     killed: int = 0
     loads: dict[str, list[float]] = field(default_factory=dict)
+    bin_dir: Path | None = None  # --venv: gitwiki's console scripts and python there (bench_claude.make_venv)
 
     def __post_init__(self) -> None:
         self.env = {**os.environ, "PYTHONPATH": self.code, TAG: self.tag}
-        console = Path(sys.executable).parent / "gitwiki"
+        self.python = sys.executable
+        if self.bin_dir is not None:
+            self.env["PATH"] = f"{self.bin_dir}{os.pathsep}{self.env.get('PATH', '')}"
+            self.python = str(self.bin_dir / "python")
+        console = Path(self.python).parent / "gitwiki"
         # The console script, as `claude mcp add gitwiki -- gitwiki serve` runs it; `python -m` would put the
         # current directory before PYTHONPATH.
-        self.gitwiki = [str(console)] if console.is_file() else [sys.executable, "-m", "gitwiki"]
+        self.gitwiki = [str(console)] if console.is_file() else [self.python, "-m", "gitwiki"]
         help_text = subprocess.run(
             [*self.gitwiki, "serve", "--help"], cwd=self.repo, env=self.env, capture_output=True, text=True
         ).stdout
@@ -300,7 +305,7 @@ class Bench:
     # -- the variants of a spawn round
 
     def echo(self) -> None:
-        session = Session([sys.executable, "-c", ECHO], dict(os.environ))
+        session = Session([self.python, "-c", ECHO], dict(os.environ))
         session.send({"echo": 1})
         session.readline()
         self.add("echo_first_line_ms", session.since_spawn())
@@ -457,8 +462,10 @@ def claude_rounds(bench: Bench, rounds: int, busy: int) -> dict[str, Any]:
         with MockAnthropic([Turn(text="done")]) as api:
             setups = {
                 "plain": bench_claude.prepare("plain", base, binary, api.url, code=bench.code),
-                "full_no_owner": bench_claude.prepare("full_no_owner", base, binary, api.url, "full", bench.code),
-                "full_owner_up": bench_claude.prepare("full_owner_up", base, binary, api.url, "full", bench.code),
+                **{
+                    name: bench_claude.prepare(name, base, binary, api.url, "full", bench.code, bench.bin_dir)
+                    for name in ("full_no_owner", "full_owner_up")
+                },
             }
             for claude, _ in setups.values():
                 claude.env[TAG] = bench.tag
@@ -522,7 +529,8 @@ def table(result: dict[str, Any]) -> Iterator[str]:
         return f"load {before[0]} → {after[0]}" if before and after else "not run"
 
     yield (
-        f"gitwiki of {result['code']}, {result['utc']} UTC, {result['seconds']} s; load average (1 / 5 / 15 min)"
+        f"gitwiki of {result['code']}{' (from a venv)' if result.get('venv') else ''}, {result['utc']} UTC,"
+        f" {result['seconds']} s; load average (1 / 5 / 15 min)"
         f" {result['load_start']} at the start, {result['load_end']} at the end; {result['rounds']} spawn rounds"
         f" ({load('spawn')}), warm n = {s.get('sdk_noop_ms', {}).get('n', 0)} ({load('warm')});"
         f" `serve --stop`: {result['can_stop']}"
@@ -630,6 +638,12 @@ def main() -> None:
     parser.add_argument("--qmd", default=os.environ.get("QMD"), help="qmd's executable (default $QMD; none: no qmd)")
     parser.add_argument("--qmd-node", default=os.environ.get("QMD_NODE"), help="a node >= 22 to run qmd with")
     parser.add_argument("--qmd-home", default=str(WORK / "sessions" / "qmd-home"), help="qmd's HOME (its index)")
+    parser.add_argument(
+        "--venv",
+        action="store_true",
+        help="run gitwiki (and the echo floor) with the python of a fresh venv, as pipx and `uv tool` install it: "
+        "without this interpreter's site-packages `.pth` files (bench_claude.make_venv)",
+    )
     parser.add_argument("--json", action="store_true", help="print every figure as JSON")
     args = parser.parse_args()
     parts = args.parts.split(",")
@@ -648,7 +662,12 @@ def main() -> None:
     if args.qmd:
         qmd, qmd_env = qmd_setup(args.qmd, args.qmd_node, Path(args.qmd_home), repo / "wiki")
     code = str(Path(args.base).resolve()) if args.base else str(ROOT)
-    bench = Bench(repo, code, uuid.uuid4().hex, qmd, qmd_env)
+    bin_dir = None
+    if args.venv:
+        from bench_claude import make_venv
+
+        bin_dir = make_venv(Path(tempfile.mkdtemp(prefix="gitwiki-bench-venv-")) / "venv")
+    bench = Bench(repo, code, uuid.uuid4().hex, qmd, qmd_env, bin_dir=bin_dir)
     try:
         if "spawn" in parts:
             bench.spawn_rounds(args.rounds)
@@ -666,6 +685,7 @@ def main() -> None:
         "utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime(started)),
         "seconds": round(time.time() - started),
         "rounds": args.rounds,
+        "venv": args.venv,
         "can_stop": bench.can_stop,
         "load_start": load_start,
         "load_end": [round(x, 2) for x in os.getloadavg()],
