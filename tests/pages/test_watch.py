@@ -165,6 +165,7 @@ def test_a_fence_waits_giving_the_cpu_to_the_watchers_thread(watched, monkeypatc
     repo, wiki = watched
     yields = []
     monkeypatch.setattr(watch, "_sched_yield", lambda: yields.append(1))
+    monkeypatch.setattr(watch, "YIELD_AFTER", 0.0)
     for i in range(5):
         repo.write("wiki/deploy.md", f"# Deploy\n\nWe deploy with argo {i}.\n")
         assert paths(wiki.search("argo")) == ["wiki/deploy.md"]
