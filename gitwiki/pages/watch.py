@@ -38,8 +38,6 @@ FENCE_DIR = "watch"
 # A fence normally arrives within a millisecond; past this the machine is stalled, and a status is the safe
 # answer for this query.
 FENCE_TIMEOUT = 1.0
-# A fence's event usually arrives within this of its write; a wait longer than that yields the CPU (`_await`).
-YIELD_AFTER = 0.0001
 _ids = itertools.count()
 
 
@@ -97,12 +95,9 @@ class Watcher:
         step = 0
         while time.monotonic() < deadline:
             # Returns what has arrived as soon as it stops growing, or after 1 ms with nothing. The first call
-            # checks at once (the fence has usually arrived) and, past YIELD_AFTER, yields the CPU on each turn
-            # (its stop event): spinning without, it kept the watcher's own thread from reporting the fence for
-            # its whole 1 ms one fence in ten at load 4-6 (p90 3.1-3.3 ms, 0.27 yielding). Later calls sleep
-            # in 1 ms steps, so the watcher's thread gets the CPU on a busy machine (spinning there made fences
-            # take half a second).
-            got = self._notify.watch(0, step, 1, _Yielding(YIELD_AFTER) if step == 0 else None)
+            # checks at once (the fence has usually arrived); later ones sleep in 1 ms steps, so the watcher's
+            # own thread gets the CPU on a busy machine (spinning there made fences take half a second).
+            got = self._notify.watch(0, step, 1, None)
             step = 1
             if isinstance(got, set):
                 if any(not path.startswith(self._ignored) for _, path in got):
@@ -122,20 +117,3 @@ class Watcher:
         if self._fence is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self._fence)
-
-
-class _Yielding:
-    """A stop event for RustNotify.watch, which asks it on every turn of its wait: never set, it gives the CPU to
-    another thread each time it is asked `after` seconds from now on (the watcher's, when the fence's event is its
-    to report). Yielding from the start gave the CPU to other processes too, and warm hybrid searches were slower."""
-
-    def __init__(self, after: float) -> None:
-        self._from = time.perf_counter() + after
-
-    def is_set(self) -> bool:
-        if time.perf_counter() > self._from:
-            _sched_yield()
-        return False
-
-
-_sched_yield = getattr(os, "sched_yield", lambda: None)
