@@ -22,7 +22,10 @@ interleaved rounds (the order of the variants rotating per round):
   warm p50               lexical and hybrid `ground` over the first session and over a second one of the same
                          checkout, interleaved question by question with qmd's lexical `query` and the SDK's no-op;
                          each question is asked in every round by both sessions, so most calls find the owner's
-                         kept query vector: the p50 of each question's first ask (per mode) is reported too
+                         kept query vector: the p50 of each question's first ask (per mode) is reported too.
+                         qmd's `lex` search ANDs every word of the question, so for most tldr questions it answers
+                         "No results found" (61 bytes of text against gitwiki's five pages, 2.4 KB): the warm
+                         lexical p50 of both is also given over only the questions qmd finds pages for
   claude -p              bench_claude.py's rounds (Claude Code against the mock Messages API): plain, full (hooks +
                          MCP server) with no owner, and full while a `gitwiki serve` of that repository is up; quiet
                          and with --busy `python -c 'while 1: pass'` loops
@@ -394,6 +397,7 @@ class Bench:
             session.call(tool, args("warm up"))
         answers: dict[tuple[str, str], str] = {}
         asked: set[tuple[str, str]] = set()  # (mode, question) the owner has answered: later asks find it kept
+        timed: list[tuple[str, str, float]] = []  # (variant, question, ms) of every call
         self.load("warm_before")
         turn = 0
         for _ in range(rounds):
@@ -402,11 +406,13 @@ class Bench:
                 for name, session, tool, args in variants[turn % len(variants) :] + variants[: turn % len(variants)]:
                     ms, answers[name, q] = session.call(tool, args(q))
                     self.add(f"{name}_ms", ms)
+                    timed.append((name, q, ms))
                     if name.startswith("warm_") and (mode := name.split("_")[1], q) not in asked:
                         asked.add((mode, q))
                         self.add(f"warm_{mode}_new_ms", ms)  # its first ask: no query vector kept yet
                     time.sleep(gap / 1000)
         self.load("warm_after")
+        self.same_work(answers, timed)
         for session in (first, second):
             session.close(wait=0)
         for session in (noop, *([qmd] if qmd else [])):
@@ -417,6 +423,20 @@ class Bench:
             for mode in ("lexical", "hybrid")
             for q in questions()
         )
+
+    def same_work(self, answers: dict[tuple[str, str], str], timed: list[tuple[str, str, float]]) -> None:
+        """The answers' text sizes, and the warm lexical calls of gitwiki and qmd over the questions qmd finds pages
+        for (its AND of every word finds none for most): the two answering alike."""
+        for (name, _), text in answers.items():
+            if name in ("warm_lexical_first", "qmd_warm_lexical"):
+                self.add(f"{name}_bytes", len(text.encode()))
+        found = {q for (name, q), text in answers.items() if name == "qmd_warm_lexical" and not text.startswith("No ")}
+        if not any(name == "qmd_warm_lexical" for name, _, _ in timed):
+            return
+        self.add("qmd_questions_found", len(found))
+        for name, q, ms in timed:
+            if q in found and name in ("qmd_warm_lexical", "warm_lexical_first", "warm_lexical_second"):
+                self.add("qmd_warm_lexical_found_ms" if name.startswith("qmd") else "warm_lexical_found_ms", ms)
 
 
 def qmd_lex(query: str) -> dict[str, Any]:
@@ -601,6 +621,13 @@ def warm_rows(s: dict[str, dict[str, float]]) -> Iterator[str]:
         f"| warm p50 of each question's first ask, lexical / hybrid | {p50(s, 'warm_lexical_new_ms')} /"
         f" {p50(s, 'warm_hybrid_new_ms')} | qmd {p50(s, 'qmd_warm_lexical_ms')} | as above |"
     )
+    if "qmd_questions_found" in s:
+        yield (
+            f"| warm lexical p50 over the {s['qmd_questions_found']['median']:.0f} questions qmd finds pages for (both"
+            f" sessions) | {p50(s, 'warm_lexical_found_ms')} | qmd {p50(s, 'qmd_warm_lexical_found_ms')}; answer text"
+            f" {s['warm_lexical_first_bytes']['median']:.0f} / {s['qmd_warm_lexical_bytes']['median']:.0f} bytes"
+            " (gitwiki / qmd, medians of all questions) | ≤ qmd's |"
+        )
 
 
 def claude_rows(result: dict[str, Any]) -> Iterator[str]:

@@ -22,7 +22,7 @@ from gitwiki.config import EmbeddingsConfig
 if TYPE_CHECKING:
     import numpy as np
     from onnxruntime import InferenceSession
-    from tokenizers import Tokenizer
+    from tokenizers import Encoding, Tokenizer
 
 
 class LeanModel(NamedTuple):
@@ -56,7 +56,8 @@ class OnnxEmbedder:
         if config.threads is not None:
             options.intra_op_num_threads = options.inter_op_num_threads = config.threads
         # Idle pool threads spin on a core waiting for work by default, which on a busy host more than doubled a
-        # one-query embed (docs/research/embedding.md). The vectors are the same.
+        # one-query embed (docs/research/embedding.md). The vectors are the same. Spinning only within a run (50 µs
+        # between operators, stopped when the run returns) was slower too at load 6 (sessions-warm.md).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session: InferenceSession = ort.InferenceSession(
             str(model_dir / spec.model_file), sess_options=options, providers=["CPUExecutionProvider"]
@@ -76,24 +77,42 @@ class OnnxEmbedder:
         return normalized(np.concatenate(batches).astype(np.float32, copy=False))
 
     def embed_query(self, text: str) -> np.ndarray:
-        return normalized(self._embed([text]).astype("float32", copy=False))[0]
+        """`_embed([text])`, normalized: for a text without padding (a batch of one has none, unless the tokenizer
+        pads to a multiple) without the masked sum's numpy calls, which with the batch's tokenizing were 0.45 ms of a
+        5 ms query embed; the same floats, bit for bit."""
+        import numpy as np
+
+        encoded = self._tokenizer.encode(text)
+        if self._pooling != "mean" or not all(encoded.attention_mask):
+            return normalized(self._pooled([encoded]).astype("float32", copy=False))[0]
+        output = self._session.run(None, self._feeds([encoded]))[0]
+        pooled = np.sum(output, axis=1, dtype=np.float64) / output.shape[1]  # every token counts: the masked mean
+        norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return normalized((pooled / norms).astype(np.float32))[0]
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         """fastembed's `onnx_embed` and `_post_process_onnx_output` for one batch."""
+        return self._pooled(self._tokenizer.encode_batch(texts))
+
+    def _feeds(self, encoded: list[Encoding]) -> dict[str, np.ndarray]:
         import numpy as np
 
-        encoded = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
         feeds = {"input_ids": ids}
         if "attention_mask" in self._inputs:
-            feeds["attention_mask"] = mask
+            feeds["attention_mask"] = np.array([e.attention_mask for e in encoded], dtype=np.int64)
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        output = self._session.run(None, feeds)[0]
+        return feeds
+
+    def _pooled(self, encoded: list[Encoding]) -> np.ndarray:
+        import numpy as np
+
+        output = self._session.run(None, self._feeds(encoded))[0]
         if self._pooling == "cls":
             pooled = output[:, 0] if output.ndim == 3 else output
         else:  # summed in float64 as fastembed does, then cast back after the normalization
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
             summed = np.sum(output, axis=1, where=mask[:, :, None].astype(bool), dtype=np.float64)
             pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
         norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)

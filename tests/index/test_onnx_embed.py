@@ -70,6 +70,26 @@ def test_cls_pooling_agrees_with_fastembed_for_a_cls_model(tmp_path):
     assert mean is not None and np.abs(lean.embed_query("deploy") - mean.embed_query("deploy")).max() > 1e-3
 
 
+def test_a_query_gets_the_batch_paths_vector_bit_for_bit(tmp_path):
+    """`embed_query` skips the batch's masked sum for an unpadded text; with padding to a multiple (a tokenizer
+    that pads even a batch of one) it pools the masked way. Either way the floats are the batch path's."""
+    lean = lean_embedder(_config())
+    assert lean is not None
+    for name in (*MODEL_FILES, "model.onnx"):
+        (tmp_path / name).symlink_to(MODEL_DIR / name)
+    (tmp_path / "tokenizer.json").unlink()
+    tokenizer = json.loads((MODEL_DIR / "tokenizer.json").read_text())
+    tokenizer["padding"] = {**(tokenizer["padding"] or {}), "pad_to_multiple_of": 16}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(tokenizer))
+    padded = lean_embedder(_config(tmp_path))
+    assert padded is not None and 0 in padded._tokenizer.encode("deploy").attention_mask
+    for embedder in (lean, padded):
+        for text in TEXTS:
+            batch = onnx_embed.normalized(embedder._embed([text]).astype(np.float32))[0]
+            assert np.array_equal(embedder.embed_query(text), batch), text
+    assert np.abs(padded.embed_query("deploy") - lean.embed_query("deploy")).max() <= 1e-5
+
+
 def test_a_model_fastembed_downloaded_is_found_in_its_cache(tmp_path, monkeypatch):
     """huggingface_hub's layout under FASTEMBED_CACHE_PATH: fastembed (offline) and the lean path load the same files."""
     repo = tmp_path / "models--Qdrant--all-MiniLM-L6-v2-onnx"
