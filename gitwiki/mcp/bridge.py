@@ -26,16 +26,16 @@ own; no answer within HANG_AFTER, and every call out is answered with an error n
 from __future__ import annotations
 
 import json
-import logging
 import socket
 import threading
 import time
 from typing import Any, NamedTuple, Protocol
 
 from gitwiki.fs import socket_peer
+from gitwiki.logs import Logger
 from gitwiki.mcp import early, framing
 
-log = logging.getLogger("gitwiki.bridge")
+log = Logger("gitwiki.bridge")  # `logging` only at a first record (gitwiki.logs)
 
 PROBE_EVERY = 1.0  # while a call is out for this long, the owner's status is asked
 HANG_AFTER = 5.0  # an owner that does not answer its status in this is hung

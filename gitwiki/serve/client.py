@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gitwiki.config import index_dir, load
 from gitwiki.errors import GitwikiError
 from gitwiki.fs import socket_peer
 from gitwiki.git.gitcli import find_checkout
@@ -158,6 +157,8 @@ MEMORY_SEARCH: dict[str, tuple[type, ...]] = {
 def _ask(start: str, kind: str, request: dict[str, Any]) -> Reply | None:
     if os.environ.get(NO_SERVER) or os.name != "posix":
         return None
+    from gitwiki.config import index_dir, load  # not at the top: a stdio bridge finds its owner without them
+
     try:
         checkout = find_checkout(start)
         if checkout is None:  # GIT_DIR and friends, or an unusual layout: only git knows; the local path asks it
