@@ -5,7 +5,6 @@ import contextlib
 import logging
 import os
 import signal
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -13,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import _socket
+
     from gitwiki.serve.owner import Owner
     from gitwiki.serve.server import SocketServer
 
@@ -113,7 +114,7 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _find_owner(chdir: str) -> tuple[Owner, socket.socket | None] | str | None:
+def _find_owner(chdir: str) -> tuple[Owner, _socket.socket | None] | str | None:
     """The checkout's owner for a new session, asked (and started, when none answers) before the session's own
     imports: its `serve.owner.Owner` and the session's connection (None: an owner was started, or is starting); a
     reason when an owner answers but declines this session (another environment or configuration); None when there
@@ -132,7 +133,7 @@ def _find_owner(chdir: str) -> tuple[Owner, socket.socket | None] | str | None:
     return owned, got
 
 
-def _bridge(args: argparse.Namespace, owned: Owner, got: socket.socket | None) -> int:
+def _bridge(args: argparse.Namespace, owned: Owner, got: _socket.socket | None) -> int:
     """Serve this session through the checkout's owner (`_find_owner`'s)."""
     from gitwiki import __version__
     from gitwiki.mcp import bridge

@@ -25,7 +25,7 @@ from gitwiki.fs import socket_peer
 from gitwiki.git.gitcli import find_checkout
 
 if TYPE_CHECKING:
-    import socket
+    import _socket
 
     from gitwiki.operations.ground import GroundRequest
 
@@ -198,7 +198,7 @@ def _exchange(path: Path, line: bytes, deadline: float | None = None) -> dict[st
     return reply if isinstance(reply, dict) else None
 
 
-def read_line(sock: socket.socket, limit: int = 1 << 30, deadline: float | None = None) -> bytes:
+def read_line(sock: _socket.socket, limit: int = 1 << 30, deadline: float | None = None) -> bytes:
     """One line from `sock`, without its newline; ValueError when the other end hangs up before it or it is
     longer than `limit`, TimeoutError when it has not come by `deadline` (time.monotonic(); a timeout per read
     would let a client sending a byte at a time hold the connection for ever)."""
@@ -223,7 +223,7 @@ def read_line(sock: socket.socket, limit: int = 1 << 30, deadline: float | None 
             raise ValueError("line too long")
 
 
-def peer_uid(sock: socket.socket) -> int | None:
+def peer_uid(sock: _socket.socket) -> int | None:
     """The user id of the process at the other end (Linux's SO_PEERCRED); None where the system does not say."""
     found = socket_peer(sock)
     return None if found is None else found[1]
