@@ -75,21 +75,10 @@ def requested_command(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    entry = argv is None  # this process's own entry point (the console script, `python -m gitwiki`)
+    entry = argv is None  # called as this process's entry point (the console script, `python -m gitwiki`)
     argv = sys.argv[1:] if argv is None else argv
-    if "serve" in argv:
-        bridged = serve_bridged(argv)
-        if bridged is not None:
-            if entry:  # nothing is left to flush or finish: the interpreter's teardown is ~5 ms of CPU for nothing
-                import os
-
-                for stream in (sys.stdout, sys.stderr):
-                    try:
-                        stream.flush()
-                    except (OSError, ValueError):
-                        pass
-                os._exit(bridged)
-            return bridged
+    if "serve" in argv and (bridged := serve_bridged(argv, exit_at_end=entry)) is not None:
+        return bridged
     args = build_parser(requested_command(argv)).parse_args(argv)
     try:
         return args.func(args)
@@ -106,16 +95,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")  # `gitwiki serve --log-level`'s choices
 MODEL_UNAVAILABLE = "model-unavailable"  # index.embed.UNAVAILABLE_FILE: the instructions then say search is lexical
 
 
-def serve_bridged(argv: list[str]) -> int | None:
+def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
     """`gitwiki [-C DIR] serve [--log-level LEVEL]` in a checkout whose owner is up and takes the session: the
     bridge run at once, without the parser, the command table, `logging` or the serve command's imports (a later
     session's start, docs/research/sessions-lean.md). None in every other case (another form or option, an
     environment that asks to run alone, a user config that names the index dir, a model recorded as not loading,
-    no owner, an owner that declines): `main` then does all of it as before, this look included."""
+    no owner, an owner that declines): `main` then does all of it as before, this look included. With `exit_at_end`
+    the process ends with the bridge, without the interpreter's teardown (~5 ms of CPU): nothing is left to finish."""
     words = list(argv)
     chdir = "."
     if words[:1] == ["-C"] and len(words) > 2 and words[1] and not words[1].startswith("-"):
@@ -123,10 +112,12 @@ def serve_bridged(argv: list[str]) -> int | None:
         del words[:2]
     if words[:1] != ["serve"]:
         return None
+    from gitwiki import logs
+
     level = "WARNING"
-    if len(words) == 3 and words[1] == "--log-level" and words[2] in LOG_LEVELS:
+    if len(words) == 3 and words[1] == "--log-level" and words[2] in logs.LEVELS:
         level = words[2]
-    elif len(words) == 2 and words[1].startswith("--log-level=") and words[1].partition("=")[2] in LOG_LEVELS:
+    elif len(words) == 2 and words[1].startswith("--log-level=") and words[1].partition("=")[2] in logs.LEVELS:
         level = words[1].partition("=")[2]
     elif len(words) != 1:
         return None
@@ -145,14 +136,21 @@ def serve_bridged(argv: list[str]) -> int | None:
         return None  # no owner (`serve` starts one) or declined (`serve` runs alone and says why)
     import signal
 
-    from gitwiki import logs
     from gitwiki.mcp import bridge
 
     logs.plain(level)
     # as `commands.serve`'s bridge: SIGINT and SIGTERM end it at once, of the signal, without a traceback
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_DFL)
-    return bridge.run(owner.Owner(where, chdir), got, __version__)
+    code = bridge.run(owner.Owner(where, chdir), got, __version__)
+    if exit_at_end:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    return code
 
 
 if __name__ == "__main__":

@@ -4,8 +4,7 @@ only at a record's first use: the module and its imports (traceback, tokenize, s
 
 A process that set `logging` up (`gitwiki serve` alone, the owner, the tests) gets every record through it, as
 from `logging.getLogger(name)`. The bridge's fast start (`gitwiki.cli`) calls `plain(level)` instead: records at
-`level` and above are then written to stderr here, in `mcp.early.log_to_stderr`'s format, and `logging` is never
-imported.
+`level` and above are then written to stderr here in the same FORMAT, and `logging` is never imported.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from __future__ import annotations
 import sys
 
 LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40}
-FORMAT = "gitwiki serve: {level} {name}: {message}\n"  # `mcp.early.log_to_stderr`'s, as `logging` writes it
+FORMAT = "gitwiki serve: %(levelname)s %(name)s: %(message)s"  # `gitwiki serve`'s lines (`mcp.early.log_to_stderr`)
 
 _plain: list[int] = []  # the level records are written at without `logging`; empty: through `logging`
 
@@ -59,7 +58,7 @@ class Logger:
 
             text += "\n" + traceback.format_exc().rstrip("\n")
         try:
-            sys.stderr.write(FORMAT.format(level=level, name=self.name, message=text))
+            sys.stderr.write(FORMAT % {"levelname": level, "name": self.name, "message": text} + "\n")
             sys.stderr.flush()
         except (OSError, ValueError):  # stderr closed: a log line is not worth the session
             pass

@@ -11,6 +11,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitwiki.logs import LEVELS
+
 if TYPE_CHECKING:
     import _socket
 
@@ -30,7 +32,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--log-level",
-        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        choices=tuple(LEVELS),
         default="WARNING",
         help="what the server logs on stderr (default WARNING; DEBUG adds per-call timings)",
     )

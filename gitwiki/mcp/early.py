@@ -31,10 +31,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gitwiki.logs import Logger
+from gitwiki import logs
 from gitwiki.mcp import framing
 
-log = Logger("gitwiki.mcp")  # `logging` only at a first record: a bridge's start does without it
+log = logs.Logger("gitwiki.mcp")  # `logging` only at a first record: a bridge's start does without it
 
 SERVER_NAME = "gitwiki"
 EARLY_ANSWERS = Path(__file__).with_name("tools.json")
@@ -369,7 +369,7 @@ def log_to_stderr(level: str) -> None:
     request's warnings (a handler made then would keep writing into that request's buffer)."""
     import logging
 
-    logging.basicConfig(level=level, stream=sys.stderr, format="gitwiki serve: %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=level, stream=sys.stderr, format=logs.FORMAT)
 
 
 def _first_line() -> bytes:
