@@ -112,7 +112,7 @@ def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
         del words[:2]
     if words[:1] != ["serve"]:
         return None
-    from gitwiki import logs
+    from gitwiki.mcp import logs
 
     level = "WARNING"
     if len(words) == 3 and words[1] == "--log-level" and words[2] in logs.LEVELS:

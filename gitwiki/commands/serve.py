@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitwiki.logs import LEVELS
+from gitwiki.mcp.logs import LEVELS
 
 if TYPE_CHECKING:
     import _socket

@@ -32,10 +32,10 @@ import time
 from typing import Any, NamedTuple, Protocol
 
 from gitwiki.fs import socket_peer
-from gitwiki.logs import Logger
 from gitwiki.mcp import early, framing
+from gitwiki.mcp.logs import Logger
 
-log = Logger("gitwiki.bridge")  # `logging` only at a first record (gitwiki.logs)
+log = Logger("gitwiki.bridge")  # `logging` only at a first record (mcp.logs)
 
 PROBE_EVERY = 1.0  # while a call is out for this long, the owner's status is asked
 HANG_AFTER = 5.0  # an owner that does not answer its status in this is hung

@@ -31,8 +31,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gitwiki import logs
-from gitwiki.mcp import framing
+from gitwiki.mcp import framing, logs
 
 log = logs.Logger("gitwiki.mcp")  # `logging` only at a first record: a bridge's start does without it
 

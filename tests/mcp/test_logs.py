@@ -1,4 +1,4 @@
-"""gitwiki.logs: records go through `logging` until `plain` is called, and then come out on stderr as `logging` with
+"""mcp.logs: records go through `logging` until `plain` is called, and then come out on stderr as `logging` with
 `logs.FORMAT` writes them, without the module."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from gitwiki import logs
+from gitwiki.mcp import logs
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ def test_without_plain_a_record_goes_through_logging(monkeypatch, caplog):
 
 def test_a_plain_process_never_imports_logging():
     code = (
-        "import sys; from gitwiki import logs; logs.plain('WARNING'); log = logs.Logger('x'); log.info('no');"
+        "import sys; from gitwiki.mcp import logs; logs.plain('WARNING'); log = logs.Logger('x'); log.info('no');"
         "log.warning('yes %d', 1); print('logging' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
