@@ -101,7 +101,7 @@ MODEL_UNAVAILABLE = "model-unavailable"  # index.embed.UNAVAILABLE_FILE: the ins
 def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
     """`gitwiki [-C DIR] serve [--log-level LEVEL]` in a checkout whose owner is up and takes the session: the
     bridge run at once, without the parser, the command table, `logging` or the serve command's imports (a later
-    session's start, docs/research/sessions-lean.md). None in every other case (another form or option, an
+    session's start, docs/research/sessions-bridge.md). None in every other case (another form or option, an
     environment that asks to run alone, a user config that names the index dir, a model recorded as not loading,
     no owner, an owner that declines): `main` then does all of it as before, this look included. With `exit_at_end`
     the process ends with the bridge, without the interpreter's teardown (~5 ms of CPU): nothing is left to finish."""
