@@ -342,6 +342,16 @@ def test_the_quick_place_is_the_place_or_leaves_it_to_the_config(
     assert found[1] == config.index_dir(config.load(root), root, root / ".git")
 
 
+def test_the_quick_place_of_a_linked_worktree_is_its_place(repo, tmp_path):
+    """A linked worktree's `.git` is a file; its index dir is the main checkout's, its socket its own."""
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/deploy.md": DEPLOY})
+    linked = tmp_path / "linked"
+    repo.git("worktree", "add", "-q", str(linked))
+    found = serve_owner.quick_place(str(linked / "wiki"))
+    assert found is not None and found[0] == serve_owner.place(str(linked / "wiki"))
+    assert found[0].root == linked.resolve() and found[1] == (repo.path / ".git" / "gitwiki").resolve()
+
+
 def test_a_line_over_64_mib_is_refused_by_the_bridge_and_the_session_goes_on(shared):
     first = start(shared)
     first.open()
