@@ -19,6 +19,11 @@ interleaved rounds (the order of the variants rotating per round):
                          one after another, each once the one before has answered its first search (the first
                          alone: "one session"; each later one's own tree: "a later session's own"; all five),
                          qmd's server and launcher, the SDK's no-op server and the echo
+  a bridge's start       the CPU (user + system, from the kernel's accounting of the reaped process) of a later
+                         session's whole life when a client sends `initialize` and `tools/list` and ends its input,
+                         while an owner is up (a first session held open): what a `claude -p` pays for gitwiki's
+                         MCP server when no tool is called; beside `python -c pass`'s CPU, spawned in the same rounds
+                         (--bridge-rounds)
   warm p50               lexical and hybrid `ground` over the first session and over a second one of the same
                          checkout, interleaved question by question with qmd's lexical `query` and the SDK's no-op;
                          each question is asked in every round by both sessions, so most calls find the owner's
@@ -72,8 +77,9 @@ QUERY = "list files in a directory"
 TAG = "SESSBENCH_RUN"  # no GITWIKI_ prefix: the environment the server compares stays the user's
 REPLY_TIMEOUT = 120.0
 ECHO = "import sys; sys.stdout.write(sys.stdin.readline()); sys.stdout.flush(); sys.stdin.read()"
-PARTS = ("spawn", "warm", "claude")
+PARTS = ("spawn", "bridge", "warm", "claude")
 SETTLE = 0.5  # seconds between the last answer and reading RSS: background warm-up finishing
+HELLO = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench_sessions", "version": "1"}}
 
 
 # ---- a raw JSON-RPC client over a spawned process's stdio
@@ -142,8 +148,7 @@ class Session:
 
     def initialize(self) -> float:
         """ms from the spawn to the answer of `initialize` (notifications/initialized sent after it)."""
-        client = {"name": "bench_sessions", "version": "1"}
-        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client})
+        self.request("initialize", HELLO)
         ms = self.since_spawn()
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return ms
@@ -170,6 +175,19 @@ class Session:
             pass
         if self.process.stdout is not None:
             self.process.stdout.close()
+
+
+def cpu_ms(command: list[str], env: dict[str, str], cwd: Path, messages: list[dict[str, Any]]) -> float:
+    """The CPU (user + system) of one run of `command`, its whole life: `messages` on its stdin, then the end of
+    it; its answers (two at most) read and dropped."""
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, cwd=cwd)
+    assert process.stdin is not None
+    with contextlib.suppress(BrokenPipeError):
+        process.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+        process.stdin.close()
+    _, _, usage = os.wait4(process.pid, 0)
+    process.returncode = 0  # reaped here, with its accounting
+    return (usage.ru_utime + usage.ru_stime) * 1000
 
 
 # ---- /proc: process trees, tags, RSS
@@ -372,6 +390,26 @@ class Bench:
                 variant()
         self.load("spawn_after")
 
+    def bridge_rounds(self, rounds: int) -> None:
+        """A later session's start, owner up, and `python -c pass`, `rounds` times each, alternating."""
+        self.settle()
+        holder = self.serve()
+        holder.initialize()
+        holder.call("ground", {"query": QUERY})
+        self.load("bridge_before")
+        opening = [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": HELLO},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        ]
+        python = getattr(self, "python", sys.executable)  # the interpreter gitwiki runs with (a venv's with --venv)
+        for _ in range(rounds):
+            self.add("bridge_start_cpu_ms", cpu_ms([*self.gitwiki, "serve"], self.env, self.repo, opening))
+            self.add("python_pass_cpu_ms", cpu_ms([python, "-c", "pass"], self.env, self.repo, []))
+        self.load("bridge_after")
+        holder.close(wait=0)
+        self.settle()
+
     def warm(self, rounds: int, gap: float) -> int:
         """Warm calls over two sessions of the checkout (and qmd, the SDK's no-op); the number of questions
         whose answer differed between the two sessions."""
@@ -559,6 +597,11 @@ def table(result: dict[str, Any]) -> Iterator[str]:
     yield "| measure | gitwiki | floor or peer, same run | target |"
     yield "|---|---|---|---|"
     yield from spawn_rows(s, result) if "no_owner_first_search_ms" in s else ()
+    if "bridge_start_cpu_ms" in s:
+        yield (
+            f"| CPU of a later session's start, owner up (`initialize`, `tools/list`, end of input; {load('bridge')})"
+            f" | {mm(s, 'bridge_start_cpu_ms')} | `python -c pass` {mm(s, 'python_pass_cpu_ms')} | |"
+        )
     yield from warm_rows(s) if "sdk_noop_ms" in s else ()
     yield from claude_rows(result)
     if result["answers_differing"]:
@@ -656,6 +699,7 @@ def _cpu(figures: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5, help="interleaved spawn and RSS rounds")
+    parser.add_argument("--bridge-rounds", type=int, default=15, help="a later session's starts timed (CPU)")
     parser.add_argument("--warm-rounds", type=int, default=2, help="times each tldr question is asked warm")
     parser.add_argument("--gap", type=float, default=10.0, help="ms between two warm calls")
     parser.add_argument("--claude-rounds", type=int, default=5, help="`claude -p` rounds, quiet and busy each")
@@ -699,6 +743,9 @@ def main() -> None:
         if "spawn" in parts:
             bench.spawn_rounds(args.rounds)
             print(f"spawn rounds done at {time.time() - started:.0f} s", file=sys.stderr)
+        if "bridge" in parts:
+            bench.bridge_rounds(args.bridge_rounds)
+            print(f"bridge rounds done at {time.time() - started:.0f} s", file=sys.stderr)
         differing = None
         if "warm" in parts:
             differing = bench.warm(args.warm_rounds, args.gap)

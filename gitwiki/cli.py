@@ -8,13 +8,14 @@ Exit codes: 0 success; 1 findings (lint errors, a fixer changed files) or a gene
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
+from typing import TYPE_CHECKING
 
 from gitwiki import __version__
 from gitwiki.errors import GitwikiError
-from gitwiki.pagetext import printable
+
+if TYPE_CHECKING:
+    import argparse
 
 # Each name is a module in gitwiki.commands with `register(subparsers)`; keep their imports light.
 COMMANDS = (
@@ -44,6 +45,9 @@ COMMANDS = (
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The full parser, or with `only` that one command: importing and building all of them costs ~7 ms
     more (argparse looks up translations for every help string), which the hooks would pay per commit."""
+    import argparse
+    import importlib
+
     parser = argparse.ArgumentParser(
         prog="gitwiki",
         description="A git-keyed, searchable markdown wiki for people and coding agents.",
@@ -71,11 +75,16 @@ def requested_command(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    entry = argv is None  # called as this process's entry point (the console script, `python -m gitwiki`)
     argv = sys.argv[1:] if argv is None else argv
+    if "serve" in argv and (bridged := serve_bridged(argv, exit_at_end=entry)) is not None:
+        return bridged
     args = build_parser(requested_command(argv)).parse_args(argv)
     try:
         return args.func(args)
     except GitwikiError as e:
+        from gitwiki.pagetext import printable
+
         print(f"gitwiki: error: {printable(str(e))}", file=sys.stderr)  # it may quote a page, a path, a config
         return e.exit_code
     except KeyboardInterrupt:
@@ -84,6 +93,64 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `gitwiki ground … | head`
         sys.stderr.close()
         return 0
+
+
+MODEL_UNAVAILABLE = "model-unavailable"  # index.embed.UNAVAILABLE_FILE: the instructions then say search is lexical
+
+
+def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
+    """`gitwiki [-C DIR] serve [--log-level LEVEL]` in a checkout whose owner is up and takes the session: the
+    bridge run at once, without the parser, the command table, `logging` or the serve command's imports (a later
+    session's start, docs/research/sessions-bridge.md). None in every other case (another form or option, an
+    environment that asks to run alone, a user config that names the index dir, a model recorded as not loading,
+    no owner, an owner that declines): `main` then does all of it as before, this look included. With `exit_at_end`
+    the process ends with the bridge, without the interpreter's teardown (~5 ms of CPU): nothing is left to finish."""
+    words = list(argv)
+    chdir = "."
+    if words[:1] == ["-C"] and len(words) > 2 and words[1] and not words[1].startswith("-"):
+        chdir = words[1]
+        del words[:2]
+    if words[:1] != ["serve"]:
+        return None
+    from gitwiki.mcp import logs
+
+    level = "WARNING"
+    if len(words) == 3 and words[1] == "--log-level" and words[2] in logs.LEVELS:
+        level = words[2]
+    elif len(words) == 2 and words[1].startswith("--log-level=") and words[1].partition("=")[2] in logs.LEVELS:
+        level = words[1].partition("=")[2]
+    elif len(words) != 1:
+        return None
+    import os
+
+    if any(os.environ.get(name) for name in ("GITWIKI_NO_SERVER", "GITWIKI_SERVE_ALONE")):
+        return None
+    from gitwiki.serve import owner
+
+    found = owner.quick_place(chdir)
+    if found is None or os.path.exists(found[1] / MODEL_UNAVAILABLE):
+        return None
+    where = found[0]
+    got = owner.connect(where)
+    if got is None or isinstance(got, owner.Declined):
+        return None  # no owner (`serve` starts one) or declined (`serve` runs alone and says why)
+    import signal
+
+    from gitwiki.mcp import bridge
+
+    logs.plain(level)
+    # as `commands.serve`'s bridge: SIGINT and SIGTERM end it at once, of the signal, without a traceback
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+    code = bridge.run(owner.Owner(where, chdir), got, __version__)
+    if exit_at_end:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    return code
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from gitwiki.errors import RefusedFile, UsageError
 
 if TYPE_CHECKING:
-    import socket
+    import _socket
 
 # Temp files live in the folder of the file they replace: os.replace is atomic only within one
 # filesystem, and the index dir may sit on another one. A killed write can leave one; the name is never
@@ -309,16 +309,16 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def socket_peer(sock: socket.socket) -> tuple[int, int] | None:
+def socket_peer(sock: _socket.socket) -> tuple[int, int] | None:
     """The process id and user id at the other end of the unix socket `sock` (Linux's SO_PEERCRED); None where the
     system does not say. The serve socket's both ends check the user; a bridge names a hung owner's pid."""
-    import socket  # loaded already by every caller: they hold a socket
+    import _socket  # loaded already by every caller: they hold a socket
     import struct
 
-    option = getattr(socket, "SO_PEERCRED", None)
+    option = getattr(_socket, "SO_PEERCRED", None)
     if option is None:
         return None
-    pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
+    pid, uid, _gid = struct.unpack("3i", sock.getsockopt(_socket.SOL_SOCKET, option, struct.calcsize("3i")))
     return int(pid), int(uid)
 
 

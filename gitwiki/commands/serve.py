@@ -5,14 +5,18 @@ import contextlib
 import logging
 import os
 import signal
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gitwiki.mcp.logs import LEVELS
 
 if TYPE_CHECKING:
+    import _socket
+
+    from gitwiki.serve.owner import Owner
     from gitwiki.serve.server import SocketServer
 
 log = logging.getLogger("gitwiki.mcp")
@@ -28,7 +32,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--log-level",
-        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        choices=tuple(LEVELS),
         default="WARNING",
         help="what the server logs on stderr (default WARNING; DEBUG adds per-call timings)",
     )
@@ -112,58 +116,11 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Owner:
-    """`mcp.bridge.Owner` for one checkout, over `serve.owner`."""
-
-    def __init__(self, where: Any, chdir: str) -> None:
-        self._where = where
-        self._chdir = chdir
-        self._started = False  # an owner started here has yet to take our session
-
-    def connect(self) -> socket.socket | str | None:
-        from gitwiki.serve import owner
-
-        got = owner.connect(self._where)
-        if got is not None:
-            self._started = False
-        return got.reason if isinstance(got, owner.Declined) else got
-
-    def start(self) -> bool:
-        from gitwiki.serve import owner
-
-        started = owner.start(self._where, self._chdir)
-        self._started = self._started or started
-        return started
-
-    def failed(self) -> str | None:
-        """The owner holds its lock from the spawn to its end (the kernel drops it, kill -9 included): one started
-        here whose lock is free and whose socket did not take the session (`connect` just failed) has ended."""
-        from gitwiki.serve import owner
-
-        if not self._started or owner.held(self._where):
-            return None
-        self._started = False
-        try:  # its last words: the one line a start-up error leaves in the log
-            last = self._where.log.read_bytes()[-4096:].decode("utf-8", "replace").strip().splitlines()[-1:]
-        except OSError:
-            last = []
-        said = f"; its log ends: {last[0].strip()}" if last else ""
-        return f"gitwiki's owner process ended as it started{said} ({self._where.log})"
-
-    def alive(self, timeout: float) -> bool:
-        from gitwiki.serve import owner
-
-        return owner.ask(self._where, "status", timeout) is not None
-
-    def where(self) -> str:
-        return str(self._where.log)
-
-
-def _find_owner(chdir: str) -> tuple[_Owner, socket.socket | None] | str | None:
+def _find_owner(chdir: str) -> tuple[Owner, _socket.socket | None] | str | None:
     """The checkout's owner for a new session, asked (and started, when none answers) before the session's own
-    imports: its `_Owner` and the session's connection (None: an owner was started, or is starting); a reason when
-    an owner answers but declines this session (another environment or configuration); None when there is no
-    place for an owner. Either of the last two: this session runs alone."""
+    imports: its `serve.owner.Owner` and the session's connection (None: an owner was started, or is starting); a
+    reason when an owner answers but declines this session (another environment or configuration); None when there
+    is no place for an owner. Either of the last two: this session runs alone."""
     from gitwiki.serve import owner
 
     where = owner.place(chdir)
@@ -172,13 +129,13 @@ def _find_owner(chdir: str) -> tuple[_Owner, socket.socket | None] | str | None:
     got = owner.connect(where)
     if isinstance(got, owner.Declined):
         return got.reason
-    owned = _Owner(where, chdir)
+    owned = owner.Owner(where, chdir)
     if got is None:
         owned.start()
     return owned, got
 
 
-def _bridge(args: argparse.Namespace, owned: _Owner, got: socket.socket | None) -> int:
+def _bridge(args: argparse.Namespace, owned: Owner, got: _socket.socket | None) -> int:
     """Serve this session through the checkout's owner (`_find_owner`'s)."""
     from gitwiki import __version__
     from gitwiki.mcp import bridge

@@ -25,17 +25,17 @@ own; no answer within HANG_AFTER, and every call out is answered with an error n
 
 from __future__ import annotations
 
+import _socket  # `socket`'s C type, all a bridge uses: the module adds 0.5 MiB of enums and selectors
 import json
-import logging
-import socket
 import threading
 import time
 from typing import Any, NamedTuple, Protocol
 
 from gitwiki.fs import socket_peer
 from gitwiki.mcp import early, framing
+from gitwiki.mcp.logs import Logger
 
-log = logging.getLogger("gitwiki.bridge")
+log = Logger("gitwiki.bridge")  # `logging` only at a first record (mcp.logs)
 
 PROBE_EVERY = 1.0  # while a call is out for this long, the owner's status is asked
 HANG_AFTER = 5.0  # an owner that does not answer its status in this is hung
@@ -51,7 +51,7 @@ INITIALIZED = "notifications/initialized"
 class Owner(Protocol):
     """What a bridge needs of the owner's side (`serve.owner`, bound to one checkout by `gitwiki serve`)."""
 
-    def connect(self) -> socket.socket | str | None:
+    def connect(self) -> _socket.socket | str | None:
         """A session connection; a reason when an owner answers but declines; None when no owner answers."""
 
     def start(self) -> bool:
@@ -84,14 +84,14 @@ def read_only_tools(answers: dict[str, dict[str, Any]]) -> frozenset[str]:
 
 
 class Bridge:
-    def __init__(self, owner: Owner, answers: dict[str, dict[str, Any]], sock: socket.socket | None) -> None:
+    def __init__(self, owner: Owner, answers: dict[str, dict[str, Any]], sock: _socket.socket | None) -> None:
         self._owner = owner
         self._answers = answers
         self._reads = read_only_tools(answers)
         self._state = threading.Condition()
         self._send = threading.Lock()  # whole lines to the owner
         self._out = threading.Lock()  # whole lines to the client
-        self._sock: socket.socket | None = None
+        self._sock: _socket.socket | None = None
         self._connecting = False
         self._declined: str | None = None
         self._pending: dict[str, Pending] = {}  # requests the owner has yet to answer, in the order sent
@@ -195,7 +195,7 @@ class Bridge:
         if "method" in message and key in self._pending:
             self._pending[key] = self._pending[key]._replace(at=time.monotonic())
 
-    def _attach(self, sock: socket.socket) -> None:
+    def _attach(self, sock: _socket.socket) -> None:
         """Make `sock` the owner connection: the opening replayed, then the lines that waited."""
         with self._state:
             lines = [self._replay(line) for line in self._opening]
@@ -224,7 +224,7 @@ class Bridge:
             self._acknowledged.add(json.dumps(new))
         return json.dumps({**message, "id": new}, separators=(",", ":")).encode() + b"\n"
 
-    def _read(self, sock: socket.socket) -> None:
+    def _read(self, sock: _socket.socket) -> None:
         try:
             for line in early.read_lines(b"", sock.fileno()):
                 if self._keep(line):
@@ -257,7 +257,7 @@ class Bridge:
                 return json.dumps(meta.get(early.SUBSCRIPTION)) not in self._acknowledged
         return True
 
-    def _lost(self, sock: socket.socket) -> None:
+    def _lost(self, sock: _socket.socket) -> None:
         """The owner connection ended: reads are resent to the next owner, writes in flight answered."""
         with self._state:
             if self._sock is not sock:
@@ -299,7 +299,7 @@ class Bridge:
                     self._connecting = False
                     return
             got = self._owner.connect()
-            if isinstance(got, socket.socket):
+            if isinstance(got, _socket.socket):
                 log.info("connected to the owner after %.0f ms", (time.monotonic() - since) * 1000)
                 self._attach(got)
                 return
@@ -368,7 +368,7 @@ class Bridge:
                         self._refuse(key, reason)
 
     @staticmethod
-    def _peer_pid(sock: socket.socket) -> str:
+    def _peer_pid(sock: _socket.socket) -> str:
         try:
             found = socket_peer(sock)
         except OSError:
@@ -376,7 +376,7 @@ class Bridge:
         return "?" if found is None else str(found[0])
 
 
-def run(owner: Owner, sock: socket.socket | None, version: str, note: str | None = None) -> int:
+def run(owner: Owner, sock: _socket.socket | None, version: str, note: str | None = None) -> int:
     """Bridge this process's stdin and stdout to the owner (`sock`: a session already open, or None to get one)."""
     first = early.read_first_line()
     if not first:

@@ -23,7 +23,6 @@ Anything else as the first message (another protocol era) goes to the SDK untouc
 from __future__ import annotations
 
 import json
-import logging
 import os
 import queue
 import sys
@@ -32,9 +31,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gitwiki.mcp import framing
+from gitwiki.mcp import framing, logs
 
-log = logging.getLogger("gitwiki.mcp")
+log = logs.Logger("gitwiki.mcp")  # `logging` only at a first record: a bridge's start does without it
 
 SERVER_NAME = "gitwiki"
 EARLY_ANSWERS = Path(__file__).with_name("tools.json")
@@ -367,7 +366,9 @@ def log_to_stderr(level: str) -> None:
     """Plain `gitwiki serve: LEVEL name: message` lines on stderr. Set before anything logs or prints: before
     the SDK's own basicConfig, which then leaves it alone, and before the CLI socket may swap sys.stderr for a
     request's warnings (a handler made then would keep writing into that request's buffer)."""
-    logging.basicConfig(level=level, stream=sys.stderr, format="gitwiki serve: %(levelname)s %(name)s: %(message)s")
+    import logging
+
+    logging.basicConfig(level=level, stream=sys.stderr, format=logs.FORMAT)
 
 
 def _first_line() -> bytes:

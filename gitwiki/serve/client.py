@@ -20,13 +20,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gitwiki.config import index_dir, load
 from gitwiki.errors import GitwikiError
 from gitwiki.fs import socket_peer
 from gitwiki.git.gitcli import find_checkout
 
 if TYPE_CHECKING:
-    import socket
+    import _socket
 
     from gitwiki.operations.ground import GroundRequest
 
@@ -158,6 +157,8 @@ MEMORY_SEARCH: dict[str, tuple[type, ...]] = {
 def _ask(start: str, kind: str, request: dict[str, Any]) -> Reply | None:
     if os.environ.get(NO_SERVER) or os.name != "posix":
         return None
+    from gitwiki.config import index_dir, load  # not at the top: a stdio bridge finds its owner without them
+
     try:
         checkout = find_checkout(start)
         if checkout is None:  # GIT_DIR and friends, or an unusual layout: only git knows; the local path asks it
@@ -197,7 +198,7 @@ def _exchange(path: Path, line: bytes, deadline: float | None = None) -> dict[st
     return reply if isinstance(reply, dict) else None
 
 
-def read_line(sock: socket.socket, limit: int = 1 << 30, deadline: float | None = None) -> bytes:
+def read_line(sock: _socket.socket, limit: int = 1 << 30, deadline: float | None = None) -> bytes:
     """One line from `sock`, without its newline; ValueError when the other end hangs up before it or it is
     longer than `limit`, TimeoutError when it has not come by `deadline` (time.monotonic(); a timeout per read
     would let a client sending a byte at a time hold the connection for ever)."""
@@ -222,7 +223,7 @@ def read_line(sock: socket.socket, limit: int = 1 << 30, deadline: float | None 
             raise ValueError("line too long")
 
 
-def peer_uid(sock: socket.socket) -> int | None:
+def peer_uid(sock: _socket.socket) -> int | None:
     """The user id of the process at the other end (Linux's SO_PEERCRED); None where the system does not say."""
     found = socket_peer(sock)
     return None if found is None else found[1]

@@ -15,18 +15,17 @@ session's JSON-RPC lines both ways, one MCP session per connection.
 
 from __future__ import annotations
 
+import _socket  # `socket`'s C type, all used here: the module adds enums and selectors (0.5 MiB, 1.5 ms)
 import contextlib
 import fcntl
 import json
 import os
-import socket
 import stat
 import sys
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gitwiki.config import index_dir, load
 from gitwiki.errors import GitwikiError
 from gitwiki.git.gitcli import find_checkout
 from gitwiki.serve import client
@@ -62,6 +61,8 @@ class Place(NamedTuple):
 def place(start: str) -> Place | None:
     """The owner's place for the checkout containing `start`; None outside a checkout git can be asked about
     without pygit2 (GIT_DIR and friends), or when the configuration does not load (the caller reports it)."""
+    from gitwiki.config import index_dir, load  # tomllib and the config's records: `quick_place` does without
+
     try:
         checkout = find_checkout(start)
         if checkout is None:
@@ -72,7 +73,45 @@ def place(start: str) -> Place | None:
     return Place(checkout.root, Path(start).resolve(), client.socket_path(index, checkout.root))
 
 
-def connect(where: Place, timeout: float = client.CONNECT_TIMEOUT) -> socket.socket | Declined | None:
+def quick_place(start: str) -> tuple[Place, Path] | None:
+    """`place(start)` and the index dir, found without loading the configuration (tomllib and the config's records:
+    ~1 MiB and 5 ms of a bridge's start): of the configuration, only `[storage] index_dir` moves the owner's place,
+    and it is a key of the user's own file alone (gitwiki.trust), read here only when that file names it. None when
+    `place` must load it, or outside a checkout git need not be asked about. The owner checks the whole
+    configuration itself when it takes a session, and declines one whose configuration is not its own."""
+    try:
+        checkout = find_checkout(start)
+        if checkout is None or _names_the_index_dir(_user_config()):
+            return None
+        configured = os.environ.get("GITWIKI_INDEX_DIR")  # config.index_dir, with no [storage] index_dir
+        if configured:
+            index = (checkout.root / os.path.expanduser(configured)).resolve()
+        else:
+            index = checkout.common_dir / "gitwiki"
+        return Place(checkout.root, Path(start).resolve(), client.socket_path(index, checkout.root)), index
+    except (OSError, ValueError):
+        return None
+
+
+def _user_config() -> Path:
+    """`config.user_config_path()`, without importing the config's module."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "gitwiki" / "config.toml"
+
+
+def _names_the_index_dir(user_file: Path) -> bool:
+    """Whether the TOML file `user_file` may set `index_dir`: a key spelt out, or one with an escape in a quoted key
+    (`"index\\u005fdir"`); a file that cannot be read may too (its load reports why)."""
+    try:
+        text = user_file.read_bytes()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return b"index_dir" in text or b"\\u" in text or b"\\U" in text
+
+
+def connect(where: Place, timeout: float = client.CONNECT_TIMEOUT) -> _socket.socket | Declined | None:
     """An MCP session on the owner (the connection, past the opening exchange); `Declined` when an owner answers
     but will not serve this session; None when no owner answers."""
     message = {
@@ -188,7 +227,7 @@ def kill(where: Place, wait: float = 5.0) -> int | None:
 def ask(where: Place, what: str, timeout: float = PROBE_TIMEOUT) -> dict[str, Any] | None:
     """The owner's reply to a `status` or `stop` request; None when no owner answers within `timeout`."""
     try:
-        with _open(where.socket, client.CONNECT_TIMEOUT) as sock:
+        with contextlib.closing(_open(where.socket, client.CONNECT_TIMEOUT)) as sock:
             sock.sendall(json.dumps({"protocol": client.PROTOCOL, what: True}).encode() + b"\n")
             reply = json.loads(client.read_line(sock, 1 << 16, time.monotonic() + timeout))
     except (OSError, ValueError):
@@ -196,11 +235,11 @@ def ask(where: Place, what: str, timeout: float = PROBE_TIMEOUT) -> dict[str, An
     return reply if isinstance(reply, dict) and "declined" not in reply else None
 
 
-def _open(path: Path, timeout: float) -> socket.socket:
+def _open(path: Path, timeout: float) -> _socket.socket:
     st = os.stat(path)
     if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
         raise OSError(f"{path} is not this user's socket")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(timeout)
         sock.connect(str(path))
@@ -210,3 +249,42 @@ def _open(path: Path, timeout: float) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+class Owner:
+    """`mcp.bridge.Owner` for one checkout: its owner, found at `where`, started from `chdir`."""
+
+    def __init__(self, where: Place, chdir: str) -> None:
+        self._where = where
+        self._chdir = chdir
+        self._started = False  # an owner started here has yet to take our session
+
+    def connect(self) -> _socket.socket | str | None:
+        got = connect(self._where)
+        if got is not None:
+            self._started = False
+        return got.reason if isinstance(got, Declined) else got
+
+    def start(self) -> bool:
+        started = start(self._where, self._chdir)
+        self._started = self._started or started
+        return started
+
+    def failed(self) -> str | None:
+        """The owner holds its lock from the spawn to its end (the kernel drops it, kill -9 included): one started
+        here whose lock is free and whose socket did not take the session (`connect` just failed) has ended."""
+        if not self._started or held(self._where):
+            return None
+        self._started = False
+        try:  # its last words: the one line a start-up error leaves in the log
+            last = self._where.log.read_bytes()[-4096:].decode("utf-8", "replace").strip().splitlines()[-1:]
+        except OSError:
+            last = []
+        said = f"; its log ends: {last[0].strip()}" if last else ""
+        return f"gitwiki's owner process ended as it started{said} ({self._where.log})"
+
+    def alive(self, timeout: float) -> bool:
+        return ask(self._where, "status", timeout) is not None
+
+    def where(self) -> str:
+        return str(self._where.log)

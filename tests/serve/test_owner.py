@@ -13,11 +13,12 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
 from gitwiki.mcp import framing
+from gitwiki.serve import client
 from gitwiki.serve import owner as serve_owner
 from tests.helpers import DEPLOY, LEXICAL, needs_model, peak_rss
 
@@ -169,6 +170,186 @@ def test_the_second_session_bridges_to_the_first_ones_owner(shared):
     imported = {line.split(b"|")[-1].strip().decode() for line in second.stderr if line.startswith(b"import time:")}
     assert imported and not {name for name in imported if name.split(".")[0] in HEAVY or name in HEAVY}
     assert status(repo.path)["sessions"] == 0  # the owner stays for the next session
+
+
+# What a later session's bridge (`gitwiki.cli.serve_bridged`) never imports: the parser and the command table,
+# logging, the configuration and its TOML reader, the socket module (its C type is all a bridge uses) and the
+# model's module. (`-X importtime` does not list what `importlib.import_module` imports: the command modules.)
+NOT_IN_A_BRIDGE = {
+    "argparse",
+    "logging",
+    "tomllib",
+    "socket",
+    "gitwiki.config",
+    "gitwiki.index.embed",
+}
+OPENING = [
+    {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": HELLO},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+]
+
+
+def imported(stderr: list[bytes] | bytes) -> set[str]:
+    """The modules `python -X importtime` says a process imported."""
+    lines = stderr.splitlines() if isinstance(stderr, bytes) else stderr
+    return {line.split(b"|")[-1].strip().decode() for line in lines if line.startswith(b"import time:")}
+
+
+class Run(NamedTuple):
+    code: int
+    answers: list[bytes]
+    stderr: bytes
+    imported: set[str]
+    bridged: bool  # the owner served it (its count of sessions served went up)
+
+
+def run_once(repo: Path, argv: list[str], lines: list[bytes] | None = None, cwd: Path | None = None) -> Run:
+    """One `python -X importtime -m gitwiki ARGV` session, its input `lines` (by default the opening and the tool
+    list) then its end: what it answered and imported, and whether the owner served it."""
+    served = wait_for(lambda: status(repo), "an owner")["served"]
+    lines = lines if lines is not None else [json.dumps(m).encode() for m in OPENING]
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "gitwiki", *argv],
+        input=b"".join(line + b"\n" for line in lines),
+        capture_output=True,
+        cwd=cwd,
+        timeout=WAIT,
+    )
+    bridged = status(repo)["served"] > served
+    return Run(done.returncode, done.stdout.splitlines(), done.stderr, imported(done.stderr), bridged)
+
+
+def test_a_later_session_starts_its_bridge_without_the_parser_logging_or_the_config(shared):
+    repo, _ = shared
+    first = start(shared, importtime=True)  # no owner yet: the full start, which starts one
+    first.open()
+    assert "wiki/deploy.md" in text(first.tool("ground", query="helm rollback"))
+    later = start(shared, importtime=True)  # `-C REPO serve --log-level INFO`
+    later.open()
+    assert "wiki/deploy.md" in text(later.tool("ground", query="helm rollback"))
+    assert status(repo.path)["sessions"] == 2
+    assert first.close() == 0 and later.close() == 0
+    assert {"argparse", "logging", "tomllib"} <= imported(first.stderr)
+    assert imported(later.stderr) and not imported(later.stderr) & NOT_IN_A_BRIDGE
+    # the console script's form, `serve` run in the checkout, and the other spelling of the level
+    for argv, cwd in ((["serve"], repo.path / "wiki"), (["-C", str(repo.path), "serve", "--log-level=DEBUG"], None)):
+        run = run_once(repo.path, argv, cwd=cwd)
+        assert run.code == 0 and run.bridged and len(run.answers) == 2
+        assert run.imported and not run.imported & NOT_IN_A_BRIDGE
+
+
+@pytest.mark.parametrize(
+    ("flags", "env", "bridged"),
+    [
+        (["--log-level", "INFO", "--alone"], {}, False),
+        (["--log-level", "INFO"], {"GITWIKI_SERVE_ALONE": "1"}, False),
+        (["--log-level", "INFO"], {"GITWIKI_NO_SERVER": "1"}, False),
+        (["--log", "INFO"], {}, True),  # an abbreviation argparse takes
+    ],
+)
+def test_every_other_form_of_a_later_session_starts_as_before(shared, monkeypatch, flags, env, bridged):
+    """A session the fast start does not take runs the full start, with its answers and log lines byte for byte
+    those of a fast one."""
+    repo, _ = shared
+    first = start(shared)
+    first.open()
+    lines = [json.dumps(m).encode() for m in OPENING] + [b"this is not JSON"]
+    fast = run_once(repo.path, ["-C", str(repo.path), "serve", "--log-level", "INFO"], lines)
+    assert fast.bridged and not fast.imported & NOT_IN_A_BRIDGE
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    other = run_once(repo.path, ["-C", str(repo.path), "serve", *flags], lines)
+    assert other.code == 0 and other.bridged is bridged and "argparse" in other.imported
+    assert other.answers == fast.answers and b'"code":-32700' in fast.answers[-1]
+    refused = [line for line in fast.stderr.splitlines() if b"refused a line" in line]
+    assert refused and refused[0].startswith(b"gitwiki serve: INFO gitwiki.mcp: refused a line: ")
+    assert refused == [line for line in other.stderr.splitlines() if b"refused a line" in line]
+    assert first.close() == 0
+
+
+def test_help_and_a_bad_level_are_the_parsers_with_an_owner_up(shared):
+    repo, _ = shared
+    first = start(shared)
+    first.open()
+    helped = run_once(repo.path, ["-C", str(repo.path), "serve", "--help"], [])
+    assert helped.code == 0 and helped.answers[0].startswith(b"usage: gitwiki serve")
+    bad = run_once(repo.path, ["-C", str(repo.path), "serve", "--log-level", "LOUD"], [])
+    assert bad.code == 2 and b"invalid choice: 'LOUD'" in bad.stderr and not bad.answers and not bad.bridged
+    assert first.close() == 0
+
+
+def test_a_user_config_naming_the_index_dir_is_read_and_the_session_bridged(shared, tmp_path):
+    repo, _ = shared
+    elsewhere = tmp_path / "elsewhere"
+    user = Path(os.environ["XDG_CONFIG_HOME"], "gitwiki", "config.toml")
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text(f'[storage]\nindex_dir = "{elsewhere}"\n')
+    first = start(shared)
+    first.open()
+    assert "wiki/deploy.md" in text(first.tool("ground", query="helm rollback"))
+    assert elsewhere.is_dir()
+    later = run_once(repo.path, ["-C", str(repo.path), "serve"])
+    assert later.bridged and "tomllib" in later.imported and len(later.answers) == 2
+    assert first.close() == 0
+
+
+def test_a_later_session_says_search_is_lexical_when_the_model_was_recorded_not_loading(shared, monkeypatch):
+    repo, _ = shared
+    (repo.path / ".gitwiki.toml").write_text("[mcp]\nidle_timeout = 30\n")  # embeddings on
+    monkeypatch.setenv("GITWIKI_MODEL_PATH", str(repo.path / "no-model-here"))
+    first = start(shared)
+    first.open()
+    assert "wiki/deploy.md" in text(first.tool("ground", query="helm rollback"))  # lexically
+    wait_for(lambda: (repo.path / ".git" / "gitwiki" / "model-unavailable").is_file(), "the model's failure recorded")
+    later = run_once(repo.path, ["-C", str(repo.path), "serve"])
+    assert later.bridged
+    assert "Search is lexical only" in json.loads(later.answers[0])["result"]["instructions"]
+    assert first.close() == 0
+
+
+@pytest.mark.parametrize(
+    ("user_config", "index_env", "quick"),
+    [
+        (None, None, True),
+        ("[search]\ntop_files = 3\n", None, True),
+        (None, "elsewhere", True),
+        ('[storage]\nindex_dir = "{elsewhere}"\n', None, False),
+        ('[storage]\n"index\\u005fdir" = "{elsewhere}"\n', None, False),
+    ],
+)
+def test_the_quick_place_is_the_place_or_leaves_it_to_the_config(
+    repo, monkeypatch, tmp_path, user_config, index_env, quick
+):
+    from gitwiki import config
+
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/deploy.md": DEPLOY})
+    if user_config is not None:
+        user = Path(os.environ["XDG_CONFIG_HOME"], "gitwiki", "config.toml")
+        user.parent.mkdir(parents=True, exist_ok=True)
+        user.write_text(user_config.format(elsewhere=tmp_path / "elsewhere"))
+    if index_env is not None:
+        monkeypatch.setenv("GITWIKI_INDEX_DIR", index_env)
+    start_dir = str(repo.path / "wiki")
+    root = repo.path.resolve()
+    place = serve_owner.place(start_dir)
+    assert place is not None
+    found = serve_owner.quick_place(start_dir)
+    if not quick:
+        assert found is None and place.socket == client.socket_path((tmp_path / "elsewhere").resolve(), root)
+        return
+    assert found is not None and found[0] == place
+    assert found[1] == config.index_dir(config.load(root), root, root / ".git")
+
+
+def test_the_quick_place_of_a_linked_worktree_is_its_place(repo, tmp_path):
+    """A linked worktree's `.git` is a file; its index dir is the main checkout's, its socket its own."""
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/deploy.md": DEPLOY})
+    linked = tmp_path / "linked"
+    repo.git("worktree", "add", "-q", str(linked))
+    found = serve_owner.quick_place(str(linked / "wiki"))
+    assert found is not None and found[0] == serve_owner.place(str(linked / "wiki"))
+    assert found[0].root == linked.resolve() and found[1] == (repo.path / ".git" / "gitwiki").resolve()
 
 
 def test_a_line_over_64_mib_is_refused_by_the_bridge_and_the_session_goes_on(shared):
