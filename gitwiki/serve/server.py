@@ -71,8 +71,10 @@ class SocketServer:
         path: Path,
         sessions: Callable[[socket.socket], None] | None = None,
         retire: Callable[[], None] | None = None,
+        hooks: Callable[[str, bytes, str], str | None] | None = None,
     ) -> None:
         self._wiki = wiki
+        self._hooks = hooks  # runs a hook `gitwiki-hook` sent (serve/hooks.py); None: hooks answer by themselves
         self._sessions = sessions
         self._retire = retire  # gives up the owner lock, so that a new owner can start beside this one
         self._retired = False
@@ -98,6 +100,7 @@ class SocketServer:
         lock: threading.Lock,
         sessions: Callable[[socket.socket], None] | None = None,
         retire: Callable[[], None] | None = None,
+        hooks: Callable[[str, bytes, str], str | None] | None = None,
     ) -> SocketServer | None:
         """Listen for `wiki`'s checkout, answering under `lock` (and running MCP sessions with `sessions`, for an
         owner); None when another live server already does or no socket can be made here (the CLI then answers
@@ -114,7 +117,7 @@ class SocketServer:
         except OSError as e:
             log.warning("no socket for the CLI at %s: %s", path, e)
             return None
-        return cls(wiki, lock, sock, path, sessions, retire)
+        return cls(wiki, lock, sock, path, sessions, retire, hooks)
 
     def wait_idle(self, idle_timeout: float) -> None:
         """Return when `stop` was asked, or no session has been connected for `idle_timeout` seconds (0: when
@@ -230,6 +233,10 @@ class SocketServer:
             return {"stopping": os.getpid()}
         if isinstance(message, dict) and isinstance(message.get("memory_search"), dict):
             return self._memory_search(message)
+        if isinstance(message, dict) and "hook" in message:
+            from gitwiki.serve import hooks
+
+            return hooks.answer(message, lambda m: self._refusal(m, session=True), self._hooks)
         refusal = self._refusal(message)
         if refusal is not None:
             log.info("declined a CLI request: %s", refusal)
