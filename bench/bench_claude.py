@@ -19,9 +19,10 @@ runs whose FIRST model request already offered gitwiki's tools; the 1-minute loa
 request in 20 of 20 runs with 4 loops on 2 cores).
 
 `--base DIR` adds each set-up but plain again as NAME@base, its hooks and server the gitwiki checkout at DIR (say
-main's), interleaved in the same rounds. `--venv` adds them again as NAME@venv, gitwiki run by the interpreter of a
-fresh `python -m venv` (no system site packages), as pipx and `uv tool` install it (with `--base`, NAME@base@venv too): its start runs only the venv's
-`.pth` files, not those of this interpreter's site-packages (a sandbox's among them; see make_venv). `--floors` times
+main's), interleaved in the same rounds. `--venv` adds them again as NAME@venv (and with `--base`, NAME@base@venv),
+gitwiki run by the interpreter of a fresh `python -m venv` (no system site packages), as pipx and `uv tool` install
+it: its start runs only the venv's `.pth` files, not those of this interpreter's site-packages (a sandbox's among
+them; see make_venv). `--floors` times
 (wall and CPU), in each round, `python -c pass` and `python -S -c pass` (the interpreter every hook and server
 starts) and each hook a one-turn `claude -p` runs (SessionStart, UserPromptSubmit, Stop), fed the events Claude
 Code sends, in the hooks set-up's repository (and in NAME@base's and NAME@venv's).

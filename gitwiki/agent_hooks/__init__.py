@@ -9,7 +9,6 @@ or MCP SDK. `gitwiki hooks install` writes the table below into `.claude/setting
 from __future__ import annotations
 
 
-
 class HookType:
     """One hook type. A plain class, not a NamedTuple: `typing` is ~4 ms of a hook the owner answers (forward.py)."""
 

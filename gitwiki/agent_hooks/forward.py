@@ -31,8 +31,14 @@ ENV_NAMES = ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "GITHUB_REPOSITORY", "
 NO_SERVER = "GITWIKI_NO_SERVER"
 SERVE_ALONE = "GITWIKI_SERVE_ALONE"
 # Set, git finds the repository elsewhere than the event's directory says (gitcli.find_checkout): the hook asks git.
-GIT_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
-GIT_VARS += ("GIT_CEILING_DIRECTORIES",)
+GIT_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_CEILING_DIRECTORIES",
+)
 
 # Connect, send and get the answer, in all. A warm owner answers in a few ms; the prompt hook's search inside it
 # may wait up to its own OWNER_BUDGET (0.5 s) for a busy owner. Past this the owner is hung, and the hook answers

@@ -28,16 +28,17 @@ def answer(
     answers by itself). `refusal` is the server's identity check; `run` the hook code (None: hooks are not run
     here), which answers None for a hook type it does not know."""
     name, event, cwd, by = message.get("hook"), message.get("event"), message.get("cwd"), message.get("by")
+    deadline = float(by) if isinstance(by, int | float) and not isinstance(by, bool) else None
     reason = "this server runs no hooks" if run is None else refusal(message)
     if reason is None and (
         not isinstance(name, str)
         or not isinstance(event, str)
         or not isinstance(cwd, str)
         or "\0" in cwd
-        or not isinstance(by, int | float)
+        or deadline is None
     ):
         reason = "not a hook request this version knows"
-    if reason is None and time.time() >= by:  # the hook gave up on this owner and answers by itself: not twice
+    if reason is None and time.time() >= (deadline or 0.0):  # the hook gave up on this owner: it answers itself
         reason = "too late"
     if reason is not None:
         log.info("declined a hook: %s", reason)
