@@ -6,8 +6,9 @@ event's bytes and its directory over the checkout's socket and prints the owner'
 `json` and `_socket` to do so (not `socket`, `pathlib`, `typing` or gitwiki's config: ~4-5 ms each in a venv).
 
 The owner checks the request as it checks `gitwiki ground`'s (`serve.server`): the same user, checkout, environment
-and configuration, or it declines. No owner, a decline, a reply that has not come within BUDGET seconds, or any
-error: None, and the hook answers by itself as before. A hook never starts an owner.
+and configuration, or it declines. No owner, a decline, an owner that has not started the hook within BUDGET
+seconds (or not answered within RUN_BUDGET after), or any error: None, and the hook answers by itself as before.
+A hook never starts an owner.
 
 The socket is found as `serve.client.socket_path` finds it, from the default index dir (or $GITWIKI_INDEX_DIR):
 the index dir a configuration names is only known by reading it, which is what this path saves, so a checkout
@@ -40,10 +41,13 @@ GIT_VARS = (
     "GIT_CEILING_DIRECTORIES",
 )
 
-# Connect, send and get the answer, in all. A warm owner answers in a few ms; the prompt hook's search inside it
-# may wait up to its own OWNER_BUDGET (0.5 s) for a busy owner. Past this the owner is hung, and the hook answers
-# by itself: at worst about this much later than it would have, well inside Claude Code's 10 s per hook.
-BUDGET = 1.0
+# Connect, send, and hear that the owner started the hook (serve/hooks.py's RUNNING), in all: a warm owner does in
+# a ms or two. Past this it is hung or stuck, and the hook answers by itself, this much later than it would have.
+BUDGET = 0.5
+# Once the owner has started the hook, its answer: a warm owner's takes a few ms (the prompt hook's search inside it
+# may wait up to its own 0.5 s for a busy owner). The hook does not answer by itself meanwhile, which would make a
+# second answer of the same event; past this (an owner stuck in the hook) it does, inside Claude Code's 10 s.
+RUN_BUDGET = 5.0
 # A listening owner accepts at once; a full backlog or a stopped process is not worth more of the budget.
 CONNECT_TIMEOUT = 0.25
 # An event larger than this is answered here: the owner takes request lines of up to 1 MiB.
@@ -170,20 +174,25 @@ def _exchange(path: str, line: bytes, deadline: float) -> object:
                 raise OSError("another user's socket")
         sock.settimeout(max(deadline - time.monotonic(), 0.001))
         sock.sendall(line)
-        chunks: list[bytes] = []
+        data = b""
+        first = True
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("no answer in time")
-            sock.settimeout(left)
-            chunk = sock.recv(1 << 16)
-            if not chunk:
-                raise ValueError("the owner closed the connection before its answer")
-            end = chunk.find(b"\n")
-            if end >= 0:
-                chunks.append(chunk[:end])
-                return json.loads(b"".join(chunks))
-            chunks.append(chunk)
+            end = data.find(b"\n")
+            if end < 0:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("no answer in time")
+                sock.settimeout(left)
+                chunk = sock.recv(1 << 16)
+                if not chunk:
+                    raise ValueError("the owner closed the connection before its answer")
+                data += chunk
+                continue
+            reply, data = json.loads(data[:end]), data[end + 1 :]
+            if not (first and isinstance(reply, dict) and reply.get("running") is True):
+                return reply
+            first = False  # the owner runs the hook now: its answer, however long the hook takes it (in a bound)
+            deadline = time.monotonic() + RUN_BUDGET
     finally:
         sock.close()
 

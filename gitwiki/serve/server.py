@@ -179,6 +179,13 @@ class SocketServer:
                     released = True
                     self._session(conn, message)
                     return
+                if isinstance(message, dict) and "hook" in message:  # gitwiki-hook's: serve/hooks.py
+                    from gitwiki.serve import hooks
+
+                    refusal = self._refusal
+                    found = hooks.answer(message, lambda m: refusal(m, session=True), self._hooks, conn.sendall)
+                    conn.sendall(json.dumps(found, ensure_ascii=False).encode() + b"\n")
+                    return
                 conn.sendall(json.dumps(self.reply(message), ensure_ascii=False).encode() + b"\n")
             # The client went away, was too slow, or sent garbage (not UTF-8, not JSON, nested past the parser's
             # recursion limit): nothing to answer.
@@ -233,10 +240,6 @@ class SocketServer:
             return {"stopping": os.getpid()}
         if isinstance(message, dict) and isinstance(message.get("memory_search"), dict):
             return self._memory_search(message)
-        if isinstance(message, dict) and "hook" in message:
-            from gitwiki.serve import hooks
-
-            return hooks.answer(message, lambda m: self._refusal(m, session=True), self._hooks)
         refusal = self._refusal(message)
         if refusal is not None:
             log.info("declined a CLI request: %s", refusal)

@@ -191,7 +191,37 @@ def test_a_hung_owner_holds_the_hook_at_most_its_budget(wiki, hook):
         hung.close()
         path.unlink()
     assert code == 0 and "corpus wiki" in context_of(answer)
-    assert forward.BUDGET <= took < forward.BUDGET + 3.0  # room for a loaded machine
+    assert forward.BUDGET <= took < forward.BUDGET + 3.0  # room for a loaded machine (not RUN_BUDGET: never started)
+
+
+def test_an_owner_stuck_in_the_hook_holds_it_at_most_the_run_budget(wiki, hook, monkeypatch):
+    """An owner that said it started the hook and never answers: the hook answers itself after RUN_BUDGET."""
+    monkeypatch.setattr(forward, "RUN_BUDGET", 0.6)
+    path = _socket_path(wiki.path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stuck.bind(str(path))
+    stuck.listen(4)
+    held: list[socket.socket] = []
+
+    def started_and_stuck() -> None:
+        conn, _ = stuck.accept()
+        held.append(conn)
+        conn.recv(1 << 20)
+        conn.sendall(serve_hooks.RUNNING)
+
+    threading.Thread(target=started_and_stuck, daemon=True).start()
+    try:
+        started = time.monotonic()
+        code, answer = hook("session", load("session_start", wiki.path), wiki.path)
+        took = time.monotonic() - started
+    finally:
+        stuck.close()
+        for conn in held:
+            conn.close()
+        path.unlink()
+    assert code == 0 and "corpus wiki" in context_of(answer)
+    assert 0.6 <= took < forward.BUDGET + 0.6 + 3.0
 
 
 def test_an_owner_killed_mid_request_leaves_the_hook_its_own_answer(wiki, hook):
@@ -220,10 +250,46 @@ def test_an_owner_killed_mid_request_leaves_the_hook_its_own_answer(wiki, hook):
 
 
 def test_the_owner_does_not_start_a_hook_that_gave_up(wiki):
-    ran = []
+    ran, sent = [], []
     message = {"hook": "session", "event": "{}", "cwd": str(wiki.path), "by": time.time() - 0.1}
-    reply = serve_hooks.answer(message, lambda m: None, lambda *a: ran.append(a) or "")
-    assert reply == {"declined": "too late"} and ran == []
+    reply = serve_hooks.answer(message, lambda m: None, lambda *a: ran.append(a) or "", sent.append)
+    assert reply == {"declined": "too late"} and ran == [] and sent == []
+
+
+def test_the_owner_says_it_started_before_it_runs_the_hook_and_not_for_a_hook_gone(wiki):
+    events: list[object] = []
+    message = {"hook": "session", "event": "{}", "cwd": str(wiki.path), "by": time.time() + 5}
+    reply = serve_hooks.answer(message, lambda m: None, lambda *a: events.append("ran") or "", events.append)
+    assert events == [serve_hooks.RUNNING, "ran"] and reply == {"stdout": "", "exit_code": 0}
+
+    def gone(line: bytes) -> None:
+        raise BrokenPipeError
+
+    events.clear()
+    with pytest.raises(OSError):  # the connection's end: the server drops it
+        serve_hooks.answer(message, lambda m: None, lambda *a: events.append("ran") or "", gone)
+    assert events == []
+
+
+def test_a_hook_the_owner_has_started_waits_for_its_answer_past_the_first_budget(wiki, hook, monkeypatch):
+    """An owner slow in the hook (a briefing made anew under load): the hook takes the owner's answer, and does not
+    answer the same event a second time by itself."""
+    answered = []
+
+    def slow(name: str, raw: bytes, cwd: str) -> str | None:
+        time.sleep(forward.BUDGET + 0.3)
+        answered.append(name)
+        return served(name, raw, cwd)
+
+    opened = Wiki.open(wiki.path)
+    server = SocketServer.listen(opened, threading.Lock(), hooks=slow)
+    assert server is not None
+    try:
+        text = context_of(hook("session", load("session_start", wiki.path), wiki.path)[1])
+    finally:
+        server.close()
+        opened.close()
+    assert answered == ["session"] and "corpus wiki" in text
 
 
 @pytest.mark.parametrize(
@@ -232,7 +298,7 @@ def test_the_owner_does_not_start_a_hook_that_gave_up(wiki):
 )
 def test_a_hook_request_of_another_shape_is_declined(wiki, changes):
     message = {"hook": "session", "event": "{}", "cwd": str(wiki.path), "by": time.time() + 5, **changes}
-    reply = serve_hooks.answer(message, lambda m: None, served)
+    reply = serve_hooks.answer(message, lambda m: None, served, lambda line: None)
     assert set(reply) == {"declined"}
 
 
