@@ -66,9 +66,10 @@ def ask(name: str, raw: bytes) -> tuple[str, int] | None:
         event = json.loads(text)
         if not isinstance(event, dict):
             return None  # no answer either way; the hook's own path decides that without an owner
-        here = os.getcwd()
         where = event.get("cwd")
-        start = os.path.realpath(where if isinstance(where, str) else here)
+        if not isinstance(where, str):  # Claude Code always sends one; without, "." would be the owner's directory
+            return None
+        start = os.path.realpath(where)
         found = _checkout(start)
         if found is None:
             return None
@@ -77,7 +78,7 @@ def ask(name: str, raw: bytes) -> tuple[str, int] | None:
             "protocol": PROTOCOL,
             "hook": name,
             "event": text,
-            "cwd": here,
+            "cwd": os.getcwd(),
             "root": root,
             "start": start,
             "env": environment(),
