@@ -67,7 +67,8 @@ def ask(name: str, raw: bytes) -> tuple[str, int] | None:
         if not isinstance(event, dict):
             return None  # no answer either way; the hook's own path decides that without an owner
         where = event.get("cwd")
-        if not isinstance(where, str):  # Claude Code always sends one; without, "." would be the owner's directory
+        # Claude Code always sends an absolute one; a relative one (or none: ".") would mean the owner's directory
+        if not isinstance(where, str) or not os.path.isabs(where):
             return None
         start = os.path.realpath(where)
         found = _checkout(start)

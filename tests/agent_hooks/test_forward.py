@@ -121,12 +121,14 @@ def test_each_installed_hook_answered_by_the_owner_equals_its_own_answer(wiki, h
     assert states["alone"]["edited"] == ["src/keys.py"] and states["alone"]["reminded"]
 
 
-def test_an_event_without_its_directory_is_answered_by_the_hook(wiki, hook, owner):
-    """No `cwd` in the event means the hook's own directory, which the hook's own path knows and the owner's
-    handlers (searching from ".") would not."""
-    event = load("user_prompt_submit", wiki.path)
-    del event["cwd"]
-    text = context_of(hook("prompt", event, wiki.path / "wiki")[1])
+@pytest.mark.parametrize("cwd", [None, "wiki", ""])
+def test_an_event_without_its_absolute_directory_is_answered_by_the_hook(wiki, hook, owner, cwd):
+    """No `cwd` in the event, or a relative one, means one relative to the hook's own directory, which the hook's
+    own path knows and the owner's handlers (searching from ".") would not."""
+    event = load("user_prompt_submit", wiki.path, cwd=cwd)
+    if cwd is None:
+        del event["cwd"]
+    text = context_of(hook("prompt", event, wiki.path)[1])
     assert owner == [] and "wiki/deploy.md:3-5" in text
 
 
