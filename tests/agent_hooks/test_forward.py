@@ -311,3 +311,37 @@ def test_the_client_loads_json_and_the_socket_module_only(short_runtime_dir, wik
     assert not loaded & unwanted, loaded & unwanted
     assert not {m for m in loaded if m.startswith(("gitwiki.serve", "gitwiki.git", "gitwiki.config"))}
     assert not {m for m in loaded if m.startswith("gitwiki.agent_hooks.") and not m.endswith(("__main__", "forward"))}
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"not json\n",
+        b"[1, 2]\n",
+        b'{"stdout": 3, "exit_code": 0}\n',
+        b'{"stdout": "{}", "exit_code": true}\n',
+        b'{"running": true}\n{"running": true}\n',
+        b'{"declined": "no"}\n',
+        b'{"stdout": "{}"',  # no line end: the connection closes
+    ],
+)
+def test_an_owners_reply_of_another_shape_leaves_the_hook_its_own_answer(wiki, hook, reply):
+    path = _socket_path(wiki.path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    odd = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    odd.bind(str(path))
+    odd.listen(4)
+
+    def answer_once() -> None:
+        conn, _ = odd.accept()
+        with conn:
+            conn.recv(1 << 20)
+            conn.sendall(reply)
+
+    threading.Thread(target=answer_once, daemon=True).start()
+    try:
+        assert forward.ask("session", json.dumps(load("session_start", wiki.path)).encode()) is None
+    finally:
+        odd.close()
+        path.unlink()
+    assert "corpus wiki" in context_of(hook("session", load("session_start", wiki.path), wiki.path)[1])

@@ -7,6 +7,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitwiki.agent_hooks.run import served
 from gitwiki.serve import hooks as serve_hooks
@@ -51,3 +53,32 @@ def test_a_hook_the_server_refuses_is_not_run(tmp_path):
     assert reply == {"declined": "another environment"} and ran == []
     assert serve_hooks.answer(message, lambda m: None, None, ran.append) == {"declined": "this server runs no hooks"}
     assert ran == []
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=200)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={"hook": JSON | st.sampled_from(["session", "stop"]), "event": JSON, "cwd": JSON, "by": JSON},
+    )
+)
+def test_any_hook_request_gets_a_reply_and_runs_only_a_well_formed_one(message):
+    ran: list[tuple[str, bytes, str]] = []
+
+    def run(name: str, raw: bytes, cwd: str) -> str | None:
+        ran.append((name, raw, cwd))
+        return ""
+
+    reply = serve_hooks.answer(message, lambda m: None, run, lambda line: None)
+    assert reply == {"stdout": "", "exit_code": 0} or set(reply) == {"declined"}
+    if ran:
+        name, raw, cwd = ran[0]
+        assert name == message["hook"] and raw == message["event"].encode("utf-8", "surrogatepass")
+        assert cwd == message["cwd"] and "\0" not in cwd and message["by"] > time.time() - 60
