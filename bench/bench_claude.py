@@ -19,9 +19,10 @@ runs whose FIRST model request already offered gitwiki's tools; the 1-minute loa
 request in 20 of 20 runs with 4 loops on 2 cores).
 
 `--base DIR` adds each set-up but plain again as NAME@base, its hooks and server the gitwiki checkout at DIR (say
-main's), interleaved in the same rounds. `--venv` adds them again as NAME@venv, gitwiki run by the interpreter of a
-fresh `python -m venv` (no system site packages), as pipx and `uv tool` install it: its start runs only the venv's
-`.pth` files, not those of this interpreter's site-packages (a sandbox's among them; see make_venv). `--floors` times
+main's), interleaved in the same rounds. `--venv` adds them again as NAME@venv (and with `--base`, NAME@base@venv),
+gitwiki run by the interpreter of a fresh `python -m venv` (no system site packages), as pipx and `uv tool` install
+it: its start runs only the venv's `.pth` files, not those of this interpreter's site-packages (a sandbox's among
+them; see make_venv). `--floors` times
 (wall and CPU), in each round, `python -c pass` and `python -S -c pass` (the interpreter every hook and server
 starts) and each hook a one-turn `claude -p` runs (SessionStart, UserPromptSubmit, Stop), fed the events Claude
 Code sends, in the hooks set-up's repository (and in NAME@base's and NAME@venv's).
@@ -230,9 +231,9 @@ def measure(
             for where in floors_in:
                 suffix = where[where.index("@") :] if "@" in where else ""
                 claude, repo = setups[where]
-                python = shutil.which("python", path=claude.env["PATH"]) if suffix == "@venv" else sys.executable
+                python = shutil.which("python", path=claude.env["PATH"]) if suffix.endswith("@venv") else sys.executable
                 for name, seconds in floors(claude, repo, i, python or sys.executable).items():
-                    if suffix != "@base" or name.startswith("gitwiki-hook"):
+                    if not suffix.startswith("@base") or name.startswith("gitwiki-hook"):
                         floor_times.setdefault(name + suffix, []).append(seconds)
             for n in names[i % len(names) :] + names[: i % len(names)]:
                 claude, repo = setups[n]
@@ -292,8 +293,12 @@ def main() -> int:
                 bin_dir = make_venv(base / "venv")
                 for n in [n for n in names if n not in ("plain", *FLOORS)]:
                     setups[f"{n}@venv"] = prepare(f"{n}@venv", base, binary, api.url, n, bin_dir=bin_dir)
+                    if args.base is not None:  # the base checkout's code run by the venv's interpreter too
+                        code = str(args.base.resolve())
+                        setups[f"{n}@base@venv"] = prepare(f"{n}@base@venv", base, binary, api.url, n, code, bin_dir)
             kind = "hooks" if "hooks" in names else "full"
             others = [f"{kind}@base"] * (args.base is not None) + [f"{kind}@venv"] * args.venv
+            others += [f"{kind}@base@venv"] * (args.base is not None and args.venv)
             floors_in = (kind, *others) if args.floors else ()
             try:
                 rounds = measure(setups, api, args.runs, args.busy, floors_in=floors_in)

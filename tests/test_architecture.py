@@ -27,6 +27,7 @@ CROSSINGS = {
     ("cli", "mcp"): "`gitwiki serve` starts the MCP server",
     ("cli", "serve"): "`gitwiki serve` starts the socket beside it, and `gitwiki ground` asks it first",
     ("hooks", "serve"): "a hook that searches asks the checkout's running owner first, as `gitwiki ground` does",
+    ("serve", "hooks"): "the owner answers a hook that `gitwiki-hook` sends it with the hook's own handler",
 }
 
 

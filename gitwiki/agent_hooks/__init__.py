@@ -8,18 +8,23 @@ or MCP SDK. `gitwiki hooks install` writes the table below into `.claude/setting
 
 from __future__ import annotations
 
-from typing import NamedTuple
 
+class HookType:
+    """One hook type. A plain class, not a NamedTuple: `typing` is ~4 ms of a hook the owner answers (forward.py)."""
 
-class HookType(NamedTuple):
-    name: str  # `gitwiki-hook NAME`
-    event: str  # Claude Code's hook_event_name
-    matcher: str | None  # tool (or source, agent type) pattern; None: every one
-    does: str
-    # "module:function" in gitwiki.agent_hooks, imported on demand so a hook loads only its own code. The function
-    # takes a handlers.Call, or the bare event when `repository` is False (then no index code is loaded at all).
-    handler: str
-    repository: bool = True
+    __slots__ = ("name", "event", "matcher", "does", "handler", "repository")
+
+    def __init__(
+        self, name: str, event: str, matcher: str | None, does: str, handler: str, repository: bool = True
+    ) -> None:
+        self.name = name  # `gitwiki-hook NAME`
+        self.event = event  # Claude Code's hook_event_name
+        self.matcher = matcher  # tool (or source, agent type) pattern; None: every one
+        self.does = does
+        # "module:function" in gitwiki.agent_hooks, imported on demand so a hook loads only its own code. The
+        # function takes a handlers.Call, or the bare event when `repository` is False (then no index code loads).
+        self.handler = handler
+        self.repository = repository
 
 
 # The MCP tools Claude Code names after our server: `mcp__<server>__<tool>` from a settings or .mcp.json

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn
 
 from gitwiki.agent_hooks import BY_NAME
 
@@ -25,15 +24,23 @@ def answer(args: list[str]) -> int:
         # would stop every tool call it matches. 1 shows the message and lets the agent carry on.
         sys.stderr.write(USAGE)
         return 1
+    raw = sys.stdin.buffer.read()
+    from gitwiki.agent_hooks import forward  # the owner's answer, when it is up: the hook code stays unloaded
+
+    answered = forward.ask(args[0], raw)
+    if answered is not None:
+        if answered[0]:
+            sys.stdout.write(answered[0] + "\n")
+        return answered[1]
     from gitwiki.agent_hooks.run import run
 
-    found = run(args[0], sys.stdin.buffer.read(), ".")
+    found = run(args[0], raw, ".")
     if found:
         sys.stdout.write(found + "\n")
     return 0
 
 
-def main() -> NoReturn:
+def main() -> None:  # NoReturn, which would load typing
     code = answer(sys.argv[1:])
     try:
         sys.stdout.flush()

@@ -75,6 +75,12 @@ def run(name: str, raw: bytes, cwd: str) -> str:
             lookup.close()
 
 
+def served(name: str, raw: bytes, cwd: str) -> str | None:
+    """`run`, for the owner answering a hook that `gitwiki-hook` sent it (agent_hooks/forward.py); None for a type
+    this version does not know (the hook then answers by itself)."""
+    return run(name, raw, cwd) if name in BY_NAME else None
+
+
 def _checkout(event: dict[str, Any], cwd: str) -> Checkout | None:
     """The git checkout the event's `cwd` (else `cwd`) is in; None outside one, or for no path at all ("\\0")."""
     from gitwiki.git import gitcli

@@ -174,7 +174,9 @@ def _own(args: argparse.Namespace) -> int:
     session = sessions.serve
 
     server = _listen(
-        hold, closing, lambda: SocketServer.listen(wiki, calls, session, retire=lambda: os.close(args.owner_fd))
+        hold,
+        closing,
+        lambda: SocketServer.listen(wiki, calls, session, retire=lambda: os.close(args.owner_fd), hooks=_hook),
     )
     if server is None:
         log.warning("another gitwiki serve holds this checkout's socket; this owner ends")
@@ -306,3 +308,11 @@ def _serve_shared(args: argparse.Namespace, uri: str) -> int:
     finally:
         stdio.close()
     return 0
+
+
+def _hook(name: str, raw: bytes, cwd: str) -> str | None:
+    """A hook that `gitwiki-hook` sent the owner (serve/hooks.py), answered by the hook's own code: loaded at the
+    first one, so an owner whose sessions run no hooks never imports it."""
+    from gitwiki.agent_hooks.run import served
+
+    return served(name, raw, cwd)

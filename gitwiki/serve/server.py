@@ -71,8 +71,10 @@ class SocketServer:
         path: Path,
         sessions: Callable[[socket.socket], None] | None = None,
         retire: Callable[[], None] | None = None,
+        hooks: Callable[[str, bytes, str], str | None] | None = None,
     ) -> None:
         self._wiki = wiki
+        self._hooks = hooks  # runs a hook `gitwiki-hook` sent (serve/hooks.py); None: hooks answer by themselves
         self._sessions = sessions
         self._retire = retire  # gives up the owner lock, so that a new owner can start beside this one
         self._retired = False
@@ -98,6 +100,7 @@ class SocketServer:
         lock: threading.Lock,
         sessions: Callable[[socket.socket], None] | None = None,
         retire: Callable[[], None] | None = None,
+        hooks: Callable[[str, bytes, str], str | None] | None = None,
     ) -> SocketServer | None:
         """Listen for `wiki`'s checkout, answering under `lock` (and running MCP sessions with `sessions`, for an
         owner); None when another live server already does or no socket can be made here (the CLI then answers
@@ -114,7 +117,7 @@ class SocketServer:
         except OSError as e:
             log.warning("no socket for the CLI at %s: %s", path, e)
             return None
-        return cls(wiki, lock, sock, path, sessions, retire)
+        return cls(wiki, lock, sock, path, sessions, retire, hooks)
 
     def wait_idle(self, idle_timeout: float) -> None:
         """Return when `stop` was asked, or no session has been connected for `idle_timeout` seconds (0: when
@@ -175,6 +178,13 @@ class SocketServer:
                     self._slots.release()  # a session holds a session's place, not a request's
                     released = True
                     self._session(conn, message)
+                    return
+                if isinstance(message, dict) and "hook" in message:  # gitwiki-hook's: serve/hooks.py
+                    from gitwiki.serve import hooks
+
+                    refusal = self._refusal
+                    found = hooks.answer(message, lambda m: refusal(m, session=True), self._hooks, conn.sendall)
+                    conn.sendall(json.dumps(found, ensure_ascii=False).encode() + b"\n")
                     return
                 conn.sendall(json.dumps(self.reply(message), ensure_ascii=False).encode() + b"\n")
             # The client went away, was too slow, or sent garbage (not UTF-8, not JSON, nested past the parser's
