@@ -19,18 +19,11 @@ from __future__ import annotations
 
 import json
 import os
-import stat
-import sys
 import time
 
-# The serve socket's protocol and identity, as serve/client.py has them (tests/agent_hooks/test_forward.py checks
-# that they agree): importing that module would load the config and pathlib, the cost this path saves.
-PROTOCOL = 1
-MAX_ADDRESS = 96
-ENV_PREFIXES = ("GITWIKI_", "HF_", "FASTEMBED_")
-ENV_NAMES = ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "GITHUB_REPOSITORY", "GITHUB_API_URL")
-NO_SERVER = "GITWIKI_NO_SERVER"
-SERVE_ALONE = "GITWIKI_SERVE_ALONE"
+# serve.address, not serve.client: that module would load the config and pathlib, the cost this path saves.
+from gitwiki.serve.address import NO_SERVER, PROTOCOL, connect, environment, socket_path
+
 # Set, git finds the repository elsewhere than the event's directory says (gitcli.find_checkout): the hook asks git.
 GIT_VARS = (
     "GIT_DIR",
@@ -97,34 +90,6 @@ def ask(name: str, raw: bytes) -> tuple[str, int] | None:
     return out, code
 
 
-def environment() -> dict[str, str]:
-    """The part of this process's environment the owner must share to answer for it (`serve.client.environment`)."""
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k not in (NO_SERVER, SERVE_ALONE)
-    }
-
-
-def socket_path(index: str, root: str) -> str:
-    """`serve.client.socket_path`, on strings."""
-    path = os.path.join(index, f"serve-{_digest(root)}.sock")
-    if len(os.fsencode(path)) <= MAX_ADDRESS:
-        return path
-    return os.path.join(_runtime_dir(), f"gitwiki-{_digest(path)}.sock")
-
-
-def _runtime_dir() -> str:
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isabs(runtime) and len(os.fsencode(runtime)) <= MAX_ADDRESS - 32 and os.path.isdir(runtime):
-        return runtime
-    import tempfile  # only for an index dir too deep for a socket path
-
-    temp = tempfile.gettempdir()
-    base = temp if len(os.fsencode(temp)) <= MAX_ADDRESS - 48 else "/tmp"
-    return os.path.join(base, f"gitwiki-{os.getuid()}")
-
-
 def _index_dir(root: str, common: str) -> str:
     """`config.index_dir` without the configuration's `[storage] index_dir` (see the module's note)."""
     configured = os.environ.get("GITWIKI_INDEX_DIR")
@@ -160,20 +125,8 @@ def _checkout(start: str) -> tuple[str, str] | None:
 
 def _exchange(path: str, line: bytes, deadline: float) -> object:
     """The owner's reply to `line` by `deadline` (time.monotonic()); OSError or ValueError when there is none."""
-    st = os.stat(path)
-    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
-        raise OSError(f"{path} is not this user's socket")
-    import _socket  # the C module under `socket`, without its enum, selectors and 4 ms of imports
-
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    sock = connect(path, CONNECT_TIMEOUT)
     try:
-        sock.settimeout(CONNECT_TIMEOUT)
-        sock.connect(path)
-        option = getattr(_socket, "SO_PEERCRED", None)
-        if option is not None:  # struct ucred {pid, uid, gid}: the peer must be this user (`fs.socket_peer`)
-            uid = int.from_bytes(sock.getsockopt(_socket.SOL_SOCKET, option, 12)[4:8], sys.byteorder)
-            if uid != os.getuid():
-                raise OSError("another user's socket")
         sock.settimeout(max(deadline - time.monotonic(), 0.001))
         sock.sendall(line)
         data = b""
@@ -197,11 +150,3 @@ def _exchange(path: str, line: bytes, deadline: float) -> object:
             deadline = time.monotonic() + RUN_BUDGET
     finally:
         sock.close()
-
-
-def _digest(text: str) -> str:
-    """`serve.client`'s name for `text` (FNV-1a, 64 bits)."""
-    value = 0xCBF29CE484222325
-    for byte in os.fsencode(text):
-        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return f"{value:016x}"

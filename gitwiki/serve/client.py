@@ -23,27 +23,21 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from gitwiki.errors import GitwikiError
 from gitwiki.fs import socket_peer
 from gitwiki.git.gitcli import find_checkout
+from gitwiki.serve import address
+from gitwiki.serve.address import MAX_ADDRESS as MAX_ADDRESS
+from gitwiki.serve.address import NO_SERVER, PROTOCOL
+from gitwiki.serve.address import environment as environment
 
 if TYPE_CHECKING:
     import _socket
 
     from gitwiki.operations.ground import GroundRequest
 
-PROTOCOL = 1
-# AF_UNIX addresses: 108 bytes with the NUL on Linux, 104 on macOS; the spare bytes fit the temporary name
-# the server binds before renaming it into place (`.NAME.PID`).
-MAX_ADDRESS = 96
 # A listening server accepts in microseconds; one that has not within this is stuck, and the CLI answers itself.
 CONNECT_TIMEOUT = 0.5
 # A query can wait for the server's other calls (one at a time) or an index catch-up, as long as the local path
 # would; past this the server is hung and the CLI answers itself.
 REPLY_TIMEOUT = 300.0
-# The environment that changes an answer (config layers, index dir, model, caches) must be the server's too.
-ENV_PREFIXES = ("GITWIKI_", "HF_", "FASTEMBED_")
-ENV_NAMES = ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "GITHUB_REPOSITORY", "GITHUB_API_URL")
-NO_SERVER = "GITWIKI_NO_SERVER"
-# `gitwiki serve` runs each session in its own process (docs/mcp.md); it changes no answer.
-SERVE_ALONE = "GITWIKI_SERVE_ALONE"
 
 
 class ServerError(GitwikiError):
@@ -66,36 +60,16 @@ class Reply(NamedTuple):
             raise ServerError(self.error, self.exit_code)
 
 
-def environment() -> dict[str, str]:
-    """The part of this process's environment a server must share to answer for it."""
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k not in (NO_SERVER, SERVE_ALONE)
-    }
-
-
 def socket_path(index: Path, root: Path) -> Path:
     """Where the server of the checkout at `root` listens: in the index dir, named after the checkout (the index
     dir is shared by a repo's worktrees), or when that path is too long for AF_UNIX, a short one in the user's
     runtime dir named after it."""
-    path = index / f"serve-{_digest(str(root))}.sock"
-    if len(os.fsencode(path)) <= MAX_ADDRESS:
-        return path
-    return runtime_dir() / f"gitwiki-{_digest(str(path))}.sock"
+    return Path(address.socket_path(str(index), str(root)))
 
 
 def runtime_dir() -> Path:
     """The user's runtime dir when it leaves room for a socket's name, else a folder of the user's in /tmp."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isabs(runtime) and len(os.fsencode(runtime)) <= MAX_ADDRESS - 32 and os.path.isdir(runtime):
-        return Path(runtime)
-    import tempfile  # 3 ms of imports (shutil, random), only for an index dir too deep for a socket path
-
-    # A deep TMPDIR (a test harness's, a sandbox's) leaves no room for the socket's name either: /tmp then.
-    temp = tempfile.gettempdir()
-    base = temp if len(os.fsencode(temp)) <= MAX_ADDRESS - 48 else "/tmp"
-    return Path(base, f"gitwiki-{os.getuid()}")
+    return Path(address.runtime_dir())
 
 
 def ask(start: str, request: GroundRequest) -> Reply | None:
@@ -227,12 +201,3 @@ def peer_uid(sock: _socket.socket) -> int | None:
     """The user id of the process at the other end (Linux's SO_PEERCRED); None where the system does not say."""
     found = socket_peer(sock)
     return None if found is None else found[1]
-
-
-def _digest(text: str) -> str:
-    """A short stable name for `text` (FNV-1a, 64 bits): it only names a file in the user's own folder, and
-    hashlib would load OpenSSL, 3 MiB of every stdio bridge's memory."""
-    value = 0xCBF29CE484222325
-    for byte in os.fsencode(text):
-        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return f"{value:016x}"

@@ -20,7 +20,6 @@ import contextlib
 import fcntl
 import json
 import os
-import stat
 import sys
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any, NamedTuple
 
 from gitwiki.errors import GitwikiError
 from gitwiki.git.gitcli import find_checkout
-from gitwiki.serve import client
+from gitwiki.serve import address, client
 
 # The owner's start-up log: its stderr, kept beside the lock (truncated when it passes this at a start).
 MAX_LOG = 1 << 20
@@ -122,7 +121,7 @@ def connect(where: Place, timeout: float = client.CONNECT_TIMEOUT) -> _socket.so
         "env": client.environment(),
     }
     try:
-        sock = _open(where.socket, timeout)
+        sock = address.connect(str(where.socket), timeout)
     except OSError:
         return None
     try:
@@ -227,28 +226,12 @@ def kill(where: Place, wait: float = 5.0) -> int | None:
 def ask(where: Place, what: str, timeout: float = PROBE_TIMEOUT) -> dict[str, Any] | None:
     """The owner's reply to a `status` or `stop` request; None when no owner answers within `timeout`."""
     try:
-        with contextlib.closing(_open(where.socket, client.CONNECT_TIMEOUT)) as sock:
+        with contextlib.closing(address.connect(str(where.socket), client.CONNECT_TIMEOUT)) as sock:
             sock.sendall(json.dumps({"protocol": client.PROTOCOL, what: True}).encode() + b"\n")
             reply = json.loads(client.read_line(sock, 1 << 16, time.monotonic() + timeout))
     except (OSError, ValueError):
         return None
     return reply if isinstance(reply, dict) and "declined" not in reply else None
-
-
-def _open(path: Path, timeout: float) -> _socket.socket:
-    st = os.stat(path)
-    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
-        raise OSError(f"{path} is not this user's socket")
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    try:
-        sock.settimeout(timeout)
-        sock.connect(str(path))
-        if client.peer_uid(sock) not in (None, os.getuid()):
-            raise OSError("another user's socket")
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 class Owner:

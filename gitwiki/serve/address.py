@@ -1,0 +1,83 @@
+"""The serve socket's address and who may speak on it, in the standard library's `os` alone and on strings: the
+CLI's client (`serve.client`), the owner's callers (`serve.owner`) and a hook's client (`agent_hooks.forward`, which
+loads nothing but `json` and `_socket` besides) find and open the socket the same way.
+"""
+
+from __future__ import annotations
+
+import _socket  # the C module under `socket`, without its enums, selectors and 1.5-4 ms of imports
+import os
+import stat
+import sys
+
+PROTOCOL = 1
+# AF_UNIX addresses: 108 bytes with the NUL on Linux, 104 on macOS; the spare bytes fit the temporary name
+# the server binds before renaming it into place (`.NAME.PID`).
+MAX_ADDRESS = 96
+# The environment that changes an answer (config layers, index dir, model, caches) must be the server's too.
+ENV_PREFIXES = ("GITWIKI_", "HF_", "FASTEMBED_")
+ENV_NAMES = ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "GITHUB_REPOSITORY", "GITHUB_API_URL")
+NO_SERVER = "GITWIKI_NO_SERVER"
+# `gitwiki serve` runs each session in its own process (docs/mcp.md); it changes no answer.
+SERVE_ALONE = "GITWIKI_SERVE_ALONE"
+
+
+def environment() -> dict[str, str]:
+    """The part of this process's environment a server must share to answer for it."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k not in (NO_SERVER, SERVE_ALONE)
+    }
+
+
+def socket_path(index: str, root: str) -> str:
+    """Where the server of the checkout at `root` listens: in the index dir, named after the checkout (the index
+    dir is shared by a repo's worktrees), or when that path is too long for AF_UNIX, a short one in the user's
+    runtime dir named after it."""
+    path = os.path.join(index, f"serve-{digest(root)}.sock")
+    if len(os.fsencode(path)) <= MAX_ADDRESS:
+        return path
+    return os.path.join(runtime_dir(), f"gitwiki-{digest(path)}.sock")
+
+
+def runtime_dir() -> str:
+    """The user's runtime dir when it leaves room for a socket's name, else a folder of the user's in /tmp."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isabs(runtime) and len(os.fsencode(runtime)) <= MAX_ADDRESS - 32 and os.path.isdir(runtime):
+        return runtime
+    import tempfile  # 3 ms of imports (shutil, random), only for an index dir too deep for a socket path
+
+    # A deep TMPDIR (a test harness's, a sandbox's) leaves no room for the socket's name either: /tmp then.
+    temp = tempfile.gettempdir()
+    base = temp if len(os.fsencode(temp)) <= MAX_ADDRESS - 48 else "/tmp"
+    return os.path.join(base, f"gitwiki-{os.getuid()}")
+
+
+def digest(text: str) -> str:
+    """A short stable name for `text` (FNV-1a, 64 bits): it only names a file in the user's own folder, and
+    hashlib would load OpenSSL, 3 MiB of every stdio bridge's memory."""
+    value = 0xCBF29CE484222325
+    for byte in os.fsencode(text):
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{value:016x}"
+
+
+def connect(path: str, timeout: float) -> _socket.socket:
+    """A connection to the socket at `path`, which must be this user's and served by this user; OSError if not."""
+    st = os.stat(path)
+    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
+        raise OSError(f"{path} is not this user's socket")
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(path)
+        option = getattr(_socket, "SO_PEERCRED", None)
+        if option is not None:  # struct ucred {pid, uid, gid}: the peer must be this user (`fs.socket_peer`)
+            uid = int.from_bytes(sock.getsockopt(_socket.SOL_SOCKET, option, 12)[4:8], sys.byteorder)
+            if uid != os.getuid():
+                raise OSError("another user's socket")
+    except OSError:
+        sock.close()
+        raise
+    return sock
