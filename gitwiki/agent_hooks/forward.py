@@ -22,7 +22,7 @@ import os
 import time
 
 # serve.address, not serve.client: that module would load the config and pathlib, the cost this path saves.
-from gitwiki.serve.address import NO_SERVER, PROTOCOL, connect, environment, socket_path
+from gitwiki.serve.address import NO_SERVER, PROTOCOL, Lines, connect, environment, socket_path
 
 # Set, git finds the repository elsewhere than the event's directory says (gitcli.find_checkout): the hook asks git.
 GIT_VARS = (
@@ -45,6 +45,7 @@ RUN_BUDGET = 5.0
 CONNECT_TIMEOUT = 0.25
 # An event larger than this is answered here: the owner takes request lines of up to 1 MiB.
 MAX_EVENT = 256 * 1024
+MAX_REPLY = 1 << 24  # a hook's answer is capped far below this (agent_hooks.run)
 
 
 def ask(name: str, raw: bytes) -> tuple[str, int] | None:
@@ -129,24 +130,11 @@ def _exchange(path: str, line: bytes, deadline: float) -> object:
     try:
         sock.settimeout(max(deadline - time.monotonic(), 0.001))
         sock.sendall(line)
-        data = b""
-        first = True
-        while True:
-            end = data.find(b"\n")
-            if end < 0:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError("no answer in time")
-                sock.settimeout(left)
-                chunk = sock.recv(1 << 16)
-                if not chunk:
-                    raise ValueError("the owner closed the connection before its answer")
-                data += chunk
-                continue
-            reply, data = json.loads(data[:end]), data[end + 1 :]
-            if not (first and isinstance(reply, dict) and reply.get("running") is True):
-                return reply
-            first = False  # the owner runs the hook now: its answer, however long the hook takes it (in a bound)
-            deadline = time.monotonic() + RUN_BUDGET
+        lines = Lines(sock)
+        reply = json.loads(lines.next(MAX_REPLY, deadline))
+        if isinstance(reply, dict) and reply.get("running") is True:
+            # the owner runs the hook now: its answer, however long the hook takes it (in a bound)
+            reply = json.loads(lines.next(MAX_REPLY, time.monotonic() + RUN_BUDGET))
+        return reply
     finally:
         sock.close()

@@ -9,6 +9,7 @@ import _socket  # the C module under `socket`, without its enums, selectors and 
 import os
 import stat
 import sys
+import time
 
 PROTOCOL = 1
 # AF_UNIX addresses: 108 bytes with the NUL on Linux, 104 on macOS; the spare bytes fit the temporary name
@@ -81,3 +82,38 @@ def connect(path: str, timeout: float) -> _socket.socket:
         sock.close()
         raise
     return sock
+
+
+class Lines:
+    """The lines a connection reads, one at a time, each without its newline (what follows one is kept for the
+    next)."""
+
+    def __init__(self, sock: _socket.socket) -> None:
+        self._sock = sock
+        self._kept = b""
+
+    def next(self, limit: int = 1 << 30, deadline: float | None = None) -> bytes:
+        """ValueError when the other end hangs up before a whole line or it is longer than `limit`, TimeoutError
+        when it has not come by `deadline` (time.monotonic(); a timeout per read would let a peer sending a byte at
+        a time hold the connection for ever)."""
+        chunks, size = [self._kept], len(self._kept)
+        end = self._kept.find(b"\n")
+        while end < 0:
+            if size > limit:
+                raise ValueError("line too long")
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("no whole line in time")
+                self._sock.settimeout(left)
+            chunk = self._sock.recv(1 << 16)
+            if not chunk:
+                raise ValueError("the connection closed before a whole line")
+            end = chunk.find(b"\n")
+            if end >= 0:
+                end += size
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
+        self._kept = data[end + 1 :]
+        return data[:end]

@@ -176,25 +176,7 @@ def read_line(sock: _socket.socket, limit: int = 1 << 30, deadline: float | None
     """One line from `sock`, without its newline; ValueError when the other end hangs up before it or it is
     longer than `limit`, TimeoutError when it has not come by `deadline` (time.monotonic(); a timeout per read
     would let a client sending a byte at a time hold the connection for ever)."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("no whole line in time")
-            sock.settimeout(left)
-        chunk = sock.recv(1 << 16)
-        if not chunk:
-            raise ValueError("the connection closed before a whole line")
-        end = chunk.find(b"\n")
-        if end >= 0:
-            chunks.append(chunk[:end])
-            return b"".join(chunks)
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > limit:
-            raise ValueError("line too long")
+    return address.Lines(sock).next(limit, deadline)
 
 
 def peer_uid(sock: _socket.socket) -> int | None:
