@@ -190,16 +190,33 @@ def peak_rss(pid: int) -> int:
 
 
 @contextlib.contextmanager
-def socket_server(path: Path) -> Iterator[Any]:
-    """A socket server in this process over its own `Wiki` of the repo at `path` (what `gitwiki serve` starts)."""
+def socket_server(path: Path, hooks: Any = None) -> Iterator[Any]:
+    """A socket server in this process over its own `Wiki` of the repo at `path` (what `gitwiki serve` starts),
+    running the hook requests sent to it with `hooks` (as `gitwiki serve` passes `agent_hooks.run.served`)."""
     from gitwiki.serve.server import SocketServer
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(path)
-    listening = SocketServer.listen(wiki, threading.Lock())
+    listening = SocketServer.listen(wiki, threading.Lock(), hooks=hooks)
     assert listening is not None
     try:
         yield listening
     finally:
         listening.close()
         wiki.close()
+
+
+@contextlib.contextmanager
+def hung_socket(path: Path) -> Iterator[None]:
+    """A socket at `path` whose connections are queued and never accepted or answered: a stopped owner."""
+    import socket
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    hung = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    hung.bind(str(path))
+    hung.listen(4)
+    try:
+        yield
+    finally:
+        hung.close()
+        path.unlink()

@@ -25,7 +25,7 @@ from gitwiki.serve import hooks as serve_hooks
 from gitwiki.serve.server import SocketServer
 from gitwiki.wiki import Wiki
 from tests.agent_hooks.helpers import PAGES, context_of, load
-from tests.helpers import ROOT, GitRepoFixture
+from tests.helpers import ROOT, GitRepoFixture, hung_socket, socket_server
 
 # Each hook type `gitwiki hooks install` registers, on the events it gets, in the order of a session that edits a
 # file and compacts: the session's state carries from one to the next.
@@ -57,14 +57,8 @@ def owner(wiki):
         answered.append(name)
         return served(name, raw, cwd)
 
-    opened = Wiki.open(wiki.path)
-    server = SocketServer.listen(opened, threading.Lock(), hooks=run)
-    assert server is not None
-    try:
+    with socket_server(wiki.path, hooks=run):
         yield answered
-    finally:
-        server.close()
-        opened.close()
 
 
 def _socket_path(repo: Path) -> Path:
@@ -175,18 +169,10 @@ def test_an_owner_of_another_checkout_does_not_answer(wiki, hook, owner, tmp_pat
 
 def test_a_hung_owner_holds_the_hook_at_most_its_budget(wiki, hook):
     """A stopped owner (its socket listening, never answering): the hook answers itself after the budget."""
-    path = _socket_path(wiki.path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    hung = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    hung.bind(str(path))
-    hung.listen(4)
-    try:
+    with hung_socket(_socket_path(wiki.path)):
         started = time.monotonic()
         code, answer = hook("session", load("session_start", wiki.path), wiki.path)
         took = time.monotonic() - started
-    finally:
-        hung.close()
-        path.unlink()
     assert code == 0 and "corpus wiki" in context_of(answer)
     assert forward.BUDGET <= took < forward.BUDGET + 3.0  # room for a loaded machine (not RUN_BUDGET: never started)
 
@@ -256,14 +242,8 @@ def test_a_hook_the_owner_has_started_waits_for_its_answer_past_the_first_budget
         answered.append(name)
         return served(name, raw, cwd)
 
-    opened = Wiki.open(wiki.path)
-    server = SocketServer.listen(opened, threading.Lock(), hooks=slow)
-    assert server is not None
-    try:
+    with socket_server(wiki.path, hooks=slow):
         text = context_of(hook("session", load("session_start", wiki.path), wiki.path)[1])
-    finally:
-        server.close()
-        opened.close()
     assert answered == ["session"] and "corpus wiki" in text
 
 

@@ -3,7 +3,6 @@ owner is up, when it declines, or when it hangs: within the hook's budget, never
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
@@ -15,7 +14,7 @@ from gitwiki.serve import client as serve_client
 from gitwiki.serve.server import SocketServer
 from gitwiki.wiki import Wiki
 from tests.agent_hooks.helpers import context_of, load
-from tests.helpers import socket_server
+from tests.helpers import hung_socket, socket_server
 
 
 @pytest.fixture
@@ -90,16 +89,10 @@ def test_an_owner_that_hangs_leaves_the_hook_its_own_answer_within_its_budget(wi
     opened = Wiki.open(wiki.path)
     path = serve_client.socket_path(opened.index_dir, opened.root)
     opened.close()
-    hung = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    hung.bind(str(path))
-    hung.listen(4)  # connections are queued, never accepted or answered: a stopped owner
-    try:
+    with hung_socket(path):  # connections are queued, never accepted or answered: a stopped owner
         started = time.monotonic()
         code, answer = hook("prompt", load("user_prompt_submit", wiki.path), wiki.path)
         took = time.monotonic() - started
-    finally:
-        hung.close()
-        path.unlink()
     assert code == 0
     assert "wiki/deploy.md:3-5" in context_of(answer)
     # the budget, with room for a loaded machine; without one the hook would wait for the reply for minutes
