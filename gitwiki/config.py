@@ -235,6 +235,13 @@ def user_config_path() -> Path:
     return Path(base) / "gitwiki" / "config.toml"
 
 
+def user_cache_dir(*parts: str) -> Path:
+    """gitwiki's folder in the user's cache (`$XDG_CACHE_HOME/gitwiki`, by default `~/.cache/gitwiki`), and `parts`
+    under it: data made from other data, safe to delete."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base, "gitwiki", *parts)
+
+
 def read_toml(path: Path) -> dict[str, Any]:
     """One config layer's tables, as the file says them."""
     import tomllib  # ~3 ms with datetime and string, which the agent hooks skip (agent_hooks/cache.py)

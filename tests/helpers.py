@@ -9,6 +9,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,6 +65,11 @@ def isolate(monkeypatch: pytest.MonkeyPatch, base: Path) -> None:
     # Each `gitwiki serve` a test starts serves alone: an owner outlives its session (docs/mcp.md), and would
     # outlive the test. tests/test_serve_owner.py clears this.
     monkeypatch.setenv("GITWIKI_SERVE_ALONE", "1")
+    # One fast-load copy of the test model for every test (gitwiki.index.model_copy): a serve's warm-up writes it
+    # once, where a copy per test's cache would be 90 MB each.
+    monkeypatch.setenv(
+        "GITWIKI_MODEL_CACHE", os.path.join(tempfile.gettempdir(), f"gitwiki-tests-models-{os.getuid()}")
+    )
     if MODEL_DIR is not None:
         monkeypatch.setenv("GITWIKI_MODEL_PATH", str(MODEL_DIR))
         monkeypatch.setenv("GITWIKI_MODEL", MODEL_NAME)

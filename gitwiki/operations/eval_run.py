@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from gitwiki.config import user_cache_dir
 from gitwiki.operations import evaluation
 
 if TYPE_CHECKING:
@@ -33,8 +34,7 @@ class EvalSet(NamedTuple):
 
 def default_work_dir(folder: Path) -> Path:
     """Where a BEIR folder's repo and index are built unless told: the user's cache, one dir per set."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gitwiki" / "eval" / folder.name
+    return user_cache_dir("eval", folder.name)
 
 
 def beir_set(folder: Path, split: str, work: Path, announce: Callable[[str], None] | None = None) -> EvalSet:

@@ -8,6 +8,7 @@ import threading
 import time
 
 from gitwiki.errors import GitwikiError
+from gitwiki.index.embed import keep_fast_copy
 from gitwiki.wiki import Wiki
 
 log = logging.getLogger("gitwiki.operations.warm")
@@ -39,6 +40,8 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
                 log.info("warm-up of corpus %s: %s", c.name, e)
     # What a first call waits for, in the server's log (--log-level INFO): docs/research/mcp-startup.md.
     log.info("warm: model %.2f s, corpora %.2f s", loaded - started, time.perf_counter() - loaded)
+    if embedder is not None:
+        keep_fast_copy(embedder)  # the next process's model loads from it, this one's is loaded already
     release_freed_heap()
 
 

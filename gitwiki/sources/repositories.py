@@ -30,6 +30,7 @@ from gitwiki.config import (
     EmbeddingsConfig,
     RepositoryConfig,
     SearchConfig,
+    user_cache_dir,
     user_config_path,
 )
 from gitwiki.errors import GitwikiError, MissingObject, NotFoundError, StoreError, UsageError
@@ -51,8 +52,7 @@ KINDS = ("wiki", "corpus")
 
 
 def cache_home() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gitwiki" / "repositories"
+    return user_cache_dir("repositories")
 
 
 def corpus_names(name: str) -> tuple[str, str]:

@@ -1,0 +1,100 @@
+"""A model's weights laid out for a fast load: a copy of its ONNX file with the weights in a file of their own.
+
+onnxruntime builds a session from a model whose weights sit inside the protobuf by copying each of them out: for
+MiniLM (90 MB) that is most of a 145-156 ms build here. From a model whose weights are in an external file it maps
+that file instead (49-50 ms), and the weights it does not repack (the 47 MB word-embedding table) stay pages of the
+file, read as queries touch them: a process that embeds queries holds ~25 MiB less (docs/research/sessions-lean.md).
+onnxruntime writes the copy itself, the graph as it is (no optimization baked in, so nothing tied to this CPU); the
+vectors are the source's bit for bit (tests/index/test_model_copy.py). A copy is keyed to its source file (path,
+size, modification time) and onnxruntime's version; a long-lived process makes it once its model has loaded
+(`make`), and every later load of the model uses it (`find`). The copies live in `$GITWIKI_MODEL_CACHE`, by default
+the user's cache (`~/.cache/gitwiki/models`): deleting them costs one slower load each.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from gitwiki.config import user_cache_dir
+from gitwiki.fs import pid_alive
+
+GRAPH = "model.onnx"
+WEIGHTS = "weights.bin"
+LAYOUT = "1"  # a change to how copies are written makes new ones
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("GITWIKI_MODEL_CACHE") or user_cache_dir("models"))
+
+
+def find(model_file: Path, runtime: str) -> Path | None:
+    """The copy of `model_file` for onnxruntime `runtime` (its version), if one was made."""
+    folder = _folder(model_file, runtime)
+    if folder is None:
+        return None
+    graph = folder / GRAPH
+    return graph if graph.is_file() and (folder / WEIGHTS).is_file() else None
+
+
+def make(model_file: Path) -> Path | None:
+    """Write the copy of `model_file` unless it is there; its graph, or None where it cannot be written (no space,
+    a read-only cache): loads then read the source as before. Written into a temporary folder renamed into place,
+    so a process that dies meanwhile leaves no half copy to be used (and the next `make` removes what it left)."""
+    import onnxruntime as ort
+
+    folder = _folder(model_file, ort.__version__)
+    if folder is None:
+        return None
+    found = find(model_file, ort.__version__)
+    if found is not None:
+        return found
+    import shutil
+
+    temp = folder.with_name(f".{folder.name}-{os.getpid()}")
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        _remove_left_behind(folder.parent)
+        temp.mkdir()
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        options.optimized_model_filepath = str(temp / GRAPH)
+        options.add_session_config_entry("session.optimized_model_external_initializers_file_name", WEIGHTS)
+        options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+        ort.InferenceSession(str(model_file), sess_options=options, providers=["CPUExecutionProvider"])
+        os.rename(temp, folder)  # another process's copy already there: the rename fails, and theirs is used
+    except Exception:  # OSError, onnxruntime's own errors: no copy, nothing else changes
+        pass
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    return find(model_file, ort.__version__)
+
+
+def discard(graph: Path) -> None:
+    """Remove a copy that would not load (damaged on disk): the next `make` writes it again."""
+    import shutil
+
+    shutil.rmtree(graph.parent, ignore_errors=True)
+
+
+def _folder(model_file: Path, runtime: str) -> Path | None:
+    import hashlib  # OpenSSL's library: only where a model loads anyway
+
+    try:
+        source = model_file.resolve()
+        st = source.stat()
+    except OSError:
+        return None
+    key = "\0".join((LAYOUT, runtime, str(source), str(st.st_size), str(st.st_mtime_ns)))
+    name = "".join(c if c.isalnum() or c in "-_." else "-" for c in source.parent.name)[:60]
+    return cache_dir() / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:20]}"
+
+
+def _remove_left_behind(folder: Path) -> None:
+    """Temporary folders of `make` runs whose process is gone."""
+    import shutil
+
+    for entry in folder.glob(".*-*"):
+        pid = entry.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            shutil.rmtree(entry, ignore_errors=True)

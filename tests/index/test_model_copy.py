@@ -1,0 +1,86 @@
+"""The model's copy with its weights in a file of their own (gitwiki.index.model_copy): the vectors of the source
+bit for bit, made once by a long-lived process, never used when damaged or stale."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from gitwiki.config import EmbeddingsConfig
+from gitwiki.index import embed, model_copy
+from gitwiki.index.onnx_embed import OnnxEmbedder
+from tests.helpers import MODEL_DIR, MODEL_NAME, needs_model
+
+pytestmark = needs_model
+
+TEXTS = ["", "How do I list the files in a directory?", "héllo wörld ✓ 日本語", "deploy " * 400]
+FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json")
+
+
+@pytest.fixture
+def model(tmp_path, monkeypatch):
+    """A model folder of its own (its model.onnx a copy, so its time can change) and an empty copy cache."""
+    monkeypatch.setenv("GITWIKI_MODEL_CACHE", str(tmp_path / "copies"))
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for name in (*FILES, "model.onnx"):
+        shutil.copy(MODEL_DIR / name, folder / name)
+    return folder
+
+
+def _embedder(folder) -> OnnxEmbedder:
+    config = EmbeddingsConfig(model=MODEL_NAME, model_path=str(folder), batch_size=2)
+    return OnnxEmbedder(config, folder, "model_path")
+
+
+def _vectors(embedder: OnnxEmbedder) -> np.ndarray:
+    return np.concatenate([embedder.embed_documents(TEXTS), np.stack([embedder.embed_query(t) for t in TEXTS])])
+
+
+def test_a_long_lived_process_makes_the_copy_and_later_loads_read_it_with_the_same_vectors(model):
+    first = _embedder(model)
+    assert first.copied is None and model_copy.find(first.model_file, ort.__version__) is None
+    embed.keep_fast_copy(first)  # what the warm-up does once the model has loaded
+    graph = model_copy.find(first.model_file, ort.__version__)
+    assert graph is not None and graph.parent.parent == model.parent / "copies"
+    assert (graph.parent / model_copy.WEIGHTS).stat().st_size > 80_000_000 > graph.stat().st_size
+    later = _embedder(model)
+    assert later.copied == graph
+    assert np.array_equal(_vectors(later), _vectors(first))  # bit for bit
+    embed.keep_fast_copy(later)  # nothing to do: it loaded from the copy
+    assert [p.name for p in (model.parent / "copies").iterdir()] == [graph.parent.name]
+
+
+def test_a_damaged_copy_is_discarded_and_the_source_loaded(model):
+    reference = _vectors(_embedder(model))
+    graph = model_copy.make(model / "model.onnx")
+    assert graph is not None
+    graph.write_bytes(b"not a model")
+    fallen_back = _embedder(model)
+    assert fallen_back.copied is None and not graph.parent.exists()
+    assert np.array_equal(_vectors(fallen_back), reference)
+
+
+def test_a_changed_source_is_not_read_through_its_old_copy(model):
+    assert model_copy.make(model / "model.onnx") is not None
+    st = (model / "model.onnx").stat()
+    os.utime(model / "model.onnx", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert model_copy.find(model / "model.onnx", ort.__version__) is None
+    assert _embedder(model).copied is None
+
+
+def test_what_a_dead_make_left_is_removed_and_nothing_is_written_where_it_cannot_be(model, tmp_path, monkeypatch):
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    left = copies / ".model-abc-999999999"  # no such pid
+    left.mkdir()
+    (left / "weights.bin").write_bytes(b"half")
+    assert model_copy.make(model / "model.onnx") is not None and not left.exists()
+    monkeypatch.setenv("GITWIKI_MODEL_CACHE", str(tmp_path / "a-file"))
+    (tmp_path / "a-file").write_text("not a folder")
+    assert model_copy.make(model / "model.onnx") is None
+    assert _embedder(model).copied is None
