@@ -87,4 +87,8 @@ def download_model(args: argparse.Namespace) -> int:
         "download": "downloaded",
     }.get(getattr(model, "source", ""), "ready")
     print(f"{embeddings.model}: {said}; {model.dim} dimensions; files in {where}")
+    from gitwiki.index.embed import keep_fast_copy
+    from gitwiki.index.onnx_embed import lean_embedder
+
+    keep_fast_copy(lean_embedder(embeddings) or model)  # so that the first session's model loads fast too
     return 0

@@ -6,8 +6,10 @@ from tests.helpers import MODEL_DIR, MODEL_NAME, needs_model
 
 
 @needs_model
-def test_local_model_path_is_checked_and_reported(repo, cli):
+def test_local_model_path_is_checked_and_reported_and_its_fast_load_copy_made(repo, cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("GITWIKI_MODEL_CACHE", str(tmp_path / "copies"))
     code, out, err = cli("config", "download", cwd=repo.path)
+    assert [p.name for p in (tmp_path / "copies").glob("*/weights.bin")] == ["weights.bin"]
     assert code == 0, err
     assert (
         out
