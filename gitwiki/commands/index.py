@@ -53,6 +53,11 @@ def index(args: argparse.Namespace) -> int:
         for path, size in r.truncated:
             print(f"gitwiki: warning: {path}: {truncation(size, wiki.config.search.max_page_bytes)}", file=sys.stderr)
     _refuse_silent_zero(wiki, reports)
+    embedder = wiki.embedder() if any(r.embedded for r in reports) else None  # loaded already: it embedded
+    if embedder is not None:
+        from gitwiki.index.embed import keep_fast_copy
+
+        keep_fast_copy(embedder)  # once: the sessions and searches after this load the model fast
     return 0
 
 
