@@ -63,6 +63,7 @@ def make(model_file: Path) -> Path | None:
         options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
         ort.InferenceSession(str(model_file), sess_options=options, providers=["CPUExecutionProvider"])
         os.rename(temp, folder)  # another process's copy already there: the rename fails, and theirs is used
+        _remove_older(folder)
     except Exception:  # OSError, onnxruntime's own errors: no copy, nothing else changes
         pass
     finally:
@@ -85,9 +86,22 @@ def _folder(model_file: Path, runtime: str) -> Path | None:
         st = source.stat()
     except OSError:
         return None
-    key = "\0".join((LAYOUT, runtime, str(source), str(st.st_size), str(st.st_mtime_ns)))
+    # <the model's folder>-<its path>-<its version and onnxruntime's>: one source's copies share a prefix
+    where = hashlib.sha256(str(source).encode()).hexdigest()[:12]
+    version = hashlib.sha256("\0".join((LAYOUT, runtime, str(st.st_size), str(st.st_mtime_ns))).encode()).hexdigest()
     name = "".join(c if c.isalnum() or c in "-_." else "-" for c in source.parent.name)[:60]
-    return cache_dir() / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:20]}"
+    return cache_dir() / f"{name}-{where}-{version[:12]}"
+
+
+def _remove_older(folder: Path) -> None:
+    """The copies of the same source file made before it or onnxruntime changed: no load reads them again (a
+    process that has one mapped keeps its pages until it ends)."""
+    import shutil
+
+    prefix = folder.name.rsplit("-", 1)[0] + "-"
+    for entry in folder.parent.glob(f"{prefix}*"):
+        if entry != folder and entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def _remove_left_behind(folder: Path) -> None:

@@ -65,12 +65,19 @@ def test_a_damaged_copy_is_discarded_and_the_source_loaded(model):
     assert np.array_equal(_vectors(fallen_back), reference)
 
 
-def test_a_changed_source_is_not_read_through_its_old_copy(model):
-    assert model_copy.make(model / "model.onnx") is not None
+def test_a_changed_source_is_not_read_through_its_old_copy_and_its_new_copy_replaces_it(model, tmp_path):
+    old = model_copy.make(model / "model.onnx")
+    assert old is not None
+    other = tmp_path / "other"  # another model's copy: not this source's, kept
+    shutil.copytree(model, other)
+    kept = model_copy.make(other / "model.onnx")
     st = (model / "model.onnx").stat()
     os.utime(model / "model.onnx", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
     assert model_copy.find(model / "model.onnx", ort.__version__) is None
     assert _embedder(model).copied is None
+    new = model_copy.make(model / "model.onnx")
+    assert new is not None and new != old and not old.parent.exists()
+    assert kept is not None and kept.is_file()
 
 
 def test_what_a_dead_make_left_is_removed_and_nothing_is_written_where_it_cannot_be(model, tmp_path, monkeypatch):
