@@ -1,12 +1,25 @@
+import os
 import sys
 
-if "--owner-fd" in sys.argv:
+owning = "--owner-fd" in sys.argv
+if owning:
     # The owner `serve.owner.start` spawns (`-m gitwiki -C DIR serve --owner-fd N`): its model starts loading
     # before the CLI's imports and parsing, which it waits for otherwise (docs/research/sessions-lean.md).
     from gitwiki.index.embed import load_in_background
 
     load_in_background(sys.argv[2] if sys.argv[1:2] == ["-C"] else ".")
 
-from gitwiki.cli import main
+from gitwiki.cli import main  # noqa: E402  (after the owner's load is asked for)
 
-sys.exit(main())
+code = main()
+if owning:
+    # An owner stopped while its model still loads (or is being copied, index/model_copy.py) on a thread: the
+    # interpreter's teardown ran onnxruntime's destructors beside that thread, and the C++ runtime aborted the
+    # process ("terminate called without an active exception", SIGABRT). Its index is closed by now: end here.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code or 0)
+sys.exit(code)

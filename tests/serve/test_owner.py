@@ -501,6 +501,32 @@ def test_a_hung_owner_is_answered_for_within_a_bound(shared):
     assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))  # on a new owner
 
 
+def test_a_stopped_owner_ends_without_the_interpreters_teardown(shared, monkeypatch):
+    """Before: an owner stopped while its model still loaded on a thread ran the interpreter's teardown beside
+    onnxruntime's build, and the C++ runtime aborted it ("terminate called without an active exception" in its
+    log, SIGABRT). It now ends with os._exit once its index is closed: no exit handler runs."""
+    repo, _ = shared
+    hooks = repo.path.parent / "exit-hook"
+    hooks.mkdir()
+    marker = hooks / "torn-down"
+    (hooks / "sitecustomize.py").write_text(
+        "import atexit, os, sys\n"
+        "if '--owner-fd' in sys.argv:\n"
+        f"    atexit.register(lambda: open({str(marker)!r}, 'a').write(str(os.getpid())))\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(hooks), os.environ.get("PYTHONPATH")])))
+    session = start(shared)
+    session.open()
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))
+    pid = owner_pid(repo.path)
+    stopped = subprocess.run(
+        [sys.executable, "-m", "gitwiki", "-C", str(repo.path), "serve", "--stop"], capture_output=True, text=True
+    )
+    assert stopped.returncode == 0 and f"(pid {pid})" in stopped.stdout
+    wait_for(lambda: gone(pid), "the owner to end")
+    assert not marker.exists()
+
+
 def test_the_owner_ends_after_its_idle_timeout_and_stop_ends_it_at_once(shared):
     repo, _ = shared
     repo.commit("idle", {".gitwiki.toml": LEXICAL + "\n[mcp]\nidle_timeout = 0\n"})
