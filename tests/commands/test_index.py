@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gitwiki.index import embed
 from tests.helpers import LEXICAL, needs_model
 
 
@@ -9,6 +10,7 @@ from tests.helpers import LEXICAL, needs_model
 def test_an_index_that_embedded_makes_the_fast_load_copy_and_a_lexical_one_does_not(repo, cli, tmp_path, monkeypatch):
     copies = tmp_path / "copies"
     monkeypatch.setenv("GITWIKI_MODEL_CACHE", str(copies))
+    monkeypatch.setattr(embed, "_cache", {})  # a model an earlier test loaded here came from the tests' own copy
     repo.commit("lexical", {".gitwiki.toml": LEXICAL, "wiki/index.md": "# Home\n\nAll about the walrus.\n"})
     assert cli("index", "-q", cwd=repo.path)[0] == 0
     assert not copies.exists()
