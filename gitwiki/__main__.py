@@ -1,4 +1,3 @@
-import os
 import sys
 
 owning = "--owner-fd" in sys.argv
@@ -9,17 +8,12 @@ if owning:
 
     load_in_background(sys.argv[2] if sys.argv[1:2] == ["-C"] else ".")
 
-from gitwiki.cli import main  # noqa: E402  (after the owner's load is asked for)
+from gitwiki.cli import end_now, main  # noqa: E402  (after the owner's load is asked for)
 
 code = main()
 if owning:
     # An owner stopped while its model still loads (or is being copied, index/model_copy.py) on a thread: the
     # interpreter's teardown ran onnxruntime's destructors beside that thread, and the C++ runtime aborted the
     # process ("terminate called without an active exception", SIGABRT). Its index is closed by now: end here.
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code or 0)
+    end_now(code or 0)
 sys.exit(code)

@@ -9,7 +9,7 @@ Exit codes: 0 success; 1 findings (lint errors, a fixer changed files) or a gene
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from gitwiki import __version__
 from gitwiki.errors import GitwikiError
@@ -144,13 +144,21 @@ def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
         signal.signal(signum, signal.SIG_DFL)
     code = bridge.run(owner.Owner(where, chdir), got, __version__)
     if exit_at_end:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(code)
+        end_now(code)
     return code
+
+
+def end_now(code: int) -> NoReturn:
+    """End this process with `code` once stdout and stderr are out, without the interpreter's teardown (a process
+    whose files are closed: its threads are not waited for, its modules not torn down)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    import os
+
+    os._exit(code)
 
 
 if __name__ == "__main__":
