@@ -55,6 +55,7 @@ MAX_REQUEST = 1 << 20
 # Connections served at once, each on its own thread; requests wait for the lock anyway, so more would only
 # hold threads and memory. A CLI turned away answers by itself.
 MAX_CONNECTIONS = 16
+DRAIN = 2.0  # seconds a closing server gives the requests being answered (a hook's may take longer: it is cut)
 # MCP sessions served at once (each holds a thread while its client is connected).
 MAX_SESSIONS = 64
 CONFIG_CHANGED = "the configuration changed since the server started"
@@ -144,13 +145,20 @@ class SocketServer:
             }
 
     def close(self) -> None:
-        """Stop listening; the socket file goes unless another server has replaced it meanwhile."""
+        """Stop listening; the socket file goes unless another server has replaced it meanwhile. Requests being
+        answered are given DRAIN seconds to send their replies: the owner ends without waiting for its threads
+        (`cli.end_now`), and `serve --stop` must hear that it stopped."""
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)  # wakes the accept() of the thread (close alone does not)
         self._sock.close()
         with contextlib.suppress(OSError):
             if os.stat(self.path).st_ino == self._inode:
                 os.unlink(self.path)
+        deadline, taken = time.monotonic() + DRAIN, 0
+        while taken < MAX_CONNECTIONS and self._slots.acquire(timeout=max(deadline - time.monotonic(), 0)):
+            taken += 1  # every slot free: no request is being answered (a session gives its slot back at its start)
+        for _ in range(taken):
+            self._slots.release()
 
     def _accept(self) -> None:
         while True:

@@ -442,3 +442,39 @@ def test_a_memory_search_sent_to_the_server_carries_every_option_the_command_has
     args = build_parser("memory").parse_args(["memory", "search", "deploy"])
     flags = set(vars(args)) & ({f.name for f in dataclasses.fields(MemoryQuery)} | {"detail", "json"})
     assert set(serve_client.MEMORY_SEARCH) == flags | {"query"}
+
+
+def test_a_closing_server_sends_the_replies_it_is_making(lexical_repo, monkeypatch):
+    """Before: an owner asked to stop ended its process (`cli.end_now`) as soon as its main thread saw the request,
+    sometimes before the request's thread had sent `stopping`, and `serve --stop` said no owner ran (CI)."""
+    replying, replied, real = threading.Event(), threading.Event(), SocketServer.reply
+
+    def slow(self, message):
+        found = real(self, message)
+        replying.set()
+        time.sleep(0.3)  # the request's thread, behind the main thread that closes the server
+        replied.set()  # its reply is sent next, and its slot given back after that
+        return found
+
+    monkeypatch.setattr(SocketServer, "reply", slow)
+    wiki = Wiki.open(lexical_repo.path)
+    server = SocketServer.listen(wiki, threading.Lock())
+    assert server is not None
+    got: list[bytes] = []
+
+    def ask() -> None:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(str(server.path))
+            sock.sendall(b'{"protocol": 1, "status": true}\n')
+            got.append(serve_client.read_line(sock, deadline=time.monotonic() + 10))
+
+    asking = threading.Thread(target=ask)
+    asking.start()
+    try:
+        assert replying.wait(10)
+        server.close()
+        assert replied.is_set()  # close() returned after the reply went out: the process may end now
+    finally:
+        asking.join(10)
+        wiki.close()
+    assert got and b"declined" in got[0]
