@@ -19,12 +19,8 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gitwiki.errors import RefusedFile, UsageError
-
-if TYPE_CHECKING:
-    import _socket
 
 # Temp files live in the folder of the file they replace: os.replace is atomic only within one
 # filesystem, and the index dir may sit on another one. A killed write can leave one; the name is never
@@ -307,19 +303,6 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:  # another user's process
         return True
     return True
-
-
-def socket_peer(sock: _socket.socket) -> tuple[int, int] | None:
-    """The process id and user id at the other end of the unix socket `sock` (Linux's SO_PEERCRED); None where the
-    system does not say. The serve socket's both ends check the user; a bridge names a hung owner's pid."""
-    import _socket  # loaded already by every caller: they hold a socket
-    import struct
-
-    option = getattr(_socket, "SO_PEERCRED", None)
-    if option is None:
-        return None
-    pid, uid, _gid = struct.unpack("3i", sock.getsockopt(_socket.SOL_SOCKET, option, struct.calcsize("3i")))
-    return int(pid), int(uid)
 
 
 def _refusal(e: OSError, rel: str) -> Exception:

@@ -28,6 +28,7 @@ CROSSINGS = {
     ("cli", "serve"): "`gitwiki serve` starts the socket beside it, and `gitwiki ground` asks it first",
     ("hooks", "serve"): "a hook that searches asks the checkout's running owner first, as `gitwiki ground` does",
     ("serve", "hooks"): "the owner answers a hook that `gitwiki-hook` sends it with the hook's own handler",
+    ("mcp", "serve"): "a bridge to the owner checks who is at the socket's other end as the socket's ends do",
 }
 
 

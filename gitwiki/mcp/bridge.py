@@ -31,9 +31,9 @@ import threading
 import time
 from typing import Any, NamedTuple, Protocol
 
-from gitwiki.fs import socket_peer
 from gitwiki.mcp import early, framing
 from gitwiki.mcp.logs import Logger
+from gitwiki.serve.address import socket_peer
 
 log = Logger("gitwiki.bridge")  # `logging` only at a first record (mcp.logs)
 

@@ -73,15 +73,29 @@ def connect(path: str, timeout: float) -> _socket.socket:
     try:
         sock.settimeout(timeout)
         sock.connect(path)
-        option = getattr(_socket, "SO_PEERCRED", None)
-        if option is not None:  # struct ucred {pid, uid, gid}: the peer must be this user (`fs.socket_peer`)
-            uid = int.from_bytes(sock.getsockopt(_socket.SOL_SOCKET, option, 12)[4:8], sys.byteorder)
-            if uid != os.getuid():
-                raise OSError("another user's socket")
+        if peer_uid(sock) not in (None, os.getuid()):
+            raise OSError("another user's socket")
     except OSError:
         sock.close()
         raise
     return sock
+
+
+def socket_peer(sock: _socket.socket) -> tuple[int, int] | None:
+    """The process id and user id at the other end of the unix socket `sock` (Linux's SO_PEERCRED); None where the
+    system does not say. The serve socket's both ends check the user; a bridge names a hung owner's pid."""
+    option = getattr(_socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    ucred = sock.getsockopt(_socket.SOL_SOCKET, option, 12)  # struct ucred {int pid, uid, gid}
+    pid, uid = (int.from_bytes(ucred[i : i + 4], sys.byteorder, signed=True) for i in (0, 4))
+    return pid, uid
+
+
+def peer_uid(sock: _socket.socket) -> int | None:
+    """The user id of the process at the other end; None where the system does not say."""
+    found = socket_peer(sock)
+    return None if found is None else found[1]
 
 
 class Lines:

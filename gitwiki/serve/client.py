@@ -13,15 +13,14 @@ own, so the answer is always the one the local path would print.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import stat
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki.errors import GitwikiError
-from gitwiki.fs import socket_peer
 from gitwiki.git.gitcli import find_checkout
 from gitwiki.serve import address
 from gitwiki.serve.address import MAX_ADDRESS as MAX_ADDRESS
@@ -155,16 +154,8 @@ def _ask(start: str, kind: str, request: dict[str, Any]) -> Reply | None:
 
 def _exchange(path: Path, line: bytes, deadline: float | None = None) -> dict[str, Any] | None:
     """The server's reply to `line`; by `deadline` (time.monotonic()) in all when one is given."""
-    st = os.stat(path)
-    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
-        return None
-    import socket  # 1-2 ms of imports (selectors, select), paid only when a server's socket is there
-
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(CONNECT_TIMEOUT if deadline is None else max(deadline - time.monotonic(), 0.001))
-        sock.connect(str(path))
-        if peer_uid(sock) not in (None, os.getuid()):
-            return None
+    timeout = CONNECT_TIMEOUT if deadline is None else max(deadline - time.monotonic(), 0.001)
+    with contextlib.closing(address.connect(str(path), timeout)) as sock:  # OSError: not this user's socket
         sock.settimeout(REPLY_TIMEOUT)
         sock.sendall(line)
         data = read_line(sock, deadline=deadline)
@@ -177,9 +168,3 @@ def read_line(sock: _socket.socket, limit: int = 1 << 30, deadline: float | None
     longer than `limit`, TimeoutError when it has not come by `deadline` (time.monotonic(); a timeout per read
     would let a client sending a byte at a time hold the connection for ever)."""
     return address.Lines(sock).next(limit, deadline)
-
-
-def peer_uid(sock: _socket.socket) -> int | None:
-    """The user id of the process at the other end (Linux's SO_PEERCRED); None where the system does not say."""
-    found = socket_peer(sock)
-    return None if found is None else found[1]

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from gitwiki.config import load
 from gitwiki.errors import GitwikiError
 from gitwiki.operations.ground import GroundRequest, answer
+from gitwiki.serve import address
 from gitwiki.serve import client as serve_client
 from gitwiki.sources.repositories import for_checkout
 from gitwiki.wiki import Wiki
@@ -176,7 +177,7 @@ class SocketServer:
         released = False
         with conn:
             try:
-                if serve_client.peer_uid(conn) not in (None, os.getuid()):
+                if address.peer_uid(conn) not in (None, os.getuid()):
                     log.warning("refused a connection from another user")
                     return
                 line = serve_client.read_line(conn, MAX_REQUEST, time.monotonic() + REQUEST_TIMEOUT)

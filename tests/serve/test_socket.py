@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gitwiki.operations.ground import GroundRequest
+from gitwiki.serve import address
 from gitwiki.serve import client as serve_client
 from gitwiki.serve.server import SocketServer
 from gitwiki.wiki import Wiki
@@ -166,7 +167,7 @@ def test_garbage_and_other_users_get_nothing_and_the_server_keeps_serving(lexica
     assert raw_exchange(server.path, b"not json\n") == b""
     assert raw_exchange(server.path, b'{"protocol": 99}\n') == b'{"declined": "another protocol"}\n'
     with monkeypatch.context() as m:
-        m.setattr(serve_client, "peer_uid", lambda sock: os.getuid() + 1)  # both ends check the peer
+        m.setattr(address, "peer_uid", lambda sock: os.getuid() + 1)  # both ends check the peer
         assert raw_exchange(server.path, b'{"protocol": 1}\n') == b""
         assert serve_client.ask(str(lexical_repo.path), GroundRequest("rollback")) is None
     asked = serve_client.ask(str(lexical_repo.path), GroundRequest("rollback"))
