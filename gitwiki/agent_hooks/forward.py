@@ -22,7 +22,7 @@ import os
 import time
 
 # serve.address, not serve.client: that module would load the config and pathlib, the cost this path saves.
-from gitwiki.serve.address import NO_SERVER, PROTOCOL, Lines, connect, environment, socket_path
+from gitwiki.serve.address import NO_SERVER, PROTOCOL, Lines, connect, default_index_dir, environment, socket_path
 
 # Set, git finds the repository elsewhere than the event's directory says (gitcli.find_checkout): the hook asks git.
 GIT_VARS = (
@@ -80,7 +80,7 @@ def ask(name: str, raw: bytes) -> tuple[str, int] | None:
             "by": time.time() + BUDGET,  # the owner does not start on a hook that has given up on it
         }
         line = json.dumps(message).encode() + b"\n"
-        reply = _exchange(socket_path(_index_dir(root, common), root), line, time.monotonic() + BUDGET)
+        reply = _exchange(socket_path(default_index_dir(root, common), root), line, time.monotonic() + BUDGET)
     except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(reply, dict) or "declined" in reply:
@@ -89,14 +89,6 @@ def ask(name: str, raw: bytes) -> tuple[str, int] | None:
     if not isinstance(out, str) or not isinstance(code, int) or isinstance(code, bool):
         return None
     return out, code
-
-
-def _index_dir(root: str, common: str) -> str:
-    """`config.index_dir` without the configuration's `[storage] index_dir` (see the module's note)."""
-    configured = os.environ.get("GITWIKI_INDEX_DIR")
-    if configured:
-        return os.path.realpath(os.path.join(root, os.path.expanduser(configured)))
-    return os.path.join(common, "gitwiki")
 
 
 def _checkout(start: str) -> tuple[str, str] | None:

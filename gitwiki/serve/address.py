@@ -32,6 +32,15 @@ def environment() -> dict[str, str]:
     }
 
 
+def default_index_dir(root: str, common: str) -> str:
+    """`config.index_dir` for a configuration without `[storage] index_dir` (a key of the user's own file alone):
+    $GITWIKI_INDEX_DIR relative to the worktree `root`, else the git common dir's `gitwiki` folder."""
+    configured = os.environ.get("GITWIKI_INDEX_DIR")
+    if configured:
+        return os.path.realpath(os.path.join(root, os.path.expanduser(configured)))
+    return os.path.join(common, "gitwiki")
+
+
 def socket_path(index: str, root: str) -> str:
     """Where the server of the checkout at `root` listens: in the index dir, named after the checkout (the index
     dir is shared by a repo's worktrees), or when that path is too long for AF_UNIX, a short one in the user's

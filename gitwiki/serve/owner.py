@@ -82,11 +82,7 @@ def quick_place(start: str) -> tuple[Place, Path] | None:
         checkout = find_checkout(start)
         if checkout is None or _names_the_index_dir(_user_config()):
             return None
-        configured = os.environ.get("GITWIKI_INDEX_DIR")  # config.index_dir, with no [storage] index_dir
-        if configured:
-            index = (checkout.root / os.path.expanduser(configured)).resolve()
-        else:
-            index = checkout.common_dir / "gitwiki"
+        index = Path(address.default_index_dir(str(checkout.root), str(checkout.common_dir)))
         return Place(checkout.root, Path(start).resolve(), client.socket_path(index, checkout.root)), index
     except (OSError, ValueError):
         return None

@@ -20,6 +20,7 @@ import pytest
 from gitwiki.agent_hooks import forward
 from gitwiki.agent_hooks.run import served
 from gitwiki.agent_hooks.state import peek
+from gitwiki.serve import address
 from gitwiki.serve import client as serve_client
 from gitwiki.serve import hooks as serve_hooks
 from gitwiki.serve.server import SocketServer
@@ -73,12 +74,12 @@ def test_the_client_finds_the_socket_the_server_listens_on(wiki, tmp_path, monke
     """forward.py finds the checkout and its index dir without the config (serve/client.py loads it)."""
     found = forward._checkout(str(wiki.path / "wiki"))
     assert found == (str(wiki.path), str(wiki.path / ".git"))
-    assert forward.socket_path(forward._index_dir(*found), found[0]) == str(_socket_path(wiki.path))
+    assert forward.socket_path(address.default_index_dir(*found), found[0]) == str(_socket_path(wiki.path))
     deep = tmp_path / ("d" * 90)  # past AF_UNIX's length: the runtime dir's short name
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     assert forward.socket_path(str(deep), "/r") == str(serve_client.socket_path(deep, Path("/r")))
     monkeypatch.setenv("GITWIKI_INDEX_DIR", "elsewhere")
-    assert forward._index_dir(*found) == str(wiki.path / "elsewhere")
+    assert address.default_index_dir(*found) == str(wiki.path / "elsewhere")
 
 
 def test_a_linked_worktree_finds_its_repositorys_index_dir(wiki):
