@@ -88,7 +88,10 @@ def download_model(args: argparse.Namespace) -> int:
     }.get(getattr(model, "source", ""), "ready")
     print(f"{embeddings.model}: {said}; {model.dim} dimensions; files in {where}")
     from gitwiki.index.embed import keep_fast_copy
-    from gitwiki.index.onnx_embed import lean_embedder
+    from gitwiki.index.onnx_embed import OnnxEmbedder, lean_embedder
 
-    keep_fast_copy(lean_embedder(embeddings) or model)  # so that the first session's model loads fast too
+    # so that the first session's model loads fast too; a model fastembed just downloaded is loaded the lean way
+    lean = model if isinstance(model, OnnxEmbedder) else lean_embedder(embeddings)
+    if lean is not None:
+        keep_fast_copy(lean)
     return 0

@@ -31,10 +31,7 @@ def cache_dir() -> Path:
 def find(model_file: Path, runtime: str) -> Path | None:
     """The copy of `model_file` for onnxruntime `runtime` (its version), if one was made."""
     folder = _folder(model_file, runtime)
-    if folder is None:
-        return None
-    graph = folder / GRAPH
-    return graph if graph.is_file() and (folder / WEIGHTS).is_file() else None
+    return None if folder is None else _graph(folder)
 
 
 def make(model_file: Path) -> Path | None:
@@ -46,8 +43,7 @@ def make(model_file: Path) -> Path | None:
     folder = _folder(model_file, ort.__version__)
     if folder is None:
         return None
-    found = find(model_file, ort.__version__)
-    if found is not None:
+    if (found := _graph(folder)) is not None:
         return found
     import shutil
 
@@ -68,7 +64,7 @@ def make(model_file: Path) -> Path | None:
         pass
     finally:
         shutil.rmtree(temp, ignore_errors=True)
-    return find(model_file, ort.__version__)
+    return _graph(folder)
 
 
 def discard(graph: Path) -> None:
@@ -76,6 +72,12 @@ def discard(graph: Path) -> None:
     import shutil
 
     shutil.rmtree(graph.parent, ignore_errors=True)
+
+
+def _graph(folder: Path) -> Path | None:
+    """The copy's graph in `folder`, if the copy is whole (both files: a folder is renamed into place whole)."""
+    graph = folder / GRAPH
+    return graph if graph.is_file() and (folder / WEIGHTS).is_file() else None
 
 
 def _folder(model_file: Path, runtime: str) -> Path | None:

@@ -63,18 +63,18 @@ class OnnxEmbedder:
         self.model_file = model_dir / spec.model_file
         # The copy with its weights in a file of their own loads in a third of the time (model_copy.py).
         self.copied = model_copy.find(self.model_file, ort.__version__)
+
+        def built(path: Path) -> InferenceSession:
+            return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+
         try:
-            self._session: InferenceSession = ort.InferenceSession(
-                str(self.copied or self.model_file), sess_options=options, providers=["CPUExecutionProvider"]
-            )
+            self._session = built(self.copied or self.model_file)
         except Exception:
             if self.copied is None:
                 raise
             model_copy.discard(self.copied)  # damaged on disk: the source, as before
             self.copied = None
-            self._session = ort.InferenceSession(
-                str(self.model_file), sess_options=options, providers=["CPUExecutionProvider"]
-            )
+            self._session = built(self.model_file)
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = load_tokenizer(model_dir)
         width = self._session.get_outputs()[0].shape[-1]
