@@ -99,11 +99,12 @@ MODEL_UNAVAILABLE = "model-unavailable"  # index.embed.UNAVAILABLE_FILE: the ins
 
 
 def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
-    """`gitwiki [-C DIR] serve [--log-level LEVEL]` in a checkout whose owner is up and takes the session: the
-    bridge run at once, without the parser, the command table, `logging` or the serve command's imports (a later
-    session's start, docs/research/sessions-bridge.md). None in every other case (another form or option, an
-    environment that asks to run alone, a user config that names the index dir, a model recorded as not loading,
-    no owner, an owner that declines): `main` then does all of it as before, this look included. With `exit_at_end`
+    """`gitwiki [-C DIR] serve [--log-level LEVEL]` in a checkout whose owner takes the session, or has none yet (it
+    is started here): the bridge run at once, without the parser, the command table, `logging` or the serve
+    command's imports (a session's start, docs/research/sessions-bridge.md). None in every other case (another form
+    or option, an environment that asks to run alone, a user config that names the index dir, a model recorded as
+    not loading, a configuration that does not load, an owner that declines): `main` then does all of it as before,
+    this look included. With `exit_at_end`
     the process ends with the bridge, without the interpreter's teardown (~5 ms of CPU): nothing is left to finish."""
     words = list(argv)
     chdir = "."
@@ -132,8 +133,15 @@ def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
         return None
     where = found[0]
     got = owner.connect(where)
-    if got is None or isinstance(got, owner.Declined):
-        return None  # no owner (`serve` starts one) or declined (`serve` runs alone and says why)
+    if isinstance(got, owner.Declined):
+        return None  # `serve` runs alone and says why
+    owned = owner.Owner(where, chdir)
+    # No owner: start it here, 30-40 ms sooner than after the parser and the serve command's imports (the first
+    # search waits for its start), once the configuration is known to load (else `serve` runs alone and says why).
+    if got is None:
+        if owner.place(chdir) != where:
+            return None
+        owned.start()  # False: another process holds the lock, an owner starting; the bridge waits for it
     import signal
 
     from gitwiki.mcp import bridge
@@ -142,7 +150,7 @@ def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
     # as `commands.serve`'s bridge: SIGINT and SIGTERM end it at once, of the signal, without a traceback
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_DFL)
-    code = bridge.run(owner.Owner(where, chdir), got, __version__)
+    code = bridge.run(owned, got, __version__)
     if exit_at_end:
         end_now(code)
     return code
