@@ -36,7 +36,7 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
             try:
                 wiki.search("warm up", c.name, mode="lexical")
                 if model is not None:
-                    wiki.source(c.name).load_vectors(model)
+                    wiki.local.corpus(c).load_vectors(model)
             except GitwikiError as e:
                 log.info("warm-up of corpus %s: %s", c.name, e)
     read = time.perf_counter()

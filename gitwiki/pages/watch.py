@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from watchfiles._rust_notify import RustNotify
 
 log = logging.getLogger("gitwiki.pages.watch")
@@ -57,11 +59,10 @@ class Watcher:
         """Watch `folders` recursively; None when that is not possible here (the caller then asks git)."""
         fence_dir = (index_dir / FENCE_DIR).resolve()
         try:
-            from watchfiles._rust_notify import RustNotify
-
+            watcher = _rust_notify()
             fence_dir.mkdir(parents=True, exist_ok=True)
             paths = [str(f.resolve()) for f in folders]
-            notify = RustNotify([*paths, str(fence_dir)], False, False, 50, True, True)
+            notify = watcher([*paths, str(fence_dir)], False, False, 50, True, True)
         except (ImportError, OSError, RuntimeError) as e:  # RuntimeError: watchfiles' internal errors
             log.info("not watching %s (%s); each query asks git for the worktree status", folders, e)
             return None
@@ -117,3 +118,40 @@ class Watcher:
         if self._fence is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self._fence)
+
+
+def _rust_notify() -> type[RustNotify]:
+    """watchfiles' Rust watcher, loaded without running the package's `__init__` (anyio, multiprocessing, logging:
+    25-30 ms of a starting server's interpreter time, spent while its first call waits); registered under its own
+    name, so a later `import watchfiles` uses this module, not a second load of it. The plain import where the
+    package is not laid out as expected."""
+    import sys
+
+    name = "watchfiles._rust_notify"
+    module = sys.modules.get(name) or _load_extension(name)
+    if module is None:
+        from watchfiles._rust_notify import RustNotify as plain
+
+        return plain
+    found: type[RustNotify] = module.RustNotify
+    return found
+
+
+def _load_extension(name: str) -> ModuleType | None:
+    """Extension module `name` (package.module) loaded from the package's folder, the package itself not run."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    package, _, leaf = name.rpartition(".")
+    spec = importlib.util.find_spec(package)  # finds the package without running it
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(folder, leaf + suffix)
+            if os.path.isfile(path):
+                loader = importlib.machinery.ExtensionFileLoader(name, path)
+                module = importlib.util.module_from_spec(importlib.machinery.ModuleSpec(name, loader, origin=path))
+                loader.exec_module(module)
+                sys.modules[name] = module
+                return module
+    return None

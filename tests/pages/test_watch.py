@@ -156,3 +156,22 @@ def test_a_write_right_before_a_query_is_never_missed(watched):
         with open(page, "a", encoding="utf-8") as f:
             f.write(f"\n{word}\n")
         assert paths(wiki.search(word)) == ["wiki/deploy.md"], i
+
+
+def test_the_watcher_starts_without_running_the_watchfiles_package(tmp_path):
+    """Its Rust class is loaded alone (the package's own imports were 25-30 ms of a starting owner), and a later
+    `import watchfiles` finds that same module rather than loading the extension a second time."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from pathlib import Path; from gitwiki.pages.watch import Watcher\n"
+        f"w = Watcher.start([Path({str(tmp_path)!r})], Path({str(tmp_path / 'index')!r}))\n"
+        "assert w is not None and w.sync() is not None\n"
+        "alone = sorted(m for m in ('watchfiles', 'anyio', 'multiprocessing') if m in sys.modules)\n"
+        "import watchfiles\n"
+        "print(alone, watchfiles.main.RustNotify is sys.modules['watchfiles._rust_notify'].RustNotify)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["[]", "True"]
