@@ -136,7 +136,7 @@ def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
     if isinstance(got, owner.Declined):
         return None  # `serve` runs alone and says why
     owned = owner.Owner(where, chdir)
-    # No owner: start it here, 30-40 ms sooner than after the parser and the serve command's imports (the first
+    # No owner: start it here, ~10 ms sooner than after the parser and the serve command's imports (the first
     # search waits for its start), once the configuration is known to load (else `serve` runs alone and says why).
     if got is None:
         if owner.place(chdir) != where:
