@@ -5,9 +5,8 @@ from __future__ import annotations
 import functools
 import itertools
 import sys
-import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -38,9 +37,6 @@ if TYPE_CHECKING:  # numpy loads on the first dense query: the lexical CLI path 
 
     from gitwiki.search.request import SearchRequest
 
-# How long a dense search waits for the vectors a warm-up is reading apart (`read_vectors`) before reading them
-# itself: the read takes tens of ms, a second one only adds to it.
-READ_WAIT = 10.0
 CANDIDATES = SearchConfig().depth  # chunks taken from each ranker before fusion, unless [search] depth says
 
 
@@ -207,7 +203,6 @@ class Searcher:
         self.weighting = weighting
         self.depth = depth
         self._matrices: OrderedDict[tuple[str, str], DenseMatrix] = OrderedDict()
-        self._reading: dict[tuple[str, str], tuple[threading.Event, list[DenseMatrix]]] = {}  # `read_vectors`'
         self._cache_size = cache_size
         self._paths: tuple[str, dict[str, str]] | None = None  # (view key, blob → path)
         # chunk id → blob of the chunks BM25 has returned, while the database's generation holds (`_matches`)
@@ -297,39 +292,21 @@ class Searcher:
         lexical_only = view.lexical_only if found.mode != "lexical" else ()
         return SearchResult(query, view.corpus, view.commit, found.mode, docs, view.dirty, lexical_only)
 
-    def read_vectors(self, view: CorpusView, model: str) -> Callable[[], None]:
-        """Reading `view`'s vector matrix for `model` before a first dense search needs it (a long-lived process's
-        warm-up, operations/warm.py): called like the other methods, by the thread holding the process's calls,
-        it returns the read itself, to be run without holding them. That read goes over a connection of the
-        index's own and touches nothing of this searcher's but its result; a dense search that needs the matrix
-        meanwhile waits for it rather than reading it again, and `keep_vectors` keeps it otherwise."""
-        key = (model, view.key)
-        if key in self._matrices or key in self._reading:
-            return lambda: None
-        done, box = self._reading[key] = (threading.Event(), [])
+    def read_vectors(self, view: CorpusView, model: str) -> DenseMatrix:
+        """`view`'s vector matrix for `model`, read before a first dense search needs it, over a connection of the
+        index's own and touching nothing of this searcher's: a thread that does not hold the process's calls reads
+        it while they are answered, and hands it over with `keep_vectors` (operations/warm.py)."""
         first: dict[str, str] = {}
         for path, blob in sorted(view.pages.items()):
             first.setdefault(blob, path)
+        rows, raw = self.store.vectors(model, first, apart=True)
+        return _dense([cid for cid, _ in rows], [blob for _, blob in rows], vector_matrix(raw, len(rows)))
 
-        def read() -> None:
-            try:
-                rows, raw = self.store.vectors(model, first, apart=True)
-                box.append(_dense([cid for cid, _ in rows], [blob for _, blob in rows], vector_matrix(raw, len(rows))))
-            finally:
-                done.set()
-
-        return read
-
-    def keep_vectors(self, view: CorpusView, model: str) -> None:
-        """The matrix `read_vectors` read, as `view`'s, unless a search took it already."""
-        self._read((model, view.key))
-
-    def _read(self, key: tuple[str, str]) -> DenseMatrix | None:
-        """The matrix `read_vectors` is reading for `key`, once it is read (None: none asked, or the read failed)."""
-        reading = self._reading.pop(key, None)
-        if reading is None or not reading[0].wait(READ_WAIT) or not reading[1]:
-            return None
-        return self._keep(key, reading[1][0])
+    def keep_vectors(self, view: CorpusView, model: str, dense: DenseMatrix) -> None:
+        """`read_vectors`' matrix as `view`'s, unless a search made one meanwhile."""
+        key = (model, view.key)
+        if key not in self._matrices:
+            self._keep(key, dense)
 
     def statistics(self, query: str) -> TermStats:
         """This index's BM25 statistics for the query's terms (`FullText.term_stats`): a search over several
@@ -519,8 +496,6 @@ class Searcher:
         if key in self._matrices:
             self._matrices.move_to_end(key)
             return self._matrices[key]
-        if (read := self._read(key)) is not None:
-            return read
         # A view that differs from a cached one by a few page versions (an edit, a memory store) reuses the
         # cached rows of the unchanged pages: reloading them all was the cost of the first search after every
         # memory store.

@@ -379,18 +379,17 @@ class LocalCorpus:
     def load_vectors(self, model: str, calls: AbstractContextManager[object]) -> None:
         """The worktree view's vectors for `model`, read ahead of a first hybrid search without waiting for the
         model, and holding `calls` (the lock a process's calls share the index connection under) only to take the
-        view and to keep the matrix (`Searcher.read_vectors`). Only where that search will embed nothing first
-        (the index holds this tree's vectors, no page is uncommitted): its view, under the same key, would hold
-        vectors this one lacks."""
+        view and to hand the matrix over (`Searcher.read_vectors`). Only where that search will embed nothing
+        first (the index holds this tree's vectors, no page is uncommitted): its view, under the same key, would
+        hold vectors this one lacks."""
         with calls:
             searcher = self.wiki.searcher
             view = self.view()
             if view.dirty or not self.wiki.is_fresh(self.config, vectors=True):
                 return
-            read = searcher.read_vectors(view, model)
-        read()
+        dense = searcher.read_vectors(view, model)
         with calls:
-            searcher.keep_vectors(view, model)
+            searcher.keep_vectors(view, model, dense)
 
     def scope(self, options: SearchOptions, at: str | None = None, worktree: bool = True) -> Scope:
         view = self.view(at, worktree, vectors=options.mode != "lexical")

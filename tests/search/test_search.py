@@ -170,38 +170,6 @@ def test_a_view_one_edit_away_reuses_the_cached_vectors_and_ranks_the_same(repo)
     assert warm.docs == cold.docs and paths(warm)[0] == "wiki/food.md"
 
 
-@needs_model
-def test_a_dense_search_waits_for_the_vectors_being_read_apart_instead_of_reading_them_again(repo, monkeypatch):
-    """`read_vectors` (a warm-up's) reads the matrix over its own connection without the process's calls; a
-    search that needs it meanwhile waits for that read, and ranks as a fresh searcher does."""
-    import threading
-    import time
-
-    repo.commit("pages", {**PAGES, "wiki/food.md": "# Lunch\n\nThe canteen serves pasta on Fridays.\n"})
-    wiki = Wiki.open(repo.path)
-    model = wiki.wanted_model()
-    assert model is not None
-    view = wiki.source().view()
-    reads: list[bool] = []
-    vectors = wiki.store.vectors
-
-    def slow(*args, apart=False):
-        reads.append(apart)
-        if apart:
-            time.sleep(0.3)  # the search below starts meanwhile
-        return vectors(*args, apart=apart)
-
-    monkeypatch.setattr(wiki.store, "vectors", slow)
-    read = wiki.searcher.read_vectors(view, model)
-    reader = threading.Thread(target=read)
-    reader.start()
-    found = wiki.search("where can I eat a meal", mode="dense")
-    reader.join()
-    wiki.searcher.keep_vectors(view, model)  # taken already: nothing left to keep
-    assert reads == [True]
-    assert found.docs == Wiki.open(repo.path).search("where can I eat a meal", mode="dense").docs
-
-
 class _FakeCrossEncoder:
     """Scores a chunk by how many times it says the magic word: a cross-encoder's interface, no model."""
 
