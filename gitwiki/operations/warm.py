@@ -16,12 +16,11 @@ log = logging.getLogger("gitwiki.operations.warm")
 
 def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
     """Run on a background thread from the start of `gitwiki serve`: install the published index in a clone
-    without one, open the index, watch the corpora, read each indexed corpus's view and full-text pages, then its
-    vector matrix, and load the model. `lock` is the one the process's calls hold, as they share the index
-    connection: it is held for the first reads only. The vectors are read over a connection of their own and the
-    model's load and first run (onnxruntime's arena and threads) happen outside it, while onnxruntime builds the
-    model on its own thread without the GIL; so a call that needs neither is answered meanwhile, and a first
-    hybrid call does only its own work (docs/research/sessions-start.md)."""
+    without one, open the index, watch the corpora, read each indexed corpus's view, full-text pages and vector
+    matrix, and load the model. `lock` is the one the process's calls hold, as they share the index connection.
+    The reads come first, while onnxruntime builds the model on its own thread without the GIL; the model's
+    load and first run (onnxruntime's arena and threads) are outside the lock, so a call that needs no model is
+    answered meanwhile and a first hybrid call does only its own work (docs/research/sessions-start.md)."""
     started = time.perf_counter()
     # A lexical-mode config never loads the model here: a call asking for hybrid loads it then.
     model = None if wiki.config.search.mode == "lexical" else wiki.wanted_model()
@@ -31,19 +30,15 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
 
             install_published(wiki)
         wiki.watch()
-        # a corpus never indexed is left alone: a first build is the index command's job, not a warm-up's
-        indexed = [c for c in wiki.config.corpora if wiki.store.state(c.name) is not None]
-        for c in indexed:
+        for c in wiki.config.corpora:
+            if wiki.store.state(c.name) is None:  # a first build is the index command's job, not a warm-up's
+                continue
             try:
                 wiki.search("warm up", c.name, mode="lexical")
+                if model is not None:
+                    wiki.local.corpus(c).load_vectors(model)
             except GitwikiError as e:
                 log.info("warm-up of corpus %s: %s", c.name, e)
-    for c in indexed:
-        try:  # read outside the lock: a first call that needs no vectors is not kept waiting behind them
-            if model is not None:
-                wiki.local.corpus(c).load_vectors(model, lock)
-        except GitwikiError as e:
-            log.info("warm-up of corpus %s's vectors: %s", c.name, e)
     read = time.perf_counter()
     embedder = None if model is None else wiki.embedder()
     if embedder is not None:

@@ -292,21 +292,11 @@ class Searcher:
         lexical_only = view.lexical_only if found.mode != "lexical" else ()
         return SearchResult(query, view.corpus, view.commit, found.mode, docs, view.dirty, lexical_only)
 
-    def read_vectors(self, view: CorpusView, model: str) -> DenseMatrix:
-        """`view`'s vector matrix for `model`, read before a first dense search needs it, over a connection of the
-        index's own and touching nothing of this searcher's: a thread that does not hold the process's calls reads
-        it while they are answered, and hands it over with `keep_vectors` (operations/warm.py)."""
-        first: dict[str, str] = {}
-        for path, blob in sorted(view.pages.items()):
-            first.setdefault(blob, path)
-        rows, raw = self.store.vectors(model, first, apart=True)
-        return _dense([cid for cid, _ in rows], [blob for _, blob in rows], vector_matrix(raw, len(rows)))
-
-    def keep_vectors(self, view: CorpusView, model: str, dense: DenseMatrix) -> None:
-        """`read_vectors`' matrix as `view`'s, unless a search made one meanwhile."""
-        key = (model, view.key)
-        if key not in self._matrices:
-            self._keep(key, dense)
+    def load_vectors(self, view: CorpusView, model: str) -> None:
+        """Read `view`'s vector matrix for `model` before its first dense search needs it: a long-lived process
+        does it while its model still loads (operations/warm.py), where the search would then wait for it."""
+        with self.store.read():
+            self._matrix(view, model, self._blob_paths(view))
 
     def statistics(self, query: str) -> TermStats:
         """This index's BM25 statistics for the query's terms (`FullText.term_stats`): a search over several
@@ -510,9 +500,7 @@ class Searcher:
 
             ids, blobs = [base.ids[i] for i in kept] + ids, [base.blobs[i] for i in kept] + blobs
             matrix = np.vstack([base.matrix[kept], matrix]) if rows else base.matrix[kept]
-        return self._keep(key, _dense(ids, blobs, matrix))
-
-    def _keep(self, key: tuple[str, str], entry: DenseMatrix) -> DenseMatrix:
+        entry = DenseMatrix(ids, blobs, matrix, len(set(blobs)))
         self._matrices[key] = entry
         if len(self._matrices) > self._cache_size:
             self._matrices.popitem(last=False)
@@ -562,10 +550,6 @@ class Pool(NamedTuple):
     found: Candidates  # chunk ids of this index; page_of gives paths of its view
     background: Background | None  # the query's cosine over every chunk this index searched (None: no dense)
     searched: int  # how many chunks that was
-
-
-def _dense(ids: list[int], blobs: list[str], matrix: np.ndarray) -> DenseMatrix:
-    return DenseMatrix(ids, blobs, matrix, len(set(blobs)))
 
 
 class DenseMatrix(NamedTuple):

@@ -376,20 +376,13 @@ class LocalCorpus:
     def search(self, query: str, options: SearchOptions, at: str | None = None, worktree: bool = True) -> SearchResult:
         return search_view(self.scope(options, at, worktree), query, options)
 
-    def load_vectors(self, model: str, calls: AbstractContextManager[object]) -> None:
-        """The worktree view's vectors for `model`, read ahead of a first hybrid search without waiting for the
-        model, and holding `calls` (the lock a process's calls share the index connection under) only to take the
-        view and to hand the matrix over (`Searcher.read_vectors`). Only where that search will embed nothing
-        first (the index holds this tree's vectors, no page is uncommitted): its view, under the same key, would
-        hold vectors this one lacks."""
-        with calls:
-            searcher = self.wiki.searcher
-            view = self.view()
-            if view.dirty or not self.wiki.is_fresh(self.config, vectors=True):
-                return
-        dense = searcher.read_vectors(view, model)
-        with calls:
-            searcher.keep_vectors(view, model, dense)
+    def load_vectors(self, model: str) -> None:
+        """The worktree view's vectors for `model`, read ahead of a first hybrid search (`Searcher.load_vectors`)
+        without waiting for the model: only where that search will embed nothing first (the index holds this tree's
+        vectors, no page is uncommitted), as its view, under the same key, would hold vectors this one lacks."""
+        view = self.view()
+        if not view.dirty and self.wiki.is_fresh(self.config, vectors=True):
+            self.wiki.searcher.load_vectors(view, model)
 
     def scope(self, options: SearchOptions, at: str | None = None, worktree: bool = True) -> Scope:
         view = self.view(at, worktree, vectors=options.mode != "lexical")

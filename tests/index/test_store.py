@@ -223,35 +223,3 @@ def test_every_sql_statement_against_the_index_is_in_the_store_package(tmp_path)
     (tmp_path / "index" / "store" / "pages.py").write_text('conn.execute("SELECT blob FROM blobs")\n')
     (tmp_path / "search.py").write_text('conn.execute(f"DELETE FROM fts WHERE rowid = {x}")\n')
     assert sql_outside_the_store(tmp_path) == [("search.py", "DELETE FROM fts WHERE rowid = ")]
-
-
-@pytest.mark.parametrize("read_only_dir", [False, True])
-def test_vectors_read_apart_are_the_committed_ones_while_the_connection_writes(repo, monkeypatch, read_only_dir):
-    """A thread that does not hold the process's calls reads vectors over a connection of its own: the rows of the
-    shared connection's reads, while that connection is inside a write of its own, and in a read-only index dir."""
-    import os
-
-    import numpy as np
-
-    repo.commit(
-        "init", {".gitwiki.toml": "[embeddings]\nenabled = false\n", "wiki/a.md": "# A\n\none\n\n## B\n\ntwo\n"}
-    )
-    wiki = Wiki.open(repo.path)
-    wiki.index()
-    store = wiki.store
-    hashes = [h for (h,) in store.conn.execute("SELECT hash FROM chunks ORDER BY id")]
-    store.put_vectors("m", hashes, np.arange(len(hashes) * 4, dtype=np.float32).reshape(len(hashes), 4))
-    blobs = [b for (b,) in store.conn.execute("SELECT DISTINCT blob FROM chunks")]
-    expected = store.vectors("m", blobs)
-    assert expected[0] and len(expected[1]) == len(hashes) * 16
-    if read_only_dir:  # as root a chmod does not stop writes: the dir is said not writable instead
-        wiki.close()  # the last connection's close checkpoints the WAL into the file
-        writable = os.access
-        monkeypatch.setattr(os, "access", lambda path, mode: mode != os.W_OK and writable(path, mode))
-        store = Wiki.open(repo.path).store
-        assert store.vectors("m", blobs, apart=True) == expected
-        return
-    with store.write():
-        store.put_vectors("m", hashes[:1], np.zeros((1, 4), dtype=np.float32))  # not committed yet
-        assert store.vectors("m", blobs, apart=True) == expected
-    wiki.close()

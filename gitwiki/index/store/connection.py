@@ -140,14 +140,12 @@ class IndexConnection(sqlite3.Connection):
         return self.cursor(_Cursor).executemany(*args)
 
 
-def connect(path: Path, read_only: bool = False, shared: bool = False) -> sqlite3.Connection:
-    """A connection to the index database at `path`. `read_only`: one that cannot write, for a read-only dir (as
-    `immutable`), or with `shared` for a database other connections write to (WAL-aware)."""
+def connect(path: Path, read_only: bool = False) -> sqlite3.Connection:
     try:
         if read_only:
             # A read-only dir cannot hold WAL's -shm file, so SQLite could not even read; nobody can write
             # there either, which is what `immutable` promises.
-            uri = f"file:{path}?mode=ro" if shared else f"file:{path}?mode=ro&immutable=1"
+            uri = f"file:{path}?mode=ro&immutable=1"
             conn = sqlite3.connect(
                 uri, uri=True, isolation_level=None, check_same_thread=False, factory=IndexConnection
             )

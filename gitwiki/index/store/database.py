@@ -3,16 +3,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sized
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gitwiki.index.store.connection import IndexDamaged, connect, transaction
+from gitwiki.index.store.connection import IndexDamaged, transaction
 from gitwiki.index.store.embedded import EmbeddedMemo, memo_for
 from gitwiki.index.store.lock import LOCK_TIMEOUT, writer_lock
 from gitwiki.index.tokens import TOKENS_VERSION
@@ -97,23 +95,10 @@ class Database:
         keys: Iterable[str | int],
         before: tuple[str | int, ...] = (),
         after: tuple[str | int, ...] = (),
-        conn: sqlite3.Connection | None = None,
     ) -> Iterator[tuple[Any, ...]]:
-        """Rows of `sql`, whose `{marks}` is an IN list over `keys`, in batches (SQLite caps bound parameters); over
-        `conn` when given, else the store's connection."""
+        """Rows of `sql`, whose `{marks}` is an IN list over `keys`, in batches (SQLite caps bound parameters)."""
         for batch in batches(list(keys)):
-            yield from (conn or self.conn).execute(sql.format(marks=question_marks(batch)), [*before, *batch, *after])
-
-    @contextlib.contextmanager
-    def _apart(self) -> Iterator[sqlite3.Connection]:
-        """A read-only connection of its own, in one read transaction: for a thread that reads while others use the
-        store's connection (a Python connection serves one statement at a time)."""
-        conn = connect(self.index_dir / DB_NAME, read_only=True, shared=os.access(self.index_dir, os.W_OK))
-        try:
-            with transaction(conn, "BEGIN DEFERRED"):
-                yield conn
-        finally:
-            conn.close()
+            yield from self.conn.execute(sql.format(marks=question_marks(batch)), [*before, *batch, *after])
 
     def counts(self) -> dict[str, int]:
         return {

@@ -79,19 +79,17 @@ class Vectors(Pages):
             [(model, h, row.astype("<f4").tobytes()) for h, row in zip(hashes, matrix, strict=False)],
         )
 
-    def vectors(self, model: str, blobs: Iterable[str], apart: bool = False) -> tuple[list[tuple[int, str]], bytes]:
-        """((chunk id, blob) per row, concatenated float32 vectors) for the chunks of `blobs` that have one. `apart`:
-        read over a connection of its own, by a thread that does not hold the one the process's calls share."""
+    def vectors(self, model: str, blobs: Iterable[str]) -> tuple[list[tuple[int, str]], bytes]:
+        """((chunk id, blob) per row, concatenated float32 vectors) for the chunks of `blobs` that have one."""
         rows: list[tuple[int, str]] = []
         parts: list[bytes] = []
         q = (
             "SELECT c.id, c.blob, v.vec FROM chunks c JOIN vectors v ON v.model = ? AND v.hash = c.hash"
             " WHERE c.blob IN ({marks})"
         )
-        with self._apart() if apart else contextlib.nullcontext(self.conn) as conn:
-            for cid, blob, vec in self._select_in(q, blobs, before=(model,), conn=conn):
-                rows.append((cid, blob))
-                parts.append(vec)
+        for cid, blob, vec in self._select_in(q, blobs, before=(model,)):
+            rows.append((cid, blob))
+            parts.append(vec)
         return rows, b"".join(parts)
 
     def vector_bytes(self, model: str | None) -> tuple[int, int | None, int | None]:
