@@ -71,7 +71,7 @@ from typing import Any
 
 from bench_index import questions, tldr_pages
 from bench_mcp import NOOP_SERVER
-from benchlib import ROOT, WORK, corpus_config, open_wiki, timed_index, use_offline_model, write_repo
+from benchlib import ROOT, WORK, compiled, corpus_config, open_wiki, timed_index, use_offline_model, write_repo
 
 QUERY = "list files in a directory"
 TAG = "SESSBENCH_RUN"  # no GITWIKI_ prefix: the environment the server compares stays the user's
@@ -733,6 +733,7 @@ def main() -> None:
     if args.qmd:
         qmd, qmd_env = qmd_setup(args.qmd, args.qmd_node, Path(args.qmd_home), repo / "wiki")
     code = str(Path(args.base).resolve()) if args.base else str(ROOT)
+    compiled(code)
     bin_dir = None
     if args.venv:
         from bench_claude import make_venv
