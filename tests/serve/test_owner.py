@@ -147,6 +147,15 @@ def owner_pid(repo: Path) -> int:
     return int(found["pid"])
 
 
+def connected(shared: Any, **ground: str) -> tuple[Session, int]:
+    """A session started and opened whose first `ground` the owner answered: the session, and the owner's pid."""
+    repo, _ = shared
+    session = start(shared)
+    session.open()
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback", **ground))
+    return session, owner_pid(repo.path)
+
+
 def text(answer: dict[str, Any]) -> str:
     return str(answer["result"]["content"][0]["text"])
 
@@ -456,10 +465,7 @@ def test_every_bridge_recovers_from_a_killed_owner_and_reads_are_asked_again(sha
 
 def test_a_write_in_flight_when_the_owner_dies_is_answered_not_resent(shared):
     repo, _ = shared
-    session = start(shared)
-    session.open()
-    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))  # connected to the owner
-    pid = owner_pid(repo.path)
+    session, pid = connected(shared)  # connected to the owner
     os.kill(pid, signal.SIGSTOP)
     write = session.request(
         "tools/call", {"name": "add_markdown", "arguments": {"path": "wiki/w.md", "content": "# W\n"}}
@@ -476,10 +482,7 @@ def test_a_write_in_flight_when_the_owner_dies_is_answered_not_resent(shared):
 
 def test_a_hung_owner_is_answered_for_within_a_bound(shared):
     repo, _ = shared
-    session = start(shared)
-    session.open()
-    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))  # connected to the owner
-    pid = owner_pid(repo.path)
+    session, pid = connected(shared)  # connected to the owner
     os.kill(pid, signal.SIGSTOP)
     try:
         started = time.monotonic()
@@ -515,10 +518,7 @@ def test_a_stopped_owner_ends_without_the_interpreters_teardown(shared, monkeypa
         f"    atexit.register(lambda: open({str(marker)!r}, 'a').write(str(os.getpid())))\n"
     )
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(hooks), os.environ.get("PYTHONPATH")])))
-    session = start(shared)
-    session.open()
-    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))
-    pid = owner_pid(repo.path)
+    session, pid = connected(shared)
     stopped = subprocess.run(
         [sys.executable, "-m", "gitwiki", "-C", str(repo.path), "serve", "--stop"], capture_output=True, text=True
     )
@@ -620,10 +620,7 @@ def test_an_owner_whose_configuration_changed_hands_over_to_a_new_one(shared):
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_ends_a_bridge_at_once_and_the_owner_stays(shared, signum):
     repo, _ = shared
-    session = start(shared)
-    session.open()
-    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))
-    pid = owner_pid(repo.path)
+    session, pid = connected(shared)
     session.process.send_signal(signum)
     assert session.process.wait(timeout=WAIT) == -signum
     assert b"Traceback" not in b"".join(session.stderr)
@@ -800,10 +797,7 @@ def test_an_owner_answers_lexical_calls_while_its_model_loads_and_hybrid_ones_on
     monkeypatch.setenv("TEST_MODEL_GATE", str(gate))
     monkeypatch.setenv("TEST_MODEL_EVENTS", str(events))
 
-    session = start(shared)
-    session.open()
-    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback", mode="lexical"))
-    pid = owner_pid(repo.path)
+    session, pid = connected(shared, mode="lexical")
     seen = events.read_text().splitlines()
     assert seen[0] == f"asked-before-cli {pid}" and seen.count(f"build {pid}") == 1  # loading, held at the gate
     hybrid = session.request("tools/call", {"name": "ground", "arguments": {"query": "helm rollback"}})
