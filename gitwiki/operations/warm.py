@@ -20,10 +20,13 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
     matrix, and load the model. `lock` is the one the process's calls hold, as they share the index connection.
     The reads come first, while onnxruntime builds the model on its own thread without the GIL; the model's
     load and first run (onnxruntime's arena and threads) are outside the lock, so a call that needs no model is
-    answered meanwhile and a first hybrid call does only its own work (docs/research/sessions-start.md)."""
+    answered meanwhile and a first hybrid call does only its own work (docs/research/sessions-start.md). A corpus
+    with pages to embed first (a stale index, uncommitted pages) gets a hybrid search once the model is there,
+    which embeds them here rather than in a first call."""
     started = time.perf_counter()
     # A lexical-mode config never loads the model here: a call asking for hybrid loads it then.
     model = None if wiki.config.search.mode == "lexical" else wiki.wanted_model()
+    to_embed: list[str] = []
     with lock:
         if wiki.has_no_index_to_start_from():
             from gitwiki.operations.pull import install_published  # http and archives: a clone without an index
@@ -35,14 +38,20 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
                 continue
             try:
                 wiki.search("warm up", c.name, mode="lexical")
-                if model is not None:
-                    wiki.local.corpus(c).load_vectors(model)
+                if model is not None and not wiki.local.corpus(c).load_vectors(model):
+                    to_embed.append(c.name)
             except GitwikiError as e:
                 log.info("warm-up of corpus %s: %s", c.name, e)
     read = time.perf_counter()
     embedder = None if model is None else wiki.embedder()
     if embedder is not None:
         embedder.embed_query("warm up")
+        for name in to_embed:
+            with lock:
+                try:
+                    wiki.search("warm up", name, mode="hybrid")
+                except GitwikiError as e:
+                    log.info("warm-up of corpus %s: %s", name, e)
     # What a first call waits for, in the server's log (--log-level INFO): docs/research/mcp-startup.md.
     log.info("warm: corpora %.2f s, then the model %.2f s", read - started, time.perf_counter() - read)
     if embedder is not None:
