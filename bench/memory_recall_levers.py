@@ -301,7 +301,7 @@ def make_admit(rule: str, arg: float) -> Callable:
     return matched
 
 
-# ---- third round (docs/research/memory-recall-2.md) ----------------------------------------------------
+# ---- adaptive weight, lexical PRF, sentence windows (docs/research/memory-recall-2.md) ---------------
 
 
 def top_lexical_entry(lab: Lab, q: Question) -> tuple[str, int] | None:
