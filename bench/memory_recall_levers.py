@@ -301,6 +301,167 @@ def make_admit(rule: str, arg: float) -> Callable:
     return matched
 
 
+# ---- adaptive weight, lexical PRF, sentence windows (docs/research/memory-recall-2.md) ---------------
+
+
+def top_lexical_entry(lab: Lab, q: Question) -> tuple[str, int] | None:
+    """The entry of the lexical ranking's first chunk that belongs to an entry."""
+    return next((lab.entry_of[c] for c, _ in q.lexical if c in lab.entry_of), None)
+
+
+def coverage(lab: Lab, q: Question) -> float:
+    """The share of the query's content terms (memory's AND terms: stemmed, stop words out) that the top lexical
+    entry holds (topic, tags and text, as the AND pass reads an entry); 0 without a lexical match."""
+    from gitwiki.memory import search as ms
+    from gitwiki.memory.entry import entry_terms
+
+    if "coverage" not in q.extra:
+        needed = ms.query_terms(q.words)
+        key = top_lexical_entry(lab, q)
+        held = entry_terms(lab.entries[key]) if key in lab.entries else frozenset()
+        q.extra["coverage"] = len(needed & held) / len(needed) if needed else 0.0
+    return float(q.extra["coverage"])
+
+
+def lexical_z(q: Question) -> float:
+    """How far the top BM25 score stands above the lexical list: (top − mean) / standard deviation."""
+    scores = np.array([s for _, s in q.lexical])
+    if len(scores) < 2 or scores.std() == 0:
+        return 0.0
+    return float((scores[0] - scores.mean()) / scores.std())
+
+
+def make_adaptive(rule: str) -> Callable[[Lab, Question], dict]:
+    """Score fusion as now, with the lexical weight set per query from the lexical evidence: weak evidence → the
+    dense side weighs more. "cov-step": 0.5 when the top lexical entry holds every content term of the query,
+    else 0.3; "cov-linear": 0.25 + 0.25 × coverage (0.25–0.5); "z": 0.5 when the top BM25 score stands 4
+    standard deviations above the list (past DBSF's mean + 3σ = 1), else 0.35."""
+
+    def lever(lab: Lab, q: Question) -> dict:
+        if rule == "cov-step":
+            w = 0.5 if coverage(lab, q) >= 1.0 else 0.3
+        elif rule == "cov-linear":
+            w = 0.25 + 0.25 * coverage(lab, q)
+        else:
+            w = 0.5 if lexical_z(q) >= 4.0 else 0.35
+        if not q.lexical or not q.dense:
+            return lever_main(lab, q)
+        return fused_entries(lab, [q.lexical, q.dense], [w, 1.0 - w])
+
+    return lever
+
+
+def feedback_terms(lab: Lab, q: Question, k: int, n: int) -> list[tuple[str, float]]:
+    """The `n` most distinctive index terms of the first `k` entries of the fused ranking (RM3's feedback model,
+    roughly): Σ over those entries of relevance × tf in the entry / its length × idf, query terms left out."""
+    from gitwiki.index.tokens import query_terms as fts_terms
+
+    store = lab.mem.search_index
+    base = lever_main(lab, q)
+    top = sorted(base.items(), key=lambda kv: -kv[1])[:k]
+    chunks_of = lab.chunks_of
+    weight: dict[str, float] = {}
+    asked = set(fts_terms(q.words))
+    texts = store.indexed_text([c for key, _ in top for c in chunks_of.get(key, [])])
+    for key, rel in top:
+        tokens = " ".join(" ".join(texts.get(c, ())) for c in chunks_of.get(key, [])).split()
+        if not tokens:
+            continue
+        counts: dict[str, int] = {}
+        for t in tokens:
+            counts[t] = counts.get(t, 0) + 1
+        for t, c in counts.items():
+            if t not in asked and t.isalpha() and len(t) > 2:
+                weight[t] = weight.get(t, 0.0) + rel * c / len(tokens)
+    if not weight:
+        return []
+    df = store.term_chunks(list(weight))
+    rows = lab.rows
+    scored = {t: w * np.log(rows / (1 + df.get(t, 0))) for t, w in weight.items() if df.get(t, 0) > 1}
+    return sorted(scored.items(), key=lambda kv: -kv[1])[:n]
+
+
+def make_lexical_prf(k: int, beta: float, n: int = 10) -> Callable[[Lab, Question], dict]:
+    """Lexical pseudo-relevance feedback (RM3-like): BM25 run again for the `n` most distinctive terms of the top
+    `k` fused entries (`feedback_terms`); each chunk's lexical score = its BM25 for the query / the list's best +
+    beta × its BM25 for the feedback terms / that list's best; then fused with the dense ranking as now."""
+
+    def lever(lab: Lab, q: Question) -> dict:
+        from gitwiki.index.tokens import fts_any
+
+        if not q.lexical or not q.dense:
+            return lever_main(lab, q)
+        expansion = feedback_terms(lab, q, k, n)
+        match = fts_any(t for t, _ in expansion)
+        if match is None:
+            return lever_main(lab, q)
+        extra = lab.mem.search_index.lexical_ranked(match, lab.depth)
+        top_q, top_e = q.lexical[0][1], (extra[0][1] if extra else 1.0)
+        lexical: dict[int, float] = {c: s / top_q for c, s in q.lexical}
+        for c, s in extra:
+            lexical[c] = lexical.get(c, 0.0) + beta * s / top_e
+        merged = sorted(lexical.items(), key=lambda kv: -kv[1])[: lab.depth]
+        return fused_entries(lab, [merged, q.dense])
+
+    return lever
+
+
+SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def windows(text: str, size: int = 40) -> list[str]:
+    """An entry's text as sentences (and lines), merged into windows of up to `size` words; a longer sentence is
+    cut into `size`-word pieces."""
+    out: list[str] = []
+    current: list[str] = []
+    for sentence in SENTENCE.split(text):
+        words = sentence.split()
+        if not words:
+            continue
+        for i in range(0, len(words), size):
+            piece = words[i : i + size]
+            if current and len(current) + len(piece) > size:
+                out.append(" ".join(current))
+                current = []
+            current.extend(piece)
+    if current:
+        out.append(" ".join(current))
+    return out
+
+
+def window_vectors(lab: Lab, key: tuple[str, int], titled: bool) -> np.ndarray:
+    """The vectors of an entry's windows (MiniLM, as the index embeds), embedded once per run; `titled` puts the
+    entry's title before each window."""
+    cache = lab.window_cache.setdefault(titled, {})
+    if key not in cache:
+        entry = lab.entries[key]
+        parts = windows(entry.text)
+        if titled:
+            parts = [f"{entry.title} — {w}" for w in parts]
+        cache[key] = lab.embedder.embed_documents(parts or [entry.title])
+    return cache[key]
+
+
+def make_sentences(gamma: float, top: int = 20, titled: bool = False) -> Callable[[Lab, Question], dict]:
+    """Sentence-level dense rescoring: each of the fused ranking's first `top` entries gets its windows' best
+    cosine with the query (`window_vectors`), normalized over those entries (DBSF) and added × gamma to its
+    relevance; the others keep theirs (all below, the addition is ≥ 0)."""
+
+    def lever(lab: Lab, q: Question) -> dict:
+        from gitwiki.search import ranking
+
+        base = lever_main(lab, q)
+        first = [k for k, _ in sorted(base.items(), key=lambda kv: -kv[1])[:top] if k in lab.entries]
+        best = [(i, float((window_vectors(lab, k, titled) @ q.query).max())) for i, k in enumerate(first)]
+        best.sort(key=lambda kv: -kv[1])
+        out = dict(base)
+        for i, norm in ranking.dbsf(best):
+            out[first[i]] = base[first[i]] + gamma * norm
+        return ranking.relative(out)
+
+    return lever
+
+
 LEVERS: dict[str, Callable[[Lab, Question], dict]] = {
     "main": lever_main,
     "prf3-0.5": make_prf(3, 0.5),
@@ -319,6 +480,15 @@ LEVERS: dict[str, Callable[[Lab, Question], dict]] = {
     "second-0.3": make_second(0.3, False),
     "second-0.5r": make_second(0.5, True),
     "second-0.15": make_second(0.15, False),
+    "adapt-cov-step": make_adaptive("cov-step"),
+    "adapt-cov-linear": make_adaptive("cov-linear"),
+    "adapt-z": make_adaptive("z"),
+    "lexprf1-0.3": make_lexical_prf(1, 0.3),
+    "lexprf3-0.3": make_lexical_prf(3, 0.3),
+    "lexprf3-0.5": make_lexical_prf(3, 0.5),
+    "sent-0.3": make_sentences(0.3),
+    "sent-0.5": make_sentences(0.5),
+    "sent-0.5t": make_sentences(0.5, titled=True),
 }
 
 
@@ -336,13 +506,23 @@ def prepare(lab: Lab) -> None:
             by_topic.setdefault(key[0], []).append(lab.vectors[cid])
     cents = {t: np.mean(v, axis=0) for t, v in by_topic.items()}
     lab.topic_centroids = {t: c / np.linalg.norm(c) for t, c in cents.items()}  # type: ignore[attr-defined]
+    lab.entries = {(e.topic, e.start_line): e for e in lab.mem.entries()}  # type: ignore[attr-defined]
+    chunks_of: dict = {}
+    for cid, key in sorted(lab.entry_of.items()):
+        chunks_of.setdefault(key, []).append(cid)
+    lab.chunks_of = chunks_of  # type: ignore[attr-defined]
+    lab.rows = lab.mem.search_index.term_stats([]).rows  # type: ignore[attr-defined]
+    lab.embedder = lab.mem.wiki.embedder()  # type: ignore[attr-defined]
+    lab.window_cache = {}  # type: ignore[attr-defined]
 
 
 def ranks_with(
-    lab: Lab, lever: Callable[[Lab, Question], dict], matcher: Callable | None = None, cap: int = 3, free: int = 0
+    lab: Lab, lever: Callable[[Lab, Question], dict], matcher: Callable | None = None, cap: int = 0, free: int = 0
 ) -> list[int | None]:
     from gitwiki.memory import search as ms
     from gitwiki.memory import stores
+
+    cap = cap or ms.PER_TOPIC  # 0: memory search's own cap
 
     by_words = {q.words: q for q in lab.ranked.values()}
     original, original_matched, original_cap = ms._relevance, ms._matched, ms.PER_TOPIC
@@ -402,7 +582,7 @@ def main() -> None:
         name, _, capping = spec.partition("@")
         cap, _, free = capping.partition("/")
         lever, _, matcher = name.partition("+")
-        ranks = ranks_with(lab, LEVERS[lever], matcher_of(matcher) if matcher else None, int(cap or 3), int(free or 0))
+        ranks = ranks_with(lab, LEVERS[lever], matcher_of(matcher) if matcher else None, int(cap or 0), int(free or 0))
         name = spec
         if name == "main":
             base = ranks
