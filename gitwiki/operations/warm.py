@@ -16,44 +16,30 @@ log = logging.getLogger("gitwiki.operations.warm")
 
 def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
     """Run on a background thread from the start of `gitwiki serve`: install the published index in a clone
-    without one, open the index, watch the corpora, read each indexed corpus's view, full-text pages and vector
-    matrix, and load the model. `lock` is the one the process's calls hold, as they share the index connection.
-    The reads come first, while onnxruntime builds the model on its own thread without the GIL; the model's
-    load and first run (onnxruntime's arena and threads) are outside the lock, so a call that needs no model is
-    answered meanwhile and a first hybrid call does only its own work (docs/research/sessions-start.md). A corpus
-    with pages to embed first (a stale index, uncommitted pages) gets a hybrid search once the model is there,
-    which embeds them here rather than in a first call."""
+    without one, open the index, watch the corpora, load the model, read each indexed corpus's view and
+    vector matrix. `lock` is the one the process's calls hold, as they share the index connection; the model
+    loads outside it, so calls that need no model are answered meanwhile."""
     started = time.perf_counter()
-    # A lexical-mode config never loads the model here: a call asking for hybrid loads it then.
-    model = None if wiki.config.search.mode == "lexical" else wiki.wanted_model()
-    to_embed: list[str] = []
     with lock:
         if wiki.has_no_index_to_start_from():
             from gitwiki.operations.pull import install_published  # http and archives: a clone without an index
 
             install_published(wiki)
         wiki.watch()
+    # A lexical-mode config never loads the model here: a call asking for hybrid loads it then.
+    embedder = None if wiki.config.search.mode == "lexical" else wiki.embedder()
+    loaded = time.perf_counter()
+    mode = "lexical" if embedder is None else "hybrid"
+    with lock:
         for c in wiki.config.corpora:
             if wiki.store.state(c.name) is None:  # a first build is the index command's job, not a warm-up's
                 continue
             try:
-                wiki.search("warm up", c.name, mode="lexical")
-                if model is not None and not wiki.local.corpus(c).load_vectors(model):
-                    to_embed.append(c.name)
+                wiki.search("warm up", c.name, mode=mode)
             except GitwikiError as e:
                 log.info("warm-up of corpus %s: %s", c.name, e)
-    read = time.perf_counter()
-    embedder = None if model is None else wiki.embedder()
-    if embedder is not None:
-        embedder.embed_query("warm up")
-        for name in to_embed:
-            with lock:
-                try:
-                    wiki.search("warm up", name, mode="hybrid")
-                except GitwikiError as e:
-                    log.info("warm-up of corpus %s: %s", name, e)
     # What a first call waits for, in the server's log (--log-level INFO): docs/research/mcp-startup.md.
-    log.info("warm: corpora %.2f s, then the model %.2f s", read - started, time.perf_counter() - read)
+    log.info("warm: model %.2f s, corpora %.2f s", loaded - started, time.perf_counter() - loaded)
     if embedder is not None:
         keep_fast_copy(embedder)  # the next process's model loads from it, this one's is loaded already
     release_freed_heap()

@@ -292,12 +292,6 @@ class Searcher:
         lexical_only = view.lexical_only if found.mode != "lexical" else ()
         return SearchResult(query, view.corpus, view.commit, found.mode, docs, view.dirty, lexical_only)
 
-    def load_vectors(self, view: CorpusView, model: str) -> None:
-        """Read `view`'s vector matrix for `model` before its first dense search needs it: a long-lived process
-        does it while its model still loads (operations/warm.py), where the search would then wait for it."""
-        with self.store.read():
-            self._matrix(view, model, self._blob_paths(view))
-
     def statistics(self, query: str) -> TermStats:
         """This index's BM25 statistics for the query's terms (`FullText.term_stats`): a search over several
         indexes adds them up and scores every index with the sum (`sources.source.search_shards`)."""

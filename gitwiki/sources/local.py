@@ -376,17 +376,6 @@ class LocalCorpus:
     def search(self, query: str, options: SearchOptions, at: str | None = None, worktree: bool = True) -> SearchResult:
         return search_view(self.scope(options, at, worktree), query, options)
 
-    def load_vectors(self, model: str) -> bool:
-        """The worktree view's vectors for `model`, read ahead of a first hybrid search (`Searcher.load_vectors`)
-        without waiting for the model; False where that search must embed pages first (the index does not hold
-        this tree's vectors, or a page is uncommitted): its view, under the same key, would hold vectors this one
-        lacks, so nothing is read."""
-        view = self.view()
-        if view.dirty or not self.wiki.is_fresh(self.config, vectors=True):
-            return False
-        self.wiki.searcher.load_vectors(view, model)
-        return True
-
     def scope(self, options: SearchOptions, at: str | None = None, worktree: bool = True) -> Scope:
         view = self.view(at, worktree, vectors=options.mode != "lexical")
         embedder = self.wiki.embedder() if options.mode != "lexical" else None

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gitwiki.wiki import Wiki
-from tests.helpers import DEPLOY, needs_model
+from tests.helpers import DEPLOY
 
 
 @pytest.mark.parametrize("mode", ["lexical", "hybrid"])
@@ -25,39 +25,6 @@ def test_the_warm_up_loads_the_model_only_when_search_is_not_lexical(repo, monke
     warm_up(wiki, threading.Lock())
     wiki.close()
     assert asked == ([] if mode == "lexical" else ["model"])
-
-
-@needs_model
-@pytest.mark.parametrize("uncommitted", [False, True])
-def test_the_warm_up_reads_the_vectors_before_the_model_and_runs_it_outside_the_lock(repo, monkeypatch, uncommitted):
-    """What a first hybrid call would pay is paid by the warm-up: the vectors read while the model still loads
-    (under the calls' lock), the model's first run outside it; the call then reads no vector. An uncommitted page
-    (vectors to make before the matrix is read) is embedded by a hybrid search once the model is there."""
-    from gitwiki.operations.warm import warm_up
-
-    repo.commit("init", {"wiki/deploy.md": DEPLOY})
-    wiki = Wiki.open(repo.path)
-    wiki.index()
-    if uncommitted:
-        (repo.path / "wiki" / "new.md").write_text("# Rollbacks\n\nHow to undo a bad release of the chart.\n")
-    wiki.reopen()  # a fresh process's searcher: nothing read yet
-    lock = threading.Lock()
-    reads: list[str] = []
-    model = Wiki.embedder
-    monkeypatch.setattr(Wiki, "embedder", lambda self: reads.append(f"model, locked {lock.locked()}") or model(self))
-    vectors = wiki.store.vectors
-    monkeypatch.setattr(wiki.store, "vectors", lambda *a: reads.append("vectors") or vectors(*a))
-    warm_up(wiki, lock)
-    if uncommitted:  # the model first, then its search under the lock embeds the page and reads the matrix
-        assert reads[0] == "model, locked False" and reads[-1] == "vectors" and "model, locked True" in reads
-    else:
-        assert reads == ["vectors", "model, locked False"]
-    warmed = len(reads)
-    found = wiki.search("undo a bad release" if uncommitted else "helm rollback", mode="hybrid")
-    wiki.close()
-    assert found.mode == "hybrid"
-    assert found.docs[0].path == ("wiki/new.md" if uncommitted else "wiki/deploy.md")
-    assert "vectors" not in reads[warmed:]
 
 
 def test_the_warm_up_ends_by_handing_freed_heap_back(repo, monkeypatch):
