@@ -138,9 +138,12 @@ def dbsf(ranking: Ranked) -> list[tuple[int, float]]:
         return []
     scores = [s for _, s in ranking]
     mean = sum(scores) / len(scores)
-    spread = 6 * math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+    spread = 6 * math.sqrt(sum([(s - mean) ** 2 for s in scores]) / len(scores))
     low = mean - spread / 2
-    return [(cid, max(0.0, (s - low) / spread) if spread > 0 else 1.0) for cid, s in ranking]
+    if not spread > 0:
+        return [(cid, 1.0) for cid, _ in ranking]
+    # `max(0.0, x)` without the call (max keeps 0.0 unless x > 0.0): 100 → 60 µs for two lists of 200
+    return [(cid, x if (x := (s - low) / spread) > 0.0 else 0.0) for cid, s in ranking]
 
 
 FUSERS: dict[str, Callable[[list[Ranked]], Ranked]] = {"rrf": rrf, "score": score_fusion}
@@ -380,11 +383,11 @@ def judge_pages(
     tokens: Mapping[str, Collection[str]],
     found: Candidates,
     background: Background | None,
-    known: float = 1.0,
+    known: float | Callable[[], float] = 1.0,
 ) -> list[tuple[PageHit, Judgement]]:
     """The weak flag of each page (gitwiki.search.relevance) from its best chunk's `tokens` (by path: title, breadcrumb
-    and text as indexed), its best cosine among the dense candidates and the share of `terms` the index `known`s;
-    a trace, if any, records it."""
+    and text as indexed), its best cosine among the dense candidates and the share of `terms` the index `known`s
+    (a callable: asked only for a page whose verdict depends on it, see `judge`); a trace, if any, records it."""
     cosines = dict(found.rankings.get("dense", ()))
     judged = []
     for hit in hits:
