@@ -100,9 +100,10 @@ def page_fusion(
     fused: dict[str, float] = {}
     for ranking, weight in zip(rankings, weights or _even(rankings), strict=False):
         best: dict[str, float] = {}
+        page_get, best_get = page_of.get, best.get
         for cid, norm in (normalize or dbsf)(ranking):
-            page = page_of.get(cid)
-            if page is not None and norm > best.get(page, -1.0):
+            page = page_get(cid)
+            if page is not None and norm > best_get(page, -1.0):
                 best[page] = norm
         for page, norm in best.items():
             fused[page] = fused.get(page, 0.0) + weight * norm
@@ -166,24 +167,26 @@ def rollup(
     `limit` caps the chunks returned in all; pages keep their order.
     """
     grouped: dict[str, list[tuple[int, float]]] = {}
-    for cid, score in ranked:
-        path = page_of.get(cid)
+    page_get, group = page_of.get, grouped.setdefault
+    for chunk in ranked:
+        path = page_get(chunk[0])
         if path is not None:
-            grouped.setdefault(path, []).append((cid, score))
-    base = {path: chunks[0][1] for path, chunks in grouped.items()}
-    if page_scores is not None:
-        base = {path: (1 - page_share) * b + page_share * page_scores.get(path, b) for path, b in base.items()}
-    scored = {
-        path: base[path] + (second / math.sqrt(len(chunks)) * chunks[1][1] if len(chunks) > 1 else 0.0)
-        for path, chunks in grouped.items()
-    }
-    # the first top_files of the sorted list, without sorting the rest (hundreds of pages for five)
-    pages = heapq.nsmallest(top_files, grouped.items(), key=lambda kv: (-scored[kv[0]], kv[0]))
+            group(path, []).append(chunk)
+    keep = 1 - page_share
+    scored: dict[str, float] = {}
+    for path, chunks in grouped.items():
+        base = chunks[0][1]
+        if page_scores is not None:
+            base = keep * base + page_share * page_scores.get(path, base)
+        scored[path] = base + (second / math.sqrt(len(chunks)) * chunks[1][1] if len(chunks) > 1 else 0.0)
+    # the first top_files of the sorted list, without sorting the rest (hundreds of pages for five); (-score, path)
+    # pairs compared as they are, no key function called per page
+    pages = heapq.nsmallest(top_files, [(-score, path) for path, score in scored.items()])
     hits, budget = [], limit
-    for path, chunks in pages:
+    for _, path in pages:
         if budget <= 0:
             break
-        kept = chunks[: min(chunks_per_file, budget)]
+        kept = grouped[path][: min(chunks_per_file, budget)]
         budget -= len(kept)
         hits.append(PageHit(path, scored[path], kept))
     return hits
