@@ -440,13 +440,25 @@ def memory_score(relevance: float, confidence: float, age_days: float, stale_fac
     return relevance * confidence * recency(age_days) * stale_factor
 
 
+_SPACES = re.compile(r"\s+")
+
+
 def snippet(text: str, terms: set[str], max_chars: int) -> str:
     """The `max_chars` window of `text` that holds the most query terms, on word boundaries."""
-    flat = re.sub(r"\s+", " ", text).strip()
+    flat = _SPACES.sub(" ", text).strip()
     if len(flat) <= max_chars:
         return flat
     lowered = flat.lower()
-    positions = sorted(m.start() for t in terms if t for m in re.finditer(re.escape(t), lowered))
+    # Each term's occurrences, left to right without overlaps, as a regex of the escaped term finds them; `str.find`
+    # takes no escape and compile per term (the 15 snippets of a query: 75 of each)
+    positions = []
+    for term in terms:
+        if term:
+            at = lowered.find(term)
+            while at >= 0:
+                positions.append(at)
+                at = lowered.find(term, at + len(term))
+    positions.sort()
     start = max(0, min(densest_start(positions, max_chars) - max_chars // 4, len(flat) - max_chars))
     if start > 0:
         space = flat.find(" ", start)
