@@ -38,15 +38,6 @@ _pool: ThreadPoolExecutor | None = None
 _cores = os.cpu_count() or 1
 
 
-def _forget_pool() -> None:
-    global _pool
-    _pool = None  # a forked child has none of its parent's threads: its own worker when it embeds
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
-
-
 def core_free() -> bool:
     """Whether a core is likely free for the worker: the 1-minute load average under the cores less half of one. On
     a busy host the threads' hand-offs cost more than the overlap saves: in-process, at load 3.3–3.8 from another

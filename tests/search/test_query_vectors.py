@@ -1,8 +1,5 @@
 """gitwiki.search.query_vectors: a query's vector embedded once per model and kept for the next searches."""
 
-import os
-import select
-import signal
 import threading
 
 import numpy as np
@@ -141,25 +138,3 @@ def test_a_core_is_free_below_the_cores_less_half_of_one(monkeypatch):
         assert query_vectors.core_free() is free, load
     monkeypatch.delattr(query_vectors.os, "getloadavg")
     assert query_vectors.core_free() is False
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
-def test_a_forked_child_embeds_ahead_on_a_worker_of_its_own():
-    embedder, kept = CountingEmbedder(), QueryVectors()
-    kept.ahead(embedder, "before")  # the parent's worker is running
-    kept.vector(embedder, "before")
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: the parent's worker thread is not here; a vector ahead must still come
-        os.close(read)
-        child = QueryVectors()
-        child.ahead(embedder, "child")
-        os.write(write, b"ok" if child.vector(embedder, "child") is not None else b"no")
-        os._exit(0)
-    os.close(write)
-    ready, _, _ = select.select([read], [], [], 20)
-    if not ready:  # the child waits for a worker that is not there
-        os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    with os.fdopen(read, "rb") as got:
-        assert ready and got.read() == b"ok"
