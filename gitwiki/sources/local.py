@@ -187,7 +187,6 @@ class LocalCorpora:
             self.config.search.auto_index and not self.checkout.is_fresh(c, vectors=embedder is not None)
         ):
             try:
-                self.checkout.searcher.queries.settle()  # the query's vector on its way: the model on one thread
                 # A reader never waits for another writer when there is a committed state to answer from.
                 with self.store.lock(LOCK_TIMEOUT if state is None else 0):
                     report = update(

@@ -572,12 +572,6 @@ def test_a_hybrid_query_is_embedded_on_the_worker_while_the_view_is_made_and_nev
     documents = [r for r in runs if r[0] == "documents"]
     assert query[1].startswith("gitwiki-query-vector") and documents
     assert all(d[2] >= query[3] for d in documents), runs  # the page text only once the query's run was done
-    repo.commit("more", {"wiki/more.md": "# More\n\nkappa omega omega\n"})  # a commit: the search indexes it first
-    runs.clear()
-    assert "wiki/more.md" in paths(wiki.search("omega again", mode="hybrid"))
-    (query,) = [r for r in runs if r[0] == "query"]
-    documents = [r for r in runs if r[0] == "documents"]
-    assert documents and all(d[2] >= query[3] for d in documents), runs
 
 
 def test_a_hybrid_query_asked_again_is_not_embedded_again(repo, monkeypatch):
