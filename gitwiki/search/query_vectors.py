@@ -7,15 +7,14 @@ asking alike. A kept vector is the embedder's own answer for that text, the same
 
 A query asked for the first time is embedded on a worker thread from the moment a search has it (`ahead`), while
 the search builds its view and ranks by BM25 (onnxruntime and SQLite let go of the GIL): the search then waits for
-the longer of the two, not their sum. Only while a core is free (`core_free`): on 2 cores, the 30 tldr questions
-asked once each in-process, alternating with the embedding in line, p50 9.3–10.7 against 11.7–12.0 ms at load
-1–2, but 0.6–1.0 ms above it at load 3.3–3.8 from another job's tests (docs/research/sessions-first-ask.md). Memory's
-search embeds its query ahead too (`memory.query_vector`), on the same thread.
+the longer of the two, not their sum. On 2 cores, the 30 tldr questions asked once each in-process, alternating
+with the embedding in line: p50 9.3–10.7 against 11.7–12.0 ms quiet, 16.8–20.9 against 18.3–25.4 ms beside two and
+three busy loops (docs/research/sessions-first-ask.md). Memory's search does the same (`memory.query_vector`), on the
+same thread.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -35,17 +34,6 @@ PENDING = 8
 
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
-_cores = os.cpu_count() or 1
-
-
-def core_free() -> bool:
-    """Whether a core is likely free for the worker: the 1-minute load average under the cores less half of one. On
-    a busy host the threads' hand-offs cost more than the overlap saves: in-process, at load 3.3–3.8 from another
-    job's tests (2 cores), the hybrid `ground` p50 was 0.6–1.0 ms above the embedding in line."""
-    try:
-        return os.getloadavg()[0] < _cores - 0.5
-    except (AttributeError, OSError):  # no load average here (Windows): the embedding in line, as before
-        return False
 
 
 def worker() -> ThreadPoolExecutor:
@@ -81,10 +69,8 @@ class QueryVectors:
         return vector
 
     def ahead(self, embedder: Embedder, query: str) -> None:
-        """Start embedding `query` on the worker thread while a core is free (`core_free`), unless its vector is kept
-        or on its way: `vector` waits for it then (otherwise it embeds the query in line)."""
-        if not core_free():
-            return
+        """Start embedding `query` on the worker thread, unless its vector is kept or on its way: `vector` waits for
+        it then."""
         key = (embedder.model_id, query)
         with self._lock:
             got, pending = self._vectors.get(key), self._pending.get(key)

@@ -5,13 +5,7 @@ import threading
 import numpy as np
 import pytest
 
-from gitwiki.search import query_vectors
 from gitwiki.search.query_vectors import PENDING, QueryVectors
-
-
-@pytest.fixture(autouse=True)
-def a_core_is_free(monkeypatch):
-    monkeypatch.setattr(query_vectors, "core_free", lambda: True)
 
 
 class CountingEmbedder:
@@ -119,22 +113,3 @@ def test_vectors_ahead_of_another_instance_or_never_asked_for_are_not_taken_and_
     assert len(many.asked) == PENDING + 3  # every one started ran (one worker, in turn); settle waited for the last
     kept.vector(many, "q0")
     assert many.asked.count("q0") == 2  # let go: embedded again when asked
-
-
-def test_on_a_busy_host_the_query_is_embedded_in_line(monkeypatch):
-    monkeypatch.setattr(query_vectors, "core_free", lambda: False)
-    embedder, kept = ThreadNoting(), QueryVectors()
-    kept.ahead(embedder, "deploy")
-    assert not kept._pending and embedder.asked == []
-    kept.vector(embedder, "deploy")
-    assert embedder.threads == [threading.current_thread().name]
-
-
-def test_a_core_is_free_below_the_cores_less_half_of_one(monkeypatch):
-    monkeypatch.undo()  # the real gate
-    monkeypatch.setattr(query_vectors, "_cores", 2)
-    for load, free in ((0.2, True), (1.4, True), (1.5, False), (3.0, False)):
-        monkeypatch.setattr(query_vectors.os, "getloadavg", lambda load=load: (load, load, load))
-        assert query_vectors.core_free() is free, load
-    monkeypatch.delattr(query_vectors.os, "getloadavg")
-    assert query_vectors.core_free() is False

@@ -555,9 +555,6 @@ def test_a_hybrid_query_is_embedded_on_the_worker_while_the_view_is_made_and_nev
             runs.append(("documents", threading.current_thread().name, started, time.perf_counter()))
             return vectors
 
-    from gitwiki.search import query_vectors
-
-    monkeypatch.setattr(query_vectors, "core_free", lambda: True)  # the worker whatever the host's load
     monkeypatch.setitem(embed.EMBEDDERS, "synonyms", Noting)
     monkeypatch.setattr(embed, "_cache", {})
     pages = {"wiki/sense.md": "# Sense\n\nkappa zeta\n", "wiki/pad.md": "# Pad\n\nnothing\n"}
