@@ -247,7 +247,6 @@ class LocalCorpora:
         if key is not None and done is not None and done[0] == asked:
             return overlay, 0, done[1]  # this overlay was embedded as far as the budget goes: nothing to look up
         self.settle_embedding()
-        self.checkout.searcher.queries.settle()  # the query's vector on its way: the model runs on one thread at once
         over = []
         for path in overlay.dirty:
             if budget is not None and path in overlay.pages:
@@ -375,8 +374,6 @@ class LocalCorpus:
         return self.corpora.view(self.config, at, worktree, vectors)
 
     def search(self, query: str, options: SearchOptions, at: str | None = None, worktree: bool = True) -> SearchResult:
-        if options.mode != "lexical" and (embedder := self.wiki.embedder()) is not None:
-            self.wiki.searcher.queries.ahead(embedder, query)  # the model runs while the view and BM25 are made
         return search_view(self.scope(options, at, worktree), query, options)
 
     def scope(self, options: SearchOptions, at: str | None = None, worktree: bool = True) -> Scope:

@@ -532,45 +532,6 @@ def test_dense_candidates_take_further_pages_when_one_page_owns_the_top(repo, mo
     assert wiki.search("omega", mode="dense", top_files=3).docs[2].path == "wiki/pad1.md"
 
 
-def test_a_hybrid_query_is_embedded_on_the_worker_while_the_view_is_made_and_never_beside_page_text(repo, monkeypatch):
-    """The query's vector is started before the view (`QueryVectors.ahead`); an uncommitted page's sections, which the
-    view embeds, wait for it: the model never runs on two threads at once."""
-    import threading
-    import time
-
-    from gitwiki.index import embed
-
-    runs: list[tuple[str, str, float, float]] = []  # (what, thread, start, end)
-
-    class Noting(_SynonymEmbedder):
-        def embed_query(self, text):
-            started = time.perf_counter()
-            time.sleep(0.05)  # long enough for the view to reach the page text if it did not wait
-            runs.append(("query", threading.current_thread().name, started, time.perf_counter()))
-            return super().embed_query(text)
-
-        def embed_documents(self, texts):
-            started = time.perf_counter()
-            vectors = super().embed_documents(texts)
-            runs.append(("documents", threading.current_thread().name, started, time.perf_counter()))
-            return vectors
-
-    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", Noting)
-    monkeypatch.setattr(embed, "_cache", {})
-    pages = {"wiki/sense.md": "# Sense\n\nkappa zeta\n", "wiki/pad.md": "# Pad\n\nnothing\n"}
-    repo.commit("pages", {**pages, ".gitwiki.toml": '[embeddings]\nprovider = "synonyms"\n'})
-    wiki = Wiki.open(repo.path)
-    wiki.index()
-    repo.write("wiki/draft.md", "# Draft\n\nkappa kappa omega\n")  # uncommitted: embedded by the view
-    runs.clear()
-    found = wiki.search("omega", mode="hybrid")
-    assert found.docs[0].path == "wiki/draft.md"
-    (query,) = [r for r in runs if r[0] == "query"]
-    documents = [r for r in runs if r[0] == "documents"]
-    assert query[1].startswith("gitwiki-query-vector") and documents
-    assert all(d[2] >= query[3] for d in documents), runs  # the page text only once the query's run was done
-
-
 def test_a_hybrid_query_asked_again_is_not_embedded_again(repo, monkeypatch):
     """A long-lived process (the owner of a checkout) keeps the vectors of recent queries: the same answer, no
     model run."""
