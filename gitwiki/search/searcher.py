@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import sys
+import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
@@ -32,7 +35,9 @@ from gitwiki.search.ranking import (
 from gitwiki.search.relevance import Background, known_share
 from gitwiki.search.rerank import Reranker, load_reranker, rerank
 
-if TYPE_CHECKING:  # numpy loads on the first dense query: the lexical CLI path stays fast
+if TYPE_CHECKING:  # numpy loads on the first dense query: the lexical CLI path stays fast; concurrent.futures too
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     import numpy as np
 
     from gitwiki.search.request import SearchRequest
@@ -237,6 +242,14 @@ class Searcher:
         blob_of: dict[int, str] = {}  # chunk id → blob, filled by the rankers
         rankings: dict[str, Ranked] = {}
         background: Background | None = None
+        if (
+            mode == "hybrid"
+            and embedder is not None
+            and stats is None
+            and (embedder.model_id, view.key) in self._matrices  # the dense ranking reads nothing from the index
+            and self.queries.kept(embedder, query) is None  # and runs the model
+        ):
+            return self._beside(view, query, embedder, blob_paths, pages)
         if mode in ("hybrid", "lexical"):
             rankings["lexical"] = (
                 self._lexical(query, blob_paths, blob_of, pages)
@@ -248,6 +261,25 @@ class Searcher:
             rankings["dense"], background = self._dense(view, query, embedder, blob_paths, blob_of, pages)
         page_of = {cid: blob_paths[blob] for cid, blob in blob_of.items()}
         return Candidates(rankings, page_of, mode), blob_of, background
+
+    def _beside(
+        self, view: CorpusView, query: str, embedder: Embedder, blob_paths: dict[str, str], pages: int
+    ) -> tuple[Candidates, dict[int, str], Background | None]:
+        """`_candidates` in hybrid mode with BM25 ranked on another thread while this one embeds the query (SQLite
+        and onnxruntime let go of the GIL): the model's run hides BM25's, and this thread, which runs the model as
+        it would alone, seldom waits. Only the other thread uses the index meanwhile: the dense matrix is kept."""
+        lexical_of: dict[int, str] = {}
+        ranking = _worker().submit(self._lexical, query, blob_paths, lexical_of, pages)
+        time.sleep(0)  # let go of the GIL: the worker starts now, not when this thread next waits
+        dense_of: dict[int, str] = {}
+        try:
+            dense, background = self._dense(view, query, embedder, blob_paths, dense_of, pages)
+        finally:
+            _wait([ranking])  # the read transaction must not end under the other thread's statement
+        rankings = {"lexical": ranking.result(), "dense": dense}
+        blob_of = {**lexical_of, **dense_of}  # as the rankers fill it in turn
+        page_of = {cid: blob_paths[blob] for cid, blob in blob_of.items()}
+        return Candidates(rankings, page_of, "hybrid"), blob_of, background
 
     def rankings(
         self,
@@ -540,6 +572,36 @@ def candidates(
             seen.add(item[1])
             pool.append(item)
     return pool
+
+
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def _worker() -> ThreadPoolExecutor:
+    """The thread that ranks by BM25 beside a query's embedding (`Searcher._beside`)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitwiki-bm25")
+        return _pool
+
+
+def _forget_pool() -> None:
+    global _pool
+    _pool = None  # a forked child has none of its parent's threads: a worker of its own when it needs one
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _wait(futures: list[Future[Any]]) -> None:
+    from concurrent.futures import wait as all_done
+
+    all_done(futures)
 
 
 def _few_pages(blobs: list[str], rows: list[int], pages: int) -> bool:

@@ -532,6 +532,51 @@ def test_dense_candidates_take_further_pages_when_one_page_owns_the_top(repo, mo
     assert wiki.search("omega", mode="dense", top_files=3).docs[2].path == "wiki/pad1.md"
 
 
+def test_a_new_hybrid_query_ranks_by_bm25_on_another_thread_while_it_is_embedded(repo, monkeypatch):
+    """BM25 beside the model (`Searcher._beside`): the same answer as one ranker after the other, the model run on the
+    calling thread, and a failed embedding raised only once BM25's statement is done."""
+    import threading
+
+    from gitwiki.index import embed
+    from gitwiki.search.searcher import Searcher
+
+    threads: dict[str, list[str]] = {"query": [], "bm25": []}
+
+    class Noting(_SynonymEmbedder):
+        def embed_query(self, text):
+            threads["query"].append(threading.current_thread().name)
+            if text == "fails":
+                raise RuntimeError("the model broke")
+            return super().embed_query(text)
+
+    lexical = Searcher._lexical
+
+    def noted(self, *args):
+        threads["bm25"].append(threading.current_thread().name)
+        return lexical(self, *args)
+
+    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", Noting)
+    monkeypatch.setattr(embed, "_cache", {})
+    monkeypatch.setattr(Searcher, "_lexical", noted)
+    pages = {
+        "wiki/sense.md": "# Sense\n\nkappa zeta\n",
+        **{f"wiki/pad{i}.md": f"# Pad {i}\n\nzeta\n" for i in range(8)},
+    }
+    repo.commit("pages", {**pages, ".gitwiki.toml": '[embeddings]\nprovider = "synonyms"\n'})
+    wiki = Wiki.open(repo.path)
+    wiki.search("warm", mode="hybrid")  # reads the dense matrix: one ranker after the other
+    threads["query"].clear(), threads["bm25"].clear()
+    beside = wiki.search("zeta omega", mode="hybrid", explain=True)
+    again = wiki.search("zeta omega", mode="hybrid", explain=True)  # its vector kept: one after the other
+    assert beside == again and beside.docs[0].path == "wiki/sense.md"
+    assert threads["query"] == ["MainThread"]
+    assert threads["bm25"][0].startswith("gitwiki-bm25") and threads["bm25"][1] == "MainThread"
+    with pytest.raises(RuntimeError, match="the model broke"):
+        wiki.search("fails", mode="hybrid")
+    assert threads["bm25"][-1].startswith("gitwiki-bm25")
+    assert wiki.search("zeta omega", mode="hybrid", explain=True) == beside  # the index read as before
+
+
 def test_a_hybrid_query_asked_again_is_not_embedded_again(repo, monkeypatch):
     """A long-lived process (the owner of a checkout) keeps the vectors of recent queries: the same answer, no
     model run."""
