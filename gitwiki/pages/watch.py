@@ -78,11 +78,13 @@ class Watcher:
             # A new name per fence: a late one must not pass for the next.
             fence = f"{self._fence_folder}{os.getpid()}-{next(_ids)}"
             try:
-                # os calls, not pathlib's: a third of the fence's cost was its Path and file objects
-                os.close(os.open(fence, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666))
+                # The last fence removed first: its event then comes before this one's, not after it, where it
+                # would be all the next fence's first look found (a 1 ms step more).
                 if self._fence is not None:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(self._fence)
+                # os calls, not pathlib's: a third of the fence's cost was its Path and file objects
+                os.close(os.open(fence, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666))
                 self._fence = fence
                 return self._await(fence)
             except (OSError, RuntimeError) as e:
@@ -95,16 +97,17 @@ class Watcher:
         deadline = time.monotonic() + FENCE_TIMEOUT
         step = 0
         while time.monotonic() < deadline:
-            # Returns what has arrived as soon as it stops growing, or after 1 ms with nothing. The first call
-            # checks at once (the fence has usually arrived); later ones sleep in 1 ms steps, so the watcher's
-            # own thread gets the CPU on a busy machine (spinning there made fences take half a second).
+            # Returns what has arrived as soon as it stops growing, or after 1 ms with nothing. It checks at once
+            # (the fence has usually arrived) until a look finds nothing; then in 1 ms steps, so the watcher's own
+            # thread gets the CPU on a busy machine (spinning there made fences take half a second).
             got = self._notify.watch(0, step, 1, None)
-            step = 1
             if isinstance(got, set):
                 if any(not path.startswith(self._ignored) for _, path in got):
                     self._generation += 1
                 if any(path == fence for _, path in got):
                     return self._generation
+                continue  # events that came before the fence: it is on its way, look again at once
+            step = 1
         log.info("file watch fence took over %.1f s; asking git this time", FENCE_TIMEOUT)
         return None
 

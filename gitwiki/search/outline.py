@@ -153,6 +153,7 @@ def explain_lines(trace: PageTrace) -> list[str]:
             said += f" · cosine {w.cosine:.4f}"
         if w.background is not None and w.z is not None:
             said += f", z {w.z:.2f} (not weak from {WEAK_Z}) over mean {w.background.mean:.4f} ± {w.background.std:.4f}"
-            said += f" · query terms in the index {w.known:.2f} (the z counts from {WEAK_KNOWN})"
+            if w.known is not None:
+                said += f" · query terms in the index {w.known:.2f} (the z counts from {WEAK_KNOWN})"
         lines.append(f"     {said}")
     return lines

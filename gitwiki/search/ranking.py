@@ -100,9 +100,10 @@ def page_fusion(
     fused: dict[str, float] = {}
     for ranking, weight in zip(rankings, weights or _even(rankings), strict=False):
         best: dict[str, float] = {}
+        page_get, best_get = page_of.get, best.get
         for cid, norm in (normalize or dbsf)(ranking):
-            page = page_of.get(cid)
-            if page is not None and norm > best.get(page, -1.0):
+            page = page_get(cid)
+            if page is not None and norm > best_get(page, -1.0):
                 best[page] = norm
         for page, norm in best.items():
             fused[page] = fused.get(page, 0.0) + weight * norm
@@ -138,9 +139,12 @@ def dbsf(ranking: Ranked) -> list[tuple[int, float]]:
         return []
     scores = [s for _, s in ranking]
     mean = sum(scores) / len(scores)
-    spread = 6 * math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+    spread = 6 * math.sqrt(sum([(s - mean) ** 2 for s in scores]) / len(scores))
     low = mean - spread / 2
-    return [(cid, max(0.0, (s - low) / spread) if spread > 0 else 1.0) for cid, s in ranking]
+    if not spread > 0:
+        return [(cid, 1.0) for cid, _ in ranking]
+    # `max(0.0, x)` without the call (max keeps 0.0 unless x > 0.0): 100 → 60 µs for two lists of 200
+    return [(cid, x if (x := (s - low) / spread) > 0.0 else 0.0) for cid, s in ranking]
 
 
 FUSERS: dict[str, Callable[[list[Ranked]], Ranked]] = {"rrf": rrf, "score": score_fusion}
@@ -163,24 +167,26 @@ def rollup(
     `limit` caps the chunks returned in all; pages keep their order.
     """
     grouped: dict[str, list[tuple[int, float]]] = {}
-    for cid, score in ranked:
-        path = page_of.get(cid)
+    page_get, group = page_of.get, grouped.setdefault
+    for chunk in ranked:
+        path = page_get(chunk[0])
         if path is not None:
-            grouped.setdefault(path, []).append((cid, score))
-    base = {path: chunks[0][1] for path, chunks in grouped.items()}
-    if page_scores is not None:
-        base = {path: (1 - page_share) * b + page_share * page_scores.get(path, b) for path, b in base.items()}
-    scored = {
-        path: base[path] + (second / math.sqrt(len(chunks)) * chunks[1][1] if len(chunks) > 1 else 0.0)
-        for path, chunks in grouped.items()
-    }
-    # the first top_files of the sorted list, without sorting the rest (hundreds of pages for five)
-    pages = heapq.nsmallest(top_files, grouped.items(), key=lambda kv: (-scored[kv[0]], kv[0]))
+            group(path, []).append(chunk)
+    keep = 1 - page_share
+    scored: dict[str, float] = {}
+    for path, chunks in grouped.items():
+        base = chunks[0][1]
+        if page_scores is not None:
+            base = keep * base + page_share * page_scores.get(path, base)
+        scored[path] = base + (second / math.sqrt(len(chunks)) * chunks[1][1] if len(chunks) > 1 else 0.0)
+    # the first top_files of the sorted list, without sorting the rest (hundreds of pages for five); (-score, path)
+    # pairs compared as they are, no key function called per page
+    pages = heapq.nsmallest(top_files, [(-score, path) for path, score in scored.items()])
     hits, budget = [], limit
-    for path, chunks in pages:
+    for _, path in pages:
         if budget <= 0:
             break
-        kept = chunks[: min(chunks_per_file, budget)]
+        kept = grouped[path][: min(chunks_per_file, budget)]
         budget -= len(kept)
         hits.append(PageHit(path, scored[path], kept))
     return hits
@@ -380,11 +386,11 @@ def judge_pages(
     tokens: Mapping[str, Collection[str]],
     found: Candidates,
     background: Background | None,
-    known: float = 1.0,
+    known: float | Callable[[], float] = 1.0,
 ) -> list[tuple[PageHit, Judgement]]:
     """The weak flag of each page (gitwiki.search.relevance) from its best chunk's `tokens` (by path: title, breadcrumb
-    and text as indexed), its best cosine among the dense candidates and the share of `terms` the index `known`s;
-    a trace, if any, records it."""
+    and text as indexed), its best cosine among the dense candidates and the share of `terms` the index `known`s
+    (a callable: asked only for a page whose verdict depends on it, see `judge`); a trace, if any, records it."""
     cosines = dict(found.rankings.get("dense", ()))
     judged = []
     for hit in hits:
@@ -434,13 +440,25 @@ def memory_score(relevance: float, confidence: float, age_days: float, stale_fac
     return relevance * confidence * recency(age_days) * stale_factor
 
 
+_SPACES = re.compile(r"\s+")
+
+
 def snippet(text: str, terms: set[str], max_chars: int) -> str:
     """The `max_chars` window of `text` that holds the most query terms, on word boundaries."""
-    flat = re.sub(r"\s+", " ", text).strip()
+    flat = _SPACES.sub(" ", text).strip()
     if len(flat) <= max_chars:
         return flat
     lowered = flat.lower()
-    positions = sorted(m.start() for t in terms if t for m in re.finditer(re.escape(t), lowered))
+    # Each term's occurrences, left to right without overlaps, as a regex of the escaped term finds them; `str.find`
+    # takes no escape and compile per term (the 15 snippets of a query: 75 of each)
+    positions = []
+    for term in terms:
+        if term:
+            at = lowered.find(term)
+            while at >= 0:
+                positions.append(at)
+                at = lowered.find(term, at + len(term))
+    positions.sort()
     start = max(0, min(densest_start(positions, max_chars) - max_chars // 4, len(flat) - max_chars))
     if start > 0:
         space = flat.find(" ", start)

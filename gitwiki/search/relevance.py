@@ -18,7 +18,7 @@ on wiki-dev, Cranfield and SciFact the flag is on for 16–41 % of questions who
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, NamedTuple
 
 WEAK_COVERAGE = 0.5
@@ -46,7 +46,9 @@ class Judgement(NamedTuple):
     cosine: float | None  # the page's best cosine among the dense candidates
     background: Background | None  # the query's cosine over every chunk searched (None: lexical, or unknown)
     z: float | None  # (cosine − background mean) / its std: the standout WEAK_Z asks for
-    known: float = 1.0  # the share of the query's content terms that occur anywhere in the index
+    # the share of the query's content terms that occur anywhere in the index; None when the verdict did not need it
+    # and it was not looked up (`judge` with a callable `known`)
+    known: float | None = 1.0
 
     def to_json(self) -> dict[str, Any]:
         def rounded(x: float | None) -> float | None:
@@ -61,7 +63,7 @@ class Judgement(NamedTuple):
             "background": None if bg is None else {"mean": round(bg.mean, 6), "std": round(bg.std, 6)},
             "z": rounded(self.z),
             "needs_z": WEAK_Z,
-            "known": round(self.known, 6),
+            "known": rounded(self.known),
             "needs_known": WEAK_KNOWN,
         }
 
@@ -71,14 +73,15 @@ def judge(
     tokens: Collection[str],
     cosine: float | None,
     background: Background | None,
-    known: float = 1.0,
+    known: float | Callable[[], float] = 1.0,
 ) -> Judgement:
     """Whether a page whose best chunk has the terms `tokens` (title and breadcrumb included) is a weak answer,
     and the evidence.
 
     `cosine` is the chunk's similarity to the query (None when it was not among the dense candidates),
     `background` None in lexical mode, where only the term coverage can speak; `known` the share of `terms`
-    the index holds at all (`known_share`).
+    the index holds at all (`known_share`): a callable is called only when the verdict depends on it (a page with
+    few of the terms whose cosine stands out), which few pages are.
     """
     share = coverage(terms, tokens)
     z = None
@@ -89,8 +92,11 @@ def judge(
     elif share >= WEAK_COVERAGE:
         weak = False
     else:
-        weak = background is None or z is None or z < WEAK_Z or known < WEAK_KNOWN
-    return Judgement(weak, share, cosine, background, z, known)
+        weak = background is None or z is None or z < WEAK_Z
+        if not weak:
+            known = known() if callable(known) else known
+            weak = known < WEAK_KNOWN
+    return Judgement(weak, share, cosine, background, z, None if callable(known) else known)
 
 
 def known_share(terms: set[str], chunks_holding: Mapping[str, int]) -> float:

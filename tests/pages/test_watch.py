@@ -175,3 +175,56 @@ def test_the_watcher_starts_without_running_the_watchfiles_package(tmp_path):
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["[]", "True"]
+
+
+class _Scripted:
+    """A notifier whose first look finds only an earlier event (the last fence's removal, say) and whose next finds
+    every file in the fence folder: what a fence whose own event trails the others sees."""
+
+    def __init__(self, folder) -> None:
+        self.folder = folder
+        self.steps: list[int] = []
+
+    def watch(self, debounce: int, step: int, timeout: int, stop: object) -> set[tuple[int, str]]:
+        self.steps.append(step)
+        if len(self.steps) == 1:
+            return {(3, os.path.join(self.folder, "an-earlier-fence"))}
+        return {(1, os.path.join(self.folder, name)) for name in os.listdir(self.folder)}
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_fence_looks_again_at_once_past_events_that_came_before_it(tmp_path):
+    notify = _Scripted(tmp_path)
+    watcher = Watcher(notify, tmp_path, (str(tmp_path) + os.sep,))  # type: ignore[arg-type]
+    assert watcher.sync() == 0  # only fences: no change
+    assert notify.steps == [0, 0]  # not a 1 ms step: its own event was on its way
+
+
+def test_the_last_fence_is_removed_before_the_next_is_written(tmp_path, monkeypatch):
+    done: list[tuple[str, str]] = []
+
+    class Noting:
+        def __getattr__(self, name: str) -> object:
+            return getattr(os, name)
+
+        def open(self, path: str, *args: int) -> int:
+            done.append(("write", os.path.basename(path)))
+            return os.open(path, *args)
+
+        def unlink(self, path: str) -> None:
+            done.append(("remove", os.path.basename(path)))
+            os.unlink(path)
+
+    class Found:  # the fence at the first look
+        def watch(self, *args: object) -> set[tuple[int, str]]:
+            return {(1, os.path.join(tmp_path, name)) for name in os.listdir(tmp_path)}
+
+    monkeypatch.setattr(watch, "os", Noting())
+    watcher = Watcher(Found(), tmp_path, (str(tmp_path) + os.sep,))  # type: ignore[arg-type]
+    watcher.sync()
+    watcher.sync()
+    (first, second) = [name for what, name in done if what == "write"]
+    assert done == [("write", first), ("remove", first), ("write", second)]
+    assert os.listdir(tmp_path) == [second]

@@ -1,3 +1,4 @@
+import heapq
 import math
 import re
 from datetime import UTC, datetime
@@ -17,6 +18,7 @@ from gitwiki.search.ranking import (
     RECENCY_DAYS,
     SECOND_CHUNK,
     Candidates,
+    PageHit,
     Weighting,
     best_of,
     dbsf,
@@ -112,6 +114,96 @@ def test_snippet_is_the_window_counting_every_term_would_choose(words, terms, ma
     lowered = " ".join(words).lower()
     positions = sorted(m.start() for t in terms if t for m in re.finditer(re.escape(t), lowered))
     assert densest_start(positions, max_chars) == _densest_start_by_counting(positions, max_chars)
+
+
+def _snippet_by_regex(text: str, terms: set[str], max_chars: int) -> str:
+    """`snippet` as it was written first, each term's positions found by a regex of it: the oracle of its `find`."""
+    flat = re.sub(r"\s+", " ", text).strip()
+    if len(flat) <= max_chars:
+        return flat
+    lowered = flat.lower()
+    positions = sorted(m.start() for t in terms if t for m in re.finditer(re.escape(t), lowered))
+    start = max(0, min(densest_start(positions, max_chars) - max_chars // 4, len(flat) - max_chars))
+    if start > 0:
+        space = flat.find(" ", start)
+        start = space + 1 if 0 <= space < start + 20 else start
+    window = flat[start : start + max_chars]
+    if start + max_chars < len(flat) and " " in window[-20:]:
+        window = window[: window.rfind(" ")]
+    return ("…" if start > 0 else "") + window + ("…" if start + len(window) < len(flat) else "")
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    words=st.lists(
+        st.sampled_from(["aa", "aaa", "key", "Keys", "a.b", "(x)", "İi", "sign", " ", "\n\t", "ß", "x" * 30]),
+        max_size=120,
+    ),
+    terms=st.sets(st.sampled_from(["aa", "a", "key", "a.b", "(x)", "i̇", "ß", "", "sign"]), max_size=4),
+    max_chars=st.integers(min_value=1, max_value=120),
+)
+def test_snippet_finds_each_term_as_a_regex_of_it_would(words, terms, max_chars):
+    text = "".join(words)
+    assert snippet(text, terms, max_chars) == _snippet_by_regex(text, terms, max_chars)
+
+
+def _dbsf_with_max(ranking: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """`dbsf` as it was first written (`max(0.0, x)`, a generator for the squares): its oracle."""
+    if not ranking:
+        return []
+    scores = [s for _, s in ranking]
+    mean = sum(scores) / len(scores)
+    spread = 6 * math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+    low = mean - spread / 2
+    return [(cid, max(0.0, (s - low) / spread) if spread > 0 else 1.0) for cid, s in ranking]
+
+
+def _rollup_by_key(ranked, page_of, top_files, chunks_per_file, limit, second=0.0, page_scores=None, page_share=0.5):
+    """`rollup` as it was first written (grouped with setdefault, pages picked with a key function): its oracle."""
+    grouped: dict[str, list[tuple[int, float]]] = {}
+    for cid, score in ranked:
+        path = page_of.get(cid)
+        if path is not None:
+            grouped.setdefault(path, []).append((cid, score))
+    base = {path: chunks[0][1] for path, chunks in grouped.items()}
+    if page_scores is not None:
+        base = {path: (1 - page_share) * b + page_share * page_scores.get(path, b) for path, b in base.items()}
+    scored = {
+        path: base[path] + (second / math.sqrt(len(chunks)) * chunks[1][1] if len(chunks) > 1 else 0.0)
+        for path, chunks in grouped.items()
+    }
+    pages = heapq.nsmallest(top_files, grouped.items(), key=lambda kv: (-scored[kv[0]], kv[0]))
+    hits, budget = [], limit
+    for path, chunks in pages:
+        if budget <= 0:
+            break
+        kept = chunks[: min(chunks_per_file, budget)]
+        budget -= len(kept)
+        hits.append(PageHit(path, scored[path], kept))
+    return hits
+
+
+_scores = st.one_of(st.floats(-50, 50, allow_nan=False), st.sampled_from([0.0, -0.0, 1.0, 2.5]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ranking=st.lists(st.tuples(st.integers(0, 60), _scores), max_size=80, unique_by=lambda c: c[0]),
+    pages=st.dictionaries(st.integers(0, 70), st.sampled_from(["a.md", "b.md", "c.md", "d/e.md", "f.md"])),
+    top_files=st.integers(1, 6),
+    chunks_per_file=st.integers(1, 4),
+    limit=st.integers(1, 12),
+    second=st.sampled_from([0.0, 0.5]),
+    share=st.sampled_from([None, 0.0, 0.3, 1.0]),
+)
+def test_dbsf_and_rollup_give_what_they_were_first_written_to_give(
+    ranking, pages, top_files, chunks_per_file, limit, second, share
+):
+    assert dbsf(ranking) == _dbsf_with_max(ranking)
+    ranked = sorted(ranking, key=lambda c: (-c[1], c[0]))
+    page_scores = None if share is None else {page: i / 7 for i, page in enumerate(sorted(set(pages.values())))}
+    args = (ranked, pages, top_files, chunks_per_file, limit, second, page_scores, share or 0.0)
+    assert rollup(*args) == _rollup_by_key(*args)
 
 
 def test_rollup_second_chunk_favours_the_page_several_chunks_match():

@@ -2,6 +2,7 @@
 
 import json
 import re
+from collections.abc import Callable
 
 import pytest
 
@@ -440,6 +441,57 @@ def test_a_weak_judgement_needs_the_query_words_known_for_the_dense_standout_to_
     assert known_share(set(), {}) == 1.0
 
 
+def test_a_weak_judgement_asks_for_the_known_share_only_when_the_verdict_depends_on_it():
+    standout, flat = Background(0.04, 0.05), Background(0.2, 0.05)
+    asked: list[str] = []
+
+    def known(share: float) -> Callable[[], float]:
+        return lambda: asked.append("known") or share  # type: ignore[func-returns-value]
+
+    # covered, no standout, lexical: decided without it, and the record says it was not looked up
+    for judged in (
+        judge({"rotat", "key"}, ["rotat", "key"], 0.25, standout, known(0.0)),
+        judge({"rotat", "key"}, [], 0.25, flat, known(1.0)),
+        judge({"rotat", "key"}, [], None, None, known(1.0)),
+    ):
+        assert judged.known is None and judged.to_json()["known"] is None
+    assert asked == []
+    judged = judge({"zxqv", "blorf"}, [], 0.25, standout, known(0.0))
+    assert judged.weak and judged.known == 0.0 and asked == ["known"]
+    assert judge({"rotat", "key"}, [], 0.25, standout, known(0.5)) == judge(
+        {"rotat", "key"}, [], 0.25, standout, known=0.5
+    )
+
+
+def test_a_hybrid_search_looks_up_the_query_terms_in_the_index_only_for_a_verdict_or_a_trace(repo, monkeypatch):
+    from gitwiki.index import embed
+    from gitwiki.index.store import Store
+
+    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", _SynonymEmbedder)
+    pages = {
+        "wiki/sense.md": "# Sense\n\nkappa kappa\n",
+        **{f"wiki/pad{i}.md": f"# Pad {i}\n\nnothing to see\n" for i in range(30)},
+    }
+    repo.commit("pages", {**pages, ".gitwiki.toml": '[embeddings]\nprovider = "synonyms"\n'})
+    looked_up: list[set[str]] = []
+    term_chunks = Store.term_chunks
+
+    def counted(self: Store, terms: set[str]) -> dict[str, int]:
+        looked_up.append(set(terms))
+        return term_chunks(self, terms)
+
+    monkeypatch.setattr(Store, "term_chunks", counted)
+    wiki = Wiki.open(repo.path)
+    found = wiki.search("pad nothing", mode="hybrid")  # every page shown holds the words: no verdict needs it
+    assert found.docs and not found.weak and looked_up == []
+    found = wiki.search("omega blorf", mode="hybrid")  # a standout holding none of them: the index decides
+    assert found.docs[0].path == "wiki/sense.md" and found.weak and looked_up == [{"omega", "blorf"}]
+    looked_up.clear()
+    traced = wiki.search("pad nothing", mode="hybrid", explain=True)
+    trace = traced.docs[0].explain
+    assert looked_up == [{"pad", "noth"}] and trace is not None and trace.weak is not None and trace.weak.known == 1.0
+
+
 def test_search_settings_weigh_the_rankers_and_bound_their_candidates(repo, monkeypatch):
     from gitwiki.index import embed
 
@@ -461,6 +513,68 @@ def test_search_settings_weigh_the_rankers_and_bound_their_candidates(repo, monk
     wiki = Wiki.open(repo.path)
     rankings, _ = wiki.searcher.candidates(wiki.view(vectors=True), "zeta omega", wiki.embedder(), 1)
     assert [len(r) for r in rankings] == [2, 2]  # 7 pages hold zeta, and 8 have vectors
+
+
+def test_dense_candidates_take_further_pages_when_one_page_owns_the_top(repo, monkeypatch):
+    from gitwiki.index import embed
+
+    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", _SynonymEmbedder)
+    big = "# Big\n\n" + "".join(f"## Part {i}\n\nkappa kappa kappa\n\n" for i in range(4))
+    pages = {"wiki/big.md": big, **{f"wiki/pad{i}.md": f"# Pad {i}\n\nkappa{' filler' * (i + 1)}\n" for i in range(4)}}
+    config = '[embeddings]\nprovider = "synonyms"\n[search]\ndepth = 2\n'
+    repo.commit("pages", {**pages, ".gitwiki.toml": config})
+    wiki = Wiki.open(repo.path)
+    for pages_asked, pages_given in ((1, ["wiki/big.md"]), (3, ["wiki/big.md", "wiki/pad0.md", "wiki/pad1.md"])):
+        rankings, page_of = wiki.searcher.candidates(wiki.view(vectors=True), "omega", wiki.embedder(), pages_asked)
+        dense = rankings[-1]
+        assert list(dict.fromkeys(page_of[cid] for cid, _ in dense)) == pages_given
+        assert [score for _, score in dense] == sorted((score for _, score in dense), reverse=True)
+    assert wiki.search("omega", mode="dense", top_files=3).docs[2].path == "wiki/pad1.md"
+
+
+def test_a_new_hybrid_query_ranks_by_bm25_on_another_thread_while_it_is_embedded(repo, monkeypatch):
+    """BM25 beside the model (`Searcher._beside`): the same answer as one ranker after the other, the model run on the
+    calling thread, and a failed embedding raised only once BM25's statement is done."""
+    import threading
+
+    from gitwiki.index import embed
+    from gitwiki.search.searcher import Searcher
+
+    threads: dict[str, list[str]] = {"query": [], "bm25": []}
+
+    class Noting(_SynonymEmbedder):
+        def embed_query(self, text):
+            threads["query"].append(threading.current_thread().name)
+            if text == "fails":
+                raise RuntimeError("the model broke")
+            return super().embed_query(text)
+
+    lexical = Searcher._lexical
+
+    def noted(self, *args):
+        threads["bm25"].append(threading.current_thread().name)
+        return lexical(self, *args)
+
+    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", Noting)
+    monkeypatch.setattr(embed, "_cache", {})
+    monkeypatch.setattr(Searcher, "_lexical", noted)
+    pages = {
+        "wiki/sense.md": "# Sense\n\nkappa zeta\n",
+        **{f"wiki/pad{i}.md": f"# Pad {i}\n\nzeta\n" for i in range(8)},
+    }
+    repo.commit("pages", {**pages, ".gitwiki.toml": '[embeddings]\nprovider = "synonyms"\n'})
+    wiki = Wiki.open(repo.path)
+    wiki.search("warm", mode="hybrid")  # reads the dense matrix: one ranker after the other
+    threads["query"].clear(), threads["bm25"].clear()
+    beside = wiki.search("zeta omega", mode="hybrid", explain=True)
+    again = wiki.search("zeta omega", mode="hybrid", explain=True)  # its vector kept: one after the other
+    assert beside == again and beside.docs[0].path == "wiki/sense.md"
+    assert threads["query"] == ["MainThread"]
+    assert threads["bm25"][0].startswith("gitwiki-bm25") and threads["bm25"][1] == "MainThread"
+    with pytest.raises(RuntimeError, match="the model broke"):
+        wiki.search("fails", mode="hybrid")
+    assert threads["bm25"][-1].startswith("gitwiki-bm25")
+    assert wiki.search("zeta omega", mode="hybrid", explain=True) == beside  # the index read as before
 
 
 def test_a_hybrid_query_asked_again_is_not_embedded_again(repo, monkeypatch):

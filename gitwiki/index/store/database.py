@@ -96,9 +96,10 @@ class Database:
         before: tuple[str | int, ...] = (),
         after: tuple[str | int, ...] = (),
     ) -> Iterator[tuple[Any, ...]]:
-        """Rows of `sql`, whose `{marks}` is an IN list over `keys`, in batches (SQLite caps bound parameters)."""
+        """Rows of `sql`, whose `{marks}` is an IN list over `keys`, in batches (SQLite caps bound parameters); each
+        batch fetched whole (`fetchall`: the cursor's guarded `__next__` is a Python call per row)."""
         for batch in batches(list(keys)):
-            yield from self.conn.execute(sql.format(marks=question_marks(batch)), [*before, *batch, *after])
+            yield from self.conn.execute(sql.format(marks=question_marks(batch)), [*before, *batch, *after]).fetchall()
 
     def counts(self) -> dict[str, int]:
         return {
