@@ -6,27 +6,17 @@ agent asks the same words again.
 
 from __future__ import annotations
 
-import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
+
+from gitwiki.search.helper_thread import helper_thread
 
 if TYPE_CHECKING:
     import numpy as np
 
     from gitwiki.index.embed import Embedder
     from gitwiki.search.query_vectors import QueryVectors
-
-_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-
-
-def _worker() -> ThreadPoolExecutor:
-    global _pool
-    with _lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitwiki-query-vector")
-        return _pool
 
 
 class QueryVector:
@@ -42,7 +32,7 @@ class QueryVector:
         self._vector = kept.kept(embedder, text)
         self._future: Future[np.ndarray] | None = None
         if self._vector is None:
-            self._future = _worker().submit(embedder.embed_query, text)
+            self._future = helper_thread("gitwiki-query-vector").submit(embedder.embed_query, text)
             time.sleep(0)  # let go of the GIL: the worker starts now, not when the search next waits on I/O
 
     def wait(self) -> np.ndarray:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-import os
 import sys
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -20,6 +18,7 @@ from gitwiki.index.statistics import TermStats, bm25
 from gitwiki.index.store import BlobInfo, ChunkRow, IndexDamaged, Store, lead_description, vector_matrix
 from gitwiki.index.tokens import STOP_WORDS, fts_query, query_terms, tokenize, words
 from gitwiki.markdown.chunker import fallback_title
+from gitwiki.search.helper_thread import helper_thread
 from gitwiki.search.query_vectors import QueryVectors
 from gitwiki.search.ranking import (
     DEFAULT_WEIGHTING,
@@ -36,7 +35,7 @@ from gitwiki.search.relevance import Background, known_share
 from gitwiki.search.rerank import Reranker, load_reranker, rerank
 
 if TYPE_CHECKING:  # numpy loads on the first dense query: the lexical CLI path stays fast; concurrent.futures too
-    from concurrent.futures import Future, ThreadPoolExecutor
+    from concurrent.futures import Future
 
     import numpy as np
 
@@ -269,7 +268,7 @@ class Searcher:
         and onnxruntime let go of the GIL): the model's run hides BM25's, and this thread, which runs the model as
         it would alone, seldom waits. Only the other thread uses the index meanwhile: the dense matrix is kept."""
         lexical_of: dict[int, str] = {}
-        ranking = _worker().submit(self._lexical, query, blob_paths, lexical_of, pages)
+        ranking = helper_thread("gitwiki-bm25").submit(self._lexical, query, blob_paths, lexical_of, pages)
         time.sleep(0)  # let go of the GIL: the worker starts now, not when this thread next waits
         dense_of: dict[int, str] = {}
         try:
@@ -572,30 +571,6 @@ def candidates(
             seen.add(item[1])
             pool.append(item)
     return pool
-
-
-_pool_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-
-
-def _worker() -> ThreadPoolExecutor:
-    """The thread that ranks by BM25 beside a query's embedding (`Searcher._beside`)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitwiki-bm25")
-        return _pool
-
-
-def _forget_pool() -> None:
-    global _pool
-    _pool = None  # a forked child has none of its parent's threads: a worker of its own when it needs one
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _wait(futures: list[Future[Any]]) -> None:
