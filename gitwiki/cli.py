@@ -104,8 +104,8 @@ def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
     command's imports (a session's start, docs/research/sessions-bridge.md). None in every other case (another form
     or option, an environment that asks to run alone, a user config that names the index dir, a model recorded as
     not loading, a configuration that does not load, an owner that declines): `main` then does all of it as before,
-    this look included. With `exit_at_end`
-    the process ends with the bridge, without the interpreter's teardown (~5 ms of CPU): nothing is left to finish."""
+    this look included. With `exit_at_end` the process ends with the bridge, without the interpreter's teardown
+    (~5 ms of CPU): nothing is left to finish."""
     words = list(argv)
     chdir = "."
     if words[:1] == ["-C"] and len(words) > 2 and words[1] and not words[1].startswith("-"):
