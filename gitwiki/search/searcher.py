@@ -34,9 +34,7 @@ from gitwiki.search.ranking import (
 from gitwiki.search.relevance import Background, known_share
 from gitwiki.search.rerank import Reranker, load_reranker, rerank
 
-if TYPE_CHECKING:  # numpy loads on the first dense query: the lexical CLI path stays fast; concurrent.futures too
-    from concurrent.futures import Future
-
+if TYPE_CHECKING:  # numpy loads on the first dense query: the lexical CLI path stays fast
     import numpy as np
 
     from gitwiki.search.request import SearchRequest
@@ -274,7 +272,7 @@ class Searcher:
         try:
             dense, background = self._dense(view, query, embedder, blob_paths, dense_of, pages)
         finally:
-            _wait([ranking])  # the read transaction must not end under the other thread's statement
+            ranking.exception()  # waits for it: the read transaction must not end under the other thread's statement
         rankings = {"lexical": ranking.result(), "dense": dense}
         blob_of = {**lexical_of, **dense_of}  # as the rankers fill it in turn
         page_of = {cid: blob_paths[blob] for cid, blob in blob_of.items()}
@@ -571,12 +569,6 @@ def candidates(
             seen.add(item[1])
             pool.append(item)
     return pool
-
-
-def _wait(futures: list[Future[Any]]) -> None:
-    from concurrent.futures import wait as all_done
-
-    all_done(futures)
 
 
 def _few_pages(blobs: list[str], rows: list[int], pages: int) -> bool:
