@@ -45,8 +45,8 @@ it gets its own HOME (--qmd-home, by default under GITWIKI_BENCH_WORK), where th
 collection `wiki` on the first run. Offline its expansion, vector and rerank models cannot be downloaded, so its
 query is one `lex` search with `rerank: false`: BM25 against BM25.
 
-    python bench/bench_sessions.py [--rounds 5] [--warm-rounds 2] [--claude-rounds 5] [--busy 2] [--base DIR]
-        [--qmd QMD [--qmd-node NODE]] [--parts spawn,warm,claude] [--venv] [--json]
+    python bench/bench_sessions.py [--rounds 5] [--bridge-rounds 15] [--warm-rounds 2] [--claude-rounds 5] [--busy 2]
+        [--base DIR] [--qmd QMD [--qmd-node NODE]] [--parts spawn,bridge,warm,claude] [--venv] [--json]
 """
 
 from __future__ import annotations
@@ -402,10 +402,9 @@ class Bench:
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         ]
-        python = getattr(self, "python", sys.executable)  # the interpreter gitwiki runs with (a venv's with --venv)
         for _ in range(rounds):
             self.add("bridge_start_cpu_ms", cpu_ms([*self.gitwiki, "serve"], self.env, self.repo, opening))
-            self.add("python_pass_cpu_ms", cpu_ms([python, "-c", "pass"], self.env, self.repo, []))
+            self.add("python_pass_cpu_ms", cpu_ms([self.python, "-c", "pass"], self.env, self.repo, []))
         self.load("bridge_after")
         holder.close(wait=0)
         self.settle()
