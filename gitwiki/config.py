@@ -30,6 +30,7 @@ MEMORY_WRITES = ("auto", "project", "personal")
 # The docs-site generator a corpus is published with: its links, navigation and conventions (gitwiki.pages.sites).
 SITES = ("github", "mkdocs", "mdbook", "docusaurus")
 MAX_INT = 2**31 - 1  # the largest whole number a setting takes
+WEIGHTS = ("int8", "fp32")  # [embeddings] weights
 MAX_THREADS = 1024  # [embeddings] threads: onnxruntime starts that many
 
 
@@ -130,6 +131,7 @@ class EmbeddingsConfig(NamedTuple):
     model_path: str | None = None
     threads: int | None = None
     batch_size: int = 32
+    weights: str = "int8"  # a float32 model gitwiki runs (onnx_embed.MODELS) is run quantized unless "fp32"
 
 
 class StorageConfig(NamedTuple):
@@ -480,6 +482,10 @@ def _validate(config: Config) -> None:
         if corpus.site not in SITES:
             where = f"{corpus.source} [[corpus]] {_shown(corpus.name)}"
             raise UsageError(f"{where}: site must be one of {', '.join(SITES)}")
+    if config.embeddings.weights not in WEIGHTS:
+        raise UsageError(
+            f"[embeddings] weights must be one of {', '.join(WEIGHTS)}, not {_shown(config.embeddings.weights)}"
+        )
     if (config.embeddings.threads or 0) > MAX_THREADS:
         raise UsageError(f"[embeddings] threads must be a whole number from 0 to {MAX_THREADS}")
     if config.memory.write not in MEMORY_WRITES:

@@ -77,6 +77,7 @@ TABLE: dict[str, Trust] = {
     "embeddings.model_path": USER,  # an ONNX file and its config read from wherever it says
     "embeddings.threads": ANY,
     "embeddings.batch_size": ANY,
+    "embeddings.weights": ANY,  # int8 or fp32 of the same model: what the published index's vectors were made with
     "storage.index_dir": USER,  # where gitwiki writes and trusts its own state (docs/security.md)
     # The repo's own shared index (docs/ci.md): read only by `gitwiki lance` and by readers outside a checkout.
     "storage.uri": ANY,

@@ -24,6 +24,7 @@ from gitwiki.index.indexer import (
     is_current,
     update,
 )
+from gitwiki.index.onnx_embed import model_key
 from gitwiki.index.store import IndexDamaged, Store
 from gitwiki.search.request import SearchRequest
 from gitwiki.search.searcher import CorpusView, Searcher, SearchOptions, SearchResult, check_query
@@ -109,7 +110,7 @@ class Wiki:
         return load_embedder(self.config.embeddings, self.index_dir if store is None else store.index_dir)
 
     def wanted_model(self) -> str | None:
-        return self.config.embeddings.model if self.config.embeddings.enabled else None
+        return model_key(self.config.embeddings) if self.config.embeddings.enabled else None
 
     # ---- indexing --------------------------------------------------------------------------------
 

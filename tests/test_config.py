@@ -67,6 +67,7 @@ def test_duplicate_corpus_names_both_files(tmp_path):
         ("[search]\npage_share = true\n", "page_share must be a number"),
         ('[search]\nnormalization = "zscore"\n', "normalization must be one of dbsf, minmax"),
         ("[search]\ndepth = 0\n", "depth must be a whole number ≥ 1"),
+        ('[embeddings]\nweights = "int4"\n', "[embeddings] weights must be one of int8, fp32, not 'int4'"),
     ],
 )
 def test_bad_config_names_key_and_file(tmp_path, text, fragment):
@@ -74,7 +75,7 @@ def test_bad_config_names_key_and_file(tmp_path, text, fragment):
     with pytest.raises(UsageError) as e:
         config.load(tmp_path, user_file=tmp_path / "none.toml")
     assert fragment in str(e.value)
-    if "TOML" not in fragment and not str(e.value).startswith("[search]"):  # checked on the merged layers
+    if "TOML" not in fragment and not str(e.value).startswith("["):  # "[section] key …": checked on the merged layers
         assert str(path) in str(e.value)
 
 

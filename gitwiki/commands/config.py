@@ -70,6 +70,7 @@ def validate_config(args: argparse.Namespace) -> int:
 def download_model(args: argparse.Namespace) -> int:
     from gitwiki.errors import EmbeddingUnavailable
     from gitwiki.index.embed import EMBEDDERS
+    from gitwiki.index.onnx_embed import INT8
 
     embeddings = _load(args).embeddings
     if not embeddings.enabled:
@@ -86,7 +87,8 @@ def download_model(args: argparse.Namespace) -> int:
         "cache": "already downloaded",
         "download": "downloaded",
     }.get(getattr(model, "source", ""), "ready")
-    print(f"{embeddings.model}: {said}; {model.dim} dimensions; files in {where}")
+    weights = "; int8 weights (gitwiki's copy)" if model.model_id.endswith(INT8) else ""
+    print(f"{embeddings.model}: {said}; {model.dim} dimensions{weights}; files in {where}")
     from gitwiki.index.embed import keep_fast_copy
     from gitwiki.index.onnx_embed import OnnxEmbedder, lean_embedder
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from gitwiki.config import EmbeddingsConfig
 from gitwiki.errors import EmbeddingUnavailable, GitwikiError
 from gitwiki.fs import atomic_write
-from gitwiki.index.onnx_embed import OnnxEmbedder, lean_embedder, normalized
+from gitwiki.index.onnx_embed import OnnxEmbedder, lean_embedder, normalized, quantized
 
 if TYPE_CHECKING:
     import numpy as np
@@ -152,8 +152,14 @@ def _register_if_unknown(model: str, model_path: str) -> None:
 
 
 def fastembed_model(config: EmbeddingsConfig) -> Embedder:
-    """A fastembed model: without importing fastembed when `onnx_embed` can load it (0.4–0.7 s less)."""
-    return lean_embedder(config) or FastembedEmbedder(config)
+    """A fastembed model: without importing fastembed when `onnx_embed` can load it (0.4–0.7 s less). A model to run
+    in int8 that fastembed had to download is loaded the lean way once it is on disk; where it still cannot be,
+    fastembed runs the float32 model, and its vectors say so (their model id is the plain model's)."""
+    lean = lean_embedder(config)
+    if lean is not None:
+        return lean
+    model = FastembedEmbedder(config)
+    return (lean_embedder(config) or model) if quantized(config) and model.source == "download" else model
 
 
 # Embedder plug-ins by `[embeddings] provider`; each takes the config and raises EmbeddingUnavailable.

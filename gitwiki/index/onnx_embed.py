@@ -8,6 +8,10 @@ fastembed does: its tokenizer set-up (`fastembed.common.preprocessor_utils.load_
 options (less the thread pool's spin-wait), its batches and its pooling. tests/index/test_onnx_embed.py holds the
 vectors of both to 1e-5. The model id stays the configured one, so an index embedded by either is the other's
 too. Every other case (a model not listed, not downloaded yet, a GPU build of onnxruntime) goes to fastembed.
+
+A model listed with float32 weights runs here as gitwiki's int8 copy of them (`model_copy`) unless
+`[embeddings] weights = "fp32"`; its vectors' model id is then `<model>@int8` (`model_key`), which only this
+module makes.
 """
 
 from __future__ import annotations
@@ -32,12 +36,37 @@ class LeanModel(NamedTuple):
     hub_repo: str  # where fastembed downloads it from (ModelSource.hf)
     model_file: str
     pooling: str  # "mean": PooledNormalizedEmbedding (masked mean, then L2); "cls": OnnxTextEmbedding (token 0, L2)
+    fp32: bool = False  # float32 weights, run as gitwiki's int8 copy of them unless [embeddings] weights = "fp32"
 
 
 MODELS = {
-    "sentence-transformers/all-MiniLM-L6-v2": LeanModel("Qdrant/all-MiniLM-L6-v2-onnx", "model.onnx", "mean"),
+    "sentence-transformers/all-MiniLM-L6-v2": LeanModel("Qdrant/all-MiniLM-L6-v2-onnx", "model.onnx", "mean", True),
+    # Qdrant's file of it is quantized already
     "BAAI/bge-small-en-v1.5": LeanModel("Qdrant/bge-small-en-v1.5-onnx-Q", "model_optimized.onnx", "cls"),
 }
+INT8 = "@int8"  # the model id of vectors made by gitwiki's int8 copy of a float32 model: `<model>@int8`
+
+
+def quantized(config: EmbeddingsConfig) -> bool:
+    """Whether this configuration's model runs as gitwiki's int8 copy of its float32 weights."""
+    spec = MODELS.get(config.model)
+    return spec is not None and spec.fp32 and config.weights == "int8"
+
+
+def model_key(config: EmbeddingsConfig) -> str:
+    """The model id the index keys this configuration's vectors by: two variants of one model make different
+    vectors, so neither's may answer the other's queries."""
+    return config.model + INT8 if quantized(config) else config.model
+
+
+def config_for(key: str, config: EmbeddingsConfig) -> EmbeddingsConfig:
+    """`config` changed to make vectors of model id `key` (an index's): its model and weights, and no model path
+    unless the path holds that model."""
+    model = key.removesuffix(INT8)
+    weights = "int8" if key.endswith(INT8) else "fp32" if quantized(config._replace(model=model)) else config.weights
+    if model == config.model:
+        return config._replace(weights=weights)
+    return config._replace(model=model, weights=weights, model_path=None)
 
 
 class OnnxEmbedder:
@@ -47,7 +76,7 @@ class OnnxEmbedder:
         import onnxruntime as ort
 
         spec = MODELS[config.model]
-        self.model_id = config.model
+        self.model_id = model_key(config)
         self.model_dir = str(model_dir)
         self.source = source  # "model_path" or "cache", as FastembedEmbedder says it
         self._pooling = spec.pooling
@@ -61,8 +90,14 @@ class OnnxEmbedder:
         # between operators, stopped when the run returns) was slower too at load 6 (sessions-warm.md).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.model_file = model_dir / spec.model_file
-        # The copy with its weights in a file of their own loads in a third of the time (model_copy.py).
-        self.copied = model_copy.find(self.model_file, ort.__version__)
+        # The copy with its weights in a file of their own loads in a third of the time (model_copy.py); the int8
+        # copy is the model itself, written on its first load here (~2 s, once)
+        self.quantized = quantized(config)
+        self.copied = model_copy.find(self.model_file, ort.__version__, self.quantized)
+        if self.copied is None and self.quantized:
+            self.copied = model_copy.make(self.model_file, quantized=True)
+            if self.copied is None:
+                raise ValueError(f"cannot write the int8 copy of {self.model_file} in {model_copy.cache_dir()}")
 
         def built(path: Path) -> InferenceSession:
             return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
@@ -72,9 +107,11 @@ class OnnxEmbedder:
         except Exception:
             if self.copied is None:
                 raise
-            model_copy.discard(self.copied)  # damaged on disk: the source, as before
-            self.copied = None
-            self._session = built(self.model_file)
+            model_copy.discard(self.copied)  # damaged on disk: the source, or a new int8 copy of it
+            self.copied = model_copy.make(self.model_file, quantized=True) if self.quantized else None
+            if self.quantized and self.copied is None:
+                raise
+            self._session = built(self.copied or self.model_file)
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = load_tokenizer(model_dir)
         width = self._session.get_outputs()[0].shape[-1]

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from gitwiki.errors import NotFoundError, StoreError, UnknownCorpus, UsageError
 from gitwiki.index.embed import Embedder, load_embedder
+from gitwiki.index.onnx_embed import config_for, model_key
 from gitwiki.index.statistics import TermStats, bm25, frequencies
 from gitwiki.index.store import ChunkRow, State, Store, vector_matrix
 from gitwiki.index.store.fulltext import FTS_WEIGHTS
@@ -401,8 +402,8 @@ class LanceReader:
         if mode == "lexical" or not self.has_vectors or not self.model:
             return None
         settings = config.embeddings
-        if settings.model != self.model:  # a model path configured for another model would not fit
-            settings = settings._replace(model=self.model, model_path=None)
+        if model_key(settings) != self.model:  # a model path configured for another model would not fit
+            settings = config_for(self.model, settings)
         return load_embedder(settings) if settings.enabled else None
 
     def search(

@@ -40,6 +40,7 @@ from gitwiki.git.gitrepo import Commit, GitRepo, HistoryEntry
 from gitwiki.index import artifact
 from gitwiki.index.embed import Embedder, load_embedder
 from gitwiki.index.indexer import IndexReport, Progress, corpus_tree, ensure_vectors, is_current, update
+from gitwiki.index.onnx_embed import model_key
 from gitwiki.index.store import Store
 from gitwiki.pages import pages
 from gitwiki.search.searcher import CorpusView, Searcher, SearchOptions, SearchResult
@@ -231,7 +232,7 @@ class Repository:
         rewritten = before.commit is not None and not self.objects.is_ancestor(before.commit, commit.id)
         wiki = self.config.wiki if self.config.wiki is not None else own_wiki(self.objects, commit)
         installed = fetched.artifact is not None and self._install_artifact(embeddings, notes)
-        model = embeddings.model if embeddings.enabled else None
+        model = model_key(embeddings) if embeddings.enabled else None
         reports = []
         corpora = derived_corpora(self.config, wiki)
         for c in corpora:
@@ -317,7 +318,7 @@ class Repository:
             archive = Path(tmp) / artifact.ARCHIVE_NAME
             archive.write_bytes(data)
             try:
-                artifact.unpack(archive, index_dir, embeddings.model if embeddings.enabled else None)
+                artifact.unpack(archive, index_dir, model_key(embeddings) if embeddings.enabled else None)
             except GitwikiError as e:
                 notes.append(f"published index not used ({e})")
                 return False

@@ -13,7 +13,8 @@ def test_local_model_path_is_checked_and_reported_and_its_fast_load_copy_made(re
     assert code == 0, err
     assert (
         out
-        == f"{MODEL_NAME}: using the local model directory, nothing to download; 384 dimensions; files in {MODEL_DIR}\n"
+        == f"{MODEL_NAME}: using the local model directory, nothing to download; 384 dimensions; int8 weights "
+        f"(gitwiki's copy); files in {MODEL_DIR}\n"
     )
 
 

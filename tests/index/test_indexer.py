@@ -31,7 +31,14 @@ def test_first_index_parses_and_embeds_every_chunk(wiki):
     r = only(wiki.index())
     assert (r.pages, r.added, r.changed, r.deleted, r.parsed) == (3, 3, 0, 0, 3)
     assert r.embedded == wiki.store.counts()["chunks"] == 4
-    assert r.model == "sentence-transformers/all-MiniLM-L6-v2"
+    assert r.model == "sentence-transformers/all-MiniLM-L6-v2@int8"  # gitwiki's int8 copy of it, the default
+
+
+def test_the_other_weights_of_the_model_embed_every_chunk_again_under_their_own_model_id(wiki, repo):
+    wiki.index()
+    repo.commit("float32", {".gitwiki.toml": '[embeddings]\nweights = "fp32"\n'})
+    fp32 = only(Wiki.open(repo.path).index())
+    assert (fp32.model, fp32.embedded) == ("sentence-transformers/all-MiniLM-L6-v2", 4)
 
 
 def test_unchanged_tree_does_no_work(wiki, repo):

@@ -1,8 +1,10 @@
 """The model's copy with its weights in a file of their own (gitwiki.index.model_copy): the vectors of the source
-bit for bit, made once by a long-lived process, never used when damaged or stale."""
+bit for bit, made once by a long-lived process, never used when damaged or stale; and its int8 copy, the model a
+float32 model runs as by default."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 
@@ -12,7 +14,7 @@ import pytest
 
 from gitwiki.config import EmbeddingsConfig
 from gitwiki.index import embed, model_copy
-from gitwiki.index.onnx_embed import OnnxEmbedder
+from gitwiki.index.onnx_embed import OnnxEmbedder, lean_embedder
 from tests.helpers import MODEL_DIR, MODEL_NAME, needs_model
 
 pytestmark = needs_model
@@ -32,8 +34,8 @@ def model(tmp_path, monkeypatch):
     return folder
 
 
-def _embedder(folder) -> OnnxEmbedder:
-    config = EmbeddingsConfig(model=MODEL_NAME, model_path=str(folder), batch_size=2)
+def _embedder(folder, weights: str = "fp32") -> OnnxEmbedder:
+    config = EmbeddingsConfig(model=MODEL_NAME, model_path=str(folder), batch_size=2, weights=weights)
     return OnnxEmbedder(config, folder, "model_path")
 
 
@@ -91,3 +93,42 @@ def test_what_a_dead_make_left_is_removed_and_nothing_is_written_where_it_cannot
     (tmp_path / "a-file").write_text("not a folder")
     assert model_copy.make(model / "model.onnx") is None
     assert _embedder(model).copied is None
+
+
+def test_the_int8_model_is_written_on_its_first_load_and_read_by_every_later_one(model, caplog):
+    caplog.set_level(logging.WARNING)
+    first = _embedder(model, "int8")
+    assert first.model_id == MODEL_NAME + "@int8" and first.copied is not None
+    assert first.copied == model_copy.find(first.model_file, ort.__version__, quantized=True)
+    assert (first.copied.parent / model_copy.WEIGHTS).stat().st_size < 30_000_000  # a quarter of float32's
+    assert not [r for r in caplog.records if "pre-processing" in r.getMessage()]  # the quantizer's advice, unsaid
+    later = _embedder(model, "int8")
+    assert later.copied == first.copied
+    assert np.array_equal(_vectors(later), _vectors(first))
+    cosines = (_vectors(first) * _vectors(_embedder(model))).sum(axis=1)
+    assert cosines.min() > 0.97 and np.median(cosines) > 0.99  # the same model, not the same vectors
+
+
+def test_the_int8_and_the_float32_copies_of_one_model_keep_each_other(model):
+    quantized = _embedder(model, "int8").copied
+    fast = model_copy.make(model / "model.onnx")
+    assert quantized is not None and fast is not None and quantized.parent != fast.parent
+    assert quantized.is_file() and _embedder(model, "int8").copied == quantized
+    assert _embedder(model).copied == fast
+
+
+def test_a_damaged_int8_copy_is_written_again_and_an_unwritable_cache_leaves_it_to_fastembed(
+    model, tmp_path, monkeypatch
+):
+    reference = _vectors(_embedder(model, "int8"))
+    graph = model_copy.find(model / "model.onnx", ort.__version__, quantized=True)
+    assert graph is not None
+    (graph.parent / model_copy.WEIGHTS).write_bytes(b"not weights")
+    again = _embedder(model, "int8")
+    assert again.copied is not None and np.array_equal(_vectors(again), reference)
+    monkeypatch.setenv("GITWIKI_MODEL_CACHE", str(tmp_path / "a-file"))
+    (tmp_path / "a-file").write_text("not a folder")
+    with pytest.raises(ValueError, match="int8 copy"):
+        _embedder(model, "int8")
+    config = EmbeddingsConfig(model=MODEL_NAME, model_path=str(model), weights="int8")
+    assert lean_embedder(config) is None  # fastembed runs the float32 model, and its vectors say so

@@ -33,7 +33,8 @@ MODEL_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.js
 
 
 def _config(model_path=MODEL_DIR) -> EmbeddingsConfig:
-    return EmbeddingsConfig(model=MODEL_NAME, model_path=str(model_path), batch_size=4)
+    """The float32 model, fastembed's own (the int8 one is gitwiki's: tests/index/test_model_copy.py)."""
+    return EmbeddingsConfig(model=MODEL_NAME, model_path=str(model_path), batch_size=4, weights="fp32")
 
 
 def _agree(lean, slow) -> None:
@@ -101,7 +102,7 @@ def test_a_model_fastembed_downloaded_is_found_in_its_cache(tmp_path, monkeypatc
         (snapshot / name).symlink_to(MODEL_DIR / name)
     monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    config = EmbeddingsConfig(model=MODEL_NAME, batch_size=4)
+    config = EmbeddingsConfig(model=MODEL_NAME, batch_size=4, weights="fp32")
     lean = lean_embedder(config)
     assert lean is not None and (lean.source, lean.model_dir) == ("cache", str(snapshot))
     slow = FastembedEmbedder(config)
@@ -139,7 +140,8 @@ def test_an_index_embedded_by_one_is_searched_by_the_other_without_re_embedding(
     monkeypatch.setenv("GITWIKI_MODEL", MODEL_NAME)
     loaders = {"fastembed": FastembedEmbedder, "lean": embed.fastembed_model}
     second = "lean" if first == "fastembed" else "fastembed"
-    repo.commit("pages", {f"p{i}.md": f"# Page {i}\n\nWe deploy service {i} with argo and helm.\n" for i in range(6)})
+    pages = {f"p{i}.md": f"# Page {i}\n\nWe deploy service {i} with argo and helm.\n" for i in range(6)}
+    repo.commit("pages", {**pages, ".gitwiki.toml": '[embeddings]\nweights = "fp32"\n'})
 
     def run(loader: str) -> tuple[list, str]:
         monkeypatch.setitem(embed.EMBEDDERS, "fastembed", loaders[loader])
