@@ -8,7 +8,7 @@ import pytest
 from hypothesis import settings
 
 from tests.e2e import claude_cli
-from tests.helpers import ROOT, GitRepoFixture, isolate
+from tests.helpers import MODEL_CACHE, MODEL_DIR, ROOT, GitRepoFixture, isolate
 
 # No per-example deadline: on a shared 2-core machine a first example that imports a module can take 0.7 s, and a
 # deadline there fails a test for the machine's load, not for the code. Hanging is bounded by the tests themselves.
@@ -25,6 +25,27 @@ def pytest_configure(config):
     import compileall
 
     compileall.compile_dir(ROOT / "gitwiki", quiet=2)
+    _int8_model_made()
+
+
+def _int8_model_made() -> None:
+    """The test model runs as gitwiki's int8 copy, written on its first load (~2 s on a fresh machine): written
+    here, once, so that no test's time bound pays for it."""
+    if MODEL_DIR is None:
+        return
+    import os
+
+    from gitwiki.index import model_copy
+
+    before = os.environ.get("GITWIKI_MODEL_CACHE")
+    os.environ["GITWIKI_MODEL_CACHE"] = MODEL_CACHE
+    try:
+        model_copy.make(MODEL_DIR / "model.onnx", quantized=True)
+    finally:
+        if before is None:
+            del os.environ["GITWIKI_MODEL_CACHE"]
+        else:
+            os.environ["GITWIKI_MODEL_CACHE"] = before
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -12,8 +12,7 @@ def test_local_model_path_is_checked_and_reported_and_its_fast_load_copy_made(re
     assert [p.name for p in (tmp_path / "copies").glob("*/weights.bin")] == ["weights.bin"]
     assert code == 0, err
     assert (
-        out
-        == f"{MODEL_NAME}: using the local model directory, nothing to download; 384 dimensions; int8 weights "
+        out == f"{MODEL_NAME}: using the local model directory, nothing to download; 384 dimensions; int8 weights "
         f"(gitwiki's copy); files in {MODEL_DIR}\n"
     )
 

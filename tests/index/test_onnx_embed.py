@@ -217,3 +217,25 @@ def test_an_unexpected_error_in_the_background_is_left_to_the_commands_own_load(
     assert capsys.readouterr().err == ""  # no thread traceback
     with pytest.raises(RuntimeError, match="a provider's bug"):
         embed.load_embedder(EmbeddingsConfig(model=MODEL_NAME, model_path=str(MODEL_DIR)))
+
+
+MODEL_IDS = [*onnx_embed.MODELS, MODEL_NAME + onnx_embed.INT8, "intfloat/multilingual-e5-large"]
+
+
+@pytest.mark.parametrize("key", MODEL_IDS)
+@pytest.mark.parametrize("model", [MODEL_NAME, "BAAI/bge-small-en-v1.5", "intfloat/multilingual-e5-large"])
+@pytest.mark.parametrize("weights", ["int8", "fp32"])
+def test_a_configuration_made_for_an_index_s_model_id_makes_vectors_of_that_id(key, model, weights):
+    config = EmbeddingsConfig(model=model, model_path="/models/x", weights=weights)
+    made = onnx_embed.config_for(key, config)
+    assert onnx_embed.model_key(made) == key
+    assert made.model_path == (config.model_path if made.model == model else None)  # a path holds its own model
+
+
+def test_only_a_float32_model_gitwiki_runs_gets_int8_weights_and_their_own_model_id():
+    assert onnx_embed.model_key(EmbeddingsConfig(model=MODEL_NAME)) == MODEL_NAME + "@int8"
+    assert onnx_embed.model_key(EmbeddingsConfig(model=MODEL_NAME, weights="fp32")) == MODEL_NAME
+    assert onnx_embed.model_key(EmbeddingsConfig(model="BAAI/bge-small-en-v1.5")) == "BAAI/bge-small-en-v1.5"
+    assert onnx_embed.model_key(EmbeddingsConfig(model="intfloat/multilingual-e5-large")) == (
+        "intfloat/multilingual-e5-large"
+    )

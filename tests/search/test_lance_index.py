@@ -146,12 +146,15 @@ def test_hybrid_and_dense_search_use_the_exported_vectors(wiki, cli, tmp_path):
     repo = wiki(f'[storage]\nuri = "{tmp_path / "lance"}"\n')
     code, out, err = cli("lance", "export", "--json", cwd=repo.path)
     assert code == 0, err
-    assert json.loads(out)["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert json.loads(out)["model"] == "sentence-transformers/all-MiniLM-L6-v2@int8"
     hybrid = search(cli, repo.path, "when does the deployment happen")
     assert hybrid["mode"] == "hybrid" and hybrid["docs"][0]["path"] == "wiki/deploy.md"
     dense = search(cli, repo.path, "--mode", "dense", "who do I escalate an outage to")
     assert dense["mode"] == "dense" and dense["docs"][0]["path"] == "wiki/oncall.md"
     assert all(-1.0 <= d["score"] <= 1.0 for d in dense["docs"])
+    # configured for the float32 weights now: the table's queries are still embedded by the int8 model it holds
+    repo.write(".gitwiki.toml", (repo.path / ".gitwiki.toml").read_text() + '[embeddings]\nweights = "fp32"\n')
+    assert search(cli, repo.path, "--mode", "dense", "who do I escalate an outage to")["docs"] == dense["docs"]
 
 
 def export_json(cli, cwd, *args):

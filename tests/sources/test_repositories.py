@@ -264,7 +264,7 @@ def test_hybrid_search_of_a_repository_embeds_at_sync_and_not_again(platform, re
     repo.commit("init", {".gitwiki.toml": declare(("platform", platform), extra="")})
     allow(cli, repo.path)
     (report,) = sync(cli, repo.path)
-    assert [r["model"] for r in report["reports"]] == [MODEL_NAME, MODEL_NAME]
+    assert [r["model"] for r in report["reports"]] == [MODEL_NAME + "@int8"] * 2
     assert sum(r["embedded"] for r in report["reports"]) == 3  # README.md's chunk once, the wiki's two once
     code, out, err = cli(
         "ground", "--json", "how do we release software", "--corpus", "repo:platform:wiki", cwd=repo.path
