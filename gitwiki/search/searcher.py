@@ -492,18 +492,20 @@ class Searcher:
         import numpy as np
 
         dense = self._matrix(view, embedder.model_id, blob_paths)
-        if not dense.ids:
+        if not len(dense.ids):
             return [], None
         # einsum, not BLAS: one matrix-vector product is faster on one core than on a thread pool that
         # has to wait for onnxruntime's spinning threads to let go of the CPU.
         scores = np.einsum("ij,j->i", dense.matrix, self.queries.vector(embedder, query))
         top = np.argpartition(-scores, min(self.depth, len(scores) - 1))[: self.depth]
         top = top[np.argsort(-scores[top], kind="stable")]
-        if pages < dense.distinct and _few_pages(dense.blobs, top.tolist(), pages):  # one page owns the top
+        top_blobs = dense.blobs[top].tolist()
+        if pages < dense.distinct and _few_pages(top_blobs, pages):  # one page owns the top: every row, in order
             top = np.argsort(-scores, kind="stable")
+            top_blobs = dense.blobs[top].tolist()
         # The rows' ids, blobs and scores as Python lists taken by numpy's indexing, zipped in C: a generator that
-        # looked each up in the lists was 0.15 ms a query.
-        ranked = zip(dense.id_array[top].tolist(), dense.blob_array[top].tolist(), scores[top].tolist(), strict=True)
+        # looked each up in lists was 0.15 ms a query.
+        ranked = zip(dense.ids[top].tolist(), top_blobs, scores[top].tolist(), strict=True)
         pool = candidates(ranked, pages, self.depth)
         blob_of.update([(cid, blob) for cid, blob, _ in pool])
         return [(cid, score) for cid, _, score in pool], Background(float(scores.mean()), float(scores.std()))
@@ -519,15 +521,16 @@ class Searcher:
         # cached rows of the unchanged pages: reloading them all was the cost of the first search after every
         # memory store.
         base = next((m for (mdl, _), m in reversed(self._matrices.items()) if mdl == model), None)
-        kept = [i for i, blob in enumerate(base.blobs) if blob in blob_paths] if base else []
-        known = {base.blobs[i] for i in kept} if base else set()
+        kept = [i for i, blob in enumerate(base.blobs.tolist()) if blob in blob_paths] if base else []
+        known = set(base.blobs[kept].tolist()) if base else set()
         rows, raw = self.store.vectors(model, [b for b in blob_paths if b not in known])
-        ids, blobs = [cid for cid, _ in rows], [blob for _, blob in rows]
+        ids = np.array([cid for cid, _ in rows], np.int64)
+        blobs = np.array([blob for _, blob in rows], object)
         matrix = vector_matrix(raw, len(rows))
         if base is not None and kept:
-            ids, blobs = [base.ids[i] for i in kept] + ids, [base.blobs[i] for i in kept] + blobs
+            ids, blobs = np.concatenate([base.ids[kept], ids]), np.concatenate([base.blobs[kept], blobs])
             matrix = np.vstack([base.matrix[kept], matrix]) if rows else base.matrix[kept]
-        entry = DenseMatrix(ids, blobs, matrix, len(set(blobs)), np.array(ids, np.int64), np.array(blobs, object))
+        entry = DenseMatrix(ids, blobs, matrix, len(set(blobs.tolist())))
         self._matrices[key] = entry
         if len(self._matrices) > self._cache_size:
             self._matrices.popitem(last=False)
@@ -571,12 +574,12 @@ def candidates(
     return pool
 
 
-def _few_pages(blobs: list[str], rows: list[int], pages: int) -> bool:
-    """Whether `rows` hold fewer than `pages` distinct blobs: counted until there are that many (the first rows of a
-    query's dense top hold five pages; a set of all 200 took 0.09 ms)."""
+def _few_pages(blobs: list[str], pages: int) -> bool:
+    """Whether the rows of `blobs` hold fewer than `pages` distinct blobs: counted until there are that many (the
+    first rows of a query's dense top hold five pages; a set of all 200 took 0.09 ms)."""
     seen: set[str] = set()
-    for row in rows:
-        seen.add(blobs[row])
+    for blob in blobs:
+        seen.add(blob)
         if len(seen) >= pages:
             return False
     return True
@@ -591,9 +594,7 @@ class Pool(NamedTuple):
 
 
 class DenseMatrix(NamedTuple):
-    ids: list[int]  # chunk id per row
-    blobs: list[str]  # blob per row
+    ids: np.ndarray  # chunk id per row (int64): arrays, so that numpy's indexing takes the top rows'
+    blobs: np.ndarray  # blob per row (object)
     matrix: np.ndarray
     distinct: int  # how many blobs (page versions) the rows hold
-    id_array: np.ndarray  # `ids` and `blobs` as arrays (int64, object), to take the top rows' with numpy's indexing
-    blob_array: np.ndarray

@@ -166,7 +166,8 @@ def test_a_view_one_edit_away_reuses_the_cached_vectors_and_ranks_the_same(repo)
     repo.write("wiki/food.md", "# Lunch\n\nThe canteen serves pasta and soup on Fridays.\n")
     warm = wiki.search("where can I eat a meal", mode="dense")
     (old, new) = list(wiki.searcher._matrices.values())
-    assert len(new.ids) == len(old.ids) and new.blobs[: len(old.ids) - 1] == [b for b in old.blobs if b in new.blobs]
+    old_blobs, new_blobs = old.blobs.tolist(), new.blobs.tolist()
+    assert len(new.ids) == len(old.ids) and new_blobs[: len(old.ids) - 1] == [b for b in old_blobs if b in new_blobs]
     cold = Wiki.open(repo.path).search("where can I eat a meal", mode="dense")
     assert warm.docs == cold.docs and paths(warm)[0] == "wiki/food.md"
 
