@@ -18,7 +18,9 @@ interleaved rounds (the order of the variants rotating per round):
                          tree), read 0.5 s after the last answer: five sessions of the one repository started
                          one after another, each once the one before has answered its first search (the first
                          alone: "one session"; each later one's own tree: "a later session's own"; all five),
-                         qmd's server and launcher, the SDK's no-op server and the echo
+                         qmd's server and launcher, the SDK's no-op server and the echo; for one and five
+                         sessions also PSS (/proc/PID/smaps_rollup: each page shared by n processes counted 1/n,
+                         so the interpreter's and libraries' file pages the bridges share with the owner count once)
   a bridge's start       the CPU (user + system, from the kernel's accounting of the reaped process) of a later
                          session's whole life when a client sends `initialize` and `tools/list` and ends its input,
                          while an owner is up (a first session held open): what a `claude -p` pays for gitwiki's
@@ -240,17 +242,21 @@ def tagged(tag: str, needle: bytes = b"", cwds: set[Path] | None = None) -> set[
     return out
 
 
-def rss_mib(pids: set[int]) -> float:
+def rss_mib(pids: set[int], field: str = "VmRSS:", where: str = "status") -> float:
     total_kib = 0
     for pid in pids:
         try:
-            status = Path(f"/proc/{pid}/status").read_text()
+            status = Path(f"/proc/{pid}/{where}").read_text()
         except OSError:
             continue
         for line in status.splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(field):
                 total_kib += int(line.split()[1])
     return total_kib / 1024
+
+
+def pss_mib(pids: set[int]) -> float:
+    return rss_mib(pids, "Pss:", "smaps_rollup")
 
 
 # ---- the bench
@@ -315,8 +321,8 @@ class Bench:
                     os.kill(pid, sig)
             time.sleep(1.0)
 
-    def session_rss(self, sessions: list[Session]) -> float:
-        return rss_mib(tree([s.pid for s in sessions]) | tagged(self.tag, b"gitwiki"))
+    def session_rss(self, sessions: list[Session], measure: Callable[[set[int]], float] = rss_mib) -> float:
+        return measure(tree([s.pid for s in sessions]) | tagged(self.tag, b"gitwiki"))
 
     def first_search(self, session: Session, name: str, **arguments: str) -> None:
         self.add(f"{name}_initialize_ms", session.initialize())
@@ -372,9 +378,11 @@ class Bench:
             time.sleep(SETTLE)
             if i == 0:
                 self.add("one_session_rss_mib", self.session_rss(sessions))
+                self.add("one_session_pss_mib", self.session_rss(sessions, pss_mib))
             else:
                 self.add("later_session_own_rss_mib", rss_mib(tree([session.pid])))
         self.add("five_sessions_rss_mib", self.session_rss(sessions))
+        self.add("five_sessions_pss_mib", self.session_rss(sessions, pss_mib))
         for session in sessions:
             session.close(wait=0)
         self.settle()
@@ -645,7 +653,8 @@ def spawn_rows(s: dict[str, dict[str, float]], result: dict[str, Any]) -> Iterat
     )
     yield (
         f"| RSS, five sessions of one repository | {mm(s, 'five_sessions_rss_mib', 'MiB')}"
-        f" ({result['five_over_one_rss']} × one, medians) | | ≤ 1.3 × one |"
+        f" ({result['five_over_one_rss']} × one, medians); PSS {mm(s, 'five_sessions_pss_mib', 'MiB')} against one"
+        f" session's {mm(s, 'one_session_pss_mib', 'MiB')} | | ≤ 1.3 × one |"
     )
 
 
