@@ -86,7 +86,8 @@ def speed(_args) -> dict:
 
     def bare(ordered: list[str]) -> float:
         started = time.perf_counter()
-        _register_if_unknown(TextEmbedding, config)
+        if config.model_path:
+            _register_if_unknown(config.model, config.model_path)
         model = TextEmbedding(model_name=config.model, specific_model_path=config.model_path, threads=config.threads)
         vectors = list(
             model.passage_embed(ordered, batch_size=config.batch_size)

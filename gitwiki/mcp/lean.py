@@ -18,6 +18,7 @@ parsed first, as the SDK's `pre_parse_json` does).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -306,6 +307,19 @@ def _error(request_id: Any, refused: Refused) -> bytes:
 
 def encode(message: dict[str, Any]) -> bytes:
     """One line as the SDK writes it (pydantic's JSON: compact, UTF-8, its float forms)."""
-    from pydantic_core import to_json
+    return _to_json()(message) + b"\n"
 
-    return to_json(message) + b"\n"
+
+@functools.cache
+def _to_json() -> Callable[[Any], bytes]:
+    """pydantic_core's `to_json`, from its compiled module without the package's `__init__` (`core_schema`: ~10 ms
+    of a starting owner's first answer)."""
+    from gitwiki.native import extension
+
+    module = extension("pydantic_core._pydantic_core")
+    if module is None:
+        from pydantic_core import to_json
+
+        return to_json
+    found: Callable[[Any], bytes] = module.to_json
+    return found

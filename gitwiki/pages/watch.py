@@ -30,8 +30,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from types import ModuleType
-
     from watchfiles._rust_notify import RustNotify
 
 log = logging.getLogger("gitwiki.pages.watch")
@@ -124,37 +122,14 @@ class Watcher:
 
 
 def _rust_notify() -> type[RustNotify]:
-    """watchfiles' Rust watcher, loaded without running the package's `__init__` (anyio, multiprocessing, logging:
-    25-30 ms of a starting server's interpreter time, spent while its first call waits); registered under its own
-    name, so a later `import watchfiles` uses this module, not a second load of it. The plain import where the
-    package is not laid out as expected."""
-    import sys
+    """watchfiles' Rust watcher, without running the package's `__init__` (`gitwiki.native`); the plain import
+    where the package is not laid out as expected."""
+    from gitwiki.native import extension
 
-    name = "watchfiles._rust_notify"
-    module = sys.modules.get(name) or _load_extension(name)
+    module = extension("watchfiles._rust_notify")
     if module is None:
         from watchfiles._rust_notify import RustNotify as plain
 
         return plain
     found: type[RustNotify] = module.RustNotify
     return found
-
-
-def _load_extension(name: str) -> ModuleType | None:
-    """Extension module `name` (package.module) loaded from the package's folder, the package itself not run."""
-    import importlib.machinery
-    import importlib.util
-    import sys
-
-    package, _, leaf = name.rpartition(".")
-    spec = importlib.util.find_spec(package)  # finds the package without running it
-    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
-        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            path = os.path.join(folder, leaf + suffix)
-            if os.path.isfile(path):
-                loader = importlib.machinery.ExtensionFileLoader(name, path)
-                module = importlib.util.module_from_spec(importlib.machinery.ModuleSpec(name, loader, origin=path))
-                loader.exec_module(module)
-                sys.modules[name] = module
-                return module
-    return None

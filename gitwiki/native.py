@@ -1,0 +1,39 @@
+"""A package's compiled extension module loaded without running the package's `__init__`: where a starting server
+needs one class or function of a package whose `__init__` imports far more (watchfiles' Rust watcher: 25-30 ms of
+anyio, multiprocessing and logging; pydantic_core's `to_json`: ~10 ms of `core_schema`), spent while its first call
+waits. The module is registered under its own name, so a later import of the package uses it, not a second load.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+
+def extension(name: str) -> ModuleType | None:
+    """Extension module `name` (package.module), already imported or loaded from the package's folder with the
+    package not run; None where the package is not laid out so (the caller then imports it the plain way)."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    if name in sys.modules:
+        return sys.modules[name]
+    package, _, leaf = name.rpartition(".")
+    try:
+        spec = importlib.util.find_spec(package)  # finds the package without running it
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(folder, leaf + suffix)
+            if os.path.isfile(path):
+                loader = importlib.machinery.ExtensionFileLoader(name, path)
+                module = importlib.util.module_from_spec(importlib.machinery.ModuleSpec(name, loader, origin=path))
+                loader.exec_module(module)
+                sys.modules[name] = module
+                return module
+    return None
