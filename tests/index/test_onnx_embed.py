@@ -8,8 +8,10 @@ import shutil
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from gitwiki.config import EmbeddingsConfig
+from gitwiki.config import WEIGHTS, EmbeddingsConfig
 from gitwiki.index import embed, onnx_embed
 from gitwiki.index.embed import FastembedEmbedder
 from gitwiki.index.onnx_embed import OnnxEmbedder, lean_embedder
@@ -239,3 +241,15 @@ def test_only_a_float32_model_gitwiki_runs_gets_int8_weights_and_their_own_model
     assert onnx_embed.model_key(EmbeddingsConfig(model="intfloat/multilingual-e5-large")) == (
         "intfloat/multilingual-e5-large"
     )
+
+
+@settings(max_examples=300)
+@given(key=st.text(max_size=60) | st.sampled_from(MODEL_IDS).map(lambda k: k + "@int8"))
+def test_any_model_id_an_index_or_a_shared_table_names_gives_a_valid_configuration(key):
+    """A table's or an artifact's model id is not ours: whatever it says, the configuration made for it is one the
+    config would accept, and its vectors are keyed that id or not used (their model ids differ)."""
+    config = EmbeddingsConfig(model=MODEL_NAME, model_path="/models/x")
+    made = onnx_embed.config_for(key, config)
+    assert made.weights in WEIGHTS and made.model_path in (config.model_path, None)
+    assert made.model == key.removesuffix("@int8")
+    assert onnx_embed.model_key(made) == key or (key.endswith("@int8") and not onnx_embed.quantized(made))
