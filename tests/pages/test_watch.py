@@ -137,6 +137,9 @@ def test_a_watched_hybrid_query_looks_for_missing_vectors_only_after_a_change(re
     calls = []
     real = local_module.ensure_vectors
     monkeypatch.setattr(local_module, "ensure_vectors", lambda *a, **k: calls.append(1) or real(*a, **k))
+    # A fence later than FENCE_TIMEOUT (a stalled machine) asks git and looks for vectors again, as it should; this
+    # test is about the watched path, which a loaded test run's stall must not turn into the other one.
+    monkeypatch.setattr(watch, "FENCE_TIMEOUT", 60.0)
     repo.write("wiki/garden.md", "# Garden\n\nWater the tomatoes.\n")
     for _ in range(3):
         assert wiki.search("watering vegetables").docs[0].path == "wiki/garden.md"
