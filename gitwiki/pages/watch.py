@@ -92,22 +92,23 @@ class Watcher:
                 return None
 
     def _await(self, fence: str) -> int | None:
-        deadline = time.monotonic() + FENCE_TIMEOUT
-        step = 0
-        while time.monotonic() < deadline:
-            # Returns what has arrived as soon as it stops growing, or after 1 ms with nothing. It checks at once
-            # (the fence has usually arrived) until a look finds nothing; then in 1 ms steps, so the watcher's own
-            # thread gets the CPU on a busy machine (spinning there made fences take half a second).
-            got = self._notify.watch(0, step, 1, None)
-            if isinstance(got, set):
-                if any(not path.startswith(self._ignored) for _, path in got):
-                    self._generation += 1
-                if any(path == fence for _, path in got):
-                    return self._generation
-                continue  # events that came before the fence: it is on its way, look again at once
-            step = 1
-        log.info("file watch fence took over %.1f s; asking git this time", FENCE_TIMEOUT)
-        return None
+        pace = _Pace(time.monotonic() + FENCE_TIMEOUT)
+        while True:
+            # No timeout: watchfiles' `watch` clears what it has collected when it gives up, and an event that came
+            # between its last look and that clear was lost: a fence that never came (one query in 40, in each of
+            # four runs of six test workers on two cores), or a page's change missed. Without one it returns only
+            # what has arrived, taken under its lock; the pace (`_Pace.is_set`, asked before each look) spaces its
+            # looks and stops it at the deadline.
+            got = self._notify.watch(0, 0, 0, pace)
+            if not isinstance(got, set):  # "stop" (the deadline) or "signal": what it had collected is gone,
+                self._generation += 1  # so the next query does not trust what it may have missed
+                log.info("file watch fence took over %.1f s (%s); asking git this time", FENCE_TIMEOUT, got)
+                return None
+            if any(not path.startswith(self._ignored) for _, path in got):
+                self._generation += 1
+            if any(path == fence for _, path in got):
+                return self._generation
+            pace.looks = 0  # events that came before the fence: it is on its way, look again at once
 
     def close(self) -> None:
         with self._lock:
@@ -119,6 +120,22 @@ class Watcher:
         if self._fence is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self._fence)
+
+
+class _Pace:
+    """The `stop_event` of a `watch` call, asked before each of its looks: the first two at once (the fence has
+    usually arrived), then 1 ms apart, so the watcher's own thread gets the CPU on a busy machine (looking without a
+    pause there made fences take half a second); set at the deadline."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.looks = 0
+
+    def is_set(self) -> bool:
+        self.looks += 1
+        if self.looks > 2:
+            time.sleep(0.001)
+        return time.monotonic() > self.deadline
 
 
 def _rust_notify() -> type[RustNotify]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 
 import pytest
 
@@ -19,7 +20,10 @@ LEXICAL = "[embeddings]\nenabled = false\n"
 
 
 @pytest.fixture
-def watched(repo):
+def watched(repo, monkeypatch):
+    # A fence later than FENCE_TIMEOUT asks git, as it should (test_a_late_fence_costs_one_status_and_the_watch_goes_on);
+    # the other tests here count the watched path's status calls, which a stall of a loaded test host must not add to.
+    monkeypatch.setattr(watch, "FENCE_TIMEOUT", 60.0)
     repo.commit("pages", {".gitwiki.toml": LEXICAL, "wiki/deploy.md": "# Deploy\n\nWe deploy with argo.\n"})
     wiki = Wiki.open(repo.path)
     assert wiki.watch()
@@ -137,9 +141,7 @@ def test_a_watched_hybrid_query_looks_for_missing_vectors_only_after_a_change(re
     calls = []
     real = local_module.ensure_vectors
     monkeypatch.setattr(local_module, "ensure_vectors", lambda *a, **k: calls.append(1) or real(*a, **k))
-    # A fence later than FENCE_TIMEOUT (a stalled machine) asks git and looks for vectors again, as it should; this
-    # test is about the watched path, which a loaded test run's stall must not turn into the other one.
-    monkeypatch.setattr(watch, "FENCE_TIMEOUT", 60.0)
+    monkeypatch.setattr(watch, "FENCE_TIMEOUT", 60.0)  # as `watched` does, for the same reason
     repo.write("wiki/garden.md", "# Garden\n\nWater the tomatoes.\n")
     for _ in range(3):
         assert wiki.search("watering vegetables").docs[0].path == "wiki/garden.md"
@@ -186,10 +188,10 @@ class _Scripted:
 
     def __init__(self, folder) -> None:
         self.folder = folder
-        self.steps: list[int] = []
+        self.steps: list[tuple[int, int, int]] = []  # (step, timeout, looks the pace had made) per call
 
-    def watch(self, debounce: int, step: int, timeout: int, stop: object) -> set[tuple[int, str]]:
-        self.steps.append(step)
+    def watch(self, debounce: int, step: int, timeout: int, stop: watch._Pace) -> set[tuple[int, str]]:
+        self.steps.append((step, timeout, stop.looks))
         if len(self.steps) == 1:
             return {(3, os.path.join(self.folder, "an-earlier-fence"))}
         return {(1, os.path.join(self.folder, name)) for name in os.listdir(self.folder)}
@@ -202,7 +204,28 @@ def test_a_fence_looks_again_at_once_past_events_that_came_before_it(tmp_path):
     notify = _Scripted(tmp_path)
     watcher = Watcher(notify, tmp_path, (str(tmp_path) + os.sep,))  # type: ignore[arg-type]
     assert watcher.sync() == 0  # only fences: no change
-    assert notify.steps == [0, 0]  # not a 1 ms step: its own event was on its way
+    # never a timeout (watchfiles clears what it collected when it times out: events lost); the second call's looks
+    # start again at once, not in 1 ms steps: the fence's own event was on its way
+    assert notify.steps == [(0, 0, 0), (0, 0, 0)]
+
+
+class _Stopped(_Scripted):
+    """A notifier whose first call ends at its pace's deadline, as watchfiles' `watch` says "stop"."""
+
+    def watch(self, debounce: int, step: int, timeout: int, stop: watch._Pace) -> set[tuple[int, str]] | str:  # type: ignore[override]
+        if not self.steps:
+            self.steps.append((step, timeout, stop.looks))
+            return "stop"
+        return super().watch(debounce, step, timeout, stop)
+
+
+def test_a_fence_past_its_deadline_asks_git_and_the_next_query_does_not_trust_what_it_missed(tmp_path):
+    notify = _Stopped(tmp_path)
+    watcher = Watcher(notify, tmp_path, (str(tmp_path) + os.sep,))  # type: ignore[arg-type]
+    assert watcher.sync() is None  # this query asks git
+    assert watcher.sync() == 1  # the stopped call's events are gone: the next query's overlay is taken again
+    pace = watch._Pace(time.monotonic() - 1)
+    assert pace.is_set() and pace.is_set() and not watch._Pace(time.monotonic() + 60).is_set()
 
 
 def test_the_last_fence_is_removed_before_the_next_is_written(tmp_path, monkeypatch):
