@@ -108,7 +108,7 @@ class Watcher:
                 self._generation += 1
             if any(path == fence for _, path in got):
                 return self._generation
-            pace.looks = 0  # events that came before the fence: it is on its way, look again at once
+            pace.again()  # events that came before the fence: it is on its way
 
     def close(self) -> None:
         with self._lock:
@@ -123,19 +123,28 @@ class Watcher:
 
 
 class _Pace:
-    """The `stop_event` of a `watch` call, asked before each of its looks: the first two at once (the fence has
-    usually arrived), then 1 ms apart, so the watcher's own thread gets the CPU on a busy machine (looking without a
-    pause there made fences take half a second); set at the deadline."""
+    """The `stop_event` of a `watch` call, asked before each of its looks: looks at once for the first millisecond
+    (the fence has usually arrived, or does within it), then 1 ms apart, so the watcher's own thread gets the CPU on
+    a busy machine (looking without a pause there made fences take half a second); set at the deadline."""
+
+    SPIN = 0.001
 
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
+        self.since = time.monotonic()  # of the looks at once
+        self.looks = 0
+
+    def again(self) -> None:
+        """Look at once again (events that came before the fence: it is on its way)."""
+        self.since = time.monotonic()
         self.looks = 0
 
     def is_set(self) -> bool:
         self.looks += 1
-        if self.looks > 2:
+        now = time.monotonic()
+        if now - self.since > self.SPIN:
             time.sleep(0.001)
-        return time.monotonic() > self.deadline
+        return now > self.deadline
 
 
 def _rust_notify() -> type[RustNotify]:
