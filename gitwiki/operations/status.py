@@ -26,6 +26,7 @@ class Status(NamedTuple):
     max_page_bytes: int
     check: str | None  # None: not checked; "ok", or what is damaged
     repository_checks: dict[str, str]  # synced repository → "ok" or its damage
+    wanted_model: str | None = None  # the model id the configuration's vectors are keyed by (None: embeddings off)
 
     @property
     def damaged(self) -> bool:
@@ -49,6 +50,7 @@ class Status(NamedTuple):
                 for r in self.repositories
             ],
             "lexical_notice": self.lexical_notice,
+            "wanted_model": self.wanted_model,
             **({"check": self.check} if self.check is not None else {}),
         }
 
@@ -83,6 +85,10 @@ class Status(NamedTuple):
             f"corpus {r.name}  path {r.path or '.'}/",
             f"  pages {r.pages}, chunks {r.chunks}, model {r.model or 'none (lexical)'}",
         ]
+        if r.indexed_commit and self.wanted_model and r.model != self.wanted_model:
+            lines.append(
+                f"  configured model {self.wanted_model}: the next `gitwiki index` (or a search) embeds the pages again"
+            )
         if r.head_commit is None:  # `git init` without a commit: only the worktree has pages
             lines.append("  HEAD: no commit yet; uncommitted pages are searched as they are, commit them to index them")
         else:
@@ -128,4 +134,5 @@ def status(wiki: Wiki, check: bool = False) -> Status:
         max_page_bytes=wiki.config.search.max_page_bytes,
         check=damage,
         repository_checks=checked,
+        wanted_model=wiki.wanted_model(),
     )

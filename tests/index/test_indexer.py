@@ -2,6 +2,7 @@
 
 import pytest
 
+from gitwiki.operations.status import status
 from gitwiki.wiki import Wiki
 from tests.helpers import needs_model
 
@@ -37,8 +38,12 @@ def test_first_index_parses_and_embeds_every_chunk(wiki):
 def test_the_other_weights_of_the_model_embed_every_chunk_again_under_their_own_model_id(wiki, repo):
     wiki.index()
     repo.commit("float32", {".gitwiki.toml": '[embeddings]\nweights = "fp32"\n'})
-    fp32 = only(Wiki.open(repo.path).index())
+    switched = Wiki.open(repo.path)
+    said = status(switched).text()  # the corpus tree did not move: "fresh", and the model says what comes
+    assert "configured model sentence-transformers/all-MiniLM-L6-v2: the next `gitwiki index`" in said
+    fp32 = only(switched.index())
     assert (fp32.model, fp32.embedded) == ("sentence-transformers/all-MiniLM-L6-v2", 4)
+    assert "configured model" not in status(switched).text()
 
 
 def test_unchanged_tree_does_no_work(wiki, repo):
