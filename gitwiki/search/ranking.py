@@ -459,6 +459,12 @@ def snippet(text: str, terms: set[str], max_chars: int) -> str:
                 positions.append(at)
                 at = lowered.find(term, at + len(term))
     positions.sort()
+    return snippet_window(flat, positions, max_chars)
+
+
+def snippet_window(flat: str, positions: list[int], max_chars: int) -> str:
+    """The `max_chars` window of `flat` (longer than that) around the densest of the sorted term `positions`, cut
+    on word boundaries, with an ellipsis where text was left out."""
     start = max(0, min(densest_start(positions, max_chars) - max_chars // 4, len(flat) - max_chars))
     if start > 0:
         space = flat.find(" ", start)

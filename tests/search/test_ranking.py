@@ -34,6 +34,7 @@ from gitwiki.search.ranking import (
     rrf,
     score_fusion,
     snippet,
+    snippet_window,
 )
 from gitwiki.search.searcher import Searcher, SearchOptions
 from gitwiki.wiki import Wiki
@@ -117,20 +118,14 @@ def test_snippet_is_the_window_counting_every_term_would_choose(words, terms, ma
 
 
 def _snippet_by_regex(text: str, terms: set[str], max_chars: int) -> str:
-    """`snippet` as it was written first, each term's positions found by a regex of it: the oracle of its `find`."""
+    """`snippet` with each term's positions found by a regex of it, as it was written first: the oracle of its
+    `find` loop (the window around the positions is `snippet_window` in both)."""
     flat = re.sub(r"\s+", " ", text).strip()
     if len(flat) <= max_chars:
         return flat
     lowered = flat.lower()
     positions = sorted(m.start() for t in terms if t for m in re.finditer(re.escape(t), lowered))
-    start = max(0, min(densest_start(positions, max_chars) - max_chars // 4, len(flat) - max_chars))
-    if start > 0:
-        space = flat.find(" ", start)
-        start = space + 1 if 0 <= space < start + 20 else start
-    window = flat[start : start + max_chars]
-    if start + max_chars < len(flat) and " " in window[-20:]:
-        window = window[: window.rfind(" ")]
-    return ("…" if start > 0 else "") + window + ("…" if start + len(window) < len(flat) else "")
+    return snippet_window(flat, positions, max_chars)
 
 
 @settings(max_examples=400, deadline=None)
