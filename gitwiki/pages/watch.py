@@ -132,15 +132,12 @@ class _Pace:
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
         self.since = time.monotonic()  # of the looks at once
-        self.looks = 0
 
     def again(self) -> None:
         """Look at once again (events that came before the fence: it is on its way)."""
         self.since = time.monotonic()
-        self.looks = 0
 
     def is_set(self) -> bool:
-        self.looks += 1
         now = time.monotonic()
         if now - self.since > self.SPIN:
             time.sleep(0.001)

@@ -188,10 +188,10 @@ class _Scripted:
 
     def __init__(self, folder) -> None:
         self.folder = folder
-        self.steps: list[tuple[int, int, int]] = []  # (step, timeout, looks the pace had made) per call
+        self.steps: list[tuple[int, int, float]] = []  # (step, timeout, when the pace's looks at once began) per call
 
     def watch(self, debounce: int, step: int, timeout: int, stop: watch._Pace) -> set[tuple[int, str]]:
-        self.steps.append((step, timeout, stop.looks))
+        self.steps.append((step, timeout, stop.since))
         if len(self.steps) == 1:
             return {(3, os.path.join(self.folder, "an-earlier-fence"))}
         return {(1, os.path.join(self.folder, name)) for name in os.listdir(self.folder)}
@@ -206,7 +206,8 @@ def test_a_fence_looks_again_at_once_past_events_that_came_before_it(tmp_path):
     assert watcher.sync() == 0  # only fences: no change
     # never a timeout (watchfiles clears what it collected when it times out: events lost); the second call's looks
     # start again at once, not in 1 ms steps: the fence's own event was on its way
-    assert notify.steps == [(0, 0, 0), (0, 0, 0)]
+    assert [(step, timeout) for step, timeout, _ in notify.steps] == [(0, 0), (0, 0)]
+    assert notify.steps[1][2] > notify.steps[0][2]
 
 
 class _Stopped(_Scripted):
@@ -214,7 +215,7 @@ class _Stopped(_Scripted):
 
     def watch(self, debounce: int, step: int, timeout: int, stop: watch._Pace) -> set[tuple[int, str]] | str:  # type: ignore[override]
         if not self.steps:
-            self.steps.append((step, timeout, stop.looks))
+            self.steps.append((step, timeout, stop.since))
             return "stop"
         return super().watch(debounce, step, timeout, stop)
 
