@@ -26,7 +26,7 @@ class Status(NamedTuple):
     max_page_bytes: int
     check: str | None  # None: not checked; "ok", or what is damaged
     repository_checks: dict[str, str]  # synced repository → "ok" or its damage
-    wanted_model: str | None = None  # the model id the configuration's vectors are keyed by (None: embeddings off)
+    wanted_model: str | None  # the model id the configuration's vectors are keyed by (None: embeddings off)
 
     @property
     def damaged(self) -> bool:
