@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 import time
 import typing
 from pathlib import Path
@@ -13,7 +15,7 @@ import pytest
 
 from gitwiki import config, config_edit, trust
 from gitwiki.errors import UsageError
-from tests.helpers import ROOT, GitRepoFixture
+from tests.helpers import ROOT, GitRepoFixture, needs_model
 
 
 def schema_keys() -> set[str]:
@@ -241,3 +243,34 @@ def test_huge_values_are_refused_in_one_short_line(tmp_path, toml, fragment):
     with pytest.raises(UsageError, match=fragment) as e:
         config.load(tmp_path, user_file=tmp_path / "none.toml")
     assert "\n" not in str(e.value) and len(str(e.value)) < 400
+
+
+# onnxruntime stays quiet on a CI runner: the test clears what it looks for, to run as on a user's machine.
+CI_NAMES = ("CI", "GITHUB_ACTIONS", "TF_BUILD", "GITLAB_CI", "CIRCLECI", "JENKINS_URL", "BUILDKITE", "TRAVIS")
+
+
+def _telemetry_files(tmp_path: Path, name: str, **env: str) -> list[str]:
+    """What `gitwiki index` (the model loaded) leaves under a HOME of its own: onnxruntime's telemetry writes its
+    device id there before it tries to upload."""
+    repo = project(tmp_path, name)
+    home = tmp_path / f"{name}-home"
+    home.mkdir()
+    base = {k: v for k, v in os.environ.items() if k not in CI_NAMES and k != "ORT_DISABLE_TELEMETRY"}
+    run = subprocess.run(
+        [sys.executable, "-m", "gitwiki", "index"],
+        cwd=repo.path,
+        env={**base, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"), "PYTHONPATH": str(ROOT), **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    return sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())
+
+
+@needs_model
+def test_gitwiki_turns_off_onnxruntimes_telemetry_and_keeps_a_users_own_choice(tmp_path):
+    assert _telemetry_files(tmp_path, "quiet") == []
+    asked = _telemetry_files(tmp_path, "asked", ORT_DISABLE_TELEMETRY="0")
+    if not any(p.endswith("deviceid") for p in asked):
+        pytest.skip(f"this onnxruntime writes no device id when asked to send telemetry ({asked}): nothing to hold")
