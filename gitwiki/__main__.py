@@ -2,7 +2,7 @@ import sys
 
 owning = "--owner-fd" in sys.argv
 if owning:
-    # The owner `serve.owner.start` spawns (`-m gitwiki -C DIR serve --owner-fd N`): its model starts loading
+    # The owner `serve.owner.start` spawns (`-P -m gitwiki -C DIR serve --owner-fd N`): its model starts loading
     # before the CLI's imports and parsing, which it waits for otherwise (docs/research/sessions-lean.md).
     from gitwiki.index.embed import load_in_background
 

@@ -52,7 +52,7 @@ if [ -x "$chained" ]; then
     "$chained" "$@" || status=$?
 fi
 if [ -x {py} ]; then
-    ( {py} -m gitwiki index -q </dev/null >/dev/null 2>&1 & )
+    ( {py} -P -m gitwiki index -q </dev/null >/dev/null 2>&1 & )
 elif command -v gitwiki >/dev/null 2>&1; then
     ( gitwiki index -q </dev/null >/dev/null 2>&1 & )
 fi

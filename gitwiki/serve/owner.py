@@ -150,7 +150,9 @@ def start(where: Place, chdir: str) -> bool:
                 os.truncate(where.log, 0)
         with open(where.log, "ab") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "gitwiki", "-C", chdir, "serve", "--owner-fd", str(fd)],
+                # -P: `-m` puts the working directory (the checkout) first on sys.path, where a clone's own
+                # `gitwiki/` would be run in our place
+                [sys.executable, "-P", "-m", "gitwiki", "-C", chdir, "serve", "--owner-fd", str(fd)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=log,

@@ -30,6 +30,17 @@ def test_install_refreshes_the_index_in_the_background_after_commit(repo, cli):
     assert _wait_for_index(cli, repo.path, head), "the post-commit hook did not index HEAD"
 
 
+def test_the_hook_never_runs_a_checkouts_own_gitwiki_package(repo, cli):
+    """git runs hooks in the worktree, and `python -m` puts it first on sys.path: a pulled `gitwiki/` ran there."""
+    marker = repo.path.parent / "planted-ran"
+    planted = f"open({str(marker)!r}, 'w').close()\n"
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/a.md": "# A\n"})
+    assert cli("git-hooks", "install", cwd=repo.path)[0] == 0
+    head = repo.commit("plant", {"gitwiki/__init__.py": planted, "gitwiki/__main__.py": planted})
+    assert _wait_for_index(cli, repo.path, head), "the post-commit hook did not index HEAD"
+    assert not marker.exists()
+
+
 def test_existing_hook_is_chained_and_restored(repo, cli):
     repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/a.md": "# A\n"})
     log = repo.path.parent / "previous.log"

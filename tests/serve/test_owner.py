@@ -34,10 +34,12 @@ HEAVY = ("mcp.server", "mcp_types", "numpy", "pygit2", "onnxruntime", "fastembed
 class Session:
     """One `gitwiki serve` process and its JSON-RPC lines, read on a thread (a test never blocks for ever)."""
 
-    def __init__(self, repo: Path, *flags: str, importtime: bool = False) -> None:
+    def __init__(self, repo: Path, *flags: str, importtime: bool = False, cwd: Path | None = None) -> None:
         python = [sys.executable, "-X", "importtime"] if importtime else [sys.executable]
         self.process = subprocess.Popen(
-            [*python, "-m", "gitwiki", "-C", str(repo), "serve", "--log-level", "INFO", *flags],
+            # -P, as the console script a client runs: never the working directory first on sys.path
+            [*python, "-P", "-m", "gitwiki", "-C", str(repo), "serve", "--log-level", "INFO", *flags],
+            cwd=cwd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -154,6 +156,20 @@ def connected(shared: Any, **ground: str) -> tuple[Session, int]:
     session.open()
     assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback", **ground))
     return session, owner_pid(repo.path)
+
+
+def test_a_checkouts_own_gitwiki_package_is_never_run_as_the_owner(shared):
+    """`python -m` puts the working directory first on sys.path: started in a clone, the owner ran its `gitwiki/`."""
+    repo, sessions = shared
+    marker = repo.path.parent / "planted-ran"
+    planted = f"open({str(marker)!r}, 'w').close()\n"
+    repo.commit("plant", {"gitwiki/__init__.py": planted, "gitwiki/__main__.py": planted})
+    session = Session(repo.path, cwd=repo.path)  # as a client starts it: in the checkout
+    sessions.append(session)
+    session.open()
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))
+    owner_pid(repo.path)
+    assert not marker.exists()
 
 
 def text(answer: dict[str, Any]) -> str:
