@@ -17,6 +17,9 @@ from gitwiki.errors import GitwikiError
 if TYPE_CHECKING:
     import argparse
 
+    from gitwiki.mcp.relay import Handover
+    from gitwiki.serve.owner import Place
+
 # Each name is a module in gitwiki.commands with `register(subparsers)`; keep their imports light.
 COMMANDS = (
     "init",
@@ -124,17 +127,27 @@ def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
         return None
     import os
 
-    if any(os.environ.get(name) for name in ("GITWIKI_NO_SERVER", "GITWIKI_SERVE_ALONE")):
+    from gitwiki.mcp import relay
+
+    handed = relay.handover()  # this process is a relay's session going on (mcp.relay)
+    if handed is None and any(os.environ.get(name) for name in ("GITWIKI_NO_SERVER", "GITWIKI_SERVE_ALONE")):
         return None
     from gitwiki.serve import owner
 
     found = owner.quick_place(chdir)
+    if handed is not None:
+        return _resumed(handed, found[0] if found is not None else owner.place(chdir), chdir, level, exit_at_end)
     if found is None or os.path.exists(found[1] / MODEL_UNAVAILABLE):
         return None
     where = found[0]
     got = owner.connect(where)
     if isinstance(got, owner.Declined):
         return None  # `serve` runs alone and says why
+    if got is not None and level == "WARNING" and os.environ.get("GITWIKI_SERVE_RELAY") != "0":
+        # The owner is up: this process becomes the lean relay, and comes back here only if the session needs more.
+        # A level asked for keeps the bridge, whose records (a line refused, the owner lost) go to its stderr.
+        back = [sys.executable, "-P", "-m", "gitwiki", "-C", chdir, "serve"]
+        relay.exec_relay(got.fileno(), str(where.socket.parent), back)
     owned = owner.Owner(where, chdir)
     # No owner: start it here, ~10 ms sooner than after the parser and the serve command's imports (the first
     # search waits for its start), once the configuration is known to load (else `serve` runs alone and says why).
@@ -142,15 +155,41 @@ def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
         if owner.place(chdir) != where:
             return None
         owned.start()  # False: another process holds the lock, an owner starting; the bridge waits for it
-    import signal
-
     from gitwiki.mcp import bridge
 
+    _bridging(level)
+    code = bridge.run(owned, got, __version__)
+    if exit_at_end:
+        end_now(code)
+    return code
+
+
+def _bridging(level: str) -> None:
+    """As `commands.serve`'s bridge: records to stderr at `level`; SIGINT and SIGTERM end it at once, of the
+    signal, without a traceback."""
+    import signal
+
+    from gitwiki.mcp import logs
+
     logs.plain(level)
-    # as `commands.serve`'s bridge: SIGINT and SIGTERM end it at once, of the signal, without a traceback
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_DFL)
-    code = bridge.run(owned, got, __version__)
+
+
+def _resumed(handed: Handover, where: Place | None, chdir: str, level: str, exit_at_end: bool) -> int:
+    """The bridge going on with the session a relay handed over (`mcp.bridge.resume`)."""
+    from gitwiki.mcp import bridge
+    from gitwiki.serve import owner
+
+    _bridging(level)
+    if where is None:
+        print(
+            "gitwiki serve: error: this checkout's owner can no longer be found; start the session again",
+            file=sys.stderr,
+        )
+        code = 1
+    else:
+        code = bridge.resume(owner.Owner(where, chdir), handed, __version__)
     if exit_at_end:
         end_now(code)
     return code

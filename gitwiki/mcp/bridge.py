@@ -29,11 +29,14 @@ import _socket  # `socket`'s C type, all a bridge uses: the module adds 0.5 MiB 
 import json
 import threading
 import time
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from gitwiki.mcp import early, framing
 from gitwiki.mcp.logs import Logger
 from gitwiki.serve.address import socket_peer
+
+if TYPE_CHECKING:
+    from gitwiki.mcp.relay import Handover
 
 log = Logger("gitwiki.bridge")  # `logging` only at a first record (mcp.logs)
 
@@ -45,6 +48,11 @@ POLL = 0.01  # between connects to an owner that is starting
 FAST_POLL_FOR = 3.0  # seconds of polling every POLL before backing off to 0.2 s
 CLOSE_WAIT = 10.0  # after the client's input ends, how long answers still due are waited for
 REPLAY = "gitwiki-bridge-replay-"
+WRITE_LOST = (
+    "gitwiki's owner process ended during this write: it may or may not have been made. "
+    "Check (read_markdown, memory_search) before trying it again"
+)
+INITIALIZE = "initialize"
 INITIALIZED = "notifications/initialized"
 
 
@@ -84,7 +92,13 @@ def read_only_tools(answers: dict[str, dict[str, Any]]) -> frozenset[str]:
 
 
 class Bridge:
-    def __init__(self, owner: Owner, answers: dict[str, dict[str, Any]], sock: _socket.socket | None) -> None:
+    def __init__(
+        self,
+        owner: Owner,
+        answers: dict[str, dict[str, Any]],
+        sock: _socket.socket | None,
+        handed: Handover | None = None,
+    ) -> None:
         self._owner = owner
         self._answers = answers
         self._reads = read_only_tools(answers)
@@ -102,11 +116,45 @@ class Bridge:
         self._acknowledged: set[str] = set()  # subscriptions acknowledged here
         self._replays = 0
         self._closed = False
-        if sock is not None:
+        if handed is not None:
+            self._opening = list(handed.opening)
+        if sock is not None and handed is not None:
+            self._go_on(sock, handed)
+        elif sock is not None:
             self._attach(sock)
         else:
             self._reconnect()
         threading.Thread(target=self._watch, name="gitwiki-bridge-watch", daemon=True).start()
+
+    # --- a session a relay handed over (mcp.relay)
+
+    def _go_on(self, sock: _socket.socket, handed: Handover) -> None:
+        """The owner connection still up (a call out long enough for the hang watch): the calls out stay out."""
+        now = time.monotonic()
+        with self._state:
+            for line, age in handed.pending:
+                message = json.loads(line)
+                self._pending[json.dumps(message["id"])] = Pending(line, self._safe(message), now - age)
+            self._sock = sock
+        self._reader(sock, handed.answers)
+
+    def restart(self, pending: list[tuple[bytes, float]], version: str, note: str | None) -> None:
+        """The calls out when the owner connection ended under the relay, as `_lost` treats them: reads asked again,
+        writes answered with an error; an `initialize` the owner did not answer is answered here, as the bridge's
+        first line is (`resume` left the unanswered opening out of the replay)."""
+        for line, _ in pending:
+            message = json.loads(line)
+            if message.get("method") == INITIALIZE:
+                answer = early.initialize_answer(line, version, note)
+                if answer is not None:
+                    self._write(json.dumps(answer, separators=(",", ":")).encode() + b"\n")
+                    self.take(line, answered_early=True)
+                    continue
+            if self._safe(message):
+                self.take(line)
+            else:
+                with self._state:
+                    self._refuse(json.dumps(message["id"]), WRITE_LOST)
 
     # --- the client's side
 
@@ -210,7 +258,10 @@ class Bridge:
                 sock.sendall(b"".join(lines))
             except OSError:  # as in _forward: the reader below meets the connection's end
                 pass
-        threading.Thread(target=self._read, args=(sock,), name="gitwiki-bridge-read", daemon=True).start()
+        self._reader(sock, b"")
+
+    def _reader(self, sock: _socket.socket, start: bytes) -> None:
+        threading.Thread(target=self._read, args=(sock, start), name="gitwiki-bridge-read", daemon=True).start()
 
     def _replay(self, line: bytes) -> bytes:
         """An opening line for a new owner: a request gets an id of the bridge's own, whose answer is dropped."""
@@ -224,9 +275,9 @@ class Bridge:
             self._acknowledged.add(json.dumps(new))
         return json.dumps({**message, "id": new}, separators=(",", ":")).encode() + b"\n"
 
-    def _read(self, sock: _socket.socket) -> None:
+    def _read(self, sock: _socket.socket, start: bytes) -> None:
         try:
-            for line in early.read_lines(b"", sock.fileno()):
+            for line in early.read_lines(start, sock.fileno()):
                 if self._keep(line):
                     self._write(line)
         except (OSError, ValueError):
@@ -271,11 +322,7 @@ class Bridge:
                     resend.append((call.line, False))
                     self._pending[key] = call._replace(at=0.0)
                 else:
-                    self._refuse(
-                        key,
-                        "gitwiki's owner process ended during this write: it may or may not have been made. "
-                        "Check (read_markdown, memory_search) before trying it again",
-                    )
+                    self._refuse(key, WRITE_LOST)
             self._queue = resend + self._queue
             closed = self._closed
         sock.close()
@@ -388,11 +435,29 @@ def run(owner: Owner, sock: _socket.socket | None, version: str, note: str | Non
     if answer is not None:
         early.write_all(1, json.dumps(answer, separators=(",", ":")).encode() + b"\n")
     bridge = Bridge(owner, early.early_answers(version, note), sock)
+    start = first
+    if answer is not None:
+        bridge.take(line + b"\n", answered_early=True)
+        start = rest
+    return _serve(bridge, start)
+
+
+def resume(owner: Owner, handed: Handover, version: str, note: str | None = None) -> int:
+    """Go on with the session a relay handed this process (`mcp.relay`): the owner connection it kept, or a new
+    owner, with the session's opening and the calls out."""
+    sock = _socket.socket(fileno=handed.sock) if handed.sock >= 0 else None
+    if sock is None:  # what the owner never answered is answered or asked again by `restart`, not replayed
+        out = {line for line, _ in handed.pending}
+        handed.opening = [line for line in handed.opening if line not in out]
+    bridge = Bridge(owner, early.early_answers(version, note), sock, handed)
+    if sock is None:
+        bridge.restart(handed.pending, version, note)
+    return _serve(bridge, handed.held)  # a client's input that had ended reads as ended again
+
+
+def _serve(bridge: Bridge, start: bytes) -> int:
+    """Pass the client's lines (`start`, then stdin's) to `bridge` until stdin ends."""
     try:
-        start = first
-        if answer is not None:
-            bridge.take(line + b"\n", answered_early=True)
-            start = rest
         for message in early.read_lines(start, 0, framing.MAX_LINE):
             try:
                 bridge.take(message)

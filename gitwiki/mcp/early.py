@@ -221,12 +221,18 @@ def reply_to(line: bytes, answers: dict[str, dict[str, Any]]) -> bytes | None:
     """Our answer to a client's line (`answers`: era → method → result, see `early_answers`), b"" to drop it,
     None to pass it to the SDK. A line that is not a message the SDK can take (`mcp.framing`) is answered or
     dropped here, never passed on: the SDK answers nothing it cannot parse."""
-    checked = framing.check(line)
+    checked = check(line)
     if checked.message is None:
-        if checked.note:
-            log.info("refused a line: %s", checked.note)
         return checked.reply
     return _early_reply(checked.message, len(line), answers)
+
+
+def check(line: bytes) -> framing.Checked:
+    """`framing.check` of a client's line, a refusal logged: the bridge's and the owner's sessions' first look."""
+    checked = framing.check(line)
+    if checked.message is None and checked.note:
+        log.info("refused a line: %s", checked.note)
+    return checked
 
 
 def _early_reply(message: dict[str, Any], size: int, answers: dict[str, dict[str, Any]]) -> bytes | None:

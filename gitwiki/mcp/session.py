@@ -9,7 +9,6 @@ SDK (0.6–1 s of CPU, 50 MiB), and one that does answers those lines exactly as
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
 import threading
@@ -81,8 +80,13 @@ class Sessions:
 
         try:
             for line in early.read_lines(b"", conn.fileno()):
-                message = _parse(line)
-                reply = self._reply(line, message, opening, opened, sdk is not None)
+                # What the SDK could not parse is answered here (a relay passes every line on, mcp.relay)
+                checked = early.check(line)
+                if checked.message is None:
+                    if checked.reply:
+                        write(checked.reply)
+                    continue
+                reply = self._reply(line, checked.message, opening, opened, sdk is not None)
                 if reply is not None:
                     if reply:
                         write(reply)
@@ -99,11 +103,9 @@ class Sessions:
                 sdk.close()
 
     def _reply(
-        self, line: bytes, message: dict[str, Any] | None, opening: list[bytes], opened: list[object], sdk: bool
+        self, line: bytes, message: dict[str, Any], opening: list[bytes], opened: list[object], sdk: bool
     ) -> bytes | None:
         """Our answer to a line (b"" for none due), or None: the SDK's."""
-        if message is None:
-            return None
         method = message.get("method")
         if method == "tools/call":
             return self._lean.answer(message, opened=bool(opened))
@@ -127,11 +129,3 @@ class Sessions:
             acknowledgement = early.acknowledge(line, self._answers)
             return acknowledgement[1] if acknowledgement is not None else None
         return early.reply_to(line, self._answers) if self._answers else None
-
-
-def _parse(line: bytes) -> dict[str, Any] | None:
-    try:
-        message = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    return message if isinstance(message, dict) else None

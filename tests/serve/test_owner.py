@@ -21,141 +21,28 @@ from gitwiki.mcp import framing
 from gitwiki.serve import client
 from gitwiki.serve import owner as serve_owner
 from tests.helpers import DEPLOY, LEXICAL, needs_model, peak_rss
+from tests.serve.sessions import (
+    HELLO,
+    WAIT,
+    Session,
+    connected,
+    drift_script,
+    gone,
+    owner_pid,
+    owners,
+    sharing,
+    start,
+    status,
+    text,
+    wait_for,
+)
 
-WAIT = 60.0  # generous: a loaded 2-core machine starts an owner in seconds
-HELLO = {
-    "protocolVersion": "2025-06-18",
-    "capabilities": {},
-    "clientInfo": {"name": "test", "version": "1"},
-}
 HEAVY = ("mcp.server", "mcp_types", "numpy", "pygit2", "onnxruntime", "fastembed", "pydantic")
-
-
-class Session:
-    """One `gitwiki serve` process and its JSON-RPC lines, read on a thread (a test never blocks for ever)."""
-
-    def __init__(self, repo: Path, *flags: str, importtime: bool = False, cwd: Path | None = None) -> None:
-        python = [sys.executable, "-X", "importtime"] if importtime else [sys.executable]
-        self.process = subprocess.Popen(
-            # -P, as the console script a client runs: never the working directory first on sys.path
-            [*python, "-P", "-m", "gitwiki", "-C", str(repo), "serve", "--log-level", "INFO", *flags],
-            cwd=cwd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.stderr: list[bytes] = []
-        self.early: dict[Any, dict[str, Any]] = {}
-        threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=lambda: self.stderr.extend(self.process.stderr), daemon=True).start()  # type: ignore[arg-type]
-        self.next_id = 1
-
-    def _read(self) -> None:
-        for line in self.process.stdout:  # type: ignore[union-attr]
-            self.lines.put(json.loads(line))
-
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(message).encode() + b"\n")
-        self.process.stdin.flush()
-
-    def request(self, method: str, params: dict[str, Any] | None = None) -> int:
-        id_ = self.next_id
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": id_, "method": method, **({"params": params} if params else {})})
-        return id_
-
-    def answer(self, id_: int | str, timeout: float = WAIT) -> dict[str, Any]:
-        """The answer to request `id_`; answers to others that come first are kept for their turn."""
-        deadline = time.monotonic() + timeout
-        while id_ not in self.early:
-            message = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
-            if "id" in message and "method" not in message:
-                self.early[message["id"]] = message
-        return self.early.pop(id_)
-
-    def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = WAIT) -> dict[str, Any]:
-        return self.answer(self.request(method, params), timeout)
-
-    def tool(self, name: str, **arguments: Any) -> dict[str, Any]:
-        return self.call("tools/call", {"name": name, "arguments": arguments})
-
-    def open(self) -> dict[str, Any]:
-        answer = self.answer(self._initialize())
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return answer
-
-    def _initialize(self) -> int:
-        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": HELLO})
-        return 0
-
-    def close(self) -> int:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        return self.process.wait(timeout=WAIT)
-
-
-def status(repo: Path) -> dict[str, Any] | None:
-    where = serve_owner.place(str(repo))
-    assert where is not None
-    return serve_owner.ask(where, "status")
-
-
-def wait_for(condition: Any, what: str) -> Any:
-    deadline = time.monotonic() + WAIT
-    while not (found := condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-    return found
-
-
-def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    # a zombie (the owner's parent bridge has not reaped it yet) is gone too
-    try:
-        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
 
 
 @pytest.fixture
 def shared(repo, monkeypatch):
-    """A repo whose `gitwiki serve` sessions share an owner; every owner it had is gone after the test."""
-    monkeypatch.delenv("GITWIKI_SERVE_ALONE", raising=False)
-    repo.commit("init", {".gitwiki.toml": LEXICAL + "\n[mcp]\nidle_timeout = 30\n", "wiki/deploy.md": DEPLOY})
-    sessions: list[Session] = []
-    yield repo, sessions
-    for session in sessions:
-        if session.process.poll() is None:
-            session.process.kill()
-    for pid, _ in _owners(repo.path):  # every owner the test started, answering or not
-        os.kill(pid, signal.SIGKILL)
-
-
-def start(shared: Any, *flags: str, importtime: bool = False) -> Session:
-    repo, sessions = shared
-    session = Session(repo.path, *flags, importtime=importtime)
-    sessions.append(session)
-    return session
-
-
-def owner_pid(repo: Path) -> int:
-    found = wait_for(lambda: status(repo), "an owner")
-    return int(found["pid"])
-
-
-def connected(shared: Any, **ground: str) -> tuple[Session, int]:
-    """A session started and opened whose first `ground` the owner answered: the session, and the owner's pid."""
-    repo, _ = shared
-    session = start(shared)
-    session.open()
-    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback", **ground))
-    return session, owner_pid(repo.path)
+    yield from sharing(repo, monkeypatch)
 
 
 def test_a_checkouts_own_gitwiki_package_is_never_run_as_the_owner(shared):
@@ -170,10 +57,6 @@ def test_a_checkouts_own_gitwiki_package_is_never_run_as_the_owner(shared):
     assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))
     owner_pid(repo.path)
     assert not marker.exists()
-
-
-def text(answer: dict[str, Any]) -> str:
-    return str(answer["result"]["content"][0]["text"])
 
 
 def test_the_second_session_bridges_to_the_first_ones_owner(shared):
@@ -393,28 +276,6 @@ def test_a_line_over_64_mib_is_refused_by_the_bridge_and_the_session_goes_on(sha
     assert first.close() == 0 and second.close() == 0
 
 
-def drift_script(session: Session) -> list[dict[str, Any]]:
-    """What a client sees of a session, in order: the handshake, the lists, answers and refusals."""
-    seen = [session.open()]
-    for method in ("tools/list", "prompts/list", "resources/list", "ping"):
-        seen.append(session.call(method))
-    calls = [
-        ("ground", {"query": "helm rollback"}),
-        ("ground", {"query": "helm rollback", "format": "json"}),
-        ("read_markdown", {"path": "wiki/deploy.md#rollback"}),
-        ("outline_markdown", {"path": "wiki/deploy.md"}),
-        ("get_footnote", {"page": "wiki/deploy.md", "footnote_number": 1}),
-        ("read_markdown", {"path": "wiki/nope.md"}),  # a refusal: -32602 with the message
-        ("ground", {"query": "x", "limt": 3}),  # an unknown argument
-        ("memory_search", {"query": "rollback"}),
-    ]
-    for name, arguments in calls:
-        seen.append(session.tool(name, **arguments))
-    session.send({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": []})  # framing's refusal
-    seen.append(session.answer(99))
-    return seen
-
-
 def test_a_bridged_session_answers_as_a_direct_one(shared):
     bridge = start(shared)
     bridged = drift_script(bridge)
@@ -437,22 +298,8 @@ def test_two_sessions_starting_at_once_share_one_owner(shared):
     where = serve_owner.place(str(repo.path))
     assert where is not None and serve_owner.held(where)
     # no second owner lingers: every gitwiki process left is a session or the one owner
-    owners = _owners(repo.path)
-    assert len(owners) == 1, owners
-
-
-def _owners(repo: Path) -> list[tuple[int, str]]:
-    """The live owner processes of `repo` (pid, command line)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if f"-C {repo} serve --owner-fd" in line and not gone(int(entry.name)):
-                found.append((int(entry.name), line))
-    return found
+    left = owners(repo.path)
+    assert len(left) == 1, left
 
 
 def test_every_bridge_recovers_from_a_killed_owner_and_reads_are_asked_again(shared):
@@ -842,6 +689,6 @@ def test_a_session_the_owner_declines_runs_alone_and_starts_no_owner(shared, mon
     assert "wiki/deploy.md" in text(other.tool("ground", query="helm rollback"))
     found = status(repo.path)
     assert found is not None and found["pid"] == pid and found["sessions"] == 1  # not bridged: answered itself
-    assert [p for p, _ in _owners(repo.path)] == [pid]
+    assert [p for p, _ in owners(repo.path)] == [pid]
     assert other.close() == 0 and first.close() == 0
     assert b"running alone: the owner declined (another environment)" in b"".join(other.stderr)

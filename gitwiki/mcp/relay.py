@@ -1,0 +1,265 @@
+"""A later session's bridge while all goes well: a byte pipe between the client and a running owner, in a lean
+interpreter.
+
+`gitwiki serve` in a checkout whose owner is up (`serve.owner.connect` took the session) replaces itself with this
+module under `python -I -S` (`exec_relay`): no site, none of the bridge's imports (typing, json, re, threading,
+pathlib, the early answers), a few MiB less per session (docs/research/sessions-bridge.md). Every line goes to the
+owner, whose session answers the handshake, the lists and the lines framing refuses as the bridge does (and as a
+direct server does). What it keeps: the session's opening lines and the requests the owner has yet to answer.
+
+Anything out of the ordinary hands the session to the full bridge (`mcp.bridge`): the owner connection's end, a
+call out for `bridge.PROBE_EVERY`, a client line over MAX_HELD, an error here. It writes what it kept to a file and
+execs `python -m gitwiki serve` (the same pid, stdin and stdout), which goes on from there as `bridge.resume`: a
+new owner, reads asked again, writes in flight answered with an error, a hung owner's calls answered in time.
+
+Only the C modules below are imported: this file is run by an interpreter with nothing else loaded.
+"""
+
+from __future__ import annotations
+
+import _json
+import _signal  # type: ignore[import-not-found]  # `signal` is the C module and enum: 1 MiB here
+import os
+import select
+import sys
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+PROBE_EVERY = 1.0  # bridge.PROBE_EVERY: a call out this long goes to the bridge, which asks whether the owner hangs
+CLOSE_WAIT = 10.0  # bridge.CLOSE_WAIT: after the client's input ends, how long answers still due are waited for
+MAX_HELD = 1 << 20  # a client line longer than this goes to the bridge, which caps lines (framing.MAX_LINE)
+RESUME = "GITWIKI_RELAY_RESUME"  # "STATE_FD SOCKET_FD" (-1: the connection ended) for the bridge taking over
+STATE = b"gitwiki-relay 1\n"
+# The lines that open a session: a new owner gets them again (the bridge replays them, bridge._replay).
+OPENING = ("initialize", "notifications/initialized", "subscriptions/listen")
+
+
+class _Context:
+    """What `_json.make_scanner` asks of `json.JSONDecoder`: json.loads's defaults, without the json package."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+
+    @staticmethod
+    def parse_constant(name: str) -> float:
+        return float(name.lower().replace("infinity", "inf"))
+
+
+_scan = _json.make_scanner(_Context())  # type: ignore[arg-type]  # duck-typed: the attributes above
+
+
+def message(line: bytes) -> dict[str, object] | None:
+    """The JSON object a line starts with; None for anything else (the owner answers what framing refuses)."""
+    try:
+        text = line.decode("utf-8")
+        start = len(text) - len(text.lstrip(" \t\r\n"))
+        value, _ = _scan(text, start)
+    except (UnicodeDecodeError, StopIteration, ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def key(value: object) -> str | None:
+    """A request id as a dict key (the owner echoes it as sent: 1 and "1" are two ids)."""
+    return repr(value) if value is None or isinstance(value, (str, int, float)) else None
+
+
+class Relay:
+    def __init__(self, sock: int, state_dir: str, back: Sequence[str]) -> None:
+        self._sock = sock
+        self._state_dir = state_dir
+        self._back = list(back)
+        self._opening: list[bytes] = []
+        self._pending: dict[str, tuple[bytes, float]] = {}  # id → (line, when sent): in the order sent
+        self._held = b""  # the client's line under way
+        self._answers = b""  # the owner's line under way
+        self._closed_at = 0.0  # when the client's input ended
+
+    def run(self) -> None:
+        poll = select.poll()
+        poll.register(0, select.POLLIN)
+        poll.register(self._sock, select.POLLIN)
+        while True:
+            now = time.monotonic()
+            if self._closed_at and (not self._pending or now - self._closed_at > CLOSE_WAIT):
+                return
+            due = [at + PROBE_EVERY for _, at in self._pending.values()]
+            if self._closed_at:
+                due.append(self._closed_at + CLOSE_WAIT)
+            wait = -1 if not due else max(0, int((min(due) - now) * 1000) + 1)
+            ready = poll.poll(wait)
+            now = time.monotonic()
+            if not ready and any(now - at >= PROBE_EVERY for _, at in self._pending.values()):
+                self.hand_over()
+            for fd, _ in ready:
+                if fd == 0:
+                    if not self._from_client():
+                        poll.unregister(0)
+                        self._closed_at = time.monotonic()
+                elif not self._from_owner():
+                    self.hand_over(ended=True)
+
+    def _from_client(self) -> bool:
+        data = os.read(0, 65536)
+        if not data:
+            if self._held:  # a last line without its newline: passed on as the bridge does
+                self._note(self._held, time.monotonic())
+                self._send(self._held)
+                self._held = b""
+            return False
+        *lines, self._held = (self._held + data).split(b"\n")
+        now = time.monotonic()
+        for line in lines:
+            self._note(line + b"\n", now)
+        if lines:
+            self._send(b"".join(line + b"\n" for line in lines))
+        if len(self._held) > MAX_HELD:
+            self.hand_over()
+        return True
+
+    def _note(self, line: bytes, now: float) -> None:
+        found = message(line)
+        if found is None:
+            return
+        method = found.get("method")
+        if method in OPENING:
+            self._opening.append(line)
+        if isinstance(method, str) and "id" in found and (name := key(found["id"])) is not None:
+            self._pending[name] = (line, now)
+
+    def _send(self, data: bytes) -> None:
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._sock, view) :]
+        except OSError:
+            self.hand_over(ended=True)
+
+    def _from_owner(self) -> bool:
+        try:
+            data = os.read(self._sock, 65536)
+        except OSError:
+            return False
+        if not data:
+            return False
+        *lines, self._answers = (self._answers + data).split(b"\n")
+        if not lines:
+            return True
+        for line in lines:
+            found = message(line)
+            if found is not None and "method" not in found and (name := key(found.get("id"))) is not None:
+                self._pending.pop(name, None)
+        out = memoryview(b"".join(line + b"\n" for line in lines))
+        try:
+            while out:
+                out = out[os.write(1, out) :]
+        except OSError:
+            pass  # the client is gone; its input's end follows
+        return True
+
+    def hand_over(self, ended: bool = False) -> None:
+        """Exec the full bridge with what this relay kept (see the module's docstring)."""
+        now = time.monotonic()
+        state = [STATE, b"%d %d\n" % (len(self._opening), len(self._pending))]
+        state += [b"%d\n" % len(line) + line for line in self._opening]
+        state += [b"%d %.6f\n" % (len(line), now - at) + line for line, at in self._pending.values()]
+        state.append(b"%d %d\n" % (len(self._held), len(self._answers)) + self._held + self._answers)
+        path = f"{self._state_dir}/relay-{os.getpid()}-{time.monotonic_ns()}"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        os.unlink(path)
+        data = memoryview(b"".join(state))
+        while data:
+            data = data[os.write(fd, data) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.set_inheritable(fd, True)
+        if ended:
+            os.close(self._sock)
+        os.environ[RESUME] = f"{fd} {-1 if ended else self._sock}"
+        os.execv(self._back[0], self._back)
+
+
+class Handover:
+    """What a relay handed the bridge taking over (`handover`)."""
+
+    def __init__(
+        self,
+        opening: list[bytes],
+        pending: list[tuple[bytes, float]],
+        held: bytes,
+        answers: bytes,
+        sock: int,
+    ) -> None:
+        self.opening = opening  # the session's opening lines, as the client sent them
+        self.pending = pending  # the requests the owner had yet to answer: (line, seconds since sent)
+        self.held = held  # the client's line under way
+        self.answers = answers  # the owner's line under way
+        self.sock = sock  # the owner connection's descriptor, -1 when it had ended
+
+
+def handover() -> Handover | None:
+    """The session a relay handed this process (RESUME in its environment, removed so that no owner this process
+    starts inherits it); None when none was."""
+    value = os.environ.pop(RESUME, None)
+    if value is None:
+        return None
+    state_fd, sock = (int(part) for part in value.split())
+    with os.fdopen(state_fd, "rb") as file:
+        data = file.read()
+    if not data.startswith(STATE):
+        raise ValueError("not a relay's state")
+    at = len(STATE)
+
+    def field() -> list[bytes]:
+        nonlocal at
+        end = data.index(b"\n", at)
+        words, at = data[at:end].split(), end + 1
+        return words
+
+    def take(size: int) -> bytes:
+        nonlocal at
+        chunk, at = data[at : at + size], at + size
+        return chunk
+
+    openings, pendings = (int(word) for word in field())
+    opening = [take(int(field()[0])) for _ in range(openings)]
+    pending = []
+    for _ in range(pendings):
+        size, age = field()
+        pending.append((take(int(size)), float(age)))
+    held, answers = (int(word) for word in field())
+    return Handover(opening, pending, take(held), take(answers), sock)
+
+
+def main(argv: Sequence[str]) -> None:
+    """`SOCKET_FD STATE_DIR BACK...`: relay until the client's input ends (and its answers are in)."""
+    # as the bridge: SIGINT and SIGTERM end it at once, of the signal, without a traceback
+    for signum in (_signal.SIGINT, _signal.SIGTERM):
+        _signal.signal(signum, _signal.SIG_DFL)
+    relay = Relay(int(argv[0]), argv[1], argv[2:])
+    try:
+        relay.run()
+    except Exception as e:  # a bug here must not end the session: the bridge takes it over
+        sys.stderr.write(f"gitwiki serve: the relay failed ({e!r}); the bridge takes the session over\n")
+        relay.hand_over()
+
+
+def exec_relay(sock: int, state_dir: str, back: Sequence[str]) -> None:
+    """Replace this process with the relay on the owner connection `sock` (`back`: the command that resumes the
+    full bridge). Returns only when the relay cannot run here; the caller bridges as before."""
+    import gitwiki
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(gitwiki.__file__)))
+    if not hasattr(select, "poll") or not os.path.isfile(os.path.join(root, "gitwiki", "mcp", "relay.py")):
+        return
+    boot = f"import sys; sys.path.insert(0, {root!r}); from gitwiki.mcp.relay import main; main(sys.argv[1:])"
+    os.set_inheritable(sock, True)
+    try:
+        os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", boot, str(sock), state_dir, *back])
+    except OSError:
+        os.set_inheritable(sock, False)

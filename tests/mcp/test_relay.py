@@ -1,0 +1,145 @@
+"""gitwiki.mcp.relay: a later session (the owner up, no log level asked for) is a lean relay that answers as a
+bridge does, and hands the session to the bridge when the owner dies, hangs, or a line is too long for it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gitwiki.mcp import framing, relay
+from tests.serve.sessions import (
+    Session,
+    connected,
+    drift_script,
+    owner_pid,
+    sharing,
+    start,
+    text,
+)
+
+
+@pytest.fixture
+def shared(repo, monkeypatch):
+    yield from sharing(repo, monkeypatch)
+
+
+def relayed(shared: Any) -> tuple[Session, int]:
+    """A later session (the owner up, started by a first one) and the owner's pid: the relay runs it."""
+    connected(shared)
+    later = start(shared, level=None)
+    later.open()
+    assert is_relay(later)
+    return later, owner_pid(shared[0].path)
+
+
+def is_relay(session: Session) -> bool:
+    command = Path(f"/proc/{session.process.pid}/cmdline").read_bytes().split(b"\0")
+    return b"-I" in command and any(b"gitwiki.mcp.relay" in word for word in command)
+
+
+def test_a_later_session_is_the_relay_and_answers_as_a_direct_one(shared):
+    connected(shared)
+    later = start(shared, level=None)
+    seen = drift_script(later)
+    assert is_relay(later)  # the whole script, its refusal included, went through the relay
+    assert later.close() == 0
+    assert seen == drift_script(start(shared, "--alone"))
+
+
+def test_a_read_out_when_the_owner_dies_is_asked_again_and_the_relay_hands_over(shared):
+    repo, _ = shared
+    later, pid = relayed(shared)
+    os.kill(pid, signal.SIGSTOP)
+    out = later.request("tools/call", {"name": "ground", "arguments": {"query": "helm rollback"}})
+    time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)
+    assert "wiki/deploy.md" in text(later.answer(out))
+    assert owner_pid(repo.path) != pid and not is_relay(later)  # the bridge took the session over
+    assert "helm rollback" in text(later.tool("read_markdown", path="wiki/deploy.md"))
+    assert later.close() == 0
+
+
+def test_a_write_out_when_the_owner_dies_is_answered_not_resent(shared):
+    repo, _ = shared
+    later, pid = relayed(shared)
+    os.kill(pid, signal.SIGSTOP)
+    write = later.request(
+        "tools/call", {"name": "add_markdown", "arguments": {"path": "wiki/w.md", "content": "# W\n"}}
+    )
+    time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)
+    answer = later.answer(write)
+    assert answer["error"]["code"] == -32603 and "may or may not have been made" in answer["error"]["message"]
+    assert not (repo.path / "wiki/w.md").exists()
+    assert "created wiki/w.md" in text(later.tool("add_markdown", path="wiki/w.md", content="# W\n"))
+
+
+def test_a_hung_owner_is_answered_for_within_a_bound(shared):
+    later, pid = relayed(shared)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        answer = later.call("tools/call", {"name": "ground", "arguments": {"query": "helm"}}, timeout=30)
+        took = time.monotonic() - started
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert "hung" in answer["error"]["message"] and str(pid) in answer["error"]["message"]
+    assert took < 15, took  # relay.PROBE_EVERY, then the bridge's HANG_AFTER, and the load's margin
+    assert "wiki/deploy.md" in text(later.tool("ground", query="helm rollback"))
+
+
+def test_a_line_too_long_for_the_relay_goes_to_the_bridge_which_refuses_it(shared):
+    later, _ = relayed(shared)
+    assert later.process.stdin is not None
+    head = b'{"jsonrpc":"2.0","id":"huge","method":"tools/call","params":{"name":"ground","arguments":{"query":"'
+    later.process.stdin.write(head + b"x" * (framing.MAX_LINE + relay.MAX_HELD) + b'"}}}\n')
+    later.process.stdin.flush()
+    assert later.answer("huge")["error"] == {"code": framing.INVALID_REQUEST, "message": framing.TOO_LONG}
+    assert "wiki/deploy.md" in text(later.tool("ground", query="helm rollback"))
+    assert later.close() == 0
+
+
+def test_answers_due_when_the_input_ends_are_still_given(shared):
+    later, _ = relayed(shared)
+    asked = [later.request("tools/call", {"name": "ground", "arguments": {"query": q}}) for q in ("helm", "deploy")]
+    assert later.process.stdin is not None
+    later.process.stdin.close()
+    assert all("result" in later.answer(id_) for id_ in asked)
+    assert later.process.wait(timeout=30) == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+def test_message_takes_any_line_and_reads_objects_as_json_does(line):
+    found = relay.message(line)
+    try:
+        expected = json.loads(line)
+    except (ValueError, RecursionError):
+        expected = None
+    if isinstance(expected, dict):
+        assert json.dumps(found) == json.dumps(expected)  # (NaN is not equal to itself)
+    elif found is not None:  # the scanner reads the first value only: `{} x` is {} (the owner refuses the line)
+        assert isinstance(found, dict) and line.lstrip(b" \t\r\n")[:1] == b"{"
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.dictionaries(
+        st.text(max_size=8),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+            lambda inner: st.lists(inner) | st.dictionaries(st.text(max_size=8), inner),
+            max_leaves=10,
+        ),
+    )
+)
+def test_message_reads_every_json_object_as_json_does(value):
+    assert relay.message(json.dumps(value).encode() + b"\n") == value
