@@ -170,8 +170,15 @@ class Relay:
         state += [b"%d\n" % len(line) + line for line in self._opening]
         state += [b"%d %.6f\n" % (len(line), now - at) + line for line, at in self._pending.values()]
         state.append(b"%d %d\n" % (len(self._held), len(self._answers)) + self._held + self._answers)
-        path = f"{self._state_dir}/relay-{os.getpid()}-{time.monotonic_ns()}"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        for folder in (self._state_dir, os.environ.get("TMPDIR") or "/tmp"):
+            path = f"{folder}/relay-{os.getpid()}-{time.monotonic_ns()}"
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+                break
+            except OSError:
+                continue
+        else:
+            raise OSError(f"the relay's state has nowhere to go ({self._state_dir} and the temp dir are not writable)")
         os.unlink(path)
         data = memoryview(b"".join(state))
         while data:
@@ -257,7 +264,8 @@ def exec_relay(sock: int, state_dir: str, back: Sequence[str]) -> None:
     root = os.path.dirname(os.path.dirname(os.path.abspath(gitwiki.__file__)))
     if not hasattr(select, "poll") or not os.path.isfile(os.path.join(root, "gitwiki", "mcp", "relay.py")):
         return
-    boot = f"import sys; sys.path.insert(0, {root!r}); from gitwiki.mcp.relay import main; main(sys.argv[1:])"
+    # appended: the standard library first, whatever sits beside gitwiki in site-packages
+    boot = f"import sys; sys.path.append({root!r}); from gitwiki.mcp.relay import main; main(sys.argv[1:])"
     os.set_inheritable(sock, True)
     try:
         os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", boot, str(sock), state_dir, *back])
