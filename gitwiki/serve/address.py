@@ -21,6 +21,7 @@ ENV_NAMES = ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "GITHUB_REPOSITORY", "
 NO_SERVER = "GITWIKI_NO_SERVER"
 # `gitwiki serve` runs each session in its own process (docs/mcp.md); it changes no answer.
 SERVE_ALONE = "GITWIKI_SERVE_ALONE"
+SERVE_RELAY = "GITWIKI_SERVE_RELAY"  # "0": a later session stays the bridge (mcp.relay); the owner's answers alike
 
 
 def environment() -> dict[str, str]:
@@ -28,7 +29,7 @@ def environment() -> dict[str, str]:
     return {
         k: v
         for k, v in os.environ.items()
-        if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k not in (NO_SERVER, SERVE_ALONE)
+        if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k not in (NO_SERVER, SERVE_ALONE, SERVE_RELAY)
     }
 
 
