@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import _json
 import _signal  # type: ignore[import-not-found]  # `signal` is the C module and enum: 1 MiB here
+import _thread
 import os
 import select
 import sys
@@ -80,48 +81,51 @@ class Relay:
         self._held = b""  # the client's line under way
         self._answers = b""  # the owner's line under way
         self._closed_at = 0.0  # when the client's input ended
+        self.lock = _thread.allocate_lock()  # the state above, and a hand-over waits for a line under way
 
     def run(self) -> None:
+        _thread.start_new_thread(self._owner_side, ())
         poll = select.poll()
         poll.register(0, select.POLLIN)
-        poll.register(self._sock, select.POLLIN)
         while True:
-            now = time.monotonic()
-            if self._closed_at and (not self._pending or now - self._closed_at > CLOSE_WAIT):
-                return
-            due = [at + PROBE_EVERY for _, at in self._pending.values()]
+            with self.lock:
+                now = time.monotonic()
+                if self._closed_at and (not self._pending or now - self._closed_at > CLOSE_WAIT):
+                    return
+                if any(now - at >= PROBE_EVERY for _, at in self._pending.values()):
+                    self.hand_over()
+                due = [at + PROBE_EVERY for _, at in self._pending.values()]
             if self._closed_at:
-                due.append(self._closed_at + CLOSE_WAIT)
+                due.append(now + 0.02)  # the answers still due come on the other thread
             wait = -1 if not due else max(0, int((min(due) - now) * 1000) + 1)
-            ready = poll.poll(wait)
-            now = time.monotonic()
-            if not ready and any(now - at >= PROBE_EVERY for _, at in self._pending.values()):
-                self.hand_over()
-            for fd, _ in ready:
-                if fd == 0:
-                    if not self._from_client():
-                        poll.unregister(0)
-                        self._closed_at = time.monotonic()
-                elif not self._from_owner():
-                    self.hand_over(ended=True)
+            if poll.poll(wait) and not self._closed_at:
+                with self.lock:
+                    lines = self._from_client()
+                if lines is None:
+                    poll.unregister(0)
+                    self._closed_at = time.monotonic()
+                elif lines and not self._send(lines):  # not holding the lock: the owner may be writing to us
+                    with self.lock:
+                        self.hand_over(ended=True)
 
-    def _from_client(self) -> bool:
+    def _from_client(self) -> bytes | None:
+        """The client's whole lines read now, noted (b"": none yet); None when its input ended."""
         data = os.read(0, 65536)
         if not data:
-            if self._held:  # a last line without its newline: passed on as the bridge does
-                self._note(self._held, time.monotonic())
-                self._send(self._held)
-                self._held = b""
-            return False
+            last, self._held = self._held, b""
+            if last:  # a last line without its newline: passed on as the bridge does
+                self._note(last, time.monotonic())
+                if not self._send(last):
+                    self.hand_over(ended=True)
+            return None
         *lines, self._held = (self._held + data).split(b"\n")
         now = time.monotonic()
         for line in lines:
             self._note(line + b"\n", now)
-        if lines:
-            self._send(b"".join(line + b"\n" for line in lines))
-        if len(self._held) > MAX_HELD:
-            self.hand_over()
-        return True
+        whole = b"".join(line + b"\n" for line in lines)
+        if len(self._held) > MAX_HELD:  # the lines before it go first: the bridge sends nothing noted here
+            self.hand_over(ended=not self._send(whole))
+        return whole
 
     def _note(self, line: bytes, now: float) -> None:
         found = message(line)
@@ -133,35 +137,38 @@ class Relay:
         if isinstance(method, str) and "id" in found and (name := key(found["id"])) is not None:
             self._pending[name] = (line, now)
 
-    def _send(self, data: bytes) -> None:
+    def _send(self, data: bytes) -> bool:
+        """Write `data` to the owner; False when the connection has ended."""
         view = memoryview(data)
         try:
             while view:
                 view = view[os.write(self._sock, view) :]
         except OSError:
-            self.hand_over(ended=True)
-
-    def _from_owner(self) -> bool:
-        try:
-            data = os.read(self._sock, 65536)
-        except OSError:
             return False
-        if not data:
-            return False
-        *lines, self._answers = (self._answers + data).split(b"\n")
-        if not lines:
-            return True
-        for line in lines:
-            found = message(line)
-            if found is not None and "method" not in found and (name := key(found.get("id"))) is not None:
-                self._pending.pop(name, None)
-        out = memoryview(b"".join(line + b"\n" for line in lines))
-        try:
-            while out:
-                out = out[os.write(1, out) :]
-        except OSError:
-            pass  # the client is gone; its input's end follows
         return True
+
+    def _owner_side(self) -> None:
+        """The owner's lines to the client, on a thread of their own: a blocking read wakes at once."""
+        while True:
+            try:
+                data = os.read(self._sock, 65536)
+            except OSError:
+                data = b""
+            with self.lock:
+                if not data:
+                    self.hand_over(ended=True)
+                *lines, self._answers = (self._answers + data).split(b"\n")
+                for line in lines:
+                    found = message(line)
+                    if found is not None and "method" not in found and (name := key(found.get("id"))) is not None:
+                        self._pending.pop(name, None)
+            if lines:
+                out = memoryview(b"".join(line + b"\n" for line in lines))
+                try:
+                    while out:
+                        out = out[os.write(1, out) :]
+                except OSError:
+                    pass  # the client is gone; its input's end follows
 
     def hand_over(self, ended: bool = False) -> None:
         """Exec the full bridge with what this relay kept (see the module's docstring)."""
@@ -253,7 +260,9 @@ def main(argv: Sequence[str]) -> None:
         relay.run()
     except Exception as e:  # a bug here must not end the session: the bridge takes it over
         sys.stderr.write(f"gitwiki serve: the relay failed ({e!r}); the bridge takes the session over\n")
-        relay.hand_over()
+        with relay.lock:
+            relay.hand_over()
+    os._exit(0)  # the owner's side may be in a read: no interpreter teardown beside it
 
 
 def exec_relay(sock: int, state_dir: str, back: Sequence[str]) -> None:
