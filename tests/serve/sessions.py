@@ -196,3 +196,24 @@ def owners(repo: Path) -> list[tuple[int, str]]:
             if f"-C {repo} serve --owner-fd" in line and not gone(int(entry.name)):
                 found.append((int(entry.name), line))
     return found
+
+
+def is_relay(session: Session) -> bool:
+    """Whether the session's process is the lean relay (mcp.relay) now."""
+    command = Path(f"/proc/{session.process.pid}/cmdline").read_bytes().split(b"\0")
+    return b"-I" in command and any(b"gitwiki.mcp.relay" in word for word in command)
+
+
+def relayed(shared: Any) -> tuple[Session, int]:
+    """A later session (the owner up, started by a first one) and the owner's pid: the relay runs it."""
+    connected(shared)
+    later = start(shared, level=None)
+    later.open()
+    assert is_relay(later)
+    return later, owner_pid(shared[0].path)
+
+
+def session_of(kind: str, shared: Any) -> tuple[Session, int]:
+    """A session whose first `ground` the owner answered, and the owner's pid: the bridge of the session that
+    started the owner ("bridge"), or a later one's relay ("relay")."""
+    return connected(shared) if kind == "bridge" else relayed(shared)

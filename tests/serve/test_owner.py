@@ -30,6 +30,7 @@ from tests.serve.sessions import (
     gone,
     owner_pid,
     owners,
+    session_of,
     sharing,
     start,
     status,
@@ -326,9 +327,10 @@ def test_every_bridge_recovers_from_a_killed_owner_and_reads_are_asked_again(sha
     assert a.close() == 0 and b.close() == 0
 
 
-def test_a_write_in_flight_when_the_owner_dies_is_answered_not_resent(shared):
+@pytest.mark.parametrize("kind", ["bridge", "relay"])
+def test_a_write_in_flight_when_the_owner_dies_is_answered_not_resent(shared, kind):
     repo, _ = shared
-    session, pid = connected(shared)  # connected to the owner
+    session, pid = session_of(kind, shared)  # connected to the owner
     os.kill(pid, signal.SIGSTOP)
     write = session.request(
         "tools/call", {"name": "add_markdown", "arguments": {"path": "wiki/w.md", "content": "# W\n"}}
@@ -343,9 +345,10 @@ def test_a_write_in_flight_when_the_owner_dies_is_answered_not_resent(shared):
     assert owner_pid(repo.path) != pid
 
 
-def test_a_hung_owner_is_answered_for_within_a_bound(shared):
+@pytest.mark.parametrize("kind", ["bridge", "relay"])
+def test_a_hung_owner_is_answered_for_within_a_bound(shared, kind):
     repo, _ = shared
-    session, pid = connected(shared)  # connected to the owner
+    session, pid = session_of(kind, shared)  # connected to the owner
     os.kill(pid, signal.SIGSTOP)
     try:
         started = time.monotonic()
@@ -354,7 +357,7 @@ def test_a_hung_owner_is_answered_for_within_a_bound(shared):
     finally:
         os.kill(pid, signal.SIGCONT)
     assert "hung" in answer["error"]["message"] and str(pid) in answer["error"]["message"]
-    assert took < 15, took  # bridge.PROBE_EVERY + HANG_AFTER, and the load's margin
+    assert took < 15, took  # (the relay's) PROBE_EVERY, the bridge's PROBE_EVERY + HANG_AFTER, the load's margin
     # the owner woke up: the session goes on with it
     assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))
     # `serve --stop` ends a hung owner too (it cannot answer the request to stop)
