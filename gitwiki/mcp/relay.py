@@ -170,13 +170,17 @@ class Relay:
                 except OSError:
                     pass  # the client is gone; its input's end follows
 
-    def hand_over(self, ended: bool = False) -> None:
-        """Exec the full bridge with what this relay kept (see the module's docstring)."""
+    def state(self) -> bytes:
+        """What the bridge taking over reads back (`handover`)."""
         now = time.monotonic()
         state = [STATE, b"%d %d\n" % (len(self._opening), len(self._pending))]
         state += [b"%d\n" % len(line) + line for line in self._opening]
         state += [b"%d %.6f\n" % (len(line), now - at) + line for line, at in self._pending.values()]
         state.append(b"%d %d\n" % (len(self._held), len(self._answers)) + self._held + self._answers)
+        return b"".join(state)
+
+    def hand_over(self, ended: bool = False) -> None:
+        """Exec the full bridge with what this relay kept (see the module's docstring)."""
         for folder in (self._state_dir, os.environ.get("TMPDIR") or "/tmp"):
             path = f"{folder}/relay-{os.getpid()}-{time.monotonic_ns()}"
             try:
@@ -187,7 +191,7 @@ class Relay:
         else:
             raise OSError(f"the relay's state has nowhere to go ({self._state_dir} and the temp dir are not writable)")
         os.unlink(path)
-        data = memoryview(b"".join(state))
+        data = memoryview(self.state())
         while data:
             data = data[os.write(fd, data) :]
         os.lseek(fd, 0, os.SEEK_SET)
@@ -218,13 +222,22 @@ class Handover:
 
 def handover() -> Handover | None:
     """The session a relay handed this process (RESUME in its environment, removed so that no owner this process
-    starts inherits it); None when none was."""
+    starts inherits it); None when none was, or when what the variable names is not a relay's state (set by hand:
+    the session then starts as any other)."""
     value = os.environ.pop(RESUME, None)
     if value is None:
         return None
-    state_fd, sock = (int(part) for part in value.split())
-    with os.fdopen(state_fd, "rb") as file:
-        data = file.read()
+    try:
+        state_fd, sock = (int(part) for part in value.split())
+        with os.fdopen(state_fd, "rb") as file:
+            data = file.read(64 << 20)  # MAX_HELD and the calls out: far less
+        return parse(data, sock)
+    except (ValueError, OSError, IndexError):
+        return None
+
+
+def parse(data: bytes, sock: int) -> Handover:
+    """A relay's `state()` read back."""
     if not data.startswith(STATE):
         raise ValueError("not a relay's state")
     at = len(STATE)

@@ -122,3 +122,26 @@ def test_message_takes_any_line_and_reads_objects_as_json_does(line):
 )
 def test_message_reads_every_json_object_as_json_does(value):
     assert relay.message(json.dumps(value).encode() + b"\n") == value
+
+
+@pytest.mark.parametrize("value", ["", "x", "1", "999 3", "-1 -1"])
+def test_a_resume_variable_set_by_hand_is_ignored(monkeypatch, value):
+    monkeypatch.setenv(relay.RESUME, value)
+    assert relay.handover() is None and relay.RESUME not in os.environ
+
+
+lines = st.binary(max_size=80).map(lambda b: b.replace(b"\n", b" ") + b"\n")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(lines, max_size=4), st.lists(lines, max_size=4), st.binary(max_size=80), st.binary(max_size=80))
+def test_the_state_a_relay_hands_over_reads_back_whole(opening, pending, held, answers):
+    kept = relay.Relay(7, "/nonexistent", ["python"])
+    kept._opening = list(opening)
+    now = time.monotonic()
+    kept._pending = {str(i): (line, now - i) for i, line in enumerate(pending)}
+    kept._held, kept._answers = held, answers
+    handed = relay.parse(kept.state(), 7)
+    assert (handed.opening, handed.held, handed.answers, handed.sock) == (opening, held, answers, 7)
+    assert [line for line, _ in handed.pending] == pending
+    assert all(i <= age < i + 60 for i, (_, age) in enumerate(handed.pending))
