@@ -483,14 +483,16 @@ def test_an_owner_whose_configuration_changed_hands_over_to_a_new_one(shared):
     assert status(repo.path)["pid"] == fresh
 
 
+@pytest.mark.parametrize("kind", ["bridge", "relay"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_ends_a_bridge_at_once_and_the_owner_stays(shared, signum):
-    repo, _ = shared
-    session, pid = connected(shared)
+def test_a_signal_ends_a_bridge_at_once_and_the_owner_stays(shared, signum, kind):
+    repo, sessions = shared
+    session, pid = session_of(kind, shared)
+    left = len(sessions) - 1  # a relay's first session stays open
     session.process.send_signal(signum)
     assert session.process.wait(timeout=WAIT) == -signum
     assert b"Traceback" not in b"".join(session.stderr)
-    wait_for(lambda: status(repo.path)["sessions"] == 0, "the owner to see the session leave")
+    wait_for(lambda: status(repo.path)["sessions"] == left, "the owner to see the session leave")
     assert status(repo.path)["pid"] == pid
 
 
