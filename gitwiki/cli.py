@@ -143,10 +143,13 @@ def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
     got = owner.connect(where)
     if isinstance(got, owner.Declined):
         return None  # `serve` runs alone and says why
-    if got is not None and level == "WARNING" and os.environ.get("GITWIKI_SERVE_RELAY") != "0":
-        # The owner is up: this process becomes the lean relay, and comes back here only if the session needs more.
-        # A level asked for keeps the bridge, whose records (a line refused, the owner lost) go to its stderr.
+    # The lean relay takes a session whose owner is up: at once here, or once a bridge's session has opened and gone
+    # quiet; it comes back here only if the session needs more. A level asked for keeps the bridge, whose records
+    # (a line refused, the owner lost) go to its stderr.
+    back = None
+    if level == "WARNING" and os.environ.get("GITWIKI_SERVE_RELAY") != "0":
         back = [sys.executable, "-P", "-m", "gitwiki", "-C", chdir, "serve"]
+    if got is not None and back is not None:
         relay.exec_relay(got.fileno(), str(where.socket.parent), back)
     owned = owner.Owner(where, chdir)
     # No owner: start it here, ~10 ms sooner than after the parser and the serve command's imports (the first
@@ -158,7 +161,7 @@ def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
     from gitwiki.mcp import bridge
 
     _bridging(level)
-    code = bridge.run(owned, got, __version__)
+    code = bridge.run(owned, got, __version__, back=back)
     if exit_at_end:
         end_now(code)
     return code

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import _socket  # `socket`'s C type, all a bridge uses: the module adds 0.5 MiB of enums and selectors
 import json
+import os
 import threading
 import time
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -47,6 +48,7 @@ START_TIMEOUT = 60.0  # a new owner not listening after this: the calls waiting 
 POLL = 0.01  # between connects to an owner that is starting
 FAST_POLL_FOR = 3.0  # seconds of polling every POLL before backing off to 0.2 s
 CLOSE_WAIT = 10.0  # after the client's input ends, how long answers still due are waited for
+SETTLE = 0.2  # a session this long quiet (its opening done, nothing due) goes on in the lean relay
 REPLAY = "gitwiki-bridge-replay-"
 WRITE_LOST = (
     "gitwiki's owner process ended during this write: it may or may not have been made. "
@@ -98,6 +100,7 @@ class Bridge:
         answers: dict[str, dict[str, Any]],
         sock: _socket.socket | None,
         handed: Handover | None = None,
+        back: list[str] | None = None,
     ) -> None:
         self._owner = owner
         self._answers = answers
@@ -116,6 +119,7 @@ class Bridge:
         self._acknowledged: set[str] = set()  # subscriptions acknowledged here
         self._replays = 0
         self._closed = False
+        self._back = back  # the command that resumes this bridge: the session may go to the relay (`idle`)
         if handed is not None:
             self._opening = list(handed.opening)
         if sock is not None and handed is not None:
@@ -125,6 +129,37 @@ class Bridge:
         else:
             self._reconnect()
         threading.Thread(target=self._watch, name="gitwiki-bridge-watch", daemon=True).start()
+
+    # --- the lean relay (mcp.relay)
+
+    def idle(self) -> None:
+        """Called before each wait for the client's input, nothing of a line held: a session quiet for SETTLE
+        with its owner up and nothing due either way goes on in the relay (the same process)."""
+        if self._back is None:
+            return
+        import select
+
+        waiting = select.poll()
+        waiting.register(0, select.POLLIN)
+        while not waiting.poll(int(SETTLE * 1000)):
+            with self._state:
+                if self._sock is None or not self._quiet():
+                    continue
+                from gitwiki.mcp import relay
+
+                folder = os.path.dirname(self._owner.where())
+                relay.exec_relay(self._sock.fileno(), folder, self._back, self._opening)
+                self._back = None  # it could not: the bridge goes on
+                return
+
+    def _quiet(self) -> bool:
+        """Nothing the relay does not keep (holding _state): the session opened, no call out, no answer to drop,
+        no line waiting for the owner."""
+        return (
+            not (self._connecting or self._closed or self._pending or self._queue or self._drop)
+            and not (self._answered or self._acknowledged or self._declined)
+            and any(INITIALIZED.encode() in line for line in self._opening)
+        )
 
     # --- a session a relay handed over (mcp.relay)
 
@@ -423,8 +458,11 @@ class Bridge:
         return "?" if found is None else str(found[0])
 
 
-def run(owner: Owner, sock: _socket.socket | None, version: str, note: str | None = None) -> int:
-    """Bridge this process's stdin and stdout to the owner (`sock`: a session already open, or None to get one)."""
+def run(
+    owner: Owner, sock: _socket.socket | None, version: str, note: str | None = None, back: list[str] | None = None
+) -> int:
+    """Bridge this process's stdin and stdout to the owner (`sock`: a session already open, or None to get one;
+    `back`: the command that resumes a bridge, when the session may go on in the relay)."""
     first = early.read_first_line()
     if not first:
         if sock is not None:
@@ -434,7 +472,7 @@ def run(owner: Owner, sock: _socket.socket | None, version: str, note: str | Non
     answer = early.initialize_answer(line, version, note)
     if answer is not None:
         early.write_all(1, json.dumps(answer, separators=(",", ":")).encode() + b"\n")
-    bridge = Bridge(owner, early.early_answers(version, note), sock)
+    bridge = Bridge(owner, early.early_answers(version, note), sock, back=back)
     start = first
     if answer is not None:
         bridge.take(line + b"\n", answered_early=True)
@@ -458,7 +496,7 @@ def resume(owner: Owner, handed: Handover, version: str, note: str | None = None
 def _serve(bridge: Bridge, start: bytes) -> int:
     """Pass the client's lines (`start`, then stdin's) to `bridge` until stdin ends."""
     try:
-        for message in early.read_lines(start, 0, framing.MAX_LINE):
+        for message in early.read_lines(start, 0, framing.MAX_LINE, bridge.idle):
             try:
                 bridge.take(message)
             except (ValueError, KeyError, TypeError):  # a bug here must not end the session

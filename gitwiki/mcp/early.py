@@ -282,10 +282,11 @@ def _only_meta(params: object) -> bool:
     return isinstance(params, dict) and set(params) <= {"_meta"}
 
 
-def _lines(start: bytes, fd: int, cap: int | None = None) -> Iterator[bytes]:
+def _lines(start: bytes, fd: int, cap: int | None = None, idle: Callable[[], None] | None = None) -> Iterator[bytes]:
     """The lines (newline kept) of `start` and then of what `fd` gives until its end; a last unterminated line too.
     Only each new chunk is searched for a line end, so a long line costs its length, not its length squared. With
-    `cap`, a line longer than that is read to its end but not kept: its head comes as `framing.Oversized`."""
+    `cap`, a line longer than that is read to its end but not kept: its head comes as `framing.Oversized`. `idle` is
+    called before each read that holds nothing of a line (the bridge's switch to the relay, mcp.bridge)."""
     parts = [start] if start else []
     size = len(start)
     while True:
@@ -303,6 +304,8 @@ def _lines(start: bytes, fd: int, cap: int | None = None) -> Iterator[bytes]:
                 return
             parts, size = [rest] if rest else [], len(rest)
             continue
+        if idle is not None and not parts:
+            idle()
         read = os.read(fd, 65536)
         if not read:
             break
@@ -461,9 +464,11 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 # The pieces `mcp.bridge` shares with this module's reader: a bridge answers the same lines the same way.
-def read_lines(start: bytes, fd: int, cap: int | None = None) -> Iterator[bytes]:
-    """`start`'s lines and then `fd`'s, as the early reader reads the client's (`cap`: see `_lines`)."""
-    return _lines(start, fd, cap)
+def read_lines(
+    start: bytes, fd: int, cap: int | None = None, idle: Callable[[], None] | None = None
+) -> Iterator[bytes]:
+    """`start`'s lines and then `fd`'s, as the early reader reads the client's (`cap`, `idle`: see `_lines`)."""
+    return _lines(start, fd, cap, idle)
 
 
 def read_first_line() -> bytes:

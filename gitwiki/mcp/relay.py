@@ -173,33 +173,46 @@ class Relay:
     def state(self) -> bytes:
         """What the bridge taking over reads back (`handover`)."""
         now = time.monotonic()
-        state = [STATE, b"%d %d\n" % (len(self._opening), len(self._pending))]
-        state += [b"%d\n" % len(line) + line for line in self._opening]
-        state += [b"%d %.6f\n" % (len(line), now - at) + line for line, at in self._pending.values()]
-        state.append(b"%d %d\n" % (len(self._held), len(self._answers)) + self._held + self._answers)
-        return b"".join(state)
+        pending = [(line, now - at) for line, at in self._pending.values()]
+        return encode(self._opening, pending, self._held, self._answers)
 
     def hand_over(self, ended: bool = False) -> None:
         """Exec the full bridge with what this relay kept (see the module's docstring)."""
-        for folder in (self._state_dir, os.environ.get("TMPDIR") or "/tmp"):
-            path = f"{folder}/relay-{os.getpid()}-{time.monotonic_ns()}"
-            try:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-                break
-            except OSError:
-                continue
-        else:
-            raise OSError(f"the relay's state has nowhere to go ({self._state_dir} and the temp dir are not writable)")
-        os.unlink(path)
-        data = memoryview(self.state())
-        while data:
-            data = data[os.write(fd, data) :]
-        os.lseek(fd, 0, os.SEEK_SET)
-        os.set_inheritable(fd, True)
+        fd = state_file(self._state_dir, self.state())
         if ended:
             os.close(self._sock)
         os.environ[RESUME] = f"{fd} {-1 if ended else self._sock}"
         os.execv(self._back[0], self._back)
+
+
+def encode(opening: Sequence[bytes], pending: Sequence[tuple[bytes, float]], held: bytes, answers: bytes) -> bytes:
+    """A session's state as `parse` reads it back: the opening lines, the calls out (line, seconds out), the
+    client's and the owner's lines under way; each length-prefixed."""
+    state = [STATE, b"%d %d\n" % (len(opening), len(pending))]
+    state += [b"%d\n" % len(line) + line for line in opening]
+    state += [b"%d %.6f\n" % (len(line), age) + line for line, age in pending]
+    state.append(b"%d %d\n" % (len(held), len(answers)) + held + answers)
+    return b"".join(state)
+
+
+def state_file(folder: str, data: bytes) -> int:
+    """An unlinked file holding `data`, its descriptor at the start and inheritable (for the process exec'd next)."""
+    for place in (folder, os.environ.get("TMPDIR") or "/tmp"):
+        path = f"{place}/relay-{os.getpid()}-{time.monotonic_ns()}"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            break
+        except OSError:
+            continue
+    else:
+        raise OSError(f"a session's state has nowhere to go ({folder} and the temp dir are not writable)")
+    os.unlink(path)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.set_inheritable(fd, True)
+    return fd
 
 
 class Handover:
@@ -264,11 +277,14 @@ def parse(data: bytes, sock: int) -> Handover:
 
 
 def main(argv: Sequence[str]) -> None:
-    """`SOCKET_FD STATE_DIR BACK...`: relay until the client's input ends (and its answers are in)."""
+    """`SOCKET_FD STATE_DIR OPENING_FD BACK...`: relay until the client's input ends (and its answers are in)."""
     # as the bridge: SIGINT and SIGTERM end it at once, of the signal, without a traceback
     for signum in (_signal.SIGINT, _signal.SIGTERM):
         _signal.signal(signum, _signal.SIG_DFL)
-    relay = Relay(int(argv[0]), argv[1], argv[2:])
+    relay = Relay(int(argv[0]), argv[1], argv[3:])
+    if int(argv[2]) >= 0:  # a bridge's session, opened: its opening lines (exec_relay)
+        with os.fdopen(int(argv[2]), "rb") as file:
+            relay._opening = parse(file.read(), -1).opening
     try:
         relay.run()
     except Exception as e:  # a bug here must not end the session: the bridge takes it over
@@ -278,9 +294,10 @@ def main(argv: Sequence[str]) -> None:
     os._exit(0)  # the owner's side may be in a read: no interpreter teardown beside it
 
 
-def exec_relay(sock: int, state_dir: str, back: Sequence[str]) -> None:
+def exec_relay(sock: int, state_dir: str, back: Sequence[str], opening: Sequence[bytes] = ()) -> None:
     """Replace this process with the relay on the owner connection `sock` (`back`: the command that resumes the
-    full bridge). Returns only when the relay cannot run here; the caller bridges as before."""
+    full bridge; `opening`: the lines that opened the session, when a bridge opened it). Returns only when the relay
+    cannot run here; the caller bridges as before."""
     import gitwiki
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(gitwiki.__file__)))
@@ -290,6 +307,7 @@ def exec_relay(sock: int, state_dir: str, back: Sequence[str]) -> None:
     boot = f"import sys; sys.path.append({root!r}); from gitwiki.mcp.relay import main; main(sys.argv[1:])"
     os.set_inheritable(sock, True)
     try:
-        os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", boot, str(sock), state_dir, *back])
+        state = state_file(state_dir, encode(opening, [], b"", b"")) if opening else -1
+        os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", boot, str(sock), state_dir, str(state), *back])
     except OSError:
         os.set_inheritable(sock, False)

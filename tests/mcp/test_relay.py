@@ -26,6 +26,7 @@ from tests.serve.sessions import (
     start,
     status,
     text,
+    wait_for,
 )
 
 
@@ -60,6 +61,25 @@ def test_serve_relay_0_keeps_a_later_session_the_bridge_and_bridged(shared, monk
     later.open()
     assert "wiki/deploy.md" in text(later.tool("ground", query="helm rollback"))
     assert not is_relay(later) and status(shared[0].path)["sessions"] == 2  # the owner's session, not one alone
+
+
+def test_the_session_that_started_the_owner_goes_on_in_the_relay_once_quiet(shared):
+    repo, _ = shared
+    first = start(shared, level=None)  # no owner yet: a bridge, which starts one and answers the opening
+    first.open()
+    tools = first.call("tools/list")
+    answer = first.tool("ground", query="helm rollback")
+    pid = owner_pid(repo.path)
+    wait_for(lambda: is_relay(first), "the session to go on in the relay")
+    assert first.call("tools/list") == {**tools, "id": tools["id"] + 2}
+    assert text(first.tool("ground", query="helm rollback")) == text(answer)
+    os.kill(pid, signal.SIGSTOP)
+    out = first.request("tools/call", {"name": "ground", "arguments": {"query": "helm rollback"}})
+    time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)
+    assert text(first.answer(out)) == text(answer)  # asked again of a new owner, by the bridge again
+    assert owner_pid(repo.path) != pid and not is_relay(first)
+    assert first.close() == 0
 
 
 def test_a_read_out_when_the_owner_dies_is_asked_again_and_the_relay_hands_over(shared):
