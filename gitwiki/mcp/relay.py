@@ -2,7 +2,8 @@
 interpreter.
 
 `gitwiki serve` in a checkout whose owner is up (`serve.owner.connect` took the session) replaces itself with this
-module under `python -I -S` (`exec_relay`): no site, none of the bridge's imports (typing, json, re, threading,
+module under `python -I -S` (`exec_relay`), and so does the bridge of the session that started the owner once that
+session has opened and gone quiet (`bridge.Bridge.idle`): no site, none of the bridge's imports (typing, json, re, threading,
 pathlib, the early answers), a few MiB less per session (docs/research/sessions-bridge.md). Every line goes to the
 owner, whose session answers the handshake, the lists and the lines framing refuses as the bridge does (and as a
 direct server does). What it keeps: the session's opening lines and the requests the owner has yet to answer.
