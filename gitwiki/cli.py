@@ -175,7 +175,8 @@ def _bridging(level: str) -> None:
     from gitwiki.mcp import logs
 
     logs.plain(level)
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    # SIGCHLD too: a relay that execs this process has it ignored (mcp.relay)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
         signal.signal(signum, signal.SIG_DFL)
 
 

@@ -3,10 +3,11 @@ interpreter.
 
 `gitwiki serve` in a checkout whose owner is up (`serve.owner.connect` took the session) replaces itself with this
 module under `python -I -S` (`exec_relay`), and so does the bridge of the session that started the owner once that
-session has opened and gone quiet (`bridge.Bridge.idle`): no site, none of the bridge's imports (typing, json, re, threading,
-pathlib, the early answers), a few MiB less per session (docs/research/sessions-bridge.md). Every line goes to the
-owner, whose session answers the handshake, the lists and the lines framing refuses as the bridge does (and as a
-direct server does). What it keeps: the session's opening lines and the requests the owner has yet to answer.
+session has opened and gone quiet (`bridge.Bridge.idle`): no site, none of the bridge's imports (typing, json, re,
+threading, pathlib, the early answers), a few MiB less per session (docs/research/sessions-bridge.md). Every line
+goes to the owner, whose session answers the handshake, the lists and the lines framing refuses as the bridge does
+(and as a direct server does). What it keeps: the session's opening lines and the requests the owner has yet to
+answer.
 
 Anything out of the ordinary hands the session to the full bridge (`mcp.bridge`): the owner connection's end, a
 call out for `bridge.PROBE_EVERY`, a client line over MAX_HELD, an error here. It writes what it kept to a file and
@@ -282,6 +283,9 @@ def main(argv: Sequence[str]) -> None:
     # as the bridge: SIGINT and SIGTERM end it at once, of the signal, without a traceback
     for signum in (_signal.SIGINT, _signal.SIGTERM):
         _signal.signal(signum, _signal.SIG_DFL)
+    # The owner a first session started is this process's child, and nothing here waits for it: the kernel reaps it
+    # (no zombie when it ends while the relay runs; the bridge taking over sets this back)
+    _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)
     relay = Relay(int(argv[0]), argv[1], argv[3:])
     if int(argv[2]) >= 0:  # a bridge's session, opened: its opening lines (exec_relay)
         with os.fdopen(int(argv[2]), "rb") as file:

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -79,6 +80,7 @@ def test_the_session_that_started_the_owner_goes_on_in_the_relay_once_quiet(shar
     os.kill(pid, signal.SIGKILL)
     assert text(first.answer(out)) == text(answer)  # asked again of a new owner, by the bridge again
     assert owner_pid(repo.path) != pid and not is_relay(first)
+    assert not Path(f"/proc/{pid}").exists()  # the killed owner, the session's child, reaped: no zombie
     assert first.close() == 0
 
 
