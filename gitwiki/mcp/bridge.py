@@ -143,6 +143,9 @@ class Bridge:
         waiting.register(0, select.POLLIN)
         while not waiting.poll(int(SETTLE * 1000)):
             with self._state:
+                if self._acknowledged:  # a subscription whose acknowledgements are dropped here: never the relay's
+                    self._back = None
+                    return
                 if self._sock is None or not self._quiet():
                     continue
                 from gitwiki.mcp import relay
