@@ -83,6 +83,7 @@ class Relay:
         self._held = b""  # the client's line under way
         self._answers = b""  # the owner's line under way
         self._closed_at = 0.0  # when the client's input ended
+        self._writing = 0  # answers taken off `_pending` and still being written to the client
         self.lock = _thread.allocate_lock()  # the state above, and a hand-over waits for a line under way
 
     def run(self) -> None:
@@ -92,7 +93,7 @@ class Relay:
         while True:
             with self.lock:
                 now = time.monotonic()
-                if self._closed_at and (not self._pending or now - self._closed_at > CLOSE_WAIT):
+                if self._closed_at and (not (self._pending or self._writing) or now - self._closed_at > CLOSE_WAIT):
                     return
                 if any(now - at >= PROBE_EVERY for _, at in self._pending.values()):
                     self.hand_over()
@@ -164,13 +165,18 @@ class Relay:
                     found = message(line)
                     if found is not None and "method" not in found and (name := key(found.get("id"))) is not None:
                         self._pending.pop(name, None)
+                self._writing += bool(lines)
             if lines:
+                # not holding the lock (a client that is not reading would stop the other thread too); the end of
+                # the session and a hand-over wait for `_writing` instead
                 out = memoryview(b"".join(line + b"\n" for line in lines))
                 try:
                     while out:
                         out = out[os.write(1, out) :]
                 except OSError:
                     pass  # the client is gone; its input's end follows
+                with self.lock:
+                    self._writing -= 1
 
     def state(self) -> bytes:
         """What the bridge taking over reads back (`handover`)."""
@@ -179,7 +185,11 @@ class Relay:
         return encode(self._opening, pending, self._held, self._answers)
 
     def hand_over(self, ended: bool = False) -> None:
-        """Exec the full bridge with what this relay kept (see the module's docstring)."""
+        """Exec the full bridge with what this relay kept (see the module's docstring). Called holding the lock."""
+        while self._writing:  # an answer on its way to the client goes whole, before this process is replaced
+            self.lock.release()
+            time.sleep(0.001)
+            self.lock.acquire()
         fd = state_file(self._state_dir, self.state())
         if ended:
             os.close(self._sock)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from gitwiki.mcp import framing, relay
 from tests.helpers import ROOT
 from tests.serve.sessions import (
+    HELLO,
     connected,
     drift_script,
     is_relay,
@@ -106,6 +107,61 @@ def test_a_line_too_long_for_the_relay_goes_to_the_bridge_which_refuses_it(share
     assert later.answer("huge")["error"] == {"code": framing.INVALID_REQUEST, "message": framing.TOO_LONG}
     assert "wiki/deploy.md" in text(later.tool("ground", query="helm rollback"))
     assert later.close() == 0
+
+
+def test_a_session_whose_whole_input_comes_at_once_gets_every_answer(shared):
+    """The console script's form, its input and its end in one write: the answers are written before the relay
+    ends (it ended once as the other thread was writing them, and the client got none)."""
+    repo, _ = shared
+    connected(shared)
+    opening = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": HELLO},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+    ]
+    lines = b"".join(json.dumps(m).encode() + b"\n" for m in opening)
+    for _ in range(10):
+        done = subprocess.run(
+            [sys.executable, "-P", "-m", "gitwiki", "serve"],
+            input=lines,
+            capture_output=True,
+            cwd=repo.path,
+            timeout=60,
+        )
+        assert done.returncode == 0 and [json.loads(line)["id"] for line in done.stdout.splitlines()] == [0, 1]
+
+
+SLOW_CLIENT = """
+import os, socket, sys, threading, time
+sys.path.insert(0, ROOT)
+from gitwiki.mcp import relay
+
+ours, owners = socket.socketpair()
+stdin_r, stdin_w = os.pipe()
+stdout_r, stdout_w = os.pipe()
+os.dup2(stdin_r, 0)
+os.dup2(stdout_w, 1)
+os.write(stdin_w, b'{"jsonrpc":"2.0","id":1,"method":"ping"}\\n')
+os.close(stdin_w)  # the whole input, and its end, at once
+threading.Thread(target=lambda: (owners.recv(4096), owners.sendall(b'{"jsonrpc":"2.0","id":1,"result":{}}\\n'))).start()
+write = os.write
+def slow(fd, data):  # the thread writing the answer is descheduled before its write
+    if fd == 1:
+        time.sleep(0.2)
+    return write(fd, data)
+os.write = slow
+relay.Relay(ours.fileno(), "/tmp", ["false"]).run()
+os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+os.close(stdout_w)
+sys.stderr.write(os.read(stdout_r, 4096).decode())
+"""
+
+
+def test_the_relay_ends_only_once_the_answers_taken_are_written():
+    """It ended once while the other thread was writing the last answers, and the client got none."""
+    script = SLOW_CLIENT.replace("ROOT", repr(str(ROOT)))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.stderr == '{"jsonrpc":"2.0","id":1,"result":{}}\n'
 
 
 def test_answers_due_when_the_input_ends_are_still_given(shared):
