@@ -150,7 +150,7 @@ def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
     if level == "WARNING" and os.environ.get("GITWIKI_SERVE_RELAY") != "0":
         back = [sys.executable, "-P", "-m", "gitwiki", "-C", chdir, "serve"]
     if got is not None and back is not None:
-        relay.exec_relay(got.fileno(), str(where.socket.parent), back)
+        relay.exec_relay(got.fileno(), str(where.socket.parent), back, str(where.socket))
     owned = owner.Owner(where, chdir)
     # No owner: start it here, ~10 ms sooner than after the parser and the serve command's imports (the first
     # search waits for its start), once the configuration is known to load (else `serve` runs alone and says why).

@@ -70,6 +70,9 @@ class Owner(Protocol):
     def alive(self, timeout: float) -> bool:
         """Whether the owner answers a status request within `timeout`."""
 
+    def address(self) -> str:
+        """The owner's socket (a relay asks its status there)."""
+
     def where(self) -> str:
         """Where the owner's log is, for an error message."""
 
@@ -151,7 +154,7 @@ class Bridge:
                 from gitwiki.mcp import relay
 
                 folder = os.path.dirname(self._owner.where())
-                relay.exec_relay(self._sock.fileno(), folder, self._back, self._opening)
+                relay.exec_relay(self._sock.fileno(), folder, self._back, self._owner.address(), self._opening)
                 self._back = None  # it could not: the bridge goes on
                 return
 
@@ -174,6 +177,9 @@ class Bridge:
                 message = json.loads(line)
                 self._pending[json.dumps(message["id"])] = Pending(line, self._safe(message), now - age)
             self._sock = sock
+            if handed.hung:  # the relay asked the owner's status, in vain: the calls out are answered now
+                for key in list(self._pending):
+                    self._refuse(key, self._hung(sock))
         self._reader(sock, handed.answers)
 
     def restart(self, pending: list[tuple[bytes, float]], version: str, note: str | None) -> None:
@@ -443,14 +449,17 @@ class Bridge:
                 reason = f"gitwiki's owner has not answered this call in {CALL_TIMEOUT:.0f} s"
             else:
                 overdue = list(out)
-                reason = (
-                    f"gitwiki's owner (pid {self._peer_pid(sock)}) does not answer: it is hung. `gitwiki serve "
-                    f"--stop` or kill it; the next call starts a new one (log: {self._owner.where()})"
-                )
+                reason = self._hung(sock)
             with self._state:
                 for key in overdue:
                     if key in self._pending:
                         self._refuse(key, reason)
+
+    def _hung(self, sock: _socket.socket) -> str:
+        return (
+            f"gitwiki's owner (pid {self._peer_pid(sock)}) does not answer: it is hung. `gitwiki serve "
+            f"--stop` or kill it; the next call starts a new one (log: {self._owner.where()})"
+        )
 
     @staticmethod
     def _peer_pid(sock: _socket.socket) -> str:

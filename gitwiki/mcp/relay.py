@@ -9,8 +9,9 @@ goes to the owner, whose session answers the handshake, the lists and the lines 
 (and as a direct server does). What it keeps: the session's opening lines and the requests the owner has yet to
 answer.
 
-Anything out of the ordinary hands the session to the full bridge (`mcp.bridge`): the owner connection's end, a
-call out for `bridge.PROBE_EVERY`, a client line over MAX_HELD, an error here. It writes what it kept to a file and
+Anything out of the ordinary hands the session to the full bridge (`mcp.bridge`): the owner connection's end, an
+owner that does not answer its status while a call is out (asked as the bridge asks it: PROBE_EVERY, HANG_AFTER), a
+call out for CALL_TIMEOUT, a client line over MAX_HELD, an error here. It writes what it kept to a file and
 execs `python -m gitwiki serve` (the same pid, stdin and stdout), which goes on from there as `bridge.resume`: a
 new owner, reads asked again, writes in flight answered with an error, a hung owner's calls answered in time.
 
@@ -31,7 +32,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-PROBE_EVERY = 1.0  # bridge.PROBE_EVERY: a call out this long goes to the bridge, which asks whether the owner hangs
+PROBE_EVERY = 1.0  # bridge.PROBE_EVERY: while a call is out this long, the owner's status is asked
+HANG_AFTER = 5.0  # bridge.HANG_AFTER: an owner that does not answer its status in this is hung (the bridge says so)
+CALL_TIMEOUT = 300.0  # bridge.CALL_TIMEOUT: a call out this long goes to the bridge, which answers it with an error
 CLOSE_WAIT = 10.0  # bridge.CLOSE_WAIT: after the client's input ends, how long answers still due are waited for
 MAX_HELD = 1 << 20  # a client line longer than this goes to the bridge, which caps lines (framing.MAX_LINE)
 RESUME = "GITWIKI_RELAY_RESUME"  # "STATE_FD SOCKET_FD" (-1: the connection ended) for the bridge taking over
@@ -74,8 +77,10 @@ def key(value: object) -> str | None:
 
 
 class Relay:
-    def __init__(self, sock: int, state_dir: str, back: Sequence[str]) -> None:
+    def __init__(self, sock: int, state_dir: str, back: Sequence[str], address: str = "") -> None:
         self._sock = sock
+        self._address = address  # the owner's socket, where its status is asked ("": the bridge asks)
+        self._probed = 0.0  # when the owner last answered its status
         self._state_dir = state_dir
         self._back = list(back)
         self._opening: list[bytes] = []
@@ -95,9 +100,17 @@ class Relay:
                 now = time.monotonic()
                 if self._closed_at and (not (self._pending or self._writing) or now - self._closed_at > CLOSE_WAIT):
                     return
-                if any(now - at >= PROBE_EVERY for _, at in self._pending.values()):
+                oldest = min((at for _, at in self._pending.values()), default=now)
+                if now - oldest >= (CALL_TIMEOUT if self._address else PROBE_EVERY):
                     self.hand_over()
-                due = [at + PROBE_EVERY for _, at in self._pending.values()]
+                due = [max(oldest, self._probed) + PROBE_EVERY] if self._pending else []
+            if due and now >= due[0]:
+                # a call out for a second: is the owner at work or hung? Asked without the lock (answers go on)
+                if not alive(self._address, HANG_AFTER):
+                    with self.lock:
+                        self.hand_over(hung=True)
+                self._probed = time.monotonic()
+                continue
             if self._closed_at:
                 due.append(now + 0.02)  # the answers still due come on the other thread
             wait = -1 if not due else max(0, int((min(due) - now) * 1000) + 1)
@@ -178,32 +191,34 @@ class Relay:
                 with self.lock:
                     self._writing -= 1
 
-    def state(self) -> bytes:
+    def state(self, hung: bool = False) -> bytes:
         """What the bridge taking over reads back (`handover`)."""
         now = time.monotonic()
         pending = [(line, now - at) for line, at in self._pending.values()]
-        return encode(self._opening, pending, self._held, self._answers)
+        return encode(self._opening, pending, self._held, self._answers, hung)
 
-    def hand_over(self, ended: bool = False) -> None:
+    def hand_over(self, ended: bool = False, hung: bool = False) -> None:
         """Exec the full bridge with what this relay kept (see the module's docstring). Called holding the lock."""
         while self._writing:  # an answer on its way to the client goes whole, before this process is replaced
             self.lock.release()
             time.sleep(0.001)
             self.lock.acquire()
-        fd = state_file(self._state_dir, self.state())
+        fd = state_file(self._state_dir, self.state(hung))
         if ended:
             os.close(self._sock)
         os.environ[RESUME] = f"{fd} {-1 if ended else self._sock}"
         os.execv(self._back[0], self._back)
 
 
-def encode(opening: Sequence[bytes], pending: Sequence[tuple[bytes, float]], held: bytes, answers: bytes) -> bytes:
+def encode(
+    opening: Sequence[bytes], pending: Sequence[tuple[bytes, float]], held: bytes, answers: bytes, hung: bool = False
+) -> bytes:
     """A session's state as `parse` reads it back: the opening lines, the calls out (line, seconds out), the
-    client's and the owner's lines under way; each length-prefixed."""
+    client's and the owner's lines under way, each length-prefixed; whether the owner was found hung."""
     state = [STATE, b"%d %d\n" % (len(opening), len(pending))]
     state += [b"%d\n" % len(line) + line for line in opening]
     state += [b"%d %.6f\n" % (len(line), age) + line for line, age in pending]
-    state.append(b"%d %d\n" % (len(held), len(answers)) + held + answers)
+    state.append(b"%d %d %d\n" % (len(held), len(answers), hung) + held + answers)
     return b"".join(state)
 
 
@@ -227,6 +242,33 @@ def state_file(folder: str, data: bytes) -> int:
     return fd
 
 
+def alive(address: str, timeout: float) -> bool:
+    """Whether the owner at `address` answers a status request within `timeout` (`serve.owner.ask`'s request)."""
+    import _socket
+
+    from gitwiki.serve.address import STATUS
+
+    deadline = time.monotonic() + timeout
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(address)
+        sock.sendall(STATUS)
+        reply = b""
+        while b"\n" not in reply:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            chunk = sock.recv(65536)
+            if not chunk:
+                return False
+            reply += chunk
+    except OSError:
+        return False
+    finally:
+        sock.close()
+    found = message(reply)
+    return found is not None and "declined" not in found
+
+
 class Handover:
     """What a relay handed the bridge taking over (`handover`)."""
 
@@ -237,12 +279,14 @@ class Handover:
         held: bytes,
         answers: bytes,
         sock: int,
+        hung: bool = False,
     ) -> None:
         self.opening = opening  # the session's opening lines, as the client sent them
         self.pending = pending  # the requests the owner had yet to answer: (line, seconds since sent)
         self.held = held  # the client's line under way
         self.answers = answers  # the owner's line under way
         self.sock = sock  # the owner connection's descriptor, -1 when it had ended
+        self.hung = hung  # the owner did not answer its status: the calls out are answered with the reason
 
 
 def handover() -> Handover | None:
@@ -284,19 +328,20 @@ def parse(data: bytes, sock: int) -> Handover:
     for _ in range(pendings):
         size, age = field()
         pending.append((take(int(size)), float(age)))
-    held, answers = (int(word) for word in field())
-    return Handover(opening, pending, take(held), take(answers), sock)
+    held, answers, hung = (int(word) for word in field())
+    return Handover(opening, pending, take(held), take(answers), sock, bool(hung))
 
 
 def main(argv: Sequence[str]) -> None:
-    """`SOCKET_FD STATE_DIR OPENING_FD BACK...`: relay until the client's input ends (and its answers are in)."""
+    """`SOCKET_FD STATE_DIR OPENING_FD ADDRESS BACK...`: relay until the client's input ends (and its answers are
+    in)."""
     # as the bridge: SIGINT and SIGTERM end it at once, of the signal, without a traceback
     for signum in (_signal.SIGINT, _signal.SIGTERM):
         _signal.signal(signum, _signal.SIG_DFL)
     # The owner a first session started is this process's child, and nothing here waits for it: the kernel reaps it
     # (no zombie when it ends while the relay runs; the bridge taking over sets this back)
     _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)
-    relay = Relay(int(argv[0]), argv[1], argv[3:])
+    relay = Relay(int(argv[0]), argv[1], argv[4:], argv[3])
     if int(argv[2]) >= 0:  # a bridge's session, opened: its opening lines (exec_relay)
         with os.fdopen(int(argv[2]), "rb") as file:
             relay._opening = parse(file.read(), -1).opening
@@ -309,10 +354,10 @@ def main(argv: Sequence[str]) -> None:
     os._exit(0)  # the owner's side may be in a read: no interpreter teardown beside it
 
 
-def exec_relay(sock: int, state_dir: str, back: Sequence[str], opening: Sequence[bytes] = ()) -> None:
+def exec_relay(sock: int, state_dir: str, back: Sequence[str], address: str, opening: Sequence[bytes] = ()) -> None:
     """Replace this process with the relay on the owner connection `sock` (`back`: the command that resumes the
-    full bridge; `opening`: the lines that opened the session, when a bridge opened it). Returns only when the relay
-    cannot run here; the caller bridges as before."""
+    full bridge; `address`: the owner's socket, for its status; `opening`: the lines that opened the session, when a
+    bridge opened it). Returns only when the relay cannot run here; the caller bridges as before."""
     import gitwiki
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(gitwiki.__file__)))
@@ -323,6 +368,7 @@ def exec_relay(sock: int, state_dir: str, back: Sequence[str], opening: Sequence
     os.set_inheritable(sock, True)
     try:
         state = state_file(state_dir, encode(opening, [], b"", b"")) if opening else -1
-        os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", boot, str(sock), state_dir, str(state), *back])
+        argv = [sys.executable, "-I", "-S", "-c", boot, str(sock), state_dir, str(state), address, *back]
+        os.execv(sys.executable, argv)
     except OSError:
         os.set_inheritable(sock, False)

@@ -12,6 +12,7 @@ import sys
 import time
 
 PROTOCOL = 1
+STATUS = f'{{"protocol": {PROTOCOL}, "status": true}}\n'.encode()  # the status request (`serve.owner.ask`'s too)
 # AF_UNIX addresses: 108 bytes with the NUL on Linux, 104 on macOS; the spare bytes fit the temporary name
 # the server binds before renaming it into place (`.NAME.PID`).
 MAX_ADDRESS = 96

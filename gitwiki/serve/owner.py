@@ -269,3 +269,6 @@ class Owner:
 
     def where(self) -> str:
         return str(self._where.log)
+
+    def address(self) -> str:
+        return str(self._where.socket)

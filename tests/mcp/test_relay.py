@@ -98,6 +98,19 @@ def test_a_read_out_when_the_owner_dies_is_asked_again_and_the_relay_hands_over(
     assert later.close() == 0
 
 
+def test_a_slow_owner_that_answers_its_status_keeps_the_session_in_the_relay(shared):
+    later, pid = relayed(shared)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        out = later.request("tools/call", {"name": "ground", "arguments": {"query": "helm rollback"}})
+        time.sleep(relay.PROBE_EVERY + 1)  # the relay's status request waits too
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert "wiki/deploy.md" in text(later.answer(out))
+    assert is_relay(later)  # the owner answered its status: at work, not hung, and nothing handed over
+    assert later.close() == 0
+
+
 def test_a_line_too_long_for_the_relay_goes_to_the_bridge_which_refuses_it(shared):
     later, _ = relayed(shared)
     assert later.process.stdin is not None
