@@ -30,24 +30,20 @@ import json
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
-from gitwiki.mcp import early, framing
+from gitwiki.mcp import early, framing, relay
 from gitwiki.mcp.logs import Logger
-from gitwiki.serve.address import socket_peer
 
-if TYPE_CHECKING:
-    from gitwiki.mcp.relay import Handover
+# the times the relay keeps too: defined in its lean module, which imports nothing of this one's
+from gitwiki.mcp.relay import CALL_TIMEOUT, CLOSE_WAIT, HANG_AFTER, PROBE_EVERY, Handover
+from gitwiki.serve.address import socket_peer
 
 log = Logger("gitwiki.bridge")  # `logging` only at a first record (mcp.logs)
 
-PROBE_EVERY = 1.0  # while a call is out for this long, the owner's status is asked
-HANG_AFTER = 5.0  # an owner that does not answer its status in this is hung
-CALL_TIMEOUT = 300.0  # a call the owner answers status for but never answers: as long as the CLI waits
 START_TIMEOUT = 60.0  # a new owner not listening after this: the calls waiting for it are answered with an error
 POLL = 0.01  # between connects to an owner that is starting
 FAST_POLL_FOR = 3.0  # seconds of polling every POLL before backing off to 0.2 s
-CLOSE_WAIT = 10.0  # after the client's input ends, how long answers still due are waited for
 SETTLE = 0.2  # a session this long quiet (its opening done, nothing due) goes on in the lean relay
 REPLAY = "gitwiki-bridge-replay-"
 WRITE_LOST = (
@@ -151,8 +147,6 @@ class Bridge:
                     return
                 if self._sock is None or not self._quiet():
                     continue
-                from gitwiki.mcp import relay
-
                 folder = os.path.dirname(self._owner.where())
                 relay.exec_relay(self._sock.fileno(), folder, self._back, self._owner.address(), self._opening)
                 self._back = None  # it could not: the bridge goes on

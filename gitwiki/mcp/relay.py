@@ -32,10 +32,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-PROBE_EVERY = 1.0  # bridge.PROBE_EVERY: while a call is out this long, the owner's status is asked
-HANG_AFTER = 5.0  # bridge.HANG_AFTER: an owner that does not answer its status in this is hung (the bridge says so)
-CALL_TIMEOUT = 300.0  # bridge.CALL_TIMEOUT: a call out this long goes to the bridge, which answers it with an error
-CLOSE_WAIT = 10.0  # bridge.CLOSE_WAIT: after the client's input ends, how long answers still due are waited for
+# The relay's and the bridge's times (mcp.bridge imports them):
+PROBE_EVERY = 1.0  # while a call is out for this long, the owner's status is asked
+HANG_AFTER = 5.0  # an owner that does not answer its status in this is hung (the bridge says so)
+CALL_TIMEOUT = 300.0  # a call the owner answers status for but never answers: as long as the CLI waits
+CLOSE_WAIT = 10.0  # after the client's input ends, how long answers still due are waited for
 MAX_HELD = 1 << 20  # a client line longer than this goes to the bridge, which caps lines (framing.MAX_LINE)
 RESUME = "GITWIKI_RELAY_RESUME"  # "STATE_FD SOCKET_FD" (-1: the connection ended) for the bridge taking over
 STATE = b"gitwiki-relay 1\n"
@@ -242,30 +243,14 @@ def state_file(folder: str, data: bytes) -> int:
     return fd
 
 
-def alive(address: str, timeout: float) -> bool:
-    """Whether the owner at `address` answers a status request within `timeout` (`serve.owner.ask`'s request)."""
-    import _socket
+def alive(path: str, timeout: float) -> bool:
+    """Whether the owner at `path` answers a status request within `timeout` (as `serve.owner.ask`)."""
+    from gitwiki.serve import address
 
-    from gitwiki.serve.address import STATUS
-
-    deadline = time.monotonic() + timeout
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
-        sock.settimeout(timeout)
-        sock.connect(address)
-        sock.sendall(STATUS)
-        reply = b""
-        while b"\n" not in reply:
-            sock.settimeout(max(0.001, deadline - time.monotonic()))
-            chunk = sock.recv(65536)
-            if not chunk:
-                return False
-            reply += chunk
-    except OSError:
+        found = message(address.ask(path, "status", timeout, timeout))
+    except (OSError, ValueError):
         return False
-    finally:
-        sock.close()
-    found = message(reply)
     return found is not None and "declined" not in found
 
 

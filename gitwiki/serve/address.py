@@ -12,7 +12,6 @@ import sys
 import time
 
 PROTOCOL = 1
-STATUS = f'{{"protocol": {PROTOCOL}, "status": true}}\n'.encode()  # the status request (`serve.owner.ask`'s too)
 # AF_UNIX addresses: 108 bytes with the NUL on Linux, 104 on macOS; the spare bytes fit the temporary name
 # the server binds before renaming it into place (`.NAME.PID`).
 MAX_ADDRESS = 96
@@ -107,6 +106,18 @@ def peer_uid(sock: _socket.socket) -> int | None:
     """The user id of the process at the other end; None where the system does not say."""
     found = socket_peer(sock)
     return None if found is None else found[1]
+
+
+def ask(path: str, what: str, connect_timeout: float, timeout: float) -> bytes:
+    """The reply line of the owner at `path` to a `status` or `stop` request (`serve.owner.ask`, and a relay's
+    probe, mcp.relay, which imports nothing heavier than this module); OSError or ValueError when none comes in
+    `timeout`."""
+    sock = connect(path, connect_timeout)
+    try:
+        sock.sendall(f'{{"protocol": {PROTOCOL}, "{what}": true}}\n'.encode())
+        return Lines(sock).next(1 << 16, time.monotonic() + timeout)
+    finally:
+        sock.close()
 
 
 class Lines:

@@ -224,9 +224,7 @@ def kill(where: Place, wait: float = 5.0) -> int | None:
 def ask(where: Place, what: str, timeout: float = PROBE_TIMEOUT) -> dict[str, Any] | None:
     """The owner's reply to a `status` or `stop` request; None when no owner answers within `timeout`."""
     try:
-        with contextlib.closing(address.connect(str(where.socket), client.CONNECT_TIMEOUT)) as sock:
-            sock.sendall(json.dumps({"protocol": client.PROTOCOL, what: True}).encode() + b"\n")
-            reply = json.loads(client.read_line(sock, 1 << 16, time.monotonic() + timeout))
+        reply = json.loads(address.ask(str(where.socket), what, client.CONNECT_TIMEOUT, timeout))
     except (OSError, ValueError):
         return None
     return reply if isinstance(reply, dict) and "declined" not in reply else None
