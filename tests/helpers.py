@@ -191,6 +191,15 @@ def hostile_commit(path: Path) -> str:
     return commit
 
 
+def python_prints(code: str, *flags: str) -> list[str]:
+    """The words a fresh interpreter running `code` prints (it must succeed): what it imported, and how."""
+    import sys
+
+    run = subprocess.run([sys.executable, *flags, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.split()
+
+
 def peak_rss(pid: int) -> int:
     """A live process's peak resident memory so far, in bytes (Linux: VmHWM)."""
     return int(Path(f"/proc/{pid}/status").read_text().split("VmHWM:")[1].split()[0]) * 1024

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gitwiki.mcp import framing, relay
-from tests.helpers import ROOT
+from tests.helpers import ROOT, python_prints
 from tests.serve.sessions import (
     HELLO,
     connected,
@@ -49,9 +49,7 @@ def test_a_later_session_is_the_relay_and_answers_as_a_direct_one(shared):
 def test_the_relay_loads_no_module_of_the_bridges():
     """What it is for: a later session without typing, json, re, threading, pathlib and the rest (1.9, 1.3, 0.85 MiB…)."""
     script = f"import sys; sys.path.append({str(ROOT)!r}); import gitwiki.mcp.relay; print(*sorted(sys.modules))"
-    loaded = set(
-        subprocess.run([sys.executable, "-I", "-S", "-c", script], capture_output=True, text=True).stdout.split()
-    )
+    loaded = set(python_prints(script, "-I", "-S"))
     assert "gitwiki.mcp.relay" in loaded
     assert not loaded & {"typing", "json", "re", "threading", "pathlib", "collections", "enum", "signal", "socket"}
 

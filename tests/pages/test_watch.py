@@ -14,7 +14,7 @@ from gitwiki.pages import watch
 from gitwiki.pages.watch import Watcher
 from gitwiki.sources import local as local_module
 from gitwiki.wiki import Wiki
-from tests.helpers import needs_model
+from tests.helpers import needs_model, python_prints
 
 LEXICAL = "[embeddings]\nenabled = false\n"
 
@@ -166,9 +166,6 @@ def test_a_write_right_before_a_query_is_never_missed(watched):
 def test_the_watcher_starts_without_running_the_watchfiles_package(tmp_path):
     """Its Rust class is loaded alone (the package's own imports were 25-30 ms of a starting owner), and a later
     `import watchfiles` finds that same module rather than loading the extension a second time."""
-    import subprocess
-    import sys
-
     code = (
         "import sys; from pathlib import Path; from gitwiki.pages.watch import Watcher\n"
         f"w = Watcher.start([Path({str(tmp_path)!r})], Path({str(tmp_path / 'index')!r}))\n"
@@ -177,9 +174,7 @@ def test_the_watcher_starts_without_running_the_watchfiles_package(tmp_path):
         "import watchfiles\n"
         "print(alone, watchfiles.main.RustNotify is sys.modules['watchfiles._rust_notify'].RustNotify)\n"
     )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.split() == ["[]", "True"]
+    assert python_prints(code) == ["[]", "True"]
 
 
 class _Scripted:
