@@ -147,7 +147,7 @@ class Bridge:
                     return
                 if self._sock is None or not self._quiet():
                     continue
-                folder = os.path.dirname(self._owner.where())
+                folder = os.path.dirname(self._owner.address())  # the socket's folder, as `gitwiki serve` gives it
                 relay.exec_relay(self._sock.fileno(), folder, self._back, self._owner.address(), self._opening)
                 self._back = None  # it could not: the bridge goes on
                 return

@@ -78,9 +78,9 @@ def key(value: object) -> str | None:
 
 
 class Relay:
-    def __init__(self, sock: int, state_dir: str, back: Sequence[str], address: str = "") -> None:
+    def __init__(self, sock: int, state_dir: str, back: Sequence[str], address: str) -> None:
         self._sock = sock
-        self._address = address  # the owner's socket, where its status is asked ("": the bridge asks)
+        self._address = address  # the owner's socket, where its status is asked
         self._probed = 0.0  # when the owner last answered its status
         self._state_dir = state_dir
         self._back = list(back)
@@ -102,7 +102,7 @@ class Relay:
                 if self._closed_at and (not (self._pending or self._writing) or now - self._closed_at > CLOSE_WAIT):
                     return
                 oldest = min((at for _, at in self._pending.values()), default=now)
-                if now - oldest >= (CALL_TIMEOUT if self._address else PROBE_EVERY):
+                if now - oldest >= CALL_TIMEOUT:
                     self.hand_over()
                 due = [max(oldest, self._probed) + PROBE_EVERY] if self._pending else []
             if due and now >= due[0]:

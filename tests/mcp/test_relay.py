@@ -161,7 +161,7 @@ def slow(fd, data):  # the thread writing the answer is descheduled before its w
         time.sleep(0.2)
     return write(fd, data)
 os.write = slow
-relay.Relay(ours.fileno(), "/tmp", ["false"]).run()
+relay.Relay(ours.fileno(), "/tmp", ["false"], "/nonexistent").run()
 os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
 os.close(stdout_w)
 sys.stderr.write(os.read(stdout_r, 4096).decode())
@@ -225,7 +225,7 @@ lines = st.binary(max_size=80).map(lambda b: b.replace(b"\n", b" ") + b"\n")
 @settings(max_examples=200, deadline=None)
 @given(st.lists(lines, max_size=4), st.lists(lines, max_size=4), st.binary(max_size=80), st.binary(max_size=80))
 def test_the_state_a_relay_hands_over_reads_back_whole(opening, pending, held, answers):
-    kept = relay.Relay(7, "/nonexistent", ["python"])
+    kept = relay.Relay(7, "/nonexistent", ["python"], "/nonexistent")
     kept._opening = list(opening)
     now = time.monotonic()
     kept._pending = {str(i): (line, now - i) for i, line in enumerate(pending)}
