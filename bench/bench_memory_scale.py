@@ -200,7 +200,7 @@ def server_pid(repo: Path | None = None) -> int | None:
             cmdline = (stat.parent / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if repo is not None and b"--owner-fd" in cmdline and os.fsencode(repo) in cmdline:
+        if repo is not None and is_owner(stat.parent, cmdline, repo):
             return int(stat.parent.name)
         if int(fields[1]) == os.getpid() and b"serve" in cmdline:
             child = int(stat.parent.name)
@@ -208,15 +208,26 @@ def server_pid(repo: Path | None = None) -> int | None:
 
 
 def owner_pid(repo: Path) -> int | None:
-    """The checkout's owner (`serve --owner-fd`), which answers the session's calls when one runs."""
+    """The checkout's owner, which answers the session's calls when one runs."""
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             argv = cmdline.read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"--owner-fd" in argv and str(repo).encode() in argv:
+        if is_owner(cmdline.parent, argv, repo):
             return int(cmdline.parent.name)
     return None
+
+
+def is_owner(proc: Path, argv: list[bytes], repo: Path) -> bool:
+    """Whether the process at `proc` (its command line `argv`) is `repo`'s owner: spawned (`serve --owner-fd`
+    with `-C repo`) or forked from the session that started it (that session's `-C repo`, named gitwiki-owner)."""
+    if os.fsencode(repo) not in argv:
+        return False
+    try:
+        return b"--owner-fd" in argv or (proc / "comm").read_bytes().strip() == b"gitwiki-owner"
+    except OSError:
+        return False
 
 
 _THREAD_NS: dict[str, int] = {}  # the last reading of every thread of the server seen, alive or not

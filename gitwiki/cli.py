@@ -157,7 +157,8 @@ def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
     if got is None:
         if owner.place(chdir) != where:
             return None
-        owned.start()  # False: another process holds the lock, an owner starting; the bridge waits for it
+        # False: another process holds the lock, an owner starting; the bridge waits for it
+        owned.start(lambda fd: _own(chdir, fd))
     from gitwiki.mcp import bridge
 
     _bridging(level)
@@ -165,6 +166,15 @@ def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
     if exit_at_end:
         end_now(code)
     return code
+
+
+def _own(chdir: str, fd: int) -> int:
+    """The owner's life in the process `serve.owner.start` forked from this one: as `gitwiki.__main__`'s for a
+    spawned owner, its model loading on a thread while the rest is imported."""
+    from gitwiki.index.embed import load_in_background
+
+    load_in_background(chdir)
+    return main(["-C", chdir, "serve", "--owner-fd", str(fd)])
 
 
 def _bridging(level: str) -> None:

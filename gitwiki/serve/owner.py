@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -135,12 +136,12 @@ def connect(where: Place, timeout: float = client.CONNECT_TIMEOUT) -> _socket.so
     return Declined(str(reply.get("declined", "no sessions here")) if isinstance(reply, dict) else "a bad reply")
 
 
-def start(where: Place, chdir: str) -> bool:
+def start(where: Place, chdir: str, run: Callable[[int], int] | None = None) -> bool:
     """Start an owner for `where`, unless one holds the lock (running or starting): True when this call started
     it. The owner runs detached (its own session, stdin and stdout on /dev/null, stderr into the log), so it
-    outlives the session that started it: a client ends its server at the session's end (SIGINT, then SIGTERM)."""
-    import subprocess  # 5 ms, only when an owner is started
-
+    outlives the session that started it: a client ends its server at the session's end (SIGINT, then SIGTERM).
+    With `run`, a process of one thread forks the owner, whose whole life is `run(lock fd)`: it starts from this
+    process's interpreter and imports, not from new ones (a first search waits for the owner's start)."""
     fd = hold(where)
     if fd is None:
         return False
@@ -148,6 +149,11 @@ def start(where: Place, chdir: str) -> bool:
         with contextlib.suppress(OSError):
             if os.stat(where.log).st_size > MAX_LOG:
                 os.truncate(where.log, 0)
+        if run is not None and _one_thread():
+            _fork(where, fd, run)
+            return True
+        import subprocess  # 5 ms, only when an owner is spawned
+
         with open(where.log, "ab") as log:
             process = subprocess.Popen(
                 # -P: `-m` puts the working directory (the checkout) first on sys.path, where a clone's own
@@ -159,12 +165,76 @@ def start(where: Place, chdir: str) -> bool:
                 pass_fds=(fd,),
                 start_new_session=True,
             )
-        import threading
-
-        threading.Thread(target=process.wait, name="gitwiki-owner-reaper", daemon=True).start()
+        _reap(process.wait)
         return True
     finally:
         os.close(fd)  # the owner holds the lock through its own copy of the descriptor
+
+
+# The name a forked owner gives itself (its command line is its session's): `kill` signals no other process.
+OWNER_NAME = b"gitwiki-owner"
+
+
+def _one_thread() -> bool:
+    """Whether this process runs one thread (one that may fork and go on running Python in the child)."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
+def _fork(where: Place, fd: int, run: Callable[[int], int]) -> None:
+    """The owner forked in its own session, its stdin and stdout on /dev/null, its stderr the log, holding only
+    the lock of this process's descriptors; reaped here as a spawned one is."""
+    log = os.open(where.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.setsid()
+                _detach(fd, log)
+                code = run(fd)
+            except BaseException:  # the owner's last words go to its log
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                for stream in (sys.stdout, sys.stderr):
+                    with contextlib.suppress(OSError, ValueError):
+                        stream.flush()
+                os._exit(code)
+    finally:
+        os.close(log)
+    _reap(lambda: os.waitpid(pid, 0))
+
+
+def _reap(wait: Callable[[], object]) -> None:
+    """A thread that waits for the owner this process started, so that it leaves no zombie (a relay this process
+    becomes ignores SIGCHLD instead: mcp.relay)."""
+    import threading
+
+    threading.Thread(target=wait, name="gitwiki-owner-reaper", daemon=True).start()
+
+
+def _detach(fd: int, log: int) -> None:
+    """The forked owner's setting, as a spawned one's: stdio, no descriptor but the lock's, no working directory
+    on sys.path (the spawn's `-P`), SIGCHLD as default, and its name."""
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.dup2(log, 2)
+    for name in os.listdir("/proc/self/fd"):
+        if int(name) > 2 and int(name) != fd:
+            with contextlib.suppress(OSError):
+                os.close(int(name))
+    if not sys.flags.safe_path and sys.path:
+        del sys.path[0]
+    import signal
+
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    with contextlib.suppress(OSError), open("/proc/self/comm", "wb") as comm:
+        comm.write(OWNER_NAME)
 
 
 def hold(where: Place) -> int | None:
@@ -202,15 +272,17 @@ def mark(fd: int) -> None:
 
 def kill(where: Place, wait: float = 5.0) -> int | None:
     """End an owner that holds the lock but does not answer: SIGTERM, then after `wait` seconds SIGKILL. Only a
-    process whose command line is an owner's (`serve --owner-fd`) is signalled; its pid, or None."""
+    process whose command line is an owner's (`serve --owner-fd`), or a forked owner by its name, is signalled;
+    its pid, or None."""
     import signal
 
     try:
         pid = int(where.lock.read_text(encoding="ascii").strip())
         command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        name = Path(f"/proc/{pid}/comm").read_bytes().strip()
     except (OSError, ValueError):
         return None
-    if b"serve" not in command or b"--owner-fd" not in command:
+    if name != OWNER_NAME and (b"serve" not in command or b"--owner-fd" not in command):
         return None
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + wait
@@ -244,8 +316,8 @@ class Owner:
             self._started = False
         return got.reason if isinstance(got, Declined) else got
 
-    def start(self) -> bool:
-        started = start(self._where, self._chdir)
+    def start(self, run: Callable[[int], int] | None = None) -> bool:
+        started = start(self._where, self._chdir, run)
         self._started = self._started or started
         return started
 

@@ -33,13 +33,20 @@ class Session:
     """One `gitwiki serve` process and its JSON-RPC lines, read on a thread (a test never blocks for ever)."""
 
     def __init__(
-        self, repo: Path, *flags: str, importtime: bool = False, cwd: Path | None = None, level: str | None = "INFO"
+        self,
+        repo: Path,
+        *flags: str,
+        importtime: bool = False,
+        cwd: Path | None = None,
+        level: str | None = "INFO",
+        safe_path: bool = True,
     ) -> None:
         python = [sys.executable, "-X", "importtime"] if importtime else [sys.executable]
         logged = ["--log-level", level] if level else []  # none: a later session is the relay (mcp.relay)
+        # -P, as the console script a client runs: never the working directory first on sys.path
+        safe = ["-P"] if safe_path else []
         self.process = subprocess.Popen(
-            # -P, as the console script a client runs: never the working directory first on sys.path
-            [*python, "-P", "-m", "gitwiki", "-C", str(repo), "serve", *logged, *flags],
+            [*python, *safe, "-m", "gitwiki", "-C", str(repo), "serve", *logged, *flags],
             cwd=cwd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -185,15 +192,18 @@ def drift_script(session: Session) -> list[dict[str, Any]]:
 
 
 def owners(repo: Path) -> list[tuple[int, str]]:
-    """The live owner processes of `repo` (pid, command line)."""
+    """The live owner processes of `repo` (pid, command line): spawned (`serve --owner-fd`), or forked from the
+    session that started it (its command line, and the owner's name)."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                forked = (entry / "comm").read_bytes().strip() == serve_owner.OWNER_NAME
             except OSError:
                 continue
-            if f"-C {repo} serve --owner-fd" in line and not gone(int(entry.name)):
+            ours = f"-C {repo} serve --owner-fd" in line or (forked and f"-C {repo} serve" in line)
+            if ours and not gone(int(entry.name)):
                 found.append((int(entry.name), line))
     return found
 

@@ -60,6 +60,22 @@ def test_a_checkouts_own_gitwiki_package_is_never_run_as_the_owner(shared):
     assert not marker.exists()
 
 
+def test_an_owner_forked_from_a_session_run_with_python_m_never_imports_the_checkouts_modules(shared):
+    """A session started as `python -m gitwiki serve` in a clone has the clone first on sys.path; the owner it
+    forks (serve.owner) drops that entry, as a spawned owner's `-P` does, before importing pygit2 or numpy."""
+    repo, sessions = shared
+    marker = repo.path.parent / "planted-ran"
+    planted = f"open({str(marker)!r}, 'w').close()\n"
+    repo.commit("plant", {f"{name}/__init__.py": planted for name in ("pygit2", "numpy", "onnxruntime")})
+    session = Session(repo.path, cwd=repo.path, safe_path=False)
+    sessions.append(session)
+    session.open()
+    assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))
+    pid = owner_pid(repo.path)
+    assert Path(f"/proc/{pid}/comm").read_bytes().strip() == serve_owner.OWNER_NAME  # forked, not spawned
+    assert not marker.exists()
+
+
 def test_the_second_session_bridges_to_the_first_ones_owner(shared):
     repo, _ = shared
     first = start(shared)
@@ -641,7 +657,7 @@ def gated(self, *args, **kwargs):
 
 
 def asked(*args, **kwargs):
-    note("asked-after-cli" if "gitwiki.cli" in sys.modules else "asked-before-cli")
+    note("asked-late" if "pygit2" in sys.modules else "asked-early")
     load_in_background(*args, **kwargs)
 
 
@@ -652,7 +668,7 @@ embed.load_in_background = asked
 
 @needs_model
 def test_an_owner_answers_lexical_calls_while_its_model_loads_and_hybrid_ones_once_it_has(shared, cli, monkeypatch):
-    """The owner asks for its model's load before the CLI's imports (`gitwiki.__main__`), on a thread: a lexical
+    """The owner asks for its model's load before its own imports (pygit2's, the wiki's), on a thread: a lexical
     call does not wait for it, a hybrid one does and answers as once the model is in, and the model loads once."""
     repo, _ = shared
     repo.commit("hybrid", {".gitwiki.toml": "[mcp]\nidle_timeout = 30\n"})
@@ -667,7 +683,7 @@ def test_an_owner_answers_lexical_calls_while_its_model_loads_and_hybrid_ones_on
 
     session, pid = connected(shared, mode="lexical")
     seen = events.read_text().splitlines()
-    assert seen[0] == f"asked-before-cli {pid}" and seen.count(f"build {pid}") == 1  # loading, held at the gate
+    assert seen[0] == f"asked-early {pid}" and seen.count(f"build {pid}") == 1  # loading, held at the gate
     hybrid = session.request("tools/call", {"name": "ground", "arguments": {"query": "helm rollback"}})
     with pytest.raises(queue.Empty):
         session.answer(hybrid, timeout=1.0)
