@@ -150,8 +150,9 @@ def start(where: Place, chdir: str, run: Callable[[int], int] | None = None) -> 
             if os.stat(where.log).st_size > MAX_LOG:
                 os.truncate(where.log, 0)
         if run is not None and _one_thread():
-            _fork(where, fd, run)
-            return True
+            with contextlib.suppress(OSError):  # no fork (EAGAIN, ENOMEM) and no child: spawned below
+                _fork(where, fd, run)
+                return True
         import subprocess  # 5 ms, only when an owner is spawned
 
         with open(where.log, "ab") as log:

@@ -76,6 +76,29 @@ def test_an_owner_forked_from_a_session_run_with_python_m_never_imports_the_chec
     assert not marker.exists()
 
 
+def test_an_owner_that_cannot_be_forked_is_spawned(tmp_path, monkeypatch):
+    """No fork (EAGAIN, ENOMEM): the owner is spawned as a bridge restarting one spawns it, and the lock is
+    handed to it."""
+    where = serve_owner.Place(tmp_path, tmp_path, tmp_path / "serve-x.sock")
+    spawned: list[list[str]] = []
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    class Spawned:
+        def __init__(self, argv: list[str], **options: Any) -> None:
+            spawned.append(argv)
+
+        def wait(self) -> int:
+            return 0
+
+    monkeypatch.setattr(serve_owner, "_one_thread", lambda: True)
+    monkeypatch.setattr(os, "fork", no_fork)
+    monkeypatch.setattr(subprocess, "Popen", Spawned)
+    assert serve_owner.start(where, str(tmp_path), run=lambda fd: 0)
+    assert len(spawned) == 1 and spawned[0][-3:-1] == ["serve", "--owner-fd"]
+
+
 def test_the_second_session_bridges_to_the_first_ones_owner(shared):
     repo, _ = shared
     first = start(shared)
