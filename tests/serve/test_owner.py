@@ -76,6 +76,22 @@ def test_an_owner_forked_from_a_session_run_with_python_m_never_imports_the_chec
     assert not marker.exists()
 
 
+def test_an_owner_forked_from_a_session_holds_none_of_its_pipes(shared):
+    """The client sees its session's end (EOF on the session's stdout) however long the owner lingers: the forked
+    owner's stdin and stdout are /dev/null, its stderr the log, and it keeps no other copy of the session's pipes."""
+    repo, _ = shared
+    session, pid = connected(shared)
+    pipes = {
+        f"pipe:[{os.fstat(stream.fileno()).st_ino}]"
+        for stream in (session.process.stdin, session.process.stdout, session.process.stderr)
+        if stream is not None
+    }
+    held = {int(fd.name): os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()}
+    assert held[0] == held[1] == os.devnull and held[2].endswith(".log")
+    assert not pipes & set(held.values()), held
+    assert session.close() == 0 and not gone(pid)  # the session ended; the owner lingers
+
+
 def test_an_owner_that_cannot_be_forked_is_spawned(tmp_path, monkeypatch):
     """No fork (EAGAIN, ENOMEM): the owner is spawned as a bridge restarting one spawns it, and the lock is
     handed to it."""
