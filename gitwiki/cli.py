@@ -132,6 +132,14 @@ def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
     handed = relay.handover()  # this process is a relay's session going on (mcp.relay)
     if handed is None and any(os.environ.get(name) for name in ("GITWIKI_NO_SERVER", "GITWIKI_SERVE_ALONE")):
         return None
+    # The lean relay takes a session whose owner is up: at once here, or once a bridge's session has opened and gone
+    # quiet; it comes back here only if the session needs more. A level asked for keeps the bridge, whose records
+    # (a line refused, the owner lost) go to its stderr.
+    back = None
+    if level == "WARNING" and os.environ.get("GITWIKI_SERVE_RELAY") != "0":
+        back = [sys.executable, "-P", "-m", "gitwiki", "-C", chdir, "serve"]
+        if handed is None:
+            _relay_at_once(chdir, back)
     from gitwiki.serve import owner
 
     found = owner.quick_place(chdir)
@@ -143,12 +151,6 @@ def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
     got = owner.connect(where)
     if isinstance(got, owner.Declined):
         return None  # `serve` runs alone and says why
-    # The lean relay takes a session whose owner is up: at once here, or once a bridge's session has opened and gone
-    # quiet; it comes back here only if the session needs more. A level asked for keeps the bridge, whose records
-    # (a line refused, the owner lost) go to its stderr.
-    back = None
-    if level == "WARNING" and os.environ.get("GITWIKI_SERVE_RELAY") != "0":
-        back = [sys.executable, "-P", "-m", "gitwiki", "-C", chdir, "serve"]
     if got is not None and back is not None:
         relay.exec_relay(got.fileno(), str(where.socket.parent), back, str(where.socket))
     owned = owner.Owner(where, chdir)
@@ -166,6 +168,42 @@ def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
     if exit_at_end:
         end_now(code)
     return code
+
+
+def _relay_at_once(chdir: str, back: list[str]) -> None:
+    """A later session's way in when the owner is up, in `serve.address` and `mcp.relay` alone (strings and C
+    modules): the owner module's imports (pathlib, typing, json; ~10 ms of a later session's start in a venv) are
+    left to a session the owner does not take at once. Returns when this cannot tell (`serve_bridged` then looks as
+    before: GIT_DIR and friends, a user config that may move the index dir, no owner, a decline)."""
+    import os
+    import time
+
+    from gitwiki.mcp import relay
+    from gitwiki.serve import address
+
+    if any(os.environ.get(name) for name in address.GIT_VARS):
+        return
+    found = address.checkout_of(os.path.realpath(chdir))
+    if found is None or address.user_config_names_index_dir():
+        return
+    root, common = found
+    index = address.default_index_dir(root, common)
+    if os.path.exists(os.path.join(index, MODEL_UNAVAILABLE)):
+        return
+    path = address.socket_path(index, root)
+    try:
+        sock = address.connect(path, address.CONNECT_TIMEOUT)
+    except OSError:
+        return
+    try:
+        sock.sendall(address.session_request(root, os.path.realpath(chdir)))
+        reply = relay.message(address.Lines(sock).next(1 << 16, time.monotonic() + address.PROBE_TIMEOUT))
+        sock.settimeout(None)
+        if reply is not None and reply.get("session") == "accepted":
+            relay.exec_relay(sock.fileno(), os.path.dirname(path), back, path)
+    except (OSError, ValueError):
+        pass
+    sock.close()  # not taken here: `serve_bridged` asks again and says why
 
 
 def _own(chdir: str, fd: int) -> int:

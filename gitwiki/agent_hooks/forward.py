@@ -22,16 +22,16 @@ import os
 import time
 
 # serve.address, not serve.client: that module would load the config and pathlib, the cost this path saves.
-from gitwiki.serve.address import NO_SERVER, PROTOCOL, Lines, connect, default_index_dir, environment, socket_path
-
-# Set, git finds the repository elsewhere than the event's directory says (gitcli.find_checkout): the hook asks git.
-GIT_VARS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_CEILING_DIRECTORIES",
+from gitwiki.serve.address import (
+    GIT_VARS,
+    NO_SERVER,
+    PROTOCOL,
+    Lines,
+    checkout_of,
+    connect,
+    default_index_dir,
+    environment,
+    socket_path,
 )
 
 # Connect, send, and hear that the owner started the hook (serve/hooks.py's RUNNING), in all: a warm owner does in
@@ -65,7 +65,7 @@ def ask(name: str, raw: bytes) -> tuple[str, int] | None:
         if not isinstance(where, str) or not os.path.isabs(where):
             return None
         start = os.path.realpath(where)
-        found = _checkout(start)
+        found = checkout_of(start)
         if found is None:
             return None
         root, common = found
@@ -89,31 +89,6 @@ def ask(name: str, raw: bytes) -> tuple[str, int] | None:
     if not isinstance(out, str) or not isinstance(code, int) or isinstance(code, bool):
         return None
     return out, code
-
-
-def _checkout(start: str) -> tuple[str, str] | None:
-    """The worktree root and git common dir of the checkout containing `start` (a resolved path), as
-    `gitcli.find_checkout` reads them; None where it would ask git."""
-    folder = start
-    while True:
-        dot = os.path.join(folder, ".git")
-        if os.path.isdir(dot):
-            return (folder, dot) if os.path.isfile(os.path.join(dot, "HEAD")) else None
-        if os.path.isfile(dot):
-            with open(dot, encoding="utf-8", errors="replace") as f:
-                text = f.read().strip()
-            if not text.startswith("gitdir:"):
-                return None
-            git_dir = os.path.realpath(os.path.join(folder, text[len("gitdir:") :].strip()))
-            common = os.path.join(git_dir, "commondir")
-            if os.path.isfile(common):
-                with open(common, encoding="utf-8") as f:
-                    return folder, os.path.realpath(os.path.join(git_dir, f.read().strip()))
-            return folder, git_dir
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
 
 
 def _exchange(path: str, line: bytes, deadline: float) -> object:

@@ -24,6 +24,21 @@ SERVE_ALONE = "GITWIKI_SERVE_ALONE"
 SERVE_RELAY = "GITWIKI_SERVE_RELAY"  # "0": a later session stays the bridge (mcp.relay); the owner's answers alike
 
 
+# Set, git finds the repository elsewhere than a directory says (gitcli.find_checkout): git must be asked.
+GIT_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_CEILING_DIRECTORIES",
+)
+# A listening owner accepts in microseconds; one that has not within this is stuck.
+CONNECT_TIMEOUT = 0.5
+# What a status or stop request, or a session's opening, may take before the owner counts as hung.
+PROBE_TIMEOUT = 2.0
+
+
 def environment() -> dict[str, str]:
     """The part of this process's environment a server must share to answer for it."""
     return {
@@ -72,6 +87,57 @@ def digest(text: str) -> str:
     for byte in os.fsencode(text):
         value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
     return f"{value:016x}"
+
+
+def checkout_of(start: str) -> tuple[str, str] | None:
+    """The worktree root and git common dir of the checkout containing `start` (a resolved path), as
+    `gitcli.find_checkout` reads them, on strings; None where it would ask git (the caller checks GIT_VARS)."""
+    folder = start
+    while True:
+        dot = os.path.join(folder, ".git")
+        if os.path.isdir(dot):
+            return (folder, dot) if os.path.isfile(os.path.join(dot, "HEAD")) else None
+        if os.path.isfile(dot):
+            with open(dot, encoding="utf-8", errors="replace") as f:
+                text = f.read().strip()
+            if not text.startswith("gitdir:"):
+                return None
+            git_dir = os.path.realpath(os.path.join(folder, text[len("gitdir:") :].strip()))
+            common = os.path.join(git_dir, "commondir")
+            if os.path.isfile(common):
+                with open(common, encoding="utf-8") as f:
+                    return folder, os.path.realpath(os.path.join(git_dir, f.read().strip()))
+            return folder, git_dir
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def user_config_names_index_dir() -> bool:
+    """Whether the user's own config file (`config.user_config_path()`) may set `[storage] index_dir`, the one key
+    that moves the owner's socket: a key spelt out, or one with an escape in a quoted key (`"index\\u005fdir"`); a
+    file that cannot be read may too (its load reports why). Read as bytes: no tomllib, no config module."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    try:
+        with open(os.path.join(base, "gitwiki", "config.toml"), "rb") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return b"index_dir" in text or b"\\u" in text or b"\\U" in text
+
+
+def session_request(root: str, start: str) -> bytes:
+    """The line that opens an MCP session on the checkout's owner (`serve.owner.connect`, a later session's fast
+    start in `gitwiki.cli`), JSON as `json.dumps` writes it, from `_json`'s C encoder: the json package loads `re`."""
+    import _json
+
+    text = _json.encode_basestring_ascii
+    env = ", ".join(f"{text(k)}: {text(v)}" for k, v in environment().items())
+    where = f'"root": {text(root)}, "start": {text(start)}'
+    return f'{{"protocol": {PROTOCOL}, "session": true, {where}, "env": {{{env}}}}}\n'.encode()
 
 
 def connect(path: str, timeout: float) -> _socket.socket:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from gitwiki.operations.ground import GroundRequest
 
 # A listening server accepts in microseconds; one that has not within this is stuck, and the CLI answers itself.
-CONNECT_TIMEOUT = 0.5
+CONNECT_TIMEOUT = address.CONNECT_TIMEOUT
 # A query can wait for the server's other calls (one at a time) or an index catch-up, as long as the local path
 # would; past this the server is hung and the CLI answers itself.
 REPLY_TIMEOUT = 300.0

@@ -33,7 +33,7 @@ from gitwiki.serve import address, client
 # The owner's start-up log: its stderr, kept beside the lock (truncated when it passes this at a start).
 MAX_LOG = 1 << 20
 # What a status or stop request may take before the owner counts as hung.
-PROBE_TIMEOUT = 2.0
+PROBE_TIMEOUT = address.PROBE_TIMEOUT
 
 
 class Declined(NamedTuple):
@@ -81,7 +81,7 @@ def quick_place(start: str) -> tuple[Place, Path] | None:
     configuration itself when it takes a session, and declines one whose configuration is not its own."""
     try:
         checkout = find_checkout(start)
-        if checkout is None or _names_the_index_dir(_user_config()):
+        if checkout is None or address.user_config_names_index_dir():
             return None
         index = Path(address.default_index_dir(str(checkout.root), str(checkout.common_dir)))
         return Place(checkout.root, Path(start).resolve(), client.socket_path(index, checkout.root)), index
@@ -89,40 +89,15 @@ def quick_place(start: str) -> tuple[Place, Path] | None:
         return None
 
 
-def _user_config() -> Path:
-    """`config.user_config_path()`, without importing the config's module."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "gitwiki" / "config.toml"
-
-
-def _names_the_index_dir(user_file: Path) -> bool:
-    """Whether the TOML file `user_file` may set `index_dir`: a key spelt out, or one with an escape in a quoted key
-    (`"index\\u005fdir"`); a file that cannot be read may too (its load reports why)."""
-    try:
-        text = user_file.read_bytes()
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    return b"index_dir" in text or b"\\u" in text or b"\\U" in text
-
-
 def connect(where: Place, timeout: float = client.CONNECT_TIMEOUT) -> _socket.socket | Declined | None:
     """An MCP session on the owner (the connection, past the opening exchange); `Declined` when an owner answers
     but will not serve this session; None when no owner answers."""
-    message = {
-        "protocol": client.PROTOCOL,
-        "session": True,
-        "root": str(where.root),
-        "start": str(where.start),
-        "env": client.environment(),
-    }
     try:
         sock = address.connect(str(where.socket), timeout)
     except OSError:
         return None
     try:
-        sock.sendall(json.dumps(message).encode() + b"\n")
+        sock.sendall(address.session_request(str(where.root), str(where.start)))
         reply = json.loads(client.read_line(sock, 1 << 16, time.monotonic() + max(timeout, PROBE_TIMEOUT)))
         sock.settimeout(None)
     except (OSError, ValueError):

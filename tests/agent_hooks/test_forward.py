@@ -72,7 +72,7 @@ def _socket_path(repo: Path) -> Path:
 
 def test_the_client_finds_the_socket_the_server_listens_on(wiki, tmp_path, monkeypatch):
     """forward.py finds the checkout and its index dir without the config (serve/client.py loads it)."""
-    found = forward._checkout(str(wiki.path / "wiki"))
+    found = address.checkout_of(str(wiki.path / "wiki"))
     assert found == (str(wiki.path), str(wiki.path / ".git"))
     assert forward.socket_path(address.default_index_dir(*found), found[0]) == str(_socket_path(wiki.path))
     deep = tmp_path / ("d" * 90)  # past AF_UNIX's length: the runtime dir's short name
@@ -85,7 +85,7 @@ def test_the_client_finds_the_socket_the_server_listens_on(wiki, tmp_path, monke
 def test_a_linked_worktree_finds_its_repositorys_index_dir(wiki):
     worktree = wiki.path.parent / "linked"
     subprocess.run(["git", "-C", str(wiki.path), "worktree", "add", "-q", str(worktree)], check=True)
-    assert forward._checkout(str(worktree)) == (str(worktree), str(wiki.path / ".git"))
+    assert address.checkout_of(str(worktree)) == (str(worktree), str(wiki.path / ".git"))
 
 
 def test_each_installed_hook_answered_by_the_owner_equals_its_own_answer(wiki, hook, owner, monkeypatch):

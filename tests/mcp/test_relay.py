@@ -46,6 +46,19 @@ def test_a_later_session_is_the_relay_and_answers_as_a_direct_one(shared):
     assert seen == drift_script(start(shared, "--alone"))
 
 
+def test_a_later_session_becomes_the_relay_before_the_owner_modules_imports(shared):
+    """The owner up, a later session opens its session in `serve.address` and `mcp.relay` alone, then execs the
+    relay: `serve.owner` and `serve.client` (pathlib, typing, json) are never imported (-X importtime lists every
+    import of the process before its exec)."""
+    connected(shared)
+    later = start(shared, importtime=True, level=None)
+    later.open()
+    assert is_relay(later) and "wiki/deploy.md" in text(later.tool("ground", query="helm rollback"))
+    imported = {line.split(b"|")[-1].strip().decode() for line in later.stderr if line.startswith(b"import time:")}
+    assert "gitwiki.serve.address" in imported
+    assert not imported & {"gitwiki.serve.owner", "gitwiki.serve.client", "gitwiki.git.gitcli"}
+
+
 def test_the_relay_loads_no_module_of_the_bridges():
     """What it is for: a later session without typing, json, re, threading, pathlib and the rest (1.9, 1.3, 0.85 MiB…)."""
     script = f"import sys; sys.path.append({str(ROOT)!r}); import gitwiki.mcp.relay; print(*sorted(sys.modules))"

@@ -1,11 +1,15 @@
-"""serve/address.py: the lines a connection reads, however the peer's bytes are cut into reads."""
+"""serve/address.py: the lines a connection reads, however the peer's bytes are cut into reads; the line that opens
+a session."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gitwiki.serve import address
 from gitwiki.serve.address import Lines
 
 
@@ -45,3 +49,20 @@ def test_a_line_past_the_limit_is_refused_and_a_late_one_times_out():
     assert Lines(Reads([b"x" * 10 + b"\n"])).next(limit=15) == b"x" * 10  # type: ignore[arg-type]
     with pytest.raises(TimeoutError):
         Lines(Reads([b"partial"])).next(deadline=0.0)  # type: ignore[arg-type]
+
+
+text = st.text(max_size=30)  # any code point, lone surrogates included (paths decoded with surrogateescape)
+
+
+@given(text, text, st.dictionaries(text, text, max_size=5))
+def test_a_session_request_is_what_json_dumps_writes(root, start, env):
+    """`session_request` builds the line with `_json`'s encoder alone; the owner reads it with `json.loads`."""
+    original = address.environment
+    address.environment = lambda: env  # type: ignore[assignment]
+    try:
+        line = address.session_request(root, start)
+    finally:
+        address.environment = original  # type: ignore[assignment]
+    message = {"protocol": address.PROTOCOL, "session": True, "root": root, "start": start, "env": env}
+    assert line == json.dumps(message).encode() + b"\n"
+    assert json.loads(line) == message
