@@ -145,10 +145,10 @@ if __name__ == "__main__":
 
 def make_venv(where: Path) -> Path:
     """A fresh venv, its bin dir returned: `python -m venv --without-pip` (pipx and `uv tool` make theirs without
-    pip too), no system site packages, and gitwiki's two console scripts. gitwiki comes from PYTHONPATH, as in every
-    set-up; its dependencies, installed in this interpreter's site-packages, from a path line in a `.pth` file: the
-    folder goes on sys.path as if they were installed in the venv, and its own `.pth` files are not run (they are
-    what a venv leaves out: here a sandbox's, which imports certifi at every interpreter start)."""
+    pip too), no system site packages, and gitwiki's two commands as pip writes them. gitwiki comes from PYTHONPATH,
+    as in every set-up; its dependencies, installed in this interpreter's site-packages, from a path line in a `.pth`
+    file: the folder goes on sys.path as if they were installed in the venv, and its own `.pth` files are not run
+    (they are what a venv leaves out: here a sandbox's, which imports certifi at every interpreter start)."""
     import site
 
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
@@ -157,9 +157,13 @@ def make_venv(where: Path) -> Path:
         [python, "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True, text=True, check=True
     )
     Path(found.stdout.strip(), "gitwiki-deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    for name, module in (("gitwiki", "gitwiki.cli"), ("gitwiki-hook", "gitwiki.agent_hooks.__main__")):
+    hook = (ROOT / "scripts" / "gitwiki-hook").read_text().removeprefix("#!python")  # a plain script (pyproject)
+    for name, text in (
+        ("gitwiki", CONSOLE_SCRIPT.format(python=python, module="gitwiki.cli")),
+        ("gitwiki-hook", f"#!{python}{hook}"),
+    ):
         script = where / "bin" / name
-        script.write_text(CONSOLE_SCRIPT.format(python=python, module=module))
+        script.write_text(text)
         script.chmod(0o755)
     return where / "bin"
 

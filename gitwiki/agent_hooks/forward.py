@@ -3,7 +3,8 @@
 A hook process spends most of its CPU importing the hook code (35-51 ms in a venv, of which 10-12 ms the
 interpreter; docs/research/sessions-hooks.md); the owner has that code loaded. So a hook first sends its type, the
 event's bytes and its directory over the checkout's socket and prints the owner's answer, and loads nothing but
-`json` and `_socket` to do so (not `socket`, `pathlib`, `typing` or gitwiki's config: ~4-5 ms each in a venv).
+`_json` (serve.wire) and `_socket` to do so (not json, whose `re` is ~6 ms, `socket`, `pathlib`, `typing` or
+gitwiki's config: ~4-5 ms each in a venv).
 
 The owner checks the request as it checks `gitwiki ground`'s (`serve.server`): the same user, checkout, environment
 and configuration, or it declines. No owner, a decline, an owner that has not started the hook within BUDGET
@@ -17,7 +18,6 @@ whose `[storage] index_dir` moves the index finds no owner here and its hooks an
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -33,6 +33,7 @@ from gitwiki.serve.address import (
     environment,
     socket_path,
 )
+from gitwiki.serve.wire import dumps, loads
 
 # Connect, send, and hear that the owner started the hook (serve/hooks.py's RUNNING), in all: a warm owner does in
 # a ms or two. Past this it is hung or stuck, and the hook answers by itself, this much later than it would have.
@@ -57,7 +58,7 @@ def ask(name: str, raw: bytes) -> tuple[str, int] | None:
         return None
     try:
         text = raw.decode("utf-8")  # the owner encodes it back to the same bytes (the session's duplicate check)
-        event = json.loads(text)
+        event = loads(text)
         if not isinstance(event, dict):
             return None  # no answer either way; the hook's own path decides that without an owner
         where = event.get("cwd")
@@ -79,7 +80,7 @@ def ask(name: str, raw: bytes) -> tuple[str, int] | None:
             "env": environment(),
             "by": time.time() + BUDGET,  # the owner does not start on a hook that has given up on it
         }
-        line = json.dumps(message).encode() + b"\n"
+        line = dumps(message).encode() + b"\n"
         reply = _exchange(socket_path(default_index_dir(root, common), root), line, time.monotonic() + BUDGET)
     except (OSError, ValueError, RecursionError):
         return None
@@ -98,10 +99,10 @@ def _exchange(path: str, line: bytes, deadline: float) -> object:
         sock.settimeout(max(deadline - time.monotonic(), 0.001))
         sock.sendall(line)
         lines = Lines(sock)
-        reply = json.loads(lines.next(MAX_REPLY, deadline))
+        reply = loads(lines.next(MAX_REPLY, deadline).decode())
         if isinstance(reply, dict) and reply.get("running") is True:
             # the owner runs the hook now: its answer, however long the hook takes it (in a bound)
-            reply = json.loads(lines.next(MAX_REPLY, time.monotonic() + RUN_BUDGET))
+            reply = loads(lines.next(MAX_REPLY, time.monotonic() + RUN_BUDGET).decode())
         return reply
     finally:
         sock.close()

@@ -15,18 +15,20 @@ call out for CALL_TIMEOUT, a client line over MAX_HELD, an error here. It writes
 execs `python -m gitwiki serve` (the same pid, stdin and stdout), which goes on from there as `bridge.resume`: a
 new owner, reads asked again, writes in flight answered with an error, a hung owner's calls answered in time.
 
-Only the C modules below are imported: this file is run by an interpreter with nothing else loaded.
+Only the C modules below are imported (and `serve.wire`, over `_json`): this file is run by an interpreter with
+nothing else loaded.
 """
 
 from __future__ import annotations
 
-import _json
 import _signal  # type: ignore[import-not-found]  # `signal` is the C module and enum: 1 MiB here
 import _thread
 import os
 import select
 import sys
 import time
+
+from gitwiki.serve import wire
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,29 +46,12 @@ STATE = b"gitwiki-relay 1\n"
 OPENING = ("initialize", "notifications/initialized", "subscriptions/listen")
 
 
-class _Context:
-    """What `_json.make_scanner` asks of `json.JSONDecoder`: json.loads's defaults, without the json package."""
-
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-
-    @staticmethod
-    def parse_constant(name: str) -> float:
-        return float(name.lower().replace("infinity", "inf"))
-
-
-_scan = _json.make_scanner(_Context())  # type: ignore[arg-type]  # duck-typed: the attributes above
-
-
 def message(line: bytes) -> dict[str, object] | None:
     """The JSON object a line starts with; None for anything else (the owner answers what framing refuses)."""
     try:
         text = line.decode("utf-8")
         start = len(text) - len(text.lstrip(" \t\r\n"))
-        value, _ = _scan(text, start)
+        value, _ = wire.scan(text, start)
     except (UnicodeDecodeError, StopIteration, ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None

@@ -131,13 +131,11 @@ def user_config_names_index_dir() -> bool:
 
 def session_request(root: str, start: str) -> bytes:
     """The line that opens an MCP session on the checkout's owner (`serve.owner.connect`, a later session's fast
-    start in `gitwiki.cli`), JSON as `json.dumps` writes it, from `_json`'s C encoder: the json package loads `re`."""
-    import _json
+    start in `gitwiki.cli`), without the json package (`serve.wire`)."""
+    from gitwiki.serve import wire
 
-    text = _json.encode_basestring_ascii
-    env = ", ".join(f"{text(k)}: {text(v)}" for k, v in environment().items())
-    where = f'"root": {text(root)}, "start": {text(start)}'
-    return f'{{"protocol": {PROTOCOL}, "session": true, {where}, "env": {{{env}}}}}\n'.encode()
+    message = {"protocol": PROTOCOL, "session": True, "root": root, "start": start, "env": environment()}
+    return wire.dumps(message).encode() + b"\n"
 
 
 def connect(path: str, timeout: float) -> _socket.socket:

@@ -261,9 +261,9 @@ def short_runtime_dir(monkeypatch):
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_the_client_loads_json_and_the_socket_module_only(short_runtime_dir, wiki, owner):
-    """The hook process an owner answers: no hook code, config, pathlib, typing, `socket` or `tempfile` (in a `-S`
-    interpreter, whose start loads none of them either)."""
+def test_the_client_loads_the_c_json_and_socket_modules_only(short_runtime_dir, wiki, owner):
+    """The hook process an owner answers: no hook code, config, json (its `re`), pathlib, typing, `socket` or
+    `tempfile` (in a `-S` interpreter, whose start loads none of them either)."""
     probe = (
         "import sys\n"
         "before = set(sys.modules)\n"
@@ -281,10 +281,22 @@ def test_the_client_loads_json_and_the_socket_module_only(short_runtime_dir, wik
     assert "wiki/deploy.md:3-5" in context_of(json.loads(done.stdout))
     assert owner == ["prompt"]
     loaded = set(ast.literal_eval(done.stderr.decode()))
-    assert {"gitwiki.agent_hooks.forward", "_socket", "json"} <= loaded
-    unwanted = {"typing", "pathlib", "socket", "selectors", "tempfile", "sqlite3", "tomllib", "dataclasses"}
+    assert {"gitwiki.agent_hooks.forward", "_socket", "_json"} <= loaded
+    unwanted = {
+        "json",
+        "re",
+        "typing",
+        "pathlib",
+        "socket",
+        "selectors",
+        "tempfile",
+        "sqlite3",
+        "tomllib",
+        "dataclasses",
+    }
     assert not loaded & unwanted, loaded & unwanted
-    light = {"gitwiki.serve", "gitwiki.serve.address"}  # the socket's address: os, stat, sys and _socket only
+    # the socket's address (os, stat, sys and _socket) and the lines' JSON (_json)
+    light = {"gitwiki.serve", "gitwiki.serve.address", "gitwiki.serve.wire"}
     assert not {m for m in loaded - light if m.startswith(("gitwiki.serve", "gitwiki.git", "gitwiki.config"))}
     assert not {m for m in loaded if m.startswith("gitwiki.agent_hooks.") and not m.endswith(("__main__", "forward"))}
 

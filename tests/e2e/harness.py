@@ -174,7 +174,7 @@ def environment(home: Path) -> dict[str, str]:
         if not k.startswith(("ANTHROPIC_", "CLAUDE", "XDG_", "GITWIKI_"))
         and k not in ("PYTHONPATH", "HOME", "PYTHONDONTWRITEBYTECODE")
     }
-    # The interpreter's own bin dir first, so `gitwiki` and `gitwiki-hook` are the console scripts of the
+    # The interpreter's own bin dir first, so `gitwiki` and `gitwiki-hook` are the commands installed for the
     # Python running the tests (not a pyenv shim or another install), importing this checkout via PYTHONPATH.
     path = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env |= {
