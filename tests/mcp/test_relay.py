@@ -67,6 +67,16 @@ def test_the_relay_loads_no_module_of_the_bridges():
     assert not loaded & {"typing", "json", "re", "threading", "pathlib", "collections", "enum", "signal", "socket"}
 
 
+def test_a_later_sessions_way_to_the_relay_loads_no_typing_json_or_re():
+    """What `gitwiki serve` imports before its exec when the owner is up (`cli.serve_bridged`, `_relay_at_once`):
+    none of typing, json or re (with enum and collections, 3-8 ms of a later session's start)."""
+    modules = "gitwiki.cli, gitwiki.mcp.logs, gitwiki.mcp.relay, gitwiki.serve.address, gitwiki.serve.wire"
+    script = f"import sys; sys.path.append({str(ROOT)!r}); import {modules}; print(*sorted(sys.modules))"
+    loaded = set(python_prints(script, "-I", "-S"))
+    assert "gitwiki.cli" in loaded
+    assert not loaded & {"typing", "json", "re", "enum", "pathlib", "gitwiki.serve.owner", "gitwiki.serve.client"}
+
+
 def test_serve_relay_0_keeps_a_later_session_the_bridge_and_bridged(shared, monkeypatch):
     connected(shared)
     monkeypatch.setenv("GITWIKI_SERVE_RELAY", "0")
