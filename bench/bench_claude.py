@@ -131,18 +131,6 @@ def prepare(
     return claude, repo
 
 
-# A console script as pip writes it (pipx installs with pip): the same lines as this interpreter's own.
-CONSOLE_SCRIPT = """#!{python}
-# -*- coding: utf-8 -*-
-import re
-import sys
-from {module} import main
-if __name__ == "__main__":
-    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
-    sys.exit(main())
-"""
-
-
 def make_venv(where: Path) -> Path:
     """A fresh venv, its bin dir returned: `python -m venv --without-pip` (pipx and `uv tool` make theirs without
     pip too), no system site packages, and gitwiki's two commands as pip writes them. gitwiki comes from PYTHONPATH,
@@ -157,13 +145,9 @@ def make_venv(where: Path) -> Path:
         [python, "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True, text=True, check=True
     )
     Path(found.stdout.strip(), "gitwiki-deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    hook = (ROOT / "scripts" / "gitwiki-hook").read_text().removeprefix("#!python")  # a plain script (pyproject)
-    for name, text in (
-        ("gitwiki", CONSOLE_SCRIPT.format(python=python, module="gitwiki.cli")),
-        ("gitwiki-hook", f"#!{python}{hook}"),
-    ):
+    for name in ("gitwiki", "gitwiki-hook"):  # plain scripts (pyproject's shared-scripts), as pip installs them
         script = where / "bin" / name
-        script.write_text(text)
+        script.write_text(f"#!{python}" + (ROOT / "scripts" / name).read_text().removeprefix("#!python"))
         script.chmod(0o755)
     return where / "bin"
 

@@ -78,9 +78,16 @@ def _speaks_a_protocol(tree: ast.Module) -> bool:
 
 
 def _entry_points() -> set[str]:
-    """The console scripts' modules, and every `__main__`; an entry point's package is an adapter as a whole."""
-    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"].values()
-    found = {target.split(":")[0] for target in scripts}
+    """The commands' modules (what each plain script pyproject installs imports its `main` from), and every
+    `__main__`; an entry point's package is an adapter as a whole."""
+    wheel = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
+    found = {
+        node.module
+        for source in wheel["shared-scripts"]
+        for node in ast.walk(ast.parse((ROOT / source).read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert found == {"gitwiki.cli", "gitwiki.agent_hooks.__main__"}, found
     found.update(".".join(f.relative_to(ROOT).with_suffix("").parts) for f in PACKAGE.rglob("__main__.py"))
     return found
 
