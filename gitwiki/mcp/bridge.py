@@ -185,7 +185,7 @@ class Bridge:
             if message.get("method") == INITIALIZE:
                 answer = early.initialize_answer(line, version, note)
                 if answer is not None:
-                    self._write(json.dumps(answer, separators=(",", ":")).encode() + b"\n")
+                    self._write(framing.json_line(answer))
                     self.take(line, answered_early=True)
                     continue
             if self._safe(message):
@@ -198,12 +198,13 @@ class Bridge:
 
     def take(self, line: bytes, answered_early: bool = False) -> None:
         """A line from the client: answered here, or passed to the owner."""
-        reply = early.reply_to(line, self._answers)
-        if reply is not None:
+        checked = early.check(line)
+        message = checked.message
+        reply = checked.reply if message is None else early.answer_message(message, len(line), self._answers)
+        if message is None or reply is not None:
             if reply:
                 self._write(reply)
             return
-        message = json.loads(line)  # framing passed it: a JSON object
         method = message.get("method")
         key = json.dumps(message["id"]) if "id" in message else None
         opening = answered_early or method == INITIALIZED
@@ -253,7 +254,7 @@ class Bridge:
         self._pending.pop(key, None)
         self._answered.add(key)
         error = framing.error(json.loads(key), framing.INTERNAL_ERROR, reason)
-        self._write(json.dumps(error, separators=(",", ":")).encode() + b"\n")
+        self._write(framing.json_line(error))
         self._state.notify_all()
 
     # --- the owner's side
@@ -311,7 +312,7 @@ class Bridge:
         self._drop.add(json.dumps(new))
         if message.get("method") == early.LISTEN:
             self._acknowledged.add(json.dumps(new))
-        return json.dumps({**message, "id": new}, separators=(",", ":")).encode() + b"\n"
+        return framing.json_line({**message, "id": new})
 
     def _read(self, sock: _socket.socket, start: bytes) -> None:
         try:
@@ -477,7 +478,7 @@ def run(
     line, _, rest = first.partition(b"\n")
     answer = early.initialize_answer(line, version, note)
     if answer is not None:
-        early.write_all(1, json.dumps(answer, separators=(",", ":")).encode() + b"\n")
+        early.write_all(1, framing.json_line(answer))
     bridge = Bridge(owner, early.early_answers(version, note), sock, back=back)
     start = first
     if answer is not None:

@@ -140,21 +140,20 @@ class EarlyStdio:
                     raise
                 except Exception:  # a bug here must not end the session: the line is lost, the next one is read
                     log.exception("could not handle a line from the client")
-                    self._send(_encode(framing.error(None, framing.INTERNAL_ERROR, "internal error reading a line")))
+                    failed = framing.error(None, framing.INTERNAL_ERROR, "internal error reading a line")
+                    self._send(framing.json_line(failed))
         except OSError:
             pass
         finally:
             self._to_sdk.put(None)  # the SDK sees the client's end of input
 
     def _take(self, line: bytes) -> None:
-        checked = framing.check(line)
+        checked = check(line)
         if checked.message is None:
-            if checked.note:
-                log.info("refused a line: %s", checked.note)
             if checked.reply:
                 self._send(checked.reply)
             return
-        reply = _early_reply(checked.message, len(line), self._answers)
+        reply = answer_message(checked.message, len(line), self._answers)
         if reply is None:
             acknowledgement = acknowledge(line, self._answers)
             if acknowledgement is not None:
@@ -224,7 +223,7 @@ def reply_to(line: bytes, answers: dict[str, dict[str, Any]]) -> bytes | None:
     checked = check(line)
     if checked.message is None:
         return checked.reply
-    return _early_reply(checked.message, len(line), answers)
+    return answer_message(checked.message, len(line), answers)
 
 
 def check(line: bytes) -> framing.Checked:
@@ -235,8 +234,9 @@ def check(line: bytes) -> framing.Checked:
     return checked
 
 
-def _early_reply(message: dict[str, Any], size: int, answers: dict[str, dict[str, Any]]) -> bytes | None:
-    """Our answer to a message framing passed, or None to pass it to the SDK."""
+def answer_message(message: dict[str, Any], size: int, answers: dict[str, dict[str, Any]]) -> bytes | None:
+    """`reply_to` for a line `check` passed (`message`, from a line of `size` bytes): our answer, b"" to drop it, or
+    None to pass it to the SDK."""
     if size > 4096:
         return None  # a tool call's arguments: the SDK's (only short lines can be a method answered here)
     params = message.get("params")
@@ -248,7 +248,7 @@ def _early_reply(message: dict[str, Any], size: int, answers: dict[str, dict[str
     result = answers.get(era, {}).get(method) if isinstance(era, str) and isinstance(method, str) else None
     if result is None:
         return None  # a method, or an era, the SDK answers
-    return _encode({"jsonrpc": "2.0", "id": message["id"], "result": result})
+    return framing.json_line({"jsonrpc": "2.0", "id": message["id"], "result": result})
 
 
 def acknowledge(line: bytes, answers: dict[str, dict[str, Any]]) -> tuple[object, bytes] | None:
@@ -268,7 +268,7 @@ def acknowledge(line: bytes, answers: dict[str, dict[str, Any]]) -> tuple[object
     if set(params) != {"_meta", "notifications"}:
         return None
     acknowledgement = {"_meta": {SUBSCRIPTION: message["id"]}, "notifications": known["acknowledged"]}
-    return message["id"], _encode({"jsonrpc": "2.0", "method": ACKNOWLEDGED, "params": acknowledgement})
+    return message["id"], framing.json_line({"jsonrpc": "2.0", "method": ACKNOWLEDGED, "params": acknowledgement})
 
 
 def _parse(line: bytes) -> object:
@@ -406,7 +406,7 @@ def answer_initialize(version: str, note: str | None = None) -> EarlyStdio | Non
     line = first.split(b"\n", 1)[0]
     answer = _answer(line, version, note)
     if answer is not None:
-        _write_all(1, _encode(answer))
+        _write_all(1, framing.json_line(answer))
     return EarlyStdio(first, answer, version, note)
 
 
@@ -451,10 +451,6 @@ def _answer(line: bytes, version: str, note: str | None = None) -> dict[str, Any
             "serverInfo": {"name": SERVER_NAME, "version": version},
         },
     }
-
-
-def _encode(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
 def _write_all(fd: int, data: bytes) -> None:

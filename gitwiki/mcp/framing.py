@@ -95,7 +95,7 @@ def check(line: bytes) -> Checked:
         return Checked(value, b"", line=text.replace(b"\r", b" ") + b"\n")
     if isinstance(refusal, str):
         return Checked(None, b"", refusal)
-    return Checked(None, _encode(refusal), refusal["error"]["message"])
+    return Checked(None, json_line(refusal), refusal["error"]["message"])
 
 
 def error(id_: object, code: int, message: str) -> dict[str, Any]:
@@ -184,7 +184,8 @@ def _content_problem(value: dict[str, Any]) -> str | None:
 
 def _batch(values: list[object]) -> Checked:
     if not values:
-        return Checked(None, _encode(error(None, INVALID_REQUEST, "invalid request: an empty batch")), "an empty batch")
+        empty = error(None, INVALID_REQUEST, "invalid request: an empty batch")
+        return Checked(None, json_line(empty), "an empty batch")
     answers = []
     for value in values:
         refusal = _refusal(value)
@@ -200,7 +201,7 @@ def _batch(values: list[object]) -> Checked:
             )
             refusal = error(value["id"], INVALID_REQUEST, reason)
         answers.append(refusal)
-    return Checked(None, _encode(answers) if answers else b"", f"refused a batch of {len(values)}")
+    return Checked(None, json_line(answers) if answers else b"", f"refused a batch of {len(values)}")
 
 
 def _parse_reason(e: ValueError) -> str:
@@ -221,10 +222,10 @@ def _salvaged(text: bytes, code: int, reason: str) -> Checked:
     messages = _messages(text)
     ids = [id_ for id_ in map(_member_id, messages) if id_ is not None]
     if ids:
-        return Checked(None, b"".join(_encode(error(id_, code, reason)) for id_ in ids), reason)
+        return Checked(None, b"".join(json_line(error(id_, code, reason)) for id_ in ids), reason)
     if messages and all("method" in m and "id" not in m for m in messages):
         return Checked(None, b"", f"dropped a notification: {reason}")
-    return Checked(None, _encode(error(None, code, reason)), reason)
+    return Checked(None, json_line(error(None, code, reason)), reason)
 
 
 def _member_id(members: dict[str, bytes]) -> object:
@@ -290,5 +291,6 @@ def _messages(text: bytes) -> list[dict[str, bytes]]:
     return found
 
 
-def _encode(message: object) -> bytes:
+def json_line(message: object) -> bytes:
+    """`message` as one compact JSON line, as the early answers, the bridge and framing's refusals write them."""
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"

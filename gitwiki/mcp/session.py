@@ -128,4 +128,4 @@ class Sessions:
             # acknowledgement, which the bridge has sent already and drops, is all it gets.
             acknowledgement = early.acknowledge(line, self._answers)
             return acknowledgement[1] if acknowledgement is not None else None
-        return early.reply_to(line, self._answers) if self._answers else None
+        return early.answer_message(message, len(line), self._answers) if self._answers else None
