@@ -183,22 +183,18 @@ def _relay_at_once(chdir: str, back: list[str]) -> None:
     from gitwiki.mcp import relay
     from gitwiki.serve import address
 
-    if any(os.environ.get(name) for name in address.GIT_VARS):
+    found = address.owner_socket(chdir)
+    if found is None:
         return
-    found = address.checkout_of(os.path.realpath(chdir))
-    if found is None or address.user_config_names_index_dir():
-        return
-    root, common = found
-    index = address.default_index_dir(root, common)
+    root, start, index, path = found
     if os.path.exists(os.path.join(index, MODEL_UNAVAILABLE)):
         return
-    path = address.socket_path(index, root)
     try:
         sock = address.connect(path, address.CONNECT_TIMEOUT)
     except OSError:
         return
     try:
-        sock.sendall(address.session_request(root, os.path.realpath(chdir)))
+        sock.sendall(address.session_request(root, start))
         reply = relay.message(address.Lines(sock).next(1 << 16, time.monotonic() + address.PROBE_TIMEOUT))
         sock.settimeout(None)
         if reply is not None and reply.get("session") == "accepted":

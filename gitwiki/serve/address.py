@@ -129,6 +129,24 @@ def user_config_names_index_dir() -> bool:
     return b"index_dir" in text or b"\\u" in text or b"\\U" in text
 
 
+def owner_socket(start: str) -> tuple[str, str, str, str] | None:
+    """Where the owner of the checkout containing `start` listens, found without loading the configuration (of it,
+    only the user's own `[storage] index_dir` moves the socket): (worktree root, `start` resolved, index dir,
+    socket path). None where git must be asked (GIT_VARS, an unusual layout), outside a checkout, or when the user's
+    config may name the index dir (`serve.owner.place` loads the configuration then)."""
+    if any(os.environ.get(name) for name in GIT_VARS):
+        return None
+    try:
+        resolved = os.path.realpath(start)
+        found = checkout_of(resolved)
+        if found is None or user_config_names_index_dir():
+            return None
+        index = default_index_dir(*found)
+        return found[0], resolved, index, socket_path(index, found[0])
+    except (OSError, ValueError):
+        return None
+
+
 def session_request(root: str, start: str) -> bytes:
     """The line that opens an MCP session on the checkout's owner (`serve.owner.connect`, a later session's fast
     start in `gitwiki.cli`), without the json package (`serve.wire`)."""

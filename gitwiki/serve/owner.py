@@ -79,14 +79,11 @@ def quick_place(start: str) -> tuple[Place, Path] | None:
     and it is a key of the user's own file alone (gitwiki.trust), read here only when that file names it. None when
     `place` must load it, or outside a checkout git need not be asked about. The owner checks the whole
     configuration itself when it takes a session, and declines one whose configuration is not its own."""
-    try:
-        checkout = find_checkout(start)
-        if checkout is None or address.user_config_names_index_dir():
-            return None
-        index = Path(address.default_index_dir(str(checkout.root), str(checkout.common_dir)))
-        return Place(checkout.root, Path(start).resolve(), client.socket_path(index, checkout.root)), index
-    except (OSError, ValueError):
+    found = address.owner_socket(start)
+    if found is None:
         return None
+    root, resolved, index, sock = found
+    return Place(Path(root), Path(resolved), Path(sock)), Path(index)
 
 
 def connect(where: Place, timeout: float = client.CONNECT_TIMEOUT) -> _socket.socket | Declined | None:
