@@ -50,7 +50,7 @@ def message(line: bytes) -> dict[str, object] | None:
     """The JSON object a line starts with; None for anything else (the owner answers what framing refuses)."""
     try:
         text = line.decode("utf-8")
-        start = len(text) - len(text.lstrip(" \t\r\n"))
+        start = len(text) - len(text.lstrip(wire.WHITESPACE))
         value, _ = wire.scan(text, start)
     except (UnicodeDecodeError, StopIteration, ValueError, RecursionError):
         return None
