@@ -286,6 +286,11 @@ def load_in_background(start: str, mode: str | None = None) -> None:
         threading.Thread(target=_load_quietly, args=(settings,), name="gitwiki-model", daemon=True).start()
 
 
+def loading(config: EmbeddingsConfig) -> bool:
+    """Whether this process is loading a model that `config` has not loaded yet: a `load_embedder` now waits."""
+    return config.enabled and config not in _cache and config not in _failed and _loading.locked()
+
+
 def keep_fast_copy(embedder: Embedder) -> None:
     """For a long-lived process whose model has loaded: write the copy of it that later loads read in a third of
     the time (`model_copy`), when there is none yet. The caller's work goes on meanwhile only if it is on a

@@ -16,8 +16,8 @@ log = logging.getLogger("gitwiki.operations.warm")
 
 def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
     """Run on a background thread from the start of `gitwiki serve`: install the published index in a clone
-    without one, open the index, watch the corpora, load the model, read each indexed corpus's view and
-    vector matrix. `lock` is the one the process's calls hold, as they share the index connection; the model
+    without one, open the index, load the model, read each indexed corpus's view and vector matrix, then watch
+    the corpora. `lock` is the one the process's calls hold, as they share the index connection; the model
     loads outside it, so calls that need no model are answered meanwhile."""
     started = time.perf_counter()
     with lock:
@@ -25,7 +25,6 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
             from gitwiki.operations.pull import install_published  # http and archives: a clone without an index
 
             install_published(wiki)
-        wiki.watch()
     # A lexical-mode config never loads the model here: a call asking for hybrid loads it then.
     embedder = None if wiki.config.search.mode == "lexical" else wiki.embedder()
     loaded = time.perf_counter()
@@ -38,6 +37,10 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
                 wiki.search("warm up", c.name, mode=mode)
             except GitwikiError as e:
                 log.info("warm-up of corpus %s: %s", c.name, e)
+        # Last: until then a query asks git for the worktree status, as a first query does anyway. Started
+        # first, beside the model's load and the owner's imports, it took 15-50 ms, and a new owner's first
+        # session was taken and its first call answered only after it (docs/research/sessions-start.md).
+        wiki.watch()
     # What a first call waits for, in the server's log (--log-level INFO): docs/research/mcp-startup.md.
     log.info("warm: model %.2f s, corpora %.2f s", loaded - started, time.perf_counter() - loaded)
     if embedder is not None:

@@ -510,6 +510,11 @@ class Searcher:
         blob_of.update([(cid, blob) for cid, blob, _ in pool])
         return [(cid, score) for cid, _, score in pool], Background(float(scores.mean()), float(scores.std()))
 
+    def read_ahead(self, view: CorpusView, model: str) -> None:
+        """Read the vectors `view`'s dense search by `model` needs, before its query vector is there: a search of a
+        view that shares its pages reads only the rest."""
+        self._matrix(view, model, self._blob_paths(view))
+
     def _matrix(self, view: CorpusView, model: str, blob_paths: dict[str, str]) -> DenseMatrix:
         import numpy as np
 

@@ -20,7 +20,7 @@ from gitwiki.config import Config, CorpusConfig
 from gitwiki.errors import NotFoundError, StoreError
 from gitwiki.fs import UnsafeFile, read_page_file
 from gitwiki.git.gitrepo import Commit, GitRepo, HistoryEntry
-from gitwiki.index.embed import Embedder
+from gitwiki.index.embed import Embedder, loading
 from gitwiki.index.indexer import (
     FileStamp,
     Overlay,
@@ -85,6 +85,8 @@ class Checkout(Protocol):
     def searcher(self) -> Searcher: ...
 
     def embedder(self) -> Embedder | None: ...
+
+    def wanted_model(self) -> str | None: ...
 
     def is_fresh(self, corpus: CorpusConfig, vectors: bool) -> bool: ...
 
@@ -176,6 +178,8 @@ class LocalCorpora:
         return cached[1]
 
     def _view(self, c: CorpusConfig, at: str | None, worktree: bool, vectors: bool) -> CorpusView:
+        if vectors and at is None and loading(self.config.embeddings):
+            self._read_ahead(c)
         embedder = self.checkout.embedder() if vectors else None
         if self.checkout.open_index is not None and self.store.replaced():  # e.g. `gitwiki pull` in another process
             self.checkout.reopen()
@@ -323,6 +327,18 @@ class LocalCorpora:
             if state is not None:
                 embedded += self._overlay(c, state.tree, self._committed_pages(c.name, state.tree), vectors=True)[1]
         return embedded
+
+    def _read_ahead(self, c: CorpusConfig) -> None:
+        """While the model loads (a first query of an owner that has just started), read the vectors of the
+        indexed pages: the search that then waits for the model reuses the rows (`Searcher.read_ahead`)."""
+        model = self.checkout.wanted_model()
+        state = self.store.state(c.name)
+        if model is None or state is None:
+            return
+        committed = self._committed_pages(c.name, state.tree)
+        self.checkout.searcher.read_ahead(
+            CorpusView(c.name, state.commit, committed, (), f"{c.name}:{state.tree}"), model
+        )
 
     def _committed_pages(self, corpus: str, tree: str) -> dict[str, str]:
         """The indexed page listing, read once per corpus tree: a long-lived server asks on every query."""

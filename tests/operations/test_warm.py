@@ -40,6 +40,24 @@ def test_the_warm_up_ends_by_handing_freed_heap_back(repo, monkeypatch):
     assert released == [True]
 
 
+def test_the_warm_up_watches_the_corpora_after_its_searches(repo, monkeypatch):
+    """The watch's start held the calls' lock while the owner's threads took turns at it: a first call waited for
+    it. A query needs no watch (without one it asks git), so the warm-up starts it last."""
+    from gitwiki.operations.warm import warm_up
+
+    repo.commit("init", {".gitwiki.toml": '[search]\nmode = "lexical"\n', "wiki/deploy.md": DEPLOY})
+    wiki = Wiki.open(repo.path)
+    wiki.index(lexical=True)
+    steps: list[str] = []
+    search, watch = Wiki.search, Wiki.watch
+    monkeypatch.setattr(Wiki, "search", lambda self, *a, **k: steps.append("search") or search(self, *a, **k))
+    monkeypatch.setattr(Wiki, "watch", lambda self: steps.append("watch") or watch(self))
+    warm_up(wiki, threading.Lock())
+    assert steps == ["search", "watch"]
+    assert wiki.watch()  # watching now
+    wiki.close()
+
+
 def _rss_kib() -> int:
     status = Path("/proc/self/status").read_text()
     return int(status.split("VmRSS:")[1].split()[0])

@@ -232,3 +232,60 @@ def test_requested_keeps_a_known_name_with_a_comma_whole():
     assert requested(["x", "y", "x"], set().__contains__, list) == ["x", "y"]
     with pytest.raises(UsageError):
         requested([1], set().__contains__, list)  # type: ignore[list-item]
+
+
+def test_a_query_reads_the_vectors_while_the_model_loads(repo, monkeypatch):
+    """An owner's first hybrid query comes while its model loads on another thread: the indexed pages' vectors are
+    read meanwhile, and the search that has waited for the model reads none of them again."""
+    import threading
+
+    import numpy as np
+
+    from gitwiki.index import embed
+    from gitwiki.index.onnx_embed import model_key
+    from gitwiki.index.store import Store
+
+    class Keyed:
+        """Vectors under the id the configuration names (as the ONNX models have), one per word count."""
+
+        dim = 2
+
+        def __init__(self, config) -> None:
+            self.model_id = model_key(config)
+
+        def embed_documents(self, texts):
+            return np.stack([self.embed_query(t) for t in texts])
+
+        def embed_query(self, text):
+            v = np.array([text.count("zeta") + 0.1, text.count("kappa") + 0.1], dtype=np.float32)
+            return v / np.linalg.norm(v)
+
+    monkeypatch.setitem(embed.EMBEDDERS, "keyed", Keyed)
+    monkeypatch.setattr(embed, "_cache", {})
+    pages = {f"wiki/page{i}.md": f"# Page {i}\n\nzeta {'kappa ' * i}\n" for i in range(6)}
+    repo.commit("pages", {**pages, ".gitwiki.toml": '[embeddings]\nprovider = "keyed"\n'})
+    wiki = Wiki.open(repo.path)
+    wiki.index()
+    read: list[tuple[bool, set[str]]] = []  # (while the model loads, the blobs whose vectors were read)
+    vectors = Store.vectors
+
+    def noted(self, model, blobs):
+        blobs = list(blobs)
+        read.append((embed._loading.locked(), set(blobs)))
+        return vectors(self, model, blobs)
+
+    monkeypatch.setattr(Store, "vectors", noted)
+    embed._cache.clear()  # as in a new owner: the model not loaded yet
+    found: list[SearchResult] = []
+    with embed._loading:  # the model's thread (embed.load_in_background) holds it while it loads
+        assert embed.loading(wiki.config.embeddings)
+        query = threading.Thread(target=lambda: found.append(wiki.search("kappa", mode="hybrid")))
+        query.start()
+        query.join(0.5)
+        assert query.is_alive()  # waiting for the model, with the vectors read
+        assert [loading for loading, _ in read] == [True] and len(read[0][1]) == len(pages)
+    query.join(10)
+    assert not embed.loading(wiki.config.embeddings)
+    assert found and found[0].mode == "hybrid" and found[0].docs
+    assert all(not blobs for loading, blobs in read[1:])  # the search read no vector again
+    wiki.close()
