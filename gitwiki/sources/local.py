@@ -330,10 +330,12 @@ class LocalCorpora:
 
     def _read_ahead(self, c: CorpusConfig) -> None:
         """While the model loads (a first query of an owner that has just started), read the vectors of the
-        indexed pages: the search that then waits for the model reuses the rows (`Searcher.read_ahead`)."""
+        indexed pages: the search that then waits for the model reuses the rows (`Searcher.read_ahead`). Only of a
+        state indexed with that model, whose pages have every vector: rows kept of a page missing some would
+        stay missing from the matrices built on them."""
         model = self.checkout.wanted_model()
         state = self.store.state(c.name)
-        if model is None or state is None:
+        if model is None or state is None or state.model != model:
             return
         committed = self._committed_pages(c.name, state.tree)
         self.checkout.searcher.read_ahead(

@@ -234,39 +234,43 @@ def test_requested_keeps_a_known_name_with_a_comma_whole():
         requested([1], set().__contains__, list)  # type: ignore[list-item]
 
 
-def test_a_query_reads_the_vectors_while_the_model_loads(repo, monkeypatch):
-    """An owner's first hybrid query comes while its model loads on another thread: the indexed pages' vectors are
-    read meanwhile, and the search that has waited for the model reads none of them again."""
+class _Keyed:
+    """Vectors under the id the configuration names (as the ONNX models have them), one per word count."""
+
+    dim = 2
+
+    def __init__(self, config) -> None:
+        from gitwiki.index.onnx_embed import model_key
+
+        self.model_id = model_key(config)
+
+    def embed_documents(self, texts):
+        import numpy as np
+
+        return np.stack([self.embed_query(t) for t in texts])
+
+    def embed_query(self, text):
+        import numpy as np
+
+        v = np.array([text.count("zeta") + 0.1, text.count("kappa") + 0.1], dtype=np.float32)
+        return v / np.linalg.norm(v)
+
+
+def _first_query(repo, monkeypatch, lexical_index: bool) -> tuple[list[tuple[bool, set[str]]], int, SearchResult]:
+    """A hybrid query asked while the model loads on another thread, over an index built with the model (or
+    lexically): each read of vectors (whether the model was still loading, the blobs read), the pages, the result."""
     import threading
 
-    import numpy as np
-
     from gitwiki.index import embed
-    from gitwiki.index.onnx_embed import model_key
     from gitwiki.index.store import Store
 
-    class Keyed:
-        """Vectors under the id the configuration names (as the ONNX models have), one per word count."""
-
-        dim = 2
-
-        def __init__(self, config) -> None:
-            self.model_id = model_key(config)
-
-        def embed_documents(self, texts):
-            return np.stack([self.embed_query(t) for t in texts])
-
-        def embed_query(self, text):
-            v = np.array([text.count("zeta") + 0.1, text.count("kappa") + 0.1], dtype=np.float32)
-            return v / np.linalg.norm(v)
-
-    monkeypatch.setitem(embed.EMBEDDERS, "keyed", Keyed)
+    monkeypatch.setitem(embed.EMBEDDERS, "keyed", _Keyed)
     monkeypatch.setattr(embed, "_cache", {})
     pages = {f"wiki/page{i}.md": f"# Page {i}\n\nzeta {'kappa ' * i}\n" for i in range(6)}
     repo.commit("pages", {**pages, ".gitwiki.toml": '[embeddings]\nprovider = "keyed"\n'})
     wiki = Wiki.open(repo.path)
-    wiki.index()
-    read: list[tuple[bool, set[str]]] = []  # (while the model loads, the blobs whose vectors were read)
+    wiki.index(lexical=lexical_index)
+    read: list[tuple[bool, set[str]]] = []
     vectors = Store.vectors
 
     def noted(self, model, blobs):
@@ -282,10 +286,26 @@ def test_a_query_reads_the_vectors_while_the_model_loads(repo, monkeypatch):
         query = threading.Thread(target=lambda: found.append(wiki.search("kappa", mode="hybrid")))
         query.start()
         query.join(0.5)
-        assert query.is_alive()  # waiting for the model, with the vectors read
-        assert [loading for loading, _ in read] == [True] and len(read[0][1]) == len(pages)
+        assert query.is_alive()  # waiting for the model
+        during = list(read)
     query.join(10)
     assert not embed.loading(wiki.config.embeddings)
-    assert found and found[0].mode == "hybrid" and found[0].docs
-    assert all(not blobs for loading, blobs in read[1:])  # the search read no vector again
     wiki.close()
+    assert found and found[0].mode == "hybrid" and len(found[0].docs) == 5
+    return during + [(False, blobs) for _, blobs in read[len(during) :]], len(pages), found[0]
+
+
+def test_a_query_reads_the_vectors_while_the_model_loads(repo, monkeypatch):
+    """An owner's first hybrid query comes while its model loads on another thread: the indexed pages' vectors are
+    read meanwhile, and the search that has waited for the model reads none of them again."""
+    read, pages, _ = _first_query(repo, monkeypatch, lexical_index=False)
+    assert read[0][0] and len(read[0][1]) == pages
+    assert all(not loading and not blobs for loading, blobs in read[1:])  # the search read no vector again
+
+
+def test_no_vectors_are_read_ahead_of_an_index_built_without_the_model(repo, monkeypatch):
+    """A state indexed lexically holds pages with no vector or only some (a section shared with another page):
+    read ahead, such a page's rows would be kept without the rest once they are embedded."""
+    read, pages, _ = _first_query(repo, monkeypatch, lexical_index=True)
+    assert not any(loading for loading, _ in read)
+    assert sum(len(blobs) for _, blobs in read) == pages  # read once, after the model made them
