@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 from gitwiki.errors import GitwikiError
 from gitwiki.index.embed import keep_fast_copy
@@ -30,22 +32,28 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
     loaded = time.perf_counter()
     mode = "lexical" if embedder is None else "hybrid"
     with lock:
-        for c in wiki.config.corpora:
-            if wiki.store.state(c.name) is None:  # a first build is the index command's job, not a warm-up's
-                continue
-            try:
-                wiki.search("warm up", c.name, mode=mode)
-            except GitwikiError as e:
-                log.info("warm-up of corpus %s: %s", c.name, e)
+        # a first build is the index command's job, not a warm-up's
+        indexed = [c.name for c in wiki.config.corpora if wiki.store.state(c.name) is not None]
+        for name in indexed:
+            _warm(name, functools.partial(wiki.search, "warm up", name, mode=mode))
         # Last: until then a query asks git for the worktree status, as a first query does anyway. Started
         # first, beside the model's load and the owner's imports, it took 15-50 ms, and a new owner's first
         # session was taken and its first call answered only after it (docs/research/sessions-start.md).
-        wiki.watch()
+        if wiki.watch():
+            for name in indexed:  # each worktree overlay taken again, now kept until the watch sees a change
+                _warm(name, functools.partial(wiki.view, name, vectors=embedder is not None))
     # What a first call waits for, in the server's log (--log-level INFO): docs/research/mcp-startup.md.
     log.info("warm: model %.2f s, corpora %.2f s", loaded - started, time.perf_counter() - loaded)
     if embedder is not None:
         keep_fast_copy(embedder)  # the next process's model loads from it, this one's is loaded already
     release_freed_heap()
+
+
+def _warm(corpus: str, step: Callable[[], object]) -> None:
+    try:
+        step()
+    except GitwikiError as e:
+        log.info("warm-up of corpus %s: %s", corpus, e)
 
 
 def release_freed_heap() -> bool:

@@ -42,7 +42,9 @@ def test_the_warm_up_ends_by_handing_freed_heap_back(repo, monkeypatch):
 
 def test_the_warm_up_watches_the_corpora_after_its_searches(repo, monkeypatch):
     """The watch's start held the calls' lock while the owner's threads took turns at it: a first call waited for
-    it. A query needs no watch (without one it asks git), so the warm-up starts it last."""
+    it. A query needs no watch (without one it asks git), so the warm-up starts it last, and takes the worktree
+    overlay again under it: the next query asks git nothing."""
+    from gitwiki.git.gitrepo import GitRepo
     from gitwiki.operations.warm import warm_up
 
     repo.commit("init", {".gitwiki.toml": '[search]\nmode = "lexical"\n', "wiki/deploy.md": DEPLOY})
@@ -54,7 +56,11 @@ def test_the_warm_up_watches_the_corpora_after_its_searches(repo, monkeypatch):
     monkeypatch.setattr(Wiki, "watch", lambda self: steps.append("watch") or watch(self))
     warm_up(wiki, threading.Lock())
     assert steps == ["search", "watch"]
-    assert wiki.watch()  # watching now
+    asked: list[str] = []
+    status = GitRepo.worktree_changes
+    monkeypatch.setattr(GitRepo, "worktree_changes", lambda self, c: asked.append(c.name) or status(self, c))
+    assert [d.path for d in wiki.search("rollback").docs] == ["wiki/deploy.md"]
+    assert asked == []  # the overlay kept under the watch's generation
     wiki.close()
 
 
