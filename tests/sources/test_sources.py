@@ -256,9 +256,9 @@ class _Keyed:
         return v / np.linalg.norm(v)
 
 
-def _first_query(repo, monkeypatch, lexical_index: bool) -> tuple[list[tuple[bool, set[str]]], int, SearchResult]:
+def _first_query(repo, monkeypatch, lexical_index: bool) -> tuple[list[tuple[bool, set[str]]], int]:
     """A hybrid query asked while the model loads on another thread, over an index built with the model (or
-    lexically): each read of vectors (whether the model was still loading, the blobs read), the pages, the result."""
+    lexically): each read of vectors (whether the model was still loading, the blobs read), and the pages."""
     import threading
 
     from gitwiki.index import embed
@@ -279,26 +279,27 @@ def _first_query(repo, monkeypatch, lexical_index: bool) -> tuple[list[tuple[boo
         return vectors(self, model, blobs)
 
     monkeypatch.setattr(Store, "vectors", noted)
+    asked = threading.Event()  # the query waits for the model from here on
+    embedder = Wiki.embedder
+    monkeypatch.setattr(Wiki, "embedder", lambda self: asked.set() or embedder(self))
     embed._cache.clear()  # as in a new owner: the model not loaded yet
     found: list[SearchResult] = []
     with embed._loading:  # the model's thread (embed.load_in_background) holds it while it loads
         assert embed.loading(wiki.config.embeddings)
         query = threading.Thread(target=lambda: found.append(wiki.search("kappa", mode="hybrid")))
         query.start()
-        query.join(0.5)
-        assert query.is_alive()  # waiting for the model
-        during = list(read)
-    query.join(10)
+        assert asked.wait(30)
+    query.join(30)
     assert not embed.loading(wiki.config.embeddings)
     wiki.close()
     assert found and found[0].mode == "hybrid" and len(found[0].docs) == 5
-    return during + [(False, blobs) for _, blobs in read[len(during) :]], len(pages), found[0]
+    return read, len(pages)
 
 
 def test_a_query_reads_the_vectors_while_the_model_loads(repo, monkeypatch):
     """An owner's first hybrid query comes while its model loads on another thread: the indexed pages' vectors are
     read meanwhile, and the search that has waited for the model reads none of them again."""
-    read, pages, _ = _first_query(repo, monkeypatch, lexical_index=False)
+    read, pages = _first_query(repo, monkeypatch, lexical_index=False)
     assert read[0][0] and len(read[0][1]) == pages
     assert all(not loading and not blobs for loading, blobs in read[1:])  # the search read no vector again
 
@@ -306,6 +307,6 @@ def test_a_query_reads_the_vectors_while_the_model_loads(repo, monkeypatch):
 def test_no_vectors_are_read_ahead_of_an_index_built_without_the_model(repo, monkeypatch):
     """A state indexed lexically holds pages with no vector or only some (a section shared with another page):
     read ahead, such a page's rows would be kept without the rest once they are embedded."""
-    read, pages, _ = _first_query(repo, monkeypatch, lexical_index=True)
+    read, pages = _first_query(repo, monkeypatch, lexical_index=True)
     assert not any(loading for loading, _ in read)
     assert sum(len(blobs) for _, blobs in read) == pages  # read once, after the model made them
