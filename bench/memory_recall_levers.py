@@ -462,6 +462,24 @@ def make_sentences(gamma: float, top: int = 20, titled: bool = False) -> Callabl
     return lever
 
 
+def make_slot(k: int, sides: str) -> Callable[[Lab, Question], dict]:
+    """Each named ranker's first entry (`d` dense, `l` lexical) kept among the fused top `k`: raised just above the
+    k-th entry's relevance when fusion put it lower (the issue's misses: dense rank 1, fused out of the top 10)."""
+
+    def lever(lab: Lab, q: Question) -> dict:
+        fused = fused_entries(lab, [q.lexical, q.dense])
+        for side, ranked in (("d", q.dense), ("l", q.lexical)):
+            if side not in sides or not ranked:
+                continue
+            first = lab.entry_of[ranked[0][0]]
+            order = sorted(fused.values(), reverse=True)
+            if first in fused and len(order) > k and fused[first] < order[k - 1]:
+                fused[first] = order[k - 1] + 1e-9
+        return fused
+
+    return lever
+
+
 LEVERS: dict[str, Callable[[Lab, Question], dict]] = {
     "main": lever_main,
     "prf3-0.5": make_prf(3, 0.5),
@@ -489,6 +507,9 @@ LEVERS: dict[str, Callable[[Lab, Question], dict]] = {
     "sent-0.3": make_sentences(0.3),
     "sent-0.5": make_sentences(0.5),
     "sent-0.5t": make_sentences(0.5, titled=True),
+    "slot-d3": make_slot(3, "d"),
+    "slot-d5": make_slot(5, "d"),
+    "slot-dl3": make_slot(3, "dl"),
 }
 
 
