@@ -209,6 +209,7 @@ class Searcher:
         self._paths: tuple[str, dict[str, str]] | None = None  # (view key, blob → path)
         # chunk id → blob of the chunks BM25 has returned, while the database's generation holds (`_matches`)
         self._blobs: tuple[tuple[int, int], dict[int, str]] = ((-1, -1), {})
+        self._ahead: tuple[str, str] | None = None  # the matrix `read_ahead` made, until a search's takes its rows
         self.queries = QueryVectors()
 
     @classmethod
@@ -512,8 +513,9 @@ class Searcher:
 
     def read_ahead(self, view: CorpusView, model: str) -> None:
         """Read the vectors `view`'s dense search by `model` needs, before its query vector is there: a search of a
-        view that shares its pages reads only the rest."""
+        view that shares its pages reads only the rest, and the matrix read here is dropped once it has."""
         self._matrix(view, model, self._blob_paths(view))
+        self._ahead = (model, view.key)
 
     def _matrix(self, view: CorpusView, model: str, blob_paths: dict[str, str]) -> DenseMatrix:
         import numpy as np
@@ -537,6 +539,9 @@ class Searcher:
             matrix = np.vstack([base.matrix[kept], matrix]) if rows else base.matrix[kept]
         entry = DenseMatrix(ids, blobs, matrix, len(set(blobs.tolist())))
         self._matrices[key] = entry
+        if self._ahead is not None:  # its rows are in this one now: not a second copy (46 MB at 20,000 pages)
+            self._matrices.pop(self._ahead, None)
+            self._ahead = None
         if len(self._matrices) > self._cache_size:
             self._matrices.popitem(last=False)
         return entry

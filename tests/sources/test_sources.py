@@ -256,9 +256,10 @@ class _Keyed:
         return v / np.linalg.norm(v)
 
 
-def _first_query(repo, monkeypatch, lexical_index: bool) -> tuple[list[tuple[bool, set[str]]], int]:
+def _first_query(repo, monkeypatch, lexical_index: bool, edit: bool = False) -> tuple[list[tuple[bool, set[str]]], int]:
     """A hybrid query asked while the model loads on another thread, over an index built with the model (or
-    lexically): each read of vectors (whether the model was still loading, the blobs read), and the pages."""
+    lexically), with one page edited and not committed (`edit`): each read of vectors (whether the model was still
+    loading, the blobs read), and the pages."""
     import threading
 
     from gitwiki.index import embed
@@ -270,6 +271,8 @@ def _first_query(repo, monkeypatch, lexical_index: bool) -> tuple[list[tuple[boo
     repo.commit("pages", {**pages, ".gitwiki.toml": '[embeddings]\nprovider = "keyed"\n'})
     wiki = Wiki.open(repo.path)
     wiki.index(lexical=lexical_index)
+    if edit:
+        repo.write("wiki/page0.md", "# Page 0\n\nzeta kappa, edited\n")
     read: list[tuple[bool, set[str]]] = []
     vectors = Store.vectors
 
@@ -291,6 +294,7 @@ def _first_query(repo, monkeypatch, lexical_index: bool) -> tuple[list[tuple[boo
         assert asked.wait(30)
     query.join(30)
     assert not embed.loading(wiki.config.embeddings)
+    assert len(wiki.searcher._matrices) == 1  # the search's own: not a second copy of the rows read ahead
     wiki.close()
     assert found and found[0].mode == "hybrid" and len(found[0].docs) == 5
     return read, len(pages)
@@ -302,6 +306,14 @@ def test_a_query_reads_the_vectors_while_the_model_loads(repo, monkeypatch):
     read, pages = _first_query(repo, monkeypatch, lexical_index=False)
     assert read[0][0] and len(read[0][1]) == pages
     assert all(not loading and not blobs for loading, blobs in read[1:])  # the search read no vector again
+
+
+def test_the_rows_read_ahead_are_not_kept_twice(repo, monkeypatch):
+    """With a page edited, the search's view is not the indexed state's: its matrix takes the rows read ahead and
+    reads the edited page's alone, and the matrix read ahead is not kept beside it (at 20,000 pages, 46 MB)."""
+    read, pages = _first_query(repo, monkeypatch, lexical_index=False, edit=True)
+    assert read[0][0] and len(read[0][1]) == pages
+    assert [len(blobs) for loading, blobs in read[1:] if blobs] == [1]  # the edited page's version
 
 
 def test_no_vectors_are_read_ahead_of_an_index_built_without_the_model(repo, monkeypatch):
