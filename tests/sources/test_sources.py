@@ -310,7 +310,7 @@ def test_a_query_reads_the_vectors_while_the_model_loads(repo, monkeypatch):
 
 def test_the_rows_read_ahead_are_not_kept_twice(repo, monkeypatch):
     """With a page edited, the search's view is not the indexed state's: its matrix takes the rows read ahead and
-    reads the edited page's alone, and the matrix read ahead is not kept beside it (at 20,000 pages, 46 MB)."""
+    reads the edited page's alone, and the matrix read ahead is not kept beside it (39 MB at 20,000 tldr pages)."""
     read, pages = _first_query(repo, monkeypatch, lexical_index=False, edit=True)
     assert read[0][0] and len(read[0][1]) == pages
     assert [len(blobs) for loading, blobs in read[1:] if blobs] == [1]  # the edited page's version
