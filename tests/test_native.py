@@ -27,3 +27,28 @@ def test_the_owners_answers_are_written_without_pydantic_cores_package_and_as_it
         "print(alone, same, line == pydantic_core.to_json(message) + b'\\n', line.startswith(b'{\"id\":1,'))\n"
     )
     assert python_prints(code) == ["[]", "True", "True", "True"]
+
+
+def test_the_models_tokenizer_loads_without_the_tokenizers_package_and_encodes_as_it_does(tmp_path):
+    """tokenizers' `__init__` (its pure-Python tokenizer classes, 3.8 ms of a new owner's model thread) stays
+    unloaded; a later `import tokenizers` reuses the one compiled module, and the tokens are the package's."""
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordPiece
+    from tokenizers.pre_tokenizers import Whitespace
+
+    plain = Tokenizer(
+        WordPiece({"[UNK]": 0, "[PAD]": 1, "deploy": 2, "with": 3, "argo": 4, "##s": 5}, unk_token="[UNK]")
+    )
+    plain.pre_tokenizer = Whitespace()
+    plain.save(str(tmp_path / "tokenizer.json"))
+    (tmp_path / "tokenizer_config.json").write_text('{"model_max_length": 8, "pad_token": "[PAD]"}')
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from gitwiki.index.onnx_embed import load_tokenizer\n"
+        f"tokens = load_tokenizer(Path({str(tmp_path)!r})).encode('deploy with argos').tokens\n"
+        "alone = 'tokenizers.implementations' in sys.modules\n"
+        "import tokenizers\n"
+        "print('|'.join(tokens), alone, tokenizers.Tokenizer is sys.modules['tokenizers.tokenizers'].Tokenizer)\n"
+    )
+    assert python_prints(code) == ["deploy|with|argo|##s", "False", "True"]

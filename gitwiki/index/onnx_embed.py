@@ -16,6 +16,7 @@ module makes.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from pathlib import Path
@@ -227,7 +228,13 @@ def _cached_snapshot(hub_repo: str) -> Path | None:
 def load_tokenizer(model_dir: Path) -> Tokenizer:
     """`fastembed.common.preprocessor_utils.load_tokenizer`: truncation at the tokenizer config's stricter limit,
     the special tokens map's tokens added, padding to the longest text of a batch."""
-    from tokenizers import AddedToken, Tokenizer
+    from gitwiki.native import extension
+
+    # The Rust module alone: the package's `__init__` adds its pure-Python tokenizer classes, 3.8 ms of a new
+    # owner's model thread, on a first search's path
+    found = extension("tokenizers.tokenizers")
+    module: Any = found if found is not None else importlib.import_module("tokenizers")
+    Tokenizer, AddedToken = module.Tokenizer, module.AddedToken
 
     tokenizer_config = _json(model_dir / "tokenizer_config.json")
     config = _json(model_dir / "config.json")
