@@ -211,7 +211,7 @@ class LocalCorpora:
             commit, tree = state.commit, state.tree
         committed = self._committed_pages(c.name, tree)
         if not worktree:
-            return CorpusView(c.name, commit, committed, (), f"{c.name}:{tree}")
+            return _tree_view(c.name, commit, committed, tree)
         try:
             overlay, _, lexical_only = self._overlay(
                 c,
@@ -225,7 +225,7 @@ class LocalCorpora:
             if isinstance(e, IndexDamaged):
                 raise
             _warn(f"answering from commit {commit[:12]} without uncommitted pages: {e}")
-            return CorpusView(c.name, commit, committed, (), f"{c.name}:{tree}")
+            return _tree_view(c.name, commit, committed, tree)
         return CorpusView(c.name, commit, overlay.pages, overlay.dirty, f"{c.name}:{overlay.digest}", lexical_only)
 
     def _overlay(
@@ -338,9 +338,7 @@ class LocalCorpora:
         if model is None or state is None or state.model != model:
             return
         committed = self._committed_pages(c.name, state.tree)
-        self.checkout.searcher.read_ahead(
-            CorpusView(c.name, state.commit, committed, (), f"{c.name}:{state.tree}"), model
-        )
+        self.checkout.searcher.read_ahead(_tree_view(c.name, state.commit, committed, state.tree), model)
 
     def _committed_pages(self, corpus: str, tree: str) -> dict[str, str]:
         """The indexed page listing, read once per corpus tree: a long-lived server asks on every query."""
@@ -357,7 +355,7 @@ class LocalCorpora:
             ensure_blobs(self.store, git_sources(self.repo, set(pages.values())), max_bytes=self.max_bytes)
             if embedder is not None:
                 ensure_vectors(self.store, embedder, set(pages.values()))
-        return CorpusView(corpus.name, commit.id, pages, (), f"{corpus.name}:{tree}")
+        return _tree_view(corpus.name, commit.id, pages, tree)
 
     def forget(self) -> None:
         """Forget everything read from the index (it is closed or about to be replaced)."""
@@ -461,6 +459,12 @@ class LocalCorpus:
 
     def page_key(self, path: str) -> tuple[str, str]:
         return (str(self.wiki.root), path)
+
+
+def _tree_view(corpus: str, commit: str, pages: dict[str, str], tree: str) -> CorpusView:
+    """A corpus tree's pages, without the worktree: keyed by the tree (as a worktree overlay with nothing dirty is),
+    so every search of one tree shares the searcher's matrices, the read-ahead's included."""
+    return CorpusView(corpus, commit, pages, (), f"{corpus}:{tree}")
 
 
 def _warn(message: str) -> None:
