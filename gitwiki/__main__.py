@@ -3,10 +3,10 @@ import sys
 owning = "--owner-fd" in sys.argv
 if owning:
     # The owner `serve.owner.start` spawns (`-P -m gitwiki -C DIR serve --owner-fd N`): its model starts loading
-    # before the CLI's imports and parsing, which it waits for otherwise (docs/research/sessions-lean.md).
-    from gitwiki.index.embed import load_in_background
+    # before the CLI's imports and parsing, in a process of its own (docs/research/sessions-start.md).
+    from gitwiki.search.model_process import load_for_owner
 
-    load_in_background(sys.argv[2] if sys.argv[1:2] == ["-C"] else ".")
+    load_for_owner(sys.argv[2] if sys.argv[1:2] == ["-C"] else ".")
 
 from gitwiki.cli import end_now, main  # noqa: E402  (after the owner's load is asked for)
 

@@ -206,10 +206,10 @@ def _relay_at_once(chdir: str, back: list[str]) -> None:
 
 def _own(chdir: str, fd: int) -> int:
     """The owner's life in the process `serve.owner.start` forked from this one: as `gitwiki.__main__`'s for a
-    spawned owner, its model loading on a thread while the rest is imported."""
-    from gitwiki.index.embed import load_in_background
+    spawned owner, its model loading in a process of its own while the rest is imported."""
+    from gitwiki.search.model_process import load_for_owner
 
-    load_in_background(chdir)
+    load_for_owner(chdir)
     return main(["-C", chdir, "serve", "--owner-fd", str(fd)])
 
 

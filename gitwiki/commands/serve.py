@@ -151,11 +151,11 @@ def _own(args: argparse.Namespace) -> int:
     """Be the checkout's owner (started by `serve.owner.start`, holding the lock on `--owner-fd`): the wiki,
     the model and the watch warm, MCP sessions and the CLI's requests served over the socket, until no session
     has been connected for [mcp] idle_timeout seconds or `gitwiki serve --stop`."""
-    from gitwiki.index.embed import load_in_background
+    from gitwiki.search.model_process import load_for_owner
 
-    # The model first, on a thread (onnxruntime builds its session without the GIL): its 0.2-0.45 s of load runs
-    # beside the imports and the index's opening below, and the session's first hybrid search waits for it.
-    load_in_background(args.chdir)
+    # The model first, in a process of its own (or on a thread): its 0.2-0.45 s of load runs beside the imports
+    # and the index's opening below, and the session's first hybrid search waits for it.
+    load_for_owner(args.chdir)
     from gitwiki import __version__
     from gitwiki.mcp.session import Sessions
     from gitwiki.operations.warm import warm_up

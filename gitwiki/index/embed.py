@@ -14,7 +14,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from gitwiki.config import EmbeddingsConfig
 from gitwiki.errors import EmbeddingUnavailable, GitwikiError
@@ -170,6 +170,8 @@ _failed: dict[EmbeddingsConfig, str] = {}
 _warned: set[EmbeddingsConfig] = set()
 _cleared: set[tuple[EmbeddingsConfig, Path]] = set()  # (model, index dir) whose UNAVAILABLE_FILE is gone
 _loading = threading.Lock()  # the model may be loading on a background thread (load_in_background, warm.py)
+# A new owner's model in a process of its own (search.model_process), lent until the owner loads its own (`own_model`).
+_lent: dict[EmbeddingsConfig, Lender] = {}
 
 # In the index dir: why the configured model last failed to load there. The stderr warning is said once per
 # index (a hook's or CI's every command would repeat it otherwise), and `gitwiki status`, the MCP server's
@@ -248,6 +250,23 @@ def _load(config: EmbeddingsConfig) -> Embedder | None:
     """`load_embedder` without the warning, which a background load leaves to the caller that needs the model."""
     if config in _cache:
         return _cache[config]
+    lent = _lent.get(config)
+    if lent is not None:
+        borrowed = lent.embedder()
+        if borrowed is not None:
+            return borrowed
+        own_model(config)  # its process did not load it: loaded here, and any failure worded as ever
+    return _load_own(config)
+
+
+def load_silently(config: EmbeddingsConfig) -> Embedder | None:
+    """The configured embedder, loaded once per process, or None (`unavailable` says why); no warning."""
+    return _load(config) if config.enabled else None
+
+
+def _load_own(config: EmbeddingsConfig) -> Embedder | None:
+    if config in _cache:
+        return _cache[config]
     with _loading:
         if config in _cache:  # loaded by the thread we waited for
             return _cache[config]
@@ -270,25 +289,85 @@ def load_in_background(start: str, mode: str | None = None) -> None:
     waits for it. onnxruntime builds its session without holding the GIL (a Python loop ran at full speed beside
     a load), so on a second core the load's 0.2–0.45 s overlaps the caller's work. Reads the config from the
     filesystem only; where finding the checkout needs git, the model loads on first use as before."""
+    found = wanted(start, mode)
+    if found is not None:
+        threading.Thread(target=_load_quietly, args=(found.settings,), name="gitwiki-model", daemon=True).start()
+
+
+class Lender(Protocol):
+    """A model loaded in another process, which this one uses until it loads its own (`own_model`)."""
+
+    # Its embedder, which may still be loading there (its calls wait for it), or None when it did not load.
+    def embedder(self) -> Embedder | None: ...
+
+    def ready(self) -> bool: ...  # waits for the load: whether the model loaded there
+
+    def close(self) -> None: ...
+
+
+def lend(config: EmbeddingsConfig, lender: Lender) -> None:
+    """Use `lender`'s model for `config` until `own_model`."""
+    _lent[config] = lender
+
+
+def lent(config: EmbeddingsConfig) -> bool:
+    """Whether this process's model is still one lent by another process (`lend`): waits for its load there, so
+    that a caller about to take a lock its search would hold while waiting does not."""
+    lender = _lent.get(config)
+    return lender is not None and lender.ready()
+
+
+def loaded(config: EmbeddingsConfig) -> Embedder | None:
+    """This process's own copy of the model, if it has loaded."""
+    return _cache.get(config)
+
+
+def own_model(config: EmbeddingsConfig) -> Embedder | None:
+    """This process's own copy of a model lent by another process (`lend`), loaded now; the lender is closed.
+    Without one lent, `load_embedder`'s model."""
+    own = _load_own(config)
+    lender = _lent.pop(config, None)
+    if lender is not None:
+        lender.close()
+    return own
+
+
+class Wanted(NamedTuple):
+    """The model a process about to search a checkout will want, and where that checkout's index is."""
+
+    settings: EmbeddingsConfig
+    index_dir: Path
+    corpora: tuple[str, ...]
+    depth: int  # [search] depth
+
+
+def wanted(start: str, mode: str | None = None) -> Wanted | None:
+    """The model a process about to search the checkout at `start` will want and has not started loading; read
+    from the filesystem alone (None where finding the checkout needs git)."""
     from gitwiki import config as config_mod
     from gitwiki.git.gitcli import find_checkout
 
-    # a model loading already (an owner's, asked for by `gitwiki.__main__`) needs no second thread to wait for it
-    checkout = None if mode == "lexical" or _loading.locked() else find_checkout(start)
+    # a model loading already (an owner's, asked for by `gitwiki.__main__`) needs no second load to wait for it
+    checkout = None if mode == "lexical" or _loading.locked() or _lent else find_checkout(start)
     if checkout is None:
-        return
+        return None
     try:
         config = config_mod.load(checkout.root)
     except GitwikiError:  # the command's own Wiki.open reports it
-        return
+        return None
     settings = config.embeddings
-    if (mode or config.search.mode) != "lexical" and settings.enabled and settings not in _cache:
-        threading.Thread(target=_load_quietly, args=(settings,), name="gitwiki-model", daemon=True).start()
+    if (mode or config.search.mode) == "lexical" or not settings.enabled or settings in _cache:
+        return None
+    index = config_mod.index_dir(config, checkout.root, checkout.common_dir)
+    return Wanted(settings, index, tuple(c.name for c in config.corpora), config.search.depth)
 
 
 def loading(config: EmbeddingsConfig) -> bool:
     """Whether this process is loading a model that `config` has not loaded yet: a `load_embedder` now waits."""
-    return config.enabled and config not in _cache and config not in _failed and _loading.locked()
+    # a model lent by another process reads its own vectors ahead there (search.model_process)
+    return (
+        config.enabled and config not in _cache and config not in _failed and config not in _lent and _loading.locked()
+    )
 
 
 def keep_fast_copy(embedder: Embedder) -> None:

@@ -182,6 +182,25 @@ def lean_embedder(config: EmbeddingsConfig) -> OnnxEmbedder | None:
     """The model loaded here, or None when fastembed must load it: a model this module does not reproduce, files
     not on disk (fastembed downloads them), onnxruntime or tokenizers missing, or a GPU build of onnxruntime
     (fastembed would run the model there)."""
+    found = on_disk(config)
+    if found is None:
+        return None
+    model_dir, source = found
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        return None
+    try:
+        return OnnxEmbedder(config, model_dir, source)
+    except Exception:  # a damaged file or config: fastembed loads it again and words the error
+        return None
+
+
+def on_disk(config: EmbeddingsConfig) -> tuple[Path, str] | None:
+    """Where the files of a model of `MODELS` are (its directory, and "model_path" or "cache"), or None: a model this
+    module does not reproduce, or its files not all on disk. File checks only."""
     spec = MODELS.get(config.model)
     if spec is None:
         return None
@@ -194,16 +213,7 @@ def lean_embedder(config: EmbeddingsConfig) -> OnnxEmbedder | None:
         model_dir, source = found, "cache"
     if not all((model_dir / f).is_file() for f in (spec.model_file, "tokenizer.json", "tokenizer_config.json")):
         return None
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        return None
-    if "CUDAExecutionProvider" in ort.get_available_providers():
-        return None
-    try:
-        return OnnxEmbedder(config, model_dir, source)
-    except Exception:  # a damaged file or config: fastembed loads it again and words the error
-        return None
+    return model_dir, source
 
 
 def fastembed_cache_dir() -> Path:

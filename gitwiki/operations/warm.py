@@ -10,10 +10,14 @@ import time
 from collections.abc import Callable
 
 from gitwiki.errors import GitwikiError
-from gitwiki.index.embed import keep_fast_copy
+from gitwiki.index.embed import keep_fast_copy, lent, own_model
 from gitwiki.wiki import Wiki
 
 log = logging.getLogger("gitwiki.operations.warm")
+
+# How long a new owner leaves its first queries to the model's own process (`embed.load_for_owner`) before it loads
+# the model itself: its imports and load beside a session's first calls would slow them (they share the GIL).
+LEND_FOR = 0.2
 
 
 def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
@@ -27,8 +31,12 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
             from gitwiki.operations.pull import install_published  # http and archives: a clone without an index
 
             install_published(wiki)
-    # A lexical-mode config never loads the model here: a call asking for hybrid loads it then.
+    # A lexical-mode config never loads the model here: a call asking for hybrid loads it then. A model lent by its
+    # own process (a new owner's) is waited for here, not under the lock by the searches below.
     embedder = None if wiki.config.search.mode == "lexical" else wiki.embedder()
+    borrowed = embedder is not None and lent(wiki.config.embeddings)
+    if embedder is not None and not borrowed:
+        embedder = wiki.embedder()  # one lent that did not load there: this process's own copy, or none
     loaded = time.perf_counter()
     mode = "lexical" if embedder is None else "hybrid"
     with lock:
@@ -45,6 +53,13 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
     # What a first call waits for, in the server's log (--log-level INFO): docs/research/mcp-startup.md.
     log.info("warm: model %.2f s, corpora %.2f s", loaded - started, time.perf_counter() - loaded)
     if embedder is not None:
+        if borrowed:
+            # the model and the vectors of its process, now this one's own; the searches above had the process's
+            time.sleep(LEND_FOR)
+            embedder = own_model(wiki.config.embeddings) or embedder
+            with lock:
+                for name in indexed:
+                    _warm(name, functools.partial(wiki.search, "warm up", name, mode=mode))
         keep_fast_copy(embedder)  # the next process's model loads from it, this one's is loaded already
     release_freed_heap()
 

@@ -9,10 +9,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from gitwiki.config import FUSIONS, MODES, SearchConfig
-from gitwiki.errors import UsageError
+from gitwiki.errors import EmbeddingUnavailable, UsageError
 from gitwiki.index.embed import Embedder
 from gitwiki.index.statistics import TermStats, bm25
 from gitwiki.index.store import BlobInfo, ChunkRow, IndexDamaged, Store, lead_description, vector_matrix
@@ -187,6 +187,16 @@ class SearchResult(NamedTuple):
         }
 
 
+@runtime_checkable
+class RanksElsewhere(Protocol):
+    """An embedder whose model runs in another process that ranks there too (a new owner's first searches,
+    `model_process`): `Searcher.dense_ranking` of a view, its mean and deviation apart; None to rank here."""
+
+    def rank(
+        self, index_dir: str, key: str, blobs: list[str], query: str, pages: int, depth: int
+    ) -> tuple[list[tuple[int, str, float]], float, float] | None: ...
+
+
 class Searcher:
     """Runs queries; keeps the dense matrix of recent views in memory for long-lived processes."""
 
@@ -256,7 +266,12 @@ class Searcher:
             )
         if embedder is not None and mode in ("hybrid", "dense"):
             # Last: onnxruntime's threads spin for a while after a run and slow whatever follows.
-            rankings["dense"], background = self._dense(view, query, embedder, blob_paths, blob_of, pages)
+            try:
+                rankings["dense"], background = self._dense(view, query, embedder, blob_paths, blob_of, pages)
+            except EmbeddingUnavailable:
+                if not isinstance(embedder, RanksElsewhere):
+                    raise
+                mode = "lexical"  # a model lent by another process that did not load there, nor here: said once
         page_of = {cid: blob_paths[blob] for cid, blob in blob_of.items()}
         return Candidates(rankings, page_of, mode), blob_of, background
 
@@ -341,7 +356,7 @@ class Searcher:
             found, _, background = self._candidates(view, query, options.mode, embedder, options.top_files, stats)
         searched = 0
         if background is not None and embedder is not None:  # the matrix `_candidates` just used, cached
-            searched = len(self._matrix(view, embedder.model_id, self._blob_paths(view)).ids)
+            searched = len(self._matrix(view.key, embedder.model_id, self._blob_paths(view)).ids)
         return Pool(found, background, searched)
 
     def documents(
@@ -490,14 +505,34 @@ class Searcher:
         blob_of: dict[int, str],
         pages: int,
     ) -> tuple[Ranked, Background | None]:
+        got: DenseRanking | None = None
+        if isinstance(embedder, RanksElsewhere):  # this process then needs neither numpy nor the matrix
+            elsewhere = embedder.rank(str(self.store.index_dir), view.key, list(blob_paths), query, pages, self.depth)
+            got = None if elsewhere is None else (elsewhere[0], Background(elsewhere[1], elsewhere[2]))
+        if got is None:
+            got = self.dense_ranking(
+                view.key, embedder.model_id, blob_paths, lambda: self.queries.vector(embedder, query), pages
+            )
+        if got is None:
+            return [], None
+        pool, background = got
+        blob_of.update([(cid, blob) for cid, blob, _ in pool])
+        return [(cid, score) for cid, _, score in pool], background
+
+    def dense_ranking(
+        self, key: str, model: str, blob_paths: dict[str, str], vector: Callable[[], np.ndarray], pages: int
+    ) -> DenseRanking | None:
+        """The chunks of the pages in `blob_paths` (the view `key`) closest to the query `vector` gives, as
+        (chunk id, blob, cosine) best first (`candidates`), and the query's cosine over all of them; None when
+        none of them has a vector of `model`."""
         import numpy as np
 
-        dense = self._matrix(view, embedder.model_id, blob_paths)
+        dense = self._matrix(key, model, blob_paths)
         if not len(dense.ids):
-            return [], None
+            return None
         # einsum, not BLAS: one matrix-vector product is faster on one core than on a thread pool that
         # has to wait for onnxruntime's spinning threads to let go of the CPU.
-        scores = np.einsum("ij,j->i", dense.matrix, self.queries.vector(embedder, query))
+        scores = np.einsum("ij,j->i", dense.matrix, vector())
         top = np.argpartition(-scores, min(self.depth, len(scores) - 1))[: self.depth]
         top = top[np.argsort(-scores[top], kind="stable")]
         top_blobs = dense.blobs[top].tolist()
@@ -507,20 +542,22 @@ class Searcher:
         # The rows' ids, blobs and scores as Python lists taken by numpy's indexing, zipped in C: a generator that
         # looked each up in lists was 0.15 ms a query.
         ranked = zip(dense.ids[top].tolist(), top_blobs, scores[top].tolist(), strict=True)
-        pool = candidates(ranked, pages, self.depth)
-        blob_of.update([(cid, blob) for cid, blob, _ in pool])
-        return [(cid, score) for cid, _, score in pool], Background(float(scores.mean()), float(scores.std()))
+        return candidates(ranked, pages, self.depth), Background(float(scores.mean()), float(scores.std()))
 
     def read_ahead(self, view: CorpusView, model: str) -> None:
         """Read the vectors `view`'s dense search by `model` needs, before its query vector is there: a search of a
         view that shares its pages reads only the rest, and the matrix read here is dropped once it has."""
-        self._matrix(view, model, self._blob_paths(view))
-        self._ahead = (model, view.key)
+        self.read_ahead_rows(view.key, model, self._blob_paths(view))
 
-    def _matrix(self, view: CorpusView, model: str, blob_paths: dict[str, str]) -> DenseMatrix:
+    def read_ahead_rows(self, key: str, model: str, blob_paths: dict[str, str]) -> None:
+        """`read_ahead` of the view `key`, given its pages' blobs."""
+        self._matrix(key, model, blob_paths)
+        self._ahead = (model, key)
+
+    def _matrix(self, view_key: str, model: str, blob_paths: dict[str, str]) -> DenseMatrix:
         import numpy as np
 
-        key = (model, view.key)
+        key = (model, view_key)
         if key in self._matrices:
             self._matrices.move_to_end(key)
             return self._matrices[key]
@@ -601,6 +638,10 @@ class Pool(NamedTuple):
     found: Candidates  # chunk ids of this index; page_of gives paths of its view
     background: Background | None  # the query's cosine over every chunk this index searched (None: no dense)
     searched: int  # how many chunks that was
+
+
+# A dense ranking: (chunk id, blob, cosine) best first, and the query's cosine over every chunk searched.
+DenseRanking = tuple[list[tuple[int, str, float]], Background]
 
 
 class DenseMatrix(NamedTuple):

@@ -673,13 +673,14 @@ def test_a_bridge_whose_owner_exits_at_start_answers_at_once_and_tries_again_on_
     assert "wiki/deploy.md" in text(session.tool("ground", query="helm rollback"))  # a new owner, started now
 
 
-# Put on the owner's PYTHONPATH as sitecustomize: notes in EVENTS each ask for a background load (and whether the CLI
-# was imported by then) and each start of the model's build, which waits for GATE.
+# Put on the owner's PYTHONPATH as sitecustomize: notes in EVENTS each ask for the model's early load (and whether
+# the CLI was imported by then) and each start of a model's build, in whichever process, which waits for GATE.
 GATED_MODEL = """
 import os, sys, time
-from gitwiki.index import embed, onnx_embed
+from gitwiki.index import onnx_embed
+from gitwiki.search import model_process
 
-build, load_in_background = onnx_embed.OnnxEmbedder.__init__, embed.load_in_background
+build, load_for_owner = onnx_embed.OnnxEmbedder.__init__, model_process.load_for_owner
 
 
 def note(event):
@@ -697,18 +698,19 @@ def gated(self, *args, **kwargs):
 
 def asked(*args, **kwargs):
     note("asked-late" if "pygit2" in sys.modules else "asked-early")
-    load_in_background(*args, **kwargs)
+    load_for_owner(*args, **kwargs)
 
 
 onnx_embed.OnnxEmbedder.__init__ = gated
-embed.load_in_background = asked
+model_process.load_for_owner = asked
 """
 
 
 @needs_model
 def test_an_owner_answers_lexical_calls_while_its_model_loads_and_hybrid_ones_once_it_has(shared, cli, monkeypatch):
-    """The owner asks for its model's load before its own imports (pygit2's, the wiki's), on a thread: a lexical
-    call does not wait for it, a hybrid one does and answers as once the model is in, and the model loads once."""
+    """The owner asks for its model's load before its own imports (pygit2's, the wiki's), in a process of its own:
+    a lexical call does not wait for it, a hybrid one does, ranked there; the owner then loads its own copy, the
+    model's process ends, and the same call answers as before."""
     repo, _ = shared
     repo.commit("hybrid", {".gitwiki.toml": "[mcp]\nidle_timeout = 30\n"})
     assert cli("index", cwd=repo.path)[0] == 0  # embedded here: the owner's calls only need the query's vector
@@ -721,8 +723,13 @@ def test_an_owner_answers_lexical_calls_while_its_model_loads_and_hybrid_ones_on
     monkeypatch.setenv("TEST_MODEL_EVENTS", str(events))
 
     session, pid = connected(shared, mode="lexical")
-    seen = events.read_text().splitlines()
-    assert seen[0] == f"asked-early {pid}" and seen.count(f"build {pid}") == 1  # loading, held at the gate
+    assert events.read_text().splitlines()[0] == f"asked-early {pid}"
+    builds = wait_for(
+        lambda: [int(line.split()[1]) for line in events.read_text().splitlines() if "build" in line], "a build"
+    )
+    assert len(builds) == 1 and builds[0] != pid  # loading in the model's process, held at the gate
+    lender = builds[0]
+    assert Path(f"/proc/{lender}/comm").read_text().strip() == "gitwiki-model"
     hybrid = session.request("tools/call", {"name": "ground", "arguments": {"query": "helm rollback"}})
     with pytest.raises(queue.Empty):
         session.answer(hybrid, timeout=1.0)
@@ -730,11 +737,48 @@ def test_an_owner_answers_lexical_calls_while_its_model_loads_and_hybrid_ones_on
     waited = text(session.answer(hybrid))
     assert "wiki/deploy.md" in waited
 
-    later = start(shared)  # the owner's model is in now: a new session's hybrid call answers as the first did
+    # the owner's own copy once its warm-up is done; the model's process then ends
+    wait_for(lambda: f"build {pid}" in events.read_text().splitlines(), "the owner's own model")
+    wait_for(lambda: not Path(f"/proc/{lender}").exists(), "the model's process to end")
+    later = start(shared)  # a new session's hybrid call, ranked by the owner itself, answers as the first did
     later.open()
     assert text(later.tool("ground", query="helm rollback")) == waited
     assert session.close() == 0 and later.close() == 0
-    assert events.read_text().splitlines().count(f"build {pid}") == 1  # the owner's own start did not load it again
+    builds = [line for line in events.read_text().splitlines() if line.startswith("build ")]
+    assert sorted(builds) == sorted([f"build {lender}", f"build {pid}"])  # once each, never again
+
+
+@needs_model
+def test_an_owner_killed_while_its_model_loads_elsewhere_leaves_its_lock_free_and_that_process_ends(
+    shared, cli, monkeypatch
+):
+    """kill -9 of a new owner whose model still loads in its own process: the next session starts the next owner at
+    once (the model's process holds none of the lock), and the orphaned process ends once its load is done."""
+    repo, _ = shared
+    repo.commit("hybrid", {".gitwiki.toml": "[mcp]\nidle_timeout = 30\n"})
+    assert cli("index", cwd=repo.path)[0] == 0
+    hooks = repo.path.parent / "gated"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(GATED_MODEL)
+    gate, events = hooks / "open", hooks / "events"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(hooks), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("TEST_MODEL_GATE", str(gate))
+    monkeypatch.setenv("TEST_MODEL_EVENTS", str(events))
+
+    first, pid = connected(shared, mode="lexical")
+    (lender,) = wait_for(
+        lambda: [int(line.split()[1]) for line in events.read_text().splitlines() if "build" in line], "a build"
+    )
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: gone(pid), "the owner's end")
+    assert not gone(lender)  # still held at the gate
+    second, successor = connected(shared, mode="lexical")
+    assert successor != pid
+    gate.touch()
+    wait_for(lambda: gone(lender), "the orphaned model process to end")
+    assert "wiki/deploy.md" in text(second.tool("ground", query="helm rollback"))
+    assert second.close() == 0
+    first.process.kill()
 
 
 def test_a_session_the_owner_declines_runs_alone_and_starts_no_owner(shared, monkeypatch):

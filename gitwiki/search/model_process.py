@@ -1,0 +1,278 @@
+"""A new owner's model in a short-lived process of its own, for the searches that come before the owner's own copy.
+
+A first search with no owner up waited for everything the new owner's interpreter runs, one thread at a time:
+numpy's and onnxruntime's imports, the tokenizer, pygit2's and gitwiki's own imports, the vector matrix's read
+(docs/research/sessions-start.md). Forked at the owner's start, this process takes the model's share to the second
+core and does the dense half of the owner's first searches there: the query's vector and its ranking over the
+view's vectors, read from the index by a connection of its own. The owner, which then needs neither numpy nor the
+model for them, fuses that ranking with its BM25 one. The same model, code and rows give the same floats. Once its
+warm-up is done the owner loads the model itself (`embed.own_model`) and this process ends at its socket's end: the
+owner's RSS is what it was, and this process lives a second or two.
+
+Frames on a socket pair: four bytes of length, then one byte of kind and the request: `q` a query's text (the
+answer: its float32 vector), `r` a ranking's JSON (the answer: the ranking's JSON, or null). The child's first
+frame says `model id NUL dim` once its model loads, or why it did not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import struct
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gitwiki.config import EmbeddingsConfig
+from gitwiki.errors import EmbeddingUnavailable
+from gitwiki.index import embed
+from gitwiki.index.onnx_embed import model_key, on_disk
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from gitwiki.index.embed import Embedder
+    from gitwiki.search.searcher import Searcher
+
+# Its name in ps and top (its command line is the owner's).
+NAME = b"gitwiki-model"
+_SIZE = struct.Struct("!I")
+MAX_FRAME = 1 << 26  # a ranking request names each blob of a view: 64 MiB holds 1.5 million
+
+
+def load_for_owner(start: str) -> None:
+    """`embed.load_in_background` for a new owner, at its start: the model loads in a process of its own
+    (`ModelProcess`) beside the owner's imports rather than between them, and serves the owner's first searches.
+    A thread as `load_in_background`'s where this process may not fork."""
+    wanted = embed.wanted(start)
+    if wanted is None:
+        return
+    # Only a model whose files are there: one that cannot load is then known before any search, as the thread's
+    # load knows it (a lent model that fails later, a damaged file, leaves its first searches lexical).
+    lender = ModelProcess.fork(wanted) if on_disk(wanted.settings) is not None else None
+    if lender is None:
+        embed.load_in_background(start)
+    else:
+        embed.lend(wanted.settings, lender)
+
+
+class ModelProcess:
+    """The owner's side: an `embed.Lender` whose model answers over a socket pair."""
+
+    def __init__(self, config: EmbeddingsConfig, pid: int, sock: socket.socket) -> None:
+        self.pid = pid
+        self._config = config
+        self._sock = sock
+        self._lock = threading.Lock()
+        self._said: bool | None = None  # whether the model loaded there, once it has said
+        self._lent = Lent(config, self, model_key(config))
+
+    @classmethod
+    def fork(cls, wanted: embed.Wanted) -> ModelProcess | None:
+        """Fork the model's process; None where this process may not fork (threads running: only a process of
+        one thread forks and runs Python in the child) or the fork fails (the owner then loads the model)."""
+        if threading.active_count() != 1 or not hasattr(os, "fork"):
+            return None
+        ours, theirs = socket.socketpair()
+        try:
+            pid = os.fork()
+        except OSError:
+            ours.close()
+            theirs.close()
+            return None
+        if pid == 0:
+            code = 0
+            try:
+                ours.close()
+                _serve(wanted, theirs)
+            except BaseException:  # the owner loads the model itself and words what went wrong
+                code = 1
+            finally:
+                os._exit(code)
+        theirs.close()
+        return cls(wanted.settings, pid, ours)
+
+    def embedder(self) -> Lent | None:
+        """The model's embedder, without waiting for its load; None once it has said it did not load."""
+        return None if self._said is False else self._lent
+
+    def ready(self) -> bool:
+        """Wait for the child's model; False when it did not load, is another model than asked, or the child is
+        gone (the owner then loads its own)."""
+        with self._lock:
+            if self._said is None:
+                try:
+                    model_id, _, dim = _read(self._sock).decode("utf-8").partition("\0")
+                    self._said = model_id == self._lent.model_id and dim.isdigit()
+                    self._lent.dim = int(dim) if self._said else 0
+                except (OSError, ValueError, EOFError):
+                    self._said = False
+            return self._said
+
+    def ask(self, kind: bytes, request: bytes) -> bytes:
+        with self._lock:
+            self._sock.sendall(_framed(kind + request))
+            return _read(self._sock)
+
+    def close(self) -> None:
+        """The child ends at its socket's end; reaped here."""
+        with self._lock:
+            self._sock.close()
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(self.pid, 0)
+
+
+class Lent:
+    """An `Embedder` for the model of a `ModelProcess`, and a `searcher.RanksElsewhere`: queries embedded and
+    ranked there until this process has its own copy, then here. Documents (an index's work) wait for that copy."""
+
+    def __init__(self, config: EmbeddingsConfig, process: ModelProcess, model_id: str) -> None:
+        self._config = config
+        self._process = process
+        self.model_id = model_id  # the model asked for: a process that loaded another is not used
+        self.dim = 0  # once it has loaded
+
+    def embed_query(self, text: str) -> np.ndarray:
+        if embed.lent(self._config):
+            with contextlib.suppress(OSError, EOFError, ValueError):
+                import numpy as np
+
+                return np.frombuffer(self._process.ask(b"q", _text(text)), dtype=np.float32).copy()
+        return self._own().embed_query(text)
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        return self._own().embed_documents(texts)
+
+    def rank(
+        self, index_dir: str, key: str, blobs: list[str], query: str, pages: int, depth: int
+    ) -> tuple[list[tuple[int, str, float]], float, float] | None:
+        """`Searcher.dense_ranking` of the query over the view `key` (its pages' `blobs`), run in the model's
+        process: (chunk id, blob, cosine) best first, and the cosine's mean and deviation over every chunk. None
+        when it cannot (its own copy loaded here, the process gone, no vectors there): the caller ranks here."""
+        if not embed.lent(self._config):
+            return None
+        request = {"index": index_dir, "key": key, "blobs": blobs, "query": query, "pages": pages, "depth": depth}
+        try:
+            got = json.loads(self._process.ask(b"r", json.dumps(request).encode("utf-8", "surrogatepass")))
+        except (OSError, EOFError, ValueError):
+            return None
+        if not isinstance(got, dict):
+            return None
+        return [(int(c), str(b), float(s)) for c, b, s in got["pool"]], float(got["mean"]), float(got["std"])
+
+    def _own(self) -> Embedder:
+        """This process's own copy, loaded now if it must be (the model's process ended, or did not load it)."""
+        own = embed.loaded(self._config) or embed.own_model(self._config)
+        if own is None:
+            raise EmbeddingUnavailable(embed.unavailable(self._config) or f"model {self._config.model!r} does not load")
+        return own
+
+
+def _serve(wanted: embed.Wanted, sock: socket.socket) -> None:
+    """The child: hold nothing of the owner's (its lock above all: a dead owner's next one must start), load the
+    model, answer until the owner closes its end."""
+    for name in os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else ():
+        if int(name) > 2 and int(name) != sock.fileno():
+            with contextlib.suppress(OSError):
+                os.close(int(name))
+    with contextlib.suppress(OSError), open("/proc/self/comm", "wb") as comm:
+        comm.write(NAME)
+    config = wanted.settings
+    # The model on a thread: onnxruntime builds its session without the GIL, and the vectors are read meanwhile.
+    loaded: list[Embedder | None] = []
+    loading = threading.Thread(target=lambda: loaded.append(embed.load_silently(config)), name="gitwiki-model")
+    loading.start()
+    rankers = _Rankers(wanted)
+    loading.join()
+    embedder = loaded[0] if loaded else None
+    if embedder is None:
+        sock.sendall(_framed((embed.unavailable(config) or "no model").encode("utf-8", "replace")))
+        return
+    sock.sendall(_framed(f"{embedder.model_id}\0{embedder.dim}".encode()))
+    while True:
+        try:
+            frame = _read(sock)
+        except EOFError:
+            return
+        if frame[:1] == b"q":
+            import numpy as np
+
+            answer = np.asarray(embedder.embed_query(frame[1:].decode("utf-8", "surrogatepass")), np.float32).tobytes()
+        else:
+            answer = json.dumps(rankers.rank(embedder, json.loads(frame[1:]))).encode()
+        sock.sendall(_framed(answer))
+
+
+class _Rankers:
+    """The child's searchers, one per index asked about, each keeping its matrices as the owner's would. The
+    owner's own index is opened at once, and the vectors of each corpus as indexed read ahead: a first search's
+    view is that, or differs by the pages edited since."""
+
+    def __init__(self, wanted: embed.Wanted) -> None:
+        self._searchers: dict[tuple[str, int], Searcher | None] = {}
+        try:
+            searcher = self._searcher(str(wanted.index_dir), wanted.depth)
+            if searcher is None:
+                return
+            model = model_key(wanted.settings)
+            with searcher.store.read():
+                for corpus in wanted.corpora:
+                    state = searcher.store.state(corpus)
+                    if state is not None and state.model == model:
+                        blob_paths = {blob: path for path, blob in sorted(searcher.store.pages(corpus).items())}
+                        searcher.read_ahead_rows(f"ahead:{corpus}", model, blob_paths)
+        except Exception:  # only a head start: a request reads what it needs, or says it cannot
+            self._searchers.clear()
+
+    def _searcher(self, index_dir: str, depth: int) -> Searcher | None:
+        from gitwiki.index.store import Store
+        from gitwiki.search.searcher import Searcher
+
+        if (index_dir, depth) not in self._searchers:
+            store = Store.open_existing(Path(index_dir))
+            self._searchers[index_dir, depth] = None if store is None else Searcher(store, depth=depth)
+        return self._searchers[index_dir, depth]
+
+    def rank(self, embedder: Embedder, asked: dict[str, Any]) -> dict[str, Any] | None:
+        searcher = self._searcher(str(asked["index"]), int(asked["depth"]))
+        if searcher is None:
+            return None
+        query: str = asked["query"]
+        vector: Callable[[], np.ndarray] = lambda: embedder.embed_query(query)  # noqa: E731
+        with searcher.store.read():
+            got = searcher.dense_ranking(
+                asked["key"], embedder.model_id, dict.fromkeys(asked["blobs"], ""), vector, int(asked["pages"])
+            )
+        if got is None:
+            return None
+        pool, background = got
+        return {"pool": pool, "mean": background.mean, "std": background.std}
+
+
+def _text(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _framed(data: bytes) -> bytes:
+    return _SIZE.pack(len(data)) + data
+
+
+def _read(sock: socket.socket) -> bytes:
+    (size,) = _SIZE.unpack(_exactly(sock, _SIZE.size))
+    if size > MAX_FRAME:
+        raise ValueError(f"a frame of {size} bytes")
+    return _exactly(sock, size)
+
+
+def _exactly(sock: socket.socket, size: int) -> bytes:
+    chunks = []
+    while size:
+        chunk = sock.recv(min(size, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)

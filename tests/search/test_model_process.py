@@ -1,0 +1,150 @@
+"""gitwiki.search.model_process: a new owner's model in a process of its own, which embeds and ranks its first
+searches as the owner's own copy would, holds nothing of the owner's, and ends when the owner no longer needs it.
+
+Each case runs in a fresh interpreter (only a process of one thread forks; pytest's may hold threads), which prints
+what it saw as JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from tests.helpers import MODEL_DIR, ROOT, needs_model, numbered_page
+
+# Forks the model process for the checkout at argv[1], as an owner's start does, and reports on it.
+OWNER = textwrap.dedent(
+    """
+    import fcntl, json, os, sys, time
+    from gitwiki.search.model_process import load_for_owner
+    from gitwiki.index import embed
+
+    held = os.open(sys.argv[2], os.O_RDWR | os.O_CREAT)  # as the owner's lock: the child must not keep it
+    fcntl.flock(held, fcntl.LOCK_EX)
+    load_for_owner(sys.argv[1])
+    from gitwiki.wiki import Wiki
+
+    wiki = Wiki.open(sys.argv[1])
+    config = wiki.config.embeddings
+    lender = embed._lent.get(config)
+    report = {"lent": lender is not None}
+    if lender is not None:
+        lender.ready()
+        fds = f"/proc/{lender.pid}/fd"
+        report["child_files"] = [os.readlink(os.path.join(fds, fd)) for fd in os.listdir(fds)]
+        report["child_name"] = open(f"/proc/{lender.pid}/comm").read().strip()
+    ask = lambda: wiki.search(sys.argv[3], mode="hybrid", explain=True).to_json()
+    report["lent_answer"] = ask()
+    report["heavy_before_own"] = sorted({"numpy", "onnxruntime"} & set(sys.modules))
+    own = embed.own_model(config)
+    report["own"] = own is not None and type(own).__name__
+    report["child_gone"] = lender is None or not os.path.exists(f"/proc/{lender.pid}")
+    report["own_answer"] = ask()
+    report["notice"] = embed.lexical_notice(config, wiki.index_dir)
+    print(json.dumps(report))
+    """
+)
+
+
+def _run_owner(repo: Path, tmp_path: Path, query: str = "walrus number 3") -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", OWNER, str(repo), str(tmp_path / "owner.lock"), query],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def _indexed(repo, cli) -> None:
+    repo.commit("pages", {f"wiki/p{i}.md": numbered_page(i, "walrus" if i % 2 else "otter") for i in range(12)})
+    assert cli("index", cwd=repo.path)[0] == 0
+
+
+@needs_model
+def test_a_lent_model_ranks_as_the_owners_own_copy_and_the_owner_imports_neither_numpy_nor_the_runtime(
+    repo, cli, tmp_path
+):
+    _indexed(repo, cli)
+    report = _run_owner(repo.path, tmp_path)
+    assert report["lent"] and report["child_name"] == "gitwiki-model"
+    assert report["heavy_before_own"] == []  # the dense half of the first search ran in the model's process
+    assert report["own"] == "OnnxEmbedder" and report["child_gone"]
+    lent, own = report["lent_answer"], report["own_answer"]
+    assert lent["mode"] == "hybrid" and lent["docs"], lent
+    assert lent == own  # the same pages, chunks, scores and traces, bit for bit
+    assert report["notice"] is None
+
+
+@needs_model
+def test_the_model_process_holds_none_of_the_owners_descriptors(repo, cli, tmp_path):
+    _indexed(repo, cli)
+    report = _run_owner(repo.path, tmp_path)
+    # the owner's lock stays the owner's: a dead owner's lock must be free for the next one even while this
+    # process lives on
+    assert str(tmp_path / "owner.lock") not in report["child_files"]
+    assert any(f.startswith("socket:") for f in report["child_files"])
+
+
+@needs_model
+def test_a_damaged_model_leaves_the_first_searches_lexical_and_says_why(repo, cli, tmp_path, monkeypatch):
+    """Its files are there, so a process loads it, and fails: the owner's own load fails too, the search is
+    lexical, and the notice says why."""
+    assert MODEL_DIR is not None
+    damaged = tmp_path / "damaged-model"
+    damaged.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json"):
+        if (MODEL_DIR / name).is_file():
+            shutil.copy(MODEL_DIR / name, damaged / name)
+    (damaged / "model.onnx").write_bytes(b"not a model")
+    monkeypatch.setenv("GITWIKI_MODEL_PATH", str(damaged))
+    repo.commit("pages", {"wiki/a.md": numbered_page(1)})
+    assert cli("index", "--lexical", cwd=repo.path)[0] == 0
+    report = _run_owner(repo.path, tmp_path, "walrus")
+    assert report["lent"]
+    assert report["lent_answer"]["mode"] == "lexical" and report["lent_answer"]["docs"]
+    assert report["own"] is False and report["child_gone"]
+    assert report["notice"] and "does not load" in report["notice"]
+
+
+def test_a_model_whose_files_are_not_there_is_not_lent(repo, cli, tmp_path, monkeypatch):
+    """Known not to load before any search: the owner's own (failing) load says so, as without a process."""
+    monkeypatch.setenv("GITWIKI_MODEL_PATH", str(tmp_path / "no-model"))
+    repo.commit("pages", {"wiki/a.md": numbered_page(1)})
+    assert cli("index", "--lexical", cwd=repo.path)[0] == 0
+    report = _run_owner(repo.path, tmp_path, "walrus")
+    assert not report["lent"] and report["lent_answer"]["mode"] == "lexical"
+    assert report["notice"] and "does not load" in report["notice"]
+
+
+def test_a_process_with_threads_loads_the_model_on_a_thread_not_in_a_fork(repo, tmp_path):
+    """Only a process of one thread may fork and run Python in the child."""
+    script = textwrap.dedent(
+        """
+        import json, sys, threading
+        from gitwiki.config import EmbeddingsConfig
+        from gitwiki.index import embed
+        from gitwiki.search.model_process import ModelProcess
+
+        threading.Thread(target=threading.Event().wait, daemon=True).start()
+        wanted = embed.Wanted(EmbeddingsConfig(), __import__("pathlib").Path(sys.argv[1]), (), 200)
+        print(json.dumps(ModelProcess.fork(wanted) is None))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) is True
