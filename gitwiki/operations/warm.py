@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from gitwiki.errors import GitwikiError
 from gitwiki.index.embed import keep_fast_copy, lent, own_model
+from gitwiki.search.model_process import Lent
 from gitwiki.wiki import Wiki
 
 log = logging.getLogger("gitwiki.operations.warm")
@@ -54,12 +55,15 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
     log.info("warm: model %.2f s, corpora %.2f s", loaded - started, time.perf_counter() - loaded)
     if embedder is not None:
         if borrowed:
-            # the model and the vectors of its process, now this one's own; the searches above had the process's
+            # The model and the vectors of its process, now this one's own: searched again, with the queries that
+            # process answered (each a kept vector now, and the runtime's buffers grown as real queries grow them).
             time.sleep(LEND_FOR)
+            asked = list(embedder.asked) if isinstance(embedder, Lent) else []
             embedder = own_model(wiki.config.embeddings) or embedder
-            with lock:
-                for name in indexed:
-                    _warm(name, functools.partial(wiki.search, "warm up", name, mode=mode))
+            for name in indexed:
+                for query in asked or ["warm up"]:
+                    with lock:  # released between searches: a call waits for one at most
+                        _warm(name, functools.partial(wiki.search, query, name, mode=mode))
         keep_fast_copy(embedder)  # the next process's model loads from it, this one's is loaded already
     release_freed_heap()
 

@@ -22,6 +22,7 @@ import os
 import socket
 import struct
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 NAME = b"gitwiki-model"
 _SIZE = struct.Struct("!I")
 MAX_FRAME = 1 << 26  # a ranking request names each blob of a view: 64 MiB holds 1.5 million
+ASKED = 8  # queries the owner embeds again once it has its own copy
 
 
 def load_for_owner(start: str) -> None:
@@ -134,9 +136,18 @@ class Lent:
         self._process = process
         self.model_id = model_id  # the model asked for: a process that loaded another is not used
         self.dim = 0  # once it has loaded
+        # the last queries embedded there: the owner embeds them again with its own copy (operations.warm)
+        self.asked: OrderedDict[str, None] = OrderedDict()
+
+    def _asked(self, query: str) -> None:
+        self.asked[query] = None
+        self.asked.move_to_end(query)
+        while len(self.asked) > ASKED:
+            self.asked.popitem(last=False)
 
     def embed_query(self, text: str) -> np.ndarray:
         if embed.lent(self._config):
+            self._asked(text)
             with contextlib.suppress(OSError, EOFError, ValueError):
                 import numpy as np
 
@@ -154,6 +165,7 @@ class Lent:
         when it cannot (its own copy loaded here, the process gone, no vectors there): the caller ranks here."""
         if not embed.lent(self._config):
             return None
+        self._asked(query)
         request = {"index": index_dir, "key": key, "blobs": blobs, "query": query, "pages": pages, "depth": depth}
         try:
             got = json.loads(self._process.ask(b"r", json.dumps(request).encode("utf-8", "surrogatepass")))

@@ -41,6 +41,7 @@ OWNER = textwrap.dedent(
     ask = lambda: wiki.search(sys.argv[3], mode="hybrid", explain=True).to_json()
     report["lent_answer"] = ask()
     report["heavy_before_own"] = sorted({"numpy", "onnxruntime"} & set(sys.modules))
+    report["asked"] = list(lender.embedder().asked) if lender is not None and lender.embedder() else []
     own = embed.own_model(config)
     report["own"] = own is not None and type(own).__name__
     report["child_gone"] = lender is None or not os.path.exists(f"/proc/{lender.pid}")
@@ -77,6 +78,7 @@ def test_a_lent_model_ranks_as_the_owners_own_copy_and_the_owner_imports_neither
     report = _run_owner(repo.path, tmp_path)
     assert report["lent"] and report["child_name"] == "gitwiki-model"
     assert report["heavy_before_own"] == []  # the dense half of the first search ran in the model's process
+    assert report["asked"] == ["walrus number 3"]  # for the owner's own copy to embed again (operations.warm)
     assert report["own"] == "OnnxEmbedder" and report["child_gone"]
     lent, own = report["lent_answer"], report["own_answer"]
     assert lent["mode"] == "hybrid" and lent["docs"], lent
