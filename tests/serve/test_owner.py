@@ -706,21 +706,27 @@ model_process.load_for_owner = asked
 """
 
 
+def _gated_model(shared: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """The checkout indexed with the model (the owner's calls then only need the query's vector), and its sessions'
+    processes running GATED_MODEL: the gate's file and the events' file."""
+    repo, _ = shared
+    repo.commit("hybrid", {".gitwiki.toml": "[mcp]\nidle_timeout = 30\n"})
+    assert cli("index", cwd=repo.path)[0] == 0
+    hooks = repo.path.parent / "gated"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(GATED_MODEL)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(hooks), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("TEST_MODEL_GATE", str(hooks / "open"))
+    monkeypatch.setenv("TEST_MODEL_EVENTS", str(hooks / "events"))
+    return hooks / "open", hooks / "events"
+
+
 @needs_model
 def test_an_owner_answers_lexical_calls_while_its_model_loads_and_hybrid_ones_once_it_has(shared, cli, monkeypatch):
     """The owner asks for its model's load before its own imports (pygit2's, the wiki's), in a process of its own:
     a lexical call does not wait for it, a hybrid one does, ranked there; the owner then loads its own copy, the
     model's process ends, and the same call answers as before."""
-    repo, _ = shared
-    repo.commit("hybrid", {".gitwiki.toml": "[mcp]\nidle_timeout = 30\n"})
-    assert cli("index", cwd=repo.path)[0] == 0  # embedded here: the owner's calls only need the query's vector
-    hooks = repo.path.parent / "gated"
-    hooks.mkdir()
-    (hooks / "sitecustomize.py").write_text(GATED_MODEL)
-    gate, events = hooks / "open", hooks / "events"
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(hooks), os.environ.get("PYTHONPATH")])))
-    monkeypatch.setenv("TEST_MODEL_GATE", str(gate))
-    monkeypatch.setenv("TEST_MODEL_EVENTS", str(events))
+    gate, events = _gated_model(shared, cli, monkeypatch)
 
     session, pid = connected(shared, mode="lexical")
     assert events.read_text().splitlines()[0] == f"asked-early {pid}"
@@ -754,16 +760,7 @@ def test_an_owner_killed_while_its_model_loads_elsewhere_leaves_its_lock_free_an
 ):
     """kill -9 of a new owner whose model still loads in its own process: the next session starts the next owner at
     once (the model's process holds none of the lock), and the orphaned process ends once its load is done."""
-    repo, _ = shared
-    repo.commit("hybrid", {".gitwiki.toml": "[mcp]\nidle_timeout = 30\n"})
-    assert cli("index", cwd=repo.path)[0] == 0
-    hooks = repo.path.parent / "gated"
-    hooks.mkdir()
-    (hooks / "sitecustomize.py").write_text(GATED_MODEL)
-    gate, events = hooks / "open", hooks / "events"
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(hooks), os.environ.get("PYTHONPATH")])))
-    monkeypatch.setenv("TEST_MODEL_GATE", str(gate))
-    monkeypatch.setenv("TEST_MODEL_EVENTS", str(events))
+    gate, events = _gated_model(shared, cli, monkeypatch)
 
     first, pid = connected(shared, mode="lexical")
     (lender,) = wait_for(
