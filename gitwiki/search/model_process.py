@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import struct
 import threading
@@ -43,6 +44,8 @@ NAME = b"gitwiki-model"
 _SIZE = struct.Struct("!I")
 MAX_FRAME = 1 << 26  # a ranking request names each blob of a view: 64 MiB holds 1.5 million
 ASKED = 8  # queries the owner embeds again once it has its own copy
+LOAD_TIMEOUT = 120.0  # seconds for the model's load there (a first int8 copy takes ~2 s; a loaded host, more)
+ASK_TIMEOUT = 30.0  # seconds for one answer: a hung process is ended and the owner loads its own copy
 
 
 def load_for_owner(start: str) -> None:
@@ -102,29 +105,43 @@ class ModelProcess:
         return None if self._said is False else self._lent
 
     def ready(self) -> bool:
-        """Wait for the child's model; False when it did not load, is another model than asked, or the child is
-        gone (the owner then loads its own)."""
+        """Wait for the child's model; False when it did not load, is another model than asked, the child is gone
+        or did not say within LOAD_TIMEOUT (the owner then loads its own)."""
         with self._lock:
             if self._said is None:
                 try:
+                    self._sock.settimeout(LOAD_TIMEOUT)
                     model_id, _, dim = _read(self._sock).decode("utf-8").partition("\0")
                     self._said = model_id == self._lent.model_id and dim.isdigit()
                     self._lent.dim = int(dim) if self._said else 0
+                    self._sock.settimeout(ASK_TIMEOUT)
                 except (OSError, ValueError, EOFError):
-                    self._said = False
-            return self._said
+                    self._end()
+            return bool(self._said)
 
     def ask(self, kind: bytes, request: bytes) -> bytes:
+        """The child's answer; a child that fails to give it (gone, or hung past ASK_TIMEOUT) is ended, and its
+        model no longer lent."""
         with self._lock:
-            self._sock.sendall(_framed(kind + request))
-            return _read(self._sock)
+            try:
+                self._sock.sendall(_framed(kind + request))
+                return _read(self._sock)
+            except (OSError, ValueError, EOFError):
+                self._end()
+                raise
 
     def close(self) -> None:
-        """The child ends at its socket's end; reaped here."""
+        """The child ends at its socket's end (after its load, if it still loads)."""
         with self._lock:
             self._sock.close()
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(self.pid, 0)
+        _reap(self.pid)
+
+    def _end(self) -> None:
+        self._said = False
+        self._sock.close()
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+        _reap(self.pid)
 
 
 class Lent:
@@ -262,6 +279,16 @@ class _Rankers:
             return None
         pool, background = got
         return {"pool": pool, "mean": background.mean, "std": background.std}
+
+
+def _reap(pid: int) -> None:
+    """Wait for the child on a thread: it leaves no zombie, and nobody waits for its end."""
+
+    def wait() -> None:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, 0)
+
+    threading.Thread(target=wait, name="gitwiki-model-reaper", daemon=True).start()
 
 
 def _text(text: str) -> bytes:

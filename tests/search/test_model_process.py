@@ -44,6 +44,9 @@ OWNER = textwrap.dedent(
     report["asked"] = list(lender.embedder().asked) if lender is not None and lender.embedder() else []
     own = embed.own_model(config)
     report["own"] = own is not None and type(own).__name__
+    deadline = time.monotonic() + 30  # it ends at its socket's end, reaped on a thread
+    while lender is not None and os.path.exists(f"/proc/{lender.pid}") and time.monotonic() < deadline:
+        time.sleep(0.02)
     report["child_gone"] = lender is None or not os.path.exists(f"/proc/{lender.pid}")
     report["own_answer"] = ask()
     report["notice"] = embed.lexical_notice(config, wiki.index_dir)
@@ -150,3 +153,47 @@ def test_a_process_with_threads_loads_the_model_on_a_thread_not_in_a_fork(repo, 
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) is True
+
+
+HUNG = textwrap.dedent(
+    """
+    import json, os, signal, sys, time
+    from gitwiki.search import model_process
+    from gitwiki.index import embed
+
+    model_process.ASK_TIMEOUT = 1.0
+    model_process.load_for_owner(sys.argv[1])
+    from gitwiki.wiki import Wiki
+
+    wiki = Wiki.open(sys.argv[1])
+    lender = embed._lent[wiki.config.embeddings]
+    assert lender.ready()
+    os.kill(lender.pid, signal.SIGSTOP)  # hung: alive, answering nothing
+    started = time.monotonic()
+    answer = wiki.search(sys.argv[2], mode="hybrid").to_json()
+    print(json.dumps({
+        "seconds": time.monotonic() - started,
+        "mode": answer["mode"],
+        "docs": [d["path"] for d in answer["docs"]],
+        "lent": embed.lent(wiki.config.embeddings),
+        "own": type(embed.loaded(wiki.config.embeddings)).__name__,
+    }))
+    """
+)
+
+
+@needs_model
+def test_a_hung_model_process_is_ended_and_the_owner_answers_with_its_own_copy(repo, cli):
+    _indexed(repo, cli)
+    done = subprocess.run(
+        [sys.executable, "-c", HUNG, str(repo.path), "walrus number 3"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["mode"] == "hybrid" and report["docs"][0] == "wiki/p3.md"
+    assert not report["lent"] and report["own"] == "OnnxEmbedder"
+    assert report["seconds"] < 30  # the ask's bound, then the owner's own load
