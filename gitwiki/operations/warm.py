@@ -16,8 +16,8 @@ from gitwiki.wiki import Wiki
 
 log = logging.getLogger("gitwiki.operations.warm")
 
-# How long a new owner leaves its first queries to the model's own process (`embed.load_for_owner`) before it loads
-# the model itself: its imports and load beside a session's first calls would slow them (they share the GIL).
+# How long a new owner leaves its queries to its model's process (`model_process.load_for_owner`) after its warm-up,
+# before it loads the model itself: that import and load beside a session's next calls would slow them (one GIL).
 LEND_FOR = 0.2
 
 
