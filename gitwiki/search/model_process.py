@@ -73,6 +73,7 @@ class ModelProcess:
         self._sock = sock
         self._lock = threading.Lock()
         self._said: bool | None = None  # whether the model loaded there, once it has said
+        self._open = True  # until the socket is closed and the child reaped: its pid is not signalled after that
         self._lent = Lent(config, self, model_key(config))
 
     @classmethod
@@ -116,31 +117,38 @@ class ModelProcess:
                     self._lent.dim = int(dim) if self._said else 0
                     self._sock.settimeout(ASK_TIMEOUT)
                 except (OSError, ValueError, EOFError):
-                    self._end()
+                    self._end(kill=True)
             return bool(self._said)
 
     def ask(self, kind: bytes, request: bytes) -> bytes:
         """The child's answer; a child that fails to give it (gone, or hung past ASK_TIMEOUT) is ended, and its
         model no longer lent."""
         with self._lock:
+            if not self._open:
+                raise EOFError  # closed by the owner's own load meanwhile
             try:
                 self._sock.sendall(_framed(kind + request))
                 return _read(self._sock)
             except (OSError, ValueError, EOFError):
-                self._end()
+                self._end(kill=True)
                 raise
 
     def close(self) -> None:
         """The child ends at its socket's end (after its load, if it still loads)."""
         with self._lock:
-            self._sock.close()
-        _reap(self.pid)
+            self._end(kill=False)
 
-    def _end(self) -> None:
+    def _end(self, kill: bool) -> None:
+        """Once: the socket closed, the child killed where it failed or hung, and reaped; the model no longer lent.
+        Under the lock."""
+        if not self._open:
+            return
+        self._open = False
         self._said = False
         self._sock.close()
-        with contextlib.suppress(OSError):
-            os.kill(self.pid, signal.SIGKILL)
+        if kill:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
         _reap(self.pid)
 
 

@@ -48,6 +48,11 @@ OWNER = textwrap.dedent(
     while lender is not None and os.path.exists(f"/proc/{lender.pid}") and time.monotonic() < deadline:
         time.sleep(0.02)
     report["child_gone"] = lender is None or not os.path.exists(f"/proc/{lender.pid}")
+    try:  # a search that raced the owner's own load: refused, the (reaped) pid never signalled
+        lender is not None and lender.ask(b"q", b"late")
+        report["late_ask"] = "answered"
+    except EOFError:
+        report["late_ask"] = "refused"
     report["own_answer"] = ask()
     report["notice"] = embed.lexical_notice(config, wiki.index_dir)
     print(json.dumps(report))
@@ -82,7 +87,7 @@ def test_a_lent_model_ranks_as_the_owners_own_copy_and_the_owner_imports_neither
     assert report["lent"] and report["child_name"] == "gitwiki-model"
     assert report["heavy_before_own"] == []  # the dense half of the first search ran in the model's process
     assert report["asked"] == ["walrus number 3"]  # for the owner's own copy to embed again (operations.warm)
-    assert report["own"] == "OnnxEmbedder" and report["child_gone"]
+    assert report["own"] == "OnnxEmbedder" and report["child_gone"] and report["late_ask"] == "refused"
     lent, own = report["lent_answer"], report["own_answer"]
     assert lent["mode"] == "hybrid" and lent["docs"], lent
     assert lent == own  # the same pages, chunks, scores and traces, bit for bit
