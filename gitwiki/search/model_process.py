@@ -249,6 +249,8 @@ class _Rankers:
     view is that, or differs by the pages edited since."""
 
     def __init__(self, wanted: embed.Wanted) -> None:
+        from gitwiki.search.searcher import CorpusView
+
         self._searchers: dict[tuple[str, int], Searcher | None] = {}
         try:
             searcher = self._searcher(str(wanted.index_dir), wanted.depth)
@@ -259,8 +261,12 @@ class _Rankers:
                 for corpus in wanted.corpora:
                     state = searcher.store.state(corpus)
                     if state is not None and state.model == model:
-                        blob_paths = {blob: path for path, blob in sorted(searcher.store.pages(corpus).items())}
-                        searcher.read_ahead_rows(f"ahead:{corpus}", model, blob_paths)
+                        # keyed as the owner keys a clean tree's view (sources.local): its first search's matrix is
+                        # this one; another view of the corpus takes its rows
+                        pages = searcher.store.pages(corpus)
+                        searcher.read_ahead(
+                            CorpusView(corpus, state.commit, pages, (), f"{corpus}:{state.tree}"), model
+                        )
         except Exception:  # only a head start: a request reads what it needs, or says it cannot
             self._searchers.clear()
 

@@ -547,12 +547,8 @@ class Searcher:
     def read_ahead(self, view: CorpusView, model: str) -> None:
         """Read the vectors `view`'s dense search by `model` needs, before its query vector is there: a search of a
         view that shares its pages reads only the rest, and the matrix read here is dropped once it has."""
-        self.read_ahead_rows(view.key, model, self._blob_paths(view))
-
-    def read_ahead_rows(self, key: str, model: str, blob_paths: dict[str, str]) -> None:
-        """`read_ahead` of the view `key`, given its pages' blobs."""
-        self._matrix(key, model, blob_paths)
-        self._ahead = (model, key)
+        self._matrix(view.key, model, self._blob_paths(view))
+        self._ahead = (model, view.key)
 
     def _matrix(self, view_key: str, model: str, blob_paths: dict[str, str]) -> DenseMatrix:
         import numpy as np
