@@ -198,9 +198,7 @@ class Bridge:
 
     def take(self, line: bytes, answered_early: bool = False) -> None:
         """A line from the client: answered here, or passed to the owner."""
-        checked = early.check(line)
-        message = checked.message
-        reply = checked.reply if message is None else early.answer_message(message, len(line), self._answers)
+        message, reply = early.reply_to(line, self._answers)
         if message is None or reply is not None:
             if reply:
                 self._write(reply)

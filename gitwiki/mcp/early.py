@@ -216,14 +216,14 @@ class EarlyStdio:
         self._out.join(timeout=5)
 
 
-def reply_to(line: bytes, answers: dict[str, dict[str, Any]]) -> bytes | None:
-    """Our answer to a client's line (`answers`: era → method → result, see `early_answers`), b"" to drop it,
-    None to pass it to the SDK. A line that is not a message the SDK can take (`mcp.framing`) is answered or
-    dropped here, never passed on: the SDK answers nothing it cannot parse."""
+def reply_to(line: bytes, answers: dict[str, dict[str, Any]]) -> tuple[dict[str, Any] | None, bytes | None]:
+    """The message a client's line holds (None when `check` refused it) and our answer to it (`answers`: era →
+    method → result, see `early_answers`): b"" to drop it, None to pass it on. A line that is not a message the SDK
+    can take (`mcp.framing`) is answered or dropped here, never passed on: the SDK answers nothing it cannot parse."""
     checked = check(line)
     if checked.message is None:
-        return checked.reply
-    return answer_message(checked.message, len(line), answers)
+        return None, checked.reply
+    return checked.message, answer_message(checked.message, len(line), answers)
 
 
 def check(line: bytes) -> framing.Checked:
