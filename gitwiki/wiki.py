@@ -43,6 +43,9 @@ class Wiki:
         self.default = default  # the default corpus when not the first (see repositories.for_checkout)
         self.repositories = Repositories(config.repositories, config.search)
         self.local = LocalCorpora(self)  # this checkout's corpora: views, worktree overlays, query-time embedding
+        # A long-lived process (the owner) that searches again and again: its searcher keeps BM25's postings
+        # (`Searcher.keep_postings`), and so does the one an index opened again makes.
+        self.resident = False
 
     @classmethod
     def open(cls, start: str | os.PathLike[str] = ".") -> Wiki:
@@ -64,7 +67,10 @@ class Wiki:
 
     @functools.cached_property
     def searcher(self) -> Searcher:
-        return Searcher.configured(self.store, self.config.search)
+        searcher = Searcher.configured(self.store, self.config.search)
+        if self.resident:
+            searcher.keep_postings()
+        return searcher
 
     @property
     def open_index(self) -> Store | None:

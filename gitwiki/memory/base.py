@@ -25,7 +25,7 @@ from gitwiki.memory.entry import Entry, TopicPage, entry_terms, now_iso, parse_p
 if TYPE_CHECKING:
     from gitwiki.index.store import Store
     from gitwiki.index.store.memory_entries import MemoryEntries
-    from gitwiki.memory.bm25 import Lexicon
+    from gitwiki.search.lexicon import Lexicon
     from gitwiki.wiki import Wiki
 
 CHECKPOINTS = "checkpoints"
@@ -105,7 +105,7 @@ class Memory:
         # A parsed page's entries by search term and by first line (`_postings`), built on a page's first search.
         self._postings: dict[Path, Postings] = {}
         self._paths: dict[str, Path] = {}  # topic page files by name, made once (`topic_files`)
-        self.lexicon: Lexicon | None = None  # BM25 postings kept warm when `resident` (gitwiki.memory.bm25)
+        self.lexicon: Lexicon | None = None  # BM25 postings kept warm when `resident` (gitwiki.search.lexicon)
 
     @classmethod
     def open(cls, start: str | os.PathLike[str] = ".", *, cache: bool = False) -> Memory:

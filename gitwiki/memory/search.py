@@ -363,18 +363,18 @@ def _lexical(
     mem: Memory, view: CorpusView, words: str, stats: TermStats | None
 ) -> tuple[ranking.Ranked, dict[int, str]]:
     """The BM25 ranking of the view's chunks: in a process that searches again and again, from the postings kept
-    warm (`gitwiki.memory.bm25`, the same scores), else FTS5's."""
+    warm (`gitwiki.search.lexicon`, the same scores), else FTS5's."""
     from gitwiki.index.tokens import query_terms as fts_terms
-    from gitwiki.memory import bm25
+    from gitwiki.search import lexicon
 
     searcher = mem.wiki.searcher
     terms = fts_terms(words)
-    if mem.resident and bm25.plain(terms):
+    if mem.resident and lexicon.plain(terms):
         store = mem.search_index
         if mem.lexicon is None or mem.lexicon.store is not store:
-            mem.lexicon = bm25.Lexicon(store)
-        given = stats if stats is not None else store.term_stats(terms)
-        return mem.lexicon.ranking(view.pages.values(), terms, given, searcher.depth)
+            mem.lexicon = lexicon.Lexicon(store)
+        given = stats if stats is not None else mem.lexicon.term_stats(terms)
+        return mem.lexicon.ranking(view.pages.values(), terms, given, searcher.depth, view.key)
     found, blob_of = searcher.rankings(view, words, "lexical", None, 1, stats)
     return found.rankings.get("lexical", []), blob_of
 

@@ -19,6 +19,7 @@ from gitwiki.index.store import BlobInfo, ChunkRow, IndexDamaged, Store, lead_de
 from gitwiki.index.tokens import STOP_WORDS, fts_query, query_terms, tokenize, words
 from gitwiki.markdown.chunker import fallback_title
 from gitwiki.search.helper_thread import helper_thread
+from gitwiki.search.lexicon import Lexicon, plain
 from gitwiki.search.query_vectors import QueryVectors
 from gitwiki.search.ranking import (
     DEFAULT_WEIGHTING,
@@ -61,6 +62,9 @@ class CorpusView(NamedTuple):
 MAX_QUERY_CHARS = 4_000
 # chunk ids whose blob a searcher keeps at most (`Searcher._matches`): 64k of them hold about 6 MB
 MAX_KEPT_BLOBS = 1 << 16
+# The largest index (its full-text tokens, every page version and corpus) whose views' postings a long-lived process
+# keeps (`Searcher.keep_postings`): 1,000 tldr pages are 88,000 tokens and ~3 MiB of postings
+KEEP_TOKENS = 1_000_000
 
 
 def check_query(query: str) -> None:
@@ -221,6 +225,13 @@ class Searcher:
         self._blobs: tuple[tuple[int, int], dict[int, str]] = ((-1, -1), {})
         self._ahead: tuple[str, str] | None = None  # the matrix `read_ahead` made, until a search's takes its rows
         self.queries = QueryVectors()
+        self._lexicon: Lexicon | None = None  # BM25's postings, kept when `keep_postings` was asked
+
+    def keep_postings(self) -> None:
+        """For a long-lived process: rank BM25 from the postings of the views searched, kept in memory
+        (`search.lexicon`: FTS5's scores, to the bit) while the index holds at most KEEP_TOKENS tokens."""
+        if self._lexicon is None:
+            self._lexicon = Lexicon(self.store, gathered=True)
 
     @classmethod
     def configured(cls, store: Store, config: SearchConfig) -> Searcher:
@@ -260,7 +271,7 @@ class Searcher:
             return self._beside(view, query, embedder, blob_paths, pages)
         if mode in ("hybrid", "lexical"):
             rankings["lexical"] = (
-                self._lexical(query, blob_paths, blob_of, pages)
+                self._lexical(query, blob_paths, blob_of, pages, view.key)
                 if stats is None
                 else self._lexical_with(query, blob_paths, blob_of, pages, stats)
             )
@@ -282,7 +293,7 @@ class Searcher:
         and onnxruntime let go of the GIL): the model's run hides BM25's, and this thread, which runs the model as
         it would alone, seldom waits. Only the other thread uses the index meanwhile: the dense matrix is kept."""
         lexical_of: dict[int, str] = {}
-        ranking = helper_thread("gitwiki-bm25").submit(self._lexical, query, blob_paths, lexical_of, pages)
+        ranking = helper_thread("gitwiki-bm25").submit(self._lexical, query, blob_paths, lexical_of, pages, view.key)
         time.sleep(0)  # let go of the GIL: the worker starts now, not when this thread next waits
         dense_of: dict[int, str] = {}
         try:
@@ -441,20 +452,49 @@ class Searcher:
             self._paths = (view.key, blob_paths)
         return self._paths[1]
 
-    def _lexical(self, query: str, blob_paths: dict[str, str], blob_of: dict[int, str], pages: int) -> Ranked:
+    def _lexical(
+        self, query: str, blob_paths: dict[str, str], blob_of: dict[int, str], pages: int, key: str | None = None
+    ) -> Ranked:
         match = fts_query(query)
         if match is None:
             return []
-        limit = self.depth * 4
+        kept = self._kept(query)
+        limit = self.depth * 4 if kept is None else self.depth  # the kept postings rank the view's rows alone
         while True:
-            found = self._matches(match, limit)
-            pool = candidates([(cid, blob, s) for cid, blob, s in found if blob in blob_paths], pages, self.depth)
+            if kept is None:
+                found = self._matches(match, limit)
+                viewed = [(cid, blob, s) for cid, blob, s in found if blob in blob_paths]
+            else:
+                found = viewed = self._kept_matches(kept, blob_paths, limit, key)
+            pool = candidates(viewed, pages, self.depth)
             # Other corpora and old page versions share the table, and one page can own most matches: look
             # deeper while they crowd out the pages asked for.
             if (len(pool) >= self.depth and len({blob for _, blob, _ in pool}) >= pages) or len(found) < limit:
                 blob_of.update((cid, blob) for cid, blob, _ in pool)
                 return [(cid, s) for cid, _, s in pool]
             limit *= 8
+
+    def _kept(self, query: str) -> tuple[Lexicon, list[str], TermStats] | None:
+        """The kept postings, the query's terms and their statistics, when BM25 is ranked from them (`keep_postings`,
+        terms FTS5 reads as they are, an index within KEEP_TOKENS)."""
+        lexicon = self._lexicon
+        if lexicon is None:
+            return None
+        terms = query_terms(query)
+        if not plain(terms):
+            return None
+        stats = lexicon.term_stats(terms)
+        if stats.tokens > KEEP_TOKENS:
+            lexicon.forget()
+            return None
+        return lexicon, terms, stats
+
+    def _kept_matches(
+        self, kept: tuple[Lexicon, list[str], TermStats], blob_paths: dict[str, str], limit: int, key: str | None
+    ) -> list[tuple[int, str, float]]:
+        """`_matches` from the kept postings, over the view's pages only."""
+        lexicon, terms, stats = kept
+        return lexicon.rows(blob_paths, terms, stats, limit, key)
 
     def _matches(self, match: str, limit: int) -> list[tuple[int, str, float]]:
         """`store.lexical(match, limit)`, each chunk's blob taken from those kept: a chunk id names the same blob until

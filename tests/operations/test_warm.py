@@ -55,7 +55,9 @@ def test_the_warm_up_watches_the_corpora_after_its_searches(repo, monkeypatch):
     monkeypatch.setattr(Wiki, "search", lambda self, *a, **k: steps.append("search") or search(self, *a, **k))
     monkeypatch.setattr(Wiki, "watch", lambda self: steps.append("watch") or watch(self))
     warm_up(wiki, threading.Lock())
-    assert steps == ["search", "watch"]
+    assert steps == ["search", "watch", "search"]  # the last one reads BM25's postings (Searcher.keep_postings)
+    kept = wiki.searcher._lexicon
+    assert wiki.resident and kept is not None and kept.view is not None and kept.view.blobs
     asked: list[str] = []
     status = GitRepo.worktree_changes
     monkeypatch.setattr(GitRepo, "worktree_changes", lambda self, c: asked.append(c.name) or status(self, c))

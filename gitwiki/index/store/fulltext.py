@@ -74,7 +74,7 @@ class FullText(Database):
     def blob_rows(self, blobs: Iterable[str]) -> list[tuple[int, str, str, str, int]]:
         """(chunk id, blob, head, body, tokens) of every full-text row of `blobs`: the columns as indexed and
         the row's length as FTS5's `bm25()` reads it (its docsize record), to score them outside SQLite
-        (`memory.bm25`)."""
+        (`search.lexicon`)."""
         rows = self._select_in(
             "SELECT c.id, c.blob, f.head, f.body, d.sz FROM chunks c JOIN fts f ON f.rowid = c.id "
             "JOIN fts_docsize d ON d.id = c.id WHERE c.blob IN ({marks})",

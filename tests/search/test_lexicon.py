@@ -1,20 +1,22 @@
-"""BM25 kept warm (gitwiki.memory.bm25) scores what FTS5's `bm25()` scores, to the bit: the same chunks in the same
+"""BM25 kept warm (gitwiki.search.lexicon) scores what FTS5's `bm25()` scores, to the bit: the same chunks in the same
 order with the same doubles, over an index that also holds old page versions (stale rows count in FTS5's
 statistics), ties included; and a resident memory's search equals a command's (FTS5) search."""
 
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from datetime import UTC, datetime
 
 import pytest
 
 from gitwiki.index.tokens import fts_query, query_terms
-from gitwiki.memory import bm25
 from gitwiki.memory import search as search_mod
 from gitwiki.memory.base import Memory
 from gitwiki.memory.entry import Entry, render_page
+from gitwiki.search import lexicon as lexicon_mod
+from gitwiki.search.lexicon import Lexicon, plain
 from gitwiki.wiki import Wiki
 from tests.helpers import GitRepoFixture, isolate
 
@@ -68,7 +70,7 @@ def fts5(mem: Memory, query: str, blobs: set[str], depth: int) -> list[tuple[int
 def test_the_warm_postings_rank_as_fts5_to_the_bit(memory, depth):
     store = memory.search_index
     blobs = {v.blob for v in memory.versions(None).values()}
-    lexicon = bm25.Lexicon(store)
+    lexicon = Lexicon(store)
     with memory.read():
         total = store.term_stats([])
         assert total.rows > sum(1 for _ in blobs)  # old versions and index.md share the table
@@ -93,15 +95,16 @@ def test_a_resident_search_finds_what_a_command_finds(memory):
 
 
 def test_only_plain_terms_are_scored_outside_fts5():
-    assert bm25.plain(["deploy", "k8s", "v2"])
-    assert not bm25.plain([])
-    assert not bm25.plain(["déploy"])  # unicode61 folds and splits by its own tables
-    assert not bm25.plain(["Deploy"]) and not bm25.plain(["a b"]) and not bm25.plain(["x-y"])
+    assert plain(["deploy", "k8s", "v2"])
+    assert not plain([])
+    assert not plain(["déploy"])  # unicode61 folds and splits by its own tables
+    assert not plain(["Deploy"]) and not plain(["a b"]) and not plain(["x-y"])
 
 
-def test_replaced_page_versions_are_forgotten(memory):
+def test_replaced_page_versions_are_forgotten(memory, monkeypatch):
+    monkeypatch.setattr(lexicon_mod, "VIEWS_KEPT", 1)  # the page set searched last alone
     store = memory.search_index
-    lexicon = bm25.Lexicon(store)
+    lexicon = Lexicon(store)
     blobs = {v.blob for v in memory.versions(None).values()}
     with memory.read():
         old = {r[0] for r in store.conn.execute("SELECT DISTINCT blob FROM chunks")} - blobs
@@ -119,7 +122,7 @@ def test_a_page_version_indexed_again_is_read_again(memory):
     store = memory.search_index
     versions = memory.versions(None)
     blobs = {v.blob for v in versions.values()}
-    lexicon = bm25.Lexicon(store)
+    lexicon = Lexicon(store)
     with memory.read():
         lexicon.ranking(blobs, ["deploy"], store.term_stats(["deploy"]), 200)
     again = versions["git"]
@@ -134,3 +137,112 @@ def test_a_page_version_indexed_again_is_read_again(memory):
         asked = blobs | {"0" * 40}  # another view than the last (one page more, never indexed)
         ranked, _ = lexicon.ranking(asked, ["deploy"], store.term_stats(["deploy"]), 200)
         assert ranked and ranked == fts5(memory, "deploy", blobs, 200)
+
+
+# ---- a wiki's searcher (`Searcher.keep_postings`, the owner's)
+
+TWO_CORPORA = (
+    '[[corpus]]\nname = "wiki"\npath = "wiki"\n[[corpus]]\nname = "notes"\npath = "notes"\n'
+    "[embeddings]\nenabled = false\n"
+)
+WIKI_QUERIES = [
+    "deploy",
+    "rollback the argo deploy",
+    "helm secret token",
+    "how do I rotate a kubectl token",
+    "docker volume cache rebase",
+    "nothing matches zzz",
+    "déploiement argo",  # a term FTS5's unicode61 folds: FTS5 ranks it
+    "the",  # stop words only: the stemmed words are searched
+]
+
+
+def wiki_pages(rng: random.Random, prefix: str, n: int) -> dict[str, str]:
+    pages = {}
+    for i in range(n):
+        sections = "\n\n".join(
+            f"## {rng.choice(WORDS).title()} {j}\n\n" + " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 40)))
+            for j in range(rng.randint(1, 4))
+        )
+        pages[f"{prefix}/p{i:02d}.md"] = f"# Page {i} {rng.choice(WORDS)}\n\n{sections}\n"
+    pages[f"{prefix}/same.md"] = "# Same\n\ndeploy the argo rollback\n"  # tied with its copy below
+    pages[f"{prefix}/copy.md"] = "# Same\n\ndeploy the argo rollback\n"
+    return pages
+
+
+def answers(wiki: Wiki, corpus: str) -> list[str]:
+    return [
+        json.dumps(wiki.search(q, corpus, mode="lexical", top_files=8, explain=True).to_json()) for q in WIKI_QUERIES
+    ]
+
+
+def test_a_resident_wiki_search_answers_as_fts5_does(repo):
+    rng = random.Random(7)
+    repo.commit("init", {".gitwiki.toml": TWO_CORPORA, **wiki_pages(rng, "wiki", 30), **wiki_pages(rng, "notes", 12)})
+    repo.commit("v2", wiki_pages(rng, "wiki", 20))  # old versions of 20 pages stay in the table
+    cold, warm = Wiki.open(repo.path), Wiki.open(repo.path)
+    warm.resident = True
+    for corpus in ("wiki", "notes"):
+        assert answers(warm, corpus) == answers(cold, corpus)
+    kept = warm.searcher._lexicon
+    assert kept is not None and kept.view is not None and kept.view.postings is not None
+    assert cold.searcher._lexicon is None
+    both = [view for _, view in kept.views.values()]
+    assert len(both) == 2
+    for corpus in ("wiki", "notes"):  # searched in turn, each corpus's view is kept, not gathered again
+        warm.search("deploy", corpus, mode="lexical")
+    again = [view for _, view in kept.views.values()]
+    assert len(again) == 2 and all(a is b for a, b in zip(again, both, strict=True))
+    # the worktree changes the view: a page edited, one added, one deleted
+    repo.write("wiki/p03.md", "# Three\n\nkubectl rollback of the helm secret\n")
+    repo.write("wiki/new.md", "# New\n\nthe zebracorn docker volume\n")
+    (repo.path / "wiki/p04.md").unlink()
+    assert answers(warm, "wiki") == answers(cold, "wiki")
+    assert [d.path for d in warm.search("zebracorn", mode="lexical").docs] == ["wiki/new.md"]
+    cold.close()
+    warm.close()
+
+
+def test_an_index_past_what_is_kept_is_ranked_by_fts5(repo, monkeypatch):
+    from gitwiki.search import searcher as searcher_mod
+
+    repo.commit("init", {".gitwiki.toml": TWO_CORPORA, **wiki_pages(random.Random(3), "wiki", 10)})
+    warm = Wiki.open(repo.path)
+    warm.resident = True
+    first = answers(warm, "wiki")
+    assert warm.searcher._lexicon is not None and warm.searcher._lexicon.blobs
+    monkeypatch.setattr(searcher_mod, "KEEP_TOKENS", 10)
+    assert answers(warm, "wiki") == first
+    assert not warm.searcher._lexicon.blobs  # forgotten: FTS5 ranked
+    warm.close()
+
+
+def test_an_index_opened_again_keeps_its_postings(repo):
+    repo.commit("init", {".gitwiki.toml": TWO_CORPORA, **wiki_pages(random.Random(4), "wiki", 5)})
+    warm = Wiki.open(repo.path)
+    warm.resident = True
+    warm.search("deploy", mode="lexical")
+    warm.reopen()  # as after `gitwiki pull`
+    warm.search("deploy", mode="lexical")
+    assert warm.searcher._lexicon is not None and warm.searcher._lexicon.store is warm.store
+    warm.close()
+
+
+def test_a_write_elsewhere_in_the_index_keeps_the_gathered_view(repo):
+    rng = random.Random(9)
+    repo.commit("init", {".gitwiki.toml": TWO_CORPORA, **wiki_pages(rng, "wiki", 8), **wiki_pages(rng, "notes", 4)})
+    warm = Wiki.open(repo.path)
+    warm.resident = True
+    answers(warm, "wiki")
+    kept = warm.searcher._lexicon
+    assert kept is not None
+    view = kept.view
+    assert view is not None
+    generation = kept.views[view.key][0]
+    repo.commit("notes only", {"notes/extra.md": "# Extra\n\nhelm token\n"})
+    warm.search("helm", "notes", mode="lexical")  # indexes the new page: the database's generation moves
+    cold = Wiki.open(repo.path)
+    assert answers(warm, "wiki") == answers(cold, "wiki")  # scored with the new statistics
+    assert kept.views[view.key][0] != generation and kept.view is view  # its rows were not read or gathered again
+    cold.close()
+    warm.close()
