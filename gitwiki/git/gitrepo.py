@@ -54,6 +54,9 @@ class HistoryEntry(NamedTuple):
 class GitRepo:
     def __init__(self, repo: pygit2.Repository):
         self._repo = repo
+        # commit id → HEAD as `head` gives it: a commit's tree never changes, and reading the commit object was
+        # most of a server's HEAD check before every query
+        self._heads: dict[pygit2.Oid | str, Commit] = {}
 
     @classmethod
     def discover(cls, start: str | os.PathLike[str] = ".") -> GitRepo:
@@ -91,13 +94,19 @@ class GitRepo:
         try:
             if self._repo.head_is_unborn:
                 return None
-            commit = self._repo.head.peel(pygit2.Commit)
+            ref = self._repo.head
+            known = self._heads.get(ref.target)
+            if known is None:
+                commit = ref.peel(pygit2.Commit)
+                if len(self._heads) >= 64:
+                    self._heads.clear()
+                known = self._heads[ref.target] = Commit(str(commit.id), str(commit.tree_id))
         except (KeyError, pygit2.GitError) as e:  # HEAD names a commit whose objects are gone
             raise MissingObject(
                 f"the git repository {self.root} is damaged: HEAD cannot be read ({e}), its objects are gone (an "
                 "interrupted gc or a disk clean-up?); repair it (`git fsck`) or restore it from a copy"
             ) from None
-        return Commit(str(commit.id), str(commit.tree_id))
+        return known
 
     def check_committable(self) -> None:
         """MissingObject unless a commit can be made on HEAD: HEAD and its tree are there (or HEAD is unborn)."""

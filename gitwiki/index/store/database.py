@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sized
 from contextlib import AbstractContextManager
@@ -43,7 +44,8 @@ class Database:
     def __init__(self, index_dir: Path, conn: sqlite3.Connection) -> None:
         self.index_dir = index_dir
         self.conn = conn
-        self._inode = _inode(index_dir / DB_NAME)
+        self._file = str(index_dir / DB_NAME)  # a str: `replaced` is asked before every query of a server
+        self._inode = _inode(self._file)
 
     def close(self) -> None:
         self.conn.close()
@@ -56,12 +58,12 @@ class Database:
         path = next((row[2] for row in self.conn.execute("PRAGMA database_list") if row[1] == "main"), "")
         if path and Path(path) == self.index_dir / DB_NAME:
             return memo_for(path, self._inode)  # the inode as it was connected to
-        return memo_for(path, _inode(Path(path)) if path else None)
+        return memo_for(path, _inode(path) if path else None)
 
     def replaced(self) -> bool:
         """Whether the database file was replaced since this store opened it (`gitwiki pull`, an artifact
         install or a rebuild in another process): this connection still reads the old, unlinked file."""
-        return _inode(self.index_dir / DB_NAME) != self._inode
+        return _inode(self._file) != self._inode
 
     def data_version(self) -> int:
         """Changes whenever another connection commits to this database (SQLite's own counter)."""
@@ -120,9 +122,9 @@ def question_marks(batch: Sized) -> str:
     return ",".join("?" * len(batch))
 
 
-def _inode(path: Path) -> int | None:
+def _inode(path: str) -> int | None:
     try:
-        return path.stat().st_ino
+        return os.stat(path).st_ino
     except OSError:
         return None
 
