@@ -24,10 +24,11 @@ import contextlib
 import itertools
 import logging
 import os
+import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from watchfiles._rust_notify import RustNotify
@@ -39,6 +40,27 @@ FENCE_DIR = "watch"
 # answer for this query.
 FENCE_TIMEOUT = 1.0
 _ids = itertools.count()
+
+
+class Watch(Protocol):
+    """What a query asks of a watch of the corpus folders (`start`)."""
+
+    def sync(self) -> int | None:
+        """The current generation, counting every change that happened before this call; None: ask git."""
+
+    def close(self) -> None: ...
+
+
+def start(folders: list[Path], index_dir: Path, ignored: tuple[Path, ...] = ()) -> Watch | None:
+    """A watch of `folders` (None where none can start: the caller asks git for each query): on Linux an inotify
+    instance of this process's own (`pages.inotify`: no fence), elsewhere watchfiles' with a fence per query."""
+    if sys.platform.startswith("linux"):
+        from gitwiki.pages.inotify import Inotify
+
+        own = Inotify.start(folders, (*ignored, index_dir))
+        if own is not None:
+            return own
+    return Watcher.start(folders, index_dir, ignored)
 
 
 class Watcher:

@@ -46,7 +46,7 @@ OVERLAY_WAIT = 2.0
 
 if TYPE_CHECKING:
     from gitwiki.index.background_embed import BackgroundEmbedder
-    from gitwiki.pages.watch import Watcher
+    from gitwiki.pages.watch import Watch
 
 
 class CorpusStatus(NamedTuple):
@@ -102,7 +102,7 @@ class LocalCorpora:
     def __init__(self, checkout: Checkout) -> None:
         self.checkout = checkout
         self._pages: dict[str, tuple[str, dict[str, str]]] = {}  # corpus → (tree, indexed listing)
-        self._watcher: Watcher | None = None
+        self._watcher: Watch | None = None
         self._overlays: dict[str, tuple[tuple[object, ...], Overlay]] = {}  # corpus → (what it depends on, overlay)
         # corpus → ((overlay key, model, budget), pages past the budget): what the last embedding step left
         self._embedded: dict[str, tuple[tuple[object, ...], tuple[str, ...]]] = {}
@@ -139,12 +139,10 @@ class LocalCorpora:
         """For long-lived processes: watch the corpus folders, so a query asks git for the worktree status only
         after something changed on disk. False when watching is not possible here (each query asks git)."""
         if self._watcher is None:
-            from gitwiki.pages.watch import Watcher
+            from gitwiki.pages.watch import start
 
             folders = [self.root / c.path for c in self.config.corpora]
-            self._watcher = Watcher.start(
-                folders, self.checkout.index_dir, ignored=(self.repo.common_dir, self.repo.git_dir)
-            )
+            self._watcher = start(folders, self.checkout.index_dir, ignored=(self.repo.common_dir, self.repo.git_dir))
         return self._watcher is not None
 
     def view(self, c: CorpusConfig, at: str | None, worktree: bool, vectors: bool) -> CorpusView:

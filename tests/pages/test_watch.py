@@ -11,6 +11,7 @@ import pytest
 
 from gitwiki.git import gitrepo
 from gitwiki.pages import watch
+from gitwiki.pages.inotify import Inotify
 from gitwiki.pages.watch import Watcher
 from gitwiki.sources import local as local_module
 from gitwiki.wiki import Wiki
@@ -19,14 +20,30 @@ from tests.helpers import needs_model, python_prints
 LEXICAL = "[embeddings]\nenabled = false\n"
 
 
-@pytest.fixture
-def watched(repo, monkeypatch):
+def _watched(repo, monkeypatch, kind: str):
     # A fence later than FENCE_TIMEOUT asks git, as it should (test_a_late_fence_costs_one_status_and_the_watch_goes_on);
     # the other tests here count the watched path's status calls, which a stall of a loaded test host must not add to.
     monkeypatch.setattr(watch, "FENCE_TIMEOUT", 60.0)
+    if kind == "fence":  # watchfiles' watcher, as where there is no inotify of our own (not Linux)
+        monkeypatch.setattr(Inotify, "start", classmethod(lambda cls, *a, **k: None))
     repo.commit("pages", {".gitwiki.toml": LEXICAL, "wiki/deploy.md": "# Deploy\n\nWe deploy with argo.\n"})
     wiki = Wiki.open(repo.path)
     assert wiki.watch()
+    assert isinstance(wiki.local._watcher, Inotify if kind == "inotify" else Watcher)
+    return repo, wiki
+
+
+@pytest.fixture(params=["inotify", "fence"])
+def watched(repo, monkeypatch, request):
+    """A watched wiki, each test run with both watches."""
+    repo, wiki = _watched(repo, monkeypatch, request.param)
+    yield repo, wiki
+    wiki.close()
+
+
+@pytest.fixture
+def fenced(repo, monkeypatch):
+    repo, wiki = _watched(repo, monkeypatch, "fence")
     yield repo, wiki
     wiki.close()
 
@@ -89,7 +106,7 @@ def test_a_commit_or_staging_without_file_changes_is_seen(watched):
 
 def test_without_a_watch_each_query_asks_git(repo, status_calls, monkeypatch):
     repo.commit("pages", {".gitwiki.toml": LEXICAL, "wiki/deploy.md": "# Deploy\n\nWe deploy with argo.\n"})
-    monkeypatch.setattr(Watcher, "start", classmethod(lambda cls, *a, **k: None))
+    monkeypatch.setattr(watch, "start", lambda *a, **k: None)
     wiki = Wiki.open(repo.path)
     assert not wiki.watch()
     for _ in range(3):
@@ -97,8 +114,8 @@ def test_without_a_watch_each_query_asks_git(repo, status_calls, monkeypatch):
     assert len(status_calls) == 3
 
 
-def test_a_broken_watch_falls_back_to_git(watched, status_calls):
-    repo, wiki = watched
+def test_a_broken_fence_falls_back_to_git(fenced, status_calls):
+    repo, wiki = fenced
     wiki.search("argo")
     fences = wiki.local._watcher._fence_dir
     shutil.rmtree(fences)
@@ -110,8 +127,8 @@ def test_a_broken_watch_falls_back_to_git(watched, status_calls):
     fences.unlink()
 
 
-def test_a_late_fence_costs_one_status_and_the_watch_goes_on(watched, status_calls, monkeypatch):
-    repo, wiki = watched
+def test_a_late_fence_costs_one_status_and_the_watch_goes_on(fenced, status_calls, monkeypatch):
+    repo, wiki = fenced
     wiki.search("argo")
     monkeypatch.setattr(watch, "FENCE_TIMEOUT", 0.0)  # every fence is late
     repo.write("wiki/deploy.md", "# Deploy\n\nWe deploy with nomad.\n")
