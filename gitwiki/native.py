@@ -3,11 +3,15 @@ needs one class or function of a package whose `__init__` imports far more (watc
 anyio, multiprocessing and logging; pydantic_core's `to_json`: ~10 ms of `core_schema`; tokenizers' `Tokenizer`:
 3.8 ms of its pure-Python tokenizer classes), spent while its first call waits. The module is registered under its
 own name, so a later import of the package uses it, not a second load.
+
+And numpy, whose first import in a process is made by one thread at a time (`numpy`).
 """
 
 from __future__ import annotations
 
+import _thread  # not `threading`: this module is imported where a process stays lean
 import os
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -38,3 +42,22 @@ def extension(name: str) -> ModuleType | None:
                 sys.modules[name] = module
                 return module
     return None
+
+
+_FIRST_NUMPY = _thread.allocate_lock()
+
+
+def numpy() -> ModuleType:
+    """numpy, its first import in this process made by one thread at a time. A thread importing it while another
+    imports it too, or loads an extension that imports its core (onnxruntime, pyarrow), can find it half made, and
+    numpy (2.4) then refuses every later import in the process ("cannot load module more than once per process"): in
+    a server whose warm-up loaded the model while a call's memory search imported numpy, every search that needs it
+    failed from then on. Called for numpy where a thread may be the process's first to import it, and before
+    importing such an extension."""
+    found = sys.modules.get("numpy")
+    if found is not None and not getattr(getattr(found, "__spec__", None), "_initializing", False):
+        return found
+    with _FIRST_NUMPY:
+        import numpy as module
+
+        return module

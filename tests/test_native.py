@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from gitwiki.native import extension
-from tests.helpers import python_prints
+from tests.helpers import MODEL_DIR, MODEL_NAME, needs_model, python_prints
 
 
 def test_a_package_or_module_that_is_not_there_is_none_and_the_caller_imports_it_plainly():
@@ -52,3 +55,81 @@ def test_the_models_tokenizer_loads_without_the_tokenizers_package_and_encodes_a
         "print('|'.join(tokens), alone, tokenizers.Tokenizer is sys.modules['tokenizers.tokenizers'].Tokenizer)\n"
     )
     assert python_prints(code) == ["deploy|with|argo|##s", "False", "True"]
+
+
+RACE = """
+import sys, threading
+from gitwiki.config import EmbeddingsConfig
+from gitwiki.index.onnx_embed import lean_embedder
+from gitwiki.search.lexicon import _empty
+
+go, failed = threading.Barrier(2), []
+config = EmbeddingsConfig(model=sys.argv[1], model_path=sys.argv[2], weights="fp32")
+
+def model():  # the owner's warm-up thread loads its model (onnxruntime's extension imports numpy's core)
+    go.wait()
+    try:
+        assert lean_embedder(config) is not None
+    except ImportError as e:
+        failed.append(repr(e))
+
+def call():  # at the same moment a call's thread ranks a memory search's BM25 (numpy)
+    go.wait()
+    try:
+        _empty()
+    except ImportError as e:
+        failed.append(repr(e))
+
+threads = [threading.Thread(target=model), threading.Thread(target=call)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(failed or "whole")
+"""
+
+
+@needs_model
+def test_numpy_is_whole_when_the_model_loads_on_another_thread_at_the_same_moment():
+    """Unguarded, a thread importing numpy while another imported onnxruntime broke numpy for the process in 2 of 16
+    fresh interpreters here ("cannot load module more than once per process"): every later dense or memory search
+    of that server failed. 24 fresh interpreters race a model's load and a memory search's BM25."""
+    for _ in range(24):
+        run = subprocess.run(
+            [sys.executable, "-c", RACE, MODEL_NAME, str(MODEL_DIR)], capture_output=True, text=True, timeout=120
+        )
+        assert run.returncode == 0 and run.stdout.split() == ["whole"], run.stdout + run.stderr
+
+
+def test_numpy_and_what_imports_its_core_are_imported_through_the_guard():
+    """Every import of numpy at run time is `native.numpy()`, and onnxruntime, fastembed and lancedb are imported
+    after it in the same function: a first import by any other way could race another thread's."""
+    import ast
+    from pathlib import Path
+
+    import gitwiki
+
+    heavy = ("onnxruntime", "fastembed", "lancedb")
+    wrong = []
+    for path in Path(gitwiki.__file__).parent.rglob("*.py"):
+        tree = ast.parse(path.read_text(), str(path))
+        checking = {
+            id(n)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for n in ast.walk(node)
+        }
+        for func in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)):
+            guarded = min(
+                (c.lineno for c in ast.walk(func) if isinstance(c, ast.Call) and ast.unparse(c.func) == "numpy"),
+                default=None,
+            )
+            for node in ast.walk(func):
+                if id(node) in checking or not isinstance(node, ast.Import | ast.ImportFrom):
+                    continue
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                if path.name != "native.py" and any(n.split(".")[0] == "numpy" for n in names):
+                    wrong.append(f"{path.name}:{node.lineno} imports numpy")
+                if any(n.split(".")[0] in heavy for n in names) and (guarded is None or guarded > node.lineno):
+                    wrong.append(f"{path.name}:{node.lineno} imports {names} before numpy()")
+    assert wrong == []

@@ -20,6 +20,7 @@ from gitwiki.config import EmbeddingsConfig
 from gitwiki.errors import EmbeddingUnavailable, GitwikiError
 from gitwiki.fs import atomic_write
 from gitwiki.index.onnx_embed import OnnxEmbedder, lean_embedder, normalized, quantized
+from gitwiki.native import numpy
 
 if TYPE_CHECKING:
     import numpy as np
@@ -54,6 +55,7 @@ class FastembedEmbedder:
                     "at an ONNX model directory"
                 )
         try:
+            numpy()  # first, by one thread at a time: the extension imports numpy's core (gitwiki.native.numpy)
             from fastembed import TextEmbedding
         except ImportError as e:
             raise EmbeddingUnavailable(f"fastembed is not installed ({e}); run `pip install fastembed`") from None
@@ -93,7 +95,7 @@ class FastembedEmbedder:
         return str(found) if found else self._config.model_path
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
-        import numpy as np
+        np = numpy()
 
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -101,7 +103,7 @@ class FastembedEmbedder:
         return normalized(np.asarray(list(vectors), dtype=np.float32))
 
     def embed_query(self, text: str) -> np.ndarray:
-        import numpy as np
+        np = numpy()
 
         return normalized(np.asarray(list(self._model.query_embed(text))[0], dtype=np.float32)[None, :])[0]
 
@@ -129,6 +131,7 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
 
 def _register_if_unknown(model: str, model_path: str) -> None:
     """Let a local directory hold a model fastembed does not list (mean pooling, normalized)."""
+    numpy()  # first, by one thread at a time: the extension imports numpy's core (gitwiki.native.numpy)
     from fastembed import TextEmbedding
     from fastembed.common.model_description import ModelSource, PoolingType
 

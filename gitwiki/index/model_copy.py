@@ -44,6 +44,9 @@ def make(model_file: Path, quantized: bool = False) -> Path | None:
     cannot be written (no space, a read-only cache): loads then read the source as before. Written into a temporary
     folder renamed into place, so a process that dies meanwhile leaves no half copy to be used (and the next `make`
     removes what it left)."""
+    from gitwiki.native import numpy
+
+    numpy()  # first, by one thread at a time: the extension imports numpy's core (gitwiki.native.numpy)
     import onnxruntime as ort
 
     folder = _folder(model_file, ort.__version__, quantized)
@@ -81,6 +84,9 @@ def _quantized(model_file: Path, target: Path) -> Path:
     cosine; the word-embedding table's Gather is half the weights), written to `target`."""
     import logging
 
+    from gitwiki.native import numpy
+
+    numpy()  # first, by one thread at a time: the extension imports numpy's core (gitwiki.native.numpy)
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     class _Quiet(logging.Filter):  # its advice to pre-process the graph first, on the root logger: not for users

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki.config import EmbeddingsConfig
 from gitwiki.index import model_copy
+from gitwiki.native import numpy
 
 if TYPE_CHECKING:
     import numpy as np
@@ -74,6 +75,7 @@ class OnnxEmbedder:
     """An `embed.Embedder` for a model of `MODELS` whose files are in `model_dir`."""
 
     def __init__(self, config: EmbeddingsConfig, model_dir: Path, source: str) -> None:
+        numpy()  # first, by one thread at a time: the extension imports numpy's core (gitwiki.native.numpy)
         import onnxruntime as ort
 
         spec = MODELS[config.model]
@@ -119,7 +121,7 @@ class OnnxEmbedder:
         self.dim = width if isinstance(width, int) else int(self.embed_query("dimension probe").shape[0])
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
-        import numpy as np
+        np = numpy()
 
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -131,7 +133,7 @@ class OnnxEmbedder:
         """`_embed([text])`, normalized: for a text without padding (a batch of one has none, unless the tokenizer
         pads to a multiple) without the masked sum's numpy calls, which with the batch's tokenizing were 0.45 ms of a
         5 ms query embed; the same floats, bit for bit."""
-        import numpy as np
+        np = numpy()
 
         encoded = self._tokenizer.encode(text)
         if self._pooling != "mean" or not all(encoded.attention_mask):
@@ -146,7 +148,7 @@ class OnnxEmbedder:
         return self._pooled(self._tokenizer.encode_batch(texts))
 
     def _feeds(self, encoded: list[Encoding]) -> dict[str, np.ndarray]:
-        import numpy as np
+        np = numpy()
 
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
         feeds = {"input_ids": ids}
@@ -157,7 +159,7 @@ class OnnxEmbedder:
         return feeds
 
     def _pooled(self, encoded: list[Encoding]) -> np.ndarray:
-        import numpy as np
+        np = numpy()
 
         output = self._session.run(None, self._feeds(encoded))[0]
         if self._pooling == "cls":
@@ -172,7 +174,7 @@ class OnnxEmbedder:
 
 def normalized(matrix: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (all-zero rows stay zero): what every embedder of gitwiki returns."""
-    import numpy as np
+    np = numpy()
 
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / np.where(norms == 0, 1, norms)
@@ -187,6 +189,7 @@ def lean_embedder(config: EmbeddingsConfig) -> OnnxEmbedder | None:
         return None
     model_dir, source = found
     try:
+        numpy()  # first, by one thread at a time: the extension imports numpy's core (gitwiki.native.numpy)
         import onnxruntime as ort
     except ImportError:
         return None

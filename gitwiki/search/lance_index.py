@@ -92,6 +92,9 @@ class _Chunk(NamedTuple):
 def connect(uri: str) -> DBConnection:
     # lance logs routine events ("no existing dataset, it will be created") as warnings on stderr.
     os.environ.setdefault("LANCEDB_LOG", "error")
+    from gitwiki.native import numpy
+
+    numpy()  # first, by one thread at a time: pyarrow's extension imports numpy's core (gitwiki.native.numpy)
     import lancedb
 
     try:
@@ -288,6 +291,9 @@ def _has_vector_index(table: Table) -> bool:
 
 
 def _update_indexes(table: Table, changed: bool, rewritten: bool, ann_min_rows: int) -> None:
+    from gitwiki.native import numpy
+
+    numpy()  # (imported already by `connect`: the guard's rule, tests/test_native.py)
     from lancedb.index import FTS, IvfHnswSq
 
     indexed = {tuple(i.columns) for i in table.list_indices()}

@@ -24,9 +24,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.index.statistics import K1, B, TermStats
 from gitwiki.index.store.fulltext import FTS_WEIGHTS
+from gitwiki.native import numpy
 
 if TYPE_CHECKING:
     import numpy as np
+    from numpy import ndarray
 
     from gitwiki.index.store import Store
 
@@ -78,7 +80,7 @@ class View(NamedTuple):
 
 def _empty() -> Rows:
     """A page version without full-text rows (not indexed, or nothing to index)."""
-    import numpy as np
+    np = numpy()
 
     none = np.zeros(0, np.int64)
     return Rows(none, np.zeros(0, np.float64), none, np.zeros(1, np.int64), none, np.zeros(0, np.float64))
@@ -86,7 +88,7 @@ def _empty() -> Rows:
 
 def gather(parts: Sequence[Rows], offsets: Sequence[int]) -> Postings:
     """The postings of page versions `parts` (whose rows start at `offsets` in the view) as one table by term."""
-    import numpy as np
+    np = numpy()
 
     numbers = np.concatenate([np.repeat(p.terms, np.diff(p.starts)) for p in parts])
     at = np.concatenate([p.at + offset for p, offset in zip(parts, offsets, strict=True)])
@@ -101,7 +103,7 @@ def rows_of(records: Iterable[tuple[int, str, str, str, int]], vocabulary: dict[
     """The postings of each blob from its full-text rows (chunk id, blob, head, body, tokens); new terms are
     numbered in `vocabulary` (arrays per page, one dictionary in all: a dictionary per page was 14 MiB at
     10,000 entries)."""
-    import numpy as np
+    np = numpy()
 
     grouped: dict[str, list[tuple[int, str, str, int]]] = {}
     for cid, blob, head, body, length in records:
@@ -185,7 +187,7 @@ class Lexicon:
         self, blobs: Iterable[str], terms: Sequence[str], stats: TermStats, depth: int, key: str | None = None
     ) -> list[tuple[int, str, float]]:
         """`ranking`'s rows as (chunk id, blob, score)."""
-        import numpy as np
+        np = numpy()
 
         view = self._view(blobs, key)
         if not view.blobs or stats.rows <= 0:
@@ -245,7 +247,7 @@ class Lexicon:
     def _checked(self, wanted: tuple[str, ...], before: View | None) -> View:
         """The view of page set `wanted`, its rows read again where the index holds them under other chunk ids
         (`before`, the set's view made earlier, if its rows are all still the ones held)."""
-        import numpy as np
+        np = numpy()
 
         # Rows read before count only while their chunk ids are the ones indexed now: a version dropped after
         # a write and written again (an entry stored, then deleted) is indexed with new ids.
@@ -283,12 +285,12 @@ class Lexicon:
 
     def _postings(self, view: View, term: str) -> tuple[np.ndarray, np.ndarray]:
         """The view's rows holding `term` (positions) and the term's weighted frequency in each."""
-        import numpy as np
+        np = numpy()
 
         if term in view.terms:
             return view.terms[term]
-        at: list[np.ndarray] = []
-        freq: list[np.ndarray] = []
+        at: list[ndarray] = []
+        freq: list[ndarray] = []
         number = self.vocabulary.get(term, -1)  # -1: no page searched so far holds it
         if number >= 0 and view.postings is not None:
             table = view.postings

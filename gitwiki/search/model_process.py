@@ -32,6 +32,7 @@ from gitwiki.config import EmbeddingsConfig
 from gitwiki.errors import EmbeddingUnavailable
 from gitwiki.index import embed
 from gitwiki.index.onnx_embed import model_key, on_disk
+from gitwiki.native import numpy
 
 if TYPE_CHECKING:
     import numpy as np
@@ -174,7 +175,7 @@ class Lent:
         if embed.lent(self._config):
             self._asked(text)
             with contextlib.suppress(OSError, EOFError, ValueError):
-                import numpy as np
+                np = numpy()
 
                 return np.frombuffer(self._process.ask(b"q", _text(text)), dtype=np.float32).copy()
         return self._own().embed_query(text)
@@ -235,7 +236,7 @@ def _serve(wanted: embed.Wanted, sock: socket.socket) -> None:
         except EOFError:
             return
         if frame[:1] == b"q":
-            import numpy as np
+            np = numpy()
 
             answer = np.asarray(embedder.embed_query(frame[1:].decode("utf-8", "surrogatepass")), np.float32).tobytes()
         else:

@@ -26,6 +26,9 @@ class FastembedReranker:
     def __init__(self, model: str):
         self.model_id = model
         try:
+            from gitwiki.native import numpy
+
+            numpy()  # first, by one thread at a time: onnxruntime imports numpy's core (gitwiki.native.numpy)
             from fastembed.rerank.cross_encoder import TextCrossEncoder
         except ImportError as e:
             raise EmbeddingUnavailable(f"fastembed is not installed ({e}); run `pip install fastembed`") from None

@@ -18,6 +18,7 @@ from gitwiki.index.statistics import TermStats, bm25
 from gitwiki.index.store import BlobInfo, ChunkRow, IndexDamaged, Store, lead_description, vector_matrix
 from gitwiki.index.tokens import STOP_WORDS, fts_query, query_terms, tokenize, words
 from gitwiki.markdown.chunker import fallback_title
+from gitwiki.native import numpy
 from gitwiki.search.helper_thread import helper_thread
 from gitwiki.search.lexicon import Lexicon, plain
 from gitwiki.search.query_vectors import QueryVectors
@@ -565,7 +566,7 @@ class Searcher:
         """The chunks of the pages in `blob_paths` (the view `key`) closest to the query `vector` gives, as
         (chunk id, blob, cosine) best first (`candidates`), and the query's cosine over all of them; None when
         none of them has a vector of `model`."""
-        import numpy as np
+        np = numpy()
 
         dense = self._matrix(key, model, blob_paths)
         if not len(dense.ids):
@@ -591,7 +592,7 @@ class Searcher:
         self._ahead = (model, view.key)
 
     def _matrix(self, view_key: str, model: str, blob_paths: dict[str, str]) -> DenseMatrix:
-        import numpy as np
+        np = numpy()
 
         key = (model, view_key)
         if key in self._matrices:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from gitwiki.index.store.damage import string_list
 from gitwiki.index.store.pages import Pages, embed_text
+from gitwiki.native import numpy
 
 if TYPE_CHECKING:
     import numpy as np
@@ -105,7 +106,7 @@ def vector_matrix(raw: bytes, count: int) -> np.ndarray:
 
     An owned copy: matmul over a read-only view of the bytes measured ~20x slower.
     """
-    import numpy as np
+    np = numpy()
 
     if not count:
         return np.zeros((0, 0), np.float32)
