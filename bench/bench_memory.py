@@ -22,6 +22,7 @@ import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
 import time
 
@@ -149,6 +150,10 @@ def main() -> None:
         samples = anyio.run(run, repo, args)
         samples["embed"] = embed_floor(args.stores)
     finally:
+        # The session's owner outlives it ([mcp] idle_timeout): a next run would be served by this run's process,
+        # its code and its state, and the repo is reset under it.
+        stop = [sys.executable, "-m", "gitwiki", "-C", str(repo), "serve", "--stop"]
+        subprocess.run(stop, env=dict(os.environ), stdout=subprocess.DEVNULL, check=False)
         git(repo, "checkout", "-q", "--", ".")  # the repo is reused by the next run: drop the stored entries
         git(repo, "clean", "-fdq")
     summary = {
