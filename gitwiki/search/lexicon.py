@@ -170,6 +170,7 @@ class Lexicon:
         if missing:
             if len(holding) + len(missing) > TERMS_KEPT:
                 holding.clear()
+                missing = list(dict.fromkeys(terms))  # this query's terms held before are gone too
             found = self.store.term_chunks(missing)
             holding.update((t, found.get(t, 0)) for t in missing)
         return TermStats(totals[0], totals[1], {t: holding[t] for t in terms if holding.get(t)})

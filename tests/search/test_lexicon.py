@@ -246,3 +246,12 @@ def test_a_write_elsewhere_in_the_index_keeps_the_gathered_view(repo):
     assert kept.views[view.key][0] != generation and kept.view is view  # its rows were not read or gathered again
     cold.close()
     warm.close()
+
+
+def test_the_kept_statistics_are_the_indexs_own_when_many_terms_were_asked(memory, monkeypatch):
+    monkeypatch.setattr(lexicon_mod, "TERMS_KEPT", 3)  # every few queries the terms kept are dropped
+    lexicon = Lexicon(memory.search_index)
+    with memory.read():
+        for query in QUERIES:
+            terms = query_terms(query)
+            assert lexicon.term_stats(terms) == memory.search_index.term_stats(terms), query
