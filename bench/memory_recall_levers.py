@@ -103,6 +103,15 @@ def lever_main(lab: Lab, q: Question) -> dict:
     return fused_entries(lab, [q.lexical, q.dense])
 
 
+def lever_minmax(lab: Lab, q: Question) -> dict:
+    """Score fusion with min-max normalization in place of DBSF, the weights as they are."""
+    from gitwiki.search import ranking
+
+    lists = [q.lexical, q.dense]
+    fused = ranking.score_fusion(lists, lab.weighting.weights(lists), ranking.min_max)
+    return ranking.relative(ranking.best_of(fused, lab.entry_of))
+
+
 def dense_list(lab: Lab, vector: np.ndarray) -> list[tuple[int, float]]:
     ids = lab.extra_ids
     scores = lab.extra_matrix @ vector
@@ -482,6 +491,7 @@ def make_slot(k: int, sides: str) -> Callable[[Lab, Question], dict]:
 
 LEVERS: dict[str, Callable[[Lab, Question], dict]] = {
     "main": lever_main,
+    "minmax": lever_minmax,
     "prf3-0.5": make_prf(3, 0.5),
     "prf5-0.5": make_prf(5, 0.5),
     "prf3-1": make_prf(3, 1.0),
