@@ -27,6 +27,7 @@ from tests.serve.sessions import (
     sharing,
     start,
     status,
+    stop,
     text,
     wait_for,
 )
@@ -96,7 +97,7 @@ def test_the_session_that_started_the_owner_goes_on_in_the_relay_once_quiet(shar
     wait_for(lambda: is_relay(first), "the session to go on in the relay")
     assert first.call("tools/list") == {**tools, "id": tools["id"] + 2}
     assert text(first.tool("ground", query="helm rollback")) == text(answer)
-    os.kill(pid, signal.SIGSTOP)
+    stop(pid)
     out = first.request("tools/call", {"name": "ground", "arguments": {"query": "helm rollback"}})
     time.sleep(0.2)
     os.kill(pid, signal.SIGKILL)
@@ -109,7 +110,7 @@ def test_the_session_that_started_the_owner_goes_on_in_the_relay_once_quiet(shar
 def test_a_read_out_when_the_owner_dies_is_asked_again_and_the_relay_hands_over(shared):
     repo, _ = shared
     later, pid = relayed(shared)
-    os.kill(pid, signal.SIGSTOP)
+    stop(pid)
     out = later.request("tools/call", {"name": "ground", "arguments": {"query": "helm rollback"}})
     time.sleep(0.2)
     os.kill(pid, signal.SIGKILL)
@@ -121,7 +122,7 @@ def test_a_read_out_when_the_owner_dies_is_asked_again_and_the_relay_hands_over(
 
 def test_a_slow_owner_that_answers_its_status_keeps_the_session_in_the_relay(shared):
     later, pid = relayed(shared)
-    os.kill(pid, signal.SIGSTOP)
+    stop(pid)
     try:
         out = later.request("tools/call", {"name": "ground", "arguments": {"query": "helm rollback"}})
         time.sleep(relay.PROBE_EVERY + 1)  # the relay's status request waits too
