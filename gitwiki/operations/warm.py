@@ -68,9 +68,10 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
     # BM25 from postings kept in memory from now on: each corpus's are read now, a call at most waiting for one
     # (~45 ms at 1,000 pages), not before the first searches, which FTS5 answers meanwhile
     wiki.resident = True
+    with lock:
+        wiki.searcher.keep_postings()
     for name in indexed:
         with lock:
-            wiki.searcher.keep_postings()
             _warm(name, functools.partial(wiki.search, "warm up", name, mode="lexical"))
     release_freed_heap()
 

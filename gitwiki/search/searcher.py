@@ -16,7 +16,7 @@ from gitwiki.errors import EmbeddingUnavailable, UsageError
 from gitwiki.index.embed import Embedder
 from gitwiki.index.statistics import TermStats, bm25
 from gitwiki.index.store import BlobInfo, ChunkRow, IndexDamaged, Store, lead_description, vector_matrix
-from gitwiki.index.tokens import STOP_WORDS, fts_query, query_terms, tokenize, words
+from gitwiki.index.tokens import STOP_WORDS, fts_any, query_terms, tokenize, words
 from gitwiki.markdown.chunker import fallback_title
 from gitwiki.native import numpy
 from gitwiki.search.helper_thread import helper_thread
@@ -456,17 +456,18 @@ class Searcher:
     def _lexical(
         self, query: str, blob_paths: dict[str, str], blob_of: dict[int, str], pages: int, key: str | None = None
     ) -> Ranked:
-        match = fts_query(query)
+        terms = query_terms(query)
+        match = fts_any(terms)
         if match is None:
             return []
-        kept = self._kept(query)
+        kept = self._kept(terms)
         limit = self.depth * 4 if kept is None else self.depth  # the kept postings rank the view's rows alone
         while True:
             if kept is None:
                 found = self._matches(match, limit)
                 viewed = [(cid, blob, s) for cid, blob, s in found if blob in blob_paths]
             else:
-                found = viewed = self._kept_matches(kept, blob_paths, limit, key)
+                found = viewed = kept[0].rows(blob_paths, terms, kept[1], limit, key)
             pool = candidates(viewed, pages, self.depth)
             # Other corpora and old page versions share the table, and one page can own most matches: look
             # deeper while they crowd out the pages asked for.
@@ -475,27 +476,17 @@ class Searcher:
                 return [(cid, s) for cid, _, s in pool]
             limit *= 8
 
-    def _kept(self, query: str) -> tuple[Lexicon, list[str], TermStats] | None:
-        """The kept postings, the query's terms and their statistics, when BM25 is ranked from them (`keep_postings`,
-        terms FTS5 reads as they are, an index within KEEP_TOKENS)."""
+    def _kept(self, terms: list[str]) -> tuple[Lexicon, TermStats] | None:
+        """The kept postings and the statistics of `terms`, when BM25 is ranked from them (`keep_postings`, terms
+        FTS5 reads as they are, an index within KEEP_TOKENS)."""
         lexicon = self._lexicon
-        if lexicon is None:
-            return None
-        terms = query_terms(query)
-        if not plain(terms):
+        if lexicon is None or not plain(terms):
             return None
         stats = lexicon.term_stats(terms)
         if stats.tokens > KEEP_TOKENS:
             lexicon.forget()
             return None
-        return lexicon, terms, stats
-
-    def _kept_matches(
-        self, kept: tuple[Lexicon, list[str], TermStats], blob_paths: dict[str, str], limit: int, key: str | None
-    ) -> list[tuple[int, str, float]]:
-        """`_matches` from the kept postings, over the view's pages only."""
-        lexicon, terms, stats = kept
-        return lexicon.rows(blob_paths, terms, stats, limit, key)
+        return lexicon, stats
 
     def _matches(self, match: str, limit: int) -> list[tuple[int, str, float]]:
         """`store.lexical(match, limit)`, each chunk's blob taken from those kept: a chunk id names the same blob until
@@ -520,7 +511,8 @@ class Searcher:
     ) -> Ranked:
         """`_lexical` with BM25 scored by `stats` (`statistics.bm25`, FTS5's formula): FTS5 finds the matches by its
         own statistics, at least 4 × depth of them, and they are scored and cut again."""
-        match, terms = fts_query(query), query_terms(query)
+        terms = query_terms(query)
+        match = fts_any(terms)
         if match is None:
             return []
         limit = self.depth * 4
