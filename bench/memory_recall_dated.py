@@ -76,7 +76,7 @@ def main() -> None:
     age_days, hit = ms.age_days, ms._hit
 
     def ranks(dates: dict[tuple[str, int], datetime] | None, factor: bool) -> list[int | None]:
-        """memory search's ranks with the entries aged by `dates` (None: the build's one moment); `factor`: × recency."""
+        """memory search's ranks, the entries aged by `dates` (None: the build's one moment); `factor`: × recency."""
         now = max(dates.values()) + timedelta(days=1) if dates else None
 
         def aged(entry: Any, at: datetime) -> float:
@@ -99,7 +99,8 @@ def main() -> None:
     for span in args.span:
         dates = squeezed(own, span)
         ages = sorted((max(dates.values()) - d).days for d in dates.values())
-        label = f"{'own dates' if not span else f'in {span:g} days'} (ages {ages[0]}-{ages[-1]}, median {ages[len(ages) // 2]})"
+        named = "own dates" if not span else f"in {span:g} days"
+        label = f"{named} (ages {ages[0]}-{ages[-1]}, median {ages[len(ages) // 2]})"
         rows += [(f"{label}, as it is", dates, False), (f"{label}, × recency", dates, True)]
     for label, dates, factor in rows:
         got = base if dates is None else ranks(dates, factor)

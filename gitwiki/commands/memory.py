@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     _scope(batch)
 
-    search = _add(actions, "search", "search entries (relevance × confidence × recency)", read=True)
+    search = _add(actions, "search", "search entries (relevance × confidence; newer first on a tie)", read=True)
     search.add_argument("query", nargs="*", help="words; inline tag:x topic:y source:z filter")
     search.add_argument(
         "--detail",

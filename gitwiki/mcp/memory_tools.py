@@ -103,7 +103,7 @@ class MemoryTools:
             Literal["and", "or"], Field(description="and (default): every word, falling back to any; or: any word.")
         ] = "and",
     ) -> replies.Reply:
-        """Search memory entries: hybrid relevance × confidence × recency (stale sources count 0.7)."""
+        """Search memory entries: hybrid relevance × confidence (stale sources count 0.7), newer first among equals."""
         asked = MemoryQuery(
             query, limit=limit, after=after, before=before, days=days, hours=hours, tag=tag, topic=topic, mode=mode
         )

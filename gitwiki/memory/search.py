@@ -1,7 +1,8 @@
 """Memory search: the wiki's hybrid index restricted to the topic pages, re-ranked per entry.
 
 score (`gitwiki.search.ranking.memory_score`) = relevance (fused BM25 + dense of the entry's section) ×
-confidence × recency × (0.7 if its source is stale), recency = 1 / (1 + age_days / 30). Entries must
+confidence × (0.7 if its source is stale); among equal scores the newer entry first. Without query words the
+entries come newest first (× recency = 1 / (1 + age_days / 30) in place of relevance). Entries must
 contain every query term (AND), and those holding some that the hybrid ranking scores at least as high as
 the best of them are listed too; when none holds every term, any term (OR); when none does, the dense
 neighbours alone. At most 4 hits per topic. Inline `tag:x topic:y source:z` in the query filter like the
@@ -210,9 +211,7 @@ def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
             starts.setdefault(name, set()).add(line)
         candidates = passing(starts)
     scored, matched = _matched(candidates, words, q.mode, relevance)
-    hits = sorted(
-        (_hit(mem, entry, rel, now) for entry, rel in scored), key=lambda h: (-h.score, h.entry.topic, h.entry.index)
-    )
+    hits = in_order([_hit(mem, entry, rel, now, matched == "recent") for entry, rel in scored])
     counts = Counter(h.entry.topic for h in hits)
     return Found(words, filters, matched, ranked_by, len(hits), _capped(hits)[:limit], dict(counts.most_common()))
 
@@ -264,10 +263,31 @@ def _above_and(
     return [(e, relevance[_key(e)]) for e, _ in candidates if _key(e) in above] if above else []
 
 
-def _hit(mem: Memory, entry: Entry, relevance: float, now: datetime) -> Hit:
+def _hit(mem: Memory, entry: Entry, relevance: float, now: datetime, by_age: bool) -> Hit:
+    """`entry` scored; `by_age` (no query words): newest first, its recency in place of a relevance."""
     is_stale = stale(mem, entry) is not None
-    score = ranking.memory_score(relevance, entry.confidence, age_days(entry, now), STALE_FACTOR if is_stale else 1.0)
-    return Hit(entry, score, relevance, is_stale)
+    score = ranking.memory_score(relevance, entry.confidence, STALE_FACTOR if is_stale else 1.0)
+    return Hit(entry, score * recency(entry, now) if by_age else score, relevance, is_stale)
+
+
+def in_order(hits: list[Hit]) -> list[Hit]:
+    """Best first: by score; among equal scores the newer entry, then by topic and place on the page."""
+    ordered = sorted(hits, key=_place)
+    ordered.sort(key=_when, reverse=True)  # stable sorts: the last one made decides first
+    ordered.sort(key=_score)
+    return ordered
+
+
+def _score(hit: Hit) -> float:
+    return -hit.score
+
+
+def _when(hit: Hit) -> str:
+    return hit.entry.when  # ISO-8601 UTC: in time order as text
+
+
+def _place(hit: Hit) -> tuple[str, int]:
+    return hit.entry.topic, hit.entry.index
 
 
 def _capped(hits: list[Hit]) -> list[Hit]:

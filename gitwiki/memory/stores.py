@@ -162,8 +162,7 @@ def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
     kept = [f for f in hit if LEVELS.index(f.matched) == best]
     hits = [h for f in kept for h in f.hits]
     extra = _above_and(kept[0].query, hits, [f for f in hit if f.matched == "or"]) if LEVELS[best] == "and" else []
-    hits += extra
-    hits.sort(key=lambda h: (-h.score, h.entry.topic, h.entry.index))
+    hits = search_mod.in_order(hits + extra)
     per_topic: dict[str, int] = {}
     for f in kept:
         per_topic.update(f.per_topic)

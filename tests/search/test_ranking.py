@@ -29,6 +29,7 @@ from gitwiki.search.ranking import (
     min_max,
     page_fusion,
     rank_pages,
+    recency,
     relative,
     rollup,
     rrf,
@@ -381,9 +382,10 @@ def test_fuse_pages_fuses_ranked_page_lists_of_any_key():
     assert [k for k, _ in fuse_pages([docs, handbook], "rrf")][:2] == [("docs", "a.md"), ("handbook", "c.md")]
 
 
-def test_memory_score_is_relevance_times_confidence_recency_and_staleness():
-    assert memory_score(1.0, 1.0, 0.0) == 1.0
-    assert memory_score(0.5, 0.8, RECENCY_DAYS, 0.7) == 0.5 * 0.8 * 0.5 * 0.7
+def test_memory_score_is_relevance_times_confidence_and_staleness():
+    assert memory_score(1.0, 1.0) == 1.0
+    assert memory_score(0.5, 0.8, 0.7) == 0.5 * 0.8 * 0.7
+    assert recency(RECENCY_DAYS) == 0.5  # what a listing without query words orders by
     assert relative(best_of([(1, 4.0), (2, 2.0), (3, 1.0)], {1: "x", 2: "y", 3: "x"})) == {"x": 1.0, "y": 0.5}
     assert relative({"x": 0.0}) == {"x": 0.0}
 
