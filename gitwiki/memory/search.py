@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import math
 import re
 import sys
 from collections import Counter
@@ -273,7 +274,7 @@ def _hit(mem: Memory, entry: Entry, relevance: float, now: datetime, by_age: boo
 def in_order(hits: list[Hit]) -> list[Hit]:
     """Best first: by score; among equal scores the newer entry, then by topic and place on the page."""
     ordered = sorted(hits, key=_place)
-    ordered.sort(key=_when, reverse=True)  # stable sorts: the last one made decides first
+    ordered.sort(key=_newer)  # stable sorts: the last one made decides first
     ordered.sort(key=_score)
     return ordered
 
@@ -282,8 +283,10 @@ def _score(hit: Hit) -> float:
     return -hit.score
 
 
-def _when(hit: Hit) -> str:
-    return hit.entry.when  # ISO-8601 UTC: in time order as text
+def _newer(hit: Hit) -> float:
+    """Newer entries first (their last change); an entry without a readable date last."""
+    when = parse_iso(hit.entry.when) if hit.entry.when else None
+    return -when.timestamp() if when else math.inf
 
 
 def _place(hit: Hit) -> tuple[str, int]:
