@@ -223,6 +223,14 @@ def hostile_archives(genuine, tmp_path):
             doctored(genuine, tmp_path / "xindex.tar.gz", "CREATE INDEX extra ON pages(blob);"),
             "index extra",
         ),
+        "changed-vector-keys": (
+            doctored(
+                genuine,
+                tmp_path / "keys.tar.gz",
+                "DROP INDEX vectors_keys; CREATE INDEX vectors_keys ON vectors(hash);",
+            ),
+            "changed definitions",
+        ),
         "changed-table": (
             doctored(genuine, tmp_path / "alter.tar.gz", "ALTER TABLE meta ADD COLUMN x;"),
             "changed definitions",
@@ -296,6 +304,11 @@ def hostile_archives(genuine, tmp_path):
     }
     (tmp_path / "plain.tar.gz").write_bytes(b"this is no archive at all")
     return cases
+
+
+def test_an_archive_built_before_the_vector_keys_index_is_accepted(archive, tmp_path):
+    older = doctored(archive, tmp_path / "older.tar.gz", "DROP INDEX vectors_keys;")
+    assert verify(older).corpora == verify(archive).corpora
 
 
 def test_every_refusal_leaves_the_local_index_untouched(wiki_repo, archive, cli, tmp_path):

@@ -223,3 +223,46 @@ def test_every_sql_statement_against_the_index_is_in_the_store_package(tmp_path)
     (tmp_path / "index" / "store" / "pages.py").write_text('conn.execute("SELECT blob FROM blobs")\n')
     (tmp_path / "search.py").write_text('conn.execute(f"DELETE FROM fts WHERE rowid = {x}")\n')
     assert sql_outside_the_store(tmp_path) == [("search.py", "DELETE FROM fts WHERE rowid = ")]
+
+
+def test_an_index_made_before_the_vector_keys_gets_them_at_an_open_that_can_write(repo):
+    """Missing vectors are looked up in the narrow `vectors_keys` index; one made before it is read as before (the
+    same answer) until an open that can take the writer lock adds it."""
+    import numpy as np
+
+    repo.commit("pages", {**PAGES, "wiki/b.md": "# Beta\n\n## One\n\nBananas.\n\n## Two\n\nBlueberries.\n"})
+    wiki = Wiki.open(repo.path)
+    wiki.index()
+    store = wiki.store
+    assert store.vector_keys == " INDEXED BY vectors_keys"
+    blobs = [row[0] for row in store.conn.execute("SELECT DISTINCT blob FROM chunks")]
+    hashes = [row[0] for row in store.conn.execute("SELECT hash FROM chunks ORDER BY id")]
+    store.put_vectors("m", hashes[:1], np.zeros((1, 2), "float32"))  # one chunk has a vector for model m
+    missing = sorted(store.missing_vectors("m", blobs))
+    assert [h for h, _ in missing] == sorted(set(hashes[1:])) and missing
+    store.conn.execute("DROP INDEX vectors_keys")  # as an index made before it
+    wiki.close()
+
+    held, done = threading.Event(), threading.Event()
+
+    def writer():  # another writer at work (the lock is re-entrant within one thread)
+        with store_mod.writer_lock(wiki.index_dir):
+            held.set()
+            done.wait(30)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert held.wait(30)
+        busy = Wiki.open(repo.path)  # cannot add it, and does not wait for the lock
+        assert busy.store.vector_keys == ""
+        assert sorted(busy.store.missing_vectors("m", blobs)) == missing
+        busy.close()
+    finally:
+        done.set()
+        thread.join()
+
+    again = Wiki.open(repo.path)
+    assert again.store.vector_keys == " INDEXED BY vectors_keys"
+    assert sorted(again.store.missing_vectors("m", blobs)) == missing
+    again.close()

@@ -15,7 +15,7 @@ this package holds every SQL statement run against the index.
 
 from gitwiki.index.store.connection import IndexBusy, IndexDamaged, IndexLocked, write_failure
 from gitwiki.index.store.damage import DAMAGED_MARK, integrity_problem, row_problem, string_list
-from gitwiki.index.store.database import DB_NAME, SCHEMA_VERSION, expected_schema_objects
+from gitwiki.index.store.database import DB_NAME, OPTIONAL_OBJECTS, SCHEMA_VERSION, expected_schema_objects
 from gitwiki.index.store.fulltext import FullText, lead_description
 from gitwiki.index.store.lock import HOLDER_NAME, LOCK_TIMEOUT, writer_lock
 from gitwiki.index.store.opening import DAMAGED_SUFFIX, PREVIOUS_SUFFIX, REBUILD_ASKED, Opening
@@ -39,6 +39,7 @@ __all__ = [
     "LOCK_TIMEOUT",
     "PREVIOUS_SUFFIX",
     "REBUILD_ASKED",
+    "OPTIONAL_OBJECTS",
     "SCHEMA_VERSION",
     "BlobInfo",
     "ChunkRow",

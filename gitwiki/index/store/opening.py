@@ -14,7 +14,15 @@ from typing import Self
 from gitwiki.errors import StoreError
 from gitwiki.index.store.connection import IndexBusy, IndexConnection, IndexDamaged, connect, transaction
 from gitwiki.index.store.damage import DAMAGED_MARK, integrity_problem, mark_damaged, marked, row_problem
-from gitwiki.index.store.database import DB_NAME, SCHEMA_VERSION, Database, create, schema_version_of, tokens_version
+from gitwiki.index.store.database import (
+    DB_NAME,
+    SCHEMA_VERSION,
+    Database,
+    add_vector_keys,
+    create,
+    schema_version_of,
+    tokens_version,
+)
 from gitwiki.index.store.fulltext import retokenize_if_writable
 from gitwiki.index.store.lock import HOLDER_NAME, writer_lock
 from gitwiki.index.tokens import TOKENS_VERSION
@@ -89,7 +97,11 @@ class Opening(Database):
         if version == SCHEMA_VERSION:
             if tokens_version(conn) != TOKENS_VERSION:
                 retokenize_if_writable(index_dir, conn)
-            return cls(index_dir, conn)
+            opened = cls(index_dir, conn)
+            if not opened.vector_keys:
+                add_vector_keys(index_dir, conn)
+                opened.__dict__.pop("vector_keys", None)  # asked again at its first use
+            return opened
         with writer_lock(index_dir):
             version = schema_version_of(conn)  # another process may have created it meanwhile
             if version not in (None, SCHEMA_VERSION):

@@ -50,7 +50,7 @@ class Vectors(Pages):
             titles = {b: info.title for b, info in self.blob_info([*scan, *added]).items()}
             texts = {h: text for only in added.values() for h, text in only.items()}
             if texts:
-                q = "SELECT hash FROM vectors WHERE model = ? AND hash IN ({marks})"
+                q = f"SELECT hash FROM vectors{self.vector_keys} WHERE model = ? AND hash IN ({{marks}})"
                 have = {row[0] for row in self._select_in(q, texts, before=(model,))}
                 need.update((h, text) for h, text in texts.items() if h not in have)
             for h, text in self._scanned(model, scan, titles):
@@ -62,7 +62,7 @@ class Vectors(Pages):
         need: dict[str, str] = {}
         q = (
             "SELECT c.blob, c.hash, c.breadcrumb, c.text FROM chunks c WHERE c.blob IN ({marks}) "
-            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model = ? AND v.hash = c.hash)"
+            f"AND NOT EXISTS (SELECT 1 FROM vectors v{self.vector_keys} WHERE v.model = ? AND v.hash = c.hash)"
         )
         for blob, h, crumb, text in self._select_in(q, [b for b in blobs if b in titles], after=(model,)):
             if h not in need:
