@@ -82,15 +82,23 @@ class Vectors(Pages):
 
     def vectors(self, model: str, blobs: Iterable[str]) -> tuple[list[tuple[int, str]], bytes]:
         """((chunk id, blob) per row, concatenated float32 vectors) for the chunks of `blobs` that have one."""
+        keys = list(blobs)
         rows: list[tuple[int, str]] = []
         parts: list[bytes] = []
+        # The vectors probed in the order of their keys (an IN list of a subquery is sorted) and joined to the
+        # chunks here: the table's rows hold the vectors, and a join probing them chunk by chunk read twice the pages
+        # (memory's 10,000 chunks: 52 + 6 ms against 108 ms).
         q = (
-            "SELECT c.id, c.blob, v.vec FROM chunks c JOIN vectors v ON v.model = ? AND v.hash = c.hash"
-            " WHERE c.blob IN ({marks})"
+            "SELECT hash, vec FROM vectors WHERE model = ? AND hash IN "
+            "(SELECT hash FROM chunks WHERE blob IN ({marks}))"
         )
-        for cid, blob, vec in self._select_in(q, blobs, before=(model,)):
-            rows.append((cid, blob))
-            parts.append(vec)
+        with contextlib.nullcontext() if self.conn.in_transaction else self.read():  # one snapshot for both reads
+            found: dict[str, bytes] = dict(self._select_in(q, keys, before=(model,)))
+            for cid, blob, h in self._select_in("SELECT id, blob, hash FROM chunks WHERE blob IN ({marks})", keys):
+                vec = found.get(h)
+                if vec is not None:
+                    rows.append((cid, blob))
+                    parts.append(vec)
         return rows, b"".join(parts)
 
     def vector_bytes(self, model: str | None) -> tuple[int, int | None, int | None]:
