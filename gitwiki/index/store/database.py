@@ -73,8 +73,7 @@ class Database:
     @functools.cached_property
     def vector_keys(self) -> str:
         """`INDEXED BY vectors_keys` when this database has that index (an index made before it may not), else ""."""
-        found = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (VECTOR_KEYS,))
-        return f" INDEXED BY {VECTOR_KEYS}" if found.fetchone() else ""
+        return f" INDEXED BY {VECTOR_KEYS}" if has_vector_keys(self.conn) else ""
 
     def replaced(self) -> bool:
         """Whether the database file was replaced since this store opened it (`gitwiki pull`, an artifact
@@ -165,6 +164,11 @@ def create(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
     conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
     conn.execute("INSERT INTO meta VALUES ('tokens_version', ?)", (TOKENS_VERSION,))
+
+
+def has_vector_keys(conn: sqlite3.Connection) -> bool:
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (VECTOR_KEYS,))
+    return found.fetchone() is not None
 
 
 def add_vector_keys(index_dir: Path, conn: sqlite3.Connection) -> None:

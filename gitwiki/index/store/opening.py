@@ -20,6 +20,7 @@ from gitwiki.index.store.database import (
     Database,
     add_vector_keys,
     create,
+    has_vector_keys,
     schema_version_of,
     tokens_version,
 )
@@ -97,11 +98,9 @@ class Opening(Database):
         if version == SCHEMA_VERSION:
             if tokens_version(conn) != TOKENS_VERSION:
                 retokenize_if_writable(index_dir, conn)
-            opened = cls(index_dir, conn)
-            if not opened.vector_keys:
+            if not has_vector_keys(conn):
                 add_vector_keys(index_dir, conn)
-                opened.__dict__.pop("vector_keys", None)  # asked again at its first use
-            return opened
+            return cls(index_dir, conn)
         with writer_lock(index_dir):
             version = schema_version_of(conn)  # another process may have created it meanwhile
             if version not in (None, SCHEMA_VERSION):
