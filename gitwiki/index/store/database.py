@@ -42,8 +42,8 @@ CREATE TABLE states(corpus TEXT PRIMARY KEY, commit_id TEXT NOT NULL, tree TEXT 
 
 # The vectors' keys alone. Whether a chunk has a vector is looked up here (INDEXED BY: the planner takes the table's
 # primary key), not in the table, whose rows hold the vectors themselves: finding the missing vectors of memory's
-# 10,000 chunks read 80 ms of the table, 5 ms of this. Indexes made before it lack it: a writer adds it
-# (`add_vector_keys`), and a database without it is read as before, an artifact's too.
+# 10,000 chunks read 80 ms of the table, 5 ms of this. Indexes made before it, and artifacts (packed without it, for
+# the gitwiki versions before it), lack it: a writer adds it (`add_vector_keys`); until then they are read as before.
 VECTOR_KEYS = "vectors_keys"
 OPTIONAL_OBJECTS = (("index", VECTOR_KEYS),)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gitwiki.index.store.connection import IndexDamaged, translated
 from gitwiki.index.store.damage import DAMAGED_MARK, integrity_problem, row_problem
-from gitwiki.index.store.database import DB_NAME
+from gitwiki.index.store.database import DB_NAME, VECTOR_KEYS
 from gitwiki.index.store.lock import writer_lock
 from gitwiki.index.store.pages import Pages
 
@@ -20,6 +20,9 @@ class Snapshots(Pages):
         a worktree are in no state) and `model`'s vectors of those chunks; then one self-contained file."""
         self.gc()
         self.conn.execute("DELETE FROM vectors WHERE model IS NOT ? OR hash NOT IN (SELECT hash FROM chunks)", (model,))
+        # Shipped without the vectors' keys index: gitwiki versions before it refuse an index that has it, and an
+        # install gets it back from its first open that can write (`database.add_vector_keys`).
+        self.conn.execute(f"DROP INDEX IF EXISTS {VECTOR_KEYS}")
         self.conn.execute("PRAGMA journal_mode=DELETE")  # no -wal beside it
         self.conn.execute("VACUUM")
 
