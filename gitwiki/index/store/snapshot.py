@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gitwiki.index.store.connection import IndexDamaged, translated
 from gitwiki.index.store.damage import DAMAGED_MARK, integrity_problem, row_problem
-from gitwiki.index.store.database import DB_NAME, VECTOR_KEYS
+from gitwiki.index.store.database import DB_NAME, VECTOR_KEYS, add_vector_keys
 from gitwiki.index.store.lock import writer_lock
 from gitwiki.index.store.pages import Pages
 
@@ -47,6 +47,12 @@ def snapshot(index_dir: Path, target: Path) -> None:
 def install(index_dir: Path, database: Path) -> None:
     """Make the database file `database` (on the same filesystem) the index, atomically, under the writer lock."""
     with writer_lock(index_dir):
+        conn = sqlite3.connect(database, isolation_level=None)
+        # Packed without it (`strip_for_export`): given back before the file becomes the index, not by a later open.
+        try:
+            add_vector_keys(index_dir, conn)
+        finally:
+            conn.close()
         target = index_dir / DB_NAME
         # A leftover WAL would be replayed onto the new database: drop it with the old one.
         for suffix in ("-wal", "-shm"):
