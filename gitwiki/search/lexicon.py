@@ -295,21 +295,31 @@ class Lexicon:
         number = self.vocabulary.get(term, -1)  # -1: no page searched so far holds it
         if number >= 0 and view.postings is not None:
             table = view.postings
-            i = int(table.numbers.searchsorted(number))
-            if i < len(table.numbers) and table.numbers[i] == number:
-                start, end = int(table.starts[i]), int(table.starts[i + 1])
-                at.append(table.at[start:end])
-                freq.append(table.freq[start:end])
+            held = _held(table.numbers, table.starts, table.at, table.freq, number)
+            if held is not None:
+                at.append(held[0])
+                freq.append(held[1])
         elif number >= 0:
             for blob, offset in zip(view.blobs, view.offsets, strict=True):
                 rows = self.blobs[blob]
-                i = int(rows.terms.searchsorted(number))
-                if i < len(rows.terms) and rows.terms[i] == number:
-                    start, end = int(rows.starts[i]), int(rows.starts[i + 1])
-                    at.append(rows.at[start:end] + offset)
-                    freq.append(rows.freq[start:end])
+                held = _held(rows.terms, rows.starts, rows.at, rows.freq, number)
+                if held is not None:
+                    at.append(held[0] + offset)
+                    freq.append(held[1])
         found = (np.concatenate(at), np.concatenate(freq)) if at else (np.zeros(0, np.int64), np.zeros(0, np.float64))
         if len(view.terms) >= TERMS_KEPT:
             view.terms.clear()
         view.terms[term] = found
         return found
+
+
+def _held(
+    numbers: np.ndarray, starts: np.ndarray, at: np.ndarray, freq: np.ndarray, number: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Term `number`'s slice of a table sorted by term (a page's `Rows`, a view's `Postings`): the rows holding it
+    and its weighted frequency in each; None when the table has no such term."""
+    i = int(numbers.searchsorted(number))
+    if i < len(numbers) and numbers[i] == number:
+        start, end = int(starts[i]), int(starts[i + 1])
+        return at[start:end], freq[start:end]
+    return None
