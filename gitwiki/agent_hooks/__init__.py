@@ -87,4 +87,12 @@ HOOK_TYPES = (
     ),
 )
 BY_NAME = {h.name: h for h in HOOK_TYPES}
+# The hooks Claude Code can hand to gitwiki's MCP server instead of starting a process (`mcp_tool` hooks, written when
+# the server is registered: settings.py): the server's tool and, per hook type, the event's fields it is given (the
+# same in gitwiki/mcp/hook_tool.py, which answers them; tests/mcp/test_hook_tool.py holds the two equal).
+HOOK_TOOL = "agent_hook"
+HOOK_TOOL_FIELDS = {
+    "prompt": ("session_id", "transcript_path", "cwd", "prompt"),
+    "stop": ("session_id", "transcript_path", "cwd", "stop_hook_active"),
+}
 HOOK_TIMEOUT = 10  # seconds Claude Code gives one hook before it carries on without it

@@ -16,11 +16,19 @@ import fcntl
 import functools
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gitwiki.agent_hooks import HOOK_TIMEOUT, HOOK_TYPES, MCP_PREFIXES, HookType, permissions
+from gitwiki.agent_hooks import (
+    HOOK_TIMEOUT,
+    HOOK_TOOL,
+    HOOK_TOOL_FIELDS,
+    HOOK_TYPES,
+    MCP_PREFIXES,
+    HookType,
+    permissions,
+)
 from gitwiki.agent_hooks.jsontext import JsonTextError, Node, insert, parse, remove, render
 from gitwiki.errors import UsageError
 from gitwiki.fs import atomic_write
@@ -36,6 +44,7 @@ class HookState(NamedTuple):
     name: str
     event: str
     state: str  # installed | duplicated (ours, and an identical entry of the user's) | yours | missing
+    server: str | None = None  # ours, installed as an `mcp_tool` hook: the MCP server that answers it
 
 
 class Status(NamedTuple):
@@ -74,18 +83,24 @@ def command_for(hook: HookType, program: str = DEFAULT_COMMAND) -> str:
     return f"{program} hook {hook.name}"
 
 
-def group_for(hook: HookType, program: str = DEFAULT_COMMAND) -> dict[str, Any]:
-    """The matcher group install writes for `hook`: exactly this, and nothing else, is ours."""
+def group_for(hook: HookType, program: str = DEFAULT_COMMAND, server: str | None = None) -> dict[str, Any]:
+    """The matcher group install writes for `hook`: exactly this, and nothing else, is ours. With `server` (gitwiki's
+    MCP server as registered), the hooks it can answer are `mcp_tool` hooks calling it: no process per event."""
     group: dict[str, Any] = {"matcher": hook.matcher} if hook.matcher else {}
-    group["hooks"] = [{"type": "command", "command": command_for(hook, program), "timeout": HOOK_TIMEOUT}]
+    if server is not None and hook.name in HOOK_TOOL_FIELDS:
+        given = {field: "${" + field + "}" for field in HOOK_TOOL_FIELDS[hook.name]}
+        entry = {"type": "mcp_tool", "server": server, "tool": HOOK_TOOL, "input": {"type": hook.name, **given}}
+        group["hooks"] = [{**entry, "timeout": HOOK_TIMEOUT}]
+    else:
+        group["hooks"] = [{"type": "command", "command": command_for(hook, program), "timeout": HOOK_TIMEOUT}]
     return group
 
 
-def hooks_table(program: str = DEFAULT_COMMAND) -> dict[str, Any]:
+def hooks_table(program: str = DEFAULT_COMMAND, server: str | None = None) -> dict[str, Any]:
     """Our part of a settings file's `hooks` (also the plugin's hooks/hooks.json)."""
     table: dict[str, list[Any]] = {}
     for hook in HOOK_TYPES:
-        table.setdefault(hook.event, []).append(group_for(hook, program))
+        table.setdefault(hook.event, []).append(group_for(hook, program, server))
     return table
 
 
@@ -101,19 +116,26 @@ class _Record(NamedTuple):
         return {"hooks": self.hooks, "rules": self.rules, "created": self.created}
 
 
-def install(path: Path, rules_path: Path, program: str = DEFAULT_COMMAND, allow_writes: bool = False) -> Status:
+def install(
+    path: Path,
+    rules_path: Path,
+    program: str = DEFAULT_COMMAND,
+    allow_writes: bool = False,
+    server: str | None = None,
+) -> Status:
     """Add our hooks to `path` and, with `allow_writes`, the rules that allow gitwiki's writing MCP tools to
-    `rules_path` (its reads are allowed by the approve-mcp hook). Our entries from an earlier install that
-    differ (another command, a matcher since changed, writes no longer wanted) are replaced, and ours that
-    are missing are added again: running it twice changes nothing."""
-    hooks = [{"hook": h.name, "event": h.event, "group": group_for(h, program)} for h in HOOK_TYPES]
+    `rules_path` (its reads are allowed by the approve-mcp hook); with `server`, the hooks it can answer as
+    `mcp_tool` hooks calling it. Our entries from an earlier install that differ (another command, a matcher since
+    changed, writes no longer wanted) are replaced, and ours that are missing are added again: running it twice
+    changes nothing."""
+    hooks = [{"hook": h.name, "event": h.event, "group": group_for(h, program, server)} for h in HOOK_TYPES]
     rules = permissions.write_rules() if allow_writes else []
     if rules_path == path:
         _converge(path, hooks, rules)
     else:
         _converge(path, hooks, [])
         _converge(rules_path, [], rules)
-    return status(path, rules_path, program)
+    return status(path, rules_path, program, server)
 
 
 def uninstall(path: Path, rules_path: Path, program: str = DEFAULT_COMMAND) -> Status:
@@ -123,20 +145,25 @@ def uninstall(path: Path, rules_path: Path, program: str = DEFAULT_COMMAND) -> S
     return status(path, rules_path, program)
 
 
-def status(path: Path, rules_path: Path, program: str = DEFAULT_COMMAND) -> Status:
+def status(path: Path, rules_path: Path, program: str = DEFAULT_COMMAND, server: str | None = None) -> Status:
+    """What of ours `path` holds; `server`: the MCP server an install would hand hooks to (an entry of either form
+    that install did not write is the user's)."""
     text = _read(path) or "{}"
     record = _load_record(path)
     hooks = []
     for hook in HOOK_TYPES:
-        group = group_for(hook, program)
         ours = [e for e in record.hooks if e["hook"] == hook.name and _count(text, ["hooks", e["event"]], e["group"])]
-        present = _count(text, ["hooks", hook.event], group)
+        forms = _forms(hook, program, server)
+        via = None
         if ours:
-            mine = sum(1 for e in ours if e["group"] == group)
-            state = "duplicated" if present > mine else "installed"
+            present = sum(_count(text, ["hooks", hook.event], g) for g in _unique(e["group"] for e in ours))
+            state = "duplicated" if present > len(ours) else "installed"
+            via = next(
+                (h.get("server") for e in ours for h in e["group"]["hooks"] if h.get("type") == "mcp_tool"), None
+            )
         else:
-            state = "yours" if present else "missing"
-        hooks.append(HookState(hook.name, hook.event, state))
+            state = "yours" if any(_count(text, ["hooks", hook.event], g) for g in forms) else "missing"
+        hooks.append(HookState(hook.name, hook.event, state, via))
     rules_text = _read(rules_path) or "{}"
     refused = refusals([path, rules_path, *_beside(path), user_settings(), *MANAGED_SETTINGS])
     writes = sum(
@@ -144,7 +171,20 @@ def status(path: Path, rules_path: Path, program: str = DEFAULT_COMMAND) -> Stat
         for tool, rule in zip(permissions.WRITE_TOOLS, permissions.write_rules(), strict=True)
         if _count(rules_text, ["permissions", "allow"], rule) and tool not in refused
     )
-    return Status(hooks, writes, rules_path, plugin_enabled(path), _others(text, program), refused)
+    return Status(hooks, writes, rules_path, plugin_enabled(path), _others(text, program, server), refused)
+
+
+def _forms(hook: HookType, program: str, server: str | None) -> list[dict[str, Any]]:
+    """The groups install writes for `hook`: as a command, and as an `mcp_tool` hook of `server` where it can be."""
+    return _unique([group_for(hook, program), group_for(hook, program, server)])
+
+
+def _unique(groups: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for group in groups:
+        if group not in found:
+            found.append(group)
+    return found
 
 
 # Claude Code's managed (enterprise) settings, whose rules apply in every project (Linux, then macOS).
@@ -182,10 +222,10 @@ def refusals(files: list[Path]) -> dict[str, str]:
     return found
 
 
-def _others(text: str, program: str) -> list[str]:
+def _others(text: str, program: str, server: str | None = None) -> list[str]:
     """The commands in `text` that run a gitwiki hook but are not a group install writes: the user's own, or
     an install's from before the record (shown, so that a hook running twice can be found and removed)."""
-    ours = [_tree(render(group_for(h, program))).value for h in HOOK_TYPES]
+    ours = [_tree(render(g)).value for h in HOOK_TYPES for g in _forms(h, program, server)]
     found = []
     hooks = _find(text, ["hooks"])
     table = hooks.value if hooks is not None and isinstance(hooks.value, dict) else {}

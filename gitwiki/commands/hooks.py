@@ -30,25 +30,37 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "index, memory_edit, memory_topics's writing actions) without asking: permission rules in "
         ".claude/settings.local.json (with --user, the user settings)",
     )
+    p.add_argument(
+        "--via",
+        choices=("auto", "mcp", "command"),
+        default="auto",
+        help="install: how the prompt and stop hooks run. mcp: as calls to gitwiki's MCP server in the session "
+        "(no process per hook; the server must be registered in Claude Code); command: as gitwiki-hook processes; "
+        "auto (default): mcp when Claude Code has gitwiki's server registered for this project, else command",
+    )
     p.set_defaults(func=hooks)
 
 
 def hooks(args: argparse.Namespace) -> int:
-    from gitwiki.agent_hooks import permissions, settings
+    from gitwiki.agent_hooks import permissions, registration, settings
     from gitwiki.git import gitcli
 
-    if args.user:
+    root = None if args.user else gitcli.discover(args.chdir).root
+    if root is None:
         path = rules = settings.user_settings()
     else:
-        root = gitcli.discover(args.chdir).root
         path, rules = settings.project_settings(root), settings.local_settings(root)
+    registered = registration.registered_server(root, [path, rules, settings.user_settings()])
+    server = None if args.via == "command" else registered or ("gitwiki" if args.via == "mcp" else None)
     if args.action == "install":
-        found = settings.install(path, rules, args.program, args.allow_writes)
+        found = settings.install(path, rules, args.program, args.allow_writes, server)
+    elif args.action == "status":
+        found = settings.status(path, rules, args.program, server)
     else:
-        found = getattr(settings, args.action)(path, rules, args.program)
+        found = settings.uninstall(path, rules, args.program)
     print(f"settings: {path}")
     for s in found.hooks:
-        print(f"  {s.name} ({s.event}): {s.state}")
+        print(f"  {s.name} ({s.event}): {s.state}" + (f", answered by the MCP server {s.server}" if s.server else ""))
     total = len(permissions.WRITE_TOOLS)
     # A deny or ask rule of the user's wins over our allow rules and over the approve-mcp hook's allow.
     allowed = f"{found.writes} of {total} allowed"
@@ -74,6 +86,11 @@ def hooks(args: argparse.Namespace) -> int:
         print(
             f"note: the gitwiki plugin is enabled in {where}: its hooks run beside these, and the second to "
             "answer an event stays silent"
+        )
+    if args.action == "install" and args.via == "auto" and registered is None:
+        print(
+            "note: the prompt and stop hooks run as processes; register gitwiki's MCP server (claude mcp add gitwiki "
+            "-- gitwiki serve) and install again, and the server in the session answers them (or --via mcp)"
         )
     if args.action == "install" and not _has_index(args.chdir):
         print("next: gitwiki index (the hooks read the index and never build it)")

@@ -109,7 +109,7 @@ def serve(args: argparse.Namespace) -> int:
         threading.Thread(target=warm_up, args=(wiki, calls), name="gitwiki-warm-up", daemon=True).start()
         from gitwiki.mcp.server import serve as run
 
-        run(wiki, calls, stdio)
+        run(wiki, calls, stdio, hooks=_hook)
     finally:
         if cli is not None:
             cli.close()
@@ -170,7 +170,7 @@ def _own(args: argparse.Namespace) -> int:
     wiki = Wiki.open(args.chdir)
     wiki.local.embed_in_background()
     # Sessions are answered without the MCP SDK (`mcp.session`); it is imported only for a line that needs it.
-    sessions = Sessions(wiki, calls, __version__, _lexical_notice(args.chdir))
+    sessions = Sessions(wiki, calls, __version__, _lexical_notice(args.chdir), hooks=_hook)
     session = sessions.serve
 
     server = _listen(

@@ -18,6 +18,7 @@ parsed first, as the SDK's `pre_parse_json` does).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
 from gitwiki.mcp.early import SERVER_NAME, STATELESS_VERSION
+from gitwiki.mcp.hook_tool import HOOK_TOOL, HookTool, Runner
 from gitwiki.mcp.wiki_tools import WikiTools
 from gitwiki.wiki import Wiki
 
@@ -74,8 +76,9 @@ class Bodies:
     """A server's tool bodies: the page tools and the memory tools, each tool a method named as the tool. The memory
     tools' modules (60-80 ms of imports) load with the first memory tool called."""
 
-    def __init__(self, wiki: Wiki) -> None:
+    def __init__(self, wiki: Wiki, hooks: Runner | None = None) -> None:
         self.pages = WikiTools(wiki)
+        self.hook = HookTool(wiki, hooks)
         self._wiki = wiki
         self._memory: MemoryTools | None = None
 
@@ -90,12 +93,15 @@ class Bodies:
     def find(self, name: str) -> Callable[..., Answered] | None:
         if name.startswith("_"):
             return None
+        if name == HOOK_TOOL:
+            return self.hook.agent_hook
         found = getattr(self.memory if name.startswith("memory_") else self.pages, name, None)
         return found if callable(found) else None
 
 
-def tool_bodies(wiki: Wiki) -> Bodies:
-    return Bodies(wiki)
+def tool_bodies(wiki: Wiki, hooks: Runner | None = None) -> Bodies:
+    """`hooks`: the hook code the `agent_hook` tool runs (`mcp.hook_tool`); None, it answers nothing."""
+    return Bodies(wiki, hooks)
 
 
 class Refused(NamedTuple):
@@ -280,8 +286,9 @@ class LeanTools:
         return encode({"jsonrpc": "2.0", "id": message["id"], "result": result})
 
     def _call(self, name: str, body: Callable[..., Answered], arguments: dict[str, Any]) -> Answered | Refused:
-        """`mcp.server.guarded`'s call: one at a time, gitwiki errors as the JSON-RPC errors it raises."""
-        with self._serial:
+        """`mcp.server.guarded`'s call: one at a time (but the hooks' tool, whose search asks this server), gitwiki
+        errors as the JSON-RPC errors it raises."""
+        with self._serial if name != HOOK_TOOL else contextlib.nullcontext():
             started = time.perf_counter()
             try:
                 return body(**arguments)

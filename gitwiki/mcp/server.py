@@ -10,6 +10,7 @@ to stderr. stdout carries the protocol only.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import io
@@ -20,6 +21,7 @@ import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager
 from typing import IO, Annotated, Any, Literal, Protocol, cast
 
 import anyio
@@ -48,6 +50,8 @@ from gitwiki.mcp.early import (
     instructions,
     write_all,
 )
+from gitwiki.mcp.hook_tool import HOOK_TOOL, Runner
+from gitwiki.mcp.hook_tool import META as HOOK_META
 from gitwiki.mcp.lean import Bodies, tool_bodies
 from gitwiki.mcp.wiki_tools import Answer, GroundTool, Searchable, WikiTools, result
 from gitwiki.wiki import Wiki
@@ -77,6 +81,10 @@ TOOLS: dict[str, ToolAnnotations] = {
     ),
     "index": ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
 }
+
+
+# it writes the session's hook state (what was shown, what was edited), never a page
+HOOK_HINTS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 
 
 class StrictServer(MCPServer[Any]):
@@ -113,6 +121,9 @@ def build_server(
         app.add_tool(guarded(getattr(bodies.pages, name), serial), name=name, annotations=hints)
     # memory_* tools, docs/memory-tools.md
     mcp_memory.register(app, bodies.memory, lambda method: guarded(method, serial))
+    # the hooks' tool, not the model's; unserialized: the prompt hook's search asks this server (mcp.hook_tool)
+    hook = guarded(bodies.hook.agent_hook, contextlib.nullcontext())
+    app.add_tool(hook, name=HOOK_TOOL, annotations=HOOK_HINTS, meta=HOOK_META)
     return app
 
 
@@ -144,7 +155,7 @@ class Answered(Protocol):
     def data(self) -> dict[str, Any]: ...
 
 
-def guarded(method: Callable[..., Answered], serial: threading.Lock) -> Callable[..., CallToolResult]:
+def guarded(method: Callable[..., Answered], serial: AbstractContextManager[object]) -> Callable[..., CallToolResult]:
     """The tool as the SDK sees it: `method`'s parameters plus `format`; calls serialized; gitwiki errors turned
     into JSON-RPC errors the client can act on."""
     name = method.__name__
@@ -259,13 +270,13 @@ class _Wire:
         pass
 
 
-def serve(wiki: Wiki, serial: threading.Lock, stdio: EarlyStdio) -> None:
+def serve(wiki: Wiki, serial: threading.Lock, stdio: EarlyStdio, hooks: Runner | None = None) -> None:
     """Run the server on stdin/stdout until the client hangs up; `serial` is held by each tool call, `stdio`
-    is what `mcp.early.answer_initialize` made of stdin and stdout. Logging is set up by then
-    (`mcp.early.log_to_stderr`)."""
+    is what `mcp.early.answer_initialize` made of stdin and stdout; `hooks` the hook code `agent_hook` runs. Logging
+    is set up by then (`mcp.early.log_to_stderr`)."""
     log.info("serving %s (index %s)", wiki.root, wiki.index_dir)
     try:
-        build_server(wiki, serial, stdio.note).run("stdio")
+        build_server(wiki, serial, stdio.note, tool_bodies(wiki, hooks)).run("stdio")
     finally:
         stdio.close()
         with serial:  # not under a running warm-up

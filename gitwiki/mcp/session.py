@@ -15,6 +15,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gitwiki.mcp import early
+from gitwiki.mcp.hook_tool import Runner
 from gitwiki.mcp.lean import LeanTools, encode, tool_bodies
 from gitwiki.wiki import Wiki
 
@@ -40,14 +41,16 @@ class Feed(Protocol):
 
 class Sessions:
     """The sessions of one owner: `serve(conn)` runs one until its connection ends. `note`: the instructions' last
-    line, as the bridge answers them."""
+    line, as the bridge answers them; `hooks`: the hook code the `agent_hook` tool runs."""
 
-    def __init__(self, wiki: Wiki, serial: threading.Lock, version: str, note: str | None = None) -> None:
+    def __init__(
+        self, wiki: Wiki, serial: threading.Lock, version: str, note: str | None = None, hooks: Runner | None = None
+    ) -> None:
         self._wiki, self._serial, self._version, self._note = wiki, serial, version, note
         self._answers = early.early_answers(version, note)
         # no early answers for this gitwiki and SDK (another version's tools.json): the SDK answers every line
         schemas = self._answers.get(early.HANDSHAKE, {}).get("tools/list", {}).get("tools", [])
-        self.bodies = tool_bodies(wiki)
+        self.bodies = tool_bodies(wiki, hooks)
         self._lean = LeanTools(self.bodies, schemas, serial, version)
         self._app: MCPServer | None = None
         self._building = threading.Lock()

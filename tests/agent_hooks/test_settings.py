@@ -384,3 +384,59 @@ def test_settings_keep_their_line_ends_through_install_and_uninstall(tmp_path, n
     assert json.loads(installed)["model"] == "opus"
     uninstall(target, target)
     assert target.read_bytes() == original
+
+
+def _register(tmp_path, monkeypatch, state: dict) -> None:
+    """Claude Code's own state file (~/.claude.json, here under CLAUDE_CONFIG_DIR) holding `state`."""
+    config = tmp_path / "claude-config"
+    config.mkdir(exist_ok=True)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    (config / ".claude.json").write_text(json.dumps(state))
+
+
+def test_with_gitwikis_server_registered_prompt_and_stop_are_calls_to_it(repo, cli, tmp_path, monkeypatch):
+    """`claude mcp add wiki -- /opt/bin/gitwiki serve` registered it for this project: the prompt and stop hooks
+    become mcp_tool hooks of that server (no process each), the others stay commands; `--via command` turns them
+    back, and uninstall gives the file back byte for byte."""
+    repo.commit("start")
+    server = {"type": "stdio", "command": "/opt/bin/gitwiki", "args": ["serve"], "env": {}}
+    _register(tmp_path, monkeypatch, {"projects": {str(repo.path): {"mcpServers": {"wiki": server}}}})
+    target = repo.path / ".claude" / "settings.json"
+    target.parent.mkdir()
+    original = json.dumps(OTHER, indent=2)
+    target.write_text(original)
+    code, out, _ = cli("hooks", "install", cwd=repo.path)
+    assert code == 0 and "note: the prompt and stop" not in out
+    assert "  prompt (UserPromptSubmit): installed, answered by the MCP server wiki\n" in out
+    assert "  stop (Stop): installed, answered by the MCP server wiki\n" in out
+    assert "  ambient (PreToolUse): installed\n" in out
+    installed = _settings(repo)
+    [prompt] = installed["hooks"]["UserPromptSubmit"]
+    assert prompt["hooks"][0]["type"] == "mcp_tool" and prompt["hooks"][0]["server"] == "wiki"
+    assert installed["hooks"]["Stop"][0] == OTHER["hooks"]["Stop"][0]  # the user's own stays first
+    assert installed["hooks"]["Stop"][1]["hooks"][0]["input"]["stop_hook_active"] == "${stop_hook_active}"
+    assert installed["hooks"]["SessionStart"][0]["hooks"][0]["type"] == "command"  # it runs beside the server's start
+    code, out, _ = cli("hooks", "install", "--via", "command", cwd=repo.path)
+    assert "  prompt (UserPromptSubmit): installed\n" in out
+    assert _settings(repo)["hooks"]["UserPromptSubmit"] == [hooks_table()["UserPromptSubmit"][0]]
+    code, out, _ = cli("hooks", "status", cwd=repo.path)  # the command form is ours too
+    assert "  prompt (UserPromptSubmit): installed\n" in out and "yours" not in out
+    cli("hooks", "install", cwd=repo.path)
+    code, out, _ = cli("hooks", "uninstall", cwd=repo.path)
+    assert code == 0 and target.read_text() == original
+
+
+def test_without_a_registration_install_says_how_and_via_mcp_names_gitwiki(repo, cli, tmp_path, monkeypatch):
+    repo.commit("start")
+    _register(
+        tmp_path,
+        monkeypatch,
+        {"projects": {"/elsewhere": {"mcpServers": {"w": {"command": "gitwiki", "args": ["serve"]}}}}},
+    )
+    code, out, _ = cli("hooks", "install", cwd=repo.path)
+    assert code == 0 and "note: the prompt and stop hooks run as processes; register gitwiki's MCP server" in out
+    assert _settings(repo)["hooks"] == hooks_table()
+    code, out, _ = cli("hooks", "install", "--via", "mcp", cwd=repo.path)
+    assert "note: the prompt and stop" not in out
+    assert _settings(repo)["hooks"] == hooks_table(server="gitwiki")
+    assert "  prompt (UserPromptSubmit): installed, answered by the MCP server gitwiki\n" in out

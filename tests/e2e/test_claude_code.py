@@ -131,6 +131,19 @@ def test_hook_context_in_the_first_request(session):
     assert sections in text, f"UserPromptSubmit context not in the prompt:\n{sections}"
 
 
+def test_prompt_and_stop_hooks_are_calls_to_the_server_the_model_is_not_offered(session):
+    """`hooks install` after `claude mcp add` makes the prompt and stop hooks mcp_tool hooks: Claude Code calls
+    the session's server for them (no process each), and `agent_hook` is not among the model's tools."""
+    settings = json.loads((session.repo / ".claude" / "settings.json").read_text())
+    for event in ("UserPromptSubmit", "Stop"):
+        [group] = settings["hooks"][event]
+        assert group["hooks"][0]["type"] == "mcp_tool" and group["hooks"][0]["tool"] == "agent_hook", event
+    calls = re.findall(r"Hooks: mcp_tool calling gitwiki/agent_hook", session.run.debug)
+    assert len(calls) >= 2, session.run.explain()  # the prompt, and each stop
+    assert "mcp__gitwiki__agent_hook" not in json.dumps(first(session)), "the hooks' tool was offered to the model"
+    assert not re.search(r"Hook (UserPromptSubmit|Stop) \(\w+\) error", session.run.debug), session.run.explain()
+
+
 def test_ground_result_is_the_text_outline(session):
     """The model reads the ripgrep-style outline written for it, not the JSON document, and no more of it than
     `gitwiki ground` prints for the same query."""

@@ -59,6 +59,8 @@ READS: dict[str, list[dict[str, Any]]] = {
     "memory_brief": [{}, {"query": "deploys", "since": 24, "focus": "gotchas,decisions", "format": "json"}],
     "memory_read": [{"topic": "deploys"}, {"topic": "deploys", "index": 1}, {"topic": "deploys", "index": "0"}],
     "memory_topics": [{}, {"action": "stats", "format": "json"}],
+    # no hook code in these servers: nothing to say; a cwd outside the checkout is refused
+    "agent_hook": [{"type": "prompt", "prompt": "helm rollback", "session_id": "s"}, {"type": "stop", "cwd": "/"}],
 }
 # Writes, in an order that leaves the checkout as it found it (each run of them sees the same state).
 WRITES: list[tuple[str, dict[str, Any]]] = [
@@ -82,6 +84,7 @@ DECLINED: list[tuple[str, dict[str, Any]]] = [
     ("ground", {"query": "x", "mode": "fuzzy"}),
     ("read_many", {"paths": "wiki/deploy.md"}),
     ("memory_search", {"limit": True}),
+    ("agent_hook", {"type": "session"}),
     ("nosuch", {}),
 ]
 UNKNOWN: list[tuple[str, dict[str, Any]]] = [

@@ -48,7 +48,10 @@ def test_tools_annotations_instructions_and_the_format_argument(wiki_repo):
             return s.instructions, tools
 
     instructions, tools = run(main)
-    assert set(tools) == TOOLS
+    assert set(tools) == TOOLS | {"agent_hook"}
+    # the hooks' tool is the app's (Claude Code's mcp_tool hooks), never announced to the model; the others are
+    assert tools["agent_hook"].meta == {"ui": {"visibility": ["app"]}}
+    assert all(t.meta is None for n, t in tools.items() if n != "agent_hook")
     assert "ground" in instructions and "read_markdown" in instructions
     read_only = {n for n, t in tools.items() if t.annotations.read_only_hint and n not in MEMORY_TOOLS}
     assert read_only == {

@@ -1,0 +1,79 @@
+"""Whether Claude Code runs gitwiki's MCP server for a project, and under which name: `gitwiki hooks install` then
+writes the hooks that server can answer as `mcp_tool` hooks (settings.py), which start no process.
+
+Read where Claude Code keeps the registrations: `~/.claude.json` (`$CLAUDE_CONFIG_DIR/.claude.json`), the user's
+servers (`mcpServers`) and the project's (`projects[ROOT].mcpServers`, what `claude mcp add` writes); and the
+project's `.mcp.json` when the user approved its server (`enableAllProjectMcpServers`, `enabledMcpjsonServers` in the
+settings or that project's entry), since Claude Code starts no project server it was not allowed to. A server is
+gitwiki's when its command line runs `gitwiki serve` (`uvx --from gitwiki-search gitwiki serve` too). Files that
+cannot be read or parsed count as registering nothing: the hooks then stay commands, which work without the server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+PROGRAMS = ("gitwiki", "gitwiki.exe")
+MAX_BYTES = 64 * 1024 * 1024  # ~/.claude.json holds every project's history; past this it is not read
+
+
+def claude_json() -> Path:
+    base = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(base) / ".claude.json" if base else Path(os.path.expanduser("~")) / ".claude.json"
+
+
+def registered_server(root: Path | None, settings: list[Path]) -> str | None:
+    """The name gitwiki's MCP server runs under in Claude Code for the project at `root` (None: the user's servers
+    only, for a user-wide install), or None; `settings`: the settings files that may approve the project's
+    `.mcp.json` servers."""
+    state = _load(claude_json())
+    project = _project(state, root)
+    found = _gitwiki(project.get("mcpServers")) or _gitwiki(state.get("mcpServers"))
+    if found is not None or root is None:
+        return found
+    shared = _gitwiki(_load(root / ".mcp.json").get("mcpServers"))
+    if shared is None:
+        return None
+    approvals = [project, *(_load(path) for path in settings)]
+    if any(a.get("enableAllProjectMcpServers") is True for a in approvals):
+        return shared
+    enabled = (a.get("enabledMcpjsonServers") for a in approvals)
+    return shared if any(isinstance(names, list) and shared in names for names in enabled) else None
+
+
+def runs_gitwiki_serve(config: object) -> bool:
+    """Whether an `mcpServers` entry's command line runs `gitwiki serve`."""
+    if not isinstance(config, dict) or config.get("type", "stdio") != "stdio":
+        return False
+    command, args = config.get("command"), config.get("args", [])
+    if not isinstance(command, str) or not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        return False
+    words = [command, *args]
+    return any(os.path.basename(w) in PROGRAMS and nxt == "serve" for w, nxt in zip(words, words[1:], strict=False))
+
+
+def _gitwiki(servers: object) -> str | None:
+    if not isinstance(servers, dict):
+        return None
+    return next((name for name, config in servers.items() if runs_gitwiki_serve(config)), None)
+
+
+def _project(state: dict[str, Any], root: Path | None) -> dict[str, Any]:
+    projects = state.get("projects")
+    if root is None or not isinstance(projects, dict):
+        return {}
+    entry = projects.get(str(root)) or projects.get(os.path.realpath(root))
+    return entry if isinstance(entry, dict) else {}
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            return {}
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}

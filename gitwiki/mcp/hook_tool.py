@@ -1,0 +1,92 @@
+"""`agent_hook`: the hooks Claude Code runs as `mcp_tool` hooks, answered by the session's own MCP server.
+
+`gitwiki hooks install` writes the prompt and stop hooks that way when gitwiki's MCP server is registered
+(agent_hooks/settings.py): Claude Code then calls this tool over the session's connection, so those hooks start no
+process (an interpreter and a hook's imports, ~20 ms of CPU each, on every prompt and every stop). Claude Code
+fills the tool's arguments from the hook event's fields (`"${prompt}"`: strings only), and reads its text as it
+reads a command hook's stdout: hook JSON, or "" for nothing to say.
+
+The tool is declared for the app only (`_meta.ui.visibility`, MCP Apps): Claude Code 2.1.332 does not announce it
+to the model, whose tool list stays gitwiki's 19. The hook's own code answers (`agent_hooks.run`, handed in by
+`gitwiki serve`: this folder does not import the hooks), on the event rebuilt from those fields, in this server's
+checkout only. It runs without the tool calls' lock: the prompt hook's search asks this server over its socket,
+which takes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from gitwiki.errors import UsageError
+from gitwiki.mcp.wiki_tools import Answer, result
+from gitwiki.wiki import Wiki
+
+if TYPE_CHECKING:
+    from pydantic import Field
+
+__all__ = ["Annotated", "Literal"]  # what the string annotations name, evaluated by `mcp.schema.namespace`
+
+HOOK_TOOL = "agent_hook"
+# The hook types answered here: Claude Code's event, and the event's fields the handler reads beyond COMMON. The
+# hooks install writes the same table into settings (tests/mcp/test_hook_tool.py holds the two equal).
+EVENTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "prompt": ("UserPromptSubmit", ("prompt",)),
+    "stop": ("Stop", ("stop_hook_active",)),
+}
+COMMON = ("session_id", "transcript_path", "cwd")
+# MCP Apps' visibility: called by the host (a hook), never offered to the model
+META: dict[str, Any] = {"ui": {"visibility": ["app"]}}
+FLAGS = ("stop_hook_active",)  # booleans in the event, strings once Claude Code has put them in the arguments
+
+Runner = Callable[[str, bytes, str], "str | None"]  # (hook type, event bytes, cwd) → the hook's stdout
+
+
+class HookTool:
+    """The tool's body for a server of `wiki`'s checkout; `run` is the hook code (None: a server that runs no hooks
+    answers nothing)."""
+
+    def __init__(self, wiki: Wiki, run: Runner | None) -> None:
+        self._wiki = wiki
+        self._run = run
+
+    def agent_hook(
+        self,
+        type: Annotated[Literal["prompt", "stop"], Field(description="The hook: prompt (UserPromptSubmit) or stop.")],
+        session_id: Annotated[str, Field(description="The event's session_id.")] = "",
+        transcript_path: Annotated[str, Field(description="The event's transcript_path.")] = "",
+        cwd: Annotated[str, Field(description="The event's cwd: this checkout or a folder in it.")] = "",
+        prompt: Annotated[str, Field(description="UserPromptSubmit's prompt.")] = "",
+        stop_hook_active: Annotated[str, Field(description="Stop's stop_hook_active: true or false.")] = "",
+    ) -> Answer:
+        """For Claude Code's mcp_tool hooks (gitwiki hooks install): a prompt or stop event, answered as hooks are."""
+        fields = {"session_id": session_id, "transcript_path": transcript_path, "cwd": cwd}
+        fields |= {"prompt": prompt, "stop_hook_active": stop_hook_active}
+        name, raw, where = event(type, fields, self._wiki.root)
+        found = self._run(name, raw, where) if self._run is not None else None
+        text = found or ""
+        return result(text, {"hook": type, "answer": json.loads(text) if text else None})
+
+
+def event(name: str, fields: dict[str, str], root: Path) -> tuple[str, bytes, str]:
+    """The hook type, the event's bytes as Claude Code would send them on stdin, and the directory it runs in, from
+    the tool's arguments: only the hook's own fields, its `cwd` this checkout or a folder in it."""
+    if name not in EVENTS:
+        raise UsageError(f"agent_hook answers {', '.join(EVENTS)}, not {name!r}")
+    hook_event, own = EVENTS[name]
+    where = fields.get("cwd") or str(root)
+    try:
+        resolved = Path(os.path.realpath(where)) if "\0" not in where else None
+    except (UnicodeError, OSError, ValueError):  # a lone surrogate: no path on this system
+        resolved = None
+    if resolved is None or not resolved.is_relative_to(os.path.realpath(root)):
+        raise UsageError(f"agent_hook answers for {root} only, not {where!r}")
+    built: dict[str, Any] = {k: fields.get(k, "") for k in COMMON} | {"cwd": str(resolved)}
+    built["hook_event_name"] = hook_event
+    for key in own:
+        value = fields.get(key, "")
+        built[key] = value == "true" if key in FLAGS else value
+    return name, json.dumps(built, ensure_ascii=False).encode("utf-8", "surrogatepass"), str(resolved)

@@ -1,0 +1,168 @@
+"""`agent_hook` (gitwiki/mcp/hook_tool.py): Claude Code's `mcp_tool` hooks answered by the session's server. The same
+answers and session state as `gitwiki-hook`, for the checkout the server serves only, and the arguments the hooks
+install writes are the ones it takes."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gitwiki import __version__
+from gitwiki.agent_hooks import BY_NAME, HOOK_TOOL, HOOK_TOOL_FIELDS
+from gitwiki.agent_hooks.run import run, served
+from gitwiki.agent_hooks.settings import group_for
+from gitwiki.agent_hooks.state import peek
+from gitwiki.errors import UsageError
+from gitwiki.mcp import early, hook_tool, lean
+from gitwiki.serve import client as serve_client
+from gitwiki.wiki import Wiki
+from tests.agent_hooks.helpers import PAGES, context_of, load
+
+
+@pytest.fixture
+def wiki(repo, cli, monkeypatch):
+    monkeypatch.setenv(serve_client.NO_SERVER, "1")  # the hooks' search: their own, no socket in these tests
+    repo.commit("wiki", PAGES)
+    code, _, err = cli("index", cwd=repo.path)
+    assert code == 0, err
+    opened = Wiki.open(repo.path)
+    yield opened
+    opened.close()
+
+
+def tools(wiki: Wiki, hooks=served) -> lean.LeanTools:
+    schemas = early.early_answers(__version__)[early.HANDSHAKE]["tools/list"]["tools"]
+    return lean.LeanTools(lean.tool_bodies(wiki, hooks), schemas, threading.Lock(), __version__)
+
+
+def ask(tools: lean.LeanTools, arguments: dict) -> dict:
+    """The tool's answer line, parsed: its result or error."""
+    message = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": HOOK_TOOL, "arguments": arguments}}
+    line = tools.answer(message)
+    assert line is not None
+    return json.loads(line)
+
+
+def answer_of(reply: dict) -> dict | None:
+    text = reply["result"]["content"][0]["text"]
+    return json.loads(text) if text else None
+
+
+def arguments(name: str, event: dict) -> dict:
+    """What Claude Code passes for the table the hooks install writes: each field's value as a string."""
+    group = group_for(BY_NAME[name], server="gitwiki")
+    given = group["hooks"][0]["input"]
+    out = {"type": given.pop("type")}
+    for key, value in given.items():
+        field = value.removeprefix("${").removesuffix("}")
+        raw = event.get(field, "")
+        out[key] = json.dumps(raw) if isinstance(raw, bool) else str(raw)
+    return out
+
+
+def test_the_install_table_and_the_tool_name_the_same_hooks_and_fields():
+    assert HOOK_TOOL == hook_tool.HOOK_TOOL
+    assert set(HOOK_TOOL_FIELDS) == set(hook_tool.EVENTS)
+    for name, fields in HOOK_TOOL_FIELDS.items():
+        event, own = hook_tool.EVENTS[name]
+        assert BY_NAME[name].event == event
+        assert fields == (*hook_tool.COMMON, *own)
+        entry = group_for(BY_NAME[name], server="wiki")["hooks"][0]
+        assert entry == {
+            "type": "mcp_tool",
+            "server": "wiki",
+            "tool": "agent_hook",
+            "input": {"type": name, **{f: "${" + f + "}" for f in fields}},
+            "timeout": 10,
+        }
+    assert group_for(BY_NAME["ambient"], server="wiki") == group_for(BY_NAME["ambient"])  # a command still
+
+
+def test_prompt_and_stop_through_the_tool_answer_as_the_hook_does(wiki):
+    """One session through the tool, one by the hooks' own path: the same context for the prompt, the same
+    reminder at the stop after an edit, the same state; a stop that is already continuing says nothing."""
+    served_by_tool = tools(wiki)
+    answers = {}
+    for session in ("tool", "hook"):
+        prompt = load("user_prompt_submit", wiki.root, session_id=session)
+        edit = load("pre_tool_use_edit", wiki.root, session_id=session)
+        stop = load("stop", wiki.root, session_id=session)
+        run("ambient", json.dumps(edit).encode(), str(wiki.root))  # the session edits a file: a command hook still
+        if session == "tool":
+            got = [answer_of(ask(served_by_tool, arguments(n, e))) for n, e in (("prompt", prompt), ("stop", stop))]
+        else:
+            got = [
+                json.loads(run(n, json.dumps(e).encode(), str(wiki.root)))
+                for n, e in (("prompt", prompt), ("stop", stop))
+            ]
+        answers[session] = got
+    assert answers["tool"] == answers["hook"]
+    assert "wiki/deploy.md:3-5" in context_of(answers["tool"][0])
+    assert answers["tool"][1]["decision"] == "block" and "src/keys.py" in answers["tool"][1]["reason"]
+    states = {s: peek(wiki.index_dir, s) for s in answers}
+    for key in ("injected", "edited", "reminded"):
+        assert states["tool"][key] == states["hook"][key], key
+    again = load("stop", wiki.root, session_id="tool", stop_hook_active=True)
+    assert answer_of(ask(served_by_tool, arguments("stop", again))) is None
+
+
+def test_a_server_without_hook_code_says_nothing(wiki):
+    reply = ask(tools(wiki, None), arguments("prompt", load("user_prompt_submit", wiki.root)))
+    assert reply["result"]["content"][0]["text"] == "" and reply["result"]["isError"] is False
+
+
+@pytest.mark.parametrize("where", ["/", "..", "{root}/../elsewhere", "{root}\0x", "{link}"])
+def test_a_directory_outside_the_checkout_is_refused_and_runs_nothing(wiki, tmp_path, where):
+    ran: list[str] = []
+    link = wiki.root / "out"
+    link.symlink_to(tmp_path, target_is_directory=True)
+    given = {"type": "prompt", "prompt": "roll back", "cwd": where.format(root=wiki.root, link=link)}
+    reply = ask(tools(wiki, lambda name, raw, cwd: ran.append(name) or ""), given)
+    assert reply["error"]["code"] == -32602 and "agent_hook answers for" in reply["error"]["message"]
+    assert ran == []
+
+
+def test_a_folder_of_the_checkout_is_its_cwd(wiki):
+    seen = []
+    given = {"type": "prompt", "prompt": "roll back", "cwd": str(wiki.root / "wiki")}
+    ask(tools(wiki, lambda name, raw, cwd: seen.append((name, json.loads(raw), cwd)) or ""), given)
+    [(name, event, cwd)] = seen
+    assert name == "prompt" and cwd == os.path.realpath(wiki.root / "wiki")
+    assert event == {
+        "session_id": "",
+        "transcript_path": "",
+        "cwd": cwd,
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "roll back",
+    }
+
+
+_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)) | st.sampled_from(["\0", "\ud800"]))
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(
+    name=st.sampled_from(["prompt", "stop", "session", ""]) | st.text(max_size=8),
+    fields=st.dictionaries(
+        st.sampled_from(["session_id", "transcript_path", "cwd", "prompt", "stop_hook_active", "other"]), _TEXT
+    ),
+)
+def test_any_arguments_make_an_event_of_this_checkout_or_a_refusal(tmp_path, name, fields):
+    """The event is built from strings Claude Code fills from whatever the session holds: any of them gives the
+    hook's own fields as JSON in this checkout, or a UsageError."""
+    root = Path(os.path.realpath(tmp_path))
+    try:
+        hook, raw, cwd = hook_tool.event(name, fields, root)
+    except UsageError:
+        return
+    event = json.loads(raw)
+    assert hook == name and set(event) == {*hook_tool.COMMON, "hook_event_name", *hook_tool.EVENTS[name][1]}
+    assert Path(cwd).is_relative_to(root) and event["cwd"] == cwd
+    if name == "stop":
+        assert event["stop_hook_active"] is (fields.get("stop_hook_active") == "true")
