@@ -90,10 +90,11 @@ def prepare(
     if bin_dir is not None:
         claude.env["PATH"] = os.pathsep.join([str(bin_dir), claude.env["PATH"]])
     repo = make_wiki(base / name / "repo", claude.env)
-    if kind in ("hooks", "full"):
-        sh(["gitwiki", "hooks", "install"], repo, claude.env)
+    # the server first, as docs/agent-hooks.md says: the install then makes the prompt and stop hooks calls to it
     if kind in ("mcp", "full"):
         claude.command("mcp", "add", "gitwiki", "--", "gitwiki", "serve", cwd=repo)
+    if kind in ("hooks", "full"):
+        sh(["gitwiki", "hooks", "install"], repo, claude.env)
     if kind == "nullmcp":
         from gitwiki import __version__
         from gitwiki.mcp import early

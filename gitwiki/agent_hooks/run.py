@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitwiki.agent_hooks import BY_NAME, HookType
+from gitwiki.agent_hooks import BY_NAME, HOOK_TOOL_FIELDS, HookType
 from gitwiki.agent_hooks.protocol import parse_event
 from gitwiki.errors import GitwikiError
 
@@ -62,8 +62,8 @@ def run(name: str, raw: bytes, cwd: str) -> str:
         # index, which a hook the owner answers never needs).
         session_id = event.get("session_id") if lookup.indexed else None
         with open_session(lookup.index_dir, session_id if isinstance(session_id, str) else "") as session:
-            if not session.first_to_answer(name, raw, event.get("transcript_path")):  # plugin and settings copies
-                return ""
+            if not session.first_to_answer(name, _same_event(name, event, raw), event.get("transcript_path")):
+                return ""  # the plugin's copy and the settings' one
             return _dump(handler(Call(event, lookup, session, made_of)))
     except Exception:
         import traceback  # 1.5 ms with linecache and tokenize, paid only when something went wrong
@@ -79,6 +79,16 @@ def served(name: str, raw: bytes, cwd: str) -> str | None:
     """`run`, for the owner answering a hook that `gitwiki-hook` sent it (agent_hooks/forward.py); None for a type
     this version does not know (the hook then answers by itself)."""
     return run(name, raw, cwd) if name in BY_NAME else None
+
+
+def _same_event(name: str, event: dict[str, Any], raw: bytes) -> bytes:
+    """What makes two deliveries of a hook one event: its bytes, but for a hook Claude Code may also hand to the MCP
+    server (an `mcp_tool` hook of the settings beside the plugin's command) the fields both forms carry, as they came
+    (the cwd as Claude Code wrote it or resolved)."""
+    fields = HOOK_TOOL_FIELDS.get(name)
+    if fields is None:
+        return raw
+    return json.dumps([event.get(f) for f in fields if f != "cwd"], ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
 def _checkout(event: dict[str, Any], cwd: str) -> Checkout | None:

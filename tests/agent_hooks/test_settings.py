@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gitwiki.agent_hooks import HOOK_TYPES, permissions
-from gitwiki.agent_hooks.settings import command_for, hooks_table, install, status, uninstall
+from gitwiki.agent_hooks.settings import PLUGIN_SERVER, command_for, hooks_table, install, status, uninstall
 from tests.helpers import ROOT
 
 OTHER = {
@@ -328,7 +328,7 @@ def test_user_settings_honour_claude_config_dir(repo, cli, tmp_path, monkeypatch
 
 def test_the_plugin_registers_the_same_hooks():
     plugin = json.loads((ROOT / "plugins" / "gitwiki" / "hooks" / "hooks.json").read_text())
-    assert plugin == {"description": plugin["description"], "hooks": hooks_table()}
+    assert plugin == {"description": plugin["description"], "hooks": hooks_table(server=PLUGIN_SERVER)}
 
 
 def test_the_plugin_registers_the_mcp_server_as_mcp_config_prints_it(repo, cli):

@@ -112,6 +112,17 @@ def test_prompt_and_stop_through_the_tool_answer_as_the_hook_does(wiki):
     assert answer_of(ask(served_by_tool, arguments("stop", again))) is None
 
 
+def test_the_plugins_command_and_the_settings_mcp_tool_answer_an_event_once(wiki):
+    """The plugin's prompt hook (a command, the event's bytes) and the settings' (a call of this tool) both get
+    each prompt: the second to answer stays silent, as between two command copies."""
+    prompt = load("user_prompt_submit", wiki.root, session_id="both", cwd=str(wiki.root / "wiki"))
+    assert "wiki/deploy.md:3-5" in context_of(json.loads(run("prompt", json.dumps(prompt).encode(), str(wiki.root))))
+    assert answer_of(ask(tools(wiki), arguments("prompt", prompt))) is None
+    later = load("user_prompt_submit", wiki.root, session_id="both", prompt="How is the signing key cache flushed?")
+    assert answer_of(ask(tools(wiki), arguments("prompt", later))) is not None
+    assert run("prompt", json.dumps(later).encode(), str(wiki.root)) == ""
+
+
 def test_a_server_without_hook_code_says_nothing(wiki):
     reply = ask(tools(wiki, None), arguments("prompt", load("user_prompt_submit", wiki.root)))
     assert reply["result"]["content"][0]["text"] == "" and reply["result"]["isError"] is False
