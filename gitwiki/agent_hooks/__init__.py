@@ -89,10 +89,17 @@ HOOK_TYPES = (
 BY_NAME = {h.name: h for h in HOOK_TYPES}
 # The hooks Claude Code can hand to gitwiki's MCP server instead of starting a process (`mcp_tool` hooks, written when
 # the server is registered: settings.py): the server's tool and, per hook type, the event's fields it is given (the
-# same in gitwiki/mcp/hook_tool.py, which answers them; tests/mcp/test_hook_tool.py holds the two equal).
+# same in gitwiki/mcp/hook_tool.py, which answers them; tests/mcp/test_hook_tool.py holds the two equal). Not the
+# session's start (it runs beside the server's start, before Claude Code waits on anything), nor the compaction's
+# and a subagent's (rare, and fields of their own).
 HOOK_TOOL = "agent_hook"
+_CALL = ("session_id", "transcript_path", "cwd", "tool_name", "tool_input", "tool_use_id")
 HOOK_TOOL_FIELDS = {
     "prompt": ("session_id", "transcript_path", "cwd", "prompt"),
+    "ambient": _CALL,
+    "post-build": (*_CALL, "tool_response"),
+    "error-context": (*_CALL, "error", "is_interrupt"),
     "stop": ("session_id", "transcript_path", "cwd", "stop_hook_active"),
+    "approve-mcp": _CALL,
 }
 HOOK_TIMEOUT = 10  # seconds Claude Code gives one hook before it carries on without it

@@ -34,8 +34,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--via",
         choices=("auto", "mcp", "command"),
         default="auto",
-        help="install: how the prompt and stop hooks run. mcp: as calls to gitwiki's MCP server in the session "
-        "(no process per hook; the server must be registered in Claude Code); command: as gitwiki-hook processes; "
+        help="install: how the prompt, tool and stop hooks run. mcp: as calls to gitwiki's MCP server in the session "
+        "(no process per event; the server must be registered in Claude Code); command: as gitwiki-hook processes; "
         "auto (default): mcp when Claude Code has gitwiki's server registered for this project, else command",
     )
     p.set_defaults(func=hooks)
@@ -89,8 +89,8 @@ def hooks(args: argparse.Namespace) -> int:
         )
     if args.action == "install" and args.via == "auto" and registered is None:
         print(
-            "note: the prompt and stop hooks run as processes; register gitwiki's MCP server (claude mcp add gitwiki "
-            "-- gitwiki serve) and install again, and the server in the session answers them (or --via mcp)"
+            "note: the hooks run as processes; register gitwiki's MCP server (claude mcp add gitwiki -- gitwiki "
+            "serve) and install again, and the server in the session answers them (or --via mcp)"
         )
     if args.action == "install" and not _has_index(args.chdir):
         print("next: gitwiki index (the hooks read the index and never build it)")

@@ -33,14 +33,21 @@ __all__ = ["Annotated", "Literal"]  # what the string annotations name, evaluate
 HOOK_TOOL = "agent_hook"
 # The hook types answered here: Claude Code's event, and the event's fields the handler reads beyond COMMON. The
 # hooks install writes the same table into settings (tests/mcp/test_hook_tool.py holds the two equal).
+_CALL = ("tool_name", "tool_input", "tool_use_id")
 EVENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "prompt": ("UserPromptSubmit", ("prompt",)),
+    "ambient": ("PreToolUse", _CALL),
+    "post-build": ("PostToolUse", (*_CALL, "tool_response")),
+    "error-context": ("PostToolUseFailure", (*_CALL, "error", "is_interrupt")),
     "stop": ("Stop", ("stop_hook_active",)),
+    "approve-mcp": ("PreToolUse", _CALL),
 }
 COMMON = ("session_id", "transcript_path", "cwd")
 # MCP Apps' visibility: called by the host (a hook), never offered to the model
 META: dict[str, Any] = {"ui": {"visibility": ["app"]}}
-FLAGS = ("stop_hook_active",)  # booleans in the event, strings once Claude Code has put them in the arguments
+FLAGS = ("stop_hook_active", "is_interrupt")  # booleans in the event, "true" or "false" in the arguments
+# objects in the event, which Claude Code writes into a string argument as JSON
+OBJECTS = ("tool_input", "tool_response")
 
 Runner = Callable[[str, bytes, str], "str | None"]  # (hook type, event bytes, cwd) → the hook's stdout
 
@@ -55,17 +62,27 @@ class HookTool:
 
     def agent_hook(
         self,
-        type: Annotated[Literal["prompt", "stop"], Field(description="The hook: prompt (UserPromptSubmit) or stop.")],
+        type: Annotated[
+            Literal["prompt", "ambient", "post-build", "error-context", "stop", "approve-mcp"],
+            Field(description="The hook type, as gitwiki-hook names it."),
+        ],
         session_id: Annotated[str, Field(description="The event's session_id.")] = "",
         transcript_path: Annotated[str, Field(description="The event's transcript_path.")] = "",
         cwd: Annotated[str, Field(description="The event's cwd: this checkout or a folder in it.")] = "",
         prompt: Annotated[str, Field(description="UserPromptSubmit's prompt.")] = "",
+        tool_name: Annotated[str, Field(description="The tool event's tool_name.")] = "",
+        tool_input: Annotated[str, Field(description="The tool event's tool_input, as JSON.")] = "",
+        tool_use_id: Annotated[str, Field(description="The tool event's tool_use_id.")] = "",
+        tool_response: Annotated[str, Field(description="PostToolUse's tool_response, as JSON or text.")] = "",
+        error: Annotated[str, Field(description="PostToolUseFailure's error.")] = "",
+        is_interrupt: Annotated[str, Field(description="PostToolUseFailure's is_interrupt: true or false.")] = "",
         stop_hook_active: Annotated[str, Field(description="Stop's stop_hook_active: true or false.")] = "",
     ) -> Answer:
-        """For Claude Code's mcp_tool hooks (gitwiki hooks install): a prompt or stop event, answered as hooks are."""
-        fields = {"session_id": session_id, "transcript_path": transcript_path, "cwd": cwd}
-        fields |= {"prompt": prompt, "stop_hook_active": stop_hook_active}
-        name, raw, where = event(type, fields, self._wiki.root)
+        """For Claude Code's mcp_tool hooks (gitwiki hooks install): one hook event, answered as hooks are."""
+        fields = {"session_id": session_id, "transcript_path": transcript_path, "cwd": cwd, "prompt": prompt}
+        fields |= {"tool_name": tool_name, "tool_input": tool_input, "tool_use_id": tool_use_id}
+        fields |= {"tool_response": tool_response, "error": error, "is_interrupt": is_interrupt}
+        name, raw, where = event(type, fields | {"stop_hook_active": stop_hook_active}, self._wiki.root)
         found = self._run(name, raw, where) if self._run is not None else None
         text = found or ""
         return result(text, {"hook": type, "answer": json.loads(text) if text else None})
@@ -87,6 +104,18 @@ def event(name: str, fields: dict[str, str], root: Path) -> tuple[str, bytes, st
     built: dict[str, Any] = {k: fields.get(k, "") for k in COMMON} | {"cwd": str(resolved)}
     built["hook_event_name"] = hook_event
     for key in own:
-        value = fields.get(key, "")
-        built[key] = value == "true" if key in FLAGS else value
+        built[key] = _value(key, fields.get(key, ""))
     return name, json.dumps(built, ensure_ascii=False).encode("utf-8", "surrogatepass"), str(resolved)
+
+
+def _value(key: str, given: str) -> Any:
+    """A field as the event held it: a flag's boolean, an object's JSON read back (a text that is not an object or a
+    list stays text: a tool may answer with a plain string)."""
+    if key in FLAGS:
+        return given == "true"
+    if key in OBJECTS and given[:1] in ("{", "["):
+        try:
+            return json.loads(given)
+        except (ValueError, RecursionError):
+            return given
+    return given

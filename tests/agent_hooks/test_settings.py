@@ -406,10 +406,11 @@ def test_with_gitwikis_server_registered_prompt_and_stop_are_calls_to_it(repo, c
     original = json.dumps(OTHER, indent=2)
     target.write_text(original)
     code, out, _ = cli("hooks", "install", cwd=repo.path)
-    assert code == 0 and "note: the prompt and stop" not in out
+    assert code == 0 and "note: the hooks run" not in out
     assert "  prompt (UserPromptSubmit): installed, answered by the MCP server wiki\n" in out
     assert "  stop (Stop): installed, answered by the MCP server wiki\n" in out
-    assert "  ambient (PreToolUse): installed\n" in out
+    assert "  ambient (PreToolUse): installed, answered by the MCP server wiki\n" in out
+    assert "  session (SessionStart): installed\n" in out
     installed = _settings(repo)
     [prompt] = installed["hooks"]["UserPromptSubmit"]
     assert prompt["hooks"][0]["type"] == "mcp_tool" and prompt["hooks"][0]["server"] == "wiki"
@@ -434,9 +435,9 @@ def test_without_a_registration_install_says_how_and_via_mcp_names_gitwiki(repo,
         {"projects": {"/elsewhere": {"mcpServers": {"w": {"command": "gitwiki", "args": ["serve"]}}}}},
     )
     code, out, _ = cli("hooks", "install", cwd=repo.path)
-    assert code == 0 and "note: the prompt and stop hooks run as processes; register gitwiki's MCP server" in out
+    assert code == 0 and "note: the hooks run as processes; register gitwiki's MCP server" in out
     assert _settings(repo)["hooks"] == hooks_table()
     code, out, _ = cli("hooks", "install", "--via", "mcp", cwd=repo.path)
-    assert "note: the prompt and stop" not in out
+    assert "note: the hooks run" not in out
     assert _settings(repo)["hooks"] == hooks_table(server="gitwiki")
     assert "  prompt (UserPromptSubmit): installed, answered by the MCP server gitwiki\n" in out

@@ -131,17 +131,27 @@ def test_hook_context_in_the_first_request(session):
     assert sections in text, f"UserPromptSubmit context not in the prompt:\n{sections}"
 
 
-def test_prompt_and_stop_hooks_are_calls_to_the_server_the_model_is_not_offered(session):
-    """`hooks install` after `claude mcp add` makes the prompt and stop hooks mcp_tool hooks: Claude Code calls
-    the session's server for them (no process each), and `agent_hook` is not among the model's tools."""
+def test_the_hooks_are_calls_to_the_server_the_model_is_not_offered(session):
+    """`hooks install` after `claude mcp add` makes the prompt, tool and stop hooks mcp_tool hooks: Claude Code
+    calls the session's server for each event they match (no process each), every call answered, and `agent_hook`
+    is not among the model's tools."""
     settings = json.loads((session.repo / ".claude" / "settings.json").read_text())
-    for event in ("UserPromptSubmit", "Stop"):
-        [group] = settings["hooks"][event]
-        assert group["hooks"][0]["type"] == "mcp_tool" and group["hooks"][0]["tool"] == "agent_hook", event
+    for event in ("UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop"):
+        for group in settings["hooks"][event]:
+            assert group["hooks"][0]["type"] == "mcp_tool" and group["hooks"][0]["tool"] == "agent_hook", event
+    assert settings["hooks"]["SessionStart"][0]["hooks"][0]["type"] == "command"
+    tools = re.compile(r"Read|Edit|Write|Glob|Grep|Bash|mcp__gitwiki__.*")
+    matched = [
+        e
+        for e in session.events
+        if e["hook_event_name"] in ("UserPromptSubmit", "PostToolUseFailure", "Stop")
+        or (e["hook_event_name"] == "PreToolUse" and tools.fullmatch(e["tool_name"]))
+        or (e["hook_event_name"] == "PostToolUse" and e["tool_name"] == "Bash")
+    ]
     calls = re.findall(r"Hooks: mcp_tool calling gitwiki/agent_hook", session.run.debug)
-    assert len(calls) >= 2, session.run.explain()  # the prompt, and each stop
+    assert len(calls) == len(matched) >= 8, session.run.explain()
     assert "mcp__gitwiki__agent_hook" not in json.dumps(first(session)), "the hooks' tool was offered to the model"
-    assert not re.search(r"Hook (UserPromptSubmit|Stop) \(\w+\) error", session.run.debug), session.run.explain()
+    assert not re.search(r"Hook \w+(:\w+)? \(\w+\) error", session.run.debug), session.run.explain()
 
 
 def test_ground_result_is_the_text_outline(session):

@@ -62,7 +62,7 @@ def arguments(name: str, event: dict) -> dict:
     for key, value in given.items():
         field = value.removeprefix("${").removesuffix("}")
         raw = event.get(field, "")
-        out[key] = json.dumps(raw) if isinstance(raw, bool) else str(raw)
+        out[key] = raw if isinstance(raw, str) else json.dumps(raw, separators=(",", ":"))
     return out
 
 
@@ -81,35 +81,55 @@ def test_the_install_table_and_the_tool_name_the_same_hooks_and_fields():
             "input": {"type": name, **{f: "${" + f + "}" for f in fields}},
             "timeout": 10,
         }
-    assert group_for(BY_NAME["ambient"], server="wiki") == group_for(BY_NAME["ambient"])  # a command still
+    assert group_for(BY_NAME["session"], server="wiki") == group_for(BY_NAME["session"])  # a command still
 
 
-def test_prompt_and_stop_through_the_tool_answer_as_the_hook_does(wiki):
-    """One session through the tool, one by the hooks' own path: the same context for the prompt, the same
-    reminder at the stop after an edit, the same state; a stop that is already continuing says nothing."""
+# A session that edits a file and runs a failing test, each hook the tool answers on the events Claude Code sends
+SESSION = (
+    ("prompt", "user_prompt_submit"),
+    ("ambient", "pre_tool_use_read"),
+    ("ambient", "pre_tool_use_grep"),
+    ("ambient", "pre_tool_use_bash"),
+    ("ambient", "pre_tool_use_edit"),
+    ("approve-mcp", "pre_tool_use_mcp"),
+    ("post-build", "post_tool_use_bash"),
+    ("error-context", "post_tool_use_failure"),
+    ("stop", "stop"),
+    ("stop", "stop"),
+)
+
+
+def test_a_session_through_the_tool_answers_as_the_hooks_do(wiki):
+    """One session through the tool, one by the hooks' own path: the same answers hook by hook (context for the
+    prompt, the file, the failure; the permission; the reminder at the first stop, silence at the second) and the
+    same session state."""
     served_by_tool = tools(wiki)
     answers = {}
     for session in ("tool", "hook"):
-        prompt = load("user_prompt_submit", wiki.root, session_id=session)
-        edit = load("pre_tool_use_edit", wiki.root, session_id=session)
-        stop = load("stop", wiki.root, session_id=session)
-        run("ambient", json.dumps(edit).encode(), str(wiki.root))  # the session edits a file: a command hook still
+        events = [(name, load(event, wiki.root, session_id=session)) for name, event in SESSION]
         if session == "tool":
-            got = [answer_of(ask(served_by_tool, arguments(n, e))) for n, e in (("prompt", prompt), ("stop", stop))]
+            answers[session] = [answer_of(ask(served_by_tool, arguments(n, e))) for n, e in events]
         else:
-            got = [
-                json.loads(run(n, json.dumps(e).encode(), str(wiki.root)))
-                for n, e in (("prompt", prompt), ("stop", stop))
-            ]
-        answers[session] = got
+            answers[session] = [json.loads(run(n, json.dumps(e).encode(), str(wiki.root)) or "null") for n, e in events]
     assert answers["tool"] == answers["hook"]
-    assert "wiki/deploy.md:3-5" in context_of(answers["tool"][0])
-    assert answers["tool"][1]["decision"] == "block" and "src/keys.py" in answers["tool"][1]["reason"]
+    said = dict(zip((f"{n}:{e}" for n, e in SESSION), answers["tool"], strict=False))
+    assert "wiki/deploy.md:3-5" in context_of(said["prompt:user_prompt_submit"])
+    assert said["approve-mcp:pre_tool_use_mcp"]["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert sum(a is not None for a in answers["tool"]) >= 6
+    assert answers["tool"][-2]["decision"] == "block" and "src/keys.py" in answers["tool"][-2]["reason"]
+    assert answers["tool"][-1] is None
     states = {s: peek(wiki.index_dir, s) for s in answers}
-    for key in ("injected", "edited", "reminded"):
+    for key in ("injected", "focus", "phase", "edited", "reminded"):
         assert states["tool"][key] == states["hook"][key], key
-    again = load("stop", wiki.root, session_id="tool", stop_hook_active=True)
+
+
+def test_a_stop_that_is_already_continuing_says_nothing(wiki):
+    served_by_tool = tools(wiki)
+    edit = load("pre_tool_use_edit", wiki.root, session_id="s")
+    assert ask(served_by_tool, arguments("ambient", edit))["result"]["isError"] is False
+    again = load("stop", wiki.root, session_id="s", stop_hook_active=True)
     assert answer_of(ask(served_by_tool, arguments("stop", again))) is None
+    assert answer_of(ask(served_by_tool, arguments("stop", load("stop", wiki.root, session_id="s")))) is not None
 
 
 def test_the_plugins_command_and_the_settings_mcp_tool_answer_an_event_once(wiki):
@@ -154,14 +174,16 @@ def test_a_folder_of_the_checkout_is_its_cwd(wiki):
     }
 
 
-_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)) | st.sampled_from(["\0", "\ud800"]))
+_TEXT = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs",)) | st.sampled_from(["\0", "\ud800"])
+) | st.sampled_from(["true", "{", "[" * 5000, '{"command": "ls"}', "[1, 2]"])
 
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(
     name=st.sampled_from(["prompt", "stop", "session", ""]) | st.text(max_size=8),
     fields=st.dictionaries(
-        st.sampled_from(["session_id", "transcript_path", "cwd", "prompt", "stop_hook_active", "other"]), _TEXT
+        st.sampled_from([*hook_tool.COMMON, *{f for _, own in hook_tool.EVENTS.values() for f in own}, "other"]), _TEXT
     ),
 )
 def test_any_arguments_make_an_event_of_this_checkout_or_a_refusal(tmp_path, name, fields):
@@ -175,5 +197,6 @@ def test_any_arguments_make_an_event_of_this_checkout_or_a_refusal(tmp_path, nam
     event = json.loads(raw)
     assert hook == name and set(event) == {*hook_tool.COMMON, "hook_event_name", *hook_tool.EVENTS[name][1]}
     assert Path(cwd).is_relative_to(root) and event["cwd"] == cwd
-    if name == "stop":
-        assert event["stop_hook_active"] is (fields.get("stop_hook_active") == "true")
+    for flag in hook_tool.FLAGS:
+        if flag in event:
+            assert event[flag] is (fields.get(flag) == "true")
