@@ -82,6 +82,13 @@ def hooks(args: argparse.Namespace) -> int:
         print(f"    {tool}: {'denied' if rule.startswith('deny') else 'asked'} by your {rule}")
     for other in found.others:
         print(f"  yours, also running a gitwiki hook: {other}")
+    # an mcp_tool hook whose server Claude Code does not run adds nothing at each event: say so
+    gone = sorted({s.server for s in found.hooks if s.server and s.server != registered})
+    for name in gone if args.via == "auto" and not args.user else ():
+        print(
+            f"note: the hooks call the MCP server {name}, which Claude Code does not have registered for this "
+            "project: register it (claude mcp add), or gitwiki hooks install --via command"
+        )
     for where in found.plugin:
         print(
             f"note: the gitwiki plugin is enabled in {where}: its hooks run beside these, and the second to "

@@ -423,6 +423,9 @@ def test_with_gitwikis_server_registered_prompt_and_stop_are_calls_to_it(repo, c
     code, out, _ = cli("hooks", "status", cwd=repo.path)  # the command form is ours too
     assert "  prompt (UserPromptSubmit): installed\n" in out and "yours" not in out
     cli("hooks", "install", cwd=repo.path)
+    _register(tmp_path, monkeypatch, {})  # `claude mcp remove wiki`: status says what the hooks now miss
+    code, out, _ = cli("hooks", "status", cwd=repo.path)
+    assert "note: the hooks call the MCP server wiki, which Claude Code does not have registered" in out
     code, out, _ = cli("hooks", "uninstall", cwd=repo.path)
     assert code == 0 and target.read_text() == original
 
