@@ -38,3 +38,23 @@ def load(name: str, root: Path, **changes) -> dict:
 def context_of(answer: dict | None) -> str:
     assert answer is not None
     return answer["hookSpecificOutput"]["additionalContext"]
+
+
+# Each hook type `gitwiki hooks install` registers, on the events it gets, in the order of a session that edits a
+# file and compacts: the session's state carries from one to the next.
+SESSION = (
+    ("session", "session_start"),
+    ("prompt", "user_prompt_submit"),
+    ("ambient", "pre_tool_use_read"),
+    ("ambient", "pre_tool_use_grep"),
+    ("ambient", "pre_tool_use_bash"),
+    ("ambient", "pre_tool_use_edit"),
+    ("approve-mcp", "pre_tool_use_mcp"),
+    ("post-build", "post_tool_use_bash"),
+    ("error-context", "post_tool_use_failure"),
+    ("subagent", "subagent_start"),
+    ("stop", "stop"),
+    ("pre-compact", "pre_compact"),
+    ("session", "session_start_compact"),
+    ("stop", "stop"),
+)

@@ -23,6 +23,7 @@ from gitwiki.mcp import early, hook_tool, lean
 from gitwiki.serve import client as serve_client
 from gitwiki.wiki import Wiki
 from tests.agent_hooks.helpers import PAGES, context_of, load
+from tests.agent_hooks.helpers import SESSION as HOOKS_SESSION
 
 
 @pytest.fixture
@@ -84,19 +85,8 @@ def test_the_install_table_and_the_tool_name_the_same_hooks_and_fields():
     assert group_for(BY_NAME["session"], server="wiki") == group_for(BY_NAME["session"])  # a command still
 
 
-# A session that edits a file and runs a failing test, each hook the tool answers on the events Claude Code sends
-SESSION = (
-    ("prompt", "user_prompt_submit"),
-    ("ambient", "pre_tool_use_read"),
-    ("ambient", "pre_tool_use_grep"),
-    ("ambient", "pre_tool_use_bash"),
-    ("ambient", "pre_tool_use_edit"),
-    ("approve-mcp", "pre_tool_use_mcp"),
-    ("post-build", "post_tool_use_bash"),
-    ("error-context", "post_tool_use_failure"),
-    ("stop", "stop"),
-    ("stop", "stop"),
-)
+# The session the hooks' own tests play, its hook types this tool answers
+SESSION = [(name, event) for name, event in HOOKS_SESSION if name in HOOK_TOOL_FIELDS]
 
 
 def test_a_session_through_the_tool_answers_as_the_hooks_do(wiki):
