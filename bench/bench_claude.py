@@ -90,11 +90,16 @@ def prepare(
     if bin_dir is not None:
         claude.env["PATH"] = os.pathsep.join([str(bin_dir), claude.env["PATH"]])
     repo = make_wiki(base / name / "repo", claude.env)
-    # the server first, as docs/agent-hooks.md says: the install then makes the prompt and stop hooks calls to it
     if kind in ("mcp", "full"):
         claude.command("mcp", "add", "gitwiki", "--", "gitwiki", "serve", cwd=repo)
     if kind in ("hooks", "full"):
-        sh(["gitwiki", "hooks", "install"], repo, claude.env)
+        # with the server, as docs/agent-hooks.md sets it up: the hooks calls to it (a gitwiki before --via: processes)
+        via = (
+            ["--via", "mcp"]
+            if kind == "full" and "--via" in sh(["gitwiki", "hooks", "--help"], repo, claude.env)
+            else []
+        )
+        sh(["gitwiki", "hooks", "install", *via], repo, claude.env)
     if kind == "nullmcp":
         from gitwiki import __version__
         from gitwiki.mcp import early

@@ -25,14 +25,13 @@ def claude_json() -> Path:
     return Path(base) / ".claude.json" if base else Path(os.path.expanduser("~")) / ".claude.json"
 
 
-def registered_server(root: Path | None, settings: list[Path]) -> str | None:
-    """The name gitwiki's MCP server runs under in Claude Code for the project at `root` (None: the user's servers
-    only, for a user-wide install), or None; `settings`: the settings files that may approve the project's
-    `.mcp.json` servers."""
+def registered_server(root: Path, settings: list[Path]) -> str | None:
+    """The name gitwiki's MCP server runs under in Claude Code for the project at `root`, or None; `settings`: the
+    settings files that may approve the project's `.mcp.json` servers."""
     state = _load(claude_json())
     project = _project(state, root)
     found = _gitwiki(project.get("mcpServers")) or _gitwiki(state.get("mcpServers"))
-    if found is not None or root is None:
+    if found is not None:
         return found
     shared = _gitwiki(_load(root / ".mcp.json").get("mcpServers"))
     if shared is None:
@@ -61,9 +60,9 @@ def _gitwiki(servers: object) -> str | None:
     return next((name for name, config in servers.items() if runs_gitwiki_serve(config)), None)
 
 
-def _project(state: dict[str, Any], root: Path | None) -> dict[str, Any]:
+def _project(state: dict[str, Any], root: Path) -> dict[str, Any]:
     projects = state.get("projects")
-    if root is None or not isinstance(projects, dict):
+    if not isinstance(projects, dict):
         return {}
     entry = projects.get(str(root)) or projects.get(os.path.realpath(root))
     return entry if isinstance(entry, dict) else {}

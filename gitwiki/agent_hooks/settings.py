@@ -38,7 +38,6 @@ PROGRAMS = ("gitwiki", "gitwiki.exe")
 HOOK_PROGRAMS = ("gitwiki-hook", "gitwiki-hook.exe")  # console scripts installed beside PROGRAMS
 RECORD = "gitwiki-hooks.json"  # beside the settings file: what install added to it
 PLUGIN = "gitwiki@"  # `enabledPlugins` keys of the plugin, from any marketplace: gitwiki@<marketplace>
-PLUGIN_SERVER = "plugin:gitwiki:gitwiki"  # the plugin's MCP server as its `mcp_tool` hooks name it
 
 
 class HookState(NamedTuple):

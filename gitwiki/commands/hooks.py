@@ -32,11 +32,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--via",
-        choices=("auto", "mcp", "command"),
-        default="auto",
-        help="install: how the prompt, tool and stop hooks run. mcp: as calls to gitwiki's MCP server in the session "
-        "(no process per event; the server must be registered in Claude Code); command: as gitwiki-hook processes; "
-        "auto (default): mcp when Claude Code has gitwiki's server registered for this project, else command",
+        choices=("command", "mcp"),
+        default="command",
+        help="install: how the prompt, tool and stop hooks run. command (default): a gitwiki-hook process per event; "
+        "mcp: calls to gitwiki's MCP server already running in the session, no process (every Claude Code that uses "
+        "these settings must have the server registered; see docs/agent-hooks.md)",
     )
     p.set_defaults(func=hooks)
 
@@ -50,12 +50,12 @@ def hooks(args: argparse.Namespace) -> int:
         path = rules = settings.user_settings()
     else:
         path, rules = settings.project_settings(root), settings.local_settings(root)
-    registered = registration.registered_server(root, [path, rules, settings.user_settings()])
-    server = None if args.via == "command" else registered or ("gitwiki" if args.via == "mcp" else None)
+    registered = None if root is None else registration.registered_server(root, [path, rules, settings.user_settings()])
+    server = (registered or "gitwiki") if args.via == "mcp" else None
     if args.action == "install":
         found = settings.install(path, rules, args.program, args.allow_writes, server)
     elif args.action == "status":
-        found = settings.status(path, rules, args.program, server)
+        found = settings.status(path, rules, args.program, registered or "gitwiki")
     else:
         found = settings.uninstall(path, rules, args.program)
     print(f"settings: {path}")
@@ -83,8 +83,7 @@ def hooks(args: argparse.Namespace) -> int:
     for other in found.others:
         print(f"  yours, also running a gitwiki hook: {other}")
     # an mcp_tool hook whose server Claude Code does not run adds nothing at each event: say so
-    gone = sorted({s.server for s in found.hooks if s.server and s.server != registered})
-    for name in gone if args.via == "auto" and not args.user else ():
+    for name in sorted({s.server for s in found.hooks if s.server and s.server != registered and root is not None}):
         print(
             f"note: the hooks call the MCP server {name}, which Claude Code does not have registered for this "
             "project: register it (claude mcp add), or gitwiki hooks install --via command"
@@ -94,10 +93,10 @@ def hooks(args: argparse.Namespace) -> int:
             f"note: the gitwiki plugin is enabled in {where}: its hooks run beside these, and the second to "
             "answer an event stays silent"
         )
-    if args.action == "install" and args.via == "auto" and registered is None:
+    if args.action == "install" and args.via == "command" and registered is not None:
         print(
-            "note: the hooks run as processes; register gitwiki's MCP server (claude mcp add gitwiki -- gitwiki "
-            "serve) and install again, and the server in the session answers them (or --via mcp)"
+            f"tip: Claude Code runs gitwiki's MCP server ({registered}) here: with --via mcp the hooks are calls "
+            "to it, no process per event, where everyone using these settings has it registered"
         )
     if args.action == "install" and not _has_index(args.chdir):
         print("next: gitwiki index (the hooks read the index and never build it)")

@@ -53,7 +53,6 @@ def test_the_projects_own_registration_then_the_users(claude, root):
     assert registered_server(root, []) == "mine"
     claude({"mcpServers": {"mine": GITWIKI}, "projects": {str(root): {"mcpServers": {"wiki": GITWIKI}}}})
     assert registered_server(root, []) == "wiki"
-    assert registered_server(None, []) == "mine"  # a user-wide install: the user's servers only
     claude({"projects": {"/other": {"mcpServers": {"wiki": GITWIKI}}}})
     assert registered_server(root, []) is None
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gitwiki.agent_hooks import HOOK_TYPES, permissions
-from gitwiki.agent_hooks.settings import PLUGIN_SERVER, command_for, hooks_table, install, status, uninstall
+from gitwiki.agent_hooks.settings import command_for, hooks_table, install, status, uninstall
 from tests.helpers import ROOT
 
 OTHER = {
@@ -328,7 +328,7 @@ def test_user_settings_honour_claude_config_dir(repo, cli, tmp_path, monkeypatch
 
 def test_the_plugin_registers_the_same_hooks():
     plugin = json.loads((ROOT / "plugins" / "gitwiki" / "hooks" / "hooks.json").read_text())
-    assert plugin == {"description": plugin["description"], "hooks": hooks_table(server=PLUGIN_SERVER)}
+    assert plugin == {"description": plugin["description"], "hooks": hooks_table()}
 
 
 def test_the_plugin_registers_the_mcp_server_as_mcp_config_prints_it(repo, cli):
@@ -394,10 +394,10 @@ def _register(tmp_path, monkeypatch, state: dict) -> None:
     (config / ".claude.json").write_text(json.dumps(state))
 
 
-def test_with_gitwikis_server_registered_prompt_and_stop_are_calls_to_it(repo, cli, tmp_path, monkeypatch):
-    """`claude mcp add wiki -- /opt/bin/gitwiki serve` registered it for this project: the prompt and stop hooks
-    become mcp_tool hooks of that server (no process each), the others stay commands; `--via command` turns them
-    back, and uninstall gives the file back byte for byte."""
+def test_via_mcp_the_hooks_are_calls_to_the_registered_server(repo, cli, tmp_path, monkeypatch):
+    """`claude mcp add wiki -- /opt/bin/gitwiki serve` registered it for this project: install says so, and with
+    `--via mcp` every hook but three becomes an mcp_tool hook of that server (no process each); `--via command`
+    turns them back, status notes a server since removed, and uninstall gives the file back byte for byte."""
     repo.commit("start")
     server = {"type": "stdio", "command": "/opt/bin/gitwiki", "args": ["serve"], "env": {}}
     _register(tmp_path, monkeypatch, {"projects": {str(repo.path): {"mcpServers": {"wiki": server}}}})
@@ -406,7 +406,13 @@ def test_with_gitwikis_server_registered_prompt_and_stop_are_calls_to_it(repo, c
     original = json.dumps(OTHER, indent=2)
     target.write_text(original)
     code, out, _ = cli("hooks", "install", cwd=repo.path)
-    assert code == 0 and "note: the hooks run" not in out
+    assert (
+        code == 0
+        and "tip: Claude Code runs gitwiki's MCP server (wiki) here: with --via mcp the hooks are calls" in out
+    )
+    assert _settings(repo)["hooks"]["UserPromptSubmit"] == [hooks_table()["UserPromptSubmit"][0]]
+    code, out, _ = cli("hooks", "install", "--via", "mcp", cwd=repo.path)
+    assert code == 0 and "tip:" not in out and "note:" not in out
     assert "  prompt (UserPromptSubmit): installed, answered by the MCP server wiki\n" in out
     assert "  stop (Stop): installed, answered by the MCP server wiki\n" in out
     assert "  ambient (PreToolUse): installed, answered by the MCP server wiki\n" in out
@@ -417,12 +423,12 @@ def test_with_gitwikis_server_registered_prompt_and_stop_are_calls_to_it(repo, c
     assert installed["hooks"]["Stop"][0] == OTHER["hooks"]["Stop"][0]  # the user's own stays first
     assert installed["hooks"]["Stop"][1]["hooks"][0]["input"]["stop_hook_active"] == "${stop_hook_active}"
     assert installed["hooks"]["SessionStart"][0]["hooks"][0]["type"] == "command"  # it runs beside the server's start
+    code, out, _ = cli("hooks", "status", cwd=repo.path)
+    assert "  prompt (UserPromptSubmit): installed, answered by the MCP server wiki\n" in out and "yours" not in out
     code, out, _ = cli("hooks", "install", "--via", "command", cwd=repo.path)
     assert "  prompt (UserPromptSubmit): installed\n" in out
     assert _settings(repo)["hooks"]["UserPromptSubmit"] == [hooks_table()["UserPromptSubmit"][0]]
-    code, out, _ = cli("hooks", "status", cwd=repo.path)  # the command form is ours too
-    assert "  prompt (UserPromptSubmit): installed\n" in out and "yours" not in out
-    cli("hooks", "install", cwd=repo.path)
+    cli("hooks", "install", "--via", "mcp", cwd=repo.path)
     _register(tmp_path, monkeypatch, {})  # `claude mcp remove wiki`: status says what the hooks now miss
     code, out, _ = cli("hooks", "status", cwd=repo.path)
     assert "note: the hooks call the MCP server wiki, which Claude Code does not have registered" in out
@@ -430,17 +436,14 @@ def test_with_gitwikis_server_registered_prompt_and_stop_are_calls_to_it(repo, c
     assert code == 0 and target.read_text() == original
 
 
-def test_without_a_registration_install_says_how_and_via_mcp_names_gitwiki(repo, cli, tmp_path, monkeypatch):
+def test_without_a_registration_via_mcp_names_gitwiki_and_says_it_is_missing(repo, cli, tmp_path, monkeypatch):
     repo.commit("start")
-    _register(
-        tmp_path,
-        monkeypatch,
-        {"projects": {"/elsewhere": {"mcpServers": {"w": {"command": "gitwiki", "args": ["serve"]}}}}},
-    )
+    elsewhere = {"mcpServers": {"w": {"command": "gitwiki", "args": ["serve"]}}}
+    _register(tmp_path, monkeypatch, {"projects": {"/elsewhere": elsewhere}})
     code, out, _ = cli("hooks", "install", cwd=repo.path)
-    assert code == 0 and "note: the hooks run as processes; register gitwiki's MCP server" in out
+    assert code == 0 and "tip:" not in out and "note:" not in out
     assert _settings(repo)["hooks"] == hooks_table()
     code, out, _ = cli("hooks", "install", "--via", "mcp", cwd=repo.path)
-    assert "note: the hooks run" not in out
     assert _settings(repo)["hooks"] == hooks_table(server="gitwiki")
     assert "  prompt (UserPromptSubmit): installed, answered by the MCP server gitwiki\n" in out
+    assert "note: the hooks call the MCP server gitwiki, which Claude Code does not have registered" in out

@@ -154,13 +154,13 @@ class Project:
 
 
 def documented_setup(base: Path, binary: Path, api_url: str, capture: bool) -> Project:
-    """`gitwiki init`, `gitwiki index`, `claude mcp add gitwiki -- gitwiki serve`, `gitwiki hooks install` (which
-    then makes the prompt and stop hooks calls to that server); with `capture`, the capture hook on every event too
-    (user settings, answering nothing)."""
+    """`gitwiki init`, `gitwiki index`, `claude mcp add gitwiki -- gitwiki serve`, `gitwiki hooks install --via mcp`
+    (the hooks calls to that server); with `capture`, the capture hook on every event too (user settings, answering
+    nothing). The plugin's suite has the hooks as processes."""
     claude = Claude(binary, base / "home", api_url)
     repo = make_wiki(base / "repo", claude.env)
     claude.command("mcp", "add", "gitwiki", "--", "gitwiki", "serve", cwd=repo)
-    sh(["gitwiki", "hooks", "install"], repo, claude.env)
+    sh(["gitwiki", "hooks", "install", "--via", "mcp"], repo, claude.env)
     if capture:
         install_capture_hook(claude.home, base / "events")
     return Project(claude, repo, base / "events")
