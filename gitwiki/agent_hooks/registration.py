@@ -1,12 +1,12 @@
-"""Whether Claude Code runs gitwiki's MCP server for a project, and under which name: `gitwiki hooks install` then
-writes the hooks that server can answer as `mcp_tool` hooks (settings.py), which start no process.
+"""Whether Claude Code runs gitwiki's MCP server for a project, and under which name: the server the hooks of
+`gitwiki hooks install --via mcp` call (settings.py), and what `install` and `status` say about it.
 
 Read where Claude Code keeps the registrations: `~/.claude.json` (`$CLAUDE_CONFIG_DIR/.claude.json`), the user's
 servers (`mcpServers`) and the project's (`projects[ROOT].mcpServers`, what `claude mcp add` writes); and the
 project's `.mcp.json` when the user approved its server (`enableAllProjectMcpServers`, `enabledMcpjsonServers` in the
 settings or that project's entry), since Claude Code starts no project server it was not allowed to. A server is
 gitwiki's when its command line runs `gitwiki serve` (`uvx --from gitwiki-search gitwiki serve` too). Files that
-cannot be read or parsed count as registering nothing: the hooks then stay commands, which work without the server.
+cannot be read or parsed count as registering nothing (the hooks then name the server `gitwiki`).
 """
 
 from __future__ import annotations

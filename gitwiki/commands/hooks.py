@@ -50,7 +50,9 @@ def hooks(args: argparse.Namespace) -> int:
         path = rules = settings.user_settings()
     else:
         path, rules = settings.project_settings(root), settings.local_settings(root)
-    registered = None if root is None else registration.registered_server(root, [path, rules, settings.user_settings()])
+    registered = None  # read for install and status only: ~/.claude.json can be large
+    if root is not None and args.action != "uninstall":
+        registered = registration.registered_server(root, [path, rules, settings.user_settings()])
     server = (registered or "gitwiki") if args.via == "mcp" else None
     if args.action == "install":
         found = settings.install(path, rules, args.program, args.allow_writes, server)

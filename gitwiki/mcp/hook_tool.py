@@ -1,10 +1,10 @@
 """`agent_hook`: the hooks Claude Code runs as `mcp_tool` hooks, answered by the session's own MCP server.
 
-`gitwiki hooks install` writes the prompt and stop hooks that way when gitwiki's MCP server is registered
-(agent_hooks/settings.py): Claude Code then calls this tool over the session's connection, so those hooks start no
-process (an interpreter and a hook's imports, ~20 ms of CPU each, on every prompt and every stop). Claude Code
-fills the tool's arguments from the hook event's fields (`"${prompt}"`: strings only), and reads its text as it
-reads a command hook's stdout: hook JSON, or "" for nothing to say.
+`gitwiki hooks install --via mcp` writes the prompt, tool and stop hooks that way (agent_hooks/settings.py): Claude
+Code then calls this tool over the session's connection, so those hooks start no process (an interpreter and a
+hook's imports, ~20 ms of CPU each, on every prompt, Read, Edit or Bash call and stop). Claude Code fills the tool's
+arguments from the hook event's fields (`"${prompt}"`; an object as its JSON, a boolean as true or false), and reads
+its text as it reads a command hook's stdout: hook JSON, or "" for nothing to say.
 
 The tool is declared for the app only (`_meta.ui.visibility`, MCP Apps): Claude Code 2.1.332 does not announce it
 to the model, whose tool list stays gitwiki's 19. The hook's own code answers (`agent_hooks.run`, handed in by
