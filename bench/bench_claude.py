@@ -6,7 +6,8 @@ prompt against the e2e suite's mock Messages API (a one-turn text answer), in se
   plain   no gitwiki hooks, no MCP server
   hooks   `gitwiki hooks install`
   mcp     `claude mcp add gitwiki -- gitwiki serve`
-  full    both, the documented set-up
+  full    both, the documented set-up: `claude mcp add`, then `hooks install --via mcp` (a gitwiki before it:
+          plain `hooks install`)
   nullhooks  hooks on the same events whose command is `true`: what Claude Code spends around a hook of its own
   nullmcp    an MCP server answering what a bridge answers (gitwiki's initialize, tool and other lists, from a
              file) in a `python -S` process: what Claude Code spends on an MCP server with gitwiki's tools
