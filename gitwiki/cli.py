@@ -17,7 +17,8 @@ from gitwiki.errors import GitwikiError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from typing import NoReturn
+    from collections.abc import Callable
+    from typing import Any, NoReturn
 
     from gitwiki.mcp.relay import Handover
     from gitwiki.serve.owner import Place
@@ -166,10 +167,27 @@ def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
     from gitwiki.mcp import bridge
 
     _bridging(level)
-    code = bridge.run(owned, got, __version__, back=back)
+    # the owner starting: a hook's call before it is up is answered here, as a hook process would answer it
+    code = bridge.run(owned, got, __version__, back=back, hooks=hook_call(str(where.root)) if got is None else None)
     if exit_at_end:
         end_now(code)
     return code
+
+
+def hook_call(root: str) -> Callable[[dict[str, Any]], str]:
+    """`agent_hook`'s answer in this process (mcp/hook_event.py's event, the hook's own code), for the calls a first
+    session's bridge gets before the owner it started is up (`mcp.bridge`)."""
+
+    def answer(arguments: dict[str, Any]) -> str:
+        from pathlib import Path
+
+        from gitwiki.agent_hooks.run import served
+        from gitwiki.mcp.hook_event import event
+
+        name, raw, cwd = event(str(arguments.get("type", "")), arguments, Path(root))
+        return served(name, raw, cwd) or ""
+
+    return answer
 
 
 def _relay_at_once(chdir: str, back: list[str]) -> None:

@@ -89,7 +89,7 @@ HOOK_TYPES = (
 BY_NAME = {h.name: h for h in HOOK_TYPES}
 # The hooks Claude Code can hand to gitwiki's MCP server instead of starting a process (`mcp_tool` hooks, written by
 # `hooks install --via mcp`: settings.py): the server's tool and, per hook type, the event's fields it is given (the
-# same in gitwiki/mcp/hook_tool.py, which answers them; tests/mcp/test_hook_tool.py holds the two equal). Not the
+# same in gitwiki/mcp/hook_event.py, which answers them; tests/mcp/test_hook_tool.py holds the two equal). Not the
 # session's start (it runs beside the server's start, before Claude Code waits on anything), nor the compaction's
 # and a subagent's (rare, and fields of their own).
 HOOK_TOOL = "agent_hook"

@@ -7,19 +7,15 @@ from __future__ import annotations
 import json
 import os
 import threading
-from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from gitwiki import __version__
 from gitwiki.agent_hooks import BY_NAME, HOOK_TOOL, HOOK_TOOL_FIELDS
 from gitwiki.agent_hooks.run import run, served
 from gitwiki.agent_hooks.settings import group_for
 from gitwiki.agent_hooks.state import peek
-from gitwiki.errors import UsageError
-from gitwiki.mcp import early, hook_tool, lean
+from gitwiki.mcp import early, hook_event, lean
 from gitwiki.serve import client as serve_client
 from gitwiki.wiki import Wiki
 from tests.agent_hooks.helpers import PAGES, context_of, load
@@ -68,12 +64,12 @@ def arguments(name: str, event: dict) -> dict:
 
 
 def test_the_install_table_and_the_tool_name_the_same_hooks_and_fields():
-    assert HOOK_TOOL == hook_tool.HOOK_TOOL
-    assert set(HOOK_TOOL_FIELDS) == set(hook_tool.EVENTS)
+    assert HOOK_TOOL == hook_event.HOOK_TOOL
+    assert set(HOOK_TOOL_FIELDS) == set(hook_event.EVENTS)
     for name, fields in HOOK_TOOL_FIELDS.items():
-        event, own = hook_tool.EVENTS[name]
+        event, own = hook_event.EVENTS[name]
         assert BY_NAME[name].event == event
-        assert fields == (*hook_tool.COMMON, *own)
+        assert fields == (*hook_event.COMMON, *own)
         entry = group_for(BY_NAME[name], server="wiki")["hooks"][0]
         assert entry == {
             "type": "mcp_tool",
@@ -162,31 +158,3 @@ def test_a_folder_of_the_checkout_is_its_cwd(wiki):
         "hook_event_name": "UserPromptSubmit",
         "prompt": "roll back",
     }
-
-
-_TEXT = st.text(
-    st.characters(codec="utf-8", exclude_categories=("Cs",)) | st.sampled_from(["\0", "\ud800"])
-) | st.sampled_from(["true", "{", "[" * 5000, '{"command": "ls"}', "[1, 2]"])
-
-
-@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
-@given(
-    name=st.sampled_from(["prompt", "stop", "session", ""]) | st.text(max_size=8),
-    fields=st.dictionaries(
-        st.sampled_from([*hook_tool.COMMON, *{f for _, own in hook_tool.EVENTS.values() for f in own}, "other"]), _TEXT
-    ),
-)
-def test_any_arguments_make_an_event_of_this_checkout_or_a_refusal(tmp_path, name, fields):
-    """The event is built from strings Claude Code fills from whatever the session holds: any of them gives the
-    hook's own fields as JSON in this checkout, or a UsageError."""
-    root = Path(os.path.realpath(tmp_path))
-    try:
-        hook, raw, cwd = hook_tool.event(name, fields, root)
-    except UsageError:
-        return
-    event = json.loads(raw)
-    assert hook == name and set(event) == {*hook_tool.COMMON, "hook_event_name", *hook_tool.EVENTS[name][1]}
-    assert Path(cwd).is_relative_to(root) and event["cwd"] == cwd
-    for flag in hook_tool.FLAGS:
-        if flag in event:
-            assert event[flag] is (fields.get(flag) == "true")
