@@ -18,7 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
-    from typing import Any, NoReturn
+    from typing import NoReturn
 
     from gitwiki.mcp.relay import Handover
     from gitwiki.serve.owner import Place
@@ -168,26 +168,25 @@ def serve_bridged(argv: list[str], exit_at_end: bool = False) -> int | None:
 
     _bridging(level)
     # the owner starting: a hook's call before it is up is answered here, as a hook process would answer it
-    code = bridge.run(owned, got, __version__, back=back, hooks=hook_call(str(where.root)) if got is None else None)
+    code = bridge.run(owned, got, __version__, back=back, hooks=hook_call(owned.root) if got is None else None)
     if exit_at_end:
         end_now(code)
     return code
 
 
-def hook_call(root: str) -> Callable[[dict[str, Any]], str]:
+def hook_call(root: str) -> Callable[[dict[str, str]], str]:
     """`agent_hook`'s answer in this process (mcp/hook_event.py's event, the hook's own code), for the calls a first
     session's bridge gets before the owner it started is up (`mcp.bridge`)."""
 
-    def answer(arguments: dict[str, Any]) -> str:
+    def answered(arguments: dict[str, str]) -> str:
         from pathlib import Path
 
         from gitwiki.agent_hooks.run import served
-        from gitwiki.mcp.hook_event import event
+        from gitwiki.mcp.hook_event import answer
 
-        name, raw, cwd = event(str(arguments.get("type", "")), arguments, Path(root))
-        return served(name, raw, cwd) or ""
+        return answer(arguments, Path(root), served)
 
-    return answer
+    return answered
 
 
 def _relay_at_once(chdir: str, back: list[str]) -> None:

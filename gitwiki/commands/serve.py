@@ -144,13 +144,10 @@ def _bridge(args: argparse.Namespace, owned: Owner, got: _socket.socket | None) 
     # call in flight is the owner's to finish; its answer has no one to go to).
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_DFL)
-    hooks = None
-    if got is None:  # the owner starting: a hook's call before it is up is answered here (gitwiki.cli.hook_call)
-        from gitwiki.cli import hook_call
-        from gitwiki.serve import owner
+    from gitwiki.cli import hook_call
 
-        where = owner.place(args.chdir)
-        hooks = hook_call(str(where.root)) if where is not None else None
+    # the owner starting: a hook's call before it is up is answered here, as a hook process would answer it
+    hooks = hook_call(owned.root) if got is None else None
     return bridge.run(owned, got, __version__, _lexical_notice(args.chdir), hooks=hooks)
 
 

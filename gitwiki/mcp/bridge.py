@@ -101,7 +101,7 @@ class Bridge:
         sock: _socket.socket | None,
         handed: Handover | None = None,
         back: list[str] | None = None,
-        hooks: Callable[[dict[str, Any]], str] | None = None,
+        hooks: Callable[[dict[str, str]], str] | None = None,
     ) -> None:
         self._owner = owner
         self._hooks = hooks  # a hook call's answer here (`_answer_hook`): the first session's, while its owner starts
@@ -247,8 +247,10 @@ class Bridge:
         params = message.get("params")
         if self._hooks is None or not isinstance(params, dict) or set(params) - {"name", "arguments"}:
             return False
+        from gitwiki.mcp.hook_event import HOOK_TOOL  # a first session's only: a later one's bridge never loads it
+
         arguments = params.get("arguments")
-        if params.get("name") != "agent_hook" or not isinstance(arguments, dict):
+        if params.get("name") != HOOK_TOOL or not isinstance(arguments, dict):
             return False
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in arguments.items()):
             return False
@@ -508,7 +510,7 @@ def run(
     version: str,
     note: str | None = None,
     back: list[str] | None = None,
-    hooks: Callable[[dict[str, Any]], str] | None = None,
+    hooks: Callable[[dict[str, str]], str] | None = None,
 ) -> int:
     """Bridge this process's stdin and stdout to the owner (`sock`: a session already open, or None to get one;
     `back`: the command that resumes a bridge, when the session may go on in the relay; `hooks`: a hook call's

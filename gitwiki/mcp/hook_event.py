@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,15 @@ META: dict[str, Any] = {"ui": {"visibility": ["app"]}}
 FLAGS = ("stop_hook_active", "is_interrupt")  # booleans in the event, "true" or "false" in the arguments
 # objects in the event, which Claude Code writes into a string argument as JSON
 OBJECTS = ("tool_input", "tool_response")
+
+Runner = Callable[[str, bytes, str], "str | None"]  # (hook type, event bytes, cwd) → the hook's stdout
+
+
+def answer(arguments: dict[str, str], root: Path, run: Runner | None) -> str:
+    """A call's answer: the hook `run` gives the event its arguments stand for ("" for nothing to say, or when there
+    is no hook code to run)."""
+    name, raw, cwd = event(arguments.get("type", ""), arguments, root)
+    return (run(name, raw, cwd) if run is not None else None) or ""
 
 
 def event(name: str, fields: dict[str, str], root: Path) -> tuple[str, bytes, str]:

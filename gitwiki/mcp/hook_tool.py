@@ -16,10 +16,9 @@ which takes it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from gitwiki.mcp.hook_event import event
+from gitwiki.mcp.hook_event import Runner, answer
 from gitwiki.mcp.wiki_tools import Answer, result
 from gitwiki.wiki import Wiki
 
@@ -27,8 +26,6 @@ if TYPE_CHECKING:
     from pydantic import Field
 
 __all__ = ["Annotated", "Literal"]  # what the string annotations name, evaluated by `mcp.schema.namespace`
-
-Runner = Callable[[str, bytes, str], "str | None"]  # (hook type, event bytes, cwd) → the hook's stdout
 
 
 class HookTool:
@@ -58,10 +55,8 @@ class HookTool:
         stop_hook_active: Annotated[str, Field(description="Stop's stop_hook_active: true or false.")] = "",
     ) -> Answer:
         """For Claude Code's mcp_tool hooks (gitwiki hooks install): one hook event, answered as hooks are."""
-        fields = {"session_id": session_id, "transcript_path": transcript_path, "cwd": cwd, "prompt": prompt}
-        fields |= {"tool_name": tool_name, "tool_input": tool_input, "tool_use_id": tool_use_id}
+        fields = {"type": type, "session_id": session_id, "transcript_path": transcript_path, "cwd": cwd}
+        fields |= {"prompt": prompt, "tool_name": tool_name, "tool_input": tool_input, "tool_use_id": tool_use_id}
         fields |= {"tool_response": tool_response, "error": error, "is_interrupt": is_interrupt}
-        name, raw, where = event(type, fields | {"stop_hook_active": stop_hook_active}, self._wiki.root)
-        found = self._run(name, raw, where) if self._run is not None else None
-        text = found or ""
+        text = answer(fields | {"stop_hook_active": stop_hook_active}, self._wiki.root, self._run)
         return result(text, {"hook": type, "answer": json.loads(text) if text else None})

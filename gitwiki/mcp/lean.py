@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from gitwiki.errors import GitwikiError, NotFoundError, UsageError
 from gitwiki.mcp.early import SERVER_NAME, STATELESS_VERSION
-from gitwiki.mcp.hook_event import HOOK_TOOL
-from gitwiki.mcp.hook_tool import HookTool, Runner
+from gitwiki.mcp.hook_event import HOOK_TOOL, Runner
+from gitwiki.mcp.hook_tool import HookTool
 from gitwiki.mcp.wiki_tools import WikiTools
 from gitwiki.wiki import Wiki
 

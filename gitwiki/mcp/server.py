@@ -50,9 +50,8 @@ from gitwiki.mcp.early import (
     instructions,
     write_all,
 )
-from gitwiki.mcp.hook_event import HOOK_TOOL
+from gitwiki.mcp.hook_event import HOOK_TOOL, Runner
 from gitwiki.mcp.hook_event import META as HOOK_META
-from gitwiki.mcp.hook_tool import Runner
 from gitwiki.mcp.lean import Bodies, tool_bodies
 from gitwiki.mcp.wiki_tools import Answer, GroundTool, Searchable, WikiTools, result
 from gitwiki.wiki import Wiki

@@ -15,7 +15,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gitwiki.mcp import early
-from gitwiki.mcp.hook_tool import Runner
+from gitwiki.mcp.hook_event import Runner
 from gitwiki.mcp.lean import LeanTools, encode, tool_bodies
 from gitwiki.wiki import Wiki
 

@@ -313,5 +313,10 @@ class Owner:
     def where(self) -> str:
         return str(self._where.log)
 
+    @property
+    def root(self) -> str:
+        """The checkout's root."""
+        return str(self._where.root)
+
     def address(self) -> str:
         return str(self._where.socket)
