@@ -16,6 +16,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from gitwiki.errors import GitwikiError
+from gitwiki.fs import read_bounded
+
 PROGRAMS = ("gitwiki", "gitwiki.exe")
 MAX_BYTES = 64 * 1024 * 1024  # ~/.claude.json holds every project's history; past this it is not read
 
@@ -27,16 +30,16 @@ def claude_json() -> Path:
 
 def registered_server(root: Path, settings: list[Path]) -> str | None:
     """The name gitwiki's MCP server runs under in Claude Code for the project at `root`, or None; `settings`: the
-    settings files that may approve the project's `.mcp.json` servers."""
-    state = _load(claude_json())
+    settings files that may approve the project's `.mcp.json` servers (those in the checkout are read as its files)."""
+    state = _load(claude_json(), None)
     project = _project(state, root)
     found = _gitwiki(project.get("mcpServers")) or _gitwiki(state.get("mcpServers"))
     if found is not None:
         return found
-    shared = _gitwiki(_load(root / ".mcp.json").get("mcpServers"))
+    shared = _gitwiki(_load(root / ".mcp.json", root).get("mcpServers"))
     if shared is None:
         return None
-    approvals = [project, *(_load(path) for path in settings)]
+    approvals = [project, *(_load(path, root if path.is_relative_to(root) else None) for path in settings)]
     if any(a.get("enableAllProjectMcpServers") is True for a in approvals):
         return shared
     enabled = (a.get("enabledMcpjsonServers") for a in approvals)
@@ -68,11 +71,12 @@ def _project(state: dict[str, Any], root: Path) -> dict[str, Any]:
     return entry if isinstance(entry, dict) else {}
 
 
-def _load(path: Path) -> dict[str, Any]:
+def _load(path: Path, inside: Path | None) -> dict[str, Any]:
+    """The JSON object in `path`, {} for anything else. Read as a file a checkout names (`fs.read_bounded`: a regular
+    file, at most MAX_BYTES, inside `inside` when given, the checkout's files), so a FIFO or a link to /dev/zero
+    named `.mcp.json` neither hangs nor fills the install."""
     try:
-        if path.stat().st_size > MAX_BYTES:
-            return {}
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError):
+        data = json.loads(read_bounded(path, roots=None if inside is None else [inside], cap=MAX_BYTES))
+    except (OSError, ValueError, RecursionError, GitwikiError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -5,6 +5,7 @@ files that do not parse."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -77,6 +78,27 @@ def test_files_that_do_not_parse_register_nothing(claude, root, text):
     claude(text)
     (root / ".mcp.json").write_text(text)
     assert registered_server(root, [root / ".mcp.json"]) is None
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero", "outside", "folder"])
+def test_a_mcp_json_that_is_no_regular_file_of_the_checkout_registers_nothing_and_never_hangs(
+    claude, root, tmp_path, kind
+):
+    """`.mcp.json` comes with the checkout: a FIFO (whose read would block), a link to /dev/zero (whose read would
+    not end), a link out of the repository or a folder is read as nothing, at once."""
+    claude({"projects": {str(root): {"enableAllProjectMcpServers": True}}})
+    shared = root / ".mcp.json"
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"mcpServers": {"gitwiki": GITWIKI}}))
+    if kind == "fifo":
+        os.mkfifo(shared)
+    elif kind == "zero":
+        shared.symlink_to("/dev/zero")
+    elif kind == "outside":
+        shared.symlink_to(outside)
+    else:
+        shared.mkdir()
+    assert registered_server(root, [root / ".claude" / "settings.local.json"]) is None
 
 
 _JSON = st.recursive(
