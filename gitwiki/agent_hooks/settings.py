@@ -31,7 +31,7 @@ from gitwiki.agent_hooks import (
 )
 from gitwiki.agent_hooks.jsontext import JsonTextError, Node, insert, parse, remove, render
 from gitwiki.errors import UsageError
-from gitwiki.fs import atomic_write
+from gitwiki.fs import atomic_write, read_bounded
 
 DEFAULT_COMMAND = "gitwiki"
 PROGRAMS = ("gitwiki", "gitwiki.exe")
@@ -209,8 +209,8 @@ def refusals(files: list[Path]) -> dict[str, str]:
     for kind in ("deny", "ask"):
         for file in dict.fromkeys(files):
             try:
-                data = json.loads(file.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                data = json.loads(read_bounded(file).decode("utf-8"))
+            except (OSError, ValueError, UsageError):
                 continue
             rules = data.get("permissions", {}).get(kind) if isinstance(data, dict) else None
             if not isinstance(rules, list):
@@ -302,8 +302,8 @@ def plugin_enabled(path: Path) -> list[str]:
     found = []
     for candidate in dict.fromkeys([path, path.with_name("settings.local.json"), user_settings()]):
         try:
-            data = json.loads(candidate.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(read_bounded(candidate).decode("utf-8"))
+        except (OSError, ValueError, UsageError):
             continue
         enabled = data.get("enabledPlugins") if isinstance(data, dict) else None
         if isinstance(enabled, dict) and any(k.startswith(PLUGIN) and v is True for k, v in enabled.items()):
@@ -314,14 +314,12 @@ def plugin_enabled(path: Path) -> list[str]:
 def _read(path: Path) -> str:
     """The settings text ("" when the file does not exist), checked: strict JSON of the settings' shape."""
     try:
-        with open(path, encoding="utf-8", newline="") as f:  # newline="": the line ends as they are on disk
-            text = f.read()
+        # bounded, a regular file (a checkout brings its settings): decoded as bytes, the line ends as they are
+        text = read_bounded(path, what="settings file", fix=_HANDS_OFF).decode("utf-8")
     except FileNotFoundError:
         return ""
     except UnicodeDecodeError as e:
         raise UsageError(f"{path} is not UTF-8 ({e.reason} at byte {e.start}); {_HANDS_OFF}") from None
-    except OSError as e:
-        raise UsageError(f"cannot read {path} ({e.strerror})") from None
     if text.strip():
         try:
             problem = _shape_problem(_tree(text).value)

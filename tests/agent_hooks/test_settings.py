@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -233,6 +234,26 @@ def test_settings_that_are_not_utf8_are_reported(repo, cli):
     target.write_bytes(b'{"a": "\xff"}')
     code, _, err = cli("hooks", "install", cwd=repo.path)
     assert code == 2 and "is not UTF-8" in err and target.read_bytes() == b'{"a": "\xff"}'
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_settings_that_are_no_regular_file_are_reported_at_once(repo, cli, kind):
+    """A checkout's `.claude/settings.json` that is a FIFO (a read would block) or a link to /dev/zero (a read would
+    not end): each action says so and exits 2; so do the local settings beside it, which status reads for rules."""
+    repo.commit("start")
+    target = repo.path / ".claude" / "settings.json"
+    target.parent.mkdir()
+    os.mkfifo(target) if kind == "fifo" else target.symlink_to("/dev/zero")
+    for action in ("install", "uninstall", "status"):
+        code, _, err = cli("hooks", action, cwd=repo.path)
+        assert (
+            code == 2 and err.startswith(f"gitwiki: error: settings file '{target}'") and "not a regular file" in err
+        ), err
+    target.unlink()
+    local = repo.path / ".claude" / "settings.local.json"
+    os.mkfifo(local) if kind == "fifo" else local.symlink_to("/dev/zero")
+    code, out, err = cli("hooks", "status", cwd=repo.path)
+    assert code == 2 and err.startswith(f"gitwiki: error: settings file '{local}'") and "not a regular file" in err, err
 
 
 def test_numbers_out_of_double_range_survive_install(tmp_path):
