@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from gitwiki.native import extension
+from gitwiki.native import Deferred, extension
 from tests.helpers import MODEL_DIR, MODEL_NAME, needs_model, python_prints
 
 
@@ -13,6 +13,18 @@ def test_a_package_or_module_that_is_not_there_is_none_and_the_caller_imports_it
     assert extension("no_such_package_here._ext") is None
     assert extension("json.no_such_extension") is None  # a package, but no compiled module of that name
     assert extension("no_package") is None
+
+
+def test_a_deferred_module_is_imported_on_first_use_and_then_stands_in_its_own_place():
+    namespace: dict[str, object] = {}
+    namespace["colorsys"] = Deferred("colorsys", namespace)
+    assert namespace["colorsys"].rgb_to_hsv(1.0, 0.0, 0.0) == (0.0, 1.0, 1.0)  # type: ignore[attr-defined]
+    import colorsys
+
+    assert namespace["colorsys"] is colorsys
+    namespace["named"] = Deferred("email.utils", namespace, "named")
+    assert namespace["named"].quote("a") == "a"  # type: ignore[attr-defined]
+    assert namespace["named"] is sys.modules["email.utils"]
 
 
 def test_the_owners_answers_are_written_without_pydantic_cores_package_and_as_it_writes_them():

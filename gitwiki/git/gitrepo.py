@@ -11,15 +11,20 @@ import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import NamedTuple
-
-import pygit2
+from typing import TYPE_CHECKING, NamedTuple
 
 from gitwiki.config import CorpusConfig, matches
 from gitwiki.errors import GitwikiError, MissingObject, NotFoundError, StoreError
 from gitwiki.fs import path_problem, stat_stamp
 from gitwiki.git import gitcli
-from gitwiki.git.gitcli import blob_id
+from gitwiki.git.gitcli import Checkout, blob_id
+
+if TYPE_CHECKING:
+    import pygit2
+else:  # imported on first use: a memory search reads worktree files and the index, no git object
+    from gitwiki.native import Deferred
+
+    pygit2 = Deferred("pygit2", globals())
 
 # pygit2 can only check the whole worktree; `git status -- FOLDER` costs a subprocess but only the folder's
 # share. Past this many tracked files, a corpus in a folder of a bigger repo asks git (a 100-page wiki in a
@@ -52,8 +57,11 @@ class HistoryEntry(NamedTuple):
 
 
 class GitRepo:
-    def __init__(self, repo: pygit2.Repository):
-        self._repo = repo
+    def __init__(self, repo: pygit2.Repository | Checkout):
+        # A `Checkout` (git already found it) is opened in pygit2 on first use: root and git dirs are known.
+        self._checkout = repo if isinstance(repo, Checkout) else None
+        if not isinstance(repo, Checkout):
+            self.__dict__["_repo"] = repo
         # commit id → HEAD as `head` gives it: a commit's tree never changes, and reading the commit object was
         # most of a server's HEAD check before every query
         self._heads: dict[pygit2.Oid | str, Commit] = {}
@@ -64,26 +72,35 @@ class GitRepo:
         both agree on every set-up git itself understands; the subprocess costs about 3.5 ms once per command.
         pygit2 opens the git dir git found, not the worktree: its own discovery ignores GIT_DIR and
         GIT_WORK_TREE (a checkout whose git dir lives elsewhere was a traceback, or another repo's pages)."""
-        checkout = gitcli.discover(start)
+        repo = cls(gitcli.discover(start))
+        assert repo._repo is not None  # opened now: a git dir pygit2 cannot open is said here, as before
+        return repo
+
+    @functools.cached_property
+    def _repo(self) -> pygit2.Repository:
+        checkout = self._checkout
+        assert checkout is not None  # set whenever no repository was given
         repo = pygit2.Repository(str(checkout.git_dir))
         if repo.workdir is None or Path(repo.workdir).resolve() != checkout.root:
             repo.workdir = str(checkout.root)
-        return cls(repo)
+        return repo
 
     # The three paths are resolved once: a realpath each was a tenth of a warm lexical `ground`'s own work (5 a
     # query, 20 µs each), and a checkout's place does not change under a process that has it open.
     @functools.cached_property
     def root(self) -> Path:
-        return Path(self._repo.workdir).resolve()
+        return self._checkout.root if self._checkout else Path(self._repo.workdir).resolve()
 
     @functools.cached_property
     def git_dir(self) -> Path:
         """This worktree's own .git dir (for a linked worktree, not the shared one)."""
-        return Path(self._repo.path).resolve()
+        return self._checkout.git_dir if self._checkout else Path(self._repo.path).resolve()
 
     @functools.cached_property
     def common_dir(self) -> Path:
         """The .git dir shared by all worktrees (a linked worktree's own gitdir names it in `commondir`)."""
+        if self._checkout:
+            return self._checkout.common_dir
         gitdir = Path(self._repo.path)
         commondir = gitdir / "commondir"
         if commondir.is_file():

@@ -23,6 +23,7 @@ from gitwiki.index.claim import claim
 from gitwiki.memory.entry import Entry, TopicPage, entry_terms, now_iso, parse_page, topic_name
 
 if TYPE_CHECKING:
+    from gitwiki.git.gitcli import Checkout
     from gitwiki.index.store import Store
     from gitwiki.index.store.memory_entries import MemoryEntries
     from gitwiki.search.lexicon import Lexicon
@@ -106,6 +107,7 @@ class Memory:
         self._postings: dict[Path, Postings] = {}
         self._paths: dict[str, Path] = {}  # topic page files by name, made once (`topic_files`)
         self.lexicon: Lexicon | None = None  # BM25 postings kept warm when `resident` (gitwiki.search.lexicon)
+        self._checkout: Checkout | None = None  # where `open` found the checkout
 
     @classmethod
     def open(cls, start: str | os.PathLike[str] = ".", *, cache: bool = False) -> Memory:
@@ -113,9 +115,10 @@ class Memory:
         from gitwiki.git.gitcli import discover
 
         checkout = discover(start)
-        return cls(
-            root=checkout.root, settings=config_mod.load(checkout.root), common_dir=checkout.common_dir, cache=cache
-        )
+        settings = config_mod.load(checkout.root)
+        mem = cls(root=checkout.root, settings=settings, common_dir=checkout.common_dir, cache=cache)
+        mem._checkout = checkout
+        return mem
 
     @property
     def wiki(self) -> Wiki:
@@ -123,7 +126,8 @@ class Memory:
             from gitwiki.git.gitrepo import GitRepo
             from gitwiki.wiki import Wiki
 
-            self._wiki = Wiki(GitRepo.discover(self.root), self.settings)
+            # git found the checkout once (`open`): its repository is opened in pygit2 only if a git object is read
+            self._wiki = Wiki(GitRepo(self._checkout) if self._checkout else GitRepo.discover(self.root), self.settings)
         return self._wiki
 
     # ---- the search index the topic pages are parsed and embedded into (the wiki's) ----------------

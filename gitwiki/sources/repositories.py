@@ -21,7 +21,7 @@ import time
 import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki.config import (
     REPO_CONFIG_NAME,
@@ -35,7 +35,6 @@ from gitwiki.config import (
 )
 from gitwiki.errors import GitwikiError, MissingObject, NotFoundError, StoreError, UsageError
 from gitwiki.fs import atomic_write, path_problem
-from gitwiki.git import remote
 from gitwiki.git.gitrepo import Commit, GitRepo, HistoryEntry
 from gitwiki.index import artifact
 from gitwiki.index.embed import Embedder, load_embedder
@@ -46,6 +45,13 @@ from gitwiki.pages import pages
 from gitwiki.search.searcher import CorpusView, Searcher, SearchOptions, SearchResult
 from gitwiki.sources.consents import ConsentRequired, Consents, consent_message
 from gitwiki.sources.source import Page, Scope, search_view
+
+if TYPE_CHECKING:
+    from gitwiki.git import remote
+else:  # pygit2's fetch machinery, imported when a synced repository is read (not by a search of this checkout)
+    from gitwiki.native import Deferred
+
+    remote = Deferred("gitwiki.git.remote", globals())
 
 DEFAULT_WIKI = "wiki"
 STATE_FILE = "sync.json"

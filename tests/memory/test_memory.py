@@ -562,6 +562,22 @@ def test_hook_reads_load_no_git_bindings_index_or_model(repo_mem):
     assert done.stdout.strip() == "[]"
 
 
+def test_a_search_reads_the_index_without_git_bindings(repo_mem):
+    """A memory search reads worktree files and the index, no git object: pygit2 (45-60 ms of a cold CLI search)
+    stays unimported, and git is asked once to find the checkout."""
+    repo, mem = repo_mem
+    store_mod.store(mem, "t", "gotcha: the deploy needs the VPN up")
+    script = (
+        "import sys\nfrom gitwiki.memory.base import Memory\nfrom gitwiki.memory import stores\n"
+        "m = Memory.open(sys.argv[1], cache=True)\n"
+        "assert [h.entry.topic for h in stores.search(m, 'deploy vpn').hits] == ['t']\n"
+        "print(sorted(x for x in ('pygit2', 'gitwiki.wiki', 'gitwiki.git.remote') if x in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(repo.path)], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['gitwiki.wiki']"
+    assert mem.wiki.repo.head() is not None  # the same repository, opened on first use, reads HEAD
+
+
 def test_recent_keeps_the_last_days_or_hours_as_helix(repo):
     """helix's topics recent (helix/src/topics.rs): entries of the last N days, or hours, which win."""
     now = datetime.now(UTC)
