@@ -73,7 +73,7 @@ class GitRepo:
         pygit2 opens the git dir git found, not the worktree: its own discovery ignores GIT_DIR and
         GIT_WORK_TREE (a checkout whose git dir lives elsewhere was a traceback, or another repo's pages)."""
         repo = cls(gitcli.discover(start))
-        assert repo._repo is not None  # opened now: a git dir pygit2 cannot open is said here, as before
+        _ = repo._repo  # opened now: a git dir pygit2 cannot open is said here, as before
         return repo
 
     @functools.cached_property
