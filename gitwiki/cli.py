@@ -47,6 +47,11 @@ COMMANDS = (
     "eval",
 )
 
+# The (command, action) runs that write nothing once they return: a process that ran one as its entry point ends
+# without the interpreter's teardown (numpy's, onnxruntime's: 25-55 ms of a cold memory search at 10,000 entries,
+# docs/research/memory-scale.md). Their index writes (vectors caught up) are committed before they return.
+ENDS_AT_ONCE = {("ground", None), ("memory", "search"), ("memory", "brief"), ("memory", "read")}
+
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The full parser, or with `only` that one command: importing and building all of them costs ~7 ms
@@ -87,7 +92,10 @@ def main(argv: list[str] | None = None) -> int:
         return bridged
     args = build_parser(requested_command(argv)).parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        if entry and (args.command, getattr(args, "action", None)) in ENDS_AT_ONCE:
+            end_now(code)
+        return code
     except GitwikiError as e:
         from gitwiki.pagetext import printable
 

@@ -207,3 +207,32 @@ def test_an_edit_argument_its_action_does_not_take_is_refused_and_changes_nothin
     assert code == 2 and "does not take tag" in err
     code, out, _ = cli("memory", "read", "t", "--json", cwd=path)
     assert [e["text"] for e in json.loads(out)["entries"]] == ["first"]
+
+
+def test_a_search_ends_without_the_interpreters_teardown_and_a_store_with_it(cli, wiki_repo):
+    """`cli.ENDS_AT_ONCE`: a read run as the process's entry point ends once its output is out (numpy's and
+    onnxruntime's teardown were 25-55 ms of a cold search); a write still ends the usual way. Output and exit code
+    are the same either way."""
+    import subprocess
+    import sys
+
+    path = wiki_repo.path
+    assert cli("memory", "store", "ops", DEPLOY, cwd=path)[0] == 0
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('teardown', file=sys.stderr))\n"
+        "sys.argv = ['gitwiki', *sys.argv[1:]]\n"
+        "from gitwiki.cli import main\n"
+        "sys.exit(main())\n"
+    )
+
+    def run(*words: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", script, *words], cwd=path, capture_output=True, text=True)
+
+    found = run("memory", "search", "argo", "--json")
+    assert found.returncode == 0 and "teardown" not in found.stderr
+    assert [h["topic"] for h in json.loads(found.stdout)["hits"]] == ["ops"]
+    missing = run("memory", "read", "nosuchtopic")
+    assert missing.returncode != 0 and "error" in missing.stderr and "teardown" in missing.stderr  # errors: as before
+    again = run("memory", "store", "ops", DEPLOY)
+    assert again.returncode == 1 and again.stdout.startswith("already stored") and "teardown" in again.stderr
