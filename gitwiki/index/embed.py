@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 
 class Embedder(Protocol):
     model_id: str
-    dim: int
+
+    @property
+    def dim(self) -> int: ...  # read-only: a query vector's model still loading knows it once loaded
 
     def embed_documents(self, texts: list[str]) -> np.ndarray: ...  # (n, dim) float32, L2-normalized
 

@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from gitwiki.errors import UsageError
+from gitwiki.errors import EmbeddingUnavailable, UsageError
 from gitwiki.memory.entry import Entry, normalize_tags, parse_iso, terms, topic_name
 from gitwiki.memory.sources import STALE_FACTOR, stale
 from gitwiki.search import ranking
@@ -346,40 +346,76 @@ def _relevance(
         rankings, blob_of, mode = _rankings(mem, view, words, s.mode, embedder, None)
         fused = ranking.fuse(list(rankings.values()), s.fusion, mem.wiki.searcher.weighting)
         entry_of = _entry_of_chunk(mem, files, blob_of)
+    if _swapped(embedder):  # the vectors read were another model's: ranked again with the model that loaded
+        return _relevance(mem, files, words, query_embedder(mem, words))
     # BM25 alone scores in arbitrary units: relevance is relative to the best hit, in (0, 1].
     return ranking.relative(ranking.best_of(fused, entry_of)), mode
 
 
 def query_embedder(mem: Memory, words: str, shared: Embedder | None = None) -> Embedder | None:
     """The embedder of `mem`'s dense ranker (None: lexical), its query vector already on its way
-    (`query_vector.QueryVector`); `shared`, another memory's for the same words, when its model is the same."""
-    if mem.wiki.config.search.mode == "lexical":
+    (`query_vector.QueryVector`); `shared`, another memory's for the same words, when its model is the same. A model
+    still loading on another thread is not waited for here: the search goes on with its id (`QueryVector.loading`)."""
+    from gitwiki.index import embed
+    from gitwiki.memory.query_vector import QueryVector
+
+    wiki = mem.wiki
+    if wiki.config.search.mode == "lexical":
         return None
-    embedder = mem.wiki.embedder()
+    if embed.loading(wiki.config.embeddings) and (model_id := wiki.wanted_model()) is not None:
+        if shared is not None and shared.model_id == model_id:
+            return shared
+        return QueryVector.loading(model_id, wiki.embedder, words, wiki.searcher.queries)
+    embedder = wiki.embedder()
     if embedder is None:
         return None
     if shared is not None and shared.model_id == embedder.model_id:
         return shared
-    from gitwiki.memory.query_vector import QueryVector
-
-    return QueryVector(embedder, words, mem.wiki.searcher.queries)
+    return QueryVector(embedder, words, wiki.searcher.queries)
 
 
 def _rankings(
     mem: Memory, view: CorpusView, words: str, mode: str, embedder: Embedder | None, stats: TermStats | None
 ) -> tuple[dict[str, ranking.Ranked], dict[int, str], str]:
     """Each ranker's chunks as `ranking.fuse` takes them (lexical first), each chunk's blob and the mode used;
-    BM25 with `stats` when given (every memory searched together), else with this index's own."""
+    BM25 with `stats` when given (every memory searched together), else with this index's own. A model that was
+    still loading and did not load ranks nothing: lexical then, as without a model."""
     mode = mode if embedder is not None else "lexical"
     rankings: dict[str, ranking.Ranked] = {}
     blob_of: dict[int, str] = {}
     if mode in ("hybrid", "lexical"):
         rankings["lexical"], blob_of = _lexical(mem, view, words, stats)
     if embedder is not None and mode in ("hybrid", "dense"):
-        found, dense_blobs = mem.wiki.searcher.rankings(view, words, "dense", embedder, 1)
-        rankings["dense"] = found.rankings.get("dense", [])
+        try:
+            found, dense_blobs = mem.wiki.searcher.rankings(view, words, "dense", embedder, 1)
+        except EmbeddingUnavailable:
+            if _settled(embedder) is not None:
+                raise  # not a load that failed
+            found, dense_blobs, mode = None, {}, "lexical"
+            if "lexical" not in rankings:
+                rankings["lexical"], blob_of = _lexical(mem, view, words, stats)
+        if found is not None:
+            rankings["dense"] = found.rankings.get("dense", [])
         blob_of.update(dense_blobs)
     return rankings, blob_of, mode
+
+
+def _swapped(embedder: Embedder | None) -> bool:
+    from gitwiki.memory.query_vector import QueryVector
+
+    return isinstance(embedder, QueryVector) and embedder.swapped()
+
+
+def _settled(embedder: Embedder | None) -> Embedder | None:
+    """`embedder` once a model it waits for has loaded (`QueryVector.loading`), or None when that model did not."""
+    from gitwiki.memory.query_vector import QueryVector
+
+    if isinstance(embedder, QueryVector) and embedder.embedder is None:
+        try:
+            embedder.model()
+        except EmbeddingUnavailable:
+            return None
+    return embedder
 
 
 def _lexical(
@@ -521,6 +557,8 @@ def memory_view(mem: Memory, files: Mapping[str, PageVersion | TopicFile], embed
         mem.wiki.local.settle_embedding()  # a store's vectors may be on their way (gitwiki.index.background_embed)
     # Asked before the writer lock: a fresh process finds every version indexed and takes no lock.
     if todo and (set(todo) - store.known_blobs(todo) or (model and store.missing_vectors(model, todo))):
+        embedder = _settled(embedder)  # vectors to make: a model still loading is waited for, not under the lock
+        model = embedder.model_id if embedder is not None else None
         with store.lock():
             sources: dict[str, Callable[[], bytes]] = {b: functools.partial(bytes, tf.data) for b, tf in todo.items()}
             ensure_blobs(store, sources)

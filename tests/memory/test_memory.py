@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -18,7 +19,7 @@ from gitwiki.memory import topics as topics_mod
 from gitwiki.memory.actions import batch_items
 from gitwiki.memory.base import Memory
 from gitwiki.memory.entry import parse_page
-from tests.helpers import needs_model
+from tests.helpers import MODEL_DIR, MODEL_NAME, needs_model
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -530,6 +531,48 @@ def test_the_new_entry_is_embedded_in_the_write(repo):
     assert mem.wiki.store.missing_vectors(embedder.model_id, [blob]) == [] and done.results[0].stored
     found = search_mod.search(mem, "how do releases reach prod")
     assert found.ranking == "hybrid" and found.matched == "semantic" and found.hits[0].entry.ref == "t:1"
+
+
+LOADING_SEARCH = (
+    "import json, sys\n"
+    "from gitwiki.index import embed\nfrom gitwiki.memory.base import Memory\nfrom gitwiki.memory import search\n"
+    "embed.load_in_background(sys.argv[1])  # as a CLI search starts\n"
+    "m = Memory.open(sys.argv[1], cache=True)\n"
+    "during = embed.loading(m.settings.embeddings)\n"
+    "first = search.search(m, sys.argv[2])\n"
+    "again = search.search(m, sys.argv[2])\n"
+    "hits = [[(h.entry.ref, round(h.relevance, 6)) for h in f.hits] for f in (first, again)]\n"
+    "print(json.dumps([during, first.ranking, again.ranking, *hits]))\n"
+)
+
+
+@needs_model
+def test_a_search_goes_on_while_the_model_loads_and_ranks_as_once_it_has(repo, tmp_path):
+    """A fresh process's search does not wait for the model loading on another thread (`QueryVector.loading`): it
+    ranks as a search with the model loaded does. A model that does not load leaves it lexical, said on stderr."""
+    repo.commit("init", {"wiki/index.md": "# Home\n"})
+    mem = Memory.open(repo.path)
+    for topic, text in [
+        ("ops", "the deploy pipeline promotes images from staging to production"),
+        ("ops", "rollback: revert the release tag and deploy again"),
+        ("dev", "run the linters before pushing a branch"),
+    ]:
+        store_mod.store(mem, topic, text)
+    run = [sys.executable, "-c", LOADING_SEARCH, str(repo.path), "shipping new versions to customers"]
+    done = subprocess.run(run, capture_output=True, text=True, check=True)
+    during, first, again, hits, hits_after = json.loads(done.stdout)
+    assert (during, first, again) == (True, "hybrid", "hybrid") and hits == hits_after
+    assert len(hits) == 3 and len({score for _, score in hits}) == 3  # no shared word: the dense ranking orders them
+    broken = tmp_path / "broken-model"  # its load fails in onnxruntime, after the imports: while the search runs
+    broken.mkdir()
+    for name in ("config.json", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"):
+        (broken / name).write_bytes((MODEL_DIR / name).read_bytes())
+    (broken / "model.onnx").write_bytes(b"not an onnx model" * 100)
+    env = {**os.environ, "GITWIKI_MODEL_PATH": str(broken), "GITWIKI_MODEL": MODEL_NAME}
+    done = subprocess.run([*run[:-1], "deploy pipeline"], capture_output=True, text=True, check=True, env=env)
+    during, first, again, hits, hits_after = json.loads(done.stdout)
+    assert (during, first, again) == (True, "lexical", "lexical") and hits == hits_after and hits[0][0] == "ops:1"
+    assert "lexical search only" in done.stderr
 
 
 def test_refusals_name_the_fix(repo_mem, tmp_path):

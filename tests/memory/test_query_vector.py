@@ -83,3 +83,40 @@ def test_documents_wait_for_the_query_run(kept):
     threading.Timer(0.05, embedder.gate.set).start()
     assert vector.embed_documents(["a page"]).shape == (1, 3)  # Counting asserts the query run was over
     assert embedder.documents == [["a page"]] and len(embedder.queries) == 1
+
+
+def test_a_model_still_loading_is_known_by_its_id_and_waited_for_in_the_worker(kept):
+    """`QueryVector.loading`: the search goes on with the model's id while the worker waits for the load, then
+    embeds the query with the model that loaded."""
+    embedder = Counting()
+    loaded = threading.Event()
+
+    def load() -> Counting:
+        loaded.wait(5)
+        return embedder
+
+    vector = query_vector.QueryVector.loading("test/counting", load, "deploy rollback", kept)
+    assert vector.model_id == "test/counting" and vector.embedder is None and not vector.swapped()
+    loaded.set()
+    assert np.array_equal(vector.embed_query("deploy rollback"), [15, 1, 0])
+    assert vector.model() is embedder and vector.dim == 3 and not vector.swapped()
+    assert embedder.queries[0][1].startswith("gitwiki-query-vector")
+    assert vector.embed_documents(["a page"]).shape == (1, 3)
+
+
+def test_a_model_that_did_not_load_is_unavailable_where_the_search_waits(kept):
+    from gitwiki.errors import EmbeddingUnavailable
+
+    vector = query_vector.QueryVector.loading("test/counting", lambda: None, "deploy", kept)
+    with pytest.raises(EmbeddingUnavailable):
+        vector.embed_query("deploy")
+    with pytest.raises(EmbeddingUnavailable):
+        vector.model()
+
+
+def test_a_model_loaded_under_another_id_is_said_swapped(kept):
+    """fastembed's float32 stand-in for an int8 model keys its vectors by the plain model's id: what the search
+    read by the id it expected is not that model's."""
+    vector = query_vector.QueryVector.loading("test/counting@int8", Counting, "deploy", kept)
+    vector.wait()
+    assert vector.swapped() and vector.model().model_id == "test/counting"
