@@ -165,9 +165,9 @@ def memory(args: argparse.Namespace) -> int:
             answered.check()
             return 0
     if args.action == "search" and args.query:
-        from gitwiki.index.embed import load_in_background
+        from gitwiki.search.model_process import load_for_owner
 
-        load_in_background(args.chdir)  # the query's embedding model loads beside the index reads, as ground's
+        load_for_owner(args.chdir)  # the model loads and ranks in a process of its own, beside the index reads
     mem = Memory.open(args.chdir, cache=True)  # parsed pages from the index dir: a command reads them once
     try:
         reply = _dispatch(mem, args)

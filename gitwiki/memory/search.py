@@ -371,6 +371,8 @@ def query_embedder(mem: Memory, words: str, shared: Embedder | None = None) -> E
         return None
     if shared is not None and shared.model_id == embedder.model_id:
         return shared
+    if hasattr(embedder, "rank"):  # a model in a process of its own, which embeds the query where it ranks
+        return embedder
     return QueryVector(embedder, words, wiki.searcher.queries)
 
 

@@ -596,10 +596,13 @@ class Searcher:
         base = next((m for (mdl, _), m in reversed(self._matrices.items()) if mdl == model), None)
         kept = [i for i, blob in enumerate(base.blobs.tolist()) if blob in blob_paths] if base else []
         known = set(base.blobs[kept].tolist()) if base else set()
-        rows, raw = self.store.vectors(model, [b for b in blob_paths if b not in known])
+        if base is None:  # a first read: through the model's vector file (index.store.vector_file)
+            rows, matrix = self.store.vector_rows(model, blob_paths)
+        else:
+            rows, raw = self.store.vectors(model, [b for b in blob_paths if b not in known])
+            matrix = vector_matrix(raw, len(rows))
         ids = np.array([cid for cid, _ in rows], np.int64)
         blobs = np.array([blob for _, blob in rows], object)
-        matrix = vector_matrix(raw, len(rows))
         if base is not None and kept:
             ids, blobs = np.concatenate([base.ids[kept], ids]), np.concatenate([base.blobs[kept], blobs])
             matrix = np.vstack([base.matrix[kept], matrix]) if rows else base.matrix[kept]

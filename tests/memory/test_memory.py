@@ -575,6 +575,41 @@ def test_a_search_goes_on_while_the_model_loads_and_ranks_as_once_it_has(repo, t
     assert "lexical search only" in done.stderr
 
 
+@needs_model
+def test_a_cli_search_ranks_in_the_models_process_and_reads_vectors_through_their_file(repo):
+    """A fresh CLI search forks the model's process (`model_process.load_for_owner`), which embeds the query and
+    ranks the vectors there: this process imports neither numpy nor onnxruntime. The vectors are read through their
+    file (`index.store.vector_file`, written by the first read). Both rank as a search in one process does."""
+    repo.commit("init", {"wiki/index.md": "# Home\n"})
+    mem = Memory.open(repo.path)
+    for topic, text in [
+        ("ops", "the deploy pipeline promotes images from staging to production"),
+        ("ops", "rollback: revert the release tag and deploy again"),
+        ("dev", "run the linters before pushing a branch"),
+    ]:
+        store_mod.store(mem, topic, text)
+    query = "shipping new versions to customers"
+    here = [(h.entry.ref, round(h.relevance, 4)) for h in search_mod.search(mem, query).hits]
+    script = (
+        "import json, sys\nfrom gitwiki.cli import main\n"
+        "code = main(['memory', 'search', '--json', *sys.argv[1:]])\n"
+        "print(json.dumps(sorted(m for m in ('numpy', 'onnxruntime') if m in sys.modules)))\n"
+    )
+    env = {**os.environ, "GITWIKI_NO_SERVER": "1"}
+    (vectors,) = mem.wiki.index_dir.glob("vectors-*.bin")  # the search here wrote it
+    for fresh in (False, True):
+        if fresh:
+            vectors.unlink()
+        done = subprocess.run(
+            [sys.executable, "-c", script, query], cwd=repo.path, capture_output=True, text=True, check=True, env=env
+        )
+        reply, imported = done.stdout.splitlines()
+        data = json.loads(reply)
+        assert data["ranking"] == "hybrid" and json.loads(imported) == []
+        assert [(f"{h['topic']}:{h['index']}", round(h["relevance"], 4)) for h in data["hits"]] == here
+        assert vectors.is_file()
+
+
 def test_refusals_name_the_fix(repo_mem, tmp_path):
     repo, mem = repo_mem
     with pytest.raises(UsageError, match="index page"):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from gitwiki.index.store.damage import string_list
 from gitwiki.index.store.pages import Pages, embed_text
+from gitwiki.index.store.vector_file import VectorFile
 from gitwiki.native import numpy
 
 if TYPE_CHECKING:
@@ -100,6 +101,47 @@ class Vectors(Pages):
                     rows.append((cid, blob))
                     parts.append(vec)
         return rows, b"".join(parts)
+
+    def vector_rows(self, model: str, blobs: Iterable[str]) -> tuple[list[tuple[int, str]], np.ndarray]:
+        """`vectors` as a float32 matrix, read through the model's vector file (`vector_file`): the vectors it holds
+        come from it, the others from the index, and when it lacked some it is written again with every vector read
+        here and as many of its others at most."""
+        np = numpy()
+
+        file = VectorFile(self.index_dir, model)
+        held = file.read()
+        with contextlib.nullcontext() if self.conn.in_transaction else self.read():  # one snapshot for both reads
+            chunks = list(self._select_in("SELECT id, blob, hash FROM chunks WHERE blob IN ({marks})", blobs))
+            have, stored = held or ({}, None)
+            found = self._vectors_of(model, [h for _, _, h in chunks if h not in have])
+            if stored is not None and found and len(next(iter(found.values()))) != 4 * stored.shape[1]:
+                held, have, stored = None, {}, None  # not the index's dimension (damaged, foreign): not used
+                found = self._vectors_of(model, [h for _, _, h in chunks])
+        if found:
+            fresh = vector_matrix(b"".join(found.values()), len(found))
+            matrix = fresh if stored is None else np.vstack([stored, fresh])
+            place = {**have, **{h: len(have) + i for i, h in enumerate(found)}}
+        elif stored is not None:
+            matrix, place = stored, have
+        else:
+            return [], np.zeros((0, 0), np.float32)
+        rows = [(cid, blob) for cid, blob, h in chunks if h in place]
+        if not rows:
+            return [], np.zeros((0, 0), np.float32)
+        picked = np.fromiter((place[h] for _, _, h in chunks if h in place), np.int64, len(rows))
+        if found or held is None:
+            wanted = list(dict.fromkeys(h for _, _, h in chunks if h in place))
+            known = set(wanted)
+            written = wanted + [h for h in have if h not in known][: len(wanted)]
+            file.write(written, matrix[np.fromiter((place[h] for h in written), np.int64, len(written))])
+        # The file written by this view's last read holds its rows in this order: the matrix as it was read
+        same = len(picked) == len(matrix) and bool((picked == np.arange(len(picked))).all())
+        return rows, matrix if same else matrix[picked]
+
+    def _vectors_of(self, model: str, hashes: list[str]) -> dict[str, bytes]:
+        """hash → vector bytes of `model` for those of `hashes` that have one."""
+        q = "SELECT hash, vec FROM vectors WHERE model = ? AND hash IN ({marks})"
+        return dict(self._select_in(q, dict.fromkeys(hashes), before=(model,))) if hashes else {}
 
     def vector_bytes(self, model: str | None) -> tuple[int, int | None, int | None]:
         """(count, shortest, longest) of the vectors stored for `model`, lengths in bytes."""
