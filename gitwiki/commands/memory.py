@@ -167,7 +167,7 @@ def memory(args: argparse.Namespace) -> int:
     if args.action == "search" and args.query:
         from gitwiki.search.model_process import load_for_owner
 
-        load_for_owner(args.chdir)  # the model loads and ranks in a process of its own, beside the index reads
+        load_for_owner(args.chdir, read_ahead=False)  # the model loads and ranks in a process of its own
     mem = Memory.open(args.chdir, cache=True)  # parsed pages from the index dir: a command reads them once
     try:
         reply = _dispatch(mem, args)

@@ -49,16 +49,18 @@ LOAD_TIMEOUT = 120.0  # seconds for the model's load there (a first int8 copy ta
 ASK_TIMEOUT = 30.0  # seconds for one answer: a hung process is ended and the owner loads its own copy
 
 
-def load_for_owner(start: str) -> None:
+def load_for_owner(start: str, read_ahead: bool = True) -> None:
     """`embed.load_in_background` for a new owner, at its start: the model loads in a process of its own
     (`ModelProcess`) beside the owner's imports rather than between them, and serves the owner's first searches.
-    A thread as `load_in_background`'s where this process may not fork."""
+    A thread as `load_in_background`'s where this process may not fork. `read_ahead`: that process reads the vectors
+    of each corpus as indexed while its model loads (an owner's first page search); a CLI memory search, whose view
+    is the memory's, goes without (15 ms less at 10,000 entries, docs/research/memory-scale.md)."""
     wanted = embed.wanted(start)
     if wanted is None:
         return
     # Only a model whose files are there: one that cannot load is then known before any search, as the thread's
     # load knows it (a lent model that fails later, a damaged file, leaves its first searches lexical).
-    lender = ModelProcess.fork(wanted) if on_disk(wanted.settings) is not None else None
+    lender = ModelProcess.fork(wanted, read_ahead) if on_disk(wanted.settings) is not None else None
     if lender is None:
         embed.load_in_background(start)
     else:
@@ -78,7 +80,7 @@ class ModelProcess:
         self._lent = Lent(config, self, model_key(config))
 
     @classmethod
-    def fork(cls, wanted: embed.Wanted) -> ModelProcess | None:
+    def fork(cls, wanted: embed.Wanted, read_ahead: bool = True) -> ModelProcess | None:
         """Fork the model's process; None where this process may not fork (threads running: only a process of
         one thread forks and runs Python in the child) or the fork fails (the owner then loads the model)."""
         if threading.active_count() != 1 or not hasattr(os, "fork"):
@@ -94,7 +96,7 @@ class ModelProcess:
             code = 0
             try:
                 ours.close()
-                _serve(wanted, theirs)
+                _serve(wanted, theirs, read_ahead)
             except BaseException:  # the owner loads the model itself and words what went wrong
                 code = 1
             finally:
@@ -209,7 +211,7 @@ class Lent:
         return own
 
 
-def _serve(wanted: embed.Wanted, sock: socket.socket) -> None:
+def _serve(wanted: embed.Wanted, sock: socket.socket, read_ahead: bool = True) -> None:
     """The child: hold nothing of the owner's (its lock above all: a dead owner's next one must start), load the
     model, answer until the owner closes its end."""
     for name in os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else ():
@@ -228,7 +230,7 @@ def _serve(wanted: embed.Wanted, sock: socket.socket) -> None:
     loaded: list[Embedder | None] = []
     loading = threading.Thread(target=lambda: loaded.append(embed.load_silently(config)), name="gitwiki-model")
     loading.start()
-    rankers = _Rankers(wanted)
+    rankers = _Rankers(wanted, read_ahead)
     loading.join()
     embedder = loaded[0] if loaded else None
     if embedder is None:
@@ -254,10 +256,12 @@ class _Rankers:
     owner's own index is opened at once, and the vectors of each corpus as indexed read ahead: a first search's
     view is that, or differs by the pages edited since."""
 
-    def __init__(self, wanted: embed.Wanted) -> None:
+    def __init__(self, wanted: embed.Wanted, read_ahead: bool = True) -> None:
         from gitwiki.search.searcher import CorpusView
 
         self._searchers: dict[tuple[str, int], Searcher | None] = {}
+        if not read_ahead:
+            return
         try:
             searcher = self._searcher(str(wanted.index_dir), wanted.depth)
             if searcher is None:

@@ -97,3 +97,30 @@ def test_rows_read_through_the_file_are_the_indexs_and_it_is_written_again_when_
     vf.write(hashes(3), np.zeros((3, 4), np.float32))
     rows, matrix = store.vector_rows(MODEL, blobs)
     assert rows == plain()[0] and sorted(vf.read()[0]) == sorted(set(chunk_hashes) | set(hashes(3)))  # type: ignore[index]
+
+
+def test_a_row_or_two_the_file_lacks_are_read_from_the_index_and_it_is_not_written_for_them(repo):
+    """A memory store adds a row or two: the next reads take those from the index, and the file is written again
+    only once it lacks more than 1/REWRITE_SHARE of a read's rows."""
+    from gitwiki.index.store.vectors import REWRITE_SHARE
+
+    pages = {
+        f"wiki/p{i}.md": f"# Page {i}\n\n" + "".join(f"## S{j}\n\nword{i}x{j}\n\n" for j in range(20)) for i in range(5)
+    }
+    repo.commit("pages", {**PAGES, **pages})
+    wiki = Wiki.open(repo.path)
+    wiki.index()
+    store = wiki.store
+    chunk_hashes = list(dict.fromkeys(row[0] for row in store.conn.execute("SELECT hash FROM chunks ORDER BY id")))
+    assert len(chunk_hashes) > 2 * REWRITE_SHARE
+    rng = np.random.default_rng(5)
+    store.put_vectors(MODEL, chunk_hashes[:-2], rng.random((len(chunk_hashes) - 2, 4), np.float32))
+    blobs = [row[0] for row in store.conn.execute("SELECT DISTINCT blob FROM chunks")]
+    vf = VectorFile(store.index_dir, MODEL)
+    store.vector_rows(MODEL, blobs)
+    before = vf.path.read_bytes()
+    store.put_vectors(MODEL, chunk_hashes[-2:], rng.random((2, 4), np.float32))
+    rows, matrix = store.vector_rows(MODEL, blobs)
+    plain_rows, raw = store.vectors(MODEL, blobs)
+    assert rows == plain_rows and np.array_equal(matrix, np.frombuffer(raw, "<f4").reshape(len(rows), 4))
+    assert vf.path.read_bytes() == before  # two rows of a hundred: not written for them

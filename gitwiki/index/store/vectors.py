@@ -117,26 +117,23 @@ class Vectors(Pages):
             if stored is not None and found and len(next(iter(found.values()))) != 4 * stored.shape[1]:
                 held, have, stored = None, {}, None  # not the index's dimension (damaged, foreign): not used
                 found = self._vectors_of(model, [h for _, _, h in chunks])
-        if found:
-            fresh = vector_matrix(b"".join(found.values()), len(found))
-            matrix = fresh if stored is None else np.vstack([stored, fresh])
-            place = {**have, **{h: len(have) + i for i, h in enumerate(found)}}
-        elif stored is not None:
-            matrix, place = stored, have
-        else:
-            return [], np.zeros((0, 0), np.float32)
+        fresh = vector_matrix(b"".join(found.values()), len(found))
+        place = {**have, **{h: len(have) + i for i, h in enumerate(found)}}
         rows = [(cid, blob) for cid, blob, h in chunks if h in place]
         if not rows:
             return [], np.zeros((0, 0), np.float32)
         picked = np.fromiter((place[h] for _, _, h in chunks if h in place), np.int64, len(rows))
-        if found or held is None:
-            wanted = list(dict.fromkeys(h for _, _, h in chunks if h in place))
+        wanted = list(dict.fromkeys(h for _, _, h in chunks if h in place))
+        # Written again when it lacked a share of the rows: a memory store adds a row or two, read from the index
+        # until some hundreds are (rewriting 15 MB after each store cost the next search more than it saved).
+        if held is None or len(found) * REWRITE_SHARE > len(wanted):
             known = set(wanted)
             written = wanted + [h for h in have if h not in known][: len(wanted)]
-            file.write(written, matrix[np.fromiter((place[h] for h in written), np.int64, len(written))])
-        # The file written by this view's last read holds its rows in this order: the matrix as it was read
-        same = len(picked) == len(matrix) and bool((picked == np.arange(len(picked))).all())
-        return rows, matrix if same else matrix[picked]
+            order = np.fromiter((place[h] for h in written), np.int64, len(written))
+            file.write(written, _gather(stored, fresh, order))
+        if stored is not None and not found and len(picked) == len(stored) and (picked == np.arange(len(picked))).all():
+            return rows, stored  # the file this view's last read wrote holds its rows in this order
+        return rows, _gather(stored, fresh, picked)
 
     def _vectors_of(self, model: str, hashes: list[str]) -> dict[str, bytes]:
         """hash → vector bytes of `model` for those of `hashes` that have one."""
@@ -149,6 +146,24 @@ class Vectors(Pages):
             "SELECT count(*), min(length(vec)), max(length(vec)) FROM vectors WHERE model = ?", (model,)
         ).fetchone()
         return row[0], row[1], row[2]
+
+
+REWRITE_SHARE = 32  # the vector file is written again when it lacked more than 1/32 of a read's rows
+
+
+def _gather(stored: np.ndarray | None, fresh: np.ndarray, picked: np.ndarray) -> np.ndarray:
+    """Rows `picked` of `stored` then `fresh` stacked, without stacking them (a copy of the whole file)."""
+    np = numpy()
+
+    if stored is None or not len(stored):
+        return fresh[picked]
+    if not len(fresh):
+        return stored[picked]
+    out = np.empty((len(picked), stored.shape[1]), np.float32)
+    old = picked < len(stored)
+    out[old] = stored[picked[old]]
+    out[~old] = fresh[picked[~old] - len(stored)]
+    return out
 
 
 def vector_matrix(raw: bytes, count: int) -> np.ndarray:
