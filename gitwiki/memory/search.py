@@ -342,6 +342,8 @@ def _relevance(
         return {}, "lexical"
     s = mem.wiki.config.search
     view = memory_view(mem, files, embedder)
+    if embedder is not None:
+        mem.wiki.searcher.rank_ahead(view, embedder)  # a model in another process reads the vectors meanwhile
     with mem.read():
         rankings, blob_of, mode = _rankings(mem, view, words, s.mode, embedder, None)
         fused = ranking.fuse(list(rankings.values()), s.fusion, mem.wiki.searcher.weighting)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import socket
 import struct
@@ -136,6 +137,17 @@ class ModelProcess:
                 self._end(kill=True)
                 raise
 
+    def tell(self, kind: bytes, request: bytes) -> None:
+        """A frame the child does not answer; not sent while another call holds the socket (a head start only)."""
+        if self._lock.acquire(blocking=False):
+            try:
+                if self._open:
+                    self._sock.sendall(_framed(kind + request))
+            except OSError:
+                pass  # the child is gone: the next ask says so
+            finally:
+                self._lock.release()
+
     def close(self) -> None:
         """The child ends at its socket's end (after its load, if it still loads)."""
         with self._lock:
@@ -203,6 +215,11 @@ class Lent:
             return None
         return [(int(c), str(b), float(s)) for c, b, s in got["pool"]], float(got["mean"]), float(got["std"])
 
+    def read_ahead(self, index_dir: str, key: str, blobs: list[str], depth: int) -> None:
+        """Name the view the first `rank` will ask about, so that its vectors are read there while the model loads."""
+        request = {"index": index_dir, "key": key, "blobs": blobs, "depth": depth}
+        self._process.tell(b"a", json.dumps(request).encode("utf-8", "surrogatepass"))  # not once it has ended
+
     def _own(self) -> Embedder:
         """This process's own copy, loaded now if it must be (the model's process ended, or did not load it)."""
         own = embed.loaded(self._config) or embed.own_model(self._config)
@@ -231,6 +248,11 @@ def _serve(wanted: embed.Wanted, sock: socket.socket, read_ahead: bool = True) -
     loading = threading.Thread(target=lambda: loaded.append(embed.load_silently(config)), name="gitwiki-model")
     loading.start()
     rankers = _Rankers(wanted, read_ahead)
+    # The view the caller's first ranking reads, when it named it already ('a'): read while the model loads.
+    while select.select([sock], [], [], 0)[0]:
+        frame = _read(sock)
+        if frame[:1] == b"a":
+            rankers.ahead(frame[1:])
     loading.join()
     embedder = loaded[0] if loaded else None
     if embedder is None:
@@ -242,6 +264,9 @@ def _serve(wanted: embed.Wanted, sock: socket.socket, read_ahead: bool = True) -
             frame = _read(sock)
         except EOFError:
             return
+        if frame[:1] == b"a":
+            rankers.ahead(frame[1:])
+            continue
         if frame[:1] == b"q":
             np = numpy()
 
@@ -260,6 +285,7 @@ class _Rankers:
         from gitwiki.search.searcher import CorpusView
 
         self._searchers: dict[tuple[str, int], Searcher | None] = {}
+        self._model = model_key(wanted.settings)
         if not read_ahead:
             return
         try:
@@ -288,6 +314,18 @@ class _Rankers:
             store = Store.open_existing(Path(index_dir))
             self._searchers[index_dir, depth] = None if store is None else Searcher(store, depth=depth)
         return self._searchers[index_dir, depth]
+
+    def ahead(self, request: bytes) -> None:
+        """Read the vectors of the view `rank` will be asked about (`Lent.read_ahead`); a failure leaves them to it."""
+        from gitwiki.search.searcher import CorpusView
+
+        with contextlib.suppress(Exception):
+            asked = json.loads(request)
+            searcher = self._searcher(str(asked["index"]), int(asked["depth"]))
+            if searcher is not None:
+                with searcher.store.read():
+                    view = CorpusView("", "", {b: b for b in asked["blobs"]}, (), str(asked["key"]))
+                    searcher.read_ahead(view, self._model)
 
     def rank(self, embedder: Embedder, asked: dict[str, Any]) -> dict[str, Any] | None:
         searcher = self._searcher(str(asked["index"]), int(asked["depth"]))

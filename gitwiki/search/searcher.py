@@ -577,6 +577,13 @@ class Searcher:
         ranked = zip(dense.ids[top].tolist(), top_blobs, scores[top].tolist(), strict=True)
         return candidates(ranked, pages, self.depth), Background(float(scores.mean()), float(scores.std()))
 
+    def rank_ahead(self, view: CorpusView, embedder: Embedder) -> None:
+        """Name `view` to a model ranking in another process (`model_process.Lent.read_ahead`), which reads its
+        vectors while its model still loads; nothing for a model in this process."""
+        ahead = getattr(embedder, "read_ahead", None)
+        if ahead is not None:
+            ahead(str(self.store.index_dir), view.key, list(self._blob_paths(view)), self.depth)
+
     def read_ahead(self, view: CorpusView, model: str) -> None:
         """Read the vectors `view`'s dense search by `model` needs, before its query vector is there: a search of a
         view that shares its pages reads only the rest, and the matrix read here is dropped once it has."""

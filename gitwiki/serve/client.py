@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki.errors import GitwikiError
-from gitwiki.git.gitcli import find_checkout
+from gitwiki.git.gitcli import Checkout, find_checkout
 from gitwiki.serve import address
 from gitwiki.serve.address import MAX_ADDRESS as MAX_ADDRESS
 from gitwiki.serve.address import NO_SERVER, PROTOCOL
@@ -128,15 +128,11 @@ MEMORY_SEARCH: dict[str, tuple[type, ...]] = {
 
 
 def _ask(start: str, kind: str, request: dict[str, Any]) -> Reply | None:
-    if os.environ.get(NO_SERVER) or os.name != "posix":
-        return None
-    from gitwiki.config import index_dir, load  # not at the top: a stdio bridge finds its owner without them
-
     try:
-        checkout = find_checkout(start)
-        if checkout is None:  # GIT_DIR and friends, or an unusual layout: only git knows; the local path asks it
+        found = _server_socket(start)
+        if found is None:
             return None
-        path = socket_path(index_dir(load(checkout.root), checkout.root, checkout.common_dir), checkout.root)
+        checkout, path = found
         message = {
             "protocol": PROTOCOL,
             "root": str(checkout.root),
@@ -150,6 +146,29 @@ def _ask(start: str, kind: str, request: dict[str, Any]) -> Reply | None:
         return Reply(str(reply["stdout"]), str(reply["stderr"]), reply.get("error"), int(reply.get("exit_code", 0)))
     except (OSError, ValueError, KeyError, TypeError, GitwikiError):
         return None  # no server, a bad reply; a bad config: the local path says so
+
+
+def listening(start: str) -> bool:
+    """Whether a server may answer for the checkout at `start` (its socket is there, no connection made): a
+    fresh process that would load the model for a search that server answers does not start that load."""
+    try:
+        found = _server_socket(start)
+    except (OSError, ValueError, GitwikiError):
+        return False
+    return found is not None and found[1].exists()
+
+
+def _server_socket(start: str) -> tuple[Checkout, Path] | None:
+    """The checkout at `start` and its server's socket path; None where no server is asked (GITWIKI_NO_SERVER, not
+    POSIX, or GIT_DIR and friends or an unusual layout, which only git understands: the local path asks it)."""
+    if os.environ.get(NO_SERVER) or os.name != "posix":
+        return None
+    from gitwiki.config import index_dir, load  # not at the top: a stdio bridge finds its owner without them
+
+    checkout = find_checkout(start)
+    if checkout is None:
+        return None
+    return checkout, socket_path(index_dir(load(checkout.root), checkout.root, checkout.common_dir), checkout.root)
 
 
 def _exchange(path: Path, line: bytes, deadline: float | None = None) -> dict[str, Any] | None:

@@ -202,3 +202,50 @@ def test_a_hung_model_process_is_ended_and_the_owner_answers_with_its_own_copy(r
     assert report["mode"] == "hybrid" and report["docs"][0] == "wiki/p3.md"
     assert not report["lent"] and report["own"] == "OnnxEmbedder"
     assert report["seconds"] < 30  # the ask's bound, then the owner's own load
+
+
+# Forks the model process without its read-ahead (a CLI memory search's), names a view ahead ('a', also a damaged
+# one), then asks for that view's ranking and for the same ranking from a copy of the model loaded here.
+AHEAD = textwrap.dedent(
+    """
+    import json, sys
+    from gitwiki.index import embed
+    from gitwiki.search.model_process import load_for_owner
+    from gitwiki.wiki import Wiki
+
+    load_for_owner(sys.argv[1], read_ahead=False)
+    wiki = Wiki.open(sys.argv[1])
+    config = wiki.config.embeddings
+    lender = embed._lent[config]
+    lent = lender.embedder()
+    store = wiki.store
+    blobs = [row[0] for row in store.conn.execute("SELECT DISTINCT blob FROM chunks ORDER BY blob")]
+    lender.tell(b"a", b"not json")  # a damaged frame: ignored
+    lent.read_ahead(str(wiki.index_dir), "view", blobs, 20)  # before its model is ready
+    there = lent.rank(str(wiki.index_dir), "view", blobs, "walrus number 3", 5, 20)
+    lent.read_ahead(str(wiki.index_dir), "view2", blobs[:3], 20)  # once it is: answered by nothing, ranked next
+    there2 = lent.rank(str(wiki.index_dir), "view2", blobs[:3], "walrus number 3", 5, 20)
+    own = embed.own_model(config)
+    from gitwiki.search.searcher import Searcher
+
+    here = [Searcher(store, depth=20).dense_ranking(k, own.model_id, dict.fromkeys(b, ""), lambda: own.embed_query(
+        "walrus number 3"), 5) for k, b in (("view", blobs), ("view2", blobs[:3]))]
+    print(json.dumps([there[0], [list(r) for r in here[0][0]], there2[0], [list(r) for r in here[1][0]]]))
+    """
+)
+
+
+@needs_model
+def test_a_view_named_ahead_is_ranked_there_as_here(repo, cli, tmp_path):
+    """`Lent.read_ahead` ('a'): the model's process reads the view's vectors while its model loads, answers nothing
+    for it, and ranks it as a copy of the model here does; a damaged frame is ignored."""
+    _indexed(repo, cli)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", AHEAD, str(repo.path)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    there, here, there2, here2 = json.loads(done.stdout)
+    assert there and [row[:2] for row in there] == [row[:2] for row in here]
+    assert [round(row[2], 5) for row in there] == [round(row[2], 5) for row in here]
+    assert there2 and [row[:2] for row in there2] == [row[:2] for row in here2]

@@ -479,3 +479,43 @@ def test_a_closing_server_sends_the_replies_it_is_making(lexical_repo, monkeypat
         asking.join(10)
         wiki.close()
     assert got and b"declined" in got[0]
+
+
+def test_listening_says_whether_a_servers_socket_is_there_without_connecting(repo, monkeypatch):
+    """`client.listening`: a fresh memory search does not start its model's load when a server will answer it."""
+    from gitwiki.config import index_dir, load
+    from gitwiki.git.gitcli import find_checkout
+
+    repo.commit("init", {"wiki/index.md": "# Home\n"})
+    monkeypatch.delenv(address.NO_SERVER, raising=False)
+    checkout = find_checkout(repo.path)
+    assert checkout is not None
+    path = serve_client.socket_path(index_dir(load(checkout.root), checkout.root, checkout.common_dir), checkout.root)
+    assert not serve_client.listening(str(repo.path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch()
+    try:
+        assert serve_client.listening(str(repo.path))
+        monkeypatch.setenv(address.NO_SERVER, "1")  # asked to run alone: no server answers
+        assert not serve_client.listening(str(repo.path))
+    finally:
+        path.unlink()
+
+
+@pytest.mark.parametrize(
+    ("argv", "start"),
+    [
+        (["memory", "search", "deploy", "rollback"], "."),
+        (["-C", "sub", "memory", "search", "--json", "deploy"], None),  # after a flag: maybe its value
+        (["-C", "sub", "memory", "search", "deploy", "--json"], "sub"),
+        (["memory", "search", "--topic", "ops"], None),  # no words: no model
+        (["memory", "search"], None),
+        (["memory", "store", "ops", "text"], None),
+        (["search", "memory", "search"], None),
+        (["-C"], None),
+    ],
+)
+def test_a_memory_search_is_told_from_its_words_before_the_parser(argv, start):
+    from gitwiki.cli import _memory_search_at
+
+    assert _memory_search_at(argv) == start
