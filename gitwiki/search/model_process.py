@@ -235,6 +235,7 @@ def _serve(wanted: embed.Wanted, sock: socket.socket, read_ahead: bool = True) -
         if int(name) > 2 and int(name) != sock.fileno():
             with contextlib.suppress(OSError):
                 os.close(int(name))
+    _let_go_of_stdio(sock.fileno())
     with contextlib.suppress(OSError), open("/proc/self/comm", "wb") as comm:
         comm.write(NAME)
     config = wanted.settings
@@ -274,6 +275,23 @@ def _serve(wanted: embed.Wanted, sock: socket.socket, read_ahead: bool = True) -
         else:
             answer = json.dumps(rankers.rank(embedder, json.loads(frame[1:]))).encode()
         sock.sendall(_framed(answer))
+
+
+def _let_go_of_stdio(keep: int) -> None:
+    """The caller's stdin and stdout, and its stderr unless that is a file (an owner's log), replaced by /dev/null:
+    whoever reads a CLI search's output through a pipe waits for every writer to close it, and this process may
+    outlive the search (its model still loading after the search ended on an error). `keep`: the socket, which
+    is one of them where the caller had that one closed."""
+    import stat
+
+    with contextlib.suppress(OSError):
+        null = os.open(os.devnull, os.O_RDWR)  # itself 0, 1 or 2 where the caller had that one closed
+        for fd in (0, 1, 2):
+            with contextlib.suppress(OSError):
+                if fd not in (null, keep) and (fd != 2 or not stat.S_ISREG(os.fstat(2).st_mode)):
+                    os.dup2(null, fd)
+        if null > 2:
+            os.close(null)
 
 
 class _Rankers:

@@ -37,6 +37,8 @@ OWNER = textwrap.dedent(
         lender.ready()
         fds = f"/proc/{lender.pid}/fd"
         report["child_files"] = [os.readlink(os.path.join(fds, fd)) for fd in os.listdir(fds)]
+        report["child_stdio"] = [os.readlink(os.path.join(fds, fd)) if fd in os.listdir(fds) else None for fd in "012"]
+        report["our_stdout"] = os.readlink("/proc/self/fd/1")
         report["child_name"] = open(f"/proc/{lender.pid}/comm").read().strip()
     ask = lambda: wiki.search(sys.argv[3], mode="hybrid", explain=True).to_json()
     report["lent_answer"] = ask()
@@ -102,6 +104,8 @@ def test_the_model_process_holds_none_of_the_owners_descriptors(repo, cli, tmp_p
     # process lives on
     assert str(tmp_path / "owner.lock") not in report["child_files"]
     assert any(f.startswith("socket:") for f in report["child_files"])
+    # nor its stdio: a caller reading a CLI search's output through a pipe would wait for this process's end
+    assert report["our_stdout"].startswith("pipe:") and report["child_stdio"] == [os.devnull] * 3
 
 
 @needs_model
