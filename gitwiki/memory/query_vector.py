@@ -3,8 +3,9 @@ reads its pages and ranks them by BM25 (onnxruntime and SQLite let go of the GIL
 the longer of the two, not their sum. The vectors are kept with the page search's (`search.query_vectors`): an
 agent asks the same words again.
 
-While the model is still loading on another thread (a fresh CLI process started its load first,
-`index.embed.load_in_background`), the worker waits for that load too (`QueryVector.loading`): the search knows the
+While the model is still loading on another thread (an owner's warm-up, or a fresh process that could not fork
+the model's process and started its load on a thread, `index.embed.load_in_background`), the worker waits for that
+load too (`QueryVector.loading`): the search knows the
 model by its id meanwhile, so it finds the entries by their words and reads the vectors it will rank instead of
 waiting idle (50-60 ms of a cold search at 10,000 entries, docs/research/memory-scale.md).
 """
