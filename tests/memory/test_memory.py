@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -533,6 +534,19 @@ def test_the_new_entry_is_embedded_in_the_write(repo):
     assert found.ranking == "hybrid" and found.matched == "semantic" and found.hits[0].entry.ref == "t:1"
 
 
+def three_notes(repo) -> Memory:
+    """A hybrid memory of three notes over two topics, embedded."""
+    repo.commit("init", {"wiki/index.md": "# Home\n"})
+    mem = Memory.open(repo.path)
+    for topic, text in [
+        ("ops", "the deploy pipeline promotes images from staging to production"),
+        ("ops", "rollback: revert the release tag and deploy again"),
+        ("dev", "run the linters before pushing a branch"),
+    ]:
+        store_mod.store(mem, topic, text)
+    return mem
+
+
 LOADING_SEARCH = (
     "import json, sys\n"
     "from gitwiki.index import embed\nfrom gitwiki.memory.base import Memory\nfrom gitwiki.memory import search\n"
@@ -550,14 +564,7 @@ LOADING_SEARCH = (
 def test_a_search_goes_on_while_the_model_loads_and_ranks_as_once_it_has(repo, tmp_path):
     """A fresh process's search does not wait for the model loading on another thread (`QueryVector.loading`): it
     ranks as a search with the model loaded does. A model that does not load leaves it lexical, said on stderr."""
-    repo.commit("init", {"wiki/index.md": "# Home\n"})
-    mem = Memory.open(repo.path)
-    for topic, text in [
-        ("ops", "the deploy pipeline promotes images from staging to production"),
-        ("ops", "rollback: revert the release tag and deploy again"),
-        ("dev", "run the linters before pushing a branch"),
-    ]:
-        store_mod.store(mem, topic, text)
+    three_notes(repo)
     run = [sys.executable, "-c", LOADING_SEARCH, str(repo.path), "shipping new versions to customers"]
     done = subprocess.run(run, capture_output=True, text=True, check=True)
     during, first, again, hits, hits_after = json.loads(done.stdout)
@@ -580,14 +587,7 @@ def test_a_cli_search_ranks_in_the_models_process_and_reads_vectors_through_thei
     """A fresh CLI search forks the model's process (`model_process.load_for_owner`), which embeds the query and
     ranks the vectors there: this process imports neither numpy nor onnxruntime. The vectors are read through their
     file (`index.store.vector_file`, written by the first read). Both rank as a search in one process does."""
-    repo.commit("init", {"wiki/index.md": "# Home\n"})
-    mem = Memory.open(repo.path)
-    for topic, text in [
-        ("ops", "the deploy pipeline promotes images from staging to production"),
-        ("ops", "rollback: revert the release tag and deploy again"),
-        ("dev", "run the linters before pushing a branch"),
-    ]:
-        store_mod.store(mem, topic, text)
+    mem = three_notes(repo)
     query = "shipping new versions to customers"
     here = [(h.entry.ref, round(h.relevance, 4)) for h in search_mod.search(mem, query).hits]
     script = (
@@ -628,16 +628,21 @@ def test_hook_reads_load_no_git_bindings_index_or_model(repo_mem):
     repo, mem = repo_mem
     store_mod.store(mem, "t", "gotcha: something worth keeping")
     cp.checkpoint(mem, "a task")
-    script = (
-        "import sys\nfrom gitwiki.memory.base import Memory\nfrom gitwiki.memory import brief, checkpoint, topics\n"
+    steps = (
+        "from gitwiki.memory import brief, checkpoint, topics\n"
         "m = Memory.open(sys.argv[1])\n"
         "assert checkpoint.resume(m).checkpoint.task == 'a task'\n"
         "assert [a.topic for a in topics.list_topics(m)] == ['t'] and brief.brief(m).kind == 'meta'\n"
         "assert brief.brief(m, 't').items[0].category == 'GOTCHAS'\n"
-        "print(sorted(x for x in ('pygit2', 'numpy', 'fastembed', 'sqlite3', 'gitwiki.wiki') if x in sys.modules))\n"
     )
+    assert imported_after(repo, steps, ("pygit2", "numpy", "fastembed", "sqlite3", "gitwiki.wiki")) == []
+
+
+def imported_after(repo, steps: str, modules: tuple[str, ...]) -> list[str]:
+    """Which of `modules` a fresh interpreter imported running `steps` (sys and Memory imported, the repo in argv)."""
+    script = f"import sys\nfrom gitwiki.memory.base import Memory\n{steps}print(sorted(set({modules!r}) & set(sys.modules)))\n"
     done = subprocess.run([sys.executable, "-c", script, str(repo.path)], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
+    return list(ast.literal_eval(done.stdout.strip()))
 
 
 def test_a_search_reads_the_index_without_git_bindings(repo_mem):
@@ -645,14 +650,12 @@ def test_a_search_reads_the_index_without_git_bindings(repo_mem):
     stays unimported, and git is asked once to find the checkout."""
     repo, mem = repo_mem
     store_mod.store(mem, "t", "gotcha: the deploy needs the VPN up")
-    script = (
-        "import sys\nfrom gitwiki.memory.base import Memory\nfrom gitwiki.memory import stores\n"
+    steps = (
+        "from gitwiki.memory import stores\n"
         "m = Memory.open(sys.argv[1], cache=True)\n"
         "assert [h.entry.topic for h in stores.search(m, 'deploy vpn').hits] == ['t']\n"
-        "print(sorted(x for x in ('pygit2', 'gitwiki.wiki', 'gitwiki.git.remote') if x in sys.modules))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script, str(repo.path)], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "['gitwiki.wiki']"
+    assert imported_after(repo, steps, ("pygit2", "gitwiki.wiki", "gitwiki.git.remote")) == ["gitwiki.wiki"]
     assert mem.wiki.repo.head() is not None  # the same repository, opened on first use, reads HEAD
 
 
