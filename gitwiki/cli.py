@@ -84,8 +84,10 @@ def _memory_search_at(argv: list[str]) -> str | None:
 
 
 def _model_aside(start: str) -> None:
-    """A memory search's model loads in a process of its own from here, before the parser and the command's imports
-    (~20 ms sooner: the search then seldom waits for it), unless a running server will answer the search."""
+    """A memory search run as the process's entry point: its model loads in a process of its own (which embeds the
+    query and ranks there: this one imports neither numpy nor onnxruntime), forked here before the parser and the
+    command's imports, unless a running server will answer the search. Only for the entry point: a process calling
+    `main` in-process (a test, a script) keeps its model its own."""
     from gitwiki.serve.client import listening
 
     if not listening(start):

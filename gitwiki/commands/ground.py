@@ -85,9 +85,9 @@ def ground(args: argparse.Namespace) -> int:
             sys.stdout.write(reply.stdout)
             reply.check()  # an error the server met: the local path's message and exit code
             return 0
-    from gitwiki.search.model_process import load_for_owner
+    from gitwiki.index.embed import load_in_background
 
-    load_for_owner(args.chdir, mode=request.mode)  # the model loads and ranks in a process of its own
+    load_in_background(args.chdir, request.mode)
     from gitwiki.errors import NotFoundError
     from gitwiki.operations.ground import answer
     from gitwiki.wiki import Wiki

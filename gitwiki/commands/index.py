@@ -29,11 +29,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def index(args: argparse.Namespace) -> int:
-    from gitwiki.commands.options import progress_bar
-    from gitwiki.index.indexer import truncation
     from gitwiki.wiki import Wiki
 
     wiki = Wiki.open(args.chdir)
+    try:
+        return _index(wiki, args)
+    finally:  # in-process callers (tests, scripts) keep no connection to the index, whose file may change next
+        wiki.close()
+
+
+def _index(wiki: Wiki, args: argparse.Namespace) -> int:
+    from gitwiki.commands.options import progress_bar
+    from gitwiki.index.indexer import truncation
+
     if wiki.has_no_index_to_start_from():
         from gitwiki.operations.pull import install_published
 

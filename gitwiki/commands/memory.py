@@ -165,9 +165,11 @@ def memory(args: argparse.Namespace) -> int:
             answered.check()
             return 0
     if args.action == "search" and args.query:
-        from gitwiki.search.model_process import load_for_owner
+        from gitwiki.index.embed import load_in_background
 
-        load_for_owner(args.chdir, read_ahead=False)  # the model loads and ranks in a process of its own
+        # Run as the process's entry point, `cli.main` forked the model's own process already (`_model_aside`);
+        # else (a server that did not answer, the CLI called in-process) the model loads on a thread here.
+        load_in_background(args.chdir)
     mem = Memory.open(args.chdir, cache=True)  # parsed pages from the index dir: a command reads them once
     try:
         reply = _dispatch(mem, args)

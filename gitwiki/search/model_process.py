@@ -50,20 +50,20 @@ LOAD_TIMEOUT = 120.0  # seconds for the model's load there (a first int8 copy ta
 ASK_TIMEOUT = 30.0  # seconds for one answer: a hung process is ended and the owner loads its own copy
 
 
-def load_for_owner(start: str, read_ahead: bool = True, mode: str | None = None) -> None:
+def load_for_owner(start: str, read_ahead: bool = True) -> None:
     """`embed.load_in_background` for a new owner, at its start: the model loads in a process of its own
     (`ModelProcess`) beside the owner's imports rather than between them, and serves the owner's first searches.
     A thread as `load_in_background`'s where this process may not fork. `read_ahead`: that process reads the vectors
     of each corpus as indexed while its model loads (an owner's first page search); a CLI memory search, whose view
     is the memory's, goes without (15 ms less at 10,000 entries, docs/research/memory-scale.md)."""
-    wanted = embed.wanted(start, mode)
+    wanted = embed.wanted(start)
     if wanted is None:
         return
     # Only a model whose files are there: one that cannot load is then known before any search, as the thread's
     # load knows it (a lent model that fails later, a damaged file, leaves its first searches lexical).
     lender = ModelProcess.fork(wanted, read_ahead) if on_disk(wanted.settings) is not None else None
     if lender is None:
-        embed.load_in_background(start, mode)
+        embed.load_in_background(start)
     else:
         embed.lend(wanted.settings, lender)
 

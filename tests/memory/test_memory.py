@@ -590,10 +590,14 @@ def test_a_cli_search_ranks_in_the_models_process_and_reads_vectors_through_thei
     mem = three_notes(repo)
     query = "shipping new versions to customers"
     here = [(h.entry.ref, round(h.relevance, 4)) for h in search_mod.search(mem, query).hits]
-    script = (
-        "import json, sys\nfrom gitwiki.cli import main\n"
-        "code = main(['memory', 'search', '--json', *sys.argv[1:]])\n"
-        "print(json.dumps(sorted(m for m in ('numpy', 'onnxruntime') if m in sys.modules)))\n"
+    script = (  # as the process's entry point (`gitwiki memory search`), which ends by `cli.end_now`
+        "import json, os, sys\nimport gitwiki.cli as cli\n"
+        "def end(code):\n"
+        "    print(json.dumps(sorted(m for m in ('numpy', 'onnxruntime') if m in sys.modules)), flush=True)\n"
+        "    os._exit(code)\n"
+        "cli.end_now = end\n"
+        "sys.argv = ['gitwiki', 'memory', 'search', '--json', *sys.argv[1:]]\n"
+        "cli.main()\n"
     )
     env = {**os.environ, "GITWIKI_NO_SERVER": "1"}
     (vectors,) = mem.wiki.index_dir.glob("vectors-*.bin")  # the search here wrote it

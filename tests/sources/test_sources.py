@@ -281,7 +281,15 @@ def _first_query(repo, monkeypatch, lexical_index: bool, edit: bool = False) -> 
         read.append((embed._loading.locked(), set(blobs)))
         return vectors(self, model, blobs)
 
+    rows = Store.vector_rows
+
+    def noted_rows(self, model, blobs):  # a first read, through the vector file (index.store.vector_file)
+        blobs = list(blobs)
+        read.append((embed._loading.locked(), set(blobs)))
+        return rows(self, model, blobs)
+
     monkeypatch.setattr(Store, "vectors", noted)
+    monkeypatch.setattr(Store, "vector_rows", noted_rows)
     asked = threading.Event()  # the query waits for the model from here on
     embedder = Wiki.embedder
     monkeypatch.setattr(Wiki, "embedder", lambda self: asked.set() or embedder(self))

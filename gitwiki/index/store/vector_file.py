@@ -16,7 +16,6 @@ each, then `rows` × `dim` little-endian float32; the header line is padded with
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -37,6 +36,8 @@ class VectorFile:
     """The file of `model`'s vectors in `index_dir` (one per model)."""
 
     def __init__(self, index_dir: Path, model: str) -> None:
+        import hashlib  # OpenSSL, ~2.5 ms: not for the agent hooks, which import the store
+
         self.model = model
         self.path = index_dir / f"vectors-{hashlib.sha1(model.encode()).hexdigest()[:16]}.bin"
 
