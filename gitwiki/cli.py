@@ -78,8 +78,11 @@ def _memory_search_at(argv: list[str]) -> str | None:
     if words[:1] == ["-C"] and len(words) > 1:
         start, words = words[1], words[2:]
     rest = words[2:]
-    # a word after an option may be its value (--topic ops): only words after another word or the action count
-    queried = any(not w.startswith("-") and (i == 0 or not rest[i - 1].startswith("-")) for i, w in enumerate(rest))
+    # a word after an option may be its value (--topic ops): words after the action, another word or --json count
+    after = ["", *rest][: len(rest)]
+    queried = any(
+        not w.startswith("-") and (not a.startswith("-") or a == "--json") for w, a in zip(rest, after, strict=True)
+    )
     return start if words[:2] == ["memory", "search"] and queried else None
 
 

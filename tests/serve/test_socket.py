@@ -506,8 +506,9 @@ def test_listening_says_whether_a_servers_socket_is_there_without_connecting(rep
     ("argv", "start"),
     [
         (["memory", "search", "deploy", "rollback"], "."),
-        (["-C", "sub", "memory", "search", "--json", "deploy"], None),  # after a flag: maybe its value
-        (["-C", "sub", "memory", "search", "deploy", "--json"], "sub"),
+        (["-C", "sub", "memory", "search", "--json", "deploy"], "sub"),
+        (["memory", "search", "--limit", "5"], None),  # after an option: maybe its value
+        (["memory", "search", "--limit", "5", "deploy"], "."),
         (["memory", "search", "--topic", "ops"], None),  # no words: no model
         (["memory", "search"], None),
         (["memory", "store", "ops", "text"], None),
