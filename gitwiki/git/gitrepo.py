@@ -60,7 +60,7 @@ class GitRepo:
     def __init__(self, repo: pygit2.Repository | Checkout):
         # A `Checkout` (git already found it) is opened in pygit2 on first use: root and git dirs are known.
         self._checkout = repo if isinstance(repo, Checkout) else None
-        if not isinstance(repo, Checkout):
+        if self._checkout is None:
             self.__dict__["_repo"] = repo
         # commit id → HEAD as `head` gives it: a commit's tree never changes, and reading the commit object was
         # most of a server's HEAD check before every query

@@ -360,6 +360,7 @@ def query_embedder(mem: Memory, words: str, shared: Embedder | None = None) -> E
     still loading on another thread is not waited for here: the search goes on with its id (`QueryVector.loading`)."""
     from gitwiki.index import embed
     from gitwiki.memory.query_vector import QueryVector
+    from gitwiki.search.searcher import RanksElsewhere
 
     wiki = mem.wiki
     if wiki.config.search.mode == "lexical":
@@ -373,7 +374,7 @@ def query_embedder(mem: Memory, words: str, shared: Embedder | None = None) -> E
         return None
     if shared is not None and shared.model_id == embedder.model_id:
         return shared
-    if hasattr(embedder, "rank"):  # a model in a process of its own, which embeds the query where it ranks
+    if isinstance(embedder, RanksElsewhere):  # a model in a process of its own, which embeds the query where it ranks
         return embedder
     return QueryVector(embedder, words, wiki.searcher.queries)
 

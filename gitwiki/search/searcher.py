@@ -201,6 +201,9 @@ class RanksElsewhere(Protocol):
         self, index_dir: str, key: str, blobs: list[str], query: str, pages: int, depth: int
     ) -> tuple[list[tuple[int, str, float]], float, float] | None: ...
 
+    # The view a first `rank` will be asked about, named ahead: its vectors are read there while the model loads.
+    def read_ahead(self, index_dir: str, key: str, blobs: list[str], depth: int) -> None: ...
+
 
 class Searcher:
     """Runs queries; keeps the dense matrix of recent views in memory for long-lived processes."""
@@ -580,9 +583,8 @@ class Searcher:
     def rank_ahead(self, view: CorpusView, embedder: Embedder) -> None:
         """Name `view` to a model ranking in another process (`model_process.Lent.read_ahead`), which reads its
         vectors while its model still loads; nothing for a model in this process."""
-        ahead = getattr(embedder, "read_ahead", None)
-        if ahead is not None:
-            ahead(str(self.store.index_dir), view.key, list(self._blob_paths(view)), self.depth)
+        if isinstance(embedder, RanksElsewhere):
+            embedder.read_ahead(str(self.store.index_dir), view.key, list(self._blob_paths(view)), self.depth)
 
     def read_ahead(self, view: CorpusView, model: str) -> None:
         """Read the vectors `view`'s dense search by `model` needs, before its query vector is there: a search of a
