@@ -7,7 +7,11 @@ kind (lexical, paraphrase, conceptual); the paired difference gitwiki − script
 interval (10,000 resamples of the questions). `--personal` puts every second topic (by size) into a
 personal memory, so search fuses the project's and the personal memory's hits.
 
-    python bench/memory_recall_eval.py [--set til|simonw] [--personal] [--rebuild] [--misses] [--resident] [--json]
+    python bench/memory_recall_eval.py [--set til|simonw] [--personal] [--rebuild] [--misses] [--resident]
+        [--words N] [--json]
+
+`--words N` cuts each question to its first N words that are not stop words: the short keyword query an agent
+often sends, from the same questions, so the set stays held out.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import argparse
 import importlib.util
 import json
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -53,6 +58,15 @@ def paired(a: list[int | None], b: list[int | None], seed: int = 7) -> dict[str,
         out[name] = round(sum(diffs) / n, 4)
         out[name + " 95%"] = [round(means[250], 4), round(means[9750], 4)]
     return out
+
+
+def short_query(question: str, words: int) -> str:
+    """The question as an agent's keyword query: its first `words` words that are not stop words, cut
+    mechanically (no word chosen by hand, so the set stays held out)."""
+    from gitwiki.index.tokens import STOP_WORDS
+
+    kept = [w for w in re.findall(r"[A-Za-z0-9_.-]+", question) if w.lower() not in STOP_WORDS]
+    return " ".join(kept[:words])
 
 
 def gitwiki_ranks(mem, note_of, questions) -> list[int | None]:
@@ -107,12 +121,17 @@ def main() -> None:
     parser.add_argument("--misses", action="store_true", help="list the questions gitwiki misses at 5")
     parser.add_argument("--no-script", action="store_true", help="gitwiki only (the script's figures are fixed)")
     parser.add_argument("--resident", action="store_true", help="search as the MCP server does (BM25 kept warm)")
+    parser.add_argument(
+        "--words", type=int, default=0, help="each question cut to its first N words, stop words out (a short query)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     use_offline_model()
     build = load_build(args.set)
     here = HELDOUT / args.set
     questions = [json.loads(line) for line in (here / "questions.jsonl").read_text().splitlines() if line]
+    if args.words:
+        questions = [q | {"question": short_query(q["question"], args.words)} for q in questions]
     work = WORK / (f"{args.set}-personal" if args.personal else args.set)
     personal = build.TOPICS[1::2] if args.personal else ()
     mem, note_of = build.open_built(work, personal, rebuild=args.rebuild)

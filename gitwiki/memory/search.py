@@ -3,9 +3,10 @@
 score (`gitwiki.search.ranking.memory_score`) = relevance (fused BM25 + dense of the entry's section) ×
 confidence × (0.7 if its source is stale); among equal scores the newer entry first. Without query words the
 entries come newest first (× recency = 1 / (1 + age_days / 30) in place of relevance). Entries must
-contain every query term (AND), and those holding some that the hybrid ranking scores at least as high as
-the best of them are listed too; when none holds every term, any term (OR); when none does, the dense
-neighbours alone. At most 4 hits per topic. Inline `tag:x topic:y source:z` in the query filter like the
+contain every query term (AND); when none holds every term, any term (OR); when none does, the dense
+neighbours alone. An entry the hybrid ranking scores at least half as high as its best is listed whatever
+words it holds: a paraphrase shares none with its note, and a short query's words are all in many notes but
+the one it asks for. At most 4 hits per topic. Inline `tag:x topic:y source:z` in the query filter like the
 parameters of the same names.
 """
 
@@ -38,10 +39,12 @@ if TYPE_CHECKING:
 
 PER_TOPIC = 4
 CANDIDATES = 400  # sections taken from the hybrid ranking (a topic page holds many)
+RANKED_SHARE = 0.5  # an entry whose relevance (the best's is 1) reaches this is listed whatever words it holds
 MODES = ("and", "or")
 DETAILS = ("full", "medium", "brief", "grouped", "topics", "count")
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}|today|yesterday|this-week")  # a day, not a moment in it
 _INLINE = re.compile(r"(?<!\S)(tag|topic|source):(\S+)")
+Candidates = list[tuple[Entry, frozenset[str]]]  # entries with their search terms
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class Hit(NamedTuple):
     score: float
     relevance: float
     stale: bool
+    ranked: bool = False  # its relevance is the hybrid ranking's (not the floor of a word match it did not reach)
 
 
 class Found(NamedTuple):
@@ -196,8 +200,8 @@ def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
     embedder = query_embedder(mem, words) if words and files and not _shared(mem) else None
     wanted = query_terms(words) if words else None
 
-    def passing(starts: dict[str, set[int]]) -> list[tuple[Entry, frozenset[str]]]:
-        found = mem.candidates(files, wanted, starts)
+    def passing(starts: dict[str, set[int]], holding: frozenset[str] | None = wanted) -> Candidates:
+        found = mem.candidates(files, holding, starts)
         if not (filters["tag"] or filters["source"] or lo or hi):  # nothing to filter: a common word finds 1,000s
             return found
         return [(e, t) for e, t in found if _passes(e, filters["tag"], filters["source"]) and in_window(e, lo, hi)]
@@ -206,13 +210,19 @@ def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
     # when none does: the others are not built.
     candidates = passing({})
     relevance, ranked_by = _relevance(mem, files, words, embedder) if words else ({}, "recency")
-    if wanted is not None and not any(wanted & t for _, t in candidates):
+    if wanted is not None and relevance:
+        # The entries the ranking scores high that hold no query word (or none as stemmed here) are built too;
+        # when none holds a word, every entry it ranked (the dense neighbours).
+        held = {_key(e) for e, _ in candidates}
         starts: dict[str, set[int]] = {}
-        for name, line in relevance:
-            starts.setdefault(name, set()).add(line)
-        candidates = passing(starts)
+        for (name, line), r in relevance.items():
+            if not held or (r >= RANKED_SHARE and (name, line) not in held):
+                starts.setdefault(name, set()).add(line)
+        if starts:
+            candidates += passing(starts, frozenset())
     scored, matched = _matched(candidates, words, q.mode, relevance)
-    hits = in_order([_hit(mem, entry, rel, now, matched == "recent") for entry, rel in scored])
+    by_age = matched == "recent"
+    hits = in_order([_hit(mem, entry, rel, now, by_age, _key(entry) in relevance) for entry, rel in scored])
     counts = Counter(h.entry.topic for h in hits)
     return Found(words, filters, matched, ranked_by, len(hits), _capped(hits)[:limit], dict(counts.most_common()))
 
@@ -228,7 +238,10 @@ def _passes(entry: Entry, tag: str | None, source: str | None) -> bool:
 
 
 def _matched(
-    candidates: list[tuple[Entry, frozenset[str]]], words: str, mode: str, relevance: dict[tuple[str, int], float]
+    candidates: list[tuple[Entry, frozenset[str]]],
+    words: str,
+    mode: str,
+    relevance: dict[tuple[str, int], float],
 ) -> tuple[list[tuple[Entry, float]], str]:
     """The entries that match `words` with their relevance, and how they matched."""
     if not words:
@@ -244,31 +257,25 @@ def _matched(
         matched = "semantic"
     floor = min(relevance.values(), default=1.0) / 2  # lexical matches the hybrid ranking cut off
     scored = [(e, relevance.get(_key(e), floor)) for e in chosen]
-    if matched == "and":
-        scored += _above_and(candidates, scored, relevance)
-    return scored, matched
+    return scored + _ranked_high(candidates, {_key(e) for e in chosen}, relevance), matched
 
 
-def _above_and(
-    candidates: list[tuple[Entry, frozenset[str]]],
-    chosen: list[tuple[Entry, float]],
-    relevance: dict[tuple[str, int], float],
+def _ranked_high(
+    candidates: Candidates, chosen: set[tuple[str, int]], relevance: dict[tuple[str, int], float]
 ) -> list[tuple[Entry, float]]:
-    """The entries holding only some query words that the hybrid ranking scores at least as high as the best
-    entry holding them all: the AND pass does not hide them. In long notes a question's common words ("file",
-    "another") are all in many entries but not in the one it asks for (docs/research/memory-recall-2.md: the
-    simonw set's MRR@10 0.769 → 0.819, til's unchanged)."""
-    bar = max(r for _, r in chosen)
-    above = {key for key, r in relevance.items() if r >= bar > 0} - {_key(e) for e, r in chosen if r >= bar}
-    # Mostly empty: the candidates (thousands, for a common word) are scanned only when there is one to list.
-    return [(e, relevance[_key(e)]) for e, _ in candidates if _key(e) in above] if above else []
+    """The entries the hybrid ranking scores at least RANKED_SHARE of its best (relevance is relative to it) that
+    the word match did not choose: an AND or OR pass alone hides the note a paraphrase or a short query asks for
+    when other notes hold its words (docs/research/memory-recall-3.md)."""
+    return [
+        (e, r) for e, _ in candidates if (r := relevance.get(_key(e), 0.0)) >= RANKED_SHARE and _key(e) not in chosen
+    ]
 
 
-def _hit(mem: Memory, entry: Entry, relevance: float, now: datetime, by_age: bool) -> Hit:
+def _hit(mem: Memory, entry: Entry, relevance: float, now: datetime, by_age: bool, ranked: bool) -> Hit:
     """`entry` scored; `by_age` (no query words): newest first, its recency in place of a relevance."""
     is_stale = stale(mem, entry) is not None
     score = ranking.memory_score(relevance, entry.confidence, STALE_FACTOR if is_stale else 1.0)
-    return Hit(entry, score * recency(entry, now) if by_age else score, relevance, is_stale)
+    return Hit(entry, score * recency(entry, now) if by_age else score, relevance, is_stale, ranked)
 
 
 def in_order(hits: list[Hit]) -> list[Hit]:

@@ -19,7 +19,7 @@ from gitwiki.memory.personal import PREFIX, no_personal, split
 if TYPE_CHECKING:
     from gitwiki.memory.base import Memory, TopicFile
     from gitwiki.memory.entry import Entry
-    from gitwiki.memory.search import Found, Hit, MemoryQuery
+    from gitwiki.memory.search import Found, MemoryQuery
 
 SCOPES = ("project", "personal")
 LEVELS = ("recent", "and", "or", "semantic")  # search's match levels, best first
@@ -134,7 +134,8 @@ def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
     outranks a weak project one, and each memory's best is not 1 unless it is the best of all. The lists
     merge by score at the best match level either reached: when one memory has entries holding every query
     word, the other's any-word or dense-only matches are left out, as one memory leaves them out, except the
-    any-word matches scored at least as high as the best entry holding every word (as one memory keeps them)."""
+    entries the hybrid ranking scores at least half as high as the best of all (as one memory lists them whatever
+    words they hold)."""
     from gitwiki.memory import search as search_mod
 
     q = query if isinstance(query, search_mod.MemoryQuery) else search_mod.MemoryQuery(query)
@@ -161,7 +162,7 @@ def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
     best = min(LEVELS.index(f.matched) for f in hit)
     kept = [f for f in hit if LEVELS.index(f.matched) == best]
     hits = [h for f in kept for h in f.hits]
-    extra = _above_and(kept[0].query, hits, [f for f in hit if f.matched == "or"]) if LEVELS[best] == "and" else []
+    extra = [h for f in hit if f not in kept for h in f.hits if h.ranked and h.relevance >= search_mod.RANKED_SHARE]
     hits = search_mod.in_order(hits + extra)
     per_topic: dict[str, int] = {}
     for f in kept:
@@ -175,18 +176,3 @@ def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
         hits=hits[:limit],
         per_topic=dict(sorted(per_topic.items(), key=lambda kv: -kv[1])),
     )
-
-
-def _above_and(words: str, hits: list[Hit], others: list[Found]) -> list[Hit]:
-    """The other memories' any-word matches scored at least as high as the best entry holding every word, as
-    one memory lists them (`gitwiki.memory.search._above_and`); the hits of the memories that matched every
-    word hold such entries listed for their score, so the best holding every word is looked for."""
-    from gitwiki.memory.entry import entry_terms
-    from gitwiki.memory.search import query_terms
-
-    needed = query_terms(words)
-    ordered = sorted(hits, key=lambda h: -h.relevance)
-    bar = next(
-        (h.relevance for h in ordered if needed <= entry_terms(h.entry._replace(topic=split(h.entry.topic)[1]))), 0.0
-    )
-    return [h for f in others for h in f.hits if h.relevance >= bar > 0]

@@ -180,6 +180,10 @@ def test_an_any_word_match_scored_above_the_other_memorys_and_match_is_kept(mem)
     store_mod.batch(mem, [store_mod.BatchItem("misc", text) for text in (*FILLER, *common)])
     found = stores.search(mem, "attach database to copy a table from one sqlite file into another")
     assert found.matched == "and"
-    assert [h.entry.topic for h in found.hits] == ["~personal/sqlite", "ops"]
+    assert [h.entry.topic for h in found.hits][:2] == ["~personal/sqlite", "ops"]
     assert found.hits[0].relevance == 1.0 > found.hits[1].relevance
-    assert found.total == 2 and found.per_topic == {"ops": 1, "~personal/sqlite": 1}
+    # Then what the ranking scores at least half as high as the best, whatever words it holds (here two short
+    # notes holding "another" or "one", common words of so small a memory), as one memory lists them.
+    rest = found.hits[2:]
+    assert all(h.ranked and search_mod.RANKED_SHARE <= h.relevance < found.hits[1].relevance for h in rest)
+    assert found.total == len(found.hits) and sum(found.per_topic.values()) == found.total

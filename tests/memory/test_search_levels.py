@@ -1,5 +1,5 @@
 """Memory search's match levels: the AND pass (entries holding every query word) does not hide an entry the
-hybrid ranking scores higher that holds only some of them (docs/research/memory-recall-2.md)."""
+hybrid ranking scores high that holds only some of them, or none (docs/research/memory-recall-2.md and -3.md)."""
 
 from __future__ import annotations
 
@@ -40,8 +40,9 @@ def test_an_entry_missing_a_word_but_ranked_above_every_and_match_is_listed_firs
     assert found.hits[0].relevance == 1.0 > found.hits[1].relevance
 
 
-def test_entries_ranked_below_the_best_and_match_stay_out(mem):
-    # "copies the archive" holds every word of this question; the sqlite note scores lower, so AND alone answers.
+def test_entries_ranked_below_half_the_best_stay_out(mem):
+    # "copies the archive" holds every word of this question; the sqlite note scores below half of it, so AND
+    # alone answers.
     found = search_mod.search(mem, "nightly backups retention archive")
     assert found.matched == "and" and [h.entry.ref for h in found.hits] == ["ops:1"]
 
@@ -49,3 +50,60 @@ def test_entries_ranked_below_the_best_and_match_stay_out(mem):
 def test_or_mode_is_unchanged(mem):
     found = search_mod.search(mem, search_mod.MemoryQuery(QUERY, mode="or"))
     assert found.matched == "or" and {"sqlite:1", "ops:1"} <= {h.entry.ref for h in found.hits}
+
+
+# ---- entries the ranking scores high are listed whatever words they hold -----------------------------------
+
+
+class _Synonyms:
+    """Reads 'kappa' in an entry as the meaning of 'omega' in a query: dense evidence with no shared word."""
+
+    model_id = "synonyms"
+    dim = 2
+
+    def __init__(self, config) -> None:
+        pass
+
+    def _vector(self, meaning: int, other: int):
+        import numpy as np
+
+        v = np.array([meaning, other + 0.1], dtype=np.float32)
+        return v / np.linalg.norm(v)
+
+    def embed_documents(self, texts):
+        import numpy as np
+
+        return np.stack([self._vector(t.count("kappa"), t.count("filler")) for t in texts])
+
+    def embed_query(self, text):
+        return self._vector(text.count("omega"), 0)
+
+
+@pytest.fixture
+def synonyms(repo, monkeypatch):
+    from gitwiki.index import embed
+
+    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", _Synonyms)
+    config = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nprovider = "synonyms"\n'
+    repo.commit("init", {".gitwiki.toml": config, "wiki/index.md": "# Home\n\nThe wiki.\n"})
+    mem = Memory.open(repo.path)
+    store_mod.store(mem, "words", "zeta omega: the rotation runbook says zeta then omega")
+    store_mod.store(mem, "meaning", "kappa kappa kappa: how the signing key is rotated")
+    store_mod.store(mem, "noise", "zeta" + " filler" * 30)
+    for i in range(6):
+        store_mod.store(mem, "pad", f"pad {i} holds nothing of either")
+    return mem
+
+
+def test_an_entry_holding_no_query_word_that_the_ranking_scores_high_is_listed(synonyms):
+    found = search_mod.search(synonyms, "zeta omega")
+    by_ref = {h.entry.ref: h for h in found.hits}
+    assert found.matched == "and" and found.ranking == "hybrid"
+    assert found.hits[0].entry.ref == "words:1"
+    # The AND pass alone lists only words:1: meaning:1 holds neither word and scores below it.
+    meaning = by_ref["meaning:1"]
+    assert search_mod.RANKED_SHARE <= meaning.relevance < found.hits[0].relevance and meaning.ranked
+    # Holding one word, ranked above half the best: listed too. The pads, ranked far below (the dense ranker
+    # reaches every entry of so small a memory), are not.
+    assert search_mod.RANKED_SHARE <= by_ref["noise:1"].relevance < meaning.relevance
+    assert set(by_ref) == {"words:1", "meaning:1", "noise:1"} and found.total == 3
