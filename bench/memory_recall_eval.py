@@ -157,6 +157,8 @@ def main() -> None:
         ]
     if args.json:
         result["gitwiki_ranks"] = ours  # per question, for paired comparisons between runs
+        if not args.no_script:
+            result["script_ranks"] = script
         print(json.dumps(result, indent=2))
         return
     for system in ("gitwiki", "rrf_script", "bm25"):
