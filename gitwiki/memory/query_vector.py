@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from gitwiki.errors import EmbeddingUnavailable
 from gitwiki.search.helper_thread import helper_thread
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # concurrent.futures (9 ms with logging) loads with the first worker: a search whose model ranks
+    # in a process of its own never starts one
+    from concurrent.futures import Future
+
     import numpy as np
 
     from gitwiki.index.embed import Embedder
