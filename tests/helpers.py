@@ -120,6 +120,31 @@ class GitRepoFixture:
         return self.git("rev-parse", "HEAD").strip()
 
 
+class SynonymEmbedder:
+    """Reads 'kappa' in a text as the meaning of 'omega' in a query: dense evidence with no shared word
+    (`embed.EMBEDDERS["synonyms"]`; its other axis counts 'filler')."""
+
+    model_id = "synonyms"
+    dim = 2
+
+    def __init__(self, config: Any) -> None:
+        pass
+
+    def _vector(self, meaning: int, other: int) -> Any:
+        import numpy as np
+
+        v = np.array([meaning, other + 0.1], dtype=np.float32)
+        return v / np.linalg.norm(v)
+
+    def embed_documents(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        return np.stack([self._vector(t.count("kappa"), t.count("filler")) for t in texts])
+
+    def embed_query(self, text: str) -> Any:
+        return self._vector(text.count("omega"), 0)
+
+
 def numbered_page(i: int, word: str = "walrus") -> str:
     """Page `i` of a small wiki, one sentence naming `word`: what the index, pull and archive tests search for."""
     return f"# Page {i}\n\nThe {word} number {i} sings at dawn.\n"

@@ -8,6 +8,7 @@ import pytest
 from gitwiki.memory import search as search_mod
 from gitwiki.memory import store as store_mod
 from gitwiki.memory.base import Memory
+from tests.helpers import SynonymEmbedder
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
 QUERY = "attach database to copy a table from one sqlite file into another"
@@ -55,35 +56,11 @@ def test_or_mode_is_unchanged(mem):
 # ---- entries the ranking scores high are listed whatever words they hold -----------------------------------
 
 
-class _Synonyms:
-    """Reads 'kappa' in an entry as the meaning of 'omega' in a query: dense evidence with no shared word."""
-
-    model_id = "synonyms"
-    dim = 2
-
-    def __init__(self, config) -> None:
-        pass
-
-    def _vector(self, meaning: int, other: int):
-        import numpy as np
-
-        v = np.array([meaning, other + 0.1], dtype=np.float32)
-        return v / np.linalg.norm(v)
-
-    def embed_documents(self, texts):
-        import numpy as np
-
-        return np.stack([self._vector(t.count("kappa"), t.count("filler")) for t in texts])
-
-    def embed_query(self, text):
-        return self._vector(text.count("omega"), 0)
-
-
 @pytest.fixture
 def synonyms(repo, monkeypatch):
     from gitwiki.index import embed
 
-    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", _Synonyms)
+    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", SynonymEmbedder)
     config = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nprovider = "synonyms"\n'
     repo.commit("init", {".gitwiki.toml": config, "wiki/index.md": "# Home\n\nThe wiki.\n"})
     mem = Memory.open(repo.path)

@@ -12,7 +12,7 @@ from gitwiki.index.tokens import tokenize
 from gitwiki.search.relevance import Background, is_weak, judge, known_share
 from gitwiki.search.searcher import SearchOptions
 from gitwiki.wiki import Wiki
-from tests.helpers import needs_model
+from tests.helpers import SynonymEmbedder, needs_model
 
 PAGES = {
     "wiki/keys.md": "# Keys\n\n## Rotate\n\nRotate the signing key every 90 days with vault.\n\n## "
@@ -356,34 +356,10 @@ def test_weak_flag_hybrid_tells_a_deleted_topic_from_a_paraphrase(repo, cli):
     assert json.loads(out)["weak"] is True
 
 
-class _SynonymEmbedder:
-    """Reads 'kappa' in a page as the meaning of 'omega' in a query: dense evidence with no shared word."""
-
-    model_id = "synonyms"
-    dim = 2
-
-    def __init__(self, config) -> None:
-        pass
-
-    def _vector(self, meaning: int, other: int):
-        import numpy as np
-
-        v = np.array([meaning, other + 0.1], dtype=np.float32)
-        return v / np.linalg.norm(v)
-
-    def embed_documents(self, texts):
-        import numpy as np
-
-        return np.stack([self._vector(t.count("kappa"), t.count("filler")) for t in texts])
-
-    def embed_query(self, text):
-        return self._vector(text.count("omega"), 0)
-
-
 def test_hybrid_adds_up_a_pages_words_and_meaning_held_by_different_sections(repo, monkeypatch):
     from gitwiki.index import embed
 
-    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", _SynonymEmbedder)
+    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", SynonymEmbedder)
     pages = {
         # The words in one section, the meaning in another.
         "wiki/explains.md": "# Explains\n\n## Words\n\nzeta zeta zeta\n\n## Sense\n\nkappa\n",
@@ -413,7 +389,7 @@ def test_weak_flag_hybrid_marks_a_query_whose_words_the_wiki_does_not_hold(repo,
     (gibberish, another topic) is weak however far its best cosine stands out."""
     from gitwiki.index import embed
 
-    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", _SynonymEmbedder)
+    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", SynonymEmbedder)
     pages = {
         "wiki/sense.md": "# Sense\n\nkappa kappa\n",  # what the embedder reads as the meaning of "omega"
         **{f"wiki/pad{i}.md": f"# Pad {i}\n\nnothing to see\n" for i in range(30)},
@@ -468,7 +444,7 @@ def test_a_hybrid_search_looks_up_the_query_terms_in_the_index_only_for_a_verdic
     from gitwiki.index import embed
     from gitwiki.index.store import Store
 
-    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", _SynonymEmbedder)
+    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", SynonymEmbedder)
     pages = {
         "wiki/sense.md": "# Sense\n\nkappa kappa\n",
         **{f"wiki/pad{i}.md": f"# Pad {i}\n\nnothing to see\n" for i in range(30)},
@@ -496,7 +472,7 @@ def test_a_hybrid_search_looks_up_the_query_terms_in_the_index_only_for_a_verdic
 def test_search_settings_weigh_the_rankers_and_bound_their_candidates(repo, monkeypatch):
     from gitwiki.index import embed
 
-    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", _SynonymEmbedder)
+    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", SynonymEmbedder)
     pages = {
         "wiki/words.md": "# Words\n\nzeta zeta zeta\n",  # the query's word, no meaning
         "wiki/sense.md": "# Sense\n\nkappa kappa\n",  # the meaning, no word
@@ -519,7 +495,7 @@ def test_search_settings_weigh_the_rankers_and_bound_their_candidates(repo, monk
 def test_dense_candidates_take_further_pages_when_one_page_owns_the_top(repo, monkeypatch):
     from gitwiki.index import embed
 
-    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", _SynonymEmbedder)
+    monkeypatch.setitem(embed.EMBEDDERS, "synonyms", SynonymEmbedder)
     big = "# Big\n\n" + "".join(f"## Part {i}\n\nkappa kappa kappa\n\n" for i in range(4))
     pages = {"wiki/big.md": big, **{f"wiki/pad{i}.md": f"# Pad {i}\n\nkappa{' filler' * (i + 1)}\n" for i in range(4)}}
     config = '[embeddings]\nprovider = "synonyms"\n[search]\ndepth = 2\n'
@@ -543,7 +519,7 @@ def test_a_new_hybrid_query_ranks_by_bm25_on_another_thread_while_it_is_embedded
 
     threads: dict[str, list[str]] = {"query": [], "bm25": []}
 
-    class Noting(_SynonymEmbedder):
+    class Noting(SynonymEmbedder):
         def embed_query(self, text):
             threads["query"].append(threading.current_thread().name)
             if text == "fails":
@@ -585,7 +561,7 @@ def test_a_hybrid_query_asked_again_is_not_embedded_again(repo, monkeypatch):
 
     asked: list[str] = []
 
-    class Counting(_SynonymEmbedder):
+    class Counting(SynonymEmbedder):
         def embed_query(self, text):
             asked.append(text)
             return super().embed_query(text)
