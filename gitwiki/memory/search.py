@@ -238,10 +238,7 @@ def _passes(entry: Entry, tag: str | None, source: str | None) -> bool:
 
 
 def _matched(
-    candidates: list[tuple[Entry, frozenset[str]]],
-    words: str,
-    mode: str,
-    relevance: dict[tuple[str, int], float],
+    candidates: Candidates, words: str, mode: str, relevance: dict[tuple[str, int], float]
 ) -> tuple[list[tuple[Entry, float]], str]:
     """The entries that match `words` with their relevance, and how they matched."""
     if not words:
@@ -266,9 +263,9 @@ def _ranked_high(
     """The entries the hybrid ranking scores at least RANKED_SHARE of its best (relevance is relative to it) that
     the word match did not choose: an AND or OR pass alone hides the note a paraphrase or a short query asks for
     when other notes hold its words (docs/research/memory-recall-3.md)."""
-    return [
-        (e, r) for e, _ in candidates if (r := relevance.get(_key(e), 0.0)) >= RANKED_SHARE and _key(e) not in chosen
-    ]
+    high = {key for key, r in relevance.items() if r >= RANKED_SHARE} - chosen
+    # Often empty: the candidates (thousands, for a common word) are scanned only when there is one to list.
+    return [(e, relevance[_key(e)]) for e, _ in candidates if _key(e) in high] if high else []
 
 
 def _hit(mem: Memory, entry: Entry, relevance: float, now: datetime, by_age: bool, ranked: bool) -> Hit:

@@ -162,7 +162,8 @@ def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
     best = min(LEVELS.index(f.matched) for f in hit)
     kept = [f for f in hit if LEVELS.index(f.matched) == best]
     hits = [h for f in kept for h in f.hits]
-    extra = [h for f in hit if f not in kept for h in f.hits if h.ranked and h.relevance >= search_mod.RANKED_SHARE]
+    others = [f for f in hit if LEVELS.index(f.matched) != best]
+    extra = [h for f in others for h in f.hits if h.ranked and h.relevance >= search_mod.RANKED_SHARE]
     hits = search_mod.in_order(hits + extra)
     per_topic: dict[str, int] = {}
     for f in kept:
