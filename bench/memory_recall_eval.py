@@ -8,10 +8,11 @@ interval (10,000 resamples of the questions). `--personal` puts every second top
 personal memory, so search fuses the project's and the personal memory's hits.
 
     python bench/memory_recall_eval.py [--set til|simonw] [--personal] [--rebuild] [--misses] [--resident]
-        [--words N] [--json]
+        [--words N] [--questions full|short] [--json]
 
 `--words N` cuts each question to its first N words that are not stop words: the short keyword query an agent
-often sends, from the same questions, so the set stays held out.
+often sends, from the same questions, so the set stays held out. `--questions short` asks each set's 30 short queries
+written as an agent types them (queries-short.jsonl, their own target notes; the set's README).
 """
 
 from __future__ import annotations
@@ -124,12 +125,16 @@ def main() -> None:
     parser.add_argument(
         "--words", type=int, default=0, help="each question cut to its first N words, stop words out (a short query)"
     )
+    parser.add_argument(
+        "--questions", choices=("full", "short"), default="full", help="short: the set's queries-short.jsonl"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     use_offline_model()
     build = load_build(args.set)
     here = HELDOUT / args.set
-    questions = [json.loads(line) for line in (here / "questions.jsonl").read_text().splitlines() if line]
+    asked = here / ("queries-short.jsonl" if args.questions == "short" else "questions.jsonl")
+    questions = [json.loads(line) for line in asked.read_text().splitlines() if line]
     if args.words:
         questions = [q | {"question": short_query(q["question"], args.words)} for q in questions]
     work = WORK / (f"{args.set}-personal" if args.personal else args.set)
