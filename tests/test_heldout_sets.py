@@ -117,3 +117,21 @@ def test_a_memory_recall_set_is_labelled_balanced_and_has_its_provenance(folder)
     assert re.search(r"\b[0-9a-f]{40}\b", readme), "the README names the source commit"
     assert re.search(r"\b[0-9a-f]{40}\b", (folder / "build.py").read_text(encoding="utf-8")), "build.py pins it"
     assert (folder / "LICENSE").read_text(encoding="utf-8").strip()
+
+
+@pytest.mark.parametrize("folder", MEMORY_SETS, ids=lambda p: p.name)
+def test_a_memory_sets_short_queries_are_short_balanced_and_aim_at_other_notes(folder):
+    # queries-short.jsonl: as an agent types a search (the set's README), for notes no question above aims at.
+    short = [json.loads(line) for line in (folder / "queries-short.jsonl").read_text(encoding="utf-8").splitlines()]
+    asked = {
+        label
+        for line in (folder / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+        for label in json.loads(line)["relevant"]
+    }
+    assert len(short) >= 30 and len({q["id"] for q in short}) == len(short)
+    kinds = Counter(q["kind"] for q in short)
+    assert set(kinds) == set(KINDS) and all(kinds[k] >= len(short) * 0.3 for k in KINDS), kinds
+    assert all(2 <= len(q["question"].split()) <= 9 for q in short), [q["question"] for q in short]
+    labels = [label for q in short for label in q["relevant"]]
+    assert len(set(labels)) == len(short) and not set(labels) & asked
+    assert "queries-short.jsonl" in (folder / "README.md").read_text(encoding="utf-8")
