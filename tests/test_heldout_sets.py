@@ -131,7 +131,7 @@ def test_a_memory_sets_short_queries_are_short_balanced_and_aim_at_other_notes(f
     assert len(short) >= 30 and len({q["id"] for q in short}) == len(short)
     kinds = Counter(q["kind"] for q in short)
     assert set(kinds) == set(KINDS) and all(kinds[k] >= len(short) * 0.3 for k in KINDS), kinds
-    assert all(2 <= len(q["question"].split()) <= 9 for q in short), [q["question"] for q in short]
+    assert all(2 <= len(q["question"].split()) <= 10 for q in short), [q["question"] for q in short]
     labels = [label for q in short for label in q["relevant"]]
     assert len(set(labels)) == len(short) and not set(labels) & asked
     assert "queries-short.jsonl" in (folder / "README.md").read_text(encoding="utf-8")
