@@ -3,12 +3,16 @@ hybrid ranking scores high that holds only some of them, or none (docs/research/
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gitwiki.memory import search as search_mod
 from gitwiki.memory import store as store_mod
 from gitwiki.memory.base import Memory
-from tests.helpers import SynonymEmbedder
+from tests.helpers import SCALE, SynonymEmbedder
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
 QUERY = "attach database to copy a table from one sqlite file into another"
@@ -84,3 +88,31 @@ def test_an_entry_holding_no_query_word_that_the_ranking_scores_high_is_listed(s
     # reaches every entry of so small a memory), are not.
     assert search_mod.RANKED_SHARE <= by_ref["noise:1"].relevance < meaning.relevance
     assert set(by_ref) == {"words:1", "meaning:1", "noise:1"} and found.total == 3
+
+
+@settings(max_examples=200 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    words=st.lists(
+        st.one_of(
+            st.sampled_from(["zeta", "omega", "kappa", "rotation", "runbook", "pad", "the", "tag:x", "topic:pad"]),
+            st.text(max_size=12),
+        ),
+        max_size=6,
+    ),
+    mode=st.sampled_from(search_mod.MODES),
+    limit=st.integers(min_value=1, max_value=12),
+)
+def test_any_query_lists_word_matches_and_highly_ranked_entries_in_score_order(synonyms, words, mode, limit):
+    found = search_mod.search(synonyms, search_mod.MemoryQuery(" ".join(words), limit=limit, mode=mode))
+    hits = found.hits
+    assert len(hits) <= limit and found.total >= len(hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert all(n <= search_mod.PER_TOPIC for n in Counter(h.entry.topic for h in hits).values())
+    needed = search_mod.query_terms(found.query)
+    if found.matched in ("and", "or"):
+        from gitwiki.memory.entry import entry_terms
+
+        for h in hits:  # a word match of its pass, or ranked at least half as high as the best
+            held = entry_terms(h.entry)
+            matches = needed <= held if found.matched == "and" else bool(needed & held)
+            assert matches or (h.ranked and h.relevance >= search_mod.RANKED_SHARE), (h.entry.ref, found.query)
