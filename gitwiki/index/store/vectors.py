@@ -4,7 +4,7 @@ is never embedded again."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from gitwiki.index.store.damage import string_list
@@ -95,7 +95,7 @@ class Vectors(Pages):
         )
         with contextlib.nullcontext() if self.conn.in_transaction else self.read():  # one snapshot for both reads
             found: dict[str, bytes] = dict(self._select_in(q, keys, before=(model,)))
-            for cid, blob, h in self._select_in("SELECT id, blob, hash FROM chunks WHERE blob IN ({marks})", keys):
+            for cid, blob, h in self._chunk_hashes(keys):
                 vec = found.get(h)
                 if vec is not None:
                     rows.append((cid, blob))
@@ -111,7 +111,7 @@ class Vectors(Pages):
         file = VectorFile(self.index_dir, model)
         held = file.read()
         with contextlib.nullcontext() if self.conn.in_transaction else self.read():  # one snapshot for both reads
-            chunks = list(self._select_in("SELECT id, blob, hash FROM chunks WHERE blob IN ({marks})", blobs))
+            chunks = list(self._chunk_hashes(blobs))
             have, stored = held or ({}, None)
             found = self._vectors_of(model, [h for _, _, h in chunks if h not in have])
             if stored is not None and found and len(next(iter(found.values()))) != 4 * stored.shape[1]:
@@ -134,6 +134,10 @@ class Vectors(Pages):
         if stored is not None and not found and len(picked) == len(stored) and (picked == np.arange(len(picked))).all():
             return rows, stored  # the file this view's last read wrote holds its rows in this order
         return rows, _gather(stored, fresh, picked)
+
+    def _chunk_hashes(self, blobs: Iterable[str]) -> Iterator[tuple[int, str, str]]:
+        """(chunk id, blob, text hash) of every chunk of `blobs`."""
+        return self._select_in("SELECT id, blob, hash FROM chunks WHERE blob IN ({marks})", blobs)
 
     def _vectors_of(self, model: str, hashes: list[str]) -> dict[str, bytes]:
         """hash → vector bytes of `model` for those of `hashes` that have one."""
