@@ -145,6 +145,20 @@ class SynonymEmbedder:
         return self._vector(text.count("omega"), 0)
 
 
+class FakeCrossEncoder:
+    """Scores a text by how many times it says 'zebra': a cross-encoder's interface (`rerank.LOADER`), no model."""
+
+    model_id = "fake/cross-encoder"
+    calls: list[tuple[str, int]] = []
+
+    def __init__(self, model: str):
+        assert model == "fake/cross-encoder"
+
+    def scores(self, query: str, texts: list[str]) -> list[float]:
+        self.calls.append((query, len(texts)))
+        return [float(t.lower().count("zebra")) * 4 - 2 for t in texts]
+
+
 def numbered_page(i: int, word: str = "walrus") -> str:
     """Page `i` of a small wiki, one sentence naming `word`: what the index, pull and archive tests search for."""
     return f"# Page {i}\n\nThe {word} number {i} sings at dawn.\n"

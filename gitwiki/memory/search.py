@@ -6,8 +6,9 @@ entries come newest first (× recency = 1 / (1 + age_days / 30) in place of rele
 contain every query term (AND); when none holds every term, any term (OR); when none does, the dense
 neighbours alone. An entry the hybrid ranking scores at least half as high as its best is listed whatever
 words it holds: a paraphrase shares none with its note, and a short query's words are all in many notes but
-the one it asks for. At most 4 hits per topic. Inline `tag:x topic:y source:z` in the query filter like the
-parameters of the same names.
+the one it asks for. With `[search] reranker` set, its cross-encoder judges the first `rerank_depth` hits
+again and that judgement is their relevance. At most 4 hits per topic. Inline `tag:x topic:y source:z` in the
+query filter like the parameters of the same names.
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ from gitwiki.errors import EmbeddingUnavailable, UsageError
 from gitwiki.memory.entry import Entry, normalize_tags, parse_iso, terms, topic_name
 from gitwiki.memory.sources import STALE_FACTOR, stale
 from gitwiki.search import ranking
+from gitwiki.search.rerank import judged
 
 if TYPE_CHECKING:
     from gitwiki.index.embed import Embedder
     from gitwiki.index.statistics import TermStats
     from gitwiki.memory.base import Memory, PageVersion, TopicFile
+    from gitwiki.search.rerank import Reranker
     from gitwiki.search.searcher import CorpusView
 
 PER_TOPIC = 4
@@ -223,6 +226,10 @@ def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
     scored, matched = _matched(candidates, words, q.mode, relevance)
     by_age = matched == "recent"
     hits = in_order([_hit(mem, entry, rel, now, by_age, _key(entry) in relevance) for entry, rel in scored])
+    reranker = mem.wiki.searcher.reranker if hits and not by_age else None
+    if reranker is not None:
+        hits = in_order(_reranked(hits, words, reranker, mem.wiki.searcher.rerank_depth))
+        ranked_by += ", reranked"
     counts = Counter(h.entry.topic for h in hits)
     return Found(words, filters, matched, ranked_by, len(hits), _capped(hits)[:limit], dict(counts.most_common()))
 
@@ -273,6 +280,25 @@ def _hit(mem: Memory, entry: Entry, relevance: float, now: datetime, by_age: boo
     is_stale = stale(mem, entry) is not None
     score = ranking.memory_score(relevance, entry.confidence, STALE_FACTOR if is_stale else 1.0)
     return Hit(entry, score * recency(entry, now) if by_age else score, relevance, is_stale, ranked)
+
+
+def _reranked(hits: list[Hit], words: str, reranker: Reranker, depth: int) -> list[Hit]:
+    """The first `depth` hits judged again by the `[search] reranker` cross-encoder, which reads the query and each
+    entry together: a reranked hit's relevance is the model's judgement (`rerank.judged`, on one scale in every
+    memory, so the project's and the personal memory's hits still compare); the others keep theirs scaled under the
+    lowest judgement, so they stay below."""
+    head = hits[:depth]
+    logits = reranker.scores(words, [f"{h.entry.topic}\n{h.entry.text}" for h in head])
+    judgements = [judged(logit) for logit in logits]
+    below = min(judgements)
+
+    def rescored(hit: Hit, relevance: float) -> Hit:
+        factor = STALE_FACTOR if hit.stale else 1.0
+        return hit._replace(relevance=relevance, score=ranking.memory_score(relevance, hit.entry.confidence, factor))
+
+    return [rescored(h, r) for h, r in zip(head, judgements, strict=True)] + [
+        rescored(h, h.relevance * below) for h in hits[depth:]
+    ]
 
 
 def in_order(hits: list[Hit]) -> list[Hit]:

@@ -62,20 +62,26 @@ def load_reranker(model: str | None) -> Reranker | None:
     return _cache[model]
 
 
+def judged(logit: float) -> float:
+    """A cross-encoder's logit as its judgement in (0, 1): the sigmoid, written 0.5 + tanh(logit / 2) / 2 so no
+    logit overflows. The same scale for every text and every index, so memories searched together compare."""
+    return 0.5 + 0.5 * math.tanh(logit / 2)
+
+
 def rerank(
     ranked: list[tuple[int, float]], texts: dict[int, str], query: str, reranker: Reranker, depth: int
 ) -> list[tuple[int, float]]:
     """The first `depth` chunks re-ordered by the cross-encoder, above the rest in their fused order.
 
-    Reranked chunks score 1 + sigmoid(logit), written 1.5 + tanh(logit / 2) / 2 so no logit overflows, in
-    (1, 2); the rest keep their fused score (at most 1 for score fusion and RRF), so they stay below.
+    Reranked chunks score 1 + `judged(logit)`, in (1, 2); the rest keep their fused score (at most 1 for score
+    fusion and RRF), so they stay below.
     """
     head = [cid for cid, _ in ranked[:depth] if cid in texts]
     if not head:
         return ranked
     logits = reranker.scores(query, [texts[cid] for cid in head])
     scored = sorted(
-        ((cid, 1.5 + 0.5 * math.tanh(logit / 2)) for cid, logit in zip(head, logits, strict=True)),
+        ((cid, 1.0 + judged(logit)) for cid, logit in zip(head, logits, strict=True)),
         key=lambda kv: (-kv[1], kv[0]),
     )
     done = set(head)

@@ -12,7 +12,7 @@ from gitwiki.index.tokens import tokenize
 from gitwiki.search.relevance import Background, is_weak, judge, known_share
 from gitwiki.search.searcher import SearchOptions
 from gitwiki.wiki import Wiki
-from tests.helpers import SynonymEmbedder, needs_model
+from tests.helpers import FakeCrossEncoder, SynonymEmbedder, needs_model
 
 PAGES = {
     "wiki/keys.md": "# Keys\n\n## Rotate\n\nRotate the signing key every 90 days with vault.\n\n## "
@@ -172,24 +172,10 @@ def test_a_view_one_edit_away_reuses_the_cached_vectors_and_ranks_the_same(repo)
     assert warm.docs == cold.docs and paths(warm)[0] == "wiki/food.md"
 
 
-class _FakeCrossEncoder:
-    """Scores a chunk by how many times it says the magic word: a cross-encoder's interface, no model."""
-
-    model_id = "fake/cross-encoder"
-    calls: list[tuple[str, int]] = []
-
-    def __init__(self, model: str):
-        assert model == "fake/cross-encoder"
-
-    def scores(self, query: str, texts: list[str]) -> list[float]:
-        self.calls.append((query, len(texts)))
-        return [float(t.lower().count("zebra")) * 4 - 2 for t in texts]
-
-
 def test_configured_reranker_reorders_the_fused_head(repo, cli, monkeypatch):
     from gitwiki.search import rerank
 
-    monkeypatch.setattr(rerank, "LOADER", _FakeCrossEncoder)
+    monkeypatch.setattr(rerank, "LOADER", FakeCrossEncoder)
     monkeypatch.setattr(rerank, "_cache", {})
     pages = {
         "wiki/a.md": "# Deploy\n\nDeploy the service with the deploy script, deploy often.\n",
@@ -208,7 +194,7 @@ def test_configured_reranker_reorders_the_fused_head(repo, cli, monkeypatch):
     docs = json.loads(out)["docs"]
     assert [d["path"] for d in docs][:2] == ["wiki/b.md", "wiki/a.md"]
     assert 1 < docs[1]["score"] < docs[0]["score"] < 2  # 1 + sigmoid(logit)
-    assert _FakeCrossEncoder.calls[-1] == ("deploy", 2)  # only the fused candidates, at most rerank_depth
+    assert FakeCrossEncoder.calls[-1] == ("deploy", 2)  # only the fused candidates, at most rerank_depth
 
 
 def test_unavailable_reranker_warns_once_and_keeps_the_fused_order(repo, cli, monkeypatch):
