@@ -130,7 +130,7 @@ class EmbeddingsConfig(NamedTuple):
     model: str = DEFAULT_MODEL
     model_path: str | None = None
     threads: int | None = None
-    batch_size: int = 32
+    batch_size: int = 1  # texts a model run: one makes a text's vector its own (int8) in a fifth of the memory
     weights: str = "int8"  # a float32 model gitwiki runs (onnx_embed.MODELS) is run quantized unless "fp32"
 
 

@@ -92,6 +92,10 @@ class OnnxEmbedder:
         # one-query embed (docs/research/embedding.md). The vectors are the same. Spinning only within a run (50 µs
         # between operators, stopped when the run returns) was slower too at load 6 (sessions-warm.md).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # A memory pattern is planned and kept for each input shape, and texts come in many: embedding 10,000 notes in
+        # batches of 32 peaked at 1,018 MiB with them, 650 without; one text a run (the default), 140 and 126 MiB.
+        # The same speed and the same vectors (docs/research/embedding.md).
+        options.enable_mem_pattern = False
         self.model_file = model_dir / spec.model_file
         # The copy with its weights in a file of their own loads in a third of the time (model_copy.py); the int8
         # copy is the model itself, written on its first load here (~2 s, once)

@@ -109,6 +109,21 @@ def test_the_int8_model_is_written_on_its_first_load_and_read_by_every_later_one
     assert cosines.min() > 0.97 and np.median(cosines) > 0.99  # the same model, not the same vectors
 
 
+def test_an_int8_text_vector_is_its_own_whatever_it_is_embedded_with(model):
+    """int8 activations are quantized with one scale for the whole batch, so a text's vector in a batch depends on
+    the texts beside it. One text per run (the default `batch_size`) makes it the text's own: the same alone, among
+    others, in any order, and as a query."""
+    config = EmbeddingsConfig(model=MODEL_NAME, model_path=str(model))
+    alone = OnnxEmbedder(config, model, "model_path")
+    together = alone.embed_documents(TEXTS)
+    assert np.array_equal(alone.embed_documents(TEXTS[::-1])[::-1], together)
+    for i, text in enumerate(TEXTS):
+        assert np.array_equal(alone.embed_documents([text])[0], together[i])
+        assert np.array_equal(alone.embed_query(text), together[i])
+    batched = OnnxEmbedder(config._replace(batch_size=len(TEXTS)), model, "model_path").embed_documents(TEXTS)
+    assert np.abs(batched - together).max() > 1e-3  # the reason: batched, the vectors move with their neighbours
+
+
 def test_the_int8_and_the_float32_copies_of_one_model_keep_each_other(model):
     quantized = _embedder(model, "int8").copied
     fast = model_copy.make(model / "model.onnx")
