@@ -158,10 +158,11 @@ PROJECT = '[[corpus]]\nname = "wiki"\npath = "wiki"\n'
 USER = '[memory]\nrepository = "~/kb"\n{write}[embeddings]\nenabled = false\n'
 
 
-def user_config(tmp_path, write: str = "") -> None:
+def user_config(tmp_path, write: str = "", more: str = "") -> None:
+    """The user config naming `~/kb` as the personal memory, lexical; `more` appended (tables of its own)."""
     path = tmp_path / "xdg" / "gitwiki" / "config.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(USER.format(write=f'write = "{write}"\n' if write else ""))
+    path.write_text(USER.format(write=f'write = "{write}"\n' if write else "") + more)
 
 
 def project(tmp_path, name: str, pages: dict[str, str] | None = None) -> GitRepoFixture:

@@ -14,12 +14,13 @@ from gitwiki.memory import stores
 from gitwiki.memory.base import Memory
 from gitwiki.search import rerank
 from tests.helpers import FakeCrossEncoder, GitRepoFixture
+from tests.memory.helpers import project, user_config
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
-RERANKED = LEXICAL + '[search]\nreranker = "fake/cross-encoder"\n'
+SEARCH = '[search]\nreranker = "fake/cross-encoder"\n'
+RERANKED = LEXICAL + SEARCH
 PLAIN = "Deploy the service with the deploy script, deploy often, deploy on fridays."
 ZEBRA = "How to deploy: ask the zebra team, zebra approves."  # the fake cross-encoder's favourite
-USER = '[memory]\nrepository = "~/kb"\nwrite = "project"\n[embeddings]\nenabled = false\n[search]\nreranker = "fake/cross-encoder"\n'
 OTHER = "Roll back a deploy by its tag."
 
 
@@ -91,17 +92,11 @@ def test_cli_lists_the_reranked_order_and_an_unloadable_reranker_keeps_the_fused
     assert "cannot load reranker 'fake/cross-encoder'" in err and "results keep the fused order" in err
 
 
-def test_judgements_compare_across_the_project_and_the_personal_memory(tmp_path, monkeypatch, fake):
+def test_judgements_compare_across_the_project_and_the_personal_memory(tmp_path, home, fake):
     # The project's best lexical match would be 1 on its own; the personal memory's zebra note, which the
     # cross-encoder prefers, comes first because both memories' hits are judged on one scale.
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    config = tmp_path / "xdg" / "gitwiki" / "config.toml"
-    config.parent.mkdir(parents=True)
-    config.write_text(USER)
-    (tmp_path / "a").mkdir()
-    mem = opened(GitRepoFixture(tmp_path / "a"), RERANKED)
+    user_config(tmp_path, "project", SEARCH)
+    mem = Memory.open(project(tmp_path, "a", {".gitwiki.toml": RERANKED}).path)
     personal = mem.personal
     assert personal is not None
     store_mod.store(mem, "deploy", PLAIN)
