@@ -204,7 +204,7 @@ def _warn_once(config: EmbeddingsConfig, index_dir: Path | None) -> None:
         return
     _warned.add(config)
     reason = _failed[config]
-    if index_dir is not None and index_dir.is_dir():
+    if index_dir is not None:
         marker = index_dir / UNAVAILABLE_FILE
         try:
             if marker.read_text(encoding="utf-8") == reason:
@@ -212,6 +212,9 @@ def _warn_once(config: EmbeddingsConfig, index_dir: Path | None) -> None:
         except (OSError, UnicodeDecodeError):
             pass
         try:
+            # A server's model can fail on its warm-up thread before the first search made the index dir: made
+            # here, or the record was lost for good (this warning is said once).
+            index_dir.mkdir(parents=True, exist_ok=True)
             atomic_write(marker, reason, sync=False)
         except OSError:
             pass  # a read-only index dir: the warning is then said per process, as before

@@ -42,6 +42,17 @@ def test_the_warning_is_said_once_per_index_not_once_per_process(tmp_path, fresh
     assert notice is not None and "lexical only" in notice and "GITWIKI_MODEL" in notice
 
 
+def test_a_failure_before_the_index_dir_exists_is_recorded_there(tmp_path, fresh_process, capsys):
+    """A server's warm-up can fail to load the model before its first search made the index dir."""
+    config = EmbeddingsConfig(model="org/m", model_path=str(tmp_path / "no-model-here"))
+    index = tmp_path / "git" / "gitwiki"
+    assert embed.load_embedder(config, index) is None
+    assert "warning" in capsys.readouterr().err
+    assert embed.unavailable(config, index) is not None
+    fresh_process()  # a later process reads it from the index alone
+    assert embed.unavailable(config, index) is not None
+
+
 def test_a_model_that_loads_again_clears_the_record(tmp_path, fresh_process, monkeypatch):
     config = EmbeddingsConfig(model="org/m", model_path=str(tmp_path / "no-model-here"))
     assert embed.load_embedder(config, tmp_path) is None
