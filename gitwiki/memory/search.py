@@ -226,9 +226,9 @@ def search(mem: Memory, query: MemoryQuery | str | None = None) -> Found:
     scored, matched = _matched(candidates, words, q.mode, relevance)
     by_age = matched == "recent"
     hits = in_order([_hit(mem, entry, rel, now, by_age, _key(entry) in relevance) for entry, rel in scored])
-    reranker = mem.wiki.searcher.reranker if hits and not by_age else None
-    if reranker is not None:
-        hits = in_order(_reranked(hits, words, reranker, mem.wiki.searcher.rerank_depth))
+    searcher = mem.wiki.searcher if hits and not by_age else None
+    if searcher is not None and searcher.reranker is not None and hits[: searcher.rerank_depth]:  # depth 0: off
+        hits = in_order(_reranked(hits, words, searcher.reranker, searcher.rerank_depth))
         ranked_by += ", reranked"
     counts = Counter(h.entry.topic for h in hits)
     return Found(words, filters, matched, ranked_by, len(hits), _capped(hits)[:limit], dict(counts.most_common()))
@@ -278,8 +278,12 @@ def _ranked_high(
 def _hit(mem: Memory, entry: Entry, relevance: float, now: datetime, by_age: bool, ranked: bool) -> Hit:
     """`entry` scored; `by_age` (no query words): newest first, its recency in place of a relevance."""
     is_stale = stale(mem, entry) is not None
-    score = ranking.memory_score(relevance, entry.confidence, STALE_FACTOR if is_stale else 1.0)
+    score = _scored(entry, relevance, is_stale)
     return Hit(entry, score * recency(entry, now) if by_age else score, relevance, is_stale, ranked)
+
+
+def _scored(entry: Entry, relevance: float, is_stale: bool) -> float:
+    return ranking.memory_score(relevance, entry.confidence, STALE_FACTOR if is_stale else 1.0)
 
 
 def _reranked(hits: list[Hit], words: str, reranker: Reranker, depth: int) -> list[Hit]:
@@ -291,14 +295,8 @@ def _reranked(hits: list[Hit], words: str, reranker: Reranker, depth: int) -> li
     logits = reranker.scores(words, [f"{h.entry.topic}\n{h.entry.text}" for h in head])
     judgements = [judged(logit) for logit in logits]
     below = min(judgements)
-
-    def rescored(hit: Hit, relevance: float) -> Hit:
-        factor = STALE_FACTOR if hit.stale else 1.0
-        return hit._replace(relevance=relevance, score=ranking.memory_score(relevance, hit.entry.confidence, factor))
-
-    return [rescored(h, r) for h, r in zip(head, judgements, strict=True)] + [
-        rescored(h, h.relevance * below) for h in hits[depth:]
-    ]
+    relevances = judgements + [h.relevance * below for h in hits[len(head) :]]
+    return [h._replace(relevance=r, score=_scored(h.entry, r, h.stale)) for h, r in zip(hits, relevances, strict=True)]
 
 
 def in_order(hits: list[Hit]) -> list[Hit]:

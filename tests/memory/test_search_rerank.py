@@ -67,6 +67,14 @@ def test_only_the_first_rerank_depth_hits_are_judged_and_the_rest_stay_below(rep
     assert all(h.relevance < first.relevance for h in rest)
 
 
+def test_a_rerank_depth_of_0_leaves_memory_search_as_it_was(repo, fake):
+    mem = stored(opened(repo, LEXICAL))
+    before = [(h.entry.ref, h.relevance) for h in search_mod.search(mem, "deploy").hits]
+    found = search_mod.search(opened(repo, RERANKED + "rerank_depth = 0\n"), "deploy")
+    assert [(h.entry.ref, h.relevance) for h in found.hits] == before
+    assert found.ranking == "lexical" and not fake.calls
+
+
 def test_a_search_with_no_words_is_not_reranked(repo, fake):
     found = search_mod.search(stored(opened(repo, RERANKED)), "tag:none")
     assert found.matched == "recent" and found.ranking == "recency" and not fake.calls
