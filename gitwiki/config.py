@@ -486,6 +486,8 @@ def _validate(config: Config) -> None:
         raise UsageError(
             f"[embeddings] weights must be one of {', '.join(WEIGHTS)}, not {_shown(config.embeddings.weights)}"
         )
+    if config.embeddings.batch_size < 1:
+        raise UsageError("[embeddings] batch_size must be a whole number ≥ 1 (texts a model run)")
     if (config.embeddings.threads or 0) > MAX_THREADS:
         raise UsageError(f"[embeddings] threads must be a whole number from 0 to {MAX_THREADS}")
     if config.memory.write not in MEMORY_WRITES:

@@ -67,6 +67,7 @@ def test_duplicate_corpus_names_both_files(tmp_path):
         ("[search]\npage_share = true\n", "page_share must be a number"),
         ('[search]\nnormalization = "zscore"\n', "normalization must be one of dbsf, minmax"),
         ("[search]\ndepth = 0\n", "depth must be a whole number ≥ 1"),
+        ("[embeddings]\nbatch_size = 0\n", "batch_size must be a whole number ≥ 1"),
         ('[embeddings]\nweights = "int4"\n', "[embeddings] weights must be one of int8, fp32, not 'int4'"),
     ],
 )
