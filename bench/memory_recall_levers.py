@@ -489,7 +489,37 @@ def make_slot(k: int, sides: str) -> Callable[[Lab, Question], dict]:
     return lever
 
 
+def make_centered(components: int, redo: bool = False) -> Callable[[Lab, Question], dict]:
+    """The dense side over centered vectors: the memory's mean chunk vector taken off both sides (and its first
+    `components` principal directions, all-but-the-top), cosines again. `redo`: no centering (the check that a
+    dense list rebuilt from the vectors gives main's ranks)."""
+
+    def lever(lab: Lab, q: Question) -> dict:
+        key = (components, redo)
+        if key not in lab.centered:
+            m = lab.extra_matrix.astype(np.float64)
+            mu = np.zeros(m.shape[1]) if redo else m.mean(axis=0)
+            x = m - mu
+            top = np.linalg.svd(x, full_matrices=False)[2][:components] if components else np.zeros((0, m.shape[1]))
+            x = x - (x @ top.T) @ top
+            x /= np.linalg.norm(x, axis=1, keepdims=True)
+            lab.centered[key] = (mu, top, x)
+        mu, top, x = lab.centered[key]
+        v = q.query.astype(np.float64) - mu
+        v = v - (v @ top.T) @ top
+        scores = x @ (v / np.linalg.norm(v))
+        best = np.argsort(-scores)[: lab.depth]
+        dense = [(int(lab.extra_ids[i]), float(scores[i])) for i in best]
+        return fused_entries(lab, [q.lexical, dense])
+
+    return lever
+
+
 LEVERS: dict[str, Callable[[Lab, Question], dict]] = {
+    "redense": make_centered(0, redo=True),
+    "center": make_centered(0),
+    "abtt1": make_centered(1),
+    "abtt3": make_centered(3),
     "main": lever_main,
     "minmax": lever_minmax,
     "prf3-0.5": make_prf(3, 0.5),
@@ -545,6 +575,7 @@ def prepare(lab: Lab) -> None:
     lab.rows = lab.mem.search_index.term_stats([]).rows  # type: ignore[attr-defined]
     lab.embedder = lab.mem.wiki.embedder()  # type: ignore[attr-defined]
     lab.window_cache = {}  # type: ignore[attr-defined]
+    lab.centered = {}  # type: ignore[attr-defined]
 
 
 def ranks_with(
