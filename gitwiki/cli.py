@@ -121,10 +121,18 @@ def main(argv: list[str] | None = None) -> int:
     if entry and (start := _memory_search_at(argv)) is not None:
         _model_aside(start)
     args = build_parser(requested_command(argv)).parse_args(argv)
+    code = _run(args)
+    # These may have a model loading on a thread: the interpreter's teardown beside it aborts the process
+    # ("terminate called without an active exception", exit 134), on an error as after an answer
+    if entry and (args.command, getattr(args, "action", None)) in ENDS_AT_ONCE:
+        end_now(code)
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command's exit code; a GitwikiError, an interrupt or a closed pipe said in one line on stderr."""
     try:
-        code = args.func(args)
-        if entry and (args.command, getattr(args, "action", None)) in ENDS_AT_ONCE:
-            end_now(code)
+        code: int = args.func(args)
         return code
     except GitwikiError as e:
         from gitwiki.pagetext import printable

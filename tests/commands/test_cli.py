@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from gitwiki.errors import NotFoundError, StoreError, UsageError
+from tests.helpers import needs_model
 
 PAGES = {
     "wiki/keys.md": "# Keys\n\n## Rotate\n\nRotate the signing key every 90 days with vault.\n",
@@ -174,6 +175,26 @@ def test_console_script_runs_as_a_process(wiki_repo):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["docs"][0]["path"] == "wiki/deploy.md"
+
+
+@needs_model
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["ground", "x", "--corpus", "nope"], NotFoundError.exit_code),
+        (["ground", "x", "--top-files", "0"], UsageError.exit_code),
+        (["ground", " "], UsageError.exit_code),
+        (["memory", "search", "x", "--limit", "0"], UsageError.exit_code),
+    ],
+)
+def test_an_error_with_the_model_loading_beside_it_is_one_line_and_its_exit_code(repo, args, code):
+    """`ground` starts the model's load on a thread before it reads the request: the interpreter's teardown beside
+    that thread aborted the process (exit 134, "terminate called without an active exception")."""
+    repo.commit("pages", {**PAGES, ".gitwiki.toml": '[[corpus]]\nname = "wiki"\npath = "wiki"\n'})
+    subprocess.run([sys.executable, "-m", "gitwiki", "index", "-q"], cwd=repo.path, check=True)
+    proc = subprocess.run([sys.executable, "-m", "gitwiki", *args], cwd=repo.path, capture_output=True, text=True)
+    assert proc.returncode == code, proc.stderr
+    assert proc.stderr.startswith("gitwiki: error: ") and proc.stderr.count("\n") == 1, proc.stderr
 
 
 def test_only_the_requested_command_is_built(capsys):
