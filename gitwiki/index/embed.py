@@ -178,10 +178,17 @@ _loading = threading.Lock()  # the model may be loading on a background thread (
 # A new owner's model in a process of its own (search.model_process), lent until the owner loads its own (`own_model`).
 _lent: dict[EmbeddingsConfig, Lender] = {}
 
-# In the index dir: why the configured model last failed to load there. The stderr warning is said once per
-# index (a hook's or CI's every command would repeat it otherwise), and `gitwiki status`, the MCP server's
-# instructions and `artifact pack` read it back without loading the model. Removed by the next load that works.
+# In the index dir: which model last failed to load there (its first line, `_named`), and why. The stderr warning is
+# said once per index (a hook's or CI's every command would repeat it otherwise), and `gitwiki status`, the MCP
+# server's instructions and `artifact pack` read it back without loading the model, for that model only: a command
+# run once without GITWIKI_MODEL_PATH must not make later ones with it say search is lexical. Removed by the next
+# load that works.
 UNAVAILABLE_FILE = "model-unavailable"
+
+
+def _named(config: EmbeddingsConfig) -> str:
+    """The model a failure record is about: the same name in another directory, or its other weights, is another."""
+    return f"model: {config.provider} {config.model} {config.weights} {config.model_path or '-'}"
 
 
 def load_embedder(config: EmbeddingsConfig, index_dir: Path | None = None) -> Embedder | None:
@@ -205,17 +212,13 @@ def _warn_once(config: EmbeddingsConfig, index_dir: Path | None) -> None:
     _warned.add(config)
     reason = _failed[config]
     if index_dir is not None:
-        marker = index_dir / UNAVAILABLE_FILE
-        try:
-            if marker.read_text(encoding="utf-8") == reason:
-                return  # this index was told already; `gitwiki status` and the ground footer keep saying it
-        except (OSError, UnicodeDecodeError):
-            pass
+        if _recorded(config, index_dir) == reason:
+            return  # this index was told already; `gitwiki status` and the ground footer keep saying it
         try:
             # A server's model can fail on its warm-up thread before the first search made the index dir: made
             # here, or the record was lost for good (this warning is said once).
             index_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write(marker, reason, sync=False)
+            atomic_write(index_dir / UNAVAILABLE_FILE, f"{_named(config)}\n{reason}", sync=False)
         except OSError:
             pass  # a read-only index dir: the warning is then said per process, as before
     print(f"gitwiki: warning: {reason}; using lexical search only", file=sys.stderr)
@@ -228,12 +231,16 @@ def unavailable(config: EmbeddingsConfig, index_dir: Path | None = None) -> str 
         return None
     if config in _failed:
         return _failed[config]
-    if index_dir is None:
-        return None
+    return None if index_dir is None else _recorded(config, index_dir)
+
+
+def _recorded(config: EmbeddingsConfig, index_dir: Path) -> str | None:
+    """Why `config`'s model failed to load, as recorded in `index_dir`: None for another model's record."""
     try:
-        return (index_dir / UNAVAILABLE_FILE).read_text(encoding="utf-8").strip() or None
+        named, _, reason = (index_dir / UNAVAILABLE_FILE).read_text(encoding="utf-8").partition("\n")
     except (OSError, UnicodeDecodeError):
         return None
+    return (reason.strip() or None) if named == _named(config) else None
 
 
 def model_fix(config: EmbeddingsConfig) -> str:

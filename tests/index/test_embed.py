@@ -53,6 +53,19 @@ def test_a_failure_before_the_index_dir_exists_is_recorded_there(tmp_path, fresh
     assert embed.unavailable(config, index) is not None
 
 
+def test_the_record_is_of_the_model_that_failed_not_of_the_one_configured_now(tmp_path, fresh_process):
+    """A command once run without GITWIKI_MODEL_PATH (a hook from an IDE) failed to get the default model: later
+    ones, whose model is there, are not told search is lexical, nor why another model did not load."""
+    default = EmbeddingsConfig()
+    assert embed.load_embedder(default._replace(model_path=str(tmp_path / "none")), tmp_path) is None
+    fresh_process()
+    for other in (default, default._replace(model_path=str(tmp_path / "elsewhere")), default._replace(weights="fp32")):
+        assert embed.unavailable(other, tmp_path) is None and embed.lexical_notice(other, tmp_path) is None
+    assert embed.unavailable(default._replace(model_path=str(tmp_path / "none")), tmp_path) is not None
+    (tmp_path / embed.UNAVAILABLE_FILE).write_text("no model.onnx in /x")  # an older gitwiki's record: whose, unknown
+    assert embed.unavailable(default, tmp_path) is None
+
+
 def test_a_model_that_loads_again_clears_the_record(tmp_path, fresh_process, monkeypatch):
     config = EmbeddingsConfig(model="org/m", model_path=str(tmp_path / "no-model-here"))
     assert embed.load_embedder(config, tmp_path) is None
