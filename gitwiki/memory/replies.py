@@ -118,7 +118,9 @@ def search(mem: Memory, query: search_mod.MemoryQuery | str | None = None, *, de
         raise UsageError(f"detail must be one of {', '.join(search_mod.DETAILS)}, not {detail!r}")
     found = stores.search(mem, query)
     head = {k: v for k, v in found._asdict().items() if k not in ("hits", "per_topic")}
-    summary = f"{len(found.hits)} of {found.total} entries ({found.matched} match, {found.ranking})"
+    summary = (
+        f"{len(found.hits)} of {found.total} entries ({found.matched} match, {found.ranking}{_no_model(mem, found)})"
+    )
     if detail == "count":
         return Reply(f"{found.total} entries match", head)
     if detail == "topics":  # every match counted, as helix's: the per-topic cap is for listing entries
@@ -158,6 +160,19 @@ def search(mem: Memory, query: search_mod.MemoryQuery | str | None = None, *, de
             lines += [f"{h.entry.ref} · score {h.score:.3f}{mark}", body, ""]
     lines.append(summary if found.hits else f"no entries match ({found.matched} match)")
     return Reply("\n".join(lines).rstrip(), {**head, "hits": hits})
+
+
+def _no_model(mem: Memory, found: search_mod.Found) -> str:
+    """Why a search meant to be hybrid ranked by words alone, and the fix, as `ground`'s footer says it: the warning
+    on stderr is said once per index."""
+    from gitwiki.index.embed import model_fix, unavailable
+
+    config = mem.wiki.config
+    if found.ranking != "lexical" or config.search.mode == "lexical":
+        return ""
+    if unavailable(config.embeddings, mem.wiki.index_dir) is None:
+        return ""
+    return f" (no model: {model_fix(config.embeddings)})"
 
 
 def brief(

@@ -256,7 +256,7 @@ def _matched(
     if not chosen:
         chosen = [e for e, t in candidates if needed & t]
         matched = "or"
-    if not chosen:
+    if not chosen and relevance:  # without a dense ranking, nothing matched: "or" (no entry holds a word)
         chosen = [e for e, _ in candidates if relevance.get(_key(e), 0.0) > 0]
         matched = "semantic"
     floor = min(relevance.values(), default=1.0) / 2  # lexical matches the hybrid ranking cut off
@@ -430,6 +430,9 @@ def _rankings(
         if found is not None:
             rankings["dense"] = found.rankings.get("dense", [])
         blob_of.update(dense_blobs)
+        if mode == "hybrid" and not rankings.get("dense"):  # no vectors (a model that never loaded here): lexical
+            rankings.pop("dense", None)
+            mode = "lexical"
     return rankings, blob_of, mode
 
 

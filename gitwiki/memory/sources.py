@@ -81,7 +81,8 @@ def parse_source(raw: str) -> SourceRef | None:
     start = int(match["start"]) if match["start"] else None
     end = int(match["end"]) if match["end"] else start
     path = match["path"].strip()
-    return SourceRef(path[2:] if path.startswith("./") else path, start, end, match["blob"] or "")
+    path = path[2:] if path.startswith("./") else path
+    return SourceRef(path, start, end, match["blob"] or "") if path else None  # "./" names no file
 
 
 def source_problem(root: Path, path: str) -> str | None:

@@ -111,6 +111,8 @@ def test_judgements_compare_across_the_project_and_the_personal_memory(tmp_path,
     store_mod.store(mem, "release", OTHER)
     store_mod.store(personal, "ops", ZEBRA)
     found = stores.search(mem, "deploy")
-    assert [h.entry.topic for h in found.hits] == ["~personal/ops", "deploy", "release"]
+    # the other two are judged alike: the newer first, and the store's second may have ticked over between them
+    topics = [h.entry.topic for h in found.hits]
+    assert topics[0] == "~personal/ops" and sorted(topics[1:]) == ["deploy", "release"]
     assert found.hits[0].relevance == pytest.approx(rerank.judged(6.0))
     mem.close()
