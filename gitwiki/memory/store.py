@@ -259,9 +259,12 @@ def write_pages(
         else:
             if previous is not None:
                 _carry_over(mem, previous, content)
-            reports.append(
-                page_writes.add_page(mem.wiki, mem.corpus.name, rel, content, overwrite=True, commit=mem.config.commit)
+            # A memory keeps the index blocks a wiki has current, and makes none: a front index.md listing every
+            # page of a wiki without one (or over an mkdocs site's home page) is not the store's to write
+            written = page_writes.add_page(
+                mem.wiki, mem.corpus.name, rel, content, overwrite=True, commit=mem.config.commit, scaffold=False
             )
+            reports.append(written)
     if progress:
         progress("import", len(contents), len(contents))
     versions = [c.encode("utf-8") for c in contents.values() if c is not None]

@@ -37,10 +37,18 @@ class WriteReport(NamedTuple):
 
 
 def add_page(
-    wiki: Wiki, corpus: str | None, path: str, content: str, overwrite: bool = False, *, commit: bool = False
+    wiki: Wiki,
+    corpus: str | None,
+    path: str,
+    content: str,
+    overwrite: bool = False,
+    *,
+    commit: bool = False,
+    scaffold: bool = True,
 ) -> WriteReport:
-    """Write a page, refresh its ancestor index blocks, commit it with them when `commit` (the caller's setting:
-    [mcp] commit_writes, [memory] commit), fold it into the index, lint it."""
+    """Write a page, refresh its ancestor index blocks (`scaffold`: the corpus's front index made first if it is
+    missing), commit it with them when `commit` (the caller's setting: [mcp] commit_writes, [memory] commit), fold
+    it into the index, lint it."""
     c = wiki.corpus(corpus)
     ref = locate(wiki.root, c, path, for_write=True)
     with wiki.store.lock():  # one writer at a time: ancestor index.md files are shared by every page below them
@@ -51,7 +59,7 @@ def add_page(
         created = write_page(ref, content, overwrite=overwrite, max_bytes=wiki.config.mcp.max_page_bytes)
         try:
             same = previous is not None and _listed_the_same(wiki, c, ref, previous, content)
-            index_files = [] if same else _refresh_ancestors(wiki, c, ref, scaffold=True)
+            index_files = [] if same else _refresh_ancestors(wiki, c, ref, scaffold=scaffold)
             made = _commit(wiki, "add_markdown", ref, index_files) if commit else None
         except GitwikiError:
             _undo(wiki, c, ref, None if created else previous)

@@ -163,9 +163,21 @@ def test_commit_option_commits_only_the_memory_page(repo):
     done = store_mod.store(mem, "t", "committed entry")
     assert done.writes[0].commit == repo.git("rev-parse", "HEAD").strip()
     assert repo.git("log", "-1", "--format=%s").strip() == "gitwiki: add_markdown wiki/notes/t.md"
-    # The page and the front index.md the write path scaffolded; not the unrelated edit.
-    assert set(repo.git("show", "--name-only", "--format=", "HEAD").split()) == {"wiki/notes/t.md", "wiki/index.md"}
+    # The page alone: not the unrelated edit, and no front index.md made for a wiki that has none
+    assert repo.git("show", "--name-only", "--format=", "HEAD").split() == ["wiki/notes/t.md"]
     assert repo.git("status", "--porcelain").strip() == "M wiki/a.md"
+    assert not (repo.path / "wiki" / "index.md").exists()
+
+
+def test_a_store_keeps_the_index_blocks_a_wiki_has_current(repo):
+    """A memory refreshes the blocks of an index.md above its pages, as every page write does."""
+    from gitwiki.pages.index_blocks import END_MARKER, START_MARKER
+
+    front = f"# Home\n\n{START_MARKER}\n{END_MARKER}\n"
+    repo.commit("init", {".gitwiki.toml": LEXICAL + "[memory]\ndir = 'notes'\n", "wiki/index.md": front})
+    done = store_mod.store(Memory.open(repo.path), "t", "an entry")
+    assert done.writes[0].index_files == ["wiki/index.md"]
+    assert "notes/t.md" in (repo.path / "wiki" / "index.md").read_text()
 
 
 # ---- search ----------------------------------------------------------------------------------------
