@@ -9,8 +9,9 @@ once serialize on the lock and re-read the page inside it: neither loses the oth
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
@@ -108,14 +109,18 @@ def batch(mem: Memory, items: Sequence[BatchItem], force: bool = False) -> Store
     if not items:
         raise UsageError("entries must be a non-empty list of {topic, text, tags?, source?, confidence?, links?}")
     with mem.lock():
-        pages = mem.topics(fresh={mem.writable_topic(item.topic) for item in items})
+        names = []
+        for n, item in enumerate(items, 1):
+            with _numbered(n, len(items)):
+                names.append(mem.writable_topic(item.topic))
+        pages = mem.topics(fresh=set(names))
         current = {name: list(t.page.entries) for name, t in pages.items()}
         results: list[StoreResult] = []
         touched: set[str] = set()
-        for item in items:
-            name = mem.writable_topic(item.topic)
+        for n, (item, name) in enumerate(zip(items, names, strict=True), 1):
             entries = current.setdefault(name, [])
-            entry, warnings = _new_entry(mem, name, item, current, entries)
+            with _numbered(n, len(items)):
+                entry, warnings = _new_entry(mem, name, item, current, entries)
             same = _same_text(entry, entries)
             if same is not None:  # never twice, whatever its length and `force`: an agent retrying loses nothing
                 results.append(StoreResult(False, name, None, same, 1.0, tuple(warnings)))
@@ -136,6 +141,18 @@ def batch(mem: Memory, items: Sequence[BatchItem], force: bool = False) -> Store
             mem, {t: _render(t, current[t], pages[t].page if t in pages else None) for t in sorted(touched)}
         )
         return Stored([_as_read(mem, r) for r in results], writes)
+
+
+@contextlib.contextmanager
+def _numbered(n: int, of: int) -> Iterator[None]:
+    """A refused item of a batch of several is named by its number, as `actions.batch_items` names a malformed one:
+    the whole batch is refused, and the agent has to know which item to fix."""
+    try:
+        yield
+    except UsageError as e:
+        if of < 2 or type(e) is not UsageError:
+            raise
+        raise UsageError(f"entry {n}: {e}") from None
 
 
 def _new_entry(

@@ -115,6 +115,16 @@ def test_checkpoints_are_capped_on_save_and_in_resume(mem, repo):
     ],
 )
 def test_a_batch_item_of_the_wrong_shape_is_refused(mem, repo, item):
-    with pytest.raises(UsageError):
+    with pytest.raises(UsageError, match="^entry 2: "):  # which one, for the agent to fix
         store_mod.batch(mem, batch_items([{"topic": "t", "text": "a good one"}, item]))
     assert not (repo.path / "wiki/memory").exists()
+
+
+@pytest.mark.parametrize("item", [{"topic": "t", "text": "  "}, {"topic": "", "text": "x"}])
+def test_one_refused_item_names_its_number_and_nothing_is_stored(mem, repo, item):
+    with pytest.raises(UsageError, match="^entry 3: "):
+        store_mod.batch(mem, batch_items([{"topic": "t", "text": "one"}, {"topic": "u", "text": "two"}, item]))
+    assert not (repo.path / "wiki/memory").exists()
+    with pytest.raises(UsageError) as alone:
+        store_mod.batch(mem, batch_items([item]))
+    assert not str(alone.value).startswith("entry")  # a store of one is not numbered
