@@ -31,15 +31,18 @@ class InitReport(NamedTuple):
 
 _TABLE_HEADER = re.compile(r"^[ \t]*\[", re.MULTILINE)
 _CORPUS_HEADER = re.compile(r"[ \t]*\[\[[ \t]*corpus[ \t]*\]\]")
-_PATH_LINE = re.compile(r"^([ \t]*)path[ \t]*=.*$", re.MULTILINE)
+
+
+def _key_line(key: str) -> re.Pattern[str]:
+    return re.compile(rf"^([ \t]*){key}[ \t]*=.*$", re.MULTILINE)
 
 
 def write_init(
     root: Path, path: str, name: str, force: bool = False, site: str = "github", include: tuple[str, ...] = ("**/*.md",)
 ) -> InitReport:
     """Write `.gitwiki.toml` with one corpus at the repo `root` (`gitwiki init`). An existing file only with
-    `force`, and then merged: the corpus `name` gets `path` (added if missing), everything else is kept, and
-    the file as it was is copied to `.gitwiki.toml.bak` first."""
+    `force`, and then merged: the corpus `name` gets `path` and a `site` other than github (added if missing),
+    everything else is kept, and the file as it was is copied to `.gitwiki.toml.bak` first."""
     target = root / REPO_CONFIG_NAME
     path = normalize_corpus_path(path, "--path")
     if not target.exists():
@@ -48,16 +51,18 @@ def write_init(
     if not force:
         raise UsageError(f"{target} exists; edit it, or pass --force to set corpus {name!r} in it (a backup is kept)")
     old = target.read_text(encoding="utf-8")
-    merged = merge_corpus(old, path, name, target)
+    # The site too when a generator was found: `github` (none found) leaves a site set by hand as it is
+    merged = merge_corpus(old, path, name, target, site if site != "github" else None)
     backup = target.with_name(REPO_CONFIG_NAME + ".bak")
     atomic_write(backup, old)
     atomic_write(target, merged)
     return InitReport(target, name, path, backup)
 
 
-def merge_corpus(text: str, path: str, name: str, where: Path) -> str:
-    """`text` (a `.gitwiki.toml`) with corpus `name` at `path`: its `path` line replaced, or a new [[corpus]]
-    after the last one; every other line as it was. Checked by parsing the result."""
+def merge_corpus(text: str, path: str, name: str, where: Path, site: str | None = None) -> str:
+    """`text` (a `.gitwiki.toml`) with corpus `name` at `path` (and of `site`, when given): its `path` (and `site`)
+    line replaced or added, or a new [[corpus]] after the last one; every other line as it was. Checked by parsing
+    the result."""
     import tomllib
 
     def corpora(source: str) -> list[Any]:
@@ -74,17 +79,19 @@ def merge_corpus(text: str, path: str, name: str, where: Path) -> str:
     named = [
         i for i, table in zip(in_corpus, before, strict=False) if isinstance(table, dict) and table.get("name") == name
     ]
-    line = f"path = {toml_value(path)}"
+    lines = {"path": f"path = {toml_value(path)}", **({"site": f"site = {toml_value(site)}"} if site else {})}
     if named:
         segment = segments[named[0]]
-        if _PATH_LINE.search(segment):
-            segment = _PATH_LINE.sub(lambda m: m.group(1) + line, segment, count=1)
-        else:
-            header, _, rest = segment.partition("\n")
-            segment = f"{header}\n{line}\n{rest}"
+        for key, line in lines.items():
+            pattern = _key_line(key)
+            if pattern.search(segment):
+                segment = pattern.sub(lambda m, line=line: m.group(1) + line, segment, count=1)
+            else:
+                header, _, rest = segment.partition("\n")
+                segment = f"{header}\n{line}\n{rest}"
         segments[named[0]] = segment
     else:
-        block = f'[[corpus]]\nname = {toml_value(name)}\n{line}\ninclude = ["**/*.md"]\n'
+        block = "\n".join(["[[corpus]]", f"name = {toml_value(name)}", *lines.values(), 'include = ["**/*.md"]', ""])
         at = in_corpus[-1] + 1 if in_corpus else 1
         if at > 1 and not segments[at - 1].endswith("\n\n"):
             block = ("\n" if segments[at - 1].endswith("\n") else "\n\n") + block
@@ -92,7 +99,8 @@ def merge_corpus(text: str, path: str, name: str, where: Path) -> str:
     merged = "".join(segments)
     after = corpora(merged)
     wanted = [t for t in after if isinstance(t, dict) and t.get("name") == name]
-    if len(after) != len(before) + (not named) or not wanted or wanted[0].get("path") != path:
+    set_as_asked = wanted and wanted[0].get("path") == path and (not site or wanted[0].get("site") == site)
+    if len(after) != len(before) + (not named) or not set_as_asked:
         raise UsageError(f"cannot merge corpus {name!r} into {where} safely; edit it by hand")
     return merged
 

@@ -232,19 +232,23 @@ def test_init_force_refuses_a_file_it_cannot_read_and_changes_nothing(tmp_path):
     path=st.sampled_from(["docs", "wiki/sub", ""]),
     comment=st.sampled_from(["", "# a comment\n", "# [[corpus]] in a comment\n"]),
     top=st.integers(1, 20),
+    site=st.sampled_from([None, "mkdocs", "docusaurus"]),
+    had_site=st.booleans(),
 )
 @settings(max_examples=60, deadline=None)
-def test_init_merge_changes_only_the_named_corpus_path(names, target, path, comment, top):
+def test_init_merge_changes_only_the_named_corpus_path_and_site(names, target, path, comment, top, site, had_site):
     import tomllib
 
-    text = comment + "".join(f'[[corpus]]\nname = "{n}"\npath = "p{i}"\n\n' for i, n in enumerate(names))
+    old_site = 'site = "github"\n' if had_site else ""
+    text = comment + "".join(f'[[corpus]]\nname = "{n}"\npath = "p{i}"\n{old_site}\n' for i, n in enumerate(names))
     text += f'[search]\ntop_files = {top}\n[[repository]]\nname = "r"\npath = "/srv/r"\n'
-    merged = config_edit.merge_corpus(text, path, target, Path(".gitwiki.toml"))
+    merged = config_edit.merge_corpus(text, path, target, Path(".gitwiki.toml"), site)
     before, after = tomllib.loads(text), tomllib.loads(merged)
     assert {k: v for k, v in after.items() if k != "corpus"} == {k: v for k, v in before.items() if k != "corpus"}
-    want = [dict(c, path=path) if c["name"] == target else c for c in before.get("corpus", [])]
+    asked = {"path": path, **({"site": site} if site else {})}
+    want = [dict(c, **asked) if c["name"] == target else c for c in before.get("corpus", [])]
     if target not in names:
-        want.append({"name": target, "path": path, "include": ["**/*.md"]})
+        want.append({"name": target, **asked, "include": ["**/*.md"]})
     assert after["corpus"] == want
 
 

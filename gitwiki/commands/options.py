@@ -84,7 +84,7 @@ def _init(args: argparse.Namespace) -> int:
         print(f"corpus folder: {found.path or '.'}/ ({found.site}): {found.why}")
         report = write_init(root, found.path, args.name, args.force, found.site, found.include)
         print(report.describe())
-        if report.backup is not None:  # a merge sets the path only: say what else the site wants
+        if report.backup is not None:  # a merge sets the path and a found site: say what else the site wants
             from gitwiki.config import load
 
             corpus = load(root).corpus(args.name)

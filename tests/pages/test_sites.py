@@ -233,12 +233,15 @@ def test_index_refuses_a_silent_zero(repo, cli):
     assert code == 3 and "has no pages now, where the index had 2" in err
 
 
-def test_init_force_on_an_old_config_says_what_the_site_still_needs(repo, cli):
+def test_init_force_on_an_old_config_sets_the_site_and_says_what_it_still_needs(repo, cli):
+    from gitwiki import config
+
     _site_repo(repo, "docusaurus")
-    (repo.path / ".gitwiki.toml").write_text('[[corpus]]\nname = "wiki"\npath = "wiki"\n')
+    (repo.path / ".gitwiki.toml").write_text('[[corpus]]\nname = "wiki"\npath = "wiki"\nsite = "github"\n')
     code, out, _ = cli("init", "--force", cwd=repo.path)
     assert code == 0
-    assert "note: set site = 'docusaurus' and '**/*.mdx' in include in [[corpus]] 'wiki'" in out
+    assert config.load(repo.path).corpus("wiki").site == "docusaurus"
+    assert "note: set '**/*.mdx' in include in [[corpus]] 'wiki'" in out
 
 
 def test_a_new_wiki_without_markdown_indexes_quietly(repo, cli):
