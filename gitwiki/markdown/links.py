@@ -44,7 +44,7 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _HTML_ID = re.compile(r"<[A-Za-z][^>]*?\s(?:id|name)\s*=\s*[\"']([^\"']+)[\"']")
 _HEADING_ATTRS = re.compile(r"\s*\{([^{}]*)\}\s*$")  # a trailing {…} attribute block
-_ATTR_ID = re.compile(r"(?:^|\s)#([\w:.-]+)(?=\s|$)")
+_ATTR_ID = re.compile(r"(?:^|\s)#((?:\\\S|[\w:.-])+)(?=\s|$)")  # `{#\_fn_1}`: a backslash escapes, as in text
 # github-slugger drops everything but letters, marks, numbers, connector punctuation, hyphens and spaces.
 _NOT_SLUG = re.compile(r"[^\w\- ]")
 _NOT_NEWLINE = re.compile(r"[^\n]")
@@ -141,19 +141,23 @@ def heading_slugs(texts: Iterable[str]) -> list[str]:
         seen.setdefault(slug, 0)
         out.append(slug)
         if explicit:
-            out.append(explicit.group(1))
+            out.append(_unescaped(explicit.group(1)))
     return out
+
+
+def _unescaped(name: str) -> str:
+    return re.sub(r"\\(\S)", r"\1", name)
 
 
 def html_anchors(text: str) -> set[str]:
     """Explicit anchors: `id`/`name` attributes of inline HTML (`<a name="setup"></a>`), and the ids of attribute
     lists on other elements (`**locale**{ #mkdocs-locale }`, mkdocs attr_list, kramdown `{: #id}`)."""
-    return set(_HTML_ID.findall(text)) | set(_ATTR_LIST_ID.findall(masked(text)))
+    return set(_HTML_ID.findall(text)) | {_unescaped(name) for name in _ATTR_LIST_ID.findall(masked(text))}
 
 
 # What "any anchor" is when a page has content its source does not show: `anchors` then holds it.
 ANY_ANCHOR = "*"
-_ATTR_LIST_ID = re.compile(r"(?<![{\\])\{:?[ \t]*(?:[.\w-]+[ \t]+|[\w-]+=\S+[ \t]+)*#([\w:.-]+)[^{}\n]*\}")
+_ATTR_LIST_ID = re.compile(r"(?<![{\\])\{:?[ \t]*(?:[.\w-]+[ \t]+|[\w-]+=\S+[ \t]+)*#((?:\\\S|[\w:.-])+)[^{}\n]*\}")
 # Content a docs-site generator puts into the page when it builds it: mkdocstrings and mkdocs-click `::: x`
 # blocks, pymdownx snippets `--8<--`, mdBook `{{#include}}`-style directives, MDX imports of other pages.
 _GENERATED = re.compile(

@@ -15,6 +15,8 @@ _SETEXT_H1 = re.compile(r"^ {0,3}=+[ \t]*$")
 _NOT_PARAGRAPH = re.compile(r"^ {0,3}(?:#|>|<|\||[-*+][ \t]|\d+[.)][ \t]|!\[|---|\*\*\*|___|=+[ \t]*$)|^ {4}|^\t")
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]*)\](?:\([^)]*\)|\[[^\]]*\])")
+# A heading's attribute list (mkdocs attr_list, kramdown, pandoc): `{: #id .class }`, `{#id}`; not a title's text
+_ATTRS = re.compile(r"[ \t]*\{:?[ \t]*(?:(?:[#.][^\s{}]+|[\w-]+=[^\s{}]+)[ \t]*)+\}[ \t]*$")
 
 
 def title_and_summary(text: str, read_yaml: YamlReader | None = None) -> tuple[str | None, str | None]:
@@ -43,7 +45,7 @@ def title_and_summary(text: str, read_yaml: YamlReader | None = None) -> tuple[s
                 and bool(_SETEXT_H1.match(lines[i + 1]))
             )
             if title is None and (heading or setext):
-                title = (heading.group(1) if heading else line).strip()
+                title = _ATTRS.sub("", heading.group(1) if heading else line).strip()
             other = code or setext or not line.strip() or bool(_NOT_PARAGRAPH.match(line))
         if other:
             ended = ended or bool(paragraph)

@@ -56,6 +56,12 @@ def test_html_anchors():
     assert html_anchors("<a name=\"setup\"></a> <span id='x-y'>") == {"setup", "x-y"}
 
 
+def test_an_attribute_ids_backslash_escapes_as_in_text():
+    """pymdown-extensions' docs: `{#\\_fn_1}` is the anchor `#_fn_1` links name."""
+    assert heading_slugs(["Notes {#\\_fn_1}"]) == ["notes", "_fn_1"]
+    assert html_anchors("a footnote[^1]{ #\\_fn_1 .x } and {: #plain}") == {"_fn_1", "plain"}
+
+
 def test_link_target_relative_absolute_fragment_and_external():
     assert link_target("wiki/a/b.md", "../c.md#x%20y") == Target("wiki/c.md", "x y", False)
     assert link_target("wiki/a.md", "/docs/x.md?raw=1") == Target("docs/x.md", None, False)

@@ -66,3 +66,16 @@ def test_crlf_and_a_custom_yaml_reader():
 
     assert title_and_summary("---\r\ntitle: T\r\n---\r\nBody.\r\n", reader) == ("T", "Body.")
     assert calls == ["title: T"]
+
+
+@pytest.mark.parametrize(
+    ("text", "title"),
+    [
+        ("# 6.0 Migration Notes {: #\\6.0}\n", "6.0 Migration Notes"),  # mkdocs attr_list, as pymdown's docs write it
+        ("# Setup { #install .wide }\n", "Setup"),
+        ("Title {#a}\n=====\n", "Title"),
+        ("# Using {placeholders}\n", "Using {placeholders}"),  # braces that are not an attribute list stay
+    ],
+)
+def test_a_headings_attribute_list_is_not_part_of_its_title(text, title):
+    assert title_and_summary(text)[0] == title
