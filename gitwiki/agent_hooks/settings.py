@@ -111,9 +111,15 @@ class _Record(NamedTuple):
     hooks: list[dict[str, Any]]  # {"hook": name, "event": event, "group": group}
     rules: list[str]
     created: list[list[str]]  # key paths, e.g. ["hooks", "Stop"]
+    made: bool = False  # the file itself: removed again when uninstall leaves it `{}`
 
     def json(self) -> dict[str, Any]:
-        return {"hooks": self.hooks, "rules": self.rules, "created": self.created}
+        return {
+            "hooks": self.hooks,
+            "rules": self.rules,
+            "created": self.created,
+            **({"file": True} if self.made else {}),
+        }
 
 
 def install(
@@ -270,6 +276,8 @@ def _converge_locked(path: Path, hooks: list[dict[str, Any]], rules: list[str]) 
     text = original.replace("\r\n", "\n") if crlf else original
     text = text if text.strip() else "{}\n"
     record = _load_record(path)
+    if hooks or rules:
+        record = record._replace(made=record.made or not os.path.lexists(path))
     for entry in [e for e in record.hooks if e not in hooks]:
         text = _remove_last(text, ["hooks", entry["event"]], entry["group"])
         record.hooks.remove(entry)
@@ -287,12 +295,16 @@ def _converge_locked(path: Path, hooks: list[dict[str, Any]], rules: list[str]) 
             if rule not in record.rules:
                 record.rules.append(rule)
     text = _drop_empty(text, record)
+    unmade = not hooks and not rules and record.made and text.strip() == "{}"  # as it was: no file
     if not hooks and not rules:
         record.created.clear()
+        record = record._replace(made=False)
     _save_record(path, record)  # first: an entry written but not recorded would become the user's
     if crlf:
         text = text.replace("\n", "\r\n")
-    if text != original and (original or hooks or rules):
+    if unmade:
+        path.unlink(missing_ok=True)
+    elif text != original and (original or hooks or rules):
         atomic_write(path, text)
 
 
@@ -426,7 +438,12 @@ def _load_record(path: Path) -> _Record:
     entry = data.get(path.name, {}) if isinstance(data, dict) else None
     if not isinstance(entry, dict) or not _is_record(entry):
         raise UsageError(f"{where} is not a record gitwiki wrote; fix or delete it (it lists what gitwiki added)")
-    return _Record(list(entry.get("hooks", [])), list(entry.get("rules", [])), list(entry.get("created", [])))
+    return _Record(
+        list(entry.get("hooks", [])),
+        list(entry.get("rules", [])),
+        list(entry.get("created", [])),
+        entry.get("file") is True,
+    )
 
 
 def _is_record(entry: dict[str, Any]) -> bool:
@@ -447,7 +464,7 @@ def _save_record(path: Path, record: _Record) -> None:
         data = json.loads(where.read_text(encoding="utf-8"))
     except FileNotFoundError:
         data = {}
-    empty = not (record.hooks or record.rules or record.created)
+    empty = not (record.hooks or record.rules or record.created or record.made)
     if empty:
         data.pop(path.name, None)
     else:

@@ -73,12 +73,17 @@ def test_install_then_uninstall_gives_back_the_file_byte_for_byte(repo, cli):
     assert not (repo.path / ".claude" / "gitwiki-hooks.json").exists()
 
 
-def test_install_into_a_missing_file_and_uninstall_leaves_an_empty_object(repo, cli):
+def test_install_into_a_missing_file_and_uninstall_leaves_no_file(repo, cli):
     repo.commit("start")
     cli("hooks", "install", "--command", "/opt/gw/bin/gitwiki", cwd=repo.path)
     assert _settings(repo) == {"hooks": hooks_table("/opt/gw/bin/gitwiki")}
     cli("hooks", "uninstall", cwd=repo.path)
-    assert _settings(repo) == {}
+    assert not (repo.path / ".claude" / "settings.json").exists()
+    assert repo.git("status", "--porcelain", "--untracked-files=all") == ""  # nothing left behind
+    (repo.path / ".claude" / "settings.json").write_text("{}")  # the user's own empty file stays
+    cli("hooks", "install", "--command", "/opt/gw/bin/gitwiki", cwd=repo.path)
+    cli("hooks", "uninstall", cwd=repo.path)
+    assert (repo.path / ".claude" / "settings.json").read_text() == "{}"
 
 
 def test_allow_writes_adds_the_write_rules_where_an_untrusted_workspace_reads_them(repo, cli):
@@ -107,7 +112,7 @@ def test_with_user_the_write_rules_go_to_the_user_settings(repo, cli, tmp_path, 
     user = json.loads((tmp_path / "claude" / "settings.json").read_text())
     assert user["permissions"]["allow"] == WRITES and user["hooks"] == hooks_table()
     cli("hooks", "uninstall", "--user", cwd=repo.path)
-    assert json.loads((tmp_path / "claude" / "settings.json").read_text()) == {}
+    assert not (tmp_path / "claude" / "settings.json").exists()  # install made it
 
 
 def test_an_entry_of_ours_removed_by_hand_is_added_again(tmp_path):
@@ -119,7 +124,7 @@ def test_an_entry_of_ours_removed_by_hand_is_added_again(tmp_path):
     install(target, target)
     assert json.loads(target.read_text())["hooks"]["Stop"] == hooks_table()["Stop"]
     uninstall(target, target)
-    assert json.loads(target.read_text()) == {}
+    assert not target.exists()
 
 
 def test_the_command_is_gitwiki_hook_beside_the_program():
