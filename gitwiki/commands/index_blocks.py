@@ -41,6 +41,12 @@ def index_blocks(args: argparse.Namespace) -> int:
     verb = "would update" if args.check else "updated"
     for path in result.changed:
         print(f"{verb} {path}")
+    if args.scaffold:
+        from gitwiki.markdown.index_block import END_MARKER, START_MARKER
+        from gitwiki.pages.index_blocks import unmarked_fronts
+
+        for path in unmarked_fronts(root, config):  # there already, so not made: the listing needs its markers
+            print(f"{path} has no index block: put {START_MARKER} and {END_MARKER} where its page list should go")
     if args.scaffold and not args.check:
         return 1 if result.errors else 0
     return 1 if result.changed or result.errors else 0

@@ -195,6 +195,23 @@ def create_front_index(listing: WorktreeCorpus, check: bool = False) -> str | No
     return path
 
 
+def unmarked_fronts(root: Path, config: Config) -> list[str]:
+    """The corpora's front index files that hold no index block: `scaffold` leaves a file that exists alone."""
+    out = []
+    for corpus in config.corpora:
+        path = posixpath.join(corpus.path, config.index_blocks.filename)
+        try:
+            text = pagetext.decode(read_page_file(root, path))
+        except (OSError, UnsafeFile, pagetext.NotText):
+            continue
+        try:
+            if not find_blocks(text.replace("\r\n", "\n"), path):
+                out.append(path)
+        except BlockError:
+            continue  # malformed: `refresh` reports it
+    return out
+
+
 def _ancestor_indexes(corpus: CorpusConfig, config: Config, page_path: str) -> list[str]:
     """Index file paths of every folder from `page_path`'s folder up to the corpus root, deepest first
     (`page_path` is under the corpus folder)."""

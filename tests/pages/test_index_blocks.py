@@ -161,6 +161,15 @@ def test_scaffold_exits_0_when_it_did_what_it_was_asked(repo, cli):
     assert cli("index-blocks", "--scaffold", "--check", cwd=repo.path)[0] == 1  # --check still says "stale"
 
 
+def test_scaffold_says_how_to_list_pages_in_a_front_index_without_markers(repo, cli):
+    """A wiki's own index.md is left as it is, and the set-up step says what it did not do, and why."""
+    repo.commit("pages", {"wiki/index.md": "# Home\n\nWelcome.\n", "wiki/a.md": "# A\n"})
+    code, out, _ = cli("index-blocks", "--scaffold", cwd=repo.path)
+    assert code == 0 and out.startswith("wiki/index.md has no index block: put <!-- GITWIKI:INDEX-START -->")
+    assert (repo.path / "wiki/index.md").read_text() == "# Home\n\nWelcome.\n"
+    assert cli("index-blocks", cwd=repo.path)[1] == ""  # the hook's run: nothing to say
+
+
 @pytest.mark.parametrize("configured", ["/etc/passwd", "../outside.j2", "link.j2", "fifo.j2"])
 def test_a_configured_template_outside_the_repository_or_no_file_is_refused(repo, cli, configured):
     """The checkout's `[index_blocks] template` names a file whose text lands in a page: /etc/passwd was
