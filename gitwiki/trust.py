@@ -7,7 +7,7 @@ checkout's layer, nowhere else:
 - *either file*: a value that only shapes how this checkout is searched or checked (its type and range
   are checked as for any layer);
 - *user only*: a key that points gitwiki at something outside the checkout (the index dir, a model
-  directory, the personal memory repository). From a checkout it is ignored, with one warning
+  directory, the personal memory repository and writes to it). From a checkout it is ignored, with one warning
   line on stderr naming every such key;
 - *inside the repository*: a path a checkout may name in itself. Resolved (symlinks followed) from the
   repo root, it must stay inside the repository and out of `.git`, or loading fails with a UsageError;
@@ -97,13 +97,16 @@ TABLE: dict[str, Trust] = {
     "memory.dir": INSIDE,
     "memory.commit": ANY,
     "memory.repository": USER,  # every project's memory writes go there
-    "memory.write": ANY,
+    # A checkout may keep writes in itself ("project"), never send them to the personal memory, which every
+    # project's hooks read: what a hostile page talked an agent into storing would travel to them
+    "memory.write": USER,
     "eval.path": INSIDE,
     "artifact.auto_pull": ANY,
 }
 
-# User-only keys a checkout may still switch off: "" turns the personal memory off in this checkout.
-SWITCH_OFF = {"memory.repository": ""}
+# User-only keys a checkout may still switch off: "" turns the personal memory off in this checkout, "project"
+# keeps its memory writes in it.
+SWITCH_OFF = {"memory.repository": "", "memory.write": "project"}
 
 # A file name, not a path: `index_blocks.filename` is joined to every listed folder.
 _NAME_ONLY = {"index_blocks.filename"}

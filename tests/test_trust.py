@@ -94,6 +94,8 @@ def test_the_users_own_index_dir_is_obeyed(tmp_path, cli):
         ("storage.index_dir", "/tmp"),
         ("embeddings.model_path", "/"),
         ("memory.repository", "~/elsewhere"),
+        ("memory.write", "personal"),  # the personal memory, which every project's hooks read
+        ("memory.write", "auto"),  # where the user said "project"
     ],
 )
 def test_every_user_only_key_from_a_checkout_is_ignored(tmp_path, capsys, key, value):
@@ -101,7 +103,7 @@ def test_every_user_only_key_from_a_checkout_is_ignored(tmp_path, capsys, key, v
     (tmp_path / ".gitwiki.toml").write_text(f'[{table}]\n{field} = "{value}"\n')
     os.environ.pop("GITWIKI_MODEL_PATH", None)  # restored by the isolated_env fixture's monkeypatch
     cfg = config.load(tmp_path, user_file=tmp_path / "none.toml")
-    assert getattr(getattr(cfg, table), field) in (None, config.EmbeddingsConfig().model_path)
+    assert getattr(getattr(cfg, table), field) == getattr(config.SECTIONS[table](), field)  # the default
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and f"ignored [{table}] {field}" in err[0]
 
@@ -232,7 +234,7 @@ def test_every_test_docs_security_names_exists():
         ("[search]\ntop_files = 1000000000000000000000000000000\n", "from 0 to 2147483647"),
         ("[search]\nlimit = 9223372036854775808\n", "from 0 to 2147483647"),
         ("[embeddings]\nthreads = 100000\n", "threads must be a whole number from 0 to 1024"),
-        ('[memory]\nwrite = "' + "a" * 5000 + '"\n', "write must be one of"),
+        ('[search]\nnormalization = "' + "a" * 5000 + '"\n', "normalization must be one of"),
         ('[search]\nmode = "' + "m" * 5000 + '"\n', "mode must be one of"),
     ],
 )

@@ -274,6 +274,23 @@ def test_a_checkout_cannot_choose_the_personal_repository(tmp_path, home, capsys
     assert Memory.open(a.path).personal is None
 
 
+def test_a_checkout_may_keep_its_memory_writes_but_not_send_them_to_the_personal_memory(tmp_path, home, capsys):
+    """What a hostile page talks an agent into storing must not reach every other project's hooks: a checkout's
+    `write = "personal"` is ignored, with one line; `"project"` is taken."""
+    a = project(tmp_path, "a", {"wiki/memory/rust.md": "# rust\n"})
+    user_config(tmp_path, write="project")
+    for asked in ("personal", "auto"):
+        a.write(".gitwiki.toml", PROJECT + f'[memory]\nwrite = "{asked}"\n')
+        assert config_mod.load(a.path).memory.write == "project"
+    assert "ignored [memory] write" in capsys.readouterr().err  # once a process
+    user_config(tmp_path, write="personal")
+    a.write(".gitwiki.toml", PROJECT + '[memory]\nwrite = "project"\n')
+    mem = Memory.open(a.path)
+    assert mem.config.write == "project" and capsys.readouterr().err == ""
+    assert store_mod.store(mem, "ops", "kept in the project").results[0].topic == "ops"
+    assert (a.path / "wiki/memory/ops.md").is_file()
+
+
 def test_config_keys_are_checked(tmp_path, home):
     a = project(tmp_path, "a")
     for text, message in (
