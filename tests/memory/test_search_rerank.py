@@ -86,7 +86,8 @@ def test_cli_lists_the_reranked_order_and_an_unloadable_reranker_keeps_the_fused
     code, out, err = cli("memory", "search", "deploy", "--json", cwd=repo.path)
     data = json.loads(out)
     assert code == 0 and data["ranking"] == "lexical, reranked", err
-    assert [h["topic"] for h in data["hits"]] == ["ops", "deploy", "release"]
+    topics = [h["topic"] for h in data["hits"]]
+    assert topics[0] == "ops" and sorted(topics[1:]) == ["deploy", "release"]  # judged alike: the newer first
 
     def broken(model):
         from gitwiki.errors import EmbeddingUnavailable
