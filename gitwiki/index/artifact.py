@@ -309,6 +309,8 @@ def _read_manifest(tar: tarfile.TarFile, name: str, max_bytes: int) -> Manifest:
         raise StoreError(f"{name}: {MANIFEST_NAME} is {first.size} bytes, more than a manifest can be")
     try:
         manifest = Manifest.from_json(json.loads(_reader(tar, first, name).read()))
+    except RecursionError:
+        raise StoreError(f"{name}: {MANIFEST_NAME} nests too deep to be a manifest") from None
     except ValueError as e:
         raise StoreError(f"{name}: {MANIFEST_NAME} is not valid JSON ({e})") from None
     if manifest.format_version != FORMAT_VERSION:

@@ -409,9 +409,11 @@ def with_text(entry: Entry, text: str) -> Entry:
 
 def _exact(value: str) -> str | None:
     """The text of a `[text: "…"]` line: a JSON string, else None (a line a person wrote, not gitwiki's)."""
+    if not value.lstrip().startswith('"'):
+        return None  # not a string: nothing to decode (`[[[…` nested past the recursion limit ended every command)
     try:
         text = json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return text if isinstance(text, str) and text.strip() else None
 

@@ -254,7 +254,7 @@ class GitHubApi:
             body = b"".join(_blocks(response, url))
         try:
             return json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise FetchError(
                 f"{url} did not answer JSON (a proxy or captive portal?); check the network and GITHUB_API_URL"
             ) from None

@@ -357,3 +357,11 @@ def test_helix_links_are_links_or_a_usage_error(value):
     except UsageError:
         return
     assert all(isinstance(link, str) for link in links)
+
+
+@pytest.mark.parametrize("value", ["[" * 3000 + "]", "{" * 3000, '"unterminated', "12", '"  "'])
+def test_a_hand_written_text_line_that_is_no_json_string_is_the_pages_text(value):
+    """A committed page's `[text: [[[…` nested past the recursion limit ended every memory command in a traceback,
+    for every topic: a line gitwiki did not write is a person's, and read as it is shown."""
+    page = parse_page(f"# t\n\n## 2026-01-01T00:00:00Z — e\n\nshown\n\n[text: {value}]\n", "t")
+    assert len(page.entries) == 1 and f"shown\n\n[text: {value}]" in page.entries[0].text
