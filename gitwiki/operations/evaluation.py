@@ -211,8 +211,6 @@ def parse_question(line: str, where: str, default_id: str) -> Question:
     except json.JSONDecodeError as e:
         raise UsageError(f"{where}: not JSON ({e.msg}); each line is one question object") from None
     except RecursionError:
-        raise UsageError(f"{where}: nested too deep to read; each line is one question object") from None
-    except RecursionError:
         raise UsageError(f"{where}: nested too deep to read; each line is one flat question object") from None
     except ValueError as e:  # an integer of more than 4,300 digits
         raise UsageError(f"{where}: not readable JSON ({e}); each line is one question object") from None
