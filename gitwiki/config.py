@@ -244,15 +244,32 @@ def user_cache_dir(*parts: str) -> Path:
     return Path(base, "gitwiki", *parts)
 
 
+# A config file is a few kB; a checkout's is a stranger's, and a 1 GB comment (a ~1 MB blob in the clone) took 14 s
+# and 3 GB to read. Globs and tables are bounded too: fnmatch's regex is quadratic in a glob of '[', and 50,000
+# corpora were a quadratic check of names (docs/security.md).
+CONFIG_CAP = 1 << 20
+MAX_GLOB_CHARS = 1000
+MAX_GLOBS = 1000
+MAX_TABLES = 1000
+
+
 def read_toml(path: Path) -> dict[str, Any]:
     """One config layer's tables, as the file says them."""
     import tomllib  # ~3 ms with datetime and string, which the agent hooks skip (agent_hooks/cache.py)
 
+    from gitwiki.fs import RefusedFile, read_bounded
+
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        data = read_bounded(path, cap=CONFIG_CAP, what="config file", fix="a config file is a small text file")
+        return tomllib.loads(data.decode("utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: invalid TOML ({e}); fix the file or run `gitwiki config validate`") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+    except RecursionError:
+        raise UsageError(f"{path}: its arrays or tables nest too deep to read; fix the file") from None
+    except RefusedFile as e:
+        raise UsageError(str(e)) from None
     except OSError as e:
         raise UsageError(f"{path}: cannot read config ({e.strerror})") from None
 
@@ -361,6 +378,8 @@ def normalize_corpus_path(raw: str, where: str | Path) -> str:
 
 def _merge_layer(state: dict[str, Any], data: dict[str, Any], path: Path, from_checkout: bool) -> None:
     for key, value in data.items():
+        if key in ("corpus", "repository") and isinstance(value, list) and len(value) > MAX_TABLES:
+            raise UsageError(f"{path}: more than {MAX_TABLES} [[{key}]] tables; a config names a few")
         if key == "corpus":
             if not isinstance(value, list):
                 raise UsageError(f"{path}: use [[corpus]] (an array of tables) for corpora")
@@ -420,6 +439,7 @@ def load(root: Path, *, user_file: Path | None = None, read: Callable[[Path], di
         files.append(str(user_file))
     user_memory = bool(state["memory"].get("repository")) or any(r.memory for r in state["repositories"])
     if checkout_file.is_file():  # a stranger's file, as gitwiki.trust classifies its keys
+        trust.confine(REPO_CONFIG_NAME, root, str(checkout_file))  # a symlink out of the repository is refused
         data, ignored = trust.checkout_layer(read(checkout_file), checkout_file, root, user_file)
         _merge_layer(state, data, checkout_file, from_checkout=True)
         state["repositories"], dropped = trust.memory_conflict(user_memory, state["repositories"], checkout_file)
@@ -479,9 +499,13 @@ def _validate(config: Config) -> None:
     if config.search.depth < 1:
         raise UsageError("[search] depth must be a whole number ≥ 1 (chunks taken from each ranker)")
     for corpus in config.corpora:
+        where = f"{corpus.source} [[corpus]] {_shown(corpus.name)}"
         if corpus.site not in SITES:
-            where = f"{corpus.source} [[corpus]] {_shown(corpus.name)}"
             raise UsageError(f"{where}: site must be one of {', '.join(SITES)}")
+        for key in ("include", "exclude"):
+            globs = getattr(corpus, key)
+            if len(globs) > MAX_GLOBS or any(len(g) > MAX_GLOB_CHARS for g in globs):
+                raise UsageError(f"{where}: {key} takes at most {MAX_GLOBS} globs of {MAX_GLOB_CHARS} characters each")
     if config.embeddings.weights not in WEIGHTS:
         raise UsageError(
             f"[embeddings] weights must be one of {', '.join(WEIGHTS)}, not {_shown(config.embeddings.weights)}"

@@ -276,3 +276,34 @@ def test_gitwiki_turns_off_onnxruntimes_telemetry_and_keeps_a_users_own_choice(t
     asked = _telemetry_files(tmp_path, "asked", ORT_DISABLE_TELEMETRY="0")
     if not any(p.endswith("deviceid") for p in asked):
         pytest.skip(f"this onnxruntime writes no device id when asked to send telemetry ({asked}): nothing to hold")
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        (b'[search]\nmode = "hybrid\xff"\n', "not UTF-8 text"),
+        (("a = " + "[" * 500 + "]" * 500 + "\n").encode(), "nest too deep"),
+        (b"# " + b"a" * (config.CONFIG_CAP + 1) + b"\n", "over the 1,048,576 bytes"),
+        (
+            ('[[corpus]]\nname = "w"\npath = "wiki"\nexclude = ["' + "[" * 70_000 + '"]\n').encode(),
+            "at most 1000 globs",
+        ),
+        ("".join(f'[[corpus]]\nname = "c{i}"\npath = "wiki"\n' for i in range(1001)).encode(), "more than 1000"),
+    ],
+)
+def test_a_checkouts_config_too_big_deep_or_not_text_is_one_line_at_once(tmp_path, data, says):
+    """A traceback (UnicodeDecodeError, RecursionError), or minutes and gigabytes (a 1 GB comment, a glob of 70,000
+    '[' for fnmatch's quadratic regex, 50,000 corpora checked pairwise), before."""
+    (tmp_path / "wiki").mkdir()
+    (tmp_path / ".gitwiki.toml").write_bytes(data)
+    with pytest.raises(UsageError, match=says) as e:
+        config.load(tmp_path, user_file=tmp_path / "none.toml")
+    assert "\n" not in str(e.value) and len(str(e.value)) < 400
+
+
+def test_a_checkouts_config_that_is_a_symlink_out_of_the_repository_is_not_read(tmp_path):
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "outside.toml").write_text('[search]\nmode = "lexical"\n')
+    (tmp_path / "repo" / ".gitwiki.toml").symlink_to(tmp_path / "outside.toml")
+    with pytest.raises(UsageError, match="leads outside the repository"):
+        config.load(tmp_path / "repo", user_file=tmp_path / "none.toml")

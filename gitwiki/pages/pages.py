@@ -14,7 +14,7 @@ from collections.abc import Callable, Container, Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
-from gitwiki.config import CorpusConfig, matches
+from gitwiki.config import MAX_GLOB_CHARS, CorpusConfig, matches
 from gitwiki.errors import NotFoundError, UsageError
 from gitwiki.fs import path_problem, read_page_file, remove_page_file, write_page_file
 from gitwiki.markdown import PAGE_SUFFIXES
@@ -187,6 +187,8 @@ def list_files(
     """The corpus pages among `repo_paths` (e.g. a search view's pages), corpus-relative: those in `order` (a docs
     site's navigation, repo-relative) first and in its order, then the others sorted. `glob` matches the
     corpus-relative path or the repo-relative one."""
+    if glob and len(glob) > MAX_GLOB_CHARS:  # fnmatch's regex of 50,000 '[' took 54 s
+        raise UsageError(f"glob must be at most {MAX_GLOB_CHARS} characters, not {len(glob):,}")
     base = corpus_dir(root, corpus)
     rank = {path: i for i, path in enumerate(order)}
     out = []
