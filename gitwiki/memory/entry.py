@@ -169,7 +169,7 @@ def topic_name(raw: str) -> str:
     return name
 
 
-_REF = re.compile(r"(.+):[ \t]*(\d+)")
+_REF = re.compile(r"(.+):[ \t]*(\d{1,9})")  # more digits: no entry number (int() refuses 4,300)
 
 
 def split_ref(topic: str, index: int | None = None) -> tuple[str, int | None]:
@@ -185,12 +185,16 @@ def split_ref(topic: str, index: int | None = None) -> tuple[str, int | None]:
     return m.group(1), number
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")  # not the whitespace ones, which become dashes
+
+
 def normalize_tags(tags: str | Iterable[object] | None) -> tuple[str, ...]:
     """Lowercase, `#` and spaces dropped (inner spaces become dashes), singular, deduplicated, sorted."""
     if isinstance(tags, str):
         tags = tags.split(",")
-    # A comma inside one tag would read back as two (`[tags: a, b]`).
-    out = {singular(re.sub(r"[\s,]+", "-", str(t).strip().lstrip("#").strip().lower())) for t in tags or ()}
+    # A comma inside one tag would read back as two (`[tags: a, b]`); a NUL would make the page binary.
+    plain = (_CONTROL.sub("", str(t)) for t in tags or ())
+    out = {singular(re.sub(r"[\s,]+", "-", t.strip().lstrip("#").strip().lower())) for t in plain}
     return tuple(sorted(t for t in out if t))
 
 
@@ -373,8 +377,11 @@ def clean_text(text: str) -> str:
     What CommonMark would still read differently (an HTML comment left open, a heading inside a list item
     that ends a fence early) is checked by parsing the entry back, and then the whole text is stored as a
     code block, which nothing inside can end."""
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or not text.replace("\x00", "").strip():
         raise UsageError("the entry text is empty; say what to remember")
+    # Not shown: a NUL makes the page binary to git and the index, and its topic dropped out of search (the text
+    # itself keeps it, in the `[text: …]` line's JSON)
+    text = text.replace("\x00", "")
     out: list[str] = []
     fence: tuple[str, int] | None = None
     for line in split_lines(text.strip()):

@@ -220,7 +220,7 @@ def helix_links(links: str) -> list[str]:
 
 def _link(link: str) -> str:
     name, sep, index = link.rpartition(":")
-    return f"{name}:{int(index) + 1}" if sep and index.isdecimal() else link
+    return f"{name}:{int(index) + 1}" if sep and index.isdecimal() and len(index) < 10 else link
 
 
 def _number(raw: str) -> float | str:

@@ -172,11 +172,16 @@ def _new_entry(
         known = current.get(name)
         if known is None or (known == [] and name != topic):
             warnings.append(f"link {link}: no topic {name!r} yet")
-        elif index and not (index.isdecimal() and 1 <= int(index) <= len(known)):
+        elif index and not (_number(index) and 1 <= int(index) <= len(known)):
             warnings.append(f"link {link}: topic {name!r} has {len(known)} entries")
     created = _unique_stamp(now_iso(), shown or text, entries)
     tags = normalize_tags([*_tags(item.tags), *auto_tags(text)])
     return Entry(topic, created, text, tags, source, float(confidence), links, shown=shown), warnings
+
+
+def _number(index: str) -> bool:
+    """An entry number a page or a call may give: digits, and fewer than int() refuses (4,300) by far."""
+    return index.isdecimal() and len(index) < 10
 
 
 def _links(raw: object) -> tuple[str, ...]:
@@ -188,8 +193,8 @@ def _links(raw: object) -> tuple[str, ...]:
     out = []
     for value in values:
         name, sep, index = value.strip().partition(":")
-        if sep and not index.strip().isdecimal():
-            raise UsageError(f"link {value!r} must be 'topic' or 'topic:N' with N an entry number")
+        if sep and not (index.strip().isdecimal() and len(index.strip()) < 10):
+            raise UsageError(f"link {value[:200]!r} must be 'topic' or 'topic:N' with N an entry number")
         out.append(topic_name(name) + (f":{int(index)}" if sep else ""))
     return tuple(dict.fromkeys(out))
 
@@ -526,7 +531,7 @@ def _relink(links: tuple[str, ...], old: str, new: str, renumber: dict[int, int]
     for link in links:
         name, sep, index = link.partition(":")
         if name == old:
-            link = new + (f":{renumber.get(int(index), index)}" if sep and index.isdecimal() else "")
+            link = new + (f":{renumber.get(int(index), index)}" if sep and _number(index) else "")
         out.append(link)
     return tuple(out)
 

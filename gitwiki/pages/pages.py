@@ -150,6 +150,8 @@ def _read_bytes(ref: PageRef) -> bytes:
 
 def write_page(ref: PageRef, content: str, *, overwrite: bool = False, max_bytes: int = 0) -> bool:
     """Write `content` atomically; returns whether the page was created (False: overwritten)."""
+    if "\x00" in content:  # binary to git and to the index: the page would drop out of search
+        raise UsageError("content holds a NUL character, which makes the page binary; remove it")
     size = len(content.encode("utf-8"))
     if max_bytes and size > max_bytes:
         raise UsageError(

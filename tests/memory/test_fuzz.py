@@ -48,7 +48,7 @@ def test_any_text_is_one_entry_that_reads_back_and_commonmark_agrees(texts):
             cleaned.append(clean_text(text))
             assert clean_text(cleaned[-1]) == cleaned[-1]  # cleaning is idempotent: an append re-cleans
         except UsageError:
-            assert not text.strip()
+            assert not text.replace("\x00", "").strip()  # a NUL is not shown: the page would be binary
     entries = [Entry("t", STAMP, text) for text in cleaned]
     page = render_page("t", entries)
     back = parse_page(page, "t").entries
@@ -198,7 +198,7 @@ def test_a_stored_text_reads_back_exactly(fuzz_mem, text):
     try:
         stored = store_mod.store(mem, topic, text).results[0]
     except UsageError:
-        assert not text.strip()  # an empty text is the only one refused
+        assert not text.replace("\x00", "").strip()  # an empty text is the only one refused (a NUL is not shown)
         return
     assert stored.entry.text == text
     assert replies.read(mem, stored.entry.ref).data["entries"][0]["text"] == text

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from gitwiki.errors import UsageError
+from gitwiki.errors import GitwikiError, UsageError
 from gitwiki.memory import checkpoint as cp
+from gitwiki.memory import replies
 from gitwiki.memory import search as search_mod
 from gitwiki.memory import store as store_mod
 from gitwiki.memory.actions import batch_items
 from gitwiki.memory.base import Memory
-from gitwiki.memory.entry import topic_name
+from gitwiki.memory.entry import parse_page, topic_name
 
 LEXICAL = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[embeddings]\nenabled = false\n'
 
@@ -128,3 +129,30 @@ def test_one_refused_item_names_its_number_and_nothing_is_stored(mem, repo, item
     with pytest.raises(UsageError) as alone:
         store_mod.batch(mem, batch_items([item]))
     assert not str(alone.value).startswith("entry")  # a store of one is not numbered
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        (lambda mem: store_mod.store(mem, "t", "x", links=("t:" + "9" * 5000,)), "with N an entry number"),
+        (lambda mem: replies.read(mem, "t:" + "9" * 5000), "too long"),
+    ],
+)
+def test_a_nul_or_a_number_of_thousands_of_digits_is_refused_in_one_line(mem, repo, call, says):
+    """A NUL stored raw made the topic page binary to git and the index (the topic dropped out of search); a link or
+    ref of 5,000 digits was int()'s ValueError, an internal error over MCP."""
+    store_mod.store(mem, "t", "the gateway retries on timeout")
+    with pytest.raises(GitwikiError, match=says):
+        call(mem)
+    text = (repo.path / "wiki/memory/t.md").read_text()
+    assert [e.text for e in parse_page(text, "t").entries] == ["the gateway retries on timeout"]
+
+
+def test_a_nul_in_a_text_is_kept_but_not_written_raw_into_the_page(mem, repo):
+    """A NUL stored raw made the topic page binary to git and the index: the topic dropped out of search."""
+    store_mod.store(mem, "t", "the gateway retries on timeout")
+    stored = store_mod.store(mem, "t", "a\x00b and\x00more", tags=("x\x00y",)).results[0]
+    raw = (repo.path / "wiki/memory/t.md").read_bytes()
+    assert b"\x00" not in raw and stored.entry.tags == ("xy",)
+    assert Memory.open(repo.path).entry("t", 2).text == "a\x00b and\x00more"  # the exact text, from its JSON line
+    assert [h.entry.index for h in search_mod.search(Memory.open(repo.path), "gateway").hits] == [1]

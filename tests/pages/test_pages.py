@@ -227,3 +227,11 @@ def test_folder_summaries_come_from_index_md_description_or_first_paragraph(tmp_
     assert summaries == {"": "The whole wiki.", "a": "Section A.", "c": None}
     assert node["subdirs"][0]["subdirs"][0]["summary"] is None  # a/b has no index.md and is not read
     assert sorted(read) == ["a/index.md", "c/index.md", "index.md"]
+
+
+def test_a_page_with_a_nul_is_not_written(tree):
+    """Binary to git and to the index: an agent's add_markdown would have taken the page out of search."""
+    ref = pages.locate(tree, WIKI, "nul.md", for_write=True)
+    with pytest.raises(UsageError, match="NUL"):
+        pages.write_page(ref, "# A\n\nx\x00y\n")
+    assert not (tree / "wiki/nul.md").exists()
