@@ -251,6 +251,8 @@ CONFIG_CAP = 1 << 20
 MAX_GLOB_CHARS = 1000
 MAX_GLOBS = 1000
 MAX_TABLES = 1000
+MAX_DEPTH = 10_000
+MAX_RERANK_DEPTH = 200
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -496,8 +498,10 @@ def _validate(config: Config) -> None:
         value = getattr(config.search, key)
         if not 0.0 <= value <= 1.0:
             raise UsageError(f"[search] {key} must be a number from 0 to 1, not {value!r}")
-    if config.search.depth < 1:
-        raise UsageError("[search] depth must be a whole number ≥ 1 (chunks taken from each ranker)")
+    if not 1 <= config.search.depth <= MAX_DEPTH:
+        raise UsageError(f"[search] depth must be a whole number from 1 to {MAX_DEPTH} (chunks taken from each ranker)")
+    if config.search.rerank_depth > MAX_RERANK_DEPTH:  # a model run a chunk: 5,000 of them were minutes a search
+        raise UsageError(f"[search] rerank_depth must be a whole number from 0 to {MAX_RERANK_DEPTH}")
     for corpus in config.corpora:
         where = f"{corpus.source} [[corpus]] {_shown(corpus.name)}"
         if corpus.site not in SITES:

@@ -61,7 +61,7 @@ class FastembedEmbedder:
             from fastembed import TextEmbedding
         except ImportError as e:
             raise EmbeddingUnavailable(f"fastembed is not installed ({e}); run `pip install fastembed`") from None
-        _quiet_fastembed()
+        quiet_fastembed()
         kwargs: dict[str, Any] = {"model_name": config.model, "threads": config.threads}
         if config.model_path:
             kwargs["specific_model_path"] = config.model_path
@@ -72,7 +72,7 @@ class FastembedEmbedder:
                 return TextEmbedding(**kwargs, local_files_only=True)
             except Exception:
                 self.source = "download"
-            if not _hub_reachable():
+            if not hub_reachable():
                 raise EmbeddingUnavailable(
                     f"model {config.model!r} is not downloaded and huggingface.co cannot be reached; "
                     "connect once to download it, or set GITWIKI_MODEL_PATH to a local model directory"
@@ -110,7 +110,7 @@ class FastembedEmbedder:
         return normalized(np.asarray(list(self._model.query_embed(text))[0], dtype=np.float32)[None, :])[0]
 
 
-def _quiet_fastembed() -> None:
+def quiet_fastembed() -> None:
     # fastembed logs every download retry through loguru; our one warning says what matters.
     try:
         from loguru import logger
@@ -120,10 +120,13 @@ def _quiet_fastembed() -> None:
         pass
 
 
-def _hub_reachable(timeout: float = 3.0) -> bool:
-    """fastembed retries an unreachable hub for ~40 s; one connect attempt tells us up front."""
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """fastembed retries an unreachable hub for ~40 s; one connect attempt tells us up front. None is made when the
+    user said to stay offline (HF_HUB_OFFLINE, as huggingface_hub reads it)."""
     import socket
 
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE"):
+        return False
     try:
         socket.create_connection(("huggingface.co", 443), timeout=timeout).close()
         return True

@@ -32,6 +32,18 @@ class FastembedReranker:
             from fastembed.rerank.cross_encoder import TextCrossEncoder
         except ImportError as e:
             raise EmbeddingUnavailable(f"fastembed is not installed ({e}); run `pip install fastembed`") from None
+        from gitwiki.index.embed import hub_reachable, quiet_fastembed
+
+        quiet_fastembed()
+        try:  # downloaded before: no connection (an unreachable hub was ~40 s of fastembed's retries a search)
+            self._model = TextCrossEncoder(model_name=model, local_files_only=True)
+            return
+        except Exception:
+            if not hub_reachable():
+                raise EmbeddingUnavailable(
+                    f"reranker {model!r} is not downloaded and huggingface.co cannot be reached; connect once to "
+                    "download it, or unset [search] reranker"
+                ) from None
         try:
             self._model = TextCrossEncoder(model_name=model)
         except Exception as e:  # fastembed raises plain ValueError/OSError/hub errors; all mean "no model"
