@@ -271,7 +271,10 @@ class GitRepo:
         if corpus.path and len(self._repo.index) > FOLDER_STATUS_FROM:
             paths = gitcli.changed_files(self.root, corpus.path)
         else:
-            paths = [p for p, flags in self._status().items() if not flags & pygit2.GIT_STATUS_IGNORED]
+            try:
+                paths = [p for p, flags in self._status().items() if not flags & pygit2.GIT_STATUS_IGNORED]
+            except pygit2.GitError:  # libgit2's own limits ("directory nesting too deep (100)"): git's status then
+                paths = gitcli.changed_files(self.root, corpus.path)
         changed: dict[str, bool] = {}
         root = self.root  # a realpath each time it is asked for
         for path in paths:

@@ -50,6 +50,9 @@ def corpus_dir(root: Path, corpus: CorpusConfig) -> Path:
     return root / corpus.path if corpus.path else root
 
 
+MAX_FOLDERS = 64
+
+
 def locate(root: Path, corpus: CorpusConfig, path: str, *, for_write: bool = False) -> PageRef:
     """Check a page path, repo-relative (`wiki/guides/deploy.md`, as search prints it) or relative to the corpus
     folder (`guides/deploy.md`), and locate it; raise UsageError saying why it is refused."""
@@ -72,6 +75,8 @@ def locate(root: Path, corpus: CorpusConfig, path: str, *, for_write: bool = Fal
         raise UsageError(f"{path[:80]!r}… is over {PATH_MAX} bytes with the repo folder; use a shorter path")
     if PurePosixPath(rel).suffix.lower() not in PAGE_SUFFIXES:
         raise UsageError(f"{path!r} is not a markdown page; use a {' or '.join(PAGE_SUFFIXES)} file")
+    if for_write and len(parts) > MAX_FOLDERS:  # libgit2 stops at 100 (its status, then every search, failed)
+        raise UsageError(f"{path[:80]!r}… is {len(parts) - 1} folders deep; a page may be at most {MAX_FOLDERS - 1}")
     base = corpus_dir(root, corpus)
     if corpus.path and corpus.contains(rel):
         # The repo-relative path, as `ground` and every page tool print it. A corpus-relative path is taken

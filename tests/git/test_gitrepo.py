@@ -73,6 +73,17 @@ def test_worktree_changes_list_what_differs_from_head_in_the_corpus(repo, monkey
     }
 
 
+def test_worktree_changes_past_libgit2s_folder_limit_come_from_git(repo):
+    """A checkout with pages 120 folders deep: libgit2's status stops at 100 ("directory nesting too deep"), which
+    was a traceback in every search, status and memory store (after the store had written its page)."""
+    deep = "wiki/" + "d/" * 120
+    repo.commit(files={deep + "p.md": "# Deep\n", "wiki/a.md": "# A\n"})
+    repo.write(deep + "q.md", "# New\n")
+    repo.write("wiki/a.md", "# A, edited\n")
+    changes = GitRepo.discover(repo.path).worktree_changes(CorpusConfig("wiki", "wiki"))
+    assert changes == {deep + "q.md": True, "wiki/a.md": True}
+
+
 def test_committed_blob_and_is_dirty(repo):
     repo.commit(files={"wiki/a.md": "# A\n"})
     git = GitRepo.discover(repo.path)

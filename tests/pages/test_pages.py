@@ -235,3 +235,10 @@ def test_a_page_with_a_nul_is_not_written(tree):
     with pytest.raises(UsageError, match="NUL"):
         pages.write_page(ref, "# A\n\nx\x00y\n")
     assert not (tree / "wiki/nul.md").exists()
+
+
+def test_a_page_is_written_at_most_63_folders_deep(tree):
+    """A 2,000-deep add_markdown was a RecursionError after the page was written; libgit2 stops at 100."""
+    with pytest.raises(UsageError, match="at most 63"):
+        pages.locate(tree, WIKI, "d/" * 64 + "p.md", for_write=True)
+    assert pages.locate(tree, WIKI, "d/" * 63 + "p.md", for_write=True).path.count("/") == 63
