@@ -108,3 +108,14 @@ def text_memo(max_chars: int) -> Callable[[Callable[[str], R]], Callable[[str], 
         return call
 
     return wrap
+
+
+def head(data: bytes, limit: int) -> bytes:
+    """At most `limit` bytes of `data`, ending after a whole line (a whole UTF-8 character when one line is
+    longer than the limit)."""
+    if len(data) <= limit:
+        return data
+    cut = data.rfind(b"\n", 0, limit) + 1 or limit
+    while 0 < cut < len(data) and data[cut] & 0xC0 == 0x80:  # never split a character: back to its first byte
+        cut -= 1
+    return data[:cut]

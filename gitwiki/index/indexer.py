@@ -132,19 +132,8 @@ def read_page(data: bytes, max_bytes: int) -> tuple[ParsedPage, str | None]:
     """A page version's chunks, or UNINDEXED and why: one bad page costs that page, never the run. A page over
     `max_bytes` is indexed up to its last whole line within the limit (the caller says so): searchable in part
     beats absent without a word."""
-    page, why = pagetext.attempt(lambda: parse_page(pagetext.decode(head(data, max_bytes))))
+    page, why = pagetext.attempt(lambda: parse_page(pagetext.decode(pagetext.head(data, max_bytes))))
     return (UNINDEXED, why) if page is None else (page, None)
-
-
-def head(data: bytes, limit: int) -> bytes:
-    """At most `limit` bytes of `data`, ending after a whole line (a whole UTF-8 character when one line is
-    longer than the limit)."""
-    if len(data) <= limit:
-        return data
-    cut = data.rfind(b"\n", 0, limit) + 1 or limit
-    while 0 < cut < len(data) and data[cut] & 0xC0 == 0x80:  # never split a character: back to its first byte
-        cut -= 1
-    return data[:cut]
 
 
 def truncation(size: int, max_bytes: int) -> str:

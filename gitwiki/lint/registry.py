@@ -41,6 +41,10 @@ class Context(NamedTuple):
     linked: set[str] | None  # pages that some other page links to; None: orphans are not checked
     titled: frozenset[str] = frozenset()  # pages a docs site's navigation gives a title (mkdocs `nav`)
     moved: Mapping[str, str] | None = None  # Docusaurus: site path → the page a front-matter slug or id puts there
+    size: int | None = None  # the page's bytes, when only its head is linted (`lint_page`)
+
+    def page_bytes(self, doc: Document) -> int:
+        return self.size if self.size is not None else len(doc.text.encode("utf-8"))
 
 
 class Rule(Protocol):

@@ -255,7 +255,7 @@ class PageSize:
         # heading either way, and GW013 still reports a page past what search indexes.
         if ctx.corpus is not None and ctx.corpus.site != "github" and limit == DEFAULT_MAX_PAGE_BYTES:
             return
-        size = len(doc.text.encode("utf-8"))
+        size = ctx.page_bytes(doc)
         if limit and size > limit:
             yield Problem(1, 1, f"the page is {size} bytes, over the {limit}-byte limit for one topic")
 
@@ -282,6 +282,6 @@ class SearchLimit:
 
     def check(self, doc: Document, ctx: Context) -> Iterable[Problem]:
         limit = ctx.config.search.max_page_bytes
-        size = len(doc.text.encode("utf-8"))
+        size = ctx.page_bytes(doc)
         if size > limit:
             yield Problem(1, 1, f"the page is {size} bytes; search indexes only its first {limit} bytes")

@@ -256,6 +256,18 @@ def test_a_page_over_the_search_limit_is_an_error_not_a_warning():
     assert found("# T\n\nshort\n", config=limited) == []
 
 
+def test_a_page_over_the_search_limit_is_linted_up_to_it_and_said_at_its_size():
+    """A 31 MB page took lint 17 s and 1.3 GB in a pre-commit hook: what search does not index is not linted."""
+    from gitwiki.config import SearchConfig
+    from gitwiki.lint.runner import lint_page
+
+    limited = CONFIG._replace(search=SearchConfig(max_page_bytes=100))
+    data = ("# T\n\n" + "deploy notes\n" * 20 + "[gone](nowhere.md)\n").encode()
+    found_codes = {f.code: f for f in lint_page("wiki/a.md", data, PAGES, limited)}
+    assert set(found_codes) == {"GW013"}  # not the dead link past the limit
+    assert f"the page is {len(data)} bytes" in found_codes["GW013"].message
+
+
 def test_lint_of_a_repo_edited_every_way_finds_what_the_full_listing_found(repo, monkeypatch):
     """The staged listing limited to the corpus folders, `missing` by key scan and plain links' names without
     `link_name` give the findings of the whole-repo listing, key-by-key reads and `link_name` of every link."""
