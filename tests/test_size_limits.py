@@ -82,7 +82,7 @@ def test_pages_over_the_size_limit_are_searched_up_to_it_and_named_everywhere(re
 
 
 def test_a_page_is_cut_after_a_whole_line_and_never_inside_a_character():
-    from gitwiki.index.indexer import head
+    from gitwiki.pagetext import head
 
     assert head(b"ab\ncd\nef", 7) == b"ab\ncd\n" and head(b"ab\ncd", 10) == b"ab\ncd"
     assert head("é".encode() * 4, 5) == "éé".encode()  # one long line: back to a character's first byte
@@ -146,7 +146,7 @@ def test_ctrl_c_keeps_the_embedding_done_so_far(repo, monkeypatch):
 @given(text=st.text(max_size=300), limit=st.integers(1, 400))
 @settings(max_examples=200, deadline=None)
 def test_a_cut_page_is_a_prefix_within_the_limit_that_still_decodes(text, limit):
-    from gitwiki.index.indexer import head
+    from gitwiki.pagetext import head
 
     data = text.encode("utf-8")
     cut = head(data, limit)
