@@ -83,9 +83,9 @@ def merge_corpus(text: str, path: str, name: str, where: Path, site: str | None 
     if named:
         segment = segments[named[0]]
         for key, line in lines.items():
-            pattern = _key_line(key)
-            if pattern.search(segment):
-                segment = pattern.sub(lambda m, line=line: m.group(1) + line, segment, count=1)
+            found = _key_line(key).search(segment)
+            if found:
+                segment = segment[: found.start()] + found.group(1) + line + segment[found.end() :]
             else:
                 header, _, rest = segment.partition("\n")
                 segment = f"{header}\n{line}\n{rest}"
