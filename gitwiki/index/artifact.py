@@ -16,6 +16,7 @@ import gzip
 import hashlib
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -323,13 +324,15 @@ def _read_manifest(tar: tarfile.TarFile, name: str, max_bytes: int) -> Manifest:
             f"{name} holds index schema {manifest.schema_version}; this gitwiki {__version__} uses schema "
             f"{SCHEMA_VERSION}: use the same gitwiki version as the CI that built it, or run `gitwiki index`"
         )
+    # What `pack` writes: one database. Another member was copied whole before its sha256 was checked (a 1 MB
+    # archive wrote 1 GiB), and a negative size let the declared total pass --max-bytes.
+    if [f.path for f in manifest.files] != [DB_NAME] or manifest.size < 0 or not math.isfinite(manifest.created_at):
+        raise StoreError(f"{name}: {MANIFEST_NAME} must list {DB_NAME} alone, with its size; the archive is altered")
     if manifest.size > max_bytes:
         raise StoreError(
             f"{name} unpacks to {manifest.size} bytes, over the limit of {max_bytes}; raise it with --max-bytes "
             "if you trust it"
         )
-    for entry in manifest.files:
-        _check_path(entry.path, name)
     return manifest
 
 
@@ -466,6 +469,16 @@ def _check_database(db: Path, manifest: Manifest, name: str, corpus_paths: dict[
         raise StoreError(f"{name}: {DB_NAME} is not a readable gitwiki index ({e})") from None
     finally:
         index.close()
+    # The FTS5 index against its table, as `pack` checked it: SQLite's own checks pass a full-text index whose
+    # blocks or version were altered, and every query failed after the install. Its check is a write statement
+    # (rolled back), so on this copy, once the schema above is known to hold no trigger.
+    checked = Store.open_file(db)
+    try:
+        problem = checked.check(full=True)
+    finally:
+        checked.close()
+    if problem:
+        raise StoreError(f"{name}: {DB_NAME} fails SQLite's integrity check ({problem}); refusing it")
 
 
 def verify(archive: Path, max_bytes: int = MAX_BYTES) -> Manifest:

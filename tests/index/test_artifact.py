@@ -317,6 +317,22 @@ def hostile_archives(genuine, tmp_path):
         ),
         "pax-header": (oversized_pax_header(genuine, tmp_path / "pax.tar.gz"), "1073741824-byte tar header"),
         "zeros-bomb": (zeros_bomb(genuine, tmp_path / "bomb.tar.gz", 8 << 20), "is not a SQLite database"),
+        # A second listed member was copied whole before its sha256 was checked (1 MB of archive, 1 GiB written);
+        # a negative size let the declared total pass --max-bytes.
+        "listed-extra": (
+            with_manifest("extra", {**manifest, "files": [*manifest["files"], {**manifest["files"][0], "path": "j"}]}),
+            "must list index.sqlite alone",
+        ),
+        "negative-size": (
+            with_manifest("negative", {**manifest, "files": [{**manifest["files"][0], "size": -1}]}),
+            "must list index.sqlite alone",
+        ),
+        "created-nan": (with_manifest("nan", {**manifest, "created_at": float("nan")}), "must list index.sqlite"),
+        # Well-formed SQLite that quick_check passes, and every full-text query failed after the install
+        "fts-version": (
+            doctored(genuine, tmp_path / "fts.tar.gz", "INSERT OR REPLACE INTO fts_config VALUES ('version', 99);"),
+            "integrity check",
+        ),
     }
     (tmp_path / "plain.tar.gz").write_bytes(b"this is no archive at all")
     return cases
