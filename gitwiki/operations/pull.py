@@ -156,7 +156,7 @@ def fetch(
         return path, None
     out = tmp / artifact.ARCHIVE_NAME
     if src.kind == "git":
-        return out, fetch_git_ref(wiki.root, remote, src.target, out)
+        return out, fetch_git_ref(wiki.root, remote, src.target, out, max_bytes)
     if src.kind == "https":
         _download(_request(src.target), out, max_bytes)
     else:
@@ -168,9 +168,10 @@ def fetch(
     return out, None
 
 
-def fetch_git_ref(root: Path, remote: str, ref: str, out: Path) -> str:
-    """Fetch `ref` from `remote` into gitwiki's private namespace and write its archive blob to `out`;
-    returns the commit fetched."""
+def fetch_git_ref(root: Path, remote: str, ref: str, out: Path, max_bytes: int = artifact.MAX_BYTES) -> str:
+    """Fetch `ref` from `remote` into gitwiki's private namespace and write its archive blob to `out` (refused over
+    `max_bytes` or the free space: git stores a blob of zeros in a few MB, and it was written out whole, 3 GB from a
+    clone, before anything was checked); returns the commit fetched."""
     local = f"{FETCHED_NAMESPACE}{remote}/{ref.removeprefix('refs/')}"
     _git(
         root,
@@ -182,15 +183,17 @@ def fetch_git_ref(root: Path, remote: str, ref: str, out: Path) -> str:
         f"+{ref}:{local}",
         failure=f"cannot fetch {ref} from {remote}",
     )
-    with out.open("wb") as f:
-        _git(
-            root,
-            "cat-file",
-            "blob",
-            f"{local}:{artifact.ARCHIVE_NAME}",
-            stdout=f,
-            failure=f"{ref} holds no {artifact.ARCHIVE_NAME}; was it published by `gitwiki publish`?",
+    blob = f"{local}:{artifact.ARCHIVE_NAME}"
+    missing = f"{ref} holds no {artifact.ARCHIVE_NAME}; was it published by `gitwiki publish`?"
+    size = int(_git(root, "cat-file", "-s", blob, failure=missing).strip() or 0)
+    free = shutil.disk_usage(out.parent).free
+    if size > min(max_bytes, free):
+        raise FetchError(
+            f"{ref}'s {artifact.ARCHIVE_NAME} is {size:,} bytes, over --max-bytes {max_bytes:,} or the {free:,} free; "
+            "raise --max-bytes if you trust it"
         )
+    with out.open("wb") as f:
+        _git(root, "cat-file", "blob", blob, stdout=f, failure=missing)
     return _git(root, "rev-parse", "--verify", f"{local}^{{commit}}", failure=f"{ref} is not a commit").strip()
 
 

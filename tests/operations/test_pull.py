@@ -266,6 +266,28 @@ def test_publish_to_a_ref_then_pull_with_git_auth(origin, cli, tmp_path):
     code, _, err = cli("pull", "--from", "refs/gitwiki/absent", cwd=local.path)
     assert code == 3 and "cannot fetch refs/gitwiki/absent" in err
 
+    # A blob of zeros is a few kB in git: written out whole (3 GB from a 14 MB remote) before any check, it is
+    # now refused by its size
+    blob = (
+        subprocess.run(
+            ["git", "-C", str(bare), "hash-object", "-w", "--stdin"], input=bytes(20 << 20), capture_output=True
+        )
+        .stdout.decode()
+        .strip()
+    )
+    tree = subprocess.run(
+        ["git", "-C", str(bare), "mktree"],
+        input=f"100644 blob {blob}\t{ARCHIVE_NAME}\n",
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    bomb = subprocess.run(
+        ["git", "-C", str(bare), "commit-tree", "-m", "x", tree], capture_output=True, text=True
+    ).stdout.strip()
+    subprocess.run(["git", "-C", str(bare), "update-ref", "refs/gitwiki/index", bomb], check=True)
+    code, _, err = cli("pull", "--max-bytes", str(1 << 20), cwd=local.path)
+    assert code == 6 and "20,971,520 bytes, over --max-bytes 1,048,576" in err
+
 
 def test_pull_from_a_branch_leaves_the_local_branch_alone(origin, cli, tmp_path):
     bare = tmp_path / "remote.git"
