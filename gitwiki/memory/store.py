@@ -539,6 +539,9 @@ def _relink(links: tuple[str, ...], old: str, new: str, renumber: dict[int, int]
 # ---- import ----------------------------------------------------------------------------------------
 
 
+MAX_IMPORT_TOPICS = 1000
+
+
 def import_topics(
     mem: Memory,
     topics: list[object],
@@ -554,6 +557,10 @@ def import_topics(
     names sanitize to one page (`Victim`, `victim`) are merged into it. What the import changed rather than
     refused is said in `notes` (when given): a source outside the repository dropped, a future `modified`
     brought back to the import's time."""
+    if len(topics) > MAX_IMPORT_TOPICS:  # a page write each: 100,000 took hours, and were half written when stopped
+        raise UsageError(
+            f"the import has {len(topics):,} topics; one import takes at most {MAX_IMPORT_TOPICS:,}: split the file"
+        )
     incoming: dict[str, list[Entry]] = {}
     starts: dict[str, TopicPage] = {}  # a new page's head and preamble, from the first topic that has them
     now = datetime.now(UTC)

@@ -209,3 +209,13 @@ def test_a_long_topics_import_shows_progress_on_stderr(repo, cli, tmp_path, monk
     code, out, err = cli("memory", "topics", "import", "--file", str(export), cwd=repo.path)
     assert code == 0 and "3" in out, out
     assert err.splitlines() == [f"gitwiki: writing imported topic pages {n}/3" for n in range(4)], err
+
+
+def test_an_import_of_more_topics_than_one_import_takes_is_refused_whole(mem, repo):
+    """Each topic is a page write: 100,000 took hours, and a stopped import had written some of them."""
+    from gitwiki.memory.store import MAX_IMPORT_TOPICS
+
+    many = {**doc(GOOD), "topics": [{"name": f"t{i}", "entries": [GOOD]} for i in range(MAX_IMPORT_TOPICS + 1)]}
+    with pytest.raises(UsageError, match="one import takes at most 1,000: split the file"):
+        topics_mod.import_memory(mem, many)
+    assert memory_files(repo) == []
