@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitwiki.config import user_cache_dir
 from gitwiki.operations import evaluation
+from gitwiki.pagetext import printable
 
 if TYPE_CHECKING:
     from gitwiki.index.indexer import Progress
@@ -99,8 +100,9 @@ class EvalRun(NamedTuple):
             for o in misses[:SHOWN_MISSES]:
                 rank = f"rank {o.rank}" if o.rank is not None else f"not in top {len(o.ranked)}"
                 got = o.ranked[0] if o.ranked else "nothing"
-                lines.append(f"  {rank:<14} {o.question.text}")
-                lines.append(f"  {'':<14} wants {', '.join(o.question.relevant)}; first was {got}")
+                # the checkout's question file: no terminal escapes on the user's screen, as from a page
+                lines.append(f"  {rank:<14} {printable(' '.join(o.question.text.split()))}")
+                lines.append(f"  {'':<14} wants {printable(', '.join(o.question.relevant))}; first was {got}")
             if len(misses) > SHOWN_MISSES:
                 lines.append(f"  ... and {len(misses) - SHOWN_MISSES} more (--json lists every question)")
         return "\n".join(lines) + "\n"

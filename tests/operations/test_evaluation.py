@@ -304,3 +304,12 @@ def test_a_malformed_beir_corpus_is_one_error(tmp_path, corpus):
     with pytest.raises(UsageError, match="malformed BEIR file") as info:
         evaluation.load_beir(folder)
     assert len(str(info.value)) < 400
+
+
+def test_a_checkouts_question_prints_without_its_terminal_escapes(small_wiki, cli):
+    """The question file comes with the clone: a title-setting OSC or a colour in it reached the user's screen."""
+    hostile = {"question": "\x1b]0;pwned\x07\x1b[31mwho holds the pager\x00 rotation", "relevant": ["wiki/keys.md"]}
+    small_wiki.write(".gitwiki/eval.jsonl", json.dumps(hostile) + "\n")
+    code, out, err = cli("eval", cwd=small_wiki.path)
+    assert code == 0, err
+    assert "who holds the pager rotation" in out and "\x1b" not in out and "\x00" not in out and "\x07" not in out
