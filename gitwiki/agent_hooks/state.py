@@ -59,7 +59,7 @@ class Session:
         answered = {k: t for k, t in self.data["answered"].items() if now - t < DUPLICATE_WINDOW}
         size = -1
         if isinstance(transcript, str) and transcript:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, ValueError):  # ValueError: a NUL or a lone surrogate in the path
                 size = os.stat(transcript).st_size
         digest = f"{hook}:{len(raw)}:{zlib.crc32(raw):08x}:{size}"
         first = digest not in answered

@@ -165,3 +165,13 @@ def test_a_config_change_reaches_the_next_hook(wiki, hook):
 def test_a_cwd_that_is_no_path_is_not_in_a_repository(wiki, hook):
     """A NUL in the event's `cwd` (found by tests/agent_hooks/test_fuzz.py) once raised ValueError past the handler."""
     assert hook("ambient", load("pre_tool_use_read", wiki.path, cwd="src\x00"), wiki.path) == (0, None)
+
+
+@pytest.mark.parametrize("transcript", ["/tmp/a\x00b", "/tmp/\ud800"])
+def test_a_transcript_path_that_is_no_path_still_gets_the_answer(wiki, hook, transcript):
+    """A NUL or a lone surrogate in `transcript_path` was a ValueError: logged, and the prompt answered nothing."""
+    event = load("user_prompt_submit", wiki.path, transcript_path=transcript)
+    code, answer = hook("prompt", event, wiki.path)
+    assert code == 0 and answer is not None and "Rollback" in answer["hookSpecificOutput"]["additionalContext"]
+    log = wiki.path / ".git" / "gitwiki" / "agent-hooks.log"
+    assert not log.exists() or "Traceback" not in log.read_text()
