@@ -354,7 +354,8 @@ def resolve(
     """Where the link `raw` in the page `source` points, as the site's generator resolves it (None: external).
 
     Every generator: relative to the page. mkdocs: `/x.md` from the docs folder (`prefix`). Docusaurus: links
-    without an extension (`./intro` → intro.md or .mdx, a folder → its index) and `/docs/x` site paths. Where
+    without an extension (`./intro` → intro.md or .mdx, a folder → its index), `/docs/x` site paths, and a link
+    without `./` or `../` from the docs folder first. Where
     the generator's reading finds no page, the plain (GitHub) reading is given, so lint names that path. `moved`
     are the Docusaurus docs a front-matter slug or id places elsewhere (`routes`)."""
     target = link_target(source, raw)
@@ -369,6 +370,10 @@ def resolve(
             inside = "" if inside == "docs" else inside.removeprefix("docs/")
         tries.append(posixpath.normpath(prefix + inside).removeprefix("./") if inside else prefix.rstrip("/"))
         bases = tries[:]
+    elif site == "docusaurus" and rest and not rest.startswith(("./", "../")):
+        # Docusaurus reads `api/store.md` from the docs folder first, and only `./x` and `../x` from the page's
+        # (its markdownLinks): redux's docs link so, and every such link was a broken one here
+        tries = bases = [posixpath.normpath(prefix + rest).removeprefix("./"), *tries]
     if site == "docusaurus":
         tries = [
             found

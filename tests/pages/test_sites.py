@@ -128,6 +128,17 @@ def test_docusaurus_links_without_extension_doc_paths_and_site_paths():
         assert target is not None and target.path == want, raw
     plain = sites.resolve("github", "docs/", "docs/intro.mdx", "./guide/setup", pages)
     assert plain is not None and plain.path == "docs/guide/setup"  # GitHub does not add the extension
+    # From a page in a folder: a link without ./ or ../ is read from the docs folder first (redux's docs)
+    for raw, want in [
+        ("guide/setup.md#install", "docs/guide/setup.md"),
+        ("intro", "docs/intro.mdx"),
+        ("setup.md", "docs/guide/setup.md"),  # the page's own folder, where the docs folder has none
+        ("./setup", "docs/guide/setup.md"),
+    ]:
+        target = sites.resolve("docusaurus", "docs/", "docs/guide/index.md", raw, pages)
+        assert target is not None and target.path == want, raw
+    relative = sites.resolve("docusaurus", "docs/", "docs/guide/index.md", "./intro", pages)
+    assert relative is not None and relative.path == "docs/guide/intro"  # ./ is the page's folder only
 
 
 def test_docusaurus_front_matter_slug_and_id_place_a_doc(repo, cli):
