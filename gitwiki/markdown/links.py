@@ -45,6 +45,7 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _HTML_ID = re.compile(r"<[A-Za-z][^>]*?\s(?:id|name)\s*=\s*[\"']([^\"']+)[\"']")
 _HEADING_ATTRS = re.compile(r"\s*\{([^{}]*)\}\s*$")  # a trailing {…} attribute block
 _ATTR_ID = re.compile(r"(?:^|\s)#((?:\\\S|[\w:.-])+)(?=\s|$)")  # `{#\_fn_1}`: a backslash escapes, as in text
+_KEY_ID = re.compile(r"""(?:^|[\s:])id=(?:"([^"\n]+)"|'([^'\n]+)'|([^\s"'}]+))""")
 # github-slugger drops everything but letters, marks, numbers, connector punctuation, hyphens and spaces.
 _NOT_SLUG = re.compile(r"[^\w\- ]")
 _NOT_NEWLINE = re.compile(r"[^\n]")
@@ -131,7 +132,7 @@ def heading_slugs(texts: Iterable[str]) -> list[str]:
     out = []
     for text in texts:
         attrs = _HEADING_ATTRS.search(text)
-        explicit = _ATTR_ID.search(attrs.group(1)) if attrs else None
+        explicit = _explicit_id(attrs.group(1)) if attrs else None
         if explicit and attrs:
             text = text[: attrs.start()]
         base = slug = slugify(text)
@@ -141,8 +142,18 @@ def heading_slugs(texts: Iterable[str]) -> list[str]:
         seen.setdefault(slug, 0)
         out.append(slug)
         if explicit:
-            out.append(_unescaped(explicit.group(1)))
+            out.append(explicit)
     return out
+
+
+def _explicit_id(attrs: str) -> str | None:
+    """The id an attribute list gives: `#id`, or `id="…"` (attr_list's key form, as mkdocs-material writes
+    `{ id="9.7.0" }`)."""
+    if found := _ATTR_ID.search(attrs):
+        return _unescaped(found.group(1))
+    if found := _KEY_ID.search(attrs):
+        return next(g for g in found.groups() if g is not None)
+    return None
 
 
 def _unescaped(name: str) -> str:
@@ -152,9 +163,20 @@ def _unescaped(name: str) -> str:
 def html_anchors(text: str) -> set[str]:
     """Explicit anchors: `id`/`name` attributes of inline HTML (`<a name="setup"></a>`), and the ids of attribute
     lists on other elements (`**locale**{ #mkdocs-locale }`, mkdocs attr_list, kramdown `{: #id}`)."""
-    return set(_HTML_ID.findall(text)) | {_unescaped(name) for name in _ATTR_LIST_ID.findall(masked(text))}
+    plain = masked(text)
+    found = set(_HTML_ID.findall(text)) | {_unescaped(name) for name in _ATTR_LIST_ID.findall(plain)}
+    found |= {_explicit_id(attrs) or "" for attrs in _ATTR_LIST_KEYED.findall(plain)}
+    # A fence's own attributes (pymdownx.superfences: ``` { .sh #example }), on the line masking blanks
+    found |= {_explicit_id(attrs) or "" for attrs in _FENCE_ATTRS.findall(text)}
+    # Python-Markdown's footnotes: the note is #fn:label, the place that cites it #fnref:label
+    for label in _FOOTNOTE.findall(plain):
+        found |= {f"fn:{label}", f"fnref:{label}"}
+    return found - {""}
 
 
+_ATTR_LIST_KEYED = re.compile(r"(?<![{\\])\{(:?[^{}\n]*?\bid=[^{}\n]*)\}")
+_FENCE_ATTRS = re.compile(r"^ {0,3}(?:`{3,}|~{3,})[ \t]*\{([^}\n]*)\}", re.MULTILINE)
+_FOOTNOTE = re.compile(r"^ {0,3}\[\^([^\]\s]+)\]:", re.MULTILINE)
 # What "any anchor" is when a page has content its source does not show: `anchors` then holds it.
 ANY_ANCHOR = "*"
 _ATTR_LIST_ID = re.compile(r"(?<![{\\])\{:?[ \t]*(?:[.\w-]+[ \t]+|[\w-]+=\S+[ \t]+)*#((?:\\\S|[\w:.-])+)[^{}\n]*\}")
