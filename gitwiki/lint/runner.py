@@ -251,7 +251,9 @@ def lint_repo(checkout: Checkout, config: Config, files: list[str] | None = None
     titled = frozenset(
         page
         for corpus in config.corpora
-        if corpus.site == "mkdocs"  # mkdocs renders a nav title as the page's H1; mdBook shows it in the sidebar only
+        # mkdocs renders a nav title as the page's H1; mdBook shows it in the sidebar, and a sub-chapter starts at
+        # `##` on purpose (The Rust Book: 87 pages). gitwiki's search and index blocks take the title from both.
+        if corpus.site in ("mkdocs", "mdbook")
         for page in sites.nav_titles(root, corpus.site, corpus.path)
     )
     if len(targets) > pagefacts.BULK:  # front matter read before, in one query rather than one a page

@@ -313,6 +313,26 @@ def test_only_the_books_own_summary_is_a_table_of_contents(repo, cli):
     }
 
 
+def test_an_mdbook_sub_chapter_titled_by_the_summary_may_start_at_its_first_section(repo, cli):
+    """The Rust Book's sub-chapters start at `##`, titled by SUMMARY.md (as gitwiki's search titles them): 87 GW009
+    warnings there. A page the summary does not title still needs its H1."""
+    toc = "# Summary\n\n- [Intro](intro.md)\n  - [What Is Ownership?](ownership.md)\n"
+    repo.commit(
+        "book",
+        {
+            "book.toml": "[book]\n",
+            "src/SUMMARY.md": toc,
+            "src/intro.md": "# Intro\n\nSee [ownership](ownership.md) and [loose](loose.md).\n",
+            "src/ownership.md": "## What Is Ownership?\n\nRules.\n",
+            "src/loose.md": "## Loose\n\nNot in the summary.\n",
+        },
+    )
+    cli("init", cwd=repo.path)
+    repo.commit("config")
+    _, findings = _lint_codes(cli, repo)
+    assert {(f["path"], f["code"]) for f in findings if f["code"] == "GW009"} == {("src/loose.md", "GW009")}
+
+
 def _titles(cli, repo: GitRepoFixture, query: str) -> dict[str, str]:
     code, out, err = cli("ground", "--json", "--mode", "lexical", "--top-files", "10", query, cwd=repo.path)
     assert code == 0, err
