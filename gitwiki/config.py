@@ -64,7 +64,10 @@ def select(corpus: CorpusConfig, paths: Iterable[str]) -> list[str]:
     per path (docs/research/hooks.md)."""
     prefix, start = corpus.prefix, len(corpus.prefix)
     include, exclude = _globs(corpus.include), _globs(corpus.exclude)
-    return [p for p in paths if p.startswith(prefix) and include(p, start) and not exclude(p, start)]
+    found = [p for p in paths if p.startswith(prefix) and include(p, start) and not exclude(p, start)]
+    if corpus.site == "docusaurus":  # `_x.mdx`, and what is under `_x/`, are partials a page imports, not pages
+        return [p for p in found if "/_" not in "/" + p[start:]]
+    return found
 
 
 @functools.cache

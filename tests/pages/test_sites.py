@@ -333,6 +333,17 @@ def test_an_mdbook_sub_chapter_titled_by_the_summary_may_start_at_its_first_sect
     assert {(f["path"], f["code"]) for f in findings if f["code"] == "GW009"} == {("src/loose.md", "GW009")}
 
 
+def test_a_docusaurus_partial_is_no_page(repo, cli):
+    """Docusaurus leaves `_`-prefixed files (and `_folders/`) out of the docs: MDX partials a page imports. They
+    were GW009 pages, listed in index blocks as `:::caution`, and searched."""
+    from gitwiki import config as config_mod
+
+    docs = config_mod.CorpusConfig("wiki", "docs", include=("**/*.md", "**/*.mdx"), site="docusaurus")
+    paths = ["docs/intro.md", "docs/components/_Warn.mdx", "docs/_shared/note.md", "docs/snake_case.md"]
+    assert config_mod.select(docs, paths) == ["docs/intro.md", "docs/snake_case.md"]
+    assert config_mod.select(docs._replace(site="github"), paths) == paths  # elsewhere they are pages
+
+
 def _titles(cli, repo: GitRepoFixture, query: str) -> dict[str, str]:
     code, out, err = cli("ground", "--json", "--mode", "lexical", "--top-files", "10", query, cwd=repo.path)
     assert code == 0, err
