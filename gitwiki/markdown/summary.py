@@ -12,7 +12,12 @@ from gitwiki.markdown.links import code_flags
 SUMMARY_CHARS = 160
 _ATX_H1 = re.compile(r"^ {0,3}#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _SETEXT_H1 = re.compile(r"^ {0,3}=+[ \t]*$")
-_NOT_PARAGRAPH = re.compile(r"^ {0,3}(?:#|>|<|\||[-*+][ \t]|\d+[.)][ \t]|!\[|---|\*\*\*|___|=+[ \t]*$)|^ {4}|^\t")
+# Also what a docs site's build replaces (an index block would list `::: mkdocs-click` as the page's summary):
+# admonitions (`:::`, `!!!`, `???`), snippets (`--8<--`), mdBook and Jinja `{{…}}`, MDX imports and exports
+_NOT_PARAGRAPH = re.compile(
+    r"^ {0,3}(?:#|>|<|\||[-*+][ \t]|\d+[.)][ \t]|!\[|---|\*\*\*|___|=+[ \t]*$"
+    r"|:::|!!!|\?\?\?|-{1,2}8<|\{\{|(?:import|export)\s)|^ {4}|^\t"
+)
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]*)\](?:\([^)]*\)|\[[^\]]*\])")
 # A heading's attribute list (mkdocs attr_list, kramdown, pandoc): `{: #id .class }`, `{#id}`; not a title's text
@@ -62,6 +67,10 @@ def _link_text(text: str) -> str:
 
 
 def _one_line(text: str) -> str:
+    if "&" in text:  # `Docs with&nbsp;Markdown.`: the entity as the page shows it
+        import html
+
+        text = html.unescape(text)
     text = " ".join(_link_text(text).split())
     if len(text) <= SUMMARY_CHARS:
         return text

@@ -79,3 +79,22 @@ def test_crlf_and_a_custom_yaml_reader():
 )
 def test_a_headings_attribute_list_is_not_part_of_its_title(text, title):
     assert title_and_summary(text)[0] == title
+
+
+@pytest.mark.parametrize(
+    ("text", "summary"),
+    [
+        ("# CLI\n\n::: mkdocs-click\n    :module: x\n\nReal text.\n", "Real text."),  # mkdocs's docs
+        ('# Contributing\n\n--8<-- "CONTRIBUTING.md"\n', None),
+        ("# Home\n\nDocs with&nbsp;Markdown &amp; more.\n", "Docs with Markdown & more."),
+        (
+            '# Store\n\nimport { X } from "../components/X"\n\nThe store holds the state.\n',
+            "The store holds the state.",
+        ),
+        ("# Note\n\n!!! note\n    An admonition.\n\nAfter it.\n", "After it."),
+        ("# Book\n\n{{ mdbook-version }}\n\nThe guide.\n", "The guide."),
+    ],
+)
+def test_what_a_docs_sites_build_replaces_is_not_the_summary(text, summary):
+    """Index blocks listed `::: mkdocs-click`, `--8<-- "CONTRIBUTING.md"` and MDX imports as pages' summaries."""
+    assert title_and_summary(text)[1] == summary
