@@ -44,7 +44,8 @@ SIDEBAR_FILES = ("sidebars.js", "sidebars.ts", "sidebars.mjs", "sidebars.cjs", "
 # Folders no one keeps their documentation in: dependencies, build output, virtual environments.
 _NOT_DOCS = {"node_modules", "site", "build", "_build", "dist", "target", "venv", "vendor", "third_party"}
 # Docusaurus: the docs plugin's `path` inside `docs: { … }` of the preset, when the config says one.
-_DOCUSAURUS_PATH = re.compile(r"\bdocs\s*:\s*\{[^{}]*?\bpath\s*:\s*['\"]([^'\"]+)['\"]", re.DOTALL)
+# The docs plugin's `path`, past one level of braces before it (prettier's `editUrl: ({ docPath }) => …`)
+_DOCUSAURUS_PATH = re.compile(r"\bdocs\s*:\s*\{(?:[^{}]|\{[^{}]*\})*?\bpath\s*:\s*['\"]([^'\"]+)['\"]", re.DOTALL)
 _QUOTED = re.compile(r"['\"]([^'\"\n]+)['\"]")
 _SIDEBAR_ID = re.compile(r"\bid\s*:\s*['\"]([^'\"\n]+)['\"]")
 
@@ -169,12 +170,13 @@ def _generator_choices(root: Path, files: list[str]) -> Iterator[Choice]:
 
 def config_file(root: Path, site: str, corpus_path: str, names: tuple[str, ...] | None = None) -> Path | None:
     """The site's config file (or, given `names`, another of its files) for the corpus at `corpus_path`: in the
-    corpus's parent folders, nearest first, up to the repository root."""
+    corpus's parent folders, nearest first, up to the repository root, and in a `website/` beside each (where a
+    Docusaurus site keeps its config and sidebars, its docs at `../docs`)."""
     if names is None:
         names = {"mkdocs": MKDOCS_FILES, "mdbook": ("book.toml",), "docusaurus": DOCUSAURUS_FILES}.get(site, ())
     folder = posixpath.dirname(corpus_path) if corpus_path else ""
     while True:
-        for name in names:
+        for name in (*names, *(f"website/{n}" for n in names)):
             path = root / folder / name if folder else root / name
             if path.is_file() and not path.is_symlink():
                 return path

@@ -333,6 +333,30 @@ def test_an_mdbook_sub_chapter_titled_by_the_summary_may_start_at_its_first_sect
     assert {(f["path"], f["code"]) for f in findings if f["code"] == "GW009"} == {("src/loose.md", "GW009")}
 
 
+def test_a_docusaurus_site_in_website_with_braces_before_its_docs_path(repo, cli):
+    """prettier's layout: the config and sidebars in website/, docs at ../docs, and `editUrl: ({ docPath }) => …`
+    before `path`. init chose `docs/ (github)`, and the sidebar was never found (no orphan checked)."""
+    config = (
+        "module.exports = { presets: [['classic', { docs: {\n"
+        "  editUrl: ({ docPath }) => `https://github.com/o/r/edit/main/docs/${docPath}`,\n"
+        "  path: '../docs', sidebarPath: require.resolve('./sidebars.js') } }]] };\n"
+    )
+    repo.commit(
+        "site",
+        {
+            "website/docusaurus.config.js": config,
+            "website/sidebars.js": "module.exports = { docs: ['intro'] };\n",
+            "docs/intro.md": "---\ntitle: Intro\n---\nWelcome.\n",
+            "docs/orphan.md": "---\ntitle: Orphan\n---\nNobody lists me.\n",
+        },
+    )
+    code, out, _ = cli("init", cwd=repo.path)
+    assert code == 0 and "corpus folder: docs/ (docusaurus): website/docusaurus.config.js" in out, out
+    repo.commit("config")
+    _, findings = _lint_codes(cli, repo)
+    assert {(f["path"], f["code"]) for f in findings} == {("docs/orphan.md", "GW007")}
+
+
 def test_a_docusaurus_partial_is_no_page(repo, cli):
     """Docusaurus leaves `_`-prefixed files (and `_folders/`) out of the docs: MDX partials a page imports. They
     were GW009 pages, listed in index blocks as `:::caution`, and searched."""
