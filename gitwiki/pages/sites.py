@@ -194,10 +194,11 @@ def nav_pages(root: Path, site: str, corpus_path: str, pages: Iterable[str]) -> 
     pages = {p for p in pages if p.startswith(prefix)}
     if site == "mkdocs":
         path = config_file(root, site, corpus_path)
-        nav = _yaml(read_small(path) or "").get("nav") if path else None
+        data = _yaml(read_small(path) or "") if path else {}
+        nav = data.get("nav")
         if nav is None:
             return pages
-        listed: set[str] = set()
+        listed = {p for folder in _blog_posts(data.get("plugins")) for p in pages if p.startswith(prefix + folder)}
         for _title, entry in _nav_entries(nav):
             target = link_target(prefix + "index.md", entry)
             if target is None or target.path is None:
@@ -216,6 +217,24 @@ def nav_pages(root: Path, site: str, corpus_path: str, pages: Iterable[str]) -> 
         ids = set(_SIDEBAR_ID.findall(text)) | set(_QUOTED.findall(text))
         return {p for p in pages if _doc_id(p, prefix, _front_matter_id(root / p)) in ids}
     return set()
+
+
+def _blog_posts(plugins: object) -> list[str]:
+    """The folders whose pages mkdocs-material's blog plugin publishes without a nav entry (`<blog_dir>/posts/`,
+    `blog/` by default), relative to the docs folder."""
+    entries = plugins if isinstance(plugins, list) else [plugins] if isinstance(plugins, dict) else []
+    out = []
+    for entry in entries:
+        if isinstance(entry, str):
+            name, options = entry, {}
+        elif isinstance(entry, dict) and entry:
+            name, options = next(iter(entry.items()))
+        else:
+            continue
+        if str(name).removeprefix("material/") == "blog":
+            folder = options.get("blog_dir", "blog") if isinstance(options, dict) else "blog"
+            out.append(f"{str(folder).strip('/') + '/' if str(folder).strip('/.') else ''}posts/")
+    return out
 
 
 def _nav_entries(nav: object, title: str | None = None, depth: int = 0) -> Iterator[tuple[str | None, str]]:

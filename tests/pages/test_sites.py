@@ -357,6 +357,25 @@ def test_a_docusaurus_site_in_website_with_braces_before_its_docs_path(repo, cli
     assert {(f["path"], f["code"]) for f in findings} == {("docs/orphan.md", "GW007")}
 
 
+@pytest.mark.parametrize("plugins", ["[blog]", "[search, material/blog]", "\n  - blog:\n      blog_dir: blog"])
+def test_mkdocs_material_blog_posts_are_published_without_a_nav_entry(repo, cli, plugins):
+    """mkdocs-material's own docs: six GW007 orphans, each a post its blog plugin publishes."""
+    repo.commit(
+        "site",
+        {
+            "mkdocs.yml": f"site_name: X\nnav:\n  - index.md\n  - blog/index.md\nplugins: {plugins}\n",
+            "docs/index.md": "# Home\n",
+            "docs/blog/index.md": "# Blog\n",
+            "docs/blog/posts/first.md": "# First\n",
+            "docs/loose.md": "# Loose\n",
+        },
+    )
+    cli("init", cwd=repo.path)
+    repo.commit("config")
+    _, findings = _lint_codes(cli, repo)
+    assert {(f["path"], f["code"]) for f in findings if f["code"] == "GW007"} == {("docs/loose.md", "GW007")}
+
+
 def test_a_docusaurus_partial_is_no_page(repo, cli):
     """Docusaurus leaves `_`-prefixed files (and `_folders/`) out of the docs: MDX partials a page imports. They
     were GW009 pages, listed in index blocks as `:::caution`, and searched."""
