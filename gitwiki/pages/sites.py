@@ -225,8 +225,9 @@ def _blog_posts(plugins: object) -> list[str]:
     entries = plugins if isinstance(plugins, list) else [plugins] if isinstance(plugins, dict) else []
     out = []
     for entry in entries:
+        options: object = {}
         if isinstance(entry, str):
-            name, options = entry, {}
+            name = entry
         elif isinstance(entry, dict) and entry:
             name, options = next(iter(entry.items()))
         else:

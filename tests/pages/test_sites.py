@@ -34,6 +34,16 @@ def _site_repo(repo: GitRepoFixture, name: str) -> GitRepoFixture:
     return repo
 
 
+def _site_findings(cli, repo: GitRepoFixture, files: dict[str, str], code: str | None = None) -> set[tuple[str, str]]:
+    """The site committed, `gitwiki init` run and its config committed: lint's (path, code) pairs, of `code` only
+    when given."""
+    repo.commit("site", files)
+    cli("init", cwd=repo.path)
+    repo.commit("config")
+    _, findings = _lint_codes(cli, repo)
+    return {(f["path"], f["code"]) for f in findings if code is None or f["code"] == code}
+
+
 def _lint_codes(cli, repo: GitRepoFixture) -> tuple[Counter[str], list[dict[str, object]]]:
     _, out, _ = cli("lint", "--format", "json", cwd=repo.path)
     data = json.loads(out)
@@ -317,20 +327,14 @@ def test_an_mdbook_sub_chapter_titled_by_the_summary_may_start_at_its_first_sect
     """The Rust Book's sub-chapters start at `##`, titled by SUMMARY.md (as gitwiki's search titles them): 87 GW009
     warnings there. A page the summary does not title still needs its H1."""
     toc = "# Summary\n\n- [Intro](intro.md)\n  - [What Is Ownership?](ownership.md)\n"
-    repo.commit(
-        "book",
-        {
-            "book.toml": "[book]\n",
-            "src/SUMMARY.md": toc,
-            "src/intro.md": "# Intro\n\nSee [ownership](ownership.md) and [loose](loose.md).\n",
-            "src/ownership.md": "## What Is Ownership?\n\nRules.\n",
-            "src/loose.md": "## Loose\n\nNot in the summary.\n",
-        },
-    )
-    cli("init", cwd=repo.path)
-    repo.commit("config")
-    _, findings = _lint_codes(cli, repo)
-    assert {(f["path"], f["code"]) for f in findings if f["code"] == "GW009"} == {("src/loose.md", "GW009")}
+    book = {
+        "book.toml": "[book]\n",
+        "src/SUMMARY.md": toc,
+        "src/intro.md": "# Intro\n\nSee [ownership](ownership.md) and [loose](loose.md).\n",
+        "src/ownership.md": "## What Is Ownership?\n\nRules.\n",
+        "src/loose.md": "## Loose\n\nNot in the summary.\n",
+    }
+    assert _site_findings(cli, repo, book, "GW009") == {("src/loose.md", "GW009")}
 
 
 def test_a_docusaurus_site_in_website_with_braces_before_its_docs_path(repo, cli):
@@ -360,20 +364,14 @@ def test_a_docusaurus_site_in_website_with_braces_before_its_docs_path(repo, cli
 @pytest.mark.parametrize("plugins", ["[blog]", "[search, material/blog]", "\n  - blog:\n      blog_dir: blog"])
 def test_mkdocs_material_blog_posts_are_published_without_a_nav_entry(repo, cli, plugins):
     """mkdocs-material's own docs: six GW007 orphans, each a post its blog plugin publishes."""
-    repo.commit(
-        "site",
-        {
-            "mkdocs.yml": f"site_name: X\nnav:\n  - index.md\n  - blog/index.md\nplugins: {plugins}\n",
-            "docs/index.md": "# Home\n",
-            "docs/blog/index.md": "# Blog\n",
-            "docs/blog/posts/first.md": "# First\n",
-            "docs/loose.md": "# Loose\n",
-        },
-    )
-    cli("init", cwd=repo.path)
-    repo.commit("config")
-    _, findings = _lint_codes(cli, repo)
-    assert {(f["path"], f["code"]) for f in findings if f["code"] == "GW007"} == {("docs/loose.md", "GW007")}
+    site = {
+        "mkdocs.yml": f"site_name: X\nnav:\n  - index.md\n  - blog/index.md\nplugins: {plugins}\n",
+        "docs/index.md": "# Home\n",
+        "docs/blog/index.md": "# Blog\n",
+        "docs/blog/posts/first.md": "# First\n",
+        "docs/loose.md": "# Loose\n",
+    }
+    assert _site_findings(cli, repo, site, "GW007") == {("docs/loose.md", "GW007")}
 
 
 def test_a_docusaurus_partial_is_no_page(repo, cli):
