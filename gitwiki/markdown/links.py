@@ -175,7 +175,7 @@ def html_anchors(text: str) -> set[str]:
 
 
 _ATTR_LIST_KEYED = re.compile(r"(?<![{\\])\{(:?[^{}\n]*?\bid=[^{}\n]*)\}")
-_FENCE_ATTRS = re.compile(r"^ {0,3}(?:`{3,}|~{3,})[ \t]*\{([^}\n]*)\}", re.MULTILINE)
+_FENCE_ATTRS = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*\{([^}\n]*)\}", re.MULTILINE)  # in an admonition too
 _FOOTNOTE = re.compile(r"^ {0,3}\[\^([^\]\s]+)\]:", re.MULTILINE)
 # What "any anchor" is when a page has content its source does not show: `anchors` then holds it.
 ANY_ANCHOR = "*"

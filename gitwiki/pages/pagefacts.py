@@ -31,7 +31,7 @@ CACHE_NAME = "pagefacts.sqlite"
 LEGACY_NAME = "pagefacts.json"  # the one-file cache before it; removed when the SQLite file is created
 # Bump when an extraction below or the rendering of index blocks changes its output: the file's tables
 # are then dropped and refilled.
-VERSION = 5
+VERSION = 6  # 6: titles without attribute lists, summaries without build directives, more anchors
 
 
 def decode(data: bytes) -> str:

@@ -60,7 +60,7 @@ def test_python_markdowns_footnote_keyed_and_fence_ids_are_anchors():
     """mkdocs-material's own docs link all of these; each was a GW006 error (a broken anchor)."""
     text = (
         'Text.[^1]\n\n## Release 9.7.0 { id="9.7.0" }\n\n## Nav { id=nav-path }\n\n'
-        '``` { .sh .no-copy #example }\necho\n```\n\n`{ id="not-in-code" }`\n\n[^1]: A note.\n'
+        '??? example\n\n    ``` { .sh .no-copy #example }\n    echo\n    ```\n\n`{ id="not-in-code" }`\n\n[^1]: A note.\n'
     )
     found = html_anchors(text) | set(heading_slugs(['Release 9.7.0 { id="9.7.0" }', "Nav { id=nav-path }"]))
     assert {"fn:1", "fnref:1", "9.7.0", "nav-path", "example"} <= found and "not-in-code" not in found
