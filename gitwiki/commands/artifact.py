@@ -70,7 +70,7 @@ def pack_command(args: argparse.Namespace) -> int:
     wiki = Wiki.open(args.chdir)
     wiki.index(args.corpus, lexical=args.lexical)
     if not args.lexical:
-        _refuse_missing_vectors(wiki)
+        _refuse_missing_vectors(wiki, args.corpus)
     out = path_arg(args, args.out) if args.out else wiki.index_dir / ARCHIVE_NAME
     manifest = pack(wiki.index_dir, out)
     if args.json:
@@ -80,14 +80,16 @@ def pack_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse_missing_vectors(wiki: Wiki) -> None:
+def _refuse_missing_vectors(wiki: Wiki, corpus: str | None = None) -> None:
     """Every consumer of a published index searches what it holds: a lexical-only one where the config names a
-    model would make every clone lexical without a word (the model failed on the packing machine, not theirs)."""
+    model would make every clone lexical without a word (the model failed on the packing machine, not theirs).
+    With `corpus`, that one is what was indexed and packed (the action's `corpus:` input): the others were not."""
     from gitwiki.errors import EmbeddingUnavailable
     from gitwiki.index.embed import model_fix, unavailable
 
     model = wiki.wanted_model()
-    missing = [c.name for c in wiki.config.corpora if model and not wiki.is_fresh(c, vectors=True)]
+    packed = [wiki.corpus(corpus)] if corpus else wiki.config.corpora
+    missing = [c.name for c in packed if model and not wiki.is_fresh(c, vectors=True)]
     if missing:
         why = unavailable(wiki.config.embeddings, wiki.index_dir) or "the model did not load"
         raise EmbeddingUnavailable(

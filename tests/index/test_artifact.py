@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from gitwiki.errors import StoreError
 from gitwiki.index.artifact import ARCHIVE_NAME, MANIFEST_NAME, pack, verify
 from gitwiki.index.store import DB_NAME
+from tests.helpers import needs_model
 from tests.index.archives import doctored, manifest_bytes, read_archive, regular, write_archive
 
 LEXICAL = "[embeddings]\nenabled = false\n"
@@ -550,3 +551,16 @@ def test_pack_on_a_full_disk_is_one_error_and_leaves_no_partial_archive(wiki_rep
     with pytest.raises(StoreError, match="its disk is full; free space and retry"):
         pack(wiki_repo.path / ".git" / "gitwiki", out)
     assert not list(out.parent.iterdir())
+
+
+@needs_model
+def test_pack_of_one_corpus_asks_vectors_of_that_corpus_only(repo, cli, tmp_path):
+    """The action's `corpus:` input indexes one corpus and packs it: the other, never indexed, was "missing its
+    vectors" (exit 5, blaming a model that had loaded)."""
+    two = '[[corpus]]\nname = "wiki"\npath = "wiki"\n[[corpus]]\nname = "notes"\npath = "notes"\n'
+    repo.commit("two", {".gitwiki.toml": two, "wiki/a.md": "# A\n\nalpha\n", "notes/n.md": "# N\n\nbeta\n"})
+    code, out, err = cli(
+        "artifact", "pack", "--corpus", "notes", "--json", "--out", str(tmp_path / "n.tgz"), cwd=repo.path
+    )
+    assert code == 0, err
+    assert [c["name"] for c in json.loads(out)["manifest"]["corpora"]] == ["notes"]
