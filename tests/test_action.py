@@ -262,6 +262,7 @@ def test_lint_findings_reach_the_summary_and_can_fail_the_job(workspace, tmp_pat
     runner.run()
     assert runner.steps["lint"]["outcome"] == "failure"
     assert runner.steps["pack"]["outcome"] == "skipped" and runner.steps["Job summary"]["outcome"] == "skipped"
+    assert "## gitwiki lint found errors" in runner.summary and "missing.md" in runner.summary  # not empty
 
 
 def test_eval_input_reports_in_the_summary_and_gates_the_job(workspace, tmp_path):
@@ -283,8 +284,15 @@ def test_eval_input_reports_in_the_summary_and_gates_the_job(workspace, tmp_path
     runner = Runner(tmp_path / "gate", workspace.path, inputs, event="pull_request")
     runner.run()
     assert runner.steps["eval"]["outcome"] == "failure" and "below --min-mrr 0.9" in runner.steps["eval"]["log"]
+    assert "not first" in runner.steps["eval"]["log"]  # the misses the error points at are in the log
     assert runner.steps["Job summary"]["outcome"] == "success"
     assert "MRR@10 0.750 — **below** the minimum MRR@10 0.9" in runner.summary
+
+    # On a push, an index under the gate is not published: the eval runs first
+    runner = Runner(tmp_path / "gated-push", workspace.path, {**inputs, "publish": "ref"}, event="push")
+    runner.run()
+    assert runner.steps["eval"]["outcome"] == "failure"
+    assert runner.steps["Publish to refs/gitwiki/index"]["outcome"] == "skipped"
 
     runner = Runner(tmp_path / "off", workspace.path, {"publish": "none"}, event="pull_request")
     runner.run()
