@@ -42,12 +42,17 @@ def _index(wiki: Wiki, args: argparse.Namespace) -> int:
     from gitwiki.commands.options import progress_bar
     from gitwiki.index.indexer import truncation
 
+    caught_up = {}
     if wiki.has_no_index_to_start_from():
         from gitwiki.operations.pull import install_published
 
-        install_published(wiki, lexical=args.lexical)
+        pulled = install_published(wiki, lexical=args.lexical)
+        caught_up = {r.corpus: r for r in pulled.reports} if pulled else {}
     with progress_bar(enabled=not args.quiet and not args.json, terminal=sys.stderr.isatty()) as progress:
         reports = wiki.index(args.corpus, progress=progress, lexical=args.lexical, rebuild=args.rebuild)
+    # The pages changed since the published index were caught up by the install: this run's work, which the
+    # action's job summary reports (it said 0 changed pages where 2 had changed)
+    reports = [caught_up[r.corpus] if r.up_to_date and r.corpus in caught_up else r for r in reports]
     if args.json:
         print(json.dumps([r.to_json() for r in reports], indent=2))
     elif not args.quiet:
