@@ -342,7 +342,11 @@ class LanceReader:
     newer export when there is one."""
 
     def __init__(self, uri: str):
-        table = _open(connect(uri))
+        # A local folder that is not there is a typo, not a table to wait for: lancedb.connect would make it
+        if "://" not in uri and not Path(uri).expanduser().is_dir():
+            table = None
+        else:
+            table = _open(connect(uri))
         if table is None:
             raise NotFoundError(
                 f"no gitwiki table at {uri}; run `gitwiki lance export` (or the Action with publish: s3)"

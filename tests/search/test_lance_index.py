@@ -378,3 +378,12 @@ def test_serve_answers_from_the_shared_index_and_follows_exports(wiki, cli, tmp_
         assert found.structured_content["commit"] == repo.git("rev-parse", "HEAD").strip()
 
     anyio.run(main)
+
+
+def test_a_reader_of_a_local_folder_that_is_not_there_makes_none(tmp_path):
+    """`ground --uri` with a typo'd path said "no gitwiki table" and left the folders behind (lancedb.connect)."""
+    from gitwiki.errors import NotFoundError
+
+    with pytest.raises(NotFoundError, match="no gitwiki table"):
+        LanceReader(str(tmp_path / "nx" / "deeper" / "x"))
+    assert not (tmp_path / "nx").exists()
