@@ -231,7 +231,7 @@ def test_pull_request_builds_and_verifies_but_does_not_publish(workspace, tmp_pa
         assert Path(outputs["artifact-path"]).is_file()
         assert "actions/upload-artifact@v5" not in dict(runner.used)
         assert "gh release" not in runner.call_log
-        assert "Not published (pull requests build and verify only)" in runner.summary
+        assert "Not published: a pull request's run builds and verifies the index only" in runner.summary
     missing = subprocess.run(["git", "-C", str(workspace.bare), "rev-parse", "--verify", "-q", "refs/gitwiki/index"])
     assert missing.returncode != 0
 
