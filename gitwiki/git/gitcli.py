@@ -30,14 +30,14 @@ _PATH_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "G
 class GitRun(NamedTuple):
     ok: bool
     data: bytes  # stdout (b"" when it was sent to a file)
-    error: str  # the last line git wrote to stderr, or its exit status
+    error: str  # git's first fatal or error line on stderr (else its last line), or its exit status
 
     @property
     def out(self) -> str:
         return self.data.decode()
 
     def checked(self, failure: str, hint: str, error: type[GitwikiError] = GitwikiError) -> GitRun:
-        """This run if git succeeded, else `error("<failure> (<git's last stderr line>); <hint>")`: the one
+        """This run if git succeeded, else `error("<failure> (<git's complaint>); <hint>")`: the one
         way a failed git command becomes a gitwiki error, each caller saying what failed and what to do."""
         if not self.ok:
             raise error(f"{failure} ({self.error}); {hint}")
@@ -100,10 +100,12 @@ def _start(
 def _finish(proc: subprocess.Popen[bytes], stdin: bytes | None = None) -> GitRun:
     out, err = proc.communicate(stdin)
     lines = err.decode(errors="replace").strip().splitlines()
+    # git's own first complaint: its advice comes after ("…and the repository exists." was all a user was told)
+    said = next((line.partition(": ")[2] for line in lines if line.startswith(("fatal: ", "error: "))), None)
     return GitRun(
         proc.returncode == 0,
         out if isinstance(out, bytes) else b"",
-        lines[-1] if lines else f"git exit {proc.returncode}",
+        said or (lines[-1] if lines else f"git exit {proc.returncode}"),
     )
 
 

@@ -232,3 +232,12 @@ def test_every_command_works_on_an_unborn_head(tmp_path, cli, setup):
     assert code == 0 and [d["path"] for d in json.loads(out)["docs"]] == ["wiki/first.md"], err
     code, out, err = cli("lint", cwd=checkout)
     assert code == 0, out + err
+
+
+def test_a_failed_git_says_its_first_complaint_not_its_advice(repo):
+    """`fetch nosuch` ends its stderr with advice ("…and the repository exists."), which was all a user read."""
+    from gitwiki.git.gitcli import run_git
+
+    repo.commit(files={"a.md": "# A\n"})
+    run = run_git(repo.path, "fetch", "nosuch")
+    assert not run.ok and run.error == "'nosuch' does not appear to be a git repository"
