@@ -52,7 +52,8 @@ def message(line: bytes) -> dict[str, object] | None:
         text = line.decode("utf-8")
         start = len(text) - len(text.lstrip(wire.WHITESPACE))
         value, _ = wire.scan(text, start)
-    except (UnicodeDecodeError, StopIteration, ValueError, RecursionError):
+    except (UnicodeDecodeError, StopIteration, ValueError, RecursionError, SystemError):
+        # SystemError: the C scanner's error class lives in the json package, which this process never imports
         return None
     return value if isinstance(value, dict) else None
 

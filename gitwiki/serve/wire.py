@@ -46,6 +46,13 @@ def loads(text: str) -> object:
         value, end = scan(text, start)
     except StopIteration:
         raise ValueError("no JSON value") from None
+    except SystemError:
+        # The C scanner raises json.decoder's JSONDecodeError, found only when the json package is imported; without
+        # it `{x` was a SystemError, which ended a relay and lost the session's initialize. json says what is wrong.
+        import json
+
+        json.loads(text)
+        raise ValueError("not JSON") from None
     if text[end:].strip(WHITESPACE):
         raise ValueError("extra data after the JSON value")
     return value

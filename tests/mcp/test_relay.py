@@ -258,3 +258,16 @@ def test_the_state_a_relay_hands_over_reads_back_whole(opening, pending, held, a
     assert (handed.opening, handed.held, handed.answers, handed.sock) == (opening, held, answers, 7)
     assert [line for line, _ in handed.pending] == pending
     assert all(i <= age < i + 60 for i, (_, age) in enumerate(handed.pending))
+
+
+def test_a_broken_line_in_the_relays_own_process_is_left_to_the_owner():
+    """The relay's interpreter never imports json: `{not json` was a SystemError that ended the relay, and a
+    session sending it with its initialize got no answer at all. It goes to the owner, which answers -32700."""
+    from tests.helpers import python_prints
+
+    code = (
+        "import sys\n"
+        "from gitwiki.mcp import relay\n"
+        "print('json' in sys.modules, relay.message(b'{not json'), relay.message(b'{\"id\": 3}'))\n"
+    )
+    assert python_prints(code) == ["False", "None", "{'id':", "3}"]

@@ -37,3 +37,21 @@ def test_loads_reads_what_json_loads_reads_and_refuses_what_it_refuses(text):
 def test_what_json_cannot_write_is_refused_as_json_refuses_it():
     with pytest.raises(TypeError, match="not JSON serializable"):
         wire.dumps({"a": object()})
+
+
+def test_a_broken_line_is_a_value_error_in_a_process_without_the_json_package():
+    """The relay's process does not import json: the C scanner's own error class was then missing, `{not json`
+    a SystemError that ended the relay, and the session's initialize was never answered."""
+    from tests.helpers import python_prints
+
+    code = (
+        "import sys\n"
+        "from gitwiki.serve import wire\n"
+        "print('json' in sys.modules)\n"
+        "for line in ('{not json', '{\"id\": 1', '[1,]'):\n"
+        "    try:\n"
+        "        wire.loads(line)\n"
+        "    except ValueError as e:\n"
+        "        print(type(e).__name__)\n"
+    )
+    assert python_prints(code) == ["False", "JSONDecodeError", "JSONDecodeError", "ValueError"]
