@@ -249,6 +249,16 @@ def index_lock(root: str | os.PathLike[str], wait: float) -> Iterator[HeldIndex 
         held.lock.unlink(missing_ok=True)
 
 
+def drop_orphaned_index_lock(root: str | os.PathLike[str]) -> bool:
+    """Remove git's index.lock when gitwiki took it and its process is gone (a kill -9 mid-commit): the user's own
+    `git add` failed on it until gitwiki's next write. Whether one was removed."""
+    lock = Path(root, run_git(root, "rev-parse", "--git-path", "index").out.strip() + ".lock")
+    if not _orphaned(lock):
+        return False
+    lock.unlink(missing_ok=True)
+    return True
+
+
 def _orphaned(lock: Path) -> bool:
     """A lock gitwiki took whose process is gone: a kill -9 mid-commit leaves one (7 of 24 committing
     serve kills did), and git would refuse to run until it was removed by hand."""

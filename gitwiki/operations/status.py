@@ -107,6 +107,9 @@ class Status(NamedTuple):
 
 def status(wiki: Wiki, check: bool = False) -> Status:
     """Everything `gitwiki status` shows; `check` reads every row of the index and of each synced repository's."""
+    from gitwiki.git.gitcli import drop_orphaned_index_lock
+
+    drop_orphaned_index_lock(wiki.root)  # a gitwiki killed mid-commit left git's index.lock: the user's git is free
     rows = wiki.status()
     repositories = [r.status() for r in wiki.repositories]
     damage = (wiki.store.check(full=True) or "ok") if check else None

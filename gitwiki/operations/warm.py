@@ -27,6 +27,9 @@ def warm_up(wiki: Wiki, lock: threading.Lock) -> None:
     the corpora. `lock` is the one the process's calls hold, as they share the index connection; the model
     loads outside it, so calls that need no model are answered meanwhile."""
     started = time.perf_counter()
+    from gitwiki.git.gitcli import drop_orphaned_index_lock
+
+    drop_orphaned_index_lock(wiki.root)  # an owner killed mid-commit: the next one frees the user's git at once
     with lock:
         if wiki.has_no_index_to_start_from():
             from gitwiki.operations.pull import install_published  # http and archives: a clone without an index

@@ -1,6 +1,7 @@
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -241,3 +242,22 @@ def test_a_failed_git_says_its_first_complaint_not_its_advice(repo):
     repo.commit(files={"a.md": "# A\n"})
     run = run_git(repo.path, "fetch", "nosuch")
     assert not run.ok and run.error == "'nosuch' does not appear to be a git repository"
+
+
+def test_an_index_lock_a_killed_gitwiki_left_is_freed_by_the_next_status(repo, cli):
+    """A kill -9 mid-commit left git's index.lock (`gitwiki pid N`, N gone): the user's `git add` failed until
+    gitwiki's next write, and `status --check` said nothing. A lock another git holds stays."""
+    from gitwiki.git.gitcli import LOCK_MARK
+
+    repo.commit(files={".gitwiki.toml": "[embeddings]\nenabled = false\n", "a.md": "# A\n"})
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    lock = repo.path / ".git" / "index.lock"
+    lock.write_text(f"{LOCK_MARK}{dead.stdout.strip()}\n")
+    assert cli("status", cwd=repo.path)[0] == 0
+    assert not lock.exists()
+    repo.write("b.md", "# B\n")
+    repo.git("add", "b.md")  # the user's git works again
+    lock.write_text("")  # a lock of git's own (or another gitwiki's alive) is not ours to take
+    cli("status", cwd=repo.path)
+    assert lock.exists()
+    lock.unlink()
