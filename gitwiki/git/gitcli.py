@@ -324,6 +324,7 @@ class IndexListing(NamedTuple):
 
     same: dict[str, str]  # path → blob id of each regular file whose worktree file git finds equal to its entry
     others: list[str]  # paths to look at on disk: changed (deleted too), unmerged or assume-unchanged, untracked
+    untracked: frozenset[str] = frozenset()  # those of `others` git's index has no entry for
 
 
 def index_listing(root: str | os.PathLike[str], folder: str) -> IndexListing:
@@ -353,7 +354,7 @@ def index_listing(root: str | os.PathLike[str], folder: str) -> IndexListing:
             same[path] = blob
     for path in others:
         same.pop(path, None)
-    return IndexListing(same, sorted(others))
+    return IndexListing(same, sorted(others), frozenset(untracked))
 
 
 def changed_files(root: str | os.PathLike[str], folder: str) -> list[str]:

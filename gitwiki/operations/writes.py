@@ -59,7 +59,7 @@ def add_page(
         created = write_page(ref, content, overwrite=overwrite, max_bytes=wiki.config.mcp.max_page_bytes)
         try:
             same = previous is not None and _listed_the_same(wiki, c, ref, previous, content)
-            index_files = [] if same else _refresh_ancestors(wiki, c, ref, scaffold=scaffold)
+            index_files = [] if same else _refresh_ancestors(wiki, c, ref, scaffold=scaffold, commit=commit)
             made = _commit(wiki, "add_markdown", ref, index_files) if commit else None
         except GitwikiError:
             _undo(wiki, c, ref, None if created else previous)
@@ -90,7 +90,7 @@ def delete_page(wiki: Wiki, corpus: str | None, path: str, *, commit: bool = Fal
         previous = _old_bytes(ref)
         remove_page(ref)
         try:
-            index_files = _refresh_ancestors(wiki, c, ref, scaffold=False)
+            index_files = _refresh_ancestors(wiki, c, ref, scaffold=False, commit=commit)
             made = _commit(wiki, "delete_markdown", ref, index_files) if commit else None
         except GitwikiError:
             _undo(wiki, c, ref, previous)
@@ -155,10 +155,15 @@ def _listed_the_same(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, previous: b
     return old == facts.get("info", blob_id(content.encode("utf-8")), lambda: content)
 
 
-def _refresh_ancestors(wiki: Wiki, corpus: CorpusConfig, ref: PageRef, scaffold: bool) -> list[str]:
+def _refresh_ancestors(
+    wiki: Wiki, corpus: CorpusConfig, ref: PageRef, scaffold: bool, commit: bool = False
+) -> list[str]:
+    """The index files above the page, refreshed. For a commit they list no page git does not track but this one:
+    the block is committed, and a page a killed write left on disk is in no commit (HEAD's index.md linked it)."""
     facts = _facts(wiki.index_dir)
+    untracked = frozenset({ref.repo_path}) if commit else None
     result = index_blocks.refresh(
-        wiki.root, wiki.config, [ref.repo_path], corpora=[corpus], facts=facts, scaffold=scaffold
+        wiki.root, wiki.config, [ref.repo_path], corpora=[corpus], facts=facts, scaffold=scaffold, untracked=untracked
     )
     facts.save()
     if result.errors:  # a malformed index above the page: say which, as the index-blocks hook would

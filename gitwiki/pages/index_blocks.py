@@ -233,17 +233,19 @@ def refresh(
     facts: FactsCache | None = None,
     check: bool = False,
     scaffold: bool = False,
+    untracked: frozenset[str] | None = None,
 ) -> Refresh:
     """Regenerate the blocks of the index files above `pages` (repo-relative; None: every index file) in
     `corpora` (default: all). With `scaffold`, a corpus's missing front index is created (a title and empty
     markers) first. Files without markers are left alone; a malformed one is reported and left unchanged
-    while the others are still refreshed. What the `index-blocks` hook and every page write run."""
+    while the others are still refreshed. `untracked`: the pages git does not track that are listed (None: all;
+    `WorktreeCorpus`). What the `index-blocks` hook and every page write run."""
     facts = facts if facts is not None else FactsCache()
     wanted_pages = None if pages is None else list(pages)
     changed: list[str] = []
     errors: list[GitwikiError] = []
     for corpus in config.corpora if corpora is None else corpora:
-        listing = WorktreeCorpus(Path(root), corpus, config, facts)
+        listing = WorktreeCorpus(Path(root), corpus, config, facts, untracked)
         if wanted_pages is None:
             targets = listing.index_files()
         else:

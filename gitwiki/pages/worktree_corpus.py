@@ -33,7 +33,16 @@ class WorktreeCorpus:
     """The pages of one corpus on disk (git-ignored files, symlinks, hard-linked files and dot-folders left
     out), with their blob ids and page info from `facts` (by default a cache that lives as long as this object)."""
 
-    def __init__(self, root: Path, corpus: CorpusConfig, config: Config, facts: FactsCache | None = None):
+    def __init__(
+        self,
+        root: Path,
+        corpus: CorpusConfig,
+        config: Config,
+        facts: FactsCache | None = None,
+        untracked: frozenset[str] | None = None,
+    ):
+        """`untracked`: the pages git does not track that are listed (None: all of them). A committing write lists
+        only its own, so the index block it commits names no page HEAD lacks (one a crash left on disk)."""
         self.root = root
         self.corpus = corpus
         self.config = config
@@ -42,7 +51,10 @@ class WorktreeCorpus:
         # Pages git's index has as they are on disk, with their blob ids; the others by their `lstat`.
         listed = gitcli.index_listing(self._top, corpus.path)
         self._blobs: dict[str, str] = {p: listed.same[p] for p in _pages(corpus, listed.same)}
-        self._stats = _stats(self._top, _pages(corpus, listed.others))
+        others = listed.others
+        if untracked is not None:
+            others = [p for p in others if p not in listed.untracked or p in untracked]
+        self._stats = _stats(self._top, _pages(corpus, others))
         self._stats_read = False
         self.pages = sorted([*self._blobs, *self._stats])
         self._info: dict[str, PageInfo | None] = {}

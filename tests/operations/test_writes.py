@@ -361,3 +361,21 @@ def test_over_mcp_a_refused_add_markdown_is_invalid_params_and_leaves_nothing(re
     assert error.error.code == -32602 and "is a symlink" in error.error.message
     assert repo.git("status", "--porcelain", "--untracked-files=all") == "?? wiki/guides/index.md\n"
     assert repo.git("rev-parse", "HEAD") == head
+
+
+def test_a_committed_index_block_lists_no_page_git_does_not_track_but_the_written_one(repo):
+    """A write killed in commit mode left its page on disk, untracked; the next committing write rendered the
+    block from the files there and committed it: HEAD's index.md linked a page HEAD does not have."""
+    from gitwiki.markdown.index_block import END_MARKER, START_MARKER
+
+    front = f"# Wiki\n\n{START_MARKER}\n{END_MARKER}\n"
+    repo.commit("init", {".gitwiki.toml": LEXICAL, "wiki/index.md": front, "wiki/a.md": "# A\n"})
+    repo.write("wiki/ghost.md", "# Ghost\n\nLeft by a killed write.\n")
+    wiki = Wiki.open(repo.path)
+    report = writes.add_page(wiki, None, "new.md", "# New\n\nCommitted.\n", commit=True)
+    assert report.commit is not None and report.index_files == ["wiki/index.md"]
+    committed = repo.git("show", "HEAD:wiki/index.md")
+    assert "new.md" in committed and "a.md" in committed and "ghost.md" not in committed
+    assert repo.git("status", "--porcelain").strip() == "?? wiki/ghost.md"
+    writes.add_page(wiki, None, "other.md", "# Other\n", commit=False)  # not committing: the worktree's pages
+    assert "ghost.md" in (repo.path / "wiki/index.md").read_text()

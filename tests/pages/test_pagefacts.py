@@ -264,7 +264,8 @@ def test_git_cli_listings_skip_symlinks_submodules_and_ignored_files(repo):
     repo.write("b.md", "# B\n")
     listing = gitcli.index_listing(repo.path, "")
     # the submodule, not checked out, differs from its entry: a page listing looks at it on disk
-    assert listing == gitcli.IndexListing({".gitignore": listing.same[".gitignore"], "a.md": blob}, ["b.md", "mod"])
+    same = {".gitignore": listing.same[".gitignore"], "a.md": blob}
+    assert listing == gitcli.IndexListing(same, ["b.md", "mod"], frozenset({"b.md"}))  # b.md: git has no entry
     assert gitcli.read_blobs(repo.path, [blob]) == {blob: b"# A\n"}
     assert gitcli.blob_id(b"# A\n") == blob
 
