@@ -52,8 +52,7 @@ def message(line: bytes) -> dict[str, object] | None:
         text = line.decode("utf-8")
         start = len(text) - len(text.lstrip(wire.WHITESPACE))
         value, _ = wire.scan(text, start)
-    except (UnicodeDecodeError, StopIteration, ValueError, RecursionError, SystemError):
-        # SystemError: the C scanner's error class lives in the json package, which this process never imports
+    except (UnicodeDecodeError, StopIteration, ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 

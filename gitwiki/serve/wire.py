@@ -28,7 +28,22 @@ def _unencodable(value: object) -> object:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-scan = _json.make_scanner(_Context())  # type: ignore[arg-type]  # duck-typed: the attributes above
+_scan = _json.make_scanner(_Context())  # type: ignore[arg-type]  # duck-typed: the attributes above
+
+
+def scan(text: str, start: int) -> tuple[object, int]:
+    """The JSON value at `start` of `text` and where it ends; StopIteration or ValueError where there is none."""
+    try:
+        return _scan(text, start)
+    except SystemError:
+        # The C scanner raises json.decoder's JSONDecodeError, which it finds only once the json package is
+        # imported: in a process without it, `{x` was a SystemError (it ended a relay, and a session's initialize
+        # sent with it was never answered). Imported now, for this broken line only, the same scan says why.
+        import json.decoder  # noqa: F401
+
+        return _scan(text, start)
+
+
 # json.dumps's defaults: ASCII strings, ", " and ": ", no circular check (the values here are built, not received)
 _encode = _json.make_encoder(None, _unencodable, _json.encode_basestring_ascii, None, ": ", ", ", False, False, True)
 WHITESPACE = " \t\r\n"
@@ -46,13 +61,6 @@ def loads(text: str) -> object:
         value, end = scan(text, start)
     except StopIteration:
         raise ValueError("no JSON value") from None
-    except SystemError:
-        # The C scanner raises json.decoder's JSONDecodeError, found only when the json package is imported; without
-        # it `{x` was a SystemError, which ended a relay and lost the session's initialize. json says what is wrong.
-        import json
-
-        json.loads(text)
-        raise ValueError("not JSON") from None
     if text[end:].strip(WHITESPACE):
         raise ValueError("extra data after the JSON value")
     return value
