@@ -172,6 +172,12 @@ def topic_name(raw: str) -> str:
 _REF = re.compile(r"(.+):[ \t]*(\d{1,9})")  # more digits: no entry number (int() refuses 4,300)
 
 
+def is_entry_number(text: str) -> bool:
+    """`text` can be an entry number, as in `topic:3` (a link, a ref): digits, and far fewer than int() refuses
+    (a link of 5,000 digits was its ValueError)."""
+    return text.isdecimal() and len(text) < 10
+
+
 def split_ref(topic: str, index: int | None = None) -> tuple[str, int | None]:
     """A topic and entry number from what an answer printed: `billing:2` (or `~personal/billing:2`) is
     entry 2 of billing, as `memory_store` and `memory_search` name entries; a plain topic keeps `index`.

@@ -219,8 +219,10 @@ def helix_links(links: str) -> list[str]:
 
 
 def _link(link: str) -> str:
+    from gitwiki.memory.entry import is_entry_number
+
     name, sep, index = link.rpartition(":")
-    return f"{name}:{int(index) + 1}" if sep and index.isdecimal() and len(index) < 10 else link
+    return f"{name}:{int(index) + 1}" if sep and is_entry_number(index) else link
 
 
 def _number(raw: str) -> float | str:

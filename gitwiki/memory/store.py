@@ -28,6 +28,7 @@ from gitwiki.memory.entry import (
     drop_entries,
     first_line,
     is_confidence,
+    is_entry_number,
     is_stamp,
     near_duplicate,
     normalize_tags,
@@ -172,16 +173,11 @@ def _new_entry(
         known = current.get(name)
         if known is None or (known == [] and name != topic):
             warnings.append(f"link {link}: no topic {name!r} yet")
-        elif index and not (_number(index) and 1 <= int(index) <= len(known)):
+        elif index and not (is_entry_number(index) and 1 <= int(index) <= len(known)):
             warnings.append(f"link {link}: topic {name!r} has {len(known)} entries")
     created = _unique_stamp(now_iso(), shown or text, entries)
     tags = normalize_tags([*_tags(item.tags), *auto_tags(text)])
     return Entry(topic, created, text, tags, source, float(confidence), links, shown=shown), warnings
-
-
-def _number(index: str) -> bool:
-    """An entry number a page or a call may give: digits, and fewer than int() refuses (4,300) by far."""
-    return index.isdecimal() and len(index) < 10
 
 
 def _links(raw: object) -> tuple[str, ...]:
@@ -193,7 +189,7 @@ def _links(raw: object) -> tuple[str, ...]:
     out = []
     for value in values:
         name, sep, index = value.strip().partition(":")
-        if sep and not (index.strip().isdecimal() and len(index.strip()) < 10):
+        if sep and not is_entry_number(index.strip()):
             raise UsageError(f"link {value[:200]!r} must be 'topic' or 'topic:N' with N an entry number")
         out.append(topic_name(name) + (f":{int(index)}" if sep else ""))
     return tuple(dict.fromkeys(out))
@@ -531,7 +527,7 @@ def _relink(links: tuple[str, ...], old: str, new: str, renumber: dict[int, int]
     for link in links:
         name, sep, index = link.partition(":")
         if name == old:
-            link = new + (f":{renumber.get(int(index), index)}" if sep and _number(index) else "")
+            link = new + (f":{renumber.get(int(index), index)}" if sep and is_entry_number(index) else "")
         out.append(link)
     return tuple(out)
 

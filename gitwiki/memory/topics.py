@@ -14,6 +14,7 @@ from gitwiki.memory.brief import TopicActivity, activity, classify
 from gitwiki.memory.entry import (
     Entry,
     drop_entries,
+    is_entry_number,
     near_duplicate,
     normalize_tags,
     now_iso,
@@ -161,8 +162,7 @@ def _xrefs(mem: Memory) -> list[XRef]:
         for e in tf.page.entries:
             for link in e.links:
                 name, _, index = link.partition(":")
-                number = index.isdecimal() and len(index) < 10
-                valid = name in sizes and (not index or (number and 1 <= int(index) <= sizes[name]))
+                valid = name in sizes and (not index or (is_entry_number(index) and 1 <= int(index) <= sizes[name]))
                 out.append(XRef(e.ref, mem.label + link, "link", valid))
             named = {mem.label + m.group(1) for m in mention.finditer(e.text.lower())} if mention else set()
             out += [XRef(e.ref, n, "mention", True) for n in sorted(named) if n != e.topic]
