@@ -262,7 +262,7 @@ def read_toml(path: Path) -> dict[str, Any]:
     """One config layer's tables, as the file says them."""
     import tomllib  # ~3 ms with datetime and string, which the agent hooks skip (agent_hooks/cache.py)
 
-    from gitwiki.fs import RefusedFile, read_bounded
+    from gitwiki.fs import read_bounded  # its RefusedFile is a UsageError already: one line, exit 2
 
     try:
         data = read_bounded(path, cap=CONFIG_CAP, what="config file", fix="a config file is a small text file")
@@ -273,8 +273,6 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
     except RecursionError:
         raise UsageError(f"{path}: its arrays or tables nest too deep to read; fix the file") from None
-    except RefusedFile as e:
-        raise UsageError(str(e)) from None
     except OSError as e:
         raise UsageError(f"{path}: cannot read config ({e.strerror})") from None
 

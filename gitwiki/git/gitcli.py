@@ -225,8 +225,7 @@ def index_lock(root: str | os.PathLike[str], wait: float) -> Iterator[HeldIndex 
     entry set in between is lost; the committed page then shows as a staged deletion, and the user's
     next commit deletes it (the likely cause of an acknowledged page missing from HEAD once in seven
     fault-injection runs beside a user's commit loop)."""
-    where = run_git(root, "rev-parse", "--git-path", "index").out.strip()  # honours GIT_INDEX_FILE
-    held = HeldIndex(root, Path(root, where))
+    held = HeldIndex(root, _index_file(root))
     deadline = time.monotonic() + wait
     while True:
         try:
@@ -252,11 +251,16 @@ def index_lock(root: str | os.PathLike[str], wait: float) -> Iterator[HeldIndex 
 def drop_orphaned_index_lock(root: str | os.PathLike[str]) -> bool:
     """Remove git's index.lock when gitwiki took it and its process is gone (a kill -9 mid-commit): the user's own
     `git add` failed on it until gitwiki's next write. Whether one was removed."""
-    lock = Path(root, run_git(root, "rev-parse", "--git-path", "index").out.strip() + ".lock")
+    lock = HeldIndex(root, _index_file(root)).lock
     if not _orphaned(lock):
         return False
     lock.unlink(missing_ok=True)
     return True
+
+
+def _index_file(root: str | os.PathLike[str]) -> Path:
+    """git's index file (honours GIT_INDEX_FILE)."""
+    return Path(root, run_git(root, "rev-parse", "--git-path", "index").out.strip())
 
 
 def _orphaned(lock: Path) -> bool:
